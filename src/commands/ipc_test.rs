@@ -1,0 +1,200 @@
+//! Running one IPC latency test and turning its outcome into report data;
+//! shared by `latscope mq` and `latscope suite`.
+
+use super::progress::LiveLine;
+use super::validity::{self, RunFacts};
+use crate::ipc::Transport;
+use crate::ipc::oneway::{self, PairOutcome, RunPlan};
+use crate::report::{Report, SCHEMA_NAME, SCHEMA_VERSION, Series, TestConfig, TestResult, Tool};
+use crate::rt::dma_latency::DmaLatency;
+use crate::rt::sched;
+use crate::rt::sysinfo::{self, CpuTimes, SysInfo};
+use crate::rt::tracefs::BreakTrace;
+use crate::stats::LatencyRecorder;
+use std::time::{Duration, SystemTime};
+
+/// Process-wide preparation for real-time measuring, with what it achieved.
+pub struct Preparation {
+    pub memory_locked: bool,
+    pub dma_latency: DmaLatency,
+    pub warnings: Vec<String>,
+}
+
+impl Preparation {
+    /// Locks memory and holds `/dev/cpu_dma_latency`. With `require_mlock`, a
+    /// failing mlockall is an error (exit 1); otherwise it becomes a warning.
+    pub fn apply(
+        lock_memory: bool,
+        require_mlock: bool,
+        hold_dma: bool,
+    ) -> Result<Preparation, String> {
+        let mut warnings = Vec::new();
+        let memory_locked = if lock_memory {
+            match sched::lock_all_memory() {
+                Ok(()) => true,
+                Err(e) if require_mlock => return Err(e),
+                Err(e) => {
+                    warnings.push(format!("memory not locked: {e}"));
+                    false
+                }
+            }
+        } else {
+            false
+        };
+        let dma_latency = if hold_dma {
+            DmaLatency::request_zero()
+        } else {
+            DmaLatency::NotRequested
+        };
+        if let DmaLatency::Unavailable(why) = &dma_latency {
+            warnings.push(format!(
+                "could not hold {} at 0 ({why}): CPU idle-state exits may add latency",
+                crate::rt::dma_latency::PATH
+            ));
+        }
+        Ok(Preparation {
+            memory_locked,
+            dma_latency,
+            warnings,
+        })
+    }
+}
+
+/// One IPC test to run.
+pub struct IpcTest<'a> {
+    pub transport: &'a dyn Transport,
+    pub plan: RunPlan,
+    pub config: TestConfig,
+    pub breaktrace: Option<BreakTrace>,
+    pub quiet: bool,
+}
+
+/// A finished IPC test: report data plus the facts the validity checks need.
+pub struct FinishedTest {
+    pub result: TestResult,
+    pub started: SystemTime,
+    pub ended: SystemTime,
+    pub elapsed: Duration,
+    pub facts: RunFacts,
+}
+
+pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, String> {
+    let mut progress = LiveLine::new(test.transport.name(), test.quiet);
+    let cpu_before = CpuTimes::sample();
+    let own_cpu_before = sysinfo::process_cpu_seconds();
+    let outcome = oneway::run(test.transport, &test.plan, test.breaktrace, &mut progress)?;
+    let cpu_after = CpuTimes::sample();
+    let own_cpu_seconds = sysinfo::process_cpu_seconds() - own_cpu_before;
+
+    let cpus_used: Vec<usize> = {
+        let mut c: Vec<usize> = outcome
+            .pairs
+            .iter()
+            .flat_map(|p| [p.receiver_cpu, p.sender_cpu])
+            .collect();
+        c.sort_unstable();
+        c.dedup();
+        c
+    };
+    let mut overall = LatencyRecorder::new();
+    for pair in &outcome.pairs {
+        overall.merge(&pair.recorder);
+    }
+    let series: Vec<Series> = outcome
+        .pairs
+        .iter()
+        .enumerate()
+        .map(|(i, p)| series_of(i, p))
+        .collect();
+    let facts = RunFacts {
+        realtime_policy: test
+            .plan
+            .pairs
+            .first()
+            .is_some_and(|p| p.policy.is_realtime()),
+        all_pinned: test.plan.pairs.iter().all(|p| p.cpu.is_some()),
+        cpus_used: cpus_used.clone(),
+        busy_fraction: cpu_before.busy_fraction(&cpu_after, &cpus_used),
+        own_cpu_seconds,
+        elapsed: outcome.elapsed,
+        max_ns: overall.max(),
+        windows_dropped: series.iter().map(|s| s.per_second_dropped).sum(),
+        breaktrace_note: outcome.breaktrace_note.clone(),
+    };
+    Ok(FinishedTest {
+        result: TestResult {
+            test: test.transport.name().to_string(),
+            description: test.transport.describe().to_string(),
+            mode: "one-way".to_string(),
+            config: test.config,
+            end_reason: outcome.end_reason,
+            error: outcome.error,
+            overall: overall.summary(),
+            series,
+        },
+        started: outcome.started,
+        ended: outcome.ended,
+        elapsed: outcome.elapsed,
+        facts,
+    })
+}
+
+fn series_of(index: usize, p: &PairOutcome) -> Series {
+    Series {
+        label: format!("pair {index}"),
+        receiver_cpu: p.receiver_cpu,
+        sender_cpu: p.sender_cpu,
+        pinned: p.plan.cpu.is_some(),
+        receiver_tid: p.receiver_tid,
+        sender_tid: p.sender_tid,
+        policy: p.plan.policy.to_string(),
+        priority: p.plan.priority,
+        interval_us: p.plan.interval_ns / 1000,
+        sent: p.sent,
+        timeouts: p.timeouts,
+        overruns: p.overruns,
+        above_limit: p.above_limit,
+        latency: p.recorder.summary(),
+        per_second: p.per_second.clone(),
+        per_second_dropped: p.per_second_dropped,
+        resources: p.resource_names.clone(),
+    }
+}
+
+/// Builds the report of a command from its finished tests.
+pub fn assemble_report(
+    tests: Vec<FinishedTest>,
+    sysinfo: SysInfo,
+    mut warnings: Vec<String>,
+    memory_locked: bool,
+) -> Report {
+    let started = tests.first().map_or_else(SystemTime::now, |t| t.started);
+    let ended = tests.last().map_or_else(SystemTime::now, |t| t.ended);
+    for t in &tests {
+        for w in validity::warnings(&sysinfo, &t.facts, memory_locked) {
+            if !warnings.contains(&w) {
+                warnings.push(w);
+            }
+        }
+    }
+    let mut report = Report {
+        schema: SCHEMA_NAME.to_string(),
+        schema_version: SCHEMA_VERSION,
+        tool: Tool::this(),
+        command_line: std::env::args().collect(),
+        start_time: sysinfo::rfc3339(started),
+        end_time: sysinfo::rfc3339(ended),
+        duration_s: tests.iter().map(|t| t.elapsed.as_secs_f64()).sum(),
+        sysinfo,
+        tests: tests.into_iter().map(|t| t.result).collect(),
+        warnings,
+        exit_code: 0,
+    };
+    report.exit_code = super::exit_code_for(&report);
+    report
+}
+
+/// Seconds as the report writes them.
+pub fn secs(d: Option<Duration>) -> Option<f64> {
+    d.map(|d| d.as_secs_f64())
+}

@@ -1,0 +1,84 @@
+//! The subcommands: each turns settings into a `Report`, prints it, writes
+//! JSON and decides the exit code. The measuring itself is in `ipc`.
+
+pub mod ipc_test;
+pub mod mq;
+pub mod progress;
+pub mod suite;
+pub mod validity;
+
+use crate::report::{Exporter, Report};
+use crate::settings::{JsonTarget, UsageError};
+use std::io::Write;
+
+/// How a command failed: usage errors exit 2 before measuring, run-time errors exit 1.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    #[error("{0}")]
+    Usage(#[from] UsageError),
+    #[error("{0}")]
+    Runtime(String),
+}
+
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_RUNTIME: i32 = 1;
+pub const EXIT_USAGE: i32 = 2;
+pub const EXIT_LIMIT: i32 = 3;
+
+/// The exit code a finished report calls for.
+pub fn exit_code_for(report: &Report) -> i32 {
+    if report.tests.iter().any(|t| t.error.is_some()) {
+        EXIT_RUNTIME
+    } else if !report.series_over_limit().is_empty() {
+        EXIT_LIMIT
+    } else {
+        EXIT_OK
+    }
+}
+
+/// Writes `report` with `exporter` to the JSON target (a file is written whole
+/// to a temporary name first, then renamed, so readers never see half a file).
+pub fn write_json(
+    target: &JsonTarget,
+    exporter: &dyn Exporter,
+    report: &Report,
+) -> Result<(), String> {
+    match target {
+        JsonTarget::Stdout => {
+            let stdout = std::io::stdout();
+            let mut lock = stdout.lock();
+            exporter
+                .write(report, &mut lock)
+                .and_then(|_| lock.flush())
+                .map_err(|e| format!("could not write JSON to standard output: {e}"))
+        }
+        JsonTarget::File(path) => {
+            let file_name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let tmp = path.with_file_name(format!(".{file_name}.{}.tmp", std::process::id()));
+            let result = (|| {
+                let mut file = std::fs::File::create(&tmp)?;
+                let mut buffered = std::io::BufWriter::new(&mut file);
+                exporter.write(report, &mut buffered)?;
+                buffered.flush()?;
+                drop(buffered);
+                file.sync_all()?;
+                std::fs::rename(&tmp, path)
+            })();
+            if result.is_err() {
+                let _ = std::fs::remove_file(&tmp);
+            }
+            result.map_err(|e| format!("could not write {}: {e}", path.display()))
+        }
+    }
+}
+
+/// Prints with `exporter` to standard output, ignoring a closed pipe.
+pub fn print(exporter: &dyn Exporter, report: &Report) {
+    let stdout = std::io::stdout();
+    let mut lock = stdout.lock();
+    let _ = exporter.write(report, &mut lock);
+    let _ = lock.flush();
+}

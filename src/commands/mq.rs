@@ -1,0 +1,92 @@
+//! `latscope mq`: POSIX message-queue wake-up latency, pmqtest-compatible.
+
+use super::ipc_test::{self, IpcTest, Preparation, secs};
+use super::{CommandError, print, write_json};
+use crate::cli::{MqArgs, OutputFormat};
+use crate::ipc::mq::MessageQueues;
+use crate::report::classic_pmqtest::ClassicPmqtest;
+use crate::report::console::ModernConsole;
+use crate::report::json::{LatscopeJson, RtTestsJson};
+use crate::report::{Exporter, TestConfig};
+use crate::rt::sysinfo::SysInfo;
+use crate::rt::tracefs::BreakTrace;
+use crate::settings::MqSettings;
+
+pub fn run(args: &MqArgs) -> Result<i32, CommandError> {
+    let settings = MqSettings::from_args(args)?;
+    for notice in &settings.notices {
+        eprintln!("latscope: warning: {notice}");
+    }
+    let sysinfo = SysInfo::collect();
+    let prep = Preparation::apply(settings.lock_memory, true, settings.hold_dma_latency)
+        .map_err(CommandError::Runtime)?;
+    let mut warnings = prep.warnings;
+    let breaktrace = match settings.breaktrace_us {
+        None => None,
+        Some(_) => match BreakTrace::open() {
+            Ok(t) => Some(t),
+            Err(why) => {
+                let w = format!("-b: {why}; the run still stops at the limit");
+                eprintln!("latscope: warning: {w}");
+                warnings.push(w);
+                None
+            }
+        },
+    };
+    let config = TestConfig {
+        pairs: settings.plan.pairs.len(),
+        policy: settings.policy.to_string(),
+        priority: settings.priority,
+        same_priority: settings.same_priority,
+        interval_us: settings.interval_us,
+        distance_us: settings.distance_us,
+        loops: settings.loops,
+        duration_s: secs(settings.plan.duration),
+        receive_timeout_s: secs(settings.plan.receive_timeout),
+        forced_send_delay_s: secs(settings.plan.forced_send_delay),
+        breaktrace_us: settings.breaktrace_us,
+        max_latency_us: settings.verdict.max_latency_us,
+        mlockall: prep.memory_locked,
+        cpu_dma_latency: prep.dma_latency.describe(),
+    };
+    let transport = MessageQueues::new();
+    let finished = ipc_test::run(IpcTest {
+        transport: &transport,
+        plan: settings.plan.clone(),
+        config,
+        breaktrace,
+        quiet: settings.verdict.quiet,
+    })
+    .map_err(CommandError::Runtime)?;
+    if let Some(note) = &finished.facts.breaktrace_note {
+        eprintln!("latscope: break-trace limit crossed: {note}");
+    }
+    let report = ipc_test::assemble_report(vec![finished], sysinfo, warnings, prep.memory_locked);
+    drop(prep.dma_latency);
+
+    let (console, json): (&dyn Exporter, &dyn Exporter) = match settings.format {
+        OutputFormat::Modern => (&ModernConsole, &LatscopeJson),
+        OutputFormat::Classic => (&ClassicPmqtest, &RtTestsJson),
+    };
+    let json_to_stdout = matches!(
+        settings.verdict.json,
+        Some(crate::settings::JsonTarget::Stdout)
+    );
+    if !json_to_stdout {
+        print(console, &report);
+    }
+    if settings.format == OutputFormat::Classic || json_to_stdout {
+        // Classic output must stay byte-exact: warnings go to stderr.
+        let mut err = std::io::stderr();
+        let _ = crate::report::console::write_footer(&report, &mut err);
+    }
+    if let Some(target) = &settings.verdict.json {
+        write_json(target, json, &report).map_err(CommandError::Runtime)?;
+    }
+    for test in &report.tests {
+        if let Some(e) = &test.error {
+            eprintln!("latscope: error: {e}");
+        }
+    }
+    Ok(report.exit_code)
+}

@@ -1,0 +1,185 @@
+//! `latscope suite`: the main job. Runs every available test briefly and
+//! prints one overview table of this machine's latencies.
+
+use super::ipc_test::{self, FinishedTest, IpcTest, Preparation, secs};
+use super::{CommandError, print, write_json};
+use crate::cli::SuiteArgs;
+use crate::ipc::Transport;
+use crate::ipc::mq::MessageQueues;
+use crate::ipc::oneway::{PairPlan, RunPlan};
+use crate::report::console::{Table, end_reason_text, write_footer};
+use crate::report::json::LatscopeJson;
+use crate::report::{Exporter, Report, TestConfig};
+use crate::rt::sched::{self, Policy};
+use crate::rt::sysinfo::SysInfo;
+use crate::settings::{UsageError, VerdictSettings};
+use crate::units::{format_duration, format_ns, parse_duration};
+use std::io::Write;
+use std::time::Duration;
+
+/// Interval of the suite's IPC tests: pmqtest's usual `-i100`.
+const SUITE_INTERVAL_US: u64 = 100;
+const SUITE_PRIORITY: i32 = 99;
+
+/// Every test the suite knows; later transports add themselves here.
+fn available_tests() -> Vec<Box<dyn Transport>> {
+    vec![Box::new(MessageQueues::new())]
+}
+
+pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
+    let total = parse_duration(&args.duration, 1_000_000_000)
+        .map_err(|e| UsageError(format!("--duration: {e}")))?;
+    if total < Duration::from_millis(100) {
+        return Err(UsageError("--duration must be at least 100ms".to_string()).into());
+    }
+    let verdict = VerdictSettings::from_args(&args.verdict)?;
+    let sysinfo = SysInfo::collect();
+    let realtime = sched::can_use_realtime();
+    let mut warnings = Vec::new();
+    if !realtime {
+        eprintln!(
+            "latscope: note: real-time priority is not available to this user; measuring at normal priority ({})",
+            sched::RT_PRIVILEGE_FIX
+        );
+    }
+    let prep = Preparation::apply(true, false, true).map_err(CommandError::Runtime)?;
+    warnings.extend(prep.warnings.iter().cloned());
+
+    let tests = available_tests();
+    let share = total / tests.len() as u32;
+    let (policy, priority) = if realtime {
+        (Policy::Fifo, SUITE_PRIORITY)
+    } else {
+        (Policy::Other, 0)
+    };
+    let cpus = sched::allowed_cpus();
+    let mut finished: Vec<FinishedTest> = Vec::new();
+    for transport in &tests {
+        if !verdict.quiet {
+            eprintln!(
+                "latscope: running {} for {} ...",
+                transport.name(),
+                format_duration(share)
+            );
+        }
+        let plan = RunPlan {
+            pairs: cpus
+                .iter()
+                .map(|&cpu| PairPlan {
+                    cpu: Some(cpu),
+                    policy,
+                    priority,
+                    interval_ns: SUITE_INTERVAL_US * 1000,
+                    loops: None,
+                })
+                .collect(),
+            duration: Some(share),
+            limit_ns: verdict.max_latency_us.map(|us| us.saturating_mul(1000)),
+            ..RunPlan::default()
+        };
+        let config = TestConfig {
+            pairs: plan.pairs.len(),
+            policy: policy.to_string(),
+            priority,
+            same_priority: true,
+            interval_us: SUITE_INTERVAL_US,
+            distance_us: 0,
+            loops: None,
+            duration_s: secs(plan.duration),
+            receive_timeout_s: None,
+            forced_send_delay_s: None,
+            breaktrace_us: None,
+            max_latency_us: verdict.max_latency_us,
+            mlockall: prep.memory_locked,
+            cpu_dma_latency: prep.dma_latency.describe(),
+        };
+        let done = ipc_test::run(IpcTest {
+            transport: transport.as_ref(),
+            plan,
+            config,
+            breaktrace: None,
+            quiet: verdict.quiet,
+        })
+        .map_err(CommandError::Runtime)?;
+        let interrupted = done.result.end_reason == crate::ipc::oneway::EndReason::Interrupted;
+        finished.push(done);
+        if interrupted {
+            break;
+        }
+    }
+    let report = ipc_test::assemble_report(finished, sysinfo, warnings, prep.memory_locked);
+    drop(prep.dma_latency);
+    if !matches!(verdict.json, Some(crate::settings::JsonTarget::Stdout)) {
+        print(&SuiteOverview, &report);
+    }
+    if let Some(target) = &verdict.json {
+        write_json(target, &LatscopeJson, &report).map_err(CommandError::Runtime)?;
+    }
+    Ok(report.exit_code)
+}
+
+/// One row per test: the overall (all pairs merged) statistics.
+pub struct SuiteOverview;
+
+impl Exporter for SuiteOverview {
+    fn write(&self, report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+        let s = &report.sysinfo;
+        writeln!(
+            out,
+            "latscope suite on {} ({} {}, {}, clocksource {}, {} CPUs usable)",
+            s.nodename,
+            s.sysname,
+            s.release,
+            if s.preempt_rt {
+                "PREEMPT_RT"
+            } else {
+                "not PREEMPT_RT"
+            },
+            s.clocksource,
+            s.cpus_allowed.len()
+        )?;
+        let mut table = Table::new(&[
+            "Test",
+            "What one sample spans",
+            "Pairs",
+            "Policy",
+            "Samples",
+            "Min",
+            "Avg",
+            "P99",
+            "P99.9",
+            "P99.99",
+            "Max",
+            "Overruns",
+            "Ended",
+        ]);
+        for t in &report.tests {
+            let o = &t.overall;
+            let v = |ns: u64| {
+                if o.samples == 0 {
+                    "-".to_string()
+                } else {
+                    format_ns(ns)
+                }
+            };
+            let p = |q: f64| v(o.percentile(q).unwrap_or(0));
+            table.row(vec![
+                t.test.clone(),
+                format!("{} ({})", t.description, t.mode),
+                t.series.len().to_string(),
+                format!("{} {}", t.config.policy, t.config.priority),
+                o.samples.to_string(),
+                v(o.min_ns),
+                v(o.avg_ns.round() as u64),
+                p(99.0),
+                p(99.9),
+                p(99.99),
+                v(o.max_ns),
+                t.series.iter().map(|s| s.overruns).sum::<u64>().to_string(),
+                end_reason_text(t).to_string(),
+            ]);
+        }
+        write!(out, "{}", table.render())?;
+        write_footer(report, out)
+    }
+}

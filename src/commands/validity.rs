@@ -1,0 +1,151 @@
+//! Warnings that say when the numbers cannot mean what a real-time user
+//! expects. They end the console output and are part of the JSON report.
+
+use crate::rt::sysinfo::SysInfo;
+use std::time::Duration;
+
+/// Facts about one finished test that the checks look at.
+#[derive(Debug, Clone, Default)]
+pub struct RunFacts {
+    pub realtime_policy: bool,
+    pub all_pinned: bool,
+    pub cpus_used: Vec<usize>,
+    /// Busy fraction of `cpus_used` during the run (all processes, from /proc/stat).
+    pub busy_fraction: Option<f64>,
+    /// CPU time latscope itself used during the run.
+    pub own_cpu_seconds: f64,
+    pub elapsed: Duration,
+    pub max_ns: Option<u64>,
+    pub windows_dropped: u64,
+    pub breaktrace_note: Option<String>,
+}
+
+/// Other load above this share of the measured CPUs' time is reported.
+const OTHER_LOAD_LIMIT: f64 = 0.10;
+/// Samples this long under RT throttling are most likely the throttle itself.
+const THROTTLE_SUSPECT_NS: u64 = 10_000_000;
+
+pub fn warnings(sys: &SysInfo, facts: &RunFacts, memory_locked: bool) -> Vec<String> {
+    let mut w = Vec::new();
+    if !facts.realtime_policy {
+        w.push(
+            "no real-time priority (policy other): latencies include ordinary scheduling delays; \
+             run as root with -p 1..99 (or CAP_SYS_NICE)"
+                .to_string(),
+        );
+    }
+    if !memory_locked {
+        w.push("memory not locked (mlockall): page faults can show up as latency".to_string());
+    }
+    if !sys.preempt_rt {
+        w.push(format!(
+            "kernel {} is not PREEMPT_RT: worst-case latencies are not bounded",
+            sys.release
+        ));
+    }
+    if let Some(hv) = &sys.virtualization {
+        w.push(format!(
+            "running in a virtual machine ({hv}): the hypervisor adds latency the guest cannot see or control"
+        ));
+    }
+    if let Some(busy) = facts.busy_fraction {
+        let capacity = facts.elapsed.as_secs_f64() * facts.cpus_used.len().max(1) as f64;
+        if capacity > 0.0 {
+            let other = busy - facts.own_cpu_seconds / capacity;
+            if other > OTHER_LOAD_LIMIT {
+                let cpus = facts
+                    .cpus_used
+                    .iter()
+                    .map(|c| c.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",");
+                w.push(format!(
+                    "CPU {cpus} shared with other load ({:.0}% busy with other work during the run): isolate the CPUs (isolcpus, cpusets) for trustworthy numbers",
+                    other * 100.0
+                ));
+            }
+        }
+    }
+    if facts.realtime_policy
+        && sys.rt_throttling_active()
+        && facts.max_ns.is_some_and(|m| m >= THROTTLE_SUSPECT_NS)
+    {
+        w.push(format!(
+            "samples of 10 ms or more with RT throttling on (sched_rt_runtime_us={} of {}): likely the kernel throttling real-time threads, not the primitive",
+            sys.rt_runtime_us.unwrap_or(0),
+            sys.rt_period_us.unwrap_or(0)
+        ));
+    }
+    if facts.windows_dropped > 0 {
+        w.push(format!(
+            "{} per-second windows were lost because the monitor thread was starved",
+            facts.windows_dropped
+        ));
+    }
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rt_sys() -> SysInfo {
+        SysInfo {
+            sysname: "Linux".into(),
+            nodename: "n".into(),
+            release: "6.6-rt".into(),
+            version: "PREEMPT_RT".into(),
+            machine: "x86_64".into(),
+            preempt_rt: true,
+            clocksource: "tsc".into(),
+            cpus_online: 4,
+            cpus_allowed: vec![0, 1, 2, 3],
+            cpus_isolated: String::new(),
+            virtualization: None,
+            rt_runtime_us: Some(-1),
+            rt_period_us: Some(1_000_000),
+        }
+    }
+
+    fn good_facts() -> RunFacts {
+        RunFacts {
+            realtime_policy: true,
+            all_pinned: true,
+            cpus_used: vec![0, 1],
+            busy_fraction: Some(0.05),
+            own_cpu_seconds: 0.5,
+            elapsed: Duration::from_secs(10),
+            max_ns: Some(20_000),
+            windows_dropped: 0,
+            breaktrace_note: None,
+        }
+    }
+
+    #[test]
+    fn a_well_set_up_rt_machine_has_no_warnings() {
+        assert!(warnings(&rt_sys(), &good_facts(), true).is_empty());
+    }
+
+    #[test]
+    fn each_problem_is_named() {
+        let mut sys = rt_sys();
+        sys.preempt_rt = false;
+        sys.virtualization = Some("QEMU".into());
+        sys.rt_runtime_us = Some(950_000);
+        let mut facts = good_facts();
+        facts.busy_fraction = Some(0.9);
+        facts.max_ns = Some(50_000_000);
+        let w = warnings(&sys, &facts, false).join("\n");
+        assert!(w.contains("not PREEMPT_RT"), "{w}");
+        assert!(w.contains("virtual machine (QEMU)"), "{w}");
+        assert!(w.contains("memory not locked"), "{w}");
+        assert!(w.contains("shared with other load (88%"), "{w}");
+        assert!(w.contains("RT throttling"), "{w}");
+        facts.realtime_policy = false;
+        assert!(
+            warnings(&sys, &facts, true)
+                .join("\n")
+                .contains("no real-time priority")
+        );
+    }
+}

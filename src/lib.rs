@@ -1,0 +1,14 @@
+//! latscope: latency measurements a real-time Linux system lives by.
+//!
+//! `cli` declares the command line, `settings` validates it, `commands` runs
+//! the subcommands on the measuring core (`ipc`, `stats`, `rt`) and `report`
+//! holds the result model and its exporters.
+
+pub mod cli;
+pub mod commands;
+pub mod ipc;
+pub mod report;
+pub mod rt;
+pub mod settings;
+pub mod stats;
+pub mod units;

@@ -1,0 +1,70 @@
+//! Entry point: parse, dispatch, print errors with the documented exit codes
+//! (0 ok, 1 run-time error, 2 bad usage, 3 latency limit crossed).
+
+use clap::Parser;
+use clap::error::ErrorKind;
+use latscope::cli::{Cli, Command};
+use latscope::commands::{self, CommandError, EXIT_RUNTIME, EXIT_USAGE};
+use std::ffi::OsString;
+use std::path::Path;
+
+/// Names under which latscope behaves as the original tool, and the
+/// arguments that stand for that tool.
+const COMPAT_NAMES: [(&str, &[&str]); 1] = [("pmqtest", &["mq", "--format", "classic"])];
+
+fn effective_args() -> Vec<OsString> {
+    let mut args: Vec<OsString> = std::env::args_os().collect();
+    let invoked_as = args
+        .first()
+        .and_then(|a| Path::new(a).file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if let Some((_, prefix)) = COMPAT_NAMES.iter().find(|(name, _)| *name == invoked_as) {
+        let rest = args.split_off(1);
+        args.extend(prefix.iter().map(OsString::from));
+        args.extend(rest);
+    }
+    args
+}
+
+fn main() {
+    // Before any thread exists, so every thread inherits the mask and Ctrl-C /
+    // SIGTERM are collected by the monitor loop instead of killing the process.
+    latscope::rt::signals::block_stop_signals();
+    let cli = match Cli::try_parse_from(effective_args()) {
+        Ok(cli) => cli,
+        Err(e) => match e.kind() {
+            ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+                let _ = e.print();
+                std::process::exit(0);
+            }
+            ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
+                let _ = e.print();
+                std::process::exit(EXIT_USAGE);
+            }
+            _ => {
+                let text = e.to_string();
+                let first = text.lines().next().unwrap_or("bad usage");
+                let first = first.strip_prefix("error: ").unwrap_or(first);
+                eprintln!("latscope: error: {first} (see 'latscope --help')");
+                std::process::exit(EXIT_USAGE);
+            }
+        },
+    };
+    let result = match &cli.command {
+        Command::Mq(args) => commands::mq::run(args),
+        Command::Suite(args) => commands::suite::run(args),
+    };
+    let code = match result {
+        Ok(code) => code,
+        Err(CommandError::Usage(e)) => {
+            eprintln!("latscope: error: {e}");
+            EXIT_USAGE
+        }
+        Err(CommandError::Runtime(e)) => {
+            eprintln!("latscope: error: {e}");
+            EXIT_RUNTIME
+        }
+    };
+    std::process::exit(code);
+}

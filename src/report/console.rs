@@ -1,0 +1,187 @@
+//! The modern console output: one aligned table per test, then warnings and the
+//! verdict. Units are chosen per value (ns, us, ms, s).
+
+use super::{Exporter, Report, Series, TestResult};
+use crate::units::format_ns;
+use std::io::Write;
+
+/// A right-aligned text table (first column left-aligned).
+pub struct Table {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn new(header: &[&str]) -> Table {
+        Table {
+            header: header.iter().map(|s| s.to_string()).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    pub fn render(&self) -> String {
+        let columns = self.header.len();
+        let widths: Vec<usize> = (0..columns)
+            .map(|c| {
+                std::iter::once(&self.header)
+                    .chain(&self.rows)
+                    .map(|r| r.get(c).map_or(0, |s| s.chars().count()))
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let mut out = String::new();
+        for row in std::iter::once(&self.header).chain(&self.rows) {
+            let cells: Vec<String> = (0..columns)
+                .map(|c| {
+                    let cell = row.get(c).map_or("", |s| s.as_str());
+                    if c == 0 {
+                        format!("{cell:<w$}", w = widths[c])
+                    } else {
+                        format!("{cell:>w$}", w = widths[c])
+                    }
+                })
+                .collect();
+            out.push_str(cells.join("  ").trim_end());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+fn cpus(s: &Series) -> String {
+    let pin = if s.pinned { "" } else { "~" };
+    if s.receiver_cpu == s.sender_cpu {
+        format!("{pin}{}", s.receiver_cpu)
+    } else {
+        format!("{pin}{}/{}", s.receiver_cpu, s.sender_cpu)
+    }
+}
+
+fn latency_or_dash(s: &Series, value: u64) -> String {
+    if s.latency.samples == 0 {
+        "-".to_string()
+    } else {
+        format_ns(value)
+    }
+}
+
+pub fn series_table(test: &TestResult) -> Table {
+    let mut table = Table::new(&[
+        "Pair", "CPU", "Prio", "Interval", "Samples", "Timeouts", "Overruns", "Min", "Avg", "P50",
+        "P99", "P99.9", "Max",
+    ]);
+    for s in &test.series {
+        let l = &s.latency;
+        let p = |q: f64| latency_or_dash(s, l.percentile(q).unwrap_or(0));
+        table.row(vec![
+            s.label.clone(),
+            cpus(s),
+            format!("{} {}", s.policy, s.priority),
+            format_ns(s.interval_us.saturating_mul(1000)),
+            l.samples.to_string(),
+            s.timeouts.to_string(),
+            s.overruns.to_string(),
+            latency_or_dash(s, l.min_ns),
+            latency_or_dash(s, l.avg_ns.round() as u64),
+            p(50.0),
+            p(99.0),
+            p(99.9),
+            latency_or_dash(s, l.max_ns),
+        ]);
+    }
+    table
+}
+
+/// Warnings, the end reason when it is not a normal end, and the limit verdict.
+pub fn write_footer(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    for test in &report.tests {
+        if let Some(error) = &test.error {
+            writeln!(out, "error: {} stopped early: {error}", test.test)?;
+        }
+    }
+    for warning in &report.warnings {
+        writeln!(out, "warning: {warning}")?;
+    }
+    let over = report.series_over_limit();
+    if !over.is_empty() {
+        writeln!(out, "FAIL: latency limit crossed by {}", over.join(", "))?;
+    }
+    Ok(())
+}
+
+pub struct ModernConsole;
+
+impl Exporter for ModernConsole {
+    fn write(&self, report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+        for test in &report.tests {
+            writeln!(
+                out,
+                "{} latency ({}, {}), {:.1} s, ended: {}",
+                test.test,
+                test.description,
+                test.mode,
+                report.duration_s,
+                end_reason_text(test)
+            )?;
+            write!(out, "{}", series_table(test).render())?;
+        }
+        write_footer(report, out)
+    }
+}
+
+pub fn end_reason_text(test: &TestResult) -> &'static str {
+    use crate::ipc::oneway::EndReason::*;
+    match test.end_reason {
+        LoopsDone => "all loops done",
+        DurationElapsed => "duration elapsed",
+        Interrupted => "interrupted",
+        BreakTrace => "break-trace limit crossed",
+        Error => "error",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::testdata::sample_report;
+
+    #[test]
+    fn table_is_aligned() {
+        let mut t = Table::new(&["Name", "Value"]);
+        t.row(vec!["a".into(), "1".into()]);
+        t.row(vec!["longer".into(), "12345".into()]);
+        assert_eq!(t.render(), "Name    Value\na           1\nlonger  12345\n");
+    }
+
+    #[test]
+    fn modern_output_for_a_known_report() {
+        let mut buf = Vec::new();
+        ModernConsole.write(&sample_report(), &mut buf).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        let expected = "\
+mq latency (POSIX message queue, mq_send -> mq_receive, one-way), 1.0 s, ended: all loops done
+Pair    CPU     Prio  Interval  Samples  Timeouts  Overruns      Min      Avg      P50      P99    P99.9      Max
+pair 0    1  fifo 99    100 us        3         2         0  2.00 us  3.33 us  3.00 us  5.00 us  5.00 us  5.00 us
+warning: kernel is not PREEMPT_RT
+";
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn limit_verdict_names_the_pair() {
+        let mut report = sample_report();
+        report.tests[0].series[0].above_limit = 2;
+        let mut buf = Vec::new();
+        write_footer(&report, &mut buf).unwrap();
+        assert!(
+            String::from_utf8(buf)
+                .unwrap()
+                .contains("FAIL: latency limit crossed by mq pair 0")
+        );
+    }
+}

@@ -1,0 +1,203 @@
+//! JSON exporters: the versioned latscope report, and rt-tests' pmqtest layout
+//! for parsers written against the original tool.
+
+use super::{Exporter, Report};
+use crate::rt::sysinfo::rfc2822_local;
+use crate::units::ns_to_us_rounded;
+use serde::Serialize;
+use std::io::Write;
+
+/// The latscope report, pretty-printed (schema in docs/json-schema.md).
+pub struct LatscopeJson;
+
+impl Exporter for LatscopeJson {
+    fn write(&self, report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+        serde_json::to_writer_pretty(&mut *out, report)?;
+        out.write_all(b"\n")
+    }
+}
+
+/// pmqtest's `--json` layout (rt-tests `rt_write_json` plus pmqtest's
+/// `write_stats`), including the two keys with a stray colon that existing
+/// parsers expect. Values are microseconds as pmqtest writes them.
+pub struct RtTestsJson;
+
+#[derive(Serialize)]
+struct RtHeader<'a> {
+    file_version: u32,
+    #[serde(rename = "cmdline:")]
+    cmdline: String,
+    #[serde(rename = "rt_test_version:")]
+    rt_test_version: String,
+    start_time: String,
+    end_time: String,
+    return_code: i32,
+    sysinfo: RtSysinfo<'a>,
+    num_threads: usize,
+    thread: serde_json::Map<String, serde_json::Value>,
+}
+
+#[derive(Serialize)]
+struct RtSysinfo<'a> {
+    sysname: &'a str,
+    nodename: &'a str,
+    release: &'a str,
+    version: &'a str,
+    machine: &'a str,
+    realtime: u8,
+}
+
+#[derive(Serialize)]
+struct RtSender {
+    cpu: usize,
+    priority: i32,
+    samples: u64,
+    interval: u64,
+}
+
+#[derive(Serialize)]
+struct RtReceiver {
+    cpu: usize,
+    priority: i32,
+    timeoutcount: u64,
+    min: u64,
+    avg: f64,
+    max: u64,
+}
+
+#[derive(Serialize)]
+struct RtPair {
+    sender: RtSender,
+    receiver: RtReceiver,
+}
+
+/// rt-tests prints its version as `%1.2f` (e.g. "2.40"); latscope 0.1.x becomes
+/// "0.01" so that parsers reading it as a number keep working.
+fn rt_style_version(version: &str) -> String {
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let major = parts.next().unwrap_or(0);
+    let minor = parts.next().unwrap_or(0);
+    format!("{major}.{minor:02}")
+}
+
+fn local_time(rfc3339: &str) -> String {
+    humantime::parse_rfc3339(rfc3339)
+        .map(rfc2822_local)
+        .unwrap_or_else(|_| rfc3339.to_string())
+}
+
+impl Exporter for RtTestsJson {
+    fn write(&self, report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+        let series: Vec<_> = report.tests.iter().flat_map(|t| t.series.iter()).collect();
+        let mut thread = serde_json::Map::new();
+        for (i, s) in series.iter().enumerate() {
+            let avg_us = if s.latency.samples > 0 {
+                (s.latency.avg_ns / 10.0).round() / 100.0
+            } else {
+                0.0
+            };
+            let pair = RtPair {
+                sender: RtSender {
+                    cpu: s.sender_cpu,
+                    priority: s.priority,
+                    samples: s.sent,
+                    interval: s.interval_us,
+                },
+                receiver: RtReceiver {
+                    cpu: s.receiver_cpu,
+                    priority: s.priority,
+                    timeoutcount: s.timeouts,
+                    min: ns_to_us_rounded(s.latency.min_ns),
+                    avg: avg_us,
+                    max: ns_to_us_rounded(s.latency.max_ns),
+                },
+            };
+            thread.insert(i.to_string(), serde_json::to_value(pair)?);
+        }
+        let sys = &report.sysinfo;
+        let header = RtHeader {
+            file_version: 1,
+            cmdline: report.command_line.join(" "),
+            rt_test_version: rt_style_version(&report.tool.version),
+            start_time: local_time(&report.start_time),
+            end_time: local_time(&report.end_time),
+            return_code: report.exit_code,
+            sysinfo: RtSysinfo {
+                sysname: &sys.sysname,
+                nodename: &sys.nodename,
+                release: &sys.release,
+                version: &sys.version,
+                machine: &sys.machine,
+                realtime: u8::from(sys.preempt_rt),
+            },
+            num_threads: series.len(),
+            thread,
+        };
+        serde_json::to_writer_pretty(&mut *out, &header)?;
+        out.write_all(b"\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::testdata::sample_report;
+
+    #[test]
+    fn rt_tests_layout_and_values() {
+        let mut buf = Vec::new();
+        RtTestsJson.write(&sample_report(), &mut buf).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "file_version",
+                "cmdline:",
+                "rt_test_version:",
+                "start_time",
+                "end_time",
+                "return_code",
+                "sysinfo",
+                "num_threads",
+                "thread"
+            ]
+        );
+        assert_eq!(v["cmdline:"], "latscope mq -l 3 --json \"x\".json");
+        assert_eq!(v["rt_test_version:"], "0.01");
+        assert_eq!(v["num_threads"], 1);
+        let t = &v["thread"]["0"];
+        assert_eq!(t["sender"]["cpu"], 1);
+        assert_eq!(t["sender"]["priority"], 99);
+        assert_eq!(t["sender"]["samples"], 3);
+        assert_eq!(t["sender"]["interval"], 100);
+        assert_eq!(t["receiver"]["timeoutcount"], 2);
+        assert_eq!(t["receiver"]["min"], 2);
+        assert_eq!(t["receiver"]["avg"], 3.33);
+        assert_eq!(t["receiver"]["max"], 5);
+        assert_eq!(v["sysinfo"]["realtime"], 0);
+        // Strings are escaped, not pasted: the quotes in the command line survive.
+        assert!(text.contains(r#""cmdline:": "latscope mq -l 3 --json \"x\".json""#));
+    }
+
+    #[test]
+    fn version_in_rt_tests_style() {
+        assert_eq!(rt_style_version("0.1.0"), "0.01");
+        assert_eq!(rt_style_version("2.40.1"), "2.40");
+        assert_eq!(rt_style_version("1.12.0"), "1.12");
+    }
+
+    #[test]
+    fn latscope_json_round_trips() {
+        let report = sample_report();
+        let mut buf = Vec::new();
+        LatscopeJson.write(&report, &mut buf).unwrap();
+        let back: Report = serde_json::from_slice(&buf).unwrap();
+        assert_eq!(back, report);
+        let v: serde_json::Value = serde_json::from_slice(&buf).unwrap();
+        assert_eq!(v["schema"], "latscope-report");
+        assert_eq!(v["schema_version"], 1);
+        assert_eq!(v["tests"][0]["series"][0]["max_ns"], 5_000);
+    }
+}

@@ -1,0 +1,232 @@
+//! The result model every test produces, and the exporters that read it.
+//!
+//! A `Report` is plain data (serde). Exporters only read it: the modern console
+//! table, the latscope JSON, and the original tools' classic formats.
+
+pub mod classic_pmqtest;
+pub mod console;
+pub mod json;
+
+use crate::ipc::oneway::EndReason;
+use crate::rt::sysinfo::SysInfo;
+use crate::stats::LatencySummary;
+use crate::stats::window::SecondStats;
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+
+/// Identifies the JSON document; bump `SCHEMA_VERSION` on any incompatible change.
+pub const SCHEMA_NAME: &str = "latscope-report";
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub schema: String,
+    pub schema_version: u32,
+    pub tool: Tool,
+    /// The command line as given (argv).
+    pub command_line: Vec<String>,
+    /// RFC 3339, UTC.
+    pub start_time: String,
+    pub end_time: String,
+    pub duration_s: f64,
+    pub sysinfo: SysInfo,
+    pub tests: Vec<TestResult>,
+    /// Reasons the numbers may not mean what a real-time user expects.
+    pub warnings: Vec<String>,
+    /// The process exit code this run ends with (0, 1 or 3).
+    pub exit_code: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+}
+
+impl Tool {
+    pub fn this() -> Tool {
+        Tool {
+            name: "latscope".to_string(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    }
+}
+
+/// One test (one transport or one kind of measurement) of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestResult {
+    /// Test name (`mq`).
+    pub test: String,
+    /// What one sample spans, for people.
+    pub description: String,
+    /// `one-way` (sender stamp to receiver stamp) or `round-trip`.
+    pub mode: String,
+    pub config: TestConfig,
+    pub end_reason: EndReason,
+    /// A run-time error that ended the test early, if any.
+    pub error: Option<String>,
+    /// All series of the test merged (what the suite overview shows).
+    pub overall: LatencySummary,
+    pub series: Vec<Series>,
+}
+
+/// The resolved configuration of an IPC test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestConfig {
+    pub pairs: usize,
+    pub policy: String,
+    pub priority: i32,
+    pub same_priority: bool,
+    pub interval_us: u64,
+    pub distance_us: u64,
+    pub loops: Option<u64>,
+    pub duration_s: Option<f64>,
+    pub receive_timeout_s: Option<f64>,
+    pub forced_send_delay_s: Option<f64>,
+    pub breaktrace_us: Option<u64>,
+    pub max_latency_us: Option<u64>,
+    pub mlockall: bool,
+    pub cpu_dma_latency: String,
+}
+
+/// One measured stream of samples: a sender/receiver pair.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Series {
+    pub label: String,
+    pub receiver_cpu: usize,
+    pub sender_cpu: usize,
+    /// Whether the threads were pinned to their CPU.
+    pub pinned: bool,
+    pub receiver_tid: i32,
+    pub sender_tid: i32,
+    pub policy: String,
+    pub priority: i32,
+    pub interval_us: u64,
+    /// Wake-ups sent (samples plus one possibly in flight at the stop).
+    pub sent: u64,
+    pub timeouts: u64,
+    pub overruns: u64,
+    /// Samples above `--max-latency`.
+    pub above_limit: u64,
+    #[serde(flatten)]
+    pub latency: LatencySummary,
+    pub per_second: Vec<SecondStats>,
+    /// Per-second windows lost because the monitor thread was starved.
+    pub per_second_dropped: u64,
+    /// Kernel objects the test used (already removed).
+    pub resources: Vec<String>,
+}
+
+impl Report {
+    /// Pairs whose samples crossed `--max-latency`, as "test label" strings.
+    pub fn series_over_limit(&self) -> Vec<String> {
+        self.tests
+            .iter()
+            .flat_map(|t| {
+                t.series
+                    .iter()
+                    .filter(|s| s.above_limit > 0)
+                    .map(move |s| format!("{} {}", t.test, s.label))
+            })
+            .collect()
+    }
+}
+
+/// A way to write a report for people or programs.
+pub trait Exporter {
+    fn write(&self, report: &Report, out: &mut dyn Write) -> std::io::Result<()>;
+}
+
+#[cfg(test)]
+pub(crate) mod testdata {
+    use super::*;
+    use crate::stats::LatencyRecorder;
+
+    /// A small, fully known report: one pair, samples 2, 3 and 5 us.
+    pub fn sample_report() -> Report {
+        let mut recorder = LatencyRecorder::new();
+        for ns in [2_000, 3_000, 5_000] {
+            recorder.record(ns);
+        }
+        Report {
+            schema: SCHEMA_NAME.to_string(),
+            schema_version: SCHEMA_VERSION,
+            tool: Tool {
+                name: "latscope".to_string(),
+                version: "0.1.0".to_string(),
+            },
+            command_line: ["latscope", "mq", "-l", "3", "--json", "\"x\".json"]
+                .map(String::from)
+                .to_vec(),
+            start_time: "2026-11-21T10:00:00Z".to_string(),
+            end_time: "2026-11-21T10:00:01Z".to_string(),
+            duration_s: 1.0,
+            sysinfo: SysInfo {
+                sysname: "Linux".into(),
+                nodename: "rig".into(),
+                release: "6.18.0".into(),
+                version: "#1 SMP PREEMPT_DYNAMIC".into(),
+                machine: "x86_64".into(),
+                preempt_rt: false,
+                clocksource: "tsc".into(),
+                cpus_online: 2,
+                cpus_allowed: vec![0, 1],
+                cpus_isolated: String::new(),
+                virtualization: None,
+                rt_runtime_us: Some(950_000),
+                rt_period_us: Some(1_000_000),
+            },
+            tests: vec![TestResult {
+                test: "mq".into(),
+                description: "POSIX message queue, mq_send -> mq_receive".into(),
+                mode: "one-way".into(),
+                config: TestConfig {
+                    pairs: 1,
+                    policy: "fifo".into(),
+                    priority: 99,
+                    same_priority: false,
+                    interval_us: 100,
+                    distance_us: 500,
+                    loops: Some(3),
+                    duration_s: None,
+                    receive_timeout_s: None,
+                    forced_send_delay_s: None,
+                    breaktrace_us: None,
+                    max_latency_us: None,
+                    mlockall: true,
+                    cpu_dma_latency: "held at 0 us".into(),
+                },
+                end_reason: EndReason::LoopsDone,
+                error: None,
+                overall: recorder.summary(),
+                series: vec![Series {
+                    label: "pair 0".into(),
+                    receiver_cpu: 1,
+                    sender_cpu: 1,
+                    pinned: true,
+                    receiver_tid: 6096,
+                    sender_tid: 6097,
+                    policy: "fifo".into(),
+                    priority: 99,
+                    interval_us: 100,
+                    sent: 3,
+                    timeouts: 2,
+                    overruns: 0,
+                    above_limit: 0,
+                    latency: recorder.summary(),
+                    per_second: vec![SecondStats {
+                        second: 0,
+                        samples: 3,
+                        min_ns: 2_000,
+                        avg_ns: 10_000.0 / 3.0,
+                        max_ns: 5_000,
+                    }],
+                    per_second_dropped: 0,
+                    resources: vec!["/latscope-1-0-test".into()],
+                }],
+            }],
+            warnings: vec!["kernel is not PREEMPT_RT".into()],
+            exit_code: 0,
+        }
+    }
+}

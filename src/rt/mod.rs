@@ -1,0 +1,10 @@
+//! The operating-system layer: clocks, scheduling, memory locking, power
+//! management latency, tracing and system facts. Everything that talks to the
+//! kernel directly lives here so the measuring code reads as plain logic.
+
+pub mod clock;
+pub mod dma_latency;
+pub mod sched;
+pub mod signals;
+pub mod sysinfo;
+pub mod tracefs;

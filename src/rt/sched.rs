@@ -1,0 +1,127 @@
+//! Scheduling policy, priority, CPU affinity and memory locking, each checked:
+//! a failure is an error that names the fix, never silently ignored.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Policy {
+    Fifo,
+    Rr,
+    Other,
+}
+
+impl Policy {
+    fn raw(self) -> libc::c_int {
+        match self {
+            Policy::Fifo => libc::SCHED_FIFO,
+            Policy::Rr => libc::SCHED_RR,
+            Policy::Other => libc::SCHED_OTHER,
+        }
+    }
+
+    /// The kernel's priority range for this policy (1..=99 for FIFO/RR, 0 for OTHER).
+    pub fn priority_range(self) -> (i32, i32) {
+        // SAFETY: plain queries with a valid policy constant.
+        unsafe {
+            (
+                libc::sched_get_priority_min(self.raw()),
+                libc::sched_get_priority_max(self.raw()),
+            )
+        }
+    }
+
+    pub fn is_realtime(self) -> bool {
+        self != Policy::Other
+    }
+}
+
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Policy::Fifo => "fifo",
+            Policy::Rr => "rr",
+            Policy::Other => "other",
+        })
+    }
+}
+
+/// The fix for "not allowed to use real-time scheduling".
+pub const RT_PRIVILEGE_FIX: &str = "run as root, grant CAP_SYS_NICE, or raise the real-time priority limit (ulimit -r / RLIMIT_RTPRIO)";
+/// The fix for "not allowed to lock memory".
+pub const MLOCK_FIX: &str = "run as root, grant CAP_IPC_LOCK, raise the locked-memory limit (ulimit -l), or pass --no-mlockall";
+
+/// Sets policy and priority of the calling thread.
+pub fn set_current_thread_policy(policy: Policy, priority: i32) -> Result<(), String> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: pthread_self() is the calling thread; `param` is valid. pthread
+    // functions return the error number instead of setting errno.
+    let rc = unsafe { libc::pthread_setschedparam(libc::pthread_self(), policy.raw(), &param) };
+    match rc {
+        0 => Ok(()),
+        libc::EPERM => Err(format!(
+            "not permitted to set scheduling policy {policy} priority {priority}: {RT_PRIVILEGE_FIX}"
+        )),
+        err => Err(format!(
+            "could not set scheduling policy {policy} priority {priority}: {}",
+            std::io::Error::from_raw_os_error(err)
+        )),
+    }
+}
+
+/// Pins the calling thread to one CPU.
+pub fn pin_current_thread(cpu: usize) -> Result<(), String> {
+    let mut set = nix::sched::CpuSet::new();
+    set.set(cpu)
+        .map_err(|e| format!("CPU {cpu} cannot be used: {e}"))?;
+    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
+        .map_err(|e| format!("could not pin thread to CPU {cpu}: {e}"))
+}
+
+/// The CPUs this process may run on (its affinity mask, which reflects cpusets
+/// and taskset), in ascending order.
+pub fn allowed_cpus() -> Vec<usize> {
+    match nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) {
+        Ok(set) => (0..nix::sched::CpuSet::count())
+            .filter(|&c| set.is_set(c).unwrap_or(false))
+            .collect(),
+        Err(_) => (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect(),
+    }
+}
+
+/// The CPU the calling thread runs on right now.
+pub fn current_cpu() -> usize {
+    // SAFETY: no arguments; returns -1 only on ancient kernels.
+    let cpu = unsafe { libc::sched_getcpu() };
+    cpu.max(0) as usize
+}
+
+/// The kernel thread id of the calling thread (what pmqtest prints as ID).
+pub fn current_tid() -> i32 {
+    // SAFETY: gettid cannot fail.
+    unsafe { libc::gettid() }
+}
+
+/// Locks all current and future memory of the process into RAM so that no page
+/// fault lands inside a measurement.
+pub fn lock_all_memory() -> Result<(), String> {
+    use nix::sys::mman::{MlockAllFlags, mlockall};
+    mlockall(MlockAllFlags::MCL_CURRENT | MlockAllFlags::MCL_FUTURE).map_err(|e| match e {
+        nix::errno::Errno::EPERM | nix::errno::Errno::ENOMEM | nix::errno::Errno::EAGAIN => {
+            format!("mlockall failed ({e}): {MLOCK_FIX}")
+        }
+        other => format!("mlockall failed: {other}"),
+    })
+}
+
+/// True when this process may use real-time priorities (checked by trying on a
+/// short-lived thread, which is what actually matters, rather than guessing
+/// from uid, capabilities and rlimits).
+pub fn can_use_realtime() -> bool {
+    std::thread::spawn(|| set_current_thread_policy(Policy::Fifo, 1).is_ok())
+        .join()
+        .unwrap_or(false)
+}

@@ -1,0 +1,36 @@
+//! Ctrl-C and SIGTERM without signal handlers: the main thread blocks both
+//! before any other thread exists (so every thread inherits the mask) and then
+//! collects them synchronously with `sigtimedwait` while it monitors the run.
+
+use std::time::Duration;
+
+fn stop_signals() -> libc::sigset_t {
+    // SAFETY: sigemptyset/sigaddset only write the local set.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        set
+    }
+}
+
+/// Blocks SIGINT and SIGTERM in the calling thread and in all threads it
+/// creates afterwards. Call first thing in `main`.
+pub fn block_stop_signals() {
+    let set = stop_signals();
+    // SAFETY: valid set; a null old-set pointer is allowed.
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+}
+
+/// Waits up to `timeout` for SIGINT or SIGTERM; returns the signal if one came.
+pub fn wait_for_stop_signal(timeout: Duration) -> Option<i32> {
+    let set = stop_signals();
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: valid set and timeout; a null siginfo pointer is allowed.
+    let sig = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &ts) };
+    (sig > 0).then_some(sig)
+}

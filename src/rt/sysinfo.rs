@@ -1,0 +1,263 @@
+//! Facts about the machine that decide whether a latency figure can be trusted:
+//! kernel flavour, clocksource, CPUs, virtualisation, RT throttling, load.
+
+use serde::{Deserialize, Serialize};
+use std::fs;
+use std::time::SystemTime;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SysInfo {
+    pub sysname: String,
+    pub nodename: String,
+    pub release: String,
+    pub version: String,
+    pub machine: String,
+    /// Kernel built with PREEMPT_RT (`/sys/kernel/realtime` or the version string).
+    pub preempt_rt: bool,
+    pub clocksource: String,
+    pub cpus_online: usize,
+    /// CPUs this process may run on (affinity / cpuset).
+    pub cpus_allowed: Vec<usize>,
+    /// CPUs isolated from the scheduler (`isolcpus=`), if any.
+    pub cpus_isolated: String,
+    /// Hypervisor seen (`hypervisor` CPU flag or DMI vendor), if any.
+    pub virtualization: Option<String>,
+    /// `/proc/sys/kernel/sched_rt_runtime_us`: -1 means RT throttling is off.
+    pub rt_runtime_us: Option<i64>,
+    pub rt_period_us: Option<i64>,
+}
+
+fn read_trimmed(path: &str) -> Option<String> {
+    fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+}
+
+fn uname() -> [String; 5] {
+    match nix::sys::utsname::uname() {
+        Ok(u) => [
+            u.sysname().to_string_lossy().into_owned(),
+            u.nodename().to_string_lossy().into_owned(),
+            u.release().to_string_lossy().into_owned(),
+            u.version().to_string_lossy().into_owned(),
+            u.machine().to_string_lossy().into_owned(),
+        ],
+        Err(_) => Default::default(),
+    }
+}
+
+/// Parses a kernel CPU list like `0-3,8,10-11`.
+pub fn parse_cpu_list(text: &str) -> Option<Vec<usize>> {
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+                if a > b {
+                    return None;
+                }
+                cpus.extend(a..=b);
+            }
+            None => cpus.push(part.trim().parse().ok()?),
+        }
+    }
+    Some(cpus)
+}
+
+/// CPUs that are online now.
+pub fn online_cpus() -> Vec<usize> {
+    read_trimmed("/sys/devices/system/cpu/online")
+        .and_then(|s| parse_cpu_list(&s))
+        .unwrap_or_else(super::sched::allowed_cpus)
+}
+
+fn detect_virtualization() -> Option<String> {
+    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let flagged = cpuinfo
+        .lines()
+        .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"));
+    let vendor = read_trimmed("/sys/class/dmi/id/sys_vendor").filter(|v| !v.is_empty());
+    let product = read_trimmed("/sys/class/dmi/id/product_name").filter(|v| !v.is_empty());
+    if flagged {
+        let name = [vendor, product]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" ");
+        Some(if name.is_empty() {
+            "hypervisor".to_string()
+        } else {
+            name
+        })
+    } else {
+        None
+    }
+}
+
+impl SysInfo {
+    pub fn collect() -> SysInfo {
+        let [sysname, nodename, release, version, machine] = uname();
+        let preempt_rt = read_trimmed("/sys/kernel/realtime").as_deref() == Some("1")
+            || version.contains("PREEMPT_RT");
+        SysInfo {
+            preempt_rt,
+            clocksource: read_trimmed(
+                "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+            )
+            .unwrap_or_else(|| "unknown".to_string()),
+            cpus_online: online_cpus().len(),
+            cpus_allowed: super::sched::allowed_cpus(),
+            cpus_isolated: read_trimmed("/sys/devices/system/cpu/isolated").unwrap_or_default(),
+            virtualization: detect_virtualization(),
+            rt_runtime_us: read_trimmed("/proc/sys/kernel/sched_rt_runtime_us")
+                .and_then(|s| s.parse().ok()),
+            rt_period_us: read_trimmed("/proc/sys/kernel/sched_rt_period_us")
+                .and_then(|s| s.parse().ok()),
+            sysname,
+            nodename,
+            release,
+            version,
+            machine,
+        }
+    }
+
+    /// True when RT throttling can pause real-time threads.
+    pub fn rt_throttling_active(&self) -> bool {
+        matches!((self.rt_runtime_us, self.rt_period_us), (Some(r), Some(p)) if r >= 0 && r < p)
+    }
+}
+
+/// Busy and total jiffies per CPU from `/proc/stat`, to tell after a run whether
+/// something else was using the CPUs we measured on.
+#[derive(Debug, Clone, Default)]
+pub struct CpuTimes {
+    per_cpu: Vec<(usize, u64, u64)>,
+}
+
+impl CpuTimes {
+    pub fn sample() -> CpuTimes {
+        let text = fs::read_to_string("/proc/stat").unwrap_or_default();
+        CpuTimes {
+            per_cpu: parse_proc_stat(&text),
+        }
+    }
+
+    /// Fraction of time CPUs in `cpus` were busy between two samples.
+    pub fn busy_fraction(&self, later: &CpuTimes, cpus: &[usize]) -> Option<f64> {
+        let (mut busy, mut total) = (0u64, 0u64);
+        for &(cpu, b1, t1) in &later.per_cpu {
+            if !cpus.contains(&cpu) {
+                continue;
+            }
+            if let Some(&(_, b0, t0)) = self.per_cpu.iter().find(|(c, _, _)| *c == cpu) {
+                busy += b1.saturating_sub(b0);
+                total += t1.saturating_sub(t0);
+            }
+        }
+        (total > 0).then(|| busy as f64 / total as f64)
+    }
+}
+
+/// `cpuN user nice system idle iowait irq softirq steal ...` -> (N, busy, total).
+fn parse_proc_stat(text: &str) -> Vec<(usize, u64, u64)> {
+    text.lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let cpu: usize = fields.next()?.strip_prefix("cpu")?.parse().ok()?;
+            let values: Vec<u64> = fields.take(8).filter_map(|v| v.parse().ok()).collect();
+            if values.len() < 4 {
+                return None;
+            }
+            let total: u64 = values.iter().sum();
+            let idle = values[3] + values.get(4).copied().unwrap_or(0);
+            Some((cpu, total - idle, total))
+        })
+        .collect()
+}
+
+/// CPU time (user + system) this process has used so far, in seconds.
+pub fn process_cpu_seconds() -> f64 {
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a valid, writable rusage.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// Peak resident memory of this process in KiB.
+pub fn max_rss_kib() -> u64 {
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    usage.ru_maxrss as u64
+}
+
+/// RFC 3339 timestamp (UTC, second resolution) for the latscope report.
+pub fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
+/// rt-tests' timestamp, `%a, %d %b %Y %T %z` in local time (RFC 2822).
+pub fn rfc2822_local(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs()) as libc::time_t;
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    let mut buf = [0u8; 64];
+    // SAFETY: valid pointers; strftime writes at most buf.len() bytes including NUL.
+    let len = unsafe {
+        libc::localtime_r(&secs, &mut tm);
+        libc::strftime(
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            c"%a, %d %b %Y %T %z".as_ptr(),
+            &tm,
+        )
+    };
+    String::from_utf8_lossy(&buf[..len]).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(
+            parse_cpu_list("0-3,8,10-11"),
+            Some(vec![0, 1, 2, 3, 8, 10, 11])
+        );
+        assert_eq!(parse_cpu_list("0"), Some(vec![0]));
+        assert_eq!(parse_cpu_list(""), Some(vec![]));
+        assert_eq!(parse_cpu_list("3-1"), None);
+        assert_eq!(parse_cpu_list("x"), None);
+    }
+
+    #[test]
+    fn proc_stat_lines() {
+        let text = "cpu  10 0 10 80 0 0 0 0 0 0\ncpu0 5 0 5 40 10 0 0 0 0 0\ncpu1 1 1 1 1 0 0 0 0\nintr 1 2\n";
+        assert_eq!(parse_proc_stat(text), vec![(0, 10, 60), (1, 3, 4)]);
+    }
+
+    #[test]
+    fn busy_fraction_over_selected_cpus() {
+        let a = CpuTimes {
+            per_cpu: vec![(0, 10, 100), (1, 0, 100)],
+        };
+        let b = CpuTimes {
+            per_cpu: vec![(0, 60, 200), (1, 100, 200)],
+        };
+        assert_eq!(a.busy_fraction(&b, &[0]), Some(0.5));
+        assert_eq!(a.busy_fraction(&b, &[0, 1]), Some(0.75));
+        assert_eq!(a.busy_fraction(&b, &[7]), None);
+    }
+
+    #[test]
+    fn rfc2822_has_the_rt_tests_shape() {
+        let s =
+            rfc2822_local(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(86_400 * 365));
+        // e.g. "Fri, 01 Jan 1971 00:00:00 +0000"
+        let parts: Vec<&str> = s.split(' ').collect();
+        assert_eq!(parts.len(), 6, "{s}");
+        assert!(parts[0].ends_with(','));
+        assert!(parts[5].starts_with('+') || parts[5].starts_with('-'));
+    }
+}

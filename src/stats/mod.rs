@@ -1,0 +1,361 @@
+//! Latency statistics: the recorder a measuring thread owns, and the summary
+//! (min/avg/max/stddev/percentiles/histogram) computed from it after the run.
+//!
+//! The recorder keeps exact min, max, count, sum and sum of squares next to an
+//! HDR histogram, so the headline numbers are exact and only percentiles carry
+//! the histogram's bounded relative error (see `docs/measurement.md`).
+
+pub mod window;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// Highest latency the histogram resolves: one hour. Longer samples are still
+/// counted exactly in min/max/avg and reported as `overflow`.
+pub const HISTOGRAM_HIGHEST_NS: u64 = 3_600_000_000_000;
+/// Three significant digits: values up to 2048 ns are exact, above that each
+/// bucket spans at most 1/1024 (< 0.1 %) of its value.
+pub const HISTOGRAM_SIGNIFICANT_DIGITS: u8 = 3;
+/// The percentiles every series reports.
+pub const REPORTED_PERCENTILES: [f64; 6] = [50.0, 90.0, 99.0, 99.9, 99.99, 99.999];
+
+/// Per-thread sample sink. Recording never allocates: the histogram is sized
+/// and touched when the recorder is built, before the measuring loop.
+#[derive(Clone)]
+pub struct LatencyRecorder {
+    histogram: Histogram<u64>,
+    overflow: u64,
+    count: u64,
+    sum: u128,
+    sum_squares: u128,
+    min: u64,
+    max: u64,
+    min_at: u64,
+    max_at: u64,
+    last: u64,
+}
+
+impl Default for LatencyRecorder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LatencyRecorder {
+    pub fn new() -> Self {
+        let mut histogram =
+            Histogram::new_with_bounds(1, HISTOGRAM_HIGHEST_NS, HISTOGRAM_SIGNIFICANT_DIGITS)
+                .expect("constant histogram bounds are valid");
+        histogram.auto(false);
+        // reset() writes every counter: the pages are faulted in now, not on the
+        // first sample of a bucket in the middle of the measurement.
+        histogram.reset();
+        LatencyRecorder {
+            histogram,
+            overflow: 0,
+            count: 0,
+            sum: 0,
+            sum_squares: 0,
+            min: u64::MAX,
+            max: 0,
+            min_at: 0,
+            max_at: 0,
+            last: 0,
+        }
+    }
+
+    /// Adds one sample in nanoseconds. Constant time, no allocation, no locks.
+    #[inline]
+    pub fn record(&mut self, ns: u64) {
+        self.count += 1;
+        self.sum += u128::from(ns);
+        self.sum_squares += u128::from(ns) * u128::from(ns);
+        self.last = ns;
+        if ns < self.min {
+            self.min = ns;
+            self.min_at = self.count;
+        }
+        if ns > self.max {
+            self.max = ns;
+            self.max_at = self.count;
+        }
+        if self.histogram.record(ns).is_err() {
+            self.overflow += 1;
+        }
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    pub fn max(&self) -> Option<u64> {
+        (self.count > 0).then_some(self.max)
+    }
+
+    pub fn last(&self) -> u64 {
+        self.last
+    }
+
+    /// Folds another recorder in (pairs of one test, or repeated runs). Sample
+    /// positions of min and max only keep a meaning within one series, so they
+    /// are taken from whichever side holds the extreme.
+    pub fn merge(&mut self, other: &LatencyRecorder) {
+        if other.count == 0 {
+            return;
+        }
+        self.histogram
+            .add(&other.histogram)
+            .expect("histograms share bounds");
+        self.overflow += other.overflow;
+        if other.min < self.min {
+            self.min = other.min;
+            self.min_at = other.min_at;
+        }
+        if other.max > self.max {
+            self.max = other.max;
+            self.max_at = other.max_at;
+        }
+        self.count += other.count;
+        self.sum += other.sum;
+        self.sum_squares += other.sum_squares;
+        self.last = other.last;
+    }
+
+    /// Everything a report needs, computed once after the run.
+    pub fn summary(&self) -> LatencySummary {
+        if self.count == 0 {
+            return LatencySummary::default();
+        }
+        let n = self.count as f64;
+        let avg = self.sum as f64 / n;
+        LatencySummary {
+            samples: self.count,
+            min_ns: self.min,
+            max_ns: self.max,
+            avg_ns: avg,
+            stddev_ns: population_stddev(self.count, self.sum, self.sum_squares),
+            min_at_sample: self.min_at,
+            max_at_sample: self.max_at,
+            last_ns: self.last,
+            percentiles: REPORTED_PERCENTILES
+                .iter()
+                .map(|&p| Percentile {
+                    percentile: p,
+                    ns: self.value_at_percentile(p),
+                })
+                .collect(),
+            histogram: self.buckets(),
+            overflow: self.overflow,
+        }
+    }
+
+    /// Nearest-rank percentile: the smallest recorded value such that at least
+    /// `p` % of the samples are at or below it. The bucket's highest equivalent
+    /// value is used (never understates a latency), then clamped into the exact
+    /// [min, max]; samples above the histogram range stand at the exact max.
+    pub fn value_at_percentile(&self, p: f64) -> u64 {
+        if self.count == 0 {
+            return 0;
+        }
+        let rank = ((p / 100.0) * self.count as f64).ceil().max(1.0) as u64;
+        let mut cumulative = 0u64;
+        for bucket in self.histogram.iter_recorded() {
+            cumulative += bucket.count_since_last_iteration();
+            if cumulative >= rank {
+                let value = self
+                    .histogram
+                    .highest_equivalent(bucket.value_iterated_to());
+                return value.clamp(self.min, self.max);
+            }
+        }
+        self.max
+    }
+
+    fn buckets(&self) -> Vec<Bucket> {
+        self.histogram
+            .iter_recorded()
+            .map(|b| {
+                let value = b.value_iterated_to();
+                Bucket {
+                    low_ns: self.histogram.lowest_equivalent(value).max(self.min),
+                    high_ns: self.histogram.highest_equivalent(value).min(self.max),
+                    count: b.count_since_last_iteration(),
+                }
+            })
+            .collect()
+    }
+}
+
+/// Population standard deviation from exact integer sums. Uses the integer form
+/// `(n*Σx² - (Σx)²) / n²` so that large, tightly clustered values keep their
+/// precision; falls back to floating point if the products would overflow.
+fn population_stddev(n: u64, sum: u128, sum_squares: u128) -> f64 {
+    let n128 = u128::from(n);
+    match (n128.checked_mul(sum_squares), sum.checked_mul(sum)) {
+        (Some(a), Some(b)) if a >= b => ((a - b) as f64).sqrt() / n as f64,
+        _ => {
+            let mean = sum as f64 / n as f64;
+            (sum_squares as f64 / n as f64 - mean * mean)
+                .max(0.0)
+                .sqrt()
+        }
+    }
+}
+
+/// One non-empty histogram bucket: `count` samples between `low_ns` and
+/// `high_ns` inclusive (bounds clamped to the exact min and max).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bucket {
+    pub low_ns: u64,
+    pub high_ns: u64,
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Percentile {
+    pub percentile: f64,
+    pub ns: u64,
+}
+
+/// The statistics of one series, as reported.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub samples: u64,
+    pub min_ns: u64,
+    pub avg_ns: f64,
+    pub max_ns: u64,
+    pub stddev_ns: f64,
+    /// 1-based number of the sample that was the minimum (0 when no samples).
+    pub min_at_sample: u64,
+    /// 1-based number of the sample that was the maximum (0 when no samples).
+    pub max_at_sample: u64,
+    /// The most recent sample (pmqtest's "Cur").
+    pub last_ns: u64,
+    pub percentiles: Vec<Percentile>,
+    pub histogram: Vec<Bucket>,
+    /// Samples above the histogram range (one hour): in min/avg/max, not in buckets.
+    pub overflow: u64,
+}
+
+impl LatencySummary {
+    pub fn percentile(&self, p: f64) -> Option<u64> {
+        self.percentiles
+            .iter()
+            .find(|x| (x.percentile - p).abs() < 1e-9)
+            .map(|x| x.ns)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recorder_of(values: &[u64]) -> LatencyRecorder {
+        let mut r = LatencyRecorder::new();
+        for &v in values {
+            r.record(v);
+        }
+        r
+    }
+
+    #[test]
+    fn exact_moments_of_a_known_set() {
+        // 2, 4, 4, 4, 5, 5, 7, 9: mean 5, population stddev 2.
+        let s = recorder_of(&[2, 4, 4, 4, 5, 5, 7, 9]).summary();
+        assert_eq!(s.samples, 8);
+        assert_eq!(s.min_ns, 2);
+        assert_eq!(s.max_ns, 9);
+        assert_eq!(s.avg_ns, 5.0);
+        assert_eq!(s.stddev_ns, 2.0);
+        assert_eq!(s.min_at_sample, 1);
+        assert_eq!(s.max_at_sample, 8);
+        assert_eq!(s.last_ns, 9);
+    }
+
+    #[test]
+    fn stddev_keeps_precision_for_large_clustered_values() {
+        let base = 3_000_000_000_000u64;
+        let s = recorder_of(&[base + 1, base + 3]).summary();
+        assert_eq!(s.stddev_ns, 1.0);
+        assert_eq!(s.avg_ns, (base + 2) as f64);
+    }
+
+    #[test]
+    fn nearest_rank_percentiles_on_exact_values() {
+        // 1..=100 ns are all exact in the histogram.
+        let values: Vec<u64> = (1..=100).collect();
+        let r = recorder_of(&values);
+        assert_eq!(r.value_at_percentile(50.0), 50);
+        assert_eq!(r.value_at_percentile(90.0), 90);
+        assert_eq!(r.value_at_percentile(99.0), 99);
+        assert_eq!(r.value_at_percentile(99.9), 100);
+        assert_eq!(r.value_at_percentile(0.0), 1);
+        assert_eq!(r.value_at_percentile(100.0), 100);
+    }
+
+    #[test]
+    fn percentiles_never_leave_the_exact_range() {
+        // 1_000_001 ns sits in a bucket ~1 us wide: its highest equivalent is
+        // above the real max and must be clamped to it.
+        let r = recorder_of(&[1_000_001; 10]);
+        let s = r.summary();
+        for p in &s.percentiles {
+            assert_eq!(p.ns, 1_000_001, "p{}", p.percentile);
+        }
+        assert_eq!(s.histogram.len(), 1);
+        assert_eq!(s.histogram[0].low_ns, 1_000_001);
+        assert_eq!(s.histogram[0].high_ns, 1_000_001);
+    }
+
+    #[test]
+    fn overflow_is_counted_not_dropped() {
+        let huge = HISTOGRAM_HIGHEST_NS * 3;
+        let r = recorder_of(&[10, 20, huge]);
+        let s = r.summary();
+        assert_eq!(s.samples, 3);
+        assert_eq!(s.overflow, 1);
+        assert_eq!(s.max_ns, huge);
+        assert_eq!(s.histogram.iter().map(|b| b.count).sum::<u64>(), 2);
+        assert_eq!(r.value_at_percentile(99.0), huge);
+        assert_eq!(r.value_at_percentile(50.0), 20);
+    }
+
+    #[test]
+    fn latencies_over_a_second_are_exact() {
+        let s = recorder_of(&[1_500_000_123]).summary();
+        assert_eq!(s.max_ns, 1_500_000_123);
+        assert_eq!(s.min_ns, 1_500_000_123);
+        assert_eq!(s.avg_ns, 1_500_000_123.0);
+    }
+
+    #[test]
+    fn relative_error_of_percentiles_is_bounded() {
+        let r = recorder_of(&[123_456_789, 1]);
+        let p = r.value_at_percentile(100.0);
+        assert_eq!(p, 123_456_789);
+        let r = recorder_of(&[123_456_789, 200_000_000]);
+        let p50 = r.value_at_percentile(50.0) as f64;
+        assert!(p50 >= 123_456_789.0 && (p50 - 123_456_789.0) / 123_456_789.0 < 1.0 / 1024.0);
+    }
+
+    #[test]
+    fn merging_combines_everything() {
+        let mut a = recorder_of(&[5, 6]);
+        let b = recorder_of(&[1, 9, 7]);
+        a.merge(&b);
+        let s = a.summary();
+        assert_eq!(s.samples, 5);
+        assert_eq!(s.min_ns, 1);
+        assert_eq!(s.max_ns, 9);
+        assert_eq!(s.avg_ns, 28.0 / 5.0);
+        assert_eq!(s.histogram.iter().map(|b| b.count).sum::<u64>(), 5);
+    }
+
+    #[test]
+    fn empty_recorder_reports_zeros() {
+        let s = LatencyRecorder::new().summary();
+        assert_eq!(s.samples, 0);
+        assert!(s.histogram.is_empty());
+        assert_eq!(LatencyRecorder::new().value_at_percentile(99.0), 0);
+    }
+}

@@ -1,0 +1,239 @@
+//! Parsing and printing of the quantities users type and read: durations and
+//! latencies. Kept free of I/O so that every rule here is unit-tested exactly.
+
+use std::time::Duration;
+
+/// Why a duration string was refused; rendered into the one-line usage error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    #[error("empty duration")]
+    Empty,
+    #[error("'{0}' is not a duration (examples: 30, 10s, 5m, 2h, 1d, 1h30m, 0.5m)")]
+    Malformed(String),
+    #[error("unknown unit '{unit}' in '{text}' (use s, m, h or d)")]
+    UnknownUnit { text: String, unit: String },
+    #[error("'{0}' is too long (more than 100 years)")]
+    TooLong(String),
+}
+
+/// Parses a duration as pmqtest's `-D` does, and more: a bare number is seconds,
+/// `s`/`m`/`h`/`d` suffixes scale it, parts may be chained (`1h30m`) and each part
+/// may have a fraction (`0.5m`). The result is exact to the nanosecond.
+/// `bare_unit_ns` is the unit of a number without suffix (seconds for `-D`).
+pub fn parse_duration(text: &str, bare_unit_ns: u128) -> Result<Duration, DurationError> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Err(DurationError::Empty);
+    }
+    let malformed = || DurationError::Malformed(text.to_string());
+    let mut total_ns: u128 = 0;
+    let mut rest = trimmed;
+    let mut parts = 0;
+    while !rest.is_empty() {
+        let number_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        if number_len == 0 {
+            return Err(malformed());
+        }
+        let (number, after) = rest.split_at(number_len);
+        let unit_len = after
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(after.len());
+        let (unit, after) = after.split_at(unit_len);
+        let unit_ns: u128 = match unit {
+            "" if parts == 0 && after.is_empty() => bare_unit_ns,
+            "" => return Err(malformed()),
+            "ns" => 1,
+            "us" => 1_000,
+            "ms" => 1_000_000,
+            "s" | "sec" => 1_000_000_000,
+            "m" | "min" => 60_000_000_000,
+            "h" => 3_600_000_000_000,
+            "d" => 86_400_000_000_000,
+            other => {
+                return Err(DurationError::UnknownUnit {
+                    text: text.to_string(),
+                    unit: other.to_string(),
+                });
+            }
+        };
+        total_ns = total_ns
+            .checked_add(scale_decimal(number, unit_ns).ok_or_else(malformed)?)
+            .ok_or_else(|| DurationError::TooLong(text.to_string()))?;
+        parts += 1;
+        rest = after;
+    }
+    const HUNDRED_YEARS_NS: u128 = 100 * 365 * 86_400_000_000_000;
+    if total_ns > HUNDRED_YEARS_NS {
+        return Err(DurationError::TooLong(text.to_string()));
+    }
+    Ok(Duration::from_nanos(total_ns as u64))
+}
+
+/// `number` (digits with at most one '.') times `unit_ns`, computed in integers so
+/// that `0.1s` is exactly 100 ms. Digits beyond nanosecond resolution are dropped.
+fn scale_decimal(number: &str, unit_ns: u128) -> Option<u128> {
+    let (int_part, frac_part) = match number.split_once('.') {
+        Some((i, f)) => (i, f),
+        None => (number, ""),
+    };
+    if (int_part.is_empty() && frac_part.is_empty()) || frac_part.contains('.') {
+        return None;
+    }
+    let int_value: u128 = if int_part.is_empty() {
+        0
+    } else {
+        int_part.parse().ok()?
+    };
+    let mut total = int_value.checked_mul(unit_ns)?;
+    let mut place = unit_ns;
+    for digit in frac_part.bytes() {
+        place /= 10;
+        if place == 0 {
+            break;
+        }
+        total = total.checked_add(u128::from(digit - b'0') * place)?;
+    }
+    Some(total)
+}
+
+/// Formats nanoseconds with an automatic unit and three significant digits where
+/// that helps: `850 ns`, `12.3 us`, `1.23 ms`, `2.50 s`.
+pub fn format_ns(ns: u64) -> String {
+    let value = ns as f64;
+    let (scaled, unit) = if ns < 1_000 {
+        return format!("{ns} ns");
+    } else if ns < 1_000_000 {
+        (value / 1e3, "us")
+    } else if ns < 1_000_000_000 {
+        (value / 1e6, "ms")
+    } else {
+        (value / 1e9, "s")
+    };
+    let decimals = if scaled < 10.0 {
+        2
+    } else if scaled < 100.0 {
+        1
+    } else {
+        0
+    };
+    format!("{scaled:.decimals$} {unit}")
+}
+
+/// Nanoseconds to whole microseconds, rounded to nearest (half up), as the
+/// classic tools print them.
+pub fn ns_to_us_rounded(ns: u64) -> u64 {
+    (ns + 500) / 1000
+}
+
+/// A compact human form of a duration for tables and headers: `1h30m`, `250ms`.
+pub fn format_duration(duration: Duration) -> String {
+    let ns = duration.as_nanos();
+    if ns == 0 {
+        return "0s".to_string();
+    }
+    if !ns.is_multiple_of(1_000_000_000) || ns < 1_000_000_000 {
+        return format_ns(ns as u64).replace(' ', "");
+    }
+    let mut secs = duration.as_secs();
+    let mut out = String::new();
+    for (unit, size) in [("d", 86_400u64), ("h", 3_600), ("m", 60), ("s", 1)] {
+        if secs >= size {
+            out.push_str(&format!("{}{unit}", secs / size));
+            secs %= size;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SEC: u128 = 1_000_000_000;
+
+    fn secs(text: &str) -> Result<Duration, DurationError> {
+        parse_duration(text, SEC)
+    }
+
+    #[test]
+    fn bare_numbers_use_the_given_unit() {
+        assert_eq!(secs("30").unwrap(), Duration::from_secs(30));
+        assert_eq!(
+            parse_duration("250", 1_000).unwrap(),
+            Duration::from_micros(250)
+        );
+    }
+
+    #[test]
+    fn suffixes_and_compounds() {
+        assert_eq!(secs("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(secs("5m").unwrap(), Duration::from_secs(300));
+        assert_eq!(secs("2h").unwrap(), Duration::from_secs(7200));
+        assert_eq!(secs("1d").unwrap(), Duration::from_secs(86_400));
+        assert_eq!(secs("1h30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(secs("1d2h3m4s").unwrap(), Duration::from_secs(93_784));
+        assert_eq!(secs("250ms").unwrap(), Duration::from_millis(250));
+    }
+
+    #[test]
+    fn fractions_are_exact() {
+        assert_eq!(secs("0.5m").unwrap(), Duration::from_secs(30));
+        assert_eq!(secs("1.5").unwrap(), Duration::from_millis(1500));
+        assert_eq!(secs("0.1s").unwrap(), Duration::from_millis(100));
+        assert_eq!(secs(".25h").unwrap(), Duration::from_secs(900));
+        assert_eq!(secs("0.000000001s").unwrap(), Duration::from_nanos(1));
+    }
+
+    #[test]
+    fn garbage_is_refused() {
+        assert_eq!(secs(""), Err(DurationError::Empty));
+        assert!(matches!(secs("-5"), Err(DurationError::Malformed(_))));
+        assert!(matches!(secs("abc"), Err(DurationError::Malformed(_))));
+        assert!(matches!(secs("1.2.3s"), Err(DurationError::Malformed(_))));
+        assert!(matches!(secs("."), Err(DurationError::Malformed(_))));
+        assert!(matches!(secs("5m30"), Err(DurationError::Malformed(_))));
+        assert!(matches!(
+            secs("10x"),
+            Err(DurationError::UnknownUnit { .. })
+        ));
+        assert!(matches!(
+            secs("10 s"),
+            Err(DurationError::UnknownUnit { .. })
+        ));
+        assert!(matches!(
+            secs("99999999999999999999999999999999999999d"),
+            Err(DurationError::Malformed(_))
+        ));
+        assert!(matches!(secs("40000d"), Err(DurationError::TooLong(_))));
+    }
+
+    #[test]
+    fn latency_formatting_picks_units() {
+        assert_eq!(format_ns(0), "0 ns");
+        assert_eq!(format_ns(999), "999 ns");
+        assert_eq!(format_ns(1_000), "1.00 us");
+        assert_eq!(format_ns(12_345), "12.3 us");
+        assert_eq!(format_ns(123_456), "123 us");
+        assert_eq!(format_ns(1_234_567), "1.23 ms");
+        assert_eq!(format_ns(2_500_000_000), "2.50 s");
+    }
+
+    #[test]
+    fn microsecond_rounding_is_half_up() {
+        assert_eq!(ns_to_us_rounded(0), 0);
+        assert_eq!(ns_to_us_rounded(499), 0);
+        assert_eq!(ns_to_us_rounded(500), 1);
+        assert_eq!(ns_to_us_rounded(1_499), 1);
+        assert_eq!(ns_to_us_rounded(2_500), 3);
+    }
+
+    #[test]
+    fn durations_print_compactly() {
+        assert_eq!(format_duration(Duration::from_secs(5400)), "1h30m");
+        assert_eq!(format_duration(Duration::from_secs(10)), "10s");
+        assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
+        assert_eq!(format_duration(Duration::from_micros(100)), "100us");
+    }
+}
