@@ -13,33 +13,45 @@ use crate::rt::tracefs::BreakTrace;
 use crate::stats::LatencyRecorder;
 use std::time::{Duration, SystemTime};
 
+/// Whether `mlockall` is in force, for the report and the validity checks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemoryLock {
+    Locked,
+    NotRequested,
+    Failed(String),
+}
+
+impl MemoryLock {
+    pub fn is_locked(&self) -> bool {
+        *self == MemoryLock::Locked
+    }
+}
+
 /// Process-wide preparation for real-time measuring, with what it achieved.
 pub struct Preparation {
-    pub memory_locked: bool,
+    pub memory: MemoryLock,
     pub dma_latency: DmaLatency,
     pub warnings: Vec<String>,
 }
 
 impl Preparation {
     /// Locks memory and holds `/dev/cpu_dma_latency`. With `require_mlock`, a
-    /// failing mlockall is an error (exit 1); otherwise it becomes a warning.
+    /// failing mlockall is an error (exit 1); otherwise the run goes on and the
+    /// report says so.
     pub fn apply(
         lock_memory: bool,
         require_mlock: bool,
         hold_dma: bool,
     ) -> Result<Preparation, String> {
         let mut warnings = Vec::new();
-        let memory_locked = if lock_memory {
+        let memory = if lock_memory {
             match sched::lock_all_memory() {
-                Ok(()) => true,
+                Ok(()) => MemoryLock::Locked,
                 Err(e) if require_mlock => return Err(e),
-                Err(e) => {
-                    warnings.push(format!("memory not locked: {e}"));
-                    false
-                }
+                Err(e) => MemoryLock::Failed(e),
             }
         } else {
-            false
+            MemoryLock::NotRequested
         };
         let dma_latency = if hold_dma {
             DmaLatency::request_zero()
@@ -53,7 +65,7 @@ impl Preparation {
             ));
         }
         Ok(Preparation {
-            memory_locked,
+            memory,
             dma_latency,
             warnings,
         })
@@ -166,12 +178,12 @@ pub fn assemble_report(
     tests: Vec<FinishedTest>,
     sysinfo: SysInfo,
     mut warnings: Vec<String>,
-    memory_locked: bool,
+    memory: &MemoryLock,
 ) -> Report {
     let started = tests.first().map_or_else(SystemTime::now, |t| t.started);
     let ended = tests.last().map_or_else(SystemTime::now, |t| t.ended);
     for t in &tests {
-        for w in validity::warnings(&sysinfo, &t.facts, memory_locked) {
+        for w in validity::warnings(&sysinfo, &t.facts, memory) {
             if !warnings.contains(&w) {
                 warnings.push(w);
             }

@@ -26,9 +26,7 @@ pub fn run(args: &MqArgs) -> Result<i32, CommandError> {
         Some(_) => match BreakTrace::open() {
             Ok(t) => Some(t),
             Err(why) => {
-                let w = format!("-b: {why}; the run still stops at the limit");
-                eprintln!("latscope: warning: {w}");
-                warnings.push(w);
+                warnings.push(format!("-b: {why}; the run still stops at the limit"));
                 None
             }
         },
@@ -46,7 +44,7 @@ pub fn run(args: &MqArgs) -> Result<i32, CommandError> {
         forced_send_delay_s: secs(settings.plan.forced_send_delay),
         breaktrace_us: settings.breaktrace_us,
         max_latency_us: settings.verdict.max_latency_us,
-        mlockall: prep.memory_locked,
+        mlockall: prep.memory.is_locked(),
         cpu_dma_latency: prep.dma_latency.describe(),
     };
     let transport = MessageQueues::new();
@@ -61,7 +59,7 @@ pub fn run(args: &MqArgs) -> Result<i32, CommandError> {
     if let Some(note) = &finished.facts.breaktrace_note {
         eprintln!("latscope: break-trace limit crossed: {note}");
     }
-    let report = ipc_test::assemble_report(vec![finished], sysinfo, warnings, prep.memory_locked);
+    let report = ipc_test::assemble_report(vec![finished], sysinfo, warnings, &prep.memory);
     drop(prep.dma_latency);
 
     let (console, json): (&dyn Exporter, &dyn Exporter) = match settings.format {

@@ -90,7 +90,7 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
             forced_send_delay_s: None,
             breaktrace_us: None,
             max_latency_us: verdict.max_latency_us,
-            mlockall: prep.memory_locked,
+            mlockall: prep.memory.is_locked(),
             cpu_dma_latency: prep.dma_latency.describe(),
         };
         let done = ipc_test::run(IpcTest {
@@ -107,7 +107,7 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
             break;
         }
     }
-    let report = ipc_test::assemble_report(finished, sysinfo, warnings, prep.memory_locked);
+    let report = ipc_test::assemble_report(finished, sysinfo, warnings, &prep.memory);
     drop(prep.dma_latency);
     if !matches!(verdict.json, Some(crate::settings::JsonTarget::Stdout)) {
         print(&SuiteOverview, &report);

@@ -1,6 +1,7 @@
 //! Warnings that say when the numbers cannot mean what a real-time user
 //! expects. They end the console output and are part of the JSON report.
 
+use super::ipc_test::MemoryLock;
 use crate::rt::sysinfo::SysInfo;
 use std::time::Duration;
 
@@ -25,7 +26,7 @@ const OTHER_LOAD_LIMIT: f64 = 0.10;
 /// Samples this long under RT throttling are most likely the throttle itself.
 const THROTTLE_SUSPECT_NS: u64 = 10_000_000;
 
-pub fn warnings(sys: &SysInfo, facts: &RunFacts, memory_locked: bool) -> Vec<String> {
+pub fn warnings(sys: &SysInfo, facts: &RunFacts, memory: &MemoryLock) -> Vec<String> {
     let mut w = Vec::new();
     if !facts.realtime_policy {
         w.push(
@@ -34,8 +35,14 @@ pub fn warnings(sys: &SysInfo, facts: &RunFacts, memory_locked: bool) -> Vec<Str
                 .to_string(),
         );
     }
-    if !memory_locked {
-        w.push("memory not locked (mlockall): page faults can show up as latency".to_string());
+    match memory {
+        MemoryLock::Locked => {}
+        MemoryLock::NotRequested => w.push(
+            "memory not locked (--no-mlockall): page faults can show up as latency".to_string(),
+        ),
+        MemoryLock::Failed(why) => w.push(format!(
+            "memory not locked, page faults can show up as latency: {why}"
+        )),
     }
     if !sys.preempt_rt {
         w.push(format!(
@@ -123,7 +130,7 @@ mod tests {
 
     #[test]
     fn a_well_set_up_rt_machine_has_no_warnings() {
-        assert!(warnings(&rt_sys(), &good_facts(), true).is_empty());
+        assert!(warnings(&rt_sys(), &good_facts(), &MemoryLock::Locked).is_empty());
     }
 
     #[test]
@@ -135,7 +142,7 @@ mod tests {
         let mut facts = good_facts();
         facts.busy_fraction = Some(0.9);
         facts.max_ns = Some(50_000_000);
-        let w = warnings(&sys, &facts, false).join("\n");
+        let w = warnings(&sys, &facts, &MemoryLock::NotRequested).join("\n");
         assert!(w.contains("not PREEMPT_RT"), "{w}");
         assert!(w.contains("virtual machine (QEMU)"), "{w}");
         assert!(w.contains("memory not locked"), "{w}");
@@ -143,7 +150,7 @@ mod tests {
         assert!(w.contains("RT throttling"), "{w}");
         facts.realtime_policy = false;
         assert!(
-            warnings(&sys, &facts, true)
+            warnings(&sys, &facts, &MemoryLock::Locked)
                 .join("\n")
                 .contains("no real-time priority")
         );
