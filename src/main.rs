@@ -31,7 +31,12 @@ fn main() {
     // Before any thread exists, so every thread inherits the mask and Ctrl-C /
     // SIGTERM are collected by the monitor loop instead of killing the process.
     latscope::rt::signals::block_stop_signals();
-    let cli = match Cli::try_parse_from(effective_args()) {
+    let args = effective_args();
+    let help_hint = match args.get(1).and_then(|a| a.to_str()) {
+        Some(sub @ ("mq" | "suite")) => format!("latscope {sub} --help"),
+        _ => "latscope --help".to_string(),
+    };
+    let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => match e.kind() {
             ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
@@ -46,7 +51,7 @@ fn main() {
                 let text = e.to_string();
                 let first = text.lines().next().unwrap_or("bad usage");
                 let first = first.strip_prefix("error: ").unwrap_or(first);
-                eprintln!("latscope: error: {first} (see 'latscope --help')");
+                eprintln!("latscope: error: {first} (see '{help_hint}')");
                 std::process::exit(EXIT_USAGE);
             }
         },

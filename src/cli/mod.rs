@@ -12,7 +12,6 @@ use std::path::PathBuf;
     long_about = "Measure the latencies a real-time Linux system lives by: thread wake-up \
 through IPC primitives, with nanosecond clocks, percentiles and HDR histograms.\n\n\
 Exit codes: 0 ok, 1 run-time error, 2 bad usage, 3 --max-latency crossed.",
-    args_conflicts_with_subcommands = true,
     allow_negative_numbers = true
 )]
 pub struct Cli {
