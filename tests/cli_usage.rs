@@ -1,0 +1,151 @@
+//! The command line itself: help, version, and refusing bad input with exit
+//! code 2, one line on stderr and nothing measured.
+
+mod common;
+
+use common::*;
+use std::time::Duration;
+
+#[test]
+fn help_lists_the_subcommands() {
+    let out = run(latscope(10).arg("--help"));
+    assert_code(&out, 0);
+    let text = stdout_of(&out);
+    for sub in ["mq", "suite"] {
+        assert!(
+            text.lines()
+                .any(|l| l.trim_start().starts_with(&format!("{sub} "))),
+            "--help does not list the {sub} subcommand:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn version_prints_name_and_version() {
+    let out = run(latscope(10).arg("--version"));
+    assert_code(&out, 0);
+    assert_eq!(
+        stdout_of(&out).trim(),
+        format!("latscope {}", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn mq_help_shows_the_pmqtest_options() {
+    let out = run(latscope(10).args(["mq", "--help"]));
+    assert_code(&out, 0);
+    let text = stdout_of(&out);
+    for option in [
+        "-a, --affinity",
+        "-b, --breaktrace",
+        "-d, --distance",
+        "-D, --duration",
+        "-f, --forcetimeout",
+        "-i, --interval",
+        "-l, --loops",
+        "-p, --prio",
+        "-S, --smp",
+        "-t, --threads",
+        "-T, --timeout",
+        "-q, --quiet",
+        "--json",
+    ] {
+        assert!(text.contains(option), "mq --help lacks {option}:\n{text}");
+    }
+}
+
+/// Runs `args` and checks the usage-error contract: exit 2, exactly one line
+/// on stderr, nothing on stdout, no measurement (so it is quick).
+fn assert_usage_error(args: &[&str]) {
+    let out = run(latscope(15)
+        .args(args)
+        .args(if args[0] == "mq" { mlock_args() } else { &[] }));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{args:?} must be refused with exit code 2\n{}",
+        describe(&out)
+    );
+    let err = stderr_of(&out);
+    assert_eq!(
+        err.lines().count(),
+        1,
+        "{args:?}: expected exactly one line on stderr\n{}",
+        describe(&out)
+    );
+    assert!(
+        err.trim_end().len() > "latscope: error: ".len(),
+        "{args:?}: the error line says nothing: {err:?}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "{args:?}: nothing may be printed (or measured) on stdout\n{}",
+        describe(&out)
+    );
+}
+
+#[test]
+fn bad_input_is_refused_with_one_line_and_exit_2() {
+    // Each case carries extra options that end a wrongly accepted run on its
+    // own after about a second: it then fails on its exit code and report.
+    let cases: &[&[&str]] = &[
+        &["mq", "-p", "100", "-D", "1"],
+        &["mq", "-p", "-1", "-D", "1"],
+        &["mq", "--policy", "other", "-p", "5", "-D", "1"],
+        &["mq", "--policy", "fifo", "-D", "1"],
+        &["mq", "-t", "0", "-D", "1"],
+        &["mq", "-t", "100000", "-D", "1"],
+        &["mq", "-l", "-5", "-D", "1"],
+        &["mq", "-l", "abc", "-D", "1"],
+        &["mq", "-i", "0", "-D", "1"],
+        &["mq", "-i", "abc", "-D", "1"],
+        &["mq", "-D", "5x", "-l", "10000", "-i", "100"],
+        &["mq", "-D", "0", "-l", "10000", "-i", "100"],
+        &["mq", "-D", "-3", "-l", "10000", "-i", "100"],
+        &["mq", "-f", "1", "-D", "1"],
+        &["mq", "-a", "9999", "-D", "1"],
+        &["mq", "--json", "/nonexistent/dir/x.json", "-D", "1"],
+        &["mq", "--json", "/", "-D", "1"],
+        &["mq", "--max-latency", "0", "-D", "1"],
+        &["mq", "--bogus", "-D", "1"],
+        &["suite", "--duration", "5x"],
+    ];
+    for args in cases {
+        assert_usage_error(args);
+    }
+}
+
+#[test]
+fn json_path_in_a_read_only_directory_is_a_usage_error() {
+    // r-x for everyone: nobody but root may create a file in it.
+    let dir = temp_dir_with_mode(0o555);
+    let target = dir.path().join("x.json");
+    let target = target.to_str().expect("utf-8 temp path");
+    if !euid_is_root() {
+        assert_usage_error(&["mq", "--json", target, "-D", "1"]);
+        return;
+    }
+    // Root may write anywhere, so the directory is not read-only for root;
+    // test it as the unprivileged user nobody instead, if possible.
+    let mut cmd = match nobody_runner() {
+        Ok(c) => c,
+        Err(why) => {
+            eprintln!(
+                "SKIPPED read-only JSON directory: running as root, which may write anywhere, and {why}"
+            );
+            return;
+        }
+    };
+    cmd.arg(bin())
+        .args(["mq", "--no-mlockall", "--json", target, "-D", "1"]);
+    let out = run_std_with_timeout(cmd, Duration::from_secs(15));
+    assert_code(&out, 2);
+    assert_eq!(
+        stderr_of(&out).lines().count(),
+        1,
+        "expected one error line\n{}",
+        describe(&out)
+    );
+    assert!(out.stdout.is_empty(), "{}", describe(&out));
+    assert!(!dir.path().join("x.json").exists());
+}

@@ -1,0 +1,584 @@
+//! Helpers shared by the integration tests: running the real binary with a
+//! timeout, privilege checks (with a printed reason when a test skips), JSON
+//! report checks, POSIX queue leak checks and running as an unprivileged user.
+//!
+//! Every test module uses a different subset of these helpers.
+#![allow(dead_code)]
+
+use assert_cmd::Command;
+use predicates::Predicate;
+use serde_json::Value;
+use std::ffi::CString;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Path of the binary under test.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_latscope"))
+}
+
+/// `latscope` with a timeout, so a hang fails the test instead of blocking CI.
+pub fn latscope(timeout_s: u64) -> Command {
+    let mut cmd = Command::cargo_bin("latscope").expect("the latscope binary is built");
+    cmd.timeout(Duration::from_secs(timeout_s));
+    cmd
+}
+
+/// `latscope mq ARGS`, adding `--no-mlockall` when this user may not lock
+/// memory (mq treats a failed mlockall as a run-time error, exit 1).
+pub fn mq(args: &[&str], timeout_s: u64) -> Command {
+    let mut cmd = latscope(timeout_s);
+    cmd.arg("mq").args(args).args(mlock_args());
+    cmd
+}
+
+/// Runs `cmd` and returns its output; a timeout or spawn error fails the test.
+pub fn run(mut cmd: impl std::borrow::BorrowMut<Command>) -> Output {
+    let cmd = cmd.borrow_mut();
+    cmd.output()
+        .unwrap_or_else(|e| panic!("running {cmd:?} failed (timeout or spawn error): {e}"))
+}
+
+pub fn stdout_of(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn stderr_of(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A readable dump of a finished command, for assertion messages.
+pub fn describe(out: &Output) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    let killed = match out.status.signal() {
+        Some(libc::SIGKILL) => " (killed: the test's timeout expired?)",
+        Some(_) => " (ended by a signal)",
+        None => "",
+    };
+    format!(
+        "status: {:?}{killed}\n--- stdout ---\n{}--- stderr ---\n{}",
+        out.status,
+        stdout_of(out),
+        stderr_of(out)
+    )
+}
+
+/// Asserts the exit code, showing all output when it differs.
+pub fn assert_code(out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "expected exit code {code}\n{}",
+        describe(out)
+    );
+}
+
+pub fn euid_is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// True when this process may lock all its memory (root, or no memlock limit).
+pub fn can_mlock() -> bool {
+    if euid_is_root() {
+        return true;
+    }
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: valid out pointer.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut lim) };
+    rc == 0 && lim.rlim_cur == libc::RLIM_INFINITY
+}
+
+pub fn mlock_args() -> &'static [&'static str] {
+    if can_mlock() { &[] } else { &["--no-mlockall"] }
+}
+
+/// Tries SCHED_FIFO priority 1 on a short-lived thread: what actually matters.
+pub fn can_use_realtime() -> bool {
+    std::thread::spawn(|| {
+        let param = libc::sched_param { sched_priority: 1 };
+        // SAFETY: valid thread handle (self) and parameter.
+        unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) == 0 }
+    })
+    .join()
+    .unwrap_or(false)
+}
+
+/// Returns true (after printing why) when a test needs real-time priority
+/// and this process cannot have it. CI runs as root, so these tests do run.
+pub fn skip_without_realtime(test: &str) -> bool {
+    if can_use_realtime() {
+        return false;
+    }
+    eprintln!(
+        "SKIPPED {test}: SCHED_FIFO is not permitted for this user (run the tests as root or with CAP_SYS_NICE)"
+    );
+    true
+}
+
+/// Lines of `text` without the trailing empty one.
+pub fn lines(text: &str) -> Vec<&str> {
+    text.lines().collect()
+}
+
+/// Whether `line` matches the regular expression `pattern`.
+pub fn matches(pattern: &str, line: &str) -> bool {
+    predicates::str::is_match(pattern)
+        .unwrap_or_else(|e| panic!("bad test regex {pattern}: {e}"))
+        .eval(line)
+}
+
+/// The stat line of pmqtest pair `pair`: `#1 -> #0, Min %4d, Cur %4d, Avg %4d, Max %4d`.
+pub fn classic_stat_regex(pair: usize) -> String {
+    format!(
+        r"^#{} -> #{}, Min {n}, Cur {n}, Avg {n}, Max {n}$",
+        2 * pair + 1,
+        2 * pair,
+        n = NUM4
+    )
+}
+
+/// A number printed as C's `%4d`: 1..3 digits right-aligned in 4 columns,
+/// or 4 and more digits unpadded.
+pub const NUM4: &str = r"(?:   \d|  \d{2}| \d{3}|\d{4,})";
+
+/// The four numbers (Min, Cur, Avg, Max) of a classic stat line.
+pub fn classic_stat_numbers(line: &str) -> [u64; 4] {
+    let mut values = [0u64; 4];
+    for (i, key) in ["Min", "Cur", "Avg", "Max"].iter().enumerate() {
+        let at = line
+            .find(&format!("{key} "))
+            .unwrap_or_else(|| panic!("no {key} in {line:?}"));
+        let rest = &line[at + key.len()..];
+        let number: String = rest
+            .trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
+        values[i] = number
+            .parse()
+            .unwrap_or_else(|_| panic!("no number after {key} in {line:?}"));
+    }
+    values
+}
+
+/// Parses a JSON file, failing with its text on error; refuses NaN/Infinity.
+pub fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("JSON file {} not readable: {e}", path.display()));
+    for bad in ["NaN", "Infinity"] {
+        assert!(
+            !text.contains(bad),
+            "{} contains {bad}:\n{text}",
+            path.display()
+        );
+    }
+    serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{} is not valid JSON ({e}):\n{text}", path.display()))
+}
+
+pub fn u64_of(v: &Value, what: &str) -> u64 {
+    v.as_u64()
+        .unwrap_or_else(|| panic!("{what} is not a non-negative integer: {v}"))
+}
+
+/// A float field; `null` here is how serde_json writes a NaN or infinity.
+pub fn f64_of(v: &Value, what: &str) -> f64 {
+    let x = v
+        .as_f64()
+        .unwrap_or_else(|| panic!("{what} is not a number (NaN written as null?): {v}"));
+    assert!(x.is_finite(), "{what} is not finite: {x}");
+    x
+}
+
+pub const PERCENTILES: [f64; 6] = [50.0, 90.0, 99.0, 99.9, 99.99, 99.999];
+
+/// Checks the internal consistency of one latscope series (or `overall`
+/// summary when `is_series` is false) that has at least one sample.
+pub fn check_summary(s: &Value, what: &str, is_series: bool) -> u64 {
+    let samples = u64_of(&s["samples"], &format!("{what}.samples"));
+    assert!(samples > 0, "{what}: no samples: {s}");
+    let min = u64_of(&s["min_ns"], &format!("{what}.min_ns"));
+    let max = u64_of(&s["max_ns"], &format!("{what}.max_ns"));
+    let avg = f64_of(&s["avg_ns"], &format!("{what}.avg_ns"));
+    f64_of(&s["stddev_ns"], &format!("{what}.stddev_ns"));
+    assert!(max > 0, "{what}: max_ns is 0");
+    assert!(
+        min as f64 <= avg && avg <= max as f64,
+        "{what}: not min <= avg <= max: {min} {avg} {max}"
+    );
+
+    let percentiles = s["percentiles"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{what}.percentiles is not an array"));
+    let listed: Vec<f64> = percentiles
+        .iter()
+        .map(|p| {
+            f64_of(
+                &p["percentile"],
+                &format!("{what}.percentiles[].percentile"),
+            )
+        })
+        .collect();
+    assert_eq!(listed, PERCENTILES, "{what}: percentiles listed");
+    let mut previous = min;
+    for p in percentiles {
+        let ns = u64_of(&p["ns"], &format!("{what}.percentiles[].ns"));
+        assert!(
+            ns >= previous && ns <= max,
+            "{what}: percentiles not monotone within [min, max] = [{min}, {max}]: {percentiles:?}"
+        );
+        previous = ns;
+    }
+    let p50 = u64_of(&percentiles[0]["ns"], "p50");
+    let p99 = u64_of(&percentiles[2]["ns"], "p99");
+    assert!(min <= p50 && p50 <= p99 && p99 <= max, "{what}: sanity");
+
+    let buckets = s["histogram"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{what}.histogram is not an array"));
+    let mut in_buckets = 0;
+    for b in buckets {
+        let low = u64_of(&b["low_ns"], "bucket.low_ns");
+        let high = u64_of(&b["high_ns"], "bucket.high_ns");
+        assert!(
+            low <= high && low >= min && high <= max,
+            "{what}: bucket {b} outside [{min}, {max}]"
+        );
+        in_buckets += u64_of(&b["count"], "bucket.count");
+    }
+    let overflow = u64_of(&s["overflow"], &format!("{what}.overflow"));
+    assert_eq!(
+        in_buckets + overflow,
+        samples,
+        "{what}: histogram counts + overflow != samples"
+    );
+
+    if is_series {
+        let seconds = s["per_second"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{what}.per_second is not an array"));
+        let mut in_seconds = 0;
+        for w in seconds {
+            let n = u64_of(&w["samples"], "per_second.samples");
+            let wmin = u64_of(&w["min_ns"], "per_second.min_ns");
+            let wmax = u64_of(&w["max_ns"], "per_second.max_ns");
+            let wavg = f64_of(&w["avg_ns"], "per_second.avg_ns");
+            assert!(
+                n > 0 && wmin as f64 <= wavg && wavg <= wmax as f64 && wmin >= min && wmax <= max,
+                "{what}: per-second window inconsistent: {w}"
+            );
+            in_seconds += n;
+        }
+        // The tests' runs are far shorter than the per-second ring (64 s), so
+        // no window may be lost and every sample is in exactly one window.
+        assert_eq!(
+            u64_of(&s["per_second_dropped"], "per_second_dropped"),
+            0,
+            "{what}: per-second windows dropped in a short run"
+        );
+        assert_eq!(
+            in_seconds, samples,
+            "{what}: per_second samples do not add up to the samples"
+        );
+    }
+    samples
+}
+
+/// Checks the parts of a latscope report every run has.
+pub fn check_report_header(report: &Value) {
+    assert_eq!(report["schema"], "latscope-report", "schema: {report}");
+    assert_eq!(report["schema_version"], 1, "schema_version");
+    let sys = &report["sysinfo"];
+    for key in [
+        "sysname",
+        "nodename",
+        "release",
+        "version",
+        "machine",
+        "clocksource",
+    ] {
+        assert!(sys[key].is_string(), "sysinfo.{key} missing: {sys}");
+    }
+    assert_eq!(sys["sysname"], "Linux");
+    assert!(sys["preempt_rt"].is_boolean(), "sysinfo.preempt_rt: {sys}");
+    assert!(
+        u64_of(&sys["cpus_online"], "sysinfo.cpus_online") >= 1,
+        "cpus_online"
+    );
+    assert!(
+        !sys["cpus_allowed"]
+            .as_array()
+            .expect("sysinfo.cpus_allowed array")
+            .is_empty(),
+        "cpus_allowed empty"
+    );
+    assert!(
+        report["warnings"]
+            .as_array()
+            .expect("warnings must be an array")
+            .iter()
+            .all(Value::is_string),
+        "warnings must be strings"
+    );
+    assert!(report["tests"].is_array(), "tests must be an array");
+}
+
+/// The series of the first test of a report.
+pub fn series(report: &Value) -> &Vec<Value> {
+    report["tests"][0]["series"]
+        .as_array()
+        .unwrap_or_else(|| panic!("tests[0].series missing: {report}"))
+}
+
+/// The CPUs this process may run on (what `-S` and bare `-t` use).
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: zeroed cpu_set_t is a valid empty set; valid out pointer.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        assert_eq!(
+            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set),
+            0
+        );
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+}
+
+/// Asserts that the POSIX message queue `name` does not exist (mq_open fails
+/// with ENOENT).
+pub fn assert_queue_gone(name: &str) {
+    let c = CString::new(name).expect("queue name without NUL");
+    // SAFETY: valid C string; O_RDONLY without O_CREAT takes no further arguments.
+    let mqd = unsafe { libc::mq_open(c.as_ptr(), libc::O_RDONLY) };
+    let err = std::io::Error::last_os_error();
+    if mqd != -1 {
+        // SAFETY: we just opened it.
+        unsafe { libc::mq_close(mqd) };
+        panic!("message queue {name} still exists after the run");
+    }
+    assert_eq!(
+        err.raw_os_error(),
+        Some(libc::ENOENT),
+        "mq_open({name}) failed with {err}, expected ENOENT"
+    );
+}
+
+/// The mount point of the mqueue filesystem at /dev/mqueue, if mounted.
+pub fn mqueue_mount() -> Option<PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
+    mounts
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|f| f.len() >= 3 && f[1] == "/dev/mqueue" && f[2] == "mqueue")
+        .map(|_| PathBuf::from("/dev/mqueue"))
+}
+
+/// When /dev/mqueue is mounted: no `latscope-*` queue is left behind. Queues
+/// of other latscope processes running at this moment exist only for an
+/// instant (they are unlinked right after creation), so an entry must persist
+/// over a few looks to count as leaked. Entries of `pid` count at once.
+pub fn assert_no_latscope_queues(pid: u32) {
+    let Some(dir) = mqueue_mount() else {
+        eprintln!("note: /dev/mqueue is not a mounted mqueue fs; queue directory not checked");
+        return;
+    };
+    let list = || -> Vec<String> {
+        std::fs::read_dir(&dir)
+            .expect("read /dev/mqueue")
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("latscope-"))
+            .collect()
+    };
+    let own = format!("latscope-{pid}-");
+    let first = list();
+    let mine: Vec<&String> = first.iter().filter(|n| n.starts_with(&own)).collect();
+    assert!(mine.is_empty(), "queues of pid {pid} left behind: {mine:?}");
+    let mut persistent = first;
+    for _ in 0..3 {
+        if persistent.is_empty() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        let now = list();
+        persistent.retain(|n| now.contains(n));
+    }
+    assert!(
+        persistent.is_empty(),
+        "latscope queues left in /dev/mqueue: {persistent:?}"
+    );
+}
+
+/// A child started with `std::process::Command`, its output collected by
+/// threads so that a full pipe can never block it.
+pub struct Spawned {
+    pub child: Child,
+    stdout: std::thread::JoinHandle<String>,
+    stderr: std::thread::JoinHandle<String>,
+}
+
+pub fn spawn(args: &[&str]) -> Spawned {
+    let mut child = std::process::Command::new(bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn latscope");
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    Spawned {
+        child,
+        stdout: std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = out.read_to_string(&mut s);
+            s
+        }),
+        stderr: std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = err.read_to_string(&mut s);
+            s
+        }),
+    }
+}
+
+impl Spawned {
+    pub fn signal(&self, sig: libc::c_int) {
+        // SAFETY: signalling our own child by pid.
+        let rc = unsafe { libc::kill(self.child.id() as libc::pid_t, sig) };
+        assert_eq!(rc, 0, "kill failed: {}", std::io::Error::last_os_error());
+    }
+
+    /// Waits up to `timeout`; on timeout the child is killed and the test fails.
+    pub fn wait(mut self, timeout: Duration) -> (ExitStatus, String, String) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                let out = self.stdout.join().unwrap_or_default();
+                let err = self.stderr.join().unwrap_or_default();
+                return (status, out, err);
+            }
+            if Instant::now() >= deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                let out = self.stdout.join().unwrap_or_default();
+                let err = self.stderr.join().unwrap_or_default();
+                panic!(
+                    "latscope did not exit within {timeout:?}; killed\n--- stdout ---\n{out}--- stderr ---\n{err}"
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// The setpriv command that runs a program as `nobody` (uid/gid 65534), or
+/// why that is not possible here.
+pub fn nobody_runner() -> Result<std::process::Command, String> {
+    if !euid_is_root() {
+        return Err("not root: cannot switch to another user".to_string());
+    }
+    let setpriv = ["/usr/bin/setpriv", "/bin/setpriv", "/usr/sbin/setpriv"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .ok_or("setpriv is not installed")?;
+    let make = || {
+        let mut c = std::process::Command::new(setpriv);
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+        c
+    };
+    // The binary and every directory above it must be reachable for nobody.
+    let probe = make()
+        .arg(bin())
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("setpriv failed to start: {e}"))?;
+    if !probe.status.success() {
+        return Err(format!(
+            "user 65534 cannot run {} (a parent directory without o+x?): {}",
+            bin().display(),
+            String::from_utf8_lossy(&probe.stderr).trim()
+        ));
+    }
+    Ok(make())
+}
+
+/// Runs `cmd` (built by `nobody_runner`) with a timeout.
+pub fn run_std_with_timeout(mut cmd: std::process::Command, timeout: Duration) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out_reader = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{cmd:?} did not finish within {timeout:?}; killed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: out_reader.join().unwrap_or_default(),
+        stderr: err_reader.join().unwrap_or_default(),
+    }
+}
+
+/// A temporary directory with the given mode (tempfile creates 0700).
+pub fn temp_dir_with_mode(mode: u32) -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(mode))
+        .expect("chmod temp dir");
+    dir
+}
+
+/// The keys of a JSON object in document order (independent of how
+/// serde_json's `Map` orders them).
+pub fn top_level_keys(text: &str) -> Vec<String> {
+    use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+    struct Keys;
+    impl<'de> Visitor<'de> for Keys {
+        type Value = Vec<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<String>, A::Error> {
+            let mut keys = Vec::new();
+            while let Some(k) = map.next_key::<String>()? {
+                map.next_value::<IgnoredAny>()?;
+                keys.push(k);
+            }
+            Ok(keys)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    de.deserialize_map(Keys)
+        .unwrap_or_else(|e| panic!("not a JSON object ({e}):\n{text}"))
+}

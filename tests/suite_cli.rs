@@ -1,0 +1,83 @@
+//! `latscope suite`: the overview of this machine, as root and as an ordinary
+//! user (who gets normal priority and is told so once).
+
+mod common;
+
+use common::*;
+use std::time::Duration;
+
+fn check_suite_output(stdout: &str, context: &str) {
+    assert!(
+        stdout.lines().any(|l| l.starts_with("mq ")),
+        "no overview row for mq\n{context}"
+    );
+    assert!(
+        stdout.lines().any(|l| l.starts_with("Test ")),
+        "no overview header\n{context}"
+    );
+}
+
+fn check_suite_report(report: &serde_json::Value) {
+    check_report_header(report);
+    let tests = report["tests"].as_array().unwrap();
+    assert!(!tests.is_empty());
+    assert_eq!(tests[0]["test"], "mq");
+    assert_eq!(tests[0]["end_reason"], "duration_elapsed");
+    check_summary(&tests[0]["overall"], "tests[0].overall", false);
+    for (i, s) in series(report).iter().enumerate() {
+        check_summary(s, &format!("tests[0].series[{i}]"), true);
+    }
+}
+
+#[test]
+fn suite_prints_an_overview_and_writes_a_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("suite.json");
+    let out = run(latscope(30).args([
+        "suite",
+        "--duration",
+        "2s",
+        "--json",
+        file.to_str().unwrap(),
+    ]));
+    assert_code(&out, 0);
+    check_suite_output(&stdout_of(&out), &describe(&out));
+    let report = read_json(&file);
+    check_suite_report(&report);
+    if can_use_realtime() {
+        assert_eq!(report["tests"][0]["config"]["policy"], "fifo");
+    }
+}
+
+#[test]
+fn suite_as_an_ordinary_user_runs_at_normal_priority_and_says_so_once() {
+    let mut cmd = match nobody_runner() {
+        Ok(c) => c,
+        Err(why) => {
+            eprintln!("SKIPPED suite as an ordinary user: {why}");
+            return;
+        }
+    };
+    let dir = temp_dir_with_mode(0o1777);
+    let file = dir.path().join("suite-nobody.json");
+    cmd.arg(bin())
+        .args(["suite", "--duration", "1s", "--json"])
+        .arg(&file);
+    let out = run_std_with_timeout(cmd, Duration::from_secs(30));
+    assert_code(&out, 0);
+    check_suite_output(&stdout_of(&out), &describe(&out));
+    let stderr = stderr_of(&out);
+    let notes = stderr
+        .lines()
+        .filter(|l| l.contains("real-time priority"))
+        .count();
+    assert_eq!(
+        notes,
+        1,
+        "expected one note about real-time priority on stderr\n{}",
+        describe(&out)
+    );
+    let report = read_json(&file);
+    check_suite_report(&report);
+    assert_eq!(report["tests"][0]["config"]["policy"], "other");
+}
