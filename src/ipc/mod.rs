@@ -28,8 +28,11 @@ pub trait Channel: Send + Sync {
     fn post(&self, stamp_ns: u64) -> Result<(), String>;
     /// Blocks until woken, or until `timeout` has passed.
     fn wait(&self, timeout: Option<Duration>) -> Result<Wake, String>;
-    /// Makes a current or next `wait` return `Interrupted`. Never blocks; called
-    /// at most once per run.
+    /// Makes a current or next `wait` return `Interrupted`. Never blocks (if
+    /// the waiter already has a wake-up pending, it may do nothing). The
+    /// harness calls it once per channel to stop a run, and once on `sync` to
+    /// release the sender after the last sample; real `post`s never meet more
+    /// than one pending interrupt, so a transport needs room for one.
     fn interrupt(&self);
 }
 

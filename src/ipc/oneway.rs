@@ -3,12 +3,15 @@
 //! call returns, and the difference is one sample. A sync channel hands the
 //! turn back, so exactly one wake-up is in flight per pair.
 //!
-//! Periods are absolute (`next += interval`, `clock_nanosleep(TIMER_ABSTIME)`);
-//! a period that has entirely passed before the sender could start it is
-//! counted as an overrun and skipped, never silently absorbed. Each pair runs
-//! its own loop count; the run ends when every pair is done, the duration
-//! expires, the break-trace limit is crossed, an error occurs or the user
-//! interrupts. In every case the results so far are returned.
+//! The order of events is pmqtest's, so both tools measure the same path: the
+//! receiver paces the pair (it sleeps until its next period, then hands the turn
+//! to the sender and blocks); the sender, woken by that hand-over, stamps and
+//! sends at once. Periods are absolute (`next += interval`,
+//! `clock_nanosleep(TIMER_ABSTIME)`); a period that has entirely passed before
+//! the receiver could start it is counted as an overrun and skipped, never
+//! silently absorbed. Each pair runs its own loop count; the run ends when every
+//! pair is done, the duration expires, the break-trace limit is crossed, an error
+//! occurs or the user interrupts. In every case the results so far are returned.
 
 use super::{PairChannels, Transport, Wake};
 use crate::rt::clock::{monotonic_ns, sleep_until_ns};
@@ -18,7 +21,7 @@ use crate::rt::tracefs::BreakTrace;
 use crate::stats::LatencyRecorder;
 use crate::stats::window::{SecondStats, WindowRing, WindowWriter};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier, Mutex, OnceLock, mpsc};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, mpsc};
 use std::time::{Duration, Instant, SystemTime};
 
 /// Stack of every measuring thread: small, because `mlockall(MCL_FUTURE)` locks
@@ -29,6 +32,8 @@ const MEASURING_THREAD_STACK: usize = 256 * 1024;
 const MAX_SLEEP_SLICE_NS: u64 = 50_000_000;
 /// How often the monitor wakes to check for signals and drain per-second data.
 const MONITOR_TICK: Duration = Duration::from_millis(100);
+/// Longest wait for the measuring threads to report their setup.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Settings of one sender/receiver pair.
 #[derive(Debug, Clone)]
@@ -152,6 +157,27 @@ impl Shared {
     }
 }
 
+/// Opened once by the monitor when every thread is set up (or to cancel).
+#[derive(Default)]
+struct StartGate {
+    open: Mutex<bool>,
+    opened: Condvar,
+}
+
+impl StartGate {
+    fn open(&self) {
+        *self.open.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.opened.notify_all();
+    }
+
+    fn wait(&self) {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        while !*open {
+            open = self.opened.wait(open).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
 /// Something that wants a look at the run once a second (live progress).
 pub trait Progress {
     fn tick(&mut self, elapsed: Duration, live: &[PairLive]);
@@ -183,7 +209,7 @@ pub fn run(
         breaktrace: Mutex::new(breaktrace),
     });
 
-    let barrier = Arc::new(Barrier::new(plan.pairs.len() * 2 + 1));
+    let gate = Arc::new(StartGate::default());
     let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
     let mut receivers = Vec::new();
     let mut senders = Vec::new();
@@ -196,7 +222,7 @@ pub fn run(
             pair: pair.clone(),
             run: plan.clone(),
             shared: Arc::clone(&shared),
-            barrier: Arc::clone(&barrier),
+            gate: Arc::clone(&gate),
             ready: ready_tx.clone(),
         };
         receivers.push(spawn_measuring_thread(
@@ -212,16 +238,27 @@ pub fn run(
     }
     drop(ready_tx);
 
-    // Exactly one report per thread (the threads keep their sender alive).
-    let setup_error = ready_rx
-        .iter()
-        .take(plan.pairs.len() * 2)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .find_map(Result::err);
+    // Exactly one report per thread (the threads keep their sender alive). A
+    // thread that neither reports nor dies within the timeout cancels the run.
+    let mut setup_error = None;
+    for _ in 0..plan.pairs.len() * 2 {
+        match ready_rx.recv_timeout(SETUP_TIMEOUT) {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                setup_error.get_or_insert(e);
+            }
+            Err(_) => {
+                setup_error.get_or_insert(format!(
+                    "measuring threads did not start within {} s",
+                    SETUP_TIMEOUT.as_secs()
+                ));
+                break;
+            }
+        }
+    }
     if let Some(e) = setup_error {
         shared.stop.store(true, Ordering::SeqCst);
-        barrier.wait();
+        gate.open();
         join_all(receivers, senders);
         return Err(e);
     }
@@ -229,7 +266,7 @@ pub fn run(
     let started = SystemTime::now();
     let started_instant = Instant::now();
     shared.start_ns.store(monotonic_ns(), Ordering::SeqCst);
-    barrier.wait();
+    gate.open();
 
     let mut per_second: Vec<Vec<SecondStats>> = plan.pairs.iter().map(|_| Vec::new()).collect();
     let mut next_progress = Duration::from_secs(1);
@@ -322,7 +359,7 @@ struct ThreadContext {
     pair: PairPlan,
     run: RunPlan,
     shared: Arc<Shared>,
-    barrier: Arc<Barrier>,
+    gate: Arc<StartGate>,
     ready: mpsc::Sender<Result<(), String>>,
 }
 
@@ -333,7 +370,7 @@ impl ThreadContext {
             pair: self.pair.clone(),
             run: self.run.clone(),
             shared: Arc::clone(&self.shared),
-            barrier: Arc::clone(&self.barrier),
+            gate: Arc::clone(&self.gate),
             ready: self.ready.clone(),
         }
     }
@@ -356,7 +393,7 @@ impl ThreadContext {
             sched::set_current_thread_policy(self.pair.policy, self.pair.priority)
         })();
         let _ = self.ready.send(setup);
-        self.barrier.wait();
+        self.gate.wait();
         !self.shared.stopping()
     }
 }
@@ -398,23 +435,42 @@ fn receive_loop(ctx: ThreadContext, mut recorder: LatencyRecorder) -> RecorderRe
         return (recorder, above_limit);
     }
     let channels = ctx.channels();
-    let mut windows = WindowWriter::new(&live.windows, ctx.shared.start_ns.load(Ordering::SeqCst));
+    let start_ns = ctx.shared.start_ns.load(Ordering::SeqCst);
+    let mut windows = WindowWriter::new(&live.windows, start_ns);
     let loops = ctx.pair.loops.unwrap_or(u64::MAX);
     let limit_ns = ctx.run.limit_ns.unwrap_or(u64::MAX);
     let breaktrace_ns = ctx.run.breaktrace_ns.unwrap_or(u64::MAX);
     let timeout = ctx.run.receive_timeout;
+    let interval = ctx.pair.interval_ns.max(1);
+    let mut next = start_ns;
+    let mut max_seen = 0u64;
 
-    while recorder.count() < loops && !ctx.shared.stopping() {
-        let stamp = match channels.test.wait(timeout) {
-            Ok(Wake::Message(stamp)) => stamp,
-            Ok(Wake::TimedOut) => {
-                live.timeouts.fetch_add(1, Ordering::Relaxed);
-                continue;
-            }
-            Ok(Wake::Interrupted) => break,
-            Err(e) => {
-                ctx.shared.fail(format!("pair {}: {e}", ctx.index));
-                break;
+    'samples: while recorder.count() < loops && !ctx.shared.stopping() {
+        sleep_until_or_stop(next, &ctx.shared);
+        if ctx.shared.stopping() {
+            break;
+        }
+        // Your turn: the sender stamps and sends as soon as it wakes.
+        if let Err(e) = channels.sync.post(0) {
+            ctx.shared.fail(format!("pair {}: {e}", ctx.index));
+            break;
+        }
+        let stamp = loop {
+            match channels.test.wait(timeout) {
+                Ok(Wake::Message(stamp)) => break stamp,
+                Ok(Wake::TimedOut) => {
+                    // Counted; keep waiting for the same message so the sample
+                    // still measures the whole delay.
+                    live.timeouts.fetch_add(1, Ordering::Relaxed);
+                    if ctx.shared.stopping() {
+                        break 'samples;
+                    }
+                }
+                Ok(Wake::Interrupted) => break 'samples,
+                Err(e) => {
+                    ctx.shared.fail(format!("pair {}: {e}", ctx.index));
+                    break 'samples;
+                }
             }
         };
         let now = monotonic_ns();
@@ -423,7 +479,10 @@ fn receive_loop(ctx: ThreadContext, mut recorder: LatencyRecorder) -> RecorderRe
         windows.record(now, latency);
         live.samples.store(recorder.count(), Ordering::Relaxed);
         live.last_ns.store(latency, Ordering::Relaxed);
-        live.max_ns.fetch_max(latency, Ordering::Relaxed);
+        if latency > max_seen {
+            max_seen = latency;
+            live.max_ns.store(latency, Ordering::Relaxed);
+        }
         if latency > limit_ns {
             above_limit += 1;
         }
@@ -431,14 +490,19 @@ fn receive_loop(ctx: ThreadContext, mut recorder: LatencyRecorder) -> RecorderRe
             fire_breaktrace(&ctx, latency);
             break;
         }
-        // Handed back after the last sample too: the sender blocks waiting for
-        // it, exactly as in every other period, instead of running on (thread
-        // exit) while the last sample is still in flight on a shared CPU.
-        if let Err(e) = channels.sync.post(0) {
-            ctx.shared.fail(format!("pair {}: {e}", ctx.index));
-            break;
+        next += interval;
+        let now = monotonic_ns();
+        if now >= next + interval {
+            // Whole periods went by while this sample was in flight.
+            let missed = (now - next) / interval;
+            next += missed * interval;
+            live.overruns.fetch_add(missed, Ordering::Relaxed);
         }
     }
+    // Released after the last sample too: the sender waits for it instead of
+    // running on (thread exit) while the last sample is still in flight on a
+    // shared CPU. `interrupt` never blocks, even if the sender is already gone.
+    channels.sync.interrupt();
     windows.flush();
     live.receiver_cpu.store(
         ctx.pair.cpu.unwrap_or_else(sched::current_cpu),
@@ -485,12 +549,17 @@ fn send_loop(ctx: ThreadContext) {
     }
     let channels = ctx.channels();
     let loops = ctx.pair.loops.unwrap_or(u64::MAX);
-    let interval = ctx.pair.interval_ns.max(1);
-    let mut next = ctx.shared.start_ns.load(Ordering::SeqCst);
     let mut sent = 0u64;
 
     while sent < loops && !ctx.shared.stopping() {
-        sleep_until_or_stop(next, &ctx.shared);
+        match channels.sync.wait(None) {
+            Ok(Wake::Message(_)) | Ok(Wake::TimedOut) => {}
+            Ok(Wake::Interrupted) => break,
+            Err(e) => {
+                ctx.shared.fail(format!("pair {}: {e}", ctx.index));
+                break;
+            }
+        }
         if let Some(delay) = ctx.run.forced_send_delay {
             sleep_until_or_stop(monotonic_ns() + delay.as_nanos() as u64, &ctx.shared);
         }
@@ -504,23 +573,10 @@ fn send_loop(ctx: ThreadContext) {
         }
         sent += 1;
         live.sent.store(sent, Ordering::Relaxed);
-        match channels.sync.wait(None) {
-            Ok(Wake::Message(_)) => {}
-            Ok(Wake::TimedOut) => {}
-            Ok(Wake::Interrupted) => break,
-            Err(e) => {
-                ctx.shared.fail(format!("pair {}: {e}", ctx.index));
-                break;
-            }
-        }
-        next += interval;
-        let now = monotonic_ns();
-        if now >= next + interval {
-            // Whole periods went by while the previous sample was in flight.
-            let missed = (now - next) / interval;
-            next += missed * interval;
-            live.overruns.fetch_add(missed, Ordering::Relaxed);
-        }
+    }
+    if sent >= loops {
+        // Block until the receiver has taken the last sample (see receive_loop).
+        let _ = channels.sync.wait(None);
     }
     live.sender_cpu.store(
         ctx.pair.cpu.unwrap_or_else(sched::current_cpu),
