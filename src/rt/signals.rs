@@ -19,8 +19,15 @@ fn stop_signals() -> libc::sigset_t {
 /// creates afterwards. Call first thing in `main`.
 pub fn block_stop_signals() {
     let set = stop_signals();
-    // SAFETY: valid set; a null old-set pointer is allowed.
-    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+    // SAFETY: valid set; a null old-set pointer is allowed. The dispositions
+    // are reset to default because a shell starts background jobs with SIGINT
+    // ignored, and an ignored signal would never reach `sigtimedwait`; while
+    // blocked, the default action (termination) never runs.
+    unsafe {
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        libc::signal(libc::SIGINT, libc::SIG_DFL);
+        libc::signal(libc::SIGTERM, libc::SIG_DFL);
+    }
 }
 
 /// Waits up to `timeout` for SIGINT or SIGTERM; returns the signal if one came.
