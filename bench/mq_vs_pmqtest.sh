@@ -8,7 +8,10 @@
 #    (-S -p99 -i100 -l LOOPS -q), alternately, N times each (default 3), and
 #    prints per run and per pair: samples, min/avg/max in microseconds, the
 #    ratio of averages, and the CPU time (user+system) per sample.
-# 3. With --memory: runs `latscope mq -S -p99 -i100 -D 5 -q` and `-D 60 -q`
+# 3. If perf is installed (Debian package linux-perf): the precise CPU time
+#    (perf stat -e task-clock) per sample of both tools with equal pairs
+#    (-S -p99 -i100 -d0 -l LOOPS -q), N runs each, alternately.
+# 4. With --memory: runs `latscope mq -S -p99 -i100 -D 5 -q` and `-D 60 -q`
 #    under /usr/bin/time -v and prints both maximum resident set sizes
 #    (about 70 s more).
 #
@@ -46,7 +49,7 @@ BUILD_TIMEOUT=900
 RUN_TIMEOUT=120
 
 usage() {
-  sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'
   exit "${1:-0}"
 }
 
@@ -277,6 +280,47 @@ awk -F'\t' '
     }
   }' "$ROWS" | sort
 echo
+
+# ---------------------------------------------------------------- CPU, precise
+# `times` (above) is tick-sampled on this kind of VM and varies by +-10 % from
+# run to run; perf's task-clock is the scheduler's exact run time. With -d0 both
+# tools run for the same wall time (pmqtest stops all pairs with the first one).
+if command -v perf >/dev/null && perf stat -e task-clock true >/dev/null 2>&1; then
+  echo "== CPU time per sample, precise (perf stat -e task-clock): -S -p99 -i100 -d0 -l $LOOPS -q, $RUNS runs each, alternating"
+  : >"$OUT/taskclock.txt"
+  for run in $(seq 1 "$RUNS"); do
+    for tool in latscope pmqtest; do
+      name="taskclock-$tool-$run"
+      if [ "$tool" = latscope ]; then cmd=("$LATSCOPE" mq); else cmd=("$PMQTEST"); fi
+      if ! run_bounded "$name" "$RUN_TIMEOUT" perf stat -x, -e task-clock -o "$OUT/$name.perf" \
+          "${cmd[@]}" -S -p99 -i100 -d0 -l "$LOOPS" -q --json "$OUT/$name.json"; then
+        failed=1
+        continue
+      fi
+      ms=$(awk -F, '/task-clock/ {print $1}' "$OUT/$name.perf")
+      if [ "$tool" = latscope ]; then
+        samples=$(jq '[.tests[0].series[].samples] | add' "$OUT/$name.json")
+      else
+        samples=$(jq '[.thread[].sender.samples] | add' "$OUT/$name.json")
+      fi
+      echo "$tool $run $ms $samples" >>"$OUT/taskclock.txt"
+      awk -v t="$tool" -v r="$run" -v ms="$ms" -v n="$samples" \
+        'BEGIN { printf "  %-8s run %d: %8.1f ms / %6d samples = %5.2f us per sample\n", t, r, ms, n, ms * 1000 / n }'
+    done
+  done
+  awk '{ ms[$1] += $3; n[$1] += $4 }
+    END {
+      if (n["latscope"] > 0 && n["pmqtest"] > 0) {
+        l = ms["latscope"] * 1000 / n["latscope"]; p = ms["pmqtest"] * 1000 / n["pmqtest"]
+        printf "  all runs: latscope %.2f us, pmqtest %.2f us per sample, ratio %.2f -> %s (goal: no higher)\n",
+          l, p, l / p, (l <= p ? "MET" : "NOT MET")
+      }
+    }' "$OUT/taskclock.txt"
+  echo
+else
+  echo "== CPU time per sample, precise: skipped (perf not available: apt-get install linux-perf)"
+  echo
+fi
 
 # ---------------------------------------------------------------- memory
 if [ "$MEMORY" = 1 ]; then

@@ -216,6 +216,7 @@ pub(crate) mod testdata {
                     latency: recorder.summary(),
                     per_second: vec![SecondStats {
                         second: 0,
+                        span_s: 1,
                         samples: 3,
                         min_ns: 2_000,
                         avg_ns: 10_000.0 / 3.0,

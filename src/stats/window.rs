@@ -5,17 +5,26 @@
 //! later second and pushes it into a fixed single-producer/single-consumer ring.
 //! If the monitor falls so far behind that the ring is full, the window is
 //! counted as dropped (reported), never blocked on.
+//!
+//! So that memory does not grow with run length, the collected series is kept
+//! to at most `MAX_WINDOWS` entries: when it would grow beyond, neighbouring
+//! windows are merged in pairs (a 3-hour run reports 2-second windows, and so
+//! on). Nothing is lost: counts, minima, maxima and means merge exactly.
 
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Windows buffered between two drains of the monitor (it drains every 100 ms).
 const RING_SLOTS: usize = 64;
+/// Most windows kept per series: two hours at one second each (~300 KiB).
+pub const MAX_WINDOWS: usize = 7200;
 
-/// One second of samples: `second` counts from the start of the run.
+/// One window of samples: it starts `second` seconds after the start of the
+/// run and spans `span_s` seconds (1 unless merged, see `compact`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SecondStats {
     pub second: u64,
+    pub span_s: u64,
     pub samples: u64,
     pub min_ns: u64,
     pub avg_ns: f64,
@@ -78,6 +87,7 @@ impl WindowRing {
             let count = slot.count.load(Ordering::Relaxed);
             out.push(SecondStats {
                 second: slot.second.load(Ordering::Relaxed),
+                span_s: 1,
                 samples: count,
                 min_ns: slot.min.load(Ordering::Relaxed),
                 avg_ns: slot.sum.load(Ordering::Relaxed) as f64 / count.max(1) as f64,
@@ -86,12 +96,41 @@ impl WindowRing {
             tail += 1;
         }
         self.tail.store(tail, Ordering::Release);
+        while out.len() > MAX_WINDOWS {
+            compact(out);
+        }
     }
 
     /// Windows lost because the consumer was starved (normally 0).
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
     }
+}
+
+/// Halves the series by merging neighbours (0+1, 2+3, ...). Windows of one
+/// merged pair may not be adjacent (seconds without samples have no window);
+/// the merged span covers both.
+pub fn compact(series: &mut Vec<SecondStats>) {
+    let merged: Vec<SecondStats> = series
+        .chunks(2)
+        .map(|pair| match pair {
+            [a, b] => {
+                let samples = a.samples + b.samples;
+                SecondStats {
+                    second: a.second,
+                    span_s: b.second + b.span_s - a.second,
+                    samples,
+                    min_ns: a.min_ns.min(b.min_ns),
+                    avg_ns: (a.avg_ns * a.samples as f64 + b.avg_ns * b.samples as f64)
+                        / samples.max(1) as f64,
+                    max_ns: a.max_ns.max(b.max_ns),
+                }
+            }
+            [a] => *a,
+            _ => unreachable!("chunks(2) yields one or two"),
+        })
+        .collect();
+    *series = merged;
 }
 
 struct OpenWindow {
@@ -171,6 +210,7 @@ mod tests {
             out[0],
             SecondStats {
                 second: 0,
+                span_s: 1,
                 samples: 2,
                 min_ns: 10,
                 avg_ns: 20.0,
@@ -203,5 +243,60 @@ mod tests {
         out.clear();
         ring.drain_into(&mut out);
         assert_eq!(out.len(), 1);
+    }
+
+    #[test]
+    fn compaction_merges_neighbours_exactly() {
+        let w = |second, samples, min_ns, avg_ns, max_ns| SecondStats {
+            second,
+            span_s: 1,
+            samples,
+            min_ns,
+            avg_ns,
+            max_ns,
+        };
+        let mut series = vec![w(0, 1, 5, 5.0, 5), w(1, 3, 1, 9.0, 20), w(3, 2, 4, 4.0, 4)];
+        compact(&mut series);
+        assert_eq!(
+            series,
+            vec![
+                SecondStats {
+                    second: 0,
+                    span_s: 2,
+                    samples: 4,
+                    min_ns: 1,
+                    avg_ns: 8.0,
+                    max_ns: 20
+                },
+                w(3, 2, 4, 4.0, 4)
+            ]
+        );
+        compact(&mut series);
+        assert_eq!(series[0].span_s, 4);
+        assert_eq!(series[0].samples, 6);
+    }
+
+    #[test]
+    fn collected_series_stays_bounded() {
+        let ring = WindowRing::default();
+        let mut out = Vec::new();
+        let mut w = WindowWriter::new(&ring, 0);
+        for s in 0..(3 * MAX_WINDOWS as u64) {
+            w.record(s * 1_000_000_000, 7);
+            if s % 32 == 0 {
+                ring.drain_into(&mut out);
+            }
+        }
+        w.flush();
+        ring.drain_into(&mut out);
+        assert!(out.len() <= MAX_WINDOWS, "{}", out.len());
+        assert_eq!(
+            out.iter().map(|x| x.samples).sum::<u64>(),
+            3 * MAX_WINDOWS as u64
+        );
+        assert_eq!(
+            out.last().map(|x| x.second + x.span_s),
+            Some(3 * MAX_WINDOWS as u64)
+        );
     }
 }
