@@ -12,7 +12,9 @@ use std::path::PathBuf;
     long_about = "Measure the latencies a real-time Linux system lives by: thread wake-up \
 through IPC primitives, with nanosecond clocks, percentiles and HDR histograms.\n\n\
 Exit codes: 0 ok, 1 run-time error, 2 bad usage, 3 --max-latency crossed.",
-    allow_negative_numbers = true
+    allow_negative_numbers = true,
+    // getopt semantics, as in the original tools: a repeated option's last value wins.
+    args_override_self = true
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -22,10 +24,10 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// POSIX message queue wake-up latency (replaces pmqtest; same options)
-    #[command(allow_negative_numbers = true)]
+    #[command(allow_negative_numbers = true, args_override_self = true)]
     Mq(Box<MqArgs>),
     /// The main job: run every test briefly and print one overview of this machine
-    #[command(allow_negative_numbers = true)]
+    #[command(allow_negative_numbers = true, args_override_self = true)]
     Suite(SuiteArgs),
 }
 

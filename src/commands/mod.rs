@@ -59,7 +59,12 @@ pub fn write_json(
                 .unwrap_or_default();
             let tmp = path.with_file_name(format!(".{file_name}.{}.tmp", std::process::id()));
             let result = (|| {
-                let mut file = std::fs::File::create(&tmp)?;
+                // O_EXCL (which also refuses a symlink planted at that name):
+                // a root-run tool must not write through someone else's link.
+                let mut file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&tmp)?;
                 let mut buffered = std::io::BufWriter::new(&mut file);
                 exporter.write(report, &mut buffered)?;
                 buffered.flush()?;

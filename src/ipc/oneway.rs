@@ -387,6 +387,7 @@ impl ThreadContext {
     /// start. Returns false when the run was cancelled before it began.
     fn set_up_and_wait(&self) -> bool {
         let setup = (|| {
+            sched::minimal_timer_slack();
             if let Some(cpu) = self.pair.cpu {
                 sched::pin_current_thread(cpu)?;
             }
