@@ -213,6 +213,7 @@ pub fn run(
     let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
     let mut receivers = Vec::new();
     let mut senders = Vec::new();
+    let mut setup_error = None;
     for (index, pair) in plan.pairs.iter().enumerate() {
         // Built here, before mlockall'ed threads start: allocation and page
         // faults happen now, not during the measurement.
@@ -225,23 +226,38 @@ pub fn run(
             gate: Arc::clone(&gate),
             ready: ready_tx.clone(),
         };
-        receivers.push(spawn_measuring_thread(
+        // A pair runs only if both of its threads started.
+        let receiver = spawn_measuring_thread(
             format!("lat-recv{index}"),
             ctx.clone_for_peer(),
             move |ctx| receive_loop(ctx, recorder),
-        )?);
-        senders.push(spawn_measuring_thread(
-            format!("lat-send{index}"),
-            ctx,
-            send_loop,
-        )?);
+        );
+        let sender = spawn_measuring_thread(format!("lat-send{index}"), ctx, send_loop);
+        match (receiver, sender) {
+            (Ok(r), Ok(s)) => {
+                receivers.push(r);
+                senders.push(s);
+            }
+            (r, s) => {
+                // Keep whichever thread did start, so that it is joined.
+                match r {
+                    Ok(r) => receivers.push(r),
+                    Err(e) => setup_error = Some(e),
+                }
+                match s {
+                    Ok(s) => senders.push(s),
+                    Err(e) => setup_error = Some(e),
+                }
+                break;
+            }
+        }
     }
     drop(ready_tx);
 
-    // Exactly one report per thread (the threads keep their sender alive). A
-    // thread that neither reports nor dies within the timeout cancels the run.
-    let mut setup_error = None;
-    for _ in 0..plan.pairs.len() * 2 {
+    // Exactly one report per started thread (the threads keep their sender
+    // alive). A thread that neither reports nor dies within the timeout
+    // cancels the run.
+    for _ in 0..senders.len() + receivers.len() {
         match ready_rx.recv_timeout(SETUP_TIMEOUT) {
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
