@@ -1,0 +1,585 @@
+//! Hostile input through the real binary. The product rule: bad input gets
+//! ONE line on stderr and exit code 2 before anything is measured; a run-time
+//! failure gets one line and exit 1; never a panic, never exit 101, never a
+//! hang. Exit codes are 0, 1, 2 or 3 and nothing else.
+//!
+//! Every case puts `-D 0.3 -l 20 -i 100 -q` in front of the hostile option
+//! (the last value of a repeated option wins), so that an input accepted by
+//! mistake still ends in well under a second instead of running forever.
+
+mod common;
+
+use common::*;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::Path;
+use std::process::Output;
+
+/// How long any single case may take: refusals take milliseconds, accepted
+/// short runs under a second.
+const TIMEOUT_S: u64 = 8;
+
+/// Bounds every run that is accepted by mistake (later options override these).
+const SAFETY: [&str; 7] = ["-D", "0.3", "-l", "20", "-i", "100", "-q"];
+
+fn os(s: &str) -> OsString {
+    OsString::from(s)
+}
+
+fn bytes(b: &[u8]) -> OsString {
+    OsString::from_vec(b.to_vec())
+}
+
+/// `latscope mq SAFETY... ARGS` (plus `--no-mlockall` when needed).
+fn mq_argv(args: &[OsString]) -> Vec<OsString> {
+    let mut argv = vec![os("mq")];
+    argv.extend(SAFETY.iter().map(|s| os(s)));
+    argv.extend(mlock_args().iter().map(|s| os(s)));
+    argv.extend(args.iter().cloned());
+    argv
+}
+
+fn strs(args: &[&str]) -> Vec<OsString> {
+    args.iter().map(|s| os(s)).collect()
+}
+
+fn run_latscope<S: AsRef<OsStr>>(argv: &[S]) -> Output {
+    run(latscope(TIMEOUT_S).args(argv))
+}
+
+/// A printable form of an argument list for messages (long ones shortened).
+fn show(argv: &[OsString]) -> String {
+    argv.iter()
+        .map(|a| {
+            let s = a.to_string_lossy();
+            if s.len() > 80 {
+                format!(
+                    "<{} bytes: {}...>",
+                    a.len(),
+                    s.chars().take(40).collect::<String>()
+                )
+            } else {
+                format!("{s:?}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Never a panic, never a signal, never an exit code outside 0..=3.
+fn assert_no_panic(out: &Output, what: &str) {
+    let stderr = stderr_of(out);
+    let stdout = stdout_of(out);
+    for bad in ["panicked", "RUST_BACKTRACE", "stack backtrace"] {
+        assert!(
+            !stderr.contains(bad) && !stdout.contains(bad),
+            "{what}: panic output\n{}",
+            describe(out)
+        );
+    }
+    match out.status.code() {
+        Some(0..=3) => {}
+        _ => panic!(
+            "{what}: exit status must be 0, 1, 2 or 3\n{}",
+            describe(out)
+        ),
+    }
+}
+
+/// The usage-error contract: exit 2, exactly one line on stderr, starting
+/// with `latscope: error:` and containing `needle`; nothing on stdout.
+fn assert_usage_error(out: &Output, what: &str, needle: &str) {
+    assert_no_panic(out, what);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{what}: expected exit code 2\n{}",
+        describe(out)
+    );
+    let stderr = stderr_of(out);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "{what}: a usage error must be exactly one line on stderr\n{}",
+        describe(out)
+    );
+    assert!(
+        lines[0].starts_with("latscope: error: "),
+        "{what}: stderr line does not start with 'latscope: error: ': {:?}",
+        lines[0]
+    );
+    assert!(
+        lines[0].contains(needle),
+        "{what}: error line does not mention {needle:?}: {:?}",
+        lines[0]
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "{what}: a usage error must not print (or measure) anything on stdout\n{}",
+        describe(out)
+    );
+}
+
+/// Runs `latscope mq SAFETY... args` and checks the usage-error contract.
+fn refused(args: &[OsString], needle: &str) {
+    let argv = mq_argv(args);
+    let out = run_latscope(&argv);
+    assert_usage_error(&out, &format!("latscope {}", show(&argv)), needle);
+}
+
+fn refused_str(args: &[&str], needle: &str) {
+    refused(&strs(args), needle);
+}
+
+/// Runs an accepted `latscope mq SAFETY... args` and checks it ends with 0.
+fn accepted(args: &[OsString]) -> Output {
+    let argv = mq_argv(args);
+    let out = run_latscope(&argv);
+    let what = format!("latscope {}", show(&argv));
+    assert_no_panic(&out, &what);
+    assert_code(&out, 0);
+    out
+}
+
+#[test]
+fn bare_latscope_prints_usage_and_exits_2() {
+    let out = run_latscope::<&str>(&[]);
+    assert_no_panic(&out, "latscope");
+    assert_code(&out, 2);
+    let stderr = stderr_of(&out);
+    assert!(
+        stderr.contains("Usage: latscope"),
+        "no usage shown\n{}",
+        describe(&out)
+    );
+    for sub in ["mq", "suite"] {
+        assert!(
+            stderr.lines().any(|l| l.trim_start().starts_with(sub)),
+            "usage does not list {sub}\n{}",
+            describe(&out)
+        );
+    }
+    assert!(out.stdout.is_empty(), "{}", describe(&out));
+}
+
+#[test]
+fn unknown_subcommands_options_and_positionals_are_one_line() {
+    for (argv, needle) in [
+        (
+            vec!["mq", "-D", "0.3", "-l", "20", "extra-positional"],
+            "extra-positional",
+        ),
+        (vec!["mq", "-D", "0.3", "-l", "20", "--bogus"], "--bogus"),
+        (vec!["mq", "-D", "0.3", "-l", "20", "-Z"], "-Z"),
+        (vec!["mq", "-D", "0.3", "-l"], "-l"),
+        (
+            vec!["suite", "-D", "0.3", "extra-positional"],
+            "extra-positional",
+        ),
+        (vec!["suite", "-D", ""], "duration"),
+        (vec!["suite", "-D", "1e3"], "duration"),
+        (
+            vec!["suite", "-D", "0.3", "--max-latency", "abc"],
+            "--max-latency",
+        ),
+        (vec!["suite", "-D", "0.3", "--json", ""], "--json"),
+        (vec!["bogus"], "bogus"),
+        (vec![""], "error"),
+        (vec!["--bogus"], "--bogus"),
+    ] {
+        let out = run_latscope(&argv);
+        assert_usage_error(&out, &format!("latscope {argv:?}"), needle);
+    }
+}
+
+#[test]
+fn empty_values_are_refused() {
+    for (option, needle) in [
+        ("-i", "-i/--interval"),
+        ("-d", "-d/--distance"),
+        ("-l", "-l/--loops"),
+        ("-p", "-p/--prio"),
+        ("-t", "-t/--threads"),
+        ("-a", "-a/--affinity"),
+        ("-D", "-D/--duration"),
+        ("-T", "-T/--timeout"),
+        ("-b", "-b/--breaktrace"),
+        ("--max-latency", "--max-latency"),
+        ("--json", "--json"),
+        ("--policy", "--policy"),
+        ("--format", "--format"),
+    ] {
+        refused_str(&[option, ""], needle);
+    }
+    refused_str(&["-T", "1", "-f", ""], "-f/--forcetimeout");
+}
+
+#[test]
+fn whitespace_values_are_refused() {
+    for value in [" ", "\t", "   ", " \t "] {
+        for (option, needle) in [
+            ("-i", "-i/--interval"),
+            ("-l", "-l/--loops"),
+            ("-p", "-p/--prio"),
+            ("-t", "-t/--threads"),
+            ("-D", "-D/--duration"),
+            ("-T", "-T/--timeout"),
+        ] {
+            refused_str(&[option, value], needle);
+        }
+    }
+}
+
+#[test]
+fn unicode_digits_are_refused() {
+    for (args, needle) in [
+        (vec!["-l", "١٢"], "-l/--loops"),
+        (vec!["-i", "١٠٠"], "-i/--interval"),
+        (vec!["-p", "９９"], "-p/--prio"),
+        (vec!["-t", "²"], "-t/--threads"),
+        (vec!["-D", "５s"], "-D/--duration"),
+        (vec!["-D", "1٫5m"], "-D/--duration"),
+        (vec!["-T", "①"], "-T/--timeout"),
+    ] {
+        refused_str(&args, needle);
+    }
+}
+
+#[test]
+fn huge_numbers_are_refused() {
+    for (args, needle) in [
+        (vec!["-l", "99999999999999999999999"], "-l/--loops"),
+        (vec!["-l", "18446744073709551616"], "-l/--loops"),
+        (vec!["-p", "99999999999"], "priority"),
+        (vec!["-p", "18446744073709551615"], "priority"),
+        (vec!["-i", "18446744073709551615"], "interval"),
+        (vec!["-d", "18446744073709551615", "-t", "2"], "interval"),
+        (vec!["-d", "9223372036854775808", "-t", "3"], "interval"),
+        (vec!["-t", "18446744073709551616"], "-t/--threads"),
+        (vec!["-t", "256"], "-t/--threads"),
+        (vec!["-a", "18446744073709551615"], "CPU"),
+        (vec!["-b", "99999999999999999999999"], "-b/--breaktrace"),
+        (
+            vec!["--max-latency", "99999999999999999999999"],
+            "--max-latency",
+        ),
+        (
+            vec!["-D", "99999999999999999999999999999999999999999"],
+            "-D/--duration",
+        ),
+        (vec!["-T", "100000d"], "-T/--timeout"),
+    ] {
+        refused_str(&args, needle);
+    }
+}
+
+/// The largest values that are valid must run normally, not overflow.
+#[test]
+fn largest_valid_limits_run_normally() {
+    for args in [
+        vec!["--max-latency", "18446744073709551615"],
+        vec!["-D", "36500d", "-l", "20"],
+        vec!["-T", "36500d"],
+    ] {
+        let out = accepted(&strs(&args));
+        let stdout = stdout_of(&out);
+        assert!(
+            stdout.lines().any(|l| l.starts_with("pair 0")),
+            "{args:?}: no result table\n{}",
+            describe(&out)
+        );
+    }
+}
+
+/// A break-trace limit of ~584 000 years in microseconds can never be
+/// crossed. Computing it in nanoseconds must not overflow: not into a panic
+/// (debug build: "attempt to multiply with overflow"), and not into a wrapped
+/// tiny limit that stops the run at the first sample (release build: the
+/// limit 18446744073709552 us wraps to 384 ns). Refusing it is fine too.
+#[test]
+fn huge_breaktrace_limit_does_not_overflow() {
+    for value in ["18446744073709552", "18446744073709551615"] {
+        let argv = mq_argv(&strs(&["-D", "5", "-l", "200", "-b", value]));
+        let out = run_latscope(&argv);
+        let what = format!("latscope {}", show(&argv));
+        assert_no_panic(&out, &what);
+        if out.status.code() == Some(2) {
+            assert_usage_error(&out, &what, "-b/--breaktrace");
+            continue;
+        }
+        assert_code(&out, 0);
+        let stdout = stdout_of(&out);
+        assert!(
+            stdout.contains("ended: all loops done"),
+            "{what}: a limit no sample can reach stopped the run\n{}",
+            describe(&out)
+        );
+    }
+}
+
+#[test]
+fn malformed_durations_are_refused() {
+    for value in [
+        "1e3", "1h30", "1.5.5m", "100000d", "-5", "0", "0s", "0.0", ".", "5 m", "1h-30m", "1hh",
+        "m", "inf", "NaN", "0x10", "1_000", "+5",
+    ] {
+        refused_str(&["-D", value], "-D/--duration");
+    }
+    refused_str(&["-T", "0.0000000001"], "-T/--timeout");
+    refused_str(&["-T", "0"], "-T/--timeout");
+    refused_str(&["-T", "1", "-f", "0.0000000001"], "-f/--forcetimeout");
+    refused_str(&["-f", "1"], "-T");
+}
+
+#[test]
+fn negative_and_wordy_values_are_refused() {
+    for (args, needle) in [
+        (vec!["-a", "-1"], "-a/--affinity"),
+        (vec!["-a", "abc"], "-a/--affinity"),
+        (vec!["-t", "-3"], "-t/--threads"),
+        (vec!["-t", "0"], "-t/--threads"),
+        (vec!["-t", "two"], "-t/--threads"),
+        (vec!["-l", "-5"], "-l/--loops"),
+        (vec!["-l", "1.5"], "-l/--loops"),
+        (vec!["-l", "1e3"], "-l/--loops"),
+        (vec!["-i", "-100"], "-i/--interval"),
+        (vec!["-i", "0"], "-i/--interval"),
+        (vec!["-i", "0x64"], "-i/--interval"),
+        (vec!["-p", "-1"], "-p/--prio"),
+        (vec!["-p", "100"], "priority"),
+        (vec!["-b", "0"], "-b/--breaktrace"),
+        (vec!["-d", "-500"], "-d/--distance"),
+        (vec!["--max-latency", "-1"], "--max-latency"),
+        (vec!["--policy", "bogus"], "--policy"),
+        (vec!["--policy", "FIFO2"], "--policy"),
+        (vec!["--format", "bogus"], "--format"),
+        (vec!["--policy", "other", "-p", "5"], "priority"),
+    ] {
+        refused_str(&args, needle);
+    }
+}
+
+#[test]
+fn non_utf8_arguments_are_refused_with_one_line() {
+    for (args, needle) in [
+        (vec![os("-l"), bytes(b"\xff\xfe")], "UTF-8"),
+        (vec![os("-D"), bytes(b"5\xffm")], "UTF-8"),
+        (vec![os("-i"), bytes(b"\x80")], "UTF-8"),
+        (vec![os("--policy"), bytes(b"fi\xffo")], "error"),
+        (vec![bytes(b"extra\xff")], "error"),
+        (vec![bytes(b"--bog\xffus")], "error"),
+    ] {
+        refused(&args, needle);
+    }
+    let out = run_latscope(&[bytes(b"m\xffq")]);
+    assert_usage_error(&out, "latscope m\\xffq", "error");
+}
+
+/// A file name that is not UTF-8 is a valid Linux file name: the JSON is
+/// written there (exit 0), or the name is refused before measuring (exit 2).
+/// It must never panic after the run (the report's command line must not be
+/// collected with `std::env::args()`, which panics on such an argument).
+#[test]
+fn non_utf8_json_path_is_written_or_refused_never_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    for command in ["mq", "suite"] {
+        let mut name = dir.path().as_os_str().as_bytes().to_vec();
+        name.extend_from_slice(format!("/{command}-").as_bytes());
+        name.extend_from_slice(b"r\xff\xfesult.json");
+        let file = OsString::from_vec(name);
+        let argv = if command == "mq" {
+            mq_argv(&[os("--json"), file.clone()])
+        } else {
+            vec![
+                os("suite"),
+                os("-D"),
+                os("0.3"),
+                os("-q"),
+                os("--json"),
+                file.clone(),
+            ]
+        };
+        let out = run_latscope(&argv);
+        let what = format!("latscope {}", show(&argv));
+        assert_no_panic(&out, &what);
+        match out.status.code() {
+            Some(0) => {
+                let report = read_json(Path::new(&file));
+                check_report_header(&report);
+            }
+            Some(2) => assert_usage_error(&out, &what, "--json"),
+            _ => panic!("{what}: expected 0 or 2\n{}", describe(&out)),
+        }
+    }
+}
+
+/// Started through a link whose name is not UTF-8 (argv[0]), a run still
+/// ends normally, with its JSON report.
+#[test]
+fn non_utf8_program_name_does_not_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut link = dir.path().as_os_str().as_bytes().to_vec();
+    link.extend_from_slice(b"/lat\xffscope");
+    let link = std::path::PathBuf::from(OsString::from_vec(link));
+    std::os::unix::fs::symlink(bin(), &link).expect("symlink to the binary");
+    let json = dir.path().join("r.json");
+    let mut cmd = std::process::Command::new(&link);
+    cmd.args(mq_argv(&[os("--json"), json.clone().into_os_string()]));
+    let out = run_std_with_timeout(cmd, std::time::Duration::from_secs(TIMEOUT_S));
+    assert_no_panic(&out, "lat\\xffscope mq ... --json");
+    assert_code(&out, 0);
+    check_report_header(&read_json(&json));
+}
+
+#[test]
+fn hundred_kilobyte_arguments_are_refused_with_one_line() {
+    let digits = "7".repeat(100 * 1024);
+    let letters = "x".repeat(100 * 1024);
+    for (args, needle) in [
+        (vec!["-l", digits.as_str()], "-l/--loops"),
+        (vec!["-i", letters.as_str()], "-i/--interval"),
+        (vec!["-D", digits.as_str()], "-D/--duration"),
+        (vec!["-D", letters.as_str()], "-D/--duration"),
+        (vec!["--policy", letters.as_str()], "--policy"),
+        (vec![letters.as_str()], "error"),
+    ] {
+        refused_str(&args, needle);
+    }
+    // 100 KB of path: directories that do not exist.
+    let deep = format!("/{}x.json", "no-such-dir/".repeat(100 * 1024 / 12));
+    refused_str(&["--json", &deep], "--json");
+}
+
+/// A `--json` file name longer than NAME_MAX (255 bytes) can never be
+/// created: like any bad destination it must be refused before measuring
+/// (exit 2, one line), not after the run (exit 1).
+#[test]
+fn json_file_name_longer_than_name_max_is_refused_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    for len in [256, 100 * 1024] {
+        let file = dir.path().join("a".repeat(len));
+        refused(&[os("--json"), file.into_os_string()], "--json");
+    }
+}
+
+/// A 255-byte file name is valid (NAME_MAX): the report must be written
+/// there. The temporary file next to it must not need a longer name.
+#[test]
+fn json_file_name_of_255_bytes_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a".repeat(255));
+    std::fs::write(&file, b"probe").expect("a 255-byte name is valid here");
+    std::fs::remove_file(&file).unwrap();
+    let out = accepted(&[os("--json"), file.clone().into_os_string()]);
+    assert!(out.stderr.is_empty(), "{}", describe(&out));
+    check_report_header(&read_json(&file));
+}
+
+#[test]
+fn json_path_under_a_regular_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let regular = dir.path().join("plain-file");
+    std::fs::write(&regular, b"not a directory").unwrap();
+    let target = regular.join("x.json");
+    refused(&[os("--json"), target.into_os_string()], "--json");
+    assert_eq!(
+        std::fs::read(&regular).unwrap(),
+        b"not a directory",
+        "the regular file was changed"
+    );
+}
+
+#[test]
+fn json_path_under_a_dangling_symlink_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("dangling");
+    std::os::unix::fs::symlink(dir.path().join("does-not-exist"), &link).unwrap();
+    refused(
+        &[os("--json"), link.join("x.json").into_os_string()],
+        "--json",
+    );
+    assert!(
+        !dir.path().join("does-not-exist").exists(),
+        "the symlink's target was created"
+    );
+}
+
+/// `--json` naming a dangling symlink itself: written (the link is replaced,
+/// never followed) or refused; never a panic, never through the link.
+#[test]
+fn json_path_that_is_a_dangling_symlink_is_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("planted-target");
+    let link = dir.path().join("r.json");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let argv = mq_argv(&[os("--json"), link.clone().into_os_string()]);
+    let out = run_latscope(&argv);
+    let what = format!("latscope {}", show(&argv));
+    assert_no_panic(&out, &what);
+    match out.status.code() {
+        Some(0) => check_report_header(&read_json(&link)),
+        Some(2) => assert_usage_error(&out, &what, "--json"),
+        _ => panic!("{what}: expected 0 or 2\n{}", describe(&out)),
+    }
+    assert!(!target.exists(), "the JSON was written through the symlink");
+}
+
+/// getopt semantics: a repeated option is accepted and its last value wins.
+#[test]
+fn repeated_options_last_one_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("r.json");
+    let out = accepted(&[
+        os("-l"),
+        os("5"),
+        os("-l"),
+        os("3"),
+        os("-D"),
+        os("30"),
+        os("--json"),
+        file.clone().into_os_string(),
+    ]);
+    let report = read_json(&file);
+    check_report_header(&report);
+    let series = series(&report);
+    assert_eq!(series.len(), 1, "{report}");
+    assert_eq!(
+        check_summary(&series[0], "series[0]", true),
+        3,
+        "-l 5 -l 3: the last value must win\n{}",
+        describe(&out)
+    );
+    assert!(
+        stdout_of(&out).contains("ended: all loops done"),
+        "{}",
+        describe(&out)
+    );
+
+    // A long interval overridden by a short one: finishes at once.
+    let started = std::time::Instant::now();
+    let out = accepted(&strs(&[
+        "-i", "3000000", "-i", "100", "-l", "20", "-D", "30",
+    ]));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "-i 3000000 -i 100 took {:?}\n{}",
+        started.elapsed(),
+        describe(&out)
+    );
+    // Flags repeated are harmless.
+    accepted(&strs(&["-q", "-q", "--no-dma-latency", "--no-dma-latency"]));
+}
+
+/// A value with a newline must not turn the usage error into several lines.
+#[test]
+fn newline_in_a_value_keeps_the_error_on_one_line() {
+    for (args, needle) in [
+        (vec!["-l", "3\nx"], "-l/--loops"),
+        (vec!["-i", "\n"], "-i/--interval"),
+        (vec!["-D", "5\nm"], "-D/--duration"),
+        (vec!["--json", "/no-such-dir\n/x.json"], "--json"),
+    ] {
+        refused_str(&args, needle);
+    }
+}
