@@ -27,6 +27,36 @@ fn effective_args() -> Vec<OsString> {
     args
 }
 
+/// clap's message on one line: its first line, plus the list of possible
+/// values when it gives one (the fix for a mistyped choice).
+fn one_line(clap_message: &str) -> String {
+    let first = clap_message.lines().next().unwrap_or("bad usage");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    // clap quotes what was typed ('...'), and that can be huge: shorten the
+    // quoted parts, keep the option names around them.
+    let mut line = first
+        .split('\'')
+        .enumerate()
+        .map(|(i, part)| {
+            if i % 2 == 1 {
+                latscope::units::shown(part)
+            } else {
+                part.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("'");
+    if let Some(values) = clap_message
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("[possible values:"))
+    {
+        line.push(' ');
+        line.push_str(values);
+    }
+    line
+}
+
 fn main() {
     // Before any thread exists, so every thread inherits the mask and Ctrl-C /
     // SIGTERM are collected by the monitor loop instead of killing the process.
@@ -48,10 +78,10 @@ fn main() {
                 std::process::exit(EXIT_USAGE);
             }
             _ => {
-                let text = e.to_string();
-                let first = text.lines().next().unwrap_or("bad usage");
-                let first = first.strip_prefix("error: ").unwrap_or(first);
-                eprintln!("latscope: error: {first} (see '{help_hint}')");
+                eprintln!(
+                    "latscope: error: {} (see '{help_hint}')",
+                    one_line(&e.to_string())
+                );
                 std::process::exit(EXIT_USAGE);
             }
         },

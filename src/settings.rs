@@ -6,7 +6,7 @@ use crate::cli::{MqArgs, OutputFormat, VerdictArgs};
 use crate::ipc::oneway::{PairPlan, RunPlan};
 use crate::rt::sched::{self, Policy};
 use crate::rt::sysinfo::online_cpus;
-use crate::units::parse_duration;
+use crate::units::{parse_duration, shown};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -27,6 +27,7 @@ const SECOND_NS: u128 = 1_000_000_000;
 /// A whole non-negative number, with a message naming the option.
 pub fn parse_count(option: &str, text: &str) -> Result<u64, UsageError> {
     let t = text.trim();
+    let text = shown(text);
     if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
         let why = if t.starts_with('-') {
             "must not be negative"
@@ -37,8 +38,12 @@ pub fn parse_count(option: &str, text: &str) -> Result<u64, UsageError> {
             "{option} '{text}' {why} (e.g. {option} 100)"
         )));
     }
-    t.parse()
-        .map_err(|_| usage(format!("{option} '{text}' is too large")))
+    t.parse().map_err(|_| {
+        usage(format!(
+            "{option} '{text}' is too large (at most {})",
+            u64::MAX
+        ))
+    })
 }
 
 /// A JSON destination: standard output, or a file in an existing, writable directory.
@@ -49,6 +54,9 @@ pub enum JsonTarget {
 }
 
 pub fn check_json_path(path: &Path) -> Result<JsonTarget, UsageError> {
+    /// Longest file name (NAME_MAX) and path (PATH_MAX) Linux accepts.
+    const NAME_MAX: usize = 255;
+    const PATH_MAX: usize = 4096;
     if path.as_os_str() == "-" {
         return Ok(JsonTarget::Stdout);
     }
@@ -57,21 +65,35 @@ pub fn check_json_path(path: &Path) -> Result<JsonTarget, UsageError> {
             "--json needs a file name (or '-' for standard output)",
         ));
     }
+    let shown_path = shown(&path.to_string_lossy());
+    if path.as_os_str().len() >= PATH_MAX {
+        return Err(usage(format!(
+            "--json {shown_path}: path longer than {PATH_MAX} bytes; choose a shorter path"
+        )));
+    }
+    if path.file_name().is_some_and(|n| n.len() > NAME_MAX) {
+        return Err(usage(format!(
+            "--json {shown_path}: file name longer than {NAME_MAX} bytes; choose a shorter name"
+        )));
+    }
     if path.is_dir() {
         return Err(usage(format!(
-            "--json {}: is a directory; give a file name inside it",
-            path.display()
+            "--json {shown_path}: is a directory; give a file name inside it"
         )));
     }
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
+    let shown_dir = shown(&dir.to_string_lossy());
     if !dir.is_dir() {
+        let why = if dir.exists() {
+            "is not a directory"
+        } else {
+            "does not exist"
+        };
         return Err(usage(format!(
-            "--json {}: directory {} does not exist; create it or choose another path",
-            path.display(),
-            dir.display()
+            "--json {shown_path}: {shown_dir} {why}; create the directory or choose another path"
         )));
     }
     let c_dir = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
@@ -79,9 +101,7 @@ pub fn check_json_path(path: &Path) -> Result<JsonTarget, UsageError> {
     // SAFETY: valid C string.
     if unsafe { libc::access(c_dir.as_ptr(), libc::W_OK) } != 0 {
         return Err(usage(format!(
-            "--json {}: directory {} is not writable; choose another path",
-            path.display(),
-            dir.display()
+            "--json {shown_path}: directory {shown_dir} is not writable; choose another path"
         )));
     }
     Ok(JsonTarget::File(path.to_path_buf()))
@@ -281,7 +301,7 @@ impl MqSettings {
                 duration,
                 receive_timeout: timeout,
                 forced_send_delay: force,
-                breaktrace_ns: breaktrace_us.map(|us| us * 1000),
+                breaktrace_ns: breaktrace_us.map(|us| us.saturating_mul(1000)),
                 limit_ns: verdict.max_latency_us.map(|us| us.saturating_mul(1000)),
             },
             policy,

@@ -3,10 +3,32 @@
 
 use std::time::Duration;
 
+/// Longest piece of user input echoed back in an error message.
+const MAX_SHOWN_INPUT: usize = 64;
+
+/// User input as an error message shows it: on one line (control characters
+/// escaped) and cut to a readable length, so an error stays one line whatever
+/// was typed.
+pub fn shown(input: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in input.chars().enumerate() {
+        if i == MAX_SHOWN_INPUT {
+            out.push_str("...");
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Why a duration string was refused; rendered into the one-line usage error.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DurationError {
-    #[error("empty duration")]
+    #[error("empty duration (examples: 30, 10s, 5m, 1h30m)")]
     Empty,
     #[error("'{0}' is not a duration (examples: 30, 10s, 5m, 2h, 1d, 1h30m, 0.5m)")]
     Malformed(String),
@@ -25,7 +47,7 @@ pub fn parse_duration(text: &str, bare_unit_ns: u128) -> Result<Duration, Durati
     if trimmed.is_empty() {
         return Err(DurationError::Empty);
     }
-    let malformed = || DurationError::Malformed(text.to_string());
+    let malformed = || DurationError::Malformed(shown(text));
     let mut total_ns: u128 = 0;
     let mut rest = trimmed;
     let mut parts = 0;
@@ -53,27 +75,29 @@ pub fn parse_duration(text: &str, bare_unit_ns: u128) -> Result<Duration, Durati
             "d" => 86_400_000_000_000,
             other => {
                 return Err(DurationError::UnknownUnit {
-                    text: text.to_string(),
-                    unit: other.to_string(),
+                    text: shown(text),
+                    unit: shown(other),
                 });
             }
         };
         total_ns = total_ns
             .checked_add(scale_decimal(number, unit_ns).ok_or_else(malformed)?)
-            .ok_or_else(|| DurationError::TooLong(text.to_string()))?;
+            .ok_or_else(|| DurationError::TooLong(shown(text)))?;
         parts += 1;
         rest = after;
     }
     const HUNDRED_YEARS_NS: u128 = 100 * 365 * 86_400_000_000_000;
     if total_ns > HUNDRED_YEARS_NS {
-        return Err(DurationError::TooLong(text.to_string()));
+        return Err(DurationError::TooLong(shown(text)));
     }
     Ok(Duration::from_nanos(total_ns as u64))
 }
 
 /// `number` (digits with at most one '.') times `unit_ns`, computed in integers so
-/// that `0.1s` is exactly 100 ms. Digits beyond nanosecond resolution are dropped.
+/// that `0.1s` is exactly 100 ms and `0.99999999999m` is 59999999999 ns.
+/// Fraction digits beyond the 18th (far below a nanosecond) are ignored.
 fn scale_decimal(number: &str, unit_ns: u128) -> Option<u128> {
+    const MAX_FRACTION_DIGITS: usize = 18;
     let (int_part, frac_part) = match number.split_once('.') {
         Some((i, f)) => (i, f),
         None => (number, ""),
@@ -86,16 +110,15 @@ fn scale_decimal(number: &str, unit_ns: u128) -> Option<u128> {
     } else {
         int_part.parse().ok()?
     };
-    let mut total = int_value.checked_mul(unit_ns)?;
-    let mut place = unit_ns;
-    for digit in frac_part.bytes() {
-        place /= 10;
-        if place == 0 {
-            break;
-        }
-        total = total.checked_add(u128::from(digit - b'0') * place)?;
-    }
-    Some(total)
+    let frac_digits = &frac_part[..frac_part.len().min(MAX_FRACTION_DIGITS)];
+    let fraction_ns = if frac_digits.is_empty() {
+        0
+    } else {
+        // numerator * unit < 10^18 * 8.64e13, far inside u128.
+        let numerator: u128 = frac_digits.parse().ok()?;
+        numerator * unit_ns / 10u128.pow(frac_digits.len() as u32)
+    };
+    int_value.checked_mul(unit_ns)?.checked_add(fraction_ns)
 }
 
 /// Formats nanoseconds with an automatic unit and three significant digits where
@@ -184,6 +207,29 @@ mod tests {
         assert_eq!(secs("0.1s").unwrap(), Duration::from_millis(100));
         assert_eq!(secs(".25h").unwrap(), Duration::from_secs(900));
         assert_eq!(secs("0.000000001s").unwrap(), Duration::from_nanos(1));
+    }
+
+    #[test]
+    fn long_fractions_are_exact() {
+        assert_eq!(
+            secs("0.99999999999m").unwrap(),
+            Duration::from_nanos(59_999_999_999)
+        );
+        assert_eq!(secs("0.000000000009h").unwrap(), Duration::from_nanos(32));
+        assert_eq!(
+            secs("0.1234567890123456789999s").unwrap(),
+            Duration::from_nanos(123_456_789)
+        );
+    }
+
+    #[test]
+    fn input_is_shown_on_one_short_line() {
+        assert_eq!(shown("5x"), "5x");
+        assert_eq!(shown("3\nx"), "3\\nx");
+        assert_eq!(shown("a\tb"), "a\\tb");
+        let long = "9".repeat(1000);
+        assert_eq!(shown(&long).len(), 64 + 3);
+        assert!(!format!("{}", secs("1\n2").unwrap_err()).contains('\n'));
     }
 
     #[test]

@@ -193,7 +193,10 @@ pub fn assemble_report(
         schema: SCHEMA_NAME.to_string(),
         schema_version: SCHEMA_VERSION,
         tool: Tool::this(),
-        command_line: std::env::args().collect(),
+        // Lossy: a non-UTF-8 argument (a file name, say) must not cost the results.
+        command_line: std::env::args_os()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
         start_time: sysinfo::rfc3339(started),
         end_time: sysinfo::rfc3339(ended),
         duration_s: tests.iter().map(|t| t.elapsed.as_secs_f64()).sum(),

@@ -53,11 +53,8 @@ pub fn write_json(
                 .map_err(|e| format!("could not write JSON to standard output: {e}"))
         }
         JsonTarget::File(path) => {
-            let file_name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let tmp = path.with_file_name(format!(".{file_name}.{}.tmp", std::process::id()));
+            // Short, so that it fits wherever a valid name does (NAME_MAX).
+            let tmp = path.with_file_name(format!(".latscope-{}.tmp", std::process::id()));
             let result = (|| {
                 // O_EXCL (which also refuses a symlink planted at that name):
                 // a root-run tool must not write through someone else's link.
