@@ -77,6 +77,38 @@ pub fn write_json(
     }
 }
 
+/// Shows the report and writes its JSON. People get `console` on standard
+/// output; with `--json -` the JSON owns standard output instead, and the
+/// warnings and verdict go to standard error. With `footer_to_stderr` (classic
+/// formats, which must stay byte-exact) they go to standard error anyway.
+/// Run-time errors of the tests end up as `latscope: error:` lines on stderr.
+pub fn deliver(
+    report: &Report,
+    console: &dyn Exporter,
+    footer_to_stderr: bool,
+    json: &dyn Exporter,
+    target: Option<&JsonTarget>,
+) -> Result<(), String> {
+    let json_to_stdout = matches!(target, Some(JsonTarget::Stdout));
+    if !json_to_stdout {
+        print(console, report);
+    }
+    if footer_to_stderr || json_to_stdout {
+        let _ = crate::report::console::write_footer(report, &mut std::io::stderr());
+    }
+    if let Some(target) = target {
+        write_json(target, json, report)?;
+    }
+    // A test that failed while running: its results are shown above; the
+    // failure itself is the one error line a script sees on stderr (exit 1).
+    for test in &report.tests {
+        if let Some(e) = &test.error {
+            eprintln!("latscope: error: {} failed while running: {e}", test.test);
+        }
+    }
+    Ok(())
+}
+
 /// Prints with `exporter` to standard output, ignoring a closed pipe.
 pub fn print(exporter: &dyn Exporter, report: &Report) {
     let stdout = std::io::stdout();

@@ -1,7 +1,7 @@
 //! `latscope mq`: POSIX message-queue wake-up latency, pmqtest-compatible.
 
 use super::ipc_test::{self, IpcTest, Preparation, secs};
-use super::{CommandError, print, write_json};
+use super::{CommandError, deliver};
 use crate::cli::{MqArgs, OutputFormat};
 use crate::ipc::mq::MessageQueues;
 use crate::report::classic_pmqtest::ClassicPmqtest;
@@ -66,25 +66,13 @@ pub fn run(args: &MqArgs) -> Result<i32, CommandError> {
         OutputFormat::Modern => (&ModernConsole, &LatscopeJson),
         OutputFormat::Classic => (&ClassicPmqtest, &RtTestsJson),
     };
-    let json_to_stdout = matches!(
-        settings.verdict.json,
-        Some(crate::settings::JsonTarget::Stdout)
-    );
-    if !json_to_stdout {
-        print(console, &report);
-    }
-    if settings.format == OutputFormat::Classic || json_to_stdout {
-        // Classic output must stay byte-exact: warnings go to stderr.
-        let mut err = std::io::stderr();
-        let _ = crate::report::console::write_footer(&report, &mut err);
-    }
-    if let Some(target) = &settings.verdict.json {
-        write_json(target, json, &report).map_err(CommandError::Runtime)?;
-    }
-    for test in &report.tests {
-        if let Some(e) = &test.error {
-            eprintln!("latscope: error: {e}");
-        }
-    }
+    deliver(
+        &report,
+        console,
+        settings.format == OutputFormat::Classic,
+        json,
+        settings.verdict.json.as_ref(),
+    )
+    .map_err(CommandError::Runtime)?;
     Ok(report.exit_code)
 }

@@ -2,7 +2,7 @@
 //! prints one overview table of this machine's latencies.
 
 use super::ipc_test::{self, FinishedTest, IpcTest, Preparation, secs};
-use super::{CommandError, print, write_json};
+use super::{CommandError, deliver};
 use crate::cli::SuiteArgs;
 use crate::ipc::Transport;
 use crate::ipc::mq::MessageQueues;
@@ -109,12 +109,14 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
     }
     let report = ipc_test::assemble_report(finished, sysinfo, warnings, &prep.memory);
     drop(prep.dma_latency);
-    if !matches!(verdict.json, Some(crate::settings::JsonTarget::Stdout)) {
-        print(&SuiteOverview, &report);
-    }
-    if let Some(target) = &verdict.json {
-        write_json(target, &LatscopeJson, &report).map_err(CommandError::Runtime)?;
-    }
+    deliver(
+        &report,
+        &SuiteOverview,
+        false,
+        &LatscopeJson,
+        verdict.json.as_ref(),
+    )
+    .map_err(CommandError::Runtime)?;
     Ok(report.exit_code)
 }
 
