@@ -88,30 +88,30 @@ fn assert_usage_error(args: &[&str]) {
 fn bad_input_is_refused_with_one_line_and_exit_2() {
     // Each case carries extra options that end a wrongly accepted run on its
     // own after about a second: it then fails on its exit code and report.
-    let cases: &[&[&str]] = &[
-        &["mq", "-p", "100", "-D", "1"],
-        &["mq", "-p", "-1", "-D", "1"],
-        &["mq", "--policy", "other", "-p", "5", "-D", "1"],
-        &["mq", "--policy", "fifo", "-D", "1"],
-        &["mq", "-t", "0", "-D", "1"],
-        &["mq", "-t", "100000", "-D", "1"],
-        &["mq", "-l", "-5", "-D", "1"],
-        &["mq", "-l", "abc", "-D", "1"],
-        &["mq", "-i", "0", "-D", "1"],
-        &["mq", "-i", "abc", "-D", "1"],
-        &["mq", "-D", "5x", "-l", "10000", "-i", "100"],
-        &["mq", "-D", "0", "-l", "10000", "-i", "100"],
-        &["mq", "-D", "-3", "-l", "10000", "-i", "100"],
-        &["mq", "-f", "1", "-D", "1"],
-        &["mq", "-a", "9999", "-D", "1"],
-        &["mq", "--json", "/nonexistent/dir/x.json", "-D", "1"],
-        &["mq", "--json", "/", "-D", "1"],
-        &["mq", "--max-latency", "0", "-D", "1"],
-        &["mq", "--bogus", "-D", "1"],
-        &["suite", "--duration", "5x"],
+    let cases = [
+        "mq -p 100 -D 1",
+        "mq -p -1 -D 1",
+        "mq --policy other -p 5 -D 1",
+        "mq --policy fifo -D 1",
+        "mq -t 0 -D 1",
+        "mq -t 100000 -D 1",
+        "mq -l -5 -D 1",
+        "mq -l abc -D 1",
+        "mq -i 0 -D 1",
+        "mq -i abc -D 1",
+        "mq -D 5x -l 10000 -i 100",
+        "mq -D 0 -l 10000 -i 100",
+        "mq -D -3 -l 10000 -i 100",
+        "mq -f 1 -D 1",
+        "mq -a 9999 -D 1",
+        "mq --json /nonexistent/dir/x.json -D 1",
+        "mq --json / -D 1",
+        "mq --max-latency 0 -D 1",
+        "mq --bogus -D 1",
+        "suite --duration 5x",
     ];
-    for args in cases {
-        assert_usage_error(args);
+    for case in cases {
+        assert_usage_error(&args(case));
     }
 }
 

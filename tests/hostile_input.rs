@@ -43,6 +43,11 @@ fn strs(args: &[&str]) -> Vec<OsString> {
     args.iter().map(|s| os(s)).collect()
 }
 
+/// `strs` of an argument list written as one line (see `args`).
+fn os_args(line: &str) -> Vec<OsString> {
+    strs(&args(line))
+}
+
 fn run_latscope<S: AsRef<OsStr>>(argv: &[S]) -> Output {
     run(latscope(TIMEOUT_S).args(argv))
 }
@@ -121,25 +126,49 @@ fn assert_usage_error(out: &Output, what: &str, needle: &str) {
     );
 }
 
+/// Runs `latscope ARGV` and checks that it did not panic; returns its output
+/// and the command line for messages.
+fn run_checked(argv: &[OsString]) -> (Output, String) {
+    let out = run_latscope(argv);
+    let what = format!("latscope {}", show(argv));
+    assert_no_panic(&out, &what);
+    (out, what)
+}
+
 /// Runs `latscope mq SAFETY... args` and checks the usage-error contract.
 fn refused(args: &[OsString], needle: &str) {
-    let argv = mq_argv(args);
-    let out = run_latscope(&argv);
-    assert_usage_error(&out, &format!("latscope {}", show(&argv)), needle);
+    let (out, what) = run_checked(&mq_argv(args));
+    assert_usage_error(&out, &what, needle);
 }
 
 fn refused_str(args: &[&str], needle: &str) {
     refused(&strs(args), needle);
 }
 
+/// `refused_str` for each case: the arguments written as one line (see
+/// `args`), and what the error line must mention.
+fn refused_lines(cases: &[(&str, &str)]) {
+    for (line, needle) in cases {
+        refused_str(&args(line), needle);
+    }
+}
+
 /// Runs an accepted `latscope mq SAFETY... args` and checks it ends with 0.
 fn accepted(args: &[OsString]) -> Output {
-    let argv = mq_argv(args);
-    let out = run_latscope(&argv);
-    let what = format!("latscope {}", show(&argv));
-    assert_no_panic(&out, &what);
+    let (out, _) = run_checked(&mq_argv(args));
     assert_code(&out, 0);
     out
+}
+
+/// A run with `--json FILE` that may write FILE (exit 0: a valid report with
+/// its header) or refuse it before measuring (exit 2: the usage-error
+/// contract, naming `--json`), and nothing else.
+fn json_written_or_refused(out: &Output, what: &str, file: &Path) {
+    match out.status.code() {
+        Some(0) => check_report_header(&read_json(file)),
+        Some(2) => assert_usage_error(out, what, "--json"),
+        _ => panic!("{what}: expected 0 or 2\n{}", describe(out)),
+    }
 }
 
 #[test]
@@ -233,55 +262,49 @@ fn whitespace_values_are_refused() {
 
 #[test]
 fn unicode_digits_are_refused() {
-    for (args, needle) in [
-        (vec!["-l", "١٢"], "-l/--loops"),
-        (vec!["-i", "١٠٠"], "-i/--interval"),
-        (vec!["-p", "９９"], "-p/--prio"),
-        (vec!["-t", "²"], "-t/--threads"),
-        (vec!["-D", "５s"], "-D/--duration"),
-        (vec!["-D", "1٫5m"], "-D/--duration"),
-        (vec!["-T", "①"], "-T/--timeout"),
-    ] {
-        refused_str(&args, needle);
-    }
+    refused_lines(&[
+        ("-l ١٢", "-l/--loops"),
+        ("-i ١٠٠", "-i/--interval"),
+        ("-p ９９", "-p/--prio"),
+        ("-t ²", "-t/--threads"),
+        ("-D ５s", "-D/--duration"),
+        ("-D 1٫5m", "-D/--duration"),
+        ("-T ①", "-T/--timeout"),
+    ]);
 }
 
 #[test]
 fn huge_numbers_are_refused() {
-    for (args, needle) in [
-        (vec!["-l", "99999999999999999999999"], "-l/--loops"),
-        (vec!["-l", "18446744073709551616"], "-l/--loops"),
-        (vec!["-p", "99999999999"], "priority"),
-        (vec!["-p", "18446744073709551615"], "priority"),
-        (vec!["-i", "18446744073709551615"], "interval"),
-        (vec!["-d", "18446744073709551615", "-t", "2"], "interval"),
-        (vec!["-d", "9223372036854775808", "-t", "3"], "interval"),
-        (vec!["-t", "18446744073709551616"], "-t/--threads"),
-        (vec!["-t", "256"], "-t/--threads"),
-        (vec!["-a", "18446744073709551615"], "CPU"),
-        (vec!["-b", "99999999999999999999999"], "-b/--breaktrace"),
+    refused_lines(&[
+        ("-l 99999999999999999999999", "-l/--loops"),
+        ("-l 18446744073709551616", "-l/--loops"),
+        ("-p 99999999999", "priority"),
+        ("-p 18446744073709551615", "priority"),
+        ("-i 18446744073709551615", "interval"),
+        ("-d 18446744073709551615 -t 2", "interval"),
+        ("-d 9223372036854775808 -t 3", "interval"),
+        ("-t 18446744073709551616", "-t/--threads"),
+        ("-t 256", "-t/--threads"),
+        ("-a 18446744073709551615", "CPU"),
+        ("-b 99999999999999999999999", "-b/--breaktrace"),
+        ("--max-latency 99999999999999999999999", "--max-latency"),
         (
-            vec!["--max-latency", "99999999999999999999999"],
-            "--max-latency",
-        ),
-        (
-            vec!["-D", "99999999999999999999999999999999999999999"],
+            "-D 99999999999999999999999999999999999999999",
             "-D/--duration",
         ),
-        (vec!["-T", "100000d"], "-T/--timeout"),
-    ] {
-        refused_str(&args, needle);
-    }
+        ("-T 100000d", "-T/--timeout"),
+    ]);
 }
 
 /// The largest values that are valid must run normally, not overflow.
 #[test]
 fn largest_valid_limits_run_normally() {
-    for args in [
-        vec!["--max-latency", "18446744073709551615"],
-        vec!["-D", "36500d", "-l", "20"],
-        vec!["-T", "36500d"],
+    for line in [
+        "--max-latency 18446744073709551615",
+        "-D 36500d -l 20",
+        "-T 36500d",
     ] {
+        let args = args(line);
         let out = accepted(&strs(&args));
         let stdout = stdout_of(&out);
         assert!(
@@ -300,10 +323,9 @@ fn largest_valid_limits_run_normally() {
 #[test]
 fn huge_breaktrace_limit_does_not_overflow() {
     for value in ["18446744073709552", "18446744073709551615"] {
-        let argv = mq_argv(&strs(&["-D", "5", "-l", "200", "-b", value]));
-        let out = run_latscope(&argv);
-        let what = format!("latscope {}", show(&argv));
-        assert_no_panic(&out, &what);
+        let mut args = os_args("-D 5 -l 200 -b");
+        args.push(os(value));
+        let (out, what) = run_checked(&mq_argv(&args));
         if out.status.code() == Some(2) {
             assert_usage_error(&out, &what, "-b/--breaktrace");
             continue;
@@ -326,38 +348,38 @@ fn malformed_durations_are_refused() {
     ] {
         refused_str(&["-D", value], "-D/--duration");
     }
-    refused_str(&["-T", "0.0000000001"], "-T/--timeout");
-    refused_str(&["-T", "0"], "-T/--timeout");
-    refused_str(&["-T", "1", "-f", "0.0000000001"], "-f/--forcetimeout");
-    refused_str(&["-f", "1"], "-T");
+    refused_lines(&[
+        ("-T 0.0000000001", "-T/--timeout"),
+        ("-T 0", "-T/--timeout"),
+        ("-T 1 -f 0.0000000001", "-f/--forcetimeout"),
+        ("-f 1", "-T"),
+    ]);
 }
 
 #[test]
 fn negative_and_wordy_values_are_refused() {
-    for (args, needle) in [
-        (vec!["-a", "-1"], "-a/--affinity"),
-        (vec!["-a", "abc"], "-a/--affinity"),
-        (vec!["-t", "-3"], "-t/--threads"),
-        (vec!["-t", "0"], "-t/--threads"),
-        (vec!["-t", "two"], "-t/--threads"),
-        (vec!["-l", "-5"], "-l/--loops"),
-        (vec!["-l", "1.5"], "-l/--loops"),
-        (vec!["-l", "1e3"], "-l/--loops"),
-        (vec!["-i", "-100"], "-i/--interval"),
-        (vec!["-i", "0"], "-i/--interval"),
-        (vec!["-i", "0x64"], "-i/--interval"),
-        (vec!["-p", "-1"], "-p/--prio"),
-        (vec!["-p", "100"], "priority"),
-        (vec!["-b", "0"], "-b/--breaktrace"),
-        (vec!["-d", "-500"], "-d/--distance"),
-        (vec!["--max-latency", "-1"], "--max-latency"),
-        (vec!["--policy", "bogus"], "--policy"),
-        (vec!["--policy", "FIFO2"], "--policy"),
-        (vec!["--format", "bogus"], "--format"),
-        (vec!["--policy", "other", "-p", "5"], "priority"),
-    ] {
-        refused_str(&args, needle);
-    }
+    refused_lines(&[
+        ("-a -1", "-a/--affinity"),
+        ("-a abc", "-a/--affinity"),
+        ("-t -3", "-t/--threads"),
+        ("-t 0", "-t/--threads"),
+        ("-t two", "-t/--threads"),
+        ("-l -5", "-l/--loops"),
+        ("-l 1.5", "-l/--loops"),
+        ("-l 1e3", "-l/--loops"),
+        ("-i -100", "-i/--interval"),
+        ("-i 0", "-i/--interval"),
+        ("-i 0x64", "-i/--interval"),
+        ("-p -1", "-p/--prio"),
+        ("-p 100", "priority"),
+        ("-b 0", "-b/--breaktrace"),
+        ("-d -500", "-d/--distance"),
+        ("--max-latency -1", "--max-latency"),
+        ("--policy bogus", "--policy"),
+        ("--policy FIFO2", "--policy"),
+        ("--format bogus", "--format"),
+        ("--policy other -p 5", "priority"),
+    ]);
 }
 
 #[test]
@@ -400,17 +422,8 @@ fn non_utf8_json_path_is_written_or_refused_never_a_panic() {
                 file.clone(),
             ]
         };
-        let out = run_latscope(&argv);
-        let what = format!("latscope {}", show(&argv));
-        assert_no_panic(&out, &what);
-        match out.status.code() {
-            Some(0) => {
-                let report = read_json(Path::new(&file));
-                check_report_header(&report);
-            }
-            Some(2) => assert_usage_error(&out, &what, "--json"),
-            _ => panic!("{what}: expected 0 or 2\n{}", describe(&out)),
-        }
+        let (out, what) = run_checked(&argv);
+        json_written_or_refused(&out, &what, Path::new(&file));
     }
 }
 
@@ -467,8 +480,7 @@ fn json_file_name_longer_than_name_max_is_refused_before_measuring() {
 /// there. The temporary file next to it must not need a longer name.
 #[test]
 fn json_file_name_of_255_bytes_is_written() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("a".repeat(255));
+    let (_dir, file) = temp_file(&"a".repeat(255));
     std::fs::write(&file, b"probe").expect("a 255-byte name is valid here");
     std::fs::remove_file(&file).unwrap();
     let out = accepted(&[os("--json"), file.clone().into_os_string()]);
@@ -478,8 +490,7 @@ fn json_file_name_of_255_bytes_is_written() {
 
 #[test]
 fn json_path_under_a_regular_file_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let regular = dir.path().join("plain-file");
+    let (_dir, regular) = temp_file("plain-file");
     std::fs::write(&regular, b"not a directory").unwrap();
     let target = regular.join("x.json");
     refused(&[os("--json"), target.into_os_string()], "--json");
@@ -513,33 +524,18 @@ fn json_path_that_is_a_dangling_symlink_is_not_followed() {
     let target = dir.path().join("planted-target");
     let link = dir.path().join("r.json");
     std::os::unix::fs::symlink(&target, &link).unwrap();
-    let argv = mq_argv(&[os("--json"), link.clone().into_os_string()]);
-    let out = run_latscope(&argv);
-    let what = format!("latscope {}", show(&argv));
-    assert_no_panic(&out, &what);
-    match out.status.code() {
-        Some(0) => check_report_header(&read_json(&link)),
-        Some(2) => assert_usage_error(&out, &what, "--json"),
-        _ => panic!("{what}: expected 0 or 2\n{}", describe(&out)),
-    }
+    let (out, what) = run_checked(&mq_argv(&[os("--json"), link.clone().into_os_string()]));
+    json_written_or_refused(&out, &what, &link);
     assert!(!target.exists(), "the JSON was written through the symlink");
 }
 
 /// getopt semantics: a repeated option is accepted and its last value wins.
 #[test]
 fn repeated_options_last_one_wins() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("r.json");
-    let out = accepted(&[
-        os("-l"),
-        os("5"),
-        os("-l"),
-        os("3"),
-        os("-D"),
-        os("30"),
-        os("--json"),
-        file.clone().into_os_string(),
-    ]);
+    let (_dir, file) = temp_file("r.json");
+    let mut args = os_args("-l 5 -l 3 -D 30 --json");
+    args.push(file.clone().into_os_string());
+    let out = accepted(&args);
     let report = read_json(&file);
     check_report_header(&report);
     let series = series(&report);
@@ -558,9 +554,7 @@ fn repeated_options_last_one_wins() {
 
     // A long interval overridden by a short one: finishes at once.
     let started = std::time::Instant::now();
-    let out = accepted(&strs(&[
-        "-i", "3000000", "-i", "100", "-l", "20", "-D", "30",
-    ]));
+    let out = accepted(&os_args("-i 3000000 -i 100 -l 20 -D 30"));
     assert!(
         started.elapsed() < std::time::Duration::from_secs(5),
         "-i 3000000 -i 100 took {:?}\n{}",
@@ -568,7 +562,7 @@ fn repeated_options_last_one_wins() {
         describe(&out)
     );
     // Flags repeated are harmless.
-    accepted(&strs(&["-q", "-q", "--no-dma-latency", "--no-dma-latency"]));
+    accepted(&os_args("-q -q --no-dma-latency --no-dma-latency"));
 }
 
 /// A value with a newline must not turn the usage error into several lines.

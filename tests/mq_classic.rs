@@ -64,22 +64,24 @@ fn check_classic(stdout: &str, headers: &[String]) -> Vec<[u64; 4]> {
     numbers
 }
 
+/// `latscope mq --format classic -q ARGS` (given as one line, see `args`),
+/// which must exit 0 and print the classic output with these `headers`
+/// (see `check_classic`).
+fn run_classic(line: &str, timeout_s: u64, headers: &[String]) -> std::process::Output {
+    let mut argv = args("--format classic -q");
+    argv.extend(args(line));
+    let out = run_mq(&argv, timeout_s, 0);
+    check_classic(&stdout_of(&out), headers);
+    out
+}
+
 #[test]
 fn classic_lines_for_one_pair() {
     if skip_without_realtime("classic_lines_for_one_pair") {
         return;
     }
-    let out = run(mq(
-        &[
-            "--format", "classic", "-q", "-l", "100", "-i", "100", "-p", "80",
-        ],
-        30,
-    ));
-    assert_code(&out, 0);
-    check_classic(
-        &stdout_of(&out),
-        &[header_regex(0, "80", r"\d+", "100", "0", "100")],
-    );
+    let headers = [header_regex(0, "80", r"\d+", "100", "0", "100")];
+    run_classic("-l 100 -i 100 -p 80", 30, &headers);
 }
 
 #[test]
@@ -87,20 +89,11 @@ fn classic_lines_for_two_pairs_step_priority_and_interval() {
     if skip_without_realtime("classic_lines_for_two_pairs_step_priority_and_interval") {
         return;
     }
-    let out = run(mq(
-        &[
-            "--format", "classic", "-q", "-l", "100", "-i", "100", "-p", "80", "-t", "2",
-        ],
-        30,
-    ));
-    assert_code(&out, 0);
-    check_classic(
-        &stdout_of(&out),
-        &[
-            header_regex(0, "80", r"\d+", "100", "0", "100"),
-            header_regex(1, "79", r"\d+", "600", "0", "100"),
-        ],
-    );
+    let headers = [
+        header_regex(0, "80", r"\d+", "100", "0", "100"),
+        header_regex(1, "79", r"\d+", "600", "0", "100"),
+    ];
+    run_classic("-l 100 -i 100 -p 80 -t 2", 30, &headers);
 }
 
 #[test]
@@ -109,19 +102,12 @@ fn classic_smp_mode_one_pinned_pair_per_cpu_same_priority() {
         return;
     }
     let cpus = allowed_cpus();
-    let out = run(mq(
-        &[
-            "--format", "classic", "-q", "-l", "100", "-i", "100", "-S", "-p", "90",
-        ],
-        30,
-    ));
-    assert_code(&out, 0);
     let headers: Vec<String> = cpus
         .iter()
         .enumerate()
         .map(|(i, cpu)| header_regex(i, "90", &cpu.to_string(), r"\d+", "0", "100"))
         .collect();
-    check_classic(&stdout_of(&out), &headers);
+    run_classic("-l 100 -i 100 -S -p 90", 30, &headers);
 }
 
 #[test]
@@ -131,46 +117,26 @@ fn classic_json_has_the_rt_tests_layout() {
     if !realtime {
         eprintln!("note: no real-time priority here; checking the layout at priority 0");
     }
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("rt.json");
-    let mut args = vec![
-        "--format",
-        "classic",
-        "-q",
-        "-l",
-        "100",
-        "-i",
-        "100",
-        "--json",
-        file.to_str().unwrap(),
-    ];
+    let mut argv = args("--format classic -q -l 100 -i 100");
     if realtime {
-        args.extend(["-p", "80"]);
+        argv.extend(["-p", "80"]);
     }
-    let out = run(mq(&args, 30));
-    assert_code(&out, 0);
+    let job = mq_json(&argv, 30);
+    let (out, file) = (&job.out, &job.file);
+    assert_code(out, 0);
     let stats = check_classic(
-        &stdout_of(&out),
+        &stdout_of(out),
         &[header_regex(0, prio, r"\d+", "100", "0", "100")],
     );
 
-    let text = std::fs::read_to_string(&file).expect("JSON written");
+    let text = std::fs::read_to_string(file).expect("JSON written");
+    let keys = "file_version cmdline: rt_test_version: start_time end_time return_code sysinfo num_threads thread";
     assert_eq!(
         top_level_keys(&text),
-        [
-            "file_version",
-            "cmdline:",
-            "rt_test_version:",
-            "start_time",
-            "end_time",
-            "return_code",
-            "sysinfo",
-            "num_threads",
-            "thread"
-        ],
+        args(keys),
         "top-level keys (in order) of rt-tests' JSON:\n{text}"
     );
-    let v = read_json(&file);
+    let v = read_json(file);
     assert_eq!(v["file_version"], 1);
     assert!(
         v["cmdline:"].as_str().is_some_and(|c| c.contains("mq")),
@@ -223,11 +189,10 @@ fn classic_json_has_the_rt_tests_layout() {
 
 #[test]
 fn pmqtest_symlink_behaves_as_pmqtest() {
-    let dir = tempfile::tempdir().unwrap();
-    let link = dir.path().join("pmqtest");
+    let (_dir, link) = temp_file("pmqtest");
     std::os::unix::fs::symlink(bin(), &link).expect("symlink");
     let out = run(assert_cmd::Command::new(&link)
-        .args(["-l", "50", "-i", "100", "-q"])
+        .args(args("-l 50 -i 100 -q"))
         .args(mlock_args())
         .timeout(std::time::Duration::from_secs(30)));
     assert_code(&out, 0);
@@ -239,18 +204,8 @@ fn pmqtest_symlink_behaves_as_pmqtest() {
 
 #[test]
 fn classic_forced_timeouts_show_in_to_field() {
-    let out = run(mq(
-        &[
-            "--format", "classic", "-q", "-T", "1", "-f", "2", "-l", "2", "-i", "1000",
-        ],
-        15,
-    ));
-    assert_code(&out, 0);
-    let stdout = stdout_of(&out);
-    check_classic(
-        &stdout,
-        &[header_regex(0, r"\d+", r"\d+", "1000", r"\d+", "2")],
-    );
+    let headers = [header_regex(0, r"\d+", r"\d+", "1000", r"\d+", "2")];
+    let stdout = stdout_of(&run_classic("-T 1 -f 2 -l 2 -i 1000", 15, &headers));
     let to: u64 = stdout
         .split("TO ")
         .nth(1)
@@ -265,29 +220,14 @@ fn classic_forced_timeouts_show_in_to_field() {
 
 #[test]
 fn classic_breaktrace_keeps_stdout_exact_and_warns_on_stderr() {
-    let tracefs = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
-        .iter()
-        .any(|d| {
-            std::fs::OpenOptions::new()
-                .write(true)
-                .open(std::path::Path::new(d).join("tracing_on"))
-                .is_ok()
-        });
-    if tracefs {
+    if tracing_on_file().is_some() {
         eprintln!(
             "SKIPPED classic_breaktrace_keeps_stdout_exact_and_warns_on_stderr: tracefs is usable here, so -b would stop the system tracer"
         );
         return;
     }
-    let out = run(mq(
-        &["--format", "classic", "-q", "-b", "1", "-i", "100"],
-        20,
-    ));
-    assert_code(&out, 0);
-    check_classic(
-        &stdout_of(&out),
-        &[header_regex(0, r"\d+", r"\d+", "100", "0", r"\d+")],
-    );
+    let headers = [header_regex(0, r"\d+", r"\d+", "100", "0", r"\d+")];
+    let out = run_classic("-b 1 -i 100", 20, &headers);
     let stderr = stderr_of(&out);
     assert_eq!(
         stderr.lines().filter(|l| l.contains("tracefs")).count(),

@@ -5,32 +5,14 @@
 mod common;
 
 use common::*;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[test]
 fn json_report_of_a_short_run_is_complete_and_consistent() {
     if skip_without_realtime("json_report_of_a_short_run_is_complete_and_consistent") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("report.json");
-    let out = run(mq(
-        &[
-            "-l",
-            "200",
-            "-i",
-            "100",
-            "-p",
-            "80",
-            "-q",
-            "--json",
-            file.to_str().unwrap(),
-        ],
-        30,
-    ));
-    assert_code(&out, 0);
-    let report = read_json(&file);
-    check_report_header(&report);
+    let (out, report, _dir) = run_mq_report(&args("-l 200 -i 100 -p 80 -q"), 30);
     assert_eq!(report["exit_code"], 0);
     let test = &report["tests"][0];
     assert_eq!(test["test"], "mq");
@@ -55,29 +37,7 @@ fn every_pair_runs_all_its_loops() {
     if skip_without_realtime("every_pair_runs_all_its_loops") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("pairs.json");
-    let out = run(mq(
-        &[
-            "-t",
-            "2",
-            "-i",
-            "100",
-            "-d",
-            "2000",
-            "-l",
-            "100",
-            "-p",
-            "80",
-            "-q",
-            "--json",
-            file.to_str().unwrap(),
-        ],
-        30,
-    ));
-    assert_code(&out, 0);
-    let report = read_json(&file);
-    check_report_header(&report);
+    let (_out, report, _dir) = run_mq_report(&args("-t 2 -i 100 -d 2000 -l 100 -p 80 -q"), 30);
     let series = series(&report);
     assert_eq!(series.len(), 2);
     for (i, s) in series.iter().enumerate() {
@@ -101,28 +61,14 @@ fn every_pair_runs_all_its_loops() {
 
 #[test]
 fn duration_ends_the_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("duration.json");
-    let started = Instant::now();
-    let out = run(mq(
-        &[
-            "-D",
-            "1",
-            "-i",
-            "100",
-            "-q",
-            "--json",
-            file.to_str().unwrap(),
-        ],
-        20,
-    ));
-    let elapsed = started.elapsed();
-    assert_code(&out, 0);
+    let job = mq_json(&args("-D 1 -i 100 -q"), 20);
+    let elapsed = job.elapsed;
+    assert_code(&job.out, 0);
     assert!(
         elapsed >= Duration::from_millis(950),
         "a 1 s run ended after {elapsed:?}"
     );
-    let report = read_json(&file);
+    let report = read_json(&job.file);
     check_report_header(&report);
     assert_eq!(report["tests"][0]["end_reason"], "duration_elapsed");
     let duration = f64_of(&report["duration_s"], "duration_s");
@@ -135,30 +81,17 @@ fn duration_ends_the_run() {
 
 #[test]
 fn max_latency_crossed_exits_3_after_the_report() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("limit.json");
     // No wake-up through a message queue takes 1 us or less on this kind of
     // machine (it takes several), so the limit is crossed.
-    let out = run(mq(
-        &[
-            "--max-latency",
-            "1",
-            "-l",
-            "200",
-            "-i",
-            "100",
-            "--json",
-            file.to_str().unwrap(),
-        ],
-        30,
-    ));
-    assert_code(&out, 3);
-    let stdout = stdout_of(&out);
-    let stderr = stderr_of(&out);
+    let job = mq_json(&args("--max-latency 1 -l 200 -i 100"), 30);
+    let out = &job.out;
+    assert_code(out, 3);
+    let stdout = stdout_of(out);
+    let stderr = stderr_of(out);
     let table_at = stdout
         .lines()
         .position(|l| l.starts_with("pair 0"))
-        .unwrap_or_else(|| panic!("no report row for pair 0\n{}", describe(&out)));
+        .unwrap_or_else(|| panic!("no report row for pair 0\n{}", describe(out)));
     // The verdict names the pair, on stdout after the report or on stderr.
     let verdict = |l: &str| l.contains("pair 0") && !l.starts_with("pair 0");
     let on_stdout = stdout.lines().position(verdict);
@@ -166,12 +99,12 @@ fn max_latency_crossed_exits_3_after_the_report() {
     assert!(
         on_stdout.is_some() || on_stderr,
         "no verdict naming pair 0\n{}",
-        describe(&out)
+        describe(out)
     );
     if let Some(at) = on_stdout {
         assert!(at > table_at, "verdict before the report\n{stdout}");
     }
-    let report = read_json(&file);
+    let report = read_json(&job.file);
     assert_eq!(report["exit_code"], 3);
     let s = &series(&report)[0];
     assert!(u64_of(&s["above_limit"], "above_limit") >= 1);
@@ -180,38 +113,14 @@ fn max_latency_crossed_exits_3_after_the_report() {
 
 #[test]
 fn max_latency_not_crossed_exits_0() {
-    let out = run(mq(
-        &["--max-latency", "10000000", "-l", "50", "-i", "100", "-q"],
-        30,
-    ));
-    assert_code(&out, 0);
+    let out = run_mq(&args("--max-latency 10000000 -l 50 -i 100 -q"), 30, 0);
     assert!(!stdout_of(&out).contains("FAIL"), "{}", describe(&out));
 }
 
 #[test]
 fn forced_timeouts_are_counted_and_do_not_hang() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("timeouts.json");
     // pmqtest hangs here (its sender blocks on the sync queue after a timeout).
-    let out = run(mq(
-        &[
-            "-T",
-            "1",
-            "-f",
-            "2",
-            "-l",
-            "2",
-            "-i",
-            "1000",
-            "-q",
-            "--json",
-            file.to_str().unwrap(),
-        ],
-        15,
-    ));
-    assert_code(&out, 0);
-    let report = read_json(&file);
-    check_report_header(&report);
+    let (_out, report, _dir) = run_mq_report(&args("-T 1 -f 2 -l 2 -i 1000 -q"), 15);
     assert_eq!(report["tests"][0]["end_reason"], "loops_done");
     let s = &series(&report)[0];
     let samples = check_summary(s, "series[0]", true);
@@ -223,28 +132,17 @@ fn forced_timeouts_are_counted_and_do_not_hang() {
     );
 }
 
-/// The tracer switch, if this process could write it (then the run may turn
-/// the tracer off and the test puts it back).
-fn tracing_on_file() -> Option<std::path::PathBuf> {
-    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
-        .iter()
-        .map(|d| std::path::Path::new(d).join("tracing_on"))
-        .find(|p| std::fs::OpenOptions::new().write(true).open(p).is_ok())
-}
-
 #[test]
 fn breaktrace_stops_the_run_by_itself() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("break.json");
+    // When this process can write the tracer switch, the run may turn the
+    // tracer off; the test puts it back.
     let tracing_on = tracing_on_file();
     let saved = tracing_on
         .as_ref()
         .and_then(|p| std::fs::read_to_string(p).ok());
     // Endless without -b: only the break-trace limit can end it.
-    let out = run(mq(
-        &["-b", "1", "-i", "100", "--json", file.to_str().unwrap()],
-        20,
-    ));
+    let job = mq_json(&args("-b 1 -i 100"), 20);
+    let out = &job.out;
     let after = tracing_on
         .as_ref()
         .and_then(|p| std::fs::read_to_string(p).ok());
@@ -254,8 +152,8 @@ fn breaktrace_stops_the_run_by_itself() {
     if let Some(after) = after {
         assert_eq!(after.trim(), "0", "the tracer was not stopped");
     }
-    assert_code(&out, 0);
-    let report = read_json(&file);
+    assert_code(out, 0);
+    let report = read_json(&job.file);
     check_report_header(&report);
     assert_eq!(report["tests"][0]["end_reason"], "break_trace");
     let s = &series(&report)[0];
@@ -265,13 +163,13 @@ fn breaktrace_stops_the_run_by_itself() {
     if tracing_on.is_none() {
         // Without tracefs the run still stops; the user is told why the
         // tracer was not stopped, once, and the report keeps the warning.
-        let all = format!("{}{}", stdout_of(&out), stderr_of(&out));
+        let all = format!("{}{}", stdout_of(out), stderr_of(out));
         let mentions = all.lines().filter(|l| l.contains("tracefs")).count();
         assert_eq!(
             mentions,
             1,
             "expected one warning about tracefs (stdout or stderr)\n{}",
-            describe(&out)
+            describe(out)
         );
         assert!(
             report["warnings"]

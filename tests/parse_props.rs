@@ -193,23 +193,42 @@ proptest! {
     /// that no sample can reach must not become a tiny one that every sample
     /// crosses). Refusing a value is fine.
     #[test]
-    fn breaktrace_limit_never_wraps(us in prop_oneof![any::<u64>(), 1..=u64::MAX / 1000, u64::MAX / 1000..=u64::MAX]) {
-        if let Some(Ok(s)) = mq_settings("--breaktrace", &us.to_string()) {
-            let at_least = (u128::from(us) * 1000).min(u128::from(u64::MAX));
-            let ns = s.plan.breaktrace_ns.expect("breaktrace set");
-            prop_assert!(u128::from(ns) >= at_least, "-b {us}: limit {ns} ns");
-        }
+    fn breaktrace_limit_never_wraps(us in microseconds()) {
+        limit_never_wraps("--breaktrace", "-b", us, |s| s.plan.breaktrace_ns.expect("breaktrace set"))?;
     }
 
     /// The same for the `--max-latency` verdict limit.
     #[test]
-    fn max_latency_limit_never_wraps(us in prop_oneof![any::<u64>(), 1..=u64::MAX / 1000, u64::MAX / 1000..=u64::MAX]) {
-        if let Some(Ok(s)) = mq_settings("--max-latency", &us.to_string()) {
-            let at_least = (u128::from(us) * 1000).min(u128::from(u64::MAX));
-            let ns = s.plan.limit_ns.expect("limit set");
-            prop_assert!(u128::from(ns) >= at_least, "--max-latency {us}: limit {ns} ns");
-        }
+    fn max_latency_limit_never_wraps(us in microseconds()) {
+        limit_never_wraps("--max-latency", "--max-latency", us, |s| s.plan.limit_ns.expect("limit set"))?;
     }
+}
+
+/// Microsecond values for the limit options, weighted towards those whose
+/// nanoseconds overflow a u64.
+fn microseconds() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        any::<u64>(),
+        1..=u64::MAX / 1000,
+        u64::MAX / 1000..=u64::MAX
+    ]
+}
+
+/// When `OPTION=US` is accepted, the limit in nanoseconds that `limit_ns`
+/// reads from the settings is at least `US * 1000` (saturated at u64::MAX).
+/// `short` names the option in the failure message.
+fn limit_never_wraps(
+    option: &str,
+    short: &str,
+    us: u64,
+    limit_ns: impl Fn(&MqSettings) -> u64,
+) -> Result<(), TestCaseError> {
+    if let Some(Ok(s)) = mq_settings(option, &us.to_string()) {
+        let at_least = (u128::from(us) * 1000).min(u128::from(u64::MAX));
+        let ns = limit_ns(&s);
+        prop_assert!(u128::from(ns) >= at_least, "{short} {us}: limit {ns} ns");
+    }
+    Ok(())
 }
 
 /// `floor((x + 0.y) * unit_ns)`, exactly.
@@ -220,21 +239,24 @@ fn exact_floor_ns(x: u64, y: &str, unit_ns: u128) -> u128 {
 }
 
 /// The long name of every mq option that takes a free-form value.
+const FREE_FORM_OPTIONS: [&str; 12] = [
+    "--interval",
+    "--distance",
+    "--loops",
+    "--prio",
+    "--threads",
+    "--affinity",
+    "--duration",
+    "--timeout",
+    "--forcetimeout",
+    "--breaktrace",
+    "--max-latency",
+    "--json",
+];
+
+/// One of `FREE_FORM_OPTIONS`.
 fn option_name() -> impl Strategy<Value = &'static str> {
-    prop::sample::select(vec![
-        "--interval",
-        "--distance",
-        "--loops",
-        "--prio",
-        "--threads",
-        "--affinity",
-        "--duration",
-        "--timeout",
-        "--forcetimeout",
-        "--breaktrace",
-        "--max-latency",
-        "--json",
-    ])
+    prop::sample::select(FREE_FORM_OPTIONS.to_vec())
 }
 
 /// Parses `latscope mq --OPTION=VALUE` with clap (the `=` form passes any
@@ -304,20 +326,7 @@ fn long_fractions_are_exact_to_the_nanosecond() {
 #[test]
 fn a_newline_in_any_value_never_makes_a_multi_line_error() {
     let mut multi_line = Vec::new();
-    for option in [
-        "--interval",
-        "--distance",
-        "--loops",
-        "--prio",
-        "--threads",
-        "--affinity",
-        "--duration",
-        "--timeout",
-        "--forcetimeout",
-        "--breaktrace",
-        "--max-latency",
-        "--json",
-    ] {
+    for option in FREE_FORM_OPTIONS {
         for value in ["1\nx", "\n", "5\r\nm", "/nonexistent-dir\n/x.json"] {
             if let Some(Err(message)) = mq_settings(option, value)
                 && (message.contains('\n') || message.contains('\r'))

@@ -7,37 +7,52 @@ mod common;
 use common::*;
 use std::time::Duration;
 
-/// Starts an endless `latscope mq` run, lets it measure, then signals it.
-fn interrupt_run(
-    extra: &[&str],
-    sig: libc::c_int,
-) -> (std::process::ExitStatus, String, String, u32) {
-    let mut args = vec!["mq", "-i", "1000"];
-    args.extend_from_slice(extra);
-    args.extend_from_slice(mlock_args());
-    let child = spawn(&args);
+/// An endless run stopped by a signal, which exited with code 0.
+struct Interrupted {
+    stdout: String,
+    /// Status, stdout and stderr, for assertion messages.
+    all: String,
+    pid: u32,
+    /// The `--json` report, in `_dir`.
+    file: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+/// Starts an endless `latscope mq -i 1000 EXTRA --json FILE` run, lets it
+/// measure, then signals it; asserts that it exits with code 0.
+fn interrupt_run(extra: &str, sig: libc::c_int) -> Interrupted {
+    let (dir, file) = temp_file("report.json");
+    let mut argv = args("mq -i 1000");
+    argv.extend(args(extra));
+    argv.extend(["--json", file.to_str().unwrap()]);
+    argv.extend_from_slice(mlock_args());
+    let child = spawn(&argv);
     let pid = child.child.id();
     std::thread::sleep(Duration::from_millis(1500));
     child.signal(sig);
     let (status, stdout, stderr) = child.wait(Duration::from_secs(10));
-    (status, stdout, stderr, pid)
+    let all = dump(status, &stdout, &stderr);
+    assert_eq!(status.code(), Some(0), "{all}");
+    Interrupted {
+        all,
+        stdout,
+        pid,
+        file,
+        _dir: dir,
+    }
 }
 
 #[test]
 fn sigint_reports_results_so_far_and_leaves_no_queue() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("int.json");
-    let (status, stdout, stderr, pid) =
-        interrupt_run(&["--json", file.to_str().unwrap()], libc::SIGINT);
-    let all = format!("status {status:?}\n--- stdout ---\n{stdout}--- stderr ---\n{stderr}");
-    assert_eq!(status.code(), Some(0), "{all}");
+    let job = interrupt_run("", libc::SIGINT);
+    let (stdout, all) = (&job.stdout, &job.all);
     assert!(
         stdout.lines().any(|l| l.starts_with("pair 0")),
         "no result table on stdout\n{all}"
     );
     assert!(stdout.contains("interrupted"), "end not named\n{all}");
 
-    let report = read_json(&file);
+    let report = read_json(&job.file);
     check_report_header(&report);
     assert_eq!(report["tests"][0]["end_reason"], "interrupted");
     let series = series(&report);
@@ -58,20 +73,14 @@ fn sigint_reports_results_so_far_and_leaves_no_queue() {
         );
         assert_queue_gone(q);
     }
-    assert_no_latscope_queues(pid);
+    assert_no_latscope_queues(job.pid);
 }
 
 #[test]
 fn sigterm_with_classic_format_reports_and_leaves_no_queue() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("term.json");
-    let (status, stdout, stderr, pid) = interrupt_run(
-        &["--format", "classic", "--json", file.to_str().unwrap()],
-        libc::SIGTERM,
-    );
-    let all = format!("status {status:?}\n--- stdout ---\n{stdout}--- stderr ---\n{stderr}");
-    assert_eq!(status.code(), Some(0), "{all}");
-    let got = lines(&stdout);
+    let job = interrupt_run("--format classic", libc::SIGTERM);
+    let all = &job.all;
+    let got = lines(&job.stdout);
     assert_eq!(got.len(), 2, "classic output is 2 lines per pair\n{all}");
     assert!(
         matches(
@@ -82,7 +91,7 @@ fn sigterm_with_classic_format_reports_and_leaves_no_queue() {
     );
     assert!(matches(&classic_stat_regex(0), got[1]), "{all}");
 
-    let v = read_json(&file);
+    let v = read_json(&job.file);
     assert_eq!(v["return_code"], 0);
     assert_eq!(v["num_threads"], 1);
     let samples = u64_of(&v["thread"]["0"]["sender"]["samples"], "sender.samples");
@@ -91,5 +100,5 @@ fn sigterm_with_classic_format_reports_and_leaves_no_queue() {
         u64_of(&v["thread"]["0"]["receiver"]["max"], "receiver.max")
             >= u64_of(&v["thread"]["0"]["receiver"]["min"], "receiver.min")
     );
-    assert_no_latscope_queues(pid);
+    assert_no_latscope_queues(job.pid);
 }

@@ -44,8 +44,7 @@ impl Rng {
 }
 
 fn check_no_panic(what: &str, status: std::process::ExitStatus, stdout: &str, stderr: &str) {
-    let all =
-        format!("{what}: status {status:?}\n--- stdout ---\n{stdout}--- stderr ---\n{stderr}");
+    let all = format!("{what}: {}", dump(status, stdout, stderr));
     assert!(
         !stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"),
         "{all}"
@@ -65,12 +64,12 @@ fn interrupt_many(test: &str, sig: libc::c_int, runs: usize) {
     }
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let mut rng = Rng::new(test);
-    let mut args = vec!["mq", "-t", "2", "-p", "50", "-i", "100", "-T", "1", "-q"];
-    args.extend_from_slice(mlock_args());
+    let mut argv = args("mq -t 2 -p 50 -i 100 -T 1 -q");
+    argv.extend_from_slice(mlock_args());
     let mut ended_by_signal = 0;
     for run in 0..runs {
         let delay = Duration::from_millis(5 + rng.below(296));
-        let child = spawn(&args);
+        let child = spawn(&argv);
         std::thread::sleep(delay);
         child.signal(sig);
         let signalled = Instant::now();
@@ -121,23 +120,11 @@ fn ten_short_complete_runs() {
     let dir = tempfile::tempdir().unwrap();
     for run in 0..10 {
         let file = dir.path().join(format!("run{run}.json"));
-        let mut args = vec![
-            "mq",
-            "-t",
-            "2",
-            "-p",
-            "50",
-            "-i",
-            "50",
-            "-l",
-            "300",
-            "-q",
-            "--json",
-            file.to_str().unwrap(),
-        ];
-        args.extend_from_slice(mlock_args());
+        let mut argv = args("mq -t 2 -p 50 -i 50 -l 300 -q --json");
+        argv.push(file.to_str().unwrap());
+        argv.extend_from_slice(mlock_args());
         let started = Instant::now();
-        let (status, stdout, stderr) = spawn(&args).wait(Duration::from_secs(10));
+        let (status, stdout, stderr) = spawn(&argv).wait(Duration::from_secs(10));
         let what = format!("{test}: run {run} ({:?})", started.elapsed());
         check_no_panic(&what, status, &stdout, &stderr);
         assert!(

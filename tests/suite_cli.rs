@@ -31,15 +31,10 @@ fn check_suite_report(report: &serde_json::Value) {
 
 #[test]
 fn suite_prints_an_overview_and_writes_a_report() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("suite.json");
-    let out = run(latscope(30).args([
-        "suite",
-        "--duration",
-        "2s",
-        "--json",
-        file.to_str().unwrap(),
-    ]));
+    let (_dir, file) = temp_file("suite.json");
+    let out = run(latscope(30)
+        .args(args("suite --duration 2s --json"))
+        .arg(&file));
     assert_code(&out, 0);
     check_suite_output(&stdout_of(&out), &describe(&out));
     let report = read_json(&file);
@@ -61,7 +56,7 @@ fn suite_as_an_ordinary_user_runs_at_normal_priority_and_says_so_once() {
     let dir = temp_dir_with_mode(0o1777);
     let file = dir.path().join("suite-nobody.json");
     cmd.arg(bin())
-        .args(["suite", "--duration", "1s", "--json"])
+        .args(args("suite --duration 1s --json"))
         .arg(&file);
     let out = run_std_with_timeout(cmd, Duration::from_secs(30));
     assert_code(&out, 0);

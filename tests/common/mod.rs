@@ -12,7 +12,9 @@ use std::ffi::CString;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus, Output, Stdio};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use tempfile::TempDir;
 
 /// Path of the binary under test.
 pub fn bin() -> PathBuf {
@@ -41,12 +43,93 @@ pub fn run(mut cmd: impl std::borrow::BorrowMut<Command>) -> Output {
         .unwrap_or_else(|e| panic!("running {cmd:?} failed (timeout or spawn error): {e}"))
 }
 
+/// An argument list written as one line, split at whitespace:
+/// `args("-l 200 -i 100")` is `["-l", "200", "-i", "100"]`. Only for
+/// arguments that have no whitespace (and are not empty) themselves.
+pub fn args(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
+/// Runs `latscope mq ARGS` (see `mq`) and asserts its exit code.
+pub fn run_mq(args: &[&str], timeout_s: u64, code: i32) -> Output {
+    let out = run(mq(args, timeout_s));
+    assert_code(&out, code);
+    out
+}
+
+/// A fresh temporary directory and the path of `name` in it. Keep the
+/// directory: dropping it removes the directory and the file.
+pub fn temp_file(name: &str) -> (TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join(name);
+    (dir, file)
+}
+
+/// A finished `latscope mq ARGS --json FILE`, FILE in its own temporary
+/// directory, which lives as long as this value.
+pub struct MqJsonRun {
+    pub out: Output,
+    pub file: PathBuf,
+    /// How long the run itself took (from start to exit).
+    pub elapsed: Duration,
+    pub dir: TempDir,
+}
+
+/// Runs `latscope mq ARGS --json FILE` (see `mq`) and checks nothing.
+pub fn mq_json(args: &[&str], timeout_s: u64) -> MqJsonRun {
+    let (dir, file) = temp_file("report.json");
+    let mut argv = args.to_vec();
+    argv.extend(["--json", file.to_str().expect("utf-8 temp path")]);
+    let started = Instant::now();
+    let out = run(mq(&argv, timeout_s));
+    let elapsed = started.elapsed();
+    MqJsonRun {
+        out,
+        file,
+        elapsed,
+        dir,
+    }
+}
+
+/// Runs `latscope mq ARGS --json FILE`, asserts the exit code and reads the
+/// report (with `read_json`'s checks). Keep the `TempDir` while the report
+/// file is needed.
+pub fn run_mq_json(args: &[&str], timeout_s: u64, code: i32) -> (Output, Value, TempDir) {
+    let MqJsonRun { out, file, dir, .. } = mq_json(args, timeout_s);
+    assert_code(&out, code);
+    let report = read_json(&file);
+    (out, report, dir)
+}
+
+/// `run_mq_json` of a run that must exit 0 with a latscope report, whose
+/// common parts are checked (`check_report_header`).
+pub fn run_mq_report(args: &[&str], timeout_s: u64) -> (Output, Value, TempDir) {
+    let (out, report, dir) = run_mq_json(args, timeout_s, 0);
+    check_report_header(&report);
+    (out, report, dir)
+}
+
+/// The tracer switch, if this process could write it (then a `-b` run may
+/// turn the system tracer off).
+pub fn tracing_on_file() -> Option<PathBuf> {
+    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .iter()
+        .map(|d| Path::new(d).join("tracing_on"))
+        .find(|p| std::fs::OpenOptions::new().write(true).open(p).is_ok())
+}
+
 pub fn stdout_of(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 pub fn stderr_of(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A readable dump of a finished process from its parts, for assertion
+/// messages.
+pub fn dump(status: ExitStatus, stdout: &str, stderr: &str) -> String {
+    format!("status {status:?}\n--- stdout ---\n{stdout}--- stderr ---\n{stderr}")
 }
 
 /// A readable dump of a finished command, for assertion messages.
@@ -196,6 +279,12 @@ pub fn f64_of(v: &Value, what: &str) -> f64 {
     x
 }
 
+/// An array field.
+pub fn array_of<'a>(v: &'a Value, what: &str) -> &'a Vec<Value> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("{what} is not an array"))
+}
+
 pub const PERCENTILES: [f64; 6] = [50.0, 90.0, 99.0, 99.9, 99.99, 99.999];
 
 /// Checks the internal consistency of one latscope series (or `overall`
@@ -213,9 +302,7 @@ pub fn check_summary(s: &Value, what: &str, is_series: bool) -> u64 {
         "{what}: not min <= avg <= max: {min} {avg} {max}"
     );
 
-    let percentiles = s["percentiles"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{what}.percentiles is not an array"));
+    let percentiles = array_of(&s["percentiles"], &format!("{what}.percentiles"));
     let listed: Vec<f64> = percentiles
         .iter()
         .map(|p| {
@@ -239,9 +326,7 @@ pub fn check_summary(s: &Value, what: &str, is_series: bool) -> u64 {
     let p99 = u64_of(&percentiles[2]["ns"], "p99");
     assert!(min <= p50 && p50 <= p99 && p99 <= max, "{what}: sanity");
 
-    let buckets = s["histogram"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{what}.histogram is not an array"));
+    let buckets = array_of(&s["histogram"], &format!("{what}.histogram"));
     let mut in_buckets = 0;
     for b in buckets {
         let low = u64_of(&b["low_ns"], "bucket.low_ns");
@@ -260,9 +345,7 @@ pub fn check_summary(s: &Value, what: &str, is_series: bool) -> u64 {
     );
 
     if is_series {
-        let seconds = s["per_second"]
-            .as_array()
-            .unwrap_or_else(|| panic!("{what}.per_second is not an array"));
+        let seconds = array_of(&s["per_second"], &format!("{what}.per_second"));
         let mut in_seconds = 0;
         for w in seconds {
             let n = u64_of(&w["samples"], "per_second.samples");
@@ -420,33 +503,58 @@ pub fn assert_no_latscope_queues(pid: u32) {
 /// threads so that a full pipe can never block it.
 pub struct Spawned {
     pub child: Child,
-    stdout: std::thread::JoinHandle<String>,
-    stderr: std::thread::JoinHandle<String>,
+    stdout: JoinHandle<Vec<u8>>,
+    stderr: JoinHandle<Vec<u8>>,
 }
 
-pub fn spawn(args: &[&str]) -> Spawned {
-    let mut child = std::process::Command::new(bin())
-        .args(args)
+/// Starts `cmd` with no input and its output collected by threads
+/// (`expect` is the message when it cannot be started).
+fn start(cmd: &mut std::process::Command, expect: &str) -> Spawned {
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn latscope");
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
+        .expect(expect);
+    let stdout = read_all_on_a_thread(child.stdout.take().unwrap());
+    let stderr = read_all_on_a_thread(child.stderr.take().unwrap());
     Spawned {
         child,
-        stdout: std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = out.read_to_string(&mut s);
-            s
-        }),
-        stderr: std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = err.read_to_string(&mut s);
-            s
-        }),
+        stdout,
+        stderr,
     }
+}
+
+fn read_all_on_a_thread(mut pipe: impl Read + Send + 'static) -> JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = pipe.read_to_end(&mut v);
+        v
+    })
+}
+
+/// Waits for `child` up to `timeout`; on timeout kills and reaps it and
+/// returns `None`.
+fn wait_or_kill(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return Some(status);
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+pub fn spawn(args: &[&str]) -> Spawned {
+    start(
+        std::process::Command::new(bin()).args(args),
+        "spawn latscope",
+    )
 }
 
 impl Spawned {
@@ -456,25 +564,20 @@ impl Spawned {
         assert_eq!(rc, 0, "kill failed: {}", std::io::Error::last_os_error());
     }
 
-    /// Waits up to `timeout`; on timeout the child is killed and the test fails.
+    /// Waits up to `timeout`; on timeout the child is killed and the test
+    /// fails. The output is text (empty if it is not UTF-8).
     pub fn wait(mut self, timeout: Duration) -> (ExitStatus, String, String) {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                let out = self.stdout.join().unwrap_or_default();
-                let err = self.stderr.join().unwrap_or_default();
-                return (status, out, err);
-            }
-            if Instant::now() >= deadline {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                let out = self.stdout.join().unwrap_or_default();
-                let err = self.stderr.join().unwrap_or_default();
-                panic!(
-                    "latscope did not exit within {timeout:?}; killed\n--- stdout ---\n{out}--- stderr ---\n{err}"
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        let status = wait_or_kill(&mut self.child, timeout);
+        let text = |h: JoinHandle<Vec<u8>>| {
+            String::from_utf8(h.join().unwrap_or_default()).unwrap_or_default()
+        };
+        let out = text(self.stdout);
+        let err = text(self.stderr);
+        match status {
+            Some(status) => (status, out, err),
+            None => panic!(
+                "latscope did not exit within {timeout:?}; killed\n--- stdout ---\n{out}--- stderr ---\n{err}"
+            ),
         }
     }
 }
@@ -513,45 +616,18 @@ pub fn nobody_runner() -> Result<std::process::Command, String> {
 
 /// Runs `cmd` (built by `nobody_runner`) with a timeout.
 pub fn run_std_with_timeout(mut cmd: std::process::Command, timeout: Duration) -> Output {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let out_reader = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = out.read_to_end(&mut v);
-        v
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = err.read_to_end(&mut v);
-        v
-    });
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            break status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{cmd:?} did not finish within {timeout:?}; killed");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let mut child = start(&mut cmd, "spawn");
+    let status = wait_or_kill(&mut child.child, timeout)
+        .unwrap_or_else(|| panic!("{cmd:?} did not finish within {timeout:?}; killed"));
     Output {
         status,
-        stdout: out_reader.join().unwrap_or_default(),
-        stderr: err_reader.join().unwrap_or_default(),
+        stdout: child.stdout.join().unwrap_or_default(),
+        stderr: child.stderr.join().unwrap_or_default(),
     }
 }
 
 /// A temporary directory with the given mode (tempfile creates 0700).
-pub fn temp_dir_with_mode(mode: u32) -> tempfile::TempDir {
+pub fn temp_dir_with_mode(mode: u32) -> TempDir {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(mode))
