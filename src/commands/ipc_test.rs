@@ -124,7 +124,6 @@ pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, String> {
             .pairs
             .first()
             .is_some_and(|p| p.policy.is_realtime()),
-        all_pinned: test.plan.pairs.iter().all(|p| p.cpu.is_some()),
         cpus_used: cpus_used.clone(),
         busy_fraction: cpu_before.busy_fraction(&cpu_after, &cpus_used),
         own_cpu_seconds,

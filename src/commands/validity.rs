@@ -9,7 +9,6 @@ use std::time::Duration;
 #[derive(Debug, Clone, Default)]
 pub struct RunFacts {
     pub realtime_policy: bool,
-    pub all_pinned: bool,
     pub cpus_used: Vec<usize>,
     /// Busy fraction of `cpus_used` during the run (all processes, from /proc/stat).
     pub busy_fraction: Option<f64>,
@@ -117,7 +116,6 @@ mod tests {
     fn good_facts() -> RunFacts {
         RunFacts {
             realtime_policy: true,
-            all_pinned: true,
             cpus_used: vec![0, 1],
             busy_fraction: Some(0.05),
             own_cpu_seconds: 0.5,

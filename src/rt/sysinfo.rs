@@ -182,14 +182,6 @@ pub fn process_cpu_seconds() -> f64 {
     tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
-/// Peak resident memory of this process in KiB.
-pub fn max_rss_kib() -> u64 {
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    usage.ru_maxrss as u64
-}
-
 /// RFC 3339 timestamp (UTC, second resolution) for the latscope report.
 pub fn rfc3339(t: SystemTime) -> String {
     humantime::format_rfc3339_seconds(t).to_string()

@@ -92,10 +92,6 @@ impl LatencyRecorder {
         (self.count > 0).then_some(self.max)
     }
 
-    pub fn last(&self) -> u64 {
-        self.last
-    }
-
     /// Folds another recorder in (pairs of one test, or repeated runs). Sample
     /// positions of min and max only keep a meaning within one series, so they
     /// are taken from whichever side holds the extreme.
