@@ -1,10 +1,9 @@
 //! Running one IPC latency test and turning its outcome into report data;
 //! shared by `latscope mq` and `latscope suite`.
 
-use super::progress::LiveLine;
 use super::validity::{self, RunFacts};
 use crate::ipc::Transport;
-use crate::ipc::oneway::{self, PairOutcome, RunPlan};
+use crate::ipc::oneway::{self, PairOutcome, Progress, RunPlan};
 use crate::report::{Report, SCHEMA_NAME, SCHEMA_VERSION, Series, TestConfig, TestResult, Tool};
 use crate::rt::dma_latency::DmaLatency;
 use crate::rt::sched;
@@ -78,7 +77,8 @@ pub struct IpcTest<'a> {
     pub plan: RunPlan,
     pub config: TestConfig,
     pub breaktrace: Option<BreakTrace>,
-    pub quiet: bool,
+    /// Shows the run while it goes on (or not).
+    pub progress: &'a mut dyn Progress,
 }
 
 /// A finished IPC test: report data plus the facts the validity checks need.
@@ -91,10 +91,9 @@ pub struct FinishedTest {
 }
 
 pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, String> {
-    let mut progress = LiveLine::new(test.transport.name(), test.quiet);
     let cpu_before = CpuTimes::sample();
     let own_cpu_before = sysinfo::process_cpu_seconds();
-    let outcome = oneway::run(test.transport, &test.plan, test.breaktrace, &mut progress)?;
+    let outcome = oneway::run(test.transport, &test.plan, test.breaktrace, test.progress)?;
     let cpu_after = CpuTimes::sample();
     let own_cpu_seconds = sysinfo::process_cpu_seconds() - own_cpu_before;
 

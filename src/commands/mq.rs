@@ -1,9 +1,12 @@
 //! `latscope mq`: POSIX message-queue wake-up latency, pmqtest-compatible.
 
 use super::ipc_test::{self, IpcTest, Preparation, secs};
+use super::progress::{ClassicLive, LiveLine};
 use super::{CommandError, deliver};
 use crate::cli::{MqArgs, OutputFormat};
+use crate::ipc::Transport;
 use crate::ipc::mq::MessageQueues;
+use crate::ipc::oneway::Progress;
 use crate::report::classic_pmqtest::ClassicPmqtest;
 use crate::report::console::ModernConsole;
 use crate::report::json::{LatscopeJson, RtTestsJson};
@@ -48,12 +51,19 @@ pub fn run(args: &MqArgs) -> Result<i32, CommandError> {
         cpu_dma_latency: prep.dma_latency.describe(),
     };
     let transport = MessageQueues::new();
+    let mut progress: Box<dyn Progress> = match settings.format {
+        OutputFormat::Classic => Box::new(ClassicLive::new(
+            &settings.plan.pairs,
+            settings.verdict.quiet,
+        )),
+        OutputFormat::Modern => Box::new(LiveLine::new(transport.name(), settings.verdict.quiet)),
+    };
     let finished = ipc_test::run(IpcTest {
         transport: &transport,
         plan: settings.plan.clone(),
         config,
         breaktrace,
-        quiet: settings.verdict.quiet,
+        progress: progress.as_mut(),
     })
     .map_err(CommandError::Runtime)?;
     if let Some(note) = &finished.facts.breaktrace_note {

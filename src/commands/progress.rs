@@ -1,7 +1,9 @@
-//! The live line on a terminal: once a second, samples so far and the worst
-//! latency per pair, read from atomics (the measuring threads never print).
+//! Live progress on a terminal, once a second, read from atomics (the
+//! measuring threads never print): a status line on stderr, or in classic mode
+//! pmqtest's own block, redrawn in place on stdout as pmqtest does.
 
-use crate::ipc::oneway::{PairLive, Progress};
+use crate::ipc::oneway::{PairLive, PairPlan, Progress};
+use crate::report::classic_pmqtest::{ClassicPair, pair_lines};
 use crate::units::format_ns;
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::Ordering;
@@ -64,6 +66,78 @@ impl Progress for LiveLine {
         if self.printed {
             let _ = write!(std::io::stderr(), "\r\x1b[2K");
             self.printed = false;
+        }
+    }
+}
+
+/// pmqtest's live display: its block of lines, redrawn in place. The final
+/// block (printed by the classic exporter) lands on the same lines.
+pub struct ClassicLive {
+    pairs: Vec<PairPlan>,
+    enabled: bool,
+    lines_on_screen: usize,
+}
+
+impl ClassicLive {
+    /// Shown only when standard output is a terminal and not quiet, so that
+    /// captured output holds nothing but the final block.
+    pub fn new(pairs: &[PairPlan], quiet: bool) -> ClassicLive {
+        ClassicLive {
+            pairs: pairs.to_vec(),
+            enabled: !quiet && std::io::stdout().is_terminal(),
+            lines_on_screen: 0,
+        }
+    }
+}
+
+impl Progress for ClassicLive {
+    fn tick(&mut self, _elapsed: Duration, live: &[PairLive]) {
+        if !self.enabled {
+            return;
+        }
+        let pairs: Vec<ClassicPair> = self
+            .pairs
+            .iter()
+            .zip(live)
+            .map(|(plan, l)| {
+                let samples = l.samples.load(Ordering::Relaxed);
+                ClassicPair {
+                    receiver_tid: l.receiver_tid.load(Ordering::Relaxed),
+                    sender_tid: l.sender_tid.load(Ordering::Relaxed),
+                    priority: plan.priority,
+                    receiver_cpu: l.receiver_cpu.load(Ordering::Relaxed),
+                    sender_cpu: l.sender_cpu.load(Ordering::Relaxed),
+                    interval_us: plan.interval_ns / 1000,
+                    timeouts: l.timeouts.load(Ordering::Relaxed),
+                    cycles: l.sent.load(Ordering::Relaxed),
+                    samples,
+                    min_ns: if samples > 0 {
+                        l.min_ns.load(Ordering::Relaxed)
+                    } else {
+                        0
+                    },
+                    last_ns: l.last_ns.load(Ordering::Relaxed),
+                    avg_ns: l.sum_ns.load(Ordering::Relaxed) as f64 / samples.max(1) as f64,
+                    max_ns: l.max_ns.load(Ordering::Relaxed),
+                }
+            })
+            .collect();
+        let mut out = std::io::stdout().lock();
+        if self.lines_on_screen > 0 {
+            let _ = write!(out, "\x1b[{}A", self.lines_on_screen);
+        }
+        let lines = pair_lines(&pairs);
+        for line in &lines {
+            let _ = writeln!(out, "{line}\x1b[K");
+        }
+        let _ = out.flush();
+        self.lines_on_screen = lines.len();
+    }
+
+    fn finish(&mut self) {
+        if self.lines_on_screen > 0 {
+            let _ = write!(std::io::stdout(), "\x1b[{}A", self.lines_on_screen);
+            self.lines_on_screen = 0;
         }
     }
 }

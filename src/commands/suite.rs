@@ -2,6 +2,7 @@
 //! prints one overview table of this machine's latencies.
 
 use super::ipc_test::{self, FinishedTest, IpcTest, Preparation, secs};
+use super::progress::LiveLine;
 use super::{CommandError, deliver};
 use crate::cli::SuiteArgs;
 use crate::ipc::Transport;
@@ -98,7 +99,7 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
             plan,
             config,
             breaktrace: None,
-            quiet: verdict.quiet,
+            progress: &mut LiveLine::new(transport.name(), verdict.quiet),
         })
         .map_err(CommandError::Runtime)?;
         let interrupted = done.result.end_reason == crate::ipc::oneway::EndReason::Interrupted;

@@ -83,14 +83,19 @@ pub enum EndReason {
 pub struct PairLive {
     pub samples: AtomicU64,
     pub last_ns: AtomicU64,
+    /// Valid once `samples` > 0.
+    pub min_ns: AtomicU64,
     pub max_ns: AtomicU64,
+    /// Sum of the samples so far (saturating), for a live mean.
+    pub sum_ns: AtomicU64,
     pub timeouts: AtomicU64,
     pub overruns: AtomicU64,
     pub sent: AtomicU64,
-    receiver_tid: AtomicI32,
-    sender_tid: AtomicI32,
-    receiver_cpu: AtomicUsize,
-    sender_cpu: AtomicUsize,
+    pub receiver_tid: AtomicI32,
+    pub sender_tid: AtomicI32,
+    /// The pinned CPU, or where the thread last ran (set at start and end).
+    pub receiver_cpu: AtomicUsize,
+    pub sender_cpu: AtomicUsize,
     receiver_done: AtomicBool,
     sender_done: AtomicBool,
     windows: WindowRing,
@@ -220,6 +225,7 @@ pub fn run(
         let recorder = LatencyRecorder::new();
         let ctx = ThreadContext {
             index,
+            role: Role::Sender,
             pair: pair.clone(),
             run: plan.clone(),
             shared: Arc::clone(&shared),
@@ -370,8 +376,15 @@ pub fn run(
     })
 }
 
+#[derive(Clone, Copy)]
+enum Role {
+    Receiver,
+    Sender,
+}
+
 struct ThreadContext {
     index: usize,
+    role: Role,
     pair: PairPlan,
     run: RunPlan,
     shared: Arc<Shared>,
@@ -383,6 +396,10 @@ impl ThreadContext {
     fn clone_for_peer(&self) -> ThreadContext {
         ThreadContext {
             index: self.index,
+            role: match self.role {
+                Role::Receiver => Role::Sender,
+                Role::Sender => Role::Receiver,
+            },
             pair: self.pair.clone(),
             run: self.run.clone(),
             shared: Arc::clone(&self.shared),
@@ -409,6 +426,12 @@ impl ThreadContext {
             }
             sched::set_current_thread_policy(self.pair.policy, self.pair.priority)
         })();
+        let cpu = self.pair.cpu.unwrap_or_else(sched::current_cpu);
+        let live = self.live();
+        match self.role {
+            Role::Receiver => live.receiver_cpu.store(cpu, Ordering::Relaxed),
+            Role::Sender => live.sender_cpu.store(cpu, Ordering::Relaxed),
+        }
         let _ = self.ready.send(setup);
         self.gate.wait();
         !self.shared.stopping()
@@ -461,6 +484,8 @@ fn receive_loop(ctx: ThreadContext, mut recorder: LatencyRecorder) -> RecorderRe
     let interval = ctx.pair.interval_ns.max(1);
     let mut next = start_ns;
     let mut max_seen = 0u64;
+    let mut min_seen = u64::MAX;
+    let mut sum_seen = 0u64;
 
     'samples: while recorder.count() < loops && !ctx.shared.stopping() {
         sleep_until_or_stop(next, &ctx.shared);
@@ -500,6 +525,12 @@ fn receive_loop(ctx: ThreadContext, mut recorder: LatencyRecorder) -> RecorderRe
             max_seen = latency;
             live.max_ns.store(latency, Ordering::Relaxed);
         }
+        if latency < min_seen {
+            min_seen = latency;
+            live.min_ns.store(latency, Ordering::Relaxed);
+        }
+        sum_seen = sum_seen.saturating_add(latency);
+        live.sum_ns.store(sum_seen, Ordering::Relaxed);
         if latency > limit_ns {
             above_limit += 1;
         }

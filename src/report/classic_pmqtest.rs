@@ -15,28 +15,67 @@ use std::io::Write;
 
 pub struct ClassicPmqtest;
 
-pub fn pair_lines(series: &[&Series]) -> Vec<String> {
-    let mut lines = Vec::with_capacity(series.len() * 2);
-    for (i, s) in series.iter().enumerate() {
+/// What one pair's two pmqtest lines show; filled from a finished `Series`,
+/// or from the live counters while a run goes on.
+#[derive(Debug, Clone, Default)]
+pub struct ClassicPair {
+    pub receiver_tid: i32,
+    pub sender_tid: i32,
+    pub priority: i32,
+    pub receiver_cpu: usize,
+    pub sender_cpu: usize,
+    pub interval_us: u64,
+    pub timeouts: u64,
+    pub cycles: u64,
+    pub samples: u64,
+    pub min_ns: u64,
+    pub last_ns: u64,
+    pub avg_ns: f64,
+    pub max_ns: u64,
+}
+
+impl From<&Series> for ClassicPair {
+    fn from(s: &Series) -> Self {
+        ClassicPair {
+            receiver_tid: s.receiver_tid,
+            sender_tid: s.sender_tid,
+            priority: s.priority,
+            receiver_cpu: s.receiver_cpu,
+            sender_cpu: s.sender_cpu,
+            interval_us: s.interval_us,
+            timeouts: s.timeouts,
+            cycles: s.sent,
+            samples: s.latency.samples,
+            min_ns: s.latency.min_ns,
+            last_ns: s.latency.last_ns,
+            avg_ns: s.latency.avg_ns,
+            max_ns: s.latency.max_ns,
+        }
+    }
+}
+
+/// pmqtest's block: one settings line per pair, then one latency line per pair.
+pub fn pair_lines(pairs: &[ClassicPair]) -> Vec<String> {
+    let mut lines = Vec::with_capacity(pairs.len() * 2);
+    for (i, p) in pairs.iter().enumerate() {
         lines.push(format!(
             "#{}: ID{}, P{}, CPU{}, I{}; #{}: ID{}, P{}, CPU{}, TO {}, Cycles {}",
             i * 2,
-            s.receiver_tid,
-            s.priority,
-            s.receiver_cpu,
-            s.interval_us,
+            p.receiver_tid,
+            p.priority,
+            p.receiver_cpu,
+            p.interval_us,
             i * 2 + 1,
-            s.sender_tid,
-            s.priority,
-            s.sender_cpu,
-            s.timeouts,
-            s.sent
+            p.sender_tid,
+            p.priority,
+            p.sender_cpu,
+            p.timeouts,
+            p.cycles
         ));
     }
-    for (i, s) in series.iter().enumerate() {
-        let l = &s.latency;
-        let avg = if l.samples > 0 {
-            (l.avg_ns / 1000.0 + 0.5).floor() as u64
+    for (i, p) in pairs.iter().enumerate() {
+        let avg = if p.samples > 0 {
+            (p.avg_ns / 1000.0 + 0.5).floor() as u64
         } else {
             0
         };
@@ -44,10 +83,10 @@ pub fn pair_lines(series: &[&Series]) -> Vec<String> {
             "#{} -> #{}, Min {:4}, Cur {:4}, Avg {:4}, Max {:4}",
             i * 2 + 1,
             i * 2,
-            ns_to_us_rounded(l.min_ns),
-            ns_to_us_rounded(l.last_ns),
+            ns_to_us_rounded(p.min_ns),
+            ns_to_us_rounded(p.last_ns),
             avg,
-            ns_to_us_rounded(l.max_ns)
+            ns_to_us_rounded(p.max_ns)
         ));
     }
     lines
@@ -55,8 +94,13 @@ pub fn pair_lines(series: &[&Series]) -> Vec<String> {
 
 impl Exporter for ClassicPmqtest {
     fn write(&self, report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
-        let series: Vec<&Series> = report.tests.iter().flat_map(|t| t.series.iter()).collect();
-        for line in pair_lines(&series) {
+        let pairs: Vec<ClassicPair> = report
+            .tests
+            .iter()
+            .flat_map(|t| t.series.iter())
+            .map(ClassicPair::from)
+            .collect();
+        for line in pair_lines(&pairs) {
             writeln!(out, "{line}")?;
         }
         Ok(())
@@ -86,8 +130,12 @@ mod tests {
         s.latency.max_ns = 2_000_000_000;
         s.latency.last_ns = 12_345_678;
         s.interval_us = 1_000_000;
-        let series: Vec<&Series> = report.tests[0].series.iter().collect();
-        let lines = pair_lines(&series);
+        let pairs: Vec<ClassicPair> = report.tests[0]
+            .series
+            .iter()
+            .map(ClassicPair::from)
+            .collect();
+        let lines = pair_lines(&pairs);
         assert!(lines[0].contains(", I1000000; "), "{}", lines[0]);
         assert_eq!(
             lines[1],
