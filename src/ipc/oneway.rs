@@ -539,7 +539,7 @@ fn receive_loop(ctx: ThreadContext, mut recorder: LatencyRecorder) -> RecorderRe
             break;
         }
         next += interval;
-        let now = monotonic_ns();
+        // `now` is the receive stamp: the sample is done at that moment.
         if now >= next + interval {
             // Whole periods went by while this sample was in flight.
             let missed = (now - next) / interval;

@@ -145,6 +145,10 @@ struct OpenWindow {
 pub struct WindowWriter<'a> {
     ring: &'a WindowRing,
     start_ns: u64,
+    /// Monotonic bounds of the open window: a sample inside them needs no
+    /// division to find its second.
+    open_from_ns: u64,
+    open_until_ns: u64,
     open: OpenWindow,
 }
 
@@ -153,6 +157,8 @@ impl<'a> WindowWriter<'a> {
         WindowWriter {
             ring,
             start_ns,
+            open_from_ns: start_ns,
+            open_until_ns: start_ns.saturating_add(1_000_000_000),
             open: OpenWindow {
                 second: 0,
                 count: 0,
@@ -166,10 +172,14 @@ impl<'a> WindowWriter<'a> {
     /// Adds a sample taken at monotonic time `at_ns`.
     #[inline]
     pub fn record(&mut self, at_ns: u64, latency_ns: u64) {
-        let second = at_ns.saturating_sub(self.start_ns) / 1_000_000_000;
-        if second != self.open.second {
-            self.flush();
-            self.open.second = second;
+        if at_ns < self.open_from_ns || at_ns >= self.open_until_ns {
+            let second = at_ns.saturating_sub(self.start_ns) / 1_000_000_000;
+            if second != self.open.second {
+                self.flush();
+                self.open.second = second;
+            }
+            self.open_from_ns = self.start_ns + second * 1_000_000_000;
+            self.open_until_ns = self.open_from_ns.saturating_add(1_000_000_000);
         }
         let w = &mut self.open;
         w.count += 1;
