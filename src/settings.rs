@@ -3,7 +3,7 @@
 //! and what to do (exit code 2), before anything is measured.
 
 use crate::cli::{MqArgs, OutputFormat, VerdictArgs};
-use crate::ipc::oneway::{PairPlan, RunPlan};
+use crate::ipc::harness::{PairPlan, RunPlan};
 use crate::rt::sched::{self, Policy};
 use crate::rt::sysinfo::online_cpus;
 use crate::units::{parse_duration, shown};
@@ -278,7 +278,12 @@ impl MqSettings {
         let same_priority = args.smp && priority > 0;
         let pairs = (0..pair_count as usize)
             .map(|i| PairPlan {
-                cpu: match placement {
+                recorder_cpu: match placement {
+                    Placement::Unpinned => None,
+                    Placement::AllOn(cpu) => Some(cpu),
+                    Placement::Spread => Some(allowed[i % allowed.len()]),
+                },
+                peer_cpu: match placement {
                     Placement::Unpinned => None,
                     Placement::AllOn(cpu) => Some(cpu),
                     Placement::Spread => Some(allowed[i % allowed.len()]),
@@ -303,6 +308,8 @@ impl MqSettings {
                 forced_send_delay: force,
                 breaktrace_ns: breaktrace_us.map(|us| us.saturating_mul(1000)),
                 limit_ns: verdict.max_latency_us.map(|us| us.saturating_mul(1000)),
+                lock_memory: !args.no_mlockall,
+                ..RunPlan::default()
             },
             policy,
             priority,
@@ -359,7 +366,7 @@ mod tests {
         let s = settings(&[]).unwrap();
         assert_eq!(s.plan.pairs.len(), 1);
         assert_eq!(s.plan.pairs[0].interval_ns, 1_000_000);
-        assert_eq!(s.plan.pairs[0].cpu, None);
+        assert_eq!(s.plan.pairs[0].recorder_cpu, None);
         assert_eq!(s.policy, Policy::Other);
         assert_eq!(s.loops, None);
     }
@@ -377,7 +384,7 @@ mod tests {
             s.plan
                 .pairs
                 .iter()
-                .all(|p| p.priority == 99 && p.cpu.is_some())
+                .all(|p| p.priority == 99 && p.recorder_cpu.is_some())
         );
         assert_eq!(s.plan.pairs.len(), sched::allowed_cpus().len());
     }
@@ -386,9 +393,9 @@ mod tests {
     fn affinity_forms() {
         let first = sched::allowed_cpus()[0];
         let s = settings(&["-a", &first.to_string(), "-t", "2"]).unwrap();
-        assert!(s.plan.pairs.iter().all(|p| p.cpu == Some(first)));
+        assert!(s.plan.pairs.iter().all(|p| p.recorder_cpu == Some(first)));
         let s = settings(&["-a", "-t", "2"]).unwrap();
-        assert_eq!(s.plan.pairs[0].cpu, Some(first));
+        assert_eq!(s.plan.pairs[0].recorder_cpu, Some(first));
         assert!(
             settings(&["-a", "4096"])
                 .unwrap_err()

@@ -3,7 +3,7 @@
 
 use super::validity::{self, RunFacts};
 use crate::ipc::Transport;
-use crate::ipc::oneway::{self, PairOutcome, Progress, RunPlan};
+use crate::ipc::harness::{self, PairOutcome, Progress, RunPlan};
 use crate::report::{Report, SCHEMA_NAME, SCHEMA_VERSION, Series, TestConfig, TestResult, Tool};
 use crate::rt::dma_latency::DmaLatency;
 use crate::rt::sched;
@@ -93,7 +93,7 @@ pub struct FinishedTest {
 pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, String> {
     let cpu_before = CpuTimes::sample();
     let own_cpu_before = sysinfo::process_cpu_seconds();
-    let outcome = oneway::run(test.transport, &test.plan, test.breaktrace, test.progress)?;
+    let outcome = harness::run(test.transport, &test.plan, test.breaktrace, test.progress)?;
     let cpu_after = CpuTimes::sample();
     let own_cpu_seconds = sysinfo::process_cpu_seconds() - own_cpu_before;
 
@@ -101,7 +101,7 @@ pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, String> {
         let mut c: Vec<usize> = outcome
             .pairs
             .iter()
-            .flat_map(|p| [p.receiver_cpu, p.sender_cpu])
+            .flat_map(|p| [p.recorder_cpu, p.peer_cpu])
             .collect();
         c.sort_unstable();
         c.dedup();
@@ -152,11 +152,11 @@ pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, String> {
 fn series_of(index: usize, p: &PairOutcome) -> Series {
     Series {
         label: format!("pair {index}"),
-        receiver_cpu: p.receiver_cpu,
-        sender_cpu: p.sender_cpu,
-        pinned: p.plan.cpu.is_some(),
-        receiver_tid: p.receiver_tid,
-        sender_tid: p.sender_tid,
+        receiver_cpu: p.recorder_cpu,
+        sender_cpu: p.peer_cpu,
+        pinned: p.plan.recorder_cpu.is_some(),
+        receiver_tid: p.recorder_tid,
+        sender_tid: p.peer_tid,
         policy: p.plan.policy.to_string(),
         priority: p.plan.priority,
         interval_us: p.plan.interval_ns / 1000,

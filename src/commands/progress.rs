@@ -2,7 +2,7 @@
 //! measuring threads never print): a status line on stderr, or in classic mode
 //! pmqtest's own block, redrawn in place on stdout as pmqtest does.
 
-use crate::ipc::oneway::{PairLive, PairPlan, Progress};
+use crate::ipc::harness::{PairLive, PairPlan, Progress};
 use crate::report::classic_pmqtest::{ClassicPair, pair_lines};
 use crate::units::format_ns;
 use std::io::{IsTerminal, Write};
@@ -102,14 +102,14 @@ impl Progress for ClassicLive {
             .map(|(plan, l)| {
                 let samples = l.samples.load(Ordering::Relaxed);
                 ClassicPair {
-                    receiver_tid: l.receiver_tid.load(Ordering::Relaxed),
-                    sender_tid: l.sender_tid.load(Ordering::Relaxed),
+                    receiver_tid: l.recorder_tid.load(Ordering::Relaxed),
+                    sender_tid: l.peer.tid.load(Ordering::Relaxed),
                     priority: plan.priority,
-                    receiver_cpu: l.receiver_cpu.load(Ordering::Relaxed),
-                    sender_cpu: l.sender_cpu.load(Ordering::Relaxed),
+                    receiver_cpu: l.recorder_cpu.load(Ordering::Relaxed),
+                    sender_cpu: l.peer.cpu.load(Ordering::Relaxed),
                     interval_us: plan.interval_ns / 1000,
                     timeouts: l.timeouts.load(Ordering::Relaxed),
-                    cycles: l.sent.load(Ordering::Relaxed),
+                    cycles: l.peer.sent.load(Ordering::Relaxed),
                     samples,
                     min_ns: if samples > 0 {
                         l.min_ns.load(Ordering::Relaxed)

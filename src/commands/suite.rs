@@ -6,8 +6,8 @@ use super::progress::LiveLine;
 use super::{CommandError, deliver};
 use crate::cli::SuiteArgs;
 use crate::ipc::Transport;
+use crate::ipc::harness::{PairPlan, RunPlan};
 use crate::ipc::mq::MessageQueues;
-use crate::ipc::oneway::{PairPlan, RunPlan};
 use crate::report::console::{Table, end_reason_text, write_footer};
 use crate::report::json::LatscopeJson;
 use crate::report::{Exporter, Report, TestConfig};
@@ -67,7 +67,8 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
             pairs: cpus
                 .iter()
                 .map(|&cpu| PairPlan {
-                    cpu: Some(cpu),
+                    recorder_cpu: Some(cpu),
+                    peer_cpu: Some(cpu),
                     policy,
                     priority,
                     interval_ns: SUITE_INTERVAL_US * 1000,
@@ -76,6 +77,7 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
                 .collect(),
             duration: Some(share),
             limit_ns: verdict.max_latency_us.map(|us| us.saturating_mul(1000)),
+            lock_memory: prep.memory.is_locked(),
             ..RunPlan::default()
         };
         let config = TestConfig {
@@ -102,7 +104,7 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
             progress: &mut LiveLine::new(transport.name(), verdict.quiet),
         })
         .map_err(CommandError::Runtime)?;
-        let interrupted = done.result.end_reason == crate::ipc::oneway::EndReason::Interrupted;
+        let interrupted = done.result.end_reason == crate::ipc::harness::EndReason::Interrupted;
         finished.push(done);
         if interrupted {
             break;

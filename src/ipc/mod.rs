@@ -1,19 +1,29 @@
-//! Thread-to-thread wake-up latency: one harness, many small transports.
+//! Task-to-task wake-up latency: one harness, many small transports.
 //!
-//! A transport only knows how one thread wakes another (`Channel`). Threads,
-//! priorities, affinity, periods, loops, statistics and stopping are written
-//! once, in `oneway`. Adding a primitive (semaphores, signals, futexes, pipes)
-//! means one small file implementing `Transport` and `Channel`.
+//! A transport only knows how one task wakes another (`Channel`). Tasks
+//! (threads or forked processes), priorities, affinity, periods, loops, the
+//! one-way and round-trip loop shapes, statistics and stopping are written
+//! once, in `harness`. Adding a primitive means one small file implementing
+//! `Transport` and `Channel` (or, for primitives that carry no data, a
+//! `slot::Doorbell`).
 
+pub mod harness;
 pub mod mq;
-pub mod oneway;
+pub mod slot;
 
+use std::fmt;
 use std::time::Duration;
+
+/// Stamps are CLOCK_MONOTONIC nanoseconds, far below 2^62 (146 years of
+/// uptime). A primitive that carries data sends this value to stop a waiter;
+/// any value read at or above it means "stop". Two stop messages added up (an
+/// eventfd counter adds) still stay below the eventfd maximum.
+pub const STOP_STAMP: u64 = 1 << 62;
 
 /// What a blocked waiter woke up with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wake {
-    /// A message; carries the sender's CLOCK_MONOTONIC stamp in ns.
+    /// A message; carries the poster's CLOCK_MONOTONIC stamp in ns.
     Message(u64),
     /// The timeout given to `wait` expired first.
     TimedOut,
@@ -21,36 +31,94 @@ pub enum Wake {
     Interrupted,
 }
 
-/// One direction of wake-up between two threads of a pair.
+/// A failed wake-up call: which call and its errno. Plain data, so that a
+/// forked child can report it without allocating.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChannelError {
+    pub call: &'static str,
+    pub errno: i32,
+}
+
+impl ChannelError {
+    /// The error of `call` from the current `errno`.
+    pub fn last(call: &'static str) -> ChannelError {
+        ChannelError {
+            call,
+            errno: std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
+        }
+    }
+}
+
+impl fmt::Display for ChannelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} failed: {}",
+            self.call,
+            std::io::Error::from_raw_os_error(self.errno)
+        )
+    }
+}
+
+/// One direction of wake-up between the two tasks of a pair.
+///
+/// A channel may be used from a forked child (see `Transport::open_pair`):
+/// then `post`, `wait`, `interrupt` and `attach_waiter` must not allocate,
+/// and everything they share lives in memory mapped before the fork.
 pub trait Channel: Send + Sync {
     /// Wakes the waiter, passing `stamp_ns` along (in the message where the
     /// primitive carries data, else through a shared slot).
-    fn post(&self, stamp_ns: u64) -> Result<(), String>;
+    fn post(&self, stamp_ns: u64) -> Result<(), ChannelError>;
     /// Blocks until woken, or until `timeout` has passed.
-    fn wait(&self, timeout: Option<Duration>) -> Result<Wake, String>;
+    fn wait(&self, timeout: Option<Duration>) -> Result<Wake, ChannelError>;
     /// Makes a current or next `wait` return `Interrupted`. Never blocks (if
     /// the waiter already has a wake-up pending, it may do nothing). The
     /// harness calls it once per channel to stop a run, and once on `sync` to
-    /// release the sender after the last sample; real `post`s never meet more
+    /// release the peer after the last sample; real `post`s never meet more
     /// than one pending interrupt, so a transport needs room for one.
     fn interrupt(&self);
+    /// Called once by the task that will `wait` on this channel, in that task
+    /// (thread or child process), before the run starts. Primitives that
+    /// address a task rather than an object (signals) learn here whom `post`
+    /// and `interrupt` must wake.
+    fn attach_waiter(&self) {}
 }
 
-/// The two channels of a pair: `test` carries the measured wake-up from sender
-/// to receiver, `sync` hands the turn back so one message is in flight at a time.
+/// The two channels of a pair: `test` carries the measured wake-up, `sync`
+/// carries the way back (the hand-over in one-way mode, the reply in round
+/// trip), so exactly one wake-up is in flight per pair.
 pub struct PairChannels {
     pub test: Box<dyn Channel>,
     pub sync: Box<dyn Channel>,
-    /// Names of kernel objects created (for the report and leak checks).
+    /// Kernel objects created, for the report and leak checks (e.g.
+    /// `/latscope-123-...-test`, `sysv-sem 32769 (creator pid 123)`).
     pub resource_names: Vec<String>,
 }
 
 /// A wake-up primitive.
 pub trait Transport: Send + Sync {
-    /// Short name used in reports (`mq`).
+    /// Short name used in reports and on the command line (`mq`, `sem`).
     fn name(&self) -> &'static str;
-    /// The calls the sample spans, for people (`mq_send -> mq_receive`).
+    /// The calls a one-way sample spans, for people (`mq_send -> mq_receive`).
     fn describe(&self) -> &'static str;
-    /// Creates the channels of pair `index`.
-    fn open_pair(&self, index: usize) -> Result<PairChannels, String>;
+    /// Whether the channels can connect two processes (`--fork`).
+    fn crosses_processes(&self) -> bool {
+        true
+    }
+    /// Creates the channels of pair `index`. With `across_processes`, one of
+    /// the two tasks will be a child forked after this call: everything the
+    /// channels share must be inherited across `fork()` (descriptors, System V
+    /// ids, `MAP_SHARED` memory, process-shared semaphores and futexes).
+    fn open_pair(&self, index: usize, across_processes: bool) -> Result<PairChannels, String>;
+}
+
+/// A short random tag that makes this run's object names unique.
+pub fn run_tag() -> String {
+    let mut random = [0u8; 4];
+    // SAFETY: writes at most 4 bytes into `random`.
+    let got = unsafe { libc::getrandom(random.as_mut_ptr().cast(), random.len(), 0) };
+    if got != random.len() as isize {
+        random = (crate::rt::clock::monotonic_ns() as u32).to_ne_bytes();
+    }
+    format!("{}-{:08x}", std::process::id(), u32::from_ne_bytes(random))
 }

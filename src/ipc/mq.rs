@@ -6,7 +6,7 @@
 //! open: the descriptor keeps working, and no exit path, not even SIGKILL, can
 //! leave a queue behind in /dev/mqueue.
 
-use super::{Channel, PairChannels, Transport, Wake};
+use super::{Channel, ChannelError, PairChannels, STOP_STAMP, Transport, Wake, run_tag};
 use crate::rt::clock::realtime_deadline;
 use std::ffi::CString;
 use std::time::Duration;
@@ -15,8 +15,6 @@ const MESSAGE_SIZE: usize = 8;
 /// One real message plus room for the stop sentinel, so `interrupt` never has
 /// to wait and a real `post` never blocks on a sentinel.
 const QUEUE_DEPTH: libc::c_long = 2;
-/// A stamp no clock produces: tells the waiter to stop.
-const STOP_SENTINEL: u64 = u64::MAX;
 
 pub struct MessageQueues {
     run_tag: String,
@@ -24,15 +22,7 @@ pub struct MessageQueues {
 
 impl MessageQueues {
     pub fn new() -> Self {
-        let mut random = [0u8; 4];
-        // SAFETY: writes at most 4 bytes into `random`.
-        let got = unsafe { libc::getrandom(random.as_mut_ptr().cast(), random.len(), 0) };
-        if got != random.len() as isize {
-            random = (crate::rt::clock::monotonic_ns() as u32).to_ne_bytes();
-        }
-        MessageQueues {
-            run_tag: format!("{}-{:08x}", std::process::id(), u32::from_ne_bytes(random)),
-        }
+        MessageQueues { run_tag: run_tag() }
     }
 }
 
@@ -51,7 +41,8 @@ impl Transport for MessageQueues {
         "POSIX message queue, mq_send -> mq_receive"
     }
 
-    fn open_pair(&self, index: usize) -> Result<PairChannels, String> {
+    fn open_pair(&self, index: usize, _across_processes: bool) -> Result<PairChannels, String> {
+        // Descriptors are inherited by a forked child: nothing else to do.
         let test_name = format!("/latscope-{}-{index}-test", self.run_tag);
         let sync_name = format!("/latscope-{}-{index}-sync", self.run_tag);
         let test = Queue::create(&test_name)?;
@@ -131,18 +122,23 @@ impl Drop for Queue {
 
 impl Channel for Queue {
     #[inline]
-    fn post(&self, stamp_ns: u64) -> Result<(), String> {
+    fn post(&self, stamp_ns: u64) -> Result<(), ChannelError> {
         loop {
             match self.send(stamp_ns, None) {
                 Ok(()) => return Ok(()),
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
-                Err(e) => return Err(format!("mq_send failed: {e}")),
+                Err(e) => {
+                    return Err(ChannelError {
+                        call: "mq_send",
+                        errno: e.raw_os_error().unwrap_or(0),
+                    });
+                }
             }
         }
     }
 
     #[inline]
-    fn wait(&self, timeout: Option<Duration>) -> Result<Wake, String> {
+    fn wait(&self, timeout: Option<Duration>) -> Result<Wake, ChannelError> {
         let mut buf = [0u8; MESSAGE_SIZE];
         let deadline = timeout.map(realtime_deadline);
         loop {
@@ -166,22 +162,23 @@ impl Channel for Queue {
             };
             if n == MESSAGE_SIZE as isize {
                 let stamp = u64::from_ne_bytes(buf);
-                return Ok(if stamp == STOP_SENTINEL {
+                return Ok(if stamp >= STOP_STAMP {
                     Wake::Interrupted
                 } else {
                     Wake::Message(stamp)
                 });
             }
             if n >= 0 {
-                return Err(format!(
-                    "mq_receive returned a {n}-byte message, expected {MESSAGE_SIZE}"
-                ));
+                return Err(ChannelError {
+                    call: "mq_receive (short message)",
+                    errno: libc::EBADMSG,
+                });
             }
-            let err = std::io::Error::last_os_error();
-            match err.raw_os_error() {
-                Some(libc::EINTR) => continue,
-                Some(libc::ETIMEDOUT) => return Ok(Wake::TimedOut),
-                _ => return Err(format!("mq_receive failed: {err}")),
+            let err = ChannelError::last("mq_receive");
+            match err.errno {
+                libc::EINTR => continue,
+                libc::ETIMEDOUT => return Ok(Wake::TimedOut),
+                _ => return Err(err),
             }
         }
     }
@@ -193,7 +190,7 @@ impl Channel for Queue {
             tv_sec: 0,
             tv_nsec: 0,
         };
-        let _ = self.send(STOP_SENTINEL, Some(&now));
+        let _ = self.send(STOP_STAMP, Some(&now));
     }
 }
 
@@ -202,9 +199,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn channel_contract_threads_and_fork() {
+        crate::ipc::slot::tests::check_transport(&MessageQueues::new());
+    }
+
+    #[test]
     fn stamps_travel_and_interrupt_wakes() {
         let transport = MessageQueues::new();
-        let pair = transport.open_pair(0).expect("queues");
+        let pair = transport.open_pair(0, false).expect("queues");
         pair.test.post(1234).unwrap();
         assert_eq!(pair.test.wait(None).unwrap(), Wake::Message(1234));
         pair.test.interrupt();

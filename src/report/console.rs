@@ -135,7 +135,7 @@ impl Exporter for ModernConsole {
 }
 
 pub fn end_reason_text(test: &TestResult) -> &'static str {
-    use crate::ipc::oneway::EndReason::*;
+    use crate::ipc::harness::EndReason::*;
     match test.end_reason {
         LoopsDone => "all loops done",
         DurationElapsed => "duration elapsed",

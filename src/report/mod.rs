@@ -7,7 +7,7 @@ pub mod classic_pmqtest;
 pub mod console;
 pub mod json;
 
-use crate::ipc::oneway::EndReason;
+use crate::ipc::harness::EndReason;
 use crate::rt::sysinfo::SysInfo;
 use crate::stats::LatencySummary;
 use crate::stats::window::SecondStats;

@@ -5,6 +5,7 @@
 pub mod clock;
 pub mod dma_latency;
 pub mod sched;
+pub mod shm;
 pub mod signals;
 pub mod sysinfo;
 pub mod tracefs;

@@ -54,21 +54,35 @@ pub const MLOCK_FIX: &str = "run as root, grant CAP_IPC_LOCK, raise the locked-m
 
 /// Sets policy and priority of the calling thread.
 pub fn set_current_thread_policy(policy: Policy, priority: i32) -> Result<(), String> {
+    try_set_current_thread_policy(policy, priority)
+        .map_err(|errno| policy_error(policy, priority, errno))
+}
+
+/// `set_current_thread_policy` without allocating (for forked children):
+/// the error is the errno, described later by `policy_error`.
+pub fn try_set_current_thread_policy(policy: Policy, priority: i32) -> Result<(), i32> {
     let param = libc::sched_param {
         sched_priority: priority,
     };
     // SAFETY: pthread_self() is the calling thread; `param` is valid. pthread
     // functions return the error number instead of setting errno.
-    let rc = unsafe { libc::pthread_setschedparam(libc::pthread_self(), policy.raw(), &param) };
-    match rc {
+    match unsafe { libc::pthread_setschedparam(libc::pthread_self(), policy.raw(), &param) } {
         0 => Ok(()),
-        libc::EPERM => Err(format!(
+        err => Err(err),
+    }
+}
+
+/// What a failed `try_set_current_thread_policy` means, with the fix.
+pub fn policy_error(policy: Policy, priority: i32, errno: i32) -> String {
+    if errno == libc::EPERM {
+        format!(
             "not permitted to set scheduling policy {policy} priority {priority}: {RT_PRIVILEGE_FIX}"
-        )),
-        err => Err(format!(
+        )
+    } else {
+        format!(
             "could not set scheduling policy {policy} priority {priority}: {}",
-            std::io::Error::from_raw_os_error(err)
-        )),
+            std::io::Error::from_raw_os_error(errno)
+        )
     }
 }
 
@@ -81,11 +95,22 @@ pub fn minimal_timer_slack() {
 
 /// Pins the calling thread to one CPU.
 pub fn pin_current_thread(cpu: usize) -> Result<(), String> {
+    try_pin_current_thread(cpu).map_err(|errno| pin_error(cpu, errno))
+}
+
+/// `pin_current_thread` without allocating (for forked children).
+pub fn try_pin_current_thread(cpu: usize) -> Result<(), i32> {
     let mut set = nix::sched::CpuSet::new();
-    set.set(cpu)
-        .map_err(|e| format!("CPU {cpu} cannot be used: {e}"))?;
-    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
-        .map_err(|e| format!("could not pin thread to CPU {cpu}: {e}"))
+    set.set(cpu).map_err(|_| libc::EINVAL)?;
+    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).map_err(|e| e as i32)
+}
+
+/// What a failed `try_pin_current_thread` means.
+pub fn pin_error(cpu: usize, errno: i32) -> String {
+    format!(
+        "could not pin a task to CPU {cpu}: {}",
+        std::io::Error::from_raw_os_error(errno)
+    )
 }
 
 /// The CPUs this process may run on (its affinity mask, which reflects cpusets
