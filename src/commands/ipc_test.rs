@@ -135,7 +135,7 @@ pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, String> {
         result: TestResult {
             test: test.transport.name().to_string(),
             description: test.transport.describe().to_string(),
-            mode: "one-way".to_string(),
+            mode: test.plan.mode.as_str().to_string(),
             config: test.config,
             end_reason: outcome.end_reason,
             error: outcome.error,

@@ -36,6 +36,8 @@ pub fn run(args: &MqArgs) -> Result<i32, CommandError> {
     };
     let config = TestConfig {
         pairs: settings.plan.pairs.len(),
+        tasks: settings.plan.tasks.as_str().to_string(),
+        cross_cpu: false,
         policy: settings.policy.to_string(),
         priority: settings.priority,
         same_priority: settings.same_priority,

@@ -82,6 +82,8 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
         };
         let config = TestConfig {
             pairs: plan.pairs.len(),
+            tasks: plan.tasks.as_str().to_string(),
+            cross_cpu: false,
             policy: policy.to_string(),
             priority,
             same_priority: true,

@@ -74,6 +74,10 @@ pub struct TestResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestConfig {
     pub pairs: usize,
+    /// `threads`, or `processes` (`--fork`: the peer of each pair is a child process).
+    pub tasks: String,
+    /// The two tasks of each pair on different CPUs (`--cross-cpu`).
+    pub cross_cpu: bool,
     pub policy: String,
     pub priority: i32,
     pub same_priority: bool,
@@ -182,6 +186,8 @@ pub(crate) mod testdata {
                 mode: "one-way".into(),
                 config: TestConfig {
                     pairs: 1,
+                    tasks: "threads".into(),
+                    cross_cpu: false,
                     policy: "fifo".into(),
                     priority: 99,
                     same_priority: false,
