@@ -3,14 +3,24 @@
 
 use clap::Parser;
 use clap::error::ErrorKind;
-use latscope::cli::{Cli, Command};
+use latscope::cli::Cli;
 use latscope::commands::{self, CommandError, EXIT_RUNTIME, EXIT_USAGE};
 use std::ffi::OsString;
 use std::path::Path;
 
 /// Names under which latscope behaves as the original tool, and the
 /// arguments that stand for that tool.
-const COMPAT_NAMES: [(&str, &[&str]); 1] = [("pmqtest", &["mq", "--format", "classic"])];
+const COMPAT_NAMES: [(&str, &[&str]); 4] = [
+    ("pmqtest", &["mq", "--format", "classic"]),
+    ("sigwaittest", &["signal", "--format", "classic"]),
+    ("svsematest", &["svsem", "--format", "classic"]),
+    ("semtest", &["sem", "--format", "classic"]),
+];
+
+/// Subcommands, for the help hint of a usage error.
+const SUBCOMMANDS: [&str; 11] = [
+    "mq", "sem", "signal", "svsem", "pipe", "eventfd", "futex", "unix", "svmq", "ipc", "suite",
+];
 
 fn effective_args() -> Vec<OsString> {
     let mut args: Vec<OsString> = std::env::args_os().collect();
@@ -63,7 +73,7 @@ fn main() {
     latscope::rt::signals::block_stop_signals();
     let args = effective_args();
     let help_hint = match args.get(1).and_then(|a| a.to_str()) {
-        Some(sub @ ("mq" | "suite")) => format!("latscope {sub} --help"),
+        Some(sub) if SUBCOMMANDS.contains(&sub) => format!("latscope {sub} --help"),
         _ => "latscope --help".to_string(),
     };
     let cli = match Cli::try_parse_from(args) {
@@ -86,10 +96,7 @@ fn main() {
             }
         },
     };
-    let result = match &cli.command {
-        Command::Mq(args) => commands::mq::run(args),
-        Command::Suite(args) => commands::suite::run(args),
-    };
+    let result = commands::dispatch(&cli.command);
     let code = match result {
         Ok(code) => code,
         Err(CommandError::Usage(e)) => {

@@ -2,8 +2,8 @@
 //! user can break is here, and each breaks with one line saying what is wrong
 //! and what to do (exit code 2), before anything is measured.
 
-use crate::cli::{MqArgs, OutputFormat, VerdictArgs};
-use crate::ipc::harness::{PairPlan, RunPlan};
+use crate::cli::{CommonArgs, ModeArg, MqArgs, OutputFormat, PairArgs, SemArgs, VerdictArgs};
+use crate::ipc::harness::{Mode, PairPlan, RunPlan, Tasks};
 use crate::rt::sched::{self, Policy};
 use crate::rt::sysinfo::online_cpus;
 use crate::units::{parse_duration, shown};
@@ -130,14 +130,14 @@ impl VerdictSettings {
     }
 }
 
-fn positive(option: &str, text: &str) -> Result<u64, UsageError> {
+pub fn positive(option: &str, text: &str) -> Result<u64, UsageError> {
     match parse_count(option, text)? {
         0 => Err(usage(format!("{option} must be at least 1"))),
         n => Ok(n),
     }
 }
 
-fn seconds(option: &str, text: &str) -> Result<Duration, UsageError> {
+pub fn seconds(option: &str, text: &str) -> Result<Duration, UsageError> {
     let d = parse_duration(text, SECOND_NS).map_err(|e| usage(format!("{option}: {e}")))?;
     if d.is_zero() {
         return Err(usage(format!("{option} must be longer than 0")));
@@ -145,9 +145,9 @@ fn seconds(option: &str, text: &str) -> Result<Duration, UsageError> {
     Ok(d)
 }
 
-/// Everything `latscope mq` needs, checked.
+/// Everything one IPC test needs, checked.
 #[derive(Debug, Clone)]
-pub struct MqSettings {
+pub struct IpcSettings {
     pub plan: RunPlan,
     pub policy: Policy,
     pub priority: i32,
@@ -156,6 +156,7 @@ pub struct MqSettings {
     pub distance_us: u64,
     pub loops: Option<u64>,
     pub breaktrace_us: Option<u64>,
+    pub cross_cpu: bool,
     pub format: OutputFormat,
     pub lock_memory: bool,
     pub hold_dma_latency: bool,
@@ -165,34 +166,259 @@ pub struct MqSettings {
 }
 
 /// How pairs are placed on CPUs.
-enum Placement {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
     Unpinned,
     AllOn(usize),
+    /// Pair i on the i-th usable CPU (wrapping).
     Spread,
 }
 
-impl MqSettings {
-    pub fn from_args(args: &MqArgs) -> Result<MqSettings, UsageError> {
-        let allowed = sched::allowed_cpus();
-        let mut notices = Vec::new();
+impl From<ModeArg> for Mode {
+    fn from(m: ModeArg) -> Mode {
+        match m {
+            ModeArg::Oneway => Mode::OneWay,
+            ModeArg::Roundtrip => Mode::RoundTrip,
+        }
+    }
+}
 
+/// Options that mean the same in every IPC test, checked.
+struct Common {
+    breaktrace_us: Option<u64>,
+    duration: Option<Duration>,
+    verdict: VerdictSettings,
+}
+
+impl Common {
+    fn from_args(args: &CommonArgs) -> Result<Common, UsageError> {
+        Ok(Common {
+            breaktrace_us: args
+                .breaktrace
+                .as_deref()
+                .map(|t| positive("-b/--breaktrace", t))
+                .transpose()?,
+            duration: args
+                .duration
+                .as_deref()
+                .map(|t| seconds("-D/--duration", t))
+                .transpose()?,
+            verdict: VerdictSettings::from_args(&args.verdict)?,
+        })
+    }
+}
+
+/// The priority asked, checked against the policy's range.
+pub fn checked_priority(priority: u64, policy: Policy) -> Result<i32, UsageError> {
+    let (low, high) = policy.priority_range();
+    if priority < low as u64 || priority > high as u64 {
+        let hint = if policy.is_realtime() {
+            format!("use -p {low}..{high}")
+        } else {
+            "use --policy fifo or rr for a real-time priority".to_string()
+        };
+        return Err(usage(format!(
+            "priority {priority} is outside the {policy} range {low}..{high}: {hint}"
+        )));
+    }
+    Ok(priority as i32)
+}
+
+/// Pairs, placement and priority from the rt-tests options (-a, -S, -t, -p,
+/// --policy), shared by every pair test and `latscope ipc`.
+pub struct PairLayout {
+    pub count: u64,
+    pub placement: Placement,
+    pub policy: Policy,
+    pub priority: i32,
+    pub same_priority: bool,
+}
+
+impl PairLayout {
+    /// `default_smp`: without -a/-S/-t, act as -S (what `latscope ipc` does).
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_options(
+        affinity: Option<&str>,
+        smp: bool,
+        threads: Option<&str>,
+        priority: Option<&str>,
+        policy: Option<Policy>,
+        default_priority: u64,
+        default_smp: bool,
+        notices: &mut Vec<String>,
+    ) -> Result<PairLayout, UsageError> {
+        let allowed = sched::allowed_cpus();
+        let priority = match priority {
+            Some(t) => parse_count("-p/--prio", t)?,
+            None => default_priority,
+        };
+        let policy = policy.unwrap_or(if priority > 0 {
+            Policy::Fifo
+        } else {
+            Policy::Other
+        });
+        let priority = checked_priority(priority, policy)?;
+        let smp = smp || (default_smp && affinity.is_none() && threads.is_none());
+        let (count, placement) = if smp {
+            if threads.is_some() {
+                notices.push("-t ignored due to --smp".to_string());
+            }
+            if affinity.is_some() {
+                notices.push("-a ignored due to --smp".to_string());
+            }
+            (allowed.len() as u64, Placement::Spread)
+        } else {
+            let count = match threads {
+                None => 1,
+                Some("all") => allowed.len() as u64,
+                Some(t) => parse_count("-t/--threads", t)?,
+            };
+            let placement = match affinity {
+                None => Placement::Unpinned,
+                Some("all") => Placement::Spread,
+                Some(t) => {
+                    let cpu = parse_count("-a/--affinity", t)? as usize;
+                    check_cpu(cpu, &allowed)?;
+                    Placement::AllOn(cpu)
+                }
+            };
+            (count, placement)
+        };
+        if count == 0 || count > MAX_PAIRS {
+            return Err(usage(format!(
+                "-t/--threads {count} is out of range: use 1..{MAX_PAIRS} pairs"
+            )));
+        }
+        Ok(PairLayout {
+            count,
+            placement,
+            policy,
+            priority,
+            same_priority: smp && priority > 0,
+        })
+    }
+
+    /// The pairs: pair i waits `interval + i * distance` between samples and,
+    /// unless all share one priority, runs at `priority - i` (at least 1).
+    pub fn pairs(
+        &self,
+        interval_us: u64,
+        distance_us: u64,
+        loops: Option<u64>,
+        cross_cpu: bool,
+    ) -> Result<Vec<PairPlan>, UsageError> {
+        let allowed = sched::allowed_cpus();
+        let last_interval = interval_us
+            .checked_add(distance_us.saturating_mul(self.count - 1))
+            .filter(|&i| i <= MAX_INTERVAL_US);
+        if last_interval.is_none() {
+            return Err(usage(format!(
+                "interval {interval_us} us plus distance {distance_us} us per pair exceeds one hour: use smaller -i/-d"
+            )));
+        }
+        if cross_cpu {
+            if allowed.len() < 2 {
+                return Err(usage(
+                    "--cross-cpu needs two usable CPUs, this process has one (check taskset/cpuset)",
+                ));
+            }
+            if let Placement::AllOn(cpu) = self.placement {
+                return Err(usage(format!(
+                    "--cross-cpu puts the two tasks of a pair on different CPUs: it cannot be combined with -a {cpu}"
+                )));
+            }
+        }
+        let cpu_of = |i: usize| allowed[i % allowed.len()];
+        Ok((0..self.count as usize)
+            .map(|i| {
+                let (recorder_cpu, peer_cpu) = match (self.placement, cross_cpu) {
+                    (_, true) => (Some(cpu_of(i)), Some(cpu_of(i + 1))),
+                    (Placement::Unpinned, false) => (None, None),
+                    (Placement::AllOn(cpu), false) => (Some(cpu), Some(cpu)),
+                    (Placement::Spread, false) => (Some(cpu_of(i)), Some(cpu_of(i))),
+                };
+                PairPlan {
+                    recorder_cpu,
+                    peer_cpu,
+                    policy: self.policy,
+                    priority: if self.same_priority || self.priority <= 1 {
+                        self.priority
+                    } else {
+                        (self.priority - i as i32).max(1)
+                    },
+                    interval_ns: (interval_us + distance_us * i as u64) * 1000,
+                    loops,
+                }
+            })
+            .collect())
+    }
+}
+
+/// A whole number of microseconds for an interval (0 = back to back).
+pub fn parse_interval(option: &str, text: &str) -> Result<u64, UsageError> {
+    let us = parse_count(option, text)?;
+    if us > MAX_INTERVAL_US {
+        return Err(usage(format!(
+            "{option} {us} us exceeds one hour: use a smaller interval"
+        )));
+    }
+    Ok(us)
+}
+
+/// A loop count; 0 means "until stopped".
+pub fn parse_loops(option: &str, text: &str) -> Result<Option<u64>, UsageError> {
+    Ok(Some(parse_count(option, text)?).filter(|&n| n > 0))
+}
+
+impl IpcSettings {
+    /// pmqtest's and the other rt-tests tools' options (`mq` adds -T and -f).
+    pub fn from_pair_args(
+        args: &PairArgs,
+        mode: ModeArg,
+        fork: bool,
+    ) -> Result<IpcSettings, UsageError> {
+        let mut notices = Vec::new();
         let interval_us = match &args.interval {
-            Some(t) => positive("-i/--interval", t)?,
+            Some(t) => parse_interval("-i/--interval", t)?,
             None => 1000,
         };
         let distance_us = match &args.distance {
             Some(t) => parse_count("-d/--distance", t)?,
             None => 500,
         };
-        let loops = match &args.loops {
-            Some(t) => Some(parse_count("-l/--loops", t)?).filter(|&n| n > 0),
-            None => None,
-        };
-        let duration = args
-            .duration
+        let loops = args
+            .loops
             .as_deref()
-            .map(|t| seconds("-D/--duration", t))
-            .transpose()?;
+            .map(|t| parse_loops("-l/--loops", t))
+            .transpose()?
+            .flatten();
+        let common = Common::from_args(&args.common)?;
+        let layout = PairLayout::from_options(
+            args.affinity.as_deref(),
+            args.smp,
+            args.threads.as_deref(),
+            args.priority.as_deref(),
+            args.policy,
+            0,
+            false,
+            &mut notices,
+        )?;
+        let pairs = layout.pairs(interval_us, distance_us, loops, args.common.cross_cpu)?;
+        Ok(IpcSettings::assemble(
+            &args.common,
+            common,
+            layout,
+            pairs,
+            (interval_us, distance_us, loops),
+            mode,
+            fork,
+            notices,
+        ))
+    }
+
+    /// `latscope mq`: the pair options plus pmqtest's -T and -f.
+    pub fn from_mq_args(args: &MqArgs) -> Result<IpcSettings, UsageError> {
+        let mut settings = IpcSettings::from_pair_args(&args.pairs, args.mode, args.fork)?;
         let timeout = args
             .timeout
             .as_deref()
@@ -208,126 +434,139 @@ impl MqSettings {
                 "-f/--forcetimeout requires -T/--timeout (e.g. -T 1 -f 2)",
             ));
         }
-        let breaktrace_us = args
-            .breaktrace
-            .as_deref()
-            .map(|t| positive("-b/--breaktrace", t))
-            .transpose()?;
+        if force.is_some() && args.mode == ModeArg::Roundtrip {
+            return Err(usage(
+                "-f/--forcetimeout delays the sender of a one-way sample: it needs --mode oneway",
+            ));
+        }
+        settings.plan.receive_timeout = timeout;
+        settings.plan.forced_send_delay = force;
+        Ok(settings)
+    }
 
+    /// semtest's options: one pair per CPU (-n), both tasks of pair c on CPU c
+    /// unless -A, every task at the same priority (-p switches to SCHED_FIFO,
+    /// -r to SCHED_RR), -i iterations, -I interval.
+    pub fn from_sem_args(args: &SemArgs) -> Result<IpcSettings, UsageError> {
+        let allowed = sched::allowed_cpus();
+        let count = match &args.num_cpus {
+            Some(t) => {
+                let n = parse_count("-n/--num_cpus", t)?;
+                if n == 0 || n > allowed.len() as u64 {
+                    return Err(usage(format!(
+                        "-n/--num_cpus {n} is out of range: this process can use {} CPUs (use 1..{})",
+                        allowed.len(),
+                        allowed.len()
+                    )));
+                }
+                n
+            }
+            None => allowed.len() as u64,
+        };
         let priority = match &args.priority {
-            Some(t) => parse_count("-p/--prio", t)?,
+            Some(t) => parse_count("-p/--priority", t)?,
             None => 0,
         };
-        let policy = args.policy.unwrap_or(if priority > 0 {
-            Policy::Fifo
-        } else {
-            Policy::Other
-        });
-        let (low, high) = policy.priority_range();
-        if priority < low as u64 || priority > high as u64 {
-            let hint = if policy.is_realtime() {
-                format!("use -p {low}..{high}")
-            } else {
-                "use --policy fifo or rr for a real-time priority".to_string()
-            };
-            return Err(usage(format!(
-                "priority {priority} is outside the {policy} range {low}..{high}: {hint}"
-            )));
+        if args.policy_rr && args.priority.is_none() {
+            return Err(usage(
+                "-r/--policy_rr applies to real-time priorities: give one with -p (e.g. -r -p 80)",
+            ));
         }
-        let priority = priority as i32;
-
-        let (pair_count, placement) = if args.smp {
-            if args.threads.is_some() {
-                notices.push("-t ignored due to --smp".to_string());
-            }
-            if args.affinity.is_some() {
-                notices.push("-a ignored due to --smp".to_string());
-            }
-            (allowed.len() as u64, Placement::Spread)
-        } else {
-            let count = match args.threads.as_deref() {
-                None => 1,
-                Some("all") => allowed.len() as u64,
-                Some(t) => parse_count("-t/--threads", t)?,
-            };
-            let placement = match args.affinity.as_deref() {
-                None => Placement::Unpinned,
-                Some("all") => Placement::Spread,
-                Some(t) => {
-                    let cpu = parse_count("-a/--affinity", t)? as usize;
-                    check_cpu(cpu, &allowed)?;
-                    Placement::AllOn(cpu)
-                }
-            };
-            (count, placement)
+        let policy = match (args.policy_rr, priority > 0) {
+            (true, _) => Policy::Rr,
+            (false, true) => Policy::Fifo,
+            (false, false) => Policy::Other,
         };
-        if pair_count == 0 || pair_count > MAX_PAIRS {
-            return Err(usage(format!(
-                "-t/--threads {pair_count} is out of range: use 1..{MAX_PAIRS} pairs"
-            )));
-        }
-        let last_interval = interval_us
-            .checked_add(distance_us.saturating_mul(pair_count - 1))
-            .filter(|&i| i <= MAX_INTERVAL_US);
-        if last_interval.is_none() {
-            return Err(usage(format!(
-                "interval {interval_us} us plus distance {distance_us} us per pair exceeds one hour: use smaller -i/-d"
-            )));
-        }
-
-        let same_priority = args.smp && priority > 0;
-        let pairs = (0..pair_count as usize)
-            .map(|i| PairPlan {
-                recorder_cpu: match placement {
-                    Placement::Unpinned => None,
-                    Placement::AllOn(cpu) => Some(cpu),
-                    Placement::Spread => Some(allowed[i % allowed.len()]),
-                },
-                peer_cpu: match placement {
-                    Placement::Unpinned => None,
-                    Placement::AllOn(cpu) => Some(cpu),
-                    Placement::Spread => Some(allowed[i % allowed.len()]),
-                },
-                policy,
-                priority: if same_priority || priority <= 1 {
-                    priority
-                } else {
-                    (priority - i as i32).max(1)
-                },
-                interval_ns: (interval_us + distance_us * i as u64) * 1000,
-                loops,
-            })
-            .collect();
-
-        let verdict = VerdictSettings::from_args(&args.verdict)?;
-        Ok(MqSettings {
-            plan: RunPlan {
-                pairs,
-                duration,
-                receive_timeout: timeout,
-                forced_send_delay: force,
-                breaktrace_ns: breaktrace_us.map(|us| us.saturating_mul(1000)),
-                limit_ns: verdict.max_latency_us.map(|us| us.saturating_mul(1000)),
-                lock_memory: !args.no_mlockall,
-                ..RunPlan::default()
+        let priority = checked_priority(priority, policy)?;
+        let interval_us = match &args.interval {
+            Some(t) => parse_interval("-I/--interval", t)?,
+            None => 1000,
+        };
+        let loops = match &args.iterations {
+            Some(t) => parse_loops("-i/--iterations", t)?,
+            None => Some(10_000),
+        };
+        let common = Common::from_args(&args.common)?;
+        let layout = PairLayout {
+            count,
+            placement: if args.no_affinity {
+                Placement::Unpinned
+            } else {
+                Placement::Spread
             },
             policy,
             priority,
-            same_priority,
+            same_priority: true,
+        };
+        if args.no_affinity && args.common.cross_cpu {
+            return Err(usage(
+                "--cross-cpu pins the two tasks of a pair to different CPUs: it cannot be combined with -A",
+            ));
+        }
+        let pairs = layout.pairs(interval_us, 0, loops, args.common.cross_cpu)?;
+        let mut notices = Vec::new();
+        if args.affinity && args.no_affinity {
+            notices.push("-a ignored due to -A".to_string());
+        }
+        Ok(IpcSettings::assemble(
+            &args.common,
+            common,
+            layout,
+            pairs,
+            (interval_us, 0, loops),
+            args.mode,
+            args.fork,
+            notices,
+        ))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        args: &CommonArgs,
+        common: Common,
+        layout: PairLayout,
+        pairs: Vec<PairPlan>,
+        (interval_us, distance_us, loops): (u64, u64, Option<u64>),
+        mode: ModeArg,
+        fork: bool,
+        notices: Vec<String>,
+    ) -> IpcSettings {
+        IpcSettings {
+            plan: RunPlan {
+                pairs,
+                mode: mode.into(),
+                tasks: if fork {
+                    Tasks::Processes
+                } else {
+                    Tasks::Threads
+                },
+                duration: common.duration,
+                breaktrace_ns: common.breaktrace_us.map(|us| us.saturating_mul(1000)),
+                limit_ns: common
+                    .verdict
+                    .max_latency_us
+                    .map(|us| us.saturating_mul(1000)),
+                lock_memory: !args.no_mlockall,
+                ..RunPlan::default()
+            },
+            policy: layout.policy,
+            priority: layout.priority,
+            same_priority: layout.same_priority,
             interval_us,
             distance_us,
             loops,
-            breaktrace_us,
+            breaktrace_us: common.breaktrace_us,
+            cross_cpu: args.cross_cpu,
             format: args.format,
             lock_memory: !args.no_mlockall,
             hold_dma_latency: !args.no_dma_latency,
-            verdict,
+            verdict: common.verdict,
             notices,
-        })
+        }
     }
 }
 
-fn check_cpu(cpu: usize, allowed: &[usize]) -> Result<(), UsageError> {
+pub fn check_cpu(cpu: usize, allowed: &[usize]) -> Result<(), UsageError> {
     if allowed.contains(&cpu) {
         return Ok(());
     }
@@ -353,10 +592,19 @@ mod tests {
     use crate::cli::{Cli, Command};
     use clap::Parser;
 
-    fn settings(args: &[&str]) -> Result<MqSettings, UsageError> {
+    fn settings(args: &[&str]) -> Result<IpcSettings, UsageError> {
         let cli = Cli::try_parse_from(["latscope", "mq"].iter().chain(args)).expect("clap accepts");
         match cli.command {
-            Command::Mq(a) => MqSettings::from_args(&a),
+            Command::Mq(a) => IpcSettings::from_mq_args(&a),
+            _ => unreachable!(),
+        }
+    }
+
+    fn sem_settings(args: &[&str]) -> Result<IpcSettings, UsageError> {
+        let cli =
+            Cli::try_parse_from(["latscope", "sem"].iter().chain(args)).expect("clap accepts");
+        match cli.command {
+            Command::Sem(a) => IpcSettings::from_sem_args(&a),
             _ => unreachable!(),
         }
     }
@@ -417,12 +665,16 @@ mod tests {
             (vec!["-t", "100000"], "out of range"),
             (vec!["-l", "-5"], "must not be negative"),
             (vec!["-l", "abc"], "must be a whole number"),
-            (vec!["-i", "0"], "at least 1"),
             (vec!["-D", "5x"], "unknown unit"),
             (vec!["-D", "0"], "longer than 0"),
             (vec!["-T", "1", "-f", "x"], "not a duration"),
             (vec!["-f", "1"], "requires -T"),
             (vec!["-i", "4000000000"], "exceeds one hour"),
+            (vec!["-i", "3599999999", "-t", "3"], "exceeds one hour"),
+            (
+                vec!["--mode", "roundtrip", "-T", "1", "-f", "2"],
+                "needs --mode oneway",
+            ),
             (vec!["--json", "/nonexistent-dir/x.json"], "does not exist"),
             (vec!["--json", "/"], "is a directory"),
             (vec!["--max-latency", "0"], "at least 1"),
@@ -431,6 +683,77 @@ mod tests {
             assert!(err.contains(needle), "{args:?}: {err}");
             assert!(!err.contains('\n'), "{args:?}: multi-line: {err}");
         }
+    }
+
+    #[test]
+    fn semtest_defaults_and_options() {
+        let cpus = sched::allowed_cpus();
+        let s = sem_settings(&[]).unwrap();
+        assert_eq!(s.plan.mode, Mode::RoundTrip);
+        assert_eq!(s.plan.pairs.len(), cpus.len());
+        assert_eq!(s.loops, Some(10_000));
+        assert_eq!(s.interval_us, 1000);
+        assert_eq!(s.policy, Policy::Other);
+        for (i, p) in s.plan.pairs.iter().enumerate() {
+            assert_eq!((p.recorder_cpu, p.peer_cpu), (Some(cpus[i]), Some(cpus[i])));
+            assert_eq!(p.interval_ns, 1_000_000);
+        }
+        let s = sem_settings(&args_of("-p 90 -r -i 500 -I 250 -n 1 -A")).unwrap();
+        assert_eq!((s.policy, s.priority), (Policy::Rr, 90));
+        assert_eq!(s.loops, Some(500));
+        assert_eq!(s.plan.pairs.len(), 1);
+        assert_eq!(s.plan.pairs[0].interval_ns, 250_000);
+        assert_eq!(s.plan.pairs[0].recorder_cpu, None);
+        let s = sem_settings(&args_of("-p 80 --mode oneway -f -I 0")).unwrap();
+        assert_eq!((s.policy, s.plan.mode), (Policy::Fifo, Mode::OneWay));
+        assert_eq!(s.plan.tasks, Tasks::Processes);
+        assert_eq!(s.plan.pairs[0].interval_ns, 0);
+        for (args, needle) in [
+            ("-n 0", "out of range"),
+            ("-n 4096", "out of range"),
+            ("-r", "give one with -p"),
+            ("-p 100", "outside the fifo range"),
+            ("-A --cross-cpu", "cannot be combined with -A"),
+            ("-i x", "must be a whole number"),
+        ] {
+            let err = sem_settings(&args_of(args)).expect_err(args).0;
+            assert!(err.contains(needle), "{args}: {err}");
+        }
+    }
+
+    fn args_of(line: &str) -> Vec<&str> {
+        line.split_whitespace().collect()
+    }
+
+    #[test]
+    fn cross_cpu_puts_the_peer_on_the_next_cpu() {
+        let cpus = sched::allowed_cpus();
+        if cpus.len() < 2 {
+            let err = settings(&["-S", "--cross-cpu"]).unwrap_err().0;
+            assert!(err.contains("needs two usable CPUs"), "{err}");
+            return;
+        }
+        let s = settings(&["-S", "--cross-cpu"]).unwrap();
+        for (i, p) in s.plan.pairs.iter().enumerate() {
+            assert_eq!(p.recorder_cpu, Some(cpus[i]));
+            assert_eq!(p.peer_cpu, Some(cpus[(i + 1) % cpus.len()]));
+        }
+        // Unpinned pairs get pinned apart too.
+        let s = settings(&["--cross-cpu", "-t", "1"]).unwrap();
+        assert_eq!(s.plan.pairs[0].peer_cpu, Some(cpus[1]));
+        let err = settings(&["--cross-cpu", "-a", &cpus[0].to_string()])
+            .unwrap_err()
+            .0;
+        assert!(err.contains("cannot be combined with -a"), "{err}");
+    }
+
+    #[test]
+    fn interval_zero_runs_back_to_back() {
+        let s = settings(&["-i", "0", "-t", "2", "-d", "0"]).unwrap();
+        assert!(s.plan.pairs.iter().all(|p| p.interval_ns == 0));
+        let s = settings(&["-i", "0", "--fork", "--mode", "roundtrip"]).unwrap();
+        assert_eq!(s.plan.tasks, Tasks::Processes);
+        assert_eq!(s.plan.mode, Mode::RoundTrip);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use clap::Parser;
 use latscope::cli::{Cli, Command};
-use latscope::settings::{MqSettings, parse_count};
+use latscope::settings::{IpcSettings, parse_count};
 use latscope::units::parse_duration;
 use proptest::prelude::*;
 use proptest::test_runner::Config;
@@ -179,7 +179,7 @@ proptest! {
             argv.push(format!("{option}={value}"));
         }
         if let Ok(Cli { command: Command::Mq(args) }) = Cli::try_parse_from(&argv)
-            && let Err(e) = MqSettings::from_args(&args)
+            && let Err(e) = IpcSettings::from_mq_args(&args)
         {
             prop_assert!(!e.0.trim().is_empty(), "{argv:?}: empty message");
         }
@@ -221,7 +221,7 @@ fn limit_never_wraps(
     option: &str,
     short: &str,
     us: u64,
-    limit_ns: impl Fn(&MqSettings) -> u64,
+    limit_ns: impl Fn(&IpcSettings) -> u64,
 ) -> Result<(), TestCaseError> {
     if let Some(Ok(s)) = mq_settings(option, &us.to_string()) {
         let at_least = (u128::from(us) * 1000).min(u128::from(u64::MAX));
@@ -262,7 +262,7 @@ fn option_name() -> impl Strategy<Value = &'static str> {
 /// Parses `latscope mq --OPTION=VALUE` with clap (the `=` form passes any
 /// value verbatim) and validates it. `None` when clap itself refuses it.
 /// `-f` needs `-T`, so it comes with a valid one.
-fn mq_settings(option: &str, value: &str) -> Option<Result<MqSettings, String>> {
+fn mq_settings(option: &str, value: &str) -> Option<Result<IpcSettings, String>> {
     let mut argv = vec![
         "latscope".to_string(),
         "mq".to_string(),
@@ -274,7 +274,7 @@ fn mq_settings(option: &str, value: &str) -> Option<Result<MqSettings, String>> 
     match Cli::try_parse_from(&argv) {
         Ok(Cli {
             command: Command::Mq(args),
-        }) => Some(MqSettings::from_args(&args).map_err(|e| e.0)),
+        }) => Some(IpcSettings::from_mq_args(&args).map_err(|e| e.0)),
         Ok(_) => panic!("{argv:?} parsed as another subcommand"),
         Err(_) => None,
     }

@@ -26,6 +26,33 @@ pub enum Command {
     /// POSIX message queue wake-up latency (replaces pmqtest; same options)
     #[command(allow_negative_numbers = true, args_override_self = true)]
     Mq(Box<MqArgs>),
+    /// POSIX semaphore latency, round trip by default (replaces semtest; same options)
+    #[command(allow_negative_numbers = true, args_override_self = true)]
+    Sem(Box<SemArgs>),
+    /// Signal wake-up latency, sigwait (replaces sigwaittest; same options)
+    #[command(allow_negative_numbers = true, args_override_self = true)]
+    Signal(Box<PairTestArgs>),
+    /// System V semaphore latency, semop (replaces svsematest; same options)
+    #[command(allow_negative_numbers = true, args_override_self = true)]
+    Svsem(Box<PairTestArgs>),
+    /// Pipe wake-up latency, write -> read
+    #[command(allow_negative_numbers = true, args_override_self = true)]
+    Pipe(Box<PairTestArgs>),
+    /// eventfd wake-up latency, write -> read
+    #[command(allow_negative_numbers = true, args_override_self = true)]
+    Eventfd(Box<PairTestArgs>),
+    /// Futex wake-up latency, FUTEX_WAKE -> FUTEX_WAIT
+    #[command(allow_negative_numbers = true, args_override_self = true)]
+    Futex(Box<PairTestArgs>),
+    /// Unix-domain socket wake-up latency, send -> recv
+    #[command(allow_negative_numbers = true, args_override_self = true)]
+    Unix(Box<PairTestArgs>),
+    /// System V message queue wake-up latency, msgsnd -> msgrcv
+    #[command(allow_negative_numbers = true, args_override_self = true)]
+    Svmq(Box<PairTestArgs>),
+    /// Every IPC primitive with the same settings, one comparison table
+    #[command(allow_negative_numbers = true, args_override_self = true)]
+    Ipc(Box<IpcArgs>),
     /// The main job: run every test briefly and print one overview of this machine
     #[command(allow_negative_numbers = true, args_override_self = true)]
     Suite(SuiteArgs),
@@ -37,6 +64,27 @@ pub enum OutputFormat {
     Modern,
     /// The original tool's exact lines (and rt-tests JSON with --json)
     Classic,
+}
+
+/// How one sample is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// The sender stamps before its wake call, the receiver when its wait returns
+    #[value(alias = "one-way")]
+    Oneway,
+    /// One task stamps, wakes its peer, is woken back, stamps again
+    #[value(alias = "round-trip")]
+    Roundtrip,
+}
+
+/// `latscope ipc` modes: one of them, or both one after the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IpcModeArg {
+    #[value(alias = "one-way")]
+    Oneway,
+    #[value(alias = "round-trip")]
+    Roundtrip,
+    Both,
 }
 
 /// Options shared by every test that reports and judges latencies.
@@ -53,24 +101,42 @@ pub struct VerdictArgs {
     pub quiet: bool,
 }
 
+/// Options of every IPC test whose letters do not differ between the tools.
 #[derive(Debug, Clone, Args)]
-pub struct MqArgs {
-    /// Pin pair N to CPU N (bare -a), or all pairs to CPU PROC (-a PROC)
-    #[arg(short = 'a', long, value_name = "PROC", num_args = 0..=1, default_missing_value = "all")]
-    pub affinity: Option<String>,
+pub struct CommonArgs {
     /// Stop the run and the kernel tracer when a sample exceeds USEC microseconds
     #[arg(short = 'b', long, value_name = "USEC")]
     pub breaktrace: Option<String>,
-    /// Added to the interval of each further pair, in microseconds [default: 500]
-    #[arg(short = 'd', long, value_name = "DIST")]
-    pub distance: Option<String>,
     /// Run for TIME: a number of seconds, or with s/m/h/d suffixes (10s, 5m, 1h30m, 0.5m)
     #[arg(short = 'D', long, value_name = "TIME")]
     pub duration: Option<String>,
-    /// Delay each send by TO seconds to force receive timeouts (requires -T)
-    #[arg(short = 'f', long = "forcetimeout", value_name = "TO")]
-    pub force_timeout: Option<String>,
-    /// Base interval between samples in microseconds [default: 1000]
+    /// Put the two tasks of each pair on different CPUs (the receiver on the pair's
+    /// CPU, the sender on the next usable one): measures the cross-CPU wake-up
+    #[arg(long = "cross-cpu")]
+    pub cross_cpu: bool,
+    /// Output format
+    #[arg(long, value_enum, default_value = "modern")]
+    pub format: OutputFormat,
+    /// Do not lock memory with mlockall (page faults may then show up as latency)
+    #[arg(long = "no-mlockall")]
+    pub no_mlockall: bool,
+    /// Do not hold /dev/cpu_dma_latency at 0 (deep CPU idle states stay allowed)
+    #[arg(long = "no-dma-latency")]
+    pub no_dma_latency: bool,
+    #[command(flatten)]
+    pub verdict: VerdictArgs,
+}
+
+/// The rt-tests pair options (pmqtest, sigwaittest, svsematest, ptsematest).
+#[derive(Debug, Clone, Args)]
+pub struct PairArgs {
+    /// Pin pair N to CPU N (bare -a), or all pairs to CPU PROC (-a PROC)
+    #[arg(short = 'a', long, value_name = "PROC", num_args = 0..=1, default_missing_value = "all")]
+    pub affinity: Option<String>,
+    /// Added to the interval of each further pair, in microseconds [default: 500]
+    #[arg(short = 'd', long, value_name = "DIST")]
+    pub distance: Option<String>,
+    /// Base interval between samples in microseconds; 0 = back to back [default: 1000]
     #[arg(short = 'i', long, value_name = "INTV")]
     pub interval: Option<String>,
     /// Samples per pair (0 = until stopped) [default: 0]
@@ -93,16 +159,130 @@ pub struct MqArgs {
     /// Number of pairs; bare -t: one per usable CPU [default: 1]
     #[arg(short = 't', long, value_name = "NUM", num_args = 0..=1, default_missing_value = "all")]
     pub threads: Option<String>,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct MqArgs {
+    #[command(flatten)]
+    pub pairs: PairArgs,
+    /// Delay each send by TO seconds to force receive timeouts (requires -T)
+    #[arg(short = 'f', long = "forcetimeout", value_name = "TO")]
+    pub force_timeout: Option<String>,
     /// Use mq_timedreceive with a timeout of TO seconds; timeouts are counted
     #[arg(short = 'T', long, value_name = "TO")]
     pub timeout: Option<String>,
-    /// Output format
-    #[arg(long, value_enum, default_value = "modern")]
-    pub format: OutputFormat,
-    /// Do not lock memory with mlockall (page faults may then show up as latency)
+    /// Run the sender of each pair in a child process instead of a thread
+    #[arg(long)]
+    pub fork: bool,
+    /// How a sample is taken
+    #[arg(long, value_enum, default_value = "oneway")]
+    pub mode: ModeArg,
+}
+
+/// signal, svsem, pipe, eventfd, futex, unix, svmq.
+#[derive(Debug, Clone, Args)]
+pub struct PairTestArgs {
+    #[command(flatten)]
+    pub pairs: PairArgs,
+    /// Run the sender of each pair in a child process instead of a thread
+    #[arg(short = 'f', long)]
+    pub fork: bool,
+    /// How a sample is taken
+    #[arg(long, value_enum, default_value = "oneway")]
+    pub mode: ModeArg,
+}
+
+/// semtest's options (its own letters: -i is iterations, -I the interval).
+#[derive(Debug, Clone, Args)]
+pub struct SemArgs {
+    /// Pin both tasks of pair N to CPU N (the default)
+    #[arg(short = 'a', long)]
+    pub affinity: bool,
+    /// Do not pin: let the scheduler move the tasks
+    #[arg(short = 'A', long = "no_affinity", visible_alias = "no-affinity")]
+    pub no_affinity: bool,
+    /// Samples per pair (0 = until stopped) [default: 10000]
+    #[arg(short = 'i', long, value_name = "N")]
+    pub iterations: Option<String>,
+    /// Interval between samples in microseconds, absolute periods; 0 = back to back [default: 1000]
+    #[arg(short = 'I', long, value_name = "US")]
+    pub interval: Option<String>,
+    /// Number of pairs, one per CPU [default: every usable CPU]
+    #[arg(
+        short = 'n',
+        long = "num_cpus",
+        visible_alias = "num-cpus",
+        value_name = "N"
+    )]
+    pub num_cpus: Option<String>,
+    /// Real-time priority of every task (switches to SCHED_FIFO)
+    #[arg(short = 'p', long, value_name = "PRIO")]
+    pub priority: Option<String>,
+    /// SCHED_RR instead of SCHED_FIFO (with -p)
+    #[arg(short = 'r', long = "policy_rr", visible_alias = "policy-rr")]
+    pub policy_rr: bool,
+    /// Run the peer of each pair in a child process instead of a thread
+    #[arg(short = 'f', long)]
+    pub fork: bool,
+    /// How a sample is taken
+    #[arg(long, value_enum, default_value = "roundtrip")]
+    pub mode: ModeArg,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct IpcArgs {
+    /// Pin pair N to CPU N (bare -a), or all pairs to CPU PROC (-a PROC) [default: as -S]
+    #[arg(short = 'a', long, value_name = "PROC", num_args = 0..=1, default_missing_value = "all")]
+    pub affinity: Option<String>,
+    /// Added to the interval of each further pair, in microseconds [default: 500]
+    #[arg(short = 'd', long, value_name = "DIST")]
+    pub distance: Option<String>,
+    /// Base interval between samples in microseconds; 0 = back to back [default: 100]
+    #[arg(short = 'i', long, value_name = "INTV")]
+    pub interval: Option<String>,
+    /// Samples per pair and test (0 = until the time per primitive is up) [default: 0]
+    #[arg(short = 'l', long, value_name = "LOOPS")]
+    pub loops: Option<String>,
+    /// Real-time priority [default: 99 (fifo) when allowed, else 0 (other)]
+    #[arg(
+        short = 'p',
+        long = "prio",
+        visible_alias = "priority",
+        value_name = "PRIO"
+    )]
+    pub priority: Option<String>,
+    /// Scheduling policy [default: fifo with -p above 0, else other]
+    #[arg(long, value_enum)]
+    pub policy: Option<crate::rt::sched::Policy>,
+    /// One pair per usable CPU, pinned, same priority (the default placement)
+    #[arg(short = 'S', long)]
+    pub smp: bool,
+    /// Number of pairs; bare -t: one per usable CPU
+    #[arg(short = 't', long, value_name = "NUM", num_args = 0..=1, default_missing_value = "all")]
+    pub threads: Option<String>,
+    /// Time per primitive, shared by its modes (s/m/h/d suffixes) [default: 6s]
+    #[arg(short = 'D', long, value_name = "TIME")]
+    pub duration: Option<String>,
+    /// Modes to run for every primitive
+    #[arg(long, value_enum, default_value = "both")]
+    pub mode: IpcModeArg,
+    /// Peers in child processes, for every primitive
+    #[arg(short = 'f', long)]
+    pub fork: bool,
+    /// The two tasks of each pair on different CPUs, for every primitive
+    #[arg(long = "cross-cpu")]
+    pub cross_cpu: bool,
+    /// Only these primitives (comma list) [default: all]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// Do not lock memory with mlockall
     #[arg(long = "no-mlockall")]
     pub no_mlockall: bool,
-    /// Do not hold /dev/cpu_dma_latency at 0 (deep CPU idle states stay allowed)
+    /// Do not hold /dev/cpu_dma_latency at 0
     #[arg(long = "no-dma-latency")]
     pub no_dma_latency: bool,
     #[command(flatten)]

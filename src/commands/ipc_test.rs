@@ -9,6 +9,7 @@ use crate::rt::dma_latency::DmaLatency;
 use crate::rt::sched;
 use crate::rt::sysinfo::{self, CpuTimes, SysInfo};
 use crate::rt::tracefs::BreakTrace;
+use crate::settings::IpcSettings;
 use crate::stats::LatencyRecorder;
 use std::time::{Duration, SystemTime};
 
@@ -149,6 +150,36 @@ pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, String> {
     })
 }
 
+/// A test whose tasks or kernel objects could not be set up: reported with
+/// its error and no samples, so a sequence can go on with the next one.
+pub fn failed_to_start(
+    transport: &dyn Transport,
+    plan: &RunPlan,
+    config: TestConfig,
+    error: String,
+) -> FinishedTest {
+    let now = SystemTime::now();
+    FinishedTest {
+        result: TestResult {
+            test: transport.name().to_string(),
+            description: transport.describe().to_string(),
+            mode: plan.mode.as_str().to_string(),
+            config,
+            end_reason: harness::EndReason::Error,
+            error: Some(error),
+            overall: LatencyRecorder::new().summary(),
+            series: Vec::new(),
+        },
+        started: now,
+        ended: now,
+        elapsed: Duration::ZERO,
+        facts: RunFacts {
+            realtime_policy: plan.pairs.first().is_some_and(|p| p.policy.is_realtime()),
+            ..RunFacts::default()
+        },
+    }
+}
+
 fn series_of(index: usize, p: &PairOutcome) -> Series {
     Series {
         label: format!("pair {index}"),
@@ -205,6 +236,28 @@ pub fn assemble_report(
     };
     report.exit_code = super::exit_code_for(&report);
     report
+}
+
+/// The report's record of a single IPC test's settings.
+pub fn config_of(settings: &IpcSettings, prep: &Preparation) -> TestConfig {
+    TestConfig {
+        pairs: settings.plan.pairs.len(),
+        tasks: settings.plan.tasks.as_str().to_string(),
+        cross_cpu: settings.cross_cpu,
+        policy: settings.policy.to_string(),
+        priority: settings.priority,
+        same_priority: settings.same_priority,
+        interval_us: settings.interval_us,
+        distance_us: settings.distance_us,
+        loops: settings.loops,
+        duration_s: secs(settings.plan.duration),
+        receive_timeout_s: secs(settings.plan.receive_timeout),
+        forced_send_delay_s: secs(settings.plan.forced_send_delay),
+        breaktrace_us: settings.breaktrace_us,
+        max_latency_us: settings.verdict.max_latency_us,
+        mlockall: prep.memory.is_locked(),
+        cpu_dma_latency: prep.dma_latency.describe(),
+    }
 }
 
 /// Seconds as the report writes them.

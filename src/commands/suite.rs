@@ -1,31 +1,21 @@
 //! `latscope suite`: the main job. Runs every available test briefly and
 //! prints one overview table of this machine's latencies.
 
-use super::ipc_test::{self, FinishedTest, IpcTest, Preparation, secs};
-use super::progress::LiveLine;
+use super::ipc_cmd::{DEFAULT_INTERVAL_US, DEFAULT_RT_PRIORITY, SequenceItem, run_sequence};
+use super::ipc_test::{self, Preparation, secs};
 use super::{CommandError, deliver};
 use crate::cli::SuiteArgs;
-use crate::ipc::Transport;
 use crate::ipc::harness::{PairPlan, RunPlan};
-use crate::ipc::mq::MessageQueues;
+use crate::ipc::{PRIMITIVES, transport_named};
 use crate::report::console::{Table, end_reason_text, write_footer};
 use crate::report::json::LatscopeJson;
 use crate::report::{Exporter, Report, TestConfig};
 use crate::rt::sched::{self, Policy};
 use crate::rt::sysinfo::SysInfo;
 use crate::settings::{UsageError, VerdictSettings};
-use crate::units::{format_duration, format_ns, parse_duration};
+use crate::units::{format_ns, parse_duration};
 use std::io::Write;
 use std::time::Duration;
-
-/// Interval of the suite's IPC tests: pmqtest's usual `-i100`.
-const SUITE_INTERVAL_US: u64 = 100;
-const SUITE_PRIORITY: i32 = 99;
-
-/// Every test the suite knows; later transports add themselves here.
-fn available_tests() -> Vec<Box<dyn Transport>> {
-    vec![Box::new(MessageQueues::new())]
-}
 
 pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
     let total = parse_duration(&args.duration, 1_000_000_000)
@@ -46,23 +36,18 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
     let prep = Preparation::apply(true, false, true).map_err(CommandError::Runtime)?;
     warnings.extend(prep.warnings.iter().cloned());
 
-    let tests = available_tests();
-    let share = total / tests.len() as u32;
+    let names = PRIMITIVES;
+    let share = total / names.len() as u32;
     let (policy, priority) = if realtime {
-        (Policy::Fifo, SUITE_PRIORITY)
+        (Policy::Fifo, DEFAULT_RT_PRIORITY as i32)
     } else {
         (Policy::Other, 0)
     };
     let cpus = sched::allowed_cpus();
-    let mut finished: Vec<FinishedTest> = Vec::new();
-    for transport in &tests {
-        if !verdict.quiet {
-            eprintln!(
-                "latscope: running {} for {} ...",
-                transport.name(),
-                format_duration(share)
-            );
-        }
+    let mut items = Vec::new();
+    for name in names {
+        let transport = transport_named(name)
+            .ok_or_else(|| CommandError::Runtime(format!("primitive {name} is not built in")))?;
         let plan = RunPlan {
             pairs: cpus
                 .iter()
@@ -71,7 +56,7 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
                     peer_cpu: Some(cpu),
                     policy,
                     priority,
-                    interval_ns: SUITE_INTERVAL_US * 1000,
+                    interval_ns: DEFAULT_INTERVAL_US * 1000,
                     loops: None,
                 })
                 .collect(),
@@ -87,7 +72,7 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
             policy: policy.to_string(),
             priority,
             same_priority: true,
-            interval_us: SUITE_INTERVAL_US,
+            interval_us: DEFAULT_INTERVAL_US,
             distance_us: 0,
             loops: None,
             duration_s: secs(plan.duration),
@@ -98,20 +83,13 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
             mlockall: prep.memory.is_locked(),
             cpu_dma_latency: prep.dma_latency.describe(),
         };
-        let done = ipc_test::run(IpcTest {
-            transport: transport.as_ref(),
+        items.push(SequenceItem {
+            transport,
             plan,
             config,
-            breaktrace: None,
-            progress: &mut LiveLine::new(transport.name(), verdict.quiet),
-        })
-        .map_err(CommandError::Runtime)?;
-        let interrupted = done.result.end_reason == crate::ipc::harness::EndReason::Interrupted;
-        finished.push(done);
-        if interrupted {
-            break;
-        }
+        });
     }
+    let finished = run_sequence(items, verdict.quiet);
     let report = ipc_test::assemble_report(finished, sysinfo, warnings, &prep.memory);
     drop(prep.dma_latency);
     deliver(

@@ -683,10 +683,10 @@ fn wait_for_setup(plan: &RunPlan, shared: &Shared, tasks: &mut Started) -> Resul
 /// Turns a peer's error, or the death of a peer process, into the run's error.
 fn check_peers(shared: &Shared, tasks: &mut Started) {
     for (i, live) in shared.live.iter().enumerate() {
-        if let Some(e) = live.peer.error.load() {
-            if shared.error.get().is_none() {
-                shared.fail(format!("pair {i}: {e}"));
-            }
+        if let Some(e) = live.peer.error.load()
+            && shared.error.get().is_none()
+        {
+            shared.fail(format!("pair {i}: {e}"));
         }
     }
     for (i, p) in &mut tasks.peer_processes {

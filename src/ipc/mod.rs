@@ -122,3 +122,16 @@ pub fn run_tag() -> String {
     }
     format!("{}-{:08x}", std::process::id(), u32::from_ne_bytes(random))
 }
+
+/// Every primitive latscope measures, in the order `latscope ipc` runs them.
+pub const PRIMITIVES: [&str; 9] = [
+    "mq", "sem", "svsem", "signal", "pipe", "eventfd", "futex", "unix", "svmq",
+];
+
+/// The transport of a primitive named in `PRIMITIVES`.
+pub fn transport_named(name: &str) -> Option<Box<dyn Transport>> {
+    Some(match name {
+        "mq" => Box::new(mq::MessageQueues::new()),
+        _ => return None,
+    })
+}

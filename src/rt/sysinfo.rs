@@ -173,13 +173,20 @@ fn parse_proc_stat(text: &str) -> Vec<(usize, u64, u64)> {
         .collect()
 }
 
-/// CPU time (user + system) this process has used so far, in seconds.
+/// CPU time (user + system) this process and its reaped children have used so far, in seconds.
 pub fn process_cpu_seconds() -> f64 {
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `usage` is a valid, writable rusage.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(usage.ru_utime) + tv(usage.ru_stime)
+    // Reaped children too: with --fork the peers are child processes, and
+    // their CPU time is latscope's own work, not other load.
+    [libc::RUSAGE_SELF, libc::RUSAGE_CHILDREN]
+        .into_iter()
+        .map(|who| {
+            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+            // SAFETY: `usage` is a valid, writable rusage.
+            unsafe { libc::getrusage(who, &mut usage) };
+            tv(usage.ru_utime) + tv(usage.ru_stime)
+        })
+        .sum()
 }
 
 /// RFC 3339 timestamp (UTC, second resolution) for the latscope report.

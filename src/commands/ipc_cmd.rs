@@ -1,0 +1,258 @@
+//! `latscope ipc`: every wake-up primitive with the same settings, one after
+//! another, and one table that compares them. Also the sequence runner that
+//! `latscope suite` uses.
+
+use super::ipc_test::{self, FinishedTest, IpcTest, Preparation, secs};
+use super::progress::LiveLine;
+use super::{CommandError, deliver};
+use crate::cli::{IpcArgs, IpcModeArg};
+use crate::ipc::harness::{EndReason, Mode, RunPlan, Tasks};
+use crate::ipc::{PRIMITIVES, Transport, transport_named};
+use crate::report::console::{Table, write_footer};
+use crate::report::json::LatscopeJson;
+use crate::report::{Exporter, Report, TestConfig};
+use crate::rt::sched;
+use crate::rt::sysinfo::SysInfo;
+use crate::settings::{
+    PairLayout, UsageError, VerdictSettings, parse_count, parse_interval, parse_loops, seconds,
+};
+use crate::units::{format_duration, format_ns};
+use std::io::Write;
+use std::time::Duration;
+
+/// Time per primitive when -D is not given: nine primitives in about a minute.
+const DEFAULT_TIME_PER_PRIMITIVE: Duration = Duration::from_secs(6);
+/// Interval when -i is not given: pmqtest's usual `-i100`.
+pub const DEFAULT_INTERVAL_US: u64 = 100;
+/// Priority when -p is not given and real-time scheduling is allowed.
+pub const DEFAULT_RT_PRIORITY: u64 = 99;
+
+/// One test of a sequence: a primitive in one mode with its plan.
+pub struct SequenceItem {
+    pub transport: Box<dyn Transport>,
+    pub plan: RunPlan,
+    pub config: TestConfig,
+}
+
+/// Runs the items one after another. A primitive that cannot start (a
+/// missing kernel feature, a limit) is reported as a failed test and the
+/// sequence goes on; an interrupt ends the sequence with what was measured.
+pub fn run_sequence(items: Vec<SequenceItem>, quiet: bool) -> Vec<FinishedTest> {
+    let mut finished = Vec::new();
+    for item in items {
+        let name = item.transport.name();
+        if !quiet {
+            eprintln!(
+                "latscope: running {name} ({}, {}) ...",
+                item.plan.mode.as_str(),
+                item.plan
+                    .duration
+                    .map_or("until its loops are done".to_string(), |d| format!(
+                        "for {}",
+                        format_duration(d)
+                    ))
+            );
+        }
+        let mut progress = LiveLine::new(name, quiet);
+        let plan = item.plan.clone();
+        let config = item.config.clone();
+        let done = ipc_test::run(IpcTest {
+            transport: item.transport.as_ref(),
+            plan: item.plan,
+            config: item.config,
+            breaktrace: None,
+            progress: &mut progress,
+        })
+        .unwrap_or_else(|e| ipc_test::failed_to_start(item.transport.as_ref(), &plan, config, e));
+        let interrupted = done.result.end_reason == EndReason::Interrupted;
+        finished.push(done);
+        if interrupted {
+            break;
+        }
+    }
+    finished
+}
+
+pub fn run(args: &IpcArgs) -> Result<i32, CommandError> {
+    let mut notices = Vec::new();
+    let realtime = sched::can_use_realtime();
+    let layout = PairLayout::from_options(
+        args.affinity.as_deref(),
+        args.smp,
+        args.threads.as_deref(),
+        args.priority.as_deref(),
+        args.policy,
+        if realtime { DEFAULT_RT_PRIORITY } else { 0 },
+        true,
+        &mut notices,
+    )?;
+    let interval_us = match &args.interval {
+        Some(t) => parse_interval("-i/--interval", t)?,
+        None => DEFAULT_INTERVAL_US,
+    };
+    let distance_us = match &args.distance {
+        Some(t) => parse_count("-d/--distance", t)?,
+        None => 500,
+    };
+    let loops = args
+        .loops
+        .as_deref()
+        .map(|t| parse_loops("-l/--loops", t))
+        .transpose()?
+        .flatten();
+    let per_primitive = match (&args.duration, loops) {
+        (Some(t), _) => Some(seconds("-D/--duration", t)?),
+        (None, Some(_)) => None,
+        (None, None) => Some(DEFAULT_TIME_PER_PRIMITIVE),
+    };
+    let primitives: Vec<&str> = if args.only.is_empty() {
+        PRIMITIVES.to_vec()
+    } else {
+        let mut chosen = Vec::new();
+        for name in &args.only {
+            let name = name.trim();
+            let known = PRIMITIVES.iter().find(|p| **p == name).ok_or_else(|| {
+                UsageError(format!(
+                    "--only: unknown primitive '{}' (known: {})",
+                    crate::units::shown(name),
+                    PRIMITIVES.join(", ")
+                ))
+            })?;
+            if !chosen.contains(known) {
+                chosen.push(*known);
+            }
+        }
+        chosen
+    };
+    let modes: &[Mode] = match args.mode {
+        IpcModeArg::Oneway => &[Mode::OneWay],
+        IpcModeArg::Roundtrip => &[Mode::RoundTrip],
+        IpcModeArg::Both => &[Mode::OneWay, Mode::RoundTrip],
+    };
+    let pairs = layout.pairs(interval_us, distance_us, loops, args.cross_cpu)?;
+    let verdict = VerdictSettings::from_args(&args.verdict)?;
+    for notice in &notices {
+        eprintln!("latscope: warning: {notice}");
+    }
+    if !realtime && args.priority.is_none() {
+        eprintln!(
+            "latscope: note: real-time priority is not available to this user; measuring at normal priority ({})",
+            sched::RT_PRIVILEGE_FIX
+        );
+    }
+    let sysinfo = SysInfo::collect();
+    let prep = Preparation::apply(!args.no_mlockall, true, !args.no_dma_latency)
+        .map_err(CommandError::Runtime)?;
+    let tasks = if args.fork {
+        Tasks::Processes
+    } else {
+        Tasks::Threads
+    };
+    let per_test = per_primitive.map(|d| d / modes.len() as u32);
+    let mut items = Vec::new();
+    for name in primitives {
+        for &mode in modes {
+            let transport = transport_named(name).ok_or_else(|| {
+                CommandError::Runtime(format!("primitive {name} is not built in"))
+            })?;
+            let plan = RunPlan {
+                pairs: pairs.clone(),
+                mode,
+                tasks,
+                duration: per_test,
+                limit_ns: verdict.max_latency_us.map(|us| us.saturating_mul(1000)),
+                lock_memory: prep.memory.is_locked(),
+                ..RunPlan::default()
+            };
+            let config = TestConfig {
+                pairs: plan.pairs.len(),
+                tasks: tasks.as_str().to_string(),
+                cross_cpu: args.cross_cpu,
+                policy: layout.policy.to_string(),
+                priority: layout.priority,
+                same_priority: layout.same_priority,
+                interval_us,
+                distance_us,
+                loops,
+                duration_s: secs(plan.duration),
+                receive_timeout_s: None,
+                forced_send_delay_s: None,
+                breaktrace_us: None,
+                max_latency_us: verdict.max_latency_us,
+                mlockall: prep.memory.is_locked(),
+                cpu_dma_latency: prep.dma_latency.describe(),
+            };
+            items.push(SequenceItem {
+                transport,
+                plan,
+                config,
+            });
+        }
+    }
+    let finished = run_sequence(items, verdict.quiet);
+    let report = ipc_test::assemble_report(finished, sysinfo, prep.warnings.clone(), &prep.memory);
+    drop(prep);
+    deliver(
+        &report,
+        &IpcComparison,
+        false,
+        &LatscopeJson,
+        verdict.json.as_ref(),
+    )
+    .map_err(CommandError::Runtime)?;
+    Ok(report.exit_code)
+}
+
+/// One row per test (a primitive in one mode, all its pairs merged), sorted
+/// by p99: the primitives side by side.
+pub struct IpcComparison;
+
+impl Exporter for IpcComparison {
+    fn write(&self, report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+        let mut table = Table::new(&[
+            "Primitive",
+            "Mode",
+            "Tasks",
+            "Pairs",
+            "Samples",
+            "Min",
+            "Avg",
+            "P50",
+            "P99",
+            "P99.9",
+            "Max",
+        ]);
+        let mut tests: Vec<_> = report.tests.iter().collect();
+        // Tests without samples (failed to start) go last.
+        tests.sort_by_key(|t| {
+            let o = &t.overall;
+            (o.samples == 0, o.percentile(99.0).unwrap_or(u64::MAX))
+        });
+        for t in tests {
+            let o = &t.overall;
+            let v = |ns: u64| {
+                if o.samples == 0 {
+                    "-".to_string()
+                } else {
+                    format_ns(ns)
+                }
+            };
+            let p = |q: f64| v(o.percentile(q).unwrap_or(0));
+            table.row(vec![
+                t.test.clone(),
+                t.mode.clone(),
+                t.config.tasks.clone(),
+                t.series.len().to_string(),
+                o.samples.to_string(),
+                v(o.min_ns),
+                v(o.avg_ns.round() as u64),
+                p(50.0),
+                p(99.0),
+                p(99.9),
+                v(o.max_ns),
+            ]);
+        }
+        write!(out, "{}", table.render())?;
+        write_footer(report, out)
+    }
+}
