@@ -368,7 +368,7 @@ fn negative_and_wordy_values_are_refused() {
         ("-l 1.5", "-l/--loops"),
         ("-l 1e3", "-l/--loops"),
         ("-i -100", "-i/--interval"),
-        ("-i 0", "-i/--interval"),
+        ("-i 3600000001", "-i/--interval"),
         ("-i 0x64", "-i/--interval"),
         ("-p -1", "-p/--prio"),
         ("-p 100", "priority"),
@@ -378,6 +378,7 @@ fn negative_and_wordy_values_are_refused() {
         ("--policy bogus", "--policy"),
         ("--policy FIFO2", "--policy"),
         ("--format bogus", "--format"),
+        ("--mode sideways", "--mode"),
         ("--policy other -p 5", "priority"),
     ]);
 }
