@@ -1232,4 +1232,145 @@ mod tests {
         let out = run_local(Duration::from_millis(2), plan);
         assert_eq!(out.pairs[0].above_limit, 3);
     }
+
+    /// A real transport whose every post first spins `delay_ns` on the clock:
+    /// each wake-up arrives exactly that much later, so the harness must
+    /// report exactly that much more.
+    struct Delayed<T> {
+        inner: T,
+        delay_ns: u64,
+    }
+
+    struct DelayedChannel {
+        inner: Box<dyn Channel>,
+        delay_ns: u64,
+    }
+
+    impl Channel for DelayedChannel {
+        fn post(&self, stamp_ns: u64) -> Result<(), ChannelError> {
+            let until = monotonic_ns() + self.delay_ns;
+            while monotonic_ns() < until {
+                std::hint::spin_loop();
+            }
+            self.inner.post(stamp_ns)
+        }
+        fn wait(&self, timeout: Option<Duration>) -> Result<Wake, ChannelError> {
+            self.inner.wait(timeout)
+        }
+        fn interrupt(&self) {
+            self.inner.interrupt()
+        }
+        fn attach_waiter(&self) {
+            self.inner.attach_waiter()
+        }
+    }
+
+    impl<T: Transport> Transport for Delayed<T> {
+        fn name(&self) -> &'static str {
+            "delayed"
+        }
+        fn describe(&self) -> &'static str {
+            "a real primitive, every post delayed"
+        }
+        fn open_pair(&self, index: usize, across: bool) -> Result<PairChannels, String> {
+            let pair = self.inner.open_pair(index, across)?;
+            let delayed = |inner| {
+                Box::new(DelayedChannel {
+                    inner,
+                    delay_ns: self.delay_ns,
+                })
+            };
+            Ok(PairChannels {
+                test: delayed(pair.test),
+                sync: delayed(pair.sync),
+                resource_names: pair.resource_names,
+            })
+        }
+    }
+
+    fn median_and_min(transport: &dyn Transport, mode: Mode) -> (u64, u64) {
+        // Real-time when allowed (as root in CI): ordinary threads that spin
+        // are preempted by whatever else runs, which is not what is tested.
+        let mut pair = pair(1_000, Some(300));
+        if sched::can_use_realtime() {
+            pair.policy = Policy::Fifo;
+            pair.priority = 10;
+        }
+        let plan = RunPlan {
+            pairs: vec![pair],
+            mode,
+            ..RunPlan::default()
+        };
+        let out = run(transport, &plan, None, &mut NoProgress).expect("run");
+        let s = out.pairs[0].recorder.summary();
+        assert_eq!(s.samples, 300);
+        (s.percentile(50.0).unwrap(), s.min_ns)
+    }
+
+    #[test]
+    fn a_known_delay_is_measured_exactly_in_both_modes() {
+        const DELAY_NS: u64 = 200_000;
+        for (mode, wakeups) in [(Mode::OneWay, 1), (Mode::RoundTrip, 2)] {
+            let (own, _) = median_and_min(&crate::ipc::mq::MessageQueues::new(), mode);
+            let delayed = Delayed {
+                inner: crate::ipc::mq::MessageQueues::new(),
+                delay_ns: DELAY_NS,
+            };
+            let (median, min) = median_and_min(&delayed, mode);
+            let added = DELAY_NS * wakeups;
+            assert!(min >= added, "{mode:?}: min {min} ns < delay {added} ns");
+            let expected = own + added;
+            let tolerance = (expected / 20).max(5_000);
+            assert!(
+                median.abs_diff(expected) <= tolerance,
+                "{mode:?}: median {median} ns, expected {expected} ns (own {own} + delay {added}) +- {tolerance}"
+            );
+        }
+    }
+
+    #[test]
+    fn peers_in_child_processes_and_a_dead_child_ends_the_run() {
+        let transport = crate::ipc::mq::MessageQueues::new();
+        for mode in [Mode::OneWay, Mode::RoundTrip] {
+            let plan = RunPlan {
+                pairs: vec![pair(500, Some(50)), pair(700, Some(30))],
+                mode,
+                tasks: Tasks::Processes,
+                ..RunPlan::default()
+            };
+            let out = run(&transport, &plan, None, &mut NoProgress).expect("run");
+            assert_eq!(out.end_reason, EndReason::LoopsDone, "{:?}", out.error);
+            let samples: Vec<u64> = out.pairs.iter().map(|p| p.recorder.count()).collect();
+            assert_eq!(samples, [50, 30]);
+            // The peer is another process: its id is not one of our threads.
+            assert!(out.pairs.iter().all(|p| p.peer_tid != p.recorder_tid));
+        }
+    }
+
+    #[test]
+    fn back_to_back_samples_count_no_overruns() {
+        let plan = RunPlan {
+            pairs: vec![pair(0, Some(2_000))],
+            ..RunPlan::default()
+        };
+        let out = run_local(Duration::ZERO, plan);
+        assert_eq!(out.pairs[0].recorder.count(), 2_000);
+        assert_eq!(out.pairs[0].overruns, 0);
+    }
+
+    #[test]
+    fn a_transport_that_cannot_cross_processes_refuses_fork() {
+        let plan = RunPlan {
+            pairs: vec![pair(1_000, Some(1))],
+            tasks: Tasks::Processes,
+            ..RunPlan::default()
+        };
+        let transport = LocalTransport {
+            delivery_delay: Duration::ZERO,
+        };
+        let err = run(&transport, &plan, None, &mut NoProgress)
+            .err()
+            .expect("refused");
+        assert!(err.contains("without --fork"), "{err}");
+    }
 }
