@@ -7,7 +7,7 @@ use crate::cli::{MqArgs, OutputFormat};
 use crate::ipc::Transport;
 use crate::ipc::harness::Progress;
 use crate::ipc::mq::MessageQueues;
-use crate::report::classic_pmqtest::ClassicPmqtest;
+use crate::report::classic_rt_tests::{ClassicRtTests, RtTestsFlavor};
 use crate::report::console::ModernConsole;
 use crate::report::json::{LatscopeJson, RtTestsJson};
 use crate::report::{Exporter, TestConfig};
@@ -56,6 +56,7 @@ pub fn run(args: &MqArgs) -> Result<i32, CommandError> {
     let mut progress: Box<dyn Progress> = match settings.format {
         OutputFormat::Classic => Box::new(ClassicLive::new(
             &settings.plan.pairs,
+            RtTestsFlavor::Pmqtest,
             settings.verdict.quiet,
         )),
         OutputFormat::Modern => Box::new(LiveLine::new(transport.name(), settings.verdict.quiet)),
@@ -76,7 +77,10 @@ pub fn run(args: &MqArgs) -> Result<i32, CommandError> {
 
     let (console, json): (&dyn Exporter, &dyn Exporter) = match settings.format {
         OutputFormat::Modern => (&ModernConsole, &LatscopeJson),
-        OutputFormat::Classic => (&ClassicPmqtest, &RtTestsJson),
+        OutputFormat::Classic => (
+            &ClassicRtTests::new(RtTestsFlavor::Pmqtest),
+            &RtTestsJson::new(RtTestsFlavor::Pmqtest),
+        ),
     };
     deliver(
         &report,
