@@ -29,6 +29,7 @@ pub const EXIT_LIMIT: i32 = 3;
 
 /// Runs the subcommand the user asked for.
 pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
+    use crate::report::classic_rt_tests::RtTestsFlavor;
     use pair_test::ClassicTool;
     let single = |name: &str, settings: IpcSettings, classic: ClassicTool| {
         let transport = crate::ipc::transport_named(name)
@@ -36,17 +37,21 @@ pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
         pair_test::run(transport.as_ref(), settings, classic)
     };
     match command {
-        Command::Mq(a) => single("mq", IpcSettings::from_mq_args(a)?, ClassicTool::Pmqtest),
+        Command::Mq(a) => single(
+            "mq",
+            IpcSettings::from_mq_args(a)?,
+            ClassicTool::RtTests(RtTestsFlavor::Pmqtest),
+        ),
         Command::Sem(a) => single("sem", IpcSettings::from_sem_args(a)?, ClassicTool::Semtest),
         Command::Signal(a) => single(
             "signal",
             IpcSettings::from_pair_args(&a.pairs, a.mode, a.fork)?,
-            ClassicTool::Sigwaittest,
+            ClassicTool::RtTests(RtTestsFlavor::Sigwaittest),
         ),
         Command::Svsem(a) => single(
             "svsem",
             IpcSettings::from_pair_args(&a.pairs, a.mode, a.fork)?,
-            ClassicTool::Svsematest,
+            ClassicTool::RtTests(RtTestsFlavor::Svsematest),
         ),
         Command::Pipe(a)
         | Command::Eventfd(a)
@@ -64,7 +69,7 @@ pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
             single(
                 name,
                 IpcSettings::from_pair_args(&a.pairs, a.mode, a.fork)?,
-                ClassicTool::Svsematest,
+                ClassicTool::RtTests(RtTestsFlavor::Svsematest),
             )
         }
         Command::Ipc(a) => ipc_cmd::run(a),

@@ -9,7 +9,8 @@ use crate::cli::OutputFormat;
 use crate::ipc::Transport;
 use crate::ipc::harness::Progress;
 use crate::report::Exporter;
-use crate::report::classic_pmqtest::ClassicPmqtest;
+use crate::report::classic_rt_tests::{ClassicRtTests, RtTestsFlavor};
+use crate::report::classic_semtest::ClassicSemtest;
 use crate::report::console::ModernConsole;
 use crate::report::json::{LatscopeJson, RtTestsJson};
 use crate::rt::sysinfo::SysInfo;
@@ -19,9 +20,8 @@ use crate::settings::IpcSettings;
 /// The original tool whose exact output `--format classic` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClassicTool {
-    Pmqtest,
-    Sigwaittest,
-    Svsematest,
+    /// One of the rt-tests pair tools (lines and JSON layout).
+    RtTests(RtTestsFlavor),
     Semtest,
 }
 
@@ -49,13 +49,13 @@ pub fn run(
     };
     let config = ipc_test::config_of(&settings, &prep);
     let classic_format = settings.format == OutputFormat::Classic;
-    let mut progress: Box<dyn Progress> = if classic_format && classic != ClassicTool::Semtest {
-        Box::new(ClassicLive::new(
+    let mut progress: Box<dyn Progress> = match classic {
+        ClassicTool::RtTests(flavor) if classic_format => Box::new(ClassicLive::new(
             &settings.plan.pairs,
+            flavor,
             settings.verdict.quiet,
-        ))
-    } else {
-        Box::new(LiveLine::new(transport.name(), settings.verdict.quiet))
+        )),
+        _ => Box::new(LiveLine::new(transport.name(), settings.verdict.quiet)),
     };
     let finished = ipc_test::run(IpcTest {
         transport,
@@ -71,16 +71,22 @@ pub fn run(
     let report = ipc_test::assemble_report(vec![finished], sysinfo, warnings, &prep.memory);
     drop(prep);
 
-    let (console, json): (&dyn Exporter, &dyn Exporter) = match (settings.format, classic) {
-        (OutputFormat::Modern, _) => (&ModernConsole, &LatscopeJson),
-        (OutputFormat::Classic, ClassicTool::Semtest) => (&ClassicPmqtest, &LatscopeJson),
-        (OutputFormat::Classic, _) => (&ClassicPmqtest, &RtTestsJson),
+    let (console, json): (Box<dyn Exporter>, Box<dyn Exporter>) = match (settings.format, classic) {
+        (OutputFormat::Modern, _) => (Box::new(ModernConsole), Box::new(LatscopeJson)),
+        // semtest has no JSON of its own: the latscope report.
+        (OutputFormat::Classic, ClassicTool::Semtest) => {
+            (Box::new(ClassicSemtest), Box::new(LatscopeJson))
+        }
+        (OutputFormat::Classic, ClassicTool::RtTests(flavor)) => (
+            Box::new(ClassicRtTests::new(flavor)),
+            Box::new(RtTestsJson::new(flavor)),
+        ),
     };
     deliver(
         &report,
-        console,
+        console.as_ref(),
         classic_format,
-        json,
+        json.as_ref(),
         settings.verdict.json.as_ref(),
     )
     .map_err(CommandError::Runtime)?;

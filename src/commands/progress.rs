@@ -1,9 +1,9 @@
 //! Live progress on a terminal, once a second, read from atomics (the
 //! measuring threads never print): a status line on stderr, or in classic mode
-//! pmqtest's own block, redrawn in place on stdout as pmqtest does.
+//! the rt-tests tool's own block, redrawn in place on stdout as the tool does.
 
 use crate::ipc::harness::{PairLive, PairPlan, Progress};
-use crate::report::classic_pmqtest::{ClassicPair, pair_lines};
+use crate::report::classic_rt_tests::{ClassicPair, RtTestsFlavor, pair_lines};
 use crate::units::format_ns;
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::Ordering;
@@ -70,10 +70,12 @@ impl Progress for LiveLine {
     }
 }
 
-/// pmqtest's live display: its block of lines, redrawn in place. The final
-/// block (printed by the classic exporter) lands on the same lines.
+/// The rt-tests tool's live display (pmqtest, sigwaittest, svsematest): its
+/// block of lines, redrawn in place. The final block (printed by the classic
+/// exporter) lands on the same lines.
 pub struct ClassicLive {
     pairs: Vec<PairPlan>,
+    flavor: RtTestsFlavor,
     enabled: bool,
     lines_on_screen: usize,
 }
@@ -81,9 +83,10 @@ pub struct ClassicLive {
 impl ClassicLive {
     /// Shown only when standard output is a terminal and not quiet, so that
     /// captured output holds nothing but the final block.
-    pub fn new(pairs: &[PairPlan], quiet: bool) -> ClassicLive {
+    pub fn new(pairs: &[PairPlan], flavor: RtTestsFlavor, quiet: bool) -> ClassicLive {
         ClassicLive {
             pairs: pairs.to_vec(),
+            flavor,
             enabled: !quiet && std::io::stdout().is_terminal(),
             lines_on_screen: 0,
         }
@@ -126,7 +129,7 @@ impl Progress for ClassicLive {
         if self.lines_on_screen > 0 {
             let _ = write!(out, "\x1b[{}A", self.lines_on_screen);
         }
-        let lines = pair_lines(&pairs);
+        let lines = pair_lines(&pairs, self.flavor);
         for line in &lines {
             let _ = writeln!(out, "{line}\x1b[K");
         }

@@ -1,6 +1,7 @@
-//! JSON exporters: the versioned latscope report, and rt-tests' pmqtest layout
-//! for parsers written against the original tool.
+//! JSON exporters: the versioned latscope report, and the rt-tests layout
+//! (pmqtest, sigwaittest, svsematest) for parsers written against the originals.
 
+use super::classic_rt_tests::RtTestsFlavor;
 use super::{Exporter, Report};
 use crate::rt::sysinfo::rfc2822_local;
 use crate::units::ns_to_us_rounded;
@@ -17,10 +18,21 @@ impl Exporter for LatscopeJson {
     }
 }
 
-/// pmqtest's `--json` layout (rt-tests `rt_write_json` plus pmqtest's
-/// `write_stats`), including the two keys with a stray colon that existing
-/// parsers expect. Values are microseconds as pmqtest writes them.
-pub struct RtTestsJson;
+/// The rt-tests IPC tools' `--json` layout (rt-tests `rt_write_json` plus the
+/// tool's `write_stats`), including the two keys with a stray colon that
+/// existing parsers expect. Values are microseconds as the tools write them.
+/// pmqtest writes `timeoutcount` in "receiver"; sigwaittest and svsematest write
+/// the same layout without it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RtTestsJson {
+    pub flavor: RtTestsFlavor,
+}
+
+impl RtTestsJson {
+    pub const fn new(flavor: RtTestsFlavor) -> RtTestsJson {
+        RtTestsJson { flavor }
+    }
+}
 
 #[derive(Serialize)]
 struct RtHeader<'a> {
@@ -59,7 +71,8 @@ struct RtSender {
 struct RtReceiver {
     cpu: usize,
     priority: i32,
-    timeoutcount: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timeoutcount: Option<u64>,
     min: u64,
     avg: f64,
     max: u64,
@@ -106,7 +119,7 @@ impl Exporter for RtTestsJson {
                 receiver: RtReceiver {
                     cpu: s.receiver_cpu,
                     priority: s.priority,
-                    timeoutcount: s.timeouts,
+                    timeoutcount: self.flavor.with_timeouts().then_some(s.timeouts),
                     min: ns_to_us_rounded(s.latency.min_ns),
                     avg: avg_us,
                     max: ns_to_us_rounded(s.latency.max_ns),
@@ -146,7 +159,9 @@ mod tests {
     #[test]
     fn rt_tests_layout_and_values() {
         let mut buf = Vec::new();
-        RtTestsJson.write(&sample_report(), &mut buf).unwrap();
+        RtTestsJson::new(RtTestsFlavor::Pmqtest)
+            .write(&sample_report(), &mut buf)
+            .unwrap();
         let text = String::from_utf8(buf).unwrap();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
@@ -179,6 +194,55 @@ mod tests {
         assert_eq!(v["sysinfo"]["realtime"], 0);
         // Strings are escaped, not pasted: the quotes in the command line survive.
         assert!(text.contains(r#""cmdline:": "latscope mq -l 3 --json \"x\".json""#));
+    }
+
+    #[test]
+    fn sigwaittest_and_svsematest_layout_has_no_timeoutcount() {
+        for flavor in [RtTestsFlavor::Sigwaittest, RtTestsFlavor::Svsematest] {
+            let mut buf = Vec::new();
+            RtTestsJson::new(flavor)
+                .write(&sample_report(), &mut buf)
+                .unwrap();
+            let text = String::from_utf8(buf).unwrap();
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let t = &v["thread"]["0"];
+            let sender: Vec<&str> = t["sender"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(|k| k.as_str())
+                .collect();
+            assert_eq!(sender, ["cpu", "priority", "samples", "interval"]);
+            let receiver: Vec<&str> = t["receiver"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(|k| k.as_str())
+                .collect();
+            assert_eq!(receiver, ["cpu", "priority", "min", "avg", "max"]);
+            assert!(!text.contains("timeoutcount"), "{flavor:?}: {text}");
+            assert_eq!(t["receiver"]["avg"], 3.33);
+            assert_eq!(v["num_threads"], 1);
+        }
+    }
+
+    #[test]
+    fn pmqtest_receiver_key_order() {
+        let mut buf = Vec::new();
+        RtTestsJson::new(RtTestsFlavor::Pmqtest)
+            .write(&sample_report(), &mut buf)
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&buf).unwrap();
+        let receiver: Vec<&str> = v["thread"]["0"]["receiver"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str())
+            .collect();
+        assert_eq!(
+            receiver,
+            ["cpu", "priority", "timeoutcount", "min", "avg", "max"]
+        );
     }
 
     #[test]

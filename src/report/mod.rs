@@ -1,9 +1,11 @@
 //! The result model every test produces, and the exporters that read it.
 //!
 //! A `Report` is plain data (serde). Exporters only read it: the modern console
-//! table, the latscope JSON, and the original tools' classic formats.
+//! table, the latscope JSON, and the original tools' classic formats (rt-tests'
+//! pmqtest, sigwaittest and svsematest lines and JSON; semtest's summary).
 
-pub mod classic_pmqtest;
+pub mod classic_rt_tests;
+pub mod classic_semtest;
 pub mod console;
 pub mod json;
 
