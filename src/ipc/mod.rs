@@ -7,9 +7,14 @@
 //! `Transport` and `Channel` (or, for primitives that carry no data, a
 //! `slot::Doorbell`).
 
+pub mod eventfd;
+pub mod fd;
 pub mod harness;
 pub mod mq;
+pub mod pipe;
 pub mod slot;
+pub mod svmq;
+pub mod unix;
 
 use std::fmt;
 use std::time::Duration;

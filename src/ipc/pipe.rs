@@ -1,0 +1,90 @@
+//! Pipes (the classic wake-up of ipc-bench and friends): the stamp travels as
+//! the 8 bytes written into the pipe.
+//!
+//! One sample spans the poster's `write()` to the return of the waiter's
+//! blocked `read()`. Each channel is its own `pipe2(O_CLOEXEC)`, so the two
+//! directions of a pair never share a buffer or a wait queue. A pipe has no
+//! name and dies with the last process holding it: nothing can leak. A forked
+//! child inherits both ends.
+
+use super::fd::{FdChannel, Kind};
+use super::{PairChannels, Transport};
+use std::os::fd::{FromRawFd, OwnedFd};
+
+pub struct Pipes;
+
+impl Pipes {
+    pub fn new() -> Self {
+        Pipes
+    }
+}
+
+impl Default for Pipes {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Transport for Pipes {
+    fn name(&self) -> &'static str {
+        "pipe"
+    }
+
+    fn describe(&self) -> &'static str {
+        "pipe, write -> read"
+    }
+
+    fn open_pair(&self, _index: usize, _across_processes: bool) -> Result<PairChannels, String> {
+        // Descriptors are inherited by a forked child: nothing else to do.
+        Ok(PairChannels {
+            test: Box::new(channel()?),
+            sync: Box::new(channel()?),
+            // Nothing named: descriptors only.
+            resource_names: Vec::new(),
+        })
+    }
+}
+
+/// A new pipe: write to one end, read from the other.
+fn channel() -> Result<FdChannel, String> {
+    let mut fds: [libc::c_int; 2] = [-1; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 returns.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        let err = std::io::Error::last_os_error();
+        let hint = match err.raw_os_error() {
+            Some(libc::EMFILE) => " (too many open files: use fewer pairs, or raise ulimit -n)",
+            Some(libc::ENFILE) => " (system-wide file limit reached, see /proc/sys/fs/file-max)",
+            _ => "",
+        };
+        return Err(format!("could not create a pipe: {err}{hint}"));
+    }
+    // SAFETY: two fresh descriptors that nothing else owns.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    Ok(FdChannel::new(read, write, Kind::Pipe))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ipc::Wake;
+
+    #[test]
+    fn channel_contract_threads_and_fork() {
+        crate::ipc::slot::tests::check_transport(&Pipes::new());
+    }
+
+    #[test]
+    fn descriptors_close_on_exec_and_on_drop() {
+        crate::ipc::fd::tests::check_closed_on_drop(channel);
+    }
+
+    #[test]
+    fn stamp_zero_travels_and_interrupt_wakes() {
+        let pair = Pipes::new().open_pair(0, false).expect("pipes");
+        pair.sync.post(0).unwrap();
+        assert_eq!(pair.sync.wait(None).unwrap(), Wake::Message(0));
+        pair.test.interrupt();
+        assert_eq!(pair.test.wait(None).unwrap(), Wake::Interrupted);
+        assert!(pair.resource_names.is_empty());
+    }
+}
