@@ -137,6 +137,10 @@ pub const PRIMITIVES: [&str; 9] = [
 pub fn transport_named(name: &str) -> Option<Box<dyn Transport>> {
     Some(match name {
         "mq" => Box::new(mq::MessageQueues::new()),
+        "pipe" => Box::new(pipe::Pipes::new()),
+        "eventfd" => Box::new(eventfd::EventFds::new()),
+        "unix" => Box::new(unix::UnixSockets::new()),
+        "svmq" => Box::new(svmq::SysVMessageQueues::new()),
         _ => return None,
     })
 }
