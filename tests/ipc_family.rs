@@ -1,0 +1,368 @@
+//! Every IPC primitive through the real binary: each mode, threads and
+//! processes, same and cross CPU; the `ipc` comparison; leak checks after a
+//! normal end, after SIGINT and after kill -9 of a fork-mode child.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const PRIMITIVES: [&str; 9] = [
+    "mq", "sem", "svsem", "signal", "pipe", "eventfd", "futex", "unix", "svmq",
+];
+
+/// Priority options: real time where allowed (CI runs as root).
+fn prio() -> Vec<&'static str> {
+    if can_use_realtime() {
+        vec!["-p", "80"]
+    } else {
+        vec![]
+    }
+}
+
+/// The System V semaphore sets and message queues created by `pid`
+/// (from /proc/sysvipc, whose `cpid` column names the creator).
+fn sysv_objects_of(pid: u32) -> Vec<String> {
+    let mut found = Vec::new();
+    for (file, cpid_column) in [
+        ("/proc/sysvipc/sem", "cpid"),
+        ("/proc/sysvipc/msg", "lspid"),
+    ] {
+        let Ok(text) = std::fs::read_to_string(file) else {
+            continue;
+        };
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap_or("").split_whitespace().collect();
+        // msg has both lspid and lrpid, and cpid on newer kernels: prefer cpid.
+        let column = header
+            .iter()
+            .position(|h| *h == "cpid")
+            .or_else(|| header.iter().position(|h| *h == cpid_column));
+        let Some(column) = column else { continue };
+        for line in lines {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            if fields.get(column) == Some(&pid.to_string().as_str()) {
+                found.push(format!("{file}: {line}"));
+            }
+        }
+    }
+    found
+}
+
+/// Processes whose parent is `pid` (a leaked fork-mode peer would be one,
+/// or an orphan carrying the same command line: see `processes_with_arg`).
+fn processes_with_arg(marker: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline"))
+            && String::from_utf8_lossy(&cmdline).contains(marker)
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Children of `pid` right now.
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) {
+            // The fields after the command name, which is in parentheses.
+            let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+            let ppid = after.split_whitespace().nth(1).and_then(|p| p.parse().ok());
+            if ppid == Some(pid) {
+                found.push(child);
+            }
+        }
+    }
+    found
+}
+
+/// Nothing of the finished run `pid` (whose command line contained `marker`)
+/// is left: no SysV object, no POSIX queue, no process.
+fn assert_nothing_left(pid: u32, marker: &str) {
+    assert_eq!(
+        sysv_objects_of(pid),
+        Vec::<String>::new(),
+        "SysV objects left"
+    );
+    assert_no_latscope_queues(pid);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let left = processes_with_arg(marker);
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "processes of the run still alive: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Runs `latscope ARGS --json FILE`, expects exit 0 and returns the report.
+/// The JSON path doubles as a unique marker of the run's processes.
+fn run_ok(argv: &[&str]) -> Value {
+    let (_dir, file) = temp_file("report.json");
+    let mut full: Vec<&str> = argv.to_vec();
+    full.extend(["--json", file.to_str().unwrap()]);
+    let spawned = spawn(&full);
+    let pid = spawned.child.id();
+    let (status, out, err) = spawned.wait(Duration::from_secs(60));
+    let all = dump(status, &out, &err);
+    assert_eq!(status.code(), Some(0), "{argv:?}\n{all}");
+    let report = read_json(&file);
+    check_report_header(&report);
+    assert_nothing_left(pid, file.to_str().unwrap());
+    report
+}
+
+#[test]
+fn every_primitive_in_every_shape() {
+    let cross_possible = allowed_cpus().len() >= 2;
+    for primitive in PRIMITIVES {
+        for mode in ["oneway", "roundtrip"] {
+            for fork in [false, true] {
+                for cross in [false, true] {
+                    if cross && !cross_possible {
+                        continue;
+                    }
+                    let mut argv = vec![primitive, "-q", "--mode", mode];
+                    if primitive == "sem" {
+                        // semtest's letters: -i iterations, -I interval, -n pairs.
+                        argv.extend(["-i", "150", "-I", "200", "-n", "1"]);
+                    } else {
+                        argv.extend(["-l", "150", "-i", "200", "-a", "-t", "1"]);
+                    }
+                    argv.extend(prio());
+                    if fork {
+                        // mq's -f is pmqtest's --forcetimeout.
+                        argv.push("--fork");
+                    }
+                    if cross {
+                        argv.push("--cross-cpu");
+                    }
+                    argv.extend_from_slice(mlock_args());
+                    let report = run_ok(&argv);
+                    let what = format!("{argv:?}");
+                    let test = &report["tests"][0];
+                    assert_eq!(test["test"], primitive, "{what}");
+                    assert_eq!(
+                        test["mode"],
+                        if mode == "oneway" {
+                            "one-way"
+                        } else {
+                            "round-trip"
+                        },
+                        "{what}"
+                    );
+                    assert_eq!(
+                        test["config"]["tasks"],
+                        if fork { "processes" } else { "threads" },
+                        "{what}"
+                    );
+                    assert_eq!(test["config"]["cross_cpu"], cross, "{what}");
+                    assert_eq!(test["end_reason"], "loops_done", "{what}");
+                    let s = &test["series"][0];
+                    assert_eq!(s["samples"], 150, "{what}");
+                    check_summary(s, &what, true);
+                    let (rc, sc) = (
+                        u64_of(&s["receiver_cpu"], "rc"),
+                        u64_of(&s["sender_cpu"], "sc"),
+                    );
+                    if cross {
+                        assert_ne!(rc, sc, "{what}: cross-CPU pair on one CPU");
+                    } else {
+                        assert_eq!(rc, sc, "{what}: pair split across CPUs");
+                    }
+                    assert_ne!(s["receiver_tid"], s["sender_tid"], "{what}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn sysv_objects_are_named_with_their_creator() {
+    for primitive in ["svsem", "svmq"] {
+        let mut argv = vec![primitive, "-q", "-l", "10", "-i", "100"];
+        argv.extend_from_slice(mlock_args());
+        let report = run_ok(&argv);
+        let resources = report["tests"][0]["series"][0]["resources"]
+            .as_array()
+            .expect("resources");
+        assert_eq!(resources.len(), 1, "{resources:?}");
+        let name = resources[0].as_str().unwrap();
+        assert!(
+            matches(r"^sysv-(sem|msq) \d+ \(creator pid \d+\)$", name),
+            "{name}"
+        );
+    }
+}
+
+/// Starts an endless fork-mode run, waits until its peer child exists.
+fn start_endless_fork_run(primitive: &str, file: &Path) -> (Spawned, u32) {
+    let mut argv = vec![primitive, "-q", "-i", "1000", "--fork", "--json"];
+    argv.push(file.to_str().unwrap());
+    argv.extend(prio());
+    argv.extend_from_slice(mlock_args());
+    let spawned = spawn(&argv);
+    let pid = spawned.child.id();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let child = loop {
+        if let Some(&c) = children_of(pid).first() {
+            break c;
+        }
+        assert!(Instant::now() < deadline, "no peer process appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Let it measure for a while.
+    std::thread::sleep(Duration::from_millis(700));
+    (spawned, child)
+}
+
+#[test]
+fn a_killed_peer_process_ends_the_run_with_results_and_exit_1() {
+    for primitive in ["signal", "svsem", "sem", "futex"] {
+        let (_dir, file) = temp_file("report.json");
+        let (spawned, child) = start_endless_fork_run(primitive, &file);
+        let pid = spawned.child.id();
+        let killed_at = Instant::now();
+        // SAFETY: signalling a process we just found as latscope's child.
+        unsafe { libc::kill(child as libc::pid_t, libc::SIGKILL) };
+        let (status, out, err) = spawned.wait(Duration::from_secs(10));
+        let all = dump(status, &out, &err);
+        assert!(
+            killed_at.elapsed() < Duration::from_secs(3),
+            "{primitive}: the run did not end promptly\n{all}"
+        );
+        assert_eq!(status.code(), Some(1), "{primitive}\n{all}");
+        let errors: Vec<&str> = err
+            .lines()
+            .filter(|l| l.starts_with("latscope: error:"))
+            .collect();
+        assert_eq!(errors.len(), 1, "{primitive}: one error line\n{all}");
+        assert!(
+            errors[0].contains("peer process") && errors[0].contains("signal 9"),
+            "{primitive}\n{all}"
+        );
+        let report = read_json(&file);
+        check_report_header(&report);
+        assert!(u64_of(&report["tests"][0]["series"][0]["samples"], "samples") > 0);
+        assert_eq!(report["exit_code"], 1);
+        assert_nothing_left(pid, file.to_str().unwrap());
+    }
+}
+
+#[test]
+fn sigint_in_fork_mode_reports_and_leaves_nothing() {
+    for primitive in ["svsem", "svmq", "signal"] {
+        let (_dir, file) = temp_file("report.json");
+        let (spawned, _child) = start_endless_fork_run(primitive, &file);
+        let pid = spawned.child.id();
+        spawned.signal(libc::SIGINT);
+        let (status, out, err) = spawned.wait(Duration::from_secs(10));
+        let all = dump(status, &out, &err);
+        assert_eq!(status.code(), Some(0), "{primitive}\n{all}");
+        let report = read_json(&file);
+        assert_eq!(report["tests"][0]["end_reason"], "interrupted", "{all}");
+        assert!(u64_of(&report["tests"][0]["series"][0]["samples"], "samples") > 0);
+        assert_nothing_left(pid, file.to_str().unwrap());
+    }
+}
+
+#[test]
+fn back_to_back_runs_block_every_sample_and_count_no_overruns() {
+    for primitive in ["futex", "pipe"] {
+        let mut argv = vec![primitive, "-q", "-i", "0", "-l", "20000", "-S"];
+        argv.extend(prio());
+        argv.extend_from_slice(mlock_args());
+        let report = run_ok(&argv);
+        for s in series(&report) {
+            assert_eq!(s["samples"], 20000);
+            assert_eq!(s["overruns"], 0);
+            assert_eq!(s["interval_us"], 0);
+        }
+    }
+}
+
+#[test]
+fn ipc_compares_every_primitive_sorted_by_p99() {
+    let (_dir, file) = temp_file("ipc.json");
+    let mut argv = vec!["ipc", "-D", "0.2", "-q", "--json", file.to_str().unwrap()];
+    argv.extend_from_slice(mlock_args());
+    let out = run(latscope(120).args(&argv));
+    assert_code(&out, 0);
+    let stdout = stdout_of(&out);
+    let report = read_json(&file);
+    let tests = report["tests"].as_array().unwrap();
+    assert_eq!(tests.len(), PRIMITIVES.len() * 2, "{stdout}");
+    for primitive in PRIMITIVES {
+        for mode in ["one-way", "round-trip"] {
+            assert!(
+                tests
+                    .iter()
+                    .any(|t| t["test"] == primitive && t["mode"] == mode),
+                "{primitive} {mode} missing"
+            );
+        }
+    }
+    assert!(stdout.starts_with("Primitive"), "{stdout}");
+    // The rows, in order, name tests whose p99 never decreases.
+    let p99_of = |test: &str, mode: &str| -> u64 {
+        let t = tests
+            .iter()
+            .find(|t| t["test"] == test && t["mode"] == mode)
+            .unwrap_or_else(|| panic!("row {test} {mode} not in the report"));
+        u64_of(&t["overall"]["percentiles"][2]["ns"], "p99")
+    };
+    let p99s: Vec<u64> = stdout
+        .lines()
+        .skip(1)
+        .take(tests.len())
+        .map(|row| {
+            let f: Vec<&str> = row.split_whitespace().collect();
+            p99_of(f[0], f[1])
+        })
+        .collect();
+    assert!(
+        p99s.windows(2).all(|w| w[0] <= w[1]),
+        "rows not sorted by p99 {p99s:?}\n{stdout}"
+    );
+}
+
+#[test]
+fn ipc_fork_and_cross_cpu_apply_to_all() {
+    let mut argv = vec![
+        "ipc",
+        "-D",
+        "0.2",
+        "-q",
+        "--only",
+        "sem,pipe",
+        "--mode",
+        "roundtrip",
+        "--fork",
+    ];
+    if allowed_cpus().len() >= 2 {
+        argv.push("--cross-cpu");
+    }
+    argv.extend_from_slice(mlock_args());
+    let report = run_ok(&argv);
+    let tests = report["tests"].as_array().unwrap();
+    assert_eq!(tests.len(), 2);
+    for t in tests {
+        assert_eq!(t["mode"], "round-trip");
+        assert_eq!(t["config"]["tasks"], "processes");
+    }
+}
