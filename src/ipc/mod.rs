@@ -7,9 +7,13 @@
 //! `Transport` and `Channel` (or, for primitives that carry no data, a
 //! `slot::Doorbell`).
 
+pub mod futex;
 pub mod harness;
 pub mod mq;
+pub mod sem;
+pub mod signal;
 pub mod slot;
+pub mod svsem;
 
 use std::fmt;
 use std::time::Duration;
