@@ -9,11 +9,15 @@
 
 pub mod eventfd;
 pub mod fd;
+pub mod futex;
 pub mod harness;
 pub mod mq;
 pub mod pipe;
+pub mod sem;
+pub mod signal;
 pub mod slot;
 pub mod svmq;
+pub mod svsem;
 pub mod unix;
 
 use std::fmt;
@@ -137,6 +141,10 @@ pub const PRIMITIVES: [&str; 9] = [
 pub fn transport_named(name: &str) -> Option<Box<dyn Transport>> {
     Some(match name {
         "mq" => Box::new(mq::MessageQueues::new()),
+        "sem" => Box::new(sem::PosixSemaphores::new()),
+        "svsem" => Box::new(svsem::SysVSemaphores::new()),
+        "signal" => Box::new(signal::Signals::new()),
+        "futex" => Box::new(futex::Futexes::new()),
         "pipe" => Box::new(pipe::Pipes::new()),
         "eventfd" => Box::new(eventfd::EventFds::new()),
         "unix" => Box::new(unix::UnixSockets::new()),

@@ -101,10 +101,23 @@ pub(crate) mod tests {
         }
     }
 
+    /// Waits until `flag` is set: a waiter must be attached before the first
+    /// post (a signal has nobody to go to before), and a fixed sleep is not
+    /// enough on a loaded machine.
+    fn wait_for(flag: &AtomicBool, what: &str) {
+        let start = Instant::now();
+        while !flag.load(Ordering::Acquire) {
+            assert!(start.elapsed() < Duration::from_secs(10), "{what}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     fn check_threads(pair: &PairChannels) {
+        let echo_attached = AtomicBool::new(false);
         std::thread::scope(|s| {
             let echo = s.spawn(|| {
                 pair.test.attach_waiter();
+                echo_attached.store(true, Ordering::Release);
                 // Echo every stamp back until stopped.
                 loop {
                     match pair.test.wait(None).expect("wait") {
@@ -115,7 +128,8 @@ pub(crate) mod tests {
                 }
             });
             pair.sync.attach_waiter();
-            // Let the echo thread attach and block first.
+            wait_for(&echo_attached, "the echo thread did not attach");
+            // Let the echo thread block first.
             std::thread::sleep(Duration::from_millis(20));
             for stamp in [1u64, 2, 1_000_000_007, STOP_LIMIT - 1] {
                 pair.test.post(stamp).expect("post");
@@ -154,6 +168,7 @@ pub(crate) mod tests {
 
     fn check_fork(pair: &PairChannels) {
         let parent_ready = SharedBox::new(AtomicBool::new(false)).unwrap();
+        let child_attached = SharedBox::new(AtomicBool::new(false)).unwrap();
         // SAFETY: the child only uses the channels (no allocation on success)
         // and leaves with _exit.
         let pid = unsafe { libc::fork() };
@@ -161,6 +176,7 @@ pub(crate) mod tests {
         if pid == 0 {
             unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
             pair.test.attach_waiter();
+            child_attached.store(true, Ordering::Release);
             let code = loop {
                 match pair.test.wait(None) {
                     Ok(Wake::Message(stamp)) => {
@@ -179,6 +195,8 @@ pub(crate) mod tests {
         }
         pair.sync.attach_waiter();
         parent_ready.store(true, Ordering::Release);
+        wait_for(&child_attached, "the child did not attach");
+        // Let the child block first.
         std::thread::sleep(Duration::from_millis(20));
         for stamp in [10u64, 20, 30] {
             pair.test.post(stamp).expect("post to child");

@@ -1,0 +1,291 @@
+//! Signals, the way rt-tests sigwaittest measures them: one sample spans
+//! `pthread_kill` (threads) or `kill` (a forked child) of SIGUSR1 in the poster
+//! to the return of `sigwait` in the waiter, which keeps SIGUSR1 blocked so the
+//! signal stays pending until it is collected (no handler ever runs). The
+//! stamp travels through the `SlotChannel` slot.
+//!
+//! A signal addresses a task, not an object, so the doorbell is the waiter's
+//! identity: `attach_waiter` blocks SIGUSR1 in the calling thread and then
+//! publishes its pid and tid in shared memory (a `MAP_SHARED` box, so a
+//! forked child's attach is seen by the parent). Both channels of a pair use
+//! SIGUSR1, as sigwaittest does; their waiters are different tasks.
+//!
+//! How `ring` sends:
+//! - waiter in this process: `tgkill(pid, tid)`, which is what `pthread_kill`
+//!   does (glibc has no way to name a thread of another process anyway);
+//! - waiter is the main thread of another process (a single-threaded forked
+//!   child: tid == pid): `kill(pid)`, a process-directed signal, like
+//!   sigwaittest `-f`. This relies on the child having one thread: in a
+//!   multi-threaded process another thread could take the signal;
+//! - otherwise `tgkill(pid, tid)`.
+//!
+//! Standard signals do not queue: a post and a stop pending together merge
+//! into one delivery. That is allowed (`Channel::interrupt`): only one wake-up
+//! is in flight per pair, and the stop flag is read after every wake-up.
+//!
+//! A ring before any waiter has attached sends nothing. The harness never
+//! posts before the waiter is attached; an early stop is still seen, because
+//! the `SlotChannel` stop flag is checked before blocking.
+
+use super::slot::{Doorbell, SlotChannel};
+use super::{ChannelError, PairChannels, Transport};
+use crate::rt::clock::monotonic_ns;
+use crate::rt::shm::SharedBox;
+use std::sync::atomic::{AtomicU64, Ordering, fence};
+use std::time::Duration;
+
+const SIGNAL: libc::c_int = libc::SIGUSR1;
+
+pub struct Signals;
+
+impl Signals {
+    pub fn new() -> Self {
+        Signals
+    }
+}
+
+impl Default for Signals {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Transport for Signals {
+    fn name(&self) -> &'static str {
+        "signal"
+    }
+
+    fn describe(&self) -> &'static str {
+        "signal, pthread_kill/kill -> sigwait"
+    }
+
+    fn open_pair(&self, _index: usize, _across_processes: bool) -> Result<PairChannels, String> {
+        Ok(PairChannels {
+            test: Box::new(SlotChannel::new(SignalBell::new()?)?),
+            sync: Box::new(SlotChannel::new(SignalBell::new()?)?),
+            // Signals create no kernel object.
+            resource_names: Vec::new(),
+        })
+    }
+}
+
+/// The waiter's pid (high half) and tid (low half) in one word, so `ring`
+/// reads a consistent pair with one load. 0: no waiter attached yet (no task
+/// has pid 0).
+struct SignalBell {
+    waiter: SharedBox<AtomicU64>,
+    /// Just {SIGUSR1}; built once, so the wait path does no set building.
+    set: libc::sigset_t,
+}
+
+fn pack(pid: libc::pid_t, tid: libc::pid_t) -> u64 {
+    ((pid as u32 as u64) << 32) | tid as u32 as u64
+}
+
+fn unpack(word: u64) -> (libc::pid_t, libc::pid_t) {
+    (
+        (word >> 32) as u32 as libc::pid_t,
+        word as u32 as libc::pid_t,
+    )
+}
+
+impl SignalBell {
+    fn new() -> Result<SignalBell, String> {
+        // SAFETY: sigemptyset/sigaddset only write the local set.
+        let set = unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, SIGNAL);
+            set
+        };
+        Ok(SignalBell {
+            waiter: SharedBox::new(AtomicU64::new(0))?,
+            set,
+        })
+    }
+
+    /// The attached waiter, if any.
+    #[inline]
+    fn waiter(&self) -> Option<(libc::pid_t, libc::pid_t)> {
+        let mut word = self.waiter.load(Ordering::Acquire);
+        if word == 0 {
+            // The stop protocol is store-then-load on both sides: `interrupt`
+            // stores the stop flag then reads the waiter here; the waiter
+            // stores itself (`attach_waiter`) then reads the stop flag. The
+            // two SeqCst fences make at least one side see the other's store,
+            // so a stop racing with an attach is never lost. Paid only when
+            // no waiter was seen, never on a real post.
+            fence(Ordering::SeqCst);
+            word = self.waiter.load(Ordering::Acquire);
+        }
+        (word != 0).then(|| unpack(word))
+    }
+}
+
+impl Doorbell for SignalBell {
+    #[inline]
+    fn ring(&self) -> Result<(), ChannelError> {
+        let Some((pid, tid)) = self.waiter() else {
+            return Ok(());
+        };
+        // getpid is a real syscall (glibc no longer caches it): only asked
+        // when it decides between kill and tgkill.
+        // SAFETY: getpid cannot fail.
+        let (rc, call) = if tid == pid && pid != unsafe { libc::getpid() } {
+            // SAFETY: plain syscall; SIGUSR1 is blocked by the waiter (it was
+            // blocked before its pid was published), so it stays pending.
+            (unsafe { libc::kill(pid, SIGNAL) }, "kill")
+        } else {
+            // SAFETY: as above; tgkill checks that tid belongs to pid.
+            (unsafe { libc::tgkill(pid, tid, SIGNAL) }, "tgkill")
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            // ESRCH: the waiter is gone.
+            Err(ChannelError::last(call))
+        }
+    }
+
+    #[inline]
+    fn block(&self, timeout: Option<Duration>) -> Result<bool, ChannelError> {
+        // sigtimedwait takes a relative timeout: recomputed from this absolute
+        // deadline after EINTR, so a retry does not stretch the wait.
+        let deadline = timeout.map(|t| monotonic_ns().saturating_add(duration_ns(t)));
+        loop {
+            let ts;
+            let ts_ptr = match deadline {
+                // sigwait: no timeout.
+                None => std::ptr::null(),
+                Some(deadline) => {
+                    ts = timespec(deadline.saturating_sub(monotonic_ns()));
+                    &ts as *const libc::timespec
+                }
+            };
+            // SAFETY: a valid set, a null siginfo (allowed) and a valid or
+            // null timeout.
+            let sig = unsafe { libc::sigtimedwait(&self.set, std::ptr::null_mut(), ts_ptr) };
+            if sig == SIGNAL {
+                return Ok(true);
+            }
+            let err = ChannelError::last("sigtimedwait");
+            match err.errno {
+                // Another signal's handler ran: wait on.
+                libc::EINTR => continue,
+                // sigtimedwait reports an expired timeout as EAGAIN.
+                libc::EAGAIN => return Ok(false),
+                _ => return Err(err),
+            }
+        }
+    }
+
+    fn attach_waiter(&self) {
+        // SAFETY: valid set; a null old-set pointer is allowed; getpid and
+        // gettid cannot fail; a zero timeout only polls.
+        unsafe {
+            // Blocked before anyone can learn our tid: SIGUSR1's default
+            // action would end the process.
+            libc::pthread_sigmask(libc::SIG_BLOCK, &self.set, std::ptr::null_mut());
+            // A SIGUSR1 still pending on this thread from an earlier channel
+            // (say, a stop rung after its waiter had already seen the flag)
+            // would end our first wait at once, with no post behind it. The
+            // harness starts new tasks per run so it has none; tests reuse
+            // threads. Nothing can be rung for *this* channel yet (we are not
+            // published), so draining loses nothing. This assumes one waiting
+            // channel per thread at a time, which the harness guarantees.
+            let poll = timespec(0);
+            while libc::sigtimedwait(&self.set, std::ptr::null_mut(), &poll) == SIGNAL {}
+            let me = pack(libc::getpid(), libc::gettid());
+            self.waiter.store(me, Ordering::Release);
+        }
+        // Pairs with the fence in `waiter()` (see there).
+        fence(Ordering::SeqCst);
+    }
+}
+
+fn duration_ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+fn timespec(ns: u64) -> libc::timespec {
+    libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ipc::Wake;
+
+    #[test]
+    fn channel_contract_threads_and_fork() {
+        crate::ipc::slot::tests::check_transport(&Signals::new());
+    }
+
+    #[test]
+    fn pid_and_tid_round_trip_through_one_word() {
+        assert_eq!(unpack(pack(4_194_304, 123)), (4_194_304, 123));
+        assert_ne!(pack(1, 1), 0);
+    }
+
+    #[test]
+    fn a_ring_before_attach_sends_nothing_but_a_stop_still_stops() {
+        // In a fresh thread: its signal mask and pending set are its own.
+        std::thread::spawn(|| {
+            let pair = Signals::new().open_pair(0, false).unwrap();
+            // No waiter: nothing is sent (SIGUSR1 is not blocked here, so a
+            // signal would end the test process).
+            pair.test.post(1).unwrap();
+            pair.test.interrupt();
+            pair.test.attach_waiter();
+            assert_eq!(pair.test.wait(None).unwrap(), Wake::Interrupted);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_stale_pending_signal_is_drained_on_attach() {
+        std::thread::spawn(|| {
+            let old = Signals::new().open_pair(0, false).unwrap();
+            old.sync.attach_waiter();
+            // A stop after the waiter has seen the flag leaves SIGUSR1 pending.
+            old.sync.interrupt();
+            assert_eq!(old.sync.wait(None).unwrap(), Wake::Interrupted);
+            old.sync.interrupt();
+            let new = Signals::new().open_pair(1, false).unwrap();
+            new.sync.attach_waiter();
+            assert_eq!(
+                new.sync.wait(Some(Duration::from_millis(5))).unwrap(),
+                Wake::TimedOut
+            );
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_gone_waiter_is_an_error_for_post() {
+        let pair = Signals::new().open_pair(0, false).unwrap();
+        std::thread::scope(|s| {
+            s.spawn(|| pair.test.attach_waiter()).join().unwrap();
+        });
+        // pthread_join can return while the kernel still tears the thread
+        // down; a signal to a dying thread succeeds and is discarded.
+        let start = std::time::Instant::now();
+        let err = loop {
+            match pair.test.post(1) {
+                Err(err) => break err,
+                Ok(()) if start.elapsed() < Duration::from_secs(5) => {
+                    std::thread::sleep(Duration::from_millis(1))
+                }
+                Ok(()) => panic!("the waiter thread never went away"),
+            }
+        };
+        assert_eq!((err.call, err.errno), ("tgkill", libc::ESRCH));
+        // Interrupts ignore it.
+        pair.test.interrupt();
+    }
+}
