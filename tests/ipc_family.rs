@@ -284,7 +284,7 @@ fn sigint_in_fork_mode_reports_and_leaves_nothing() {
 #[test]
 fn back_to_back_runs_block_every_sample_and_count_no_overruns() {
     for primitive in ["futex", "pipe"] {
-        let mut argv = vec![primitive, "-q", "-i", "0", "-l", "20000", "-S"];
+        let mut argv = vec![primitive, "-q", "-i", "0", "-d", "0", "-l", "20000", "-S"];
         argv.extend(prio());
         argv.extend_from_slice(mlock_args());
         let report = run_ok(&argv);
