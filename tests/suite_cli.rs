@@ -20,7 +20,18 @@ fn check_suite_output(stdout: &str, context: &str) {
 fn check_suite_report(report: &serde_json::Value) {
     check_report_header(report);
     let tests = report["tests"].as_array().unwrap();
-    assert!(!tests.is_empty());
+    let names: Vec<&str> = tests.iter().map(|t| t["test"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "mq", "sem", "svsem", "signal", "pipe", "eventfd", "futex", "unix", "svmq"
+        ],
+        "every primitive, in order"
+    );
+    for t in tests {
+        assert_eq!(t["end_reason"], "duration_elapsed", "{}", t["test"]);
+        assert_eq!(t["mode"], "one-way");
+    }
     assert_eq!(tests[0]["test"], "mq");
     assert_eq!(tests[0]["end_reason"], "duration_elapsed");
     check_summary(&tests[0]["overall"], "tests[0].overall", false);
@@ -32,10 +43,18 @@ fn check_suite_report(report: &serde_json::Value) {
 #[test]
 fn suite_prints_an_overview_and_writes_a_report() {
     let (_dir, file) = temp_file("suite.json");
+    let started = std::time::Instant::now();
     let out = run(latscope(30)
         .args(args("suite --duration 2s --json"))
         .arg(&file));
+    let elapsed = started.elapsed();
     assert_code(&out, 0);
+    // The whole suite ends within the duration asked (plus process start and
+    // exit, which the suite cannot see).
+    assert!(
+        elapsed < Duration::from_millis(2_500),
+        "suite --duration 2s took {elapsed:?}"
+    );
     check_suite_output(&stdout_of(&out), &describe(&out));
     let report = read_json(&file);
     check_suite_report(&report);

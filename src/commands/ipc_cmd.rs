@@ -34,12 +34,34 @@ pub struct SequenceItem {
     pub config: TestConfig,
 }
 
+/// Time kept back per test still to run when a sequence has a total budget:
+/// starting and stopping the tasks of one test takes a few milliseconds.
+const SETUP_RESERVE: Duration = Duration::from_millis(40);
+
 /// Runs the items one after another. A primitive that cannot start (a
 /// missing kernel feature, a limit) is reported as a failed test and the
 /// sequence goes on; an interrupt ends the sequence with what was measured.
-pub fn run_sequence(items: Vec<SequenceItem>, quiet: bool) -> Vec<FinishedTest> {
+/// With `budget`, each test gets a fair share of the time left when it starts,
+/// so that the whole sequence ends within the budget.
+pub fn run_sequence(
+    items: Vec<SequenceItem>,
+    budget: Option<Duration>,
+    quiet: bool,
+) -> Vec<FinishedTest> {
+    let started = std::time::Instant::now();
+    let count = items.len();
     let mut finished = Vec::new();
-    for item in items {
+    for (index, mut item) in items.into_iter().enumerate() {
+        if let Some(budget) = budget {
+            let left = (count - index) as u32;
+            let share = budget
+                .saturating_sub(started.elapsed())
+                .saturating_sub(SETUP_RESERVE * left)
+                / left;
+            let share = share.max(Duration::from_millis(10));
+            item.plan.duration = Some(share);
+            item.config.duration_s = secs(Some(share));
+        }
         let name = item.transport.name();
         if !quiet {
             eprintln!(
@@ -189,7 +211,7 @@ pub fn run(args: &IpcArgs) -> Result<i32, CommandError> {
             });
         }
     }
-    let finished = run_sequence(items, verdict.quiet);
+    let finished = run_sequence(items, None, verdict.quiet);
     let report = ipc_test::assemble_report(finished, sysinfo, prep.warnings.clone(), &prep.memory);
     drop(prep);
     deliver(

@@ -24,6 +24,8 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
         return Err(UsageError("--duration must be at least 100ms".to_string()).into());
     }
     let verdict = VerdictSettings::from_args(&args.verdict)?;
+    // The whole command, checks included, ends within --duration.
+    let started = std::time::Instant::now();
     let sysinfo = SysInfo::collect();
     let realtime = sched::can_use_realtime();
     let mut warnings = Vec::new();
@@ -89,7 +91,11 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
             config,
         });
     }
-    let finished = run_sequence(items, verdict.quiet);
+    let finished = run_sequence(
+        items,
+        Some(total.saturating_sub(started.elapsed())),
+        verdict.quiet,
+    );
     let report = ipc_test::assemble_report(finished, sysinfo, warnings, &prep.memory);
     drop(prep.dma_latency);
     deliver(

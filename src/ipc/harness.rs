@@ -505,7 +505,12 @@ pub fn run(
     let mut per_second: Vec<Vec<SecondStats>> = plan.pairs.iter().map(|_| Vec::new()).collect();
     let mut next_progress = Duration::from_secs(1);
     loop {
-        if wait_for_stop_signal(MONITOR_TICK).is_some() {
+        // Wake at the end of the duration, not up to a tick later.
+        let tick = plan.duration.map_or(MONITOR_TICK, |d| {
+            d.saturating_sub(started_instant.elapsed())
+                .clamp(Duration::from_millis(1), MONITOR_TICK)
+        });
+        if wait_for_stop_signal(tick).is_some() {
             shared.request_stop(EndReason::Interrupted);
         }
         for (live, out) in shared.live.iter().zip(per_second.iter_mut()) {
