@@ -2,7 +2,9 @@
 //! user can break is here, and each breaks with one line saying what is wrong
 //! and what to do (exit code 2), before anything is measured.
 
-use crate::cli::{CommonArgs, ModeArg, MqArgs, OutputFormat, PairArgs, SemArgs, VerdictArgs};
+use crate::cli::{
+    CommonArgs, LayoutArgs, ModeArg, MqArgs, OutputFormat, PairArgs, SemArgs, VerdictArgs,
+};
 use crate::ipc::harness::{Mode, PairPlan, RunPlan, Tasks};
 use crate::rt::sched::{self, Policy};
 use crate::rt::sysinfo::online_cpus;
@@ -234,19 +236,43 @@ pub struct PairLayout {
     pub same_priority: bool,
 }
 
+/// Interval, distance and loop count of the rt-tests options, checked.
+pub struct Timing;
+
+impl Timing {
+    pub fn from_args(
+        args: &LayoutArgs,
+        default_interval_us: u64,
+    ) -> Result<(u64, u64, Option<u64>), UsageError> {
+        let interval_us = match &args.interval {
+            Some(t) => parse_interval("-i/--interval", t)?,
+            None => default_interval_us,
+        };
+        let distance_us = match &args.distance {
+            Some(t) => parse_count("-d/--distance", t)?,
+            None => 500,
+        };
+        let loops = args
+            .loops
+            .as_deref()
+            .map(|t| parse_loops("-l/--loops", t))
+            .transpose()?
+            .flatten();
+        Ok((interval_us, distance_us, loops))
+    }
+}
+
 impl PairLayout {
     /// `default_smp`: without -a/-S/-t, act as -S (what `latscope ipc` does).
-    #[allow(clippy::too_many_arguments)]
-    pub fn from_options(
-        affinity: Option<&str>,
-        smp: bool,
-        threads: Option<&str>,
-        priority: Option<&str>,
-        policy: Option<Policy>,
+    pub fn from_args(
+        args: &LayoutArgs,
         default_priority: u64,
         default_smp: bool,
         notices: &mut Vec<String>,
     ) -> Result<PairLayout, UsageError> {
+        let (affinity, smp, threads) =
+            (args.affinity.as_deref(), args.smp, args.threads.as_deref());
+        let (priority, policy) = (args.priority.as_deref(), args.policy);
         let allowed = sched::allowed_cpus();
         let priority = match priority {
             Some(t) => parse_count("-p/--prio", t)?,
@@ -378,31 +404,9 @@ impl IpcSettings {
         fork: bool,
     ) -> Result<IpcSettings, UsageError> {
         let mut notices = Vec::new();
-        let interval_us = match &args.interval {
-            Some(t) => parse_interval("-i/--interval", t)?,
-            None => 1000,
-        };
-        let distance_us = match &args.distance {
-            Some(t) => parse_count("-d/--distance", t)?,
-            None => 500,
-        };
-        let loops = args
-            .loops
-            .as_deref()
-            .map(|t| parse_loops("-l/--loops", t))
-            .transpose()?
-            .flatten();
+        let (interval_us, distance_us, loops) = Timing::from_args(&args.layout, 1000)?;
         let common = Common::from_args(&args.common)?;
-        let layout = PairLayout::from_options(
-            args.affinity.as_deref(),
-            args.smp,
-            args.threads.as_deref(),
-            args.priority.as_deref(),
-            args.policy,
-            0,
-            false,
-            &mut notices,
-        )?;
+        let layout = PairLayout::from_args(&args.layout, 0, false, &mut notices)?;
         let pairs = layout.pairs(interval_us, distance_us, loops, args.common.cross_cpu)?;
         Ok(IpcSettings::assemble(
             &args.common,

@@ -127,22 +127,23 @@ pub struct CommonArgs {
     pub verdict: VerdictArgs,
 }
 
-/// The rt-tests pair options (pmqtest, sigwaittest, svsematest, ptsematest).
+/// The rt-tests pair options (pmqtest, sigwaittest, svsematest, ptsematest),
+/// also used by `latscope ipc` (whose defaults differ, see its help).
 #[derive(Debug, Clone, Args)]
-pub struct PairArgs {
+pub struct LayoutArgs {
     /// Pin pair N to CPU N (bare -a), or all pairs to CPU PROC (-a PROC)
     #[arg(short = 'a', long, value_name = "PROC", num_args = 0..=1, default_missing_value = "all")]
     pub affinity: Option<String>,
     /// Added to the interval of each further pair, in microseconds [default: 500]
     #[arg(short = 'd', long, value_name = "DIST")]
     pub distance: Option<String>,
-    /// Base interval between samples in microseconds; 0 = back to back [default: 1000]
+    /// Base interval between samples in microseconds; 0 = back to back [default: 1000; ipc: 100]
     #[arg(short = 'i', long, value_name = "INTV")]
     pub interval: Option<String>,
     /// Samples per pair (0 = until stopped) [default: 0]
     #[arg(short = 'l', long, value_name = "LOOPS")]
     pub loops: Option<String>,
-    /// Real-time priority of pair 0; pair N gets PRIO-N (at least 1) unless -S
+    /// Real-time priority of pair 0; pair N gets PRIO-N (at least 1) unless -S [default: 0; ipc: 99 when allowed]
     #[arg(
         short = 'p',
         long = "prio",
@@ -153,12 +154,19 @@ pub struct PairArgs {
     /// Scheduling policy [default: fifo with -p above 0, else other]
     #[arg(long, value_enum)]
     pub policy: Option<crate::rt::sched::Policy>,
-    /// SMP mode: one pair per usable CPU, pinned, all at the same priority
+    /// SMP mode: one pair per usable CPU, pinned, all at the same priority (ipc: the default)
     #[arg(short = 'S', long)]
     pub smp: bool,
     /// Number of pairs; bare -t: one per usable CPU [default: 1]
     #[arg(short = 't', long, value_name = "NUM", num_args = 0..=1, default_missing_value = "all")]
     pub threads: Option<String>,
+}
+
+/// Everything a single rt-tests style pair test takes.
+#[derive(Debug, Clone, Args)]
+pub struct PairArgs {
+    #[command(flatten)]
+    pub layout: LayoutArgs,
     #[command(flatten)]
     pub common: CommonArgs,
 }
@@ -235,35 +243,8 @@ pub struct SemArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct IpcArgs {
-    /// Pin pair N to CPU N (bare -a), or all pairs to CPU PROC (-a PROC) [default: as -S]
-    #[arg(short = 'a', long, value_name = "PROC", num_args = 0..=1, default_missing_value = "all")]
-    pub affinity: Option<String>,
-    /// Added to the interval of each further pair, in microseconds [default: 500]
-    #[arg(short = 'd', long, value_name = "DIST")]
-    pub distance: Option<String>,
-    /// Base interval between samples in microseconds; 0 = back to back [default: 100]
-    #[arg(short = 'i', long, value_name = "INTV")]
-    pub interval: Option<String>,
-    /// Samples per pair and test (0 = until the time per primitive is up) [default: 0]
-    #[arg(short = 'l', long, value_name = "LOOPS")]
-    pub loops: Option<String>,
-    /// Real-time priority [default: 99 (fifo) when allowed, else 0 (other)]
-    #[arg(
-        short = 'p',
-        long = "prio",
-        visible_alias = "priority",
-        value_name = "PRIO"
-    )]
-    pub priority: Option<String>,
-    /// Scheduling policy [default: fifo with -p above 0, else other]
-    #[arg(long, value_enum)]
-    pub policy: Option<crate::rt::sched::Policy>,
-    /// One pair per usable CPU, pinned, same priority (the default placement)
-    #[arg(short = 'S', long)]
-    pub smp: bool,
-    /// Number of pairs; bare -t: one per usable CPU
-    #[arg(short = 't', long, value_name = "NUM", num_args = 0..=1, default_missing_value = "all")]
-    pub threads: Option<String>,
+    #[command(flatten)]
+    pub layout: LayoutArgs,
     /// Time per primitive, shared by its modes (s/m/h/d suffixes) [default: 6s]
     #[arg(short = 'D', long, value_name = "TIME")]
     pub duration: Option<String>,

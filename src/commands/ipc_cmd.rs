@@ -13,9 +13,7 @@ use crate::report::json::LatscopeJson;
 use crate::report::{Exporter, Report, TestConfig};
 use crate::rt::sched;
 use crate::rt::sysinfo::SysInfo;
-use crate::settings::{
-    PairLayout, UsageError, VerdictSettings, parse_count, parse_interval, parse_loops, seconds,
-};
+use crate::settings::{PairLayout, Timing, UsageError, VerdictSettings, seconds};
 use crate::units::{format_duration, format_ns};
 use std::io::Write;
 use std::time::Duration;
@@ -95,33 +93,81 @@ pub fn run_sequence(
     finished
 }
 
+/// What a sequence of tests shares: every primitive in every mode runs with
+/// these settings.
+pub struct SequenceSpec<'a> {
+    pub primitives: &'a [&'a str],
+    pub modes: &'a [Mode],
+    pub layout: &'a PairLayout,
+    /// Interval, distance (us) and loops.
+    pub timing: (u64, u64, Option<u64>),
+    pub tasks: Tasks,
+    pub cross_cpu: bool,
+    pub per_test: Option<Duration>,
+    pub max_latency_us: Option<u64>,
+    pub prep: &'a Preparation,
+}
+
+/// The tests of a sequence, each primitive in each mode, with the plan and
+/// the report's record of its settings.
+pub fn sequence(spec: &SequenceSpec<'_>) -> Result<Vec<SequenceItem>, CommandError> {
+    let (interval_us, distance_us, loops) = spec.timing;
+    let pairs = spec
+        .layout
+        .pairs(interval_us, distance_us, loops, spec.cross_cpu)?;
+    let mut items = Vec::new();
+    for &name in spec.primitives {
+        for &mode in spec.modes {
+            let transport = transport_named(name).ok_or_else(|| {
+                CommandError::Runtime(format!("primitive {name} is not built in"))
+            })?;
+            let plan = RunPlan {
+                pairs: pairs.clone(),
+                mode,
+                tasks: spec.tasks,
+                duration: spec.per_test,
+                limit_ns: spec.max_latency_us.map(|us| us.saturating_mul(1000)),
+                lock_memory: spec.prep.memory.is_locked(),
+                ..RunPlan::default()
+            };
+            let config = TestConfig {
+                pairs: plan.pairs.len(),
+                tasks: spec.tasks.as_str().to_string(),
+                cross_cpu: spec.cross_cpu,
+                policy: spec.layout.policy.to_string(),
+                priority: spec.layout.priority,
+                same_priority: spec.layout.same_priority,
+                interval_us,
+                distance_us,
+                loops,
+                duration_s: secs(plan.duration),
+                receive_timeout_s: None,
+                forced_send_delay_s: None,
+                breaktrace_us: None,
+                max_latency_us: spec.max_latency_us,
+                mlockall: spec.prep.memory.is_locked(),
+                cpu_dma_latency: spec.prep.dma_latency.describe(),
+            };
+            items.push(SequenceItem {
+                transport,
+                plan,
+                config,
+            });
+        }
+    }
+    Ok(items)
+}
+
 pub fn run(args: &IpcArgs) -> Result<i32, CommandError> {
     let mut notices = Vec::new();
     let realtime = sched::can_use_realtime();
-    let layout = PairLayout::from_options(
-        args.affinity.as_deref(),
-        args.smp,
-        args.threads.as_deref(),
-        args.priority.as_deref(),
-        args.policy,
+    let layout = PairLayout::from_args(
+        &args.layout,
         if realtime { DEFAULT_RT_PRIORITY } else { 0 },
         true,
         &mut notices,
     )?;
-    let interval_us = match &args.interval {
-        Some(t) => parse_interval("-i/--interval", t)?,
-        None => DEFAULT_INTERVAL_US,
-    };
-    let distance_us = match &args.distance {
-        Some(t) => parse_count("-d/--distance", t)?,
-        None => 500,
-    };
-    let loops = args
-        .loops
-        .as_deref()
-        .map(|t| parse_loops("-l/--loops", t))
-        .transpose()?
-        .flatten();
+    let (interval_us, distance_us, loops) = Timing::from_args(&args.layout, DEFAULT_INTERVAL_US)?;
     let per_primitive = match (&args.duration, loops) {
         (Some(t), _) => Some(seconds("-D/--duration", t)?),
         (None, Some(_)) => None,
@@ -151,12 +197,13 @@ pub fn run(args: &IpcArgs) -> Result<i32, CommandError> {
         IpcModeArg::Roundtrip => &[Mode::RoundTrip],
         IpcModeArg::Both => &[Mode::OneWay, Mode::RoundTrip],
     };
-    let pairs = layout.pairs(interval_us, distance_us, loops, args.cross_cpu)?;
+    // Checked now, before anything is measured.
+    layout.pairs(interval_us, distance_us, loops, args.cross_cpu)?;
     let verdict = VerdictSettings::from_args(&args.verdict)?;
     for notice in &notices {
         eprintln!("latscope: warning: {notice}");
     }
-    if !realtime && args.priority.is_none() {
+    if !realtime && args.layout.priority.is_none() {
         eprintln!(
             "latscope: note: real-time priority is not available to this user; measuring at normal priority ({})",
             sched::RT_PRIVILEGE_FIX
@@ -165,52 +212,21 @@ pub fn run(args: &IpcArgs) -> Result<i32, CommandError> {
     let sysinfo = SysInfo::collect();
     let prep = Preparation::apply(!args.no_mlockall, true, !args.no_dma_latency)
         .map_err(CommandError::Runtime)?;
-    let tasks = if args.fork {
-        Tasks::Processes
-    } else {
-        Tasks::Threads
-    };
-    let per_test = per_primitive.map(|d| d / modes.len() as u32);
-    let mut items = Vec::new();
-    for name in primitives {
-        for &mode in modes {
-            let transport = transport_named(name).ok_or_else(|| {
-                CommandError::Runtime(format!("primitive {name} is not built in"))
-            })?;
-            let plan = RunPlan {
-                pairs: pairs.clone(),
-                mode,
-                tasks,
-                duration: per_test,
-                limit_ns: verdict.max_latency_us.map(|us| us.saturating_mul(1000)),
-                lock_memory: prep.memory.is_locked(),
-                ..RunPlan::default()
-            };
-            let config = TestConfig {
-                pairs: plan.pairs.len(),
-                tasks: tasks.as_str().to_string(),
-                cross_cpu: args.cross_cpu,
-                policy: layout.policy.to_string(),
-                priority: layout.priority,
-                same_priority: layout.same_priority,
-                interval_us,
-                distance_us,
-                loops,
-                duration_s: secs(plan.duration),
-                receive_timeout_s: None,
-                forced_send_delay_s: None,
-                breaktrace_us: None,
-                max_latency_us: verdict.max_latency_us,
-                mlockall: prep.memory.is_locked(),
-                cpu_dma_latency: prep.dma_latency.describe(),
-            };
-            items.push(SequenceItem {
-                transport,
-                plan,
-                config,
-            });
-        }
-    }
+    let items = sequence(&SequenceSpec {
+        primitives: &primitives,
+        modes,
+        layout: &layout,
+        timing: (interval_us, distance_us, loops),
+        tasks: if args.fork {
+            Tasks::Processes
+        } else {
+            Tasks::Threads
+        },
+        cross_cpu: args.cross_cpu,
+        per_test: per_primitive.map(|d| d / modes.len() as u32),
+        max_latency_us: verdict.max_latency_us,
+        prep: &prep,
+    })?;
     let finished = run_sequence(items, None, verdict.quiet);
     let report = ipc_test::assemble_report(finished, sysinfo, prep.warnings.clone(), &prep.memory);
     drop(prep);

@@ -1,18 +1,20 @@
 //! `latscope suite`: the main job. Runs every available test briefly and
 //! prints one overview table of this machine's latencies.
 
-use super::ipc_cmd::{DEFAULT_INTERVAL_US, DEFAULT_RT_PRIORITY, SequenceItem, run_sequence};
-use super::ipc_test::{self, Preparation, secs};
+use super::ipc_cmd::{
+    DEFAULT_INTERVAL_US, DEFAULT_RT_PRIORITY, SequenceSpec, run_sequence, sequence,
+};
+use super::ipc_test::{self, Preparation};
 use super::{CommandError, deliver};
 use crate::cli::SuiteArgs;
-use crate::ipc::harness::{PairPlan, RunPlan};
-use crate::ipc::{PRIMITIVES, transport_named};
+use crate::ipc::PRIMITIVES;
+use crate::ipc::harness::{Mode, Tasks};
 use crate::report::console::{Table, end_reason_text, write_footer};
 use crate::report::json::LatscopeJson;
-use crate::report::{Exporter, Report, TestConfig};
+use crate::report::{Exporter, Report};
 use crate::rt::sched::{self, Policy};
 use crate::rt::sysinfo::SysInfo;
-use crate::settings::{UsageError, VerdictSettings};
+use crate::settings::{PairLayout, Placement, UsageError, VerdictSettings};
 use crate::units::{format_ns, parse_duration};
 use std::io::Write;
 use std::time::Duration;
@@ -38,59 +40,31 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
     let prep = Preparation::apply(true, false, true).map_err(CommandError::Runtime)?;
     warnings.extend(prep.warnings.iter().cloned());
 
-    let names = PRIMITIVES;
-    let share = total / names.len() as u32;
     let (policy, priority) = if realtime {
         (Policy::Fifo, DEFAULT_RT_PRIORITY as i32)
     } else {
         (Policy::Other, 0)
     };
-    let cpus = sched::allowed_cpus();
-    let mut items = Vec::new();
-    for name in names {
-        let transport = transport_named(name)
-            .ok_or_else(|| CommandError::Runtime(format!("primitive {name} is not built in")))?;
-        let plan = RunPlan {
-            pairs: cpus
-                .iter()
-                .map(|&cpu| PairPlan {
-                    recorder_cpu: Some(cpu),
-                    peer_cpu: Some(cpu),
-                    policy,
-                    priority,
-                    interval_ns: DEFAULT_INTERVAL_US * 1000,
-                    loops: None,
-                })
-                .collect(),
-            duration: Some(share),
-            limit_ns: verdict.max_latency_us.map(|us| us.saturating_mul(1000)),
-            lock_memory: prep.memory.is_locked(),
-            ..RunPlan::default()
-        };
-        let config = TestConfig {
-            pairs: plan.pairs.len(),
-            tasks: plan.tasks.as_str().to_string(),
-            cross_cpu: false,
-            policy: policy.to_string(),
-            priority,
-            same_priority: true,
-            interval_us: DEFAULT_INTERVAL_US,
-            distance_us: 0,
-            loops: None,
-            duration_s: secs(plan.duration),
-            receive_timeout_s: None,
-            forced_send_delay_s: None,
-            breaktrace_us: None,
-            max_latency_us: verdict.max_latency_us,
-            mlockall: prep.memory.is_locked(),
-            cpu_dma_latency: prep.dma_latency.describe(),
-        };
-        items.push(SequenceItem {
-            transport,
-            plan,
-            config,
-        });
-    }
+    // One pinned pair per usable CPU, all at the same priority (-S).
+    let layout = PairLayout {
+        count: sched::allowed_cpus().len() as u64,
+        placement: Placement::Spread,
+        policy,
+        priority,
+        same_priority: true,
+    };
+    let items = sequence(&SequenceSpec {
+        primitives: &PRIMITIVES,
+        modes: &[Mode::OneWay],
+        layout: &layout,
+        timing: (DEFAULT_INTERVAL_US, 0, None),
+        tasks: Tasks::Threads,
+        cross_cpu: false,
+        // Set per test from the time left (see run_sequence).
+        per_test: None,
+        max_latency_us: verdict.max_latency_us,
+        prep: &prep,
+    })?;
     let finished = run_sequence(
         items,
         Some(total.saturating_sub(started.elapsed())),

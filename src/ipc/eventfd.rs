@@ -20,41 +20,16 @@
 //! would pass that maximum is the only way an eventfd write blocks, so
 //! `interrupt` can use a plain `write()` and still never block.
 
+use super::AnonymousPairs;
 use super::fd::{FdChannel, Kind};
-use super::{PairChannels, Transport};
 use std::os::fd::{FromRawFd, OwnedFd};
 
-pub struct EventFds;
-
-impl EventFds {
-    pub fn new() -> Self {
-        EventFds
-    }
-}
-
-impl Default for EventFds {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Transport for EventFds {
-    fn name(&self) -> &'static str {
-        "eventfd"
-    }
-
-    fn describe(&self) -> &'static str {
-        "eventfd, write -> read"
-    }
-
-    fn open_pair(&self, _index: usize, _across_processes: bool) -> Result<PairChannels, String> {
-        // Descriptors are inherited by a forked child: nothing else to do.
-        Ok(PairChannels {
-            test: Box::new(channel()?),
-            sync: Box::new(channel()?),
-            // Nothing named: descriptors only.
-            resource_names: Vec::new(),
-        })
+/// The eventfd transport. Nothing named: descriptors only.
+pub fn transport() -> AnonymousPairs {
+    AnonymousPairs {
+        name: "eventfd",
+        describe: "eventfd, write -> read",
+        channel: |_across_processes| Ok(Box::new(channel()?)),
     }
 }
 
@@ -85,7 +60,7 @@ mod tests {
 
     #[test]
     fn channel_contract_threads_and_fork() {
-        crate::ipc::slot::tests::check_transport(&EventFds::new());
+        crate::ipc::slot::tests::check_transport(&transport());
     }
 
     #[test]

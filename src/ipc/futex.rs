@@ -18,42 +18,18 @@
 //! processes they must not, so that parent and child reach the same futex.
 
 use super::slot::{Doorbell, SlotChannel};
-use super::{ChannelError, PairChannels, Transport};
+use super::{AnonymousPairs, ChannelError};
 use crate::rt::clock::monotonic_ns;
 use crate::rt::shm::SharedBox;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-pub struct Futexes;
-
-impl Futexes {
-    pub fn new() -> Self {
-        Futexes
-    }
-}
-
-impl Default for Futexes {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Transport for Futexes {
-    fn name(&self) -> &'static str {
-        "futex"
-    }
-
-    fn describe(&self) -> &'static str {
-        "futex, FUTEX_WAKE -> FUTEX_WAIT"
-    }
-
-    fn open_pair(&self, _index: usize, across_processes: bool) -> Result<PairChannels, String> {
-        Ok(PairChannels {
-            test: Box::new(SlotChannel::new(Futex::new(across_processes)?)?),
-            sync: Box::new(SlotChannel::new(Futex::new(across_processes)?)?),
-            // A futex is only a word of memory: nothing to name or to leak.
-            resource_names: Vec::new(),
-        })
+/// The futex transport. A futex is only a word of memory: nothing to name or to leak.
+pub fn transport() -> AnonymousPairs {
+    AnonymousPairs {
+        name: "futex",
+        describe: "futex, FUTEX_WAKE -> FUTEX_WAIT",
+        channel: |across_processes| Ok(Box::new(SlotChannel::new(Futex::new(across_processes)?)?)),
     }
 }
 
@@ -178,17 +154,18 @@ fn timespec(ns: u64) -> libc::timespec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ipc::Transport;
     use crate::ipc::Wake;
 
     #[test]
     fn channel_contract_threads_and_fork() {
-        crate::ipc::slot::tests::check_transport(&Futexes::new());
+        crate::ipc::slot::tests::check_transport(&transport());
     }
 
     #[test]
     fn private_and_shared_futexes_both_work() {
         for across in [false, true] {
-            let pair = Futexes::new().open_pair(0, across).expect("open");
+            let pair = transport().open_pair(0, across).expect("open");
             assert!(pair.resource_names.is_empty());
             std::thread::scope(|s| {
                 let echo = s.spawn(|| match pair.test.wait(None).unwrap() {

@@ -7,41 +7,16 @@
 //! name and dies with the last process holding it: nothing can leak. A forked
 //! child inherits both ends.
 
+use super::AnonymousPairs;
 use super::fd::{FdChannel, Kind};
-use super::{PairChannels, Transport};
 use std::os::fd::{FromRawFd, OwnedFd};
 
-pub struct Pipes;
-
-impl Pipes {
-    pub fn new() -> Self {
-        Pipes
-    }
-}
-
-impl Default for Pipes {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Transport for Pipes {
-    fn name(&self) -> &'static str {
-        "pipe"
-    }
-
-    fn describe(&self) -> &'static str {
-        "pipe, write -> read"
-    }
-
-    fn open_pair(&self, _index: usize, _across_processes: bool) -> Result<PairChannels, String> {
-        // Descriptors are inherited by a forked child: nothing else to do.
-        Ok(PairChannels {
-            test: Box::new(channel()?),
-            sync: Box::new(channel()?),
-            // Nothing named: descriptors only.
-            resource_names: Vec::new(),
-        })
+/// The pipe transport. Nothing named: descriptors only.
+pub fn transport() -> AnonymousPairs {
+    AnonymousPairs {
+        name: "pipe",
+        describe: "pipe, write -> read",
+        channel: |_across_processes| Ok(Box::new(channel()?)),
     }
 }
 
@@ -66,11 +41,12 @@ fn channel() -> Result<FdChannel, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ipc::Transport;
     use crate::ipc::Wake;
 
     #[test]
     fn channel_contract_threads_and_fork() {
-        crate::ipc::slot::tests::check_transport(&Pipes::new());
+        crate::ipc::slot::tests::check_transport(&transport());
     }
 
     #[test]
@@ -80,7 +56,7 @@ mod tests {
 
     #[test]
     fn stamp_zero_travels_and_interrupt_wakes() {
-        let pair = Pipes::new().open_pair(0, false).expect("pipes");
+        let pair = transport().open_pair(0, false).expect("pipes");
         pair.sync.post(0).unwrap();
         assert_eq!(pair.sync.wait(None).unwrap(), Wake::Message(0));
         pair.test.interrupt();

@@ -12,42 +12,22 @@
 //! next to a real post and never blocks.
 
 use super::slot::{Doorbell, SlotChannel};
-use super::{ChannelError, PairChannels, Transport};
+use super::{AnonymousPairs, ChannelError};
 use crate::rt::clock::realtime_deadline;
 use crate::rt::shm::SharedBox;
 use std::cell::UnsafeCell;
 use std::time::Duration;
 
-pub struct PosixSemaphores;
-
-impl PosixSemaphores {
-    pub fn new() -> Self {
-        PosixSemaphores
-    }
-}
-
-impl Default for PosixSemaphores {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Transport for PosixSemaphores {
-    fn name(&self) -> &'static str {
-        "sem"
-    }
-
-    fn describe(&self) -> &'static str {
-        "POSIX semaphore, sem_post -> sem_wait"
-    }
-
-    fn open_pair(&self, _index: usize, across_processes: bool) -> Result<PairChannels, String> {
-        Ok(PairChannels {
-            test: Box::new(SlotChannel::new(Semaphore::new(across_processes)?)?),
-            sync: Box::new(SlotChannel::new(Semaphore::new(across_processes)?)?),
-            // Unnamed and in anonymous memory: no kernel object has a name.
-            resource_names: Vec::new(),
-        })
+/// The sem transport. Unnamed and in anonymous memory: no kernel object has a name.
+pub fn transport() -> AnonymousPairs {
+    AnonymousPairs {
+        name: "sem",
+        describe: "POSIX semaphore, sem_post -> sem_wait",
+        channel: |across_processes| {
+            Ok(Box::new(SlotChannel::new(Semaphore::new(
+                across_processes,
+            )?)?))
+        },
     }
 }
 
@@ -141,17 +121,18 @@ impl Doorbell for Semaphore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ipc::Transport;
     use crate::ipc::Wake;
 
     #[test]
     fn channel_contract_threads_and_fork() {
-        crate::ipc::slot::tests::check_transport(&PosixSemaphores::new());
+        crate::ipc::slot::tests::check_transport(&transport());
     }
 
     #[test]
     fn private_and_process_shared_semaphores_both_work() {
         for across in [false, true] {
-            let pair = PosixSemaphores::new().open_pair(0, across).expect("open");
+            let pair = transport().open_pair(0, across).expect("open");
             assert!(pair.resource_names.is_empty());
             std::thread::scope(|s| {
                 let echo = s.spawn(|| match pair.test.wait(None).unwrap() {

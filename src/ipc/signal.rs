@@ -28,7 +28,7 @@
 //! the `SlotChannel` stop flag is checked before blocking.
 
 use super::slot::{Doorbell, SlotChannel};
-use super::{ChannelError, PairChannels, Transport};
+use super::{AnonymousPairs, ChannelError};
 use crate::rt::clock::monotonic_ns;
 use crate::rt::shm::SharedBox;
 use std::sync::atomic::{AtomicU64, Ordering, fence};
@@ -36,36 +36,12 @@ use std::time::Duration;
 
 const SIGNAL: libc::c_int = libc::SIGUSR1;
 
-pub struct Signals;
-
-impl Signals {
-    pub fn new() -> Self {
-        Signals
-    }
-}
-
-impl Default for Signals {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Transport for Signals {
-    fn name(&self) -> &'static str {
-        "signal"
-    }
-
-    fn describe(&self) -> &'static str {
-        "signal, pthread_kill/kill -> sigwait"
-    }
-
-    fn open_pair(&self, _index: usize, _across_processes: bool) -> Result<PairChannels, String> {
-        Ok(PairChannels {
-            test: Box::new(SlotChannel::new(SignalBell::new()?)?),
-            sync: Box::new(SlotChannel::new(SignalBell::new()?)?),
-            // Signals create no kernel object.
-            resource_names: Vec::new(),
-        })
+/// The signal transport. Signals create no kernel object.
+pub fn transport() -> AnonymousPairs {
+    AnonymousPairs {
+        name: "signal",
+        describe: "signal, pthread_kill/kill -> sigwait",
+        channel: |_across_processes| Ok(Box::new(SlotChannel::new(SignalBell::new()?)?)),
     }
 }
 
@@ -217,11 +193,12 @@ fn timespec(ns: u64) -> libc::timespec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ipc::Transport;
     use crate::ipc::Wake;
 
     #[test]
     fn channel_contract_threads_and_fork() {
-        crate::ipc::slot::tests::check_transport(&Signals::new());
+        crate::ipc::slot::tests::check_transport(&transport());
     }
 
     #[test]
@@ -234,7 +211,7 @@ mod tests {
     fn a_ring_before_attach_sends_nothing_but_a_stop_still_stops() {
         // In a fresh thread: its signal mask and pending set are its own.
         std::thread::spawn(|| {
-            let pair = Signals::new().open_pair(0, false).unwrap();
+            let pair = transport().open_pair(0, false).unwrap();
             // No waiter: nothing is sent (SIGUSR1 is not blocked here, so a
             // signal would end the test process).
             pair.test.post(1).unwrap();
@@ -249,13 +226,13 @@ mod tests {
     #[test]
     fn a_stale_pending_signal_is_drained_on_attach() {
         std::thread::spawn(|| {
-            let old = Signals::new().open_pair(0, false).unwrap();
+            let old = transport().open_pair(0, false).unwrap();
             old.sync.attach_waiter();
             // A stop after the waiter has seen the flag leaves SIGUSR1 pending.
             old.sync.interrupt();
             assert_eq!(old.sync.wait(None).unwrap(), Wake::Interrupted);
             old.sync.interrupt();
-            let new = Signals::new().open_pair(1, false).unwrap();
+            let new = transport().open_pair(1, false).unwrap();
             new.sync.attach_waiter();
             assert_eq!(
                 new.sync.wait(Some(Duration::from_millis(5))).unwrap(),
@@ -268,7 +245,7 @@ mod tests {
 
     #[test]
     fn a_gone_waiter_is_an_error_for_post() {
-        let pair = Signals::new().open_pair(0, false).unwrap();
+        let pair = transport().open_pair(0, false).unwrap();
         std::thread::scope(|s| {
             s.spawn(|| pair.test.attach_waiter()).join().unwrap();
         });

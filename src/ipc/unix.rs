@@ -11,41 +11,16 @@
 //! pair never share a buffer or a wait queue. A forked child inherits both
 //! ends. `interrupt` sends with `MSG_DONTWAIT` and gives up on a full buffer.
 
+use super::AnonymousPairs;
 use super::fd::{FdChannel, Kind};
-use super::{PairChannels, Transport};
 use std::os::fd::{FromRawFd, OwnedFd};
 
-pub struct UnixSockets;
-
-impl UnixSockets {
-    pub fn new() -> Self {
-        UnixSockets
-    }
-}
-
-impl Default for UnixSockets {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Transport for UnixSockets {
-    fn name(&self) -> &'static str {
-        "unix"
-    }
-
-    fn describe(&self) -> &'static str {
-        "unix-domain socket pair, send -> recv"
-    }
-
-    fn open_pair(&self, _index: usize, _across_processes: bool) -> Result<PairChannels, String> {
-        // Descriptors are inherited by a forked child: nothing else to do.
-        Ok(PairChannels {
-            test: Box::new(channel()?),
-            sync: Box::new(channel()?),
-            // Nothing named: the pairs have no address.
-            resource_names: Vec::new(),
-        })
+/// The unix transport. Nothing named: the pairs have no address.
+pub fn transport() -> AnonymousPairs {
+    AnonymousPairs {
+        name: "unix",
+        describe: "unix-domain socket pair, send -> recv",
+        channel: |_across_processes| Ok(Box::new(channel()?)),
     }
 }
 
@@ -84,7 +59,7 @@ mod tests {
 
     #[test]
     fn channel_contract_threads_and_fork() {
-        crate::ipc::slot::tests::check_transport(&UnixSockets::new());
+        crate::ipc::slot::tests::check_transport(&transport());
     }
 
     #[test]
