@@ -21,7 +21,7 @@
 //! `interrupt` can use a plain `write()` and still never block.
 
 use super::AnonymousPairs;
-use super::fd::{FdChannel, Kind};
+use super::fd::{FdChannel, Kind, creation_error};
 use std::os::fd::{FromRawFd, OwnedFd};
 
 /// The eventfd transport. Nothing named: descriptors only.
@@ -38,14 +38,7 @@ fn channel() -> Result<FdChannel, String> {
     // SAFETY: plain syscall; the result is checked.
     let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
     if fd < 0 {
-        let err = std::io::Error::last_os_error();
-        let hint = match err.raw_os_error() {
-            Some(libc::EMFILE) => " (too many open files: use fewer pairs, or raise ulimit -n)",
-            Some(libc::ENFILE) => " (system-wide file limit reached, see /proc/sys/fs/file-max)",
-            Some(libc::ENOSYS) => " (kernel built without eventfd)",
-            _ => "",
-        };
-        return Err(format!("could not create an eventfd: {err}{hint}"));
+        return Err(creation_error("an eventfd"));
     }
     // SAFETY: a fresh descriptor that nothing else owns.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };

@@ -246,6 +246,19 @@ impl Channel for FdChannel {
     }
 }
 
+/// Why creating descriptors (`what`: "a pipe") failed, from `errno`, with
+/// the fix for the usual causes.
+pub fn creation_error(what: &str) -> String {
+    let err = std::io::Error::last_os_error();
+    let hint = match err.raw_os_error() {
+        Some(libc::EMFILE) => " (too many open files: use fewer pairs, or raise ulimit -n)",
+        Some(libc::ENFILE) => " (system-wide file limit reached, see /proc/sys/fs/file-max)",
+        Some(libc::ENOSYS) => " (the kernel is built without it)",
+        _ => "",
+    };
+    format!("could not create {what}: {err}{hint}")
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

@@ -8,7 +8,7 @@
 //! child inherits both ends.
 
 use super::AnonymousPairs;
-use super::fd::{FdChannel, Kind};
+use super::fd::{FdChannel, Kind, creation_error};
 use std::os::fd::{FromRawFd, OwnedFd};
 
 /// The pipe transport. Nothing named: descriptors only.
@@ -25,13 +25,7 @@ fn channel() -> Result<FdChannel, String> {
     let mut fds: [libc::c_int; 2] = [-1; 2];
     // SAFETY: `fds` has room for the two descriptors pipe2 returns.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        let err = std::io::Error::last_os_error();
-        let hint = match err.raw_os_error() {
-            Some(libc::EMFILE) => " (too many open files: use fewer pairs, or raise ulimit -n)",
-            Some(libc::ENFILE) => " (system-wide file limit reached, see /proc/sys/fs/file-max)",
-            _ => "",
-        };
-        return Err(format!("could not create a pipe: {err}{hint}"));
+        return Err(creation_error("a pipe"));
     }
     // SAFETY: two fresh descriptors that nothing else owns.
     let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };

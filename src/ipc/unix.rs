@@ -12,7 +12,7 @@
 //! ends. `interrupt` sends with `MSG_DONTWAIT` and gives up on a full buffer.
 
 use super::AnonymousPairs;
-use super::fd::{FdChannel, Kind};
+use super::fd::{FdChannel, Kind, creation_error};
 use std::os::fd::{FromRawFd, OwnedFd};
 
 /// The unix transport. Nothing named: the pairs have no address.
@@ -37,13 +37,7 @@ fn channel() -> Result<FdChannel, String> {
         )
     };
     if rc != 0 {
-        let err = std::io::Error::last_os_error();
-        let hint = match err.raw_os_error() {
-            Some(libc::EMFILE) => " (too many open files: use fewer pairs, or raise ulimit -n)",
-            Some(libc::ENFILE) => " (system-wide file limit reached, see /proc/sys/fs/file-max)",
-            _ => "",
-        };
-        return Err(format!("could not create a unix socket pair: {err}{hint}"));
+        return Err(creation_error("a unix socket pair"));
     }
     // SAFETY: two fresh descriptors that nothing else owns.
     let (write, read) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
