@@ -211,11 +211,10 @@ pub fn assemble_report(
 ) -> Report {
     let started = tests.first().map_or_else(SystemTime::now, |t| t.started);
     let ended = tests.last().map_or_else(SystemTime::now, |t| t.ended);
-    for t in &tests {
-        for w in validity::warnings(&sysinfo, &t.facts, memory) {
-            if !warnings.contains(&w) {
-                warnings.push(w);
-            }
+    let facts: Vec<RunFacts> = tests.iter().map(|t| t.facts.clone()).collect();
+    for w in validity::warnings(&sysinfo, &RunFacts::combine(&facts), memory) {
+        if !warnings.contains(&w) {
+            warnings.push(w);
         }
     }
     let mut report = Report {

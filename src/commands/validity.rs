@@ -20,6 +20,38 @@ pub struct RunFacts {
     pub breaktrace_note: Option<String>,
 }
 
+impl RunFacts {
+    /// The facts of several tests run one after another (`ipc`, `suite`), so
+    /// that the report warns once: busy time weighted by each test's length,
+    /// the worst sample, every CPU used, real time only if every test had it.
+    pub fn combine(all: &[RunFacts]) -> RunFacts {
+        let mut cpus_used: Vec<usize> = all.iter().flat_map(|f| f.cpus_used.clone()).collect();
+        cpus_used.sort_unstable();
+        cpus_used.dedup();
+        let capacity = |f: &RunFacts| f.elapsed.as_secs_f64() * f.cpus_used.len().max(1) as f64;
+        let measured: Vec<&RunFacts> = all.iter().filter(|f| f.busy_fraction.is_some()).collect();
+        let total_capacity: f64 = measured.iter().map(|f| capacity(f)).sum();
+        let busy_fraction = (total_capacity > 0.0).then(|| {
+            measured
+                .iter()
+                .map(|f| f.busy_fraction.unwrap_or(0.0) * capacity(f))
+                .sum::<f64>()
+                / total_capacity
+        });
+        RunFacts {
+            realtime_policy: all.iter().all(|f| f.realtime_policy),
+            busy_fraction,
+            own_cpu_seconds: all.iter().map(|f| f.own_cpu_seconds).sum(),
+            // The capacity the busy fraction refers to, over the union of CPUs.
+            elapsed: Duration::from_secs_f64(total_capacity / cpus_used.len().max(1) as f64),
+            cpus_used,
+            max_ns: all.iter().filter_map(|f| f.max_ns).max(),
+            windows_dropped: all.iter().map(|f| f.windows_dropped).sum(),
+            breaktrace_note: all.iter().find_map(|f| f.breaktrace_note.clone()),
+        }
+    }
+}
+
 /// Other load above this share of the measured CPUs' time is reported.
 const OTHER_LOAD_LIMIT: f64 = 0.10;
 /// Samples this long under RT throttling are most likely the throttle itself.
@@ -124,6 +156,26 @@ mod tests {
             windows_dropped: 0,
             breaktrace_note: None,
         }
+    }
+
+    #[test]
+    fn facts_of_several_tests_combine_into_one_warning() {
+        let mut busy = good_facts();
+        busy.busy_fraction = Some(0.5);
+        busy.own_cpu_seconds = 0.0;
+        busy.max_ns = Some(90_000);
+        let mut quiet = good_facts();
+        quiet.busy_fraction = Some(0.1);
+        quiet.own_cpu_seconds = 0.0;
+        quiet.elapsed = Duration::from_secs(30);
+        let all = RunFacts::combine(&[busy, quiet]);
+        // (0.5 * 10 + 0.1 * 30) / 40 = 0.2
+        assert!((all.busy_fraction.unwrap() - 0.2).abs() < 1e-9);
+        assert_eq!(all.elapsed, Duration::from_secs(40));
+        assert_eq!(all.max_ns, Some(90_000));
+        let w = warnings(&rt_sys(), &all, &MemoryLock::Locked);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("(20% busy"), "{w:?}");
     }
 
     #[test]
