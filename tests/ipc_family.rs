@@ -366,3 +366,33 @@ fn ipc_fork_and_cross_cpu_apply_to_all() {
         assert_eq!(t["config"]["tasks"], "processes");
     }
 }
+
+#[test]
+fn sigint_during_ipc_reports_the_tests_so_far() {
+    let (_dir, file) = temp_file("ipc.json");
+    let mut argv = vec!["ipc", "-D", "2", "-q", "--json", file.to_str().unwrap()];
+    argv.extend_from_slice(mlock_args());
+    let spawned = spawn(&argv);
+    let pid = spawned.child.id();
+    // Into the second primitive (each gets 2 s).
+    std::thread::sleep(Duration::from_millis(2_600));
+    spawned.signal(libc::SIGINT);
+    let (status, out, err) = spawned.wait(Duration::from_secs(10));
+    let all = dump(status, &out, &err);
+    assert_eq!(status.code(), Some(0), "{all}");
+    let report = read_json(&file);
+    let tests = report["tests"].as_array().unwrap();
+    assert!(
+        (2..PRIMITIVES.len() * 2).contains(&tests.len()),
+        "{} tests\n{all}",
+        tests.len()
+    );
+    assert_eq!(tests.last().unwrap()["end_reason"], "interrupted", "{all}");
+    assert!(out.starts_with("Primitive"), "{all}");
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("mq ")).count(),
+        2,
+        "{all}"
+    );
+    assert_nothing_left(pid, file.to_str().unwrap());
+}
