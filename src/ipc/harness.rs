@@ -382,43 +382,74 @@ pub trait Progress {
 struct PeerProcess {
     pid: libc::pid_t,
     reaped: bool,
+    /// How it ended, once seen (reported once).
+    ended: Option<String>,
 }
 
 impl PeerProcess {
-    /// Reaps the child if it has exited; returns how it ended, for people.
-    fn try_reap(&mut self) -> Option<String> {
-        if self.reaped {
-            return None;
+    fn new(pid: libc::pid_t) -> PeerProcess {
+        PeerProcess {
+            pid,
+            reaped: false,
+            ended: None,
         }
-        let mut status = 0;
-        // SAFETY: our own child; WNOHANG never blocks.
-        let rc = unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) };
-        if rc != self.pid {
-            return None;
-        }
-        self.reaped = true;
-        Some(if libc::WIFSIGNALED(status) {
-            format!("was killed by signal {}", libc::WTERMSIG(status))
-        } else {
-            format!("exited with status {}", libc::WEXITSTATUS(status))
-        })
     }
 
-    /// Waits for the child to leave after a stop; kills it if it does not.
+    /// How the child ended, the first time it is seen to have ended. The
+    /// child is left a zombie (`WNOWAIT`): its pid stays ours until `reap`,
+    /// so a stop that still signals it (signal channels) can never reach an
+    /// unrelated process that got the pid.
+    fn newly_ended(&mut self) -> Option<String> {
+        if self.reaped || self.ended.is_some() {
+            return None;
+        }
+        // SAFETY: zeroed siginfo is a valid out value; our own child.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                self.pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            )
+        };
+        // SAFETY: waitid filled `info` (si_pid 0 means: still running).
+        if rc != 0 || unsafe { info.si_pid() } == 0 {
+            return None;
+        }
+        let status = unsafe { info.si_status() };
+        let how = match info.si_code {
+            libc::CLD_EXITED => format!("exited with status {status}"),
+            _ => format!("was killed by signal {status}"),
+        };
+        self.ended = Some(how.clone());
+        Some(how)
+    }
+
+    /// Waits for the child to leave after a stop, killing it if it does not,
+    /// and reaps it.
     fn reap(&mut self) {
+        if self.reaped {
+            return;
+        }
         let deadline = Instant::now() + PEER_EXIT_GRACE;
-        while self.try_reap().is_none() && !self.reaped {
+        loop {
+            // SAFETY: our own, not yet reaped child (the pid cannot be reused).
+            let rc = unsafe { libc::waitpid(self.pid, std::ptr::null_mut(), libc::WNOHANG) };
+            if rc == self.pid || rc < 0 {
+                break;
+            }
             if Instant::now() >= deadline {
-                // SAFETY: our own, not yet reaped child (the pid cannot be reused).
+                // SAFETY: as above.
                 unsafe {
                     libc::kill(self.pid, libc::SIGKILL);
                     libc::waitpid(self.pid, std::ptr::null_mut(), 0);
                 }
-                self.reaped = true;
-                return;
+                break;
             }
             std::thread::sleep(Duration::from_millis(5));
         }
+        self.reaped = true;
     }
 }
 
@@ -616,9 +647,7 @@ fn start_tasks(
         match plan.tasks {
             Tasks::Processes => {
                 let pid = fork_peer(&ctx)?;
-                tasks
-                    .peer_processes
-                    .push((index, PeerProcess { pid, reaped: false }));
+                tasks.peer_processes.push((index, PeerProcess::new(pid)));
             }
             Tasks::Threads => tasks.peer_threads.push(spawn_measuring_thread(
                 format!("lat-peer{index}"),
@@ -665,7 +694,7 @@ fn wait_for_setup(plan: &RunPlan, shared: &Shared, tasks: &mut Started) -> Resul
             }
         }
         for (i, p) in &mut tasks.peer_processes {
-            if let Some(how) = p.try_reap() {
+            if let Some(how) = p.newly_ended() {
                 return Err(format!(
                     "pair {i}: peer process {} {how} during setup",
                     p.pid
@@ -695,7 +724,7 @@ fn check_peers(shared: &Shared, tasks: &mut Started) {
         }
     }
     for (i, p) in &mut tasks.peer_processes {
-        if let Some(how) = p.try_reap() {
+        if let Some(how) = p.newly_ended() {
             let finished = shared.live[*i].peer.done.load(Ordering::Acquire);
             if !finished && shared.error.get().is_none() {
                 shared.fail(format!(
