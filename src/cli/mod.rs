@@ -9,8 +9,8 @@ use std::path::PathBuf;
     name = "latscope",
     version,
     about = "Measure the latencies a real-time Linux system lives by",
-    long_about = "Measure the latencies a real-time Linux system lives by: thread wake-up \
-through IPC primitives, with nanosecond clocks, percentiles and HDR histograms.\n\n\
+    long_about = "Measure the latencies a real-time Linux system lives by: task wake-up \
+through every IPC primitive (threads or processes, one way or round trip), with nanosecond clocks, percentiles and HDR histograms.\n\n\
 Exit codes: 0 ok, 1 run-time error, 2 bad usage, 3 --max-latency crossed.",
     allow_negative_numbers = true,
     // getopt semantics, as in the original tools: a repeated option's last value wins.
