@@ -13,8 +13,8 @@
 //! How `ring` sends:
 //! - waiter in this process: `tgkill(pid, tid)`, which is what `pthread_kill`
 //!   does (glibc has no way to name a thread of another process anyway);
-//! - waiter is the main thread of another process (a single-threaded forked
-//!   child: tid == pid): `kill(pid)`, a process-directed signal, like
+//! - waiter in the forked peer (another process than the one that made the
+//!   channel; single-threaded, so tid == pid): `kill(pid)`, a process-directed signal, like
 //!   sigwaittest `-f`. This relies on the child having one thread: in a
 //!   multi-threaded process another thread could take the signal;
 //! - otherwise `tgkill(pid, tid)`.
@@ -52,6 +52,9 @@ struct SignalBell {
     waiter: SharedBox<AtomicU64>,
     /// Just {SIGUSR1}; built once, so the wait path does no set building.
     set: libc::sigset_t,
+    /// The process that made the bell (latscope). A waiter in any other
+    /// process is a forked, single-threaded peer.
+    creator: libc::pid_t,
 }
 
 fn pack(pid: libc::pid_t, tid: libc::pid_t) -> u64 {
@@ -77,6 +80,8 @@ impl SignalBell {
         Ok(SignalBell {
             waiter: SharedBox::new(AtomicU64::new(0))?,
             set,
+            // SAFETY: getpid cannot fail.
+            creator: unsafe { libc::getpid() },
         })
     }
 
@@ -104,10 +109,9 @@ impl Doorbell for SignalBell {
         let Some((pid, tid)) = self.waiter() else {
             return Ok(());
         };
-        // getpid is a real syscall (glibc no longer caches it): only asked
-        // when it decides between kill and tgkill.
-        // SAFETY: getpid cannot fail.
-        let (rc, call) = if tid == pid && pid != unsafe { libc::getpid() } {
+        // Decided without a getpid syscall inside the measured span: a waiter
+        // outside latscope's own process can only be the forked peer.
+        let (rc, call) = if pid != self.creator && tid == pid {
             // SAFETY: plain syscall; SIGUSR1 is blocked by the waiter (it was
             // blocked before its pid was published), so it stays pending.
             (unsafe { libc::kill(pid, SIGNAL) }, "kill")
