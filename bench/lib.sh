@@ -1,0 +1,296 @@
+# shellcheck shell=bash
+# Shared by bench/mq_vs_pmqtest.sh and bench/ipc_vs_rt_tests.sh; sourced, not run.
+#
+# The calling script sets REPO (repository root) and OUT (output directory,
+# or "" for a fresh one from bench_out_dir) and then uses:
+#
+#   die MSG | need CMD HINT           stop with a message / check a tool
+#   bench_out_dir                     create $OUT (mktemp when empty)
+#   run_bounded NAME SECS CMD...      run CMD bounded in time, in its own process
+#                                     group (stopped on exit/Ctrl-C/SIGTERM), outputs
+#                                     in $OUT/NAME.{out,err,cpu,wall}
+#   print_machine REFERENCE...        the machine, and the reference tools' versions
+#   build_latscope SECS               cargo build --release, sets LATSCOPE
+#   compare_run ROWS RUN TOOL NAME CMD...
+#                                     run CMD --json $OUT/NAME.json, append its rows
+#                                     (one per pair) to ROWS
+#   report_results ROWS REF           per run and pair table, `times` CPU table
+#   report_goals ROWS REF [CPUFILE]   verdict per goal (avg, min, CPU per sample)
+#   taskclock_run NAME RUN TOOL CMD.. CMD --json F under perf stat -e task-clock; appends
+#                                     "TOOL RUN ms samples" to $OUT/NAME.taskclock
+#   taskclock_summary FILE REF        all runs: us per sample and the ratio
+#
+# Rows (tab separated): run tool pair samples min_us avg_us max_us avg_int cpu_s wall_s
+# (avg_int: the reference tool's own rounded Avg; "-" for latscope).
+
+set -uo pipefail
+set -m   # every background job gets its own process group: we can stop it whole
+
+die() { echo "error: $*" >&2; exit 1; }
+need() { command -v "$1" >/dev/null || die "$1 not found${2:+ ($2)}"; }
+
+bench_out_dir() {
+  if [ -z "${OUT:-}" ]; then
+    OUT=$(mktemp -d /tmp/latscope-bench.XXXXXX) || die "mktemp failed"
+  else
+    mkdir -p "$OUT" || die "cannot create $OUT"
+  fi
+}
+
+# ---------------------------------------------------------------- process control
+CURRENT_JOB=""   # process group id of the command running now
+
+stop_current() {
+  local pg=$CURRENT_JOB
+  [ -n "$pg" ] || return 0
+  CURRENT_JOB=""
+  kill -TERM -- "-$pg" 2>/dev/null || return 0
+  local i
+  for i in 1 2 3 4 5 6 7 8 9 10; do
+    kill -0 -- "-$pg" 2>/dev/null || return 0
+    sleep 0.5
+  done
+  kill -KILL -- "-$pg" 2>/dev/null
+}
+
+on_signal() {
+  echo >&2
+  echo "interrupted: stopping the running command" >&2
+  stop_current
+  exit 130
+}
+trap stop_current EXIT
+trap on_signal INT TERM HUP
+
+show() { # prints a command the way it can be pasted into a shell
+  local out="+" a
+  for a in "$@"; do out+=" $(printf '%q' "$a")"; done
+  echo "$out"
+}
+
+# run_bounded NAME SECONDS CMD...: runs CMD in its own process group under
+# `timeout`, stdout to $OUT/NAME.out, stderr to $OUT/NAME.err; writes the
+# user and system CPU seconds of CMD to $OUT/NAME.cpu and its wall time to
+# $OUT/NAME.wall. Returns CMD's exit status.
+# The CPU time counts only processes that were waited for: children that a
+# tool forks and never reaps (the rt-tests tools' -f children) are missing.
+run_bounded() {
+  local name=$1 secs=$2
+  shift 2
+  show "$@"
+  (
+    t0=$EPOCHREALTIME
+    timeout --foreground -k 5 "$secs" "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"
+    rc=$?
+    t1=$EPOCHREALTIME
+    # `times`, second line: CPU time of this subshell's children, i.e. of
+    # timeout (negligible, it only waits) and the command itself.
+    # (`times` must not run in a pipeline: a forked subshell starts at zero.)
+    times >"$OUT/$name.times"
+    awk 'NR==2 { split($1, u, /[ms]/); split($2, s, /[ms]/);
+      printf "%.3f %.3f\n", u[1]*60 + u[2], s[1]*60 + s[2] }' "$OUT/$name.times" >"$OUT/$name.cpu"
+    echo "$t0 $t1" | awk '{ printf "%.3f\n", $2 - $1 }' >"$OUT/$name.wall"
+    exit $rc
+  ) &
+  CURRENT_JOB=$!
+  wait "$CURRENT_JOB"
+  local rc=$?
+  CURRENT_JOB=""
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    echo "  !! timed out after ${secs}s (exit $rc)" >&2
+  elif [ "$rc" != 0 ]; then
+    echo "  !! exit status $rc; stderr:" >&2
+    sed 's/^/     /' "$OUT/$name.err" >&2
+  fi
+  return "$rc"
+}
+
+# ---------------------------------------------------------------- machine, build
+print_machine() {
+  echo "== machine"
+  echo "nproc: $(nproc)   kernel: $(uname -r)   clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown)"
+  local virt hv rev t
+  virt=$(systemd-detect-virt 2>/dev/null || true)
+  grep -q '^flags.* hypervisor' /proc/cpuinfo && hv="yes" || hv="no"
+  echo "virtualization: systemd-detect-virt=${virt:-n/a}, cpuinfo hypervisor flag=$hv   load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+  for t in "$@"; do echo "$(basename "$t"): $("$t" --help 2>&1 | head -1)"; done
+  echo "output directory: $OUT"
+  # The build takes the working tree as it is: say which state was measured.
+  rev=$(git -C "$REPO" describe --always --dirty 2>/dev/null || echo "not a git checkout")
+  echo "latscope source: $rev$(git -C "$REPO" status --porcelain -- src Cargo.toml Cargo.lock 2>/dev/null | awk 'NR==1 {printf " (uncommitted changes:"} {printf " %s", $2} END {if (NR) printf ")"}')"
+  echo
+}
+
+build_latscope() {
+  echo "== build"
+  run_bounded build "$1" cargo build --release --manifest-path "$REPO/Cargo.toml" \
+    || die "build failed (see $OUT/build.err)"
+  LATSCOPE="$REPO/target/release/latscope"
+  [ -x "$LATSCOPE" ] || die "$LATSCOPE missing after the build"
+  echo
+}
+
+# ---------------------------------------------------------------- rows
+cpu_of() { awk '{ print $1 + $2 }' "$OUT/$1.cpu"; }
+
+# latscope: its JSON, tests[0].series[i] (exact ns).
+latscope_rows() {
+  local run=$1 name=$2
+  jq -r --arg run "$run" --arg cpu "$(cpu_of "$name")" --arg wall "$(cat "$OUT/$name.wall")" '
+    .tests[0].series | to_entries[] |
+    [$run, "latscope", (.key|tostring), (.value.samples|tostring),
+     (.value.min_ns/1000|tostring), (.value.avg_ns/1000|tostring),
+     (.value.max_ns/1000|tostring), "-", $cpu, $wall] | @tsv' "$OUT/$name.json" \
+    || { echo "  !! cannot parse $OUT/$name.json" >&2; return 1; }
+}
+
+# rt-tests (pmqtest, sigwaittest, svsematest, ptsematest): min, max and the
+# rounded Avg from the -q final lines ("#1 -> #0, Min 1, Cur 2, Avg 2, Max 70",
+# pair = #0 / 2), the 2-decimal avg and the samples from the JSON.
+rttests_rows() {
+  local run=$1 name=$2 tool=$3
+  awk '/^#[0-9]+ -> #[0-9]+, Min/ {
+         gsub(/[#,]/, ""); print $3/2, $5, $9, $11 }' "$OUT/$name.out" >"$OUT/$name.lines"
+  jq -r '.thread | to_entries[] |
+    [.key, .value.sender.samples, .value.receiver.avg] | @tsv' "$OUT/$name.json" \
+    >"$OUT/$name.jsonrows" || { echo "  !! cannot parse $OUT/$name.json" >&2; return 1; }
+  awk -v run="$run" -v tool="$tool" -v cpu="$(cpu_of "$name")" -v wall="$(cat "$OUT/$name.wall")" '
+    NR == FNR { min[$1] = $2; avgint[$1] = $3; max[$1] = $4; next }
+    { p = $1; printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+        run, tool, p, $2, (p in min ? min[p] : "?"), $3, (p in max ? max[p] : "?"),
+        (p in avgint ? avgint[p] : "?"), cpu, wall }' \
+    "$OUT/$name.lines" "$OUT/$name.jsonrows"
+}
+
+# compare_run ROWS RUN TOOL NAME CMD...: runs `CMD... --json $OUT/NAME.json`
+# under run_bounded ($RUN_TIMEOUT) and appends its rows to ROWS (TOOL
+# "latscope": latscope's JSON; any other name: rt-tests' lines and JSON).
+compare_run() {
+  local rows=$1 run=$2 tool=$3 name=$4
+  shift 4
+  run_bounded "$name" "$RUN_TIMEOUT" "$@" --json "$OUT/$name.json" || return 1
+  if [ "$tool" = latscope ]; then
+    latscope_rows "$run" "$name" >>"$rows"
+  else
+    rttests_rows "$run" "$name" "$tool" >>"$rows"
+  fi
+}
+
+# ---------------------------------------------------------------- reports
+report_results() {
+  local rows=$1 ref=$2
+  echo "== results (microseconds; latscope from JSON ns/1000, $ref min/max from its final lines, avg from its JSON; $ref's integer Avg in brackets)"
+  awk -F'\t' -v ref="$ref" '
+    { key = $1 SUBSEP $3
+      n[$2, key] = $4; mn[$2, key] = $5; av[$2, key] = $6; mx[$2, key] = $7; ai[$2, key] = $8
+      if (!(($1, $3) in seen)) { seen[$1, $3] = 1; order[++k] = key }
+      cpu[$2, $1] = $9; wall[$2, $1] = $10; runs[$1] = 1
+      tot[$2, $1] += $4 }
+    END {
+      printf "%-4s %-4s | %-29s | %-36s | %s\n", "run", "pair",
+        "latscope samples min/avg/max", ref " samples min/avg[int]/max", "avg ratio L/R"
+      for (i = 1; i <= k; i++) {
+        split(order[i], a, SUBSEP); key = order[i]
+        l = ("latscope" SUBSEP key) in n; p = (ref SUBSEP key) in n
+        ls = l ? sprintf("%6d %5.2f/%5.2f/%6.1f", n["latscope", key], mn["latscope", key], av["latscope", key], mx["latscope", key]) : "(no data)"
+        ps = p ? sprintf("%6d %3d/%5.2f[%d]/%4d", n[ref, key], mn[ref, key], av[ref, key], ai[ref, key], mx[ref, key]) : "(no data)"
+        r = (l && p && av[ref, key] > 0) ? sprintf("%.2f", av["latscope", key] / av[ref, key]) : "-"
+        printf "%-4s %-4s | %-29s | %-36s | %s\n", a[1], a[2], ls, ps, r
+      }
+      print ""
+      print "CPU time (user+system, bash times) per sample, all pairs:"
+      printf "%-4s | %-40s | %-40s\n", "run", "latscope cpu_s/samples = us/sample (wall)", ref " cpu_s/samples = us/sample (wall)"
+      for (r in runs) rl[++nr] = r
+      for (i = 1; i <= nr; i++) for (j = i + 1; j <= nr; j++) if (rl[j] + 0 < rl[i] + 0) { t = rl[i]; rl[i] = rl[j]; rl[j] = t }
+      for (i = 1; i <= nr; i++) {
+        r = rl[i]; line = sprintf("%-4s", r)
+        for (t = 1; t <= 2; t++) {
+          tool = (t == 1 ? "latscope" : ref)
+          if ((tool SUBSEP r) in tot && tot[tool, r] > 0) {
+            line = line sprintf(" | %6.3f s / %6d = %6.2f us (%5.1f s)%5s", cpu[tool, r], tot[tool, r], cpu[tool, r] * 1e6 / tot[tool, r], wall[tool, r], "")
+            sc[tool] += cpu[tool, r]; ss[tool] += tot[tool, r]
+          } else line = line sprintf(" | %-40s", "(no data)")
+        }
+        print line
+      }
+      for (t = 1; t <= 2; t++) { tool = (t == 1 ? "latscope" : ref)
+        if (ss[tool] > 0) printf "%-8s all runs: %.3f s / %d samples = %.2f us per sample\n", tool, sc[tool], ss[tool], sc[tool] * 1e6 / ss[tool] }
+    }' "$rows"
+  echo
+}
+
+# Per pair over all runs: avg = sample-weighted mean, min = lowest. CPU: from
+# CPUFILE (taskclock lines "tool run ms samples") when given and non-empty,
+# else from the `times` columns of the rows.
+report_goals() {
+  local rows=$1 ref=$2 cpufile=${3:-}
+  echo "== goals, latscope vs $ref (per pair over all runs: avg = sample-weighted mean, min = lowest)"
+  awk -F'\t' -v ref="$ref" '
+    { w[$2, $3] += $4; s[$2, $3] += $4 * $6; pairs[$3] = 1
+      if (!(($2, $3) in m) || $5 < m[$2, $3]) m[$2, $3] = $5 }
+    END {
+      for (p in pairs) {
+        if (!(("latscope" SUBSEP p) in w) || !((ref SUBSEP p) in w)) { print "pair " p ": missing data"; continue }
+        la = s["latscope", p] / w["latscope", p]; pa = s[ref, p] / w[ref, p]
+        d = la - pa; ad = d < 0 ? -d : d
+        ok = (ad <= 0.15 * pa || ad <= 0.5) ? "MET" : "NOT MET"
+        printf "pair %s avg: latscope %.2f us, %s %.2f us, ratio %.2f, difference %+.2f us -> %s (goal: within 15%% or 0.5 us)\n", p, la, ref, pa, la / pa, d, ok
+        lm = m["latscope", p]; pm = m[ref, p]
+        printf "pair %s min: latscope %.2f us, %s %d us -> %s (goal: no higher); at %s'"'"'s 1 us resolution (latscope truncated to %d us): %s\n", p, lm, ref, pm, (lm <= pm ? "MET" : "NOT MET"), ref, int(lm), (int(lm) <= pm ? "MET" : "NOT MET")
+      }
+    }' "$rows" | sort
+  if [ -n "$cpufile" ] && [ -s "$cpufile" ]; then
+    awk -v ref="$ref" '{ ms[$1] += $3; n[$1] += $4 }
+      END { if (n["latscope"] > 0 && n[ref] > 0) {
+        l = ms["latscope"] * 1000 / n["latscope"]; p = ms[ref] * 1000 / n[ref]
+        printf "CPU per sample (perf task-clock): latscope %.2f us, %s %.2f us, ratio %.2f -> %s (goal: no higher)\n",
+          l, ref, p, l / p, (l <= p ? "MET" : "NOT MET") } }' "$cpufile"
+  else
+    awk -F'\t' -v ref="$ref" '
+      { if (!(($2, $1) in c)) { c[$2, $1] = $9; cs[$2] += $9 }; tot[$2] += $4 }
+      END { if (tot["latscope"] > 0 && tot[ref] > 0) {
+        lc = cs["latscope"] * 1e6 / tot["latscope"]; pc = cs[ref] * 1e6 / tot[ref]
+        printf "CPU per sample (bash times): latscope %.2f us, %s %.2f us, ratio %.2f -> %s (goal: no higher)\n",
+          lc, ref, pc, lc / pc, (lc <= pc ? "MET" : "NOT MET") } }' "$rows"
+  fi
+  echo
+}
+
+# ---------------------------------------------------------------- CPU, precise
+# `times` is tick-sampled on this kind of VM and varies by +-10 % from run to
+# run, and misses children a tool does not reap; perf's task-clock is the
+# scheduler's exact run time of the command and all its descendants.
+have_perf() { command -v perf >/dev/null && perf stat -e task-clock true >/dev/null 2>&1; }
+
+# taskclock_run NAME RUN TOOL CMD...: runs `perf stat -e task-clock CMD... --json
+# FILE` (both latscope and the rt-tests tools take --json); the samples come from
+# that JSON (TOOL "latscope": latscope's format, any other name: rt-tests').
+taskclock_run() {
+  local name=$1 run=$2 tool=$3
+  shift 3
+  local base="$name-tc-$tool-$run" ms samples
+  run_bounded "$base" "$RUN_TIMEOUT" perf stat -x, -e task-clock -o "$OUT/$base.perf" \
+    "$@" --json "$OUT/$base.json" || return 1
+  ms=$(awk -F, '/task-clock/ {print $1}' "$OUT/$base.perf")
+  if [ "$tool" = latscope ]; then
+    samples=$(jq '[.tests[0].series[].samples] | add' "$OUT/$base.json")
+  else
+    samples=$(jq '[.thread[].sender.samples] | add' "$OUT/$base.json")
+  fi
+  echo "$tool $run $ms $samples" >>"$OUT/$name.taskclock"
+  awk -v t="$tool" -v r="$run" -v ms="$ms" -v n="$samples" \
+    'BEGIN { printf "  %-11s run %d: %8.1f ms / %6d samples = %5.2f us per sample\n", t, r, ms, n, ms * 1000 / n }'
+}
+
+taskclock_summary() {
+  local file=$1 ref=$2
+  [ -s "$file" ] || return 0
+  awk -v ref="$ref" '{ ms[$1] += $3; n[$1] += $4 }
+    END {
+      if (n["latscope"] > 0 && n[ref] > 0) {
+        l = ms["latscope"] * 1000 / n["latscope"]; p = ms[ref] * 1000 / n[ref]
+        printf "  all runs: latscope %.2f us, %s %.2f us per sample, ratio %.2f -> %s (goal: no higher)\n",
+          l, ref, p, l / p, (l <= p ? "MET" : "NOT MET")
+      }
+    }' "$file"
+}
