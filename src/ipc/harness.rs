@@ -950,7 +950,11 @@ fn sample_loop(ctx: &TaskContext, recorder: &mut LatencyRecorder) -> u64 {
     let breaktrace_ns = ctx.plan.breaktrace_ns.unwrap_or(u64::MAX);
     let timeout = ctx.plan.receive_timeout;
     let interval = ctx.pair().interval_ns;
-    let mut next = start_ns;
+    // Pairs start out of phase, spread over the period: pairs that woke in
+    // lockstep would contend for the same kernel locks (all threads of one
+    // process share one signal lock, for one) and measure each other instead
+    // of the primitive. The originals' relative sleeps drift apart the same way.
+    let mut next = start_ns + interval * ctx.index as u64 / ctx.plan.pairs.len().max(1) as u64;
     let mut max_seen = 0u64;
     let mut min_seen = u64::MAX;
     let mut sum_seen = 0u64;
