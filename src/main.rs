@@ -71,6 +71,7 @@ fn main() {
     // Before any thread exists, so every thread inherits the mask and Ctrl-C /
     // SIGTERM are collected by the monitor loop instead of killing the process.
     latscope::rt::signals::block_stop_signals();
+    latscope::rt::signals::ignore_stray_wake_signals();
     let args = effective_args();
     let help_hint = match args.get(1).and_then(|a| a.to_str()) {
         Some(sub) if SUBCOMMANDS.contains(&sub) => format!("latscope {sub} --help"),

@@ -396,3 +396,32 @@ fn sigint_during_ipc_reports_the_tests_so_far() {
     );
     assert_nothing_left(pid, file.to_str().unwrap());
 }
+
+#[test]
+fn stray_sigusr1_neither_kills_nor_desynchronizes_a_run() {
+    for primitive in ["signal", "mq"] {
+        let (_dir, file) = temp_file("report.json");
+        let (spawned, child) = start_endless_fork_run(primitive, &file);
+        let pid = spawned.child.id();
+        for _ in 0..5 {
+            // SAFETY: signalling latscope and its peer process, found above.
+            unsafe {
+                libc::kill(pid as libc::pid_t, libc::SIGUSR1);
+                libc::kill(child as libc::pid_t, libc::SIGUSR1);
+            }
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        std::thread::sleep(Duration::from_millis(700));
+        spawned.signal(libc::SIGINT);
+        let (status, out, err) = spawned.wait(Duration::from_secs(10));
+        let all = dump(status, &out, &err);
+        assert_eq!(status.code(), Some(0), "{primitive}\n{all}");
+        let report = read_json(&file);
+        let s = &report["tests"][0]["series"][0];
+        // Out of step, every sample after the strays (about half of them)
+        // would span most of a 1 ms period.
+        let p90 = u64_of(&s["percentiles"][1]["ns"], "p90");
+        assert!(p90 < 500_000, "{primitive}: p90 {p90} ns\n{all}");
+        assert_nothing_left(pid, file.to_str().unwrap());
+    }
+}

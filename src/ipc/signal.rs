@@ -306,4 +306,26 @@ mod tests {
         // Interrupts ignore it.
         pair.test.interrupt();
     }
+
+    #[test]
+    fn a_stray_signal_is_not_taken_for_a_post() {
+        std::thread::spawn(|| {
+            let pair = transport().open_pair(0, false).unwrap();
+            pair.test.attach_waiter();
+            pair.test.post(7).unwrap();
+            assert_eq!(pair.test.wait(None).unwrap(), Wake::Message(7));
+            // A SIGUSR1 from elsewhere, with no post behind it.
+            // SAFETY: signalling this very thread, which blocks SIGUSR1.
+            unsafe { libc::tgkill(libc::getpid(), libc::gettid(), SIGNAL) };
+            // Not a message (the old stamp 7 again): the wait goes on.
+            assert_eq!(
+                pair.test.wait(Some(Duration::from_millis(20))).unwrap(),
+                Wake::TimedOut
+            );
+            pair.test.post(8).unwrap();
+            assert_eq!(pair.test.wait(None).unwrap(), Wake::Message(8));
+        })
+        .join()
+        .unwrap();
+    }
 }

@@ -29,6 +29,10 @@ pub trait Doorbell: Send + Sync {
 #[derive(Default)]
 pub struct Slot {
     stamp: AtomicU64,
+    /// Posts so far (written by the one poster of the channel).
+    posted: AtomicU64,
+    /// Posts the waiter has taken (written by the one waiter).
+    taken: AtomicU64,
     stop: AtomicBool,
 }
 
@@ -54,8 +58,11 @@ impl<D: Doorbell> SlotChannel<D> {
 impl<D: Doorbell> Channel for SlotChannel<D> {
     #[inline]
     fn post(&self, stamp_ns: u64) -> Result<(), ChannelError> {
-        // Release: the waiter that sees the ring sees the stamp.
-        self.slot.stamp.store(stamp_ns, Ordering::Release);
+        self.slot.stamp.store(stamp_ns, Ordering::Relaxed);
+        // One poster per channel: a plain increment. Release: the waiter that
+        // sees the count sees the stamp.
+        let posted = self.slot.posted.load(Ordering::Relaxed) + 1;
+        self.slot.posted.store(posted, Ordering::Release);
         self.bell.ring()
     }
 
@@ -64,13 +71,23 @@ impl<D: Doorbell> Channel for SlotChannel<D> {
         if self.slot.stop.load(Ordering::Acquire) {
             return Ok(Wake::Interrupted);
         }
-        if !self.bell.block(timeout)? {
-            return Ok(Wake::TimedOut);
+        loop {
+            if !self.bell.block(timeout)? {
+                return Ok(Wake::TimedOut);
+            }
+            if self.slot.stop.load(Ordering::Acquire) {
+                return Ok(Wake::Interrupted);
+            }
+            let posted = self.slot.posted.load(Ordering::Acquire);
+            if posted != self.slot.taken.load(Ordering::Relaxed) {
+                self.slot.taken.store(posted, Ordering::Relaxed);
+                return Ok(Wake::Message(self.slot.stamp.load(Ordering::Relaxed)));
+            }
+            // Rung without a post: a stray wake-up (say, a SIGUSR1 someone
+            // sent the peer process). Taking it as a sample would pair the
+            // waiter with an old stamp and put the pair out of step for the
+            // rest of the run; wait for the real post instead.
         }
-        if self.slot.stop.load(Ordering::Acquire) {
-            return Ok(Wake::Interrupted);
-        }
-        Ok(Wake::Message(self.slot.stamp.load(Ordering::Acquire)))
     }
 
     fn interrupt(&self) {

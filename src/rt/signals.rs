@@ -41,3 +41,16 @@ pub fn wait_for_stop_signal(timeout: Duration) -> Option<i32> {
     let sig = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &ts) };
     (sig > 0).then_some(sig)
 }
+
+/// Makes a stray SIGUSR1 sent to latscope from outside (`kill -USR1 PID`)
+/// harmless. `latscope signal` wakes its tasks with SIGUSR1, which every
+/// waiting task blocks and collects with `sigwait`; a blocked signal is never
+/// ignored, so those still arrive. A process-directed SIGUSR1 is checked
+/// against the main thread, which does not block it: with the disposition
+/// SIG_IGN it is dropped, instead of ending the process (the default action)
+/// or being taken by a waiting task as a false wake-up. Call first thing in
+/// `main`.
+pub fn ignore_stray_wake_signals() {
+    // SAFETY: setting a disposition to SIG_IGN has no preconditions.
+    unsafe { libc::signal(libc::SIGUSR1, libc::SIG_IGN) };
+}
