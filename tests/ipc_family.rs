@@ -88,7 +88,7 @@ fn children_of(pid: u32) -> Vec<u32> {
 }
 
 /// Nothing of the finished run `pid` (whose command line contained `marker`)
-/// is left: no SysV object, no POSIX queue, no process.
+/// is left: no SysV object, no POSIX queue, no /dev/shm object, no process.
 fn assert_nothing_left(pid: u32, marker: &str) {
     assert_eq!(
         sysv_objects_of(pid),
