@@ -51,8 +51,8 @@ fn sysv_objects_of(pid: u32) -> Vec<String> {
     found
 }
 
-/// Processes whose parent is `pid` (a leaked fork-mode peer would be one,
-/// or an orphan carrying the same command line: see `processes_with_arg`).
+/// Processes whose command line contains `marker`: a leaked fork-mode peer
+/// carries latscope's command line, even once orphaned.
 fn processes_with_arg(marker: &str) -> Vec<u32> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
