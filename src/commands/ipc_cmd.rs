@@ -121,6 +121,7 @@ pub fn sequence(spec: &SequenceSpec<'_>) -> Result<Vec<SequenceItem>, CommandErr
             let transport = transport_named(name).ok_or_else(|| {
                 CommandError::Runtime(format!("primitive {name} is not built in"))
             })?;
+            super::check_fork(transport.as_ref(), spec.tasks)?;
             let plan = RunPlan {
                 pairs: pairs.clone(),
                 mode,

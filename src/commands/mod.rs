@@ -34,6 +34,7 @@ pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
     let single = |name: &str, settings: IpcSettings, classic: ClassicTool| {
         let transport = crate::ipc::transport_named(name)
             .ok_or_else(|| CommandError::Runtime(format!("primitive {name} is not built in")))?;
+        check_fork(transport.as_ref(), settings.plan.tasks)?;
         pair_test::run(transport.as_ref(), settings, classic)
     };
     match command {
@@ -75,6 +76,20 @@ pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
         Command::Ipc(a) => ipc_cmd::run(a),
         Command::Suite(a) => suite::run(a),
     }
+}
+
+/// `--fork` with a primitive that cannot connect two processes is bad usage.
+pub fn check_fork(
+    transport: &dyn crate::ipc::Transport,
+    tasks: crate::ipc::harness::Tasks,
+) -> Result<(), UsageError> {
+    if tasks == crate::ipc::harness::Tasks::Processes && !transport.crosses_processes() {
+        return Err(UsageError(format!(
+            "{} cannot connect two processes: run it without -f/--fork",
+            transport.name()
+        )));
+    }
+    Ok(())
 }
 
 /// The exit code a finished report calls for.
