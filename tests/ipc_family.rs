@@ -22,33 +22,96 @@ fn prio() -> Vec<&'static str> {
     }
 }
 
-/// The System V semaphore sets and message queues created by `pid`
-/// (from /proc/sysvipc, whose `cpid` column names the creator).
-fn sysv_objects_of(pid: u32) -> Vec<String> {
+/// The ids listed in /proc/sysvipc/`what` (`sem` or `msg`), with each
+/// line's fields by column name.
+fn sysv_table(what: &str) -> Vec<std::collections::HashMap<String, String>> {
+    let Ok(text) = std::fs::read_to_string(format!("/proc/sysvipc/{what}")) else {
+        return Vec::new();
+    };
+    let mut lines = text.lines();
+    let header: Vec<String> = lines
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    lines
+        .map(|l| {
+            header
+                .iter()
+                .cloned()
+                .zip(l.split_whitespace().map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+/// The System V objects that tasks `pids` used last. Linux records no
+/// creator of a semaphore set, only the pid of the last operation on each
+/// semaphore (what `ipcs -s -i ID` shows); for a message queue, the last
+/// sender and receiver (`ipcs -q -p`). A set or queue of a finished latscope
+/// run was last used by latscope or its peer.
+fn sysv_objects_used_by(pids: &[u32]) -> Vec<String> {
+    let pids: Vec<String> = pids.iter().map(|p| p.to_string()).collect();
     let mut found = Vec::new();
-    for (file, cpid_column) in [
-        ("/proc/sysvipc/sem", "cpid"),
-        ("/proc/sysvipc/msg", "lspid"),
-    ] {
-        let Ok(text) = std::fs::read_to_string(file) else {
+    for queue in sysv_table("msg") {
+        let used = ["lspid", "lrpid"]
+            .iter()
+            .any(|c| queue.get(*c).is_some_and(|p| pids.contains(p)));
+        if used {
+            found.push(format!("message queue {}", queue["msqid"]));
+        }
+    }
+    for set in sysv_table("sem") {
+        let id = &set["semid"];
+        let Ok(out) = std::process::Command::new("ipcs")
+            .args(["-s", "-i", id])
+            .output()
+        else {
             continue;
         };
-        let mut lines = text.lines();
-        let header: Vec<&str> = lines.next().unwrap_or("").split_whitespace().collect();
-        // msg has both lspid and lrpid, and cpid on newer kernels: prefer cpid.
-        let column = header
-            .iter()
-            .position(|h| *h == "cpid")
-            .or_else(|| header.iter().position(|h| *h == cpid_column));
-        let Some(column) = column else { continue };
-        for line in lines {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            if fields.get(column) == Some(&pid.to_string().as_str()) {
-                found.push(format!("{file}: {line}"));
-            }
+        // Lines "semnum value ncount zcount pid": the last column is the pid.
+        let used = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.split_whitespace().count() == 5)
+            .filter_map(|l| l.split_whitespace().last().map(String::from))
+            .any(|p| pids.contains(&p));
+        if used {
+            found.push(format!("semaphore set {id}"));
         }
     }
     found
+}
+
+/// The System V objects a report names in its resources, as ("sem"|"msg", id).
+fn sysv_ids_in(report: &Value) -> Vec<(&'static str, String)> {
+    let mut ids = Vec::new();
+    for t in report["tests"].as_array().into_iter().flatten() {
+        for s in t["series"].as_array().into_iter().flatten() {
+            for r in s["resources"].as_array().into_iter().flatten() {
+                let r = r.as_str().unwrap_or("");
+                let kind = if r.starts_with("sysv-sem ") {
+                    "sem"
+                } else if r.starts_with("sysv-msq ") {
+                    "msg"
+                } else {
+                    continue;
+                };
+                let id = r.split_whitespace().nth(1).unwrap_or("").to_string();
+                ids.push((kind, id));
+            }
+        }
+    }
+    ids
+}
+
+/// Every System V object the report names is gone.
+fn assert_sysv_gone(report: &Value) {
+    for (kind, id) in sysv_ids_in(report) {
+        let column = if kind == "sem" { "semid" } else { "msqid" };
+        let left = sysv_table(kind).iter().any(|row| row[column] == id);
+        assert!(!left, "System V {kind} {id} of the report is still there");
+    }
 }
 
 /// Processes whose command line contains `marker`: a leaked fork-mode peer
@@ -91,7 +154,7 @@ fn children_of(pid: u32) -> Vec<u32> {
 /// is left: no SysV object, no POSIX queue, no /dev/shm object, no process.
 fn assert_nothing_left(pid: u32, marker: &str) {
     assert_eq!(
-        sysv_objects_of(pid),
+        sysv_objects_used_by(&[pid]),
         Vec::<String>::new(),
         "SysV objects left"
     );
@@ -123,6 +186,7 @@ fn run_ok(argv: &[&str]) -> Value {
     assert_eq!(status.code(), Some(0), "{argv:?}\n{all}");
     let report = read_json(&file);
     check_report_header(&report);
+    assert_sysv_gone(&report);
     assert_nothing_left(pid, file.to_str().unwrap());
     report
 }
@@ -260,6 +324,7 @@ fn a_killed_peer_process_ends_the_run_with_results_and_exit_1() {
         check_report_header(&report);
         assert!(u64_of(&report["tests"][0]["series"][0]["samples"], "samples") > 0);
         assert_eq!(report["exit_code"], 1);
+        assert_sysv_gone(&report);
         assert_nothing_left(pid, file.to_str().unwrap());
     }
 }
@@ -277,6 +342,7 @@ fn sigint_in_fork_mode_reports_and_leaves_nothing() {
         let report = read_json(&file);
         assert_eq!(report["tests"][0]["end_reason"], "interrupted", "{all}");
         assert!(u64_of(&report["tests"][0]["series"][0]["samples"], "samples") > 0);
+        assert_sysv_gone(&report);
         assert_nothing_left(pid, file.to_str().unwrap());
     }
 }
@@ -424,4 +490,45 @@ fn stray_sigusr1_neither_kills_nor_desynchronizes_a_run() {
         assert!(p90 < 500_000, "{primitive}: p90 {p90} ns\n{all}");
         assert_nothing_left(pid, file.to_str().unwrap());
     }
+}
+
+#[test]
+fn sigkill_of_latscope_takes_its_peers_and_leaves_only_findable_sysv_objects() {
+    let (_dir, file) = temp_file("report.json");
+    let (spawned, child) = start_endless_fork_run("svsem", &file);
+    let pid = spawned.child.id();
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+    let (status, out, err) = spawned.wait(Duration::from_secs(10));
+    assert_eq!(status.code(), None, "{}", dump(status, &out, &err));
+    // The peer dies with latscope (parent-death signal).
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Path::new(&format!("/proc/{child}")).exists() {
+        let zombie_or_gone = std::fs::read_to_string(format!("/proc/{child}/stat"))
+            .map(|s| {
+                s.rsplit_once(')')
+                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(true);
+        if zombie_or_gone {
+            break;
+        }
+        assert!(Instant::now() < deadline, "peer {child} outlived latscope");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // What a SIGKILL can leave, as the README says: the System V set, found
+    // by the pids of its last operations. Removed here, as a user would.
+    let left = sysv_objects_used_by(&[pid, child]);
+    assert_eq!(
+        left.len(),
+        1,
+        "expected the one semaphore set of the run: {left:?}"
+    );
+    let id = left[0].rsplit(' ').next().unwrap().to_string();
+    let status = std::process::Command::new("ipcrm")
+        .args(["-s", &id])
+        .status()
+        .expect("ipcrm");
+    assert!(status.success(), "ipcrm -s {id}");
+    assert_eq!(sysv_objects_used_by(&[pid, child]), Vec::<String>::new());
 }
