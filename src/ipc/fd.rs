@@ -18,7 +18,7 @@
 //! the kernel frees each object when the last process holding it is gone.
 
 use super::{Channel, ChannelError, STOP_STAMP, Wake};
-use crate::rt::clock::monotonic_ns;
+use crate::rt::clock::Deadline;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
@@ -149,19 +149,14 @@ impl FdChannel {
     /// Waits until the read end is readable (true) or `timeout` has passed
     /// (false).
     fn poll_readable(&self, timeout: Duration) -> Result<bool, ChannelError> {
-        let timeout_ns = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
-        let deadline = monotonic_ns().saturating_add(timeout_ns);
+        let deadline = Deadline::after(timeout);
         let mut pfd = libc::pollfd {
             fd: self.read_fd.as_raw_fd(),
             events: libc::POLLIN,
             revents: 0,
         };
         loop {
-            let left = deadline.saturating_sub(monotonic_ns());
-            let ts = libc::timespec {
-                tv_sec: (left / 1_000_000_000) as libc::time_t,
-                tv_nsec: (left % 1_000_000_000) as libc::c_long,
-            };
+            let ts = deadline.left();
             // SAFETY: one valid pollfd, a valid relative timeout, and no
             // signal mask (null: ppoll then behaves as poll).
             let rc = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
@@ -170,7 +165,7 @@ impl FdChannel {
                 return Ok(true);
             }
             if rc == 0 {
-                if monotonic_ns() >= deadline {
+                if deadline.passed() {
                     return Ok(false);
                 }
                 continue;

@@ -19,7 +19,7 @@
 
 use super::slot::{Doorbell, SlotChannel};
 use super::{AnonymousPairs, ChannelError};
-use crate::rt::clock::monotonic_ns;
+use crate::rt::clock::Deadline;
 use crate::rt::shm::SharedBox;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -94,7 +94,7 @@ impl Doorbell for Futex {
         // FUTEX_WAIT takes a relative timeout: it is recomputed from this
         // absolute deadline on each round, so spurious wake-ups and EINTR do
         // not stretch the wait.
-        let deadline = timeout.map(|t| monotonic_ns().saturating_add(duration_ns(t)));
+        let deadline = timeout.map(Deadline::after);
         loop {
             if self.take() {
                 return Ok(true);
@@ -103,11 +103,10 @@ impl Doorbell for Futex {
             let ts_ptr = match deadline {
                 None => std::ptr::null(),
                 Some(deadline) => {
-                    let left = deadline.saturating_sub(monotonic_ns());
-                    if left == 0 {
+                    if deadline.passed() {
                         return Ok(self.take());
                     }
-                    ts = timespec(left);
+                    ts = deadline.left();
                     &ts as *const libc::timespec
                 }
             };
@@ -137,17 +136,6 @@ impl Doorbell for Futex {
                 _ => return Err(err),
             }
         }
-    }
-}
-
-fn duration_ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
-fn timespec(ns: u64) -> libc::timespec {
-    libc::timespec {
-        tv_sec: (ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
     }
 }
 

@@ -23,7 +23,7 @@
 //! every case the results so far are returned.
 
 use super::{Channel, ChannelError, PairChannels, Transport, Wake};
-use crate::rt::clock::{monotonic_ns, sleep_until_ns};
+use crate::rt::clock::{Deadline, monotonic_ns, sleep_until_ns};
 use crate::rt::sched::{self, Policy};
 use crate::rt::shm::SharedBox;
 use crate::rt::signals::wait_for_stop_signal;
@@ -880,7 +880,7 @@ fn peer_task(ctx: &TaskContext) {
             // Woken by the hand-over: stamp and send at once.
             Mode::OneWay => {
                 if let Some(delay) = ctx.plan.forced_send_delay {
-                    sleep_until_or_stop(monotonic_ns() + delay.as_nanos() as u64, flags);
+                    sleep_until_or_stop(Deadline::after(delay).ns(), flags);
                 }
                 if flags.stop.load(Ordering::Relaxed) {
                     break;

@@ -31,7 +31,7 @@
 
 use super::slot::{Doorbell, SlotChannel};
 use super::{AnonymousPairs, ChannelError};
-use crate::rt::clock::monotonic_ns;
+use crate::rt::clock::{Deadline, timespec};
 use crate::rt::shm::SharedBox;
 use std::sync::atomic::{AtomicU64, Ordering, fence};
 use std::time::Duration;
@@ -164,14 +164,14 @@ impl Doorbell for SignalBell {
     fn block(&self, timeout: Option<Duration>) -> Result<bool, ChannelError> {
         // sigtimedwait takes a relative timeout: recomputed from this absolute
         // deadline after EINTR, so a retry does not stretch the wait.
-        let deadline = timeout.map(|t| monotonic_ns().saturating_add(duration_ns(t)));
+        let deadline = timeout.map(Deadline::after);
         loop {
             let ts;
             let ts_ptr = match deadline {
                 // sigwait: no timeout.
                 None => std::ptr::null(),
                 Some(deadline) => {
-                    ts = timespec(deadline.saturating_sub(monotonic_ns()));
+                    ts = deadline.left();
                     &ts as *const libc::timespec
                 }
             };
@@ -215,17 +215,6 @@ impl Doorbell for SignalBell {
         }
         // Pairs with the fence in `waiter()` (see there).
         fence(Ordering::SeqCst);
-    }
-}
-
-fn duration_ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
-fn timespec(ns: u64) -> libc::timespec {
-    libc::timespec {
-        tv_sec: (ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
     }
 }
 

@@ -24,7 +24,7 @@
 //! the pair, are ever queued, far below the default queue size (16 KiB).
 
 use super::{Channel, ChannelError, PairChannels, STOP_STAMP, Transport, Wake};
-use crate::rt::clock::{monotonic_ns, sleep_until_ns};
+use crate::rt::clock::{Deadline, monotonic_ns, sleep_until_ns};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -223,17 +223,16 @@ impl Channel for TypedChannel {
                 }
             }
         };
-        let timeout_ns = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
-        let deadline = monotonic_ns().saturating_add(timeout_ns);
+        let deadline = Deadline::after(timeout);
         loop {
             if let Some(stamp) = self.receive(libc::IPC_NOWAIT)? {
                 return Ok(decode(stamp));
             }
             let now = monotonic_ns();
-            if now >= deadline {
+            if now >= deadline.ns() {
                 return Ok(Wake::TimedOut);
             }
-            sleep_until_ns(deadline.min(now + POLL_SLICE_NS));
+            sleep_until_ns(deadline.ns().min(now + POLL_SLICE_NS));
         }
     }
 

@@ -18,7 +18,7 @@
 
 use super::slot::{Doorbell, SlotChannel};
 use super::{ChannelError, PairChannels, Transport};
-use crate::rt::clock::monotonic_ns;
+use crate::rt::clock::Deadline;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -167,7 +167,7 @@ impl Doorbell for SemBell {
         let mut down = self.op(-1);
         // semtimedop takes a relative timeout: recomputed from this absolute
         // deadline after EINTR, so a retry does not stretch the wait.
-        let deadline = timeout.map(|t| monotonic_ns().saturating_add(duration_ns(t)));
+        let deadline = timeout.map(Deadline::after);
         loop {
             // SAFETY: one valid sembuf, and a valid timespec for semtimedop
             // (there is no glibc wrapper in the libc crate: raw syscall).
@@ -175,7 +175,7 @@ impl Doorbell for SemBell {
                 match deadline {
                     None => libc::semop(self.set.id, &mut down, 1) as libc::c_long,
                     Some(deadline) => {
-                        let ts = timespec(deadline.saturating_sub(monotonic_ns()));
+                        let ts = deadline.left();
                         libc::syscall(
                             libc::SYS_semtimedop,
                             self.set.id,
@@ -201,17 +201,6 @@ impl Doorbell for SemBell {
                 _ => return Err(err),
             }
         }
-    }
-}
-
-fn duration_ns(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
-fn timespec(ns: u64) -> libc::timespec {
-    libc::timespec {
-        tv_sec: (ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
     }
 }
 

@@ -11,10 +11,50 @@ pub fn monotonic_ns() -> u64 {
 /// Current CLOCK_REALTIME as a timespec: `mq_timedreceive` deadlines are
 /// absolute on this clock.
 pub fn realtime_deadline(after: Duration) -> libc::timespec {
-    let now = read_clock(libc::CLOCK_REALTIME) as u128 + after.as_nanos();
+    timespec(read_clock(libc::CLOCK_REALTIME).saturating_add(duration_ns(after)))
+}
+
+/// Nanoseconds as a kernel timespec.
+pub fn timespec(ns: u64) -> libc::timespec {
     libc::timespec {
-        tv_sec: (now / 1_000_000_000) as libc::time_t,
-        tv_nsec: (now % 1_000_000_000) as libc::c_long,
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    }
+}
+
+/// A duration in nanoseconds, saturating (u64 holds 584 years).
+pub fn duration_ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// A timeout as an absolute CLOCK_MONOTONIC time, so that a wait retried after
+/// EINTR or a spurious wake-up does not stretch it: calls that take a relative
+/// timeout get the time left.
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline(u64);
+
+impl Deadline {
+    pub fn after(timeout: Duration) -> Deadline {
+        Deadline(monotonic_ns().saturating_add(duration_ns(timeout)))
+    }
+
+    /// The deadline in CLOCK_MONOTONIC nanoseconds.
+    pub fn ns(self) -> u64 {
+        self.0
+    }
+
+    /// Nanoseconds left (0 once passed).
+    pub fn left_ns(self) -> u64 {
+        self.0.saturating_sub(monotonic_ns())
+    }
+
+    /// The time left, as the relative timespec of a kernel call.
+    pub fn left(self) -> libc::timespec {
+        timespec(self.left_ns())
+    }
+
+    pub fn passed(self) -> bool {
+        self.left_ns() == 0
     }
 }
 
@@ -32,10 +72,7 @@ fn read_clock(clock: libc::clockid_t) -> u64 {
 /// Sleeps until the absolute CLOCK_MONOTONIC time `deadline_ns`
 /// (`clock_nanosleep(TIMER_ABSTIME)`), retrying on signal interruption.
 pub fn sleep_until_ns(deadline_ns: u64) {
-    let ts = libc::timespec {
-        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
-    };
+    let ts = timespec(deadline_ns);
     loop {
         // SAFETY: `ts` is valid; a null remainder is allowed with TIMER_ABSTIME.
         let rc = unsafe {
