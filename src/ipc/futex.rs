@@ -155,15 +155,7 @@ mod tests {
         for across in [false, true] {
             let pair = transport().open_pair(0, across).expect("open");
             assert!(pair.resource_names.is_empty());
-            std::thread::scope(|s| {
-                let echo = s.spawn(|| match pair.test.wait(None).unwrap() {
-                    Wake::Message(stamp) => pair.sync.post(stamp * 2).unwrap(),
-                    other => panic!("{other:?}"),
-                });
-                pair.test.post(21).unwrap();
-                assert_eq!(pair.sync.wait(None).unwrap(), Wake::Message(42));
-                echo.join().unwrap();
-            });
+            crate::ipc::slot::tests::check_echo(&pair);
             // A ring taken by one wait is gone: the next one times out.
             pair.test.post(5).unwrap();
             assert_eq!(pair.test.wait(None).unwrap(), Wake::Message(5));

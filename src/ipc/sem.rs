@@ -134,15 +134,7 @@ mod tests {
         for across in [false, true] {
             let pair = transport().open_pair(0, across).expect("open");
             assert!(pair.resource_names.is_empty());
-            std::thread::scope(|s| {
-                let echo = s.spawn(|| match pair.test.wait(None).unwrap() {
-                    Wake::Message(stamp) => pair.sync.post(stamp * 2).unwrap(),
-                    other => panic!("{other:?}"),
-                });
-                pair.test.post(21).unwrap();
-                assert_eq!(pair.sync.wait(None).unwrap(), Wake::Message(42));
-                echo.join().unwrap();
-            });
+            crate::ipc::slot::tests::check_echo(&pair);
             // Rings count: a post and a stop both stay pending.
             pair.test.post(5).unwrap();
             pair.test.interrupt();

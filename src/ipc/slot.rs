@@ -164,6 +164,19 @@ pub(crate) mod tests {
 
     const STOP_LIMIT: u64 = super::super::STOP_STAMP;
 
+    /// One post on `test`, doubled and posted back on `sync` by another thread.
+    pub fn check_echo(pair: &PairChannels) {
+        std::thread::scope(|s| {
+            let echo = s.spawn(|| match pair.test.wait(None).unwrap() {
+                Wake::Message(stamp) => pair.sync.post(stamp * 2).unwrap(),
+                other => panic!("{other:?}"),
+            });
+            pair.test.post(21).unwrap();
+            assert_eq!(pair.sync.wait(None).unwrap(), Wake::Message(42));
+            echo.join().unwrap();
+        });
+    }
+
     fn check_timeout(pair: &PairChannels) {
         pair.sync.attach_waiter();
         let start = Instant::now();
