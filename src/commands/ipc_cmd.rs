@@ -8,13 +8,13 @@ use super::{CommandError, deliver};
 use crate::cli::{IpcArgs, IpcModeArg};
 use crate::ipc::harness::{EndReason, Mode, RunPlan, Tasks};
 use crate::ipc::{PRIMITIVES, Transport, transport_named};
-use crate::report::console::{Table, write_footer};
+use crate::report::console::{Table, latency_cell, percentile_cell, write_footer};
 use crate::report::json::LatscopeJson;
 use crate::report::{Exporter, Report, TestConfig};
 use crate::rt::sched;
 use crate::rt::sysinfo::SysInfo;
 use crate::settings::{PairLayout, Timing, UsageError, VerdictSettings, seconds};
-use crate::units::{format_duration, format_ns};
+use crate::units::format_duration;
 use std::io::Write;
 use std::time::Duration;
 
@@ -269,14 +269,8 @@ impl Exporter for IpcComparison {
         });
         for t in tests {
             let o = &t.overall;
-            let v = |ns: u64| {
-                if o.samples == 0 {
-                    "-".to_string()
-                } else {
-                    format_ns(ns)
-                }
-            };
-            let p = |q: f64| v(o.percentile(q).unwrap_or(0));
+            let v = |ns: u64| latency_cell(o, ns);
+            let p = |q: f64| percentile_cell(o, q);
             table.row(vec![
                 t.test.clone(),
                 t.mode.clone(),

@@ -9,13 +9,13 @@ use super::{CommandError, deliver};
 use crate::cli::SuiteArgs;
 use crate::ipc::PRIMITIVES;
 use crate::ipc::harness::{Mode, Tasks};
-use crate::report::console::{Table, end_reason_text, write_footer};
+use crate::report::console::{Table, end_reason_text, latency_cell, percentile_cell, write_footer};
 use crate::report::json::LatscopeJson;
 use crate::report::{Exporter, Report};
 use crate::rt::sched::{self, Policy};
 use crate::rt::sysinfo::SysInfo;
 use crate::settings::{PairLayout, Placement, UsageError, VerdictSettings};
-use crate::units::{format_ns, parse_duration};
+use crate::units::parse_duration;
 use std::io::Write;
 use std::time::Duration;
 
@@ -120,14 +120,8 @@ impl Exporter for SuiteOverview {
         ]);
         for t in &report.tests {
             let o = &t.overall;
-            let v = |ns: u64| {
-                if o.samples == 0 {
-                    "-".to_string()
-                } else {
-                    format_ns(ns)
-                }
-            };
-            let p = |q: f64| v(o.percentile(q).unwrap_or(0));
+            let v = |ns: u64| latency_cell(o, ns);
+            let p = |q: f64| percentile_cell(o, q);
             table.row(vec![
                 t.test.clone(),
                 format!("{} ({})", t.description, t.mode),

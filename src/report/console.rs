@@ -2,6 +2,7 @@
 //! verdict. Units are chosen per value (ns, us, ms, s).
 
 use super::{Exporter, Report, Series, TestResult};
+use crate::stats::LatencySummary;
 use crate::units::format_ns;
 use std::io::Write;
 
@@ -62,12 +63,18 @@ fn cpus(s: &Series) -> String {
     }
 }
 
-fn latency_or_dash(s: &Series, value: u64) -> String {
-    if s.latency.samples == 0 {
+/// A latency of `summary` for a table cell: `-` when it has no samples.
+pub fn latency_cell(summary: &LatencySummary, value: u64) -> String {
+    if summary.samples == 0 {
         "-".to_string()
     } else {
         format_ns(value)
     }
+}
+
+/// The `q` percentile of `summary` for a table cell.
+pub fn percentile_cell(summary: &LatencySummary, q: f64) -> String {
+    latency_cell(summary, summary.percentile(q).unwrap_or(0))
 }
 
 pub fn series_table(test: &TestResult) -> Table {
@@ -77,7 +84,7 @@ pub fn series_table(test: &TestResult) -> Table {
     ]);
     for s in &test.series {
         let l = &s.latency;
-        let p = |q: f64| latency_or_dash(s, l.percentile(q).unwrap_or(0));
+        let p = |q: f64| percentile_cell(l, q);
         table.row(vec![
             s.label.clone(),
             cpus(s),
@@ -86,12 +93,12 @@ pub fn series_table(test: &TestResult) -> Table {
             l.samples.to_string(),
             s.timeouts.to_string(),
             s.overruns.to_string(),
-            latency_or_dash(s, l.min_ns),
-            latency_or_dash(s, l.avg_ns.round() as u64),
+            latency_cell(l, l.min_ns),
+            latency_cell(l, l.avg_ns.round() as u64),
             p(50.0),
             p(99.0),
             p(99.9),
-            latency_or_dash(s, l.max_ns),
+            latency_cell(l, l.max_ns),
         ]);
     }
     table
