@@ -294,3 +294,9 @@ taskclock_summary() {
       }
     }' "$file"
 }
+
+# The calling script's header comment (its usage), then exit with code $1.
+usage() {
+  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
+  exit "${1:-0}"
+}

@@ -47,11 +47,6 @@ OUT=""
 BUILD_TIMEOUT=900
 RUN_TIMEOUT=120
 
-usage() { # the header comment above
-  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
-  exit "${1:-0}"
-}
-
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/lib.sh
 . "$REPO/bench/lib.sh"
