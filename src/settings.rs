@@ -550,7 +550,6 @@ impl IpcSettings {
                     .verdict
                     .max_latency_us
                     .map(|us| us.saturating_mul(1000)),
-                lock_memory: !args.no_mlockall,
                 ..RunPlan::default()
             },
             policy: layout.policy,

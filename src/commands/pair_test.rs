@@ -7,7 +7,7 @@ use super::progress::{ClassicLive, LiveLine};
 use super::{CommandError, deliver};
 use crate::cli::OutputFormat;
 use crate::ipc::Transport;
-use crate::ipc::harness::Progress;
+use crate::ipc::harness::{Progress, RunPlan};
 use crate::report::Exporter;
 use crate::report::classic_rt_tests::{ClassicRtTests, RtTestsFlavor};
 use crate::report::classic_semtest::ClassicSemtest;
@@ -59,7 +59,11 @@ pub fn run(
     };
     let finished = ipc_test::run(IpcTest {
         transport,
-        plan: settings.plan.clone(),
+        plan: RunPlan {
+            // Peer processes lock their memory when this process could.
+            lock_memory: prep.memory.is_locked(),
+            ..settings.plan.clone()
+        },
         config,
         breaktrace,
         progress: progress.as_mut(),
