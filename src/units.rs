@@ -123,7 +123,14 @@ fn scale_decimal(number: &str, unit_ns: u128) -> Option<u128> {
 
 /// Formats nanoseconds with an automatic unit and three significant digits where
 /// that helps: `850 ns`, `12.3 us`, `1.23 ms`, `2.50 s`.
-pub fn format_ns(ns: u64) -> String {
+pub fn format_ns(signed_ns: i64) -> String {
+    if signed_ns < 0 {
+        return format!("-{}", format_ns_magnitude(signed_ns.unsigned_abs()));
+    }
+    format_ns_magnitude(signed_ns as u64)
+}
+
+fn format_ns_magnitude(ns: u64) -> String {
     let value = ns as f64;
     let (scaled, unit) = if ns < 1_000 {
         return format!("{ns} ns");
@@ -144,10 +151,14 @@ pub fn format_ns(ns: u64) -> String {
     format!("{scaled:.decimals$} {unit}")
 }
 
-/// Nanoseconds to whole microseconds, rounded to nearest (half up), as the
-/// classic tools print them.
-pub fn ns_to_us_rounded(ns: u64) -> u64 {
-    (ns + 500) / 1000
+/// Nanoseconds to whole microseconds, rounded to nearest (halves away from
+/// zero), as the classic tools print them.
+pub fn ns_to_us_rounded(ns: i64) -> i64 {
+    if ns < 0 {
+        -(((ns.unsigned_abs() + 500) / 1000) as i64)
+    } else {
+        (ns + 500) / 1000
+    }
 }
 
 /// A compact human form of a duration for tables and headers: `1h30m`, `250ms`.
@@ -157,7 +168,7 @@ pub fn format_duration(duration: Duration) -> String {
         return "0s".to_string();
     }
     if !ns.is_multiple_of(1_000_000_000) || ns < 1_000_000_000 {
-        return format_ns(ns as u64).replace(' ', "");
+        return format_ns(ns.min(i64::MAX as u128) as i64).replace(' ', "");
     }
     let mut secs = duration.as_secs();
     let mut out = String::new();
@@ -264,6 +275,8 @@ mod tests {
         assert_eq!(format_ns(123_456), "123 us");
         assert_eq!(format_ns(1_234_567), "1.23 ms");
         assert_eq!(format_ns(2_500_000_000), "2.50 s");
+        assert_eq!(format_ns(-850), "-850 ns");
+        assert_eq!(format_ns(-12_345), "-12.3 us");
     }
 
     #[test]
@@ -273,6 +286,8 @@ mod tests {
         assert_eq!(ns_to_us_rounded(500), 1);
         assert_eq!(ns_to_us_rounded(1_499), 1);
         assert_eq!(ns_to_us_rounded(2_500), 3);
+        assert_eq!(ns_to_us_rounded(-499), 0);
+        assert_eq!(ns_to_us_rounded(-2_500), -3);
     }
 
     #[test]

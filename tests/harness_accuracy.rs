@@ -75,7 +75,7 @@ impl Progress for NoProgress {
 }
 
 /// Median and minimum of 300 samples at a 1 ms period.
-fn median_and_min(transport: &dyn Transport, mode: Mode) -> (u64, u64) {
+fn median_and_min(transport: &dyn Transport, mode: Mode) -> (i64, i64) {
     // Real-time when allowed (as root in CI): ordinary threads that spin are
     // preempted by whatever else runs, which is not what is tested.
     let (policy, priority) = if sched::can_use_realtime() {
@@ -120,7 +120,7 @@ fn a_known_delay_is_measured_exactly_in_both_modes() {
                 delay_ns: DELAY_NS,
             };
             let (median, min) = median_and_min(&delayed, mode);
-            let added = DELAY_NS * wakeups;
+            let added = (DELAY_NS * wakeups) as i64;
             assert!(
                 min >= added,
                 "{name} {mode:?}: min {min} ns < delay {added} ns"
@@ -128,7 +128,7 @@ fn a_known_delay_is_measured_exactly_in_both_modes() {
             let expected = own + added;
             let tolerance = (expected / 20).max(5_000);
             assert!(
-                median.abs_diff(expected) <= tolerance,
+                median.abs_diff(expected) <= tolerance as u64,
                 "{name} {mode:?}: median {median} ns, expected {expected} ns (own {own} + delay {added}) +- {tolerance}"
             );
         }

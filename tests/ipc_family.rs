@@ -88,7 +88,7 @@ fn sysv_ids_in(report: &Value) -> Vec<(&'static str, String)> {
     let mut ids = Vec::new();
     for t in report["tests"].as_array().into_iter().flatten() {
         for s in t["series"].as_array().into_iter().flatten() {
-            for r in s["resources"].as_array().into_iter().flatten() {
+            for r in s["detail"]["resources"].as_array().into_iter().flatten() {
                 let r = r.as_str().unwrap_or("");
                 let kind = if r.starts_with("sysv-sem ") {
                     "sem"
@@ -231,25 +231,28 @@ fn every_primitive_in_every_shape() {
                         "{what}"
                     );
                     assert_eq!(
-                        test["config"]["tasks"],
+                        test["config"]["detail"]["tasks"],
                         if fork { "processes" } else { "threads" },
                         "{what}"
                     );
-                    assert_eq!(test["config"]["cross_cpu"], cross, "{what}");
+                    assert_eq!(test["config"]["detail"]["cross_cpu"], cross, "{what}");
                     assert_eq!(test["end_reason"], "loops_done", "{what}");
                     let s = &test["series"][0];
                     assert_eq!(s["samples"], 150, "{what}");
                     check_summary(s, &what, true);
                     let (rc, sc) = (
-                        u64_of(&s["receiver_cpu"], "rc"),
-                        u64_of(&s["sender_cpu"], "sc"),
+                        u64_of(&s["detail"]["receiver_cpu"], "rc"),
+                        u64_of(&s["detail"]["sender_cpu"], "sc"),
                     );
                     if cross {
                         assert_ne!(rc, sc, "{what}: cross-CPU pair on one CPU");
                     } else {
                         assert_eq!(rc, sc, "{what}: pair split across CPUs");
                     }
-                    assert_ne!(s["receiver_tid"], s["sender_tid"], "{what}");
+                    assert_ne!(
+                        s["detail"]["receiver_tid"], s["detail"]["sender_tid"],
+                        "{what}"
+                    );
                 }
             }
         }
@@ -262,7 +265,7 @@ fn sysv_objects_are_named_with_their_creator() {
         let mut argv = vec![primitive, "-q", "-l", "10", "-i", "100"];
         argv.extend_from_slice(mlock_args());
         let report = run_ok(&argv);
-        let resources = report["tests"][0]["series"][0]["resources"]
+        let resources = report["tests"][0]["series"][0]["detail"]["resources"]
             .as_array()
             .expect("resources");
         assert_eq!(resources.len(), 1, "{resources:?}");
@@ -357,7 +360,7 @@ fn back_to_back_runs_block_every_sample_and_count_no_overruns() {
         for s in series(&report) {
             assert_eq!(s["samples"], 20000);
             assert_eq!(s["overruns"], 0);
-            assert_eq!(s["interval_us"], 0);
+            assert_eq!(s["detail"]["interval_us"], 0);
         }
     }
 }
@@ -429,7 +432,7 @@ fn ipc_fork_and_cross_cpu_apply_to_all() {
     assert_eq!(tests.len(), 2);
     for t in tests {
         assert_eq!(t["mode"], "round-trip");
-        assert_eq!(t["config"]["tasks"], "processes");
+        assert_eq!(t["config"]["detail"]["tasks"], "processes");
     }
 }
 

@@ -24,9 +24,9 @@ fn json_report_of_a_short_run_is_complete_and_consistent() {
     assert_eq!(check_summary(s, "series[0]", true), 200);
     assert_eq!(s["policy"], "fifo");
     assert_eq!(s["priority"], 80);
-    assert_eq!(s["interval_us"], 100);
-    assert_eq!(s["timeouts"], 0);
-    assert!(u64_of(&s["sent"], "sent") >= 200);
+    assert_eq!(s["detail"]["interval_us"], 100);
+    assert_eq!(s["detail"]["timeouts"], 0);
+    assert!(u64_of(&s["detail"]["sent"], "sent") >= 200);
     assert_eq!(check_summary(&test["overall"], "overall", false), 200);
     // The modern console output names the pair even with -q.
     assert!(stdout_of(&out).contains("pair 0"), "{}", describe(&out));
@@ -49,8 +49,8 @@ fn every_pair_runs_all_its_loops() {
         );
         assert_eq!(s["label"], format!("pair {i}"));
     }
-    assert_eq!(series[0]["interval_us"], 100);
-    assert_eq!(series[1]["interval_us"], 2100);
+    assert_eq!(series[0]["detail"]["interval_us"], 100);
+    assert_eq!(series[1]["detail"]["interval_us"], 2100);
     assert_eq!(series[0]["priority"], 80);
     assert_eq!(series[1]["priority"], 79);
     assert_eq!(
@@ -125,7 +125,7 @@ fn forced_timeouts_are_counted_and_do_not_hang() {
     let s = &series(&report)[0];
     let samples = check_summary(s, "series[0]", true);
     assert_eq!(samples, 2);
-    let timeouts = u64_of(&s["timeouts"], "timeouts");
+    let timeouts = u64_of(&s["detail"]["timeouts"], "timeouts");
     assert!(
         timeouts >= samples,
         "expected at least one timeout per sample (send delayed 2 s, timeout 1 s), got {timeouts}"

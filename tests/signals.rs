@@ -60,7 +60,7 @@ fn sigint_reports_results_so_far_and_leaves_no_queue() {
     let mut queues = Vec::new();
     for (i, s) in series.iter().enumerate() {
         assert!(check_summary(s, &format!("series[{i}]"), true) > 0);
-        let names = s["resources"]
+        let names = s["detail"]["resources"]
             .as_array()
             .unwrap_or_else(|| panic!("series[{i}].resources missing: {s}"));
         assert!(!names.is_empty(), "no queue names in series[{i}].resources");

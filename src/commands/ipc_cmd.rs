@@ -10,7 +10,7 @@ use crate::ipc::harness::{EndReason, Mode, RunPlan, Tasks};
 use crate::ipc::{PRIMITIVES, Transport, transport_named};
 use crate::report::console::{Table, latency_cell, percentile_cell, write_footer};
 use crate::report::json::LatscopeJson;
-use crate::report::{Exporter, Report, TestConfig};
+use crate::report::{ConfigDetail, Exporter, IpcConfig, Report, TestConfig};
 use crate::rt::sched;
 use crate::rt::sysinfo::SysInfo;
 use crate::settings::{PairLayout, Timing, UsageError, VerdictSettings, seconds};
@@ -132,22 +132,24 @@ pub fn sequence(spec: &SequenceSpec<'_>) -> Result<Vec<SequenceItem>, CommandErr
                 ..RunPlan::default()
             };
             let config = TestConfig {
-                pairs: plan.pairs.len(),
-                tasks: spec.tasks.as_str().to_string(),
-                cross_cpu: spec.cross_cpu,
                 policy: spec.layout.policy.to_string(),
                 priority: spec.layout.priority,
-                same_priority: spec.layout.same_priority,
-                interval_us,
-                distance_us,
                 loops,
                 duration_s: secs(plan.duration),
-                receive_timeout_s: None,
-                forced_send_delay_s: None,
-                breaktrace_us: None,
                 max_latency_us: spec.max_latency_us,
                 mlockall: spec.prep.memory.is_locked(),
                 cpu_dma_latency: spec.prep.dma_latency.describe(),
+                detail: ConfigDetail::Ipc(IpcConfig {
+                    pairs: plan.pairs.len(),
+                    tasks: spec.tasks.as_str().to_string(),
+                    cross_cpu: spec.cross_cpu,
+                    same_priority: spec.layout.same_priority,
+                    interval_us,
+                    distance_us,
+                    receive_timeout_s: None,
+                    forced_send_delay_s: None,
+                    breaktrace_us: None,
+                }),
             };
             items.push(SequenceItem {
                 transport,
@@ -265,20 +267,20 @@ impl Exporter for IpcComparison {
         // Tests without samples (failed to start) go last.
         tests.sort_by_key(|t| {
             let o = &t.overall;
-            (o.samples == 0, o.percentile(99.0).unwrap_or(u64::MAX))
+            (o.samples == 0, o.percentile(99.0).unwrap_or(i64::MAX))
         });
         for t in tests {
             let o = &t.overall;
-            let v = |ns: u64| latency_cell(o, ns);
+            let v = |ns: i64| latency_cell(o, ns);
             let p = |q: f64| percentile_cell(o, q);
             table.row(vec![
                 t.test.clone(),
                 t.mode.clone(),
-                t.config.tasks.clone(),
+                t.config.ipc().map_or("-", |c| c.tasks.as_str()).to_string(),
                 t.series.len().to_string(),
                 o.samples.to_string(),
                 v(o.min_ns),
-                v(o.avg_ns.round() as u64),
+                v(o.avg_ns.round() as i64),
                 p(50.0),
                 p(99.0),
                 p(99.9),

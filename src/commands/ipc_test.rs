@@ -4,7 +4,10 @@
 use super::validity::{self, RunFacts};
 use crate::ipc::Transport;
 use crate::ipc::harness::{self, PairOutcome, Progress, RunPlan};
-use crate::report::{Report, SCHEMA_NAME, SCHEMA_VERSION, Series, TestConfig, TestResult, Tool};
+use crate::report::{
+    ConfigDetail, IpcConfig, IpcPair, Report, SCHEMA_NAME, SCHEMA_VERSION, Series, SeriesDetail,
+    TestConfig, TestResult, Tool,
+};
 use crate::rt::dma_latency::DmaLatency;
 use crate::rt::sched;
 use crate::rt::sysinfo::{self, CpuTimes, SysInfo};
@@ -181,24 +184,31 @@ pub fn failed_to_start(
 }
 
 fn series_of(index: usize, p: &PairOutcome) -> Series {
+    let mut cpus = vec![p.recorder_cpu];
+    if p.peer_cpu != p.recorder_cpu {
+        cpus.push(p.peer_cpu);
+    }
     Series {
         label: format!("pair {index}"),
-        receiver_cpu: p.recorder_cpu,
-        sender_cpu: p.peer_cpu,
+        cpus,
         pinned: p.plan.recorder_cpu.is_some(),
-        receiver_tid: p.recorder_tid,
-        sender_tid: p.peer_tid,
         policy: p.plan.policy.to_string(),
         priority: p.plan.priority,
-        interval_us: p.plan.interval_ns / 1000,
-        sent: p.sent,
-        timeouts: p.timeouts,
         overruns: p.overruns,
         above_limit: p.above_limit,
         latency: p.recorder.summary(),
         per_second: p.per_second.clone(),
         per_second_dropped: p.per_second_dropped,
-        resources: p.resource_names.clone(),
+        detail: SeriesDetail::IpcPair(IpcPair {
+            receiver_cpu: p.recorder_cpu,
+            sender_cpu: p.peer_cpu,
+            receiver_tid: p.recorder_tid,
+            sender_tid: p.peer_tid,
+            interval_us: p.plan.interval_ns / 1000,
+            sent: p.sent,
+            timeouts: p.timeouts,
+            resources: p.resource_names.clone(),
+        }),
     }
 }
 
@@ -240,22 +250,24 @@ pub fn assemble_report(
 /// The report's record of a single IPC test's settings.
 pub fn config_of(settings: &IpcSettings, prep: &Preparation) -> TestConfig {
     TestConfig {
-        pairs: settings.plan.pairs.len(),
-        tasks: settings.plan.tasks.as_str().to_string(),
-        cross_cpu: settings.cross_cpu,
         policy: settings.policy.to_string(),
         priority: settings.priority,
-        same_priority: settings.same_priority,
-        interval_us: settings.interval_us,
-        distance_us: settings.distance_us,
         loops: settings.loops,
         duration_s: secs(settings.plan.duration),
-        receive_timeout_s: secs(settings.plan.receive_timeout),
-        forced_send_delay_s: secs(settings.plan.forced_send_delay),
-        breaktrace_us: settings.breaktrace_us,
         max_latency_us: settings.verdict.max_latency_us,
         mlockall: prep.memory.is_locked(),
         cpu_dma_latency: prep.dma_latency.describe(),
+        detail: ConfigDetail::Ipc(IpcConfig {
+            pairs: settings.plan.pairs.len(),
+            tasks: settings.plan.tasks.as_str().to_string(),
+            cross_cpu: settings.cross_cpu,
+            same_priority: settings.same_priority,
+            interval_us: settings.interval_us,
+            distance_us: settings.distance_us,
+            receive_timeout_s: secs(settings.plan.receive_timeout),
+            forced_send_delay_s: secs(settings.plan.forced_send_delay),
+            breaktrace_us: settings.breaktrace_us,
+        }),
     }
 }
 

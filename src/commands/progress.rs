@@ -55,8 +55,8 @@ impl Progress for LiveLine {
             elapsed.as_secs(),
             self.label,
             live.len(),
-            format_ns(last),
-            format_ns(worst),
+            format_ns(last as i64),
+            format_ns(worst as i64),
         );
         let _ = err.flush();
         self.printed = true;
@@ -115,13 +115,13 @@ impl Progress for ClassicLive {
                     cycles: l.peer.sent.load(Ordering::Relaxed),
                     samples,
                     min_ns: if samples > 0 {
-                        l.min_ns.load(Ordering::Relaxed)
+                        l.min_ns.load(Ordering::Relaxed) as i64
                     } else {
                         0
                     },
-                    last_ns: l.last_ns.load(Ordering::Relaxed),
+                    last_ns: l.last_ns.load(Ordering::Relaxed) as i64,
                     avg_ns: l.sum_ns.load(Ordering::Relaxed) as f64 / samples.max(1) as f64,
-                    max_ns: l.max_ns.load(Ordering::Relaxed),
+                    max_ns: l.max_ns.load(Ordering::Relaxed) as i64,
                 }
             })
             .collect();

@@ -120,7 +120,7 @@ impl Exporter for SuiteOverview {
         ]);
         for t in &report.tests {
             let o = &t.overall;
-            let v = |ns: u64| latency_cell(o, ns);
+            let v = |ns: i64| latency_cell(o, ns);
             let p = |q: f64| percentile_cell(o, q);
             table.row(vec![
                 t.test.clone(),
@@ -129,7 +129,7 @@ impl Exporter for SuiteOverview {
                 format!("{} {}", t.config.policy, t.config.priority),
                 o.samples.to_string(),
                 v(o.min_ns),
-                v(o.avg_ns.round() as u64),
+                v(o.avg_ns.round() as i64),
                 p(99.0),
                 p(99.9),
                 p(99.99),

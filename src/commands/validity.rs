@@ -15,7 +15,7 @@ pub struct RunFacts {
     /// CPU time latscope itself used during the run.
     pub own_cpu_seconds: f64,
     pub elapsed: Duration,
-    pub max_ns: Option<u64>,
+    pub max_ns: Option<i64>,
     pub windows_dropped: u64,
     pub breaktrace_note: Option<String>,
 }
@@ -55,7 +55,7 @@ impl RunFacts {
 /// Other load above this share of the measured CPUs' time is reported.
 const OTHER_LOAD_LIMIT: f64 = 0.10;
 /// Samples this long under RT throttling are most likely the throttle itself.
-const THROTTLE_SUSPECT_NS: u64 = 10_000_000;
+const THROTTLE_SUSPECT_NS: i64 = 10_000_000;
 
 pub fn warnings(sys: &SysInfo, facts: &RunFacts, memory: &MemoryLock) -> Vec<String> {
     let mut w = Vec::new();

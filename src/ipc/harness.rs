@@ -120,20 +120,7 @@ pub struct RunPlan {
     pub lock_memory: bool,
 }
 
-/// Why a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EndReason {
-    /// Every pair finished its loops.
-    LoopsDone,
-    DurationElapsed,
-    /// SIGINT or SIGTERM.
-    Interrupted,
-    /// A sample crossed the break-trace limit.
-    BreakTrace,
-    /// A task failed or a peer process died; see the error.
-    Error,
-}
+pub use crate::report::EndReason;
 
 /// How far a task got with its setup; written by the task, read by the monitor.
 /// In shared memory, so that a forked peer reports the same way as a thread.
@@ -987,8 +974,10 @@ fn sample_loop(ctx: &TaskContext, recorder: &mut LatencyRecorder) -> u64 {
             Mode::OneWay => now.saturating_sub(stamp),
             Mode::RoundTrip => now.saturating_sub(begin_ns),
         };
-        recorder.record(latency);
-        windows.record(now, latency);
+        // A one-way latency is at most the run's length: it fits an i64.
+        let signed_latency = latency as i64;
+        recorder.record(signed_latency);
+        windows.record(now, signed_latency);
         live.samples.store(recorder.count(), Ordering::Relaxed);
         live.last_ns.store(latency, Ordering::Relaxed);
         if latency > max_seen {

@@ -70,29 +70,31 @@ pub struct ClassicPair {
     pub timeouts: u64,
     pub cycles: u64,
     pub samples: u64,
-    pub min_ns: u64,
-    pub last_ns: u64,
+    pub min_ns: i64,
+    pub last_ns: i64,
     pub avg_ns: f64,
-    pub max_ns: u64,
+    pub max_ns: i64,
 }
 
-impl From<&Series> for ClassicPair {
-    fn from(s: &Series) -> Self {
-        ClassicPair {
-            receiver_tid: s.receiver_tid,
-            sender_tid: s.sender_tid,
+impl ClassicPair {
+    /// The pair's line values, for series that are IPC pairs.
+    pub fn of(s: &Series) -> Option<ClassicPair> {
+        let pair = s.ipc_pair()?;
+        Some(ClassicPair {
+            receiver_tid: pair.receiver_tid,
+            sender_tid: pair.sender_tid,
             priority: s.priority,
-            receiver_cpu: s.receiver_cpu,
-            sender_cpu: s.sender_cpu,
-            interval_us: s.interval_us,
-            timeouts: s.timeouts,
-            cycles: s.sent,
+            receiver_cpu: pair.receiver_cpu,
+            sender_cpu: pair.sender_cpu,
+            interval_us: pair.interval_us,
+            timeouts: pair.timeouts,
+            cycles: pair.sent,
             samples: s.latency.samples,
             min_ns: s.latency.min_ns,
             last_ns: s.latency.last_ns,
             avg_ns: s.latency.avg_ns,
             max_ns: s.latency.max_ns,
-        }
+        })
     }
 }
 
@@ -144,7 +146,7 @@ impl Exporter for ClassicRtTests {
             .tests
             .iter()
             .flat_map(|t| t.series.iter())
-            .map(ClassicPair::from)
+            .filter_map(ClassicPair::of)
             .collect();
         for line in pair_lines(&pairs, self.flavor) {
             writeln!(out, "{line}")?;
@@ -239,11 +241,11 @@ mod tests {
         let s = &mut report.tests[0].series[0];
         s.latency.max_ns = 2_000_000_000;
         s.latency.last_ns = 12_345_678;
-        s.interval_us = 1_000_000;
+        s.ipc_pair_mut().unwrap().interval_us = 1_000_000;
         let pairs: Vec<ClassicPair> = report.tests[0]
             .series
             .iter()
-            .map(ClassicPair::from)
+            .filter_map(ClassicPair::of)
             .collect();
         let lines = pair_lines(&pairs, RtTestsFlavor::Pmqtest);
         assert!(lines[0].contains(", I1000000; "), "{}", lines[0]);

@@ -71,7 +71,7 @@ fn policy_name(policy: &str) -> String {
 
 /// The extreme (`largest` or smallest), mean and median of per-pair values;
 /// all 0 for no values.
-fn global(values: &[u64], largest: bool) -> (u64, f64, f64) {
+fn global(values: &[i64], largest: bool) -> (i64, f64, f64) {
     if values.is_empty() {
         return (0, 0.0, 0.0);
     }
@@ -89,7 +89,7 @@ fn global(values: &[u64], largest: bool) -> (u64, f64, f64) {
 }
 
 /// Max and min of one series in rounded microseconds, if it has samples.
-fn max_min_us(s: &Series) -> Option<(u64, u64)> {
+fn max_min_us(s: &Series) -> Option<(i64, i64)> {
     (s.latency.samples > 0).then(|| {
         (
             ns_to_us_rounded(s.latency.max_ns),
@@ -120,7 +120,8 @@ impl Exporter for ClassicSemtest {
         writeln!(out, "Starting test:")?;
         writeln!(out, "Affinity:\t{}", if pinned { "On" } else { "Off" })?;
         writeln!(out, "Iterations:\t{iterations}")?;
-        writeln!(out, "num_cpus:\t{}", config.pairs)?;
+        let pairs = config.ipc().map_or(test.series.len(), |c| c.pairs);
+        writeln!(out, "num_cpus:\t{pairs}")?;
         writeln!(out, "Priority:\t{}", config.priority)?;
         writeln!(out, "Policy:\t\t{}", policy_name(&config.policy))?;
         writeln!(out, "Summary of {iterations} iterations")?;
@@ -128,8 +129,9 @@ impl Exporter for ClassicSemtest {
         let mut maxes = Vec::with_capacity(test.series.len());
         let mut mins = Vec::with_capacity(test.series.len());
         for s in &test.series {
+            let Some(pair) = s.ipc_pair() else { continue };
             let (marco, polo) = if s.pinned {
-                (s.receiver_cpu as i64, s.sender_cpu as i64)
+                (pair.receiver_cpu as i64, pair.sender_cpu as i64)
             } else {
                 (-1, -1)
             };
@@ -175,13 +177,13 @@ mod tests {
     use crate::report::testdata::sample_report;
 
     /// A round-trip report of `pairs` pairs: (marco CPU, polo CPU, max ns, min ns).
-    fn semtest_report(pairs: &[(usize, usize, u64, u64)], policy: &str, priority: i32) -> Report {
+    fn semtest_report(pairs: &[(usize, usize, i64, i64)], policy: &str, priority: i32) -> Report {
         let mut report = sample_report();
         report.duration_s = 11.057402;
         let test = &mut report.tests[0];
         test.test = "sem".into();
         test.mode = "round-trip".into();
-        test.config.pairs = pairs.len();
+        test.config.ipc_mut().unwrap().pairs = pairs.len();
         test.config.loops = Some(10_000);
         test.config.policy = policy.into();
         test.config.priority = priority;
@@ -192,8 +194,10 @@ mod tests {
             .map(|(i, &(marco, polo, max_ns, min_ns))| {
                 let mut s = template.clone();
                 s.label = format!("pair {i}");
-                s.receiver_cpu = marco;
-                s.sender_cpu = polo;
+                s.cpus = vec![marco, polo];
+                let pair = s.ipc_pair_mut().unwrap();
+                pair.receiver_cpu = marco;
+                pair.sender_cpu = polo;
                 s.policy = policy.into();
                 s.priority = priority;
                 s.latency.samples = 10_000;
@@ -340,7 +344,7 @@ mod tests {
         report.tests[0].series[0].latency.samples = 0;
         let mut empty = report.tests[0].clone();
         empty.series.clear();
-        empty.config.pairs = 3;
+        empty.config.ipc_mut().unwrap().pairs = 3;
         report.tests.insert(0, empty);
         report.duration_s = 0.5;
         assert_eq!(

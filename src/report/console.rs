@@ -54,17 +54,16 @@ impl Table {
     }
 }
 
-fn cpus(s: &Series) -> String {
+/// The CPUs of a series (`~` when not pinned): `1`, or `0/1` for a pair
+/// split across CPUs.
+pub fn cpus_cell(s: &Series) -> String {
     let pin = if s.pinned { "" } else { "~" };
-    if s.receiver_cpu == s.sender_cpu {
-        format!("{pin}{}", s.receiver_cpu)
-    } else {
-        format!("{pin}{}/{}", s.receiver_cpu, s.sender_cpu)
-    }
+    let list: Vec<String> = s.cpus.iter().map(usize::to_string).collect();
+    format!("{pin}{}", list.join("/"))
 }
 
 /// A latency of `summary` for a table cell: `-` when it has no samples.
-pub fn latency_cell(summary: &LatencySummary, value: u64) -> String {
+pub fn latency_cell(summary: &LatencySummary, value: i64) -> String {
     if summary.samples == 0 {
         "-".to_string()
     } else {
@@ -83,18 +82,19 @@ pub fn series_table(test: &TestResult) -> Table {
         "P99", "P99.9", "Max",
     ]);
     for s in &test.series {
+        let Some(pair) = s.ipc_pair() else { continue };
         let l = &s.latency;
         let p = |q: f64| percentile_cell(l, q);
         table.row(vec![
             s.label.clone(),
-            cpus(s),
+            cpus_cell(s),
             format!("{} {}", s.policy, s.priority),
-            format_ns(s.interval_us.saturating_mul(1000)),
+            format_ns(pair.interval_us.saturating_mul(1000) as i64),
             l.samples.to_string(),
-            s.timeouts.to_string(),
+            pair.timeouts.to_string(),
             s.overruns.to_string(),
             latency_cell(l, l.min_ns),
-            latency_cell(l, l.avg_ns.round() as u64),
+            latency_cell(l, l.avg_ns.round() as i64),
             p(50.0),
             p(99.0),
             p(99.9),
@@ -142,12 +142,13 @@ impl Exporter for ModernConsole {
 }
 
 pub fn end_reason_text(test: &TestResult) -> &'static str {
-    use crate::ipc::harness::EndReason::*;
+    use crate::report::EndReason::*;
     match test.end_reason {
         LoopsDone => "all loops done",
         DurationElapsed => "duration elapsed",
         Interrupted => "interrupted",
         BreakTrace => "break-trace limit crossed",
+        BreakOnSwitch => "stopped at a context switch or page fault (-b)",
         Error => "error",
     }
 }

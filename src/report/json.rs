@@ -73,9 +73,9 @@ struct RtReceiver {
     priority: i32,
     #[serde(skip_serializing_if = "Option::is_none")]
     timeoutcount: Option<u64>,
-    min: u64,
+    min: i64,
     avg: f64,
-    max: u64,
+    max: i64,
 }
 
 #[derive(Serialize)]
@@ -101,9 +101,14 @@ fn local_time(rfc3339: &str) -> String {
 
 impl Exporter for RtTestsJson {
     fn write(&self, report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
-        let series: Vec<_> = report.tests.iter().flat_map(|t| t.series.iter()).collect();
+        let series: Vec<_> = report
+            .tests
+            .iter()
+            .flat_map(|t| t.series.iter())
+            .filter_map(|s| Some((s, s.ipc_pair()?)))
+            .collect();
         let mut thread = serde_json::Map::new();
-        for (i, s) in series.iter().enumerate() {
+        for (i, (s, p)) in series.iter().enumerate() {
             let avg_us = if s.latency.samples > 0 {
                 (s.latency.avg_ns / 10.0).round() / 100.0
             } else {
@@ -111,15 +116,15 @@ impl Exporter for RtTestsJson {
             };
             let pair = RtPair {
                 sender: RtSender {
-                    cpu: s.sender_cpu,
+                    cpu: p.sender_cpu,
                     priority: s.priority,
-                    samples: s.sent,
-                    interval: s.interval_us,
+                    samples: p.sent,
+                    interval: p.interval_us,
                 },
                 receiver: RtReceiver {
-                    cpu: s.receiver_cpu,
+                    cpu: p.receiver_cpu,
                     priority: s.priority,
-                    timeoutcount: self.flavor.with_timeouts().then_some(s.timeouts),
+                    timeoutcount: self.flavor.with_timeouts().then_some(p.timeouts),
                     min: ns_to_us_rounded(s.latency.min_ns),
                     avg: avg_us,
                     max: ns_to_us_rounded(s.latency.max_ns),
@@ -261,7 +266,9 @@ mod tests {
         assert_eq!(back, report);
         let v: serde_json::Value = serde_json::from_slice(&buf).unwrap();
         assert_eq!(v["schema"], "latscope-report");
-        assert_eq!(v["schema_version"], 1);
+        assert_eq!(v["schema_version"], 2);
+        assert_eq!(v["tests"][0]["series"][0]["detail"]["kind"], "ipc_pair");
+        assert_eq!(v["tests"][0]["config"]["detail"]["kind"], "ipc");
         assert_eq!(v["tests"][0]["series"][0]["max_ns"], 5_000);
     }
 }

@@ -9,7 +9,6 @@ pub mod classic_semtest;
 pub mod console;
 pub mod json;
 
-use crate::ipc::harness::EndReason;
 use crate::rt::sysinfo::SysInfo;
 use crate::stats::LatencySummary;
 use crate::stats::window::SecondStats;
@@ -18,7 +17,7 @@ use std::io::Write;
 
 /// Identifies the JSON document; bump `SCHEMA_VERSION` on any incompatible change.
 pub const SCHEMA_NAME: &str = "latscope-report";
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -54,14 +53,33 @@ impl Tool {
     }
 }
 
+/// Why a test ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndReason {
+    /// Every series finished its loops.
+    LoopsDone,
+    DurationElapsed,
+    /// SIGINT or SIGTERM.
+    Interrupted,
+    /// A sample crossed the break-trace limit.
+    BreakTrace,
+    /// The timer's `-b`: an event that explains a late wake-up (a "mode
+    /// switch" in Xenomai's words) happened to a sampling thread.
+    BreakOnSwitch,
+    /// A task failed or a peer process died; see the error.
+    Error,
+}
+
 /// One test (one transport or one kind of measurement) of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestResult {
-    /// Test name (`mq`).
+    /// Test name (`mq`, `timer`).
     pub test: String,
     /// What one sample spans, for people.
     pub description: String,
-    /// `one-way` (sender stamp to receiver stamp) or `round-trip`.
+    /// `one-way` (sender stamp to receiver stamp), `round-trip`, or for the
+    /// timer the wake-up figure reported (`user`, `thread`, `irq`).
     pub mode: String,
     pub config: TestConfig,
     pub end_reason: EndReason,
@@ -72,45 +90,54 @@ pub struct TestResult {
     pub series: Vec<Series>,
 }
 
-/// The resolved configuration of an IPC test.
+/// The resolved configuration of a test: what every kind of test shares, then
+/// the part only its kind has (`detail`, tagged by `kind`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestConfig {
+    pub policy: String,
+    pub priority: i32,
+    pub loops: Option<u64>,
+    pub duration_s: Option<f64>,
+    pub max_latency_us: Option<u64>,
+    pub mlockall: bool,
+    pub cpu_dma_latency: String,
+    pub detail: ConfigDetail,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ConfigDetail {
+    Ipc(IpcConfig),
+}
+
+/// What only an IPC test (pairs of tasks waking each other) is configured with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IpcConfig {
     pub pairs: usize,
     /// `threads`, or `processes` (`--fork`: the peer of each pair is a child process).
     pub tasks: String,
     /// The two tasks of each pair on different CPUs (`--cross-cpu`).
     pub cross_cpu: bool,
-    pub policy: String,
-    pub priority: i32,
     pub same_priority: bool,
     pub interval_us: u64,
     pub distance_us: u64,
-    pub loops: Option<u64>,
-    pub duration_s: Option<f64>,
     pub receive_timeout_s: Option<f64>,
     pub forced_send_delay_s: Option<f64>,
     pub breaktrace_us: Option<u64>,
-    pub max_latency_us: Option<u64>,
-    pub mlockall: bool,
-    pub cpu_dma_latency: String,
 }
 
-/// One measured stream of samples: a sender/receiver pair.
+/// One measured stream of samples (an IPC pair, a timer thread): the common
+/// core every exporter can read, then the part only its kind has (`detail`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Series {
     pub label: String,
-    pub receiver_cpu: usize,
-    pub sender_cpu: usize,
-    /// Whether the threads were pinned to their CPU.
+    /// The CPUs the series' tasks ran on, the measuring task's first.
+    pub cpus: Vec<usize>,
+    /// Whether the tasks were pinned to their CPUs.
     pub pinned: bool,
-    pub receiver_tid: i32,
-    pub sender_tid: i32,
     pub policy: String,
     pub priority: i32,
-    pub interval_us: u64,
-    /// Wake-ups sent (samples plus one possibly in flight at the stop).
-    pub sent: u64,
-    pub timeouts: u64,
+    /// Periods missed because a wake-up came later than the next one was due.
     pub overruns: u64,
     /// Samples above `--max-latency`.
     pub above_limit: u64,
@@ -119,8 +146,61 @@ pub struct Series {
     pub per_second: Vec<SecondStats>,
     /// Per-second windows lost because the monitor thread was starved.
     pub per_second_dropped: u64,
+    pub detail: SeriesDetail,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SeriesDetail {
+    IpcPair(IpcPair),
+}
+
+/// A sender/receiver pair of an IPC test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IpcPair {
+    pub receiver_cpu: usize,
+    pub sender_cpu: usize,
+    pub receiver_tid: i32,
+    pub sender_tid: i32,
+    pub interval_us: u64,
+    /// Wake-ups sent (samples plus one possibly in flight at the stop).
+    pub sent: u64,
+    pub timeouts: u64,
     /// Kernel objects the test used (already removed).
     pub resources: Vec<String>,
+}
+
+impl TestConfig {
+    pub fn ipc(&self) -> Option<&IpcConfig> {
+        match &self.detail {
+            ConfigDetail::Ipc(c) => Some(c),
+        }
+    }
+
+    pub fn ipc_mut(&mut self) -> Option<&mut IpcConfig> {
+        match &mut self.detail {
+            ConfigDetail::Ipc(c) => Some(c),
+        }
+    }
+}
+
+impl Series {
+    pub fn ipc_pair(&self) -> Option<&IpcPair> {
+        match &self.detail {
+            SeriesDetail::IpcPair(p) => Some(p),
+        }
+    }
+
+    pub fn ipc_pair_mut(&mut self) -> Option<&mut IpcPair> {
+        match &mut self.detail {
+            SeriesDetail::IpcPair(p) => Some(p),
+        }
+    }
+
+    /// Timeouts, for the kinds of series that wait with one.
+    pub fn timeouts(&self) -> u64 {
+        self.ipc_pair().map_or(0, |p| p.timeouts)
+    }
 }
 
 impl Report {
@@ -187,38 +267,34 @@ pub(crate) mod testdata {
                 description: "POSIX message queue, mq_send -> mq_receive".into(),
                 mode: "one-way".into(),
                 config: TestConfig {
-                    pairs: 1,
-                    tasks: "threads".into(),
-                    cross_cpu: false,
                     policy: "fifo".into(),
                     priority: 99,
-                    same_priority: false,
-                    interval_us: 100,
-                    distance_us: 500,
                     loops: Some(3),
                     duration_s: None,
-                    receive_timeout_s: None,
-                    forced_send_delay_s: None,
-                    breaktrace_us: None,
                     max_latency_us: None,
                     mlockall: true,
                     cpu_dma_latency: "held at 0 us".into(),
+                    detail: ConfigDetail::Ipc(IpcConfig {
+                        pairs: 1,
+                        tasks: "threads".into(),
+                        cross_cpu: false,
+                        same_priority: false,
+                        interval_us: 100,
+                        distance_us: 500,
+                        receive_timeout_s: None,
+                        forced_send_delay_s: None,
+                        breaktrace_us: None,
+                    }),
                 },
                 end_reason: EndReason::LoopsDone,
                 error: None,
                 overall: recorder.summary(),
                 series: vec![Series {
                     label: "pair 0".into(),
-                    receiver_cpu: 1,
-                    sender_cpu: 1,
+                    cpus: vec![1],
                     pinned: true,
-                    receiver_tid: 6096,
-                    sender_tid: 6097,
                     policy: "fifo".into(),
                     priority: 99,
-                    interval_us: 100,
-                    sent: 3,
-                    timeouts: 2,
                     overruns: 0,
                     above_limit: 0,
                     latency: recorder.summary(),
@@ -231,7 +307,16 @@ pub(crate) mod testdata {
                         max_ns: 5_000,
                     }],
                     per_second_dropped: 0,
-                    resources: vec!["/latscope-1-0-test".into()],
+                    detail: SeriesDetail::IpcPair(IpcPair {
+                        receiver_cpu: 1,
+                        sender_cpu: 1,
+                        receiver_tid: 6096,
+                        sender_tid: 6097,
+                        interval_us: 100,
+                        sent: 3,
+                        timeouts: 2,
+                        resources: vec!["/latscope-1-0-test".into()],
+                    }),
                 }],
             }],
             warnings: vec!["kernel is not PREEMPT_RT".into()],

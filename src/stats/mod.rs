@@ -19,20 +19,43 @@ pub const HISTOGRAM_SIGNIFICANT_DIGITS: u8 = 3;
 /// The percentiles every series reports.
 pub const REPORTED_PERCENTILES: [f64; 6] = [50.0, 90.0, 99.0, 99.9, 99.99, 99.999];
 
-/// Per-thread sample sink. Recording never allocates: the histogram is sized
+/// Largest negative latency the negative-side histogram resolves: one second.
+/// Only periodic-timer tests produce negative values (a wake-up before its
+/// expiry); anything beyond still counts exactly in min/avg and as `overflow`.
+pub const NEGATIVE_HIGHEST_NS: u64 = 1_000_000_000;
+
+fn histogram_up_to(highest: u64) -> Histogram<u64> {
+    let mut histogram = Histogram::new_with_bounds(1, highest, HISTOGRAM_SIGNIFICANT_DIGITS)
+        .expect("constant histogram bounds are valid");
+    histogram.auto(false);
+    // reset() writes every counter: the pages are faulted in now, not on the
+    // first sample of a bucket in the middle of the measurement.
+    histogram.reset();
+    histogram
+}
+
+/// Per-thread sample sink. Recording never allocates: the histograms are sized
 /// and touched when the recorder is built, before the measuring loop.
+///
+/// Samples are signed nanoseconds. Latencies of a wake-up by another task
+/// (IPC) are never negative; a periodic timer can in principle fire early, and
+/// those samples are kept, not clamped: recorders built with `signed()` carry
+/// a second histogram for the magnitudes of negative samples.
 #[derive(Clone)]
 pub struct LatencyRecorder {
     histogram: Histogram<u64>,
+    negative: Option<Histogram<u64>>,
+    /// Samples in no histogram (the part of `overflow` below zero sorts first).
     overflow: u64,
+    negative_overflow: u64,
     count: u64,
-    sum: u128,
+    sum: i128,
     sum_squares: u128,
-    min: u64,
-    max: u64,
+    min: i64,
+    max: i64,
     min_at: u64,
     max_at: u64,
-    last: u64,
+    last: i64,
 }
 
 impl Default for LatencyRecorder {
@@ -42,34 +65,39 @@ impl Default for LatencyRecorder {
 }
 
 impl LatencyRecorder {
+    /// A recorder for latencies that cannot be negative. A negative sample is
+    /// still counted exactly (min, avg) and reported as overflow.
     pub fn new() -> Self {
-        let mut histogram =
-            Histogram::new_with_bounds(1, HISTOGRAM_HIGHEST_NS, HISTOGRAM_SIGNIFICANT_DIGITS)
-                .expect("constant histogram bounds are valid");
-        histogram.auto(false);
-        // reset() writes every counter: the pages are faulted in now, not on the
-        // first sample of a bucket in the middle of the measurement.
-        histogram.reset();
         LatencyRecorder {
-            histogram,
+            histogram: histogram_up_to(HISTOGRAM_HIGHEST_NS),
+            negative: None,
             overflow: 0,
+            negative_overflow: 0,
             count: 0,
             sum: 0,
             sum_squares: 0,
-            min: u64::MAX,
-            max: 0,
+            min: i64::MAX,
+            max: i64::MIN,
             min_at: 0,
             max_at: 0,
             last: 0,
         }
     }
 
+    /// A recorder that also resolves negative samples down to -1 s.
+    pub fn signed() -> Self {
+        LatencyRecorder {
+            negative: Some(histogram_up_to(NEGATIVE_HIGHEST_NS)),
+            ..Self::new()
+        }
+    }
+
     /// Adds one sample in nanoseconds. Constant time, no allocation, no locks.
     #[inline]
-    pub fn record(&mut self, ns: u64) {
+    pub fn record(&mut self, ns: i64) {
         self.count += 1;
-        self.sum += u128::from(ns);
-        self.sum_squares += u128::from(ns) * u128::from(ns);
+        self.sum += i128::from(ns);
+        self.sum_squares += u128::from(ns.unsigned_abs()) * u128::from(ns.unsigned_abs());
         self.last = ns;
         if ns < self.min {
             self.min = ns;
@@ -79,8 +107,16 @@ impl LatencyRecorder {
             self.max = ns;
             self.max_at = self.count;
         }
-        if self.histogram.record(ns).is_err() {
+        let binned = if ns >= 0 {
+            self.histogram.record(ns as u64).is_ok()
+        } else {
+            self.negative
+                .as_mut()
+                .is_some_and(|h| h.record(ns.unsigned_abs()).is_ok())
+        };
+        if !binned {
             self.overflow += 1;
+            self.negative_overflow += u64::from(ns < 0);
         }
     }
 
@@ -88,13 +124,14 @@ impl LatencyRecorder {
         self.count
     }
 
-    pub fn max(&self) -> Option<u64> {
+    pub fn max(&self) -> Option<i64> {
         (self.count > 0).then_some(self.max)
     }
 
     /// Folds another recorder in (pairs of one test, or repeated runs). Sample
     /// positions of min and max only keep a meaning within one series, so they
-    /// are taken from whichever side holds the extreme.
+    /// are taken from whichever side holds the extreme. Runs after the
+    /// measurement, so it may allocate the negative side.
     pub fn merge(&mut self, other: &LatencyRecorder) {
         if other.count == 0 {
             return;
@@ -102,7 +139,14 @@ impl LatencyRecorder {
         self.histogram
             .add(&other.histogram)
             .expect("histograms share bounds");
+        if let Some(theirs) = &other.negative {
+            self.negative
+                .get_or_insert_with(|| histogram_up_to(NEGATIVE_HIGHEST_NS))
+                .add(theirs)
+                .expect("histograms share bounds");
+        }
         self.overflow += other.overflow;
+        self.negative_overflow += other.negative_overflow;
         if other.min < self.min {
             self.min = other.min;
             self.min_at = other.min_at;
@@ -148,12 +192,35 @@ impl LatencyRecorder {
     /// Nearest-rank percentile: the smallest recorded value such that at least
     /// `p` % of the samples are at or below it. The bucket's highest equivalent
     /// value is used (never understates a latency), then clamped into the exact
-    /// [min, max]; samples above the histogram range stand at the exact max.
-    pub fn value_at_percentile(&self, p: f64) -> u64 {
+    /// [min, max]; samples outside the histogram range stand at the exact
+    /// extremes (overflowing negatives sort first, like the values they are).
+    pub fn value_at_percentile(&self, p: f64) -> i64 {
         if self.count == 0 {
             return 0;
         }
         let rank = ((p / 100.0) * self.count as f64).ceil().max(1.0) as u64;
+        if rank <= self.negative_overflow {
+            return self.min;
+        }
+        let mut rank = rank - self.negative_overflow;
+        if let Some(negative) = &self.negative {
+            // Negative values ascend as their magnitudes descend: the value of
+            // rank r is the magnitude of rank (n - r + 1) from the top.
+            let n = negative.len();
+            if rank <= n {
+                let wanted = n - rank + 1;
+                let mut cumulative = 0u64;
+                for bucket in negative.iter_recorded() {
+                    cumulative += bucket.count_since_last_iteration();
+                    if cumulative >= wanted {
+                        let magnitude = negative.lowest_equivalent(bucket.value_iterated_to());
+                        return (-(magnitude as i64)).clamp(self.min, self.max);
+                    }
+                }
+                return self.min;
+            }
+            rank -= n;
+        }
         let mut cumulative = 0u64;
         for bucket in self.histogram.iter_recorded() {
             cumulative += bucket.count_since_last_iteration();
@@ -161,33 +228,52 @@ impl LatencyRecorder {
                 let value = self
                     .histogram
                     .highest_equivalent(bucket.value_iterated_to());
-                return value.clamp(self.min, self.max);
+                return (value.min(i64::MAX as u64) as i64).clamp(self.min, self.max);
             }
         }
         self.max
     }
 
     fn buckets(&self) -> Vec<Bucket> {
-        self.histogram
-            .iter_recorded()
-            .map(|b| {
-                let value = b.value_iterated_to();
-                Bucket {
-                    low_ns: self.histogram.lowest_equivalent(value).max(self.min),
-                    high_ns: self.histogram.highest_equivalent(value).min(self.max),
-                    count: b.count_since_last_iteration(),
-                }
-            })
-            .collect()
+        let mut buckets = Vec::new();
+        if let Some(negative) = &self.negative {
+            let mut below_zero: Vec<Bucket> = negative
+                .iter_recorded()
+                .map(|b| {
+                    let magnitude = b.value_iterated_to();
+                    Bucket {
+                        low_ns: (-(negative.highest_equivalent(magnitude) as i64)).max(self.min),
+                        high_ns: (-(negative.lowest_equivalent(magnitude) as i64)).min(self.max),
+                        count: b.count_since_last_iteration(),
+                    }
+                })
+                .collect();
+            below_zero.reverse();
+            buckets.extend(below_zero);
+        }
+        buckets.extend(self.histogram.iter_recorded().map(|b| {
+            let value = b.value_iterated_to();
+            Bucket {
+                low_ns: (self.histogram.lowest_equivalent(value) as i64).max(self.min),
+                high_ns: (self
+                    .histogram
+                    .highest_equivalent(value)
+                    .min(i64::MAX as u64) as i64)
+                    .min(self.max),
+                count: b.count_since_last_iteration(),
+            }
+        }));
+        buckets
     }
 }
 
 /// Population standard deviation from exact integer sums. Uses the integer form
 /// `(n*Σx² - (Σx)²) / n²` so that large, tightly clustered values keep their
 /// precision; falls back to floating point if the products would overflow.
-fn population_stddev(n: u64, sum: u128, sum_squares: u128) -> f64 {
+fn population_stddev(n: u64, sum: i128, sum_squares: u128) -> f64 {
     let n128 = u128::from(n);
-    match (n128.checked_mul(sum_squares), sum.checked_mul(sum)) {
+    let sum_abs = sum.unsigned_abs();
+    match (n128.checked_mul(sum_squares), sum_abs.checked_mul(sum_abs)) {
         (Some(a), Some(b)) if a >= b => ((a - b) as f64).sqrt() / n as f64,
         _ => {
             let mean = sum as f64 / n as f64;
@@ -202,39 +288,41 @@ fn population_stddev(n: u64, sum: u128, sum_squares: u128) -> f64 {
 /// `high_ns` inclusive (bounds clamped to the exact min and max).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Bucket {
-    pub low_ns: u64,
-    pub high_ns: u64,
+    pub low_ns: i64,
+    pub high_ns: i64,
     pub count: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Percentile {
     pub percentile: f64,
-    pub ns: u64,
+    pub ns: i64,
 }
 
 /// The statistics of one series, as reported.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct LatencySummary {
     pub samples: u64,
-    pub min_ns: u64,
+    pub min_ns: i64,
     pub avg_ns: f64,
-    pub max_ns: u64,
+    pub max_ns: i64,
     pub stddev_ns: f64,
     /// 1-based number of the sample that was the minimum (0 when no samples).
     pub min_at_sample: u64,
     /// 1-based number of the sample that was the maximum (0 when no samples).
     pub max_at_sample: u64,
     /// The most recent sample (pmqtest's "Cur").
-    pub last_ns: u64,
+    pub last_ns: i64,
     pub percentiles: Vec<Percentile>,
     pub histogram: Vec<Bucket>,
-    /// Samples above the histogram range (one hour): in min/avg/max, not in buckets.
+    /// Samples outside the histogram range (above one hour, or negative below
+    /// -1 s or in a recorder built for non-negative values): in min/avg/max,
+    /// not in buckets.
     pub overflow: u64,
 }
 
 impl LatencySummary {
-    pub fn percentile(&self, p: f64) -> Option<u64> {
+    pub fn percentile(&self, p: f64) -> Option<i64> {
         self.percentiles
             .iter()
             .find(|x| (x.percentile - p).abs() < 1e-9)
@@ -246,7 +334,7 @@ impl LatencySummary {
 mod tests {
     use super::*;
 
-    fn recorder_of(values: &[u64]) -> LatencyRecorder {
+    fn recorder_of(values: &[i64]) -> LatencyRecorder {
         let mut r = LatencyRecorder::new();
         for &v in values {
             r.record(v);
@@ -270,7 +358,7 @@ mod tests {
 
     #[test]
     fn stddev_keeps_precision_for_large_clustered_values() {
-        let base = 3_000_000_000_000u64;
+        let base = 3_000_000_000_000i64;
         let s = recorder_of(&[base + 1, base + 3]).summary();
         assert_eq!(s.stddev_ns, 1.0);
         assert_eq!(s.avg_ns, (base + 2) as f64);
@@ -279,7 +367,7 @@ mod tests {
     #[test]
     fn nearest_rank_percentiles_on_exact_values() {
         // 1..=100 ns are all exact in the histogram.
-        let values: Vec<u64> = (1..=100).collect();
+        let values: Vec<i64> = (1..=100).collect();
         let r = recorder_of(&values);
         assert_eq!(r.value_at_percentile(50.0), 50);
         assert_eq!(r.value_at_percentile(90.0), 90);
@@ -305,7 +393,7 @@ mod tests {
 
     #[test]
     fn overflow_is_counted_not_dropped() {
-        let huge = HISTOGRAM_HIGHEST_NS * 3;
+        let huge = HISTOGRAM_HIGHEST_NS as i64 * 3;
         let r = recorder_of(&[10, 20, huge]);
         let s = r.summary();
         assert_eq!(s.samples, 3);
@@ -345,6 +433,75 @@ mod tests {
         assert_eq!(s.max_ns, 9);
         assert_eq!(s.avg_ns, 28.0 / 5.0);
         assert_eq!(s.histogram.iter().map(|b| b.count).sum::<u64>(), 5);
+    }
+
+    fn signed_of(values: &[i64]) -> LatencyRecorder {
+        let mut r = LatencyRecorder::signed();
+        for &v in values {
+            r.record(v);
+        }
+        r
+    }
+
+    #[test]
+    fn negative_samples_are_kept_and_ordered() {
+        // -30, -20, -10, 0, 10, 20, 30, 40: mean 5, population stddev sqrt(525).
+        let r = signed_of(&[10, -10, 20, -20, 30, -30, 0, 40]);
+        let s = r.summary();
+        assert_eq!(s.samples, 8);
+        assert_eq!(s.min_ns, -30);
+        assert_eq!(s.max_ns, 40);
+        assert_eq!(s.avg_ns, 5.0);
+        assert_eq!(s.stddev_ns, 525f64.sqrt());
+        assert_eq!(s.min_at_sample, 6);
+        assert_eq!(s.overflow, 0);
+        assert_eq!(r.value_at_percentile(0.0), -30);
+        assert_eq!(r.value_at_percentile(12.5), -30);
+        assert_eq!(r.value_at_percentile(25.0), -20);
+        assert_eq!(r.value_at_percentile(37.5), -10);
+        assert_eq!(r.value_at_percentile(50.0), 0);
+        assert_eq!(r.value_at_percentile(62.5), 10);
+        assert_eq!(r.value_at_percentile(100.0), 40);
+        let lows: Vec<i64> = s.histogram.iter().map(|b| b.low_ns).collect();
+        assert_eq!(lows, vec![-30, -20, -10, 0, 10, 20, 30, 40]);
+        assert_eq!(s.histogram.iter().map(|b| b.count).sum::<u64>(), 8);
+    }
+
+    #[test]
+    fn negative_percentiles_never_understate() {
+        // -1_000_001 lies in a bucket 512 ns wide: the reported value is at or
+        // above the exact sample (never earlier than it was), within 0.1 %.
+        let r = signed_of(&[-1_000_001, -1_000_001, 5]);
+        let p50 = r.value_at_percentile(50.0);
+        assert!((-1_000_001..=-1_000_001 + 1_000).contains(&p50), "{p50}");
+        let s = r.summary();
+        assert_eq!(s.histogram[0].low_ns, -1_000_001);
+        assert!(s.histogram[0].high_ns >= -1_000_001 && s.histogram[0].high_ns < 0);
+    }
+
+    #[test]
+    fn negatives_without_a_negative_histogram_are_overflow_sorted_first() {
+        let r = recorder_of(&[-5, 10, 20]);
+        let s = r.summary();
+        assert_eq!(s.min_ns, -5);
+        assert_eq!(s.overflow, 1);
+        assert_eq!(r.value_at_percentile(10.0), -5);
+        assert_eq!(r.value_at_percentile(50.0), 10);
+        // Beyond -1 s even a signed recorder counts the sample as overflow.
+        let r = signed_of(&[-2_000_000_000, 7]);
+        assert_eq!(r.summary().overflow, 1);
+        assert_eq!(r.value_at_percentile(50.0), -2_000_000_000);
+        assert_eq!(r.value_at_percentile(100.0), 7);
+    }
+
+    #[test]
+    fn merging_a_signed_recorder_into_an_unsigned_one_keeps_negatives() {
+        let mut all = recorder_of(&[3]);
+        all.merge(&signed_of(&[-4, 8]));
+        let s = all.summary();
+        assert_eq!((s.samples, s.min_ns, s.max_ns, s.overflow), (3, -4, 8, 0));
+        assert_eq!(all.value_at_percentile(1.0), -4);
+        assert_eq!(all.value_at_percentile(50.0), 3);
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! on). Nothing is lost: counts, minima, maxima and means merge exactly.
 
 use serde::{Deserialize, Serialize};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 /// Windows buffered between two drains of the monitor (it drains every 100 ms).
 const RING_SLOTS: usize = 64;
@@ -26,18 +26,18 @@ pub struct SecondStats {
     pub second: u64,
     pub span_s: u64,
     pub samples: u64,
-    pub min_ns: u64,
+    pub min_ns: i64,
     pub avg_ns: f64,
-    pub max_ns: u64,
+    pub max_ns: i64,
 }
 
 #[derive(Default)]
 struct Slot {
     second: AtomicU64,
     count: AtomicU64,
-    sum: AtomicU64,
-    min: AtomicU64,
-    max: AtomicU64,
+    sum: AtomicI64,
+    min: AtomicI64,
+    max: AtomicI64,
 }
 
 /// The ring shared by one producer (the measuring thread) and one consumer.
@@ -136,9 +136,9 @@ pub fn compact(series: &mut Vec<SecondStats>) {
 struct OpenWindow {
     second: u64,
     count: u64,
-    sum: u64,
-    min: u64,
-    max: u64,
+    sum: i64,
+    min: i64,
+    max: i64,
 }
 
 /// Producer side, owned by the measuring thread.
@@ -163,15 +163,15 @@ impl<'a> WindowWriter<'a> {
                 second: 0,
                 count: 0,
                 sum: 0,
-                min: u64::MAX,
-                max: 0,
+                min: i64::MAX,
+                max: i64::MIN,
             },
         }
     }
 
     /// Adds a sample taken at monotonic time `at_ns`.
     #[inline]
-    pub fn record(&mut self, at_ns: u64, latency_ns: u64) {
+    pub fn record(&mut self, at_ns: u64, latency_ns: i64) {
         if at_ns < self.open_from_ns || at_ns >= self.open_until_ns {
             let second = at_ns.saturating_sub(self.start_ns) / 1_000_000_000;
             if second != self.open.second {
@@ -195,8 +195,8 @@ impl<'a> WindowWriter<'a> {
         }
         self.open.count = 0;
         self.open.sum = 0;
-        self.open.min = u64::MAX;
-        self.open.max = 0;
+        self.open.min = i64::MAX;
+        self.open.max = i64::MIN;
     }
 }
 

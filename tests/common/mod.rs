@@ -376,7 +376,7 @@ pub fn check_summary(s: &Value, what: &str, is_series: bool) -> u64 {
 /// Checks the parts of a latscope report every run has.
 pub fn check_report_header(report: &Value) {
     assert_eq!(report["schema"], "latscope-report", "schema: {report}");
-    assert_eq!(report["schema_version"], 1, "schema_version");
+    assert_eq!(report["schema_version"], 2, "schema_version");
     let sys = &report["sysinfo"];
     for key in [
         "sysname",
