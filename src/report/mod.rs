@@ -6,6 +6,7 @@
 
 pub mod classic_rt_tests;
 pub mod classic_semtest;
+pub mod classic_xenomai;
 pub mod console;
 pub mod json;
 
