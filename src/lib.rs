@@ -11,4 +11,5 @@ pub mod report;
 pub mod rt;
 pub mod settings;
 pub mod stats;
+pub mod timer;
 pub mod units;

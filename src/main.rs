@@ -10,16 +10,18 @@ use std::path::Path;
 
 /// Names under which latscope behaves as the original tool, and the
 /// arguments that stand for that tool.
-const COMPAT_NAMES: [(&str, &[&str]); 4] = [
+const COMPAT_NAMES: [(&str, &[&str]); 5] = [
     ("pmqtest", &["mq", "--format", "classic"]),
     ("sigwaittest", &["signal", "--format", "classic"]),
     ("svsematest", &["svsem", "--format", "classic"]),
     ("semtest", &["sem", "--format", "classic"]),
+    ("latency", &["timer", "--format", "classic"]),
 ];
 
 /// Subcommands, for the help hint of a usage error.
-const SUBCOMMANDS: [&str; 11] = [
-    "mq", "sem", "signal", "svsem", "pipe", "eventfd", "futex", "unix", "svmq", "ipc", "suite",
+const SUBCOMMANDS: [&str; 12] = [
+    "mq", "sem", "signal", "svsem", "pipe", "eventfd", "futex", "unix", "svmq", "ipc", "timer",
+    "suite",
 ];
 
 fn effective_args() -> Vec<OsString> {

@@ -15,6 +15,10 @@ fn check_suite_output(stdout: &str, context: &str) {
         stdout.lines().any(|l| l.starts_with("Test ")),
         "no overview header\n{context}"
     );
+    assert!(
+        stdout.lines().any(|l| l.starts_with("timer ")),
+        "no overview row for the timer\n{context}"
+    );
 }
 
 fn check_suite_report(report: &serde_json::Value) {
@@ -24,13 +28,26 @@ fn check_suite_report(report: &serde_json::Value) {
     assert_eq!(
         names,
         [
-            "mq", "sem", "svsem", "signal", "pipe", "eventfd", "futex", "unix", "svmq"
+            "mq", "sem", "svsem", "signal", "pipe", "eventfd", "futex", "unix", "svmq", "timer"
         ],
-        "every primitive, in order"
+        "every primitive in order, then the timer"
     );
     for t in tests {
         assert_eq!(t["end_reason"], "duration_elapsed", "{}", t["test"]);
-        assert_eq!(t["mode"], "one-way");
+        let expected_mode = if t["test"] == "timer" {
+            "user"
+        } else {
+            "one-way"
+        };
+        assert_eq!(t["mode"], expected_mode);
+    }
+    // The timer test: one thread per usable CPU, each with samples.
+    let timer = &tests[9];
+    assert_eq!(timer["config"]["detail"]["kind"], "timer");
+    let threads = timer["series"].as_array().unwrap();
+    assert_eq!(threads.len(), allowed_cpus().len());
+    for (i, s) in threads.iter().enumerate() {
+        check_summary(s, &format!("timer series {i}"), true);
     }
     assert_eq!(tests[0]["test"], "mq");
     assert_eq!(tests[0]["end_reason"], "duration_elapsed");

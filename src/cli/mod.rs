@@ -53,6 +53,13 @@ pub enum Command {
     /// Every IPC primitive with the same settings, one comparison table
     #[command(allow_negative_numbers = true, args_override_self = true)]
     Ipc(Box<IpcArgs>),
+    /// Periodic timer wake-up latency (replaces Xenomai's latency; same options; help is --help)
+    #[command(
+        allow_negative_numbers = true,
+        args_override_self = true,
+        disable_help_flag = true
+    )]
+    Timer(Box<TimerArgs>),
     /// The main job: run every test briefly and print one overview of this machine
     #[command(allow_negative_numbers = true, args_override_self = true)]
     Suite(SuiteArgs),
@@ -268,6 +275,96 @@ pub struct IpcArgs {
     pub no_dma_latency: bool,
     #[command(flatten)]
     pub verdict: VerdictArgs,
+}
+
+/// Xenomai `latency`'s options (its letters: -h is histograms, so help is
+/// --help), plus what latscope adds.
+#[derive(Debug, Clone, Args)]
+pub struct TimerArgs {
+    /// Print help
+    #[arg(long, action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
+    /// Sampling period in microseconds (up to 1 s) [default: 100]
+    #[arg(short = 'p', long, value_name = "US")]
+    pub period: Option<String>,
+    /// Print the histograms of loop minima, all samples and loop maxima (classic: HSD lines)
+    #[arg(short = 'h', long = "histograms")]
+    pub histograms: bool,
+    /// Dump the all-samples histogram to FILE in gnuplot format ('-' = standard output)
+    #[arg(short = 'g', long = "gnuplot", value_name = "FILE")]
+    pub gnuplot: Option<PathBuf>,
+    /// Print statistics of the three histograms (classic: HSS lines)
+    #[arg(short = 's', long = "stats")]
+    pub stats: bool,
+    /// Number of histogram cells; everything beyond lands in the last one [default: 300]
+    #[arg(short = 'H', long = "cells", value_name = "N")]
+    pub cells: Option<String>,
+    /// Histogram cell width in nanoseconds [default: 1000]
+    #[arg(short = 'B', long = "bucket", value_name = "NS")]
+    pub bucket: Option<String>,
+    /// Loop lines between two headers in classic output, 0 = no headers [default: 21]
+    #[arg(short = 'l', long = "lines", value_name = "N")]
+    pub lines: Option<String>,
+    /// Measuring time after the warm-up: seconds, or with s/m/h/d suffixes; 0 = until Ctrl-C [default: 0]
+    #[arg(short = 'T', long = "duration", value_name = "TIME")]
+    pub duration: Option<String>,
+    /// Only the final summary (needs -T, as in Xenomai; ignored with a warning otherwise)
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// Testing device number (Xenomai RTDM); accepted and ignored
+    #[arg(short = 'D', value_name = "DEV")]
+    pub device: Option<String>,
+    /// Test mode: 0 user-space wake-up, 1 thread latency (scheduled in), 2 IRQ latency; 1 and 2 trace the kernel [default: 0]
+    #[arg(short = 't', long = "mode", value_name = "MODE")]
+    pub mode: Option<String>,
+    /// Freeze the kernel trace: mark each new maximum in it, stop tracing at the end
+    #[arg(short = 'f', long = "freeze")]
+    pub freeze: bool,
+    /// CPU of the sampling thread [default: 0, or the first usable CPU]
+    #[arg(short = 'c', long = "cpu", value_name = "CPU")]
+    pub cpu: Option<String>,
+    /// Real-time priority of the sampling threads [default: 99]
+    #[arg(short = 'P', long = "priority", value_name = "PRIO")]
+    pub priority: Option<String>,
+    /// Stop at the first involuntary context switch or page fault of a sampling thread
+    #[arg(short = 'b', long = "break-on-switch")]
+    pub break_on_switch: bool,
+    /// One pinned sampling thread per CPU in LIST (e.g. 0,2-3)
+    #[arg(long, value_name = "LIST", conflicts_with_all = ["cpu", "smp"])]
+    pub cpus: Option<String>,
+    /// One pinned sampling thread per usable CPU (like cyclictest -S)
+    #[arg(long, conflicts_with = "cpu")]
+    pub smp: bool,
+    /// Scheduling policy of the sampling threads [default: fifo]
+    #[arg(long, value_enum)]
+    pub policy: Option<crate::rt::sched::Policy>,
+    /// Wake with a periodic timerfd (Xenomai's Linux build) [default in classic format]
+    #[arg(long, conflicts_with = "nanosleep")]
+    pub timerfd: bool,
+    /// Wake with clock_nanosleep(TIMER_ABSTIME) (cyclictest) [default in modern format]
+    #[arg(long)]
+    pub nanosleep: bool,
+    /// Loops (of one second) discarded at the start [default: 1]
+    #[arg(long, value_name = "N")]
+    pub warmup: Option<String>,
+    /// Split every wake-up into IRQ, thread and user latency with kernel tracing (root)
+    #[arg(long)]
+    pub breakdown: bool,
+    /// Output format
+    #[arg(long, value_enum, default_value = "modern")]
+    pub format: OutputFormat,
+    /// Exit with code 3 after the report if any sample exceeds USEC microseconds
+    #[arg(long = "max-latency", value_name = "USEC")]
+    pub max_latency: Option<String>,
+    /// Write the results to FILE as JSON ('-' for standard output)
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Do not lock memory with mlockall (page faults may then show up as latency)
+    #[arg(long = "no-mlockall")]
+    pub no_mlockall: bool,
+    /// Do not hold /dev/cpu_dma_latency at 0 (deep CPU idle states stay allowed)
+    #[arg(long = "no-dma-latency")]
+    pub no_dma_latency: bool,
 }
 
 #[derive(Debug, Clone, Args)]

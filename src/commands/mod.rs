@@ -6,6 +6,7 @@ pub mod ipc_test;
 pub mod pair_test;
 pub mod progress;
 pub mod suite;
+pub mod timer_cmd;
 pub mod validity;
 
 use crate::cli::Command;
@@ -74,6 +75,7 @@ pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
             )
         }
         Command::Ipc(a) => ipc_cmd::run(a),
+        Command::Timer(a) => timer_cmd::run(a),
         Command::Suite(a) => suite::run(a),
     }
 }

@@ -5,19 +5,25 @@ use super::ipc_cmd::{
     DEFAULT_INTERVAL_US, DEFAULT_RT_PRIORITY, SequenceSpec, run_sequence, sequence,
 };
 use super::ipc_test::{self, Preparation};
-use super::{CommandError, deliver};
+use super::{CommandError, deliver, timer_cmd};
 use crate::cli::SuiteArgs;
 use crate::ipc::PRIMITIVES;
 use crate::ipc::harness::{Mode, Tasks};
+use crate::report::EndReason;
 use crate::report::console::{Table, end_reason_text, latency_cell, percentile_cell, write_footer};
 use crate::report::json::LatscopeJson;
 use crate::report::{Exporter, Report};
 use crate::rt::sched::{self, Policy};
 use crate::rt::sysinfo::SysInfo;
+use crate::settings::timer::TimerSettings;
 use crate::settings::{PairLayout, Placement, UsageError, VerdictSettings};
+use crate::units::format_duration;
 use crate::units::parse_duration;
 use std::io::Write;
 use std::time::Duration;
+
+/// Time the timer test needs besides measuring (threads, report).
+const TIMER_SETUP_RESERVE: Duration = Duration::from_millis(20);
 
 pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
     let total = parse_duration(&args.duration, 1_000_000_000)
@@ -65,11 +71,35 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
         max_latency_us: verdict.max_latency_us,
         prep: &prep,
     })?;
-    let finished = run_sequence(
-        items,
-        Some(total.saturating_sub(started.elapsed())),
-        verdict.quiet,
-    );
+    // The timer test gets one share of the time, like each IPC test.
+    let shares = PRIMITIVES.len() as u32 + 1;
+    let budget = total.saturating_sub(started.elapsed());
+    let mut finished = run_sequence(items, Some(budget / shares * (shares - 1)), verdict.quiet);
+    let interrupted = finished
+        .last()
+        .is_some_and(|t| t.result.end_reason == EndReason::Interrupted);
+    if !interrupted {
+        let left = total
+            .saturating_sub(started.elapsed())
+            .saturating_sub(TIMER_SETUP_RESERVE)
+            .max(Duration::from_millis(10));
+        let settings = TimerSettings::for_suite(policy, priority, left);
+        if !verdict.quiet {
+            eprintln!(
+                "latscope: running timer (one thread per CPU, {} us period) for {} ...",
+                settings.period_us,
+                format_duration(left)
+            );
+        }
+        let mut progress = timer_cmd::progress_line(verdict.quiet);
+        match timer_cmd::measure(&settings, &prep, progress.as_mut()) {
+            Ok((done, own_warnings, _)) => {
+                finished.push(done);
+                warnings.extend(own_warnings);
+            }
+            Err(e) => finished.push(timer_cmd::failed(&settings, &prep, e)),
+        }
+    }
     let report = ipc_test::assemble_report(finished, sysinfo, warnings, &prep.memory);
     drop(prep.dma_latency);
     deliver(
@@ -106,7 +136,7 @@ impl Exporter for SuiteOverview {
         let mut table = Table::new(&[
             "Test",
             "What one sample spans",
-            "Pairs",
+            "Series",
             "Policy",
             "Samples",
             "Min",

@@ -550,6 +550,125 @@ pub fn gnuplot_dump(
     text
 }
 
+/// The first timer test of a report with its thread's detail: what the
+/// classic output describes (Xenomai's latency has one sampling thread).
+fn timer_run(
+    report: &crate::report::Report,
+) -> Option<(
+    &crate::report::TestResult,
+    &crate::report::TimerConfig,
+    Option<&crate::report::Series>,
+)> {
+    report.tests.iter().find_map(|t| {
+        let config = t.config.timer()?;
+        Some((
+            t,
+            config,
+            t.series.iter().find(|s| s.timer_thread().is_some()),
+        ))
+    })
+}
+
+/// The run's totals as the RTS line and the gnuplot comments show them.
+/// latscope's average is the mean of all samples (the original averages the
+/// loops' integer means); durations are the measured time after the warm-up,
+/// rounded to whole seconds.
+pub fn run_totals(report: &crate::report::Report) -> Option<RunTotals> {
+    let (test, config, series) = timer_run(report)?;
+    let actual_s = report.duration_s.max(0.0).round() as u64;
+    let (latency, overruns, msw) = match series {
+        Some(s) => (
+            &s.latency,
+            s.overruns,
+            s.timer_thread().map_or(0, |t| t.msw),
+        ),
+        None => (&test.overall, 0, 0),
+    };
+    let _ = config;
+    Some(RunTotals {
+        min_ns: latency.min_ns,
+        avg_ns: latency.avg_ns,
+        max_ns: latency.max_ns,
+        overruns,
+        msw,
+        actual_s,
+        requested_s: test
+            .config
+            .duration_s
+            .map_or(actual_s, |d| d.max(0.0).round() as u64),
+    })
+}
+
+/// The end of Xenomai latency's output, from a report: the histogram part
+/// (with `-h`, `-s` or `-g`), the gnuplot dump when it goes to standard
+/// output (the original prints it right after the HSS lines), then RTS.
+pub struct ClassicXenomai {
+    pub histograms: bool,
+    pub stats: bool,
+    pub gnuplot: bool,
+    pub gnuplot_to_stdout: bool,
+}
+
+impl crate::report::Exporter for ClassicXenomai {
+    fn write(
+        &self,
+        report: &crate::report::Report,
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        let Some(totals) = run_totals(report) else {
+            return Ok(());
+        };
+        if let Some(thread) = timer_run(report).and_then(|(_, _, s)| s?.timer_thread())
+            && (self.histograms || self.stats || self.gnuplot)
+        {
+            out.write_all(
+                histogram_part(
+                    &thread.histogram_loop_min,
+                    &thread.histogram_all,
+                    &thread.histogram_loop_max,
+                    self.histograms,
+                )
+                .as_bytes(),
+            )?;
+            if self.gnuplot_to_stdout {
+                XenomaiGnuplot.write(report, out)?;
+            }
+        }
+        out.write_all(rts_block(&totals).as_bytes())
+    }
+}
+
+/// `-g`: the all-samples histogram of the (first) sampling thread in
+/// Xenomai's gnuplot format.
+pub struct XenomaiGnuplot;
+
+impl crate::report::Exporter for XenomaiGnuplot {
+    fn write(
+        &self,
+        report: &crate::report::Report,
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        let (Some(totals), Some((_, config, Some(series)))) =
+            (run_totals(report), timer_run(report))
+        else {
+            return Ok(());
+        };
+        let Some(thread) = series.timer_thread() else {
+            return Ok(());
+        };
+        out.write_all(
+            gnuplot_dump(
+                &thread.histogram_all,
+                &totals,
+                usize::from(config.test_mode),
+                config.period_us,
+                series.priority,
+            )
+            .as_bytes(),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -135,7 +135,18 @@ impl Exporter for ModernConsole {
                 report.duration_s,
                 end_reason_text(test)
             )?;
-            write!(out, "{}", series_table(test).render())?;
+            if test.config.timer().is_some() {
+                write!(out, "{}", super::console_timer::thread_table(test).render())?;
+                if let Some(table) = super::console_timer::breakdown_table(test) {
+                    writeln!(
+                        out,
+                        "Where the latency was spent (from expiry: IRQ = timer interrupt handler starts, Sched = thread scheduled in, User = thread reads the clock):"
+                    )?;
+                    write!(out, "{}", table.render())?;
+                }
+            } else {
+                write!(out, "{}", series_table(test).render())?;
+            }
         }
         write_footer(report, out)
     }

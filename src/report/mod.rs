@@ -8,6 +8,7 @@ pub mod classic_rt_tests;
 pub mod classic_semtest;
 pub mod classic_xenomai;
 pub mod console;
+pub mod console_timer;
 pub mod json;
 
 use crate::rt::sysinfo::SysInfo;
@@ -109,6 +110,7 @@ pub struct TestConfig {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ConfigDetail {
     Ipc(IpcConfig),
+    Timer(TimerConfig),
 }
 
 /// What only an IPC test (pairs of tasks waking each other) is configured with.
@@ -125,6 +127,74 @@ pub struct IpcConfig {
     pub receive_timeout_s: Option<f64>,
     pub forced_send_delay_s: Option<f64>,
     pub breaktrace_us: Option<u64>,
+}
+
+/// What only a timer test (periodic wake-ups of sampling threads) is
+/// configured with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimerConfig {
+    /// One sampling thread per CPU listed.
+    pub cpus: Vec<usize>,
+    pub period_us: u64,
+    /// `clock_nanosleep` (absolute, as cyclictest) or `timerfd` (periodic, as
+    /// Xenomai's Linux build).
+    pub wake: String,
+    /// The run's main figure: `user`, `thread` or `irq` (Xenomai `-t` 0, 1, 2).
+    pub figure: String,
+    pub test_mode: u8,
+    /// One-second loops discarded at the start.
+    pub warmup_loops: u64,
+    /// Samples per loop (`1 s / period`).
+    pub samples_per_loop: u64,
+    /// Xenomai's histograms: cells and cell width.
+    pub histogram_cells: usize,
+    pub bucket_ns: u64,
+    /// Kernel-side breakdown of every wake-up.
+    pub breakdown: bool,
+    /// `-f`: new maxima marked in the kernel trace, tracing stopped at the end.
+    pub freeze_trace: bool,
+    /// `-b`: stop at the first context switch or page fault.
+    pub break_on_switch: bool,
+}
+
+/// One sampling thread of a timer test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimerThread {
+    pub cpu: usize,
+    pub tid: i32,
+    pub period_us: u64,
+    /// One-second loops measured (the last may be partial).
+    pub loops: u64,
+    /// Xenomai's "msw" on plain Linux: the sum of the three counters below,
+    /// read from the thread's own `getrusage(RUSAGE_THREAD)` once per loop.
+    pub msw: u64,
+    pub involuntary_switches: u64,
+    pub major_faults: u64,
+    pub minor_faults: u64,
+    /// Xenomai's three histograms of the main figure: every sample, each
+    /// loop's minimum, each loop's maximum (cells of |latency| / bucket; the
+    /// last cell also holds everything beyond).
+    pub histogram_all: crate::report::classic_xenomai::XenomaiHistogram,
+    pub histogram_loop_min: crate::report::classic_xenomai::XenomaiHistogram,
+    pub histogram_loop_max: crate::report::classic_xenomai::XenomaiHistogram,
+    /// With `--breakdown`: every wake-up split into its kernel-side parts.
+    pub breakdown: Option<Breakdown>,
+}
+
+/// The kernel side of one sampling thread's wake-ups.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Breakdown {
+    /// Timer interrupt handler start - expiry.
+    pub irq: LatencySummary,
+    /// Sampling thread scheduled in - expiry.
+    pub thread: LatencySummary,
+    /// The thread's own clock read after waking - expiry.
+    pub user: LatencySummary,
+    /// Wake-ups after the warm-up whose IRQ and thread latency were both traced.
+    pub traced_wakeups: u64,
+    /// Wake-ups the trace saw only in part (lost events, a timer already
+    /// expired when armed): in neither kernel-side figure.
+    pub incomplete_wakeups: u64,
 }
 
 /// One measured stream of samples (an IPC pair, a timer thread): the common
@@ -154,6 +224,7 @@ pub struct Series {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum SeriesDetail {
     IpcPair(IpcPair),
+    TimerThread(Box<TimerThread>),
 }
 
 /// A sender/receiver pair of an IPC test.
@@ -175,12 +246,21 @@ impl TestConfig {
     pub fn ipc(&self) -> Option<&IpcConfig> {
         match &self.detail {
             ConfigDetail::Ipc(c) => Some(c),
+            _ => None,
         }
     }
 
     pub fn ipc_mut(&mut self) -> Option<&mut IpcConfig> {
         match &mut self.detail {
             ConfigDetail::Ipc(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    pub fn timer(&self) -> Option<&TimerConfig> {
+        match &self.detail {
+            ConfigDetail::Timer(c) => Some(c),
+            _ => None,
         }
     }
 }
@@ -189,12 +269,21 @@ impl Series {
     pub fn ipc_pair(&self) -> Option<&IpcPair> {
         match &self.detail {
             SeriesDetail::IpcPair(p) => Some(p),
+            _ => None,
         }
     }
 
     pub fn ipc_pair_mut(&mut self) -> Option<&mut IpcPair> {
         match &mut self.detail {
             SeriesDetail::IpcPair(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    pub fn timer_thread(&self) -> Option<&TimerThread> {
+        match &self.detail {
+            SeriesDetail::TimerThread(t) => Some(t),
+            _ => None,
         }
     }
 

@@ -5,6 +5,7 @@
 //! HDR histogram, so the headline numbers are exact and only percentiles carry
 //! the histogram's bounded relative error (see `docs/measurement.md`).
 
+pub mod live;
 pub mod window;
 
 use hdrhistogram::Histogram;

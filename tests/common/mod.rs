@@ -270,6 +270,12 @@ pub fn u64_of(v: &Value, what: &str) -> u64 {
         .unwrap_or_else(|| panic!("{what} is not a non-negative integer: {v}"))
 }
 
+/// A signed integer field (latencies are signed since schema 2).
+pub fn i64_of(v: &Value, what: &str) -> i64 {
+    v.as_i64()
+        .unwrap_or_else(|| panic!("{what} is not an integer: {v}"))
+}
+
 /// A float field; `null` here is how serde_json writes a NaN or infinity.
 pub fn f64_of(v: &Value, what: &str) -> f64 {
     let x = v
@@ -292,8 +298,8 @@ pub const PERCENTILES: [f64; 6] = [50.0, 90.0, 99.0, 99.9, 99.99, 99.999];
 pub fn check_summary(s: &Value, what: &str, is_series: bool) -> u64 {
     let samples = u64_of(&s["samples"], &format!("{what}.samples"));
     assert!(samples > 0, "{what}: no samples: {s}");
-    let min = u64_of(&s["min_ns"], &format!("{what}.min_ns"));
-    let max = u64_of(&s["max_ns"], &format!("{what}.max_ns"));
+    let min = i64_of(&s["min_ns"], &format!("{what}.min_ns"));
+    let max = i64_of(&s["max_ns"], &format!("{what}.max_ns"));
     let avg = f64_of(&s["avg_ns"], &format!("{what}.avg_ns"));
     f64_of(&s["stddev_ns"], &format!("{what}.stddev_ns"));
     assert!(max > 0, "{what}: max_ns is 0");
@@ -315,22 +321,22 @@ pub fn check_summary(s: &Value, what: &str, is_series: bool) -> u64 {
     assert_eq!(listed, PERCENTILES, "{what}: percentiles listed");
     let mut previous = min;
     for p in percentiles {
-        let ns = u64_of(&p["ns"], &format!("{what}.percentiles[].ns"));
+        let ns = i64_of(&p["ns"], &format!("{what}.percentiles[].ns"));
         assert!(
             ns >= previous && ns <= max,
             "{what}: percentiles not monotone within [min, max] = [{min}, {max}]: {percentiles:?}"
         );
         previous = ns;
     }
-    let p50 = u64_of(&percentiles[0]["ns"], "p50");
-    let p99 = u64_of(&percentiles[2]["ns"], "p99");
+    let p50 = i64_of(&percentiles[0]["ns"], "p50");
+    let p99 = i64_of(&percentiles[2]["ns"], "p99");
     assert!(min <= p50 && p50 <= p99 && p99 <= max, "{what}: sanity");
 
     let buckets = array_of(&s["histogram"], &format!("{what}.histogram"));
     let mut in_buckets = 0;
     for b in buckets {
-        let low = u64_of(&b["low_ns"], "bucket.low_ns");
-        let high = u64_of(&b["high_ns"], "bucket.high_ns");
+        let low = i64_of(&b["low_ns"], "bucket.low_ns");
+        let high = i64_of(&b["high_ns"], "bucket.high_ns");
         assert!(
             low <= high && low >= min && high <= max,
             "{what}: bucket {b} outside [{min}, {max}]"
@@ -349,8 +355,8 @@ pub fn check_summary(s: &Value, what: &str, is_series: bool) -> u64 {
         let mut in_seconds = 0;
         for w in seconds {
             let n = u64_of(&w["samples"], "per_second.samples");
-            let wmin = u64_of(&w["min_ns"], "per_second.min_ns");
-            let wmax = u64_of(&w["max_ns"], "per_second.max_ns");
+            let wmin = i64_of(&w["min_ns"], "per_second.min_ns");
+            let wmax = i64_of(&w["max_ns"], "per_second.max_ns");
             let wavg = f64_of(&w["avg_ns"], "per_second.avg_ns");
             assert!(
                 n > 0 && wmin as f64 <= wavg && wavg <= wmax as f64 && wmin >= min && wmax <= max,

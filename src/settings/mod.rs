@@ -9,6 +9,8 @@ use crate::ipc::harness::{Mode, PairPlan, RunPlan, Tasks};
 use crate::rt::sched::{self, Policy};
 use crate::rt::sysinfo::online_cpus;
 use crate::units::{parse_duration, shown};
+
+pub mod timer;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -56,6 +58,13 @@ pub enum JsonTarget {
 }
 
 pub fn check_json_path(path: &Path) -> Result<JsonTarget, UsageError> {
+    check_output_path("--json", path)
+}
+
+/// An output destination given to `option`: standard output (`-`), or a file
+/// that can be created (its directory exists and is writable). Checked before
+/// anything is measured.
+pub fn check_output_path(option: &str, path: &Path) -> Result<JsonTarget, UsageError> {
     /// Longest file name (NAME_MAX) and path (PATH_MAX) Linux accepts.
     const NAME_MAX: usize = 255;
     const PATH_MAX: usize = 4096;
@@ -63,24 +72,24 @@ pub fn check_json_path(path: &Path) -> Result<JsonTarget, UsageError> {
         return Ok(JsonTarget::Stdout);
     }
     if path.as_os_str().is_empty() {
-        return Err(usage(
-            "--json needs a file name (or '-' for standard output)",
-        ));
+        return Err(usage(format!(
+            "{option} needs a file name (or '-' for standard output)"
+        )));
     }
     let shown_path = shown(&path.to_string_lossy());
     if path.as_os_str().len() >= PATH_MAX {
         return Err(usage(format!(
-            "--json {shown_path}: path longer than {PATH_MAX} bytes; choose a shorter path"
+            "{option} {shown_path}: path longer than {PATH_MAX} bytes; choose a shorter path"
         )));
     }
     if path.file_name().is_some_and(|n| n.len() > NAME_MAX) {
         return Err(usage(format!(
-            "--json {shown_path}: file name longer than {NAME_MAX} bytes; choose a shorter name"
+            "{option} {shown_path}: file name longer than {NAME_MAX} bytes; choose a shorter name"
         )));
     }
     if path.is_dir() {
         return Err(usage(format!(
-            "--json {shown_path}: is a directory; give a file name inside it"
+            "{option} {shown_path}: is a directory; give a file name inside it"
         )));
     }
     let dir = match path.parent() {
@@ -95,15 +104,15 @@ pub fn check_json_path(path: &Path) -> Result<JsonTarget, UsageError> {
             "does not exist"
         };
         return Err(usage(format!(
-            "--json {shown_path}: {shown_dir} {why}; create the directory or choose another path"
+            "{option} {shown_path}: {shown_dir} {why}; create the directory or choose another path"
         )));
     }
     let c_dir = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
-        .map_err(|_| usage("--json path contains a NUL byte"))?;
+        .map_err(|_| usage(format!("{option} path contains a NUL byte")))?;
     // SAFETY: valid C string.
     if unsafe { libc::access(c_dir.as_ptr(), libc::W_OK) } != 0 {
         return Err(usage(format!(
-            "--json {shown_path}: directory {shown_dir} is not writable; choose another path"
+            "{option} {shown_path}: directory {shown_dir} is not writable; choose another path"
         )));
     }
     Ok(JsonTarget::File(path.to_path_buf()))

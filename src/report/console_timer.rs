@@ -1,0 +1,93 @@
+//! The modern tables of a timer test: one row per sampling thread (and their
+//! merge), and with `--breakdown` where each wake-up's latency was spent.
+
+use super::console::{Table, cpus_cell, latency_cell, percentile_cell};
+use super::{LatencySummary, TestResult};
+use crate::units::format_ns;
+
+fn latency_cells(l: &LatencySummary) -> Vec<String> {
+    vec![
+        latency_cell(l, l.min_ns),
+        latency_cell(l, l.avg_ns.round() as i64),
+        percentile_cell(l, 50.0),
+        percentile_cell(l, 99.0),
+        percentile_cell(l, 99.9),
+        latency_cell(l, l.max_ns),
+    ]
+}
+
+/// One row per thread; an `all` row when there are several.
+pub fn thread_table(test: &TestResult) -> Table {
+    let mut table = Table::new(&[
+        "Thread", "CPU", "Prio", "Period", "Samples", "Overruns", "Msw", "Min", "Avg", "P50",
+        "P99", "P99.9", "Max",
+    ]);
+    let mut overruns = 0;
+    let mut msw = 0;
+    for s in &test.series {
+        let Some(t) = s.timer_thread() else { continue };
+        overruns += s.overruns;
+        msw += t.msw;
+        let mut row = vec![
+            s.label.clone(),
+            cpus_cell(s),
+            format!("{} {}", s.policy, s.priority),
+            format_ns(t.period_us.saturating_mul(1000) as i64),
+            s.latency.samples.to_string(),
+            s.overruns.to_string(),
+            t.msw.to_string(),
+        ];
+        row.extend(latency_cells(&s.latency));
+        table.row(row);
+    }
+    if test.series.len() > 1 {
+        let mut row = vec![
+            "all".to_string(),
+            String::new(),
+            String::new(),
+            String::new(),
+            test.overall.samples.to_string(),
+            overruns.to_string(),
+            msw.to_string(),
+        ];
+        row.extend(latency_cells(&test.overall));
+        table.row(row);
+    }
+    table
+}
+
+/// With `--breakdown`: per thread, the IRQ, thread and user latency side by
+/// side (p50 / p99 / max of each).
+pub fn breakdown_table(test: &TestResult) -> Option<Table> {
+    let rows: Vec<_> = test
+        .series
+        .iter()
+        .filter_map(|s| Some((s, s.timer_thread()?.breakdown.as_ref()?)))
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let mut table = Table::new(&[
+        "Thread",
+        "Traced",
+        "IRQ p50",
+        "IRQ p99",
+        "IRQ max",
+        "Sched p50",
+        "Sched p99",
+        "Sched max",
+        "User p50",
+        "User p99",
+        "User max",
+    ]);
+    for (s, b) in rows {
+        let mut row = vec![s.label.clone(), b.traced_wakeups.to_string()];
+        for l in [&b.irq, &b.thread, &b.user] {
+            row.push(percentile_cell(l, 50.0));
+            row.push(percentile_cell(l, 99.0));
+            row.push(latency_cell(l, l.max_ns));
+        }
+        table.row(row);
+    }
+    Some(table)
+}
