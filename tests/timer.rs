@@ -508,3 +508,77 @@ fn bad_input_is_one_line_and_exit_2() {
         assert!(stdout_of(&out).is_empty(), "{a}: nothing measured");
     }
 }
+
+/// A SCHED_FIFO 2 thread on `cpu` that wakes every millisecond and spins
+/// 200 us, for `seconds`: a sampling thread at priority 1 that is running
+/// when it wakes is preempted (an involuntary context switch).
+fn bounded_preempter(cpu: usize, seconds: u64) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        // SAFETY: plain calls on the current thread with valid arguments.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            let param = libc::sched_param { sched_priority: 2 };
+            libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param);
+        }
+        let end = std::time::Instant::now() + Duration::from_secs(seconds);
+        while std::time::Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(1));
+            let spin = std::time::Instant::now();
+            while spin.elapsed() < Duration::from_micros(200) {}
+        }
+    })
+}
+
+#[test]
+fn break_on_switch_stops_at_the_first_preemption_or_never_sees_one() {
+    if skip_without_realtime("break_on_switch_stops_at_the_first_preemption_or_never_sees_one") {
+        return;
+    }
+    let cpu = allowed_cpus()[0];
+    let preempter = bounded_preempter(cpu, 4);
+    let (out, report) = timer_json(
+        &["-b", "-P", "1", "-c", &cpu.to_string(), "-p", "200", "-T", "3", "--warmup", "0"],
+        0,
+    );
+    preempter.join().unwrap();
+    let t = &report["tests"][0];
+    let d = &t["series"][0]["detail"];
+    let msw = u64_of(&d["msw"], "msw");
+    if t["end_reason"] == "break_on_switch" {
+        assert!(msw > 0, "{d}");
+        assert!(
+            stderr_of(&out).contains(&format!("-b: the sampling thread on CPU {cpu} had")),
+            "{}",
+            describe(&out)
+        );
+        assert!(f64_of(&report["duration_s"], "duration_s") < 2.9);
+    } else {
+        // -b did not fire: then nothing happened that it watches.
+        assert_eq!(t["end_reason"], "duration_elapsed");
+        assert_eq!(msw, 0, "{d}");
+    }
+}
+
+#[test]
+fn freeze_marks_new_maxima_and_stops_tracing() {
+    if skip_without_realtime("freeze_marks_new_maxima_and_stops_tracing") || !tracefs_usable() {
+        return;
+    }
+    let on = std::path::Path::new("/sys/kernel/tracing/tracing_on");
+    let before = std::fs::read_to_string(on).unwrap_or_default();
+    std::fs::write(on, "1").unwrap();
+    let out = run(timer(&args("-f -T 1 -p 1000 -q --warmup 0"), 60));
+    let stopped = std::fs::read_to_string(on).unwrap_or_default();
+    let trace = std::fs::read_to_string("/sys/kernel/tracing/trace").unwrap_or_default();
+    // Leave the global tracer as it was.
+    let _ = std::fs::write(on, before.trim());
+    assert_code(&out, 0);
+    assert_eq!(stopped.trim(), "0", "tracing was not stopped");
+    assert!(
+        trace.contains("latscope: new max latency"),
+        "no marker in the trace"
+    );
+    assert!(stderr_of(&out).contains("-f: tracing stopped"));
+}

@@ -235,7 +235,7 @@ pub fn run(args: &TimerArgs) -> Result<i32, CommandError> {
         })?;
     }
     let sysinfo = SysInfo::collect();
-    let prep = Preparation::apply(settings.lock_memory, false, settings.hold_dma_latency)
+    let prep = Preparation::apply(settings.lock_memory, true, settings.hold_dma_latency)
         .map_err(CommandError::Runtime)?;
     let mut warnings = prep.warnings.clone();
     let mut settings = settings;
