@@ -1,0 +1,216 @@
+//! The reader thread: drains every traced CPU's `trace_pipe_raw`, decodes the
+//! pages, merges the CPUs in time order and feeds the matcher, whose records
+//! go straight to the sink. Nothing accumulates beyond the merge window.
+//!
+//! It polls with short sleeps instead of `poll()`: a `trace_pipe_raw` poll
+//! only wakes when the buffer is `buffer_percent` full, and a 10 ms nap costs
+//! nothing while bounding how long events wait. It runs SCHED_OTHER whatever
+//! its creator runs at, so it never competes with the measuring threads.
+
+use super::events::{Decoded, EventDecoder};
+use super::format::RingLayout;
+use super::merge::{Item, Merger};
+use super::ring::{self, Missed};
+use super::wakeups::{Matcher, WakeupRecord};
+use crate::rt::clock::monotonic_ns;
+use crate::rt::sched::{Policy, set_current_thread_policy};
+use std::fs::File;
+use std::io::{ErrorKind, Read};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::Duration;
+
+/// Pause between read passes when the buffers were drained.
+const POLL: Duration = Duration::from_millis(10);
+/// How long an event waits for possibly earlier ones of other CPUs.
+const MERGE_MARGIN_NS: u64 = 20_000_000;
+/// Pages read from one CPU per pass before turning to the next, so one busy
+/// CPU cannot starve the others.
+const PAGES_PER_PASS: usize = 256;
+
+/// One traced CPU's raw pipe (opened `O_NONBLOCK`).
+pub struct CpuPipe {
+    pub cpu: usize,
+    pub file: File,
+    /// Set after a read error other than "no data": not read again.
+    pub failed: bool,
+    /// The last page could not be decoded completely.
+    pub gap_pending: bool,
+}
+
+/// Everything the thread owns.
+pub struct Reader {
+    pub pipes: Vec<CpuPipe>,
+    /// Sub-buffer (page) size: one `read()` returns at most one page.
+    pub page_size: usize,
+    pub layout: RingLayout,
+    pub decoder: EventDecoder,
+    pub matcher: Matcher,
+    pub sink: Box<dyn FnMut(WakeupRecord) + Send>,
+}
+
+/// What the reader counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReaderCounts {
+    /// Data records decoded (of any event type).
+    pub events_read: u64,
+    /// Events the pages said were lost (stored counts).
+    pub lost_in_pages: u64,
+    /// Pages flagged "events lost" without a count.
+    pub lost_unknown_pages: u64,
+    /// Pages or records that could not be decoded (the rest of such a page
+    /// is skipped).
+    pub malformed: u64,
+    /// Events that arrived behind a later one already matched.
+    pub late: u64,
+    pub read_errors: u64,
+    pub records: u64,
+    pub incomplete: u64,
+    pub without_sched_in: u64,
+    /// CPU time the reader thread used, ns.
+    pub cpu_ns: u64,
+}
+
+impl Reader {
+    /// Runs until `stop` delivers the time tracing was switched off (or its
+    /// sender goes away), then drains what is left and returns the counts.
+    pub fn run(mut self, stop: Receiver<u64>) -> ReaderCounts {
+        // Threads inherit their creator's policy; the reader must not be RT.
+        let _ = set_current_thread_policy(Policy::Other, 0);
+        let mut counts = ReaderCounts::default();
+        let mut merger = Merger::new(self.pipes.len());
+        let mut buf = vec![0u8; self.page_size];
+        let end = loop {
+            let pass_start = monotonic_ns();
+            let more = self.read_pass(&mut buf, &mut merger, &mut counts);
+            self.release(&mut merger, &mut counts, |m, out| {
+                m.release(pass_start, MERGE_MARGIN_NS, out)
+            });
+            let wait = if more { Duration::ZERO } else { POLL };
+            match stop.recv_timeout(wait) {
+                Ok(end) => break end,
+                Err(RecvTimeoutError::Disconnected) => break monotonic_ns(),
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+        };
+        // Tracing is off: read until every buffer is empty.
+        while self.read_pass(&mut buf, &mut merger, &mut counts) {}
+        self.release(&mut merger, &mut counts, |m, out| m.release_all(out));
+        let (matcher, sink) = (&mut self.matcher, &mut self.sink);
+        matcher.finish(end, &mut |r| deliver(r, sink, &mut counts));
+        counts.late = merger.late();
+        counts.cpu_ns = thread_cpu_ns();
+        counts
+    }
+
+    /// Reads every CPU until it has no data (or its share of pages for this
+    /// pass). True when some CPU may have more right now.
+    fn read_pass(
+        &mut self,
+        buf: &mut [u8],
+        merger: &mut Merger,
+        counts: &mut ReaderCounts,
+    ) -> bool {
+        let mut more = false;
+        for slot in 0..self.pipes.len() {
+            let mut pages = 0;
+            while !self.pipes[slot].failed {
+                if pages == PAGES_PER_PASS {
+                    more = true;
+                    break;
+                }
+                let n = match self.pipes[slot].file.read(buf) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    Err(_) => {
+                        counts.read_errors += 1;
+                        self.pipes[slot].failed = true;
+                        break;
+                    }
+                };
+                pages += 1;
+                let gap_before = self.pipes[slot].gap_pending;
+                let whole = self.decode_page(slot, &buf[..n], gap_before, merger, counts);
+                self.pipes[slot].gap_pending = !whole;
+            }
+        }
+        more
+    }
+
+    /// Decodes one page into the merger. Returns false when (part of) the
+    /// page could not be decoded: its events are lost, which the next page of
+    /// that CPU reports as a gap (only then is it known by when).
+    fn decode_page(
+        &self,
+        slot: usize,
+        bytes: &[u8],
+        gap_before: bool,
+        merger: &mut Merger,
+        counts: &mut ReaderCounts,
+    ) -> bool {
+        let cpu = self.pipes[slot].cpu;
+        let Ok(page) = ring::parse_page(bytes, &self.layout) else {
+            counts.malformed += 1;
+            return false;
+        };
+        match page.missed {
+            Missed::None => {}
+            Missed::Count(n) => counts.lost_in_pages += n,
+            Missed::Unknown => counts.lost_unknown_pages += 1,
+        }
+        if gap_before || page.missed != Missed::None {
+            merger.push(slot, page.timestamp, Item::Gap);
+        }
+        let walked = page.records(|time, payload| {
+            counts.events_read += 1;
+            match self.decoder.decode(time, cpu, payload) {
+                Decoded::Event(event) => merger.push(slot, time, Item::Event(event)),
+                Decoded::Other => {}
+                Decoded::Malformed => counts.malformed += 1,
+            }
+        });
+        if walked.is_err() {
+            counts.malformed += 1;
+        }
+        walked.is_ok()
+    }
+
+    fn release(
+        &mut self,
+        merger: &mut Merger,
+        counts: &mut ReaderCounts,
+        how: impl FnOnce(&mut Merger, &mut dyn FnMut(u64, Item)),
+    ) {
+        let (matcher, sink) = (&mut self.matcher, &mut self.sink);
+        how(merger, &mut |time, item| match item {
+            Item::Event(event) => matcher.feed(&event, &mut |r| deliver(r, sink, counts)),
+            Item::Gap => matcher.gap(time, &mut |r| deliver(r, sink, counts)),
+        });
+    }
+}
+
+fn deliver(
+    record: WakeupRecord,
+    sink: &mut Box<dyn FnMut(WakeupRecord) + Send>,
+    counts: &mut ReaderCounts,
+) {
+    counts.records += 1;
+    if !record.is_complete() {
+        counts.incomplete += 1;
+    }
+    if record.thread_ns.is_none() {
+        counts.without_sched_in += 1;
+    }
+    sink(record);
+}
+
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the clock always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}

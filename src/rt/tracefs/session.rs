@@ -1,0 +1,442 @@
+//! `WakeupTrace`: one tracing session for the timer test's kernel-side
+//! breakdown. It owns a private instance (events, filters, clock) and the
+//! reader thread; stopping or dropping it stops tracing, drains the buffers,
+//! joins the reader and removes the instance.
+
+use super::events::{EventDecoder, NEEDED, RETURN};
+use super::format::RingLayout;
+use super::instance::Instance;
+use super::mount;
+use super::reader::{CpuPipe, Reader, ReaderCounts};
+use super::wakeups::{Matcher, TracedThread, WakeupRecord};
+use crate::rt::clock::monotonic_ns;
+use std::collections::BTreeSet;
+use std::fs::OpenOptions;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::sync::mpsc::{self, Sender};
+use std::thread::JoinHandle;
+
+const NOT_ROOT: &str = "the kernel-side breakdown needs root (it creates a private tracefs instance and enables trace events): run latscope as root";
+
+/// Tunables of a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TraceOptions {
+    /// Ring buffer per traced CPU, KiB. The default holds seconds of events
+    /// at a 10 kHz wake-up rate if the reader is held up.
+    pub buffer_kb_per_cpu: u32,
+}
+
+impl Default for TraceOptions {
+    fn default() -> TraceOptions {
+        TraceOptions {
+            buffer_kb_per_cpu: 4096,
+        }
+    }
+}
+
+/// What a session saw, for the report and its warnings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TraceStats {
+    /// Trace records decoded (all three events, all traced CPUs).
+    pub events_read: u64,
+    /// Events the kernel lost (buffer full): the larger of the counts the
+    /// pages carried and the per-CPU `stats` (overrun + commit overrun +
+    /// dropped events) read at the end.
+    pub events_lost: u64,
+    /// Pages flagged "events lost" without a count.
+    pub lost_unknown_pages: u64,
+    /// Pages or records that could not be decoded (skipped, their events lost).
+    pub malformed: u64,
+    /// Events that arrived after later ones had been matched (out of order).
+    pub late: u64,
+    /// Failed reads of a CPU's buffer (that CPU was not read any more).
+    pub read_errors: u64,
+    /// Wake-up records delivered to the sink, complete or not.
+    pub records: u64,
+    /// Of those, records without the IRQ latency or without both the
+    /// thread and return latencies (see `WakeupRecord::is_complete`).
+    pub incomplete: u64,
+    /// Records without a sched-in: the kernel did not trace the switch to
+    /// the thread (on this machine: every wake-up on an idle CPU) or lost it.
+    pub without_sched_in: u64,
+    /// Whether return-to-user events (`rseq_update`) were traced.
+    pub return_traced: bool,
+    /// CPU time of the reader thread, ns.
+    pub reader_cpu_ns: u64,
+    /// How long tracing was on, ns.
+    pub traced_ns: u64,
+}
+
+/// A running trace of some sampling threads' wake-ups.
+pub struct WakeupTrace {
+    instance: Option<Instance>,
+    cpus: Vec<usize>,
+    stop_tx: Option<Sender<u64>>,
+    reader: Option<JoinHandle<ReaderCounts>>,
+    started_ns: u64,
+    return_traced: bool,
+}
+
+impl WakeupTrace {
+    /// Creates the instance, enables the events, starts the reader and turns
+    /// tracing on, with default options. The threads must not have armed
+    /// their first timer yet: a wake-up is only recorded when its arming is.
+    pub fn start(
+        threads: &[TracedThread],
+        sink: Box<dyn FnMut(WakeupRecord) + Send>,
+    ) -> Result<WakeupTrace, String> {
+        WakeupTrace::start_with(threads, sink, TraceOptions::default())
+    }
+
+    pub fn start_with(
+        threads: &[TracedThread],
+        sink: Box<dyn FnMut(WakeupRecord) + Send>,
+        options: TraceOptions,
+    ) -> Result<WakeupTrace, String> {
+        check_threads(threads)?;
+        if !mount::is_root() {
+            return Err(NOT_ROOT.to_string());
+        }
+        let tracefs = mount::find_or_mount()?;
+        check_tracefs(&tracefs)?;
+        let events = tracefs.join("events");
+        let layout = RingLayout::read(&events)?;
+        let with_return = has_event(&tracefs, RETURN);
+        let decoder = EventDecoder::read(&events, with_return)?;
+        let cpus: Vec<usize> = threads
+            .iter()
+            .map(|t| t.cpu)
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let online = crate::rt::sysinfo::online_cpus();
+        if let Some(cpu) = cpus.iter().find(|c| !online.contains(c)) {
+            return Err(format!("cannot trace CPU {cpu}: it is not online"));
+        }
+
+        // From here on, dropping `instance` (any `?`) removes it.
+        let instance = Instance::create(&tracefs)?;
+        configure(&instance, threads, &cpus, options, with_return)?;
+        let page_size = instance
+            .read("buffer_subbuf_size_kb")
+            .ok()
+            .and_then(|kb| kb.trim().parse::<usize>().ok())
+            .map_or_else(system_page_size, |kb| kb * 1024);
+        let mut pipes = Vec::new();
+        for &cpu in &cpus {
+            let path = instance.path(&format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
+            let file = OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&path)
+                .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+            pipes.push(CpuPipe {
+                cpu,
+                file,
+                failed: false,
+                gap_pending: false,
+            });
+        }
+        let reader = Reader {
+            pipes,
+            page_size,
+            layout,
+            decoder,
+            matcher: Matcher::new(threads, with_return),
+            sink,
+        };
+        let (stop_tx, stop_rx) = mpsc::channel();
+        let handle = std::thread::Builder::new()
+            .name("latscope-trace".into())
+            .stack_size(256 * 1024)
+            .spawn(move || reader.run(stop_rx))
+            .map_err(|e| format!("cannot start the trace reader thread: {e}"))?;
+        let mut trace = WakeupTrace {
+            instance: Some(instance),
+            cpus,
+            stop_tx: Some(stop_tx),
+            reader: Some(handle),
+            started_ns: 0,
+            return_traced: with_return,
+        };
+        // Dropping `trace` on error stops the reader before the instance goes.
+        if let Some(instance) = &trace.instance {
+            instance.write("tracing_on", "1")?;
+        }
+        trace.started_ns = monotonic_ns();
+        Ok(trace)
+    }
+
+    /// The instance directory (for messages and tests).
+    pub fn instance_dir(&self) -> Option<&Path> {
+        self.instance.as_ref().map(|i| i.dir.as_path())
+    }
+
+    /// Stops tracing, delivers the remaining records, removes the instance.
+    pub fn stop(mut self) -> TraceStats {
+        self.shutdown().unwrap_or_default()
+    }
+
+    fn shutdown(&mut self) -> Option<TraceStats> {
+        let instance = self.instance.as_ref()?;
+        instance.tracing_off();
+        let end = monotonic_ns();
+        if let Some(tx) = self.stop_tx.take() {
+            let _ = tx.send(end);
+        }
+        // The reader closes the pipes when it returns; rmdir needs that.
+        let counts = match self.reader.take().map(JoinHandle::join) {
+            Some(Ok(counts)) => counts,
+            _ => ReaderCounts {
+                read_errors: 1,
+                ..ReaderCounts::default()
+            },
+        };
+        let kernel_lost: u64 = self
+            .cpus
+            .iter()
+            .filter_map(|cpu| instance.read(&format!("per_cpu/cpu{cpu}/stats")).ok())
+            .filter_map(|text| lost_in_stats(&text))
+            .sum();
+        self.instance = None; // removes it
+        Some(TraceStats {
+            events_read: counts.events_read,
+            events_lost: kernel_lost.max(counts.lost_in_pages),
+            lost_unknown_pages: counts.lost_unknown_pages,
+            malformed: counts.malformed,
+            late: counts.late,
+            read_errors: counts.read_errors,
+            records: counts.records,
+            incomplete: counts.incomplete,
+            without_sched_in: counts.without_sched_in,
+            return_traced: self.return_traced,
+            reader_cpu_ns: counts.cpu_ns,
+            traced_ns: end.saturating_sub(self.started_ns),
+        })
+    }
+}
+
+impl Drop for WakeupTrace {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Whether the kernel offers what `WakeupTrace::start` needs, creating
+/// nothing (tracefs is not mounted by this check: when it is missing but the
+/// kernel has it, `start` will mount it, and the events are checked then).
+pub fn check_available() -> Result<(), String> {
+    if !mount::is_root() {
+        return Err(NOT_ROOT.to_string());
+    }
+    match mount::find() {
+        Some(tracefs) => {
+            check_tracefs(&tracefs)?;
+            let events = tracefs.join("events");
+            RingLayout::read(&events)?;
+            EventDecoder::read(&events, has_event(&tracefs, RETURN))?;
+            Ok(())
+        }
+        None if mount::kernel_has_tracefs() => Ok(()),
+        None => Err(
+            "this kernel has no tracefs (built without CONFIG_TRACING?): no kernel-side breakdown"
+                .into(),
+        ),
+    }
+}
+
+fn check_threads(threads: &[TracedThread]) -> Result<(), String> {
+    if threads.is_empty() {
+        return Err("no thread to trace".into());
+    }
+    let mut tids = BTreeSet::new();
+    for t in threads {
+        if t.tid <= 0 || !tids.insert(t.tid) {
+            return Err(format!("bad or repeated thread id {} to trace", t.tid));
+        }
+        if t.period_ns == 0 {
+            return Err(format!("thread {} has a period of 0", t.tid));
+        }
+    }
+    Ok(())
+}
+
+fn has_event(tracefs: &Path, (system, event): (&str, &str)) -> bool {
+    tracefs
+        .join("events")
+        .join(system)
+        .join(event)
+        .join("format")
+        .exists()
+}
+
+/// The events, the `mono` clock and instances are there.
+fn check_tracefs(tracefs: &Path) -> Result<(), String> {
+    for (system, event) in NEEDED {
+        let dir = tracefs.join("events").join(system).join(event);
+        if !dir.join("format").exists() {
+            return Err(format!(
+                "kernel trace event {system}:{event} is not available ({} is missing): this kernel was built without it",
+                dir.display()
+            ));
+        }
+    }
+    let clocks = std::fs::read_to_string(tracefs.join("trace_clock")).unwrap_or_default();
+    if !clocks
+        .split_whitespace()
+        .any(|c| c.trim_matches(['[', ']']) == "mono")
+    {
+        return Err(format!(
+            "the kernel offers no 'mono' trace clock (trace_clock: {}), so trace times cannot be compared with the samples",
+            clocks.trim()
+        ));
+    }
+    if !tracefs.join("instances").is_dir() {
+        return Err(format!(
+            "{} has no instances/ directory: this kernel cannot make private trace instances",
+            tracefs.display()
+        ));
+    }
+    Ok(())
+}
+
+/// Sets up the instance: clock, buffer, CPUs, filters, events. Tracing stays
+/// off until the reader runs.
+fn configure(
+    instance: &Instance,
+    threads: &[TracedThread],
+    cpus: &[usize],
+    options: TraceOptions,
+    with_return: bool,
+) -> Result<(), String> {
+    instance.write("tracing_on", "0")?;
+    instance.write("trace_clock", "mono")?;
+    instance.write(
+        "buffer_size_kb",
+        &options.buffer_kb_per_cpu.max(4).to_string(),
+    )?;
+    instance.write("tracing_cpumask", &cpumask(cpus))?;
+    // Overwrite mode (the default) is what makes the kernel flag the pages
+    // that follow lost events, so the matcher knows where a gap is.
+    let _ = instance.write("options/overwrite", "1");
+    let tids: Vec<i32> = threads.iter().map(|t| t.tid).collect();
+    instance.write(
+        "events/timer/hrtimer_start/filter",
+        &pid_filter("common_pid", &tids),
+    )?;
+    instance.write(
+        "events/sched/sched_switch/filter",
+        &pid_filter("next_pid", &tids),
+    )?;
+    // hrtimer_expire_entry cannot be filtered by thread (it runs in the
+    // interrupt, on whatever task was current); the CPU mask bounds it.
+    let mut events = NEEDED.to_vec();
+    if with_return {
+        let (system, event) = RETURN;
+        instance.write(
+            &format!("events/{system}/{event}/filter"),
+            &pid_filter("common_pid", &tids),
+        )?;
+        events.push(RETURN);
+    }
+    for (system, event) in events {
+        instance.write(&format!("events/{system}/{event}/enable"), "1")?;
+    }
+    Ok(())
+}
+
+/// `field == a || field == b ...`
+fn pid_filter(field: &str, tids: &[i32]) -> String {
+    tids.iter()
+        .map(|t| format!("{field} == {t}"))
+        .collect::<Vec<_>>()
+        .join(" || ")
+}
+
+/// A CPU set in the kernel's bitmap syntax: 32-bit hex groups, most
+/// significant first, separated by commas (`3`, `1,00000000`).
+fn cpumask(cpus: &[usize]) -> String {
+    let groups = cpus.iter().max().map_or(1, |&m| m / 32 + 1);
+    let mut words = vec![0u32; groups];
+    for &cpu in cpus {
+        words[cpu / 32] |= 1 << (cpu % 32);
+    }
+    let mut text = format!("{:x}", words[groups - 1]);
+    for word in words[..groups - 1].iter().rev() {
+        text.push_str(&format!(",{word:08x}"));
+    }
+    text
+}
+
+/// Events lost according to a per-CPU `stats` file.
+fn lost_in_stats(text: &str) -> Option<u64> {
+    let mut total = 0u64;
+    let mut found = false;
+    for line in text.lines() {
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
+        if matches!(key.trim(), "overrun" | "commit overrun" | "dropped events") {
+            total = total.saturating_add(value.trim().parse().ok()?);
+            found = true;
+        }
+    }
+    found.then_some(total)
+}
+
+fn system_page_size() -> usize {
+    // SAFETY: sysconf has no memory arguments.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(size)
+        .ok()
+        .filter(|&s| s > 0)
+        .unwrap_or(4096)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_masks_in_kernel_syntax() {
+        assert_eq!(cpumask(&[0, 1]), "3");
+        assert_eq!(cpumask(&[1]), "2");
+        assert_eq!(cpumask(&[31]), "80000000");
+        assert_eq!(cpumask(&[32]), "1,00000000");
+        assert_eq!(cpumask(&[0, 65]), "2,00000000,00000001");
+    }
+
+    #[test]
+    fn pid_filters() {
+        assert_eq!(pid_filter("common_pid", &[12]), "common_pid == 12");
+        assert_eq!(
+            pid_filter("next_pid", &[1, 2]),
+            "next_pid == 1 || next_pid == 2"
+        );
+    }
+
+    #[test]
+    fn lost_counts_from_stats() {
+        let text = "entries: 220\noverrun: 962\ncommit overrun: 1\nbytes: 10640\n\
+                    oldest event ts:  5754.077225\nnow ts:  5754.576951\ndropped events: 2\nread events: 0\n";
+        assert_eq!(lost_in_stats(text), Some(965));
+        assert_eq!(lost_in_stats("entries: 1\n"), None);
+        assert_eq!(lost_in_stats("overrun: x\n"), None);
+    }
+
+    #[test]
+    fn thread_lists_are_checked() {
+        let t = TracedThread {
+            tid: 5,
+            cpu: 0,
+            first_expiry_ns: 1,
+            period_ns: 1,
+        };
+        assert!(check_threads(&[t]).is_ok());
+        assert!(check_threads(&[]).is_err());
+        assert!(check_threads(&[t, t]).is_err());
+        assert!(check_threads(&[TracedThread { period_ns: 0, ..t }]).is_err());
+        assert!(check_threads(&[TracedThread { tid: 0, ..t }]).is_err());
+    }
+}

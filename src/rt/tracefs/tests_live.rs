@@ -1,0 +1,628 @@
+//! Tests against this machine's kernel. They need root and tracefs and skip
+//! with a printed reason without them. The `#[ignore]`d ones are tools:
+//! `capture_fixture` rewrites `testdata/` (the real page `tests_fixture`
+//! decodes), `who_arms_the_timer` shows which task arms a sampling thread's
+//! timer, and `breakdown_figures` prints the figures quoted in docs.
+
+use super::events::{Decoded, EventDecoder, Kind, TraceEvent};
+use super::format::RingLayout;
+use super::instance::Instance;
+use super::{TraceStats, TracedThread, WakeupRecord, WakeupTrace, check_available, mount, ring};
+use crate::rt::clock::{monotonic_ns, sleep_until_ns, timespec};
+use crate::rt::sched::{self, Policy};
+use std::collections::HashMap;
+use std::fs::OpenOptions;
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Barrier, Mutex};
+use std::thread::JoinHandle;
+
+/// Live tests run one at a time: they pin SCHED_FIFO threads and count
+/// instances of this process.
+static LIVE: Mutex<()> = Mutex::new(());
+
+fn serialize() -> std::sync::MutexGuard<'static, ()> {
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn skip_reason() -> Option<String> {
+    if !mount::is_root() {
+        return Some("not root".into());
+    }
+    check_available().err()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Waker {
+    Sleep,
+    TimerFd,
+}
+
+/// A sampling thread like the timer test's: pinned, SCHED_FIFO when allowed,
+/// waking at `E0 + k * period` and measuring its own latency.
+struct Sampler {
+    waker: Waker,
+    cpu: usize,
+    tid: i32,
+    /// (expiry, clock read after wake - expiry) per wake-up.
+    handle: JoinHandle<Vec<(u64, i64)>>,
+}
+
+fn spawn_sampler(
+    waker: Waker,
+    cpu: usize,
+    period: u64,
+    loops: usize,
+    first: Arc<AtomicU64>,
+    go: Arc<Barrier>,
+) -> Sampler {
+    let (tid_tx, tid_rx) = mpsc::channel();
+    let handle = std::thread::spawn(move || {
+        let _ = sched::pin_current_thread(cpu);
+        if sched::set_current_thread_policy(Policy::Fifo, 80).is_err() {
+            sched::minimal_timer_slack();
+        }
+        let mut samples = Vec::with_capacity(loops);
+        let _ = tid_tx.send(sched::current_tid());
+        go.wait();
+        let e0 = first.load(Ordering::SeqCst);
+        match waker {
+            Waker::Sleep => {
+                let mut next = e0;
+                for _ in 0..loops {
+                    sleep_until_ns(next);
+                    let now = monotonic_ns();
+                    samples.push((next, now as i64 - next as i64));
+                    next += period;
+                }
+            }
+            Waker::TimerFd => timerfd_loop(e0, period, loops, &mut samples),
+        }
+        samples
+    });
+    let tid = tid_rx.recv().expect("sampler thread started");
+    Sampler {
+        waker,
+        cpu,
+        tid,
+        handle,
+    }
+}
+
+fn timerfd_loop(e0: u64, period: u64, loops: usize, samples: &mut Vec<(u64, i64)>) {
+    // SAFETY: plain syscalls on a descriptor this function owns and closes.
+    unsafe {
+        let fd = libc::timerfd_create(libc::CLOCK_MONOTONIC, 0);
+        assert!(fd >= 0, "timerfd_create");
+        let spec = libc::itimerspec {
+            it_interval: timespec(period),
+            it_value: timespec(e0),
+        };
+        let rc = libc::timerfd_settime(fd, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut());
+        assert_eq!(rc, 0, "timerfd_settime");
+        let mut next = e0;
+        for _ in 0..loops {
+            let mut ticks = 0u64;
+            let n = libc::read(fd, (&raw mut ticks).cast(), 8);
+            let now = monotonic_ns();
+            if n != 8 {
+                break;
+            }
+            // Several expiries in one read: this wake-up is for the last one.
+            let expiry = next + (ticks.max(1) - 1) * period;
+            samples.push((expiry, now as i64 - expiry as i64));
+            next = expiry + period;
+        }
+        libc::close(fd);
+    }
+}
+
+/// A sampler after its run.
+struct Sampled {
+    waker: Waker,
+    cpu: usize,
+    tid: i32,
+    samples: Vec<(u64, i64)>,
+}
+
+struct Run {
+    samplers: Vec<Sampled>,
+    records: Vec<WakeupRecord>,
+    stats: TraceStats,
+    setup_ns: u64,
+}
+
+/// Starts the samplers, traces them, lets them run, stops the trace, and
+/// checks the instance is gone.
+fn traced_run(wakers: &[(Waker, usize)], period: u64, loops: usize) -> Run {
+    let first = Arc::new(AtomicU64::new(0));
+    let go = Arc::new(Barrier::new(wakers.len() + 1));
+    let samplers: Vec<Sampler> = wakers
+        .iter()
+        .map(|&(w, cpu)| spawn_sampler(w, cpu, period, loops, first.clone(), go.clone()))
+        .collect();
+    let e0 = monotonic_ns() + 300_000_000;
+    first.store(e0, Ordering::SeqCst);
+    let threads: Vec<TracedThread> = samplers
+        .iter()
+        .map(|s| TracedThread {
+            tid: s.tid,
+            cpu: s.cpu,
+            first_expiry_ns: e0,
+            period_ns: period,
+        })
+        .collect();
+    let records = Arc::new(Mutex::new(Vec::new()));
+    let sink_records = records.clone();
+    let setup_start = monotonic_ns();
+    let trace = WakeupTrace::start(
+        &threads,
+        Box::new(move |r| sink_records.lock().unwrap().push(r)),
+    )
+    .expect("WakeupTrace::start");
+    let setup_ns = monotonic_ns() - setup_start;
+    assert!(
+        monotonic_ns() < e0,
+        "setup took {setup_ns} ns, past the first expiry"
+    );
+    let dir = trace.instance_dir().unwrap().to_path_buf();
+    assert!(dir.is_dir());
+    go.wait();
+    let samplers: Vec<Sampled> = samplers
+        .into_iter()
+        .map(|s| Sampled {
+            waker: s.waker,
+            cpu: s.cpu,
+            tid: s.tid,
+            samples: s.handle.join().expect("sampler"),
+        })
+        .collect();
+    let stats = trace.stop();
+    assert!(!dir.exists(), "instance {} left behind", dir.display());
+    let records = std::mem::take(&mut *records.lock().unwrap());
+    Run {
+        samplers,
+        records,
+        stats,
+        setup_ns,
+    }
+}
+
+fn percentile(sorted: &[i64], p: f64) -> i64 {
+    if sorted.is_empty() {
+        return -1;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// median/p99/max of some latencies, for the summary.
+fn spread(mut v: Vec<i64>) -> String {
+    v.sort_unstable();
+    format!(
+        "{}/{}/{} ({})",
+        percentile(&v, 0.5),
+        percentile(&v, 0.99),
+        v.last().unwrap_or(&-1),
+        v.len()
+    )
+}
+
+/// Checks one run and returns a printable summary per sampler.
+fn check_run(run: &Run, loops: usize, strict: bool) -> Vec<String> {
+    let mut lines = Vec::new();
+    for s in &run.samplers {
+        let samples = &s.samples;
+        let user: HashMap<u64, i64> = samples.iter().copied().collect();
+        let mine: Vec<&WakeupRecord> = run.records.iter().filter(|r| r.tid == s.tid).collect();
+        let complete = mine.iter().filter(|r| r.is_complete()).count();
+        let (mut irq, mut thread, mut back, mut usr) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut matched, mut below_user) = (0, 0);
+        for r in &mine {
+            // Order of the points of one wake-up: expiry <= irq <= sched-in
+            // <= return to user.
+            let points: Vec<i64> = [r.irq_ns, r.thread_ns, r.return_ns]
+                .into_iter()
+                .flatten()
+                .collect();
+            assert!(points.iter().all(|&p| p >= 0), "negative latency in {r:?}");
+            assert!(
+                points.windows(2).all(|w| w[0] <= w[1]),
+                "out of order: {r:?}"
+            );
+            irq.extend(r.irq_ns);
+            thread.extend(r.thread_ns);
+            back.extend(r.return_ns);
+            if let Some(&u) = user.get(&r.expires_ns) {
+                matched += 1;
+                usr.push(u);
+                if points.iter().all(|&p| p < u) {
+                    below_user += 1;
+                }
+            }
+        }
+        lines.push(format!(
+            "{:?} cpu {}: {} samples, {} records ({complete} complete, {matched} matched to samples, \
+             {below_user} all below user); median/p99/max ns (count): irq {} sched-in {} return {} user {}",
+            s.waker,
+            s.cpu,
+            samples.len(),
+            mine.len(),
+            spread(irq),
+            spread(thread),
+            spread(back),
+            spread(usr),
+        ));
+        if strict {
+            assert_eq!(samples.len(), loops, "{:?} sampler ran short", s.waker);
+            assert!(
+                complete * 100 >= loops * 95,
+                "{:?}: only {complete} complete records of {loops}: {:?}; first: {:?}",
+                s.waker,
+                run.stats,
+                &mine[..mine.len().min(3)]
+            );
+            assert!(
+                matched * 100 >= mine.len() * 95,
+                "{:?}: {matched} matched",
+                s.waker
+            );
+            assert!(
+                below_user * 100 >= matched * 90,
+                "{:?}: {below_user} below user",
+                s.waker
+            );
+        }
+    }
+    lines
+}
+
+#[test]
+fn wakeup_breakdown_on_this_machine() {
+    let _serial = serialize();
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let cpus = sched::allowed_cpus();
+    let other = *cpus.get(1).unwrap_or(&cpus[0]);
+    let loops = 200;
+    let run = traced_run(
+        &[(Waker::Sleep, cpus[0]), (Waker::TimerFd, other)],
+        1_000_000,
+        loops,
+    );
+    for line in check_run(&run, loops, true) {
+        eprintln!("{line}");
+    }
+    eprintln!("setup {} us, {:?}", run.setup_ns / 1000, run.stats);
+    assert_eq!(run.stats.malformed, 0);
+    assert_eq!(run.stats.read_errors, 0);
+}
+
+/// Instances of this process now present.
+fn my_instances() -> Vec<String> {
+    let prefix = format!("latscope-{}-", std::process::id());
+    let dir = mount::find().unwrap().join("instances");
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with(&prefix))
+        .collect()
+}
+
+#[test]
+fn a_failed_start_leaves_no_instance() {
+    let _serial = serialize();
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let before = my_instances();
+    let thread = TracedThread {
+        tid: sched::current_tid(),
+        cpu: sched::current_cpu(),
+        first_expiry_ns: 1,
+        period_ns: 1,
+    };
+    // The kernel refuses a 4 TiB buffer (ENOMEM) after the instance exists.
+    let huge = super::TraceOptions {
+        buffer_kb_per_cpu: u32::MAX,
+    };
+    let err = WakeupTrace::start_with(&[thread], Box::new(|_| {}), huge)
+        .err()
+        .expect("a 4 TiB buffer must fail");
+    assert!(err.contains("buffer_size_kb"), "{err}");
+    assert_eq!(my_instances(), before);
+}
+
+#[test]
+fn dropping_a_running_trace_removes_its_instance() {
+    let _serial = serialize();
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let thread = TracedThread {
+        tid: sched::current_tid(),
+        cpu: sched::current_cpu(),
+        first_expiry_ns: 1,
+        period_ns: 1,
+    };
+    let trace = WakeupTrace::start(&[thread], Box::new(|_| {})).unwrap();
+    let dir = trace.instance_dir().unwrap().to_path_buf();
+    assert!(dir.is_dir());
+    let name = dir.file_name().unwrap().to_str().unwrap();
+    assert_eq!(super::instance::parse_owner(name), Some(std::process::id()));
+    let t0 = monotonic_ns();
+    drop(trace);
+    let took = monotonic_ns() - t0;
+    assert!(!dir.exists());
+    assert!(took < 200_000_000, "drop took {took} ns");
+}
+
+#[test]
+#[ignore = "prints figures; run with --ignored --nocapture"]
+fn breakdown_figures() {
+    let _serial = serialize();
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let cpus = sched::allowed_cpus();
+    let other = *cpus.get(1).unwrap_or(&cpus[0]);
+    for (period, loops) in [(1_000_000u64, 5_000usize), (100_000, 50_000)] {
+        let run = traced_run(
+            &[(Waker::Sleep, cpus[0]), (Waker::TimerFd, other)],
+            period,
+            loops,
+        );
+        eprintln!(
+            "period {period} ns, {loops} loops, setup {} us",
+            run.setup_ns / 1000
+        );
+        for line in check_run(&run, loops, false) {
+            eprintln!("  {line}");
+        }
+        let s = run.stats;
+        let secs = s.traced_ns as f64 / 1e9;
+        eprintln!(
+            "  {:?}\n  {:.0} events/s read, reader CPU {:.2} % of one CPU",
+            s,
+            s.events_read as f64 / secs,
+            s.reader_cpu_ns as f64 / s.traced_ns as f64 * 100.0
+        );
+    }
+}
+
+/// The raw pages read from one CPU.
+type CpuPages = (usize, Vec<Vec<u8>>);
+
+/// Traces the three events on `cpus` in a fresh instance while `work` runs,
+/// then returns the text `trace` (read first: it does not consume) and the
+/// raw pages of each CPU.
+fn trace_raw(
+    cpus: &[usize],
+    filters: &[(&str, String)],
+    work: impl FnOnce(),
+) -> (String, Vec<CpuPages>) {
+    let tracefs = mount::find_or_mount().unwrap();
+    let inst = Instance::create(&tracefs).unwrap();
+    inst.write("tracing_on", "0").unwrap();
+    inst.write("trace_clock", "mono").unwrap();
+    let mask: u64 = cpus.iter().map(|c| 1u64 << c).sum();
+    inst.write("tracing_cpumask", &format!("{mask:x}")).unwrap();
+    for (file, filter) in filters {
+        inst.write(file, filter).unwrap();
+    }
+    for e in [
+        "timer/hrtimer_start",
+        "timer/hrtimer_expire_entry",
+        "sched/sched_switch",
+        "rseq/rseq_update",
+    ] {
+        inst.write(&format!("events/{e}/enable"), "1").unwrap();
+    }
+    inst.write("tracing_on", "1").unwrap();
+    work();
+    inst.write("tracing_on", "0").unwrap();
+    let text = inst.read("trace").unwrap();
+    let page_kb: usize = inst
+        .read("buffer_subbuf_size_kb")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let mut all = Vec::new();
+    for &cpu in cpus {
+        let mut f = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(inst.path(&format!("per_cpu/cpu{cpu}/trace_pipe_raw")))
+            .unwrap();
+        let mut pages = Vec::new();
+        let mut buf = vec![0u8; page_kb * 1024];
+        while let Ok(n) = f.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            pages.push(buf[..n].to_vec());
+        }
+        all.push((cpu, pages));
+    }
+    (text, all)
+}
+
+fn decode_all(events_dir: &Path, cpu: usize, pages: &[Vec<u8>]) -> Vec<TraceEvent> {
+    let layout = RingLayout::read(events_dir).unwrap();
+    let decoder = EventDecoder::read(events_dir, true).unwrap();
+    let mut out = Vec::new();
+    for page in pages {
+        let p = ring::parse_page(page, &layout).unwrap();
+        p.records(|t, payload| {
+            if let Decoded::Event(e) = decoder.decode(t, cpu, payload) {
+                out.push(e);
+            }
+        })
+        .unwrap();
+    }
+    out
+}
+
+#[test]
+#[ignore = "experiment: prints who arms the timers; run with --ignored --nocapture"]
+fn who_arms_the_timer() {
+    let _serial = serialize();
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let first = Arc::new(AtomicU64::new(0));
+    let go = Arc::new(Barrier::new(3));
+    let a = spawn_sampler(Waker::Sleep, 0, 1_000_000, 4, first.clone(), go.clone());
+    let cpus = sched::allowed_cpus();
+    let other = *cpus.get(1).unwrap_or(&cpus[0]);
+    let b = spawn_sampler(
+        Waker::TimerFd,
+        other,
+        1_000_000,
+        4,
+        first.clone(),
+        go.clone(),
+    );
+    let tids = [a.tid, b.tid];
+    let filter = |f: &str| format!("{f} == {} || {f} == {}", tids[0], tids[1]);
+    let filters = [
+        ("events/timer/hrtimer_start/filter", filter("common_pid")),
+        ("events/sched/sched_switch/filter", filter("next_pid")),
+        ("events/rseq/rseq_update/filter", filter("common_pid")),
+    ];
+    let traced: Vec<usize> = if other == 0 { vec![0] } else { vec![0, other] };
+    let (_, pages) = trace_raw(&traced, &filters, || {
+        first.store(monotonic_ns() + 20_000_000, Ordering::SeqCst);
+        go.wait();
+        a.handle.join().unwrap();
+        b.handle.join().unwrap();
+    });
+    eprintln!(
+        "E0 = {}, sleep tid {}, timerfd tid {}",
+        first.load(Ordering::SeqCst),
+        tids[0],
+        tids[1]
+    );
+    let events_dir = mount::find().unwrap().join("events");
+    let mut armed = HashMap::new();
+    let mut events: Vec<TraceEvent> = pages
+        .iter()
+        .flat_map(|(cpu, pages)| decode_all(&events_dir, *cpu, pages))
+        .collect();
+    events.sort_by_key(|e| e.time);
+    for e in events {
+        let line = match e.kind {
+            Kind::TimerStart {
+                hrtimer,
+                softexpires,
+                expires,
+                in_interrupt,
+            } => {
+                if !tids.contains(&e.pid) {
+                    continue;
+                }
+                armed.insert(hrtimer, e.pid);
+                format!(
+                    "start   by {} irq={in_interrupt} timer {hrtimer:x} soft {softexpires} slack {}",
+                    e.pid,
+                    expires - softexpires
+                )
+            }
+            Kind::TimerExpire { hrtimer, now } => match armed.get(&hrtimer) {
+                Some(pid) => format!("expire  of {pid}'s timer {hrtimer:x} now {now}"),
+                None => continue,
+            },
+            Kind::Switch { next_pid } => format!("switch  to {next_pid}"),
+            Kind::UserReturn { in_interrupt } => {
+                format!("return  of {} irq={in_interrupt}", e.pid)
+            }
+        };
+        eprintln!("{:>16} cpu {} {line}", e.time, e.cpu);
+    }
+}
+
+#[test]
+#[ignore = "tool: rewrites src/rt/tracefs/testdata from this machine"]
+fn capture_fixture() {
+    let _serial = serialize();
+    if let Some(why) = skip_reason() {
+        panic!("cannot capture: {why}");
+    }
+    // One thread pinned to CPU 0 sleeping until E0, +1, +2 ms, then +200
+    // and +201 ms: the pause is longer than 2^27 ns, so the page needs a
+    // time-extend record.
+    let e0 = monotonic_ns() + 50_000_000;
+    let offsets_ms = [0u64, 1, 2, 200, 201];
+    let (tid_tx, tid_rx) = mpsc::channel();
+    let go = Arc::new(Barrier::new(2));
+    let go_thread = go.clone();
+    let sleeper = std::thread::spawn(move || {
+        let _ = sched::pin_current_thread(0);
+        let _ = sched::set_current_thread_policy(Policy::Fifo, 80);
+        let _ = tid_tx.send(sched::current_tid());
+        go_thread.wait();
+        for ms in offsets_ms {
+            sleep_until_ns(e0 + ms * 1_000_000);
+        }
+    });
+    let tid = tid_rx.recv().unwrap();
+    // Only this thread's events, and only sleep timers' expiries outside the
+    // pause, so that it stays empty (other sleepers' timers fire in it).
+    let filters = [
+        (
+            "events/timer/hrtimer_start/filter",
+            format!("common_pid == {tid}"),
+        ),
+        (
+            "events/sched/sched_switch/filter",
+            format!("next_pid == {tid}"),
+        ),
+        (
+            "events/rseq/rseq_update/filter",
+            format!("common_pid == {tid}"),
+        ),
+        (
+            "events/timer/hrtimer_expire_entry/filter",
+            format!(
+                "function.function == hrtimer_wakeup && (now < {} || now > {})",
+                e0 + 5_000_000,
+                e0 + 199_000_000
+            ),
+        ),
+    ];
+    let (text, pages) = trace_raw(&[0], &filters, || {
+        go.wait();
+        sleeper.join().unwrap();
+    });
+    let pages = &pages[0].1;
+    assert_eq!(pages.len(), 1, "the fixture should fit one page");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/rt/tracefs/testdata");
+    std::fs::write(dir.join("page_cpu0.bin"), &pages[0]).unwrap();
+    std::fs::write(dir.join("trace_cpu0.txt"), &text).unwrap();
+    let tracefs = mount::find().unwrap();
+    for (from, to) in [
+        ("events/header_page", "header_page"),
+        ("events/header_event", "header_event"),
+        ("events/timer/hrtimer_start/format", "hrtimer_start.format"),
+        (
+            "events/timer/hrtimer_expire_entry/format",
+            "hrtimer_expire_entry.format",
+        ),
+        ("events/sched/sched_switch/format", "sched_switch.format"),
+        ("events/rseq/rseq_update/format", "rseq_update.format"),
+    ] {
+        let text = super::format::read_description(&tracefs.join(from)).unwrap();
+        std::fs::write(dir.join(to), text).unwrap();
+    }
+    eprintln!("E0 {e0} tid {tid}\n{text}");
+}
