@@ -270,10 +270,17 @@ fn check_run(run: &Run, loops: usize, strict: bool) -> Vec<String> {
             assert_eq!(samples.len(), loops, "{:?} sampler ran short", s.waker);
             assert!(
                 complete * 100 >= loops * 95,
-                "{:?}: only {complete} complete records of {loops}: {:?}; first: {:?}",
+                "{:?}: only {complete} complete records of {loops}: {:?}; without irq {}, \
+                 without sched-in {}, without return {}; first incomplete: {:?}",
                 s.waker,
                 run.stats,
-                &mine[..mine.len().min(3)]
+                mine.iter().filter(|r| r.irq_ns.is_none()).count(),
+                mine.iter().filter(|r| r.thread_ns.is_none()).count(),
+                mine.iter().filter(|r| r.return_ns.is_none()).count(),
+                mine.iter()
+                    .filter(|r| !r.is_complete())
+                    .take(3)
+                    .collect::<Vec<_>>()
             );
             assert!(
                 matched * 100 >= mine.len() * 95,
