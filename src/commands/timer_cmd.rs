@@ -113,6 +113,17 @@ pub fn measure(
         .iter()
         .map(|t| {
             overall.merge(&t.figure.recorder);
+            if let Some(b) = &t.breakdown
+                && b.without_sched_in > 0
+            {
+                warnings.push(format!(
+                    "CPU {}: the kernel traced no switch into the sampling thread for {} of {} wake-ups (on some kernels a CPU leaving its idle task emits no sched_switch): Sched covers the other {}, Return covers all",
+                    t.cpu,
+                    b.without_sched_in,
+                    b.traced_wakeups,
+                    b.traced_wakeups - b.without_sched_in
+                ));
+            }
             if t.overruns > 0 {
                 warnings.push(format!(
                     "the sampling thread on CPU {} missed {} periods (overruns): the period is too short for this machine, or real-time throttling or a higher-priority task stopped it",

@@ -574,7 +574,7 @@ fn timer_run(
 /// loops' integer means); durations are the measured time after the warm-up,
 /// rounded to whole seconds.
 pub fn run_totals(report: &crate::report::Report) -> Option<RunTotals> {
-    let (test, config, series) = timer_run(report)?;
+    let (test, _, series) = timer_run(report)?;
     let actual_s = report.duration_s.max(0.0).round() as u64;
     let (latency, overruns, msw) = match series {
         Some(s) => (
@@ -584,7 +584,6 @@ pub fn run_totals(report: &crate::report::Report) -> Option<RunTotals> {
         ),
         None => (&test.overall, 0, 0),
     };
-    let _ = config;
     Some(RunTotals {
         min_ns: latency.min_ns,
         avg_ns: latency.avg_ns,

@@ -140,7 +140,7 @@ impl Exporter for ModernConsole {
                 if let Some(table) = super::console_timer::breakdown_table(test) {
                     writeln!(
                         out,
-                        "Where the latency was spent (from expiry: IRQ = timer interrupt handler starts, Sched = thread scheduled in, User = thread reads the clock):"
+                        "Where the latency was spent, from the expiry: IRQ = timer interrupt handler starts, Sched = thread scheduled in, Return = thread back in user space (then it reads the clock: the table above):"
                     )?;
                     write!(out, "{}", table.render())?;
                 }

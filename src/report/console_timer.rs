@@ -56,8 +56,9 @@ pub fn thread_table(test: &TestResult) -> Table {
     table
 }
 
-/// With `--breakdown`: per thread, the IRQ, thread and user latency side by
-/// side (p50 / p99 / max of each).
+/// With `--breakdown`: per thread, the IRQ, sched-in and return-to-user
+/// latency side by side (p50 / p99 / max of each; the user latency is the
+/// thread table's).
 pub fn breakdown_table(test: &TestResult) -> Option<Table> {
     let rows: Vec<_> = test
         .series
@@ -76,13 +77,13 @@ pub fn breakdown_table(test: &TestResult) -> Option<Table> {
         "Sched p50",
         "Sched p99",
         "Sched max",
-        "User p50",
-        "User p99",
-        "User max",
+        "Return p50",
+        "Return p99",
+        "Return max",
     ]);
     for (s, b) in rows {
         let mut row = vec![s.label.clone(), b.traced_wakeups.to_string()];
-        for l in [&b.irq, &b.thread, &b.user] {
+        for l in [&b.irq, &b.thread, &b.return_to_user] {
             row.push(percentile_cell(l, 50.0));
             row.push(percentile_cell(l, 99.0));
             row.push(latency_cell(l, l.max_ns));

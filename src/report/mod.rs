@@ -184,17 +184,28 @@ pub struct TimerThread {
 /// The kernel side of one sampling thread's wake-ups.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Breakdown {
+    /// Where the figures come from (the trace events used).
+    pub source: String,
     /// Timer interrupt handler start - expiry.
     pub irq: LatencySummary,
-    /// Sampling thread scheduled in - expiry.
+    /// Sampling thread scheduled in (`sched_switch` to it) - expiry: only the
+    /// wake-ups whose switch the kernel traced (see `without_sched_in`).
     pub thread: LatencySummary,
+    /// Sampling thread returning to user space (`rseq_update`) - expiry.
+    pub return_to_user: LatencySummary,
     /// The thread's own clock read after waking - expiry.
     pub user: LatencySummary,
-    /// Wake-ups after the warm-up whose IRQ and thread latency were both traced.
+    /// Wake-ups after the warm-up with the IRQ latency and the thread or
+    /// return latency traced.
     pub traced_wakeups: u64,
+    /// Of those, wake-ups without a traced switch to the thread (the kernel
+    /// emits none for a switch out of the idle task on some CPUs).
+    pub without_sched_in: u64,
     /// Wake-ups the trace saw only in part (lost events, a timer already
-    /// expired when armed): in neither kernel-side figure.
+    /// expired when armed): in no kernel-side figure.
     pub incomplete_wakeups: u64,
+    /// Events the kernel dropped because the reader fell behind (whole run).
+    pub events_lost: u64,
 }
 
 /// One measured stream of samples (an IPC pair, a timer thread): the common

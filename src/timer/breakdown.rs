@@ -10,6 +10,7 @@ use super::{Figure, ThreadShared, TimerPlan};
 use crate::report::Breakdown;
 use crate::rt::tracefs::{TracedThread, WakeupRecord, WakeupTrace};
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 /// A sampling thread as the trace needs to know it.
@@ -23,6 +24,9 @@ pub struct Traced {
 pub struct TracedFigures {
     pub irq: FigureSink,
     pub thread: FigureSink,
+    pub return_to_user: FigureSink,
+    /// Complete wake-ups without a traced switch to the thread.
+    pub without_sched_in: u64,
     /// Wake-ups with both figures.
     pub complete: u64,
     /// Expiries of wake-ups the trace saw only in part (bounded; beyond,
@@ -32,9 +36,8 @@ pub struct TracedFigures {
     incomplete_unlisted: u64,
     pub incomplete: u64,
     tid: i32,
-    first_expiry_ns: u64,
     /// The loop the figures are filling (counted in periods from the first
-    /// expiry, warm-up included).
+    /// measured expiry).
     open_loop: u64,
 }
 
@@ -46,7 +49,13 @@ pub struct TraceSummary {
     pub events_read: u64,
     /// Events the kernel dropped because the reader fell behind.
     pub events_lost: u64,
+    /// CPU time of the trace reader thread.
+    pub reader_cpu_ns: u64,
 }
+
+const EVENTS: &str =
+    "trace events timer:hrtimer_start, timer:hrtimer_expire_entry, sched:sched_switch";
+const EVENTS_WITH_RETURN: &str = "trace events timer:hrtimer_start, timer:hrtimer_expire_entry, sched:sched_switch, rseq:rseq_update";
 
 /// Incomplete wake-ups remembered per thread (8 bytes each).
 const MAX_INCOMPLETE_LISTED: usize = 4096;
@@ -57,7 +66,6 @@ struct Collector {
     figure: Figure,
     period_ns: u64,
     samples_per_loop: u64,
-    warmup_loops: u64,
 }
 
 impl Collector {
@@ -66,17 +74,18 @@ impl Collector {
             return;
         };
         let f = &mut self.figures[i];
-        let period_index = record.expires_ns.saturating_sub(f.first_expiry_ns) / self.period_ns;
-        let loop_index = period_index / self.samples_per_loop;
-
-        if loop_index < self.warmup_loops {
+        // The sampling thread says where its warm-up ended (in wake-ups, which
+        // overruns make longer than in periods): earlier wake-ups are left out.
+        let from = self.shared[i].measuring_from_ns.load(Ordering::Acquire);
+        if from == 0 || record.expires_ns < from {
             return;
         }
+        let loop_index = (record.expires_ns - from) / self.period_ns / self.samples_per_loop;
         while f.open_loop < loop_index {
             f.open_loop += 1;
             close_loop(f, self.figure, &self.shared[i], false);
         }
-        let (Some(irq), Some(thread)) = (record.irq_ns, record.thread_ns) else {
+        let (true, Some(irq)) = (record.is_complete(), record.irq_ns) else {
             if f.incomplete_expiries.len() < MAX_INCOMPLETE_LISTED {
                 f.incomplete_expiries.push(record.expires_ns);
             } else {
@@ -86,20 +95,30 @@ impl Collector {
         };
         f.complete += 1;
         f.irq.add(irq);
-        f.thread.add(thread);
-        match self.figure {
-            Figure::Irq => self.shared[i].live.record(irq),
-            Figure::Thread => self.shared[i].live.record(thread),
-            Figure::User => {}
+        match record.thread_ns {
+            Some(thread) => f.thread.add(thread),
+            None => f.without_sched_in += 1,
+        }
+        if let Some(back) = record.return_ns {
+            f.return_to_user.add(back);
+        }
+        let live = match self.figure {
+            Figure::Irq => Some(irq),
+            Figure::Thread => record.thread_ns,
+            Figure::User => None,
+        };
+        if let Some(ns) = live {
+            self.shared[i].live.record(ns);
         }
     }
 }
 
-/// Closes the open loop of both traced figures; the main figure's loop goes
+/// Closes the open loop of the traced figures; the main figure's loop goes
 /// to the live output.
 fn close_loop(f: &mut TracedFigures, figure: Figure, shared: &ThreadShared, partial: bool) {
     let irq = f.irq.close_loop(partial);
     let thread = f.thread.close_loop(partial);
+    f.return_to_user.close_loop(partial);
     let main = match figure {
         Figure::Irq => irq,
         Figure::Thread => thread,
@@ -128,13 +147,14 @@ impl TraceSession {
             figures.push(TracedFigures {
                 irq: FigureSink::new(plan.histogram_cells, plan.bucket_ns)?,
                 thread: FigureSink::new(plan.histogram_cells, plan.bucket_ns)?,
+                return_to_user: FigureSink::new(plan.histogram_cells, plan.bucket_ns)?,
+                without_sched_in: 0,
                 complete: 0,
                 incomplete_expiries: Vec::new(),
                 incomplete_unlisted: 0,
                 incomplete: 0,
                 tid: t.tid,
-                first_expiry_ns: t.first_expiry_ns,
-                open_loop: plan.warmup_loops,
+                open_loop: 0,
             });
         }
         let collector = Arc::new(Mutex::new(Collector {
@@ -143,7 +163,6 @@ impl TraceSession {
             figure: plan.figure,
             period_ns: plan.period_ns,
             samples_per_loop: plan.samples_per_loop(),
-            warmup_loops: plan.warmup_loops,
         }));
         let sink = {
             let collector = collector.clone();
@@ -167,22 +186,10 @@ impl TraceSession {
         Ok(TraceSession { trace, collector })
     }
 
-    /// The first expiry the threads were given: on the phase announced at
-    /// `start`, a whole number of periods later. Loops count from it.
-    pub fn set_first_expiry(&self, first_expiry_ns: u64) {
-        let mut c = self
-            .collector
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        for f in &mut c.figures {
-            f.first_expiry_ns = first_expiry_ns;
-        }
-    }
-
     /// Stops the trace (the reader drains what is left) and hands back every
-    /// thread's figures, their last loop closed. `last_expiries[i]` is the
-    /// expiry of thread i's last sample.
-    pub fn stop(self, last_expiries: &[u64]) -> (Vec<TracedFigures>, TraceSummary) {
+    /// thread's figures, their last loop closed. `last[i]` is the expiry of
+    /// thread i's last sample and whether its last loop was cut short.
+    pub fn stop(self, last: &[(u64, bool)]) -> (Vec<TracedFigures>, TraceSummary) {
         let stats = self.trace.stop();
         // The reader thread is joined: the lock is free (and a poisoned one
         // still holds the figures).
@@ -193,17 +200,23 @@ impl TraceSession {
         let figure = c.figure;
         let mut figures = std::mem::take(&mut c.figures);
         for (i, (f, shared)) in figures.iter_mut().zip(&c.shared).enumerate() {
-            close_loop(f, figure, shared, true);
-            let last = last_expiries.get(i).copied().unwrap_or(u64::MAX);
+            let (last_expiry, partial) = last.get(i).copied().unwrap_or((u64::MAX, true));
+            close_loop(f, figure, shared, partial);
             f.incomplete = f.incomplete_unlisted
-                + f.incomplete_expiries.iter().filter(|&&e| e <= last).count() as u64;
+                + f.incomplete_expiries
+                    .iter()
+                    .filter(|&&e| e <= last_expiry)
+                    .count() as u64;
         }
         let summary = TraceSummary {
-            source:
-                "trace events: timer:hrtimer_start, timer:hrtimer_expire_entry, sched:sched_switch"
-                    .into(),
+            source: if stats.return_traced {
+                EVENTS_WITH_RETURN.to_string()
+            } else {
+                EVENTS.to_string()
+            },
             events_read: stats.events_read,
             events_lost: stats.events_lost,
+            reader_cpu_ns: stats.reader_cpu_ns,
         };
         (figures, summary)
     }
@@ -214,16 +227,21 @@ pub fn assign(
     figure: Figure,
     user: FigureSink,
     traced: Option<TracedFigures>,
+    trace: Option<&TraceSummary>,
 ) -> (FigureSink, Option<Breakdown>) {
-    let Some(t) = traced else {
+    let (Some(t), Some(trace)) = (traced, trace) else {
         return (user, None);
     };
     let breakdown = Breakdown {
+        source: trace.source.clone(),
         irq: t.irq.recorder.summary(),
         thread: t.thread.recorder.summary(),
+        return_to_user: t.return_to_user.recorder.summary(),
         user: user.recorder.summary(),
         traced_wakeups: t.complete,
+        without_sched_in: t.without_sched_in,
         incomplete_wakeups: t.incomplete,
+        events_lost: trace.events_lost,
     };
     let main = match figure {
         Figure::User => user,

@@ -119,6 +119,8 @@ pub struct ThreadShared {
     pub tid: AtomicI32,
     /// 0 until the controller lets the thread start; then its first expiry.
     pub first_expiry_ns: AtomicU64,
+    /// 0 during the warm-up; then the first expiry that is measured.
+    pub measuring_from_ns: AtomicU64,
     pub error: Mutex<Option<String>>,
     /// Completed loops of the run's main figure.
     pub loops: SpscRing<LoopStats>,
@@ -135,6 +137,7 @@ impl Default for ThreadShared {
             ready: AtomicBool::new(false),
             tid: AtomicI32::new(0),
             first_expiry_ns: AtomicU64::new(0),
+            measuring_from_ns: AtomicU64::new(0),
             error: Mutex::new(None),
             loops: SpscRing::with_capacity(LOOP_RING_SLOTS),
             live: LiveHistogram::default(),
@@ -242,8 +245,7 @@ pub fn run(
             })
             .collect::<Result<_, _>>()?;
         let mut control = result?;
-        progress.finish();
-        Ok(control.finish(plan, &shared, ends))
+        Ok(control.finish(plan, &shared, ends, progress))
     })?;
     Ok(outcome)
 }
@@ -301,37 +303,13 @@ fn control(
             .saturating_sub(provisional)
             .div_ceil(plan.period_ns)
             * plan.period_ns;
-    if let Some(trace) = &control.trace {
-        trace.set_first_expiry(first_expiry);
-    }
     for s in shared {
         s.first_expiry_ns.store(first_expiry, Ordering::Release);
     }
     let started = std::time::Instant::now();
-    let mut batch = Vec::new();
     loop {
         let signalled = wait_for_stop(Duration::from_millis(100));
-        for (i, s) in shared.iter().enumerate() {
-            batch.clear();
-            s.loops.drain(|l| batch.push(l));
-            if !batch.is_empty() {
-                progress.loops(i, &batch, s);
-                let series = &mut control.per_second[i];
-                for l in &batch {
-                    series.push(SecondStats {
-                        second: l.index,
-                        span_s: 1,
-                        samples: l.samples,
-                        min_ns: l.min_ns,
-                        avg_ns: l.avg_ns(),
-                        max_ns: l.max_ns,
-                    });
-                }
-                while series.len() > MAX_WINDOWS {
-                    compact(series);
-                }
-            }
-        }
+        control.drain(shared, progress);
         progress.tick(started.elapsed(), shared);
         if signalled {
             control.end_reason = EndReason::Interrupted;
@@ -347,46 +325,57 @@ fn control(
             }
             break;
         }
-        if plan.stop.load(Ordering::Relaxed) && plan.break_on_switch {
-            // A thread broke the run: let the others see the flag.
-            continue;
-        }
     }
     Ok(control)
 }
 
 impl Control {
+    /// Hands the loops completed since the last call to the live output and
+    /// to the per-second series.
+    fn drain(&mut self, shared: &[Arc<ThreadShared>], progress: &mut dyn TimerProgress) {
+        let mut batch = Vec::new();
+        for (i, s) in shared.iter().enumerate() {
+            s.loops.drain(|l| batch.push(l));
+            if batch.is_empty() {
+                continue;
+            }
+            progress.loops(i, &batch, s);
+            let series = &mut self.per_second[i];
+            series.extend(batch.drain(..).map(|l| SecondStats {
+                second: l.index,
+                span_s: 1,
+                samples: l.samples,
+                min_ns: l.min_ns,
+                avg_ns: l.avg_ns(),
+                max_ns: l.max_ns,
+            }));
+            while series.len() > MAX_WINDOWS {
+                compact(series);
+            }
+        }
+    }
+
     fn finish(
         &mut self,
         plan: &TimerPlan,
         shared: &[Arc<ThreadShared>],
         ends: Vec<SamplerEnd>,
+        progress: &mut dyn TimerProgress,
     ) -> TimerOutcome {
-        // The threads are gone: collect what the rings still hold.
-        for (i, s) in shared.iter().enumerate() {
-            let series = &mut self.per_second[i];
-            s.loops.drain(|l| {
-                series.push(SecondStats {
-                    second: l.index,
-                    span_s: 1,
-                    samples: l.samples,
-                    min_ns: l.min_ns,
-                    avg_ns: l.avg_ns(),
-                    max_ns: l.max_ns,
-                })
-            });
-            while series.len() > MAX_WINDOWS {
-                compact(series);
-            }
-        }
         let (mut traced, trace_stats) = match self.trace.take() {
             Some(session) => {
-                let last: Vec<u64> = ends.iter().map(|e| e.last_expiry_ns).collect();
+                let last: Vec<(u64, bool)> = ends
+                    .iter()
+                    .map(|e| (e.last_expiry_ns, e.last_loop_partial))
+                    .collect();
                 let (figures, stats) = session.stop(&last);
                 (figures.into_iter().map(Some).collect(), Some(stats))
             }
             None => (Vec::new(), None),
         };
+        // The threads and the trace are done: what the rings still hold.
+        self.drain(shared, progress);
+        progress.finish();
         traced.resize_with(ends.len(), || None);
         let error = shared.iter().find_map(|s| s.error());
         let mut break_on_switch = None;
@@ -402,7 +391,8 @@ impl Control {
                 measured = measured.max(Duration::from_nanos(
                     end.measuring_until_ns.saturating_sub(end.measuring_from_ns),
                 ));
-                let (figure, breakdown) = breakdown::assign(plan.figure, end.user, traced);
+                let (figure, breakdown) =
+                    breakdown::assign(plan.figure, end.user, traced, trace_stats.as_ref());
                 ThreadOutcome {
                     cpu: plan.cpus[i],
                     tid: shared[i].tid.load(Ordering::Relaxed),

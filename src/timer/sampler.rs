@@ -12,7 +12,7 @@
 //! switches and page faults are the plain-Linux events that can explain a late
 //! wake-up, reported as Xenomai's "msw" column.
 
-use super::figure::{FigureSink, LoopStats};
+use super::figure::FigureSink;
 use super::{Figure, ThreadShared, TimerPlan, WakeMethod};
 use crate::rt::clock::{monotonic_ns, timespec};
 use crate::rt::sched;
@@ -33,6 +33,8 @@ pub struct SamplerEnd {
     pub measuring_until_ns: u64,
     /// Expiry of the last sample taken (0 if none).
     pub last_expiry_ns: u64,
+    /// Whether the last loop was cut short by a stop (not the end of -T).
+    pub last_loop_partial: bool,
     /// `-b` stopped the run: the counters that moved.
     pub broke_on_switch: Option<SwitchCounters>,
 }
@@ -222,6 +224,7 @@ pub fn run(
         measuring_from_ns: 0,
         measuring_until_ns: 0,
         last_expiry_ns: 0,
+        last_loop_partial: true,
         broke_on_switch: None,
     };
     let waker = match set_up(plan, cpu) {
@@ -261,6 +264,9 @@ pub fn run(
         .duration_ns
         .filter(|_| warmup_left == 0)
         .map(|d| first.saturating_add(d));
+    if warmup_left == 0 {
+        shared.measuring_from_ns.store(first, Ordering::Release);
+    }
     let mut overruns = 0u64;
     let mut loop_overruns = 0u64;
     let mut above_limit = 0u64;
@@ -270,6 +276,7 @@ pub fn run(
     let mut broke_on_switch = None;
     let mut last_now = first;
     let mut last_expiry = 0;
+    let mut last_loop_partial = true;
     loop {
         let (ticks, now) = match waker.wait(expected, period) {
             Ok(x) => x,
@@ -302,10 +309,7 @@ pub fn run(
                         buf: [0; 96],
                         len: 0,
                     };
-                    let _ = write!(
-                        line,
-                        "latscope: new max latency {latency} ns on CPU {cpu}\n"
-                    );
+                    let _ = writeln!(line, "latscope: new max latency {latency} ns on CPU {cpu}");
                     trace.mark(&line.buf[..line.len]);
                 }
             }
@@ -322,6 +326,7 @@ pub fn run(
                     if warmup_left == 0 {
                         // The measurement starts at the next expiry.
                         measuring_from = expected;
+                        shared.measuring_from_ns.store(expected, Ordering::Release);
                         deadline = plan.duration_ns.map(|d| expected.saturating_add(d));
                     }
                 }
@@ -331,7 +336,9 @@ pub fn run(
                 loop_overruns = 0;
                 shared.overruns.store(overruns, Ordering::Relaxed);
                 shared.msw.store(counters.total(), Ordering::Relaxed);
-                let closed = user.close_loop(stopping && !deadline.is_some_and(|d| expected >= d));
+                // Stopped before the loop was complete (not at the end of -T).
+                last_loop_partial = stopping && deadline.is_none_or(|d| expected < d);
+                let closed = user.close_loop(last_loop_partial);
                 if user_is_figure && let Some(stats) = closed {
                     shared.loops.push(stats);
                 }
@@ -358,12 +365,7 @@ pub fn run(
             measuring_from
         },
         last_expiry_ns: last_expiry,
+        last_loop_partial,
         broke_on_switch,
     }
-}
-
-/// Used by the loop statistics of other figures: whether `stats` is worth a
-/// live line (a loop with samples).
-pub fn printable(stats: &LoopStats) -> bool {
-    stats.samples > 0
 }

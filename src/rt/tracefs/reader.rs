@@ -5,7 +5,10 @@
 //! It polls with short sleeps instead of `poll()`: a `trace_pipe_raw` poll
 //! only wakes when the buffer is `buffer_percent` full, and a 10 ms nap costs
 //! nothing while bounding how long events wait. It runs SCHED_OTHER whatever
-//! its creator runs at, so it never competes with the measuring threads.
+//! its creator runs at, so it never competes with the measuring threads. It
+//! keeps its creator's CPU affinity: start the session from a thread that is
+//! not pinned to one measured CPU, so the scheduler can put the reader where
+//! there is idle time.
 
 use super::events::{Decoded, EventDecoder};
 use super::format::RingLayout;

@@ -310,7 +310,10 @@ pub(crate) mod tests {
         }
     }
 
-    fn decode(page: &[u8]) -> (Page<'_>, Vec<(u64, Vec<u8>)>, Result<usize, RingError>) {
+    /// (time, payload) of each record.
+    type Records = Vec<(u64, Vec<u8>)>;
+
+    fn decode(page: &[u8]) -> (Page<'_>, Records, Result<usize, RingError>) {
         static LAYOUT: std::sync::OnceLock<RingLayout> = std::sync::OnceLock::new();
         let layout = LAYOUT.get_or_init(layout);
         let p = parse_page(page, layout).unwrap();

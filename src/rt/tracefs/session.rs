@@ -58,7 +58,7 @@ pub struct TraceStats {
     /// thread and return latencies (see `WakeupRecord::is_complete`).
     pub incomplete: u64,
     /// Records without a sched-in: the kernel did not trace the switch to
-    /// the thread (on this machine: every wake-up on an idle CPU) or lost it.
+    /// the thread (on this machine: every wake-up on idle CPU 1) or lost it.
     pub without_sched_in: u64,
     /// Whether return-to-user events (`rseq_update`) were traced.
     pub return_traced: bool,

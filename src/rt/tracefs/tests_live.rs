@@ -138,6 +138,15 @@ struct Run {
 /// Starts the samplers, traces them, lets them run, stops the trace, and
 /// checks the instance is gone.
 fn traced_run(wakers: &[(Waker, usize)], period: u64, loops: usize) -> Run {
+    traced_run_with(wakers, period, loops, super::TraceOptions::default())
+}
+
+fn traced_run_with(
+    wakers: &[(Waker, usize)],
+    period: u64,
+    loops: usize,
+    options: super::TraceOptions,
+) -> Run {
     let first = Arc::new(AtomicU64::new(0));
     let go = Arc::new(Barrier::new(wakers.len() + 1));
     let samplers: Vec<Sampler> = wakers
@@ -158,9 +167,10 @@ fn traced_run(wakers: &[(Waker, usize)], period: u64, loops: usize) -> Run {
     let records = Arc::new(Mutex::new(Vec::new()));
     let sink_records = records.clone();
     let setup_start = monotonic_ns();
-    let trace = WakeupTrace::start(
+    let trace = WakeupTrace::start_with(
         &threads,
         Box::new(move |r| sink_records.lock().unwrap().push(r)),
+        options,
     )
     .expect("WakeupTrace::start");
     let setup_ns = monotonic_ns() - setup_start;
@@ -260,10 +270,17 @@ fn check_run(run: &Run, loops: usize, strict: bool) -> Vec<String> {
             assert_eq!(samples.len(), loops, "{:?} sampler ran short", s.waker);
             assert!(
                 complete * 100 >= loops * 95,
-                "{:?}: only {complete} complete records of {loops}: {:?}; first: {:?}",
+                "{:?}: only {complete} complete records of {loops}: {:?}; without irq {}, \
+                 without sched-in {}, without return {}; first incomplete: {:?}",
                 s.waker,
                 run.stats,
-                &mine[..mine.len().min(3)]
+                mine.iter().filter(|r| r.irq_ns.is_none()).count(),
+                mine.iter().filter(|r| r.thread_ns.is_none()).count(),
+                mine.iter().filter(|r| r.return_ns.is_none()).count(),
+                mine.iter()
+                    .filter(|r| !r.is_complete())
+                    .take(3)
+                    .collect::<Vec<_>>()
             );
             assert!(
                 matched * 100 >= mine.len() * 95,
@@ -312,6 +329,38 @@ fn my_instances() -> Vec<String> {
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
         .filter(|n| n.starts_with(&prefix))
         .collect()
+}
+
+#[test]
+fn losses_are_counted_not_invented() {
+    let _serial = serialize();
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    // A tiny buffer that a 10 ms read cycle cannot keep up with at 50 us:
+    // the kernel overwrites events, flags the pages, and the records that
+    // lost events come out incomplete, never with made-up values.
+    let cpus = sched::allowed_cpus();
+    let tiny = super::TraceOptions {
+        buffer_kb_per_cpu: 4,
+    };
+    let loops = 4_000;
+    let run = traced_run_with(&[(Waker::Sleep, cpus[0])], 50_000, loops, tiny);
+    for line in check_run(&run, loops, false) {
+        eprintln!("{line}");
+    }
+    let s = run.stats;
+    eprintln!("{s:?}");
+    assert!(
+        s.events_lost > 0,
+        "expected losses with a 4 KiB buffer: {s:?}"
+    );
+    assert!(
+        s.incomplete > 0,
+        "losses must leave incomplete records: {s:?}"
+    );
+    assert_eq!(s.malformed, 0);
 }
 
 #[test]
@@ -398,6 +447,9 @@ fn breakdown_figures() {
     }
 }
 
+/// The raw pages read from one CPU.
+type CpuPages = (usize, Vec<Vec<u8>>);
+
 /// Traces the three events on `cpus` in a fresh instance while `work` runs,
 /// then returns the text `trace` (read first: it does not consume) and the
 /// raw pages of each CPU.
@@ -405,7 +457,7 @@ fn trace_raw(
     cpus: &[usize],
     filters: &[(&str, String)],
     work: impl FnOnce(),
-) -> (String, Vec<(usize, Vec<Vec<u8>>)>) {
+) -> (String, Vec<CpuPages>) {
     let tracefs = mount::find_or_mount().unwrap();
     let inst = Instance::create(&tracefs).unwrap();
     inst.write("tracing_on", "0").unwrap();

@@ -47,7 +47,9 @@
 //!   `read()` re-arms it (`hrtimer_forward` + restart, `common_pid` = tid,
 //!   after the thread was switched in, before its rseq_update), always at the
 //!   same address. So the first expiry is only seen when the timer is armed
-//!   after tracing started.
+//!   after tracing started, and a new arming does not close a wake-up already
+//!   seen: it waits for the thread's return (or the next wake-up's first
+//!   event, then closes without it).
 //! - The tick re-arming itself from its interrupt while the thread runs is
 //!   recorded with the thread's pid (flags `h`), on round expiries.
 //!
@@ -65,7 +67,8 @@ use std::collections::HashMap;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TracedThread {
     pub tid: i32,
-    /// The CPU it runs on (its events are traced there).
+    /// The CPU it is pinned to: only the CPUs of the traced threads are
+    /// traced, so a thread (or its timer) elsewhere is not seen.
     pub cpu: usize,
     /// Its first absolute CLOCK_MONOTONIC expiry, ns.
     pub first_expiry_ns: u64,
@@ -284,6 +287,8 @@ impl Matcher {
             return;
         }
         p.thread_ns = Some(diff(time, p.expires));
+        // The next wake-up has begun: the previous one returned unseen.
+        self.flush_returning(i, emit);
         if !self.close_on_return {
             self.close(i, None, emit);
         }
@@ -294,11 +299,16 @@ impl Matcher {
             return;
         };
         let state = &mut self.threads[i];
+        let next_due = state.pending.is_some_and(|p| time >= p.expires);
         if let Some(r) = state.returning.take() {
-            // The thread leaves the `read()` that re-armed its timerfd.
-            let record = record_of(&state.thread, &r, Some(diff(time, r.expires)));
-            emit(record);
-            return;
+            if !next_due {
+                // The thread leaves the `read()` that re-armed its timerfd.
+                emit(record_of(&state.thread, &r, Some(diff(time, r.expires))));
+                return;
+            }
+            // The next expiry has passed too (its events were lost): this
+            // return is the next wake-up's, the earlier one returned unseen.
+            emit(record_of(&state.thread, &r, None));
         }
         // Back to user space before the expiry (a sleep cut short by a
         // signal) is not the wake-up.
@@ -833,6 +843,33 @@ mod tests {
         assert_eq!(
             out,
             vec![rec(A, E0, Some(2), None), rec(A, E0 + P, Some(2), None)]
+        );
+    }
+
+    #[test]
+    fn a_waiting_return_never_takes_the_next_wakeups_events() {
+        // timerfd: E0 woke (irq), was re-armed for E0 + P; its return and
+        // the expiry of E0 + P were lost without a flagged gap.
+        let out = run_with(
+            true,
+            &[
+                start(1, A, 0xf0, E0),
+                expire(E0 + 3, 0xf0),
+                start(E0 + 8, A, 0xf0, E0 + P),
+                ret(E0 + P + 20, A), // E0 + P's return, not E0's
+                start(E0 + P + 30, A, 0xf0, E0 + 2 * P),
+                expire(E0 + 2 * P + 3, 0xf0),
+                start(E0 + 2 * P + 8, A, 0xf0, E0 + 3 * P),
+                switch(E0 + 3 * P + 9, A), // E0 + 3P's sched-in: E0 + 2P returned unseen
+            ],
+        );
+        assert_eq!(
+            out,
+            vec![
+                rec3(A, E0, Some(2), None, None),
+                rec3(A, E0 + P, None, None, Some(20)),
+                rec3(A, E0 + 2 * P, Some(2), None, None),
+            ]
         );
     }
 }
