@@ -30,16 +30,12 @@ use std::time::{Duration, SystemTime};
 
 /// What one sample spans, for the report.
 fn description(figure: Figure, wake: timer::WakeMethod) -> String {
-    let how = match wake {
-        timer::WakeMethod::Nanosleep => "clock_nanosleep(TIMER_ABSTIME)",
-        timer::WakeMethod::Timerfd => "periodic timerfd",
-    };
     let what = match figure {
-        Figure::User => "the thread's clock read after waking",
-        Figure::Thread => "the thread scheduled in (kernel trace)",
-        Figure::Irq => "the timer interrupt handler start (kernel trace)",
+        Figure::User => "clock read after waking",
+        Figure::Thread => "thread scheduled in (kernel trace)",
+        Figure::Irq => "timer interrupt handler (kernel trace)",
     };
-    format!("periodic wake-up on CLOCK_MONOTONIC, {how}: {what} - expiry")
+    format!("periodic wake-up, {}: {what} - expiry", wake.as_str())
 }
 
 pub fn plan_of(settings: &TimerSettings, stop: Arc<AtomicBool>) -> TimerPlan {
