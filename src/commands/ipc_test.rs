@@ -161,9 +161,8 @@ pub fn failed_to_start(
     config: TestConfig,
     error: String,
 ) -> FinishedTest {
-    let now = SystemTime::now();
-    FinishedTest {
-        result: TestResult {
+    FinishedTest::not_started(
+        TestResult {
             test: transport.name().to_string(),
             description: transport.describe().to_string(),
             mode: plan.mode.as_str().to_string(),
@@ -173,13 +172,25 @@ pub fn failed_to_start(
             overall: LatencyRecorder::new().summary(),
             series: Vec::new(),
         },
-        started: now,
-        ended: now,
-        elapsed: Duration::ZERO,
-        facts: RunFacts {
-            realtime_policy: plan.pairs.first().is_some_and(|p| p.policy.is_realtime()),
-            ..RunFacts::default()
-        },
+        plan.pairs.first().is_some_and(|p| p.policy.is_realtime()),
+    )
+}
+
+impl FinishedTest {
+    /// A test that ended before measuring (its `result` says why), so that
+    /// a sequence can report it and go on.
+    pub fn not_started(result: TestResult, realtime_policy: bool) -> FinishedTest {
+        let now = SystemTime::now();
+        FinishedTest {
+            result,
+            started: now,
+            ended: now,
+            elapsed: Duration::ZERO,
+            facts: RunFacts {
+                realtime_policy,
+                ..RunFacts::default()
+            },
+        }
     }
 }
 

@@ -195,9 +195,8 @@ pub fn measure(
 /// A timer test that could not run: reported with its error and no samples.
 pub fn failed(settings: &TimerSettings, prep: &Preparation, error: String) -> FinishedTest {
     let plan = plan_of(settings, Arc::new(AtomicBool::new(true)));
-    let now = SystemTime::now();
-    FinishedTest {
-        result: TestResult {
+    FinishedTest::not_started(
+        TestResult {
             test: "timer".to_string(),
             description: description(settings.figure, settings.wake),
             mode: settings.figure.as_str().to_string(),
@@ -207,14 +206,8 @@ pub fn failed(settings: &TimerSettings, prep: &Preparation, error: String) -> Fi
             overall: LatencyRecorder::new().summary(),
             series: Vec::new(),
         },
-        started: now,
-        ended: now,
-        elapsed: Duration::ZERO,
-        facts: RunFacts {
-            realtime_policy: settings.policy.is_realtime(),
-            ..RunFacts::default()
-        },
-    }
+        settings.policy.is_realtime(),
+    )
 }
 
 /// The live output of a timer test in modern format (nothing when `quiet`

@@ -72,6 +72,13 @@ fn read_clock(clock: libc::clockid_t) -> u64 {
 /// Sleeps until the absolute CLOCK_MONOTONIC time `deadline_ns`
 /// (`clock_nanosleep(TIMER_ABSTIME)`), retrying on signal interruption.
 pub fn sleep_until_ns(deadline_ns: u64) {
+    let _ = try_sleep_until_ns(deadline_ns);
+}
+
+/// `sleep_until_ns` that reports a failure (the error number) instead of
+/// returning early without saying so.
+#[inline]
+pub fn try_sleep_until_ns(deadline_ns: u64) -> Result<(), i32> {
     let ts = timespec(deadline_ns);
     loop {
         // SAFETY: `ts` is valid; a null remainder is allowed with TIMER_ABSTIME.
@@ -83,8 +90,10 @@ pub fn sleep_until_ns(deadline_ns: u64) {
                 std::ptr::null_mut(),
             )
         };
-        if rc != libc::EINTR {
-            return;
+        match rc {
+            0 => return Ok(()),
+            libc::EINTR => continue,
+            err => return Err(err),
         }
     }
 }

@@ -14,7 +14,7 @@
 
 use super::figure::FigureSink;
 use super::{Figure, ThreadShared, TimerPlan, WakeMethod};
-use crate::rt::clock::{monotonic_ns, timespec};
+use crate::rt::clock::{monotonic_ns, timespec, try_sleep_until_ns};
 use crate::rt::sched;
 use crate::rt::tracefs::BreakTrace;
 use std::io::Write;
@@ -139,23 +139,7 @@ impl Waker {
     fn wait(&self, expected: u64, period_ns: u64) -> Result<(u64, u64), i32> {
         match self {
             Waker::Sleep => {
-                let ts = timespec(expected);
-                loop {
-                    // SAFETY: valid timespec; null remainder with TIMER_ABSTIME.
-                    let rc = unsafe {
-                        libc::clock_nanosleep(
-                            libc::CLOCK_MONOTONIC,
-                            libc::TIMER_ABSTIME,
-                            &ts,
-                            std::ptr::null_mut(),
-                        )
-                    };
-                    match rc {
-                        0 => break,
-                        libc::EINTR => continue,
-                        err => return Err(err),
-                    }
-                }
+                try_sleep_until_ns(expected)?;
                 let now = monotonic_ns();
                 Ok((1 + now.saturating_sub(expected) / period_ns, now))
             }
