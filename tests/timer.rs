@@ -641,3 +641,45 @@ fn sigterm_during_a_breakdown_run_removes_the_trace_instance() {
     assert_eq!(report["tests"][0]["end_reason"], "interrupted");
     assert!(series(&report)[0]["detail"]["breakdown"].is_object());
 }
+
+#[test]
+fn json_to_standard_output_is_only_json_in_both_formats() {
+    if skip_without_realtime("json_to_standard_output_is_only_json_in_both_formats") {
+        return;
+    }
+    for format in ["modern", "classic"] {
+        let out = run(timer(
+            &["--format", format, "-T", "1", "-p", "1000", "--json", "-"],
+            60,
+        ));
+        assert_code(&out, 0);
+        let report: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{format}: stdout is not JSON ({e}): {}", describe(&out)));
+        check_report_header(&report);
+        if format == "classic" {
+            // Xenomai's lines moved to stderr.
+            assert!(stderr_of(&out).contains("RTD|"), "{}", describe(&out));
+        }
+    }
+}
+
+#[test]
+fn kernel_side_figures_without_privileges_are_a_clear_run_time_error() {
+    let mut cmd = match nobody_runner() {
+        Ok(c) => c,
+        Err(why) => {
+            eprintln!("SKIPPED kernel_side_figures_without_privileges: {why}");
+            return;
+        }
+    };
+    cmd.arg(bin())
+        .args(args("timer -t 1 -T 1 --no-mlockall --policy other"));
+    let out = run_std_with_timeout(cmd, Duration::from_secs(30));
+    assert_code(&out, 1);
+    let err = stderr_of(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("-t 1 needs kernel tracing") && err.contains("root"),
+        "{err}"
+    );
+}

@@ -246,12 +246,17 @@ pub fn run(args: &TimerArgs) -> Result<i32, CommandError> {
         settings.freeze_trace = false;
     }
     let classic = settings.format == OutputFormat::Classic;
+    // With `--json -` the JSON owns standard output: Xenomai's live lines go
+    // to standard error then.
+    let live_to_stderr = settings.json == Some(JsonTarget::Stdout);
     let mut progress: Box<dyn TimerProgress> = if classic {
         let mode = settings.figure.test_mode();
-        print!(
-            "{}",
-            classic_xenomai::startup_header(settings.period_us, mode)
-        );
+        let header = classic_xenomai::startup_header(settings.period_us, mode);
+        if live_to_stderr {
+            eprint!("{header}");
+        } else {
+            print!("{header}");
+        }
         if settings.quiet {
             eprint!(
                 "{}",
@@ -259,7 +264,7 @@ pub fn run(args: &TimerArgs) -> Result<i32, CommandError> {
             );
         }
         let _ = std::io::stdout().flush();
-        Box::new(RtdLines::new(&settings))
+        Box::new(RtdLines::new(&settings, live_to_stderr))
     } else {
         Box::new(ProgressLine::new(settings.quiet))
     };
@@ -316,6 +321,7 @@ pub fn run(args: &TimerArgs) -> Result<i32, CommandError> {
 /// thread, with the RTT/RTH header pair every `-l` lines, as Xenomai prints.
 struct RtdLines {
     enabled: bool,
+    to_stderr: bool,
     cadence: HeaderCadence,
     mode: usize,
     period_us: u64,
@@ -326,10 +332,11 @@ struct RtdLines {
 }
 
 impl RtdLines {
-    fn new(settings: &TimerSettings) -> RtdLines {
+    fn new(settings: &TimerSettings, to_stderr: bool) -> RtdLines {
         let period_ns = settings.period_us * 1000;
         RtdLines {
             enabled: !settings.quiet,
+            to_stderr,
             cadence: HeaderCadence::new(settings.data_lines),
             mode: settings.figure.test_mode(),
             period_us: settings.period_us,
@@ -371,7 +378,11 @@ impl TimerProgress for RtdLines {
             }));
         }
         if !text.is_empty() {
-            let mut out = std::io::stdout().lock();
+            let mut out: Box<dyn Write> = if self.to_stderr {
+                Box::new(std::io::stderr().lock())
+            } else {
+                Box::new(std::io::stdout().lock())
+            };
             let _ = out.write_all(text.as_bytes());
             let _ = out.flush();
         }
