@@ -4,6 +4,7 @@
 //! table, the latscope JSON, and the original tools' classic formats (rt-tests'
 //! pmqtest, sigwaittest and svsematest lines and JSON; semtest's summary).
 
+pub mod classic_mqldt;
 pub mod classic_rt_tests;
 pub mod classic_semtest;
 pub mod classic_xenomai;
