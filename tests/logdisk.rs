@@ -42,14 +42,7 @@ fn logdisk(dir: &Path, extra: &str) -> assert_cmd::Command {
 
 /// Runs logdisk with `--json` into `work`; returns output and report.
 fn logdisk_json(work: &Path, dir: &Path, extra: &str, code: i32) -> (std::process::Output, Value) {
-    let file = work.join("report.json");
-    let mut cmd = logdisk(dir, extra);
-    cmd.arg("--json").arg(&file);
-    let out = run(cmd);
-    assert_code(&out, code);
-    let report = read_json(&file);
-    check_report_header(&report);
-    (out, report)
+    run_with_report(logdisk(dir, extra), &work.join("report.json"), code)
 }
 
 /// Checks one writer's (or the merge's) figures against its latency summary.

@@ -458,9 +458,7 @@ impl LogdiskProgress for ProgressLine {
 
     fn finish(&mut self) {
         if self.printed {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "\r\x1b[2K");
-            let _ = err.flush();
+            super::progress::clear_status_line();
         }
         self.last = Duration::ZERO;
         self.last_writes = 0;

@@ -476,9 +476,7 @@ impl TimerProgress for ProgressLine {
 
     fn finish(&mut self) {
         if self.printed {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "\r\x1b[2K");
-            let _ = err.flush();
+            super::progress::clear_status_line();
         }
     }
 }

@@ -207,24 +207,30 @@ mod tests {
         FileSet::prepare(&plan, dir, flags, false, &mut || false).unwrap()
     }
 
-    #[test]
-    fn writes_go_round_the_files_and_the_windows_add_up() {
-        let d = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
-        let sets = [set_in(d.path(), 2, 16384)];
+    /// 4 KiB writes on one writer's `set`, for `duration`.
+    fn run_one(set: FileSet, sync: SyncMode, duration: Duration) -> BlockOutcome {
+        let sets = [set];
         let buffers = [AlignedBuf::new(4096, 4096).unwrap()];
         let plan = BlockPlan {
             sets: &sets,
             buffers: &buffers,
             block_size: 4096,
-            sync: SyncMode::Fdatasync,
+            sync,
             delay: Duration::ZERO,
-            duration: Duration::from_millis(300),
+            duration,
         };
-        let out = run_block(&plan, &mut Silent, &mut |t| {
+        run_block(&plan, &mut Silent, &mut |t| {
             std::thread::sleep(t);
             false
         })
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn writes_go_round_the_files_and_the_windows_add_up() {
+        let d = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let set = set_in(d.path(), 2, 16384);
+        let out = run_one(set, SyncMode::Fdatasync, Duration::from_millis(300));
         assert_eq!(out.end_reason, EndReason::DurationElapsed);
         let w = &out.writers[0];
         assert!(w.end.writes > 8, "{} writes", w.end.writes);
@@ -242,21 +248,7 @@ mod tests {
         // The second file's descriptor becomes read-only: writes to it fail.
         let path: PathBuf = set.files[1].path.clone();
         set.files[1].fd = std::fs::File::open(&path).unwrap().into();
-        let sets = [set];
-        let buffers = [AlignedBuf::new(4096, 4096).unwrap()];
-        let plan = BlockPlan {
-            sets: &sets,
-            buffers: &buffers,
-            block_size: 4096,
-            sync: SyncMode::None,
-            delay: Duration::ZERO,
-            duration: Duration::from_secs(5),
-        };
-        let out = run_block(&plan, &mut Silent, &mut |t| {
-            std::thread::sleep(t);
-            false
-        })
-        .unwrap();
+        let out = run_one(set, SyncMode::None, Duration::from_secs(5));
         assert_eq!(out.end_reason, EndReason::Error);
         let e = out.error.unwrap();
         assert!(e.contains("w.0001") && e.contains("offset 0"), "{e}");
