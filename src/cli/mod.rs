@@ -10,7 +10,7 @@ use std::path::PathBuf;
     version,
     about = "Measure the latencies a real-time Linux system lives by",
     long_about = "Measure the latencies a real-time Linux system lives by: task wake-up \
-through every IPC primitive (threads or processes, one way or round trip), with nanosecond clocks, percentiles and HDR histograms.\n\n\
+through every IPC primitive (threads or processes, one way or round trip), periodic timer wake-ups, and synchronous log-disk writes, with nanosecond clocks, percentiles and HDR histograms.\n\n\
 Exit codes: 0 ok, 1 run-time error, 2 bad usage, 3 --max-latency crossed.",
     allow_negative_numbers = true,
     // getopt semantics, as in the original tools: a repeated option's last value wins.
