@@ -19,9 +19,9 @@ const COMPAT_NAMES: [(&str, &[&str]); 5] = [
 ];
 
 /// Subcommands, for the help hint of a usage error.
-const SUBCOMMANDS: [&str; 12] = [
+const SUBCOMMANDS: [&str; 13] = [
     "mq", "sem", "signal", "svsem", "pipe", "eventfd", "futex", "unix", "svmq", "ipc", "timer",
-    "suite",
+    "logdisk", "suite",
 ];
 
 fn effective_args() -> Vec<OsString> {

@@ -18,13 +18,7 @@ fn timer(args: &[&str], timeout_s: u64) -> assert_cmd::Command {
 /// Runs `latscope timer ARGS --json FILE`; returns output and report.
 fn timer_json(args: &[&str], code: i32) -> (std::process::Output, Value) {
     let (_dir, file) = temp_file("timer.json");
-    let mut cmd = timer(args, 60);
-    cmd.arg("--json").arg(&file);
-    let out = run(cmd);
-    assert_code(&out, code);
-    let report = read_json(&file);
-    check_report_header(&report);
-    (out, report)
+    run_with_report(timer(args, 60), &file, code)
 }
 
 fn timer_series(report: &Value) -> &Vec<Value> {

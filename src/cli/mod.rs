@@ -10,7 +10,7 @@ use std::path::PathBuf;
     version,
     about = "Measure the latencies a real-time Linux system lives by",
     long_about = "Measure the latencies a real-time Linux system lives by: task wake-up \
-through every IPC primitive (threads or processes, one way or round trip), with nanosecond clocks, percentiles and HDR histograms.\n\n\
+through every IPC primitive (threads or processes, one way or round trip), periodic timer wake-ups, and synchronous log-disk writes, with nanosecond clocks, percentiles and HDR histograms.\n\n\
 Exit codes: 0 ok, 1 run-time error, 2 bad usage, 3 --max-latency crossed.",
     allow_negative_numbers = true,
     // getopt semantics, as in the original tools: a repeated option's last value wins.
@@ -60,6 +60,9 @@ pub enum Command {
         disable_help_flag = true
     )]
     Timer(Box<TimerArgs>),
+    /// Log-disk write latency and bandwidth, written as a recovery log is (replaces mqldt; same options)
+    #[command(args_override_self = true)]
+    Logdisk(Box<LogdiskArgs>),
     /// The main job: run every test briefly and print one overview of this machine
     #[command(allow_negative_numbers = true, args_override_self = true)]
     Suite(SuiteArgs),
@@ -374,4 +377,71 @@ pub struct SuiteArgs {
     pub duration: String,
     #[command(flatten)]
     pub verdict: VerdictArgs,
+}
+
+/// How each log write is made durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SyncArg {
+    /// Files opened O_DSYNC: every write returns once its data is on stable storage (mqldt, MQ)
+    Dsync,
+    /// A plain write, then fdatasync; both timed separately
+    Fdatasync,
+    /// A plain write, then fsync; both timed separately
+    Fsync,
+    /// No synchronisation (what a write costs without durability)
+    None,
+}
+
+/// mqldt's options (its camelCase names, `--name=value` or `--name value`;
+/// kebab-case aliases), plus what latscope adds.
+#[derive(Debug, Clone, Args)]
+pub struct LogdiskArgs {
+    /// Directory for the test files; with --qm N the directories DIR1..DIRN [default: .]
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Prefix of the test files: PREFIX.0000, PREFIX.0001, ... [default: mqldt_testfile]
+    #[arg(long = "filePrefix", alias = "file-prefix", value_name = "PREFIX")]
+    pub file_prefix: Option<String>,
+    /// Write size(s): one size or a comma list, bytes or with K/M suffixes (4K,64K,1M); each runs for the full duration [default: 4K]
+    #[arg(long, value_name = "SIZES")]
+    pub bsize: Option<String>,
+    /// Size of each test file, a multiple of the alignment (K/M/G suffixes) [default: 1638400]
+    #[arg(long = "fileSize", alias = "file-size", value_name = "BYTES")]
+    pub file_size: Option<String>,
+    /// Number of test files per writer, 1..10000 [default: 8]
+    #[arg(long = "numFiles", alias = "num-files", value_name = "N")]
+    pub num_files: Option<String>,
+    /// Time per block size: seconds, or with s/m/h/d suffixes; at least 1 s [default: 10]
+    #[arg(long, value_name = "TIME")]
+    pub duration: Option<String>,
+    /// Write the results as CSV to FILE (one writer: the file is replaced; --qm: rows are appended)
+    #[arg(long = "csvFile", alias = "csv-file", value_name = "FILE")]
+    pub csv_file: Option<PathBuf>,
+    /// Concurrent writers (queue managers), 1..10, each with its own directory DIR1..DIRN [default: 1]
+    #[arg(long, value_name = "N")]
+    pub qm: Option<String>,
+    /// Think time between two writes in microseconds (not counted in the write latency) [default: 0]
+    #[arg(long, value_name = "US")]
+    pub delay: Option<String>,
+    /// Alignment of buffers, sizes and offsets: a power of two, 0 = the filesystem's block size [default: 4096]
+    #[arg(long, value_name = "BYTES")]
+    pub alignment: Option<String>,
+    /// How each write is made durable
+    #[arg(long, value_enum, default_value = "dsync")]
+    pub sync: SyncArg,
+    /// Do not open the files with O_DIRECT (through the page cache; for filesystems without direct I/O)
+    #[arg(long = "no-direct")]
+    pub no_direct: bool,
+    /// Reuse existing test files (regular files of exactly --fileSize owned by you) instead of refusing them
+    #[arg(long)]
+    pub reuse: bool,
+    /// Keep the test files latscope created (by default they are removed at the end)
+    #[arg(long)]
+    pub keep: bool,
+    /// Write the results to FILE as JSON ('-' for standard output)
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Print only the final summary (no live progress line)
+    #[arg(short, long)]
+    pub quiet: bool,
 }

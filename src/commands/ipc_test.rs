@@ -134,6 +134,7 @@ pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, String> {
         max_ns: overall.max(),
         windows_dropped: series.iter().map(|s| s.per_second_dropped).sum(),
         breaktrace_note: outcome.breaktrace_note.clone(),
+        scheduling_free: false,
     };
     Ok(FinishedTest {
         result: TestResult {
@@ -145,6 +146,7 @@ pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, String> {
             error: outcome.error,
             overall: overall.summary(),
             series,
+            overall_detail: None,
         },
         started: outcome.started,
         ended: outcome.ended,
@@ -171,6 +173,7 @@ pub fn failed_to_start(
             error: Some(error),
             overall: LatencyRecorder::new().summary(),
             series: Vec::new(),
+            overall_detail: None,
         },
         plan.pairs.first().is_some_and(|p| p.policy.is_realtime()),
     )
@@ -223,21 +226,33 @@ fn series_of(index: usize, p: &PairOutcome) -> Series {
     }
 }
 
-/// Builds the report of a command from its finished tests.
+/// Builds the report of a command from its finished tests, with the
+/// validity warnings of the tests whose figures depend on scheduling.
 pub fn assemble_report(
     tests: Vec<FinishedTest>,
     sysinfo: SysInfo,
     mut warnings: Vec<String>,
     memory: &MemoryLock,
 ) -> Report {
-    let started = tests.first().map_or_else(SystemTime::now, |t| t.started);
-    let ended = tests.last().map_or_else(SystemTime::now, |t| t.ended);
-    let facts: Vec<RunFacts> = tests.iter().map(|t| t.facts.clone()).collect();
-    for w in validity::warnings(&sysinfo, &RunFacts::combine(&facts), memory) {
-        if !warnings.contains(&w) {
-            warnings.push(w);
+    let facts: Vec<RunFacts> = tests
+        .iter()
+        .filter(|t| !t.facts.scheduling_free)
+        .map(|t| t.facts.clone())
+        .collect();
+    if !facts.is_empty() {
+        for w in validity::warnings(&sysinfo, &RunFacts::combine(&facts), memory) {
+            if !warnings.contains(&w) {
+                warnings.push(w);
+            }
         }
     }
+    build_report(tests, sysinfo, warnings)
+}
+
+/// Builds the report of finished tests with these warnings and no others.
+pub fn build_report(tests: Vec<FinishedTest>, sysinfo: SysInfo, warnings: Vec<String>) -> Report {
+    let started = tests.first().map_or_else(SystemTime::now, |t| t.started);
+    let ended = tests.last().map_or_else(SystemTime::now, |t| t.ended);
     let mut report = Report {
         schema: SCHEMA_NAME.to_string(),
         schema_version: SCHEMA_VERSION,

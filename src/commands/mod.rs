@@ -3,6 +3,7 @@
 
 pub mod ipc_cmd;
 pub mod ipc_test;
+pub mod logdisk_cmd;
 pub mod pair_test;
 pub mod progress;
 pub mod suite;
@@ -76,6 +77,7 @@ pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
         }
         Command::Ipc(a) => ipc_cmd::run(a),
         Command::Timer(a) => timer_cmd::run(a),
+        Command::Logdisk(a) => logdisk_cmd::run(a),
         Command::Suite(a) => suite::run(a),
     }
 }

@@ -64,7 +64,7 @@ impl Progress for LiveLine {
 
     fn finish(&mut self) {
         if self.printed {
-            let _ = write!(std::io::stderr(), "\r\x1b[2K");
+            clear_status_line();
             self.printed = false;
         }
     }
@@ -143,4 +143,11 @@ impl Progress for ClassicLive {
             self.lines_on_screen = 0;
         }
     }
+}
+
+/// Erases a status line drawn on stderr (the cursor is left at its start).
+pub fn clear_status_line() {
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "\r\x1b[2K");
+    let _ = err.flush();
 }

@@ -1,11 +1,12 @@
-//! `latscope suite`: the main job. Runs every available test briefly and
-//! prints one overview table of this machine's latencies.
+//! `latscope suite`: the main job. Runs every available test briefly (the
+//! IPC primitives, the timer, a log-disk writer) and prints one overview
+//! table of this machine's latencies.
 
 use super::ipc_cmd::{
     DEFAULT_INTERVAL_US, DEFAULT_RT_PRIORITY, SequenceSpec, run_sequence, sequence,
 };
 use super::ipc_test::{self, Preparation};
-use super::{CommandError, deliver, timer_cmd};
+use super::{CommandError, deliver, logdisk_cmd, timer_cmd};
 use crate::cli::SuiteArgs;
 use crate::ipc::PRIMITIVES;
 use crate::ipc::harness::{Mode, Tasks};
@@ -24,6 +25,9 @@ use std::time::Duration;
 
 /// Time the timer test needs besides measuring (threads, report).
 const TIMER_SETUP_RESERVE: Duration = Duration::from_millis(20);
+/// Time the log-disk test needs besides measuring (two 1 MiB files written
+/// out and removed).
+const LOGDISK_SETUP_RESERVE: Duration = Duration::from_millis(60);
 
 pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
     let total = parse_duration(&args.duration, 1_000_000_000)
@@ -71,18 +75,22 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
         max_latency_us: verdict.max_latency_us,
         prep: &prep,
     })?;
-    // The timer test gets one share of the time, like each IPC test.
-    let shares = PRIMITIVES.len() as u32 + 1;
+    // The timer and the log-disk tests get one share of the time each, like
+    // each IPC test.
+    let shares = PRIMITIVES.len() as u32 + 2;
     let budget = total.saturating_sub(started.elapsed());
-    let mut finished = run_sequence(items, Some(budget / shares * (shares - 1)), verdict.quiet);
-    let interrupted = finished
-        .last()
-        .is_some_and(|t| t.result.end_reason == EndReason::Interrupted);
-    if !interrupted {
-        let left = total
+    let mut finished = run_sequence(items, Some(budget / shares * (shares - 2)), verdict.quiet);
+    let interrupted = |finished: &[ipc_test::FinishedTest]| {
+        finished
+            .last()
+            .is_some_and(|t| t.result.end_reason == EndReason::Interrupted)
+    };
+    if !interrupted(&finished) {
+        let left = (total
             .saturating_sub(started.elapsed())
-            .saturating_sub(TIMER_SETUP_RESERVE)
-            .max(Duration::from_millis(10));
+            .saturating_sub(TIMER_SETUP_RESERVE + LOGDISK_SETUP_RESERVE)
+            / 2)
+        .max(Duration::from_millis(10));
         let settings = TimerSettings::for_suite(policy, priority, left);
         if !verdict.quiet {
             eprintln!(
@@ -98,6 +106,27 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
                 warnings.extend(own_warnings);
             }
             Err(e) => finished.push(timer_cmd::failed(&settings, &prep, e)),
+        }
+    }
+    if !interrupted(&finished) {
+        let left = total
+            .saturating_sub(started.elapsed())
+            .saturating_sub(LOGDISK_SETUP_RESERVE)
+            .max(Duration::from_millis(10));
+        if !verdict.quiet {
+            eprintln!(
+                "latscope: running logdisk (4 KiB O_DSYNC writes, 2 files of 1 MiB in a private directory here) for {} ...",
+                format_duration(left)
+            );
+        }
+        let mut progress = logdisk_cmd::ProgressLine::new(verdict.quiet);
+        match logdisk_cmd::measure_for_suite(left, &mut progress) {
+            Ok(done) => finished.extend(done),
+            Err(why) => {
+                let note = format!("logdisk skipped: {why}");
+                eprintln!("latscope: note: {note}");
+                warnings.push(note);
+            }
         }
     }
     let report = ipc_test::assemble_report(finished, sysinfo, warnings, &prep.memory);

@@ -171,6 +171,7 @@ pub fn measure(
         max_ns: overall.max(),
         windows_dropped: series.iter().map(|s| s.per_second_dropped).sum(),
         breaktrace_note: None,
+        scheduling_free: false,
     };
     let result = TestResult {
         test: "timer".to_string(),
@@ -181,6 +182,7 @@ pub fn measure(
         error: outcome.error.clone(),
         overall: overall.summary(),
         series,
+        overall_detail: None,
     };
     let finished = FinishedTest {
         result,
@@ -205,6 +207,7 @@ pub fn failed(settings: &TimerSettings, prep: &Preparation, error: String) -> Fi
             error: Some(error),
             overall: LatencyRecorder::new().summary(),
             series: Vec::new(),
+            overall_detail: None,
         },
         settings.policy.is_realtime(),
     )
@@ -473,9 +476,7 @@ impl TimerProgress for ProgressLine {
 
     fn finish(&mut self) {
         if self.printed {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "\r\x1b[2K");
-            let _ = err.flush();
+            super::progress::clear_status_line();
         }
     }
 }

@@ -18,6 +18,10 @@ pub struct RunFacts {
     pub max_ns: Option<i64>,
     pub windows_dropped: u64,
     pub breaktrace_note: Option<String>,
+    /// The test's figures do not depend on real-time scheduling (a disk
+    /// write runs at normal priority by design): it takes no part in the
+    /// real-time checks.
+    pub scheduling_free: bool,
 }
 
 impl RunFacts {
@@ -48,6 +52,7 @@ impl RunFacts {
             max_ns: all.iter().filter_map(|f| f.max_ns).max(),
             windows_dropped: all.iter().map(|f| f.windows_dropped).sum(),
             breaktrace_note: all.iter().find_map(|f| f.breaktrace_note.clone()),
+            scheduling_free: all.iter().all(|f| f.scheduling_free),
         }
     }
 }
@@ -155,6 +160,7 @@ mod tests {
             max_ns: Some(20_000),
             windows_dropped: 0,
             breaktrace_note: None,
+            scheduling_free: false,
         }
     }
 

@@ -126,6 +126,10 @@ pub struct ModernConsole;
 impl Exporter for ModernConsole {
     fn write(&self, report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
         for test in &report.tests {
+            if let Some(config) = test.config.logdisk() {
+                super::console_logdisk::write_test(test, config, out)?;
+                continue;
+            }
             writeln!(
                 out,
                 "{} latency ({}, {}), {:.1} s, ended: {}",

@@ -9,7 +9,9 @@ pub mod classic_rt_tests;
 pub mod classic_semtest;
 pub mod classic_xenomai;
 pub mod console;
+pub mod console_logdisk;
 pub mod console_timer;
+pub mod csv_logdisk;
 pub mod json;
 
 use crate::rt::sysinfo::SysInfo;
@@ -91,6 +93,10 @@ pub struct TestResult {
     /// All series of the test merged (what the suite overview shows).
     pub overall: LatencySummary,
     pub series: Vec<Series>,
+    /// The kind-specific figures of all series merged, where the kind has
+    /// them (`logdisk`: the writers' totals, as mqldt sums its queue managers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overall_detail: Option<SeriesDetail>,
 }
 
 /// The resolved configuration of a test: what every kind of test shares, then
@@ -112,6 +118,36 @@ pub struct TestConfig {
 pub enum ConfigDetail {
     Ipc(IpcConfig),
     Timer(TimerConfig),
+    Logdisk(LogdiskConfig),
+}
+
+/// What only a log-disk test (mqldt's synchronous sequential writes) is
+/// configured with. One TestResult per block size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogdiskConfig {
+    /// `--dir` as given.
+    pub dir: String,
+    /// The directory of each writer (`--dir`, or DIR1..DIRN with `--qm`).
+    pub dirs: Vec<String>,
+    pub file_prefix: String,
+    /// This test's write size in bytes.
+    pub block_size: u64,
+    /// Every block size of the run, in the order run.
+    pub block_sizes: Vec<u64>,
+    pub file_size: u64,
+    /// Files per writer.
+    pub num_files: u64,
+    /// `--qm`: concurrent writers, one per directory.
+    pub writers: u64,
+    /// Think time between two writes (not in the write latency).
+    pub delay_us: u64,
+    pub alignment: u64,
+    /// `dsync` (files opened O_DSYNC), `fdatasync`, `fsync` or `none`.
+    pub sync: String,
+    /// Files opened O_DIRECT.
+    pub direct: bool,
+    pub reuse: bool,
+    pub keep: bool,
 }
 
 /// What only an IPC test (pairs of tasks waking each other) is configured with.
@@ -237,6 +273,72 @@ pub struct Series {
 pub enum SeriesDetail {
     IpcPair(IpcPair),
     TimerThread(Box<TimerThread>),
+    DiskWriter(Box<DiskWriter>),
+}
+
+/// One writer of a log-disk test (one mqldt queue manager), or all writers
+/// merged (`TestResult::overall_detail`). The Series' latency is the time of
+/// one durable write: the write call, plus the sync call with
+/// `--sync fdatasync|fsync`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiskWriter {
+    /// 0 with one writer (as mqldt numbers its thread), 1..N with `--qm`;
+    /// the merge of several writers says 0 too.
+    pub writer: u64,
+    pub tid: i32,
+    /// The writer's directory (empty for the merge of several).
+    pub dir: String,
+    pub block_size: u64,
+    /// Writes completed.
+    pub writes: u64,
+    /// Bytes written (writes x block size).
+    pub bytes: u64,
+    /// From the first write's start to the last write's end, seconds
+    /// (for the merge: the longest writer's).
+    pub duration_s: f64,
+    /// writes / duration_s (the merge: the writers' sum).
+    pub iops: f64,
+    /// bytes / duration_s (the merge: the writers' sum).
+    pub bytes_per_s: f64,
+    /// Bandwidth over one-second intervals, mqldt's Max/Min/Avg bytes/sec.
+    pub interval_bandwidth: IntervalBandwidth,
+    /// block size / slowest write: mqldt's "Min bytes/sec (slowest write)".
+    pub slowest_write_bytes_per_s: u64,
+    /// block size / fastest write: mqldt's "Max bytes/sec (fastest write)".
+    pub fastest_write_bytes_per_s: u64,
+    /// With `--sync fdatasync|fsync`: the write call alone.
+    pub write_call: Option<LatencySummary>,
+    /// With `--sync fdatasync|fsync`: the sync call alone.
+    pub sync_call: Option<LatencySummary>,
+    /// Writes completed in each second of the run (by completion time),
+    /// with their bandwidth; seconds without a completed write are absent.
+    pub per_second: Vec<DiskSecond>,
+    /// The test files written, in order.
+    pub files: Vec<String>,
+    /// Of those, files that existed before the run (`--reuse`), kept.
+    pub files_reused: u64,
+}
+
+/// Bandwidth over one-second intervals.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntervalBandwidth {
+    /// How the intervals were cut (`wall-seconds`: each second of the run by
+    /// write completion time, a last part of at least 0.5 s scaled to a second).
+    pub rule: String,
+    pub intervals: u64,
+    pub max_bytes_per_s: u64,
+    pub min_bytes_per_s: u64,
+    pub avg_bytes_per_s: u64,
+}
+
+/// One second (or merged span) of a writer's run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiskSecond {
+    pub second: u64,
+    pub span_s: u64,
+    pub writes: u64,
+    pub iops: f64,
+    pub bytes_per_s: f64,
 }
 
 /// A sender/receiver pair of an IPC test.
@@ -275,6 +377,13 @@ impl TestConfig {
             _ => None,
         }
     }
+
+    pub fn logdisk(&self) -> Option<&LogdiskConfig> {
+        match &self.detail {
+            ConfigDetail::Logdisk(c) => Some(c),
+            _ => None,
+        }
+    }
 }
 
 impl Series {
@@ -295,6 +404,13 @@ impl Series {
     pub fn timer_thread(&self) -> Option<&TimerThread> {
         match &self.detail {
             SeriesDetail::TimerThread(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    pub fn disk_writer(&self) -> Option<&DiskWriter> {
+        match &self.detail {
+            SeriesDetail::DiskWriter(w) => Some(w),
             _ => None,
         }
     }
@@ -391,6 +507,7 @@ pub(crate) mod testdata {
                 end_reason: EndReason::LoopsDone,
                 error: None,
                 overall: recorder.summary(),
+                overall_detail: None,
                 series: vec![Series {
                     label: "pair 0".into(),
                     cpus: vec![1],

@@ -10,6 +10,7 @@ use crate::rt::sched::{self, Policy};
 use crate::rt::sysinfo::online_cpus;
 use crate::units::{parse_duration, shown};
 
+pub mod logdisk;
 pub mod timer;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

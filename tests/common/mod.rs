@@ -379,6 +379,17 @@ pub fn check_summary(s: &Value, what: &str, is_series: bool) -> u64 {
     samples
 }
 
+/// Runs `cmd --json FILE`, asserts the exit code, reads the report and
+/// checks its common parts (`check_report_header`).
+pub fn run_with_report(mut cmd: Command, file: &Path, code: i32) -> (Output, Value) {
+    cmd.arg("--json").arg(file);
+    let out = run(cmd);
+    assert_code(&out, code);
+    let report = read_json(file);
+    check_report_header(&report);
+    (out, report)
+}
+
 /// Checks the parts of a latscope report every run has.
 pub fn check_report_header(report: &Value) {
     assert_eq!(report["schema"], "latscope-report", "schema: {report}");

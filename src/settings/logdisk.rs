@@ -1,0 +1,471 @@
+//! `latscope logdisk`'s options (mqldt's names and meanings, plus latscope's),
+//! checked into settings before any file is created or written.
+
+use super::{JsonTarget, UsageError, check_json_path, check_output_path, parse_count, usage};
+use crate::cli::{LogdiskArgs, SyncArg};
+use crate::units::{parse_duration, shown};
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub const DEFAULT_DIR: &str = ".";
+pub const DEFAULT_PREFIX: &str = "mqldt_testfile";
+/// mqldt does nothing without `--bsize`; latscope writes 4 KiB (a small log
+/// write, the size MQ's log page has) unless told otherwise.
+pub const DEFAULT_BLOCK_SIZE: u64 = 4096;
+pub const DEFAULT_FILE_SIZE: u64 = 1_638_400;
+pub const DEFAULT_NUM_FILES: u64 = 8;
+pub const DEFAULT_DURATION_S: u64 = 10;
+pub const DEFAULT_ALIGNMENT: u64 = 4096;
+/// Bounds, so that hostile input cannot allocate or write without limit.
+pub const MAX_BLOCK_SIZE: u64 = 64 << 20;
+pub const MAX_FILE_SIZE: u64 = 1 << 40;
+pub const MAX_NUM_FILES: u64 = 10_000;
+pub const MAX_WRITERS: u64 = 10;
+pub const MAX_BLOCK_SIZES: usize = 64;
+pub const MAX_ALIGNMENT: u64 = 1 << 20;
+/// Longest think time between writes: one minute.
+pub const MAX_DELAY_US: u64 = 60_000_000;
+/// Longest run per block size: one week.
+pub const MAX_DURATION: Duration = Duration::from_secs(7 * 86_400);
+/// Longest file prefix: NAME_MAX less the `.NNNN` suffix.
+const MAX_PREFIX_LEN: usize = 255 - 5;
+
+/// How each write is made durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncMode {
+    /// `O_DSYNC`: the write call returns once the data is durable.
+    Dsync,
+    /// A plain write, then `fdatasync`.
+    Fdatasync,
+    /// A plain write, then `fsync`.
+    Fsync,
+    /// Neither.
+    None,
+}
+
+impl SyncMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SyncMode::Dsync => "dsync",
+            SyncMode::Fdatasync => "fdatasync",
+            SyncMode::Fsync => "fsync",
+            SyncMode::None => "none",
+        }
+    }
+
+    /// Whether a separate sync call follows each write (timed on its own).
+    pub fn separate_sync(self) -> bool {
+        matches!(self, SyncMode::Fdatasync | SyncMode::Fsync)
+    }
+}
+
+impl From<SyncArg> for SyncMode {
+    fn from(a: SyncArg) -> SyncMode {
+        match a {
+            SyncArg::Dsync => SyncMode::Dsync,
+            SyncArg::Fdatasync => SyncMode::Fdatasync,
+            SyncArg::Fsync => SyncMode::Fsync,
+            SyncArg::None => SyncMode::None,
+        }
+    }
+}
+
+/// Everything `latscope logdisk` needs, checked.
+#[derive(Debug, Clone)]
+pub struct LogdiskSettings {
+    /// `--dir` as given (the writers' directories derive from it).
+    pub dir: PathBuf,
+    pub file_prefix: String,
+    pub block_sizes: Vec<u64>,
+    pub file_size: u64,
+    pub num_files: u64,
+    pub duration: Duration,
+    /// `--qm`: concurrent writers.
+    pub writers: u64,
+    pub delay_us: u64,
+    pub alignment: u64,
+    pub sync: SyncMode,
+    pub direct: bool,
+    pub reuse: bool,
+    pub keep: bool,
+    pub csv: Option<PathBuf>,
+    pub json: Option<JsonTarget>,
+    pub quiet: bool,
+}
+
+/// A size as mqldt's options take it: plain bytes or a number with a `K`
+/// (KiB) or `M` (MiB) suffix, and `G` (GiB) where `allow_g`; either case.
+/// Zero, signs, other suffixes and overflow are refused.
+pub fn parse_size(option: &str, text: &str, allow_g: bool) -> Result<u64, UsageError> {
+    let t = text.trim();
+    let example = if allow_g {
+        "4096, 64K, 1M or 2G"
+    } else {
+        "4096, 64K or 1M"
+    };
+    let bad = |why: &str| {
+        usage(format!(
+            "{option} '{}' {why} (e.g. {option} {})",
+            shown(text),
+            example.split(',').next().unwrap_or("4096")
+        ))
+    };
+    let digits_end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, suffix) = t.split_at(digits_end);
+    if number.is_empty() {
+        return Err(bad(if t.starts_with('-') {
+            "must not be negative"
+        } else {
+            "is not a size"
+        }));
+    }
+    let unit: u64 = match suffix {
+        "" => 1,
+        "k" | "K" => 1 << 10,
+        "m" | "M" => 1 << 20,
+        "g" | "G" if allow_g => 1 << 30,
+        _ => {
+            return Err(usage(format!(
+                "{option} '{}': unknown size suffix '{}' (use bytes, or K or M{}: {example})",
+                shown(text),
+                shown(suffix),
+                if allow_g { " or G" } else { "" }
+            )));
+        }
+    };
+    let value = number
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit))
+        .ok_or_else(|| bad("is too large"))?;
+    if value == 0 {
+        return Err(bad("must be at least 1 byte"));
+    }
+    Ok(value)
+}
+
+/// A size for a table or message: `4 KiB`, `1.5 MiB`, `1000 B`.
+pub fn format_size(bytes: u64) -> String {
+    for (unit, size) in [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
+        if bytes >= size {
+            return if bytes.is_multiple_of(size) {
+                format!("{} {unit}", bytes / size)
+            } else {
+                format!("{:.1} {unit}", bytes as f64 / size as f64)
+            };
+        }
+    }
+    format!("{bytes} B")
+}
+
+/// The directory of each writer: `--dir` itself for one writer; `DIR1` ..
+/// `DIRN` (the number appended to the name as given, as mqldt does) for N.
+pub fn writer_dirs(dir: &Path, writers: u64) -> Vec<PathBuf> {
+    if writers <= 1 {
+        return vec![dir.to_path_buf()];
+    }
+    (1..=writers)
+        .map(|i| {
+            let mut name = OsString::from(dir.as_os_str());
+            name.push(i.to_string());
+            PathBuf::from(name)
+        })
+        .collect()
+}
+
+/// Name of test file `index` in `dir`: `<dir>/<prefix>.NNNN`.
+pub fn test_file_path(dir: &Path, prefix: &str, index: u64) -> PathBuf {
+    dir.join(format!("{prefix}.{index:04}"))
+}
+
+fn bounded(option: &str, text: &str, low: u64, high: u64) -> Result<u64, UsageError> {
+    let n = parse_count(option, text)?;
+    if !(low..=high).contains(&n) {
+        return Err(usage(format!("{option} {n}: must be {low}..{high}")));
+    }
+    Ok(n)
+}
+
+fn check_dir(option: &str, dir: &Path) -> Result<(), UsageError> {
+    let shown_dir = shown(&dir.to_string_lossy());
+    if dir.as_os_str().as_bytes().contains(&0) {
+        return Err(usage(format!("{option} contains a NUL byte")));
+    }
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(usage(format!(
+            "{option} {shown_dir} is not a directory; give an existing directory"
+        ))),
+        Err(e) => Err(usage(format!(
+            "{option} {shown_dir}: {}; create the directory first{}",
+            crate::logdisk::files::os_error_text(&e),
+            if option == "--dir" {
+                ""
+            } else {
+                " (with --qm N, mqldt's layout: DIR1 .. DIRN must exist)"
+            }
+        ))),
+    }
+}
+
+/// The filesystem block size of `dir` (`--alignment 0`).
+fn fs_block_size(dir: &Path) -> Result<u64, UsageError> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(dir)
+        .map_err(|e| usage(format!("--alignment 0: cannot stat {}: {e}", dir.display())))?;
+    Ok(m.blksize().max(512))
+}
+
+impl LogdiskSettings {
+    pub fn from_args(args: &LogdiskArgs) -> Result<LogdiskSettings, UsageError> {
+        let dir = args
+            .dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_DIR));
+        if dir.as_os_str().is_empty() {
+            return Err(usage("--dir needs a directory name"));
+        }
+        let file_prefix = args
+            .file_prefix
+            .clone()
+            .unwrap_or_else(|| DEFAULT_PREFIX.to_string());
+        if file_prefix.is_empty()
+            || file_prefix.contains(['/', '\0'])
+            || file_prefix == "."
+            || file_prefix == ".."
+            || file_prefix.len() > MAX_PREFIX_LEN
+        {
+            return Err(usage(format!(
+                "--filePrefix '{}': a file name of 1..{MAX_PREFIX_LEN} bytes without '/' is needed",
+                shown(&file_prefix)
+            )));
+        }
+        let block_sizes = match args.bsize.as_deref() {
+            None => vec![DEFAULT_BLOCK_SIZE],
+            Some(list) => {
+                let sizes = list
+                    .split(',')
+                    .map(|t| parse_size("--bsize", t, false))
+                    .collect::<Result<Vec<u64>, _>>()?;
+                if sizes.len() > MAX_BLOCK_SIZES {
+                    return Err(usage(format!(
+                        "--bsize: at most {MAX_BLOCK_SIZES} block sizes in one run"
+                    )));
+                }
+                sizes
+            }
+        };
+        for &b in &block_sizes {
+            if b > MAX_BLOCK_SIZE {
+                return Err(usage(format!(
+                    "--bsize {b}: at most {} per write",
+                    format_size(MAX_BLOCK_SIZE)
+                )));
+            }
+        }
+        let file_size = match args.file_size.as_deref() {
+            None => DEFAULT_FILE_SIZE,
+            Some(t) => parse_size("--fileSize", t, true)?,
+        };
+        if file_size > MAX_FILE_SIZE {
+            return Err(usage(format!(
+                "--fileSize {file_size}: at most {MAX_FILE_SIZE} (1 TiB)"
+            )));
+        }
+        let num_files = match args.num_files.as_deref() {
+            None => DEFAULT_NUM_FILES,
+            Some(t) => bounded("--numFiles", t, 1, MAX_NUM_FILES)?,
+        };
+        let duration = match args.duration.as_deref() {
+            None => Duration::from_secs(DEFAULT_DURATION_S),
+            Some(t) => {
+                let d = parse_duration(t, 1_000_000_000)
+                    .map_err(|e| usage(format!("--duration: {e}")))?;
+                if d < Duration::from_secs(1) {
+                    return Err(usage(format!(
+                        "--duration '{}': at least 1 second",
+                        shown(t)
+                    )));
+                }
+                if d > MAX_DURATION {
+                    return Err(usage(format!(
+                        "--duration '{}': at most 7 days per block size",
+                        shown(t)
+                    )));
+                }
+                d
+            }
+        };
+        let writers = match args.qm.as_deref() {
+            None => 1,
+            Some(t) => bounded("--qm", t, 1, MAX_WRITERS)?,
+        };
+        if writers > 1 && block_sizes.len() > 1 {
+            return Err(usage(
+                "--qm above 1 runs one block size only (as mqldt): give --bsize a single size",
+            ));
+        }
+        let delay_us = match args.delay.as_deref() {
+            None => 0,
+            Some(t) => bounded("--delay", t, 0, MAX_DELAY_US)?,
+        };
+        let dirs = writer_dirs(&dir, writers);
+        for d in &dirs {
+            check_dir(
+                if writers > 1 {
+                    "--qm directory"
+                } else {
+                    "--dir"
+                },
+                d,
+            )?;
+        }
+        let alignment = match args.alignment.as_deref() {
+            None => DEFAULT_ALIGNMENT,
+            Some(t) => match parse_count("--alignment", t)? {
+                0 => fs_block_size(&dirs[0])?,
+                n if n.is_power_of_two() && n <= MAX_ALIGNMENT => n,
+                n => {
+                    return Err(usage(format!(
+                        "--alignment {n}: a power of two up to {MAX_ALIGNMENT} (or 0 for the filesystem's block size)"
+                    )));
+                }
+            },
+        };
+        let direct = !args.no_direct;
+        if !file_size.is_multiple_of(alignment) {
+            return Err(usage(format!(
+                "--fileSize {file_size} is not a multiple of the alignment {alignment}"
+            )));
+        }
+        for &b in &block_sizes {
+            if b > file_size {
+                return Err(usage(format!(
+                    "--bsize {b} is larger than --fileSize {file_size}"
+                )));
+            }
+            if direct && !b.is_multiple_of(alignment) {
+                return Err(usage(format!(
+                    "--bsize {b} is not a multiple of the alignment {alignment}, which O_DIRECT needs: use a multiple, or --no-direct"
+                )));
+            }
+        }
+        let csv = match args.csv_file.as_deref() {
+            None => None,
+            Some(p) => match check_output_path("--csvFile", p)? {
+                JsonTarget::File(p) => Some(p),
+                JsonTarget::Stdout => {
+                    return Err(usage("--csvFile needs a file name"));
+                }
+            },
+        };
+        let json = args.json.as_deref().map(check_json_path).transpose()?;
+        Ok(LogdiskSettings {
+            dir,
+            file_prefix,
+            block_sizes,
+            file_size,
+            num_files,
+            duration,
+            writers,
+            delay_us,
+            alignment,
+            sync: args.sync.into(),
+            direct,
+            reuse: args.reuse,
+            keep: args.keep,
+            csv,
+            json,
+            quiet: args.quiet,
+        })
+    }
+
+    pub fn writer_dirs(&self) -> Vec<PathBuf> {
+        writer_dirs(&self.dir, self.writers)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn size(t: &str) -> Result<u64, UsageError> {
+        parse_size("--bsize", t, false)
+    }
+
+    #[test]
+    fn sizes_parse_exactly() {
+        assert_eq!(size("4096"), Ok(4096));
+        assert_eq!(size("4K"), Ok(4096));
+        assert_eq!(size("64k"), Ok(65536));
+        assert_eq!(size("1M"), Ok(1_048_576));
+        assert_eq!(size("1m"), Ok(1_048_576));
+        assert_eq!(size(" 5K "), Ok(5120));
+        assert_eq!(size("1"), Ok(1));
+        assert_eq!(parse_size("--fileSize", "2G", true), Ok(2 << 30));
+    }
+
+    #[test]
+    fn bad_sizes_are_refused_with_the_option_named() {
+        for bad in [
+            "4X",
+            "-1",
+            "0",
+            "0K",
+            "",
+            "K",
+            "4KB",
+            "4 K",
+            "1.5K",
+            "2G",
+            "+4",
+            "4K4",
+            "99999999999999999999",
+            "18014398509481984K",
+        ] {
+            let e = size(bad).expect_err(bad);
+            assert!(e.0.starts_with("--bsize '"), "{bad}: {}", e.0);
+            assert!(!e.0.contains('\n'));
+        }
+        assert!(size("-1").unwrap_err().0.contains("negative"));
+        assert!(
+            size("4X")
+                .unwrap_err()
+                .0
+                .contains("unknown size suffix 'X'")
+        );
+        assert!(
+            size("99999999999999999999")
+                .unwrap_err()
+                .0
+                .contains("too large")
+        );
+    }
+
+    #[test]
+    fn sizes_are_shown_in_binary_units() {
+        assert_eq!(format_size(4096), "4 KiB");
+        assert_eq!(format_size(65536), "64 KiB");
+        assert_eq!(format_size(1 << 20), "1 MiB");
+        assert_eq!(format_size(1_638_400), "1.6 MiB");
+        assert_eq!(format_size(1000), "1000 B");
+    }
+
+    #[test]
+    fn writer_directories_append_the_number_as_mqldt() {
+        assert_eq!(
+            writer_dirs(Path::new("/d/x"), 1),
+            vec![PathBuf::from("/d/x")]
+        );
+        assert_eq!(
+            writer_dirs(Path::new("/d/x"), 3),
+            ["/d/x1", "/d/x2", "/d/x3"].map(PathBuf::from).to_vec()
+        );
+        assert_eq!(
+            test_file_path(Path::new("/d"), "p", 12),
+            PathBuf::from("/d/p.0012")
+        );
+    }
+}
