@@ -10,12 +10,13 @@ use std::path::Path;
 
 /// Names under which latscope behaves as the original tool, and the
 /// arguments that stand for that tool.
-const COMPAT_NAMES: [(&str, &[&str]); 5] = [
+const COMPAT_NAMES: [(&str, &[&str]); 6] = [
     ("pmqtest", &["mq", "--format", "classic"]),
     ("sigwaittest", &["signal", "--format", "classic"]),
     ("svsematest", &["svsem", "--format", "classic"]),
     ("semtest", &["sem", "--format", "classic"]),
     ("latency", &["timer", "--format", "classic"]),
+    ("mqldt", &["logdisk", "--format", "classic"]),
 ];
 
 /// Subcommands, for the help hint of a usage error.

@@ -472,3 +472,107 @@ fn bad_input_is_one_line_exit_2_and_nothing_written() {
         assert_eq!(entries(d), ["plain"], "{case}: something was written");
     }
 }
+
+/// mqldt's CSV header, exactly.
+const MQLDT_CSV_HEADER: &str = "Blocksize,Total writes to files,Total bytes written to files,Max bytes/sec written to files (over 1 sec interval),Min bytes/sec written to files (over 1 sec interval),Avg bytes/sec written to files,Max latency of write (ns),Min latency of write (ns),Avg latency of write (ns),Min bytes/sec (slowest write),Max bytes/sec (fastest write)";
+
+#[test]
+fn classic_format_prints_mqldt_blocks_and_its_exact_csv() {
+    let work = work_dir();
+    let csv = work.path().join("mq.csv");
+    std::fs::write(&csv, "stale\n").unwrap();
+    let mut cmd = logdisk(
+        work.path(),
+        &format!("--format classic --bsize=4K,8K --csvFile={}", csv.display()),
+    );
+    cmd.env("LC_ALL", "C");
+    let out = run(cmd);
+    assert_code(&out, 0);
+    let stdout = stdout_of(&out);
+    let l = lines(&stdout);
+    assert_eq!(l[0], "", "{stdout}");
+    assert_eq!(l[1], "Options (specified or defaulted to)");
+    assert_eq!(l[2], "=".repeat(85));
+    assert_eq!(
+        l[3],
+        "Write blocksize             (--bsize)              : 4K,8K"
+    );
+    assert!(
+        stdout.contains("\nCreating files...for thread: 0\n"),
+        "{stdout}"
+    );
+    // Per block size: the seconds counter's end, then the two blocks.
+    assert_eq!(stdout.matches("\n1/1\n\n").count(), 2, "{stdout}");
+    for label in [
+        "Total writes to files                                : ",
+        "IOPS                                                 : ",
+        "Avg bytes/sec written to files                       : ",
+        "Max latency of write (ns)      : ",
+        "Avg latency of write (ns)      : ",
+    ] {
+        assert_eq!(stdout.matches(label).count(), 2, "{label}\n{stdout}");
+    }
+    // The C locale: no thousands separators.
+    let writes_line = l.iter().find(|x| x.starts_with("Total writes")).unwrap();
+    assert!(!writes_line.contains(','), "{writes_line}");
+    let stderr = stderr_of(&out);
+    assert!(
+        stderr.contains("Executing test for write blocksize 4096 bytes (4KB). Seconds elapsed -> "),
+        "{stderr}"
+    );
+    // The CSV: replaced (one writer), mqldt's header, one row per size,
+    // numbers matching the console.
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let rows: Vec<&str> = text.lines().collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    assert_eq!(rows[0], MQLDT_CSV_HEADER);
+    assert!(
+        rows[1].starts_with("4096,") && rows[2].starts_with("8192,"),
+        "{text}"
+    );
+    let total_writes = writes_line.rsplit(':').next().unwrap().trim();
+    assert_eq!(rows[1].split(',').nth(1), Some(total_writes), "{text}");
+    assert_eq!(
+        entries(work.path()),
+        vec!["mq.csv".to_string()],
+        "test files removed"
+    );
+}
+
+#[test]
+fn the_mqldt_name_appends_its_csv_with_several_writers() {
+    let work = work_dir();
+    for i in 1..=2 {
+        std::fs::create_dir(work.path().join(format!("qm{i}"))).unwrap();
+    }
+    let csv = work.path().join("qm.csv");
+    std::fs::write(&csv, "earlier run\n").unwrap();
+    let link = work.path().join("mqldt");
+    std::os::unix::fs::symlink(bin(), &link).unwrap();
+    let out = std::process::Command::new(&link)
+        .arg(format!("--dir={}", work.path().join("qm").display()))
+        .args(args(
+            "--bsize=4K --fileSize=64K --numFiles=2 --duration=1 --qm=2",
+        ))
+        .arg(format!("--csvFile={}", csv.display()))
+        .env("LC_ALL", "C")
+        .output()
+        .unwrap();
+    assert_code(&out, 0);
+    let stdout = stdout_of(&out);
+    assert!(
+        stdout.contains("Creating files...for thread: 1\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Creating files...for thread: 2\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("by all queue managers"), "{stdout}");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let rows: Vec<&str> = text.lines().collect();
+    assert_eq!(rows[0], "earlier run", "appended: {text}");
+    assert_eq!(rows[1], "Running MQLDT over 2 Queue Managers", "{text}");
+    assert_eq!(rows.len(), 4, "{text}");
+    assert!(rows[3].starts_with("4096,"), "{text}");
+}

@@ -439,6 +439,9 @@ pub struct LogdiskArgs {
     #[arg(long)]
     pub keep: bool,
     /// Write the results to FILE as JSON ('-' for standard output)
+    /// Output format (classic: mqldt's exact lines and CSV; also: a symlink named mqldt)
+    #[arg(long, value_enum, default_value = "modern")]
+    pub format: OutputFormat,
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Print only the final summary (no live progress line)

@@ -5,10 +5,12 @@
 use super::ipc_test::{FinishedTest, build_report};
 use super::validity::RunFacts;
 use super::{CommandError, deliver};
-use crate::cli::LogdiskArgs;
+use crate::cli::{LogdiskArgs, OutputFormat};
 use crate::logdisk::bandwidth::{disk_seconds, merge_intervals, rate, write_bandwidth};
 use crate::logdisk::files::{AlignedBuf, FilePlan, FileSet, OpenFlags, PrepareError};
 use crate::logdisk::{self, BlockOutcome, BlockPlan, LogdiskProgress, WriterOutcome};
+use crate::report::Exporter;
+use crate::report::classic_mqldt;
 use crate::report::console::ModernConsole;
 use crate::report::csv_logdisk::LogdiskCsv;
 use crate::report::json::LatscopeJson;
@@ -30,21 +32,32 @@ use std::time::Duration;
 /// `latscope logdisk`.
 pub fn run(args: &LogdiskArgs) -> Result<i32, CommandError> {
     let settings = LogdiskSettings::from_args(args)?;
+    let classic = args.format == OutputFormat::Classic;
     let sysinfo = SysInfo::collect();
-    let mut progress = ProgressLine::new(settings.quiet);
-    let tests = measure(&settings, &mut progress, &mut |timeout| {
+    let mut progress: Box<dyn LogdiskProgress> = if classic {
+        print!("{}", classic_options(args, &settings));
+        Box::new(ClassicProgress::new(&settings))
+    } else {
+        Box::new(ProgressLine::new(settings.quiet))
+    };
+    let tests = measure(&settings, progress.as_mut(), &mut |timeout| {
         wait_for_stop_signal(timeout).is_some()
     })?;
     let warnings = warnings_of(&settings, &sysinfo);
     let report = build_report(tests, sysinfo, warnings);
-    let csv_result = settings
-        .csv
-        .as_deref()
-        .map(|path| write_csv(path, &report, settings.writers > 1));
+    let csv_result = settings.csv.as_deref().map(|path| {
+        if classic {
+            write_classic_csv(path, &report)
+        } else {
+            write_csv(path, &report, settings.writers > 1)
+        }
+    });
+    // In classic format each block size's results were printed as it ended.
+    let console: &dyn Exporter = if classic { &Nothing } else { &ModernConsole };
     deliver(
         &report,
-        &ModernConsole,
-        false,
+        console,
+        classic,
         &LatscopeJson,
         settings.json.as_ref(),
     )
@@ -53,6 +66,119 @@ pub fn run(args: &LogdiskArgs) -> Result<i32, CommandError> {
         return Err(CommandError::Runtime(e));
     }
     Ok(report.exit_code)
+}
+
+/// mqldt's options block for these settings (`--bsize` as typed).
+fn classic_options(args: &LogdiskArgs, settings: &LogdiskSettings) -> String {
+    let bsize = args.bsize.as_deref().unwrap_or("4K");
+    let dir = settings.dir.display().to_string();
+    let csv = settings.csv.as_ref().map(|p| p.display().to_string());
+    let mut text = classic_mqldt::options_block(&classic_mqldt::OptionsBlock {
+        bsize,
+        dir: &dir,
+        file_prefix: &settings.file_prefix,
+        num_files: settings.num_files,
+        file_size: settings.file_size,
+        duration_s: settings.duration.as_secs(),
+        alignment: args.alignment.is_some().then_some(settings.alignment),
+        background_threads: 0,
+        csv_file: csv.as_deref(),
+        qm: settings.writers as u32,
+        delay_us: settings.delay_us,
+    });
+    if settings.writers > 1 {
+        text.push_str(&classic_mqldt::qm_simulation_line(settings.writers as u32));
+    }
+    text
+}
+
+/// An exporter that writes nothing (the output was printed live).
+struct Nothing;
+
+impl Exporter for Nothing {
+    fn write(&self, _: &Report, _: &mut dyn Write) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// mqldt's exact CSV: truncated for one writer, appended with `--qm`.
+fn write_classic_csv(path: &Path, report: &Report) -> Result<(), String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let (mode, text) = classic_mqldt::csv_of(report);
+    let mut options = std::fs::OpenOptions::new();
+    match mode {
+        classic_mqldt::CsvMode::Truncate => options.write(true).truncate(true),
+        classic_mqldt::CsvMode::Append => options.append(true),
+    };
+    let result = options
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .and_then(|mut file| {
+            file.write_all(text.as_bytes())?;
+            file.sync_all()
+        });
+    result.map_err(|e| format!("could not write {}: {e}", path.display()))
+}
+
+/// Classic live output, as mqldt: `Creating files...` per writer, the
+/// seconds counter on stderr, then each block size's results.
+struct ClassicProgress {
+    writers: u64,
+    duration_s: u64,
+    grouping: classic_mqldt::Grouping,
+    shown_seconds: Option<u64>,
+}
+
+impl ClassicProgress {
+    fn new(settings: &LogdiskSettings) -> ClassicProgress {
+        ClassicProgress {
+            writers: settings.writers,
+            duration_s: settings.duration.as_secs(),
+            grouping: classic_mqldt::grouping_from_env(),
+            shown_seconds: None,
+        }
+    }
+}
+
+impl LogdiskProgress for ClassicProgress {
+    fn preparing(&mut self, writer: usize, _dir: &Path, _files: u64, _size: u64) {
+        let thread = if self.writers > 1 {
+            writer as u32 + 1
+        } else {
+            0
+        };
+        print!("{}", classic_mqldt::creating_files_line(thread));
+        let _ = std::io::stdout().flush();
+    }
+
+    fn tick(&mut self, block_size: u64, elapsed: Duration, _duration: Duration, _writes: u64) {
+        let mut err = std::io::stderr().lock();
+        if self.shown_seconds.is_none() {
+            let _ = err.write_all(classic_mqldt::progress_start(block_size).as_bytes());
+            self.shown_seconds = Some(0);
+        }
+        // The last count, duration/duration, goes to stdout at the end.
+        let seconds = elapsed.as_secs();
+        if seconds < self.duration_s && self.shown_seconds.is_some_and(|shown| seconds > shown) {
+            let _ =
+                err.write_all(classic_mqldt::progress_tick(seconds, self.duration_s).as_bytes());
+            self.shown_seconds = Some(seconds);
+        }
+        let _ = err.flush();
+    }
+
+    fn finish(&mut self) {
+        self.shown_seconds = None;
+    }
+
+    fn block_done(&mut self, result: &TestResult) {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(classic_mqldt::progress_end(self.duration_s).as_bytes());
+        let _ = out.write_all(classic_mqldt::block_results(result, self.grouping).as_bytes());
+        let _ = out.flush();
+    }
 }
 
 /// What one sample spans, for the report and the suite's overview.
@@ -198,6 +324,7 @@ pub fn measure(
             Ok(outcome) => finished_test(settings, block_size, &sets, outcome),
             Err(e) => not_run(settings, block_size, EndReason::Error, Some(e)),
         };
+        progress.block_done(&done.result);
         let ended_early = matches!(
             done.result.end_reason,
             EndReason::Interrupted | EndReason::Error

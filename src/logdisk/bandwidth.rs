@@ -6,13 +6,11 @@
 //! `interval_rule()` chooses the rule every writer uses: today
 //! `WallSeconds`; mqldt's exact accumulator plugs in there.
 
+use crate::report::classic_mqldt::IntervalMeter;
 use crate::report::{DiskSecond, IntervalBandwidth};
 use crate::stats::window::SecondStats;
 
 const SECOND_NS: u64 = 1_000_000_000;
-/// A last, partial interval at least this long is scaled up to a second;
-/// a shorter one is dropped (mqldt's rule for its last interval).
-const MIN_PARTIAL_NS: u64 = SECOND_NS / 2;
 
 /// Cuts a writer's run into one-second intervals, one write at a time.
 /// Runs inside the write loop: `on_write` must not allocate.
@@ -23,80 +21,30 @@ pub trait IntervalRule: Send {
     fn finish(&mut self, elapsed_ns: u64) -> IntervalBandwidth;
 }
 
-/// The rule every writer uses. The lead switches this to mqldt's
-/// `IntervalMeter` (report::classic_mqldt) when it is merged.
+/// The rule every writer uses: mqldt's (see `IntervalMeter`), so that the
+/// "over 1 sec interval" figures compare with mqldt's.
 pub fn interval_rule() -> Box<dyn IntervalRule> {
-    Box::new(WallSeconds::default())
+    Box::new(IntervalMeter::new(0))
 }
 
-/// Each second of the run (from the writer's start, by write completion
-/// time) is an interval; a second in which no write completed is an interval
-/// of 0 bytes (a stall shows). The last, partial second counts scaled to a
-/// second when it lasted at least half a second, else it is dropped. A run
-/// shorter than that has one interval: its bytes over its time.
-#[derive(Debug, Default)]
-pub struct WallSeconds {
-    second: u64,
-    bytes_in_second: u64,
-    total_bytes: u64,
-    intervals: u64,
-    max: u64,
-    min: u64,
-    sum: u128,
-}
-
-impl WallSeconds {
-    fn close(&mut self, bytes_per_s: u64) {
-        if self.intervals == 0 || bytes_per_s < self.min {
-            self.min = bytes_per_s;
-        }
-        self.max = self.max.max(bytes_per_s);
-        self.sum += u128::from(bytes_per_s);
-        self.intervals += 1;
-    }
-
-    /// Closes every whole second before `second` (the open one with its
-    /// bytes, those after it empty).
-    fn advance_to(&mut self, second: u64) {
-        if second <= self.second {
-            return;
-        }
-        self.close(self.bytes_in_second);
-        for _ in self.second + 1..second {
-            self.close(0);
-        }
-        self.second = second;
-        self.bytes_in_second = 0;
-    }
-}
-
-impl IntervalRule for WallSeconds {
+/// mqldt's rule: an interval closes at the first write that completes at
+/// least one second after it began (its bytes count unscaled); the last,
+/// partial interval counts scaled to a second when it lasted at least half
+/// a second and is dropped otherwise. The average is over the intervals.
+impl IntervalRule for IntervalMeter {
     #[inline]
     fn on_write(&mut self, since_start_ns: u64, bytes: u64) {
-        self.advance_to(since_start_ns / SECOND_NS);
-        self.bytes_in_second += bytes;
-        self.total_bytes += bytes;
+        self.record(since_start_ns, bytes);
     }
 
     fn finish(&mut self, elapsed_ns: u64) -> IntervalBandwidth {
-        self.advance_to(elapsed_ns / SECOND_NS);
-        let partial_ns = elapsed_ns - self.second * SECOND_NS;
-        if partial_ns >= MIN_PARTIAL_NS {
-            self.close(scale_to_second(self.bytes_in_second, partial_ns));
-        }
-        if self.intervals == 0 && elapsed_ns > 0 {
-            self.close(scale_to_second(self.total_bytes, elapsed_ns));
-        }
+        IntervalMeter::finish(self, elapsed_ns);
         IntervalBandwidth {
-            rule: "wall-seconds".to_string(),
-            intervals: self.intervals,
-            max_bytes_per_s: self.max,
-            min_bytes_per_s: self.min,
-            avg_bytes_per_s: if self.intervals == 0 {
-                0
-            } else {
-                (self.sum / u128::from(self.intervals)) as u64
-            },
+            rule: "mqldt".to_string(),
+            intervals: self.intervals(),
+            max_bytes_per_s: self.max(),
+            min_bytes_per_s: self.min(),
+            avg_bytes_per_s: self.avg(),
         }
     }
 }
@@ -163,7 +111,7 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     fn run(writes: &[(u64, u64)], elapsed_ns: u64) -> IntervalBandwidth {
-        let mut r = WallSeconds::default();
+        let mut r = interval_rule();
         for &(at, bytes) in writes {
             r.on_write(at, bytes);
         }
@@ -171,8 +119,10 @@ mod tests {
     }
 
     #[test]
-    fn whole_seconds_and_a_short_tail() {
-        // Second 0: 3000 bytes, second 1: 1000 bytes, a 10 ms tail dropped.
+    fn intervals_follow_mqldt() {
+        // The first interval closes at the write 1.5 s in (3000 + 1000 bytes,
+        // unscaled); the next one runs from 1.5 s to the end at 2.01 s: 0.51 s
+        // with 4096 bytes, scaled to 8031 bytes/s.
         let i = run(
             &[
                 (100 * MS, 1000),
@@ -182,28 +132,14 @@ mod tests {
             ],
             2010 * MS,
         );
+        assert_eq!(i.rule, "mqldt");
         assert_eq!(i.intervals, 2);
-        assert_eq!(i.max_bytes_per_s, 3000);
-        assert_eq!(i.min_bytes_per_s, 1000);
-        assert_eq!(i.avg_bytes_per_s, 2000);
-    }
-
-    #[test]
-    fn a_long_tail_is_scaled_and_a_silent_second_is_zero() {
-        // Second 0: 1000; second 1: nothing; 0.5 s tail with 500 bytes = 1000/s.
-        let i = run(&[(10 * MS, 1000), (2400 * MS, 500)], 2500 * MS);
-        assert_eq!(i.intervals, 3);
-        assert_eq!(i.max_bytes_per_s, 1000);
-        assert_eq!(i.min_bytes_per_s, 0);
-        assert_eq!(i.avg_bytes_per_s, 666);
-    }
-
-    #[test]
-    fn a_run_shorter_than_half_a_second_is_one_interval() {
-        let i = run(&[(100 * MS, 4096)], 200 * MS);
-        assert_eq!(i.intervals, 1);
-        assert_eq!(i.max_bytes_per_s, 20_480);
-        assert_eq!(i.min_bytes_per_s, 20_480);
+        assert_eq!(i.max_bytes_per_s, 8031);
+        assert_eq!(i.min_bytes_per_s, 4000);
+        assert_eq!(i.avg_bytes_per_s, (8031 + 4000) / 2);
+        // A tail shorter than half a second is dropped.
+        let i = run(&[(1000 * MS, 500), (1200 * MS, 700)], 1400 * MS);
+        assert_eq!((i.intervals, i.max_bytes_per_s), (1, 500));
         assert_eq!(run(&[], 0).intervals, 0);
     }
 

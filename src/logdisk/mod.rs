@@ -47,6 +47,8 @@ pub trait LogdiskProgress {
     fn tick(&mut self, block_size: u64, elapsed: Duration, duration: Duration, writes: u64);
     /// The block size is done (clear a progress line).
     fn finish(&mut self);
+    /// The block size's results (mqldt prints them before the next one).
+    fn block_done(&mut self, _result: &crate::report::TestResult) {}
 }
 
 /// No live output.

@@ -795,6 +795,71 @@ pub fn modern_csv_row(bsize: u64, t: &Totals, l: &LatencyLines, p: &Percentiles)
     )
 }
 
+/// One writer's figures from its series in a report (None for series of
+/// other kinds).
+pub fn writer_figures(s: &crate::report::Series) -> Option<WriterFigures> {
+    let d = s.disk_writer()?;
+    let l = &s.latency;
+    let bandwidth = &d.interval_bandwidth;
+    Some(WriterFigures {
+        writes: d.writes,
+        bytes: d.bytes,
+        intervals: bandwidth.intervals,
+        interval_max_bps: bandwidth.max_bytes_per_s,
+        interval_min_bps: bandwidth.min_bytes_per_s,
+        interval_avg_bps: bandwidth.avg_bytes_per_s,
+        max_ns: l.max_ns.max(0) as u64,
+        max_index: l.max_at_sample,
+        min_ns: l.min_ns.max(0) as u64,
+        min_index: l.min_at_sample,
+        latency_sum_ns: (l.avg_ns.max(0.0) * l.samples as f64).round() as u128,
+    })
+}
+
+/// One block size of a report as mqldt sums it up: its block size, the
+/// writers combined (`--qm`), the totals and the latency lines, and the
+/// number of writers.
+fn block_figures(test: &crate::report::TestResult) -> Option<(u64, Totals, LatencyLines, u32)> {
+    let block_size = test.config.logdisk()?.block_size;
+    let writers: Vec<WriterFigures> = test.series.iter().filter_map(writer_figures).collect();
+    let all = match writers.as_slice() {
+        [one] => *one,
+        several => combine_writers(several),
+    };
+    // IOPS is over the duration asked for, in whole seconds, as mqldt.
+    let duration_s = test.config.duration_s.unwrap_or(0.0).max(0.0) as u64;
+    Some((
+        block_size,
+        all.totals(duration_s),
+        all.latency_lines(block_size),
+        writers.len().max(1) as u32,
+    ))
+}
+
+/// What mqldt prints after a block size's progress line: the totals block
+/// and the latency block, each followed by an empty line.
+pub fn block_results(test: &crate::report::TestResult, g: Grouping) -> String {
+    let Some((_, totals, lines, qm)) = block_figures(test) else {
+        return String::new();
+    };
+    format!(
+        "{}\n{}\n",
+        totals_block(&totals, qm, g),
+        latency_block(&lines, g)
+    )
+}
+
+/// mqldt's CSV for a whole report: how to open the file, and its text.
+pub fn csv_of(report: &crate::report::Report) -> (CsvMode, String) {
+    let blocks: Vec<_> = report.tests.iter().filter_map(block_figures).collect();
+    let qm = blocks.first().map_or(1, |b| b.3);
+    let rows: Vec<String> = blocks
+        .iter()
+        .map(|(bsize, totals, lines, _)| csv_row(*bsize, totals, lines))
+        .collect();
+    csv_text(qm, &rows)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
