@@ -103,12 +103,27 @@ pub struct VerdictArgs {
     /// Exit with code 3 after the report if any sample exceeds USEC microseconds
     #[arg(long = "max-latency", value_name = "USEC")]
     pub max_latency: Option<String>,
-    /// Write the results to FILE as JSON ('-' for standard output)
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub outputs: OutputArgs,
     /// Print only the final summary (no live progress line)
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+/// The result files every test and `suite` can write besides the console
+/// output. Each is checked (created as a temporary file next to it) before
+/// anything is measured; `-` is standard output, for one of them at most.
+#[derive(Debug, Clone, Default, Args)]
+pub struct OutputArgs {
+    /// Write the results to FILE as JSON ('-' for standard output)
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write one CSV row per series to FILE ('-' for standard output; columns in docs/json-schema.md)
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write a GitHub-flavoured Markdown table to FILE ('-' for standard output)
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
 }
 
 /// Options of every IPC test whose letters do not differ between the tools.
@@ -359,9 +374,8 @@ pub struct TimerArgs {
     /// Exit with code 3 after the report if any sample exceeds USEC microseconds
     #[arg(long = "max-latency", value_name = "USEC")]
     pub max_latency: Option<String>,
-    /// Write the results to FILE as JSON ('-' for standard output)
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub outputs: OutputArgs,
     /// Do not lock memory with mlockall (page faults may then show up as latency)
     #[arg(long = "no-mlockall")]
     pub no_mlockall: bool,
@@ -438,12 +452,11 @@ pub struct LogdiskArgs {
     /// Keep the test files latscope created (by default they are removed at the end)
     #[arg(long)]
     pub keep: bool,
-    /// Write the results to FILE as JSON ('-' for standard output)
     /// Output format (classic: mqldt's exact lines and CSV; also: a symlink named mqldt)
     #[arg(long, value_enum, default_value = "modern")]
     pub format: OutputFormat,
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub outputs: OutputArgs,
     /// Print only the final summary (no live progress line)
     #[arg(short, long)]
     pub quiet: bool,

@@ -4,7 +4,7 @@
 
 use super::ipc_test::{self, FinishedTest, IpcTest, Preparation, secs};
 use super::progress::LiveLine;
-use super::{CommandError, deliver};
+use super::{CommandError, deliver, write_files};
 use crate::cli::{IpcArgs, IpcModeArg};
 use crate::ipc::harness::{EndReason, Mode, RunPlan, Tasks};
 use crate::ipc::{PRIMITIVES, Transport, transport_named};
@@ -41,10 +41,12 @@ const SETUP_RESERVE: Duration = Duration::from_millis(40);
 /// sequence goes on; an interrupt ends the sequence with what was measured.
 /// With `budget`, each test gets a fair share of the time left when it starts,
 /// so that the whole sequence ends within the budget.
+/// `after_each` sees the tests finished so far after each one.
 pub fn run_sequence(
     items: Vec<SequenceItem>,
     budget: Option<Duration>,
     quiet: bool,
+    after_each: &mut dyn FnMut(&[FinishedTest]),
 ) -> Vec<FinishedTest> {
     let started = std::time::Instant::now();
     let count = items.len();
@@ -86,6 +88,7 @@ pub fn run_sequence(
         .unwrap_or_else(|e| ipc_test::failed_to_start(item.transport.as_ref(), &plan, config, e));
         let interrupted = done.result.end_reason == EndReason::Interrupted;
         finished.push(done);
+        after_each(&finished);
         if interrupted {
             break;
         }
@@ -230,7 +233,16 @@ pub fn run(args: &IpcArgs) -> Result<i32, CommandError> {
         max_latency_us: verdict.max_latency_us,
         prep: &prep,
     })?;
-    let finished = run_sequence(items, None, verdict.quiet);
+    let mut write_so_far = |done: &[FinishedTest]| {
+        let report = ipc_test::assemble_report(
+            done.to_vec(),
+            sysinfo.clone(),
+            prep.warnings.clone(),
+            &prep.memory,
+        );
+        write_files(&verdict.outputs, &LatscopeJson, &report);
+    };
+    let finished = run_sequence(items, None, verdict.quiet, &mut write_so_far);
     let report = ipc_test::assemble_report(finished, sysinfo, prep.warnings.clone(), &prep.memory);
     drop(prep);
     deliver(
@@ -238,7 +250,7 @@ pub fn run(args: &IpcArgs) -> Result<i32, CommandError> {
         &IpcComparison,
         false,
         &LatscopeJson,
-        verdict.json.as_ref(),
+        &verdict.outputs,
     )
     .map_err(CommandError::Runtime)?;
     Ok(report.exit_code)

@@ -86,6 +86,7 @@ pub struct IpcTest<'a> {
 }
 
 /// A finished IPC test: report data plus the facts the validity checks need.
+#[derive(Clone)]
 pub struct FinishedTest {
     pub result: TestResult,
     pub started: SystemTime,

@@ -45,7 +45,7 @@ pub fn run(args: &LogdiskArgs) -> Result<i32, CommandError> {
     })?;
     let warnings = warnings_of(&settings, &sysinfo);
     let report = build_report(tests, sysinfo, warnings);
-    let csv_result = settings.csv.as_deref().map(|path| {
+    let csv_result = settings.csv_file.as_deref().map(|path| {
         if classic {
             write_classic_csv(path, &report)
         } else {
@@ -54,14 +54,8 @@ pub fn run(args: &LogdiskArgs) -> Result<i32, CommandError> {
     });
     // In classic format each block size's results were printed as it ended.
     let console: &dyn Exporter = if classic { &Nothing } else { &ModernConsole };
-    deliver(
-        &report,
-        console,
-        classic,
-        &LatscopeJson,
-        settings.json.as_ref(),
-    )
-    .map_err(CommandError::Runtime)?;
+    deliver(&report, console, classic, &LatscopeJson, &settings.outputs)
+        .map_err(CommandError::Runtime)?;
     if let Some(Err(e)) = csv_result {
         return Err(CommandError::Runtime(e));
     }
@@ -72,7 +66,7 @@ pub fn run(args: &LogdiskArgs) -> Result<i32, CommandError> {
 fn classic_options(args: &LogdiskArgs, settings: &LogdiskSettings) -> String {
     let bsize = args.bsize.as_deref().unwrap_or("4K");
     let dir = settings.dir.display().to_string();
-    let csv = settings.csv.as_ref().map(|p| p.display().to_string());
+    let csv = settings.csv_file.as_ref().map(|p| p.display().to_string());
     let mut text = classic_mqldt::options_block(&classic_mqldt::OptionsBlock {
         bsize,
         dir: &dir,
@@ -517,7 +511,7 @@ pub fn warnings_of(settings: &LogdiskSettings, sysinfo: &SysInfo) -> Vec<String>
 /// file is new or empty.
 pub fn write_csv(path: &Path, report: &Report, append: bool) -> Result<(), String> {
     if !append {
-        return super::write_json(
+        return super::write_output(
             &JsonTarget::File(path.to_path_buf()),
             &LogdiskCsv { header: true },
             report,
@@ -639,8 +633,8 @@ pub fn suite_settings(dir: &Path, duration: Duration, direct: bool) -> LogdiskSe
         direct,
         reuse: false,
         keep: false,
-        csv: None,
-        json: None,
+        csv_file: None,
+        outputs: crate::settings::Outputs::default(),
         quiet: true,
     }
 }

@@ -1,5 +1,6 @@
 //! The subcommands: each turns settings into a `Report`, prints it, writes
-//! JSON and decides the exit code. The measuring itself is in `ipc`.
+//! its output files (JSON, CSV, Markdown) and decides the exit code. The
+//! measuring itself is in `ipc`, `timer` and `logdisk`.
 
 pub mod ipc_cmd;
 pub mod ipc_test;
@@ -11,8 +12,10 @@ pub mod timer_cmd;
 pub mod validity;
 
 use crate::cli::Command;
+use crate::report::csv::SeriesCsv;
+use crate::report::markdown::MarkdownTable;
 use crate::report::{Exporter, Report};
-use crate::settings::{IpcSettings, JsonTarget, UsageError};
+use crate::settings::{IpcSettings, JsonTarget, Outputs, UsageError};
 use std::io::Write;
 
 /// How a command failed: usage errors exit 2 before measuring, run-time errors exit 1.
@@ -107,9 +110,10 @@ pub fn exit_code_for(report: &Report) -> i32 {
     }
 }
 
-/// Writes `report` with `exporter` to the JSON target (a file is written whole
-/// to a temporary name first, then renamed, so readers never see half a file).
-pub fn write_json(
+/// Writes `report` with `exporter` to `target` (a file is written whole to a
+/// temporary name first, then renamed, so readers never see half a file and
+/// a rewrite replaces it atomically).
+pub fn write_output(
     target: &JsonTarget,
     exporter: &dyn Exporter,
     report: &Report,
@@ -121,7 +125,7 @@ pub fn write_json(
             exporter
                 .write(report, &mut lock)
                 .and_then(|_| lock.flush())
-                .map_err(|e| format!("could not write JSON to standard output: {e}"))
+                .map_err(|e| format!("could not write to standard output: {e}"))
         }
         JsonTarget::File(path) => {
             // Short, so that it fits wherever a valid name does (NAME_MAX).
@@ -148,27 +152,65 @@ pub fn write_json(
     }
 }
 
-/// Shows the report and writes its JSON. People get `console` on standard
-/// output; with `--json -` the JSON owns standard output instead, and the
-/// warnings and verdict go to standard error. With `footer_to_stderr` (classic
-/// formats, which must stay byte-exact) they go to standard error anyway.
+/// Writes the report to every output file of `outputs` (not to standard
+/// output): what `suite` does after each test, so that the results so far
+/// survive a later test's crash. Failures are warnings: the final
+/// `deliver` reports them as errors.
+pub fn write_files(outputs: &Outputs, json: &dyn Exporter, report: &Report) {
+    for (option, target, exporter) in exporters(outputs, json) {
+        if matches!(target, JsonTarget::File(_))
+            && let Err(e) = write_output(target, exporter, report)
+        {
+            eprintln!("latscope: warning: {option}: {e}");
+        }
+    }
+}
+
+/// Each requested output with the exporter that writes it.
+fn exporters<'a>(
+    outputs: &'a Outputs,
+    json: &'a dyn Exporter,
+) -> Vec<(&'static str, &'a JsonTarget, &'a dyn Exporter)> {
+    let [(_, j), (_, c), (_, m)] = outputs.named();
+    let with = |option, target: Option<&'a JsonTarget>, exporter: &'a dyn Exporter| {
+        target.map(|t| (option, t, exporter))
+    };
+    [
+        with("--json", j, json),
+        with("--csv", c, &SeriesCsv),
+        with("--markdown", m, &MarkdownTable),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// Shows the report and writes its output files. People get `console` on
+/// standard output; when one output (`--json -`, `--csv -`, `--markdown -`)
+/// owns standard output instead, the warnings and verdict go to standard
+/// error. With `footer_to_stderr` (classic formats, which must stay
+/// byte-exact) they go to standard error anyway. `json` is the JSON layout
+/// (latscope's, or the original tool's in classic format).
 /// Run-time errors of the tests end up as `latscope: error:` lines on stderr.
 pub fn deliver(
     report: &Report,
     console: &dyn Exporter,
     footer_to_stderr: bool,
     json: &dyn Exporter,
-    target: Option<&JsonTarget>,
+    outputs: &Outputs,
 ) -> Result<(), String> {
-    let json_to_stdout = matches!(target, Some(JsonTarget::Stdout));
-    if !json_to_stdout {
+    let stdout_taken = outputs.to_stdout();
+    if !stdout_taken {
         print(console, report);
     }
-    if footer_to_stderr || json_to_stdout {
+    if footer_to_stderr || stdout_taken {
         let _ = crate::report::console::write_footer(report, &mut std::io::stderr());
     }
-    if let Some(target) = target {
-        write_json(target, json, report)?;
+    let mut failed = Vec::new();
+    for (option, target, exporter) in exporters(outputs, json) {
+        if let Err(e) = write_output(target, exporter, report) {
+            failed.push(format!("{option}: {e}"));
+        }
     }
     // A test that failed while running: its results are shown above; the
     // failure itself is the one error line a script sees on stderr (exit 1).
@@ -177,7 +219,11 @@ pub fn deliver(
             eprintln!("latscope: error: {} failed while running: {e}", test.test);
         }
     }
-    Ok(())
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(failed.join("; "))
+    }
 }
 
 /// Prints with `exporter` to standard output, ignoring a closed pipe.

@@ -91,7 +91,7 @@ pub fn run(
         console.as_ref(),
         classic_format,
         json.as_ref(),
-        settings.verdict.json.as_ref(),
+        &settings.verdict.outputs,
     )
     .map_err(CommandError::Runtime)?;
     Ok(report.exit_code)

@@ -6,12 +6,14 @@ use super::ipc_cmd::{
     DEFAULT_INTERVAL_US, DEFAULT_RT_PRIORITY, SequenceSpec, run_sequence, sequence,
 };
 use super::ipc_test::{self, Preparation};
-use super::{CommandError, deliver, logdisk_cmd, timer_cmd};
+use super::{CommandError, deliver, logdisk_cmd, timer_cmd, write_files};
 use crate::cli::SuiteArgs;
 use crate::ipc::PRIMITIVES;
 use crate::ipc::harness::{Mode, Tasks};
 use crate::report::EndReason;
-use crate::report::console::{Table, end_reason_text, latency_cell, percentile_cell, write_footer};
+use crate::report::console::{
+    Table, end_reason_text, latency_cell, machine_line, percentile_cell, write_footer,
+};
 use crate::report::json::LatscopeJson;
 use crate::report::{Exporter, Report};
 use crate::rt::sched::{self, Policy};
@@ -79,7 +81,24 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
     // each IPC test.
     let shares = PRIMITIVES.len() as u32 + 2;
     let budget = total.saturating_sub(started.elapsed());
-    let mut finished = run_sequence(items, Some(budget / shares * (shares - 2)), verdict.quiet);
+    // Every output file is rewritten whole after each test, with the tests
+    // so far: a crash of a later test leaves the earlier results.
+    let outputs = &verdict.outputs;
+    let write_so_far = |done: &[ipc_test::FinishedTest], warnings: &[String]| {
+        let report = ipc_test::assemble_report(
+            done.to_vec(),
+            sysinfo.clone(),
+            warnings.to_vec(),
+            &prep.memory,
+        );
+        write_files(outputs, &LatscopeJson, &report);
+    };
+    let mut finished = run_sequence(
+        items,
+        Some(budget / shares * (shares - 2)),
+        verdict.quiet,
+        &mut |done| write_so_far(done, &warnings),
+    );
     let interrupted = |finished: &[ipc_test::FinishedTest]| {
         finished
             .last()
@@ -107,6 +126,7 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
             }
             Err(e) => finished.push(timer_cmd::failed(&settings, &prep, e)),
         }
+        write_so_far(&finished, &warnings);
     }
     if !interrupted(&finished) {
         let left = total
@@ -136,7 +156,7 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
         &SuiteOverview,
         false,
         &LatscopeJson,
-        verdict.json.as_ref(),
+        &verdict.outputs,
     )
     .map_err(CommandError::Runtime)?;
     Ok(report.exit_code)
@@ -147,21 +167,7 @@ pub struct SuiteOverview;
 
 impl Exporter for SuiteOverview {
     fn write(&self, report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
-        let s = &report.sysinfo;
-        writeln!(
-            out,
-            "latscope suite on {} ({} {}, {}, clocksource {}, {} CPUs usable)",
-            s.nodename,
-            s.sysname,
-            s.release,
-            if s.preempt_rt {
-                "PREEMPT_RT"
-            } else {
-                "not PREEMPT_RT"
-            },
-            s.clocksource,
-            s.cpus_allowed.len()
-        )?;
+        writeln!(out, "latscope suite on {}", machine_line(&report.sysinfo))?;
         let mut table = Table::new(&[
             "Test",
             "What one sample spans",

@@ -4,7 +4,7 @@
 
 use super::ipc_test::{self, FinishedTest, Preparation};
 use super::validity::RunFacts;
-use super::{CommandError, deliver, write_json};
+use super::{CommandError, deliver, write_output};
 use crate::cli::{OutputFormat, TimerArgs};
 use crate::report::classic_xenomai::{
     self, ClassicXenomai, HeaderCadence, LoopLine, XenomaiGnuplot,
@@ -249,9 +249,9 @@ pub fn run(args: &TimerArgs) -> Result<i32, CommandError> {
         settings.freeze_trace = false;
     }
     let classic = settings.format == OutputFormat::Classic;
-    // With `--json -` the JSON owns standard output: Xenomai's live lines go
-    // to standard error then.
-    let live_to_stderr = settings.json == Some(JsonTarget::Stdout);
+    // With `--json -` (or `--csv -`, `--markdown -`) that output owns
+    // standard output: Xenomai's live lines go to standard error then.
+    let live_to_stderr = settings.outputs.to_stdout();
     let mut progress: Box<dyn TimerProgress> = if classic {
         let mode = settings.figure.test_mode();
         let header = classic_xenomai::startup_header(settings.period_us, mode);
@@ -307,13 +307,13 @@ pub fn run(args: &TimerArgs) -> Result<i32, CommandError> {
         console.as_ref(),
         classic,
         &LatscopeJson,
-        settings.json.as_ref(),
+        &settings.outputs,
     )
     .map_err(CommandError::Runtime)?;
     match &settings.gnuplot {
         Some(JsonTarget::Stdout) if !classic => crate::commands::print(&XenomaiGnuplot, &report),
         Some(target @ JsonTarget::File(_)) => {
-            write_json(target, &XenomaiGnuplot, &report).map_err(CommandError::Runtime)?
+            write_output(target, &XenomaiGnuplot, &report).map_err(CommandError::Runtime)?
         }
         _ => {}
     }

@@ -104,6 +104,24 @@ pub fn series_table(test: &TestResult) -> Table {
     table
 }
 
+/// The machine a report was measured on, in one line: `rig (Linux 6.18.0,
+/// not PREEMPT_RT, clocksource tsc, 2 CPUs usable)`.
+pub fn machine_line(s: &crate::rt::sysinfo::SysInfo) -> String {
+    format!(
+        "{} ({} {}, {}, clocksource {}, {} CPUs usable)",
+        s.nodename,
+        s.sysname,
+        s.release,
+        if s.preempt_rt {
+            "PREEMPT_RT"
+        } else {
+            "not PREEMPT_RT"
+        },
+        s.clocksource,
+        s.cpus_allowed.len()
+    )
+}
+
 /// Warnings, the end reason when it is not a normal end, and the limit verdict.
 pub fn write_footer(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     for test in &report.tests {

@@ -11,8 +11,10 @@ pub mod classic_xenomai;
 pub mod console;
 pub mod console_logdisk;
 pub mod console_timer;
+pub mod csv;
 pub mod csv_logdisk;
 pub mod json;
+pub mod markdown;
 
 use crate::rt::sysinfo::SysInfo;
 use crate::stats::LatencySummary;
@@ -541,5 +543,170 @@ pub(crate) mod testdata {
             warnings: vec!["kernel is not PREEMPT_RT".into()],
             exit_code: 0,
         }
+    }
+
+    /// A timer report: two sampling threads (CPU 0 and 1), samples -1, 1,
+    /// 3 and 4 us each; the second missed 3 periods, 1 sample over the limit.
+    pub fn timer_report() -> Report {
+        use crate::report::classic_xenomai::XenomaiHistogram;
+        let mut recorder = LatencyRecorder::signed();
+        for ns in [-1_000, 1_000, 3_000, 4_000] {
+            recorder.record(ns);
+        }
+        let histogram = XenomaiHistogram::new(10, 1_000).unwrap();
+        let thread = |cpu: usize, overruns: u64, above_limit: u64| Series {
+            label: format!("CPU {cpu}"),
+            cpus: vec![cpu],
+            pinned: true,
+            policy: "fifo".into(),
+            priority: 99,
+            overruns,
+            above_limit,
+            latency: recorder.summary(),
+            per_second: Vec::new(),
+            per_second_dropped: 0,
+            detail: SeriesDetail::TimerThread(Box::new(TimerThread {
+                cpu,
+                tid: 700 + cpu as i32,
+                period_us: 100,
+                loops: 1,
+                msw: 0,
+                involuntary_switches: 0,
+                major_faults: 0,
+                minor_faults: 0,
+                histogram_all: histogram.clone(),
+                histogram_loop_min: histogram.clone(),
+                histogram_loop_max: histogram.clone(),
+                breakdown: None,
+            })),
+        };
+        let mut all = LatencyRecorder::signed();
+        all.merge(&recorder);
+        all.merge(&recorder);
+        let mut report = sample_report();
+        report.command_line = ["latscope", "timer", "--smp", "-T", "1"]
+            .map(String::from)
+            .to_vec();
+        report.tests = vec![TestResult {
+            test: "timer".into(),
+            description: "periodic wake-up, nanosleep: clock read after waking - expiry".into(),
+            mode: "user".into(),
+            config: TestConfig {
+                policy: "fifo".into(),
+                priority: 99,
+                loops: None,
+                duration_s: Some(1.0),
+                max_latency_us: Some(3),
+                mlockall: true,
+                cpu_dma_latency: "held at 0 us".into(),
+                detail: ConfigDetail::Timer(TimerConfig {
+                    cpus: vec![0, 1],
+                    period_us: 100,
+                    wake: "nanosleep".into(),
+                    figure: "user".into(),
+                    test_mode: 0,
+                    warmup_loops: 0,
+                    samples_per_loop: 10_000,
+                    histogram_cells: 10,
+                    bucket_ns: 1_000,
+                    breakdown: false,
+                    freeze_trace: false,
+                    break_on_switch: false,
+                }),
+            },
+            end_reason: EndReason::DurationElapsed,
+            error: None,
+            overall: all.summary(),
+            series: vec![thread(0, 0, 0), thread(1, 3, 1)],
+            overall_detail: None,
+        }];
+        report.exit_code = 3;
+        report
+    }
+
+    /// A log-disk report: one writer, three 4 KiB writes of 1, 2 and 3 ms.
+    pub fn logdisk_report() -> Report {
+        let mut recorder = LatencyRecorder::new();
+        for ns in [1_000_000, 2_000_000, 3_000_000] {
+            recorder.record(ns);
+        }
+        let writer = DiskWriter {
+            writer: 0,
+            tid: 800,
+            dir: ".".into(),
+            block_size: 4096,
+            writes: 3,
+            bytes: 12_288,
+            duration_s: 1.5,
+            iops: 2.0,
+            bytes_per_s: 8_192.0,
+            interval_bandwidth: IntervalBandwidth {
+                rule: "wall-seconds".into(),
+                intervals: 1,
+                max_bytes_per_s: 8_192,
+                min_bytes_per_s: 8_192,
+                avg_bytes_per_s: 8_192,
+            },
+            slowest_write_bytes_per_s: 1_365_333,
+            fastest_write_bytes_per_s: 4_096_000,
+            write_call: None,
+            sync_call: None,
+            per_second: Vec::new(),
+            files: vec!["./mqldt_testfile.0000".into()],
+            files_reused: 0,
+        };
+        let mut report = sample_report();
+        report.command_line = ["latscope", "logdisk", "--duration", "1"]
+            .map(String::from)
+            .to_vec();
+        report.warnings = vec!["running in a virtual machine (kvm): the host decides".into()];
+        report.tests = vec![TestResult {
+            test: "logdisk".into(),
+            description: "4 KiB sequential log write, pwrite (O_DSYNC|O_DIRECT)".into(),
+            mode: "dsync".into(),
+            config: TestConfig {
+                policy: "other".into(),
+                priority: 0,
+                loops: None,
+                duration_s: Some(1.0),
+                max_latency_us: None,
+                mlockall: false,
+                cpu_dma_latency: "not requested".into(),
+                detail: ConfigDetail::Logdisk(LogdiskConfig {
+                    dir: ".".into(),
+                    dirs: vec![".".into()],
+                    file_prefix: "mqldt_testfile".into(),
+                    block_size: 4096,
+                    block_sizes: vec![4096],
+                    file_size: 1_638_400,
+                    num_files: 8,
+                    writers: 1,
+                    delay_us: 0,
+                    alignment: 4096,
+                    sync: "dsync".into(),
+                    direct: true,
+                    reuse: false,
+                    keep: false,
+                }),
+            },
+            end_reason: EndReason::LoopsDone,
+            error: None,
+            overall: recorder.summary(),
+            series: vec![Series {
+                label: "writer".into(),
+                cpus: Vec::new(),
+                pinned: false,
+                policy: "other".into(),
+                priority: 0,
+                overruns: 0,
+                above_limit: 0,
+                latency: recorder.summary(),
+                per_second: Vec::new(),
+                per_second_dropped: 0,
+                detail: SeriesDetail::DiskWriter(Box::new(writer.clone())),
+            }],
+            overall_detail: Some(SeriesDetail::DiskWriter(Box::new(writer))),
+        }];
+        report
     }
 }

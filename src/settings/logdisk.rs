@@ -1,7 +1,7 @@
 //! `latscope logdisk`'s options (mqldt's names and meanings, plus latscope's),
 //! checked into settings before any file is created or written.
 
-use super::{JsonTarget, UsageError, check_json_path, check_output_path, parse_count, usage};
+use super::{JsonTarget, Outputs, UsageError, check_output_path, parse_count, usage};
 use crate::cli::{LogdiskArgs, SyncArg};
 use crate::units::{parse_duration, shown};
 use std::ffi::OsString;
@@ -90,8 +90,10 @@ pub struct LogdiskSettings {
     pub direct: bool,
     pub reuse: bool,
     pub keep: bool,
-    pub csv: Option<PathBuf>,
-    pub json: Option<JsonTarget>,
+    /// `--csvFile`: mqldt's CSV (latscope's log-disk CSV in modern format).
+    pub csv_file: Option<PathBuf>,
+    /// `--json`, `--csv`, `--markdown`.
+    pub outputs: Outputs,
     pub quiet: bool,
 }
 
@@ -208,6 +210,28 @@ fn check_dir(option: &str, dir: &Path) -> Result<(), UsageError> {
             }
         ))),
     }
+}
+
+/// `--csvFile` is written in place (mqldt truncates it, or appends with
+/// `--qm`), not renamed over: an existing file must open for writing. It is
+/// opened for appending and closed again, so nothing in it changes.
+fn check_appendable(path: &Path) -> Result<(), UsageError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if std::fs::symlink_metadata(path).is_err() {
+        return Ok(());
+    }
+    std::fs::OpenOptions::new()
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map(drop)
+        .map_err(|e| {
+            usage(format!(
+                "--csvFile {}: cannot be written ({}); choose another path",
+                shown(&path.to_string_lossy()),
+                crate::logdisk::files::os_error_text(&e)
+            ))
+        })
 }
 
 /// The filesystem block size of `dir` (`--alignment 0`).
@@ -352,16 +376,19 @@ impl LogdiskSettings {
                 )));
             }
         }
-        let csv = match args.csv_file.as_deref() {
+        let csv_file = match args.csv_file.as_deref() {
             None => None,
             Some(p) => match check_output_path("--csvFile", p)? {
-                JsonTarget::File(p) => Some(p),
+                JsonTarget::File(p) => {
+                    check_appendable(&p)?;
+                    Some(p)
+                }
                 JsonTarget::Stdout => {
                     return Err(usage("--csvFile needs a file name"));
                 }
             },
         };
-        let json = args.json.as_deref().map(check_json_path).transpose()?;
+        let outputs = Outputs::from_args(&args.outputs, &[])?;
         Ok(LogdiskSettings {
             dir,
             file_prefix,
@@ -376,8 +403,8 @@ impl LogdiskSettings {
             direct,
             reuse: args.reuse,
             keep: args.keep,
-            csv,
-            json,
+            csv_file,
+            outputs,
             quiet: args.quiet,
         })
     }

@@ -3,7 +3,8 @@
 //! and what to do (exit code 2), before anything is measured.
 
 use crate::cli::{
-    CommonArgs, LayoutArgs, ModeArg, MqArgs, OutputFormat, PairArgs, SemArgs, VerdictArgs,
+    CommonArgs, LayoutArgs, ModeArg, MqArgs, OutputArgs, OutputFormat, PairArgs, SemArgs,
+    VerdictArgs,
 };
 use crate::ipc::harness::{Mode, PairPlan, RunPlan, Tasks};
 use crate::rt::sched::{self, Policy};
@@ -116,13 +117,136 @@ pub fn check_output_path(option: &str, path: &Path) -> Result<JsonTarget, UsageE
             "{option} {shown_path}: directory {shown_dir} is not writable; choose another path"
         )));
     }
+    check_replaceable(path, &dir)
+        .map_err(|why| usage(format!("{option} {shown_path}: {why}; choose another path")))?;
     Ok(JsonTarget::File(path.to_path_buf()))
 }
 
-/// Settings shared by every test: JSON target, verdict limit, quiet.
+/// Whether latscope will be able to put its file at `path` at the end of
+/// the run, the way it writes every output: a temporary file in `dir` (the
+/// same directory), renamed over `path`. Checked by doing the first half:
+/// a probe file is created there (`O_EXCL`, mode 0600) and removed again, so
+/// an existing file at `path` is neither truncated nor touched. This catches
+/// what `access(2)` does not: `/proc` and `/sys` (root may "write" there,
+/// but no file can be created), read-only filesystems, full inode tables.
+/// An existing `path` must be a regular file (or a symlink, which is
+/// replaced, not followed) that the rename may replace (a sticky directory
+/// such as `/tmp` refuses to replace another user's file).
+fn check_replaceable(path: &Path, dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static PROBES: AtomicU32 = AtomicU32::new(0);
+    if let Ok(existing) = std::fs::symlink_metadata(path) {
+        let kind = existing.file_type();
+        if !kind.is_file() && !kind.is_symlink() {
+            return Err("exists and is not a regular file (latscope replaces the file at the end of the run)".to_string());
+        }
+        // SAFETY: geteuid cannot fail.
+        let euid = unsafe { libc::geteuid() };
+        if let Ok(d) = std::fs::metadata(dir)
+            && d.mode() & libc::S_ISVTX != 0
+            && euid != 0
+            && existing.uid() != euid
+            && d.uid() != euid
+        {
+            return Err(format!(
+                "belongs to another user in a sticky directory ({}): it cannot be replaced",
+                shown(&dir.to_string_lossy())
+            ));
+        }
+    }
+    let probe = dir.join(format!(
+        ".latscope-probe-{}-{}.tmp",
+        std::process::id(),
+        PROBES.fetch_add(1, Ordering::Relaxed)
+    ));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&probe)
+    {
+        Ok(file) => {
+            drop(file);
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(format!(
+            "cannot create a file in {} ({})",
+            shown(&dir.to_string_lossy()),
+            crate::logdisk::files::os_error_text(&e)
+        )),
+    }
+}
+
+/// Where the results go besides the console: `--json`, `--csv` and
+/// `--markdown`, each checked (see `check_output_path`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Outputs {
+    pub json: Option<JsonTarget>,
+    pub csv: Option<JsonTarget>,
+    pub markdown: Option<JsonTarget>,
+}
+
+impl Outputs {
+    /// Checks the three options. `others` are further outputs of the command
+    /// (timer's `-g`) that may also claim standard output: at most one may.
+    pub fn from_args(
+        args: &OutputArgs,
+        others: &[(&str, Option<&JsonTarget>)],
+    ) -> Result<Outputs, UsageError> {
+        let check = |option: &str, path: &Option<PathBuf>| {
+            path.as_deref()
+                .map(|p| check_output_path(option, p))
+                .transpose()
+        };
+        let outputs = Outputs {
+            json: check("--json", &args.json)?,
+            csv: check("--csv", &args.csv)?,
+            markdown: check("--markdown", &args.markdown)?,
+        };
+        let mut to_stdout: Vec<&str> = others
+            .iter()
+            .filter(|(_, t)| *t == Some(&JsonTarget::Stdout))
+            .map(|(name, _)| *name)
+            .collect();
+        for (name, target) in outputs.named() {
+            if target == Some(&JsonTarget::Stdout) {
+                to_stdout.push(name);
+            }
+        }
+        if to_stdout.len() > 1 {
+            let last = to_stdout.pop().unwrap_or_default();
+            return Err(usage(format!(
+                "{} - and {last} - both want standard output: only one output can be '-', send the others to files",
+                to_stdout.join(" -, ")
+            )));
+        }
+        Ok(outputs)
+    }
+
+    /// The outputs by option name, in the order they are written.
+    pub fn named(&self) -> [(&'static str, Option<&JsonTarget>); 3] {
+        [
+            ("--json", self.json.as_ref()),
+            ("--csv", self.csv.as_ref()),
+            ("--markdown", self.markdown.as_ref()),
+        ]
+    }
+
+    /// Whether one of them writes to standard output (which the console
+    /// output then leaves to it).
+    pub fn to_stdout(&self) -> bool {
+        self.named()
+            .iter()
+            .any(|(_, t)| *t == Some(&JsonTarget::Stdout))
+    }
+}
+
+/// Settings shared by every test: output files, verdict limit, quiet.
 #[derive(Debug, Clone)]
 pub struct VerdictSettings {
-    pub json: Option<JsonTarget>,
+    pub outputs: Outputs,
     pub max_latency_us: Option<u64>,
     pub quiet: bool,
 }
@@ -135,7 +259,7 @@ impl VerdictSettings {
             .map(|t| positive("--max-latency", t))
             .transpose()?;
         Ok(VerdictSettings {
-            json: args.json.as_deref().map(check_json_path).transpose()?,
+            outputs: Outputs::from_args(&args.outputs, &[])?,
             max_latency_us,
             quiet: args.quiet,
         })

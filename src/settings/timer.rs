@@ -2,8 +2,8 @@
 //! checked into settings before anything is measured.
 
 use super::{
-    JsonTarget, UsageError, check_cpu, check_json_path, check_output_path, checked_priority,
-    parse_count, positive, usage,
+    JsonTarget, Outputs, UsageError, check_cpu, check_output_path, checked_priority, parse_count,
+    positive, usage,
 };
 use crate::cli::{OutputFormat, TimerArgs};
 use crate::report::classic_xenomai::{
@@ -49,7 +49,7 @@ pub struct TimerSettings {
     pub print_histograms: bool,
     pub print_stats: bool,
     pub gnuplot: Option<JsonTarget>,
-    pub json: Option<JsonTarget>,
+    pub outputs: Outputs,
     pub max_latency_us: Option<u64>,
     pub quiet: bool,
     pub lock_memory: bool,
@@ -141,7 +141,7 @@ impl TimerSettings {
             print_histograms: false,
             print_stats: false,
             gnuplot: None,
-            json: None,
+            outputs: Outputs::default(),
             max_latency_us: None,
             quiet: true,
             lock_memory: true,
@@ -282,12 +282,7 @@ impl TimerSettings {
             .as_deref()
             .map(|p| check_output_path("-g", p))
             .transpose()?;
-        let json = args.json.as_deref().map(check_json_path).transpose()?;
-        if gnuplot == Some(JsonTarget::Stdout) && json == Some(JsonTarget::Stdout) {
-            return Err(usage(
-                "-g - and --json - both want standard output: send one of them to a file",
-            ));
-        }
+        let outputs = Outputs::from_args(&args.outputs, &[("-g", gnuplot.as_ref())])?;
         let max_latency_us = args
             .max_latency
             .as_deref()
@@ -312,7 +307,7 @@ impl TimerSettings {
             print_histograms: args.histograms,
             print_stats: args.stats,
             gnuplot,
-            json,
+            outputs,
             max_latency_us,
             quiet,
             lock_memory: !args.no_mlockall,
