@@ -22,6 +22,16 @@ fn cmd(command: &str, arguments: &[&str], timeout_s: u64) -> assert_cmd::Command
     c
 }
 
+/// `latscope CMD` with the arguments of `line` (split at whitespace) and
+/// each `(option, file)` of `outputs`.
+fn with_outputs(command: &str, line: &str, outputs: &[(&str, &Path)]) -> assert_cmd::Command {
+    let mut c = cmd(command, &args(line), 60);
+    for (option, file) in outputs {
+        c.arg(option).arg(file);
+    }
+    c
+}
+
 /// The CSV's header and rows, each row by column name.
 fn read_csv(text: &str) -> (Vec<String>, Vec<Vec<(String, String)>>) {
     let mut r = csv::Reader::from_reader(text.as_bytes());
@@ -54,20 +64,10 @@ const COLUMNS: &str = "test,label,kind,cpus,policy,priority,samples,min_ns,avg_n
 fn futex_writes_csv_and_markdown_files() {
     let (dir, csv_file) = temp_file("futex.csv");
     let md_file = dir.path().join("futex.md");
-    let out = run(cmd(
+    let out = run(with_outputs(
         "futex",
-        &[
-            "-l",
-            "200",
-            "-i",
-            "100",
-            "-q",
-            "--csv",
-            csv_file.to_str().unwrap(),
-            "--markdown",
-            md_file.to_str().unwrap(),
-        ],
-        30,
+        "-l 200 -i 100 -q",
+        &[("--csv", &csv_file), ("--markdown", &md_file)],
     ));
     assert_code(&out, 0);
     // The console table still goes to standard output.
@@ -111,20 +111,14 @@ fn suite_writes_one_csv_row_per_series_of_every_test() {
     let (dir, csv_file) = temp_file("suite.csv");
     let json_file = dir.path().join("suite.json");
     let md_file = dir.path().join("suite.md");
-    let out = run(cmd(
+    let out = run(with_outputs(
         "suite",
+        "--duration 1s -q",
         &[
-            "--duration",
-            "1s",
-            "-q",
-            "--csv",
-            csv_file.to_str().unwrap(),
-            "--json",
-            json_file.to_str().unwrap(),
-            "--markdown",
-            md_file.to_str().unwrap(),
+            ("--csv", &csv_file),
+            ("--json", &json_file),
+            ("--markdown", &md_file),
         ],
-        60,
     ));
     assert!(
         out.status.code() == Some(0) || out.status.code() == Some(1),
@@ -218,23 +212,14 @@ fn logdisk_takes_csv_besides_its_csv_file() {
         .unwrap();
     let csv_file = work.path().join("common.csv");
     let mqldt_csv = work.path().join("mqldt.csv");
-    let out = run(cmd(
+    let out = run(with_outputs(
         "logdisk",
+        "--fileSize 64K --numFiles 2 --duration 1 -q",
         &[
-            &format!("--dir={}", work.path().display()),
-            "--fileSize",
-            "64K",
-            "--numFiles",
-            "2",
-            "--duration",
-            "1",
-            "-q",
-            "--csv",
-            csv_file.to_str().unwrap(),
-            "--csvFile",
-            mqldt_csv.to_str().unwrap(),
+            ("--dir", work.path()),
+            ("--csv", &csv_file),
+            ("--csvFile", &mqldt_csv),
         ],
-        30,
     ));
     assert_code(&out, 0);
     let (_, rows) = read_csv(&std::fs::read_to_string(&csv_file).unwrap());
@@ -370,22 +355,10 @@ fn only_one_output_may_be_standard_output() {
 fn csv_figures_are_the_reports() {
     let (dir, csv_file) = temp_file("mq.csv");
     let json_file = dir.path().join("mq.json");
-    let out = run(cmd(
+    let out = run(with_outputs(
         "mq",
-        &[
-            "-l",
-            "100",
-            "-i",
-            "100",
-            "-t",
-            "2",
-            "-q",
-            "--csv",
-            csv_file.to_str().unwrap(),
-            "--json",
-            json_file.to_str().unwrap(),
-        ],
-        30,
+        "-l 100 -i 100 -t 2 -q",
+        &[("--csv", &csv_file), ("--json", &json_file)],
     ));
     assert_code(&out, 0);
     let report: Value = read_json(&json_file);

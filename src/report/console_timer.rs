@@ -5,7 +5,8 @@ use super::console::{Table, cpus_cell, latency_cell, percentile_cell};
 use super::{LatencySummary, TestResult};
 use crate::units::format_ns;
 
-fn latency_cells(l: &LatencySummary) -> Vec<String> {
+/// Min, Avg, P50, P99, P99.9 and Max of `l` as table cells.
+pub fn latency_cells(l: &LatencySummary) -> Vec<String> {
     vec![
         latency_cell(l, l.min_ns),
         latency_cell(l, l.avg_ns.round() as i64),

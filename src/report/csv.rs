@@ -149,12 +149,12 @@ impl Exporter for SeriesCsv {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::testdata::{logdisk_report, sample_report, timer_report};
+    use crate::report::testdata::{
+        logdisk_report, sample_report, timer_report, with_a_test_that_did_not_start, written,
+    };
 
     fn csv_of(report: &Report) -> String {
-        let mut buf = Vec::new();
-        SeriesCsv.write(report, &mut buf).unwrap();
-        String::from_utf8(buf).unwrap()
+        written(&SeriesCsv, report)
     }
 
     const HEADER: &str = "test,label,kind,cpus,policy,priority,samples,min_ns,avg_ns,p50_ns,p90_ns,p99_ns,p99.9_ns,p99.99_ns,max_ns,stddev_ns,overruns,mode,above_limit,timeouts,interval_us,block_size,writes,iops,bytes_per_s,end_reason\n";
@@ -185,14 +185,7 @@ mod tests {
 
     #[test]
     fn logdisk_report_and_a_test_that_did_not_start() {
-        let mut report = logdisk_report();
-        let mut failed = report.tests[0].clone();
-        failed.test = "svmq".into();
-        failed.series.clear();
-        failed.overall = LatencySummary::default();
-        failed.end_reason = crate::report::EndReason::Error;
-        failed.mode = "one-way".into();
-        report.tests.push(failed);
+        let report = with_a_test_that_did_not_start(logdisk_report());
         assert_eq!(
             csv_of(&report),
             format!(

@@ -3,7 +3,8 @@
 //! per series of every test (latencies with their units, as the console
 //! shows them), then the errors, warnings and the limit verdict.
 
-use super::console::{end_reason_text, latency_cell, machine_line, percentile_cell};
+use super::console::{end_reason_text, machine_line};
+use super::console_timer::latency_cells;
 use super::{Exporter, Report, Series, TestResult};
 use std::io::Write;
 
@@ -39,9 +40,8 @@ fn row(cells: &[String]) -> String {
 }
 
 fn series_row(t: &TestResult, s: &Series) -> Vec<String> {
-    let l = &s.latency;
     let cpus: Vec<String> = s.cpus.iter().map(usize::to_string).collect();
-    vec![
+    let mut cells = vec![
         t.test.clone(),
         t.mode.clone(),
         s.label.clone(),
@@ -51,15 +51,11 @@ fn series_row(t: &TestResult, s: &Series) -> Vec<String> {
             cpus.join(", ")
         },
         format!("{} {}", s.policy, s.priority),
-        l.samples.to_string(),
-        latency_cell(l, l.min_ns),
-        latency_cell(l, l.avg_ns.round() as i64),
-        percentile_cell(l, 50.0),
-        percentile_cell(l, 99.0),
-        percentile_cell(l, 99.9),
-        latency_cell(l, l.max_ns),
-        s.overruns.to_string(),
-    ]
+        s.latency.samples.to_string(),
+    ];
+    cells.extend(latency_cells(&s.latency));
+    cells.push(s.overruns.to_string());
+    cells
 }
 
 /// A test without series: its name and why it has no figures.
@@ -141,12 +137,12 @@ impl Exporter for MarkdownTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::testdata::{logdisk_report, sample_report, timer_report};
+    use crate::report::testdata::{
+        logdisk_report, sample_report, timer_report, with_a_test_that_did_not_start, written,
+    };
 
     fn markdown_of(report: &Report) -> String {
-        let mut buf = Vec::new();
-        MarkdownTable.write(report, &mut buf).unwrap();
-        String::from_utf8(buf).unwrap()
+        written(&MarkdownTable, report)
     }
 
     const TABLE_HEAD: &str = "\
@@ -193,18 +189,12 @@ mod tests {
 
     #[test]
     fn logdisk_report_and_a_test_that_did_not_start() {
-        let mut report = logdisk_report();
-        let mut failed = report.tests[0].clone();
-        failed.test = "svmq".into();
-        failed.series.clear();
-        failed.end_reason = crate::report::EndReason::Error;
-        failed.error = Some("msgget: No space left on device".into());
-        report.tests.push(failed);
+        let report = with_a_test_that_did_not_start(logdisk_report());
         let text = markdown_of(&report);
         assert!(text.contains(&format!(
             "{TABLE_HEAD}\
              | logdisk | dsync | writer | - | other 0 | 3 | 1.00 ms | 2.00 ms | 2.00 ms | 3.00 ms | 3.00 ms | 3.00 ms | 0 |\n\
-             | svmq | dsync | (error) | - | other 0 | 0 | - | - | - | - | - | - | - |\n\
+             | svmq | one-way | (error) | - | other 0 | 0 | - | - | - | - | - | - | - |\n\
              \n\
              - **error**: svmq stopped early: msgget: No space left on device\n\
              - warning: running in a virtual machine (kvm): the host decides\n"

@@ -545,6 +545,28 @@ pub(crate) mod testdata {
         }
     }
 
+    /// What `exporter` writes for `report`, as text.
+    pub fn written(exporter: &dyn Exporter, report: &Report) -> String {
+        let mut buf = Vec::new();
+        exporter.write(report, &mut buf).unwrap();
+        String::from_utf8(buf).unwrap()
+    }
+
+    /// `report` with one more test, `svmq`, that could not start: no
+    /// series, no samples, its error.
+    pub fn with_a_test_that_did_not_start(mut report: Report) -> Report {
+        let mut failed = report.tests[0].clone();
+        failed.test = "svmq".into();
+        failed.mode = "one-way".into();
+        failed.series.clear();
+        failed.overall = crate::stats::LatencySummary::default();
+        failed.overall_detail = None;
+        failed.end_reason = EndReason::Error;
+        failed.error = Some("msgget: No space left on device".into());
+        report.tests.push(failed);
+        report
+    }
+
     /// A timer report: two sampling threads (CPU 0 and 1), samples -1, 1,
     /// 3 and 4 us each; the second missed 3 periods, 1 sample over the limit.
     pub fn timer_report() -> Report {
