@@ -348,6 +348,12 @@ fn only_one_output_may_be_standard_output() {
     ] {
         assert_refused_up_front(command, &args(a), "both want standard output");
     }
+    // logdisk's classic format prints mqldt's lines on standard output.
+    assert_refused_up_front(
+        "logdisk",
+        &args("--dir /tmp --duration 100 --format classic --csv -"),
+        "--format classic prints mqldt's lines on standard output",
+    );
 }
 
 /// The JSON report and the CSV agree on the figures of a series.
@@ -377,4 +383,97 @@ fn csv_figures_are_the_reports() {
         );
     }
     assert!(Path::new(&csv_file).exists());
+}
+
+/// `suite` rewrites its files after every test: killed in the middle, it
+/// leaves the tests finished so far, as whole files.
+#[test]
+fn a_killed_suite_leaves_the_results_of_its_finished_tests() {
+    let (dir, csv_file) = temp_file("suite.csv");
+    let json_file = dir.path().join("suite.json");
+    let (csv_arg, json_arg) = (csv_file.to_str().unwrap(), json_file.to_str().unwrap());
+    let child = spawn(&[
+        "suite",
+        "--duration",
+        "20s",
+        "-q",
+        "--csv",
+        csv_arg,
+        "--json",
+        json_arg,
+    ]);
+    // Eleven tests of about 1.8 s each: killed in the second (sem, whose
+    // semaphores live in anonymous memory: a SIGKILL during svsem or svmq
+    // would leave System V objects behind).
+    std::thread::sleep(Duration::from_millis(2700));
+    child.signal(libc::SIGKILL);
+    let (status, _, _) = child.wait(Duration::from_secs(10));
+    assert!(!status.success());
+    let report = read_json(&json_file);
+    let tests = report["tests"].as_array().unwrap();
+    assert!(
+        (1..11).contains(&tests.len()),
+        "{} tests written",
+        tests.len()
+    );
+    let (_, rows) = read_csv(&std::fs::read_to_string(&csv_file).unwrap());
+    let series: usize = tests
+        .iter()
+        .map(|t| t["series"].as_array().unwrap().len().max(1))
+        .sum();
+    // The CSV was written with the same tests, or (killed between the two
+    // writes) with one test fewer.
+    let first_rows: Vec<&str> = rows.iter().map(|r| cell(r, "test")).collect();
+    assert!(!first_rows.is_empty());
+    assert!(rows.len() <= series, "{first_rows:?}");
+    assert_eq!(first_rows[0], tests[0]["test"].as_str().unwrap());
+}
+
+/// A read-only tmpfs mounted for one test (root only), unmounted on drop.
+struct ReadOnlyMount {
+    dir: tempfile::TempDir,
+}
+
+impl ReadOnlyMount {
+    fn new() -> Result<ReadOnlyMount, String> {
+        if !euid_is_root() {
+            return Err("mounting needs root".to_string());
+        }
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "ro,size=64k", "none"])
+            .arg(dir.path())
+            .status()
+            .map_err(|e| e.to_string())?;
+        if !status.success() {
+            return Err(format!("mount failed: {status}"));
+        }
+        Ok(ReadOnlyMount { dir })
+    }
+}
+
+impl Drop for ReadOnlyMount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+#[test]
+fn a_read_only_filesystem_is_refused_up_front() {
+    let ro = match ReadOnlyMount::new() {
+        Ok(m) => m,
+        Err(why) => {
+            eprintln!("SKIPPED a_read_only_filesystem_is_refused_up_front: {why}");
+            return;
+        }
+    };
+    let file = ro.dir.path().join("r.csv");
+    for option in ["--json", "--csv", "--markdown"] {
+        let mut a = args("-l 100000 -i 1000");
+        let path = file.to_str().unwrap();
+        a.extend([option, path]);
+        assert_refused_up_front("mq", &a, "is not writable");
+    }
 }

@@ -389,6 +389,11 @@ impl LogdiskSettings {
             },
         };
         let outputs = Outputs::from_args(&args.outputs, &[])?;
+        if args.format == crate::cli::OutputFormat::Classic && outputs.to_stdout() {
+            return Err(usage(
+                "--format classic prints mqldt's lines on standard output as the run goes: send --json/--csv/--markdown to a file",
+            ));
+        }
         Ok(LogdiskSettings {
             dir,
             file_prefix,

@@ -814,12 +814,39 @@ mod tests {
             ),
             (vec!["--json", "/nonexistent-dir/x.json"], "does not exist"),
             (vec!["--json", "/"], "is a directory"),
+            (
+                vec!["--json", "/proc/version"],
+                "--json /proc/version: cannot create a file in /proc",
+            ),
+            (
+                vec!["--csv", "/proc/x.csv"],
+                "--csv /proc/x.csv: cannot create a file in /proc",
+            ),
+            (vec!["--markdown", "/dev/null"], "is not a regular file"),
+            (
+                vec!["--json", "-", "--csv", "-", "--markdown", "-"],
+                "--json -, --csv - and --markdown - both want standard output",
+            ),
             (vec!["--max-latency", "0"], "at least 1"),
         ] {
             let err = settings(&args).expect_err(&format!("{args:?} must fail")).0;
             assert!(err.contains(needle), "{args:?}: {err}");
             assert!(!err.contains('\n'), "{args:?}: multi-line: {err}");
         }
+    }
+
+    #[test]
+    fn an_output_probe_leaves_the_directory_and_an_existing_file_as_they_were() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("r.csv");
+        std::fs::write(&file, "old").unwrap();
+        let s = settings(&["--csv", file.to_str().unwrap(), "--markdown", "-"]).unwrap();
+        assert_eq!(s.verdict.outputs.csv, Some(JsonTarget::File(file.clone())));
+        assert!(s.verdict.outputs.to_stdout());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "old");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        let s = settings(&["--json", file.to_str().unwrap()]).unwrap();
+        assert!(!s.verdict.outputs.to_stdout());
     }
 
     #[test]
