@@ -477,3 +477,33 @@ fn a_read_only_filesystem_is_refused_up_front() {
         assert_refused_up_front("mq", &a, "is not writable");
     }
 }
+
+/// In a sticky directory (as /tmp), another user's file cannot be replaced
+/// by a rename: refused up front, not after the run.
+#[test]
+fn another_users_file_in_a_sticky_directory_is_refused_up_front() {
+    let mut cmd = match nobody_runner() {
+        Ok(c) => c,
+        Err(why) => {
+            eprintln!("SKIPPED another_users_file_in_a_sticky_directory: {why}");
+            return;
+        }
+    };
+    let dir = temp_dir_with_mode(0o1777);
+    let file = dir.path().join("root.json");
+    std::fs::write(&file, "root's\n").unwrap();
+    cmd.arg(bin())
+        .args(args("mq -l 100000 -i 1000 --json"))
+        .arg(&file);
+    let started = Instant::now();
+    let out = run_std_with_timeout(cmd, Duration::from_secs(30));
+    assert_code(&out, 2);
+    assert!(started.elapsed() < Duration::from_secs(3));
+    let stderr = stderr_of(&out);
+    assert!(
+        stderr.contains("belongs to another user in a sticky directory"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "root's\n");
+}

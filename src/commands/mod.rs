@@ -171,18 +171,14 @@ fn exporters<'a>(
     outputs: &'a Outputs,
     json: &'a dyn Exporter,
 ) -> Vec<(&'static str, &'a JsonTarget, &'a dyn Exporter)> {
-    let [(_, j), (_, c), (_, m)] = outputs.named();
-    let with = |option, target: Option<&'a JsonTarget>, exporter: &'a dyn Exporter| {
-        target.map(|t| (option, t, exporter))
-    };
-    [
-        with("--json", j, json),
-        with("--csv", c, &SeriesCsv),
-        with("--markdown", m, &MarkdownTable),
-    ]
-    .into_iter()
-    .flatten()
-    .collect()
+    // In the order of `Outputs::named`.
+    let formats: [&dyn Exporter; 3] = [json, &SeriesCsv, &MarkdownTable];
+    outputs
+        .named()
+        .into_iter()
+        .zip(formats)
+        .filter_map(|((option, target), exporter)| Some((option, target?, exporter)))
+        .collect()
 }
 
 /// Shows the report and writes its output files. People get `console` on
