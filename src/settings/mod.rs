@@ -64,8 +64,10 @@ pub fn check_json_path(path: &Path) -> Result<JsonTarget, UsageError> {
 }
 
 /// An output destination given to `option`: standard output (`-`), or a file
-/// that can be created (its directory exists and is writable). Checked before
-/// anything is measured.
+/// latscope will be able to write at the end of the run (its directory exists
+/// and is writable, a file can actually be created there, and an existing
+/// file there may be replaced: see `check_replaceable`). Checked before
+/// anything is measured, without touching an existing file.
 pub fn check_output_path(option: &str, path: &Path) -> Result<JsonTarget, UsageError> {
     /// Longest file name (NAME_MAX) and path (PATH_MAX) Linux accepts.
     const NAME_MAX: usize = 255;
