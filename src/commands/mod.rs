@@ -1,6 +1,7 @@
 //! The subcommands: each turns settings into a `Report`, prints it, writes
 //! JSON and decides the exit code. The measuring itself is in `ipc`.
 
+pub mod compare;
 pub mod ipc_cmd;
 pub mod ipc_test;
 pub mod logdisk_cmd;
@@ -27,7 +28,11 @@ pub enum CommandError {
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_RUNTIME: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
+/// `--max-latency` or a `--fail-if` threshold crossed.
 pub const EXIT_LIMIT: i32 = 3;
+/// Nothing could be measured because this machine lacks what the test needs
+/// (a kernel feature, a filesystem); the reason is in the report's warnings.
+pub const EXIT_SKIPPED: i32 = 4;
 
 /// Runs the subcommand the user asked for.
 pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
@@ -79,6 +84,7 @@ pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
         Command::Timer(a) => timer_cmd::run(a),
         Command::Logdisk(a) => logdisk_cmd::run(a),
         Command::Suite(a) => suite::run(a),
+        Command::Compare(a) => compare::run(a),
     }
 }
 
@@ -96,15 +102,32 @@ pub fn check_fork(
     Ok(())
 }
 
-/// The exit code a finished report calls for.
+/// The exit code a finished report calls for: a run-time error (1) before a
+/// crossed limit or threshold (3), before a run that measured nothing because
+/// every test was skipped (4).
 pub fn exit_code_for(report: &Report) -> i32 {
     if report.tests.iter().any(|t| t.error.is_some()) {
         EXIT_RUNTIME
-    } else if !report.series_over_limit().is_empty() {
+    } else if !report.series_over_limit().is_empty() || report.thresholds_crossed().next().is_some()
+    {
         EXIT_LIMIT
+    } else if !report.tests.is_empty()
+        && report
+            .tests
+            .iter()
+            .all(|t| t.end_reason == crate::report::EndReason::Skipped)
+    {
+        EXIT_SKIPPED
     } else {
         EXIT_OK
     }
+}
+
+/// Holds the `--fail-if` thresholds against every series of the finished
+/// run, records the checks in the report and sets its exit code.
+pub fn judge(report: &mut Report, thresholds: &[crate::threshold::Threshold]) {
+    report.thresholds = crate::threshold::check_report(thresholds, report);
+    report.exit_code = exit_code_for(report);
 }
 
 /// Writes `report` with `exporter` to the JSON target (a file is written whole
@@ -114,12 +137,20 @@ pub fn write_json(
     exporter: &dyn Exporter,
     report: &Report,
 ) -> Result<(), String> {
+    write_output(target, &mut |out| exporter.write(report, out))
+}
+
+/// Writes what `write` produces to the target: standard output, or a file
+/// written whole to a temporary name first, then renamed.
+pub fn write_output(
+    target: &JsonTarget,
+    write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), String> {
     match target {
         JsonTarget::Stdout => {
             let stdout = std::io::stdout();
             let mut lock = stdout.lock();
-            exporter
-                .write(report, &mut lock)
+            write(&mut lock)
                 .and_then(|_| lock.flush())
                 .map_err(|e| format!("could not write JSON to standard output: {e}"))
         }
@@ -134,7 +165,7 @@ pub fn write_json(
                     .create_new(true)
                     .open(&tmp)?;
                 let mut buffered = std::io::BufWriter::new(&mut file);
-                exporter.write(report, &mut buffered)?;
+                write(&mut buffered)?;
                 buffered.flush()?;
                 drop(buffered);
                 file.sync_all()?;

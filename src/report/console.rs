@@ -118,6 +118,16 @@ pub fn write_footer(report: &Report, out: &mut dyn Write) -> std::io::Result<()>
     if !over.is_empty() {
         writeln!(out, "FAIL: latency limit crossed by {}", over.join(", "))?;
     }
+    for check in report.thresholds_crossed() {
+        writeln!(out, "FAIL: {}", check.describe())?;
+    }
+    if !report.thresholds.is_empty() && report.thresholds_crossed().next().is_none() {
+        writeln!(
+            out,
+            "ok: every --fail-if threshold held ({} checks)",
+            report.thresholds.len()
+        )?;
+    }
     Ok(())
 }
 
@@ -165,6 +175,7 @@ pub fn end_reason_text(test: &TestResult) -> &'static str {
         BreakTrace => "break-trace limit crossed",
         BreakOnSwitch => "stopped at a context switch or page fault (-b)",
         Error => "error",
+        Skipped => "skipped (this machine cannot run it)",
     }
 }
 
@@ -205,6 +216,29 @@ warning: kernel is not PREEMPT_RT
             String::from_utf8(buf)
                 .unwrap()
                 .contains("FAIL: latency limit crossed by mq pair 0")
+        );
+    }
+
+    #[test]
+    fn threshold_verdict_names_series_and_threshold() {
+        let mut report = sample_report();
+        let parse = |t: &str| crate::threshold::parse(t).unwrap();
+        crate::commands::judge(&mut report, &[parse("max>4us"), parse("avg>1h")]);
+        assert_eq!(report.exit_code, crate::commands::EXIT_LIMIT);
+        let mut buf = Vec::new();
+        write_footer(&report, &mut buf).unwrap();
+        assert_eq!(
+            String::from_utf8(buf).unwrap(),
+            "warning: kernel is not PREEMPT_RT\nFAIL: mq pair 0: max>4us crossed (max = 5.00 us)\n"
+        );
+        crate::commands::judge(&mut report, &[parse("avg>1h")]);
+        assert_eq!(report.exit_code, 0);
+        let mut buf = Vec::new();
+        write_footer(&report, &mut buf).unwrap();
+        assert!(
+            String::from_utf8(buf)
+                .unwrap()
+                .ends_with("ok: every --fail-if threshold held (1 checks)\n")
         );
     }
 }

@@ -93,6 +93,8 @@ pub struct LogdiskSettings {
     pub csv: Option<PathBuf>,
     pub json: Option<JsonTarget>,
     pub quiet: bool,
+    /// `--fail-if`: absolute limits held against every writer after the run.
+    pub fail_if: Vec<crate::threshold::Threshold>,
 }
 
 /// A size as mqldt's options take it: plain bytes or a number with a `K`
@@ -379,6 +381,7 @@ impl LogdiskSettings {
             csv,
             json,
             quiet: args.quiet,
+            fail_if: super::test_thresholds(&args.thresholds)?,
         })
     }
 
