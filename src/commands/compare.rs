@@ -408,3 +408,204 @@ pub fn run(args: &CompareArgs) -> Result<i32, CommandError> {
     }
     Ok(exit_code)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::Percentile;
+
+    /// A summary with these figures (ns) and 100 samples.
+    fn summary(min: i64, avg: f64, p50: i64, p99: i64, p999: i64, max: i64) -> LatencySummary {
+        LatencySummary {
+            samples: 100,
+            min_ns: min,
+            avg_ns: avg,
+            max_ns: max,
+            percentiles: [(50.0, p50), (99.0, p99), (99.9, p999)]
+                .map(|(percentile, ns)| Percentile { percentile, ns })
+                .to_vec(),
+            ..LatencySummary::default()
+        }
+    }
+
+    fn entry(test: &str, series: &str, latency: LatencySummary) -> Entry {
+        Entry {
+            test: test.into(),
+            series: series.into(),
+            latency,
+        }
+    }
+
+    fn one(p99: i64) -> Vec<Entry> {
+        vec![entry(
+            "futex",
+            "pair 0",
+            summary(1_000, 2_000.0, 1_500, p99, p99 + 1_000, p99 + 2_000),
+        )]
+    }
+
+    fn metric<'a>(s: &'a SeriesComparison, name: &str) -> &'a MetricDelta {
+        s.metrics.iter().find(|m| m.metric == name).unwrap()
+    }
+
+    #[test]
+    fn deltas_are_exact() {
+        let base = one(10_000);
+        let new = vec![entry(
+            "futex",
+            "pair 0",
+            summary(1_200, 2_500.0, 1_500, 12_500, 11_000, 0),
+        )];
+        let out = compare(&[base], &new, &[]).unwrap();
+        let s = &out.series[0];
+        assert_eq!(s.metrics.len(), 6);
+        let min = metric(s, "min");
+        assert_eq!(
+            (min.base_ns, min.new_ns, min.delta_ns),
+            (1_000.0, 1_200.0, 200.0)
+        );
+        assert_eq!(min.change_pct, Some(20.0));
+        assert_eq!(metric(s, "avg").change_pct, Some(25.0));
+        assert_eq!(metric(s, "p50").delta_ns, 0.0);
+        assert_eq!(metric(s, "p99").delta_ns, 2_500.0);
+        assert_eq!(metric(s, "p99").change_pct, Some(25.0));
+        assert_eq!(metric(s, "p99.9").change_pct, Some(0.0));
+        assert_eq!(metric(s, "max").delta_ns, -12_000.0);
+        assert_eq!(metric(s, "max").change_pct, Some(-100.0));
+    }
+
+    #[test]
+    fn several_bases_give_their_median_per_metric() {
+        let bases = [one(30_000), one(10_000), one(20_000)];
+        let out = compare(&bases, &one(20_000), &[]).unwrap();
+        let p99 = metric(&out.series[0], "p99");
+        assert_eq!((p99.base_ns, p99.delta_ns), (20_000.0, 0.0));
+        assert_eq!(out.series[0].base_samples, [100, 100, 100]);
+        // Even count: the mean of the two middle values (20 and 30 us).
+        let bases = [one(30_000), one(10_000), one(20_000), one(40_000)];
+        let out = compare(&bases, &one(20_000), &[]).unwrap();
+        let p99 = metric(&out.series[0], "p99");
+        assert_eq!((p99.base_ns, p99.delta_ns), (25_000.0, -5_000.0));
+        assert_eq!(p99.change_pct, Some(-20.0));
+    }
+
+    #[test]
+    fn thresholds_hold_against_the_median() {
+        let th = |t: &str| threshold::parse(t).unwrap();
+        let bases = [one(10_000), one(10_000)];
+        let list = [
+            th("p99>+10%"),
+            th("p99>+2us"),
+            th("max>100us"),
+            th("p50>1us"),
+        ];
+        let out = compare(&bases, &one(11_000), &list).unwrap();
+        let crossed: Vec<(&str, bool)> = out
+            .thresholds
+            .iter()
+            .map(|c| (c.expr.as_str(), c.crossed))
+            .collect();
+        assert_eq!(
+            crossed,
+            [
+                ("p99>+10%", false),
+                ("p99>+2us", false),
+                ("max>100us", false),
+                ("p50>1us", true)
+            ]
+        );
+        let out = compare(&bases, &one(11_001), &list).unwrap();
+        assert!(out.thresholds[0].crossed, "+10.01 % is above +10 %");
+        assert_eq!(
+            out.thresholds[0].describe(),
+            "futex pair 0: p99>+10% crossed (p99 = 11.0 us, base 10.0 us: +1.00 us, +10.0%)"
+        );
+    }
+
+    #[test]
+    fn unmatched_series_and_tests() {
+        let mut new = one(1_000);
+        new.push(entry("futex", "pair 1", summary(1, 1.0, 1, 1, 1, 1)));
+        let out = compare(&[one(1_000)], &new, &[]).unwrap();
+        assert_eq!(out.series.len(), 1);
+        assert_eq!(out.only_in_new, ["futex pair 1"]);
+        assert!(out.only_in_base.is_empty());
+
+        let other = vec![entry("mq", "pair 0", summary(1, 1.0, 1, 1, 1, 1))];
+        let err = compare(&[one(1_000)], &other, &[]).unwrap_err();
+        assert_eq!(
+            err,
+            "the reports measured different tests (base: futex; new: mq): nothing to compare"
+        );
+        let renamed = vec![entry("futex", "pair 7", summary(1, 1.0, 1, 1, 1, 1))];
+        let err = compare(&[one(1_000)], &renamed, &[]).unwrap_err();
+        assert_eq!(
+            err,
+            "no series in common (base: futex pair 0; new: futex pair 7); --merge compares whole tests"
+        );
+        // A series must be in every base.
+        let out = compare(&[one(1_000), other], &new, &[]);
+        assert!(out.is_err(), "{out:?}");
+    }
+
+    #[test]
+    fn entries_name_repeated_tests_and_merge() {
+        let mut report: ReportView = serde_json::from_value(
+            serde_json::to_value(crate::report::testdata::sample_report()).unwrap(),
+        )
+        .unwrap();
+        let names = |r: &ReportView, merge| -> Vec<String> {
+            entries(r, merge)
+                .iter()
+                .map(|e| format!("{} {}", e.test, e.series))
+                .collect()
+        };
+        assert_eq!(names(&report, false), ["mq pair 0"]);
+        assert_eq!(names(&report, true), ["mq all series"]);
+        let mut second = report.tests[0].clone();
+        second.mode = "round-trip".into();
+        report.tests.push(second);
+        assert_eq!(
+            names(&report, false),
+            ["mq one-way pair 0", "mq round-trip pair 0"]
+        );
+    }
+
+    #[test]
+    fn text_shows_one_table_per_series() {
+        let th = threshold::parse("p99>+10%").unwrap();
+        let out = compare(&[one(10_000)], &one(12_000), &[th]).unwrap();
+        let comparison = Comparison {
+            schema: COMPARE_SCHEMA.into(),
+            schema_version: 1,
+            bases: vec!["a.json".into()],
+            new: "b.json".into(),
+            merged: false,
+            base_rule: BASE_RULE.into(),
+            series: out.series,
+            only_in_base: out.only_in_base,
+            only_in_new: out.only_in_new,
+            thresholds: out.thresholds,
+            exit_code: EXIT_LIMIT,
+        };
+        let mut buf = Vec::new();
+        write_text(&comparison, &mut buf).unwrap();
+        assert_eq!(
+            String::from_utf8(buf).unwrap(),
+            "base: a.json
+new:  b.json
+
+futex pair 0 (samples: base 100, new 100)
+Metric     Base      New     Delta  Change
+min     1.00 us  1.00 us      0 ns    0.0%
+avg     2.00 us  2.00 us      0 ns    0.0%
+p50     1.50 us  1.50 us      0 ns    0.0%
+p99     10.0 us  12.0 us  +2.00 us  +20.0%
+p99.9   11.0 us  13.0 us  +2.00 us  +18.2%
+max     12.0 us  14.0 us  +2.00 us  +16.7%
+
+FAIL: futex pair 0: p99>+10% crossed (p99 = 12.0 us, base 10.0 us: +2.00 us, +20.0%)
+"
+        );
+    }
+}
