@@ -138,6 +138,31 @@ pub struct Comparison {
     pub exit_code: i32,
 }
 
+impl Comparison {
+    /// The document for these files and what `compare` found; exit code 3
+    /// when a threshold was crossed.
+    pub fn new(bases: Vec<String>, new: String, merged: bool, outcome: Outcome) -> Comparison {
+        let exit_code = if outcome.thresholds.iter().any(|c| c.crossed) {
+            EXIT_LIMIT
+        } else {
+            EXIT_OK
+        };
+        Comparison {
+            schema: COMPARE_SCHEMA.to_string(),
+            schema_version: 1,
+            bases,
+            new,
+            merged,
+            base_rule: BASE_RULE.to_string(),
+            series: outcome.series,
+            only_in_base: outcome.only_in_base,
+            only_in_new: outcome.only_in_new,
+            thresholds: outcome.thresholds,
+            exit_code,
+        }
+    }
+}
+
 pub const COMPARE_SCHEMA: &str = "latscope-compare";
 pub const BASE_RULE: &str =
     "per metric, the median of the bases' values (even count: the mean of the two middle values)";
@@ -349,17 +374,7 @@ pub fn write_text(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
     if !c.thresholds.is_empty() {
         writeln!(out)?;
     }
-    for check in c.thresholds.iter().filter(|c| c.crossed) {
-        writeln!(out, "FAIL: {}", check.describe())?;
-    }
-    if !c.thresholds.is_empty() && c.thresholds.iter().all(|c| !c.crossed) {
-        writeln!(
-            out,
-            "ok: every --fail-if threshold held ({} checks)",
-            c.thresholds.len()
-        )?;
-    }
-    Ok(())
+    crate::report::console::write_threshold_verdict(&c.thresholds, out)
 }
 
 /// `latscope compare`.
@@ -372,25 +387,13 @@ pub fn run(args: &CompareArgs) -> Result<i32, CommandError> {
         .collect::<Result<Vec<_>, _>>()?;
     let new = entries(&load(&settings.new)?, settings.merge);
     let outcome = compare(&bases, &new, &settings.fail_if).map_err(UsageError)?;
-    let exit_code = if outcome.thresholds.iter().any(|c| c.crossed) {
-        EXIT_LIMIT
-    } else {
-        EXIT_OK
-    };
     let display = |p: &Path| p.display().to_string();
-    let comparison = Comparison {
-        schema: COMPARE_SCHEMA.to_string(),
-        schema_version: 1,
-        bases: settings.bases.iter().map(|p| display(p)).collect(),
-        new: display(&settings.new),
-        merged: settings.merge,
-        base_rule: BASE_RULE.to_string(),
-        series: outcome.series,
-        only_in_base: outcome.only_in_base,
-        only_in_new: outcome.only_in_new,
-        thresholds: outcome.thresholds,
-        exit_code,
-    };
+    let comparison = Comparison::new(
+        settings.bases.iter().map(|p| display(p)).collect(),
+        display(&settings.new),
+        settings.merge,
+        outcome,
+    );
     let json_to_stdout = matches!(settings.json, Some(super::JsonTarget::Stdout));
     let mut text = Vec::new();
     let _ = write_text(&comparison, &mut text);
@@ -406,7 +409,7 @@ pub fn run(args: &CompareArgs) -> Result<i32, CommandError> {
         })
         .map_err(CommandError::Runtime)?;
     }
-    Ok(exit_code)
+    Ok(comparison.exit_code)
 }
 
 #[cfg(test)]
@@ -575,19 +578,8 @@ mod tests {
     fn text_shows_one_table_per_series() {
         let th = threshold::parse("p99>+10%").unwrap();
         let out = compare(&[one(10_000)], &one(12_000), &[th]).unwrap();
-        let comparison = Comparison {
-            schema: COMPARE_SCHEMA.into(),
-            schema_version: 1,
-            bases: vec!["a.json".into()],
-            new: "b.json".into(),
-            merged: false,
-            base_rule: BASE_RULE.into(),
-            series: out.series,
-            only_in_base: out.only_in_base,
-            only_in_new: out.only_in_new,
-            thresholds: out.thresholds,
-            exit_code: EXIT_LIMIT,
-        };
+        let comparison = Comparison::new(vec!["a.json".into()], "b.json".into(), false, out);
+        assert_eq!(comparison.exit_code, EXIT_LIMIT);
         let mut buf = Vec::new();
         write_text(&comparison, &mut buf).unwrap();
         assert_eq!(

@@ -118,14 +118,23 @@ pub fn write_footer(report: &Report, out: &mut dyn Write) -> std::io::Result<()>
     if !over.is_empty() {
         writeln!(out, "FAIL: latency limit crossed by {}", over.join(", "))?;
     }
-    for check in report.thresholds_crossed() {
+    write_threshold_verdict(&report.thresholds, out)
+}
+
+/// One `FAIL:` line per crossed `--fail-if` check, or one `ok:` line when
+/// every check held (nothing without checks).
+pub fn write_threshold_verdict(
+    checks: &[crate::threshold::ThresholdCheck],
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    for check in checks.iter().filter(|c| c.crossed) {
         writeln!(out, "FAIL: {}", check.describe())?;
     }
-    if !report.thresholds.is_empty() && report.thresholds_crossed().next().is_none() {
+    if !checks.is_empty() && checks.iter().all(|c| !c.crossed) {
         writeln!(
             out,
             "ok: every --fail-if threshold held ({} checks)",
-            report.thresholds.len()
+            checks.len()
         )?;
     }
     Ok(())
