@@ -334,9 +334,12 @@ pub fn check_report(thresholds: &[Threshold], report: &Report) -> Vec<ThresholdC
         .tests
         .iter()
         .flat_map(|t| {
+            let repeated = report.tests.iter().filter(|o| o.test == t.test).count() > 1;
+            let block = t.config.logdisk().map(|c| c.block_size);
+            let test = crate::report::test_key(&t.test, &t.mode, block, repeated);
             t.series
                 .iter()
-                .flat_map(move |s| check_series(thresholds, &t.test, &s.label, &s.latency, None))
+                .flat_map(move |s| check_series(thresholds, &test, &s.label, &s.latency, None))
         })
         .collect()
 }
@@ -447,6 +450,16 @@ mod tests {
             checks[0].describe(),
             "mq pair 0: max>4us crossed (max = 5.00 us)"
         );
+        // A test name that repeats (ipc --mode both) is told apart by mode.
+        let mut report = report;
+        let mut second = report.tests[0].clone();
+        second.mode = "round-trip".into();
+        report.tests.push(second);
+        let tests: Vec<String> = check_report(&[t("max>4us")], &report)
+            .into_iter()
+            .map(|c| c.test)
+            .collect();
+        assert_eq!(tests, ["mq one-way", "mq round-trip"]);
     }
 
     proptest! {

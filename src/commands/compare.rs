@@ -70,17 +70,7 @@ pub fn entries(report: &ReportView, merge: bool) -> Vec<Entry> {
         .flat_map(|t| {
             let repeated = report.tests.iter().filter(|o| o.test == t.test).count() > 1;
             let block = t.config["detail"]["block_size"].as_u64();
-            let test = match (repeated, block) {
-                (false, _) => t.test.clone(),
-                (true, Some(bytes)) => {
-                    format!(
-                        "{} {}",
-                        t.test,
-                        crate::settings::logdisk::format_size(bytes)
-                    )
-                }
-                (true, None) => format!("{} {}", t.test, t.mode),
-            };
+            let test = crate::report::test_key(&t.test, &t.mode, block, repeated);
             let merged = std::iter::once(("all series".to_string(), &t.overall));
             let each = t.series.iter().map(|s| (s.label.clone(), &s.latency));
             let chosen: Vec<(String, &LatencySummary)> = if merge {

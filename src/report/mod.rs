@@ -448,6 +448,17 @@ impl Report {
     }
 }
 
+/// How verdicts and `compare` name a test: its name, or where the name
+/// repeats in one report (`ipc --mode both`, logdisk's block sizes) the name
+/// with its block size (`logdisk 4 KiB`) or its mode (`mq one-way`).
+pub fn test_key(test: &str, mode: &str, block_size: Option<u64>, repeated: bool) -> String {
+    match (repeated, block_size) {
+        (false, _) => test.to_string(),
+        (true, Some(bytes)) => format!("{test} {}", crate::settings::logdisk::format_size(bytes)),
+        (true, None) => format!("{test} {mode}"),
+    }
+}
+
 /// A way to write a report for people or programs.
 pub trait Exporter {
     fn write(&self, report: &Report, out: &mut dyn Write) -> std::io::Result<()>;
