@@ -218,3 +218,26 @@ pub fn print(exporter: &dyn Exporter, report: &Report) {
     let _ = exporter.write(report, &mut lock);
     let _ = lock.flush();
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::EndReason;
+    use crate::report::testdata::sample_report;
+
+    #[test]
+    fn exit_codes_in_order_of_precedence() {
+        let mut report = sample_report();
+        assert_eq!(exit_code_for(&report), EXIT_OK);
+        report.tests[0].end_reason = EndReason::Skipped;
+        assert_eq!(exit_code_for(&report), EXIT_SKIPPED, "every test skipped");
+        let mut other = report.tests[0].clone();
+        other.end_reason = EndReason::LoopsDone;
+        report.tests.push(other);
+        assert_eq!(exit_code_for(&report), EXIT_OK, "one test ran");
+        judge(&mut report, &[crate::threshold::parse("max>1us").unwrap()]);
+        assert_eq!(report.exit_code, EXIT_LIMIT);
+        report.tests[1].error = Some("peer died".into());
+        assert_eq!(exit_code_for(&report), EXIT_RUNTIME);
+    }
+}
