@@ -340,6 +340,10 @@ pub fn write_text(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
             base_samples.join("/"),
             s.new_samples
         )?;
+        if s.metrics.is_empty() {
+            writeln!(out, "no samples on one side: nothing to compare")?;
+            continue;
+        }
         let mut table = Table::new(&["Metric", "Base", "New", "Delta", "Change"]);
         for m in &s.metrics {
             table.row(vec![
