@@ -16,6 +16,7 @@
 
 use crate::report::Report;
 use crate::stats::LatencySummary;
+use crate::units::{format_ns, shown};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -144,10 +145,10 @@ const FORMS: &str = "use METRIC>LIMIT, e.g. p99>50us, max>1ms, p99>+10%, p99.9>+
 
 /// Parses one expression. The error is one line naming what is wrong.
 pub fn parse(text: &str) -> Result<Threshold, String> {
-    let shown = crate::units::shown(text);
+    let shown_text = shown(text);
     let expr: String = text.chars().filter(|c| !c.is_whitespace()).collect();
     let Some((metric_text, limit_text)) = expr.split_once('>') else {
-        return Err(format!("'{shown}' has no '>' ({FORMS})"));
+        return Err(format!("'{shown_text}' has no '>' ({FORMS})"));
     };
     let metric_lower = metric_text.to_ascii_lowercase();
     let metric = METRICS
@@ -157,16 +158,20 @@ pub fn parse(text: &str) -> Result<Threshold, String> {
         .ok_or_else(|| {
             let names: Vec<&str> = METRICS.iter().map(|(n, _)| *n).collect();
             if metric_text.is_empty() {
-                format!("'{shown}' names no metric (one of {})", names.join(", "))
+                format!(
+                    "'{shown_text}' names no metric (one of {})",
+                    names.join(", ")
+                )
             } else {
                 format!(
-                    "'{shown}': unknown metric '{}' (one of {})",
-                    crate::units::shown(metric_text),
+                    "'{shown_text}': unknown metric '{}' (one of {})",
+                    shown(metric_text),
                     names.join(", ")
                 )
             }
         })?;
-    let limit = parse_limit(limit_text).map_err(|why| format!("'{shown}': {why} ({FORMS})"))?;
+    let limit =
+        parse_limit(limit_text).map_err(|why| format!("'{shown_text}': {why} ({FORMS})"))?;
     Ok(Threshold {
         expr,
         metric,
@@ -198,10 +203,6 @@ fn parse_limit(text: &str) -> Result<Limit, String> {
     } else {
         Limit::Absolute(ns)
     })
-}
-
-fn shown(text: &str) -> String {
-    crate::units::shown(text)
 }
 
 /// Digits with at most one '.', and at least one digit.
@@ -272,7 +273,7 @@ impl ThresholdCheck {
     /// `futex pair 0: p99>50us crossed (p99 = 63.2 us)`, one line.
     pub fn describe(&self) -> String {
         let metric = self.expr.split('>').next().unwrap_or("");
-        let value = crate::units::format_ns(self.value_ns.round() as i64);
+        let value = format_ns(self.value_ns.round() as i64);
         let verdict = if self.crossed { "crossed" } else { "held" };
         match self.base_ns {
             None => format!(
@@ -289,8 +290,8 @@ impl ThresholdCheck {
                     self.test,
                     self.series,
                     self.expr,
-                    crate::units::format_ns(base.round() as i64),
-                    crate::units::format_ns(delta)
+                    format_ns(base.round() as i64),
+                    format_ns(delta)
                 )
             }
         }
