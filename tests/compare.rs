@@ -335,3 +335,39 @@ fn fail_if_on_a_test_run() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("needs latscope compare"), "{err}");
 }
+
+#[test]
+fn logdisk_block_sizes_are_told_apart() {
+    // Under target/ (ext4 here: O_DIRECT works), as tests/logdisk.rs does.
+    let work = tempfile::Builder::new()
+        .prefix("compare-logdisk")
+        .tempdir_in(concat!(env!("CARGO_MANIFEST_DIR"), "/target"))
+        .unwrap();
+    let report = work.path().join("l.json");
+    let out = run(latscope(60)
+        .arg("logdisk")
+        .arg(format!("--dir={}", work.path().display()))
+        .args(args(
+            "--fileSize 64K --numFiles 2 --duration 1 --bsize 4K,8K -q --fail-if max>1ns --json",
+        ))
+        .arg(&report));
+    assert_code(&out, 3);
+    let text = stdout_of(&out);
+    for size in ["4 KiB", "8 KiB"] {
+        let line = format!("FAIL: logdisk {size} writer: max>1ns crossed");
+        assert!(text.lines().any(|l| l.starts_with(&line)), "{text}");
+    }
+    let (text, _) = compare(&[p(&report), p(&report), "--fail-if", "max>+0%"], 0);
+    assert!(
+        text.contains("logdisk 4 KiB writer (samples: base "),
+        "{text}"
+    );
+    assert!(
+        text.contains("logdisk 8 KiB writer (samples: base "),
+        "{text}"
+    );
+    assert!(
+        text.contains("ok: every --fail-if threshold held (2 checks)"),
+        "{text}"
+    );
+}
