@@ -12,5 +12,6 @@ pub mod report;
 pub mod rt;
 pub mod settings;
 pub mod stats;
+pub mod threshold;
 pub mod timer;
 pub mod units;

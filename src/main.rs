@@ -1,5 +1,6 @@
 //! Entry point: parse, dispatch, print errors with the documented exit codes
-//! (0 ok, 1 run-time error, 2 bad usage, 3 latency limit crossed).
+//! (0 ok, 1 run-time error, 2 bad usage, 3 latency limit or threshold
+//! crossed, 4 skipped: nothing this machine can run).
 
 use clap::Parser;
 use clap::error::ErrorKind;
@@ -20,9 +21,9 @@ const COMPAT_NAMES: [(&str, &[&str]); 6] = [
 ];
 
 /// Subcommands, for the help hint of a usage error.
-const SUBCOMMANDS: [&str; 13] = [
+const SUBCOMMANDS: [&str; 14] = [
     "mq", "sem", "signal", "svsem", "pipe", "eventfd", "futex", "unix", "svmq", "ipc", "timer",
-    "logdisk", "suite",
+    "logdisk", "suite", "compare",
 ];
 
 fn effective_args() -> Vec<OsString> {

@@ -1,7 +1,7 @@
 //! Hostile input through the real binary. The product rule: bad input gets
 //! ONE line on stderr and exit code 2 before anything is measured; a run-time
 //! failure gets one line and exit 1; never a panic, never exit 101, never a
-//! hang. Exit codes are 0, 1, 2 or 3 and nothing else.
+//! hang. Exit codes are 0, 1, 2, 3 or 4 and nothing else.
 //!
 //! Every case puts `-D 0.3 -l 20 -i 100 -q` in front of the hostile option
 //! (the last value of a repeated option wins), so that an input accepted by
@@ -71,7 +71,7 @@ fn show(argv: &[OsString]) -> String {
         .join(" ")
 }
 
-/// Never a panic, never a signal, never an exit code outside 0..=3.
+/// Never a panic, never a signal, never an exit code outside 0..=4.
 fn assert_no_panic(out: &Output, what: &str) {
     let stderr = stderr_of(out);
     let stdout = stdout_of(out);
@@ -83,9 +83,9 @@ fn assert_no_panic(out: &Output, what: &str) {
         );
     }
     match out.status.code() {
-        Some(0..=3) => {}
+        Some(0..=4) => {}
         _ => panic!(
-            "{what}: exit status must be 0, 1, 2 or 3\n{}",
+            "{what}: exit status must be 0, 1, 2, 3 or 4\n{}",
             describe(out)
         ),
     }
@@ -577,4 +577,32 @@ fn newline_in_a_value_keeps_the_error_on_one_line() {
     ] {
         refused_str(&args, needle);
     }
+}
+
+#[test]
+fn hostile_thresholds_are_one_line() {
+    refused_lines(&[
+        ("--fail-if p99>", "no limit"),
+        ("--fail-if >>>", "names no metric"),
+        ("--fail-if p99>+5us", "needs latscope compare"),
+        ("--fail-if max>1e9us", "unknown unit"),
+        ("--fail-if p99>18446744073709551616h", "too large"),
+    ]);
+    let long = format!("p99>{}us", "9".repeat(100_000));
+    refused(&[os("--fail-if"), os(&long)], "--fail-if");
+    refused(&[os("--fail-if"), os("p99>5\u{0660}us")], "--fail-if");
+    refused(&[os("--fail-if"), bytes(b"p99>5\xffus")], "");
+    // compare with files that are not reports: one line, exit 2.
+    let (_dir, file) = temp_file("garbage.json");
+    std::fs::write(&file, [0xff, 0x00, b'{', b'[']).unwrap();
+    let argv = [
+        os("compare"),
+        file.clone().into_os_string(),
+        file.into_os_string(),
+    ];
+    let (out, what) = run_checked(&argv);
+    assert_usage_error(&out, &what, "is not JSON");
+    let argv = [os("compare"), os("/"), os("/")];
+    let (out, what) = run_checked(&argv);
+    assert_usage_error(&out, &what, "cannot read /");
 }

@@ -11,7 +11,8 @@ use std::path::PathBuf;
     about = "Measure the latencies a real-time Linux system lives by",
     long_about = "Measure the latencies a real-time Linux system lives by: task wake-up \
 through every IPC primitive (threads or processes, one way or round trip), periodic timer wake-ups, and synchronous log-disk writes, with nanosecond clocks, percentiles and HDR histograms.\n\n\
-Exit codes: 0 ok, 1 run-time error, 2 bad usage, 3 --max-latency crossed.",
+Exit codes: 0 ok, 1 run-time error, 2 bad usage, 3 a --max-latency or --fail-if threshold crossed, \
+4 skipped (this machine lacks what the test needs; the reason is printed).",
     allow_negative_numbers = true,
     // getopt semantics, as in the original tools: a repeated option's last value wins.
     args_override_self = true
@@ -66,6 +67,40 @@ pub enum Command {
     /// The main job: run every test briefly and print one overview of this machine
     #[command(allow_negative_numbers = true, args_override_self = true)]
     Suite(SuiteArgs),
+    /// Compare two reports (--json files) side by side, or a new one with the median of several bases
+    #[command(args_override_self = true)]
+    Compare(CompareArgs),
+}
+
+/// `--fail-if`, on every test (absolute limits) and on `compare` (all forms).
+#[derive(Debug, Clone, Args)]
+pub struct ThresholdArgs {
+    /// Exit with code 3 if any series' METRIC is above LIMIT: p99>50us, max>1ms, avg>5us
+    /// (metrics min, avg, p50, p90, p99, p99.9, p99.99, max; units ns, us, ms, s, m, h);
+    /// repeatable
+    #[arg(long = "fail-if", value_name = "EXPR", action = clap::ArgAction::Append)]
+    pub fail_if: Vec<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// BASE.json NEW.json, or only NEW.json with --base
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// A base report; repeat it to compare with the median of several (per metric;
+    /// for an even count the mean of the two middle values)
+    #[arg(long, value_name = "FILE", action = clap::ArgAction::Append)]
+    pub base: Vec<PathBuf>,
+    /// Merge all series of each test first (compare the tests' overall figures)
+    #[arg(long)]
+    pub merge: bool,
+    /// Exit with code 3 if a threshold is crossed: absolute (max>200us), absolute
+    /// delta from the base (p99.9>+5us) or relative (p99>+10%); repeatable
+    #[arg(long = "fail-if", value_name = "EXPR", action = clap::ArgAction::Append)]
+    pub fail_if: Vec<String>,
+    /// Write the comparison to FILE as JSON ('-' for standard output)
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -108,6 +143,8 @@ pub struct VerdictArgs {
     /// Print only the final summary (no live progress line)
     #[arg(short, long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub thresholds: ThresholdArgs,
 }
 
 /// The result files every test and `suite` can write besides the console
@@ -382,6 +419,8 @@ pub struct TimerArgs {
     /// Do not hold /dev/cpu_dma_latency at 0 (deep CPU idle states stay allowed)
     #[arg(long = "no-dma-latency")]
     pub no_dma_latency: bool,
+    #[command(flatten)]
+    pub thresholds: ThresholdArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -460,4 +499,6 @@ pub struct LogdiskArgs {
     /// Print only the final summary (no live progress line)
     #[arg(short, long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub thresholds: ThresholdArgs,
 }

@@ -243,8 +243,10 @@ pub fn run(args: &IpcArgs) -> Result<i32, CommandError> {
         write_files(&verdict.outputs, &LatscopeJson, &report);
     };
     let finished = run_sequence(items, None, verdict.quiet, &mut write_so_far);
-    let report = ipc_test::assemble_report(finished, sysinfo, prep.warnings.clone(), &prep.memory);
+    let mut report =
+        ipc_test::assemble_report(finished, sysinfo, prep.warnings.clone(), &prep.memory);
     drop(prep);
+    super::judge(&mut report, &verdict.fail_if);
     deliver(
         &report,
         &IpcComparison,

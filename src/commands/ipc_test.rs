@@ -268,6 +268,7 @@ pub fn build_report(tests: Vec<FinishedTest>, sysinfo: SysInfo, warnings: Vec<St
         sysinfo,
         tests: tests.into_iter().map(|t| t.result).collect(),
         warnings,
+        thresholds: Vec::new(),
         exit_code: 0,
     };
     report.exit_code = super::exit_code_for(&report);

@@ -44,7 +44,8 @@ pub fn run(args: &LogdiskArgs) -> Result<i32, CommandError> {
         wait_for_stop_signal(timeout).is_some()
     })?;
     let warnings = warnings_of(&settings, &sysinfo);
-    let report = build_report(tests, sysinfo, warnings);
+    let mut report = build_report(tests, sysinfo, warnings);
+    super::judge(&mut report, &settings.fail_if);
     let csv_result = settings.csv_file.as_deref().map(|path| {
         if classic {
             write_classic_csv(path, &report)
@@ -636,6 +637,7 @@ pub fn suite_settings(dir: &Path, duration: Duration, direct: bool) -> LogdiskSe
         csv_file: None,
         outputs: crate::settings::Outputs::default(),
         quiet: true,
+        fail_if: Vec::new(),
     }
 }
 

@@ -2,6 +2,7 @@
 //! its output files (JSON, CSV, Markdown) and decides the exit code. The
 //! measuring itself is in `ipc`, `timer` and `logdisk`.
 
+pub mod compare;
 pub mod ipc_cmd;
 pub mod ipc_test;
 pub mod logdisk_cmd;
@@ -30,7 +31,11 @@ pub enum CommandError {
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_RUNTIME: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
+/// `--max-latency` or a `--fail-if` threshold crossed.
 pub const EXIT_LIMIT: i32 = 3;
+/// Nothing could be measured because this machine lacks what the test needs
+/// (a kernel feature, a filesystem); the reason is in the report's warnings.
+pub const EXIT_SKIPPED: i32 = 4;
 
 /// Runs the subcommand the user asked for.
 pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
@@ -82,6 +87,7 @@ pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
         Command::Timer(a) => timer_cmd::run(a),
         Command::Logdisk(a) => logdisk_cmd::run(a),
         Command::Suite(a) => suite::run(a),
+        Command::Compare(a) => compare::run(a),
     }
 }
 
@@ -99,15 +105,32 @@ pub fn check_fork(
     Ok(())
 }
 
-/// The exit code a finished report calls for.
+/// The exit code a finished report calls for: a run-time error (1) before a
+/// crossed limit or threshold (3), before a run that measured nothing because
+/// every test was skipped (4).
 pub fn exit_code_for(report: &Report) -> i32 {
     if report.tests.iter().any(|t| t.error.is_some()) {
         EXIT_RUNTIME
-    } else if !report.series_over_limit().is_empty() {
+    } else if !report.series_over_limit().is_empty() || report.thresholds_crossed().next().is_some()
+    {
         EXIT_LIMIT
+    } else if !report.tests.is_empty()
+        && report
+            .tests
+            .iter()
+            .all(|t| t.end_reason == crate::report::EndReason::Skipped)
+    {
+        EXIT_SKIPPED
     } else {
         EXIT_OK
     }
+}
+
+/// Holds the `--fail-if` thresholds against every series of the finished
+/// run, records the checks in the report and sets its exit code.
+pub fn judge(report: &mut Report, thresholds: &[crate::threshold::Threshold]) {
+    report.thresholds = crate::threshold::check_report(thresholds, report);
+    report.exit_code = exit_code_for(report);
 }
 
 /// Writes `report` with `exporter` to `target` (a file is written whole to a
@@ -118,12 +141,20 @@ pub fn write_output(
     exporter: &dyn Exporter,
     report: &Report,
 ) -> Result<(), String> {
+    write_with(target, &mut |out| exporter.write(report, out))
+}
+
+/// Writes what `write` produces to the target: standard output, or a file
+/// written whole to a temporary name first, then renamed.
+pub fn write_with(
+    target: &JsonTarget,
+    write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), String> {
     match target {
         JsonTarget::Stdout => {
             let stdout = std::io::stdout();
             let mut lock = stdout.lock();
-            exporter
-                .write(report, &mut lock)
+            write(&mut lock)
                 .and_then(|_| lock.flush())
                 .map_err(|e| format!("could not write to standard output: {e}"))
         }
@@ -138,7 +169,7 @@ pub fn write_output(
                     .create_new(true)
                     .open(&tmp)?;
                 let mut buffered = std::io::BufWriter::new(&mut file);
-                exporter.write(report, &mut buffered)?;
+                write(&mut buffered)?;
                 buffered.flush()?;
                 drop(buffered);
                 file.sync_all()?;
@@ -228,4 +259,27 @@ pub fn print(exporter: &dyn Exporter, report: &Report) {
     let mut lock = stdout.lock();
     let _ = exporter.write(report, &mut lock);
     let _ = lock.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::EndReason;
+    use crate::report::testdata::sample_report;
+
+    #[test]
+    fn exit_codes_in_order_of_precedence() {
+        let mut report = sample_report();
+        assert_eq!(exit_code_for(&report), EXIT_OK);
+        report.tests[0].end_reason = EndReason::Skipped;
+        assert_eq!(exit_code_for(&report), EXIT_SKIPPED, "every test skipped");
+        let mut other = report.tests[0].clone();
+        other.end_reason = EndReason::LoopsDone;
+        report.tests.push(other);
+        assert_eq!(exit_code_for(&report), EXIT_OK, "one test ran");
+        judge(&mut report, &[crate::threshold::parse("max>1us").unwrap()]);
+        assert_eq!(report.exit_code, EXIT_LIMIT);
+        report.tests[1].error = Some("peer died".into());
+        assert_eq!(exit_code_for(&report), EXIT_RUNTIME);
+    }
 }

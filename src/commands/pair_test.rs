@@ -72,8 +72,9 @@ pub fn run(
     if let Some(note) = &finished.facts.breaktrace_note {
         eprintln!("latscope: break-trace limit crossed: {note}");
     }
-    let report = ipc_test::assemble_report(vec![finished], sysinfo, warnings, &prep.memory);
+    let mut report = ipc_test::assemble_report(vec![finished], sysinfo, warnings, &prep.memory);
     drop(prep);
+    super::judge(&mut report, &settings.verdict.fail_if);
 
     let (console, json): (Box<dyn Exporter>, Box<dyn Exporter>) = match (settings.format, classic) {
         (OutputFormat::Modern, _) => (Box::new(ModernConsole), Box::new(LatscopeJson)),

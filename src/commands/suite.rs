@@ -149,8 +149,9 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
             }
         }
     }
-    let report = ipc_test::assemble_report(finished, sysinfo, warnings, &prep.memory);
+    let mut report = ipc_test::assemble_report(finished, sysinfo, warnings, &prep.memory);
     drop(prep.dma_latency);
+    super::judge(&mut report, &verdict.fail_if);
     deliver(
         &report,
         &SuiteOverview,

@@ -289,8 +289,9 @@ pub fn run(args: &TimerArgs) -> Result<i32, CommandError> {
             trace.dir.display()
         );
     }
-    let report = ipc_test::assemble_report(vec![finished], sysinfo, warnings, &prep.memory);
+    let mut report = ipc_test::assemble_report(vec![finished], sysinfo, warnings, &prep.memory);
     drop(prep);
+    super::judge(&mut report, &settings.fail_if);
     let gnuplot_to_stdout = settings.gnuplot == Some(JsonTarget::Stdout);
     let console: Box<dyn Exporter> = if classic {
         Box::new(ClassicXenomai {

@@ -136,6 +136,25 @@ pub fn write_footer(report: &Report, out: &mut dyn Write) -> std::io::Result<()>
     if !over.is_empty() {
         writeln!(out, "FAIL: latency limit crossed by {}", over.join(", "))?;
     }
+    write_threshold_verdict(&report.thresholds, out)
+}
+
+/// One `FAIL:` line per crossed `--fail-if` check, or one `ok:` line when
+/// every check held (nothing without checks).
+pub fn write_threshold_verdict(
+    checks: &[crate::threshold::ThresholdCheck],
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    for check in checks.iter().filter(|c| c.crossed) {
+        writeln!(out, "FAIL: {}", check.describe())?;
+    }
+    if !checks.is_empty() && checks.iter().all(|c| !c.crossed) {
+        writeln!(
+            out,
+            "ok: every --fail-if threshold held ({} checks)",
+            checks.len()
+        )?;
+    }
     Ok(())
 }
 
@@ -183,6 +202,7 @@ pub fn end_reason_text(test: &TestResult) -> &'static str {
         BreakTrace => "break-trace limit crossed",
         BreakOnSwitch => "stopped at a context switch or page fault (-b)",
         Error => "error",
+        Skipped => "skipped (this machine cannot run it)",
     }
 }
 
@@ -223,6 +243,29 @@ warning: kernel is not PREEMPT_RT
             String::from_utf8(buf)
                 .unwrap()
                 .contains("FAIL: latency limit crossed by mq pair 0")
+        );
+    }
+
+    #[test]
+    fn threshold_verdict_names_series_and_threshold() {
+        let mut report = sample_report();
+        let parse = |t: &str| crate::threshold::parse(t).unwrap();
+        crate::commands::judge(&mut report, &[parse("max>4us"), parse("avg>1h")]);
+        assert_eq!(report.exit_code, crate::commands::EXIT_LIMIT);
+        let mut buf = Vec::new();
+        write_footer(&report, &mut buf).unwrap();
+        assert_eq!(
+            String::from_utf8(buf).unwrap(),
+            "warning: kernel is not PREEMPT_RT\nFAIL: mq pair 0: max>4us crossed (max = 5.00 us)\n"
+        );
+        crate::commands::judge(&mut report, &[parse("avg>1h")]);
+        assert_eq!(report.exit_code, 0);
+        let mut buf = Vec::new();
+        write_footer(&report, &mut buf).unwrap();
+        assert!(
+            String::from_utf8(buf)
+                .unwrap()
+                .ends_with("ok: every --fail-if threshold held (1 checks)\n")
         );
     }
 }

@@ -41,7 +41,11 @@ pub struct Report {
     pub tests: Vec<TestResult>,
     /// Reasons the numbers may not mean what a real-time user expects.
     pub warnings: Vec<String>,
-    /// The process exit code this run ends with (0, 1 or 3).
+    /// Every `--fail-if` threshold held against every series (empty without
+    /// `--fail-if`); a crossed one makes the exit code 3.
+    #[serde(default)]
+    pub thresholds: Vec<crate::threshold::ThresholdCheck>,
+    /// The process exit code this run ends with (0, 1, 3 or 4).
     pub exit_code: i32,
 }
 
@@ -76,6 +80,9 @@ pub enum EndReason {
     BreakOnSwitch,
     /// A task failed or a peer process died; see the error.
     Error,
+    /// Not run: this machine lacks what the test needs (the reason is in
+    /// the report's warnings). A run whose every test was skipped exits 4.
+    Skipped,
 }
 
 /// One test (one transport or one kind of measurement) of a run.
@@ -436,6 +443,22 @@ impl Report {
             })
             .collect()
     }
+
+    /// The `--fail-if` checks that were crossed.
+    pub fn thresholds_crossed(&self) -> impl Iterator<Item = &crate::threshold::ThresholdCheck> {
+        self.thresholds.iter().filter(|c| c.crossed)
+    }
+}
+
+/// How verdicts and `compare` name a test: its name, or where the name
+/// repeats in one report (`ipc --mode both`, logdisk's block sizes) the name
+/// with its block size (`logdisk 4 KiB`) or its mode (`mq one-way`).
+pub fn test_key(test: &str, mode: &str, block_size: Option<u64>, repeated: bool) -> String {
+    match (repeated, block_size) {
+        (false, _) => test.to_string(),
+        (true, Some(bytes)) => format!("{test} {}", crate::settings::logdisk::format_size(bytes)),
+        (true, None) => format!("{test} {mode}"),
+    }
 }
 
 /// A way to write a report for people or programs.
@@ -541,6 +564,7 @@ pub(crate) mod testdata {
                 }],
             }],
             warnings: vec!["kernel is not PREEMPT_RT".into()],
+            thresholds: Vec::new(),
             exit_code: 0,
         }
     }

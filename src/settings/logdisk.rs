@@ -95,6 +95,8 @@ pub struct LogdiskSettings {
     /// `--json`, `--csv`, `--markdown`.
     pub outputs: Outputs,
     pub quiet: bool,
+    /// `--fail-if`: absolute limits held against every writer after the run.
+    pub fail_if: Vec<crate::threshold::Threshold>,
 }
 
 /// A size as mqldt's options take it: plain bytes or a number with a `K`
@@ -411,6 +413,7 @@ impl LogdiskSettings {
             csv_file,
             outputs,
             quiet: args.quiet,
+            fail_if: super::test_thresholds(&args.thresholds)?,
         })
     }
 

@@ -4,13 +4,15 @@
 
 use crate::cli::{
     CommonArgs, LayoutArgs, ModeArg, MqArgs, OutputArgs, OutputFormat, PairArgs, SemArgs,
-    VerdictArgs,
+    ThresholdArgs, VerdictArgs,
 };
 use crate::ipc::harness::{Mode, PairPlan, RunPlan, Tasks};
 use crate::rt::sched::{self, Policy};
 use crate::rt::sysinfo::online_cpus;
+use crate::threshold::Threshold;
 use crate::units::{parse_duration, shown};
 
+pub mod compare;
 pub mod logdisk;
 pub mod timer;
 use std::path::{Path, PathBuf};
@@ -245,12 +247,42 @@ impl Outputs {
     }
 }
 
+/// `--fail-if` expressions, parsed; `relative_allowed` only where there is a
+/// base to compare with (`compare`).
+pub fn parse_thresholds(
+    texts: &[String],
+    relative_allowed: bool,
+) -> Result<Vec<Threshold>, UsageError> {
+    texts
+        .iter()
+        .map(|text| {
+            let threshold =
+                crate::threshold::parse(text).map_err(|e| usage(format!("--fail-if {e}")))?;
+            if threshold.is_relative() && !relative_allowed {
+                return Err(usage(format!(
+                    "--fail-if '{}': a change from a base (+...) needs latscope compare; a test takes an absolute limit such as {}>50us",
+                    threshold.expr,
+                    threshold.metric
+                )));
+            }
+            Ok(threshold)
+        })
+        .collect()
+}
+
+/// The absolute `--fail-if` limits a test takes.
+pub fn test_thresholds(args: &ThresholdArgs) -> Result<Vec<Threshold>, UsageError> {
+    parse_thresholds(&args.fail_if, false)
+}
+
 /// Settings shared by every test: output files, verdict limit, quiet.
 #[derive(Debug, Clone)]
 pub struct VerdictSettings {
     pub outputs: Outputs,
     pub max_latency_us: Option<u64>,
     pub quiet: bool,
+    /// `--fail-if`: absolute limits held against every series after the run.
+    pub fail_if: Vec<Threshold>,
 }
 
 impl VerdictSettings {
@@ -264,6 +296,7 @@ impl VerdictSettings {
             outputs: Outputs::from_args(&args.outputs, &[])?,
             max_latency_us,
             quiet: args.quiet,
+            fail_if: test_thresholds(&args.thresholds)?,
         })
     }
 }
@@ -830,6 +863,10 @@ mod tests {
                 "--json -, --csv - and --markdown - both want standard output",
             ),
             (vec!["--max-latency", "0"], "at least 1"),
+            (vec!["--fail-if", "p99>+10%"], "needs latscope compare"),
+            (vec!["--fail-if", "p99.9>+5us"], "needs latscope compare"),
+            (vec!["--fail-if", "p99>5"], "needs a unit"),
+            (vec!["--fail-if", "p98>5us"], "unknown metric"),
         ] {
             let err = settings(&args).expect_err(&format!("{args:?} must fail")).0;
             assert!(err.contains(needle), "{args:?}: {err}");
@@ -849,6 +886,13 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
         let s = settings(&["--json", file.to_str().unwrap()]).unwrap();
         assert!(!s.verdict.outputs.to_stdout());
+    }
+
+    #[test]
+    fn fail_if_is_repeatable() {
+        let s = settings(&["--fail-if", "p99>50us", "--fail-if", "max > 1ms"]).unwrap();
+        let exprs: Vec<&str> = s.verdict.fail_if.iter().map(|t| t.expr.as_str()).collect();
+        assert_eq!(exprs, ["p99>50us", "max>1ms"]);
     }
 
     #[test]
