@@ -20,9 +20,9 @@ const COMPAT_NAMES: [(&str, &[&str]); 6] = [
 ];
 
 /// Subcommands, for the help hint of a usage error.
-const SUBCOMMANDS: [&str; 13] = [
+const SUBCOMMANDS: [&str; 14] = [
     "mq", "sem", "signal", "svsem", "pipe", "eventfd", "futex", "unix", "svmq", "ipc", "timer",
-    "logdisk", "suite",
+    "logdisk", "suite", "report",
 ];
 
 fn effective_args() -> Vec<OsString> {

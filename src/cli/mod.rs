@@ -66,6 +66,22 @@ pub enum Command {
     /// The main job: run every test briefly and print one overview of this machine
     #[command(allow_negative_numbers = true, args_override_self = true)]
     Suite(SuiteArgs),
+    /// Make one self-contained HTML page (tables, histograms, latency over time) from JSON reports
+    Report(ReportArgs),
+}
+
+/// `latscope report`: JSON reports in, one HTML page out.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// Reports written with --json; several make one page with the runs side by side
+    #[arg(value_name = "RUN.json", required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// The HTML file to write, replaced if it exists ('-' for standard output) [default: report.html]
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Also write each plot as a standalone SVG file into DIR (created if missing)
+    #[arg(long, value_name = "DIR")]
+    pub svg: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

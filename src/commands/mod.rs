@@ -6,6 +6,7 @@ pub mod ipc_test;
 pub mod logdisk_cmd;
 pub mod pair_test;
 pub mod progress;
+pub mod report_cmd;
 pub mod suite;
 pub mod timer_cmd;
 pub mod validity;
@@ -79,6 +80,7 @@ pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
         Command::Timer(a) => timer_cmd::run(a),
         Command::Logdisk(a) => logdisk_cmd::run(a),
         Command::Suite(a) => suite::run(a),
+        Command::Report(a) => report_cmd::run(a),
     }
 }
 
@@ -107,21 +109,30 @@ pub fn exit_code_for(report: &Report) -> i32 {
     }
 }
 
-/// Writes `report` with `exporter` to the JSON target (a file is written whole
-/// to a temporary name first, then renamed, so readers never see half a file).
+/// Writes `report` with `exporter` to the JSON target (see `write_output`).
 pub fn write_json(
     target: &JsonTarget,
     exporter: &dyn Exporter,
     report: &Report,
 ) -> Result<(), String> {
+    write_output(target, "JSON", &mut |out| exporter.write(report, out))
+}
+
+/// Writes `what` (for messages) with `write` to standard output or a file. A
+/// file is written whole to a temporary name first, then renamed, so readers
+/// never see half a file.
+pub fn write_output(
+    target: &JsonTarget,
+    what: &str,
+    write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), String> {
     match target {
         JsonTarget::Stdout => {
             let stdout = std::io::stdout();
             let mut lock = stdout.lock();
-            exporter
-                .write(report, &mut lock)
+            write(&mut lock)
                 .and_then(|_| lock.flush())
-                .map_err(|e| format!("could not write JSON to standard output: {e}"))
+                .map_err(|e| format!("could not write {what} to standard output: {e}"))
         }
         JsonTarget::File(path) => {
             // Short, so that it fits wherever a valid name does (NAME_MAX).
@@ -134,7 +145,7 @@ pub fn write_json(
                     .create_new(true)
                     .open(&tmp)?;
                 let mut buffered = std::io::BufWriter::new(&mut file);
-                exporter.write(report, &mut buffered)?;
+                write(&mut buffered)?;
                 buffered.flush()?;
                 drop(buffered);
                 file.sync_all()?;

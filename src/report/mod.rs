@@ -12,7 +12,9 @@ pub mod console;
 pub mod console_logdisk;
 pub mod console_timer;
 pub mod csv_logdisk;
+pub mod html;
 pub mod json;
+pub mod plots;
 
 use crate::rt::sysinfo::SysInfo;
 use crate::stats::LatencySummary;

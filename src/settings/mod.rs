@@ -11,6 +11,7 @@ use crate::rt::sysinfo::online_cpus;
 use crate::units::{parse_duration, shown};
 
 pub mod logdisk;
+pub mod report;
 pub mod timer;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
