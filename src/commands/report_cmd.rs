@@ -41,9 +41,10 @@ pub fn run(args: &ReportArgs) -> Result<i32, CommandError> {
     .map_err(CommandError::Runtime)?;
     if let JsonTarget::File(path) = &settings.output {
         // Standard error: standard output stays free for `-o -`.
-        let svg = settings.svg_dir.as_ref().map_or(String::new(), |d| {
-            format!(", SVG files in {}", d.display())
-        });
+        let svg = settings
+            .svg_dir
+            .as_ref()
+            .map_or(String::new(), |d| format!(", SVG files in {}", d.display()));
         eprintln!(
             "latscope: wrote {} ({} KiB, {} plots{svg})",
             path.display(),

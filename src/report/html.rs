@@ -86,7 +86,10 @@ fn file_safe(text: &str) -> String {
             out.push(c);
         }
     }
-    out.trim_matches(|c| c == '-' || c == '.').chars().take(60).collect()
+    out.trim_matches(|c| c == '-' || c == '.')
+        .chars()
+        .take(60)
+        .collect()
 }
 
 const STYLE: &str = "
@@ -438,7 +441,11 @@ impl Page {
             let _ = write!(out, "<th{class}>{}</th>", escape(h));
         }
         out.push_str("</tr>\n");
-        let row = |out: &mut String, swatch: &str, label: &str, s: Option<&Series>, l: &LatencySummary| {
+        let row = |out: &mut String,
+                   swatch: &str,
+                   label: &str,
+                   s: Option<&Series>,
+                   l: &LatencySummary| {
             let mut cells: Vec<String> = vec![
                 swatch.to_string(),
                 escape(label),
@@ -450,9 +457,10 @@ impl Page {
             cells.extend(latency_cells(l).iter().map(|c| escape(c)));
             cells.push(s.map_or(String::new(), |s| s.overruns.to_string()));
             if ipc {
-                cells.push(s.and_then(Series::ipc_pair).map_or(String::new(), |p| {
-                    p.timeouts.to_string()
-                }));
+                cells.push(
+                    s.and_then(Series::ipc_pair)
+                        .map_or(String::new(), |p| p.timeouts.to_string()),
+                );
             }
             if timer {
                 cells.push(
@@ -489,7 +497,13 @@ impl Page {
                     plots::css_color(index)
                 );
                 index += 1;
-                row(out, &swatch, &format!("{prefix}{}", s.label), Some(s), &s.latency);
+                row(
+                    out,
+                    &swatch,
+                    &format!("{prefix}{}", s.label),
+                    Some(s),
+                    &s.latency,
+                );
             }
             if test.series.len() > 1 {
                 row(out, "", &format!("{prefix}all"), None, &test.overall);
@@ -561,4 +575,118 @@ fn config_text(test: &TestResult) -> String {
     });
     parts.push(format!("cpu_dma_latency {}", c.cpu_dma_latency));
     parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::testdata::sample_report;
+    use crate::stats::LatencyRecorder;
+    use crate::stats::window::SecondStats;
+
+    fn render_one(report: &Report) -> Rendered {
+        render(&[Run {
+            source: "a.json".into(),
+            report,
+        }])
+        .unwrap()
+    }
+
+    #[test]
+    fn page_is_self_contained_and_escaped() {
+        let mut report = sample_report();
+        report.warnings.push("<script>alert(1)</script>".into());
+        report.tests[0].series[0].label = "pair \"0\" <b>".into();
+        let r = render_one(&report);
+        let html = &r.html;
+        assert!(html.starts_with("<!DOCTYPE html>"));
+        assert!(html.ends_with("</html>\n"));
+        assert!(!html.contains("<script"), "no script at all");
+        assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+        for external in ["http://", "https://", "src=", "<link", "@import", "url("] {
+            let outside_svg_ns = html.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
+            assert!(!outside_svg_ns.contains(external), "{external} in the page");
+        }
+        assert_eq!(r.plots.len(), 2);
+        assert_eq!(html.matches("<svg").count(), 2);
+        assert!(
+            html.contains("latscope mq -l 3 --json &#39;&quot;x&quot;.json&#39;"),
+            "{html}"
+        );
+        assert!(html.contains("kernel is not PREEMPT_RT"));
+        for column in ["P99.99", "Timeouts", "Overruns", "3.33 us"] {
+            assert!(html.contains(column), "{column}");
+        }
+        assert_eq!(r.plots[0].name, "1-mq-one-way-histogram");
+        assert_eq!(r.plots[1].name, "1-mq-one-way-per-second");
+    }
+
+    #[test]
+    fn runs_side_by_side_share_the_plots_of_a_test() {
+        let a = sample_report();
+        let mut b = sample_report();
+        b.tests[0].series[0].latency.max_ns = 9_000;
+        let r = render(&[
+            Run {
+                source: "a.json".into(),
+                report: &a,
+            },
+            Run {
+                source: "b.json".into(),
+                report: &b,
+            },
+        ])
+        .unwrap();
+        assert_eq!(r.plots.len(), 2, "one histogram and one time plot for mq");
+        assert!(r.html.contains("run 1 pair 0") && r.html.contains("run 2 pair 0"));
+        assert!(r.plots[0].svg.contains("run 2 pair 0"));
+        assert!(r.html.contains(&plots::css_color(1)), "second run's colour");
+    }
+
+    /// 24 hours of one-second windows for 16 series: the page stays small.
+    pub fn day_long_report() -> Report {
+        let mut report = sample_report();
+        let mut recorder = LatencyRecorder::new();
+        let mut x: u64 = 12345;
+        for _ in 0..200_000 {
+            // A cheap spread from 1 us to a few ms.
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            recorder.record(1_000 + ((x >> 33) % 5_000) as i64 * ((x >> 60) as i64 + 1));
+        }
+        let summary = recorder.summary();
+        let template = report.tests[0].series[0].clone();
+        report.tests[0].series = (0..16)
+            .map(|i| {
+                let mut s = template.clone();
+                s.label = format!("pair {i}");
+                s.latency = summary.clone();
+                s.per_second = (0..86_400u64)
+                    .map(|second| SecondStats {
+                        second,
+                        span_s: 1,
+                        samples: 10_000,
+                        min_ns: 1_000 + (second % 7) as i64,
+                        avg_ns: 2_000.0 + (second % 100) as f64,
+                        max_ns: 5_000 + ((second * 7919 + i) % 3_000) as i64,
+                    })
+                    .collect();
+                s
+            })
+            .collect();
+        report
+    }
+
+    #[test]
+    fn a_day_of_sixteen_series_stays_under_5_mb() {
+        let report = day_long_report();
+        let r = render_one(&report);
+        assert_eq!(r.plots.len(), 2);
+        assert!(
+            r.html.len() < 5_000_000,
+            "24-hour page is {} bytes",
+            r.html.len()
+        );
+    }
 }

@@ -308,16 +308,15 @@ pub fn per_second_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<S
     };
     svg(|root| {
         let mut chart = chart_builder(root, &caption)
-            .build_cartesian_2d(
-                start as f64 / unit_s..end as f64 / unit_s,
-                y_low..y_high,
-            )
+            .build_cartesian_2d(start as f64 / unit_s..end as f64 / unit_s, y_low..y_high)
             .map_err(drawing_error)?;
         chart
             .configure_mesh()
             .label_style(("sans-serif", 14))
             .axis_desc_style(("sans-serif", 15))
-            .x_desc(format!("time since start ({unit}); thick: max, medium: avg, thin: min"))
+            .x_desc(format!(
+                "time since start ({unit}); thick: max, medium: avg, thin: min"
+            ))
             .y_desc("latency (us)")
             .light_line_style(WHITE.mix(0.0))
             .draw()
@@ -390,7 +389,10 @@ mod tests {
 
     #[test]
     fn steps_drop_to_the_floor_between_gaps() {
-        let p = steps([(0.0, 1.0, 5.0), (1.0, 2.0, 5.0), (3.0, 4.0, 2.0)].into_iter(), 0.0);
+        let p = steps(
+            [(0.0, 1.0, 5.0), (1.0, 2.0, 5.0), (3.0, 4.0, 2.0)].into_iter(),
+            0.0,
+        );
         assert_eq!(
             p,
             vec![

@@ -165,7 +165,7 @@ mod tests {
     fn says_what_is_wrong_in_one_line() {
         let cases = [
             ("not json", "a.json is not a JSON report"),
-            ("[1, 2]", "a.json is not a JSON report"),
+            ("[1, 2]", "a.json is not a latscope report"),
             ("{\"tests\": []}", "a.json is not a latscope report"),
             (
                 "{\"schema\": \"latscope-report\", \"schema_version\": 1}",
