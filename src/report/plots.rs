@@ -143,6 +143,9 @@ fn steps(xs: impl Iterator<Item = (f64, f64, f64)>, floor: f64) -> Vec<(f64, f64
 
 const US: f64 = 1000.0;
 
+/// One figure of a window (its minimum, mean or maximum), in ns.
+type Figure = fn(&SecondStats) -> f64;
+
 type DrawResult<T> = Result<T, String>;
 
 fn drawing_error(e: impl std::fmt::Display) -> String {
@@ -323,7 +326,7 @@ pub fn per_second_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<S
             .map_err(drawing_error)?;
         for (i, (s, windows)) in series.iter().zip(&drawn).enumerate() {
             let c = color(i);
-            let figures: [(fn(&SecondStats) -> f64, ShapeStyle); 3] = [
+            let figures: [(Figure, ShapeStyle); 3] = [
                 (|w| w.min_ns as f64, c.mix(0.6).stroke_width(1)),
                 (|w| w.avg_ns, c.mix(0.9).stroke_width(1)),
                 (|w| w.max_ns as f64, c.stroke_width(2)),
