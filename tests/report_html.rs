@@ -17,21 +17,20 @@ struct Runs {
 
 fn real_runs(with_timer: bool) -> Runs {
     let dir = tempfile::tempdir().expect("temp dir");
-    let a = dir.path().join("A.json");
-    let out = run(latscope(30)
-        .args(args("futex -l 300 -i 100 -q --json"))
-        .arg(&a)
-        .args(mlock_args()));
-    assert_code(&out, 0);
-    let mut files = vec![a];
-    if with_timer && !skip_without_realtime("the timer run of report_html") {
-        let b = dir.path().join("B.json");
+    // `latscope LINE --json DIR/NAME`, which must succeed.
+    let json_run = |line: &str, name: &str| {
+        let file = dir.path().join(name);
         let out = run(latscope(30)
-            .args(args("timer -T 1 -p 1000 --json"))
-            .arg(&b)
+            .args(args(line))
+            .arg("--json")
+            .arg(&file)
             .args(mlock_args()));
         assert_code(&out, 0);
-        files.push(b);
+        file
+    };
+    let mut files = vec![json_run("futex -l 300 -i 100 -q", "A.json")];
+    if with_timer && !skip_without_realtime("the timer run of report_html") {
+        files.push(json_run("timer -T 1 -p 1000", "B.json"));
     }
     Runs { dir, files }
 }
