@@ -398,7 +398,11 @@ impl Page {
                 let _ = writeln!(
                     self.html,
                     "<p class=\"note\">No samples to plot ({}).</p>",
-                    escape(&name)
+                    if name.ends_with("histogram") {
+                        "histogram"
+                    } else {
+                        "over time"
+                    }
                 );
             }
         }
@@ -676,6 +680,23 @@ mod tests {
             })
             .collect();
         report
+    }
+
+    #[test]
+    fn empty_runs_and_tests_without_samples_render() {
+        let mut report = sample_report();
+        report.tests[0].series[0].latency = LatencyRecorder::new().summary();
+        report.tests[0].series[0].per_second.clear();
+        report.tests[0].error = Some("peer died".into());
+        let r = render_one(&report);
+        assert!(r.plots.is_empty());
+        assert_eq!(r.html.matches("No samples to plot").count(), 2);
+        assert!(r.html.contains("error: peer died"));
+        report.tests.clear();
+        report.warnings.clear();
+        let r = render_one(&report);
+        assert!(r.html.contains("No validity warnings."));
+        assert!(r.plots.is_empty());
     }
 
     #[test]
