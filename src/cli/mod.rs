@@ -70,6 +70,8 @@ pub enum Command {
     /// Compare two reports (--json files) side by side, or a new one with the median of several bases
     #[command(args_override_self = true)]
     Compare(CompareArgs),
+    /// Make one self-contained HTML page (tables, histograms, latency over time) from JSON reports
+    Report(ReportArgs),
 }
 
 /// `--fail-if`, on every test (absolute limits) and on `compare` (all forms).
@@ -101,6 +103,20 @@ pub struct CompareArgs {
     /// Write the comparison to FILE as JSON ('-' for standard output)
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+}
+
+/// `latscope report`: JSON reports in, one HTML page out.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// Reports written with --json; several make one page with the runs side by side
+    #[arg(value_name = "RUN.json", required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// The HTML file to write, replaced if it exists ('-' for standard output) [default: report.html]
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Also write each plot as a standalone SVG file into DIR (created if missing)
+    #[arg(long, value_name = "DIR")]
+    pub svg: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

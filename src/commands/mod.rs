@@ -8,6 +8,7 @@ pub mod ipc_test;
 pub mod logdisk_cmd;
 pub mod pair_test;
 pub mod progress;
+pub mod report_cmd;
 pub mod suite;
 pub mod timer_cmd;
 pub mod validity;
@@ -88,6 +89,7 @@ pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
         Command::Logdisk(a) => logdisk_cmd::run(a),
         Command::Suite(a) => suite::run(a),
         Command::Compare(a) => compare::run(a),
+        Command::Report(a) => report_cmd::run(a),
     }
 }
 

@@ -13,8 +13,10 @@ pub mod console_logdisk;
 pub mod console_timer;
 pub mod csv;
 pub mod csv_logdisk;
+pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod plots;
 
 use crate::rt::sysinfo::SysInfo;
 use crate::stats::LatencySummary;

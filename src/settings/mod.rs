@@ -14,6 +14,7 @@ use crate::units::{parse_duration, shown};
 
 pub mod compare;
 pub mod logdisk;
+pub mod report;
 pub mod timer;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

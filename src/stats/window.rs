@@ -111,26 +111,33 @@ impl WindowRing {
 /// merged pair may not be adjacent (seconds without samples have no window);
 /// the merged span covers both.
 pub fn compact(series: &mut Vec<SecondStats>) {
-    let merged: Vec<SecondStats> = series
-        .chunks(2)
-        .map(|pair| match pair {
-            [a, b] => {
-                let samples = a.samples + b.samples;
-                SecondStats {
-                    second: a.second,
-                    span_s: b.second + b.span_s - a.second,
-                    samples,
-                    min_ns: a.min_ns.min(b.min_ns),
-                    avg_ns: (a.avg_ns * a.samples as f64 + b.avg_ns * b.samples as f64)
-                        / samples.max(1) as f64,
-                    max_ns: a.max_ns.max(b.max_ns),
-                }
-            }
-            [a] => *a,
-            _ => unreachable!("chunks(2) yields one or two"),
-        })
-        .collect();
-    *series = merged;
+    *series = coarsened(series, 2);
+}
+
+/// The series with every `n` consecutive windows merged into one (the last
+/// group may be shorter): counts add up, minima and maxima are kept, means
+/// are weighted by samples.
+pub fn coarsened(series: &[SecondStats], n: usize) -> Vec<SecondStats> {
+    series.chunks(n.max(1)).filter_map(merged).collect()
+}
+
+/// One window spanning `windows` (in time order), or `None` when empty.
+pub fn merged(windows: &[SecondStats]) -> Option<SecondStats> {
+    let (first, last) = (windows.first()?, windows.last()?);
+    let samples: u64 = windows.iter().map(|w| w.samples).sum();
+    let sum: f64 = windows.iter().map(|w| w.avg_ns * w.samples as f64).sum();
+    Some(SecondStats {
+        second: first.second,
+        span_s: last.second + last.span_s - first.second,
+        samples,
+        min_ns: windows.iter().map(|w| w.min_ns).min()?,
+        avg_ns: if windows.len() == 1 {
+            first.avg_ns
+        } else {
+            sum / samples.max(1) as f64
+        },
+        max_ns: windows.iter().map(|w| w.max_ns).max()?,
+    })
 }
 
 struct OpenWindow {

@@ -1,0 +1,713 @@
+//! `latscope report`: one self-contained HTML page for people, made from one
+//! or more JSON reports. Everything is inline (CSS, SVG plots): the page
+//! loads nothing, runs no script and needs no font file.
+//!
+//! Layout: one section per run (command line, times, machine, validity
+//! warnings), then one section per test (a test name and mode, and the block
+//! size for log-disk tests) with the summary table of every series of every
+//! run, the latency histogram and the per-second figures over time, the runs'
+//! series overlaid in distinct colours.
+
+use super::console::{cpus_cell, end_reason_text, latency_cell, percentile_cell};
+use super::plots::{self, PlotSeries};
+use super::{Report, Series, TestResult};
+use crate::stats::LatencySummary;
+use crate::units::format_ns;
+use std::fmt::Write;
+
+/// One JSON report given to `latscope report`, with the name it is shown by.
+pub struct Run<'a> {
+    /// The file as given on the command line.
+    pub source: String,
+    pub report: &'a Report,
+}
+
+/// One plot, as written inline and with `--svg` as a file.
+#[derive(Debug, Clone)]
+pub struct Plot {
+    /// A file name without extension: `1-futex-one-way-histogram`.
+    pub name: String,
+    pub svg: String,
+}
+
+pub struct Rendered {
+    pub html: String,
+    pub plots: Vec<Plot>,
+}
+
+/// Text for HTML content and attribute values.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// A command line as a shell would take it back (single quotes where needed).
+pub fn shell_line(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            let plain = !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+            if plain {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A name safe as a file name: letters, digits, `.`, `_` and `-`.
+fn file_safe(text: &str) -> String {
+    let s: String = text
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let mut out = String::new();
+    for c in s.chars() {
+        if !(c == '-' && out.ends_with('-')) {
+            out.push(c);
+        }
+    }
+    out.trim_matches(|c| c == '-' || c == '.')
+        .chars()
+        .take(60)
+        .collect()
+}
+
+const STYLE: &str = "
+body { font-family: sans-serif; margin: 1.5em auto; max-width: 1180px; color: #222; }
+h1 { font-size: 1.6em; margin-bottom: .2em; }
+h2 { font-size: 1.3em; border-bottom: 2px solid #ccd; padding-bottom: .2em; margin-top: 1.6em; }
+h3 { font-size: 1.05em; margin: 1em 0 .3em; }
+table { border-collapse: collapse; margin: .4em 0; font-size: .9em; }
+th, td { padding: .2em .6em; border-bottom: 1px solid #e3e3e8; }
+table.facts th { text-align: left; font-weight: 600; color: #445; }
+table.summary td { text-align: right; font-variant-numeric: tabular-nums; }
+table.summary td.l, table.summary th.l { text-align: left; }
+table.summary th { background: #f0f0f5; text-align: right; }
+tr.all td { font-weight: 600; background: #fafafc; }
+code { font-family: monospace; background: #f4f4f8; padding: .1em .3em; word-break: break-all; }
+.swatch { display: inline-block; width: .9em; height: .9em; border-radius: 2px; vertical-align: -.1em; }
+.warn { color: #8a5300; }
+.err { color: #b00020; font-weight: 600; }
+.ok { color: #226622; }
+figure { margin: .8em 0; }
+figure svg { max-width: 100%; height: auto; border: 1px solid #e3e3e8; }
+figcaption { font-size: .85em; color: #555; }
+.note { font-size: .85em; color: #555; }
+";
+
+/// The page for `runs`.
+pub fn render(runs: &[Run]) -> Result<Rendered, String> {
+    let mut page = Page::default();
+    page.header(runs);
+    for (i, run) in runs.iter().enumerate() {
+        page.run_section(i, run);
+    }
+    for (i, group) in test_groups(runs).iter().enumerate() {
+        page.test_section(i + 1, runs.len(), group)?;
+    }
+    page.html.push_str("</body>\n</html>\n");
+    Ok(Rendered {
+        html: page.html,
+        plots: page.plots,
+    })
+}
+
+#[derive(Default)]
+struct Page {
+    html: String,
+    plots: Vec<Plot>,
+}
+
+/// The tests of every run that share a heading, in the order first seen.
+struct TestGroup<'a> {
+    heading: String,
+    /// (run index, test)
+    tests: Vec<(usize, &'a TestResult)>,
+}
+
+/// How a test is named across runs: its name and mode, plus the block size
+/// of a log-disk test (one test per block size).
+fn heading(test: &TestResult) -> String {
+    match test.config.logdisk() {
+        Some(c) => format!(
+            "{} ({}, {} blocks)",
+            test.test,
+            test.mode,
+            crate::settings::logdisk::format_size(c.block_size)
+        ),
+        None => format!("{} ({})", test.test, test.mode),
+    }
+}
+
+fn test_groups<'a>(runs: &[Run<'a>]) -> Vec<TestGroup<'a>> {
+    let mut groups: Vec<TestGroup<'a>> = Vec::new();
+    for (r, run) in runs.iter().enumerate() {
+        for test in &run.report.tests {
+            let h = heading(test);
+            match groups.iter_mut().find(|g| g.heading == h) {
+                Some(g) => g.tests.push((r, test)),
+                None => groups.push(TestGroup {
+                    heading: h,
+                    tests: vec![(r, test)],
+                }),
+            }
+        }
+    }
+    groups
+}
+
+/// One row of a fact table (`value` is HTML).
+fn fact(out: &mut String, name: &str, value: &str) {
+    let _ = writeln!(out, "<tr><th>{}</th><td>{value}</td></tr>", escape(name));
+}
+
+fn run_name(index: usize) -> String {
+    format!("run {}", index + 1)
+}
+
+impl Page {
+    fn header(&mut self, runs: &[Run]) {
+        let title = match runs {
+            [one] => format!("latscope report: {}", one.source),
+            _ => format!("latscope report: {} runs", runs.len()),
+        };
+        let _ = write!(
+            self.html,
+            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+             <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
+            escape(&title),
+            escape(&title)
+        );
+        let _ = writeln!(
+            self.html,
+            "<p class=\"note\">Made by latscope {} from {}. Latencies in automatic units \
+             (ns, us, ms); plots in microseconds.</p>",
+            env!("CARGO_PKG_VERSION"),
+            runs.iter()
+                .enumerate()
+                .map(|(i, r)| format!("{} <code>{}</code>", run_name(i), escape(&r.source)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+
+    fn run_section(&mut self, index: usize, run: &Run) {
+        let r = run.report;
+        let s = &r.sysinfo;
+        let out = &mut self.html;
+        let _ = writeln!(
+            out,
+            "<section class=\"run\" id=\"run-{}\">\n<h2>{}: <code>{}</code></h2>\n<table class=\"facts\">",
+            index + 1,
+            escape(&run_name(index)),
+            escape(&run.source)
+        );
+        fact(
+            out,
+            "Command line",
+            &format!("<code>{}</code>", escape(&shell_line(&r.command_line))),
+        );
+        fact(
+            out,
+            "Start / end",
+            &escape(&format!(
+                "{} / {} ({:.1} s)",
+                r.start_time, r.end_time, r.duration_s
+            )),
+        );
+        fact(
+            out,
+            "Tool / exit code",
+            &escape(&format!(
+                "{} {} / {}",
+                r.tool.name, r.tool.version, r.exit_code
+            )),
+        );
+        fact(
+            out,
+            "Host / kernel",
+            &escape(&format!(
+                "{} / {} {} {} {}",
+                s.nodename, s.sysname, s.release, s.version, s.machine
+            )),
+        );
+        let rt = if s.preempt_rt {
+            "<span class=\"ok\">yes</span>"
+        } else {
+            "<span class=\"warn\">no</span>"
+        };
+        fact(out, "PREEMPT_RT", rt);
+        fact(out, "Clocksource", &escape(&s.clocksource));
+        let isolated = if s.cpus_isolated.is_empty() {
+            "none".to_string()
+        } else {
+            s.cpus_isolated.clone()
+        };
+        fact(
+            out,
+            "CPUs",
+            &escape(&format!(
+                "{} online, allowed {:?}, isolated: {isolated}",
+                s.cpus_online, s.cpus_allowed
+            )),
+        );
+        fact(
+            out,
+            "Virtualization",
+            &escape(s.virtualization.as_deref().unwrap_or("none seen")),
+        );
+        let throttling = match (s.rt_runtime_us, s.rt_period_us) {
+            (Some(-1), _) => "off".to_string(),
+            (Some(run), Some(period)) => format!("{run} us per {period} us"),
+            _ => "unknown".to_string(),
+        };
+        fact(out, "RT throttling", &escape(&throttling));
+        out.push_str("</table>\n");
+        if r.warnings.is_empty() {
+            out.push_str("<p class=\"ok\">No validity warnings.</p>\n");
+        } else {
+            out.push_str("<h3>Validity warnings</h3>\n<ul class=\"warnings\">\n");
+            for w in &r.warnings {
+                let _ = writeln!(out, "<li class=\"warn\">{}</li>", escape(w));
+            }
+            out.push_str("</ul>\n");
+        }
+        out.push_str("</section>\n");
+    }
+
+    /// The `section`-th test section (numbers the plot files).
+    fn test_section(
+        &mut self,
+        section: usize,
+        run_count: usize,
+        group: &TestGroup,
+    ) -> Result<(), String> {
+        let _ = writeln!(
+            self.html,
+            "<section class=\"test\">\n<h2>{}</h2>",
+            escape(&group.heading)
+        );
+        for &(r, test) in &group.tests {
+            let who = if run_count > 1 {
+                format!("{}: ", run_name(r))
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                self.html,
+                "<p>{}{}, {}; ended: {}.</p>",
+                escape(&who),
+                escape(&test.description),
+                escape(&config_text(test)),
+                escape(end_reason_text(test))
+            );
+            if let Some(e) = &test.error {
+                let _ = writeln!(
+                    self.html,
+                    "<p class=\"err\">{}error: {}</p>",
+                    escape(&who),
+                    escape(e)
+                );
+            }
+        }
+        let series: Vec<(usize, &TestResult, &Series)> = group
+            .tests
+            .iter()
+            .flat_map(|&(r, t)| t.series.iter().map(move |s| (r, t, s)))
+            .collect();
+        self.summary_table(run_count, group, &series);
+
+        let plotted: Vec<PlotSeries> = series
+            .iter()
+            .map(|&(r, _, s)| PlotSeries {
+                label: if run_count > 1 {
+                    format!("{} {}", run_name(r), s.label)
+                } else {
+                    s.label.clone()
+                },
+                latency: &s.latency,
+                per_second: &s.per_second,
+            })
+            .collect();
+        let title = &group.heading;
+        let stem = format!("{section}-{}", file_safe(title));
+        let histogram = plots::histogram_svg(title, &plotted)?;
+        self.figure(
+            histogram,
+            format!("{stem}-histogram"),
+            "Latency histogram: samples per bin (log scale) over the latency in \
+             microseconds, one line per series (the HDR histogram's buckets counted \
+             into bins of one width). Empty bins are drawn on the floor below 1.",
+        );
+        let per_second = plots::per_second_svg(title, &plotted)?;
+        let merged = series
+            .iter()
+            .any(|(_, _, s)| s.per_second.iter().any(|w| w.span_s > 1));
+        let mut caption = format!(
+            "Over time: each window's minimum (thin), mean (medium) and maximum (thick) \
+             latency per series. The report keeps min/avg/max per one-second window, no \
+             percentile per window, so no p99 is drawn. Beyond {} windows per series, \
+             consecutive windows are merged for the plot (minimum of the minima, maximum \
+             of the maxima, sample-weighted mean).",
+            plots::MAX_TIME_POINTS
+        );
+        if merged {
+            caption.push_str(
+                " Some windows already span several seconds in the report (long runs keep \
+                 at most two hours of one-second windows).",
+            );
+        }
+        self.figure(per_second, format!("{stem}-per-second"), &caption);
+        self.html.push_str("</section>\n");
+        Ok(())
+    }
+
+    /// A plot and its caption, or a note when there is nothing to draw.
+    fn figure(&mut self, svg: Option<String>, name: String, caption: &str) {
+        match svg {
+            Some(svg) => {
+                let _ = writeln!(
+                    self.html,
+                    "<figure>\n{svg}\n<figcaption>{}</figcaption>\n</figure>",
+                    escape(caption)
+                );
+                self.plots.push(Plot { name, svg });
+            }
+            None => {
+                let _ = writeln!(
+                    self.html,
+                    "<p class=\"note\">No samples to plot ({}).</p>",
+                    if name.ends_with("histogram") {
+                        "histogram"
+                    } else {
+                        "over time"
+                    }
+                );
+            }
+        }
+    }
+
+    fn summary_table(
+        &mut self,
+        run_count: usize,
+        group: &TestGroup,
+        series: &[(usize, &TestResult, &Series)],
+    ) {
+        let any = |f: &dyn Fn(&Series) -> bool| series.iter().any(|(_, _, s)| f(s));
+        let ipc = any(&|s| s.ipc_pair().is_some());
+        let timer = any(&|s| s.timer_thread().is_some());
+        let disk = any(&|s| s.disk_writer().is_some());
+        let limit = group
+            .tests
+            .iter()
+            .any(|(_, t)| t.config.max_latency_us.is_some());
+        let mut head = vec!["", "Series", "CPU", "Policy", "Samples"];
+        head.extend([
+            "Min", "Avg", "P50", "P99", "P99.9", "P99.99", "Max", "Overruns",
+        ]);
+        if ipc {
+            head.push("Timeouts");
+        }
+        if timer {
+            head.push("Msw");
+        }
+        if disk {
+            head.extend(["IOPS", "MB/s"]);
+        }
+        if limit {
+            head.push("Above limit");
+        }
+        let out = &mut self.html;
+        out.push_str("<table class=\"summary\">\n<tr>");
+        for (i, h) in head.iter().enumerate() {
+            let class = if i < 4 { " class=\"l\"" } else { "" };
+            let _ = write!(out, "<th{class}>{}</th>", escape(h));
+        }
+        out.push_str("</tr>\n");
+        let row = |out: &mut String,
+                   swatch: &str,
+                   label: &str,
+                   s: Option<&Series>,
+                   l: &LatencySummary| {
+            let mut cells: Vec<String> = vec![
+                swatch.to_string(),
+                escape(label),
+                s.map_or(String::new(), |s| escape(&cpus_cell(s))),
+                s.map_or(String::new(), |s| {
+                    escape(&format!("{} {}", s.policy, s.priority))
+                }),
+            ];
+            cells.extend(latency_cells(l).iter().map(|c| escape(c)));
+            cells.push(s.map_or(String::new(), |s| s.overruns.to_string()));
+            if ipc {
+                cells.push(
+                    s.and_then(Series::ipc_pair)
+                        .map_or(String::new(), |p| p.timeouts.to_string()),
+                );
+            }
+            if timer {
+                cells.push(
+                    s.and_then(Series::timer_thread)
+                        .map_or(String::new(), |t| t.msw.to_string()),
+                );
+            }
+            if disk {
+                let w = s.and_then(Series::disk_writer);
+                cells.push(w.map_or(String::new(), |w| format!("{:.0}", w.iops)));
+                cells.push(w.map_or(String::new(), |w| format!("{:.1}", w.bytes_per_s / 1e6)));
+            }
+            if limit {
+                cells.push(s.map_or(String::new(), |s| s.above_limit.to_string()));
+            }
+            let class = if s.is_none() { " class=\"all\"" } else { "" };
+            let _ = write!(out, "<tr{class}>");
+            for (i, c) in cells.iter().enumerate() {
+                let class = if i < 4 { " class=\"l\"" } else { "" };
+                let _ = write!(out, "<td{class}>{c}</td>");
+            }
+            out.push_str("</tr>\n");
+        };
+        let mut index = 0;
+        for &(r, test) in &group.tests {
+            let prefix = if run_count > 1 {
+                format!("{} ", run_name(r))
+            } else {
+                String::new()
+            };
+            for s in &test.series {
+                let swatch = format!(
+                    "<span class=\"swatch\" style=\"background:{}\"></span>",
+                    plots::css_color(index)
+                );
+                index += 1;
+                row(
+                    out,
+                    &swatch,
+                    &format!("{prefix}{}", s.label),
+                    Some(s),
+                    &s.latency,
+                );
+            }
+            if test.series.len() > 1 {
+                row(out, "", &format!("{prefix}all"), None, &test.overall);
+            }
+        }
+        out.push_str("</table>\n");
+    }
+}
+
+fn latency_cells(l: &LatencySummary) -> Vec<String> {
+    vec![
+        l.samples.to_string(),
+        latency_cell(l, l.min_ns),
+        latency_cell(l, l.avg_ns.round() as i64),
+        percentile_cell(l, 50.0),
+        percentile_cell(l, 99.0),
+        percentile_cell(l, 99.9),
+        percentile_cell(l, 99.99),
+        latency_cell(l, l.max_ns),
+    ]
+}
+
+/// The resolved configuration of a test in one line.
+fn config_text(test: &TestResult) -> String {
+    let c = &test.config;
+    let mut parts = vec![format!("{} {}", c.policy, c.priority)];
+    if let Some(loops) = c.loops {
+        parts.push(format!("{loops} loops"));
+    }
+    if let Some(d) = c.duration_s {
+        parts.push(format!("{d} s"));
+    }
+    if let Some(ipc) = c.ipc() {
+        parts.push(format!(
+            "{} pair(s) of {}, interval {}",
+            ipc.pairs,
+            ipc.tasks,
+            format_ns(ipc.interval_us.saturating_mul(1000) as i64)
+        ));
+        if ipc.cross_cpu {
+            parts.push("cross-CPU".into());
+        }
+    }
+    if let Some(t) = c.timer() {
+        parts.push(format!(
+            "period {}, CPUs {:?}, {} wake-ups, figure {}",
+            format_ns(t.period_us.saturating_mul(1000) as i64),
+            t.cpus,
+            t.wake,
+            t.figure
+        ));
+    }
+    if let Some(d) = c.logdisk() {
+        parts.push(format!(
+            "{} writer(s) in {}, sync {}{}",
+            d.writers,
+            d.dir,
+            d.sync,
+            if d.direct { ", O_DIRECT" } else { "" }
+        ));
+    }
+    if let Some(limit) = c.max_latency_us {
+        parts.push(format!("limit {limit} us"));
+    }
+    parts.push(if c.mlockall {
+        "mlockall".into()
+    } else {
+        "no mlockall".into()
+    });
+    parts.push(format!("cpu_dma_latency {}", c.cpu_dma_latency));
+    parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::testdata::sample_report;
+    use crate::stats::LatencyRecorder;
+    use crate::stats::window::SecondStats;
+
+    fn render_one(report: &Report) -> Rendered {
+        render(&[Run {
+            source: "a.json".into(),
+            report,
+        }])
+        .unwrap()
+    }
+
+    #[test]
+    fn page_is_self_contained_and_escaped() {
+        let mut report = sample_report();
+        report.warnings.push("<script>alert(1)</script>".into());
+        report.tests[0].series[0].label = "pair \"0\" <b>".into();
+        let r = render_one(&report);
+        let html = &r.html;
+        assert!(html.starts_with("<!DOCTYPE html>"));
+        assert!(html.ends_with("</html>\n"));
+        assert!(!html.contains("<script"), "no script at all");
+        assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+        for external in ["http://", "https://", "src=", "<link", "@import", "url("] {
+            let outside_svg_ns = html.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
+            assert!(!outside_svg_ns.contains(external), "{external} in the page");
+        }
+        assert_eq!(r.plots.len(), 2);
+        assert_eq!(html.matches("<svg").count(), 2);
+        assert!(
+            html.contains("latscope mq -l 3 --json &#39;&quot;x&quot;.json&#39;"),
+            "{html}"
+        );
+        assert!(html.contains("kernel is not PREEMPT_RT"));
+        for column in ["P99.99", "Timeouts", "Overruns", "3.33 us"] {
+            assert!(html.contains(column), "{column}");
+        }
+        assert_eq!(r.plots[0].name, "1-mq-one-way-histogram");
+        assert_eq!(r.plots[1].name, "1-mq-one-way-per-second");
+    }
+
+    #[test]
+    fn runs_side_by_side_share_the_plots_of_a_test() {
+        let a = sample_report();
+        let mut b = sample_report();
+        b.tests[0].series[0].latency.max_ns = 9_000;
+        let r = render(&[
+            Run {
+                source: "a.json".into(),
+                report: &a,
+            },
+            Run {
+                source: "b.json".into(),
+                report: &b,
+            },
+        ])
+        .unwrap();
+        assert_eq!(r.plots.len(), 2, "one histogram and one time plot for mq");
+        assert!(r.html.contains("run 1 pair 0") && r.html.contains("run 2 pair 0"));
+        assert!(r.plots[0].svg.contains("run 2 pair 0"));
+        assert!(r.html.contains(&plots::css_color(1)), "second run's colour");
+    }
+
+    /// 24 hours of one-second windows for 16 series: the page stays small.
+    pub fn day_long_report() -> Report {
+        let mut report = sample_report();
+        let mut recorder = LatencyRecorder::new();
+        let mut x: u64 = 12345;
+        for _ in 0..200_000 {
+            // A cheap spread from 1 us to a few ms.
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            recorder.record(1_000 + ((x >> 33) % 5_000) as i64 * ((x >> 60) as i64 + 1));
+        }
+        let summary = recorder.summary();
+        let template = report.tests[0].series[0].clone();
+        report.tests[0].series = (0..16)
+            .map(|i| {
+                let mut s = template.clone();
+                s.label = format!("pair {i}");
+                s.latency = summary.clone();
+                s.per_second = (0..86_400u64)
+                    .map(|second| SecondStats {
+                        second,
+                        span_s: 1,
+                        samples: 10_000,
+                        min_ns: 1_000 + (second % 7) as i64,
+                        avg_ns: 2_000.0 + (second % 100) as f64,
+                        max_ns: 5_000 + ((second * 7919 + i) % 3_000) as i64,
+                    })
+                    .collect();
+                s
+            })
+            .collect();
+        report
+    }
+
+    #[test]
+    fn empty_runs_and_tests_without_samples_render() {
+        let mut report = sample_report();
+        report.tests[0].series[0].latency = LatencyRecorder::new().summary();
+        report.tests[0].series[0].per_second.clear();
+        report.tests[0].error = Some("peer died".into());
+        let r = render_one(&report);
+        assert!(r.plots.is_empty());
+        assert_eq!(r.html.matches("No samples to plot").count(), 2);
+        assert!(r.html.contains("error: peer died"));
+        report.tests.clear();
+        report.warnings.clear();
+        let r = render_one(&report);
+        assert!(r.html.contains("No validity warnings."));
+        assert!(r.plots.is_empty());
+    }
+
+    #[test]
+    fn a_day_of_sixteen_series_stays_under_5_mb() {
+        let report = day_long_report();
+        let r = render_one(&report);
+        assert_eq!(r.plots.len(), 2);
+        assert!(
+            r.html.len() < 5_000_000,
+            "24-hour page is {} bytes",
+            r.html.len()
+        );
+    }
+}
