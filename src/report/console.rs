@@ -132,11 +132,44 @@ pub fn write_footer(report: &Report, out: &mut dyn Write) -> std::io::Result<()>
     for warning in &report.warnings {
         writeln!(out, "warning: {warning}")?;
     }
+    if let Some(line) = where_this_run_falls(report) {
+        writeln!(out, "{line}")?;
+    }
     let over = report.series_over_limit();
     if !over.is_empty() {
         writeln!(out, "FAIL: latency limit crossed by {}", over.join(", "))?;
     }
     write_threshold_verdict(&report.thresholds, out)
+}
+
+/// Worst wake-up latencies below this are what PREEMPT_RT on bare metal
+/// keeps (OSADL's QA farm: worst cases of tens of microseconds).
+const RT_CLASS_NS: i64 = 100_000;
+/// At or above this, spikes of a millisecond: no hard real-time use.
+const SPIKE_CLASS_NS: i64 = 1_000_000;
+
+/// One line that places the run's worst wake-up latency (IPC and timer
+/// series; disk writes are another matter) among the classes of machine in
+/// docs/interpreting.md. None when the run has no such series.
+pub fn where_this_run_falls(report: &Report) -> Option<String> {
+    let worst = report
+        .tests
+        .iter()
+        .flat_map(|t| &t.series)
+        .filter(|s| s.latency.samples > 0 && s.disk_writer().is_none())
+        .map(|s| s.latency.max_ns)
+        .max()?;
+    let class = if worst < RT_CLASS_NS {
+        "within what PREEMPT_RT on bare metal keeps (tens of us)"
+    } else if worst < SPIKE_CLASS_NS {
+        "above PREEMPT_RT on bare metal (tens of us), typical of a stock kernel or a VM"
+    } else {
+        "millisecond spikes, as a VM, RT throttling or a loaded stock kernel give: not for hard real time"
+    };
+    Some(format!(
+        "context: worst wake-up latency {}: {class} (docs/interpreting.md)",
+        crate::units::format_ns(worst)
+    ))
 }
 
 /// One `FAIL:` line per crossed `--fail-if` check, or one `ok:` line when
@@ -229,8 +262,22 @@ mq latency (POSIX message queue, mq_send -> mq_receive, one-way), 1.0 s, ended: 
 Pair    CPU     Prio  Interval  Samples  Timeouts  Overruns      Min      Avg      P50      P99    P99.9      Max
 pair 0    1  fifo 99    100 us        3         2         0  2.00 us  3.33 us  3.00 us  5.00 us  5.00 us  5.00 us
 warning: kernel is not PREEMPT_RT
+context: worst wake-up latency 5.00 us: within what PREEMPT_RT on bare metal keeps (tens of us) (docs/interpreting.md)
 ";
         assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn the_context_line_places_the_worst_latency() {
+        let mut report = sample_report();
+        let line = |r: &Report| where_this_run_falls(r).unwrap();
+        assert!(line(&report).contains("5.00 us: within what PREEMPT_RT"));
+        report.tests[0].series[0].latency.max_ns = 514_000;
+        assert!(line(&report).contains("514 us: above PREEMPT_RT"));
+        report.tests[0].series[0].latency.max_ns = 1_000_000;
+        assert!(line(&report).contains("1.00 ms: millisecond spikes"));
+        report.tests[0].series[0].latency.samples = 0;
+        assert_eq!(where_this_run_falls(&report), None);
     }
 
     #[test]
@@ -256,7 +303,7 @@ warning: kernel is not PREEMPT_RT
         write_footer(&report, &mut buf).unwrap();
         assert_eq!(
             String::from_utf8(buf).unwrap(),
-            "warning: kernel is not PREEMPT_RT\nFAIL: mq pair 0: max>4us crossed (max = 5.00 us)\n"
+            "warning: kernel is not PREEMPT_RT\ncontext: worst wake-up latency 5.00 us: within what PREEMPT_RT on bare metal keeps (tens of us) (docs/interpreting.md)\nFAIL: mq pair 0: max>4us crossed (max = 5.00 us)\n"
         );
         crate::commands::judge(&mut report, &[parse("avg>1h")]);
         assert_eq!(report.exit_code, 0);
