@@ -164,13 +164,19 @@ pub fn failed_to_start(
     config: TestConfig,
     error: String,
 ) -> FinishedTest {
+    // A kernel without the primitive: the test is skipped, with the reason.
+    let end_reason = if crate::ipc::lacks_kernel_feature(&error) {
+        harness::EndReason::Skipped
+    } else {
+        harness::EndReason::Error
+    };
     FinishedTest::not_started(
         TestResult {
             test: transport.name().to_string(),
             description: transport.describe().to_string(),
             mode: plan.mode.as_str().to_string(),
             config,
-            end_reason: harness::EndReason::Error,
+            end_reason,
             error: Some(error),
             overall: LatencyRecorder::new().summary(),
             series: Vec::new(),
@@ -302,4 +308,43 @@ pub fn config_of(settings: &IpcSettings, prep: &Preparation) -> TestConfig {
 /// Seconds as the report writes them.
 pub fn secs(d: Option<Duration>) -> Option<f64> {
     d.map(|d| d.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::EndReason;
+
+    #[test]
+    fn a_kernel_without_the_primitive_skips_the_test() {
+        let transport = crate::ipc::transport_named("svmq").unwrap();
+        let plan = RunPlan::default();
+        let config = crate::report::testdata::sample_report().tests[0]
+            .config
+            .clone();
+        let skipped = failed_to_start(
+            transport.as_ref(),
+            &plan,
+            config.clone(),
+            "msgget failed: Function not implemented (kernel built without System V IPC)".into(),
+        );
+        assert_eq!(skipped.result.end_reason, EndReason::Skipped);
+        let failed = failed_to_start(
+            transport.as_ref(),
+            &plan,
+            config,
+            "msgget failed: No space left on device".into(),
+        );
+        assert_eq!(failed.result.end_reason, EndReason::Error);
+        let sys = crate::report::testdata::sample_report().sysinfo;
+        let report = assemble_report(
+            vec![skipped.clone()],
+            sys.clone(),
+            vec![],
+            &MemoryLock::Locked,
+        );
+        assert_eq!(report.exit_code, crate::commands::EXIT_SKIPPED);
+        let both = assemble_report(vec![skipped, failed], sys, vec![], &MemoryLock::Locked);
+        assert_eq!(both.exit_code, crate::commands::EXIT_RUNTIME);
+    }
 }

@@ -111,7 +111,12 @@ pub fn check_fork(
 /// crossed limit or threshold (3), before a run that measured nothing because
 /// every test was skipped (4).
 pub fn exit_code_for(report: &Report) -> i32 {
-    if report.tests.iter().any(|t| t.error.is_some()) {
+    // A skipped test keeps its reason in `error`; it is not a failure.
+    if report
+        .tests
+        .iter()
+        .any(|t| t.error.is_some() && t.end_reason != crate::report::EndReason::Skipped)
+    {
         EXIT_RUNTIME
     } else if !report.series_over_limit().is_empty() || report.thresholds_crossed().next().is_some()
     {
@@ -244,8 +249,12 @@ pub fn deliver(
     // A test that failed while running: its results are shown above; the
     // failure itself is the one error line a script sees on stderr (exit 1).
     for test in &report.tests {
-        if let Some(e) = &test.error {
-            eprintln!("latscope: error: {} failed while running: {e}", test.test);
+        match (&test.error, test.end_reason) {
+            (Some(e), crate::report::EndReason::Skipped) => {
+                eprintln!("latscope: {} skipped: {e}", test.test)
+            }
+            (Some(e), _) => eprintln!("latscope: error: {} failed while running: {e}", test.test),
+            (None, _) => {}
         }
     }
     if failed.is_empty() {

@@ -57,18 +57,24 @@ pub fn run(
         )),
         _ => Box::new(LiveLine::new(transport.name(), settings.verdict.quiet)),
     };
-    let finished = ipc_test::run(IpcTest {
+    let finished = match ipc_test::run(IpcTest {
         transport,
         plan: RunPlan {
             // Peer processes lock their memory when this process could.
             lock_memory: prep.memory.is_locked(),
             ..settings.plan.clone()
         },
-        config,
+        config: config.clone(),
         breaktrace,
         progress: progress.as_mut(),
-    })
-    .map_err(CommandError::Runtime)?;
+    }) {
+        Ok(finished) => finished,
+        // The kernel lacks the primitive: a skipped test (exit 4), reported.
+        Err(e) if crate::ipc::lacks_kernel_feature(&e) => {
+            ipc_test::failed_to_start(transport, &settings.plan, config, e)
+        }
+        Err(e) => return Err(CommandError::Runtime(e)),
+    };
     if let Some(note) = &finished.facts.breaktrace_note {
         eprintln!("latscope: break-trace limit crossed: {note}");
     }

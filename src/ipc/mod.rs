@@ -58,6 +58,16 @@ impl ChannelError {
     }
 }
 
+/// What the transports' setup errors say when the kernel lacks the
+/// primitive (ENOSYS): "(kernel built without ...)". Such a test is skipped
+/// (exit code 4 when nothing else ran), not failed.
+pub const KERNEL_LACKS_MARKER: &str = "built without";
+
+/// Whether a transport's setup error means the kernel lacks the primitive.
+pub fn lacks_kernel_feature(error: &str) -> bool {
+    error.contains(KERNEL_LACKS_MARKER)
+}
+
 impl fmt::Display for ChannelError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(

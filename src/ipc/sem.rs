@@ -53,7 +53,7 @@ impl Semaphore {
         if rc != 0 {
             let err = std::io::Error::last_os_error();
             let hint = if err.raw_os_error() == Some(libc::ENOSYS) {
-                " (process-shared semaphores are not supported here)"
+                " (kernel or libc built without process-shared semaphores)"
             } else {
                 ""
             };

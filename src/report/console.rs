@@ -126,7 +126,11 @@ pub fn machine_line(s: &crate::rt::sysinfo::SysInfo) -> String {
 pub fn write_footer(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     for test in &report.tests {
         if let Some(error) = &test.error {
-            writeln!(out, "error: {} stopped early: {error}", test.test)?;
+            if test.end_reason == crate::report::EndReason::Skipped {
+                writeln!(out, "skipped: {}: {error}", test.test)?;
+            } else {
+                writeln!(out, "error: {} stopped early: {error}", test.test)?;
+            }
         }
     }
     for warning in &report.warnings {
