@@ -3,7 +3,8 @@
 # what `latscope timer --breakdown` costs.
 #
 #   bench/timer_vs_cyclictest.sh [--runs N] [--seconds S] [--cpu C]
-#                                [--only LIST] [--no-breakdown] [--out DIR]
+#                                [--only LIST] [--no-breakdown]
+#                                [--phases LIST] [--out DIR]
 #
 # 1. Builds latscope in release mode (cargo build --release).
 # 2. Runs these commands one after the other, N times each (default 3): run 1
@@ -23,6 +24,10 @@
 # 4. Unless --no-breakdown: `latscope timer -c C -p 100 -P 99 -T S -q` without
 #    and with `--breakdown`, alternating, N runs each, then both again under
 #    perf (if installed): what the kernel trace costs in latency and CPU time.
+#    --phases takes a comma list of latency (2.), cpu (3.) and breakdown (4.),
+#    default all three; the reports use the files in the output directory, so
+#    `--phases cpu,breakdown --out DIR` redoes those two phases and reports
+#    them with DIR's earlier latency runs (e.g. after a disturbed phase).
 # 5. Prints per run: samples, overruns, min/avg/p99/max (us), the sampling
 #    thread's CPU time per wake-up and how busy CPU C was with other work; then
 #    per command over all runs, and the verdict per goal (avg within 15 % or
@@ -66,10 +71,12 @@
 #     set-up, no main thread, no warm-up. The same window gives how busy CPU C
 #     was (from /proc/stat: 1 - idle time / window; idle time is exact with
 #     the tickless idle accounting, the user/system ticks are not used) and the
-#     periods the thread missed (window / 100 us - switch-ins; a
-#     tool-independent check of latscope's overruns, +-20 or so from the
-#     timing of the reads). The probe costs a few short /proc reads per run,
-#     from this shell, unpinned.
+#     periods in which the thread was not switched in (window / 100 us -
+#     switch-ins; about +-10 from the timing of the reads): missed periods
+#     (overruns, which cyclictest does not report) plus samples taken without
+#     sleeping (the previous wake-up ended after this expiry), the same
+#     measure for both tools. The probe costs a few short /proc reads per
+#     run, from this shell, unpinned.
 #   Whole process: perf stat -e task-clock (all threads, set-up, warm-up and
 #     exit included) in separate runs, divided by the samples reported, and
 #     by the wake-ups (samples + latscope's warm-up periods: its warm-up second
@@ -97,7 +104,7 @@ RUNS=3
 SECS=10
 CPU=""
 ONLY="timer,cyclictest,timerfd,cyclictest-ns,timer-w0"
-BREAKDOWN=1
+PHASES="latency,cpu,breakdown"
 OUT=""
 BUILD_TIMEOUT=900
 PERIOD_US=100
@@ -114,7 +121,8 @@ while [ $# -gt 0 ]; do
     --seconds) SECS=${2:?--seconds needs a number}; shift ;;
     --cpu) CPU=${2:?--cpu needs a CPU number}; shift ;;
     --only) ONLY=${2:?--only needs a list}; shift ;;
-    --no-breakdown) BREAKDOWN=0 ;;
+    --no-breakdown) PHASES=${PHASES//breakdown/} ;;
+    --phases) PHASES=${2:?--phases needs a list}; shift ;;
     --out) OUT=${2:?--out needs a directory}; shift ;;
     -h|--help) usage 0 ;;
     *) echo "unknown option: $1" >&2; usage 2 >&2 ;;
@@ -136,6 +144,11 @@ for c in "${asked[@]}"; do
   [[ " $ORDER " == *" $c "* ]] || die "--only: unknown command '$c' (one of: $ORDER)"
 done
 [ "${#COMPARISONS[@]}" -gt 0 ] || die "--only: nothing to run"
+IFS=, read -r -a asked <<<"$PHASES"
+for p in "${asked[@]}"; do
+  case "$p" in latency|cpu|breakdown|"") ;; *) die "--phases: unknown phase '$p' (latency, cpu, breakdown)" ;; esac
+done
+has_phase() { [[ ",$PHASES," == *",$1,"* ]]; }
 
 [ "$(id -u)" = 0 ] || die "run as root (SCHED_FIFO priority 99, mlockall, tracefs)"
 [ -x "$RTBIN/cyclictest" ] || die "$RTBIN/cyclictest not found (apt-get install rt-tests)"
@@ -316,7 +329,7 @@ quiet() {
 per_run() {
   awk -F'\t' -v period="$PERIOD_US" '
     BEGIN {
-      print "| Run | Command | Samples | Overruns | Min | Avg | P99 | Max | Thread CPU/wake-up | Missed (probe) | CPU busy (thread, other) | Steal |"
+      print "| Run | Command | Samples | Overruns | Min | Avg | P99 | Max | Thread CPU/wake-up | No switch-in | CPU busy (thread, other) | Steal |"
       print "|---|---|---|---|---|---|---|---|---|---|---|---|"
     }
     function f(x, d) { return x == "-" ? "-" : sprintf("%." d "f", x) }
@@ -432,34 +445,38 @@ failed=0
 PERF=0
 have_perf && PERF=1
 
-# ---------------------------------------------------------------- comparison
 ROWS="$OUT/timer.rows"
-: >"$ROWS"
-echo "== comparison: ${COMPARISONS[*]}; $RUNS runs each, alternating (CPU $CPU, $LOOPS samples)"
-for run in $(seq 1 "$RUNS"); do
-  for c in "${COMPARISONS[@]}"; do
-    timer_run "$ROWS" "$c" "$run" || failed=1
-  done
-done
-echo
+BROWS="$OUT/breakdown.rows"
 
-if [ "$PERF" = 1 ]; then
-  echo "== CPU time of the whole process (perf stat -e task-clock): the same commands, $RUNS runs each, alternating"
-  : >"$OUT/timer.taskclock"; : >"$OUT/timer.cpu"
+# ---------------------------------------------------------------- comparison
+if has_phase latency; then
+  : >"$ROWS"
+  echo "== comparison: ${COMPARISONS[*]}; $RUNS runs each, alternating (CPU $CPU, $LOOPS samples)"
   for run in $(seq 1 "$RUNS"); do
     for c in "${COMPARISONS[@]}"; do
-      cpu_run timer "$run" "$c" || failed=1
+      timer_run "$ROWS" "$c" "$run" || failed=1
     done
   done
   echo
-else
-  echo "== CPU time of the whole process: skipped (perf not available: apt-get install linux-perf)"
+fi
+
+if has_phase cpu; then
+  if [ "$PERF" = 1 ]; then
+    echo "== CPU time of the whole process (perf stat -e task-clock): the same commands, $RUNS runs each, alternating"
+    : >"$OUT/timer.taskclock"; : >"$OUT/timer.cpu"
+    for run in $(seq 1 "$RUNS"); do
+      for c in "${COMPARISONS[@]}"; do
+        cpu_run timer "$run" "$c" || failed=1
+      done
+    done
+  else
+    echo "== CPU time of the whole process: skipped (perf not available: apt-get install linux-perf)"
+  fi
   echo
 fi
 
 # ---------------------------------------------------------------- breakdown
-if [ "$BREAKDOWN" = 1 ]; then
-  BROWS="$OUT/breakdown.rows"
+if has_phase breakdown; then
   : >"$BROWS"
   echo "== --breakdown cost: latscope timer without and with --breakdown, $RUNS runs each, alternating"
   for run in $(seq 1 "$RUNS"); do
@@ -478,36 +495,39 @@ if [ "$BREAKDOWN" = 1 ]; then
 fi
 
 # ---------------------------------------------------------------- reports
-TC=""; [ "$PERF" = 1 ] && TC="$OUT/timer.cpu"
-echo "######## latscope timer vs cyclictest, CPU $CPU, period $PERIOD_US us, $LOOPS samples per run"
-echo "(us; latscope from its JSON ns / 1000; cyclictest from its JSON: whole us truncated, or ns / 1000 with -N;"
-echo " thread CPU and CPU $CPU busy from the probe window of each run; Missed = window / period - switch-ins)"
-echo
-per_run "$ROWS" | tee "$OUT/timer.runs"
-echo "Over all runs (avg weighted by samples; min lowest, max highest):"
-summary "$ROWS" "$TC" | tee "$OUT/timer.summary"
-if [ "$PERF" = 1 ] && [ -s "$OUT/timer.cpu" ]; then
-  echo "Whole process task-clock per run (ms / samples = us per sample; / wake-ups incl. latscope's warm-up = us per wake-up):"
-  awk '{ printf "  %-13s run %s: %8.1f ms / %6d = %5.2f us per sample, / %6d = %5.2f us per wake-up; CPU %s other work %s %%\n", $1, $2, $3, $4, $3 * 1000 / $4, $5, $3 * 1000 / $5, cpu, $6 }' cpu="$CPU" "$OUT/timer.cpu"
+# (from the files in $OUT: those of earlier runs of the phases left out)
+if [ -s "$ROWS" ]; then
+  TC=""; [ -s "$OUT/timer.cpu" ] && TC="$OUT/timer.cpu"
+  echo "######## latscope timer vs cyclictest, CPU $CPU, period $PERIOD_US us, $LOOPS samples per run"
+  echo "(us; latscope from its JSON ns / 1000; cyclictest from its JSON: whole us truncated, or ns / 1000 with -N;"
+  echo " thread CPU, no switch-in (periods of the window in which the thread was not switched in) and CPU $CPU busy from the probe window of each run)"
   echo
+  per_run "$ROWS" | tee "$OUT/timer.runs"
+  echo "Over all runs (avg weighted by samples; min lowest, max highest):"
+  summary "$ROWS" "$TC" | tee "$OUT/timer.summary"
+  if [ -n "$TC" ]; then
+    echo "Whole process task-clock per run (ms / samples = us per sample; / wake-ups incl. latscope's warm-up = us per wake-up):"
+    awk '{ printf "  %-13s run %s: %8.1f ms / %6d = %5.2f us per sample, / %6d = %5.2f us per wake-up; CPU %s other work %s %%\n", $1, $2, $3, $4, $3 * 1000 / $4, $5, $3 * 1000 / $5, cpu, $6 }' cpu="$CPU" "$TC"
+    echo
+  fi
+  echo "== goals, all runs"
+  goals "$ROWS" "$TC" | tee "$OUT/timer.goals"
+  quiet "$ROWS" >"$ROWS.quiet"
+  QTC=""; [ -n "$TC" ] && { quiet "$TC" >"$OUT/timer.quiet.cpu"; QTC="$OUT/timer.quiet.cpu"; }
+  echo "== the same over the undisturbed runs only (CPU $CPU at most $OTHER_MAX % busy with other work; runs left per command:$(cut -f1 "$ROWS.quiet" | sort | uniq -c | awk '{ printf " %s %s", $2, $1 }')$([ -n "$QTC" ] && cut -d' ' -f1 "$QTC" | sort | uniq -c | awk 'BEGIN { printf "; perf runs:" } { printf " %s %s", $2, $1 }'))"
+  summary "$ROWS.quiet" "$QTC" | tee "$OUT/timer.quiet.summary"
+  goals "$ROWS.quiet" "$QTC" | tee "$OUT/timer.quiet.goals"
 fi
-echo "== goals, all runs"
-goals "$ROWS" "$TC" | tee "$OUT/timer.goals"
-quiet "$ROWS" >"$ROWS.quiet"
-QTC=""; [ -n "$TC" ] && { quiet "$TC" >"$OUT/timer.quiet.cpu"; QTC="$OUT/timer.quiet.cpu"; }
-echo "== the same over the undisturbed runs only (CPU $CPU at most $OTHER_MAX % busy with other work; runs left per command:$(cut -f1 "$ROWS.quiet" | sort | uniq -c | awk '{ printf " %s %s", $2, $1 }'))"
-summary "$ROWS.quiet" "$QTC" | tee "$OUT/timer.quiet.summary"
-goals "$ROWS.quiet" "$QTC" | tee "$OUT/timer.quiet.goals"
 
-if [ "$BREAKDOWN" = 1 ]; then
-  BTC=""; [ "$PERF" = 1 ] && BTC="$OUT/breakdown.cpu"
+if [ -s "$BROWS" ]; then
+  BTC=""; [ -s "$OUT/breakdown.cpu" ] && BTC="$OUT/breakdown.cpu"
   echo "######## --breakdown cost: latscope timer -c $CPU -p $PERIOD_US -P 99 -T $SECS -q, without (timer) and with (breakdown)"
   per_run "$BROWS" | tee "$OUT/breakdown.runs"
   summary "$BROWS" "$BTC" | tee "$OUT/breakdown.summary"
   breakdown_report "$BROWS" "$BTC" | tee "$OUT/breakdown.goals"
   quiet "$BROWS" >"$BROWS.quiet"
   QBTC=""; [ -n "$BTC" ] && { quiet "$BTC" >"$OUT/breakdown.quiet.cpu"; QBTC="$OUT/breakdown.quiet.cpu"; }
-  echo "== the same over the undisturbed runs only (runs left:$(cut -f1 "$BROWS.quiet" | sort | uniq -c | awk '{ printf " %s %s", $2, $1 }'))"
+  echo "== the same over the undisturbed runs only (runs left:$(cut -f1 "$BROWS.quiet" | sort | uniq -c | awk '{ printf " %s %s", $2, $1 }')$([ -n "$QBTC" ] && cut -d' ' -f1 "$QBTC" | sort | uniq -c | awk 'BEGIN { printf "; perf runs:" } { printf " %s %s", $2, $1 }'))"
   summary "$BROWS.quiet" "$QBTC" | tee "$OUT/breakdown.quiet.summary"
   breakdown_report "$BROWS.quiet" "$QBTC" | tee "$OUT/breakdown.quiet.goals"
 fi
