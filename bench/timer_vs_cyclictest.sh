@@ -4,7 +4,7 @@
 #
 #   bench/timer_vs_cyclictest.sh [--runs N] [--seconds S] [--cpu C]
 #                                [--only LIST] [--no-breakdown]
-#                                [--phases LIST] [--out DIR]
+#                                [--phases LIST] [--wait-quiet SECS] [--out DIR]
 #
 # 1. Builds latscope in release mode (cargo build --release).
 # 2. Runs these commands one after the other, N times each (default 3): run 1
@@ -36,7 +36,10 @@
 #    sampling thread (other load on a shared machine; the timer interrupts
 #    alone take about 3 %) are flagged "(!)", and the summary and verdicts are
 #    printed a second time over the unflagged runs only. Rerun (or raise
-#    --runs) when too few are left.
+#    --runs) when too few are left. With --wait-quiet SECS, each run first
+#    waits (at most SECS seconds, checking every 2 s) until CPU C has been at
+#    most 5 % busy for one second; that favours no tool (every run waits the
+#    same way) but only lowers the chance of other load, it does not stop it.
 #
 # What makes the comparison fair:
 #   Both tools: one thread pinned to CPU C, SCHED_FIFO 99, absolute
@@ -105,6 +108,7 @@ SECS=10
 CPU=""
 ONLY="timer,cyclictest,timerfd,cyclictest-ns,timer-w0"
 PHASES="latency,cpu,breakdown"
+WAIT_QUIET=0
 OUT=""
 BUILD_TIMEOUT=900
 PERIOD_US=100
@@ -123,13 +127,14 @@ while [ $# -gt 0 ]; do
     --only) ONLY=${2:?--only needs a list}; shift ;;
     --no-breakdown) PHASES=${PHASES//breakdown/} ;;
     --phases) PHASES=${2:?--phases needs a list}; shift ;;
+    --wait-quiet) WAIT_QUIET=${2:?--wait-quiet needs seconds}; shift ;;
     --out) OUT=${2:?--out needs a directory}; shift ;;
     -h|--help) usage 0 ;;
     *) echo "unknown option: $1" >&2; usage 2 >&2 ;;
   esac
   shift
 done
-case "$RUNS$SECS$CPU" in *[!0-9]*) echo "--runs, --seconds and --cpu take whole numbers" >&2; exit 2 ;; esac
+case "$RUNS$SECS$CPU$WAIT_QUIET" in *[!0-9]*) echo "--runs, --seconds, --cpu and --wait-quiet take whole numbers" >&2; exit 2 ;; esac
 if [ "$RUNS" -lt 1 ] || [ "$SECS" -lt 2 ]; then
   echo "--runs must be at least 1, --seconds at least 2" >&2; exit 2
 fi
@@ -267,6 +272,32 @@ probe_fields() {
 }
 
 # ---------------------------------------------------------------- one run
+# cpu_busy_1s: how busy CPU C was over the next second, in % (idle time of
+# /proc/stat, exact with the tickless idle accounting).
+cpu_busy_1s() {
+  local a b
+  a=$(awk -v c="cpu$CPU" '$1 == c { print $5 + $6 }' /proc/stat)
+  sleep 1
+  b=$(awk -v c="cpu$CPU" '$1 == c { print $5 + $6 }' /proc/stat)
+  echo $((100 - (b - a) * 100 / CLK_TCK))
+}
+
+# wait_quiet: with --wait-quiet, waits until CPU C was at most 5 % busy for a
+# second, at most WAIT_QUIET seconds.
+wait_quiet() {
+  [ "$WAIT_QUIET" -gt 0 ] || return 0
+  local start=$SECONDS busy
+  while :; do
+    busy=$(cpu_busy_1s)
+    [ "$busy" -le 5 ] && return 0
+    if [ $((SECONDS - start)) -ge "$WAIT_QUIET" ]; then
+      echo "  (CPU $CPU still $busy % busy after waiting ${WAIT_QUIET} s: running anyway)"
+      return 0
+    fi
+    sleep 2
+  done
+}
+
 # row NAME RUN FILE: one tab-separated row of $ROWS_HEADER from the run's files.
 ROWS_HEADER="name run samples overruns min_us avg_us p99_us max_us win_s thr_run_ns thr_switchins busy_pct steal_pct reader_run_ns other_run_ns wall_s own_warning traced incomplete irq_avg_us sched_avg_us"
 row() {
@@ -295,6 +326,7 @@ row() {
 timer_run() {
   local rows=$1 name=$2 run=$3 base="$2-$3"
   command_of "$name"
+  wait_quiet
   RUN_PROBE=probe_threads run_bounded "$base" "$RUN_TIMEOUT" "${CMD[@]}" --json "$OUT/$base.json" || return 1
   row "$name" "$run" "$base" >>"$rows" || { echo "  !! cannot read the results of $base" >&2; return 1; }
   tail -n 1 "$rows" | awk -F'\t' '{ printf "  %s run %s: %s samples, avg %.2f us, max %.1f us; CPU %s busy %s %%, sampling thread %.2f us per wake-up\n",
@@ -307,6 +339,7 @@ timer_run() {
 cpu_run() {
   local name=$1 run=$2 tool=$3 base="$1-tc-$3-$2" wakeups other
   command_of "$tool"
+  wait_quiet
   RUN_PROBE=probe_threads taskclock_run "$name" "$run" "$tool" "${CMD[@]}" || return 1
   wakeups=$(jq 'if .tests then .tests[0] | ([.series[].samples] | add) + .config.detail.warmup_loops * .config.detail.samples_per_loop
                 else [.thread[].cycles] | add end' "$OUT/$base.json") || return 1
