@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Shared by bench/mq_vs_pmqtest.sh and bench/ipc_vs_rt_tests.sh; sourced, not run.
+# Shared by bench/mq_vs_pmqtest.sh, bench/ipc_vs_rt_tests.sh and
+# bench/timer_vs_cyclictest.sh; sourced, not run.
 #
 # The calling script sets REPO (repository root) and OUT (output directory,
 # or "" for a fresh one from bench_out_dir) and then uses:
@@ -8,7 +9,9 @@
 #   bench_out_dir                     create $OUT (mktemp when empty)
 #   run_bounded NAME SECS CMD...      run CMD bounded in time, in its own process
 #                                     group (stopped on exit/Ctrl-C/SIGTERM), outputs
-#                                     in $OUT/NAME.{out,err,cpu,wall}
+#                                     in $OUT/NAME.{out,err,cpu,wall}; when RUN_PROBE
+#                                     names a function, it is called as
+#                                     `$RUN_PROBE PGID NAME` while CMD runs
 #   print_machine REFERENCE...        the machine, and the reference tools' versions
 #   build_latscope SECS               cargo build --release, sets LATSCOPE
 #   compare_run ROWS RUN TOOL NAME CMD...
@@ -18,6 +21,8 @@
 #   report_goals ROWS REF [CPUFILE]   verdict per goal (avg, min, CPU per sample)
 #   taskclock_run NAME RUN TOOL CMD.. CMD --json F under perf stat -e task-clock; appends
 #                                     "TOOL RUN ms samples" to $OUT/NAME.taskclock
+#   json_samples FILE                 the samples in a latscope, rt-tests pair or
+#                                     cyclictest JSON file
 #   taskclock_summary FILE REF        all runs: us per sample and the ratio
 #
 # Rows (tab separated): run tool pair samples min_us avg_us max_us avg_int cpu_s wall_s
@@ -72,6 +77,11 @@ show() { # prints a command the way it can be pasted into a shell
 # `timeout`, stdout to $OUT/NAME.out, stderr to $OUT/NAME.err; writes the
 # user and system CPU seconds of CMD to $OUT/NAME.cpu and its wall time to
 # $OUT/NAME.wall. Returns CMD's exit status.
+# If RUN_PROBE is set (e.g. `RUN_PROBE=my_probe run_bounded ...`), the function
+# it names runs in this shell while CMD runs, as `$RUN_PROBE PGID NAME` (PGID:
+# the process group of CMD); it must return before CMD is over to be useful,
+# and CMD's time bound still holds (the wait starts when the probe returns, but
+# `timeout` bounds CMD itself).
 # The CPU time counts only processes that were waited for: children that a
 # tool forks and never reaps (the rt-tests tools' -f children) are missing.
 run_bounded() {
@@ -93,6 +103,7 @@ run_bounded() {
     exit $rc
   ) &
   CURRENT_JOB=$!
+  if [ -n "${RUN_PROBE:-}" ]; then "$RUN_PROBE" "$CURRENT_JOB" "$name"; fi
   wait "$CURRENT_JOB"
   local rc=$?
   CURRENT_JOB=""
@@ -262,9 +273,17 @@ report_goals() {
 # scheduler's exact run time of the command and all its descendants.
 have_perf() { command -v perf >/dev/null && perf stat -e task-clock true >/dev/null 2>&1; }
 
+# json_samples FILE: the samples of all threads or pairs in FILE, a latscope
+# report (tests[0].series[].samples), an rt-tests pair tool's JSON
+# (thread."N".sender.samples) or cyclictest's (thread."N".cycles).
+json_samples() {
+  jq 'if .tests then [.tests[0].series[].samples] | add
+      else [.thread[] | (.sender.samples // .cycles)] | add end' "$1"
+}
+
 # taskclock_run NAME RUN TOOL CMD...: runs `perf stat -e task-clock CMD... --json
-# FILE` (both latscope and the rt-tests tools take --json); the samples come from
-# that JSON (TOOL "latscope": latscope's format, any other name: rt-tests').
+# FILE` (latscope and the rt-tests tools all take --json); the samples come from
+# that JSON (json_samples). TOOL is a label.
 taskclock_run() {
   local name=$1 run=$2 tool=$3
   shift 3
@@ -272,11 +291,7 @@ taskclock_run() {
   run_bounded "$base" "$RUN_TIMEOUT" perf stat -x, -e task-clock -o "$OUT/$base.perf" \
     "$@" --json "$OUT/$base.json" || return 1
   ms=$(awk -F, '/task-clock/ {print $1}' "$OUT/$base.perf")
-  if [ "$tool" = latscope ]; then
-    samples=$(jq '[.tests[0].series[].samples] | add' "$OUT/$base.json")
-  else
-    samples=$(jq '[.thread[].sender.samples] | add' "$OUT/$base.json")
-  fi
+  samples=$(json_samples "$OUT/$base.json")
   echo "$tool $run $ms $samples" >>"$OUT/$name.taskclock"
   awk -v t="$tool" -v r="$run" -v ms="$ms" -v n="$samples" \
     'BEGIN { printf "  %-11s run %d: %8.1f ms / %6d samples = %5.2f us per sample\n", t, r, ms, n, ms * 1000 / n }'
