@@ -4,7 +4,8 @@
 #
 #   bench/logdisk_vs_fio.sh [--dir DIR] [--duration S] [--runs N] [--bsize LIST]
 #                           [--file-size SIZE] [--num-files N]
-#                           [--fio-engine ENGINE] [--nice N] [--out DIR]
+#                           [--fio-engine ENGINE] [--nice N] [--redo N]
+#                           [--max-others F] [--out DIR]
 #
 # 1. Builds latscope in release mode (cargo build --release).
 # 2. Creates a fresh scratch directory DIR/latscope-logdisk-bench.XXXXXX
@@ -28,10 +29,18 @@
 #    script checks that the directory is empty before and after every run.
 #    --fio-engine psync makes fio write with pwrite, as latscope does (a
 #    diagnostic: vsync issues lseek + writev per write, see below).
-#    --nice N runs both tools under `nice -n N` (N < 0 needs root): on a
-#    machine whose CPUs other work keeps busy, a woken writer otherwise waits
-#    for a CPU, and that wait, not the disk, is then measured.
-# 4. Prints per block size, per run and tool: writes, IOPS, MB/s (10^6 bytes),
+#    --nice N runs both tools under `nice -n N` (N < 0 needs root).
+# 4. A shared machine: while other work keeps the CPUs busy, a writer woken by
+#    its completed write can wait for a CPU, and both tools then measure that
+#    wait, not the disk. The script measures the CPU time everything else used
+#    during each run ("others" below); when, in either run of a pair (latscope
+#    and fio, one block size, one run number), it exceeds F x NCPU x the run's
+#    wall time (--max-others, default 0.3), the pair is run again, up to
+#    --redo times (default 3; 0: never). The criterion is taken outside both
+#    tools and drops both runs of the pair. Dropped pairs are listed with their
+#    figures and their outputs kept (NAME-redoK); a pair still disturbed after
+#    the last attempt is kept and marked.
+# 5. Prints per block size, per run and tool: writes, IOPS, MB/s (10^6 bytes),
 #    avg / p50 / p99 / max / min latency, CPU time per write, the block device's
 #    write and flush requests per write, the CPU time everything else used during
 #    the run, the load average; the ratios latscope / fio of each run pair; a
@@ -79,6 +88,8 @@ FILE_SIZE=16M
 NUM_FILES=2
 FIO_ENGINE=vsync
 NICE=0
+REDO=3
+MAX_OTHERS=0.3
 OUT=""
 BUILD_TIMEOUT=900
 
@@ -96,6 +107,8 @@ while [ $# -gt 0 ]; do
     --num-files) NUM_FILES=${2:?--num-files needs a number}; shift ;;
     --fio-engine) FIO_ENGINE=${2:?--fio-engine needs vsync or psync}; shift ;;
     --nice) NICE=${2:?--nice needs a niceness}; shift ;;
+    --redo) REDO=${2:?--redo needs a number}; shift ;;
+    --max-others) MAX_OTHERS=${2:?--max-others needs a fraction such as 0.25}; shift ;;
     --out) OUT=${2:?--out needs a directory}; shift ;;
     -h|--help) usage 0 ;;
     *) echo "unknown option: $1" >&2; usage 2 >&2 ;;
@@ -110,7 +123,7 @@ bytes() {
   case "$n" in ''|*[!0-9]*) return 1 ;; esac
   echo $((n * m))
 }
-case "$RUNS$DURATION$NUM_FILES" in *[!0-9]*) echo "--runs, --duration and --num-files take whole numbers" >&2; exit 2 ;; esac
+case "$RUNS$DURATION$NUM_FILES$REDO" in *[!0-9]*) echo "--runs, --duration, --num-files and --redo take whole numbers" >&2; exit 2 ;; esac
 if [ "$RUNS" -lt 1 ] || [ "$DURATION" -lt 1 ] || [ "$NUM_FILES" -lt 1 ]; then
   echo "--runs, --duration and --num-files must be at least 1" >&2; exit 2
 fi
@@ -124,6 +137,7 @@ for b in "${BLIST[@]}"; do
   BS_BYTES+=("$v")
 done
 case "$FIO_ENGINE" in vsync|psync) ;; *) echo "--fio-engine: vsync or psync" >&2; exit 2 ;; esac
+case "$MAX_OTHERS" in ''|*[!0-9.]*|*.*.*) echo "--max-others takes a fraction such as 0.25" >&2; exit 2 ;; esac
 case "${NICE#-}" in ''|*[!0-9]*) echo "--nice takes a whole number (-20..19)" >&2; exit 2 ;; esac
 NICE_CMD=()
 [ "$NICE" = 0 ] || NICE_CMD=(nice -n "$NICE")
@@ -181,7 +195,9 @@ build_latscope "$BUILD_TIMEOUT"
 
 # ---------------------------------------------------------------- runs
 ROWS="$OUT/rows.tsv"
+DROPPED="$OUT/dropped.tsv"
 : >"$ROWS"
+: >"$DROPPED"
 failed=0
 
 # empty_dir WHEN: the scratch directory must be empty between runs; a tool that
@@ -196,7 +212,7 @@ empty_dir() {
 
 # Rows (tab separated): bsize run tool writes iops bytes_per_s avg_ns p50_ns
 # p99_ns max_ns min_ns duration_s cpu_s device_writes load1 clat_avg_ns others_s
-# device_flushes
+# device_flushes wall_s (dropped.tsv: the same, then the attempt it caused)
 # (others_s: CPU time used by everything else on the machine during the run =
 # all CPUs' busy time (NCPU x wall - idle) - the tool's own CPU time)
 latscope_row() {
@@ -216,10 +232,10 @@ fio_row() {
      $w.lat_ns.max, $w.lat_ns.min, $w.runtime / 1000, $w.clat_ns.mean] | @tsv' "$1"
 }
 
-# one_run TOOL RUN BSIZE: runs TOOL once, appends its row.
+# one_run TOOL RUN BSIZE SUFFIX FILE: runs TOOL once (outputs $OUT/TOOL-BSIZE-RUN
+# SUFFIX.*), appends its row to FILE.
 one_run() {
-  local tool=$1 run=$2 bs=$3 name d0 d1 i0 i1 load row others dw df
-  name="$tool-$bs-$run"
+  local tool=$1 run=$2 bs=$3 name=$1-$3-$2$4 file=$5 d0 d1 i0 i1 load row others dw df wall
   empty_dir "before $name"
   local cmd
   if [ "$tool" = latscope ]; then
@@ -249,33 +265,62 @@ one_run() {
   [ -n "$row" ] || { echo "  !! cannot read $OUT/$name.json: $(cat "$OUT/$name.parse")" >&2; return 1; }
   read -r dw df <<<"$(awk -v a="$d0" -v b="$d1" 'BEGIN { split(a, x, " "); split(b, y, " "); print y[1] - x[1], y[2] - x[2] }')"
   [ -n "$DEVSTAT" ] || { dw=-; df=-; }
-  others=$(awk -v n="$NCPU" -v hz="$CLK_TCK" -v i0="$i0" -v i1="$i1" -v w="$(cat "$OUT/$name.wall")" \
+  wall=$(cat "$OUT/$name.wall")
+  others=$(awk -v n="$NCPU" -v hz="$CLK_TCK" -v i0="$i0" -v i1="$i1" -v w="$wall" \
     -v c="$(cpu_of "$name")" 'BEGIN { printf "%.2f", n * w - (i1 - i0) / hz - c }')
   # row: writes iops bps avg p50 p99 max min dur clat -> insert cpu, device writes, load
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$bs" "$run" "$tool" \
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$bs" "$run" "$tool" \
     "$(cut -f1-9 <<<"$row")" "$(cpu_of "$name")" "$dw" \
-    "$load" "$(cut -f10 <<<"$row")" "$others" "$df" >>"$ROWS"
+    "$load" "$(cut -f10 <<<"$row")" "$others" "$df" "$wall" >>"$file"
+}
+
+# busy_rows FILE: prints "tool others > limit; " for each row of FILE whose
+# others exceed MAX_OTHERS x NCPU x its wall time.
+busy_rows() {
+  awk -F'\t' -v f="$MAX_OTHERS" -v n="$NCPU" '$17 > f * n * $19 {
+    printf "%s %.1f s > %.1f s; ", $3, $17, f * n * $19 }' "$1"
+}
+
+# one_pair RUN BSIZE: latscope, then fio; again while disturbed (--redo).
+one_pair() {
+  local run=$1 bs=$2 attempt=0 suffix="" busy pair="$OUT/pair.tsv"
+  while :; do
+    : >"$pair"
+    one_run latscope "$run" "$bs" "$suffix" "$pair" || failed=1
+    one_run fio "$run" "$bs" "$suffix" "$pair" || failed=1
+    busy=$(busy_rows "$pair")
+    if [ -n "$busy" ] && [ "$attempt" -lt "$REDO" ]; then
+      attempt=$((attempt + 1))
+      echo "  .. disturbed, others: ${busy}dropped; again ($attempt of $REDO)"
+      awk -v a="$attempt" '{ print $0 "\t" a }' "$pair" >>"$DROPPED"
+      suffix="-redo$attempt"
+      continue
+    fi
+    [ -z "$busy" ] || echo "  !! disturbed, others: ${busy}kept (no attempts left)" >&2
+    cat "$pair" >>"$ROWS"
+    rm -f "$pair"
+    return 0
+  done
 }
 
 echo "== runs: $RUNS per tool and block size, alternating latscope and fio"
 for run in $(seq 1 "$RUNS"); do
   for bs in "${BS_BYTES[@]}"; do
-    one_run latscope "$run" "$bs" || failed=1
-    one_run fio "$run" "$bs" || failed=1
+    one_pair "$run" "$bs"
   done
 done
 echo
 
 # ---------------------------------------------------------------- report
 # Per block size and run: both tools' figures and the ratios latscope / fio of
-# the run pair (adjacent in time). A run whose median latency is more than 1.5
-# times the lowest median of this block size (all runs, both tools) is marked
-# "<-": the device or the CPUs were busier then; compare its others_s.
+# the run pair (adjacent in time). Marked: a run whose median latency is more
+# than 1.5 times the lowest median of this block size (all runs, both tools),
+# and one kept although the others' CPU time exceeded the limit.
 for bs in "${BS_BYTES[@]}"; do
   echo "== results, $bs-byte writes (latency in us; MB/s = 10^6 bytes/s; cpu/w: the tool's CPU us per write, layout included;"
   echo "   dev/w, fl/w: the device's write and flush requests per measured write, layout included (this kernel counts"
   echo "   the flushes among the writes); others: CPU seconds used by everything else during the run)"
-  awk -F'\t' -v bs="$bs" '
+  awk -F'\t' -v bs="$bs" -v lim="$MAX_OTHERS" -v ncpu="$NCPU" '
     $1 == bs { k = $2 SUBSEP $3; have[k] = 1; row[k] = $0; runs[$2] = 1
                if (!lowp50 || $8 < lowp50) lowp50 = $8 }
     function line(r, t,   f) {
@@ -284,7 +329,8 @@ for bs in "${BS_BYTES[@]}"; do
         r, t, f[4], f[5], f[6] / 1e6, f[7] / 1e3, f[8] / 1e3, f[9] / 1e3, f[10] / 1e3,
         f[11] / 1e3, f[13] * 1e6 / f[4], (f[14] == "-" ? 0 : f[14] / f[4]),
         (f[18] == "-" ? 0 : f[18] / f[4]), f[17], f[15],
-        (f[8] > 1.5 * lowp50 ? "  <- p50 " sprintf("%.1fx", f[8] / lowp50) " the lowest" : "")
+        (f[8] > 1.5 * lowp50 ? "  <- p50 " sprintf("%.1fx", f[8] / lowp50) " the lowest" : "") \
+        (f[17] > lim * ncpu * f[19] ? "  <- others over the limit" : "")
       if (t == "fio" && f[16] != "-") clat[r] = f[16] / 1e3
     }
     END {
@@ -307,6 +353,13 @@ for bs in "${BS_BYTES[@]}"; do
     }' "$ROWS"
   echo
 done
+
+if [ -s "$DROPPED" ]; then
+  echo "== dropped run pairs (others over $MAX_OTHERS x $NCPU CPUs x wall in either run; not in the figures above or below)"
+  awk -F'\t' '{ printf "%6s bytes run %s attempt %s %-8s: IOPS %6.0f, avg %7.1f us, p50 %7.1f us, others %5.2f s of %5.1f s wall\n",
+    $1, $2, $20, $3, $5, $7 / 1e3, $8 / 1e3, $17, $19 }' "$DROPPED"
+  echo
+fi
 
 # Over all runs: IOPS and MB/s = mean of the runs (equal durations), avg =
 # mean over all writes; and the median of the run pairs' ratios, which one
