@@ -35,11 +35,14 @@
 #    wait, not the disk. The script measures the CPU time everything else used
 #    during each run ("others" below); when, in either run of a pair (latscope
 #    and fio, one block size, one run number), it exceeds F x NCPU x the run's
-#    wall time (--max-others, default 0.3), the pair is run again, up to
-#    --redo times (default 3; 0: never). The criterion is taken outside both
-#    tools and drops both runs of the pair. Dropped pairs are listed with their
-#    figures and their outputs kept (NAME-redoK); a pair still disturbed after
-#    the last attempt is kept and marked.
+#    wall time (--max-others, default 0.3), or the device completed more flush
+#    requests than 1.05 per measured write + 64 (each tool's writes make one
+#    flush each: the others came from another program's synchronous writes),
+#    the pair is run again, up to --redo times (default 3; 0: never). Both
+#    criteria are taken outside the tools and drop both runs of the pair.
+#    Dropped pairs are listed with their figures and their outputs kept
+#    (NAME-redoK); a pair still disturbed after the last attempt is kept and
+#    marked.
 # 5. Prints per block size, per run and tool: writes, IOPS, MB/s (10^6 bytes),
 #    avg / p50 / p99 / max / min latency, CPU time per write, the block device's
 #    write and flush requests per write, the CPU time everything else used during
@@ -274,11 +277,13 @@ one_run() {
     "$load" "$(cut -f10 <<<"$row")" "$others" "$df" "$wall" >>"$file"
 }
 
-# busy_rows FILE: prints "tool others > limit; " for each row of FILE whose
-# others exceed MAX_OTHERS x NCPU x its wall time.
+# busy_rows FILE: prints "tool: why; " for each row of FILE whose others
+# exceed MAX_OTHERS x NCPU x its wall time, or whose device flushes exceed
+# 1.05 per write + 64.
 busy_rows() {
-  awk -F'\t' -v f="$MAX_OTHERS" -v n="$NCPU" '$17 > f * n * $19 {
-    printf "%s %.1f s > %.1f s; ", $3, $17, f * n * $19 }' "$1"
+  awk -F'\t' -v f="$MAX_OTHERS" -v n="$NCPU" '
+    $17 > f * n * $19 { printf "%s: others %.1f s > %.1f s; ", $3, $17, f * n * $19 }
+    $18 != "-" && $18 > 1.05 * $4 + 64 { printf "%s: %d device flushes for %d writes; ", $3, $18, $4 }' "$1"
 }
 
 # one_pair RUN BSIZE: latscope, then fio; again while disturbed (--redo).
@@ -291,12 +296,12 @@ one_pair() {
     busy=$(busy_rows "$pair")
     if [ -n "$busy" ] && [ "$attempt" -lt "$REDO" ]; then
       attempt=$((attempt + 1))
-      echo "  .. disturbed, others: ${busy}dropped; again ($attempt of $REDO)"
+      echo "  .. disturbed (${busy}dropped); again ($attempt of $REDO)"
       awk -v a="$attempt" '{ print $0 "\t" a }' "$pair" >>"$DROPPED"
       suffix="-redo$attempt"
       continue
     fi
-    [ -z "$busy" ] || echo "  !! disturbed, others: ${busy}kept (no attempts left)" >&2
+    [ -z "$busy" ] || echo "  !! disturbed (${busy}kept: no attempts left)" >&2
     cat "$pair" >>"$ROWS"
     rm -f "$pair"
     return 0
@@ -330,7 +335,8 @@ for bs in "${BS_BYTES[@]}"; do
         f[11] / 1e3, f[13] * 1e6 / f[4], (f[14] == "-" ? 0 : f[14] / f[4]),
         (f[18] == "-" ? 0 : f[18] / f[4]), f[17], f[15],
         (f[8] > 1.5 * lowp50 ? "  <- p50 " sprintf("%.1fx", f[8] / lowp50) " the lowest" : "") \
-        (f[17] > lim * ncpu * f[19] ? "  <- others over the limit" : "")
+        (f[17] > lim * ncpu * f[19] ? "  <- others over the limit" : "") \
+        (f[18] != "-" && f[18] > 1.05 * f[4] + 64 ? "  <- foreign flushes" : "")
       if (t == "fio" && f[16] != "-") clat[r] = f[16] / 1e3
     }
     END {
@@ -355,9 +361,9 @@ for bs in "${BS_BYTES[@]}"; do
 done
 
 if [ -s "$DROPPED" ]; then
-  echo "== dropped run pairs (others over $MAX_OTHERS x $NCPU CPUs x wall in either run; not in the figures above or below)"
-  awk -F'\t' '{ printf "%6s bytes run %s attempt %s %-8s: IOPS %6.0f, avg %7.1f us, p50 %7.1f us, others %5.2f s of %5.1f s wall\n",
-    $1, $2, $20, $3, $5, $7 / 1e3, $8 / 1e3, $17, $19 }' "$DROPPED"
+  echo "== dropped run pairs (in either run others over $MAX_OTHERS x $NCPU CPUs x wall, or foreign flushes; not in the figures above or below)"
+  awk -F'\t' '{ printf "%6s bytes run %s attempt %s %-8s: IOPS %6.0f, avg %7.1f us, p50 %7.1f us, others %5.2f s of %5.1f s wall, flushes/write %s\n",
+    $1, $2, $20, $3, $5, $7 / 1e3, $8 / 1e3, $17, $19, ($18 == "-" ? "-" : sprintf("%.2f", $18 / $4)) }' "$DROPPED"
   echo
 fi
 
