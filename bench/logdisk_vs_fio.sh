@@ -49,7 +49,10 @@
 #    the run, the load average; the ratios latscope / fio of each run pair; a
 #    mark on runs whose median latency is over 1.5 x the lowest (disturbed?);
 #    then the verdict per goal over all runs: IOPS and bandwidth at least 0.98
-#    of fio's, avg latency within 5 % of fio's (and the run pairs' median ratio).
+#    of fio's, avg latency within 5 % of fio's; with, for each, the run pairs'
+#    ratios: range, geometric mean and 95 % confidence interval, and whether
+#    that interval lies inside the goal, outside it, or across it (then these
+#    runs cannot tell: the disk's speed drifts between runs by more than 2 %).
 #
 # Where the figures come from:
 #   latscope: its JSON, tests[0].series[0]: detail.writes, detail.iops,
@@ -368,41 +371,53 @@ if [ -s "$DROPPED" ]; then
 fi
 
 # Over all runs: IOPS and MB/s = mean of the runs (equal durations), avg =
-# mean over all writes; and the median of the run pairs' ratios, which one
-# disturbed run moves less.
+# mean over all writes, p99 = mean of the runs' p99, max = the highest. And,
+# since the disk's speed drifts between runs by more than the goals' margins,
+# the run pairs' ratios (each pair ran back to back): their range, geometric
+# mean and its 95 % confidence interval (Student's t over the logs), which
+# says whether these runs can tell the goal apart at all.
 echo "== goals, latscope / fio over all runs (IOPS, MB/s: mean of the runs; avg latency: mean over all writes)"
 for bs in "${BS_BYTES[@]}"; do
   awk -F'\t' -v bs="$bs" '
-    function median(a, n,   i, j, t) {
-      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    function t975(df) {  # Student t, 97.5 % quantile
+      split("12.706 4.303 3.182 2.776 2.571 2.447 2.365 2.306 2.262 2.228 2.201 2.179 2.160 2.145 2.131 2.120 2.110 2.101 2.093 2.086", t, " ")
+      return df < 1 ? 0 : df <= 20 ? t[df] : df <= 30 ? 2.05 : 1.98
     }
-    $1 == bs { n[$3]++; io[$3] += $5; bw[$3] += $6; lat[$3] += $4 * $7; w[$3] += $4
-               if ($9 > p99[$3]) p99[$3] = $9
+    # pairs K LOW HIGH: "run pairs a..b, geometric mean g, 95 % CI [l, h]" and
+    # whether the interval lies inside [LOW, HIGH], outside it, or across.
+    function pairs(k, low, high,   r, m, s, ss, x, g, h, lo, hi, a, b, ci) {
+      m = 0; s = 0; ss = 0; lo = 1e9; hi = 0
+      for (r in runs) if ((("latscope" SUBSEP r SUBSEP k) in v) && (("fio" SUBSEP r SUBSEP k) in v)) {
+        x = v["latscope", r, k] / v["fio", r, k]; m++
+        if (x < lo) lo = x; if (x > hi) hi = x
+        s += log(x); ss += log(x) * log(x)
+      }
+      if (m == 0) return "no run pairs"
+      g = s / m
+      if (m < 2) return sprintf("one run pair: %.3f", exp(g))
+      h = t975(m - 1) * sqrt((ss - s * s / m) / (m - 1) / m)
+      a = exp(g - h); b = exp(g + h)
+      ci = (a >= low && b <= high) ? "inside the goal" : (b < low || a > high) ? "outside the goal" : "across the goal: not resolved"
+      return sprintf("%d run pairs %.3f..%.3f, geometric mean %.3f, 95%% CI %.3f..%.3f (%s)", m, lo, hi, exp(g), a, b, ci)
+    }
+    $1 == bs { n[$3]++; io[$3] += $5; bw[$3] += $6; lat[$3] += $4 * $7; w[$3] += $4; p99[$3] += $9
                if ($10 > mx[$3]) mx[$3] = $10
                v[$3, $2, "io"] = $5; v[$3, $2, "bw"] = $6; v[$3, $2, "avg"] = $7; runs[$2] = 1 }
     END {
       if (!n["latscope"] || !n["fio"]) { printf "%s bytes: missing data\n", bs; exit }
-      split("io bw avg", ks, " ")
-      for (k = 1; k <= 3; k++) {
-        m = 0; delete q
-        for (r in runs) if ((("latscope" SUBSEP r SUBSEP ks[k]) in v) && (("fio" SUBSEP r SUBSEP ks[k]) in v))
-          q[++m] = v["latscope", r, ks[k]] / v["fio", r, ks[k]]
-        med[ks[k]] = m ? median(q, m) : 0
-        lo[ks[k]] = m ? q[1] : 0; hi[ks[k]] = m ? q[m] : 0
-      }
       lio = io["latscope"] / n["latscope"]; fio = io["fio"] / n["fio"]
       lbw = bw["latscope"] / n["latscope"]; fbw = bw["fio"] / n["fio"]
       lav = lat["latscope"] / w["latscope"]; fav = lat["fio"] / w["fio"]
-      printf "%s bytes IOPS:      latscope %.0f, fio %.0f, ratio %.3f -> %s (goal: at least 0.98); run pairs %.3f..%.3f, median %.3f\n",
-        bs, lio, fio, lio / fio, (lio / fio >= 0.98 ? "MET" : "NOT MET"), lo["io"], hi["io"], med["io"]
-      printf "%s bytes bandwidth: latscope %.2f MB/s, fio %.2f MB/s, ratio %.3f -> %s (goal: at least 0.98); run pairs %.3f..%.3f, median %.3f\n",
-        bs, lbw / 1e6, fbw / 1e6, lbw / fbw, (lbw / fbw >= 0.98 ? "MET" : "NOT MET"), lo["bw"], hi["bw"], med["bw"]
+      lp = p99["latscope"] / n["latscope"]; fp = p99["fio"] / n["fio"]
+      printf "%s bytes IOPS:      latscope %.0f, fio %.0f, ratio %.3f -> %s (goal: at least 0.98)\n    %s\n",
+        bs, lio, fio, lio / fio, (lio / fio >= 0.98 ? "MET" : "NOT MET"), pairs("io", 0.98, 1e9)
+      printf "%s bytes bandwidth: latscope %.2f MB/s, fio %.2f MB/s, ratio %.3f -> %s (goal: at least 0.98)\n    %s\n",
+        bs, lbw / 1e6, fbw / 1e6, lbw / fbw, (lbw / fbw >= 0.98 ? "MET" : "NOT MET"), pairs("bw", 0.98, 1e9)
       d = lav / fav - 1; ad = d < 0 ? -d : d
-      printf "%s bytes avg:       latscope %.2f us, fio %.2f us, ratio %.3f -> %s (goal: within 5%%); run pairs %.3f..%.3f, median %.3f\n",
-        bs, lav / 1e3, fav / 1e3, lav / fav, (ad <= 0.05 ? "MET" : "NOT MET"), lo["avg"], hi["avg"], med["avg"]
-      printf "%s bytes p99, max (no goal; highest of the runs): latscope %.1f / %.1f us, fio %.1f / %.1f us\n",
-        bs, p99["latscope"] / 1e3, mx["latscope"] / 1e3, p99["fio"] / 1e3, mx["fio"] / 1e3
+      printf "%s bytes avg:       latscope %.2f us, fio %.2f us, ratio %.3f -> %s (goal: within 5%%)\n    %s\n",
+        bs, lav / 1e3, fav / 1e3, lav / fav, (ad <= 0.05 ? "MET" : "NOT MET"), pairs("avg", 0.95, 1.05)
+      printf "%s bytes p99 (mean of the runs), max (highest), no goal: latscope %.1f / %.1f us, fio %.1f / %.1f us, p99 ratio %.3f\n",
+        bs, lp / 1e3, mx["latscope"] / 1e3, fp / 1e3, mx["fio"] / 1e3, lp / fp
     }' "$ROWS"
 done
 echo
