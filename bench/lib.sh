@@ -1,6 +1,5 @@
 # shellcheck shell=bash
-# Shared by bench/mq_vs_pmqtest.sh, bench/ipc_vs_rt_tests.sh and
-# bench/timer_vs_cyclictest.sh; sourced, not run.
+# Shared by the comparison scripts in bench/; sourced, not run.
 #
 # The calling script sets REPO (repository root) and OUT (output directory,
 # or "" for a fresh one from bench_out_dir) and then uses:
@@ -12,6 +11,9 @@
 #                                     in $OUT/NAME.{out,err,cpu,wall}; when RUN_PROBE
 #                                     names a function, it is called as
 #                                     `$RUN_PROBE PGID NAME` while CMD runs
+#   bench_cleanup (defined by the caller, optional)
+#                                     runs on exit, Ctrl-C and SIGTERM after the
+#                                     running command was stopped (scratch files)
 #   print_machine REFERENCE...        the machine, and the reference tools' versions
 #   build_latscope SECS               cargo build --release, sets LATSCOPE
 #   compare_run ROWS RUN TOOL NAME CMD...
@@ -64,7 +66,12 @@ on_signal() {
   stop_current
   exit 130
 }
-trap stop_current EXIT
+# The caller's bench_cleanup, if it defines one, runs once the command is stopped.
+on_exit() {
+  stop_current
+  if declare -F bench_cleanup >/dev/null; then bench_cleanup; fi
+}
+trap on_exit EXIT
 trap on_signal INT TERM HUP
 
 show() { # prints a command the way it can be pasted into a shell
