@@ -23,7 +23,7 @@
 #          --sync=dsync --bs=B --iodepth=1 --nrfiles=F --filesize=SIZE
 #          --file_service_type=sequential --overwrite=1 --unlink=1 --time_based
 #          --runtime=S --lat_percentiles=1 --output-format=json --output=FILE
-#    (the mqldt emulation of /work/shared/REFERENCE.md, plus --directory and
+#    (fio's usual emulation of mqldt's pattern, plus --directory, and
 #    --unlink=1 so that fio, like latscope, removes its files at the end).
 #    Each run of each tool creates its files afresh and removes them; the
 #    script checks that the directory is empty before and after every run.
@@ -36,8 +36,8 @@
 #    during each run ("others" below); when, in either run of a pair (latscope
 #    and fio, one block size, one run number), it exceeds F x NCPU x the run's
 #    wall time (--max-others, default 0.3), or the device completed more flush
-#    requests than 1.05 per measured write + 64 (each tool's writes make one
-#    flush each: the others came from another program's synchronous writes),
+#    requests than 1.05 per measured write + 64 (each measured write makes
+#    one flush; more come from another program's synchronous writes),
 #    the pair is run again, up to --redo times (default 3; 0: never). Both
 #    criteria are taken outside the tools and drop both runs of the pair.
 #    Dropped pairs are listed with their figures and their outputs kept
@@ -83,7 +83,8 @@
 # too. Every command is printed (prefixed with "+") before it runs. Raw outputs
 # (JSON, stdout, stderr) are kept in the output directory (--out, default a
 # fresh /tmp/latscope-bench.XXXXXX, printed at the end). About
-# runs x block sizes x 2 x (duration + 3 s): 1.5 min with the defaults.
+# runs x block sizes x 2 x (duration + 0.5 s) plus the build: 2 min with the
+# defaults, more when pairs are run again.
 # Shared functions: bench/lib.sh.
 
 DIR=""
