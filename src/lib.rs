@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod commands;
 pub mod ipc;
+pub mod load;
 pub mod logdisk;
 pub mod report;
 pub mod rt;

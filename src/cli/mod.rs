@@ -148,6 +148,23 @@ pub enum IpcModeArg {
     Both,
 }
 
+/// `--load`, on every test and on `suite` (SPEC in src/load/mod.rs).
+#[derive(Debug, Clone, Default, Args)]
+pub struct LoadArgs {
+    /// Background load while measuring, run at normal priority on the measured CPUs
+    /// by stress-ng or rt-tests' hackbench: stress-ng stressors with worker counts
+    /// (cpu:2, vm:1,hdd:1; default one worker per measured CPU) or hackbench[:GROUPS]
+    /// (40 threads a group; default 1); bare --load = cpu; repeatable
+    #[arg(
+        long = "load",
+        value_name = "SPEC",
+        num_args = 0..=1,
+        default_missing_value = "cpu",
+        action = clap::ArgAction::Append
+    )]
+    pub load: Vec<String>,
+}
+
 /// Options shared by every test that reports and judges latencies.
 #[derive(Debug, Clone, Args)]
 pub struct VerdictArgs {
@@ -161,6 +178,8 @@ pub struct VerdictArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub thresholds: ThresholdArgs,
+    #[command(flatten)]
+    pub load: LoadArgs,
 }
 
 /// The result files every test and `suite` can write besides the console
@@ -437,6 +456,8 @@ pub struct TimerArgs {
     pub no_dma_latency: bool,
     #[command(flatten)]
     pub thresholds: ThresholdArgs,
+    #[command(flatten)]
+    pub load: LoadArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -517,4 +538,6 @@ pub struct LogdiskArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub thresholds: ThresholdArgs,
+    #[command(flatten)]
+    pub load: LoadArgs,
 }

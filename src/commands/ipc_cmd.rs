@@ -204,7 +204,7 @@ pub fn run(args: &IpcArgs) -> Result<i32, CommandError> {
         IpcModeArg::Both => &[Mode::OneWay, Mode::RoundTrip],
     };
     // Checked now, before anything is measured.
-    layout.pairs(interval_us, distance_us, loops, args.cross_cpu)?;
+    let pairs = layout.pairs(interval_us, distance_us, loops, args.cross_cpu)?;
     let verdict = VerdictSettings::from_args(&args.verdict)?;
     for notice in &notices {
         eprintln!("latscope: warning: {notice}");
@@ -216,8 +216,14 @@ pub fn run(args: &IpcArgs) -> Result<i32, CommandError> {
         );
     }
     let sysinfo = SysInfo::collect();
-    let prep = Preparation::apply(!args.no_mlockall, true, !args.no_dma_latency)
-        .map_err(CommandError::Runtime)?;
+    let mut prep = Preparation::apply(
+        !args.no_mlockall,
+        true,
+        !args.no_dma_latency,
+        &verdict.loads,
+        &ipc_test::cpus_of(&pairs),
+    )
+    .map_err(CommandError::Runtime)?;
     let items = sequence(&SequenceSpec {
         primitives: &primitives,
         modes,
@@ -234,17 +240,19 @@ pub fn run(args: &IpcArgs) -> Result<i32, CommandError> {
         prep: &prep,
     })?;
     let mut write_so_far = |done: &[FinishedTest]| {
-        let report = ipc_test::assemble_report(
+        let mut report = ipc_test::assemble_report(
             done.to_vec(),
             sysinfo.clone(),
             prep.warnings.clone(),
             &prep.memory,
         );
+        prep.background.record_into(&mut report);
         write_files(&verdict.outputs, &LatscopeJson, &report);
     };
     let finished = run_sequence(items, None, verdict.quiet, &mut write_so_far);
     let mut report =
         ipc_test::assemble_report(finished, sysinfo, prep.warnings.clone(), &prep.memory);
+    prep.finish(&mut report);
     drop(prep);
     super::judge(&mut report, &verdict.fail_if);
     deliver(

@@ -1,9 +1,11 @@
 //! Running one IPC latency test and turning its outcome into report data;
 //! shared by `latscope mq` and `latscope suite`.
 
+use super::background::Background;
 use super::validity::{self, RunFacts};
 use crate::ipc::Transport;
-use crate::ipc::harness::{self, PairOutcome, Progress, RunPlan};
+use crate::ipc::harness::{self, PairOutcome, PairPlan, Progress, RunPlan};
+use crate::load::LoadSpec;
 use crate::report::{
     ConfigDetail, IpcConfig, IpcPair, Report, SCHEMA_NAME, SCHEMA_VERSION, Series, SeriesDetail,
     TestConfig, TestResult, Tool,
@@ -30,21 +32,28 @@ impl MemoryLock {
     }
 }
 
-/// Process-wide preparation for real-time measuring, with what it achieved.
+/// Process-wide preparation for measuring, with what it achieved; every
+/// command goes through it.
 pub struct Preparation {
     pub memory: MemoryLock,
     pub dma_latency: DmaLatency,
     pub warnings: Vec<String>,
+    /// The `--load` generators and the kernel-log follower.
+    pub background: Background,
 }
 
 impl Preparation {
-    /// Locks memory and holds `/dev/cpu_dma_latency`. With `require_mlock`, a
+    /// Locks memory, holds `/dev/cpu_dma_latency`, follows the kernel log
+    /// and starts the `loads` on the `measured_cpus`. With `require_mlock`, a
     /// failing mlockall is an error (exit 1); otherwise the run goes on and the
-    /// report says so.
+    /// report says so. Call it from the main thread: the loads' parent-death
+    /// signal is tied to the thread that starts them.
     pub fn apply(
         lock_memory: bool,
         require_mlock: bool,
         hold_dma: bool,
+        loads: &[LoadSpec],
+        measured_cpus: &[usize],
     ) -> Result<Preparation, String> {
         let mut warnings = Vec::new();
         let memory = if lock_memory {
@@ -67,12 +76,37 @@ impl Preparation {
                 crate::rt::dma_latency::PATH
             ));
         }
+        let background = Background::start(loads, measured_cpus)?;
         Ok(Preparation {
             memory,
             dma_latency,
             warnings,
+            background,
         })
     }
+
+    /// After the last sample, before the results are shown: stops the loads
+    /// and the kernel-log follower and records them in `report`.
+    pub fn finish(&mut self, report: &mut Report) {
+        self.background.finish_into(report);
+    }
+}
+
+/// The CPUs the pairs run on: their pinned CPUs, or every usable CPU when
+/// one of them is left to the scheduler.
+pub fn cpus_of(pairs: &[PairPlan]) -> Vec<usize> {
+    let mut cpus = Vec::new();
+    for pair in pairs {
+        for cpu in [pair.recorder_cpu, pair.peer_cpu] {
+            match cpu {
+                Some(cpu) => cpus.push(cpu),
+                None => return sched::allowed_cpus(),
+            }
+        }
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    cpus
 }
 
 /// One IPC test to run.
@@ -275,6 +309,8 @@ pub fn build_report(tests: Vec<FinishedTest>, sysinfo: SysInfo, warnings: Vec<St
         tests: tests.into_iter().map(|t| t.result).collect(),
         warnings,
         thresholds: Vec::new(),
+        loads: Vec::new(),
+        kernel_log: Default::default(),
         exit_code: 0,
     };
     report.exit_code = super::exit_code_for(&report);

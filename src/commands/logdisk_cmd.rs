@@ -2,7 +2,7 @@
 //! files, one run per block size, the finished runs as report data, the
 //! live progress line and the CSV file.
 
-use super::ipc_test::{FinishedTest, build_report};
+use super::ipc_test::{FinishedTest, Preparation, build_report};
 use super::validity::RunFacts;
 use super::{CommandError, deliver};
 use crate::cli::{LogdiskArgs, OutputFormat};
@@ -34,6 +34,16 @@ pub fn run(args: &LogdiskArgs) -> Result<i32, CommandError> {
     let settings = LogdiskSettings::from_args(args)?;
     let classic = args.format == OutputFormat::Classic;
     let sysinfo = SysInfo::collect();
+    // No memory locking or idle-state hold for disk writes; the loads and
+    // the kernel-log follower as for every test.
+    let mut prep = Preparation::apply(
+        false,
+        false,
+        false,
+        &settings.loads,
+        &crate::rt::sched::allowed_cpus(),
+    )
+    .map_err(CommandError::Runtime)?;
     let mut progress: Box<dyn LogdiskProgress> = if classic {
         print!("{}", classic_options(args, &settings));
         Box::new(ClassicProgress::new(&settings))
@@ -45,6 +55,7 @@ pub fn run(args: &LogdiskArgs) -> Result<i32, CommandError> {
     })?;
     let warnings = warnings_of(&settings, &sysinfo);
     let mut report = build_report(tests, sysinfo, warnings);
+    prep.finish(&mut report);
     super::judge(&mut report, &settings.fail_if);
     let csv_result = settings.csv_file.as_deref().map(|path| {
         if classic {
@@ -638,6 +649,7 @@ pub fn suite_settings(dir: &Path, duration: Duration, direct: bool) -> LogdiskSe
         outputs: crate::settings::Outputs::default(),
         quiet: true,
         fail_if: Vec::new(),
+        loads: Vec::new(),
     }
 }
 

@@ -2,6 +2,7 @@
 //! its output files (JSON, CSV, Markdown) and decides the exit code. The
 //! measuring itself is in `ipc`, `timer` and `logdisk`.
 
+pub mod background;
 pub mod compare;
 pub mod ipc_cmd;
 pub mod ipc_test;

@@ -34,8 +34,14 @@ pub fn run(
         eprintln!("latscope: warning: {notice}");
     }
     let sysinfo = SysInfo::collect();
-    let prep = Preparation::apply(settings.lock_memory, true, settings.hold_dma_latency)
-        .map_err(CommandError::Runtime)?;
+    let mut prep = Preparation::apply(
+        settings.lock_memory,
+        true,
+        settings.hold_dma_latency,
+        &settings.verdict.loads,
+        &ipc_test::cpus_of(&settings.plan.pairs),
+    )
+    .map_err(CommandError::Runtime)?;
     let mut warnings = prep.warnings.clone();
     let breaktrace = match settings.breaktrace_us {
         None => None,
@@ -79,6 +85,7 @@ pub fn run(
         eprintln!("latscope: break-trace limit crossed: {note}");
     }
     let mut report = ipc_test::assemble_report(vec![finished], sysinfo, warnings, &prep.memory);
+    prep.finish(&mut report);
     drop(prep);
     super::judge(&mut report, &settings.verdict.fail_if);
 

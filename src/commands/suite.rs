@@ -49,7 +49,8 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
             sched::RT_PRIVILEGE_FIX
         );
     }
-    let prep = Preparation::apply(true, false, true).map_err(CommandError::Runtime)?;
+    let mut prep = Preparation::apply(true, false, true, &verdict.loads, &sched::allowed_cpus())
+        .map_err(CommandError::Runtime)?;
     warnings.extend(prep.warnings.iter().cloned());
 
     let (policy, priority) = if realtime {
@@ -85,12 +86,13 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
     // so far: a crash of a later test leaves the earlier results.
     let outputs = &verdict.outputs;
     let write_so_far = |done: &[ipc_test::FinishedTest], warnings: &[String]| {
-        let report = ipc_test::assemble_report(
+        let mut report = ipc_test::assemble_report(
             done.to_vec(),
             sysinfo.clone(),
             warnings.to_vec(),
             &prep.memory,
         );
+        prep.background.record_into(&mut report);
         write_files(outputs, &LatscopeJson, &report);
     };
     let mut finished = run_sequence(
@@ -150,7 +152,8 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
         }
     }
     let mut report = ipc_test::assemble_report(finished, sysinfo, warnings, &prep.memory);
-    drop(prep.dma_latency);
+    prep.finish(&mut report);
+    drop(prep);
     super::judge(&mut report, &verdict.fail_if);
     deliver(
         &report,

@@ -238,8 +238,14 @@ pub fn run(args: &TimerArgs) -> Result<i32, CommandError> {
         })?;
     }
     let sysinfo = SysInfo::collect();
-    let prep = Preparation::apply(settings.lock_memory, true, settings.hold_dma_latency)
-        .map_err(CommandError::Runtime)?;
+    let mut prep = Preparation::apply(
+        settings.lock_memory,
+        true,
+        settings.hold_dma_latency,
+        &settings.loads,
+        &settings.cpus,
+    )
+    .map_err(CommandError::Runtime)?;
     let mut warnings = prep.warnings.clone();
     let mut settings = settings;
     if settings.freeze_trace
@@ -290,6 +296,7 @@ pub fn run(args: &TimerArgs) -> Result<i32, CommandError> {
         );
     }
     let mut report = ipc_test::assemble_report(vec![finished], sysinfo, warnings, &prep.memory);
+    prep.finish(&mut report);
     drop(prep);
     super::judge(&mut report, &settings.fail_if);
     let gnuplot_to_stdout = settings.gnuplot == Some(JsonTarget::Stdout);

@@ -124,6 +124,9 @@ pub fn machine_line(s: &crate::rt::sysinfo::SysInfo) -> String {
 
 /// Warnings, the end reason when it is not a normal end, and the limit verdict.
 pub fn write_footer(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    for load in &report.loads {
+        writeln!(out, "load: {}", load.describe())?;
+    }
     for test in &report.tests {
         if let Some(error) = &test.error {
             if test.end_reason == crate::report::EndReason::Skipped {

@@ -47,6 +47,12 @@ pub struct Report {
     /// `--fail-if`); a crossed one makes the exit code 3.
     #[serde(default)]
     pub thresholds: Vec<crate::threshold::ThresholdCheck>,
+    /// `--load`: the load generators that ran beside the measurement.
+    #[serde(default)]
+    pub loads: Vec<crate::load::process::LoadRecord>,
+    /// What the kernel log said while measuring.
+    #[serde(default)]
+    pub kernel_log: crate::rt::kmsg::KernelLog,
     /// The process exit code this run ends with (0, 1, 3 or 4).
     pub exit_code: i32,
 }
@@ -567,6 +573,8 @@ pub(crate) mod testdata {
             }],
             warnings: vec!["kernel is not PREEMPT_RT".into()],
             thresholds: Vec::new(),
+            loads: Vec::new(),
+            kernel_log: Default::default(),
             exit_code: 0,
         }
     }

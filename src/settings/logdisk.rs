@@ -97,6 +97,8 @@ pub struct LogdiskSettings {
     pub quiet: bool,
     /// `--fail-if`: absolute limits held against every writer after the run.
     pub fail_if: Vec<crate::threshold::Threshold>,
+    /// `--load`: the background load generators, checked.
+    pub loads: Vec<crate::load::LoadSpec>,
 }
 
 /// A size as mqldt's options take it: plain bytes or a number with a `K`
@@ -414,6 +416,7 @@ impl LogdiskSettings {
             outputs,
             quiet: args.quiet,
             fail_if: super::test_thresholds(&args.thresholds)?,
+            loads: crate::load::from_args(&args.load.load)?,
         })
     }
 

@@ -284,6 +284,8 @@ pub struct VerdictSettings {
     pub quiet: bool,
     /// `--fail-if`: absolute limits held against every series after the run.
     pub fail_if: Vec<Threshold>,
+    /// `--load`: the background load generators, checked.
+    pub loads: Vec<crate::load::LoadSpec>,
 }
 
 impl VerdictSettings {
@@ -298,6 +300,7 @@ impl VerdictSettings {
             max_latency_us,
             quiet: args.quiet,
             fail_if: test_thresholds(&args.thresholds)?,
+            loads: crate::load::from_args(&args.load.load)?,
         })
     }
 }

@@ -53,6 +53,8 @@ pub struct TimerSettings {
     pub max_latency_us: Option<u64>,
     /// `--fail-if`: absolute limits held against every thread after the run.
     pub fail_if: Vec<crate::threshold::Threshold>,
+    /// `--load`: the background load generators, checked.
+    pub loads: Vec<crate::load::LoadSpec>,
     pub quiet: bool,
     pub lock_memory: bool,
     pub hold_dma_latency: bool,
@@ -146,6 +148,7 @@ impl TimerSettings {
             outputs: Outputs::default(),
             max_latency_us: None,
             fail_if: Vec::new(),
+            loads: Vec::new(),
             quiet: true,
             lock_memory: true,
             hold_dma_latency: true,
@@ -313,6 +316,7 @@ impl TimerSettings {
             outputs,
             max_latency_us,
             fail_if: super::test_thresholds(&args.thresholds)?,
+            loads: crate::load::from_args(&args.load.load)?,
             quiet,
             lock_memory: !args.no_mlockall,
             hold_dma_latency: !args.no_dma_latency,
