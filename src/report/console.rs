@@ -288,6 +288,18 @@ context: worst wake-up latency 5.00 us: within what PREEMPT_RT on bare metal kee
     }
 
     #[test]
+    fn the_footer_says_which_load_ran() {
+        let report = crate::report::testdata::with_load_and_kernel_message(sample_report());
+        let mut buf = Vec::new();
+        write_footer(&report, &mut buf).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        assert!(
+            text.starts_with("load: /usr/bin/stress-ng --cpu 1 --timeout 0 (stress-ng, version 0.15.06) on CPU 0,1 at normal priority\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn limit_verdict_names_the_pair() {
         let mut report = sample_report();
         report.tests[0].series[0].above_limit = 2;

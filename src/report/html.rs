@@ -283,6 +283,23 @@ impl Page {
             _ => "unknown".to_string(),
         };
         fact(out, "RT throttling", &escape(&throttling));
+        let loads: Vec<String> = r.loads.iter().map(|l| l.describe()).collect();
+        let loads = if loads.is_empty() {
+            "none".to_string()
+        } else {
+            loads.join("; ")
+        };
+        fact(out, "Load (--load)", &escape(&loads));
+        let log = &r.kernel_log;
+        let kernel_log = match (&log.note, log.followed) {
+            (Some(note), _) => note.clone(),
+            (None, true) => format!(
+                "followed: {} message(s) while measuring",
+                log.messages.len() as u64 + log.messages_not_kept
+            ),
+            (None, false) => "not followed".to_string(),
+        };
+        fact(out, "Kernel log", &escape(&kernel_log));
         out.push_str("</table>\n");
         if r.warnings.is_empty() {
             out.push_str("<p class=\"ok\">No validity warnings.</p>\n");
@@ -594,6 +611,18 @@ mod tests {
             report,
         }])
         .unwrap()
+    }
+
+    #[test]
+    fn run_facts_name_the_load_and_the_kernel_log() {
+        let report = crate::report::testdata::with_load_and_kernel_message(sample_report());
+        let html = render_one(&report).html;
+        assert!(html.contains(
+            "/usr/bin/stress-ng --cpu 1 --timeout 0 (stress-ng, version 0.15.06) on CPU 0,1 at normal priority"
+        ));
+        assert!(html.contains("followed: 1 message(s) while measuring"));
+        let plain = render_one(&sample_report()).html;
+        assert!(plain.contains("Load (--load)</th><td>none"), "{plain}");
     }
 
     #[test]

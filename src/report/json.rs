@@ -162,6 +162,24 @@ mod tests {
     use crate::report::testdata::sample_report;
 
     #[test]
+    fn loads_and_kernel_log_round_trip_and_older_reports_still_read() {
+        let report = crate::report::testdata::with_load_and_kernel_message(sample_report());
+        let mut buf = Vec::new();
+        LatscopeJson.write(&report, &mut buf).unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&buf).unwrap();
+        assert_eq!(value["loads"][0]["stopped_with"], "SIGTERM");
+        assert_eq!(value["kernel_log"]["messages"][0]["kind"], "rt_throttling");
+        let back: crate::report::Report = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(back, report);
+        let mut older = value;
+        let fields = older.as_object_mut().unwrap();
+        fields.remove("loads");
+        fields.remove("kernel_log");
+        let back: crate::report::Report = serde_json::from_value(older).unwrap();
+        assert!(back.loads.is_empty() && !back.kernel_log.followed);
+    }
+
+    #[test]
     fn rt_tests_layout_and_values() {
         let mut buf = Vec::new();
         RtTestsJson::new(RtTestsFlavor::Pmqtest)

@@ -116,6 +116,12 @@ impl Exporter for MarkdownTable {
                 notes.push(format!("**error**: {} stopped early: {e}", t.test));
             }
         }
+        notes.extend(
+            report
+                .loads
+                .iter()
+                .map(|l| format!("load: {}", l.describe())),
+        );
         notes.extend(report.warnings.iter().map(|w| format!("warning: {w}")));
         let over = report.series_over_limit();
         if !over.is_empty() {
@@ -199,6 +205,14 @@ mod tests {
              - **error**: svmq stopped early: msgget: No space left on device\n\
              - warning: running in a virtual machine (kvm): the host decides\n"
         )), "{text}");
+    }
+
+    #[test]
+    fn the_load_is_a_note() {
+        let report = crate::report::testdata::with_load_and_kernel_message(sample_report());
+        assert!(markdown_of(&report).contains(
+            "- load: /usr/bin/stress-ng --cpu 1 --timeout 0 (stress-ng, version 0.15.06) on CPU 0,1 at normal priority\n"
+        ));
     }
 
     #[test]

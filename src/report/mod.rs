@@ -586,6 +586,38 @@ pub(crate) mod testdata {
         String::from_utf8(buf).unwrap()
     }
 
+    /// `report` with a stress-ng load and one kernel message from its run.
+    pub fn with_load_and_kernel_message(mut report: Report) -> Report {
+        report.loads.push(crate::load::process::LoadRecord {
+            spec: "cpu:1".into(),
+            command_line: vec![
+                "/usr/bin/stress-ng".into(),
+                "--cpu".into(),
+                "1".into(),
+                "--timeout".into(),
+                "0".into(),
+            ],
+            version: "stress-ng, version 0.15.06".into(),
+            pid: 4242,
+            cpus: vec![0, 1],
+            exit_status: Some("exit code 0".into()),
+            stopped_with: Some("SIGTERM".into()),
+            ended_early: false,
+        });
+        report.kernel_log = crate::rt::kmsg::KernelLog {
+            followed: true,
+            note: None,
+            messages: vec![crate::rt::kmsg::KernelMessage {
+                time_s: 2.5,
+                level: 4,
+                kind: crate::rt::kmsg::MessageKind::RtThrottling,
+                text: "sched: RT throttling activated".into(),
+            }],
+            messages_not_kept: 0,
+        };
+        report
+    }
+
     /// `report` with one more test, `svmq`, that could not start: no
     /// series, no samples, its error.
     pub fn with_a_test_that_did_not_start(mut report: Report) -> Report {
