@@ -101,7 +101,8 @@ struct LoadedRun {
 
 fn start_loaded_run(loads: &[&str], generators: usize) -> LoadedRun {
     let (dir, file) = temp_file("report.json");
-    let mut argv = args("mq -i 1000 -q");
+    // One pair pinned to CPU 0: the loads must be confined to it.
+    let mut argv = args("mq -a 0 -i 1000 -q");
     for load in loads {
         argv.extend(["--load", load]);
     }
@@ -185,6 +186,26 @@ fn a_loaded_run_records_the_load_and_leaves_no_generator() {
     drop(dir);
 }
 
+/// A field of /proc/PID/status (`Cpus_allowed_list`).
+fn status_field(pid: &str, name: &str) -> String {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
+/// Scheduling policy (0: SCHED_OTHER) and nice of a process, from
+/// /proc/PID/stat (fields 41 and 19).
+fn policy_and_nice(pid: &str) -> Option<(i64, i64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat[stat.rfind(')')? + 2..].split_whitespace().collect();
+    // fields[0] is field 3 (state).
+    Some((fields[41 - 3].parse().ok()?, fields[19 - 3].parse().ok()?))
+}
+
 #[test]
 fn sigint_mid_run_stops_every_load_and_reports_them() {
     if !have("stress-ng", "sigint_mid_run_stops_every_load")
@@ -193,6 +214,18 @@ fn sigint_mid_run_stops_every_load_and_reports_them() {
         return;
     }
     let run = start_loaded_run(&["cpu:1,vm:1", "hackbench"], 2);
+    // Every generator and worker: on the measured CPU only, at normal priority.
+    for member in live_members(&run.groups) {
+        let pid = member.split(' ').next().unwrap();
+        let allowed = status_field(pid, "Cpus_allowed_list");
+        if allowed.is_empty() {
+            continue; // ended meanwhile
+        }
+        assert_eq!(allowed, "0", "{member}");
+        if let Some(policy_nice) = policy_and_nice(pid) {
+            assert_eq!(policy_nice, (0, 0), "{member}: SCHED_OTHER, nice 0");
+        }
+    }
     std::thread::sleep(Duration::from_millis(500));
     run.child.signal(libc::SIGINT);
     let (status, stdout, stderr) = run.child.wait(Duration::from_secs(15));
@@ -353,6 +386,18 @@ fn suite_and_logdisk_take_a_load_too() {
     assert!(report["tests"].as_array().unwrap().len() > 3, "{report}");
     assert_all_gone(&[loads[0]["pid"].as_i64().unwrap() as i32], "after suite");
 
+    let json = dir.path().join("ipc.json");
+    let out = run(latscope(60)
+        .args(args(
+            "ipc --only pipe,futex --mode oneway -D 1 -q --load cpu:1 --json",
+        ))
+        .arg(&json)
+        .args(mlock_args()));
+    assert_code(&out, 0);
+    let report = read_json(&json);
+    assert_eq!(loads_of(&report)[0]["spec"], "cpu:1", "{report}");
+    assert_eq!(report["tests"].as_array().unwrap().len(), 2);
+
     let logdir = dir.path().join("log");
     std::fs::create_dir(&logdir).unwrap();
     let json = dir.path().join("logdisk.json");
@@ -411,5 +456,39 @@ fn a_kernel_warning_during_the_run_is_in_the_report() {
     assert!(
         stdout.contains("warning: kernel log: ") && stdout.contains(&marker),
         "{stdout}"
+    );
+}
+
+#[test]
+fn an_unreadable_kernel_log_is_a_note_not_an_error() {
+    let restricted =
+        std::fs::read_to_string("/proc/sys/kernel/dmesg_restrict").is_ok_and(|v| v.trim() == "1");
+    if !restricted {
+        eprintln!(
+            "skipping an_unreadable_kernel_log: kernel.dmesg_restrict is not 1, so every user may read /dev/kmsg"
+        );
+        return;
+    }
+    let mut cmd = match nobody_runner() {
+        Ok(cmd) => cmd,
+        Err(why) => {
+            eprintln!("skipping an_unreadable_kernel_log: {why}");
+            return;
+        }
+    };
+    cmd.arg(bin()).args(args(
+        "pipe -D 0.3 -q --no-mlockall --no-dma-latency --json -",
+    ));
+    let out = run_std_with_timeout(cmd, Duration::from_secs(30));
+    assert_code(&out, 0);
+    let report: Value = serde_json::from_slice(&out.stdout).expect("the report on stdout");
+    let log = &report["kernel_log"];
+    assert_eq!(log["followed"], false, "{log}");
+    assert!(
+        log["note"]
+            .as_str()
+            .unwrap()
+            .starts_with("the kernel log was not followed: cannot open /dev/kmsg"),
+        "{log}"
     );
 }

@@ -111,19 +111,22 @@ impl Loads {
             return Ok(loads);
         }
         std::thread::sleep(SETTLE);
-        for load in &mut loads.running {
-            if has_exited(load.record.pid) {
-                let status = load.child.wait().map(describe_status).unwrap_or_default();
-                return Err(format!(
-                    "--load {}: {} ended at once ({status}){}",
-                    load.record.spec,
-                    load.record.command_line.join(" "),
-                    match last_line(&load.output) {
-                        s if s.is_empty() => String::new(),
-                        s => format!(": {s}"),
-                    }
-                ));
-            }
+        if let Some(index) = loads.running.iter().position(|l| has_exited(l.record.pid)) {
+            // Stopped the usual way (the others too), so the group is
+            // signalled before the generator is reaped.
+            loads.stop();
+            let (record, said) = &loads.stopped[index];
+            return Err(format!(
+                "--load {}: {} ended at once ({}){}",
+                record.spec,
+                record.command_line.join(" "),
+                record.exit_status.as_deref().unwrap_or("ended"),
+                if said.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {said}")
+                }
+            ));
         }
         Ok(loads)
     }
