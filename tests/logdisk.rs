@@ -79,11 +79,27 @@ fn check_writer(d: &Value, latency: &Value, block_size: u64) {
         u64_of(&i["avg_bytes_per_s"], "avg"),
     );
     assert!(imin <= iavg && iavg <= imax, "{i}");
-    let per_second: u64 = array_of(&d["per_second"], "per_second")
-        .iter()
-        .map(|s| u64_of(&s["writes"], "writes"))
-        .sum();
+    let seconds = array_of(&d["per_second"], "per_second");
+    let per_second: u64 = seconds.iter().map(|s| u64_of(&s["writes"], "writes")).sum();
     assert_eq!(per_second, writes);
+    // Each entry's rates are over the time it covers; a short tail (the
+    // write that completes after the deadline) is folded into the entry
+    // before it rather than shown as a near-empty second.
+    for s in seconds {
+        let covered = f64_of(&s["covered_s"], "covered_s");
+        assert!(covered > 0.0, "{s}");
+        let iops = f64_of(&s["iops"], "iops");
+        let expected = u64_of(&s["writes"], "writes") as f64 / covered;
+        assert!((iops - expected).abs() <= expected * 1e-9, "{s}");
+    }
+    let contiguous = seconds.windows(2).all(|p| {
+        u64_of(&p[0]["second"], "second") + u64_of(&p[0]["span_s"], "span_s")
+            == u64_of(&p[1]["second"], "second")
+    });
+    if contiguous && seconds.len() > 1 {
+        let last = seconds.last().map(|s| f64_of(&s["covered_s"], "covered_s"));
+        assert!(last >= Some(0.5), "a near-empty last second: {seconds:?}");
+    }
 }
 
 fn logdisk_test(report: &Value, index: usize) -> &Value {
