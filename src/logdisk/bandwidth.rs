@@ -94,14 +94,15 @@ pub fn fold_short_tail(windows: &mut Vec<SecondStats>, elapsed_ns: u64) {
     let (before, last) = (windows[n - 2], windows[n - 1]);
     let adjacent = before.second + before.span_s == last.second;
     let tail_ns = elapsed_ns.saturating_sub(last.second.saturating_mul(SECOND_NS));
-    if adjacent && tail_ns < SHORTEST_TAIL_NS {
-        if let Some(both) = merged(&[before, last]) {
-            windows.truncate(n - 2);
-            windows.push(SecondStats {
-                span_s: before.span_s,
-                ..both
-            });
-        }
+    if adjacent
+        && tail_ns < SHORTEST_TAIL_NS
+        && let Some(both) = merged(&[before, last])
+    {
+        windows.truncate(n - 2);
+        windows.push(SecondStats {
+            span_s: before.span_s,
+            ..both
+        });
     }
 }
 
