@@ -2,7 +2,9 @@
 //! block-size lists, several writers, think time, separate sync timing, the
 //! CSV (replace / append), the JSON report, the safety of test files (an
 //! existing file is refused untouched, --reuse, --keep, removal after a
-//! normal end, Ctrl-C and a full disk) and every bad input. Runs are short
+//! normal end, Ctrl-C, a disk full while the files are written out and one
+//! that fills up while measuring), a filesystem without direct I/O, and
+//! every bad input. Runs are short
 //! (1 s per block size, small files) in directories under `target/` (ext4
 //! here; /tmp may be tmpfs).
 
@@ -79,11 +81,27 @@ fn check_writer(d: &Value, latency: &Value, block_size: u64) {
         u64_of(&i["avg_bytes_per_s"], "avg"),
     );
     assert!(imin <= iavg && iavg <= imax, "{i}");
-    let per_second: u64 = array_of(&d["per_second"], "per_second")
-        .iter()
-        .map(|s| u64_of(&s["writes"], "writes"))
-        .sum();
+    let seconds = array_of(&d["per_second"], "per_second");
+    let per_second: u64 = seconds.iter().map(|s| u64_of(&s["writes"], "writes")).sum();
     assert_eq!(per_second, writes);
+    // Each entry's rates are over the time it covers; a short tail (the
+    // write that completes after the deadline) is folded into the entry
+    // before it rather than shown as a near-empty second.
+    for s in seconds {
+        let covered = f64_of(&s["covered_s"], "covered_s");
+        assert!(covered > 0.0, "{s}");
+        let iops = f64_of(&s["iops"], "iops");
+        let expected = u64_of(&s["writes"], "writes") as f64 / covered;
+        assert!((iops - expected).abs() <= expected * 1e-9, "{s}");
+    }
+    let contiguous = seconds.windows(2).all(|p| {
+        u64_of(&p[0]["second"], "second") + u64_of(&p[0]["span_s"], "span_s")
+            == u64_of(&p[1]["second"], "second")
+    });
+    if contiguous && seconds.len() > 1 {
+        let last = seconds.last().map(|s| f64_of(&s["covered_s"], "covered_s"));
+        assert!(last >= Some(0.5), "a near-empty last second: {seconds:?}");
+    }
 }
 
 fn logdisk_test(report: &Value, index: usize) -> &Value {
@@ -345,41 +363,59 @@ fn sigint_mid_run_reports_writes_the_files_and_removes_the_test_files() {
     assert!(entries(&dir).is_empty(), "{:?}", entries(&dir));
 }
 
-/// A 2 MiB tmpfs mounted on a directory of `work`, unmounted on drop.
-struct SmallFs(PathBuf);
+/// A filesystem mounted on a directory of `work` by the test, unmounted on
+/// drop (guards drop in reverse order, so a loop mount inside a tmpfs goes
+/// first).
+struct TestMount(PathBuf);
 
-impl SmallFs {
-    fn mount(work: &Path) -> Result<SmallFs, String> {
+impl TestMount {
+    /// `mount ARGS... DIR` on a new directory `work/name`, as root only.
+    fn new(work: &Path, name: &str, mount_args: &[&str]) -> Result<TestMount, String> {
         if !euid_is_root() {
             return Err("not root: cannot mount a small filesystem".to_string());
         }
-        let dir = work.join("small");
+        let dir = work.join(name);
         std::fs::create_dir(&dir).map_err(|e| e.to_string())?;
-        let out = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", "size=2m", "latscope-test"])
-            .arg(&dir)
-            .output()
-            .map_err(|e| format!("mount: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "mount -t tmpfs refused: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        Ok(SmallFs(dir))
+        tool("mount", |c| c.args(mount_args).arg(&dir))?;
+        Ok(TestMount(dir))
+    }
+
+    /// A tmpfs of `size` (e.g. "2m").
+    fn tmpfs(work: &Path, name: &str, size: &str) -> Result<TestMount, String> {
+        let size = format!("size={size}");
+        TestMount::new(work, name, &["-t", "tmpfs", "-o", &size, "latscope-test"])
     }
 }
 
-impl Drop for SmallFs {
+impl Drop for TestMount {
     fn drop(&mut self) {
         let _ = std::process::Command::new("umount").arg(&self.0).status();
     }
 }
 
+/// Runs a system tool the test needs; its absence or failure is the reason
+/// the test skips.
+fn tool(
+    name: &str,
+    args: impl FnOnce(&mut std::process::Command) -> &mut std::process::Command,
+) -> Result<String, String> {
+    let mut cmd = std::process::Command::new(name);
+    let out = args(&mut cmd)
+        .output()
+        .map_err(|e| format!("{name}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{name} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 #[test]
 fn a_full_disk_is_a_clear_error_and_leaves_no_files() {
     let work = work_dir();
-    let fs = match SmallFs::mount(work.path()) {
+    let fs = match TestMount::tmpfs(work.path(), "small", "2m") {
         Ok(fs) => fs,
         Err(why) => {
             eprintln!("SKIPPED a_full_disk_is_a_clear_error_and_leaves_no_files: {why}");
@@ -411,6 +447,169 @@ fn a_full_disk_is_a_clear_error_and_leaves_no_files() {
     assert_eq!(report["exit_code"], 1);
     assert_eq!(report["tests"][0]["end_reason"], "error");
     assert!(entries(&fs.0).is_empty(), "{:?}", entries(&fs.0));
+}
+
+/// The physical extents (first and last 4 KiB block) of `file`, from
+/// `filefrag -v` (its lines: `0: 0.. 255: 550.. 805: 256: last,eof`).
+fn physical_extents(file: &Path) -> Result<Vec<(u64, u64)>, String> {
+    let text = tool("filefrag", |c| c.arg("-v").arg(file))?;
+    let extents: Vec<(u64, u64)> = text
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l
+                .split(|c: char| c == ':' || c == '.' || c.is_whitespace())
+                .filter(|w| !w.is_empty())
+                .collect();
+            match f.as_slice() {
+                [_, _, _, first, last, ..] if f[0].parse::<u64>().is_ok() => {
+                    Some((first.parse().ok()?, last.parse().ok()?))
+                }
+                _ => None,
+            }
+        })
+        .collect();
+    if extents.is_empty() {
+        return Err(format!("no extents in filefrag's output: {text}"));
+    }
+    Ok(extents)
+}
+
+/// Frees `blocks` (4 KiB, inclusive ranges) of `image`, so writing them
+/// again needs new space where `image` lives.
+fn punch_holes(image: &Path, blocks: &[(u64, u64)]) {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::OpenOptions::new().write(true).open(image).unwrap();
+    for &(first, last) in blocks {
+        // SAFETY: an open descriptor; the range lies inside the image.
+        let rc = unsafe {
+            libc::fallocate(
+                f.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                (first * 4096) as libc::off_t,
+                ((last - first + 1) * 4096) as libc::off_t,
+            )
+        };
+        assert_eq!(rc, 0, "punch hole: {}", std::io::Error::last_os_error());
+    }
+}
+
+/// Writes zeros to a new file in `dir` until its filesystem is full.
+fn fill(dir: &Path) {
+    use std::io::Write;
+    let mut f = std::fs::File::create(dir.join("filler")).unwrap();
+    let chunk = vec![0u8; 64 * 1024];
+    while f.write_all(&chunk).is_ok() {}
+}
+
+/// The disk fills up while the writer is measuring (not while the files
+/// are written out): an ext4 without journal on a loop device whose image
+/// lies on a small tmpfs. Once the run is measuring, the test frees the
+/// image's blocks under the test files and fills the tmpfs, so the next
+/// overwrite of those blocks finds no space (ENOSPC from the device).
+#[test]
+fn a_disk_that_fills_up_while_measuring_stops_the_run_with_the_results_so_far() {
+    let test = "a_disk_that_fills_up_while_measuring_stops_the_run_with_the_results_so_far";
+    let work = work_dir();
+    let backing = match TestMount::tmpfs(work.path(), "backing", "24m") {
+        Ok(m) => m,
+        Err(why) => return eprintln!("SKIPPED {test}: {why}"),
+    };
+    let image = backing.0.join("ext4.img");
+    std::fs::File::create(&image)
+        .unwrap()
+        .set_len(32 << 20)
+        .unwrap();
+    let made = tool("mkfs.ext4", |c| {
+        c.args(["-q", "-F", "-b", "4096", "-O", "^has_journal"])
+            .arg(&image)
+    });
+    let disk = made.and_then(|_| {
+        TestMount::new(
+            work.path(),
+            "disk",
+            &["-o", "loop", image.to_str().unwrap()],
+        )
+    });
+    let disk = match disk {
+        Ok(m) => m,
+        Err(why) => return eprintln!("SKIPPED {test}: {why}"),
+    };
+    let json = work.path().join("r.json");
+    let child = spawn(&[
+        "logdisk",
+        "--dir",
+        disk.0.to_str().unwrap(),
+        "--bsize=4K",
+        "--fileSize=1M",
+        "--numFiles=2",
+        "--duration=30",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    // The files are written out within milliseconds; then it measures.
+    std::thread::sleep(Duration::from_millis(1500));
+    let files: Vec<PathBuf> = ["mqldt_testfile.0000", "mqldt_testfile.0001"]
+        .iter()
+        .map(|f| disk.0.join(f))
+        .collect();
+    let extents = files.iter().map(|f| physical_extents(f));
+    let extents: Result<Vec<Vec<(u64, u64)>>, String> = extents.collect();
+    let extents = match extents {
+        Ok(e) => e.concat(),
+        Err(why) => {
+            child.signal(libc::SIGINT);
+            let _ = child.wait(Duration::from_secs(10));
+            return eprintln!("SKIPPED {test}: {why}");
+        }
+    };
+    punch_holes(&image, &extents);
+    fill(&backing.0);
+    let (status, stdout, stderr) = child.wait(Duration::from_secs(15));
+    let all = dump(status, &stdout, &stderr);
+    assert_eq!(status.code(), Some(1), "{all}");
+    let error_lines: Vec<&str> = stderr.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(error_lines.len(), 1, "{all}");
+    assert!(
+        error_lines[0].contains("No space left on device")
+            && error_lines[0].contains("mqldt_testfile.000"),
+        "{all}"
+    );
+    // The results so far: printed and written.
+    assert!(stdout.contains("ended: error"), "{all}");
+    let report = read_json(&json);
+    assert_eq!(report["exit_code"], 1);
+    assert_eq!(report["tests"][0]["end_reason"], "error");
+    assert!(
+        u64_of(&series(&report)[0]["samples"], "samples") > 100,
+        "{all}"
+    );
+    // The test files are gone; only what mkfs made is left.
+    assert_eq!(entries(&disk.0), ["lost+found"], "{all}");
+}
+
+/// ramfs has no direct I/O: the refusal names `--no-direct`, which then works.
+#[test]
+fn a_filesystem_without_direct_io_is_refused_with_the_way_out() {
+    let test = "a_filesystem_without_direct_io_is_refused_with_the_way_out";
+    let work = work_dir();
+    let ramfs = match TestMount::new(work.path(), "ram", &["-t", "ramfs", "latscope-test"]) {
+        Ok(m) => m,
+        Err(why) => return eprintln!("SKIPPED {test}: {why}"),
+    };
+    let out = run(logdisk(&ramfs.0, ""));
+    assert_code(&out, 2);
+    let err = stderr_of(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("refuses direct I/O") && err.contains("--no-direct"),
+        "{err}"
+    );
+    assert!(entries(&ramfs.0).is_empty(), "{:?}", entries(&ramfs.0));
+    let (_, report) = logdisk_json(work.path(), &ramfs.0, "--no-direct", 0);
+    let config = &logdisk_test(&report, 0)["config"]["detail"];
+    assert_eq!(config["direct"], false, "{config}");
+    assert!(entries(&ramfs.0).is_empty(), "{:?}", entries(&ramfs.0));
 }
 
 #[test]

@@ -397,10 +397,12 @@ fn merged_writer(
         let e = seconds.entry(s.second).or_insert(DiskSecond {
             second: s.second,
             span_s: s.span_s,
+            covered_s: 0.0,
             writes: 0,
             iops: 0.0,
             bytes_per_s: 0.0,
         });
+        e.covered_s = e.covered_s.max(s.covered_s);
         e.writes += s.writes;
         e.iops += s.iops;
         e.bytes_per_s += s.bytes_per_s;
@@ -445,7 +447,7 @@ fn finished_test(
             w,
             set,
             block_size,
-            disk_seconds(&w.per_second, block_size),
+            disk_seconds(&w.per_second, block_size, w.end.elapsed_ns),
         );
         details.push(detail.clone());
         series.push(Series {

@@ -8,7 +8,7 @@
 
 use crate::report::classic_mqldt::IntervalMeter;
 use crate::report::{DiskSecond, IntervalBandwidth};
-use crate::stats::window::SecondStats;
+use crate::stats::window::{SecondStats, merged};
 
 const SECOND_NS: u64 = 1_000_000_000;
 
@@ -75,18 +75,63 @@ pub fn rate(count: u64, ns: u64) -> f64 {
     }
 }
 
-/// The writer's per-second latency windows as writes and bandwidth.
-pub fn disk_seconds(windows: &[SecondStats], block_size: u64) -> Vec<DiskSecond> {
+/// A last window shorter than this is folded into the window before it: a
+/// rate over a few microseconds (the write that completes just after the
+/// deadline) says nothing about the disk. mqldt's interval rule drops such
+/// a tail for the same reason; here its writes stay counted.
+const SHORTEST_TAIL_NS: u64 = SECOND_NS / 2;
+
+/// Folds a last window that covers less than half a second of the run of
+/// `elapsed_ns` into the window right before it (when that one is adjacent),
+/// so that every window of the per-second series covers at least half a
+/// second. The folded window keeps the earlier one's span: the tail is a
+/// fraction of a second past it, which `disk_seconds` counts.
+pub fn fold_short_tail(windows: &mut Vec<SecondStats>, elapsed_ns: u64) {
+    let n = windows.len();
+    if n < 2 {
+        return;
+    }
+    let (before, last) = (windows[n - 2], windows[n - 1]);
+    let adjacent = before.second + before.span_s == last.second;
+    let tail_ns = elapsed_ns.saturating_sub(last.second.saturating_mul(SECOND_NS));
+    if adjacent
+        && tail_ns < SHORTEST_TAIL_NS
+        && let Some(both) = merged(&[before, last])
+    {
+        windows.truncate(n - 2);
+        windows.push(SecondStats {
+            span_s: before.span_s,
+            ..both
+        });
+    }
+}
+
+/// The writer's per-second latency windows as writes and bandwidth. Each
+/// rate is over the time the window covers: its span, except the last
+/// window, which runs from its start to the run's end at `elapsed_ns` (a
+/// last partial second counts for its length, a folded tail adds its own).
+pub fn disk_seconds(windows: &[SecondStats], block_size: u64, elapsed_ns: u64) -> Vec<DiskSecond> {
+    let last = windows.len().saturating_sub(1);
     windows
         .iter()
-        .map(|w| {
-            let span = w.span_s.max(1) as f64;
+        .enumerate()
+        .map(|(i, w)| {
+            let span_ns = w.span_s.max(1).saturating_mul(SECOND_NS);
+            let to_end = elapsed_ns.saturating_sub(w.second.saturating_mul(SECOND_NS));
+            // A last window whose only write completed exactly at the end
+            // covers no time: it counts for its nominal span.
+            let covered = if i == last && to_end > 0 {
+                to_end
+            } else {
+                span_ns
+            };
             DiskSecond {
                 second: w.second,
                 span_s: w.span_s,
+                covered_s: covered as f64 / 1e9,
                 writes: w.samples,
-                iops: w.samples as f64 / span,
-                bytes_per_s: (w.samples * block_size) as f64 / span,
+                iops: rate(w.samples, covered),
+                bytes_per_s: rate(w.samples * block_size, covered),
             }
         })
         .collect()
@@ -166,10 +211,74 @@ mod tests {
             avg_ns: 2.0,
             max_ns: 3,
         }];
-        let d = disk_seconds(&w, 4096);
+        // A merged window of 2 s that is not the last: rates over its span.
+        let d = disk_seconds(&[w[0], window(9, 1, 7)], 4096, 10 * SECOND_NS);
         assert_eq!(d[0].writes, 100);
+        assert_eq!(d[0].covered_s, 2.0);
         assert_eq!(d[0].iops, 50.0);
         assert_eq!(d[0].bytes_per_s, 204_800.0);
+    }
+
+    fn window(second: u64, span_s: u64, samples: u64) -> SecondStats {
+        SecondStats {
+            second,
+            span_s,
+            samples,
+            min_ns: 10,
+            avg_ns: 20.0,
+            max_ns: 30,
+        }
+    }
+
+    #[test]
+    fn a_last_partial_second_counts_for_its_length() {
+        // Interrupted 2.25 s in: the last second holds 250 ms of the run.
+        let w = [window(0, 1, 1000), window(1, 1, 1000), window(2, 1, 250)];
+        let d = disk_seconds(&w, 4096, 2_250 * MS);
+        assert_eq!(d[2].covered_s, 0.25);
+        assert_eq!(d[2].iops, 1000.0);
+        assert_eq!(d[2].bytes_per_s, 4_096_000.0);
+        assert_eq!((d[0].covered_s, d[0].iops), (1.0, 1000.0));
+    }
+
+    #[test]
+    fn the_write_that_ends_after_the_deadline_joins_the_last_second() {
+        // A 10 s run: the write in flight at the deadline completed 80 us
+        // later, alone in a window of second 10.
+        let mut w: Vec<SecondStats> = (0..10).map(|s| window(s, 1, 1000)).collect();
+        w.push(SecondStats {
+            max_ns: 90,
+            ..window(10, 1, 1)
+        });
+        let elapsed = 10 * SECOND_NS + 80_000;
+        fold_short_tail(&mut w, elapsed);
+        assert_eq!(w.len(), 10);
+        let last = w[9];
+        assert_eq!((last.second, last.span_s, last.samples), (9, 1, 1001));
+        assert_eq!((last.min_ns, last.max_ns), (10, 90));
+        let d = disk_seconds(&w, 4096, elapsed);
+        assert_eq!(d[9].writes, 1001);
+        assert_eq!(d[9].covered_s, 1.00008);
+        assert_eq!(d[9].iops, 1001.0 * 1e9 / 1_000_080_000.0);
+        // Every write is still counted once.
+        assert_eq!(d.iter().map(|s| s.writes).sum::<u64>(), 10_001);
+    }
+
+    #[test]
+    fn a_tail_of_half_a_second_or_after_a_gap_stays_apart() {
+        let mut long_tail = vec![window(0, 1, 10), window(1, 1, 5)];
+        fold_short_tail(&mut long_tail, 1_500 * MS);
+        assert_eq!(long_tail.len(), 2);
+        // Second 1 had no completed write: nothing adjacent to fold into.
+        let mut after_gap = vec![window(0, 1, 10), window(2, 1, 1)];
+        fold_short_tail(&mut after_gap, 2_001 * MS);
+        assert_eq!(after_gap.len(), 2);
+        let d = disk_seconds(&after_gap, 512, 2_001 * MS);
+        assert_eq!(d[1].covered_s, 0.001);
+        let mut single = vec![window(0, 1, 1)];
+        fold_short_tail(&mut single, MS);
+        assert_eq!(single.len(), 1);
+        assert_eq!(disk_seconds(&single, 512, MS)[0].iops, 1000.0);
     }
 
     #[test]

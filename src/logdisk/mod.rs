@@ -168,6 +168,7 @@ pub fn run_block(
             .zip(shared.iter().zip(per_second))
             .map(|(end, (s, mut windows))| {
                 s.windows.drain_into(&mut windows);
+                bandwidth::fold_short_tail(&mut windows, end.elapsed_ns);
                 WriterOutcome {
                     tid: s.tid.load(Ordering::Relaxed),
                     end,

@@ -353,6 +353,11 @@ pub struct IntervalBandwidth {
 pub struct DiskSecond {
     pub second: u64,
     pub span_s: u64,
+    /// The time of the run this entry covers, seconds: `span_s`, less for
+    /// a last partial second (its rates are over this time), more when a
+    /// tail under half a second was folded into the last entry.
+    #[serde(default)]
+    pub covered_s: f64,
     pub writes: u64,
     pub iops: f64,
     pub bytes_per_s: f64,
