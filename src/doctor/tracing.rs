@@ -31,9 +31,20 @@ fn mounted(m: &Machine) -> Option<(PathBuf, PathBuf)> {
     mount::find_at(m.root()).map(|dir| (m.path(&dir), dir))
 }
 
-/// The finding when tracefs is not mounted (shared by the three checks).
+/// Mounted where this process may not look (tracefs is root's only by default).
+fn unreadable_mount(m: &Machine) -> Option<PathBuf> {
+    mount::mount_points_at(m.root()).into_iter().next()
+}
+
+/// The finding when tracefs cannot be looked into (shared by the three checks).
 fn not_mounted(check: super::CheckStart, m: &Machine, what: &str) -> Check {
-    if mount::kernel_has_tracefs_at(m.root()) {
+    if let Some(dir) = unreadable_mount(m) {
+        check.warn(
+            format!("unknown: {} not readable", dir.display()),
+            format!("tracefs is readable by root only, so {what} cannot be seen"),
+            "run latscope doctor as root",
+        )
+    } else if mount::kernel_has_tracefs_at(m.root()) {
         check.warn(
             "unknown: tracefs not mounted",
             format!("tracefs is not mounted, so {what} cannot be seen (latscope mounts it when run as root and needs it)"),
@@ -54,6 +65,13 @@ pub fn tracefs(m: &Machine) -> Check {
         Some((_, dir)) => check.ok(
             format!("mounted at {}", dir.display()),
             "kernel tracing is available (-b, timer --breakdown)",
+        ),
+        None if unreadable_mount(m).is_some() => check.ok(
+            format!(
+                "mounted at {} (not readable: root only)",
+                unreadable_mount(m).unwrap_or_default().display()
+            ),
+            "kernel tracing is available to root (-b, timer --breakdown)",
         ),
         None if mount::kernel_has_tracefs_at(m.root()) => check.warn(
             "not mounted",
@@ -171,6 +189,21 @@ mod tests {
             (c.verdict, c.value.as_str()),
             (Verdict::Ok, "mounted at /mnt/my trace")
         );
+        // Listed in the mount table but not visible to this user.
+        f.file(
+            "/proc/self/mounts",
+            "tracefs /sys/kernel/tracing tracefs rw 0 0\n",
+        );
+        let c = tracefs(&f.machine());
+        assert_eq!(c.verdict, Verdict::Ok);
+        assert_eq!(
+            c.value,
+            "mounted at /sys/kernel/tracing (not readable: root only)"
+        );
+        let c = tracers(&f.machine());
+        assert_eq!(c.verdict, Verdict::Warn);
+        assert_eq!(c.value, "unknown: /sys/kernel/tracing not readable");
+        assert_eq!(c.fix.as_deref(), Some("run latscope doctor as root"));
     }
 
     #[test]

@@ -34,21 +34,30 @@ fn under(root: &Path, path: &Path) -> PathBuf {
 /// `find` on the system whose root directory is `root` (a fixture tree in
 /// the doctor's tests); the answer is a system path (`/sys/kernel/tracing`).
 pub fn find_at(root: &Path) -> Option<PathBuf> {
-    let mounts =
-        fs::read_to_string(under(root, Path::new("/proc/self/mounts"))).unwrap_or_default();
-    let from_table = mounts.lines().filter_map(|line| {
-        let mut fields = line.split_whitespace();
-        let (_, dir, kind) = (fields.next()?, fields.next()?, fields.next()?);
-        (kind == "tracefs").then(|| PathBuf::from(unescape_mount_path(dir)))
-    });
     let usual = [TRACEFS_DIR, DEBUGFS_DIR].into_iter().map(PathBuf::from);
-    let mut candidates: Vec<PathBuf> = from_table.collect();
-    // Prefer the standard place when the table lists several.
-    candidates.sort_by_key(|dir| dir != Path::new(TRACEFS_DIR));
-    candidates
+    mount_points_at(root)
         .into_iter()
         .chain(usual)
         .find(|dir| is_tracefs(&under(root, dir)))
+}
+
+/// Where the mount table of the system under `root` says tracefs is mounted
+/// (system paths, the standard place first), whether or not this process
+/// may look inside.
+pub fn mount_points_at(root: &Path) -> Vec<PathBuf> {
+    let mounts =
+        fs::read_to_string(under(root, Path::new("/proc/self/mounts"))).unwrap_or_default();
+    let mut points: Vec<PathBuf> = mounts
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let (_, dir, kind) = (fields.next()?, fields.next()?, fields.next()?);
+            (kind == "tracefs").then(|| PathBuf::from(unescape_mount_path(dir)))
+        })
+        .collect();
+    // Prefer the standard place when the table lists several.
+    points.sort_by_key(|dir| dir != Path::new(TRACEFS_DIR));
+    points
 }
 
 /// `/proc/self/mounts` writes space, tab, newline and backslash as `\ooo`.
