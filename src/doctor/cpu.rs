@@ -129,12 +129,13 @@ fn dma_latency_limit(m: &Machine) -> Result<Option<i32>, String> {
 
 pub fn idle(m: &Machine) -> Check {
     let check = of("cpu.idle", "idle states");
-    let dma = match dma_latency_limit(m) {
+    let limit = dma_latency_limit(m);
+    let held_low = matches!(limit, Ok(Some(us)) if us as u64 <= IDLE_EXIT_LIMIT_US);
+    let dma = match limit {
         Ok(Some(us)) => format!("cpu_dma_latency held at {us} us"),
         Ok(None) => "cpu_dma_latency not held".to_string(),
         Err(why) => format!("cpu_dma_latency {why}"),
     };
-    let held_low = matches!(dma_latency_limit(m), Ok(Some(us)) if us as u64 <= IDLE_EXIT_LIMIT_US);
     let driver = m
         .read(format!("{CPU_DIR}/cpuidle/current_driver"))
         .unwrap_or_else(|| "none".to_string());
