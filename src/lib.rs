@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod doctor;
 pub mod ipc;
 pub mod load;
 pub mod logdisk;

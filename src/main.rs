@@ -1,6 +1,6 @@
 //! Entry point: parse, dispatch, print errors with the documented exit codes
 //! (0 ok, 1 run-time error, 2 bad usage, 3 latency limit or threshold
-//! crossed, 4 skipped: nothing this machine can run).
+//! crossed or a `doctor` check bad, 4 skipped: nothing this machine can run).
 
 use clap::Parser;
 use clap::error::ErrorKind;
@@ -21,9 +21,9 @@ const COMPAT_NAMES: [(&str, &[&str]); 6] = [
 ];
 
 /// Subcommands, for the help hint of a usage error.
-const SUBCOMMANDS: [&str; 15] = [
+const SUBCOMMANDS: [&str; 16] = [
     "mq", "sem", "signal", "svsem", "pipe", "eventfd", "futex", "unix", "svmq", "ipc", "timer",
-    "logdisk", "suite", "compare", "report",
+    "logdisk", "suite", "compare", "report", "doctor",
 ];
 
 fn effective_args() -> Vec<OsString> {

@@ -181,11 +181,37 @@ pub fn format_duration(duration: Duration) -> String {
     out
 }
 
+/// A size in binary units for people: `512 B`, `64 KiB`, `8 MiB`, `1.5 GiB`
+/// (whole numbers without decimals).
+pub fn format_bytes(bytes: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut scale = 0;
+    while scale + 1 < units.len() && bytes >= 1u64 << (10 * (scale + 1)) {
+        scale += 1;
+    }
+    let divisor = 1u64 << (10 * scale);
+    if bytes.is_multiple_of(divisor) {
+        format!("{} {}", bytes / divisor, units[scale])
+    } else {
+        format!("{:.1} {}", bytes as f64 / divisor as f64, units[scale])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const SEC: u128 = 1_000_000_000;
+
+    #[test]
+    fn sizes_in_binary_units() {
+        assert_eq!(format_bytes(0), "0 B");
+        assert_eq!(format_bytes(1023), "1023 B");
+        assert_eq!(format_bytes(64 * 1024), "64 KiB");
+        assert_eq!(format_bytes(8 << 20), "8 MiB");
+        assert_eq!(format_bytes(3 << 29), "1.5 GiB");
+        assert_eq!(format_bytes(2_097_148 * 1024), "2.0 GiB");
+    }
 
     fn secs(text: &str) -> Result<Duration, DurationError> {
         parse_duration(text, SEC)

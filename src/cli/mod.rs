@@ -11,7 +11,7 @@ use std::path::PathBuf;
     about = "Measure the latencies a real-time Linux system lives by",
     long_about = "Measure the latencies a real-time Linux system lives by: task wake-up \
 through every IPC primitive (threads or processes, one way or round trip), periodic timer wake-ups, and synchronous log-disk writes, with nanosecond clocks, percentiles and HDR histograms.\n\n\
-Exit codes: 0 ok, 1 run-time error, 2 bad usage, 3 a --max-latency or --fail-if threshold crossed, \
+Exit codes: 0 ok, 1 run-time error, 2 bad usage, 3 a --max-latency or --fail-if threshold crossed (doctor: a check is bad), \
 4 skipped (this machine lacks what the test needs; the reason is printed).",
     allow_negative_numbers = true,
     // getopt semantics, as in the original tools: a repeated option's last value wins.
@@ -72,6 +72,27 @@ pub enum Command {
     Compare(CompareArgs),
     /// Make one self-contained HTML page (tables, histograms, latency over time) from JSON reports
     Report(ReportArgs),
+    /// Is this machine ready for real time? Each setting that decides latency, its value and the fix
+    #[command(
+        args_override_self = true,
+        after_help = "Exit codes: 0 nothing is bad (warnings allowed), 3 at least one check is bad, \
+1 the JSON file could not be written, 2 bad usage. Every check is described in docs/doctor.md."
+    )]
+    Doctor(DoctorArgs),
+}
+
+/// `latscope doctor`: reads the machine's settings, changes nothing.
+#[derive(Debug, Clone, Args)]
+pub struct DoctorArgs {
+    /// Write the checks to FILE as JSON ('-' for standard output; the table is then not printed)
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Under each check that is not ok, say what it means for latency
+    #[arg(long)]
+    pub explain: bool,
+    /// Show only the checks that are not ok, then the summary
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 /// `--fail-if`, on every test (absolute limits) and on `compare` (all forms).

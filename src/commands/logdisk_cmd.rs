@@ -512,9 +512,10 @@ pub fn warnings_of(settings: &LogdiskSettings, sysinfo: &SysInfo) -> Vec<String>
             "--sync none: writes are not made durable; these are not a log's figures".to_string(),
         );
     }
-    if let Some(v) = &sysinfo.virtualization {
+    if let Some(vm) = sysinfo.problem("platform.virtualization") {
         w.push(format!(
-            "running in a virtual machine ({v}): the host's handling of the virtual disk decides what a durable write costs"
+            "running in a virtual machine ({}): the host's handling of the virtual disk decides what a durable write costs",
+            vm.value
         ));
     }
     w

@@ -4,6 +4,7 @@
 
 pub mod background;
 pub mod compare;
+pub mod doctor_cmd;
 pub mod ipc_cmd;
 pub mod ipc_test;
 pub mod logdisk_cmd;
@@ -33,7 +34,7 @@ pub enum CommandError {
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_RUNTIME: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
-/// `--max-latency` or a `--fail-if` threshold crossed.
+/// `--max-latency` or a `--fail-if` threshold crossed; for `doctor`, a check is bad.
 pub const EXIT_LIMIT: i32 = 3;
 /// Nothing could be measured because this machine lacks what the test needs
 /// (a kernel feature, a filesystem); the reason is in the report's warnings.
@@ -91,6 +92,7 @@ pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
         Command::Suite(a) => suite::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Report(a) => report_cmd::run(a),
+        Command::Doctor(a) => doctor_cmd::run(a),
     }
 }
 

@@ -2,7 +2,8 @@
 //! expects. They end the console output and are part of the JSON report.
 
 use super::ipc_test::MemoryLock;
-use crate::rt::sysinfo::SysInfo;
+use crate::doctor::cpu_list;
+use crate::rt::sysinfo::{SysInfo, parse_cpu_list};
 use std::time::Duration;
 
 /// Facts about one finished test that the checks look at.
@@ -62,6 +63,33 @@ const OTHER_LOAD_LIMIT: f64 = 0.10;
 /// Samples this long under RT throttling are most likely the throttle itself.
 const THROTTLE_SUSPECT_NS: i64 = 10_000_000;
 
+/// The doctor's checks (`latscope doctor`) whose findings bear on every
+/// figure measured on this machine; a finding that is not ok becomes a
+/// warning of the test's report. The others (THP, swap, SMT, ...) are in the
+/// report's `sysinfo.checks`.
+const MACHINE_CHECKS: [&str; 3] = [
+    "kernel.preemption",
+    "kernel.clocksource",
+    "platform.virtualization",
+];
+
+/// When the machine has isolated CPUs but the test ran elsewhere too.
+fn outside_isolated(sys: &SysInfo, cpus_used: &[usize]) -> Option<String> {
+    let isolated = parse_cpu_list(&sys.cpus_isolated).unwrap_or_default();
+    let outside: Vec<usize> = cpus_used
+        .iter()
+        .copied()
+        .filter(|c| !isolated.contains(c))
+        .collect();
+    (!isolated.is_empty() && !outside.is_empty()).then(|| {
+        format!(
+            "measured on CPU {}, which is not isolated (isolated: {}): other tasks may run there; pin the test to the isolated CPUs (-a)",
+            cpu_list(&outside),
+            sys.cpus_isolated
+        )
+    })
+}
+
 pub fn warnings(sys: &SysInfo, facts: &RunFacts, memory: &MemoryLock) -> Vec<String> {
     let mut w = Vec::new();
     if !facts.realtime_policy {
@@ -80,16 +108,15 @@ pub fn warnings(sys: &SysInfo, facts: &RunFacts, memory: &MemoryLock) -> Vec<Str
             "memory not locked, page faults can show up as latency: {why}"
         )),
     }
-    if !sys.preempt_rt {
-        w.push(format!(
-            "kernel {} is not PREEMPT_RT: worst-case latencies are not bounded",
-            sys.release
-        ));
+    // What the machine itself does to every figure: the doctor's findings,
+    // in its words.
+    for id in MACHINE_CHECKS {
+        if let Some(check) = sys.problem(id) {
+            w.push(check.meaning.clone());
+        }
     }
-    if let Some(hv) = &sys.virtualization {
-        w.push(format!(
-            "running in a virtual machine ({hv}): the hypervisor adds latency the guest cannot see or control"
-        ));
+    if let Some(outside) = outside_isolated(sys, &facts.cpus_used) {
+        w.push(outside);
     }
     if let Some(busy) = facts.busy_fraction {
         let capacity = facts.elapsed.as_secs_f64() * facts.cpus_used.len().max(1) as f64;
@@ -110,7 +137,7 @@ pub fn warnings(sys: &SysInfo, facts: &RunFacts, memory: &MemoryLock) -> Vec<Str
         }
     }
     if facts.realtime_policy
-        && sys.rt_throttling_active()
+        && sys.problem("sched.rt_throttling").is_some()
         && facts.max_ns.is_some_and(|m| m >= THROTTLE_SUSPECT_NS)
     {
         w.push(format!(
@@ -132,28 +159,17 @@ pub fn warnings(sys: &SysInfo, facts: &RunFacts, memory: &MemoryLock) -> Vec<Str
 mod tests {
     use super::*;
 
+    use crate::doctor::fixture::Fixture;
+
+    /// A tuned PREEMPT_RT machine (isolated CPUs 2-3), read as a report reads it.
     fn rt_sys() -> SysInfo {
-        SysInfo {
-            sysname: "Linux".into(),
-            nodename: "n".into(),
-            release: "6.6-rt".into(),
-            version: "PREEMPT_RT".into(),
-            machine: "x86_64".into(),
-            preempt_rt: true,
-            clocksource: "tsc".into(),
-            cpus_online: 4,
-            cpus_allowed: vec![0, 1, 2, 3],
-            cpus_isolated: String::new(),
-            virtualization: None,
-            rt_runtime_us: Some(-1),
-            rt_period_us: Some(1_000_000),
-        }
+        SysInfo::of(&Fixture::tuned_rt().machine())
     }
 
     fn good_facts() -> RunFacts {
         RunFacts {
             realtime_policy: true,
-            cpus_used: vec![0, 1],
+            cpus_used: vec![2, 3],
             busy_fraction: Some(0.05),
             own_cpu_seconds: 0.5,
             elapsed: Duration::from_secs(10),
@@ -191,24 +207,48 @@ mod tests {
 
     #[test]
     fn each_problem_is_named() {
-        let mut sys = rt_sys();
-        sys.preempt_rt = false;
-        sys.virtualization = Some("QEMU".into());
-        sys.rt_runtime_us = Some(950_000);
+        // A stock kernel in a KVM guest with RT throttling on (the doctor's
+        // fixture): the machine's problems are the doctor's findings.
+        let sys = SysInfo::of(&Fixture::stock_vm().machine());
+        assert_eq!(sys.rt_runtime_us, Some(950_000));
+        assert_eq!(sys.virtualization.as_deref(), Some("KVM"));
         let mut facts = good_facts();
+        facts.cpus_used = vec![0, 1];
         facts.busy_fraction = Some(0.9);
         facts.max_ns = Some(50_000_000);
-        let w = warnings(&sys, &facts, &MemoryLock::NotRequested).join("\n");
-        assert!(w.contains("not PREEMPT_RT"), "{w}");
-        assert!(w.contains("virtual machine (QEMU)"), "{w}");
+        let w = warnings(&sys, &facts, &MemoryLock::NotRequested);
+        assert_eq!(
+            w[1..3],
+            [
+                "kernel 6.18.0 is not PREEMPT_RT: worst-case latencies are not bounded",
+                "running in a virtual machine (KVM): the hypervisor adds latency the guest cannot see or control",
+            ],
+            "{w:#?}"
+        );
+        let w = w.join("\n");
         assert!(w.contains("memory not locked"), "{w}");
         assert!(w.contains("shared with other load (88%"), "{w}");
-        assert!(w.contains("RT throttling"), "{w}");
+        assert!(
+            w.contains("RT throttling on (sched_rt_runtime_us=950000 of 1000000)"),
+            "{w}"
+        );
         facts.realtime_policy = false;
         assert!(
             warnings(&sys, &facts, &MemoryLock::Locked)
                 .join("\n")
                 .contains("no real-time priority")
+        );
+    }
+
+    #[test]
+    fn a_test_outside_the_isolated_cpus_is_named() {
+        let mut facts = good_facts();
+        facts.cpus_used = vec![1, 2];
+        assert_eq!(
+            warnings(&rt_sys(), &facts, &MemoryLock::Locked),
+            [
+                "measured on CPU 1, which is not isolated (isolated: 2-3): other tasks may run there; pin the test to the isolated CPUs (-a)"
+            ]
         );
     }
 }

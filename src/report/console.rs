@@ -6,10 +6,12 @@ use crate::stats::LatencySummary;
 use crate::units::format_ns;
 use std::io::Write;
 
-/// A right-aligned text table (first column left-aligned).
+/// A right-aligned text table (first column left-aligned), or a text table
+/// with every column left-aligned.
 pub struct Table {
     header: Vec<String>,
     rows: Vec<Vec<String>>,
+    all_left: bool,
 }
 
 impl Table {
@@ -17,6 +19,15 @@ impl Table {
         Table {
             header: header.iter().map(|s| s.to_string()).collect(),
             rows: Vec::new(),
+            all_left: false,
+        }
+    }
+
+    /// A table of words rather than numbers: every column left-aligned.
+    pub fn of_text(header: &[&str]) -> Table {
+        Table {
+            all_left: true,
+            ..Table::new(header)
         }
     }
 
@@ -40,7 +51,7 @@ impl Table {
             let cells: Vec<String> = (0..columns)
                 .map(|c| {
                     let cell = row.get(c).map_or("", |s| s.as_str());
-                    if c == 0 {
+                    if c == 0 || self.all_left {
                         format!("{cell:<w$}", w = widths[c])
                     } else {
                         format!("{cell:>w$}", w = widths[c])

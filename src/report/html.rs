@@ -181,6 +181,33 @@ fn fact(out: &mut String, name: &str, value: &str) {
     let _ = writeln!(out, "<tr><th>{}</th><td>{value}</td></tr>", escape(name));
 }
 
+/// The doctor's counts, then each finding that is not ok: `title: value`.
+fn doctor_fact(checks: &[crate::doctor::Check]) -> String {
+    use crate::doctor::{Summary, Verdict};
+    let summary = Summary::of(checks);
+    let findings: Vec<String> = checks
+        .iter()
+        .filter(|c| c.verdict != Verdict::Ok)
+        .map(|c| {
+            format!(
+                "<span class=\"warn\">{}</span> {}: {}",
+                c.verdict.as_str(),
+                escape(&c.title),
+                escape(&c.value)
+            )
+        })
+        .collect();
+    let mut text = format!(
+        "{} ok, {} warn, {} bad",
+        summary.ok, summary.warn, summary.bad
+    );
+    if !findings.is_empty() {
+        text.push_str("<br>");
+        text.push_str(&findings.join("<br>"));
+    }
+    text
+}
+
 fn run_name(index: usize) -> String {
     format!("run {}", index + 1)
 }
@@ -300,6 +327,9 @@ impl Page {
             (None, false) => "not followed".to_string(),
         };
         fact(out, "Kernel log", &escape(&kernel_log));
+        if !s.checks.is_empty() {
+            fact(out, "latscope doctor", &doctor_fact(&s.checks));
+        }
         out.push_str("</table>\n");
         if r.warnings.is_empty() {
             out.push_str("<p class=\"ok\">No validity warnings.</p>\n");
@@ -647,6 +677,10 @@ mod tests {
             "{html}"
         );
         assert!(html.contains("kernel is not PREEMPT_RT"));
+        assert!(
+            !html.contains("latscope doctor"),
+            "no checks in this report"
+        );
         for column in ["P99.99", "Timeouts", "Overruns", "3.33 us"] {
             assert!(html.contains(column), "{column}");
         }
@@ -737,6 +771,26 @@ mod tests {
             r.html.len() < 5_000_000,
             "24-hour page is {} bytes",
             r.html.len()
+        );
+    }
+
+    #[test]
+    fn the_doctors_findings_are_among_the_facts() {
+        let mut report = sample_report();
+        report.sysinfo.checks = vec![
+            crate::doctor::of("kernel.clocksource", "clocksource").ok("tsc", "fast"),
+            crate::doctor::of("platform.virtualization", "virtualization").warn(
+                "<KVM>",
+                "a VM",
+                "bare metal",
+            ),
+        ];
+        let html = render_one(&report).html;
+        assert!(
+            html.contains(
+                "<tr><th>latscope doctor</th><td>1 ok, 1 warn, 0 bad<br><span class=\"warn\">warn</span> virtualization: &lt;KVM&gt;</td></tr>"
+            ),
+            "{html}"
         );
     }
 }

@@ -517,6 +517,7 @@ pub(crate) mod testdata {
                 virtualization: None,
                 rt_runtime_us: Some(950_000),
                 rt_period_us: Some(1_000_000),
+                checks: Vec::new(),
             },
             tests: vec![TestResult {
                 test: "mq".into(),

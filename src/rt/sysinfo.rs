@@ -1,6 +1,7 @@
 //! Facts about the machine that decide whether a latency figure can be trusted:
 //! kernel flavour, clocksource, CPUs, virtualisation, RT throttling, load.
 
+use crate::doctor::{self, Check, Machine, Verdict};
 use serde::{Deserialize, Serialize};
 use std::fs;
 use std::time::SystemTime;
@@ -12,36 +13,23 @@ pub struct SysInfo {
     pub release: String,
     pub version: String,
     pub machine: String,
-    /// Kernel built with PREEMPT_RT (`/sys/kernel/realtime` or the version string).
+    /// Kernel built with PREEMPT_RT (`/sys/kernel/realtime`, the version string, /boot's config).
     pub preempt_rt: bool,
     pub clocksource: String,
     pub cpus_online: usize,
     /// CPUs this process may run on (affinity / cpuset).
     pub cpus_allowed: Vec<usize>,
-    /// CPUs isolated from the scheduler (`isolcpus=`), if any.
+    /// CPUs isolated from the scheduler (`isolcpus=`), kernel list syntax, empty if none.
     pub cpus_isolated: String,
-    /// Hypervisor seen (`hypervisor` CPU flag or DMI vendor), if any.
+    /// Hypervisor seen (CPUID signature, `hypervisor` CPU flag, DMI), if any.
     pub virtualization: Option<String>,
     /// `/proc/sys/kernel/sched_rt_runtime_us`: -1 means RT throttling is off.
     pub rt_runtime_us: Option<i64>,
     pub rt_period_us: Option<i64>,
-}
-
-fn read_trimmed(path: &str) -> Option<String> {
-    fs::read_to_string(path).ok().map(|s| s.trim().to_string())
-}
-
-fn uname() -> [String; 5] {
-    match nix::sys::utsname::uname() {
-        Ok(u) => [
-            u.sysname().to_string_lossy().into_owned(),
-            u.nodename().to_string_lossy().into_owned(),
-            u.release().to_string_lossy().into_owned(),
-            u.version().to_string_lossy().into_owned(),
-            u.machine().to_string_lossy().into_owned(),
-        ],
-        Err(_) => Default::default(),
-    }
+    /// Every check of `latscope doctor` on this machine when the run started
+    /// (empty in reports written before they were recorded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<Check>,
 }
 
 /// Parses a kernel CPU list like `0-3,8,10-11`.
@@ -64,64 +52,46 @@ pub fn parse_cpu_list(text: &str) -> Option<Vec<usize>> {
 
 /// CPUs that are online now.
 pub fn online_cpus() -> Vec<usize> {
-    read_trimmed("/sys/devices/system/cpu/online")
-        .and_then(|s| parse_cpu_list(&s))
-        .unwrap_or_else(super::sched::allowed_cpus)
-}
-
-fn detect_virtualization() -> Option<String> {
-    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let flagged = cpuinfo
-        .lines()
-        .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"));
-    let vendor = read_trimmed("/sys/class/dmi/id/sys_vendor").filter(|v| !v.is_empty());
-    let product = read_trimmed("/sys/class/dmi/id/product_name").filter(|v| !v.is_empty());
-    if flagged {
-        let name = [vendor, product]
-            .into_iter()
-            .flatten()
-            .collect::<Vec<_>>()
-            .join(" ");
-        Some(if name.is_empty() {
-            "hypervisor".to_string()
-        } else {
-            name
-        })
-    } else {
-        None
-    }
+    Machine::live().cpus_online()
 }
 
 impl SysInfo {
+    /// The facts of the machine latscope runs on.
     pub fn collect() -> SysInfo {
-        let [sysname, nodename, release, version, machine] = uname();
-        let preempt_rt = read_trimmed("/sys/kernel/realtime").as_deref() == Some("1")
-            || version.contains("PREEMPT_RT");
+        SysInfo::of(&Machine::live())
+    }
+
+    /// The facts of `machine`, read by the doctor's checks (one reader for
+    /// both: what a report says of the machine is what `latscope doctor` says).
+    pub fn of(machine: &Machine) -> SysInfo {
+        let uname = machine.probes.uname();
+        let (rt_runtime_us, rt_period_us) = doctor::sched::rt_bandwidth(machine);
         SysInfo {
-            preempt_rt,
-            clocksource: read_trimmed(
-                "/sys/devices/system/clocksource/clocksource0/current_clocksource",
-            )
-            .unwrap_or_else(|| "unknown".to_string()),
-            cpus_online: online_cpus().len(),
+            preempt_rt: doctor::kernel::preempt_model(machine).rt,
+            clocksource: doctor::kernel::current_clocksource(machine),
+            cpus_online: machine.cpus_online().len(),
             cpus_allowed: super::sched::allowed_cpus(),
-            cpus_isolated: read_trimmed("/sys/devices/system/cpu/isolated").unwrap_or_default(),
-            virtualization: detect_virtualization(),
-            rt_runtime_us: read_trimmed("/proc/sys/kernel/sched_rt_runtime_us")
-                .and_then(|s| s.parse().ok()),
-            rt_period_us: read_trimmed("/proc/sys/kernel/sched_rt_period_us")
-                .and_then(|s| s.parse().ok()),
-            sysname,
-            nodename,
-            release,
-            version,
-            machine,
+            cpus_isolated: doctor::cpu_list(&doctor::isolation::isolated_cpus(machine)),
+            virtualization: doctor::platform::hypervisor(machine),
+            rt_runtime_us,
+            rt_period_us,
+            checks: doctor::run(machine),
+            sysname: uname.sysname,
+            nodename: uname.nodename,
+            release: uname.release,
+            version: uname.version,
+            machine: uname.machine,
         }
     }
 
-    /// True when RT throttling can pause real-time threads.
-    pub fn rt_throttling_active(&self) -> bool {
-        matches!((self.rt_runtime_us, self.rt_period_us), (Some(r), Some(p)) if r >= 0 && r < p)
+    /// The doctor's check `id` (`kernel.preemption`), when it was recorded.
+    pub fn check(&self, id: &str) -> Option<&Check> {
+        self.checks.iter().find(|c| c.id == id)
+    }
+
+    /// The check `id` when its verdict is not ok.
+    pub fn problem(&self, id: &str) -> Option<&Check> {
+        self.check(id).filter(|c| c.verdict != Verdict::Ok)
     }
 }
 

@@ -31,5 +31,7 @@ mod tests_fixture;
 mod tests_live;
 
 pub use breaktrace::BreakTrace;
-pub use session::{TraceOptions, TraceStats, WakeupTrace, check_available};
+pub use session::{
+    TraceOptions, TraceStats, WakeupTrace, check_available, check_tracefs, has_event,
+};
 pub use wakeups::{TracedThread, WakeupRecord};

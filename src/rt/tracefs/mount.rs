@@ -23,20 +23,41 @@ fn is_tracefs(dir: &Path) -> bool {
 /// The tracefs directory if it is mounted: the mount table first (tracefs may
 /// be mounted elsewhere), then the two usual places.
 pub fn find() -> Option<PathBuf> {
-    let mounts = fs::read_to_string("/proc/self/mounts").unwrap_or_default();
-    let from_table = mounts.lines().filter_map(|line| {
-        let mut fields = line.split_whitespace();
-        let (_, dir, kind) = (fields.next()?, fields.next()?, fields.next()?);
-        (kind == "tracefs").then(|| PathBuf::from(unescape_mount_path(dir)))
-    });
+    find_at(Path::new("/"))
+}
+
+/// `path` (a system path, `/proc/...`) in the tree whose root is `root`.
+fn under(root: &Path, path: &Path) -> PathBuf {
+    root.join(path.strip_prefix("/").unwrap_or(path))
+}
+
+/// `find` on the system whose root directory is `root` (a fixture tree in
+/// the doctor's tests); the answer is a system path (`/sys/kernel/tracing`).
+pub fn find_at(root: &Path) -> Option<PathBuf> {
     let usual = [TRACEFS_DIR, DEBUGFS_DIR].into_iter().map(PathBuf::from);
-    let mut candidates: Vec<PathBuf> = from_table.collect();
-    // Prefer the standard place when the table lists several.
-    candidates.sort_by_key(|dir| dir != Path::new(TRACEFS_DIR));
-    candidates
+    mount_points_at(root)
         .into_iter()
         .chain(usual)
-        .find(|dir| is_tracefs(dir))
+        .find(|dir| is_tracefs(&under(root, dir)))
+}
+
+/// Where the mount table of the system under `root` says tracefs is mounted
+/// (system paths, the standard place first), whether or not this process
+/// may look inside.
+pub fn mount_points_at(root: &Path) -> Vec<PathBuf> {
+    let mounts =
+        fs::read_to_string(under(root, Path::new("/proc/self/mounts"))).unwrap_or_default();
+    let mut points: Vec<PathBuf> = mounts
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let (_, dir, kind) = (fields.next()?, fields.next()?, fields.next()?);
+            (kind == "tracefs").then(|| PathBuf::from(unescape_mount_path(dir)))
+        })
+        .collect();
+    // Prefer the standard place when the table lists several.
+    points.sort_by_key(|dir| dir != Path::new(TRACEFS_DIR));
+    points
 }
 
 /// `/proc/self/mounts` writes space, tab, newline and backslash as `\ooo`.
@@ -115,7 +136,12 @@ fn mount_tracefs() -> Result<(), String> {
 
 /// Whether the kernel knows tracefs at all (for checks that must not mount).
 pub fn kernel_has_tracefs() -> bool {
-    fs::read_to_string("/proc/filesystems")
+    kernel_has_tracefs_at(Path::new("/"))
+}
+
+/// `kernel_has_tracefs` on the system whose root directory is `root`.
+pub fn kernel_has_tracefs_at(root: &Path) -> bool {
+    fs::read_to_string(under(root, Path::new("/proc/filesystems")))
         .map(|t| {
             t.lines()
                 .any(|l| l.split_whitespace().last() == Some("tracefs"))

@@ -262,7 +262,7 @@ fn check_threads(threads: &[TracedThread]) -> Result<(), String> {
     Ok(())
 }
 
-fn has_event(tracefs: &Path, (system, event): (&str, &str)) -> bool {
+pub fn has_event(tracefs: &Path, (system, event): (&str, &str)) -> bool {
     tracefs
         .join("events")
         .join(system)
@@ -272,7 +272,7 @@ fn has_event(tracefs: &Path, (system, event): (&str, &str)) -> bool {
 }
 
 /// The events, the `mono` clock and instances are there.
-fn check_tracefs(tracefs: &Path) -> Result<(), String> {
+pub fn check_tracefs(tracefs: &Path) -> Result<(), String> {
     for (system, event) in NEEDED {
         let dir = tracefs.join("events").join(system).join(event);
         if !dir.join("format").exists() {

@@ -1,0 +1,290 @@
+//! `latscope doctor`: is this machine ready for real time? Each check reads
+//! one fact of the machine (kernel, CPUs, isolation, scheduling limits,
+//! memory, platform, tracing), gives a verdict (ok / warn / bad), the value
+//! found, what it means for latency and the fix in one line.
+//!
+//! The same checks are recorded in every Report's `sysinfo` and the
+//! machine-level validity warnings of every test are drawn from them
+//! (`commands::validity`): one place decides what a fact means.
+//!
+//! Every fact is read through a `Machine` (a root directory and a few
+//! probes), so each check is tested against fixture `/proc` and `/sys` trees.
+
+pub mod cpu;
+pub mod isolation;
+pub mod kernel;
+pub mod machine;
+pub mod memory;
+pub mod platform;
+pub mod sched;
+pub mod tracing;
+
+#[cfg(test)]
+pub(crate) mod fixture;
+
+pub use machine::Machine;
+use serde::{Deserialize, Serialize};
+
+/// How a fact bears on real-time latency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// As a real-time system wants it.
+    Ok,
+    /// Costs latency or trust in the figures; fine for soft real time.
+    Warn,
+    /// Real-time latency cannot be bounded (or the caller cannot run real-time work) until fixed.
+    Bad,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Ok => "ok",
+            Verdict::Warn => "warn",
+            Verdict::Bad => "bad",
+        }
+    }
+}
+
+/// One check's finding.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    /// Stable identifier, `group.name`: `kernel.preemption`.
+    pub id: String,
+    /// What is checked, for people: `preemption model`.
+    pub title: String,
+    pub verdict: Verdict,
+    /// The value found: `PREEMPT_DYNAMIC (not PREEMPT_RT)`.
+    pub value: String,
+    /// What the finding means for latency, as one sentence (a report's
+    /// warning quotes it).
+    pub meaning: String,
+    /// What to do about it, one line; `None` when the verdict is ok.
+    pub fix: Option<String>,
+}
+
+impl Check {
+    /// The group, the part of the id before the dot.
+    pub fn group(&self) -> &str {
+        self.id.split('.').next().unwrap_or(&self.id)
+    }
+}
+
+/// Starts a check: `of("kernel.preemption", "preemption model").bad(...)`.
+pub fn of(id: &str, title: &str) -> CheckStart {
+    CheckStart {
+        id: id.to_string(),
+        title: title.to_string(),
+    }
+}
+
+pub struct CheckStart {
+    id: String,
+    title: String,
+}
+
+impl CheckStart {
+    fn with(
+        self,
+        verdict: Verdict,
+        value: impl Into<String>,
+        meaning: impl Into<String>,
+        fix: Option<String>,
+    ) -> Check {
+        Check {
+            id: self.id,
+            title: self.title,
+            verdict,
+            value: value.into(),
+            meaning: meaning.into(),
+            fix,
+        }
+    }
+
+    pub fn ok(self, value: impl Into<String>, meaning: impl Into<String>) -> Check {
+        self.with(Verdict::Ok, value, meaning, None)
+    }
+
+    pub fn warn(
+        self,
+        value: impl Into<String>,
+        meaning: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Check {
+        self.with(Verdict::Warn, value, meaning, Some(fix.into()))
+    }
+
+    pub fn bad(
+        self,
+        value: impl Into<String>,
+        meaning: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Check {
+        self.with(Verdict::Bad, value, meaning, Some(fix.into()))
+    }
+}
+
+/// Every check, in the order the table shows them (grouped).
+pub fn run(machine: &Machine) -> Vec<Check> {
+    let checks: [fn(&Machine) -> Check; 22] = [
+        kernel::preemption,
+        kernel::clocksource,
+        cpu::governor,
+        cpu::turbo,
+        cpu::idle,
+        cpu::smt,
+        isolation::isolcpus,
+        isolation::nohz_full,
+        isolation::rcu_nocbs,
+        isolation::irq_affinity,
+        isolation::irqbalance,
+        sched::rt_throttling,
+        sched::timer_slack,
+        sched::rtprio,
+        sched::memlock,
+        memory::transparent_hugepages,
+        memory::swap,
+        platform::virtualization,
+        platform::container,
+        tracing::tracefs,
+        tracing::tracers,
+        tracing::events,
+    ];
+    checks.iter().map(|check| check(machine)).collect()
+}
+
+/// How many checks have each verdict.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    pub ok: usize,
+    pub warn: usize,
+    pub bad: usize,
+}
+
+impl Summary {
+    pub fn of(checks: &[Check]) -> Summary {
+        let count = |v| checks.iter().filter(|c| c.verdict == v).count();
+        Summary {
+            ok: count(Verdict::Ok),
+            warn: count(Verdict::Warn),
+            bad: count(Verdict::Bad),
+        }
+    }
+}
+
+/// Shortens a list for a table cell: `24, 25, 26 and 9 more`.
+pub fn first_few(items: &[String], keep: usize) -> String {
+    if items.len() <= keep {
+        items.join(", ")
+    } else {
+        format!(
+            "{} and {} more",
+            items[..keep].join(", "),
+            items.len() - keep
+        )
+    }
+}
+
+/// A CPU set in the kernel's list syntax: `0-3,8`.
+pub fn cpu_list(cpus: &[usize]) -> String {
+    let mut sorted = cpus.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut ranges: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let start = sorted[i];
+        while i + 1 < sorted.len() && sorted[i + 1] == sorted[i] + 1 {
+            i += 1;
+        }
+        ranges.push(if sorted[i] == start {
+            start.to_string()
+        } else {
+            format!("{start}-{}", sorted[i])
+        });
+        i += 1;
+    }
+    ranges.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixture::Fixture;
+    use super::*;
+
+    #[test]
+    fn lists_for_people() {
+        assert_eq!(cpu_list(&[3, 0, 1, 2, 8, 10, 11]), "0-3,8,10-11");
+        assert_eq!(cpu_list(&[]), "");
+        assert_eq!(cpu_list(&[5]), "5");
+        let items: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
+        assert_eq!(first_few(&items, 3), "a, b, c");
+        assert_eq!(first_few(&items, 2), "a, b and 1 more");
+    }
+
+    /// The three whole machines: each check's verdict on each.
+    #[test]
+    fn every_check_on_the_three_fixture_machines() {
+        let tuned = run(&Fixture::tuned_rt().machine());
+        assert!(
+            tuned
+                .iter()
+                .all(|c| c.verdict == Verdict::Ok && c.fix.is_none()),
+            "{tuned:#?}"
+        );
+        let stock = run(&Fixture::stock_vm().machine());
+        let verdict_of = |checks: &[Check], id: &str| {
+            checks
+                .iter()
+                .find(|c| c.id == id)
+                .unwrap_or_else(|| panic!("no check {id}"))
+                .verdict
+        };
+        for (id, verdict) in [
+            ("kernel.preemption", Verdict::Bad),
+            ("kernel.clocksource", Verdict::Ok),
+            ("cpu.governor", Verdict::Warn),
+            ("cpu.turbo", Verdict::Warn),
+            ("cpu.idle", Verdict::Warn),
+            ("cpu.smt", Verdict::Warn),
+            ("isolation.isolcpus", Verdict::Warn),
+            ("isolation.nohz_full", Verdict::Warn),
+            ("isolation.rcu_nocbs", Verdict::Warn),
+            ("isolation.irq_affinity", Verdict::Ok),
+            ("isolation.irqbalance", Verdict::Warn),
+            ("sched.rt_throttling", Verdict::Warn),
+            ("sched.timer_slack", Verdict::Ok),
+            ("limits.rtprio", Verdict::Bad),
+            ("limits.memlock", Verdict::Warn),
+            ("memory.thp", Verdict::Warn),
+            ("memory.swap", Verdict::Warn),
+            ("platform.virtualization", Verdict::Warn),
+            ("platform.container", Verdict::Warn),
+            ("tracing.tracefs", Verdict::Warn),
+            ("tracing.tracers", Verdict::Warn),
+            ("tracing.events", Verdict::Warn),
+        ] {
+            assert_eq!(verdict_of(&stock, id), verdict, "{id}: {stock:#?}");
+        }
+        assert_eq!(stock.len(), 22);
+        assert_eq!(
+            Summary::of(&stock),
+            Summary {
+                ok: 3,
+                warn: 17,
+                bad: 2
+            }
+        );
+        // Every finding that is not ok says what to do.
+        assert!(
+            stock
+                .iter()
+                .all(|c| (c.verdict == Verdict::Ok) == c.fix.is_none())
+        );
+        let ids: Vec<&str> = stock.iter().map(|c| c.id.as_str()).collect();
+        let mut unique = ids.clone();
+        unique.dedup();
+        assert_eq!(ids, unique, "ids are unique and grouped");
+    }
+}
