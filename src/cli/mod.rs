@@ -72,6 +72,21 @@ pub enum Command {
     Compare(CompareArgs),
     /// Make one self-contained HTML page (tables, histograms, latency over time) from JSON reports
     Report(ReportArgs),
+    /// Find and remove what a killed latscope left behind: System V semaphores and
+    /// message queues, log-disk test files (under --dir), tracefs instances
+    Cleanup(CleanupArgs),
+}
+
+/// `latscope cleanup`: leftovers of latscope processes that are gone.
+#[derive(Debug, Clone, Args)]
+pub struct CleanupArgs {
+    /// Also remove leftover log-disk test files (and the suite's private directories)
+    /// under DIR; repeatable. Without it such files are listed, not removed
+    #[arg(long, value_name = "DIR", action = clap::ArgAction::Append)]
+    pub dir: Vec<PathBuf>,
+    /// List what would be removed and change nothing
+    #[arg(long = "dry-run", short = 'n')]
+    pub dry_run: bool,
 }
 
 /// `--fail-if`, on every test (absolute limits) and on `compare` (all forms).

@@ -2,6 +2,7 @@
 //! its output files (JSON, CSV, Markdown) and decides the exit code. The
 //! measuring itself is in `ipc`, `timer` and `logdisk`.
 
+pub mod cleanup;
 pub mod compare;
 pub mod ipc_cmd;
 pub mod ipc_test;
@@ -90,6 +91,7 @@ pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
         Command::Suite(a) => suite::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Report(a) => report_cmd::run(a),
+        Command::Cleanup(a) => cleanup::run(a),
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub mod clock;
 pub mod dma_latency;
+pub mod registry;
 pub mod sched;
 pub mod shm;
 pub mod signals;
