@@ -223,9 +223,7 @@ fn decide(entry: &Entry, settings: &CleanupSettings) -> Action {
 fn remove(kind: Kind, identity: &str) -> io::Result<()> {
     let rc = match kind {
         Kind::SysvSem | Kind::SysvMsq => {
-            let id: libc::c_int = identity
-                .parse()
-                .map_err(|_| io::Error::other("bad id"))?;
+            let id: libc::c_int = identity.parse().map_err(|_| io::Error::other("bad id"))?;
             // SAFETY: IPC_RMID takes no buffer.
             unsafe {
                 if kind == Kind::SysvSem {
@@ -271,12 +269,12 @@ fn unregistered_instances(
         if registered.contains(identity.as_str()) {
             continue;
         }
-        let running = registry::start_time(pid).is_some();
-        let action = if running {
-            Action::Kept(format!(
-                "process {pid} is running (not in the registry: it may be latscope's)"
-            ))
-        } else if dry_run {
+        // Its process runs (latscope or not, the name cannot say): in use,
+        // not a leftover; nothing to list.
+        if registry::start_time(pid).is_some() {
+            continue;
+        }
+        let action = if dry_run {
             Action::WouldRemove
         } else {
             match remove(Kind::TraceInstance, &identity) {
@@ -288,10 +286,7 @@ fn unregistered_instances(
         found.push(Found {
             kind: Kind::TraceInstance,
             identity,
-            owner: format!(
-                "latscope pid {pid}, {}",
-                if running { "running" } else { "ended" }
-            ),
+            owner: format!("latscope pid {pid}, ended"),
             action,
         });
     }

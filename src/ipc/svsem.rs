@@ -274,5 +274,6 @@ mod tests {
         // SAFETY: removing the set this test made.
         assert_eq!(unsafe { libc::semctl(id, 0, libc::IPC_RMID) }, 0);
         assert!(stat(id).is_err());
+        registry::forget(registry::Kind::SysvSem, &[&id.to_string()]);
     }
 }

@@ -508,7 +508,14 @@ mod tests {
             assert_eq!(line.matches('\n').count(), 1, "{line}");
             assert_eq!(Entry::parse(line.trim_end_matches('\n')), Some(e));
         }
-        for bad in ["", "file", "nothing\t1\tx", "file\t%G0\tx", "file\t/a\t", "sysv-sem\t1\tx\ty"] {
+        for bad in [
+            "",
+            "file",
+            "nothing\t1\tx",
+            "file\t%G0\tx",
+            "file\t/a\t",
+            "sysv-sem\t1\tx\ty",
+        ] {
             assert_eq!(Entry::parse(bad), None, "{bad:?}");
         }
     }
@@ -562,7 +569,9 @@ mod tests {
         // SAFETY: a private set this test removes.
         let sem = unsafe { libc::semget(libc::IPC_PRIVATE, 2, libc::IPC_CREAT | 0o600) };
         assert!(sem >= 0);
-        let fp = fingerprint(Kind::SysvSem, &sem.to_string()).unwrap().unwrap();
+        let fp = fingerprint(Kind::SysvSem, &sem.to_string())
+            .unwrap()
+            .unwrap();
         assert!(fp.contains("mode=600 n=2"), "{fp}");
         // SAFETY: removing the set made above.
         unsafe { libc::semctl(sem, 0, libc::IPC_RMID) };
