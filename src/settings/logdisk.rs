@@ -101,7 +101,7 @@ pub struct LogdiskSettings {
 
 /// A size as mqldt's options take it: plain bytes or a number with a `K`
 /// (KiB) or `M` (MiB) suffix, and `G` (GiB) where `allow_g`; either case;
-/// `KiB`, `MiB`, `GiB` too, with or without one blank before them.
+/// `B`, `KiB`, `MiB`, `GiB` too, with or without one blank before them.
 /// Zero, signs, other suffixes and overflow are refused.
 pub fn parse_size(option: &str, text: &str, allow_g: bool) -> Result<u64, UsageError> {
     let t = text.trim();
@@ -129,7 +129,7 @@ pub fn parse_size(option: &str, text: &str, allow_g: bool) -> Result<u64, UsageE
     // `4K` as mqldt writes it, and `4 KiB` as latscope prints sizes
     // (`format_size`), so a size copied from a table reads back.
     let unit: u64 = match suffix.to_ascii_lowercase().as_str() {
-        "" => 1,
+        "" | "b" | " b" => 1,
         "k" | "kib" | " kib" => 1 << 10,
         "m" | "mib" | " mib" => 1 << 20,
         "g" | "gib" | " gib" if allow_g => 1 << 30,
