@@ -53,32 +53,8 @@ fn cleanup(registry: &Path, args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// The registry lines (kind, identity) of process `pid`.
 fn registered(registry: &Path, pid: u32) -> Vec<(String, String)> {
-    let Ok(listing) = std::fs::read_dir(registry) else {
-        return Vec::new();
-    };
-    let prefix = format!("{pid}.");
-    listing
-        .filter_map(|e| e.ok())
-        .filter(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            name.starts_with(&prefix) && !name.ends_with(".tmp")
-        })
-        .flat_map(|e| {
-            std::fs::read_to_string(e.path())
-                .unwrap_or_default()
-                .lines()
-                .map(|l| {
-                    let mut f = l.split('\t');
-                    (
-                        f.next().unwrap_or("").to_string(),
-                        f.next().unwrap_or("").to_string(),
-                    )
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect()
+    registry_entries(registry, Some(pid))
 }
 
 /// Waits until process `pid` has registered `want` objects (its setup is
@@ -99,19 +75,8 @@ fn wait_registered(registry: &Path, pid: u32, want: usize) -> Vec<(String, Strin
     }
 }
 
-/// Whether the object still exists: System V ids through /proc/sysvipc,
-/// paths through the file system.
 fn exists(kind: &str, identity: &str) -> bool {
-    let table = match kind {
-        "sysv-sem" => "/proc/sysvipc/sem",
-        "sysv-msq" => "/proc/sysvipc/msg",
-        _ => return Path::new(identity).exists(),
-    };
-    std::fs::read_to_string(table)
-        .unwrap_or_default()
-        .lines()
-        .skip(1)
-        .any(|l| l.split_whitespace().nth(1) == Some(identity))
+    registry_object_exists(kind, identity)
 }
 
 fn kill9(child: &mut Child) {

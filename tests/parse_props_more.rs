@@ -10,6 +10,7 @@
 mod common;
 
 use clap::Parser;
+use common::proptest_config as config;
 use latscope::cli::{Cli, Command};
 use latscope::rt::sysinfo::{HIGHEST_KERNEL_CPU, parse_cpu_list};
 use latscope::settings::IpcSettings;
@@ -20,14 +21,6 @@ use latscope::units::{format_duration, parse_duration};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use std::time::Duration;
-
-fn config() -> Config {
-    Config {
-        cases: 512,
-        failure_persistence: None,
-        ..Config::default()
-    }
-}
 
 /// Text weighted towards what nearly parses: digits, size and time units,
 /// separators, signs, blanks, newlines, non-ASCII digits, NUL.
@@ -167,7 +160,7 @@ proptest! {
     ) {
         let (name, metric) = METRICS[m];
         let text = format!("{name}>{}{ns}ns", if delta { "+" } else { "" });
-        let t = threshold::parse(&text).map_err(|e| TestCaseError::fail(e))?;
+        let t = threshold::parse(&text).map_err(TestCaseError::fail)?;
         prop_assert_eq!(t.metric, metric);
         prop_assert_eq!(t.limit, if delta { Limit::Delta(ns) } else { Limit::Absolute(ns) });
         // And the expression it prints parses to the same threshold.
@@ -183,7 +176,7 @@ proptest! {
         let text = format!("p99>{whole}.{fraction}{}", unit.0);
         let scale = 10u128.pow(fraction.len() as u32);
         let exact_twice = (u128::from(whole) * scale + fraction.parse::<u128>().unwrap()) * unit.1 * 2;
-        let expected = ((exact_twice / scale + 1) / 2) as u64;
+        let expected = (exact_twice / scale).div_ceil(2) as u64;
         match threshold::parse(&text) {
             Ok(t) => prop_assert_eq!(t.limit, Limit::Absolute(expected), "{}", text),
             Err(e) => {
@@ -197,7 +190,7 @@ proptest! {
     #[test]
     fn relative_thresholds_read_back(pct in 0u32..1_000_000, hundredths in 0u32..100) {
         let text = format!("p99>+{pct}.{hundredths:02}%");
-        let t = threshold::parse(&text).map_err(|e| TestCaseError::fail(e))?;
+        let t = threshold::parse(&text).map_err(TestCaseError::fail)?;
         let expected: f64 = format!("{pct}.{hundredths:02}").parse().unwrap();
         prop_assert_eq!(t.limit, Limit::Relative(expected));
     }

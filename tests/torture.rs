@@ -169,38 +169,6 @@ fn blocked(pid: u32, sig: libc::c_int) -> bool {
         .is_some_and(|mask| mask & (1u64 << (sig - 1)) != 0)
 }
 
-/// What the registry directory of a run names now (kind, identity).
-fn registry_entries(dir: &Path) -> BTreeSet<(String, String)> {
-    let mut all = BTreeSet::new();
-    if let Ok(listing) = std::fs::read_dir(dir) {
-        for e in listing.filter_map(|e| e.ok()) {
-            for line in std::fs::read_to_string(e.path())
-                .unwrap_or_default()
-                .lines()
-            {
-                let mut f = line.split('\t');
-                if let (Some(k), Some(id)) = (f.next(), f.next()) {
-                    all.insert((k.to_string(), id.to_string()));
-                }
-            }
-        }
-    }
-    all
-}
-
-fn sysv_exists(kind: &str, id: &str) -> bool {
-    let table = if kind == "sysv-sem" {
-        "/proc/sysvipc/sem"
-    } else {
-        "/proc/sysvipc/msg"
-    };
-    std::fs::read_to_string(table)
-        .unwrap_or_default()
-        .lines()
-        .skip(1)
-        .any(|l| l.split_whitespace().nth(1) == Some(id))
-}
-
 fn dev_shm_latscope() -> BTreeSet<String> {
     std::fs::read_dir("/dev/shm")
         .map(|l| {
@@ -258,7 +226,7 @@ fn run_one(plan: &Plan, instances: Option<&Path>) -> Result<String, String> {
     let mut signalled_again = false;
     let deadline = started + Duration::from_secs(20);
     let status = loop {
-        recorded.extend(registry_entries(&registry));
+        recorded.extend(registry_entries(&registry, None));
         if signalled_unblocked.is_none() && started.elapsed() >= plan.signal_after {
             let was_blocked = blocked(pid, plan.signal);
             // SAFETY: signalling our own child (not reaped yet: no pid reuse).
@@ -382,15 +350,11 @@ fn run_one(plan: &Plan, instances: Option<&Path>) -> Result<String, String> {
         return Err("POSIX queues left in /dev/mqueue".to_string());
     }
     for (kind, id) in &recorded {
-        let left = match kind.as_str() {
-            "sysv-sem" | "sysv-msq" => sysv_exists(kind, id),
-            _ => Path::new(id).exists(),
-        };
-        if left {
+        if registry_object_exists(kind, id) {
             return Err(format!("{kind} {id} left behind"));
         }
     }
-    let still = registry_entries(&registry);
+    let still = registry_entries(&registry, None);
     if !still.is_empty() || std::fs::read_dir(&registry).is_ok_and(|mut l| l.next().is_some()) {
         return Err(format!("registry not emptied: {still:?}"));
     }
