@@ -92,6 +92,11 @@ pub fn run(args: &CleanupArgs) -> Result<i32, CommandError> {
             crate::logdisk::files::os_error_text(&e)
         ))
     })?;
+    if !settings.dry_run {
+        for stale in registry::stale_temporaries(&dir) {
+            let _ = std::fs::remove_file(stale);
+        }
+    }
     let mut found = Vec::new();
     for file in &registries {
         found.extend(clean_registry(file, &settings));

@@ -484,6 +484,26 @@ pub fn read_all(dir: &Path) -> io::Result<Vec<RegistryFile>> {
     Ok(files)
 }
 
+/// Half-written registry files (`<pid>.<start time>.tmp`, a kill in the
+/// middle of a rewrite) of processes that are gone, for `cleanup` to remove.
+pub fn stale_temporaries(dir: &Path) -> Vec<PathBuf> {
+    let Ok(listing) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    listing
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let name = e.file_name();
+            let owner = name
+                .to_str()
+                .and_then(|n| n.strip_suffix(".tmp"))
+                .and_then(|n| Owner::from_file_name(OsStr::new(n)));
+            owner.is_some_and(|o| !owner_alive(o))
+        })
+        .map(|e| e.path())
+        .collect()
+}
+
 /// The absolute path of `path` with its directories resolved, for the
 /// registry (the name itself is not followed: it is ours).
 pub fn absolute(path: &Path) -> Option<PathBuf> {
@@ -615,6 +635,12 @@ mod tests {
         ];
         write_entries(&d.path().join(owner.file_name()), &entries).unwrap();
         fs::write(d.path().join("junk"), "x").unwrap();
+        // A half-written file of a process that is gone is stale; one of this
+        // process is not.
+        fs::write(d.path().join("7.99.tmp"), "x").unwrap();
+        let mine = format!("{}.{}.tmp", this_pid(), start_time(this_pid()).unwrap());
+        fs::write(d.path().join(&mine), "x").unwrap();
+        assert_eq!(stale_temporaries(d.path()), vec![d.path().join("7.99.tmp")]);
         let all = read_all(d.path()).unwrap();
         assert_eq!(all.len(), 1);
         assert_eq!(all[0].owner, owner);
