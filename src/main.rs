@@ -21,9 +21,9 @@ const COMPAT_NAMES: [(&str, &[&str]); 6] = [
 ];
 
 /// Subcommands, for the help hint of a usage error.
-const SUBCOMMANDS: [&str; 16] = [
+const SUBCOMMANDS: [&str; 17] = [
     "mq", "sem", "signal", "svsem", "pipe", "eventfd", "futex", "unix", "svmq", "ipc", "timer",
-    "logdisk", "suite", "compare", "report", "doctor",
+    "logdisk", "suite", "compare", "report", "doctor", "cleanup",
 ];
 
 fn effective_args() -> Vec<OsString> {

@@ -195,6 +195,10 @@ fn parse_limit(text: &str) -> Result<Limit, String> {
             return Err("a percentage is a change from the base: write it with '+' (+10%)".into());
         }
         let pct = decimal(number).ok_or_else(|| format!("'{}' is not a number", shown(number)))?;
+        // 400 digits parse as infinity: no comparison could use it.
+        if !pct.is_finite() {
+            return Err(format!("'{}%' is too large", shown(number)));
+        }
         return Ok(Limit::Relative(pct));
     }
     let ns = duration_ns(rest)?;
@@ -213,32 +217,34 @@ fn decimal(text: &str) -> Option<f64> {
     well_formed.then(|| text.parse().ok()).flatten()
 }
 
-/// `50us`, `1.5ms`, `1h` in nanoseconds (rounded to the nearest).
+/// `50us`, `1.5ms`, `1h` in nanoseconds, rounded to the nearest (halves
+/// up). Integer arithmetic: a limit printed in nanoseconds reads back as the
+/// same number (through f64, anything above 2^53 ns, 104 days, drifted).
 fn duration_ns(text: &str) -> Result<u64, String> {
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let value = decimal(number).ok_or_else(|| {
-        if number.is_empty() {
+    if decimal(number).is_none() {
+        return Err(if number.is_empty() {
             format!("'{}' does not start with a number", shown(text))
         } else {
             format!("'{}' is not a number", shown(number))
-        }
-    })?;
-    let unit_ns = match unit {
+        });
+    }
+    let unit_ns: u128 = match unit {
         "" => {
             return Err(format!(
                 "'{}' needs a unit: ns, us, ms, s, m or h",
                 shown(text)
             ));
         }
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        "m" | "min" => 60e9,
-        "h" => 3600e9,
+        "ns" => 1,
+        "us" | "µs" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        "m" | "min" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
         other => {
             return Err(format!(
                 "unknown unit '{}' (use ns, us, ms, s, m or h)",
@@ -246,9 +252,30 @@ fn duration_ns(text: &str) -> Result<u64, String> {
             ));
         }
     };
-    let ns = (value * unit_ns).round();
-    if ns > 100.0 * 365.0 * 86_400e9 {
-        return Err(format!("'{}' is too large", shown(text)));
+    let too_large = || format!("'{}' is too large", shown(text));
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    // Leading zeros carry nothing; more than 20 other digits exceed the cap.
+    let whole = whole.trim_start_matches('0');
+    if whole.len() > 20 {
+        return Err(too_large());
+    }
+    let whole: u128 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().map_err(|_| too_large())?
+    };
+    // 24 fraction digits are far below a nanosecond for every unit; the rest
+    // cannot change the rounding but at an exact half, which rounds up anyway.
+    let fraction = &fraction[..fraction.len().min(24)];
+    let scale = 10u128.pow(fraction.len() as u32);
+    let fraction: u128 = if fraction.is_empty() {
+        0
+    } else {
+        fraction.parse().map_err(|_| too_large())?
+    };
+    let ns = whole * unit_ns + (fraction * unit_ns * 2 + scale) / (2 * scale);
+    if ns > 100 * 365 * 86_400 * 1_000_000_000 {
+        return Err(too_large());
     }
     Ok(ns as u64)
 }

@@ -520,7 +520,8 @@ fn sigkill_of_latscope_takes_its_peers_and_leaves_only_findable_sysv_objects() {
         std::thread::sleep(Duration::from_millis(20));
     }
     // What a SIGKILL can leave, as the README says: the System V set, found
-    // by the pids of its last operations. Removed here, as a user would.
+    // by the pids of its last operations. Removed here as a user would, with
+    // `latscope cleanup` (which finds it in the killed run's registry).
     let left = sysv_objects_used_by(&[pid, child]);
     assert_eq!(
         left.len(),
@@ -528,10 +529,14 @@ fn sigkill_of_latscope_takes_its_peers_and_leaves_only_findable_sysv_objects() {
         "expected the one semaphore set of the run: {left:?}"
     );
     let id = left[0].rsplit(' ').next().unwrap().to_string();
-    let status = std::process::Command::new("ipcrm")
-        .args(["-s", &id])
-        .status()
-        .expect("ipcrm");
-    assert!(status.success(), "ipcrm -s {id}");
+    let out = run(latscope(10).arg("cleanup"));
+    assert_code(&out, 0);
+    let listed = stdout_of(&out);
+    assert!(
+        listed.lines().any(|l| l.starts_with("removed")
+            && l.contains(&format!(" {id} "))
+            && l.contains(&format!("pid {pid}, ended"))),
+        "{listed}"
+    );
     assert_eq!(sysv_objects_used_by(&[pid, child]), Vec::<String>::new());
 }

@@ -2,12 +2,14 @@
 //! (no binary): whatever a user types, parsing never panics, valid forms give
 //! exactly the expected value, and every refusal is one non-empty line.
 
+mod common;
+
 use clap::Parser;
+use common::proptest_config as config;
 use latscope::cli::{Cli, Command};
 use latscope::settings::{IpcSettings, parse_count};
 use latscope::units::parse_duration;
 use proptest::prelude::*;
-use proptest::test_runner::Config;
 use std::time::Duration;
 
 const SEC: u128 = 1_000_000_000;
@@ -15,15 +17,6 @@ const MIN: u128 = 60 * SEC;
 const HOUR: u128 = 60 * MIN;
 /// The longest duration parse_duration accepts: 100 years of 365 days.
 const HUNDRED_YEARS_S: u64 = 100 * 365 * 86_400;
-
-/// Fast, and no regression files are written next to the sources.
-fn config() -> Config {
-    Config {
-        cases: 512,
-        failure_persistence: None,
-        ..Config::default()
-    }
-}
 
 /// Arbitrary text, weighted towards what looks almost like a number or a
 /// duration: digits, dots, units, signs, blanks, newlines, non-ASCII digits.

@@ -79,6 +79,9 @@ pub enum Command {
 1 the JSON file could not be written, 2 bad usage. Every check is described in docs/doctor.md."
     )]
     Doctor(DoctorArgs),
+    /// Find and remove what a killed latscope left behind: System V semaphores and
+    /// message queues, log-disk test files (under --dir), tracefs instances
+    Cleanup(CleanupArgs),
 }
 
 /// `latscope doctor`: reads the machine's settings, changes nothing.
@@ -93,6 +96,18 @@ pub struct DoctorArgs {
     /// Show only the checks that are not ok, then the summary
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+/// `latscope cleanup`: leftovers of latscope processes that are gone.
+#[derive(Debug, Clone, Args)]
+pub struct CleanupArgs {
+    /// Also remove leftover log-disk test files (and the suite's private directories)
+    /// under DIR; repeatable. Without it such files are listed, not removed
+    #[arg(long, value_name = "DIR", action = clap::ArgAction::Append)]
+    pub dir: Vec<PathBuf>,
+    /// List what would be removed and change nothing
+    #[arg(long = "dry-run", short = 'n')]
+    pub dry_run: bool,
 }
 
 /// `--fail-if`, on every test (absolute limits) and on `compare` (all forms).

@@ -606,6 +606,8 @@ impl LogdiskProgress for ProgressLine {
 /// current directory (`mkdtemp`: a new name, mode 0700), removed on drop.
 pub struct PrivateDir {
     pub path: std::path::PathBuf,
+    /// Its name in the ownership registry, which holds it while it exists.
+    registered: Option<String>,
 }
 
 impl PrivateDir {
@@ -621,13 +623,21 @@ impl PrivateDir {
         }
         template.pop();
         let path = std::path::PathBuf::from(String::from_utf8_lossy(&template).into_owned());
-        Ok(PrivateDir { path })
+        let registered = crate::rt::registry::absolute(&path)
+            .and_then(|p| crate::rt::registry::path_identity(&p));
+        if let Some(identity) = &registered {
+            crate::rt::registry::record(crate::rt::registry::Kind::Dir, identity);
+        }
+        Ok(PrivateDir { path, registered })
     }
 }
 
 impl Drop for PrivateDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir(&self.path);
+        if let Some(identity) = &self.registered {
+            crate::rt::registry::forget(crate::rt::registry::Kind::Dir, &[identity]);
+        }
     }
 }
 

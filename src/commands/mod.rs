@@ -3,6 +3,7 @@
 //! measuring itself is in `ipc`, `timer` and `logdisk`.
 
 pub mod background;
+pub mod cleanup;
 pub mod compare;
 pub mod doctor_cmd;
 pub mod ipc_cmd;
@@ -93,6 +94,7 @@ pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
         Command::Compare(a) => compare::run(a),
         Command::Report(a) => report_cmd::run(a),
         Command::Doctor(a) => doctor_cmd::run(a),
+        Command::Cleanup(a) => cleanup::run(a),
     }
 }
 

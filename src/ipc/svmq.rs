@@ -12,8 +12,9 @@
 //! is shared by both channels of the pair and removed (`IPC_RMID`) when the
 //! last of them is dropped, in the process that created it only (a forked
 //! child never drops it: it leaves with `_exit`). Only SIGKILL of latscope
-//! can leave one behind; its resource name `sysv-msq <id> (creator pid <pid>)`
-//! tells `ipcrm -q <id>` which.
+//! can leave one behind; it is in the ownership registry (`rt::registry`)
+//! from creation to removal, so `latscope cleanup` removes it, and its
+//! resource name `sysv-msq <id> (creator pid <pid>)` tells `ipcrm -q <id>`.
 //!
 //! `msgrcv` has no timeout: a `wait` with one polls with `IPC_NOWAIT` and
 //! sleeps 50 us between polls until its CLOCK_MONOTONIC deadline. Only
@@ -25,6 +26,7 @@
 
 use super::{Channel, ChannelError, PairChannels, STOP_STAMP, Transport, Wake};
 use crate::rt::clock::{Deadline, monotonic_ns, sleep_until_ns};
+use crate::rt::registry;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -108,6 +110,7 @@ impl Queue {
                 "could not create a System V message queue: {err}{hint}"
             ));
         }
+        registry::record(registry::Kind::SysvMsq, &id.to_string());
         Ok(Queue {
             id,
             // SAFETY: getpid cannot fail.
@@ -126,6 +129,7 @@ impl Drop for Queue {
         unsafe {
             if libc::getpid() == self.creator {
                 libc::msgctl(self.id, libc::IPC_RMID, std::ptr::null_mut());
+                registry::forget(registry::Kind::SysvMsq, &[&self.id.to_string()]);
             }
         }
     }

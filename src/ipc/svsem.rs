@@ -13,12 +13,15 @@
 //! process that created it: a forked child holds copies of the same handles
 //! and must never remove the set under its parent. (It never drops them
 //! anyway, it leaves with `_exit`; the pid check makes that a guarantee.) A
-//! SIGKILLed run can still leave a set behind; `resource_names` names it so
-//! that it can be found with `ipcs -s` and removed with `ipcrm -s <id>`.
+//! SIGKILLed run can still leave a set behind: the set is in this process's
+//! ownership registry (`rt::registry`) from creation to removal, so
+//! `latscope cleanup` finds and removes it; `resource_names` names it too
+//! (`ipcs -s`, `ipcrm -s <id>`).
 
 use super::slot::{Doorbell, SlotChannel};
 use super::{ChannelError, PairChannels, Transport};
 use crate::rt::clock::Deadline;
+use crate::rt::registry;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -113,6 +116,8 @@ impl SemSet {
                 std::io::Error::last_os_error()
             ));
         }
+        // After SETALL, which sets the change time the fingerprint holds.
+        registry::record(registry::Kind::SysvSem, &id.to_string());
         Ok(set)
     }
 }
@@ -123,6 +128,7 @@ impl Drop for SemSet {
         unsafe {
             if libc::getpid() == self.creator {
                 libc::semctl(self.id, 0, libc::IPC_RMID);
+                registry::forget(registry::Kind::SysvSem, &[&self.id.to_string()]);
             }
         }
     }
@@ -268,5 +274,6 @@ mod tests {
         // SAFETY: removing the set this test made.
         assert_eq!(unsafe { libc::semctl(id, 0, libc::IPC_RMID) }, 0);
         assert!(stat(id).is_err());
+        registry::forget(registry::Kind::SysvSem, &[&id.to_string()]);
     }
 }

@@ -8,9 +8,12 @@
 //!   caller; it is written over but never removed;
 //! - every file latscope created is removed when the `FileSet` is dropped
 //!   (normal end, error, Ctrl-C, panic), unless `--keep`; a file is removed
-//!   only if the name still points at the inode latscope created.
+//!   only if the name still points at the inode latscope created;
+//! - a created file is in the ownership registry (`rt::registry`) until
+//!   then, so `latscope cleanup --dir` removes what a SIGKILL left.
 
 use super::super::settings::logdisk::test_file_path;
+use crate::rt::registry;
 use std::alloc::Layout;
 use std::ffi::CString;
 use std::io;
@@ -101,6 +104,8 @@ pub struct TestFile {
     pub created: bool,
     dev: u64,
     ino: u64,
+    /// Its name in the ownership registry (created files only).
+    registered: Option<String>,
 }
 
 /// The test files of one writer; removes what it created when dropped.
@@ -288,12 +293,21 @@ impl FileSet {
             let m = std::fs::File::from(fd.try_clone().map_err(|e| failed("opening", &e))?)
                 .metadata()
                 .map_err(|e| failed("checking", &e))?;
+            // A created file goes into the ownership registry at once, before
+            // it is written out: a kill from here on leaves it findable.
+            let registered = created
+                .then(|| registry::absolute(&path).and_then(|p| registry::path_identity(&p)))
+                .flatten();
+            if let Some(identity) = &registered {
+                registry::record(registry::Kind::File, identity);
+            }
             set.files.push(TestFile {
                 path: path.clone(),
                 fd,
                 created,
                 dev: m.dev(),
                 ino: m.ino(),
+                registered,
             });
             let file = set.files.last().expect("just pushed");
             if flags.direct
@@ -345,7 +359,14 @@ impl FileSet {
 
 impl Drop for FileSet {
     fn drop(&mut self) {
+        // Removed now, or kept on purpose (--keep): no longer a leftover.
+        let registered: Vec<&str> = self
+            .files
+            .iter()
+            .filter_map(|f| f.registered.as_deref())
+            .collect();
         if self.keep {
+            registry::forget(registry::Kind::File, &registered);
             return;
         }
         for f in self.files.iter().filter(|f| f.created) {
@@ -360,6 +381,7 @@ impl Drop for FileSet {
                 );
             }
         }
+        registry::forget(registry::Kind::File, &registered);
     }
 }
 

@@ -5,6 +5,7 @@
 pub mod clock;
 pub mod dma_latency;
 pub mod kmsg;
+pub mod registry;
 pub mod sched;
 pub mod shm;
 pub mod signals;

@@ -32,19 +32,25 @@ pub struct SysInfo {
     pub checks: Vec<Check>,
 }
 
-/// Parses a kernel CPU list like `0-3,8,10-11`.
+/// The highest CPU number Linux can have (`CONFIG_NR_CPUS` is at most 8192).
+pub const HIGHEST_KERNEL_CPU: usize = 8191;
+
+/// Parses a kernel CPU list like `0-3,8,10-11`. A CPU beyond
+/// `HIGHEST_KERNEL_CPU` makes it invalid: no range can make it allocate
+/// without bound (`0-18446744073709551615` once tried to).
 pub fn parse_cpu_list(text: &str) -> Option<Vec<usize>> {
     let mut cpus = Vec::new();
+    let cpu = |t: &str| t.trim().parse().ok().filter(|&n| n <= HIGHEST_KERNEL_CPU);
     for part in text.trim().split(',').filter(|p| !p.is_empty()) {
         match part.split_once('-') {
             Some((a, b)) => {
-                let (a, b): (usize, usize) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+                let (a, b): (usize, usize) = (cpu(a)?, cpu(b)?);
                 if a > b {
                     return None;
                 }
                 cpus.extend(a..=b);
             }
-            None => cpus.push(part.trim().parse().ok()?),
+            None => cpus.push(cpu(part)?),
         }
     }
     Some(cpus)
@@ -220,6 +226,9 @@ mod tests {
         assert_eq!(parse_cpu_list(""), Some(vec![]));
         assert_eq!(parse_cpu_list("3-1"), None);
         assert_eq!(parse_cpu_list("x"), None);
+        assert_eq!(parse_cpu_list("0-18446744073709551615"), None);
+        assert_eq!(parse_cpu_list("8191").map(|c| c.len()), Some(1));
+        assert_eq!(parse_cpu_list("8192"), None);
     }
 
     #[test]

@@ -102,7 +102,8 @@ pub struct LogdiskSettings {
 }
 
 /// A size as mqldt's options take it: plain bytes or a number with a `K`
-/// (KiB) or `M` (MiB) suffix, and `G` (GiB) where `allow_g`; either case.
+/// (KiB) or `M` (MiB) suffix, and `G` (GiB) where `allow_g`; either case;
+/// `B`, `KiB`, `MiB`, `GiB` too, with or without one blank before them.
 /// Zero, signs, other suffixes and overflow are refused.
 pub fn parse_size(option: &str, text: &str, allow_g: bool) -> Result<u64, UsageError> {
     let t = text.trim();
@@ -127,11 +128,13 @@ pub fn parse_size(option: &str, text: &str, allow_g: bool) -> Result<u64, UsageE
             "is not a size"
         }));
     }
-    let unit: u64 = match suffix {
-        "" => 1,
-        "k" | "K" => 1 << 10,
-        "m" | "M" => 1 << 20,
-        "g" | "G" if allow_g => 1 << 30,
+    // `4K` as mqldt writes it, and `4 KiB` as latscope prints sizes
+    // (`format_size`), so a size copied from a table reads back.
+    let unit: u64 = match suffix.to_ascii_lowercase().as_str() {
+        "" | "b" | " b" => 1,
+        "k" | "kib" | " kib" => 1 << 10,
+        "m" | "mib" | " mib" => 1 << 20,
+        "g" | "gib" | " gib" if allow_g => 1 << 30,
         _ => {
             return Err(usage(format!(
                 "{option} '{}': unknown size suffix '{}' (use bytes, or K or M{}: {example})",
@@ -456,6 +459,7 @@ mod tests {
             "K",
             "4KB",
             "4 K",
+            "4  KiB",
             "1.5K",
             "2G",
             "+4",

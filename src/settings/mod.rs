@@ -12,6 +12,7 @@ use crate::rt::sysinfo::online_cpus;
 use crate::threshold::Threshold;
 use crate::units::{parse_duration, shown};
 
+pub mod cleanup;
 pub mod compare;
 pub mod logdisk;
 pub mod report;

@@ -131,7 +131,7 @@ impl LiveHistogram {
         if count == 0 {
             return None;
         }
-        let rank = ((p / 100.0) * count as f64).ceil().max(1.0) as u64;
+        let rank = super::nearest_rank(p, count);
         let mut cumulative = self.below_zero.load(Ordering::Relaxed);
         if cumulative >= rank {
             return Some(0);

@@ -5,6 +5,8 @@
 //! HDR histogram, so the headline numbers are exact and only percentiles carry
 //! the histogram's bounded relative error (see `docs/measurement.md`).
 
+#[cfg(test)]
+mod at_scale;
 pub mod live;
 pub mod window;
 
@@ -199,7 +201,7 @@ impl LatencyRecorder {
         if self.count == 0 {
             return 0;
         }
-        let rank = ((p / 100.0) * self.count as f64).ceil().max(1.0) as u64;
+        let rank = nearest_rank(p, self.count);
         if rank <= self.negative_overflow {
             return self.min;
         }
@@ -266,6 +268,18 @@ impl LatencyRecorder {
         }));
         buckets
     }
+}
+
+/// The nearest rank of percentile `p` among `count` samples: the smallest
+/// rank r with r >= p/100 * count, at least 1, in exact integer arithmetic.
+/// (In f64, 99.9 / 100 * 1000 is 999.0000000000001, whose ceiling 1000 would
+/// report the maximum as p99.9 of 1000 samples.) `p` is taken to a millionth
+/// of a percent, finer than any percentile latscope reports.
+pub fn nearest_rank(p: f64, count: u64) -> u64 {
+    const SCALE: u128 = 100_000_000; // 100 % in millionths of a percent
+    let micro = (p.clamp(0.0, 100.0) * 1e6).round() as u128;
+    let rank = (micro * u128::from(count)).div_ceil(SCALE);
+    (rank as u64).max(1)
 }
 
 /// Population standard deviation from exact integer sums. Uses the integer form
@@ -503,6 +517,22 @@ mod tests {
         assert_eq!((s.samples, s.min_ns, s.max_ns, s.overflow), (3, -4, 8, 0));
         assert_eq!(all.value_at_percentile(1.0), -4);
         assert_eq!(all.value_at_percentile(50.0), 3);
+    }
+
+    #[test]
+    fn percentile_ranks_are_exact_at_their_boundaries() {
+        // 999 samples of 10 and one of 20: p99.9 is the 999th sample, 10.
+        let mut values = vec![10; 999];
+        values.push(20);
+        let r = recorder_of(&values);
+        assert_eq!(r.value_at_percentile(99.9), 10);
+        assert_eq!(r.value_at_percentile(99.91), 20);
+        assert_eq!(nearest_rank(99.9, 1000), 999);
+        assert_eq!(nearest_rank(99.999, 100_000), 99_999);
+        assert_eq!(nearest_rank(50.0, 3), 2);
+        assert_eq!(nearest_rank(0.0, 10), 1);
+        assert_eq!(nearest_rank(100.0, u64::MAX), u64::MAX);
+        assert_eq!(nearest_rank(f64::NAN, 10), 1);
     }
 
     #[test]

@@ -675,3 +675,54 @@ pub fn top_level_keys(text: &str) -> Vec<String> {
     de.deserialize_map(Keys)
         .unwrap_or_else(|e| panic!("not a JSON object ({e}):\n{text}"))
 }
+
+/// The property tests' settings: 512 cases, fast, and no regression files
+/// written next to the sources.
+pub fn proptest_config() -> proptest::test_runner::Config {
+    proptest::test_runner::Config {
+        cases: 512,
+        failure_persistence: None,
+        ..proptest::test_runner::Config::default()
+    }
+}
+
+/// The lines of the ownership registries in `dir` (`LATSCOPE_RUNTIME_DIR`)
+/// as (kind, identity), of process `pid` only when given.
+pub fn registry_entries(dir: &Path, pid: Option<u32>) -> Vec<(String, String)> {
+    let Ok(listing) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let prefix = pid.map(|p| format!("{p}."));
+    let mut all = Vec::new();
+    for e in listing.filter_map(|e| e.ok()) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".tmp") || prefix.as_ref().is_some_and(|p| !name.starts_with(p)) {
+            continue;
+        }
+        for line in std::fs::read_to_string(e.path())
+            .unwrap_or_default()
+            .lines()
+        {
+            let mut f = line.split('\t');
+            if let (Some(kind), Some(id)) = (f.next(), f.next()) {
+                all.push((kind.to_string(), id.to_string()));
+            }
+        }
+    }
+    all
+}
+
+/// Whether a registry object still exists: System V ids through
+/// /proc/sysvipc, paths through the file system.
+pub fn registry_object_exists(kind: &str, identity: &str) -> bool {
+    let table = match kind {
+        "sysv-sem" => "/proc/sysvipc/sem",
+        "sysv-msq" => "/proc/sysvipc/msg",
+        _ => return Path::new(identity).exists(),
+    };
+    std::fs::read_to_string(table)
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .any(|l| l.split_whitespace().nth(1) == Some(identity))
+}

@@ -4,8 +4,11 @@
 //!
 //! The pid in the name makes leftovers of a killed latscope identifiable:
 //! `parse_owner` gives it back, and an instance whose process is gone can be
-//! removed with `rmdir`.
+//! removed with `rmdir` (`latscope cleanup` does). The instance is also in
+//! the ownership registry (`rt::registry`) while it exists, with its inode:
+//! the name alone cannot tell a dead owner from a new process with its pid.
 
+use crate::rt::registry;
 use std::fs::{self, OpenOptions};
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
@@ -58,6 +61,9 @@ impl Instance {
             };
             format!("cannot create tracing instance {}: {e}{fix}", dir.display())
         })?;
+        if let Some(identity) = registry::path_identity(&dir) {
+            registry::record(registry::Kind::TraceInstance, &identity);
+        }
         Ok(Instance { name, dir })
     }
 
@@ -79,6 +85,13 @@ impl Instance {
     pub fn read(&self, file: &str) -> Result<String, String> {
         let path = self.path(file);
         fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+    }
+
+    /// Takes the instance out of the ownership registry once it is gone.
+    fn forget(&self) {
+        if let Some(identity) = registry::path_identity(&self.dir) {
+            registry::forget(registry::Kind::TraceInstance, &[&identity]);
+        }
     }
 
     /// Stops recording into this instance.
@@ -108,7 +121,7 @@ impl Drop for Instance {
                     );
                     return;
                 }
-                _ => return,
+                _ => return self.forget(),
             }
         }
         eprintln!(

@@ -1,0 +1,299 @@
+//! `latscope cleanup`: finds what latscope processes that are gone left
+//! behind (a SIGKILL runs no destructor) and removes it.
+//!
+//! What is latscope's, and whose, comes from the ownership registry
+//! (`rt::registry`): an object is removed only when the process that
+//! recorded it is gone (pid and start time) and the object still has the
+//! fingerprint recorded at its creation, so an id or a name that another
+//! program got since is never touched. Test files and directories are
+//! removed only under a `--dir` the user names. Tracefs instances are also
+//! found by name (`latscope-<pid>-<n>`), for runs whose registry could not be
+//! written: such an instance is removed only when no process has that pid.
+
+use super::CommandError;
+use crate::cli::CleanupArgs;
+use crate::rt::registry::{self, Entry, Kind, RegistryFile};
+use crate::rt::tracefs::{instance, mount};
+use crate::settings::cleanup::CleanupSettings;
+use std::collections::HashSet;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// What happened to one object found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Action {
+    Removed,
+    WouldRemove,
+    /// Left in place, and why.
+    Kept(String),
+    /// Another program's object now has the recorded id or name.
+    NotOurs,
+    Failed(String),
+}
+
+impl Action {
+    fn label(&self) -> &'static str {
+        match self {
+            Action::Removed => "removed",
+            Action::WouldRemove => "would remove",
+            Action::Kept(_) => "kept",
+            Action::NotOurs => "left alone",
+            Action::Failed(_) => "FAILED",
+        }
+    }
+
+    fn note(&self) -> String {
+        match self {
+            Action::Kept(why) | Action::Failed(why) => format!(": {why}"),
+            Action::NotOurs => {
+                ": the id or name now belongs to another object (not latscope's)".to_string()
+            }
+            _ => String::new(),
+        }
+    }
+}
+
+/// One line of the output.
+struct Found {
+    kind: Kind,
+    identity: String,
+    owner: String,
+    action: Action,
+}
+
+impl Found {
+    fn line(&self) -> String {
+        format!(
+            "{:<12} {:<16} {}  ({}){}",
+            self.action.label(),
+            self.kind.name(),
+            self.identity,
+            self.owner,
+            self.action.note()
+        )
+    }
+}
+
+pub fn run(args: &CleanupArgs) -> Result<i32, CommandError> {
+    let settings = CleanupSettings::from_args(args)?;
+    let dir = registry::registry_dir();
+    if dir.exists() {
+        registry::check_dir(&dir).map_err(|e| {
+            CommandError::Runtime(format!(
+                "the registry directory {} is not safe to read ({e}); remove it",
+                dir.display()
+            ))
+        })?;
+    }
+    let registries = registry::read_all(&dir).map_err(|e| {
+        CommandError::Runtime(format!(
+            "cannot read the registry directory {}: {}",
+            dir.display(),
+            crate::logdisk::files::os_error_text(&e)
+        ))
+    })?;
+    if !settings.dry_run {
+        for stale in registry::stale_temporaries(&dir) {
+            let _ = std::fs::remove_file(stale);
+        }
+    }
+    let mut found = Vec::new();
+    for file in &registries {
+        found.extend(clean_registry(file, &settings));
+    }
+    let registered: HashSet<&str> = registries
+        .iter()
+        .flat_map(|f| &f.entries)
+        .filter(|e| e.kind == Kind::TraceInstance)
+        .map(|e| e.identity.as_str())
+        .collect();
+    if let Some(tracefs) = mount::find() {
+        found.extend(unregistered_instances(
+            &tracefs.join("instances"),
+            &registered,
+            settings.dry_run,
+        ));
+    }
+    for f in &found {
+        println!("{}", f.line());
+    }
+    let count = |pred: fn(&Action) -> bool| found.iter().filter(|f| pred(&f.action)).count();
+    let removed = count(|a| matches!(a, Action::Removed | Action::WouldRemove));
+    let kept = count(|a| matches!(a, Action::Kept(_) | Action::NotOurs));
+    let failed = count(|a| matches!(a, Action::Failed(_)));
+    if found.is_empty() {
+        println!(
+            "Nothing left behind by latscope (registry {}).",
+            dir.display()
+        );
+    } else if settings.dry_run {
+        println!("{removed} would be removed, {kept} kept; dry run: nothing was changed.");
+    } else {
+        println!("{removed} removed, {kept} kept, {failed} failed.");
+    }
+    if failed > 0 {
+        return Err(CommandError::Runtime(format!(
+            "{failed} object(s) could not be removed (see the FAILED lines); run as their owner or root"
+        )));
+    }
+    Ok(super::EXIT_OK)
+}
+
+/// The objects of one registry file: kept while its owner runs, else
+/// removed when still the recorded ones; the file is then rewritten with
+/// what is left, or removed.
+fn clean_registry(file: &RegistryFile, settings: &CleanupSettings) -> Vec<Found> {
+    let alive = registry::owner_alive(file.owner);
+    let owner = format!(
+        "latscope pid {}, {}",
+        file.owner.pid,
+        if alive { "running" } else { "ended" }
+    );
+    // Files before the directories that hold them.
+    let mut entries: Vec<&Entry> = file.entries.iter().collect();
+    entries.sort_by_key(|e| e.kind);
+    let mut found = Vec::new();
+    let mut remaining: Vec<Entry> = Vec::new();
+    for entry in entries {
+        let action = match registry::fingerprint(entry.kind, &entry.identity) {
+            // Already gone: nothing to say, nothing to keep.
+            Ok(None) => continue,
+            Err(e) => Action::Failed(format!(
+                "cannot inspect it: {}",
+                crate::logdisk::files::os_error_text(&e)
+            )),
+            Ok(Some(now)) if now != entry.fingerprint => Action::NotOurs,
+            Ok(Some(_)) if alive => Action::Kept("its latscope is still running".to_string()),
+            Ok(Some(_)) => decide(entry, settings),
+        };
+        if matches!(
+            action,
+            Action::Kept(_) | Action::Failed(_) | Action::WouldRemove
+        ) {
+            remaining.push(entry.clone());
+        }
+        found.push(Found {
+            kind: entry.kind,
+            identity: entry.identity.clone(),
+            owner: owner.clone(),
+            action,
+        });
+    }
+    if !alive && !settings.dry_run {
+        let result = if remaining.is_empty() {
+            std::fs::remove_file(&file.path)
+        } else {
+            registry::write_entries(&file.path, &remaining)
+        };
+        if let Err(e) = result {
+            eprintln!(
+                "latscope: warning: could not update the registry file {}: {}",
+                file.path.display(),
+                crate::logdisk::files::os_error_text(&e)
+            );
+        }
+    }
+    found
+}
+
+/// A recorded object of an ended run, still the one recorded: removed (or
+/// would be), unless it is a file outside every `--dir`.
+fn decide(entry: &Entry, settings: &CleanupSettings) -> Action {
+    if matches!(entry.kind, Kind::File | Kind::Dir)
+        && !settings
+            .dirs
+            .iter()
+            .any(|d| Path::new(&entry.identity).starts_with(d))
+    {
+        let parent = Path::new(&entry.identity)
+            .parent()
+            .unwrap_or(Path::new("/"));
+        return Action::Kept(format!(
+            "not under a --dir; pass --dir {} to remove it",
+            parent.display()
+        ));
+    }
+    if settings.dry_run {
+        return Action::WouldRemove;
+    }
+    match remove(entry.kind, &entry.identity) {
+        Ok(()) => Action::Removed,
+        Err(e) if entry.kind == Kind::Dir && e.raw_os_error() == Some(libc::ENOTEMPTY) => {
+            Action::Kept("not empty: it holds files latscope did not record".to_string())
+        }
+        Err(e) => Action::Failed(crate::logdisk::files::os_error_text(&e)),
+    }
+}
+
+fn remove(kind: Kind, identity: &str) -> io::Result<()> {
+    let rc = match kind {
+        Kind::SysvSem | Kind::SysvMsq => {
+            let id: libc::c_int = identity.parse().map_err(|_| io::Error::other("bad id"))?;
+            // SAFETY: IPC_RMID takes no buffer.
+            unsafe {
+                if kind == Kind::SysvSem {
+                    libc::semctl(id, 0, libc::IPC_RMID)
+                } else {
+                    libc::msgctl(id, libc::IPC_RMID, std::ptr::null_mut())
+                }
+            }
+        }
+        Kind::File => return std::fs::remove_file(identity),
+        Kind::Dir | Kind::TraceInstance => return std::fs::remove_dir(identity),
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Instances named `latscope-<pid>-<n>` that no registry holds (their run
+/// could not write one): removed when no process has that pid.
+fn unregistered_instances(
+    instances: &Path,
+    registered: &HashSet<&str>,
+    dry_run: bool,
+) -> Vec<Found> {
+    let Ok(listing) = std::fs::read_dir(instances) else {
+        return Vec::new();
+    };
+    let mut names: Vec<(String, u32)> = listing
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_str()?.to_string();
+            let pid = instance::parse_owner(&name)?;
+            Some((name, pid))
+        })
+        .collect();
+    names.sort();
+    let mut found = Vec::new();
+    for (name, pid) in names {
+        let path: PathBuf = instances.join(&name);
+        let identity = path.display().to_string();
+        if registered.contains(identity.as_str()) {
+            continue;
+        }
+        // Its process runs (latscope or not, the name cannot say): in use,
+        // not a leftover; nothing to list.
+        if registry::start_time(pid).is_some() {
+            continue;
+        }
+        let action = if dry_run {
+            Action::WouldRemove
+        } else {
+            match remove(Kind::TraceInstance, &identity) {
+                Ok(()) => Action::Removed,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => Action::Failed(crate::logdisk::files::os_error_text(&e)),
+            }
+        };
+        found.push(Found {
+            kind: Kind::TraceInstance,
+            identity,
+            owner: format!("latscope pid {pid}, ended"),
+            action,
+        });
+    }
+    found
+}
