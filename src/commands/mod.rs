@@ -3,6 +3,7 @@
 //! measuring itself is in `ipc`, `timer` and `logdisk`.
 
 pub mod compare;
+pub mod install_files;
 pub mod ipc_cmd;
 pub mod ipc_test;
 pub mod logdisk_cmd;
@@ -90,6 +91,8 @@ pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
         Command::Suite(a) => suite::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Report(a) => report_cmd::run(a),
+        Command::Completions(a) => install_files::completions(a),
+        Command::Manpages(a) => install_files::manpages(a),
     }
 }
 
