@@ -30,7 +30,8 @@ version=$("$latscope" --version) || fail "latscope --version failed"
 [[ $version == "latscope "* ]] || fail "latscope --version printed '$version'"
 
 # A man page per subcommand, listed by the packaged binary's own help.
-subcommands=$("$latscope" --help | awk '/^Commands:/ { on = 1; next } on && /^$/ { exit } on && /^  [a-z]/ && $1 != "help" { print $1 }')
+help=$("$latscope" --help) || fail "latscope --help failed"
+subcommands=$(awk '/^Commands:/ { on = 1; next } on && /^$/ { exit } on && /^  [a-z]/ && $1 != "help" { print $1 }' <<<"$help")
 [ -n "$subcommands" ] || fail "latscope --help lists no subcommand"
 has usr/share/man/man1/latscope.1.gz
 for sub in $subcommands; do
@@ -53,7 +54,8 @@ for name in $names; do
   grep -q "^Usage: $name " <<<"$help" || fail "$name --help shows no usage line of $name"
   ! grep -q "^Commands:" <<<"$help" || fail "$name --help is latscope's top-level help: argv[0] dispatch failed"
 done
-"$compat/pmqtest" --help | head -n 1 | grep -q "replaces pmqtest" || fail "pmqtest --help is not latscope mq's help"
+help=$("$compat/pmqtest" --help)
+[[ ${help%%$'\n'*} == *"replaces pmqtest"* ]] || fail "pmqtest --help is not latscope mq's help"
 
 # `man pmqtest` finds the compatibility page exactly when the compat
 # directory is first in PATH (man-db looks in DIR/man for each DIR of PATH).
