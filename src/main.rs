@@ -2,29 +2,13 @@
 //! (0 ok, 1 run-time error, 2 bad usage, 3 latency limit or threshold
 //! crossed or a `doctor` check bad, 4 skipped: nothing this machine can run).
 
+use clap::CommandFactory;
 use clap::Parser;
 use clap::error::ErrorKind;
-use latscope::cli::Cli;
+use latscope::cli::{COMPAT_NAMES, Cli};
 use latscope::commands::{self, CommandError, EXIT_RUNTIME, EXIT_USAGE};
 use std::ffi::OsString;
 use std::path::Path;
-
-/// Names under which latscope behaves as the original tool, and the
-/// arguments that stand for that tool.
-const COMPAT_NAMES: [(&str, &[&str]); 6] = [
-    ("pmqtest", &["mq", "--format", "classic"]),
-    ("sigwaittest", &["signal", "--format", "classic"]),
-    ("svsematest", &["svsem", "--format", "classic"]),
-    ("semtest", &["sem", "--format", "classic"]),
-    ("latency", &["timer", "--format", "classic"]),
-    ("mqldt", &["logdisk", "--format", "classic"]),
-];
-
-/// Subcommands, for the help hint of a usage error.
-const SUBCOMMANDS: [&str; 17] = [
-    "mq", "sem", "signal", "svsem", "pipe", "eventfd", "futex", "unix", "svmq", "ipc", "timer",
-    "logdisk", "suite", "compare", "report", "doctor", "cleanup",
-];
 
 fn effective_args() -> Vec<OsString> {
     let mut args: Vec<OsString> = std::env::args_os().collect();
@@ -78,7 +62,9 @@ fn main() {
     latscope::rt::signals::ignore_stray_wake_signals();
     let args = effective_args();
     let help_hint = match args.get(1).and_then(|a| a.to_str()) {
-        Some(sub) if SUBCOMMANDS.contains(&sub) => format!("latscope {sub} --help"),
+        Some(sub) if Cli::command().find_subcommand(sub).is_some() => {
+            format!("latscope {sub} --help")
+        }
         _ => "latscope --help".to_string(),
     };
     let cli = match Cli::try_parse_from(args) {

@@ -82,6 +82,12 @@ pub enum Command {
     /// Find and remove what a killed latscope left behind: System V semaphores and
     /// message queues, log-disk test files (under --dir), tracefs instances
     Cleanup(CleanupArgs),
+    /// Print the shell completion script for SHELL (bash, zsh, fish, elvish, powershell)
+    Completions(CompletionsArgs),
+    /// Write the man pages (latscope, each subcommand, the compatibility names) into DIR;
+    /// run by packaging/build-deb.sh, hence hidden
+    #[command(hide = true)]
+    Manpages(ManpagesArgs),
 }
 
 /// `latscope doctor`: reads the machine's settings, changes nothing.
@@ -108,6 +114,35 @@ pub struct CleanupArgs {
     /// List what would be removed and change nothing
     #[arg(long = "dry-run", short = 'n')]
     pub dry_run: bool,
+}
+
+/// Names under which latscope behaves as the original tool (argv[0]), and
+/// the arguments that stand for that tool; also the compatibility man pages.
+pub const COMPAT_NAMES: [(&str, &[&str]); 6] = [
+    ("pmqtest", &["mq", "--format", "classic"]),
+    ("sigwaittest", &["signal", "--format", "classic"]),
+    ("svsematest", &["svsem", "--format", "classic"]),
+    ("semtest", &["sem", "--format", "classic"]),
+    ("latency", &["timer", "--format", "classic"]),
+    ("mqldt", &["logdisk", "--format", "classic"]),
+];
+
+/// `latscope completions SHELL`.
+#[derive(Debug, Clone, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for; install the output where that shell looks
+    /// (bash: /usr/share/bash-completion/completions/latscope)
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+/// `latscope manpages --out DIR`.
+#[derive(Debug, Clone, Args)]
+pub struct ManpagesArgs {
+    /// Directory to write into (created if missing): man1/ for latscope's pages,
+    /// compat/man1/ for the pages of the compatibility names
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
 }
 
 /// `--fail-if`, on every test (absolute limits) and on `compare` (all forms).

@@ -6,6 +6,7 @@ pub mod background;
 pub mod cleanup;
 pub mod compare;
 pub mod doctor_cmd;
+pub mod install_files;
 pub mod ipc_cmd;
 pub mod ipc_test;
 pub mod logdisk_cmd;
@@ -95,6 +96,8 @@ pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
         Command::Report(a) => report_cmd::run(a),
         Command::Doctor(a) => doctor_cmd::run(a),
         Command::Cleanup(a) => cleanup::run(a),
+        Command::Completions(a) => install_files::completions(a),
+        Command::Manpages(a) => install_files::manpages(a),
     }
 }
 

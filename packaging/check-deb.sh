@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Checks the package packaging/build-deb.sh built: unpacks it into a scratch
+# root (dpkg -x, nothing installed) and runs latscope and every compatibility
+# name from there, and checks that the package holds a man page per
+# subcommand and per compatibility name, and the completion scripts.
+# Usage: packaging/check-deb.sh [PACKAGE.deb]  (default: the newest one built)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+fail() {
+  echo "check-deb: $*" >&2
+  exit 1
+}
+
+if [ $# -ge 1 ]; then
+  deb=$1
+else
+  target_dir=$(cargo metadata --no-deps --format-version 1 | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+  deb=$(ls -t "$target_dir"/debian/latscope_*.deb 2>/dev/null | head -n 1 || true)
+  [ -n "$deb" ] || fail "no package in $target_dir/debian: run packaging/build-deb.sh first"
+fi
+root=$(mktemp -d)
+trap 'rm -rf "$root"' EXIT
+dpkg -x "$deb" "$root"
+contents=$(dpkg -c "$deb")
+has() { grep -q -- " \./$1\( \|$\)" <<<"$contents" || fail "$deb lacks /$1"; }
+
+latscope="$root/usr/bin/latscope"
+version=$("$latscope" --version) || fail "latscope --version failed"
+[[ $version == "latscope "* ]] || fail "latscope --version printed '$version'"
+
+# A man page per subcommand, listed by the packaged binary's own help.
+help=$("$latscope" --help) || fail "latscope --help failed"
+subcommands=$(awk '/^Commands:/ { on = 1; next } on && /^$/ { exit } on && /^  [a-z]/ && $1 != "help" { print $1 }' <<<"$help")
+[ -n "$subcommands" ] || fail "latscope --help lists no subcommand"
+has usr/share/man/man1/latscope.1.gz
+for sub in $subcommands; do
+  has "usr/share/man/man1/latscope-$sub.1.gz"
+  zcat "$root/usr/share/man/man1/latscope-$sub.1.gz" | grep -q '^\.TH LATSCOPE-' || fail "latscope-$sub.1.gz is no man page"
+done
+has usr/share/bash-completion/completions/latscope
+has usr/share/zsh/vendor-completions/_latscope
+has usr/share/fish/vendor_completions.d/latscope.fish
+
+# Every compatibility name (one page each) is a link that runs its subcommand:
+# invoked through the link, --help is the subcommand's help (with no
+# dispatch on the name it would be latscope's own, listing subcommands).
+compat="$root/usr/lib/latscope/compat"
+names=$(cd "$compat/man/man1" && ls -- *.1.gz | sed 's/\.1\.gz$//')
+[ "$(wc -w <<<"$names")" -ge 6 ] || fail "expected 6 compatibility man pages, found: $names"
+for name in $names; do
+  [ -L "$compat/$name" ] || fail "/usr/lib/latscope/compat/$name is not a link"
+  help=$("$compat/$name" --help) || fail "$name --help failed"
+  grep -q "^Usage: $name " <<<"$help" || fail "$name --help shows no usage line of $name"
+  ! grep -q "^Commands:" <<<"$help" || fail "$name --help is latscope's top-level help: argv[0] dispatch failed"
+done
+help=$("$compat/pmqtest" --help)
+[[ ${help%%$'\n'*} == *"replaces pmqtest"* ]] || fail "pmqtest --help is not latscope mq's help"
+
+# `man pmqtest` finds the compatibility page exactly when the compat
+# directory is first in PATH (man-db looks in DIR/man for each DIR of PATH).
+if command -v man >/dev/null 2>&1; then
+  page=$(env -u MANPATH PATH="$compat:$PATH" man -w pmqtest) || fail "man -w pmqtest failed"
+  [ "$page" = "$compat/man/man1/pmqtest.1.gz" ] || fail "with the compat directory first in PATH, man pmqtest shows $page"
+fi
+echo "check-deb: $(basename "$deb") ok: $version, $(wc -w <<<"$subcommands") subcommand man pages, compatibility names: $(echo $names)"
