@@ -11,6 +11,7 @@ pub mod logdisk;
 pub mod report;
 pub mod rt;
 pub mod settings;
+pub mod spikes;
 pub mod stats;
 pub mod threshold;
 pub mod timer;
