@@ -451,3 +451,255 @@ fn switch_text(s: &Switch) -> String {
         s.next_prio
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CPU: usize = 1;
+    const ME: i32 = 42;
+
+    fn comm(name: &str) -> Comm {
+        let mut c = [0u8; 16];
+        c[..name.len()].copy_from_slice(name.as_bytes());
+        c
+    }
+
+    fn ev(time: u64, kind: Kind) -> TraceEvent {
+        TraceEvent {
+            time,
+            cpu: CPU,
+            pid: 0,
+            kind,
+        }
+    }
+
+    fn switch(time: u64, prev: (i32, i32, &str, u64), next: (i32, i32, &str)) -> TraceEvent {
+        ev(
+            time,
+            Kind::Switch(Switch {
+                prev_pid: prev.0,
+                prev_prio: prev.1,
+                prev_comm: comm(prev.2),
+                prev_state: prev.3,
+                next_pid: next.0,
+                next_prio: next.1,
+                next_comm: comm(next.2),
+            }),
+        )
+    }
+
+    fn wakeup(time: u64, prio: i32) -> TraceEvent {
+        ev(
+            time,
+            Kind::Wakeup {
+                pid: ME,
+                prio,
+                target_cpu: CPU as i32,
+            },
+        )
+    }
+
+    fn irq_name(name: &str) -> IrqName {
+        let mut n = [0u8; 32];
+        n[..name.len()].copy_from_slice(name.as_bytes());
+        n
+    }
+
+    fn window(expected_ns: u64, actual_ns: u64) -> Window<'static> {
+        Window {
+            cpu: CPU,
+            expected_ns,
+            actual_ns,
+            measured: &[ME, 43],
+        }
+    }
+
+    fn run(events: &[TraceEvent], expected: u64, actual: u64) -> Spike {
+        attribute_events(
+            &CpuState::default(),
+            events.iter(),
+            &window(expected, actual),
+            false,
+        )
+    }
+
+    fn cause(kind: &str, name: &str, ns: u64, count: u32) -> Cause {
+        Cause {
+            kind: kind.into(),
+            name: name.into(),
+            ns,
+            count,
+        }
+    }
+
+    const US: u64 = 1_000;
+
+    /// A higher-priority task holds the CPU; an IRQ and a softirq cut into it.
+    fn provoked() -> Vec<TraceEvent> {
+        vec![
+            switch(900 * US, (0, 120, "swapper/1", 0), (9, 19, "spike-maker")),
+            ev(1_000 * US, Kind::VectorEntry { vector: 0 }),
+            wakeup(1_002 * US, 49),
+            ev(1_005 * US, Kind::VectorExit { vector: 0 }),
+            ev(
+                2_000 * US,
+                Kind::IrqEntry {
+                    irq: 24,
+                    name: irq_name("virtio0-input"),
+                },
+            ),
+            ev(2_300 * US, Kind::IrqExit { irq: 24 }),
+            ev(2_300 * US, Kind::SoftirqEntry { vec: 3 }),
+            ev(2_800 * US, Kind::SoftirqExit { vec: 3 }),
+            switch(
+                4_000 * US,
+                (9, 19, "spike-maker", 1),
+                (ME, 49, "sampling-1"),
+            ),
+            // After the window: not counted.
+            switch(4_200 * US, (ME, 49, "sampling-1", 1), (0, 120, "swapper/1")),
+        ]
+    }
+
+    #[test]
+    fn every_nanosecond_goes_to_the_innermost_activity() {
+        let spike = run(&provoked(), 1_000 * US, 4_100 * US);
+        assert_eq!(spike.latency_ns, 3_100 * US);
+        assert_eq!(
+            spike.causes,
+            vec![
+                // 995 us before the IRQ, 1200 us after the softirq: two stints.
+                cause("task", "spike-maker (pid 9, prio 19)", 2_195 * US, 2),
+                cause("softirq", "NET_RX", 500 * US, 1),
+                cause("irq", "24 virtio0-input", 300 * US, 1),
+                cause("irq", "local_timer", 5 * US, 1),
+            ]
+        );
+        assert_eq!(spike.woken_after_ns, Some(2 * US));
+        assert_eq!(
+            spike.preempted_by.as_deref(),
+            Some("spike-maker (pid 9, prio 19)")
+        );
+        assert!(!spike.rt_throttling);
+        assert_eq!((spike.idle_ns, spike.unexplained_ns), (0, 0));
+        assert_eq!(
+            spike.summary,
+            "worst 3.10 ms on CPU 1: task spike-maker (pid 9, prio 19) 2.19 ms, softirq NET_RX 500 us, IRQ 24 virtio0-input 300 us; preempted by spike-maker (pid 9, prio 19)"
+        );
+        // Events from MARGIN_BEFORE_NS before the expiry to the wake-up.
+        assert_eq!(spike.events.len(), 9);
+        assert_eq!(spike.events[0].at_ns, -100_000);
+        assert_eq!(spike.events[0].event, "sched_switch");
+        assert_eq!(
+            spike.events[0].text,
+            "[pid 0] swapper/1/0 prio 120 R ==> spike-maker/9 prio 19"
+        );
+        assert_eq!(spike.events[4].text, "[pid 0] irq=24 name=virtio0-input");
+        assert_eq!(spike.events[6].text, "[pid 0] vec=3 [NET_RX]");
+        assert_eq!(spike.events_omitted, 0);
+    }
+
+    #[test]
+    fn an_idle_window_points_outside_the_kernel() {
+        let events = [switch(
+            500 * US,
+            (ME, 49, "sampling-1", 1),
+            (0, 120, "swapper/1"),
+        )];
+        let spike = run(&events, 1_000 * US, 1_080 * US);
+        assert!(spike.causes.is_empty());
+        assert_eq!(spike.idle_ns, 80 * US);
+        assert_eq!(
+            spike.summary,
+            "worst 80.0 us on CPU 1: no kernel activity found in the window: the delay is outside this kernel (hypervisor?); the CPU was idle 80.0 us of it (idle-state exit or vCPU wake-up)"
+        );
+        // Nothing known at all: unexplained, and the same verdict.
+        let spike = run(&[], 1_000 * US, 1_080 * US);
+        assert_eq!((spike.idle_ns, spike.unexplained_ns), (0, 80 * US));
+        assert!(spike.summary.contains("no kernel activity found"));
+    }
+
+    #[test]
+    fn a_normal_task_before_a_woken_rt_task_is_throttling() {
+        let events = [
+            switch(500 * US, (0, 120, "swapper/1", 0), (77, 120, "cc1")),
+            wakeup(1_000 * US, 49),
+            switch(
+                41_000 * US,
+                (77, 120, "cc1", Switch::PREEMPTED),
+                (ME, 49, "sampling-1"),
+            ),
+        ];
+        let spike = run(&events, 1_000 * US, 41_010 * US);
+        assert!(spike.rt_throttling);
+        assert_eq!(spike.preempted_by, None);
+        assert_eq!(
+            spike.causes,
+            vec![cause("task", "cc1 (pid 77, prio 120)", 40_000 * US, 1)]
+        );
+        assert!(spike.summary.ends_with(
+            "; real-time throttling (a normal task ran while the real-time task was runnable)"
+        ));
+    }
+
+    #[test]
+    fn a_measured_task_switched_out_runnable_was_preempted() {
+        let events = [
+            switch(500 * US, (0, 120, "swapper/1", 0), (43, 49, "lat-peer0")),
+            switch(
+                1_010 * US,
+                (43, 49, "lat-peer0", Switch::PREEMPTED),
+                (5, 0, "migration/1"),
+            ),
+            switch(1_030 * US, (5, 0, "migration/1", 1), (ME, 49, "lat-rec0")),
+        ];
+        let spike = run(&events, 1_000 * US, 1_040 * US);
+        assert_eq!(
+            spike.preempted_by.as_deref(),
+            Some("migration/1 (pid 5, prio 0)")
+        );
+        // The peer's own time is no cause.
+        assert_eq!(
+            spike.causes,
+            vec![cause("task", "migration/1 (pid 5, prio 0)", 20 * US, 1)]
+        );
+    }
+
+    #[test]
+    fn the_history_is_bounded_and_keeps_the_state_it_drops() {
+        let mut h = CpuHistory::default();
+        h.push(switch(0, (0, 120, "swapper/1", 0), (9, 19, "spike-maker")));
+        for i in 1..=10u64 {
+            h.push(ev(i * RETAIN_NS / 4, Kind::SoftirqEntry { vec: 1 }));
+            h.push(ev(i * RETAIN_NS / 4 + 1, Kind::SoftirqExit { vec: 1 }));
+        }
+        assert!(h.events.len() < 12, "{}", h.events.len());
+        let newest = 10 * RETAIN_NS / 4;
+        assert!(!h.covers(RETAIN_NS));
+        assert!(h.covers(newest - RETAIN_NS / 8));
+        // The task switched in before everything kept still owns the window.
+        let spike = attribute(&h, &window(newest + 10, newest + 1_010));
+        assert_eq!(
+            spike.causes,
+            vec![cause("task", "spike-maker (pid 9, prio 19)", 1_000, 1)]
+        );
+        assert!(!spike.window_truncated);
+        let old = attribute(&h, &window(RETAIN_NS, RETAIN_NS + 10));
+        assert!(old.window_truncated && old.summary.contains("did not reach back"));
+    }
+
+    #[test]
+    fn exits_without_entries_and_deep_nesting_are_harmless() {
+        let mut state = CpuState::default();
+        state.apply(&ev(0, Kind::IrqExit { irq: 3 }));
+        assert!(state.contexts.is_empty());
+        for _ in 0..20 {
+            state.apply(&ev(0, Kind::SoftirqEntry { vec: 1 }));
+        }
+        assert_eq!(state.contexts.len(), MAX_NESTING);
+        // A switch closes whatever was left open (its exits were lost).
+        state.apply(&switch(1, (0, 120, "swapper/1", 0), (9, 19, "x")));
+        assert!(state.contexts.is_empty());
+    }
+}

@@ -578,6 +578,104 @@ pub(crate) mod tests {
         assert_eq!(without.decode(0, 0, &rec), Decoded::Other);
     }
 
+    fn activity_formats() -> Vec<EventFormat> {
+        [
+            include_str!("testdata/sched_switch.format"),
+            include_str!("testdata/sched_wakeup.format"),
+            include_str!("testdata/irq_handler_entry.format"),
+            include_str!("testdata/irq_handler_exit.format"),
+            include_str!("testdata/softirq_entry.format"),
+            include_str!("testdata/softirq_exit.format"),
+            include_str!("testdata/local_timer_entry.format"),
+        ]
+        .map(|text| EventFormat::parse(text).unwrap())
+        .to_vec()
+    }
+
+    #[test]
+    fn decodes_the_spike_attribution_events() {
+        let f = activity_formats();
+        let d = EventDecoder::of(&f).unwrap();
+        let kind = |rec: &[u8]| match d.decode(5, 1, rec) {
+            Decoded::Event(e) => e.kind,
+            other => panic!("{other:?}"),
+        };
+        let mut rec = record(
+            &f[0],
+            7,
+            &[
+                ("prev_pid", 7),
+                ("prev_prio", 120),
+                ("prev_state", Switch::PREEMPTED),
+                ("next_pid", 9),
+                ("next_prio", 19),
+            ],
+        );
+        let comm = f[0].field("next_comm").unwrap().offset;
+        rec[comm..comm + 11].copy_from_slice(b"spike-maker");
+        let Kind::Switch(s) = kind(&rec) else {
+            panic!()
+        };
+        assert_eq!(
+            (s.prev_pid, s.prev_prio, s.next_pid, s.next_prio),
+            (7, 120, 9, 19)
+        );
+        assert!(s.prev_runnable());
+        assert_eq!(super::super::format::text_of(&s.next_comm), "spike-maker");
+        assert_eq!(super::super::format::text_of(&s.prev_comm), "");
+        let rec = record(&f[1], 0, &[("pid", 42), ("prio", 49), ("target_cpu", 1)]);
+        assert_eq!(
+            kind(&rec),
+            Kind::Wakeup {
+                pid: 42,
+                prio: 49,
+                target_cpu: 1
+            }
+        );
+        // irq_handler_entry's name is a __data_loc string after the fields.
+        let mut rec = record(&f[2], 0, &[("irq", 24)]);
+        let at = rec.len() as u64;
+        rec.extend_from_slice(b"virtio0-input\0\0\0");
+        put(&mut rec, &f[2], "name", at | (14 << 16));
+        let Kind::IrqEntry { irq: 24, name } = kind(&rec) else {
+            panic!("{:?}", kind(&rec))
+        };
+        assert_eq!(super::super::format::text_of(&name), "virtio0-input");
+        let rec = record(&f[3], 0, &[("irq", 24), ("ret", 1)]);
+        assert_eq!(kind(&rec), Kind::IrqExit { irq: 24 });
+        let rec = record(&f[4], 0, &[("vec", 3)]);
+        assert_eq!(kind(&rec), Kind::SoftirqEntry { vec: 3 });
+        assert_eq!(softirq_name(3), "NET_RX");
+        assert_eq!(softirq_name(12), "softirq 12");
+        let rec = record(&f[5], 0, &[("vec", 3)]);
+        assert_eq!(kind(&rec), Kind::SoftirqExit { vec: 3 });
+        let rec = record(&f[6], 0, &[("vector", 236)]);
+        assert_eq!(kind(&rec), Kind::VectorEntry { vector: 0 });
+        assert_eq!(VECTORS[0], "local_timer");
+        // A switch away from a sleeping task.
+        let rec = record(&f[0], 7, &[("prev_state", 1)]);
+        let Kind::Switch(s) = kind(&rec) else {
+            panic!()
+        };
+        assert!(!s.prev_runnable());
+        // A name past the record's end is malformed, not a panic.
+        let mut rec = record(&f[2], 0, &[("irq", 24)]);
+        put(&mut rec, &f[2], "name", 200 | (14 << 16));
+        assert_eq!(d.decode(0, 0, &rec), Decoded::Malformed);
+    }
+
+    #[test]
+    fn unknown_events_are_refused_by_name() {
+        let mut f = activity_formats().remove(0);
+        f.name = "sched_stat_runtime".into();
+        assert!(
+            EventDecoder::of(&[f])
+                .unwrap_err()
+                .contains("sched_stat_runtime")
+        );
+        assert!(EventDecoder::of(&[]).is_err());
+    }
+
     #[test]
     fn other_and_short_records() {
         let [s, ..] = formats();
