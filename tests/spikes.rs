@@ -18,22 +18,6 @@ const SPIN: Duration = Duration::from_millis(4);
 const BURSTS: usize = 5;
 const MAKER: &str = "spike-maker";
 
-fn tracefs_usable(test: &str) -> bool {
-    if skip_without_realtime(test) {
-        return false;
-    }
-    if !std::path::Path::new("/sys/kernel/tracing/instances").exists() {
-        let _ = std::process::Command::new("mount")
-            .args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"])
-            .status();
-    }
-    if !std::path::Path::new("/sys/kernel/tracing/instances").exists() {
-        eprintln!("SKIPPED {test}: tracefs cannot be mounted here");
-        return false;
-    }
-    true
-}
-
 /// The last CPU this process may use (CPU 1 on a 2-CPU machine).
 fn measured_cpu() -> usize {
     // SAFETY: a zeroed cpu_set_t is a valid output buffer.
@@ -177,7 +161,7 @@ fn check_attribution(test: &str, out: &std::process::Output, report: &Value) {
 #[test]
 fn a_provoked_timer_spike_is_attributed_to_its_task() {
     let test = "a_provoked_timer_spike_is_attributed_to_its_task";
-    if !tracefs_usable(test) {
+    if skip_without_realtime(test) || !tracefs_usable(test) {
         return;
     }
     let cpu = measured_cpu().to_string();
@@ -210,7 +194,7 @@ fn a_provoked_timer_spike_is_attributed_to_its_task() {
 #[test]
 fn a_provoked_mq_spike_is_attributed_to_its_task() {
     let test = "a_provoked_mq_spike_is_attributed_to_its_task";
-    if !tracefs_usable(test) {
+    if skip_without_realtime(test) || !tracefs_usable(test) {
         return;
     }
     let cpu = measured_cpu().to_string();

@@ -210,12 +210,14 @@ pub fn attribute_events<'e>(
                 } if window.measured.contains(&pid) && target_cpu as usize == window.cpu => {
                     woken.get_or_insert((event.time, prio));
                 }
-                Kind::Switch(s) if window.measured.contains(&s.prev_pid) => {
-                    if s.prev_runnable() && !window.measured.contains(&s.next_pid) {
-                        preempted_by.get_or_insert_with(|| {
-                            task_name(s.next_pid, s.next_prio, &s.next_comm)
-                        });
-                    }
+                // A measuring task lost the CPU while still runnable.
+                Kind::Switch(s)
+                    if window.measured.contains(&s.prev_pid)
+                        && s.prev_runnable()
+                        && !window.measured.contains(&s.next_pid) =>
+                {
+                    preempted_by
+                        .get_or_insert_with(|| task_name(s.next_pid, s.next_prio, &s.next_comm));
                 }
                 _ => {}
             }

@@ -168,7 +168,7 @@ impl SpikeTracer {
             end.map_or((ReaderCounts::default(), 0), |e| (e.counts, e.events_lost));
         let queue_dropped: u64 = self.queues.iter().map(|q| q.dropped()).sum();
         let mut spikes = book.kept;
-        spikes.sort_by(|a, b| b.latency_ns.cmp(&a.latency_ns));
+        spikes.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
         SpikeTrace {
             threshold_ns: self.threshold_ns,
             source: std::mem::take(&mut self.source),
