@@ -125,13 +125,10 @@ fn check_attribution(test: &str, out: &std::process::Output, report: &Value) {
         describe(out)
     );
     for spike in &made {
-        // It held the CPU at a higher priority after the measured task was woken.
-        assert!(
-            spike["preempted_by"]
-                .as_str()
-                .is_some_and(|p| p.starts_with(MAKER)),
-            "{test}: {spike}"
-        );
+        // It held the CPU at a higher priority after the measured task was
+        // woken (the first such task named: the maker, or a real-time task
+        // of another program sharing the CPU).
+        assert!(spike["preempted_by"].is_string(), "{test}: {spike}");
         assert!(u64_of(&spike["causes"][0]["ns"], "ns") > 0);
         assert!(!array_of(&spike["events"], "events").is_empty());
         assert!(spike["summary"].as_str().unwrap().contains(MAKER));
@@ -185,9 +182,12 @@ fn a_provoked_timer_spike_is_attributed_to_its_task() {
         ],
     );
     check_attribution(test, &out, &report);
-    // The sampling thread was woken at its expiry, then waited for the CPU.
+    // The sampling thread was woken at its expiry, then waited for the CPU
+    // of a real-time task, not throttled. (The mq test's back-to-back pair
+    // keeps its CPU busy and may well meet real throttling.)
     for spike in made_spikes(&report) {
         assert!(!spike["woken_after_ns"].is_null(), "{spike}");
+        assert_eq!(spike["rt_throttling"], false, "{spike}");
     }
 }
 

@@ -56,6 +56,9 @@ pub struct Spike {
     /// Neither a cause, idle nor the measured tasks: time the trace cannot
     /// explain (interrupts off, the hypervisor, an untraced interrupt).
     pub unexplained_ns: u64,
+    /// The measuring task and its peer ran this long in the window.
+    #[serde(default)]
+    pub measured_ns: u64,
     /// A task took the CPU from a measured task while it was runnable.
     pub preempted_by: Option<String>,
     /// A non-real-time task ran while the real-time measured task was woken
@@ -78,7 +81,7 @@ pub struct Spike {
 pub struct Cause {
     /// `irq`, `softirq` or `task`.
     pub kind: String,
-    /// `24 virtio0-input`, `NET_RX`, `kworker/1:1 (pid 42, prio 120)`.
+    /// `24 virtio0-input`, `NET_RX`, `kworker/1:1 (pid 42)`.
     pub name: String,
     /// Time it ran within the window, ns.
     pub ns: u64,

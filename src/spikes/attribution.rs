@@ -21,7 +21,7 @@ use crate::report::spikes::{Cause, Spike, SpikeEvent};
 use crate::rt::tracefs::events::{Comm, IrqName, Kind, Switch, TraceEvent, VECTORS, softirq_name};
 use crate::rt::tracefs::format::text_of;
 use crate::units::format_ns;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 /// Trace kept per CPU: events no older than this before the newest one...
 pub const RETAIN_NS: u64 = 250_000_000;
@@ -64,12 +64,44 @@ pub struct CpuState {
     task: Option<Task>,
     /// Interrupt contexts, innermost last.
     contexts: Vec<Context>,
+    /// Names and priorities of the tasks seen switching, for a task known
+    /// only by the `common_pid` of its events (bounded: cleared when full).
+    names: BTreeMap<i32, (Comm, i32)>,
 }
+
+/// Tasks remembered by name per CPU.
+const MAX_NAMES: usize = 1024;
+/// The priority of a task the trace has not told yet.
+const UNKNOWN_PRIO: i32 = i32::MAX;
 
 impl CpuState {
     fn apply(&mut self, event: &TraceEvent) {
+        // Every record names the task current when it was written: that
+        // reveals switches the kernel did not trace (on this machine, a CPU
+        // leaving its idle task emits no `sched_switch`). Negative pids are
+        // no task (events of unknown origin).
+        if event.pid >= 0
+            && !matches!(event.kind, Kind::Switch(_))
+            && self.task.is_none_or(|t| t.pid != event.pid)
+        {
+            let (comm, prio) = self
+                .names
+                .get(&event.pid)
+                .copied()
+                .unwrap_or((*b"<unknown>\0\0\0\0\0\0\0", UNKNOWN_PRIO));
+            self.task = Some(Task {
+                pid: event.pid,
+                prio,
+                comm,
+            });
+        }
         match event.kind {
             Kind::Switch(s) => {
+                if self.names.len() >= MAX_NAMES {
+                    self.names.clear();
+                }
+                self.names.insert(s.prev_pid, (s.prev_comm, s.prev_prio));
+                self.names.insert(s.next_pid, (s.next_comm, s.next_prio));
                 self.task = Some(Task {
                     pid: s.next_pid,
                     prio: s.next_prio,
@@ -184,8 +216,7 @@ pub fn attribute_events<'e>(
     let mut omitted = 0u64;
     let mut at = start;
     let mut woken: Option<(u64, i32)> = None;
-    let mut preempted_by = None;
-    let mut rt_throttling = false;
+    let mut verdict = Verdict::default();
     for event in events {
         if event.time > end {
             break;
@@ -216,30 +247,31 @@ pub fn attribute_events<'e>(
                         && s.prev_runnable()
                         && !window.measured.contains(&s.next_pid) =>
                 {
-                    preempted_by
+                    verdict
+                        .preempted_by
                         .get_or_insert_with(|| task_name(s.next_pid, s.next_prio, &s.next_comm));
                 }
                 _ => {}
             }
         }
-        state.apply(event);
-        // From the measured task's wake-up on, who runs instead of it (the
-        // task current at the wake-up, then each one switched in)?
-        if let (Some((_, prio)), Some(task)) = (woken, state.task)
-            && event.time >= start
-            && matches!(event.kind, Kind::Switch(_) | Kind::Wakeup { .. })
-            && task.pid != 0
-            && !window.measured.contains(&task.pid)
+        // A task that ran after the measured task was woken is judged when
+        // it leaves the CPU, by the priority it leaves with: its priority
+        // at its switch-in may be stale (a task that changed its own policy
+        // while running keeps the old one in the trace until it leaves).
+        if let (Some((woken_at, prio)), Kind::Switch(s)) = (woken, event.kind)
+            && event.time > woken_at
         {
-            if task.prio < prio {
-                preempted_by.get_or_insert_with(|| task_name(task.pid, task.prio, &task.comm));
-            } else if prio < MAX_RT_PRIO && task.prio >= MAX_RT_PRIO {
-                rt_throttling = true;
-            }
+            verdict.judge(window.measured, prio, s.prev_pid, s.prev_prio, &s.prev_comm);
         }
+        state.apply(event);
     }
     if end > at {
         book.charge(owner(&state, window.measured), end - at);
+    }
+    // The task still on the CPU at the end of the window ran after the
+    // wake-up too: judged by the priority it was switched in with.
+    if let (Some((_, prio)), Some(task)) = (woken, state.task) {
+        verdict.judge(window.measured, prio, task.pid, task.prio, &task.comm);
     }
     let mut causes = book.causes;
     causes.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.name.cmp(&b.name)));
@@ -252,8 +284,9 @@ pub fn attribute_events<'e>(
         causes,
         idle_ns: book.idle_ns,
         unexplained_ns: book.unknown_ns,
-        preempted_by,
-        rt_throttling,
+        measured_ns: book.measured_ns,
+        preempted_by: verdict.preempted_by,
+        rt_throttling: verdict.rt_throttling,
         window_truncated: truncated,
         events_omitted: omitted,
         events: shown.into(),
@@ -261,6 +294,30 @@ pub fn attribute_events<'e>(
     };
     spike.summary = summary(&spike);
     spike
+}
+
+/// Who held off the measured task after its wake-up.
+#[derive(Default)]
+struct Verdict {
+    preempted_by: Option<String>,
+    rt_throttling: bool,
+}
+
+impl Verdict {
+    /// Task `pid` ran after a measured task of priority `measured_prio` was
+    /// woken: a higher-priority one preempted it; a normal one ahead of a
+    /// real-time one means throttling.
+    fn judge(&mut self, measured: &[i32], measured_prio: i32, pid: i32, prio: i32, comm: &Comm) {
+        if pid == 0 || prio == UNKNOWN_PRIO || measured.contains(&pid) {
+            return;
+        }
+        if prio < measured_prio {
+            self.preempted_by
+                .get_or_insert_with(|| task_name(pid, prio, comm));
+        } else if measured_prio < MAX_RT_PRIO && prio >= MAX_RT_PRIO {
+            self.rt_throttling = true;
+        }
+    }
 }
 
 fn owner(state: &CpuState, measured: &[i32]) -> Owner {
@@ -281,6 +338,7 @@ struct Book {
     causes: Vec<Cause>,
     idle_ns: u64,
     unknown_ns: u64,
+    measured_ns: u64,
     last: Option<(String, String)>,
 }
 
@@ -301,10 +359,13 @@ impl Book {
                 return;
             }
             Owner::Measured => {
+                self.measured_ns += ns;
                 self.last = None;
                 return;
             }
-            Owner::Task(t) => ("task", task_name(t.pid, t.prio, &t.comm)),
+            // No priority in the name: the one the trace gave at the switch-in
+            // can be stale (see `Verdict`), and one task must stay one cause.
+            Owner::Task(t) => ("task", format!("{} (pid {})", text_of(&t.comm), t.pid)),
             Owner::Context(Context::Irq { irq, name }) => {
                 ("irq", format!("{irq} {}", text_of(&name)))
             }
@@ -366,6 +427,40 @@ pub fn summary(spike: &Spike) -> String {
         }
     } else {
         line.push_str(&named.join(", "));
+        // What the named causes leave of the window, when it is most of it.
+        let caused: u64 = spike.causes.iter().map(|c| c.ns).sum();
+        if caused < spike.latency_ns / 2 {
+            let mut rest = Vec::new();
+            if spike.idle_ns > 0 {
+                rest.push(format!("idle {}", format_ns(spike.idle_ns as i64)));
+            }
+            if spike.unexplained_ns > 0 {
+                rest.push(format!(
+                    "not seen by the trace {}",
+                    format_ns(spike.unexplained_ns as i64)
+                ));
+            }
+            if spike.measured_ns > 0 {
+                rest.push(format!(
+                    "the measured tasks themselves {}",
+                    format_ns(spike.measured_ns as i64)
+                ));
+            }
+            if !rest.is_empty() {
+                line.push_str(&format!("; the rest: {}", rest.join(", ")));
+            }
+        }
+    }
+    // Woken late (the interrupt that wakes it came late): the delay is
+    // before the wake-up, not in waiting for the CPU.
+    if let Some(woken) = spike.woken_after_ns
+        && woken >= spike.latency_ns / 2
+        && woken >= SUMMARY_MIN_NS
+    {
+        line.push_str(&format!(
+            "; woken only {} after it was due",
+            format_ns(woken as i64)
+        ));
     }
     if let Some(task) = &spike.preempted_by {
         line.push_str(&format!("; preempted by {task}"));
@@ -467,11 +562,16 @@ mod tests {
         c
     }
 
+    /// An event whose writer is not known (no task).
     fn ev(time: u64, kind: Kind) -> TraceEvent {
+        ev_by(time, -1, kind)
+    }
+
+    fn ev_by(time: u64, pid: i32, kind: Kind) -> TraceEvent {
         TraceEvent {
             time,
             cpu: CPU,
-            pid: 0,
+            pid,
             kind,
         }
     }
@@ -572,7 +672,7 @@ mod tests {
             spike.causes,
             vec![
                 // 995 us before the IRQ, 1200 us after the softirq: two stints.
-                cause("task", "spike-maker (pid 9, prio 19)", 2_195 * US, 2),
+                cause("task", "spike-maker (pid 9)", 2_195 * US, 2),
                 cause("softirq", "NET_RX", 500 * US, 1),
                 cause("irq", "24 virtio0-input", 300 * US, 1),
                 cause("irq", "local_timer", 5 * US, 1),
@@ -587,7 +687,7 @@ mod tests {
         assert_eq!((spike.idle_ns, spike.unexplained_ns), (0, 0));
         assert_eq!(
             spike.summary,
-            "worst 3.10 ms on CPU 1: task spike-maker (pid 9, prio 19) 2.19 ms, softirq NET_RX 500 us, IRQ 24 virtio0-input 300 us; preempted by spike-maker (pid 9, prio 19)"
+            "worst 3.10 ms on CPU 1: task spike-maker (pid 9) 2.19 ms, softirq NET_RX 500 us, IRQ 24 virtio0-input 300 us; preempted by spike-maker (pid 9, prio 19)"
         );
         // Events from MARGIN_BEFORE_NS before the expiry to the wake-up.
         assert_eq!(spike.events.len(), 9);
@@ -595,10 +695,10 @@ mod tests {
         assert_eq!(spike.events[0].event, "sched_switch");
         assert_eq!(
             spike.events[0].text,
-            "[pid 0] swapper/1/0 prio 120 R ==> spike-maker/9 prio 19"
+            "[pid -1] swapper/1/0 prio 120 R ==> spike-maker/9 prio 19"
         );
-        assert_eq!(spike.events[4].text, "[pid 0] irq=24 name=virtio0-input");
-        assert_eq!(spike.events[6].text, "[pid 0] vec=3 [NET_RX]");
+        assert_eq!(spike.events[4].text, "[pid -1] irq=24 name=virtio0-input");
+        assert_eq!(spike.events[6].text, "[pid -1] vec=3 [NET_RX]");
         assert_eq!(spike.events_omitted, 0);
     }
 
@@ -623,6 +723,92 @@ mod tests {
     }
 
     #[test]
+    fn a_late_timer_interrupt_on_an_idle_cpu_says_woken_late() {
+        let events = [
+            switch(500 * US, (ME, 0, "sampling-1", 1), (0, 120, "swapper/1")),
+            ev(19_000 * US, Kind::VectorEntry { vector: 0 }),
+            wakeup(19_004 * US, 0),
+            ev(19_010 * US, Kind::VectorExit { vector: 0 }),
+        ];
+        let spike = run(&events, 1_000 * US, 19_020 * US);
+        assert_eq!(spike.causes, vec![cause("irq", "local_timer", 10 * US, 1)]);
+        assert_eq!(spike.idle_ns, 18_010 * US);
+        assert_eq!(spike.woken_after_ns, Some(18_004 * US));
+        assert_eq!(
+            spike.summary,
+            "worst 18.0 ms on CPU 1: IRQ local_timer 10.0 us; the rest: idle 18.0 ms; woken only 18.0 ms after it was due"
+        );
+    }
+
+    #[test]
+    fn the_writer_of_an_event_reveals_an_untraced_switch() {
+        // Leaving idle untraced: the IRQ written by the maker says it runs.
+        let events = [
+            switch(100 * US, (9, 19, "spike-maker", 1), (0, 120, "swapper/1")),
+            ev_by(1_000 * US, 9, Kind::VectorEntry { vector: 0 }),
+            ev_by(1_004 * US, 9, Kind::VectorExit { vector: 0 }),
+            wakeup(1_004 * US, 49),
+            switch(
+                4_000 * US,
+                (9, 19, "spike-maker", 1),
+                (ME, 49, "sampling-1"),
+            ),
+        ];
+        let spike = run(&events, 500 * US, 4_010 * US);
+        assert_eq!(spike.idle_ns, 500 * US);
+        assert_eq!(
+            spike.causes,
+            vec![
+                cause("task", "spike-maker (pid 9)", 2_996 * US, 1),
+                cause("irq", "local_timer", 4 * US, 1),
+            ]
+        );
+        assert_eq!(
+            spike.preempted_by.as_deref(),
+            Some("spike-maker (pid 9, prio 19)")
+        );
+        // A writer never seen switching has no name yet, and no priority to judge.
+        let events = [ev_by(1_000 * US, 77, Kind::SoftirqEntry { vec: 1 })];
+        let spike = run(&events, 900 * US, 1_100 * US);
+        assert_eq!(spike.causes[0].name, "TIMER");
+        assert_eq!(spike.unexplained_ns, 100 * US);
+        let events = [
+            ev_by(1_000 * US, 77, Kind::SoftirqEntry { vec: 1 }),
+            ev_by(1_010 * US, 77, Kind::SoftirqExit { vec: 1 }),
+        ];
+        let spike = run(&events, 900 * US, 1_100 * US);
+        assert_eq!(
+            spike.causes[0],
+            cause("task", "<unknown> (pid 77)", 90 * US, 1)
+        );
+    }
+
+    #[test]
+    fn a_task_is_judged_by_the_priority_it_leaves_with() {
+        // Switched in as a normal task, it made itself real-time while
+        // running: the trace only says so when it leaves.
+        let events = [
+            switch(500 * US, (0, 120, "swapper/1", 0), (9, 130, "spike-maker")),
+            wakeup(1_000 * US, 49),
+            switch(
+                4_000 * US,
+                (9, 19, "spike-maker", 1),
+                (ME, 49, "sampling-1"),
+            ),
+        ];
+        let spike = run(&events, 1_000 * US, 4_010 * US);
+        assert_eq!(
+            spike.preempted_by.as_deref(),
+            Some("spike-maker (pid 9, prio 19)")
+        );
+        assert!(!spike.rt_throttling);
+        assert_eq!(
+            spike.causes,
+            vec![cause("task", "spike-maker (pid 9)", 3_000 * US, 1)]
+        );
+    }
+
+    #[test]
     fn a_normal_task_before_a_woken_rt_task_is_throttling() {
         let events = [
             switch(500 * US, (0, 120, "swapper/1", 0), (77, 120, "cc1")),
@@ -638,7 +824,7 @@ mod tests {
         assert_eq!(spike.preempted_by, None);
         assert_eq!(
             spike.causes,
-            vec![cause("task", "cc1 (pid 77, prio 120)", 40_000 * US, 1)]
+            vec![cause("task", "cc1 (pid 77)", 40_000 * US, 1)]
         );
         assert!(spike.summary.ends_with(
             "; real-time throttling (a normal task ran while the real-time task was runnable)"
@@ -664,7 +850,7 @@ mod tests {
         // The peer's own time is no cause.
         assert_eq!(
             spike.causes,
-            vec![cause("task", "migration/1 (pid 5, prio 0)", 20 * US, 1)]
+            vec![cause("task", "migration/1 (pid 5)", 20 * US, 1)]
         );
     }
 
@@ -684,7 +870,7 @@ mod tests {
         let spike = attribute(&h, &window(newest + 10, newest + 1_010));
         assert_eq!(
             spike.causes,
-            vec![cause("task", "spike-maker (pid 9, prio 19)", 1_000, 1)]
+            vec![cause("task", "spike-maker (pid 9)", 1_000, 1)]
         );
         assert!(!spike.window_truncated);
         let old = attribute(&h, &window(RETAIN_NS, RETAIN_NS + 10));
