@@ -13,6 +13,7 @@ pub mod logdisk;
 pub mod report;
 pub mod rt;
 pub mod settings;
+pub mod spikes;
 pub mod stats;
 pub mod threshold;
 pub mod timer;

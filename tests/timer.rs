@@ -281,23 +281,6 @@ fn smp_runs_one_pinned_thread_per_cpu() {
     }
 }
 
-fn tracefs_usable() -> bool {
-    if !euid_is_root() {
-        eprintln!("SKIPPED breakdown: kernel tracing needs root");
-        return false;
-    }
-    if !std::path::Path::new("/sys/kernel/tracing/instances").exists() {
-        let _ = std::process::Command::new("mount")
-            .args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"])
-            .status();
-    }
-    if !std::path::Path::new("/sys/kernel/tracing/instances").exists() {
-        eprintln!("SKIPPED breakdown: tracefs cannot be mounted here");
-        return false;
-    }
-    true
-}
-
 /// latscope's trace instances whose creating process is gone: leaked.
 /// (Instances of runs still going, e.g. other tests, are fine.)
 fn leaked_instances() -> Vec<String> {
@@ -323,7 +306,7 @@ fn latscope_instances() -> Vec<String> {
 
 #[test]
 fn breakdown_splits_every_wake_up() {
-    if skip_without_realtime("breakdown_splits_every_wake_up") || !tracefs_usable() {
+    if skip_without_realtime("breakdown_splits_every_wake_up") || !tracefs_usable("breakdown") {
         return;
     }
     for wake in ["--nanosleep", "--timerfd"] {
@@ -360,7 +343,9 @@ fn breakdown_splits_every_wake_up() {
 
 #[test]
 fn test_modes_1_and_2_report_kernel_side_figures() {
-    if skip_without_realtime("test_modes_1_and_2_report_kernel_side_figures") || !tracefs_usable() {
+    if skip_without_realtime("test_modes_1_and_2_report_kernel_side_figures")
+        || !tracefs_usable("breakdown")
+    {
         return;
     }
     for (mode, name, figure) in [
@@ -584,7 +569,9 @@ fn break_on_switch_stops_at_the_first_preemption_or_never_sees_one() {
 
 #[test]
 fn freeze_marks_new_maxima_and_stops_tracing() {
-    if skip_without_realtime("freeze_marks_new_maxima_and_stops_tracing") || !tracefs_usable() {
+    if skip_without_realtime("freeze_marks_new_maxima_and_stops_tracing")
+        || !tracefs_usable("breakdown")
+    {
         return;
     }
     let on = std::path::Path::new("/sys/kernel/tracing/tracing_on");
@@ -607,7 +594,7 @@ fn freeze_marks_new_maxima_and_stops_tracing() {
 #[test]
 fn sigterm_during_a_breakdown_run_removes_the_trace_instance() {
     if skip_without_realtime("sigterm_during_a_breakdown_run_removes_the_trace_instance")
-        || !tracefs_usable()
+        || !tracefs_usable("breakdown")
     {
         return;
     }

@@ -269,6 +269,14 @@ pub struct OutputArgs {
     pub markdown: Option<PathBuf>,
 }
 
+/// `--trace-spikes`, on the timer and every single IPC test.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SpikeArgs {
+    /// Trace the kernel (root) and name the cause of every sample above USEC microseconds
+    #[arg(long = "trace-spikes", value_name = "USEC")]
+    pub trace_spikes: Option<String>,
+}
+
 /// Options of every IPC test whose letters do not differ between the tools.
 #[derive(Debug, Clone, Args)]
 pub struct CommonArgs {
@@ -291,6 +299,8 @@ pub struct CommonArgs {
     /// Do not hold /dev/cpu_dma_latency at 0 (deep CPU idle states stay allowed)
     #[arg(long = "no-dma-latency")]
     pub no_dma_latency: bool,
+    #[command(flatten)]
+    pub spikes: SpikeArgs,
     #[command(flatten)]
     pub verdict: VerdictArgs,
 }
@@ -511,6 +521,8 @@ pub struct TimerArgs {
     /// Split every wake-up into IRQ, thread and user latency with kernel tracing (root)
     #[arg(long)]
     pub breakdown: bool,
+    #[command(flatten)]
+    pub spikes: SpikeArgs,
     /// Output format
     #[arg(long, value_enum, default_value = "modern")]
     pub format: OutputFormat,

@@ -182,6 +182,7 @@ pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, String> {
             overall: overall.summary(),
             series,
             overall_detail: None,
+            spikes: outcome.spikes,
         },
         started: outcome.started,
         ended: outcome.ended,
@@ -215,6 +216,7 @@ pub fn failed_to_start(
             overall: LatencyRecorder::new().summary(),
             series: Vec::new(),
             overall_detail: None,
+            spikes: None,
         },
         plan.pairs.first().is_some_and(|p| p.policy.is_realtime()),
     )

@@ -263,6 +263,7 @@ fn not_run(
             overall: LatencySummary::default(),
             series: Vec::new(),
             overall_detail: None,
+            spikes: None,
         },
         false,
     )
@@ -488,6 +489,7 @@ fn finished_test(
             overall: overall_summary,
             series,
             overall_detail: Some(SeriesDetail::DiskWriter(Box::new(merged))),
+            spikes: None,
         },
         started: outcome.started,
         ended: outcome.ended,

@@ -55,6 +55,7 @@ pub fn plan_of(settings: &TimerSettings, stop: Arc<AtomicBool>) -> TimerPlan {
         freeze_trace: settings.freeze_trace,
         break_on_switch: settings.break_on_switch,
         breakdown: settings.breakdown,
+        spike_threshold_ns: settings.trace_spikes_us.map(|us| us.saturating_mul(1000)),
         figure: settings.figure,
         stop,
     }
@@ -183,6 +184,7 @@ pub fn measure(
         overall: overall.summary(),
         series,
         overall_detail: None,
+        spikes: outcome.spikes.clone(),
     };
     let finished = FinishedTest {
         result,
@@ -208,6 +210,7 @@ pub fn failed(settings: &TimerSettings, prep: &Preparation, error: String) -> Fi
             overall: LatencyRecorder::new().summary(),
             series: Vec::new(),
             overall_detail: None,
+            spikes: None,
         },
         settings.policy.is_realtime(),
     )
@@ -235,6 +238,11 @@ pub fn run(args: &TimerArgs) -> Result<i32, CommandError> {
                     format!("-t {}", settings.figure.test_mode())
                 }
             ))
+        })?;
+    }
+    if settings.trace_spikes_us.is_some() {
+        crate::spikes::check_available().map_err(|e| {
+            CommandError::Runtime(format!("--trace-spikes needs kernel tracing: {e}"))
         })?;
     }
     let sysinfo = SysInfo::collect();

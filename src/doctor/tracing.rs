@@ -4,23 +4,21 @@
 //! doctor only looks.
 
 use super::{Check, Machine, first_few, of};
-use crate::rt::tracefs::{self, events::NEEDED, mount};
+use crate::rt::tracefs::events::{ACTIVITY, NEEDED};
+use crate::rt::tracefs::{self, mount};
 use std::path::PathBuf;
 
-/// Events that name the cause of a late wake-up besides the breakdown's
-/// own (`events::NEEDED`): who was woken, which interrupts and softirqs ran.
-pub const ATTRIBUTION: [(&str, &str); 6] = [
-    ("sched", "sched_waking"),
-    ("sched", "sched_wakeup"),
-    ("irq", "irq_handler_entry"),
-    ("irq", "irq_handler_exit"),
-    ("irq", "softirq_entry"),
-    ("irq", "softirq_exit"),
-];
-
-/// Every event the doctor looks for, the breakdown's first.
+/// Every event the doctor looks for: the wake-up breakdown's
+/// (`events::NEEDED`), then those `--trace-spikes` names causes with
+/// (`events::ACTIVITY`: switches, wake-ups, interrupts, softirqs).
 pub fn wanted_events() -> Vec<(&'static str, &'static str)> {
-    NEEDED.iter().chain(ATTRIBUTION.iter()).copied().collect()
+    let mut events = NEEDED.to_vec();
+    for e in ACTIVITY {
+        if !events.contains(&e) {
+            events.push(e);
+        }
+    }
+    events
 }
 
 /// rtla's tracers.
@@ -140,7 +138,7 @@ pub fn events(m: &Machine) -> Check {
             "run as root; else a kernel with CONFIG_TRACEPOINTS and the scheduler, IRQ and timer events",
         );
     }
-    match tracefs::check_tracefs(&dir) {
+    match tracefs::check_tracefs(&dir, &wanted) {
         Ok(()) => check.ok(
             format!(
                 "all {} (sched, irq, timer), mono clock, instances",
@@ -231,11 +229,11 @@ mod tests {
         f.tracefs("nop\n", &wanted_events()[1..]);
         let c = events(&f.machine());
         assert_eq!(c.verdict, Verdict::Warn);
-        assert_eq!(c.value, "1 of 9 missing: timer:hrtimer_start");
+        assert_eq!(c.value, "1 of 8 missing: timer:hrtimer_start");
         f.tracefs("nop\n", &wanted_events());
         let c = events(&f.machine());
         assert_eq!(c.verdict, Verdict::Ok);
-        assert_eq!(c.value, "all 9 (sched, irq, timer), mono clock, instances");
+        assert_eq!(c.value, "all 8 (sched, irq, timer), mono clock, instances");
         f.file("/sys/kernel/tracing/trace_clock", "[local] global\n");
         let c = events(&f.machine());
         assert_eq!(c.verdict, Verdict::Warn);

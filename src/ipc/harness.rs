@@ -114,6 +114,8 @@ pub struct RunPlan {
     pub forced_send_delay: Option<Duration>,
     /// Stop the run (and the kernel tracer) at the first sample above this.
     pub breaktrace_ns: Option<u64>,
+    /// `--trace-spikes`: hand every sample above this (ns) to the spike trace.
+    pub spike_threshold_ns: Option<u64>,
     /// Count samples above this per pair (the `--max-latency` verdict).
     pub limit_ns: Option<u64>,
     /// Peer processes lock their memory too (`mlockall` is not inherited).
@@ -245,6 +247,8 @@ pub struct PairLive {
     recorder_done: AtomicBool,
     recorder_setup: TaskSetup,
     windows: WindowRing,
+    /// Samples above `--trace-spikes`, for the spike trace.
+    spikes: Arc<crate::spikes::CandidateQueue>,
     pub peer: SharedBox<PeerLive>,
 }
 
@@ -263,6 +267,7 @@ impl PairLive {
             recorder_done: AtomicBool::new(false),
             recorder_setup: TaskSetup::default(),
             windows: WindowRing::default(),
+            spikes: crate::spikes::candidate_queue(),
             peer: SharedBox::new(PeerLive::default())?,
         })
     }
@@ -295,6 +300,8 @@ pub struct RunOutcome {
     pub started: SystemTime,
     pub ended: SystemTime,
     pub elapsed: Duration,
+    /// With `--trace-spikes`.
+    pub spikes: Option<crate::report::spikes::SpikeTrace>,
 }
 
 /// The run-wide values a peer must see, in shared memory.
@@ -501,12 +508,18 @@ pub fn run(
 
     let setup = start_tasks(plan, &shared, &gate, &mut tasks)
         .and_then(|()| wait_for_setup(plan, &shared, &mut tasks));
-    if let Err(e) = setup {
-        shared.request_stop(EndReason::Error);
-        gate.open();
-        tasks.join();
-        return Err(e);
-    }
+    // Every task is set up (its id known) and none measures yet: the time
+    // to start the spike trace.
+    let setup = setup.and_then(|()| start_spike_trace(plan, &shared));
+    let spike_tracer = match setup {
+        Ok(tracer) => tracer,
+        Err(e) => {
+            shared.request_stop(EndReason::Error);
+            gate.open();
+            tasks.join();
+            return Err(e);
+        }
+    };
 
     let started = SystemTime::now();
     let started_instant = Instant::now();
@@ -557,6 +570,7 @@ pub fn run(
     progress.finish();
 
     let recorders = tasks.join();
+    let spikes = spike_tracer.map(crate::spikes::SpikeTracer::stop);
     // A peer error that came in while stopping still belongs to the report.
     check_peers(&shared, &mut tasks);
     let ended = SystemTime::now();
@@ -613,7 +627,44 @@ pub fn run(
         started,
         ended,
         elapsed,
+        spikes,
     })
+}
+
+/// With `--trace-spikes`: the trace of the recorders' CPUs (every online
+/// CPU when a recorder is not pinned), each pair's queue a source.
+fn start_spike_trace(
+    plan: &RunPlan,
+    shared: &Shared,
+) -> Result<Option<crate::spikes::SpikeTracer>, String> {
+    let Some(threshold) = plan.spike_threshold_ns else {
+        return Ok(None);
+    };
+    let cpus: Vec<usize> = match plan
+        .pairs
+        .iter()
+        .map(|p| p.recorder_cpu)
+        .collect::<Option<Vec<_>>>()
+    {
+        Some(pinned) => pinned,
+        None => crate::rt::sysinfo::online_cpus(),
+    };
+    let sources = shared
+        .live
+        .iter()
+        .enumerate()
+        .map(|(i, live)| crate::spikes::Source {
+            label: format!("pair {i}"),
+            queue: live.spikes.clone(),
+            tids: vec![
+                live.recorder_tid.load(Ordering::Relaxed),
+                live.peer.tid.load(Ordering::Relaxed),
+            ],
+        })
+        .collect();
+    crate::spikes::SpikeTracer::start(sources, &cpus, threshold)
+        .map(Some)
+        .map_err(|e| format!("--trace-spikes needs kernel tracing: {e}"))
 }
 
 /// Starts the peers (processes first, while this process has no other thread,
@@ -935,6 +986,7 @@ fn sample_loop(ctx: &TaskContext, recorder: &mut LatencyRecorder) -> u64 {
     let loops = ctx.pair().loops.unwrap_or(u64::MAX);
     let limit_ns = ctx.plan.limit_ns.unwrap_or(u64::MAX);
     let breaktrace_ns = ctx.plan.breaktrace_ns.unwrap_or(u64::MAX);
+    let spike_ns = ctx.plan.spike_threshold_ns.unwrap_or(u64::MAX);
     let timeout = ctx.plan.receive_timeout;
     let interval = ctx.pair().interval_ns;
     // Pairs start out of phase, spread over the period: pairs that woke in
@@ -992,6 +1044,18 @@ fn sample_loop(ctx: &TaskContext, recorder: &mut LatencyRecorder) -> u64 {
         live.sum_ns.store(sum_seen, Ordering::Relaxed);
         if latency > limit_ns {
             above_limit += 1;
+        }
+        if latency > spike_ns {
+            // Lock-free and allocation-free: the trace reader attributes it
+            // on the CPU this task woke on.
+            live.spikes.push(crate::spikes::Candidate {
+                cpu: sched::current_cpu() as u32,
+                expected_ns: match ctx.plan.mode {
+                    Mode::OneWay => stamp,
+                    Mode::RoundTrip => begin_ns,
+                },
+                actual_ns: now,
+            });
         }
         if latency > breaktrace_ns {
             fire_breaktrace(ctx, latency);

@@ -147,6 +147,14 @@ pub fn write_footer(report: &Report, out: &mut dyn Write) -> std::io::Result<()>
             }
         }
     }
+    for test in &report.tests {
+        if let Some(spikes) = &test.spikes {
+            writeln!(out, "spikes: {}: {}", test.test, spikes.count_line())?;
+            if let Some(line) = spikes.worst_line() {
+                writeln!(out, "spikes: {}: {line}", test.test)?;
+            }
+        }
+    }
     for warning in &report.warnings {
         writeln!(out, "warning: {warning}")?;
     }

@@ -426,8 +426,84 @@ impl Page {
             );
         }
         self.figure(per_second, format!("{stem}-per-second"), &caption);
+        for &(r, test) in &group.tests {
+            if let Some(spikes) = &test.spikes {
+                let who = if run_count > 1 {
+                    format!("{}: ", run_name(r))
+                } else {
+                    String::new()
+                };
+                self.spikes_section(&who, spikes);
+            }
+        }
         self.html.push_str("</section>\n");
         Ok(())
+    }
+
+    /// `--trace-spikes`: a table of the kept spikes with their causes, then
+    /// the worst spike's trace events.
+    fn spikes_section(&mut self, who: &str, spikes: &crate::report::spikes::SpikeTrace) {
+        let _ = writeln!(
+            self.html,
+            "<h3>{}Spikes: {}</h3>\n<p>From {}; the worst {} kept.</p>",
+            escape(who),
+            escape(&spikes.count_line()),
+            escape(&spikes.source),
+            spikes.max_kept
+        );
+        if spikes.spikes.is_empty() {
+            return;
+        }
+        self.html.push_str(
+            "<table>\n<tr><th>Latency</th><th>Series</th><th>CPU</th><th>Woken after</th>\
+             <th>Causes (time in the window)</th><th>Idle</th><th>Unexplained</th><th>Notes</th></tr>\n",
+        );
+        let ns = |v: u64| crate::units::format_ns(v as i64);
+        for spike in &spikes.spikes {
+            let causes: Vec<String> = spike.causes.iter().map(|c| c.describe()).collect();
+            let mut notes = Vec::new();
+            if let Some(p) = &spike.preempted_by {
+                notes.push(format!("preempted by {p}"));
+            }
+            if spike.rt_throttling {
+                notes.push("real-time throttling".to_string());
+            }
+            if spike.window_truncated {
+                notes.push("trace did not reach back".to_string());
+            }
+            if spike.events_lost {
+                notes.push("trace events lost".to_string());
+            }
+            let _ = writeln!(
+                self.html,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                ns(spike.latency_ns),
+                escape(&spike.series),
+                spike.cpu,
+                spike.woken_after_ns.map_or_else(|| "-".to_string(), ns),
+                escape(&causes.join(", ")),
+                ns(spike.idle_ns),
+                ns(spike.unexplained_ns),
+                escape(&notes.join("; "))
+            );
+        }
+        self.html.push_str("</table>\n");
+        let worst = &spikes.spikes[0];
+        let _ = writeln!(
+            self.html,
+            "<p>The worst spike's trace ({}), times from when the wake-up was due:</p>\n<table>\n<tr><th>Time</th><th>Event</th><th>Fields</th></tr>",
+            escape(&worst.summary)
+        );
+        for event in &worst.events {
+            let _ = writeln!(
+                self.html,
+                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                crate::units::format_ns(event.at_ns),
+                escape(&event.event),
+                escape(&event.text)
+            );
+        }
+        self.html.push_str("</table>\n");
     }
 
     /// A plot and its caption, or a note when there is nothing to draw.
@@ -743,6 +819,48 @@ mod tests {
             })
             .collect();
         report
+    }
+
+    #[test]
+    fn spikes_get_a_table_and_the_worst_ones_events() {
+        use crate::report::spikes::{Cause, Spike, SpikeEvent, SpikeTrace};
+        let mut report = day_long_report();
+        report.tests[0].spikes = Some(SpikeTrace {
+            threshold_ns: 50_000,
+            source: "trace events sched:sched_switch".into(),
+            max_kept: 100,
+            spikes_seen: 2,
+            spikes: vec![Spike {
+                series: "CPU 1".into(),
+                cpu: 1,
+                latency_ns: 85_000,
+                causes: vec![Cause {
+                    kind: "softirq".into(),
+                    name: "NET_RX".into(),
+                    ns: 52_000,
+                    count: 1,
+                }],
+                summary: "worst 85.0 us on CPU 1: softirq NET_RX 52.0 us".into(),
+                events: vec![SpikeEvent {
+                    at_ns: -1_500,
+                    event: "softirq_entry".into(),
+                    text: "vec=3 [NET_RX] <x>".into(),
+                }],
+                ..Spike::default()
+            }],
+            ..SpikeTrace::default()
+        });
+        let page = render_one(&report).html;
+        assert!(
+            page.contains("Spikes: 2 samples above 50.0 us traced"),
+            "{page}"
+        );
+        assert!(page.contains("<td>softirq NET_RX 52.0 us</td>"));
+        assert!(
+            page.contains(
+                "<td>-1.50 us</td><td>softirq_entry</td><td>vec=3 [NET_RX] &lt;x&gt;</td>"
+            )
+        );
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod plots;
+pub mod spikes;
 
 use crate::rt::sysinfo::SysInfo;
 use crate::stats::LatencySummary;
@@ -114,6 +115,9 @@ pub struct TestResult {
     /// them (`logdisk`: the writers' totals, as mqldt sums its queue managers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overall_detail: Option<SeriesDetail>,
+    /// With `--trace-spikes`: the samples above the threshold and their causes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spikes: Option<spikes::SpikeTrace>,
 }
 
 /// The resolved configuration of a test: what every kind of test shares, then
@@ -547,6 +551,7 @@ pub(crate) mod testdata {
                 error: None,
                 overall: recorder.summary(),
                 overall_detail: None,
+                spikes: None,
                 series: vec![Series {
                     label: "pair 0".into(),
                     cpus: vec![1],
@@ -713,6 +718,7 @@ pub(crate) mod testdata {
             overall: all.summary(),
             series: vec![thread(0, 0, 0), thread(1, 3, 1)],
             overall_detail: None,
+            spikes: None,
         }];
         report.exit_code = 3;
         report
@@ -800,6 +806,7 @@ pub(crate) mod testdata {
                 detail: SeriesDetail::DiskWriter(Box::new(writer.clone())),
             }],
             overall_detail: Some(SeriesDetail::DiskWriter(Box::new(writer))),
+            spikes: None,
         }];
         report
     }

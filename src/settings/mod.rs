@@ -306,6 +306,14 @@ impl VerdictSettings {
     }
 }
 
+/// `--trace-spikes USEC`: a threshold of at least 1 us.
+pub fn spike_threshold(args: &crate::cli::SpikeArgs) -> Result<Option<u64>, UsageError> {
+    args.trace_spikes
+        .as_deref()
+        .map(|t| positive("--trace-spikes", t))
+        .transpose()
+}
+
 pub fn positive(option: &str, text: &str) -> Result<u64, UsageError> {
     match parse_count(option, text)? {
         0 => Err(usage(format!("{option} must be at least 1"))),
@@ -332,6 +340,8 @@ pub struct IpcSettings {
     pub distance_us: u64,
     pub loops: Option<u64>,
     pub breaktrace_us: Option<u64>,
+    /// `--trace-spikes`: attribute every sample above this (us).
+    pub trace_spikes_us: Option<u64>,
     pub cross_cpu: bool,
     pub format: OutputFormat,
     pub lock_memory: bool,
@@ -362,6 +372,7 @@ impl From<ModeArg> for Mode {
 /// Options that mean the same in every IPC test, checked.
 struct Common {
     breaktrace_us: Option<u64>,
+    trace_spikes_us: Option<u64>,
     duration: Option<Duration>,
     verdict: VerdictSettings,
 }
@@ -374,6 +385,7 @@ impl Common {
                 .as_deref()
                 .map(|t| positive("-b/--breaktrace", t))
                 .transpose()?,
+            trace_spikes_us: spike_threshold(&args.spikes)?,
             duration: args
                 .duration
                 .as_deref()
@@ -720,6 +732,7 @@ impl IpcSettings {
                 },
                 duration: common.duration,
                 breaktrace_ns: common.breaktrace_us.map(|us| us.saturating_mul(1000)),
+                spike_threshold_ns: common.trace_spikes_us.map(|us| us.saturating_mul(1000)),
                 limit_ns: common
                     .verdict
                     .max_latency_us
@@ -733,6 +746,7 @@ impl IpcSettings {
             distance_us,
             loops,
             breaktrace_us: common.breaktrace_us,
+            trace_spikes_us: common.trace_spikes_us,
             cross_cpu: args.cross_cpu,
             format: args.format,
             lock_memory: !args.no_mlockall,

@@ -102,6 +102,8 @@ pub struct TimerPlan {
     /// Trace the kernel side of every wake-up.
     pub breakdown: bool,
     pub figure: Figure,
+    /// `--trace-spikes`: attribute every sample above this (ns).
+    pub spike_threshold_ns: Option<u64>,
     /// Set to stop every thread (by the controller, or by a thread at `-b`).
     pub stop: Arc<AtomicBool>,
 }
@@ -129,6 +131,8 @@ pub struct ThreadShared {
     pub overruns: AtomicU64,
     pub msw: AtomicU64,
     pub finished: AtomicBool,
+    /// Samples above `--trace-spikes`, for the spike trace.
+    pub spikes: Arc<crate::spikes::CandidateQueue>,
 }
 
 impl Default for ThreadShared {
@@ -144,6 +148,7 @@ impl Default for ThreadShared {
             overruns: AtomicU64::new(0),
             msw: AtomicU64::new(0),
             finished: AtomicBool::new(false),
+            spikes: crate::spikes::candidate_queue(),
         }
     }
 }
@@ -193,6 +198,8 @@ pub struct TimerOutcome {
     /// Measuring time (after the warm-up), the longest of the threads.
     pub measured: Duration,
     pub trace_stats: Option<breakdown::TraceSummary>,
+    /// With `--trace-spikes`.
+    pub spikes: Option<crate::report::spikes::SpikeTrace>,
 }
 
 /// Runs the test until it ends; `interrupted` polls for Ctrl-C/SIGTERM.
@@ -255,6 +262,7 @@ struct Control {
     end_reason: EndReason,
     per_second: Vec<Vec<SecondStats>>,
     trace: Option<breakdown::TraceSession>,
+    spikes: Option<crate::spikes::SpikeTracer>,
 }
 
 fn control(
@@ -267,6 +275,7 @@ fn control(
         end_reason: EndReason::DurationElapsed,
         per_second: vec![Vec::new(); shared.len()],
         trace: None,
+        spikes: None,
     };
     // Every thread set up (or failed)?
     loop {
@@ -296,6 +305,21 @@ fn control(
             })
             .collect();
         control.trace = Some(breakdown::TraceSession::start(plan, &threads, shared)?);
+    }
+    if let Some(threshold) = plan.spike_threshold_ns {
+        let sources = shared
+            .iter()
+            .zip(&plan.cpus)
+            .map(|(s, cpu)| crate::spikes::Source {
+                label: format!("CPU {cpu}"),
+                queue: s.spikes.clone(),
+                tids: vec![s.tid.load(Ordering::Relaxed)],
+            })
+            .collect();
+        control.spikes = Some(
+            crate::spikes::SpikeTracer::start(sources, &plan.cpus, threshold)
+                .map_err(|e| format!("--trace-spikes needs kernel tracing: {e}"))?,
+        );
     }
     let earliest = monotonic_ns() + FIRST_EXPIRY_DELAY_NS;
     let first_expiry = provisional
@@ -373,6 +397,7 @@ impl Control {
             }
             None => (Vec::new(), None),
         };
+        let spikes = self.spikes.take().map(crate::spikes::SpikeTracer::stop);
         // The threads and the trace are done: what the rings still hold.
         self.drain(shared, progress);
         progress.finish();
@@ -420,6 +445,7 @@ impl Control {
             break_on_switch,
             measured,
             trace_stats,
+            spikes,
         }
     }
 }

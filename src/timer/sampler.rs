@@ -239,6 +239,9 @@ pub fn run(
     }
     let samples_per_loop = plan.samples_per_loop();
     let user_is_figure = plan.figure == Figure::User;
+    let spike_ns = plan
+        .spike_threshold_ns
+        .map_or(i64::MAX, |ns| ns.min(i64::MAX as u64) as i64);
     let mut expected = first;
     let mut warmup_left = plan.warmup_loops;
     let mut in_loop = 0u64;
@@ -285,6 +288,14 @@ pub fn run(
             }
             if plan.limit_ns.is_some_and(|limit| latency > limit) {
                 above_limit += 1;
+            }
+            if latency > spike_ns {
+                // Lock-free and allocation-free: the trace reader attributes it.
+                shared.spikes.push(crate::spikes::Candidate {
+                    cpu: cpu as u32,
+                    expected_ns: last_expiry,
+                    actual_ns: now,
+                });
             }
             if latency > worst {
                 worst = latency;

@@ -726,3 +726,23 @@ pub fn registry_object_exists(kind: &str, identity: &str) -> bool {
         .skip(1)
         .any(|l| l.split_whitespace().nth(1) == Some(identity))
 }
+
+/// Whether kernel tracing can be used (root, tracefs mounted or mountable);
+/// says why `what` is skipped when not.
+pub fn tracefs_usable(what: &str) -> bool {
+    if !euid_is_root() {
+        eprintln!("SKIPPED {what}: kernel tracing needs root");
+        return false;
+    }
+    let instances = std::path::Path::new("/sys/kernel/tracing/instances");
+    if !instances.exists() {
+        let _ = std::process::Command::new("mount")
+            .args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"])
+            .status();
+    }
+    if !instances.exists() {
+        eprintln!("SKIPPED {what}: tracefs cannot be mounted here");
+        return false;
+    }
+    true
+}

@@ -1,5 +1,6 @@
-//! The three trace events the wake-up breakdown needs, decoded from raw record
-//! payloads by the field offsets of their `format` files.
+//! The trace events latscope uses (the wake-up breakdown's and the spike
+//! attribution's), decoded from raw record payloads by the field offsets of
+//! their `format` files: one decoder, keyed by event name.
 
 use super::format::{EventFormat, Field};
 use std::path::Path;
@@ -28,7 +29,78 @@ pub const RETURN: (&str, &str) = ("rseq", "rseq_update");
 /// by the text output.
 const IN_INTERRUPT: u64 = 0x08 | 0x10 | 0x40;
 
-/// What happened, with the fields the breakdown uses.
+/// The events of the spike attribution (`--trace-spikes`): everything that
+/// can hold a CPU between a wake-up's due time and the moment the woken task
+/// runs. `sched_wakeup` is filtered to the measured tasks by the session.
+pub const ACTIVITY: [(&str, &str); 6] = [
+    ("sched", "sched_switch"),
+    ("sched", "sched_wakeup"),
+    ("irq", "irq_handler_entry"),
+    ("irq", "irq_handler_exit"),
+    ("irq", "softirq_entry"),
+    ("irq", "softirq_exit"),
+];
+
+/// Interrupts that do not go through `irq_handler_entry` (x86 system
+/// vectors: the local timer, IPIs), traced for the attribution where the
+/// kernel has them; each is a `<name>_entry` / `<name>_exit` pair.
+pub const VECTORS: [&str; 5] = [
+    "local_timer",
+    "reschedule",
+    "call_function",
+    "call_function_single",
+    "irq_work",
+];
+/// The tracefs system of `VECTORS`.
+pub const VECTOR_SYSTEM: &str = "irq_vectors";
+/// The entry and exit events of each of `VECTORS`, in the same order.
+pub const VECTOR_EVENTS: [(&str, &str); 5] = [
+    ("local_timer_entry", "local_timer_exit"),
+    ("reschedule_entry", "reschedule_exit"),
+    ("call_function_entry", "call_function_exit"),
+    ("call_function_single_entry", "call_function_single_exit"),
+    ("irq_work_entry", "irq_work_exit"),
+];
+
+/// `comm` of a task, NUL-padded (`TASK_COMM_LEN`).
+pub type Comm = [u8; 16];
+/// An IRQ's name (`irq_handler_entry`'s `name`), NUL-padded, cut to 32 bytes.
+pub type IrqName = [u8; 32];
+
+/// `sched_switch`: `prev` leaves the CPU, `next` gets it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Switch {
+    pub prev_pid: i32,
+    pub prev_prio: i32,
+    /// The kernel's task state bits as the tracepoint reports them: 0 or
+    /// `PREEMPTED` = still runnable (preempted), else why it sleeps.
+    pub prev_state: u64,
+    pub prev_comm: Comm,
+    pub next_pid: i32,
+    pub next_prio: i32,
+    pub next_comm: Comm,
+}
+
+impl Switch {
+    /// `TASK_REPORT_MAX` of `sched_switch`'s `prev_state`: the task was
+    /// preempted (printed as `R+`); the bits below it are sleep states.
+    pub const PREEMPTED: u64 = 0x100;
+
+    /// A switch to `next_pid` with nothing else known (tests, fixtures).
+    pub fn to(next_pid: i32) -> Switch {
+        Switch {
+            next_pid,
+            ..Switch::default()
+        }
+    }
+
+    /// The task that left was still runnable: something took the CPU from it.
+    pub fn prev_runnable(&self) -> bool {
+        self.prev_state & (Switch::PREEMPTED - 1) == 0
+    }
+}
+
+/// What happened, with the fields the breakdown and the spike attribution use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// `hrtimer_start`: a timer was armed. `softexpires` is the time asked for;
@@ -43,11 +115,57 @@ pub enum Kind {
     },
     /// `hrtimer_expire_entry`: the timer's handler runs; `now` is the time the
     /// timer interrupt read when it started expiring timers.
-    TimerExpire { hrtimer: u64, now: i64 },
-    /// `sched_switch`: `next_pid` gets the CPU.
-    Switch { next_pid: i32 },
+    TimerExpire {
+        hrtimer: u64,
+        now: i64,
+    },
+    /// `sched_switch`.
+    Switch(Switch),
     /// `rseq_update`: the writing task is about to return to user space.
-    UserReturn { in_interrupt: bool },
+    UserReturn {
+        in_interrupt: bool,
+    },
+    /// `sched_wakeup`: task `pid` became runnable (on `target_cpu`).
+    Wakeup {
+        pid: i32,
+        prio: i32,
+        target_cpu: i32,
+    },
+    /// `irq_handler_entry` / `irq_handler_exit`.
+    IrqEntry {
+        irq: i32,
+        name: IrqName,
+    },
+    IrqExit {
+        irq: i32,
+    },
+    /// `softirq_entry` / `softirq_exit`; `vec` indexes `SOFTIRQ_NAMES`.
+    SoftirqEntry {
+        vec: u32,
+    },
+    SoftirqExit {
+        vec: u32,
+    },
+    /// `<vector>_entry` / `<vector>_exit` of `VECTORS`; the index into it.
+    VectorEntry {
+        vector: u8,
+    },
+    VectorExit {
+        vector: u8,
+    },
+}
+
+/// The kernel's softirq names by vector number (`softirq_to_name`, stable
+/// since 3.x).
+pub const SOFTIRQ_NAMES: [&str; 10] = [
+    "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU",
+];
+
+/// The name of softirq `vec` (its number when unknown).
+pub fn softirq_name(vec: u32) -> String {
+    SOFTIRQ_NAMES
+        .get(vec as usize)
+        .map_or_else(|| format!("softirq {vec}"), |n| (*n).to_string())
 }
 
 /// One decoded record.
@@ -71,73 +189,247 @@ pub enum Decoded {
     Malformed,
 }
 
-/// Field positions of the needed events, from their `format` files.
+/// Where one event's fields are, by the event's name.
+#[derive(Debug, Clone)]
+enum Layout {
+    TimerStart {
+        hrtimer: Field,
+        expires: Field,
+        softexpires: Field,
+    },
+    TimerExpire {
+        hrtimer: Field,
+        now: Field,
+    },
+    Switch {
+        prev_comm: Field,
+        prev_pid: Field,
+        prev_prio: Field,
+        prev_state: Field,
+        next_comm: Field,
+        next_pid: Field,
+        next_prio: Field,
+    },
+    UserReturn,
+    Wakeup {
+        pid: Field,
+        prio: Field,
+        target_cpu: Field,
+    },
+    IrqEntry {
+        irq: Field,
+        name: Field,
+    },
+    IrqExit {
+        irq: Field,
+    },
+    Softirq {
+        vec: Field,
+        entry: bool,
+    },
+    Vector {
+        index: u8,
+        entry: bool,
+    },
+}
+
+impl Layout {
+    /// The layout of the event `format` describes, by its name.
+    fn of(format: &EventFormat) -> Result<Layout, String> {
+        let f = |name: &str| integer(format, name);
+        let text = |name: &str| format.field(name).cloned();
+        Ok(match format.name.as_str() {
+            "hrtimer_start" => Layout::TimerStart {
+                hrtimer: f("hrtimer")?,
+                expires: f("expires")?,
+                softexpires: f("softexpires")?,
+            },
+            "hrtimer_expire_entry" => Layout::TimerExpire {
+                hrtimer: f("hrtimer")?,
+                now: f("now")?,
+            },
+            "sched_switch" => Layout::Switch {
+                prev_comm: text("prev_comm")?,
+                prev_pid: f("prev_pid")?,
+                prev_prio: f("prev_prio")?,
+                prev_state: f("prev_state")?,
+                next_comm: text("next_comm")?,
+                next_pid: f("next_pid")?,
+                next_prio: f("next_prio")?,
+            },
+            "rseq_update" => Layout::UserReturn,
+            "sched_wakeup" | "sched_waking" => Layout::Wakeup {
+                pid: f("pid")?,
+                prio: f("prio")?,
+                target_cpu: f("target_cpu")?,
+            },
+            "irq_handler_entry" => Layout::IrqEntry {
+                irq: f("irq")?,
+                name: text("name")?,
+            },
+            "irq_handler_exit" => Layout::IrqExit { irq: f("irq")? },
+            "softirq_entry" | "softirq_exit" => Layout::Softirq {
+                vec: f("vec")?,
+                entry: format.name == "softirq_entry",
+            },
+            other => {
+                let vector = |suffix: &str| {
+                    let base = other.strip_suffix(suffix)?;
+                    VECTORS.iter().position(|v| *v == base)
+                };
+                match (vector("_entry"), vector("_exit")) {
+                    (Some(i), _) => Layout::Vector {
+                        index: i as u8,
+                        entry: true,
+                    },
+                    (_, Some(i)) => Layout::Vector {
+                        index: i as u8,
+                        entry: false,
+                    },
+                    _ => return Err(format!("latscope does not decode trace event {other}")),
+                }
+            }
+        })
+    }
+
+    fn decode(&self, payload: &[u8], flags: Option<u64>) -> Option<Kind> {
+        let int = |f: &Field| f.read_i64(payload);
+        Some(match self {
+            Layout::TimerStart {
+                hrtimer,
+                expires,
+                softexpires,
+            } => Kind::TimerStart {
+                hrtimer: hrtimer.read_u64(payload)?,
+                softexpires: int(softexpires)?,
+                expires: int(expires)?,
+                in_interrupt: flags? & IN_INTERRUPT != 0,
+            },
+            Layout::TimerExpire { hrtimer, now } => Kind::TimerExpire {
+                hrtimer: hrtimer.read_u64(payload)?,
+                now: int(now)?,
+            },
+            Layout::Switch {
+                prev_comm,
+                prev_pid,
+                prev_prio,
+                prev_state,
+                next_comm,
+                next_pid,
+                next_prio,
+            } => Kind::Switch(Switch {
+                prev_pid: int(prev_pid)? as i32,
+                prev_prio: int(prev_prio)? as i32,
+                prev_state: prev_state.read_u64(payload)?,
+                prev_comm: prev_comm.read_text(payload)?,
+                next_pid: int(next_pid)? as i32,
+                next_prio: int(next_prio)? as i32,
+                next_comm: next_comm.read_text(payload)?,
+            }),
+            Layout::UserReturn => Kind::UserReturn {
+                in_interrupt: flags? & IN_INTERRUPT != 0,
+            },
+            Layout::Wakeup {
+                pid,
+                prio,
+                target_cpu,
+            } => Kind::Wakeup {
+                pid: int(pid)? as i32,
+                prio: int(prio)? as i32,
+                target_cpu: int(target_cpu)? as i32,
+            },
+            Layout::IrqEntry { irq, name } => Kind::IrqEntry {
+                irq: int(irq)? as i32,
+                name: name.read_text(payload)?,
+            },
+            Layout::IrqExit { irq } => Kind::IrqExit {
+                irq: int(irq)? as i32,
+            },
+            Layout::Softirq { vec, entry } => {
+                let vec = vec.read_u64(payload)? as u32;
+                match entry {
+                    true => Kind::SoftirqEntry { vec },
+                    false => Kind::SoftirqExit { vec },
+                }
+            }
+            Layout::Vector { index, entry } => match entry {
+                true => Kind::VectorEntry { vector: *index },
+                false => Kind::VectorExit { vector: *index },
+            },
+        })
+    }
+}
+
+/// An integer field (1, 2, 4 or 8 bytes) of `format`.
+fn integer(format: &EventFormat, name: &str) -> Result<Field, String> {
+    let field = format.field(name)?.clone();
+    match field.size {
+        1 | 2 | 4 | 8 => Ok(field),
+        n => Err(format!("field {name} of {} has size {n}", format.name)),
+    }
+}
+
+/// Decodes the records of a set of events, each by the field offsets its
+/// `format` file gives, keyed by the event's name.
 #[derive(Debug, Clone)]
 pub struct EventDecoder {
     common_type: Field,
     common_flags: Field,
     common_pid: Field,
-    start_id: u16,
-    start_hrtimer: Field,
-    start_expires: Field,
-    start_softexpires: Field,
-    expire_id: u16,
-    expire_hrtimer: Field,
-    expire_now: Field,
-    switch_id: u16,
-    switch_next_pid: Field,
-    return_id: Option<u16>,
+    events: Vec<(u16, Layout)>,
 }
 
 impl EventDecoder {
-    /// Reads the format files under `events_dir` (`<tracefs>/events`); the
-    /// return event only when `with_return` (it is optional).
+    /// The wake-up breakdown's decoder: reads the format files under
+    /// `events_dir` (`<tracefs>/events`); the return event only when
+    /// `with_return` (it is optional).
     pub fn read(events_dir: &Path, with_return: bool) -> Result<EventDecoder, String> {
-        let path =
-            |(system, event): (&str, &str)| events_dir.join(system).join(event).join("format");
-        let [start, expire, switch] = NEEDED.map(|e| EventFormat::read(&path(e)));
-        let ret = match with_return {
-            true => Some(EventFormat::read(&path(RETURN))?),
-            false => None,
-        };
-        EventDecoder::new(&start?, &expire?, &switch?, ret.as_ref())
+        let mut events = NEEDED.to_vec();
+        events.extend(with_return.then_some(RETURN));
+        EventDecoder::read_events(events_dir, &events)
     }
 
+    /// A decoder of the listed `(system, event)`s.
+    pub fn read_events(events_dir: &Path, events: &[(&str, &str)]) -> Result<EventDecoder, String> {
+        let formats = events
+            .iter()
+            .map(|(system, event)| {
+                EventFormat::read(&events_dir.join(system).join(event).join("format"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        EventDecoder::of(&formats)
+    }
+
+    /// The breakdown's decoder from its formats (tests).
     pub fn new(
         start: &EventFormat,
         expire: &EventFormat,
         switch: &EventFormat,
         ret: Option<&EventFormat>,
     ) -> Result<EventDecoder, String> {
-        let mut ids = vec![start.id, expire.id, switch.id];
-        ids.extend(ret.map(|r| r.id));
-        let mut unique = ids.clone();
-        unique.sort_unstable();
-        unique.dedup();
-        if unique.len() != ids.len() {
-            return Err(format!("trace events share an ID: {ids:?}"));
+        let mut formats = vec![start.clone(), expire.clone(), switch.clone()];
+        formats.extend(ret.cloned());
+        EventDecoder::of(&formats)
+    }
+
+    /// A decoder of the events `formats` describe (each known by name).
+    pub fn of(formats: &[EventFormat]) -> Result<EventDecoder, String> {
+        let first = formats.first().ok_or("no trace event to decode")?;
+        let mut ids: Vec<u16> = formats.iter().map(|f| f.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        if ids.len() != formats.len() {
+            let all: Vec<u16> = formats.iter().map(|f| f.id).collect();
+            return Err(format!("trace events share an ID: {all:?}"));
         }
-        let integer = |format: &EventFormat, name: &str| -> Result<Field, String> {
-            let field = format.field(name)?.clone();
-            match field.size {
-                1 | 2 | 4 | 8 => Ok(field),
-                n => Err(format!("field {name} of {} has size {n}", format.name)),
-            }
-        };
         Ok(EventDecoder {
-            common_type: integer(start, "common_type")?,
-            common_flags: integer(start, "common_flags")?,
-            common_pid: integer(start, "common_pid")?,
-            start_id: start.id,
-            start_hrtimer: integer(start, "hrtimer")?,
-            start_expires: integer(start, "expires")?,
-            start_softexpires: integer(start, "softexpires")?,
-            expire_id: expire.id,
-            expire_hrtimer: integer(expire, "hrtimer")?,
-            expire_now: integer(expire, "now")?,
-            switch_id: switch.id,
-            switch_next_pid: integer(switch, "next_pid")?,
-            return_id: ret.map(|r| r.id),
+            common_type: integer(first, "common_type")?,
+            common_flags: integer(first, "common_flags")?,
+            common_pid: integer(first, "common_pid")?,
+            events: formats
+                .iter()
+                .map(|f| Ok((f.id, Layout::of(f)?)))
+                .collect::<Result<_, String>>()?,
         })
     }
 
@@ -146,26 +438,14 @@ impl EventDecoder {
         let Some(id) = self.common_type.read_u64(payload) else {
             return Decoded::Malformed;
         };
-        let kind = if id == u64::from(self.start_id) {
-            self.start(payload)
-        } else if id == u64::from(self.expire_id) {
-            self.expire_hrtimer
-                .read_u64(payload)
-                .zip(self.expire_now.read_i64(payload))
-                .map(|(hrtimer, now)| Kind::TimerExpire { hrtimer, now })
-        } else if id == u64::from(self.switch_id) {
-            self.switch_next_pid
-                .read_i64(payload)
-                .map(|pid| Kind::Switch {
-                    next_pid: pid as i32,
-                })
-        } else if Some(id) == self.return_id.map(u64::from) {
-            self.in_interrupt(payload)
-                .map(|in_interrupt| Kind::UserReturn { in_interrupt })
-        } else {
+        let Some((_, layout)) = self.events.iter().find(|(e, _)| u64::from(*e) == id) else {
             return Decoded::Other;
         };
-        match (kind, self.common_pid.read_i64(payload)) {
+        let flags = self.common_flags.read_u64(payload);
+        match (
+            layout.decode(payload, flags),
+            self.common_pid.read_i64(payload),
+        ) {
             (Some(kind), Some(pid)) => Decoded::Event(TraceEvent {
                 time,
                 cpu,
@@ -174,19 +454,6 @@ impl EventDecoder {
             }),
             _ => Decoded::Malformed,
         }
-    }
-
-    fn start(&self, payload: &[u8]) -> Option<Kind> {
-        Some(Kind::TimerStart {
-            hrtimer: self.start_hrtimer.read_u64(payload)?,
-            softexpires: self.start_softexpires.read_i64(payload)?,
-            expires: self.start_expires.read_i64(payload)?,
-            in_interrupt: self.in_interrupt(payload)?,
-        })
-    }
-
-    fn in_interrupt(&self, payload: &[u8]) -> Option<bool> {
-        Some(self.common_flags.read_u64(payload)? & IN_INTERRUPT != 0)
     }
 }
 
@@ -287,7 +554,11 @@ pub(crate) mod tests {
             d.decode(0, 0, &rec),
             Decoded::Event(TraceEvent {
                 pid: 3,
-                kind: Kind::Switch { next_pid: 42 },
+                kind: Kind::Switch(Switch {
+                    prev_pid: 3,
+                    next_pid: 42,
+                    ..
+                }),
                 ..
             })
         ));
@@ -305,6 +576,104 @@ pub(crate) mod tests {
         // Without the optional event its records are someone else's.
         let without = EventDecoder::new(&s, &e, &w, None).unwrap();
         assert_eq!(without.decode(0, 0, &rec), Decoded::Other);
+    }
+
+    fn activity_formats() -> Vec<EventFormat> {
+        [
+            include_str!("testdata/sched_switch.format"),
+            include_str!("testdata/sched_wakeup.format"),
+            include_str!("testdata/irq_handler_entry.format"),
+            include_str!("testdata/irq_handler_exit.format"),
+            include_str!("testdata/softirq_entry.format"),
+            include_str!("testdata/softirq_exit.format"),
+            include_str!("testdata/local_timer_entry.format"),
+        ]
+        .map(|text| EventFormat::parse(text).unwrap())
+        .to_vec()
+    }
+
+    #[test]
+    fn decodes_the_spike_attribution_events() {
+        let f = activity_formats();
+        let d = EventDecoder::of(&f).unwrap();
+        let kind = |rec: &[u8]| match d.decode(5, 1, rec) {
+            Decoded::Event(e) => e.kind,
+            other => panic!("{other:?}"),
+        };
+        let mut rec = record(
+            &f[0],
+            7,
+            &[
+                ("prev_pid", 7),
+                ("prev_prio", 120),
+                ("prev_state", Switch::PREEMPTED),
+                ("next_pid", 9),
+                ("next_prio", 19),
+            ],
+        );
+        let comm = f[0].field("next_comm").unwrap().offset;
+        rec[comm..comm + 11].copy_from_slice(b"spike-maker");
+        let Kind::Switch(s) = kind(&rec) else {
+            panic!()
+        };
+        assert_eq!(
+            (s.prev_pid, s.prev_prio, s.next_pid, s.next_prio),
+            (7, 120, 9, 19)
+        );
+        assert!(s.prev_runnable());
+        assert_eq!(super::super::format::text_of(&s.next_comm), "spike-maker");
+        assert_eq!(super::super::format::text_of(&s.prev_comm), "");
+        let rec = record(&f[1], 0, &[("pid", 42), ("prio", 49), ("target_cpu", 1)]);
+        assert_eq!(
+            kind(&rec),
+            Kind::Wakeup {
+                pid: 42,
+                prio: 49,
+                target_cpu: 1
+            }
+        );
+        // irq_handler_entry's name is a __data_loc string after the fields.
+        let mut rec = record(&f[2], 0, &[("irq", 24)]);
+        let at = rec.len() as u64;
+        rec.extend_from_slice(b"virtio0-input\0\0\0");
+        put(&mut rec, &f[2], "name", at | (14 << 16));
+        let Kind::IrqEntry { irq: 24, name } = kind(&rec) else {
+            panic!("{:?}", kind(&rec))
+        };
+        assert_eq!(super::super::format::text_of(&name), "virtio0-input");
+        let rec = record(&f[3], 0, &[("irq", 24), ("ret", 1)]);
+        assert_eq!(kind(&rec), Kind::IrqExit { irq: 24 });
+        let rec = record(&f[4], 0, &[("vec", 3)]);
+        assert_eq!(kind(&rec), Kind::SoftirqEntry { vec: 3 });
+        assert_eq!(softirq_name(3), "NET_RX");
+        assert_eq!(softirq_name(12), "softirq 12");
+        let rec = record(&f[5], 0, &[("vec", 3)]);
+        assert_eq!(kind(&rec), Kind::SoftirqExit { vec: 3 });
+        let rec = record(&f[6], 0, &[("vector", 236)]);
+        assert_eq!(kind(&rec), Kind::VectorEntry { vector: 0 });
+        assert_eq!(VECTORS[0], "local_timer");
+        // A switch away from a sleeping task.
+        let rec = record(&f[0], 7, &[("prev_state", 1)]);
+        let Kind::Switch(s) = kind(&rec) else {
+            panic!()
+        };
+        assert!(!s.prev_runnable());
+        // A name past the record's end is malformed, not a panic.
+        let mut rec = record(&f[2], 0, &[("irq", 24)]);
+        put(&mut rec, &f[2], "name", 200 | (14 << 16));
+        assert_eq!(d.decode(0, 0, &rec), Decoded::Malformed);
+    }
+
+    #[test]
+    fn unknown_events_are_refused_by_name() {
+        let mut f = activity_formats().remove(0);
+        f.name = "sched_stat_runtime".into();
+        assert!(
+            EventDecoder::of(&[f])
+                .unwrap_err()
+                .contains("sched_stat_runtime")
+        );
+        assert!(EventDecoder::of(&[]).is_err());
     }
 
     #[test]

@@ -42,6 +42,9 @@ pub struct Field {
     pub offset: usize,
     pub size: usize,
     pub signed: bool,
+    /// `__data_loc` string: the 4-byte value holds the offset (low 16 bits)
+    /// and length (high 16 bits) of the text inside the record.
+    pub data_loc: bool,
 }
 
 impl Field {
@@ -68,6 +71,31 @@ impl Field {
         let shift = 64 - 8 * self.size as u32;
         Some(((raw << shift) as i64) >> shift)
     }
+
+    /// The field as text into `out` (NUL-padded, cut to its length): a
+    /// fixed `char[N]` array or a `__data_loc` string. None when the record
+    /// is too short for it.
+    pub fn read_text<const N: usize>(&self, record: &[u8]) -> Option<[u8; N]> {
+        let bytes = if self.data_loc {
+            let loc = self.read_u64(record)?;
+            let start = (loc & 0xffff) as usize;
+            let len = (loc >> 16 & 0xffff) as usize;
+            record.get(start..start.checked_add(len)?)?
+        } else {
+            record.get(self.offset..self.offset.checked_add(self.size)?)?
+        };
+        let text = bytes.split(|&b| b == 0).next().unwrap_or(&[]);
+        let mut out = [0u8; N];
+        let n = text.len().min(N);
+        out[..n].copy_from_slice(&text[..n]);
+        Some(out)
+    }
+}
+
+/// The text of a NUL-padded name (`comm`, IRQ name), lossy.
+pub fn text_of(bytes: &[u8]) -> String {
+    let text = bytes.split(|&b| b == 0).next().unwrap_or(&[]);
+    String::from_utf8_lossy(text).into_owned()
 }
 
 /// An event's `format` file: its numeric id (the `common_type` of its records)
@@ -149,6 +177,7 @@ fn parse_field(line: &str) -> Result<Field, String> {
         return Err(bad());
     }
     Ok(Field {
+        data_loc: decl.contains("__data_loc"),
         name: name.to_string(),
         offset: offset.ok_or_else(bad)?,
         size: size.ok_or_else(bad)?,
@@ -306,6 +335,7 @@ mod tests {
             offset,
             size,
             signed,
+            data_loc: false,
         };
         let rec = [0xffu8, 0xfe, 0xff, 0xff, 0x01, 0, 0, 0, 0, 0, 0, 0x80];
         assert_eq!(field(0, 1, true).read_i64(&rec), Some(-1));
@@ -320,5 +350,32 @@ mod tests {
         assert_eq!(field(8, 8, false).read_u64(&rec), None, "past the end");
         assert_eq!(field(0, 3, false).read_u64(&rec), None, "odd size");
         assert_eq!(field(usize::MAX, 8, false).read_u64(&rec), None, "overflow");
+    }
+
+    #[test]
+    fn reads_fixed_and_data_loc_text() {
+        let comm = Field {
+            name: "comm".into(),
+            offset: 0,
+            size: 8,
+            signed: false,
+            data_loc: false,
+        };
+        let rec = *b"abc\0\0\0\0\0\x0c\0\x05\0virtio";
+        assert_eq!(text_of(&comm.read_text::<16>(&rec).unwrap()), "abc");
+        assert_eq!(text_of(&comm.read_text::<2>(&rec).unwrap()), "ab");
+        // Offset 12, length 5 ("virti": the kernel counts the NUL in the length).
+        let loc = Field {
+            name: "name".into(),
+            offset: 8,
+            size: 4,
+            signed: false,
+            data_loc: true,
+        };
+        assert_eq!(text_of(&loc.read_text::<16>(&rec).unwrap()), "virti");
+        let parsed =
+            parse_field("field:__data_loc char[] name;\toffset:12;\tsize:4;\tsigned:0;").unwrap();
+        assert!(parsed.data_loc && parsed.name == "name");
+        assert_eq!(loc.read_text::<16>(&rec[..15]), None, "text past the end");
     }
 }

@@ -131,7 +131,7 @@ mod tests {
             time,
             cpu,
             pid: 1,
-            kind: Kind::Switch { next_pid: 1 },
+            kind: Kind::Switch(crate::rt::tracefs::events::Switch::to(1)),
         })
     }
 

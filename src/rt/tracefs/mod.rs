@@ -7,12 +7,17 @@
 //!   standard events `hrtimer_start`, `hrtimer_expire_entry` and
 //!   `sched_switch` in a private instance clocked on CLOCK_MONOTONIC.
 //!
+//! - `TraceRun` with another consumer: the spike attribution of
+//!   `--trace-spikes` (`crate::spikes`), from the scheduler, IRQ and softirq
+//!   events of the measured CPUs.
+//!
 //! The pieces, each with one job: `mount` finds (or mounts) tracefs,
 //! `instance` owns the private instance, `format` reads the kernel's record
 //! layouts, `ring` decodes binary ring-buffer pages, `events` turns records
-//! into the three events, `merge` restores time order across CPUs,
-//! `wakeups` pairs events into records, `reader` is the thread that drives
-//! them, and `session` ties them into `WakeupTrace`.
+//! into events (one decoder keyed by event name), `merge` restores time order
+//! across CPUs, `wakeups` pairs events into records, `reader` is the thread
+//! that drives them into a `Consumer`, and `session` ties them into a
+//! `TraceRun` (any session) and `WakeupTrace` (the breakdown).
 
 mod breaktrace;
 pub mod events;
@@ -20,7 +25,7 @@ pub mod format;
 pub mod instance;
 pub mod merge;
 pub mod mount;
-mod reader;
+pub mod reader;
 pub mod ring;
 mod session;
 pub mod wakeups;
@@ -32,6 +37,7 @@ mod tests_live;
 
 pub use breaktrace::BreakTrace;
 pub use session::{
-    TraceOptions, TraceStats, WakeupTrace, check_available, check_tracefs, has_event,
+    RunEnd, TraceOptions, TraceRun, TraceStats, WakeupTrace, check_available, check_tracefs,
+    enable, has_event, pid_filter, tracefs_for,
 };
 pub use wakeups::{TracedThread, WakeupRecord};

@@ -1,6 +1,8 @@
 //! The reader thread: drains every traced CPU's `trace_pipe_raw`, decodes the
-//! pages, merges the CPUs in time order and feeds the matcher, whose records
-//! go straight to the sink. Nothing accumulates beyond the merge window.
+//! pages, merges the CPUs in time order and feeds a `Consumer`: the wake-up
+//! matcher of the breakdown (`WakeupConsumer`, whose records go straight to
+//! its sink) or the spike attribution. Nothing accumulates beyond the merge
+//! window but what the consumer keeps.
 //!
 //! It polls with short sleeps instead of `poll()`: a `trace_pipe_raw` poll
 //! only wakes when the buffer is `buffer_percent` full, and a 10 ms nap costs
@@ -10,7 +12,7 @@
 //! not pinned to one measured CPU, so the scheduler can put the reader where
 //! there is idle time.
 
-use super::events::{Decoded, EventDecoder};
+use super::events::{Decoded, EventDecoder, TraceEvent};
 use super::format::RingLayout;
 use super::merge::{Item, Merger};
 use super::ring::{self, Missed};
@@ -47,8 +49,44 @@ pub struct Reader {
     pub page_size: usize,
     pub layout: RingLayout,
     pub decoder: EventDecoder,
+    pub consumer: Box<dyn Consumer>,
+}
+
+/// What the reader hands the merged, time-ordered events to.
+pub trait Consumer: Send {
+    /// Called at the start of every read pass, before any event of that
+    /// pass is released: a consumer that also takes input from elsewhere
+    /// (the spike candidates of the measuring threads) collects it here, so
+    /// that it is there before the events of its time arrive.
+    fn poll(&mut self) {}
+    fn event(&mut self, event: &TraceEvent, counts: &mut ReaderCounts);
+    /// The kernel lost events before `time` (on some traced CPU).
+    fn gap(&mut self, time: u64, counts: &mut ReaderCounts);
+    /// Tracing ended at `end` and every event was delivered.
+    fn finish(&mut self, end: u64, counts: &mut ReaderCounts);
+}
+
+/// The breakdown's consumer: the wake-up matcher and the sink of its records.
+pub struct WakeupConsumer {
     pub matcher: Matcher,
     pub sink: Box<dyn FnMut(WakeupRecord) + Send>,
+}
+
+impl Consumer for WakeupConsumer {
+    fn event(&mut self, event: &TraceEvent, counts: &mut ReaderCounts) {
+        let sink = &mut self.sink;
+        self.matcher.feed(event, &mut |r| deliver(r, sink, counts));
+    }
+
+    fn gap(&mut self, time: u64, counts: &mut ReaderCounts) {
+        let sink = &mut self.sink;
+        self.matcher.gap(time, &mut |r| deliver(r, sink, counts));
+    }
+
+    fn finish(&mut self, end: u64, counts: &mut ReaderCounts) {
+        let sink = &mut self.sink;
+        self.matcher.finish(end, &mut |r| deliver(r, sink, counts));
+    }
 }
 
 /// What the reader counted.
@@ -83,6 +121,7 @@ impl Reader {
         let mut merger = Merger::new(self.pipes.len());
         let mut buf = vec![0u8; self.page_size];
         let end = loop {
+            self.consumer.poll();
             let pass_start = monotonic_ns();
             let more = self.read_pass(&mut buf, &mut merger, &mut counts);
             self.release(&mut merger, &mut counts, |m, out| {
@@ -97,9 +136,9 @@ impl Reader {
         };
         // Tracing is off: read until every buffer is empty.
         while self.read_pass(&mut buf, &mut merger, &mut counts) {}
+        self.consumer.poll();
         self.release(&mut merger, &mut counts, |m, out| m.release_all(out));
-        let (matcher, sink) = (&mut self.matcher, &mut self.sink);
-        matcher.finish(end, &mut |r| deliver(r, sink, &mut counts));
+        self.consumer.finish(end, &mut counts);
         counts.late = merger.late();
         counts.cpu_ns = thread_cpu_ns();
         counts
@@ -185,10 +224,10 @@ impl Reader {
         counts: &mut ReaderCounts,
         how: impl FnOnce(&mut Merger, &mut dyn FnMut(u64, Item)),
     ) {
-        let (matcher, sink) = (&mut self.matcher, &mut self.sink);
+        let consumer = &mut self.consumer;
         how(merger, &mut |time, item| match item {
-            Item::Event(event) => matcher.feed(&event, &mut |r| deliver(r, sink, counts)),
-            Item::Gap => matcher.gap(time, &mut |r| deliver(r, sink, counts)),
+            Item::Event(event) => consumer.event(&event, counts),
+            Item::Gap => consumer.gap(time, counts),
         });
     }
 }

@@ -1,23 +1,25 @@
-//! `WakeupTrace`: one tracing session for the timer test's kernel-side
-//! breakdown. It owns a private instance (events, filters, clock) and the
-//! reader thread; stopping or dropping it stops tracing, drains the buffers,
-//! joins the reader and removes the instance.
+//! Tracing sessions. `TraceRun` is any session: it owns a private instance
+//! (events, filters, clock, CPUs) and the reader thread feeding a consumer;
+//! stopping or dropping it stops tracing, drains the buffers, joins the
+//! reader and removes the instance. `WakeupTrace` is the timer test's
+//! kernel-side breakdown on top of it; the spike attribution (`crate::spikes`)
+//! is another.
 
 use super::events::{EventDecoder, NEEDED, RETURN};
 use super::format::RingLayout;
 use super::instance::Instance;
 use super::mount;
-use super::reader::{CpuPipe, Reader, ReaderCounts};
+use super::reader::{Consumer, CpuPipe, Reader, ReaderCounts, WakeupConsumer};
 use super::wakeups::{Matcher, TracedThread, WakeupRecord};
 use crate::rt::clock::monotonic_ns;
 use std::collections::BTreeSet;
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Sender};
 use std::thread::JoinHandle;
 
-const NOT_ROOT: &str = "the kernel-side breakdown needs root (it creates a private tracefs instance and enables trace events): run latscope as root";
+const NOT_ROOT: &str = "kernel tracing needs root (latscope creates a private tracefs instance and enables trace events): run latscope as root";
 
 /// Tunables of a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,11 +72,7 @@ pub struct TraceStats {
 
 /// A running trace of some sampling threads' wake-ups.
 pub struct WakeupTrace {
-    instance: Option<Instance>,
-    cpus: Vec<usize>,
-    stop_tx: Option<Sender<u64>>,
-    reader: Option<JoinHandle<ReaderCounts>>,
-    started_ns: u64,
+    run: TraceRun,
     return_traced: bool,
 }
 
@@ -95,18 +93,101 @@ impl WakeupTrace {
         options: TraceOptions,
     ) -> Result<WakeupTrace, String> {
         check_threads(threads)?;
-        if !mount::is_root() {
-            return Err(NOT_ROOT.to_string());
-        }
-        let tracefs = mount::find_or_mount()?;
-        check_tracefs(&tracefs)?;
-        let events = tracefs.join("events");
-        let layout = RingLayout::read(&events)?;
+        let tracefs = tracefs_for(&NEEDED)?;
         let with_return = has_event(&tracefs, RETURN);
-        let decoder = EventDecoder::read(&events, with_return)?;
-        let cpus: Vec<usize> = threads
+        let decoder = EventDecoder::read(&tracefs.join("events"), with_return)?;
+        let cpus: Vec<usize> = threads.iter().map(|t| t.cpu).collect();
+        let tids: Vec<i32> = threads.iter().map(|t| t.tid).collect();
+        let consumer = Box::new(WakeupConsumer {
+            matcher: Matcher::new(threads, with_return),
+            sink,
+        });
+        let run = TraceRun::start(&tracefs, &cpus, options, decoder, consumer, |instance| {
+            configure(instance, &tids, with_return)
+        })?;
+        Ok(WakeupTrace {
+            run,
+            return_traced: with_return,
+        })
+    }
+
+    /// The instance directory (for messages and tests).
+    pub fn instance_dir(&self) -> Option<&Path> {
+        self.run.instance_dir()
+    }
+
+    /// Stops tracing, delivers the remaining records, removes the instance.
+    pub fn stop(mut self) -> TraceStats {
+        let Some(end) = self.run.shutdown() else {
+            return TraceStats::default();
+        };
+        let counts = end.counts;
+        TraceStats {
+            events_read: counts.events_read,
+            events_lost: end.events_lost,
+            lost_unknown_pages: counts.lost_unknown_pages,
+            malformed: counts.malformed,
+            late: counts.late,
+            read_errors: counts.read_errors,
+            records: counts.records,
+            incomplete: counts.incomplete,
+            without_sched_in: counts.without_sched_in,
+            return_traced: self.return_traced,
+            reader_cpu_ns: counts.cpu_ns,
+            traced_ns: end.traced_ns,
+        }
+    }
+}
+
+/// Finds (or mounts) tracefs as root and checks that it has `events`, the
+/// `mono` clock and instances.
+pub fn tracefs_for(events: &[(&str, &str)]) -> Result<PathBuf, String> {
+    if !mount::is_root() {
+        return Err(NOT_ROOT.to_string());
+    }
+    let tracefs = mount::find_or_mount()?;
+    check_tracefs(&tracefs, events)?;
+    Ok(tracefs)
+}
+
+/// How a trace run ended: the reader's counts and the kernel's.
+pub struct RunEnd {
+    pub counts: ReaderCounts,
+    /// Events the kernel lost (buffer full): the larger of the counts the
+    /// pages carried and the per-CPU `stats` read at the end.
+    pub events_lost: u64,
+    /// How long tracing was on, ns.
+    pub traced_ns: u64,
+}
+
+/// One tracing session on a private instance, whatever it traces: the
+/// instance (clock, buffer, CPUs) and the reader thread feeding a consumer.
+/// Stopping or dropping it stops tracing, drains the buffers, joins the
+/// reader and removes the instance.
+pub struct TraceRun {
+    instance: Option<Instance>,
+    cpus: Vec<usize>,
+    stop_tx: Option<Sender<u64>>,
+    reader: Option<JoinHandle<ReaderCounts>>,
+    started_ns: u64,
+}
+
+impl TraceRun {
+    /// Creates the instance on `cpus` (clock `mono`, the buffer, the CPU
+    /// mask), lets `configure` set its filters and enable its events, starts
+    /// the reader and turns tracing on.
+    pub fn start(
+        tracefs: &Path,
+        cpus: &[usize],
+        options: TraceOptions,
+        decoder: EventDecoder,
+        consumer: Box<dyn Consumer>,
+        configure: impl FnOnce(&Instance) -> Result<(), String>,
+    ) -> Result<TraceRun, String> {
+        let layout = RingLayout::read(&tracefs.join("events"))?;
+        let cpus: Vec<usize> = cpus
             .iter()
-            .map(|t| t.cpu)
+            .copied()
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect();
@@ -116,8 +197,18 @@ impl WakeupTrace {
         }
 
         // From here on, dropping `instance` (any `?`) removes it.
-        let instance = Instance::create(&tracefs)?;
-        configure(&instance, threads, &cpus, options, with_return)?;
+        let instance = Instance::create(tracefs)?;
+        instance.write("tracing_on", "0")?;
+        instance.write("trace_clock", "mono")?;
+        instance.write(
+            "buffer_size_kb",
+            &options.buffer_kb_per_cpu.max(4).to_string(),
+        )?;
+        instance.write("tracing_cpumask", &cpumask(&cpus))?;
+        // Overwrite mode (the default) is what makes the kernel flag the pages
+        // that follow lost events, so the consumer knows where a gap is.
+        let _ = instance.write("options/overwrite", "1");
+        configure(&instance)?;
         let page_size = instance
             .read("buffer_subbuf_size_kb")
             .ok()
@@ -143,8 +234,7 @@ impl WakeupTrace {
             page_size,
             layout,
             decoder,
-            matcher: Matcher::new(threads, with_return),
-            sink,
+            consumer,
         };
         let (stop_tx, stop_rx) = mpsc::channel();
         let handle = std::thread::Builder::new()
@@ -152,33 +242,28 @@ impl WakeupTrace {
             .stack_size(256 * 1024)
             .spawn(move || reader.run(stop_rx))
             .map_err(|e| format!("cannot start the trace reader thread: {e}"))?;
-        let mut trace = WakeupTrace {
+        let mut run = TraceRun {
             instance: Some(instance),
             cpus,
             stop_tx: Some(stop_tx),
             reader: Some(handle),
             started_ns: 0,
-            return_traced: with_return,
         };
-        // Dropping `trace` on error stops the reader before the instance goes.
-        if let Some(instance) = &trace.instance {
+        // Dropping `run` on error stops the reader before the instance goes.
+        if let Some(instance) = &run.instance {
             instance.write("tracing_on", "1")?;
         }
-        trace.started_ns = monotonic_ns();
-        Ok(trace)
+        run.started_ns = monotonic_ns();
+        Ok(run)
     }
 
-    /// The instance directory (for messages and tests).
     pub fn instance_dir(&self) -> Option<&Path> {
         self.instance.as_ref().map(|i| i.dir.as_path())
     }
 
-    /// Stops tracing, delivers the remaining records, removes the instance.
-    pub fn stop(mut self) -> TraceStats {
-        self.shutdown().unwrap_or_default()
-    }
-
-    fn shutdown(&mut self) -> Option<TraceStats> {
+    /// Stops tracing, lets the reader deliver the rest, removes the instance
+    /// (None when already done).
+    pub fn shutdown(&mut self) -> Option<RunEnd> {
         let instance = self.instance.as_ref()?;
         instance.tracing_off();
         let end = monotonic_ns();
@@ -200,24 +285,15 @@ impl WakeupTrace {
             .filter_map(|text| lost_in_stats(&text))
             .sum();
         self.instance = None; // removes it
-        Some(TraceStats {
-            events_read: counts.events_read,
+        Some(RunEnd {
             events_lost: kernel_lost.max(counts.lost_in_pages),
-            lost_unknown_pages: counts.lost_unknown_pages,
-            malformed: counts.malformed,
-            late: counts.late,
-            read_errors: counts.read_errors,
-            records: counts.records,
-            incomplete: counts.incomplete,
-            without_sched_in: counts.without_sched_in,
-            return_traced: self.return_traced,
-            reader_cpu_ns: counts.cpu_ns,
+            counts,
             traced_ns: end.saturating_sub(self.started_ns),
         })
     }
 }
 
-impl Drop for WakeupTrace {
+impl Drop for TraceRun {
     fn drop(&mut self) {
         self.shutdown();
     }
@@ -232,7 +308,7 @@ pub fn check_available() -> Result<(), String> {
     }
     match mount::find() {
         Some(tracefs) => {
-            check_tracefs(&tracefs)?;
+            check_tracefs(&tracefs, &NEEDED)?;
             let events = tracefs.join("events");
             RingLayout::read(&events)?;
             EventDecoder::read(&events, has_event(&tracefs, RETURN))?;
@@ -272,8 +348,8 @@ pub fn has_event(tracefs: &Path, (system, event): (&str, &str)) -> bool {
 }
 
 /// The events, the `mono` clock and instances are there.
-pub fn check_tracefs(tracefs: &Path) -> Result<(), String> {
-    for (system, event) in NEEDED {
+pub fn check_tracefs(tracefs: &Path, events: &[(&str, &str)]) -> Result<(), String> {
+    for &(system, event) in events {
         let dir = tracefs.join("events").join(system).join(event);
         if !dir.join("format").exists() {
             return Err(format!(
@@ -301,33 +377,16 @@ pub fn check_tracefs(tracefs: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Sets up the instance: clock, buffer, CPUs, filters, events. Tracing stays
-/// off until the reader runs.
-fn configure(
-    instance: &Instance,
-    threads: &[TracedThread],
-    cpus: &[usize],
-    options: TraceOptions,
-    with_return: bool,
-) -> Result<(), String> {
-    instance.write("tracing_on", "0")?;
-    instance.write("trace_clock", "mono")?;
-    instance.write(
-        "buffer_size_kb",
-        &options.buffer_kb_per_cpu.max(4).to_string(),
-    )?;
-    instance.write("tracing_cpumask", &cpumask(cpus))?;
-    // Overwrite mode (the default) is what makes the kernel flag the pages
-    // that follow lost events, so the matcher knows where a gap is.
-    let _ = instance.write("options/overwrite", "1");
-    let tids: Vec<i32> = threads.iter().map(|t| t.tid).collect();
+/// The breakdown's filters and events (tracing stays off until the reader
+/// runs).
+fn configure(instance: &Instance, tids: &[i32], with_return: bool) -> Result<(), String> {
     instance.write(
         "events/timer/hrtimer_start/filter",
-        &pid_filter("common_pid", &tids),
+        &pid_filter("common_pid", tids),
     )?;
     instance.write(
         "events/sched/sched_switch/filter",
-        &pid_filter("next_pid", &tids),
+        &pid_filter("next_pid", tids),
     )?;
     // hrtimer_expire_entry cannot be filtered by thread (it runs in the
     // interrupt, on whatever task was current); the CPU mask bounds it.
@@ -336,10 +395,15 @@ fn configure(
         let (system, event) = RETURN;
         instance.write(
             &format!("events/{system}/{event}/filter"),
-            &pid_filter("common_pid", &tids),
+            &pid_filter("common_pid", tids),
         )?;
         events.push(RETURN);
     }
+    enable(instance, &events)
+}
+
+/// Enables each `(system, event)` of the instance.
+pub fn enable(instance: &Instance, events: &[(&str, &str)]) -> Result<(), String> {
     for (system, event) in events {
         instance.write(&format!("events/{system}/{event}/enable"), "1")?;
     }
@@ -347,7 +411,7 @@ fn configure(
 }
 
 /// `field == a || field == b ...`
-fn pid_filter(field: &str, tids: &[i32]) -> String {
+pub fn pid_filter(field: &str, tids: &[i32]) -> String {
     tids.iter()
         .map(|t| format!("{field} == {t}"))
         .collect::<Vec<_>>()

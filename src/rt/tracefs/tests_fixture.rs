@@ -126,14 +126,20 @@ fn the_real_page_decodes_as_the_kernel_prints_it() {
                 assert!(t.hardirq);
                 same_pointer(hrtimer);
             }
-            Kind::Switch { next_pid } => {
+            Kind::Switch(switch) => {
                 assert_eq!(t.event, "sched_switch");
-                assert_eq!(i64::from(next_pid), field("next_pid"));
+                assert_eq!(i64::from(switch.next_pid), field("next_pid"));
+                assert_eq!(i64::from(switch.prev_pid), field("prev_pid"));
+                assert_eq!(
+                    crate::rt::tracefs::format::text_of(&switch.next_comm),
+                    t.fields["next_comm"]
+                );
             }
             Kind::UserReturn { in_interrupt } => {
                 assert_eq!(t.event, "rseq_update");
                 assert!(!in_interrupt);
             }
+            other => panic!("the breakdown decoder made {other:?}"),
         }
     }
     // Values pinned from this page (exact ns, which the text cannot show).

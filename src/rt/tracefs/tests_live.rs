@@ -591,10 +591,11 @@ fn who_arms_the_timer() {
                 Some(pid) => format!("expire  of {pid}'s timer {hrtimer:x} now {now}"),
                 None => continue,
             },
-            Kind::Switch { next_pid } => format!("switch  to {next_pid}"),
+            Kind::Switch(s) => format!("switch  to {}", s.next_pid),
             Kind::UserReturn { in_interrupt } => {
                 format!("return  of {} irq={in_interrupt}", e.pid)
             }
+            _ => continue,
         };
         eprintln!("{:>16} cpu {} {line}", e.time, e.cpu);
     }

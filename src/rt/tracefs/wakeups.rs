@@ -60,6 +60,8 @@
 //! means its re-arm was lost: that record is closed. Nothing is ever
 //! inferred: a missing event leaves its latency `None`.
 
+#[cfg(test)]
+use super::events::Switch;
 use super::events::{Kind, TraceEvent};
 use std::collections::HashMap;
 
@@ -195,11 +197,12 @@ impl Matcher {
             } => self.start(event.pid, hrtimer, softexpires, emit),
             Kind::TimerStart { .. } => {}
             Kind::TimerExpire { hrtimer, now } => self.expire(hrtimer, now, emit),
-            Kind::Switch { next_pid } => self.switch_in(next_pid, event.time, emit),
+            Kind::Switch(switch) => self.switch_in(switch.next_pid, event.time, emit),
             Kind::UserReturn {
                 in_interrupt: false,
             } => self.user_return(event.pid, event.time, emit),
-            Kind::UserReturn { .. } => {}
+            // Events of the spike attribution: not the breakdown's.
+            _ => {}
         }
     }
 
@@ -452,7 +455,7 @@ mod tests {
             time,
             cpu: 0,
             pid: 0,
-            kind: Kind::Switch { next_pid: next },
+            kind: Kind::Switch(Switch::to(next)),
         }
     }
 

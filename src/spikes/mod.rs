@@ -1,0 +1,318 @@
+//! `--trace-spikes USEC`: cause attribution of the samples above a threshold.
+//!
+//! While a test runs, a private tracefs instance records the scheduler, IRQ
+//! and softirq events of the measured CPUs (`rt::tracefs::events::ACTIVITY`,
+//! plus the x86 system vectors where the kernel has them), and the
+//! SCHED_OTHER trace reader keeps a bounded recent history per CPU
+//! (`attribution::CpuHistory`). A measuring thread whose sample is above the
+//! threshold pushes a `Candidate` (due time, run time, CPU) into its own
+//! lock-free queue (`SpscRing`: no allocation, no lock, no system call in the
+//! loop); the reader collects the candidates at each pass, and once the trace
+//! has been delivered past a candidate's run time it attributes the window
+//! from its CPU's history (`attribution::attribute`). The worst `MAX_KEPT`
+//! spikes are kept with their events; the others are counted.
+
+pub mod attribution;
+
+use crate::report::spikes::{Spike, SpikeTrace};
+use crate::rt::tracefs::events::{
+    ACTIVITY, EventDecoder, TraceEvent, VECTOR_EVENTS, VECTOR_SYSTEM,
+};
+use crate::rt::tracefs::reader::{Consumer, ReaderCounts};
+use crate::rt::tracefs::{self, TraceOptions, TraceRun};
+use crate::stats::live::SpscRing;
+use attribution::{CpuHistory, Window};
+use std::collections::{BTreeMap, VecDeque};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// The most spikes kept per test (the worst); the rest are counted.
+pub const MAX_KEPT: usize = 100;
+/// Candidates one measuring thread can queue between two reader passes
+/// (about 10 ms apart); beyond, they are counted as dropped.
+pub const QUEUE_SLOTS: usize = 512;
+/// Candidates waiting for their trace (bounded: beyond, counted as dropped).
+const MAX_PENDING: usize = 8192;
+/// Kernel-lost-event marks remembered, to flag the spikes they may touch.
+const MAX_GAPS: usize = 64;
+
+/// A sample above the threshold, as the measuring thread hands it over.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Candidate {
+    /// The CPU the measuring task woke on.
+    pub cpu: u32,
+    /// CLOCK_MONOTONIC ns the wake-up was due / the task ran.
+    pub expected_ns: u64,
+    pub actual_ns: u64,
+}
+
+/// A measuring thread's queue of candidates (one producer: that thread).
+pub type CandidateQueue = SpscRing<Candidate>;
+
+/// A new, empty queue (allocated before the thread measures).
+pub fn candidate_queue() -> Arc<CandidateQueue> {
+    Arc::new(SpscRing::with_capacity(QUEUE_SLOTS))
+}
+
+/// One measured series: where its candidates come from and whose time is
+/// its own.
+pub struct Source {
+    /// The series' label in the report.
+    pub label: String,
+    pub queue: Arc<CandidateQueue>,
+    /// The measuring task first, then its peer (IPC), as kernel task ids.
+    pub tids: Vec<i32>,
+}
+
+/// The trace events recorded, for the report.
+fn source_text(vectors: &[(&str, &str)]) -> String {
+    let mut names: Vec<String> = ACTIVITY.iter().map(|(s, e)| format!("{s}:{e}")).collect();
+    names.extend(vectors.iter().map(|(s, e)| format!("{s}:{e}")));
+    format!("trace events {}", names.join(", "))
+}
+
+/// The system vectors this kernel traces (both their entry and exit).
+fn vector_events(tracefs: &Path) -> Vec<(&'static str, &'static str)> {
+    let mut found = Vec::new();
+    for (entry, exit) in VECTOR_EVENTS {
+        if tracefs::has_event(tracefs, (VECTOR_SYSTEM, entry))
+            && tracefs::has_event(tracefs, (VECTOR_SYSTEM, exit))
+        {
+            found.push((VECTOR_SYSTEM, entry));
+            found.push((VECTOR_SYSTEM, exit));
+        }
+    }
+    found
+}
+
+/// Whether this machine can trace spikes, creating nothing.
+pub fn check_available() -> Result<(), String> {
+    match tracefs::mount::find() {
+        Some(tracefs) if tracefs::mount::is_root() => {
+            tracefs::check_tracefs(&tracefs, &ACTIVITY)?;
+            EventDecoder::read_events(&tracefs.join("events"), &ACTIVITY).map(|_| ())
+        }
+        // Not root, or tracefs not mounted yet: the base check says which.
+        _ => tracefs::check_available(),
+    }
+}
+
+/// A running spike trace.
+pub struct SpikeTracer {
+    run: TraceRun,
+    book: Arc<Mutex<Option<Book>>>,
+    threshold_ns: u64,
+    source: String,
+    queues: Vec<Arc<CandidateQueue>>,
+}
+
+impl SpikeTracer {
+    /// Starts tracing `cpus` for the spikes of `sources` above `threshold_ns`.
+    pub fn start(
+        sources: Vec<Source>,
+        cpus: &[usize],
+        threshold_ns: u64,
+    ) -> Result<SpikeTracer, String> {
+        let tracefs = tracefs::tracefs_for(&ACTIVITY)?;
+        let vectors = vector_events(&tracefs);
+        let mut events = ACTIVITY.to_vec();
+        events.extend(&vectors);
+        let decoder = EventDecoder::read_events(&tracefs.join("events"), &events)?;
+        let tids: Vec<i32> = sources
+            .iter()
+            .flat_map(|s| s.tids.iter().copied())
+            .filter(|&t| t > 0)
+            .collect();
+        if tids.is_empty() {
+            return Err("no measuring task to trace".into());
+        }
+        let book = Arc::new(Mutex::new(None));
+        let queues = sources.iter().map(|s| s.queue.clone()).collect();
+        let collector = Collector::new(sources, book.clone());
+        let run = TraceRun::start(
+            &tracefs,
+            cpus,
+            TraceOptions::default(),
+            decoder,
+            Box::new(collector),
+            |instance| {
+                // Only the measured tasks' wake-ups matter; every switch and
+                // interrupt of the measured CPUs does.
+                instance.write(
+                    "events/sched/sched_wakeup/filter",
+                    &tracefs::pid_filter("pid", &tids),
+                )?;
+                tracefs::enable(instance, &events)
+            },
+        )?;
+        Ok(SpikeTracer {
+            run,
+            book,
+            threshold_ns,
+            source: source_text(&vectors),
+            queues,
+        })
+    }
+
+    /// Stops tracing, attributes what is still pending, removes the
+    /// instance; the spikes for the report.
+    pub fn stop(mut self) -> SpikeTrace {
+        let end = self.run.shutdown();
+        let book = self
+            .book
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+            .unwrap_or_default();
+        let (counts, events_lost) =
+            end.map_or((ReaderCounts::default(), 0), |e| (e.counts, e.events_lost));
+        let queue_dropped: u64 = self.queues.iter().map(|q| q.dropped()).sum();
+        let mut spikes = book.kept;
+        spikes.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
+        SpikeTrace {
+            threshold_ns: self.threshold_ns,
+            source: std::mem::take(&mut self.source),
+            max_kept: MAX_KEPT,
+            spikes_seen: book.seen,
+            spikes_not_kept: book.not_kept,
+            spikes_dropped: queue_dropped + book.dropped,
+            events_read: counts.events_read,
+            events_lost,
+            reader_cpu_ns: counts.cpu_ns,
+            spikes,
+        }
+    }
+}
+
+/// What the collector found, handed over when the reader finishes.
+#[derive(Default)]
+struct Book {
+    kept: Vec<Spike>,
+    seen: u64,
+    not_kept: u64,
+    dropped: u64,
+}
+
+/// The reader's consumer: per-CPU histories, the pending candidates, the
+/// kept spikes.
+struct Collector {
+    sources: Vec<Source>,
+    cpus: BTreeMap<usize, CpuHistory>,
+    /// (source index, candidate), waiting for the trace to pass their time.
+    pending: Vec<(usize, Candidate)>,
+    gaps: VecDeque<u64>,
+    book: Book,
+    out: Arc<Mutex<Option<Book>>>,
+}
+
+impl Collector {
+    fn new(sources: Vec<Source>, out: Arc<Mutex<Option<Book>>>) -> Collector {
+        Collector {
+            sources,
+            cpus: BTreeMap::new(),
+            pending: Vec::new(),
+            gaps: VecDeque::new(),
+            book: Book::default(),
+            out,
+        }
+    }
+
+    /// Attributes every pending candidate the trace has passed (all of
+    /// them with `until` = None).
+    fn settle(&mut self, until: Option<u64>) {
+        let mut i = 0;
+        while i < self.pending.len() {
+            let (source, candidate) = self.pending[i];
+            if until.is_some_and(|t| candidate.actual_ns >= t) {
+                i += 1;
+                continue;
+            }
+            self.pending.swap_remove(i);
+            self.attribute(source, candidate);
+        }
+    }
+
+    fn attribute(&mut self, source: usize, c: Candidate) {
+        self.book.seen += 1;
+        let latency = c.actual_ns.saturating_sub(c.expected_ns);
+        if self.book.kept.len() == MAX_KEPT {
+            // Full: the new one replaces the least bad, if it is worse.
+            let (least, least_ns) = self
+                .book
+                .kept
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (i, s.latency_ns))
+                .min_by_key(|&(_, ns)| ns)
+                .expect("kept is full");
+            self.book.not_kept += 1;
+            if latency <= least_ns {
+                return;
+            }
+            self.book.kept.swap_remove(least);
+        }
+        let src = &self.sources[source];
+        let window = Window {
+            cpu: c.cpu as usize,
+            expected_ns: c.expected_ns,
+            actual_ns: c.actual_ns,
+            measured: &src.tids,
+        };
+        let from = c.expected_ns.saturating_sub(attribution::MARGIN_BEFORE_NS);
+        let lost = self.gaps.iter().any(|&g| g >= from && g <= c.actual_ns);
+        let mut spike = match self.cpus.get(&window.cpu) {
+            Some(history) => attribution::attribute(history, &window),
+            None => attribution::attribute_events(
+                &attribution::CpuState::default(),
+                std::iter::empty(),
+                &window,
+                true,
+            ),
+        };
+        spike.series = src.label.clone();
+        spike.tid = src.tids.first().copied().unwrap_or(0);
+        if lost {
+            spike.events_lost = true;
+            spike.summary = attribution::summary(&spike);
+        }
+        self.book.kept.push(spike);
+    }
+}
+
+impl Consumer for Collector {
+    fn poll(&mut self) {
+        for (index, source) in self.sources.iter().enumerate() {
+            let (pending, dropped) = (&mut self.pending, &mut self.book.dropped);
+            source.queue.drain(|c| {
+                if pending.len() < MAX_PENDING {
+                    pending.push((index, c));
+                } else {
+                    *dropped += 1;
+                }
+            });
+        }
+    }
+
+    fn event(&mut self, event: &TraceEvent, _: &mut ReaderCounts) {
+        // Every event up to this time has been delivered (time order): the
+        // candidates that ran before it can be attributed.
+        if !self.pending.is_empty() {
+            self.settle(Some(event.time));
+        }
+        self.cpus.entry(event.cpu).or_default().push(*event);
+    }
+
+    fn gap(&mut self, time: u64, _: &mut ReaderCounts) {
+        if self.gaps.len() == MAX_GAPS {
+            self.gaps.pop_front();
+        }
+        self.gaps.push_back(time);
+    }
+
+    fn finish(&mut self, _: u64, _: &mut ReaderCounts) {
+        self.settle(None);
+        if let Ok(mut out) = self.out.lock() {
+            *out = Some(std::mem::take(&mut self.book));
+        }
+    }
+}

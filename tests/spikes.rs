@@ -1,0 +1,253 @@
+//! `--trace-spikes`: a spike provoked on purpose is attributed to what made it.
+//!
+//! The provocation: a thread of this test process named `spike-maker`, pinned
+//! to the measured CPU, SCHED_FIFO above the measuring task, spins a few
+//! times for `SPIN` (timing itself: it never depends on another task of that
+//! CPU to stop it) and sleeps in between, so the measured task cannot run
+//! while it spins. Bounded: `BURSTS` x `SPIN` of CPU in all.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+const SPIN: Duration = Duration::from_millis(4);
+const BURSTS: usize = 5;
+const MAKER: &str = "spike-maker";
+
+/// The last CPU this process may use (CPU 1 on a 2-CPU machine).
+fn measured_cpu() -> usize {
+    // SAFETY: a zeroed cpu_set_t is a valid output buffer.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the size matches the buffer.
+    unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    (0..libc::CPU_SETSIZE as usize)
+        .rev()
+        // SAFETY: reads a bit of the set.
+        .find(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .unwrap_or(0)
+}
+
+/// Starts the spike-maker on `cpu` at `priority` after `delay`; it stops
+/// early when `stop` is set.
+fn spike_maker(
+    cpu: usize,
+    priority: i32,
+    delay: Duration,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<Result<usize, String>> {
+    std::thread::spawn(move || {
+        let name = std::ffi::CString::new(MAKER).unwrap();
+        // SAFETY: plain calls on the current thread with valid arguments.
+        unsafe {
+            libc::prctl(libc::PR_SET_NAME, name.as_ptr() as libc::c_ulong, 0, 0, 0);
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                return Err(format!("cannot pin to CPU {cpu}"));
+            }
+        }
+        std::thread::sleep(delay);
+        let param = libc::sched_param {
+            sched_priority: priority,
+        };
+        // SAFETY: sets this thread's own policy.
+        let rc =
+            unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) };
+        if rc != 0 {
+            return Err(format!("cannot become SCHED_FIFO {priority}: error {rc}"));
+        }
+        let mut bursts = 0;
+        for _ in 0..BURSTS {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let until = Instant::now() + SPIN;
+            while Instant::now() < until {
+                std::hint::spin_loop();
+            }
+            bursts += 1;
+            std::thread::sleep(Duration::from_millis(150));
+        }
+        Ok(bursts)
+    })
+}
+
+/// Runs latscope with `args` while the spike-maker disturbs `cpu`; returns
+/// its output and JSON report.
+fn run_disturbed(cpu: usize, args: &[&str]) -> (std::process::Output, Value) {
+    // One disturbed run at a time: two spike-makers would disturb each other's runs.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (_dir, json) = temp_file("spikes.json");
+    let stop = Arc::new(AtomicBool::new(false));
+    // Above the measuring tasks (priority 50), after latscope is set up.
+    let maker = spike_maker(cpu, 80, Duration::from_millis(600), stop.clone());
+    let mut cmd = latscope(30);
+    cmd.args(args).arg("--json").arg(&json);
+    let out = run(cmd);
+    stop.store(true, Ordering::Relaxed);
+    let bursts = maker.join().unwrap().unwrap();
+    assert!(bursts > 0, "the spike-maker never ran");
+    assert_code(&out, 0);
+    (out, read_json(&json))
+}
+
+/// The kept spikes whose largest cause is the spike-maker.
+fn made_spikes(report: &Value) -> Vec<&Value> {
+    let spikes = &report["tests"][0]["spikes"];
+    array_of(&spikes["spikes"], "spikes")
+        .iter()
+        .filter(|s| {
+            s["causes"][0]["kind"] == "task"
+                && s["causes"][0]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with(MAKER))
+        })
+        .collect()
+}
+
+fn check_attribution(test: &str, out: &std::process::Output, report: &Value) {
+    let spikes = &report["tests"][0]["spikes"];
+    assert!(
+        u64_of(&spikes["spikes_seen"], "spikes_seen") > 0,
+        "{test}: {}",
+        describe(out)
+    );
+    let made = made_spikes(report);
+    assert!(
+        !made.is_empty(),
+        "{test}: no spike attributed to {MAKER}: {}\n{}",
+        serde_json::to_string_pretty(&spikes["spikes"][0]).unwrap(),
+        describe(out)
+    );
+    for spike in &made {
+        // It held the CPU at a higher priority after the measured task was
+        // woken (the first such task named: the maker, or a real-time task
+        // of another program sharing the CPU).
+        assert!(spike["preempted_by"].is_string(), "{test}: {spike}");
+        assert!(u64_of(&spike["causes"][0]["ns"], "ns") > 0);
+        assert!(!array_of(&spike["events"], "events").is_empty());
+        assert!(spike["summary"].as_str().unwrap().contains(MAKER));
+    }
+    // The worst spike is the spike-maker's unless something worse hit the
+    // machine meanwhile (a spin lasts SPIN: a worse one has another cause).
+    let worst = &spikes["spikes"][0];
+    let worst_ns = u64_of(&worst["latency_ns"], "latency_ns");
+    let stderr_and_stdout = format!("{}{}", stdout_of(out), stderr_of(out));
+    let line = stderr_and_stdout
+        .lines()
+        .find(|l| l.contains("worst"))
+        .unwrap_or_else(|| panic!("{test}: no console line: {}", describe(out)));
+    if worst_ns <= SPIN.as_nanos() as u64 + 500_000 {
+        assert!(
+            made.iter().any(|s| s["latency_ns"] == worst["latency_ns"]),
+            "{test}: the worst spike is not the spike-maker's: {worst}"
+        );
+        assert!(line.contains(MAKER), "{test}: {line}");
+    }
+    assert!(
+        line.contains(&worst["summary"].as_str().unwrap().to_string()),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_provoked_timer_spike_is_attributed_to_its_task() {
+    let test = "a_provoked_timer_spike_is_attributed_to_its_task";
+    if skip_without_realtime(test) || !tracefs_usable(test) {
+        return;
+    }
+    let cpu = measured_cpu().to_string();
+    let (out, report) = run_disturbed(
+        measured_cpu(),
+        &[
+            "timer",
+            "--cpu",
+            &cpu,
+            "-P",
+            "50",
+            "-p",
+            "500",
+            "--warmup",
+            "0",
+            "-T",
+            "2",
+            "--trace-spikes",
+            "1000",
+            "-q",
+        ],
+    );
+    check_attribution(test, &out, &report);
+    // The sampling thread was woken at its expiry, then waited for the CPU
+    // of a real-time task, not throttled. (The mq test's back-to-back pair
+    // keeps its CPU busy and may well meet real throttling.)
+    for spike in made_spikes(&report) {
+        assert!(!spike["woken_after_ns"].is_null(), "{spike}");
+        assert_eq!(spike["rt_throttling"], false, "{spike}");
+    }
+}
+
+#[test]
+fn a_provoked_mq_spike_is_attributed_to_its_task() {
+    let test = "a_provoked_mq_spike_is_attributed_to_its_task";
+    if skip_without_realtime(test) || !tracefs_usable(test) {
+        return;
+    }
+    let cpu = measured_cpu().to_string();
+    // Back to back (-i 0): a sample is in flight most of the time, so the
+    // spins land inside samples.
+    let (out, report) = run_disturbed(
+        measured_cpu(),
+        &[
+            "mq",
+            "-a",
+            &cpu,
+            "-p",
+            "50",
+            "-i",
+            "0",
+            "-D",
+            "2",
+            "--trace-spikes",
+            "1000",
+            "-q",
+        ],
+    );
+    check_attribution(test, &out, &report);
+}
+
+#[test]
+fn bad_thresholds_are_usage_errors() {
+    for cmd in [
+        vec!["timer", "-T", "1"],
+        vec!["mq", "-D", "1"],
+        vec!["futex", "-D", "1"],
+    ] {
+        for bad in ["0", "abc", "-5", ""] {
+            let mut c = latscope(10);
+            c.args(&cmd).args(["--trace-spikes", bad]);
+            let out = run(c);
+            assert_code(&out, 2);
+            let err = stderr_of(&out);
+            assert!(err.contains("--trace-spikes"), "{bad}: {err}");
+            assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        }
+    }
+}
+
+#[test]
+fn without_root_it_says_so_and_measures_nothing() {
+    if euid_is_root() {
+        eprintln!("SKIPPED without_root_it_says_so_and_measures_nothing: runs as root");
+        return;
+    }
+    let mut c = latscope(10);
+    c.args(["timer", "-T", "1", "--trace-spikes", "100"]);
+    let out = run(c);
+    assert_code(&out, 1);
+    assert!(stderr_of(&out).contains("root"), "{}", describe(&out));
+}
