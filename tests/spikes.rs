@@ -221,11 +221,66 @@ fn a_provoked_mq_spike_is_attributed_to_its_task() {
 }
 
 #[test]
+fn ipc_traces_the_spikes_of_each_test_it_runs() {
+    let test = "ipc_traces_the_spikes_of_each_test_it_runs";
+    if skip_without_realtime(test) || !tracefs_usable(test) {
+        return;
+    }
+    let cpu = measured_cpu().to_string();
+    // Two tests of 2 s each (mq one-way, then round trip): the spike-maker's
+    // bursts (0.6 to 1.4 s after the start) fall into the first one.
+    let (out, report) = run_disturbed(
+        measured_cpu(),
+        &[
+            "ipc",
+            "--only",
+            "mq",
+            "--mode",
+            "both",
+            "-a",
+            &cpu,
+            "-p",
+            "50",
+            "-i",
+            "0",
+            "-D",
+            "4",
+            "--trace-spikes",
+            "1000",
+            "-q",
+        ],
+    );
+    check_attribution(test, &out, &report);
+    let tests = array_of(&report["tests"], "tests");
+    assert_eq!(tests.len(), 2, "{}", describe(&out));
+    // The second test was traced too, with its own threshold and count.
+    let second = &tests[1]["spikes"];
+    assert_eq!(u64_of(&second["threshold_ns"], "threshold_ns"), 1_000_000);
+    let seen = u64_of(&second["spikes_seen"], "spikes_seen");
+    let console = format!("{}{}", stdout_of(&out), stderr_of(&out));
+    // Each test's count line, named with its mode since the name repeats.
+    for mode in ["one-way", "round-trip"] {
+        assert!(
+            console.contains(&format!("spikes: mq {mode}: ")),
+            "{mode}: {console}"
+        );
+    }
+    let plural = if seen == 1 { "" } else { "s" };
+    assert!(
+        console.contains(&format!(
+            "spikes: mq round-trip: {seen} sample{plural} above 1.00 ms traced"
+        )),
+        "{console}"
+    );
+}
+
+#[test]
 fn bad_thresholds_are_usage_errors() {
     for cmd in [
         vec!["timer", "-T", "1"],
         vec!["mq", "-D", "1"],
         vec!["futex", "-D", "1"],
+        vec!["ipc", "-D", "1"],
     ] {
         for bad in ["0", "abc", "-5", ""] {
             let mut c = latscope(10);

@@ -269,7 +269,7 @@ pub struct OutputArgs {
     pub markdown: Option<PathBuf>,
 }
 
-/// `--trace-spikes`, on the timer and every single IPC test.
+/// `--trace-spikes`, on the timer, every single IPC test and `ipc`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct SpikeArgs {
     /// Trace the kernel (root) and name the cause of every sample above USEC microseconds
@@ -444,6 +444,8 @@ pub struct IpcArgs {
     /// Do not hold /dev/cpu_dma_latency at 0
     #[arg(long = "no-dma-latency")]
     pub no_dma_latency: bool,
+    #[command(flatten)]
+    pub spikes: SpikeArgs,
     #[command(flatten)]
     pub verdict: VerdictArgs,
 }

@@ -108,6 +108,8 @@ pub struct SequenceSpec<'a> {
     pub cross_cpu: bool,
     pub per_test: Option<Duration>,
     pub max_latency_us: Option<u64>,
+    /// `--trace-spikes` (ns): every test traces its samples above it.
+    pub spike_threshold_ns: Option<u64>,
     pub prep: &'a Preparation,
 }
 
@@ -132,6 +134,7 @@ pub fn sequence(spec: &SequenceSpec<'_>) -> Result<Vec<SequenceItem>, CommandErr
                 duration: spec.per_test,
                 limit_ns: spec.max_latency_us.map(|us| us.saturating_mul(1000)),
                 lock_memory: spec.prep.memory.is_locked(),
+                spike_threshold_ns: spec.spike_threshold_ns,
                 ..RunPlan::default()
             };
             let config = TestConfig {
@@ -206,6 +209,7 @@ pub fn run(args: &IpcArgs) -> Result<i32, CommandError> {
     // Checked now, before anything is measured.
     let pairs = layout.pairs(interval_us, distance_us, loops, args.cross_cpu)?;
     let verdict = VerdictSettings::from_args(&args.verdict)?;
+    let spike_threshold_us = crate::settings::spike_threshold(&args.spikes)?;
     for notice in &notices {
         eprintln!("latscope: warning: {notice}");
     }
@@ -215,6 +219,7 @@ pub fn run(args: &IpcArgs) -> Result<i32, CommandError> {
             sched::RT_PRIVILEGE_FIX
         );
     }
+    super::check_spike_tracing(spike_threshold_us)?;
     let sysinfo = SysInfo::collect();
     let mut prep = Preparation::apply(
         !args.no_mlockall,
@@ -237,6 +242,7 @@ pub fn run(args: &IpcArgs) -> Result<i32, CommandError> {
         cross_cpu: args.cross_cpu,
         per_test: per_primitive.map(|d| d / modes.len() as u32),
         max_latency_us: verdict.max_latency_us,
+        spike_threshold_ns: spike_threshold_us.map(|us| us.saturating_mul(1000)),
         prep: &prep,
     })?;
     let mut write_so_far = |done: &[FinishedTest]| {

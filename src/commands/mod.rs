@@ -118,6 +118,17 @@ pub fn check_fork(
 /// The exit code a finished report calls for: a run-time error (1) before a
 /// crossed limit or threshold (3), before a run that measured nothing because
 /// every test was skipped (4).
+/// With `--trace-spikes`: whether this machine can trace, checked before
+/// anything is set up or measured (root, tracefs, the events).
+pub fn check_spike_tracing(threshold_us: Option<u64>) -> Result<(), CommandError> {
+    if threshold_us.is_some() {
+        crate::spikes::check_available().map_err(|e| {
+            CommandError::Runtime(format!("--trace-spikes needs kernel tracing: {e}"))
+        })?;
+    }
+    Ok(())
+}
+
 pub fn exit_code_for(report: &Report) -> i32 {
     // A skipped test keeps its reason in `error`; it is not a failure.
     if report

@@ -33,11 +33,7 @@ pub fn run(
     for notice in &settings.notices {
         eprintln!("latscope: warning: {notice}");
     }
-    if settings.trace_spikes_us.is_some() {
-        crate::spikes::check_available().map_err(|e| {
-            CommandError::Runtime(format!("--trace-spikes needs kernel tracing: {e}"))
-        })?;
-    }
+    super::check_spike_tracing(settings.trace_spikes_us)?;
     let sysinfo = SysInfo::collect();
     let mut prep = Preparation::apply(
         settings.lock_memory,

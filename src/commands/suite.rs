@@ -76,6 +76,7 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
         // Set per test from the time left (see run_sequence).
         per_test: None,
         max_latency_us: verdict.max_latency_us,
+        spike_threshold_ns: None,
         prep: &prep,
     })?;
     // The timer and the log-disk tests get one share of the time each, like

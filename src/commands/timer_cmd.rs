@@ -240,11 +240,7 @@ pub fn run(args: &TimerArgs) -> Result<i32, CommandError> {
             ))
         })?;
     }
-    if settings.trace_spikes_us.is_some() {
-        crate::spikes::check_available().map_err(|e| {
-            CommandError::Runtime(format!("--trace-spikes needs kernel tracing: {e}"))
-        })?;
-    }
+    super::check_spike_tracing(settings.trace_spikes_us)?;
     let sysinfo = SysInfo::collect();
     let mut prep = Preparation::apply(
         settings.lock_memory,

@@ -149,9 +149,12 @@ pub fn write_footer(report: &Report, out: &mut dyn Write) -> std::io::Result<()>
     }
     for test in &report.tests {
         if let Some(spikes) = &test.spikes {
-            writeln!(out, "spikes: {}: {}", test.test, spikes.count_line())?;
+            // `ipc --mode both` runs each primitive twice: say which run.
+            let repeated = report.tests.iter().filter(|t| t.test == test.test).count() > 1;
+            let name = crate::report::test_key(&test.test, &test.mode, None, repeated);
+            writeln!(out, "spikes: {name}: {}", spikes.count_line())?;
             if let Some(line) = spikes.worst_line() {
-                writeln!(out, "spikes: {}: {line}", test.test)?;
+                writeln!(out, "spikes: {name}: {line}")?;
             }
         }
     }

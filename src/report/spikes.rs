@@ -120,8 +120,9 @@ impl SpikeTrace {
     /// How many spikes there were, for people.
     pub fn count_line(&self) -> String {
         let mut line = format!(
-            "{} samples above {} traced",
+            "{} sample{} above {} traced",
             self.spikes_seen,
+            if self.spikes_seen == 1 { "" } else { "s" },
             format_ns(self.threshold_ns as i64)
         );
         if self.spikes_not_kept > 0 {
