@@ -5,7 +5,7 @@ use super::background::Background;
 use super::validity::{self, RunFacts};
 use crate::ipc::Transport;
 use crate::ipc::harness::{self, PairOutcome, PairPlan, Progress, RunPlan};
-use crate::load::LoadSpec;
+use crate::load::{LoadSpec, cpu_time};
 use crate::report::{
     ConfigDetail, IpcConfig, IpcPair, Report, SCHEMA_NAME, SCHEMA_VERSION, Series, SeriesDetail,
     TestConfig, TestResult, Tool,
@@ -132,9 +132,11 @@ pub struct FinishedTest {
 pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, String> {
     let cpu_before = CpuTimes::sample();
     let own_cpu_before = sysinfo::process_cpu_seconds();
+    let load_before = cpu_time::load_cpu_seconds();
     let outcome = harness::run(test.transport, &test.plan, test.breaktrace, test.progress)?;
     let cpu_after = CpuTimes::sample();
     let own_cpu_seconds = sysinfo::process_cpu_seconds() - own_cpu_before;
+    let load_cpu_seconds = cpu_time::used_between(load_before, cpu_time::load_cpu_seconds());
 
     let cpus_used: Vec<usize> = {
         let mut c: Vec<usize> = outcome
@@ -165,6 +167,8 @@ pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, String> {
         cpus_used: cpus_used.clone(),
         busy_fraction: cpu_before.busy_fraction(&cpu_after, &cpus_used),
         own_cpu_seconds,
+        load_fraction: load_cpu_seconds
+            .and_then(|s| cpu_before.share_of(&cpu_after, s, cpus_used.len())),
         elapsed: outcome.elapsed,
         max_ns: overall.max(),
         windows_dropped: series.iter().map(|s| s.per_second_dropped).sum(),

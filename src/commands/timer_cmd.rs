@@ -6,6 +6,7 @@ use super::ipc_test::{self, FinishedTest, Preparation};
 use super::validity::RunFacts;
 use super::{CommandError, deliver, write_output};
 use crate::cli::{OutputFormat, TimerArgs};
+use crate::load::cpu_time;
 use crate::report::classic_xenomai::{
     self, ClassicXenomai, HeaderCadence, LoopLine, XenomaiGnuplot,
 };
@@ -97,12 +98,14 @@ pub fn measure(
     let plan = plan_of(settings, Arc::new(AtomicBool::new(false)));
     let cpu_before = CpuTimes::sample();
     let own_before = sysinfo::process_cpu_seconds();
+    let load_before = cpu_time::load_cpu_seconds();
     let started = SystemTime::now();
     let outcome = timer::run(&plan, progress, &mut |timeout| {
         wait_for_stop_signal(timeout).is_some()
     })?;
     let ended = SystemTime::now();
     let cpu_after = CpuTimes::sample();
+    let load_cpu_seconds = cpu_time::used_between(load_before, cpu_time::load_cpu_seconds());
     let mut overall = LatencyRecorder::signed();
     let mut warnings = Vec::new();
     let series: Vec<Series> = outcome
@@ -168,6 +171,8 @@ pub fn measure(
         cpus_used: settings.cpus.clone(),
         busy_fraction: cpu_before.busy_fraction(&cpu_after, &settings.cpus),
         own_cpu_seconds: sysinfo::process_cpu_seconds() - own_before,
+        load_fraction: load_cpu_seconds
+            .and_then(|s| cpu_before.share_of(&cpu_after, s, settings.cpus.len())),
         elapsed: outcome.measured,
         max_ns: overall.max(),
         windows_dropped: series.iter().map(|s| s.per_second_dropped).sum(),

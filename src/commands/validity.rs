@@ -15,6 +15,10 @@ pub struct RunFacts {
     pub busy_fraction: Option<f64>,
     /// CPU time latscope itself used during the run.
     pub own_cpu_seconds: f64,
+    /// The share of `cpus_used` the `--load` generators took during the run,
+    /// over the same interval as `busy_fraction` (the load asked for is not
+    /// "other load"); `None` without `--load`.
+    pub load_fraction: Option<f64>,
     pub elapsed: Duration,
     pub max_ns: Option<i64>,
     pub windows_dropped: u64,
@@ -47,6 +51,14 @@ impl RunFacts {
             realtime_policy: all.iter().all(|f| f.realtime_policy),
             busy_fraction,
             own_cpu_seconds: all.iter().map(|f| f.own_cpu_seconds).sum(),
+            load_fraction: (total_capacity > 0.0 && all.iter().any(|f| f.load_fraction.is_some()))
+                .then(|| {
+                    measured
+                        .iter()
+                        .map(|f| f.load_fraction.unwrap_or(0.0) * capacity(f))
+                        .sum::<f64>()
+                        / total_capacity
+                }),
             // The capacity the busy fraction refers to, over the union of CPUs.
             elapsed: Duration::from_secs_f64(total_capacity / cpus_used.len().max(1) as f64),
             cpus_used,
@@ -121,7 +133,8 @@ pub fn warnings(sys: &SysInfo, facts: &RunFacts, memory: &MemoryLock) -> Vec<Str
     if let Some(busy) = facts.busy_fraction {
         let capacity = facts.elapsed.as_secs_f64() * facts.cpus_used.len().max(1) as f64;
         if capacity > 0.0 {
-            let other = busy - facts.own_cpu_seconds / capacity;
+            let asked = facts.load_fraction.unwrap_or(0.0);
+            let other = busy - facts.own_cpu_seconds / capacity - asked;
             if other > OTHER_LOAD_LIMIT {
                 let cpus = facts
                     .cpus_used
@@ -129,8 +142,12 @@ pub fn warnings(sys: &SysInfo, facts: &RunFacts, memory: &MemoryLock) -> Vec<Str
                     .map(|c| c.to_string())
                     .collect::<Vec<_>>()
                     .join(",");
+                let beside = match facts.load_fraction {
+                    Some(_) => "busy with other work than latscope's and its --load's",
+                    None => "busy with other work",
+                };
                 w.push(format!(
-                    "CPU {cpus} shared with other load ({:.0}% busy with other work during the run): isolate the CPUs (isolcpus, cpusets) for trustworthy numbers",
+                    "CPU {cpus} shared with other load ({:.0}% {beside} during the run): isolate the CPUs (isolcpus, cpusets) for trustworthy numbers",
                     other * 100.0
                 ));
             }
@@ -172,12 +189,55 @@ mod tests {
             cpus_used: vec![2, 3],
             busy_fraction: Some(0.05),
             own_cpu_seconds: 0.5,
+            load_fraction: None,
             elapsed: Duration::from_secs(10),
             max_ns: Some(20_000),
             windows_dropped: 0,
             breaktrace_note: None,
             scheduling_free: false,
         }
+    }
+
+    #[test]
+    fn the_load_asked_for_is_not_other_load() {
+        let shared = |w: &[String]| {
+            w.iter()
+                .find(|w| w.contains("shared with other load"))
+                .cloned()
+        };
+        // 10 s on 2 CPUs: latscope 0.5 s (2.5 %), busy 90 %.
+        let mut facts = good_facts();
+        facts.busy_fraction = Some(0.9);
+        let w = warnings(&rt_sys(), &facts, &MemoryLock::Locked);
+        assert!(
+            shared(&w)
+                .unwrap()
+                .contains("(88% busy with other work during"),
+            "{w:?}"
+        );
+        // --load took 80 %: 7.5 % is left to others, under the 10 % limit.
+        facts.load_fraction = Some(0.8);
+        let w = warnings(&rt_sys(), &facts, &MemoryLock::Locked);
+        assert_eq!(shared(&w), None, "{w:?}");
+        // --load took 50 %: 37.5 % is someone else's, said as such.
+        facts.load_fraction = Some(0.5);
+        let w = warnings(&rt_sys(), &facts, &MemoryLock::Locked);
+        assert!(
+            shared(&w)
+                .unwrap()
+                .contains("(38% busy with other work than latscope's and its --load's during"),
+            "{w:?}"
+        );
+        // Over several tests, weighted by their length; absent when no test had a load.
+        let mut short = good_facts();
+        short.load_fraction = Some(0.9);
+        let mut long = good_facts();
+        long.elapsed = Duration::from_secs(30);
+        long.load_fraction = Some(0.1);
+        let all = RunFacts::combine(&[short, long]);
+        // (0.9 * 10 + 0.1 * 30) / 40 = 0.3
+        assert!((all.load_fraction.unwrap() - 0.3).abs() < 1e-9);
+        assert_eq!(RunFacts::combine(&[good_facts()]).load_fraction, None);
     }
 
     #[test]

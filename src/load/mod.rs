@@ -13,6 +13,7 @@
 //! process; each hackbench item is a process of its own. A bare `--load`
 //! means `cpu`: one CPU hog on every measured CPU.
 
+pub mod cpu_time;
 pub mod process;
 
 use crate::settings::UsageError;

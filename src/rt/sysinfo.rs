@@ -134,6 +134,13 @@ impl CpuTimes {
         Self::busy_over(&self.per_cpu, &later.per_cpu, wall, cpus)
     }
 
+    /// The share of `cpus` CPUs between two samples that `cpu_seconds` of
+    /// work fills (the same interval as `busy_fraction`'s, so the two compare).
+    pub fn share_of(&self, later: &CpuTimes, cpu_seconds: f64, cpus: usize) -> Option<f64> {
+        let capacity = later.at.duration_since(self.at).as_secs_f64() * cpus.max(1) as f64;
+        (capacity > 0.0).then(|| cpu_seconds / capacity)
+    }
+
     /// Busy fraction given `wall` clock ticks between the two idle counts.
     fn busy_over(
         before: &[(usize, u64)],
