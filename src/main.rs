@@ -28,8 +28,21 @@ fn effective_args() -> Vec<OsString> {
 /// clap's message on one line: its first line, plus the list of possible
 /// values when it gives one (the fix for a mistyped choice).
 fn one_line(clap_message: &str) -> String {
-    let first = clap_message.lines().next().unwrap_or("bad usage");
+    let mut lines = clap_message.lines();
+    let first = lines.next().unwrap_or("bad usage");
     let first = first.strip_prefix("error: ").unwrap_or(first);
+    // "the following required arguments were not provided:" names them on
+    // the indented lines that follow: keep them on the one line.
+    let listed: Vec<&str> = if first.ends_with(':') {
+        lines.map(str::trim).take_while(|l| !l.is_empty()).collect()
+    } else {
+        Vec::new()
+    };
+    let first = if listed.is_empty() {
+        first.to_string()
+    } else {
+        format!("{first} {}", listed.join(", "))
+    };
     // clap quotes what was typed ('...'), and that can be huge: shorten the
     // quoted parts, keep the option names around them.
     let mut line = first

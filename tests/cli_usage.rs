@@ -132,6 +132,20 @@ fn bad_input_is_refused_with_one_line_and_exit_2() {
 }
 
 #[test]
+fn a_missing_required_argument_is_named_on_the_one_line() {
+    for (case, named) in [
+        ("completions", "<SHELL>"),
+        ("report", "<RUN.json>"),
+        ("cleanup --dir", "--dir <DIR>"),
+    ] {
+        assert_usage_error(&args(case));
+        let out = run(latscope(15).args(args(case)));
+        let err = stderr_of(&out);
+        assert!(err.contains(named), "{case}: {err}");
+    }
+}
+
+#[test]
 fn json_path_in_a_read_only_directory_is_a_usage_error() {
     // r-x for everyone: nobody but root may create a file in it.
     let dir = temp_dir_with_mode(0o555);
