@@ -96,6 +96,25 @@ fn run_disturbed(cpu: usize, args: &[&str]) -> (std::process::Output, Value) {
     (out, read_json(&json))
 }
 
+/// The options of an IPC run on `cpu` at FIFO 50 for `seconds`, back to back
+/// (-i 0: a sample is in flight most of the time, so the spins land inside
+/// samples), tracing the samples above 1 ms.
+fn back_to_back<'a>(cpu: &'a str, seconds: &'a str) -> Vec<&'a str> {
+    vec![
+        "-a",
+        cpu,
+        "-p",
+        "50",
+        "-i",
+        "0",
+        "-D",
+        seconds,
+        "--trace-spikes",
+        "1000",
+        "-q",
+    ]
+}
+
 /// The kept spikes whose largest cause is the spike-maker.
 fn made_spikes(report: &Value) -> Vec<&Value> {
     let spikes = &report["tests"][0]["spikes"];
@@ -198,25 +217,8 @@ fn a_provoked_mq_spike_is_attributed_to_its_task() {
         return;
     }
     let cpu = measured_cpu().to_string();
-    // Back to back (-i 0): a sample is in flight most of the time, so the
-    // spins land inside samples.
-    let (out, report) = run_disturbed(
-        measured_cpu(),
-        &[
-            "mq",
-            "-a",
-            &cpu,
-            "-p",
-            "50",
-            "-i",
-            "0",
-            "-D",
-            "2",
-            "--trace-spikes",
-            "1000",
-            "-q",
-        ],
-    );
+    let args = [&["mq"][..], &back_to_back(&cpu, "2")].concat();
+    let (out, report) = run_disturbed(measured_cpu(), &args);
     check_attribution(test, &out, &report);
 }
 
@@ -229,27 +231,9 @@ fn ipc_traces_the_spikes_of_each_test_it_runs() {
     let cpu = measured_cpu().to_string();
     // Two tests of 2 s each (mq one-way, then round trip): the spike-maker's
     // bursts (0.6 to 1.4 s after the start) fall into the first one.
-    let (out, report) = run_disturbed(
-        measured_cpu(),
-        &[
-            "ipc",
-            "--only",
-            "mq",
-            "--mode",
-            "both",
-            "-a",
-            &cpu,
-            "-p",
-            "50",
-            "-i",
-            "0",
-            "-D",
-            "4",
-            "--trace-spikes",
-            "1000",
-            "-q",
-        ],
-    );
+    let ipc = ["ipc", "--only", "mq", "--mode", "both"];
+    let args = [&ipc[..], &back_to_back(&cpu, "4")].concat();
+    let (out, report) = run_disturbed(measured_cpu(), &args);
     check_attribution(test, &out, &report);
     let tests = array_of(&report["tests"], "tests");
     assert_eq!(tests.len(), 2, "{}", describe(&out));

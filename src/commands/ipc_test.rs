@@ -2,17 +2,17 @@
 //! shared by `latscope mq` and `latscope suite`.
 
 use super::background::Background;
-use super::validity::{self, RunFacts};
+use super::validity::{self, CpuWindow, RunFacts};
 use crate::ipc::Transport;
 use crate::ipc::harness::{self, PairOutcome, PairPlan, Progress, RunPlan};
-use crate::load::{LoadSpec, cpu_time};
+use crate::load::LoadSpec;
 use crate::report::{
     ConfigDetail, IpcConfig, IpcPair, Report, SCHEMA_NAME, SCHEMA_VERSION, Series, SeriesDetail,
     TestConfig, TestResult, Tool,
 };
 use crate::rt::dma_latency::DmaLatency;
 use crate::rt::sched;
-use crate::rt::sysinfo::{self, CpuTimes, SysInfo};
+use crate::rt::sysinfo::{self, SysInfo};
 use crate::rt::tracefs::BreakTrace;
 use crate::settings::IpcSettings;
 use crate::stats::LatencyRecorder;
@@ -130,13 +130,9 @@ pub struct FinishedTest {
 }
 
 pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, String> {
-    let cpu_before = CpuTimes::sample();
-    let own_cpu_before = sysinfo::process_cpu_seconds();
-    let load_before = cpu_time::load_cpu_seconds();
+    let window = CpuWindow::open();
     let outcome = harness::run(test.transport, &test.plan, test.breaktrace, test.progress)?;
-    let cpu_after = CpuTimes::sample();
-    let own_cpu_seconds = sysinfo::process_cpu_seconds() - own_cpu_before;
-    let load_cpu_seconds = cpu_time::used_between(load_before, cpu_time::load_cpu_seconds());
+    let cpu_use = window.close();
 
     let cpus_used: Vec<usize> = {
         let mut c: Vec<usize> = outcome
@@ -158,6 +154,7 @@ pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, String> {
         .enumerate()
         .map(|(i, p)| series_of(i, p))
         .collect();
+    let (busy_fraction, own_cpu_seconds, load_fraction) = cpu_use.of(&cpus_used);
     let facts = RunFacts {
         realtime_policy: test
             .plan
@@ -165,10 +162,9 @@ pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, String> {
             .first()
             .is_some_and(|p| p.policy.is_realtime()),
         cpus_used: cpus_used.clone(),
-        busy_fraction: cpu_before.busy_fraction(&cpu_after, &cpus_used),
+        busy_fraction,
         own_cpu_seconds,
-        load_fraction: load_cpu_seconds
-            .and_then(|s| cpu_before.share_of(&cpu_after, s, cpus_used.len())),
+        load_fraction,
         elapsed: outcome.elapsed,
         max_ns: overall.max(),
         windows_dropped: series.iter().map(|s| s.per_second_dropped).sum(),

@@ -3,10 +3,9 @@
 //! finished test as report data.
 
 use super::ipc_test::{self, FinishedTest, Preparation};
-use super::validity::RunFacts;
+use super::validity::{CpuWindow, RunFacts};
 use super::{CommandError, deliver, write_output};
 use crate::cli::{OutputFormat, TimerArgs};
-use crate::load::cpu_time;
 use crate::report::classic_xenomai::{
     self, ClassicXenomai, HeaderCadence, LoopLine, XenomaiGnuplot,
 };
@@ -16,7 +15,7 @@ use crate::report::{
     ConfigDetail, Exporter, Series, SeriesDetail, TestConfig, TestResult, TimerConfig, TimerThread,
 };
 use crate::rt::signals::wait_for_stop_signal;
-use crate::rt::sysinfo::{self, CpuTimes, SysInfo};
+use crate::rt::sysinfo::SysInfo;
 use crate::rt::tracefs::{self, BreakTrace};
 use crate::settings::JsonTarget;
 use crate::settings::timer::TimerSettings;
@@ -96,16 +95,13 @@ pub fn measure(
     progress: &mut dyn TimerProgress,
 ) -> Result<(FinishedTest, Vec<String>, TimerOutcome), String> {
     let plan = plan_of(settings, Arc::new(AtomicBool::new(false)));
-    let cpu_before = CpuTimes::sample();
-    let own_before = sysinfo::process_cpu_seconds();
-    let load_before = cpu_time::load_cpu_seconds();
+    let window = CpuWindow::open();
     let started = SystemTime::now();
     let outcome = timer::run(&plan, progress, &mut |timeout| {
         wait_for_stop_signal(timeout).is_some()
     })?;
     let ended = SystemTime::now();
-    let cpu_after = CpuTimes::sample();
-    let load_cpu_seconds = cpu_time::used_between(load_before, cpu_time::load_cpu_seconds());
+    let cpu_use = window.close();
     let mut overall = LatencyRecorder::signed();
     let mut warnings = Vec::new();
     let series: Vec<Series> = outcome
@@ -166,13 +162,13 @@ pub fn measure(
             stats.events_lost
         ));
     }
+    let (busy_fraction, own_cpu_seconds, load_fraction) = cpu_use.of(&settings.cpus);
     let facts = RunFacts {
         realtime_policy: settings.policy.is_realtime(),
         cpus_used: settings.cpus.clone(),
-        busy_fraction: cpu_before.busy_fraction(&cpu_after, &settings.cpus),
-        own_cpu_seconds: sysinfo::process_cpu_seconds() - own_before,
-        load_fraction: load_cpu_seconds
-            .and_then(|s| cpu_before.share_of(&cpu_after, s, settings.cpus.len())),
+        busy_fraction,
+        own_cpu_seconds,
+        load_fraction,
         elapsed: outcome.measured,
         max_ns: overall.max(),
         windows_dropped: series.iter().map(|s| s.per_second_dropped).sum(),

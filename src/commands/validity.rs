@@ -3,7 +3,8 @@
 
 use super::ipc_test::MemoryLock;
 use crate::doctor::cpu_list;
-use crate::rt::sysinfo::{SysInfo, parse_cpu_list};
+use crate::load::cpu_time;
+use crate::rt::sysinfo::{self, CpuTimes, SysInfo, parse_cpu_list};
 use std::time::Duration;
 
 /// Facts about one finished test that the checks look at.
@@ -27,6 +28,61 @@ pub struct RunFacts {
     /// write runs at normal priority by design): it takes no part in the
     /// real-time checks.
     pub scheduling_free: bool,
+}
+
+/// What used the measured CPUs during one measurement: all work (the
+/// CPUs' busy time), latscope's own and the `--load` generators', each read
+/// at the same two moments so that they compare.
+pub struct CpuWindow {
+    cpus: CpuTimes,
+    own_seconds: f64,
+    load_seconds: Option<f64>,
+}
+
+/// A closed `CpuWindow`: the `RunFacts` fields it gives, for the CPUs the
+/// test turned out to use.
+pub struct CpuUse {
+    before: CpuTimes,
+    after: CpuTimes,
+    own_cpu_seconds: f64,
+    load_cpu_seconds: Option<f64>,
+}
+
+impl CpuWindow {
+    /// Right before the measurement.
+    pub fn open() -> CpuWindow {
+        CpuWindow {
+            cpus: CpuTimes::sample(),
+            own_seconds: sysinfo::process_cpu_seconds(),
+            load_seconds: cpu_time::load_cpu_seconds(),
+        }
+    }
+
+    /// Right after it.
+    pub fn close(self) -> CpuUse {
+        let after = CpuTimes::sample();
+        CpuUse {
+            own_cpu_seconds: sysinfo::process_cpu_seconds() - self.own_seconds,
+            load_cpu_seconds: cpu_time::used_between(
+                self.load_seconds,
+                cpu_time::load_cpu_seconds(),
+            ),
+            before: self.cpus,
+            after,
+        }
+    }
+}
+
+impl CpuUse {
+    /// `busy_fraction`, `own_cpu_seconds` and `load_fraction` of `cpus`.
+    pub fn of(&self, cpus: &[usize]) -> (Option<f64>, f64, Option<f64>) {
+        (
+            self.before.busy_fraction(&self.after, cpus),
+            self.own_cpu_seconds,
+            self.load_cpu_seconds
+                .and_then(|s| self.before.share_of(&self.after, s, cpus.len())),
+        )
+    }
 }
 
 impl RunFacts {

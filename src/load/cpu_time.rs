@@ -11,6 +11,7 @@
 //! measurement, so the difference of two readings around a test is the load's
 //! work during it.
 
+use crate::rt::procstat;
 use std::fs;
 
 /// The fields of `/proc/PID/stat` this needs.
@@ -23,23 +24,17 @@ pub struct ProcStat {
     pub ticks: u64,
 }
 
-/// Parses one `/proc/PID/stat` line. The command name (field 2) is in
-/// parentheses and may itself hold blanks and parentheses: the fields that
-/// follow are counted from its last ')'.
+/// Reads one `/proc/PID/stat` line: fields 1 (pid), 4 (ppid), 5 (pgrp) and
+/// 14 to 17 (utime, stime, cutime, cstime).
 pub fn parse_stat(text: &str) -> Option<ProcStat> {
-    let pid = text.split_whitespace().next()?.parse().ok()?;
-    let rest = &text[text.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // After the name: state ppid pgrp session tty_nr tpgid flags minflt
-    // cminflt majflt cmajflt utime stime cutime cstime ...
-    let number = |i: usize| fields.get(i)?.parse::<i64>().ok();
-    let ticks = (11..=14)
-        .map(|i| number(i).map(|t| t.max(0) as u64))
+    let id = |n: usize| i32::try_from(procstat::number(text, n)?).ok();
+    let ticks = (14..=17)
+        .map(|n| procstat::number(text, n).map(|t| t.max(0) as u64))
         .sum::<Option<u64>>()?;
     Some(ProcStat {
-        pid,
-        ppid: i32::try_from(number(1)?).ok()?,
-        pgrp: i32::try_from(number(2)?).ok()?,
+        pid: id(1)?,
+        ppid: id(4)?,
+        pgrp: id(5)?,
         ticks,
     })
 }

@@ -213,10 +213,7 @@ fn sysv_fingerprint(kind: Kind, id: libc::c_int) -> io::Result<Option<String>> {
 /// `/proc/PID/stat`), or `None` when there is no such process.
 pub fn start_time(pid: u32) -> Option<u64> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) is in parentheses and may hold anything:
-    // count the fields after its last ')'. Field 3 is the first one there.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(22 - 3)?.parse().ok()
+    crate::rt::procstat::field(&stat, 22)?.parse().ok()
 }
 
 /// Whether the process that wrote a registry is still running: its pid
