@@ -1,15 +1,20 @@
 //! latscope: latency measurements a real-time Linux system lives by.
 //!
 //! `cli` declares the command line, `settings` validates it, `commands` runs
-//! the subcommands on the measuring core (`ipc`, `stats`, `rt`) and `report`
-//! holds the result model and its exporters.
+//! the subcommands; the measuring ones go through `pipeline` (the one run
+//! sequence) with a measure function from `measure` on the measuring core
+//! (`ipc`, `timer`, `logdisk`, on `stats` and `rt`); `live` shows a run while
+//! it goes on; `report` holds the result model and its exporters.
 
 pub mod cli;
 pub mod commands;
 pub mod doctor;
 pub mod ipc;
+pub mod live;
 pub mod load;
 pub mod logdisk;
+pub mod measure;
+pub mod pipeline;
 pub mod report;
 pub mod rt;
 pub mod settings;

@@ -6,7 +6,8 @@ use clap::CommandFactory;
 use clap::Parser;
 use clap::error::ErrorKind;
 use latscope::cli::{COMPAT_NAMES, Cli};
-use latscope::commands::{self, CommandError, EXIT_RUNTIME, EXIT_USAGE};
+use latscope::commands;
+use latscope::pipeline::{CommandError, EXIT_RUNTIME, EXIT_USAGE};
 use std::ffi::OsString;
 use std::path::Path;
 

@@ -388,7 +388,7 @@ pub fn run(args: &CompareArgs) -> Result<i32, CommandError> {
         settings.merge,
         outcome,
     );
-    let json_to_stdout = matches!(settings.json, Some(super::JsonTarget::Stdout));
+    let json_to_stdout = matches!(settings.json, Some(crate::settings::JsonTarget::Stdout));
     let mut text = Vec::new();
     let _ = write_text(&comparison, &mut text);
     if json_to_stdout {

@@ -2,18 +2,18 @@
 //! `eventfd`, `futex`, `unix`, `svmq`): one code path, differing only in the
 //! transport and in which original tool's classic output they print.
 
-use super::ipc_test::{self, IpcTest, Preparation};
-use super::progress::{ClassicLive, LiveLine};
-use super::{CommandError, deliver};
 use crate::cli::OutputFormat;
 use crate::ipc::Transport;
 use crate::ipc::harness::{Progress, RunPlan};
-use crate::report::Exporter;
+use crate::live::ipc::{ClassicLive, LiveLine};
+use crate::measure::ipc::{self as ipc_run, IpcTest};
+use crate::pipeline::{
+    self, CommandError, FinishedTest, Measurement, Plan, PrepareSpec, Presentation, Run,
+};
 use crate::report::classic_rt_tests::{ClassicRtTests, RtTestsFlavor};
 use crate::report::classic_semtest::ClassicSemtest;
 use crate::report::console::ModernConsole;
 use crate::report::json::{LatscopeJson, RtTestsJson};
-use crate::rt::sysinfo::SysInfo;
 use crate::rt::tracefs::BreakTrace;
 use crate::settings::IpcSettings;
 
@@ -33,81 +33,101 @@ pub fn run(
     for notice in &settings.notices {
         eprintln!("latscope: warning: {notice}");
     }
-    super::check_spike_tracing(settings.trace_spikes_us)?;
-    let sysinfo = SysInfo::collect();
-    let mut prep = Preparation::apply(
-        settings.lock_memory,
-        true,
-        settings.hold_dma_latency,
-        &settings.verdict.loads,
-        &ipc_test::cpus_of(&settings.plan.pairs),
-    )
-    .map_err(CommandError::Runtime)?;
-    let mut warnings = prep.warnings.clone();
-    let breaktrace = match settings.breaktrace_us {
-        None => None,
-        Some(_) => match BreakTrace::open() {
-            Ok(t) => Some(t),
-            Err(why) => {
-                warnings.push(format!("-b: {why}; the run still stops at the limit"));
-                None
-            }
-        },
-    };
-    let config = ipc_test::config_of(&settings, &prep);
-    let classic_format = settings.format == OutputFormat::Classic;
-    let mut progress: Box<dyn Progress> = match classic {
-        ClassicTool::RtTests(flavor) if classic_format => Box::new(ClassicLive::new(
-            &settings.plan.pairs,
-            flavor,
-            settings.verdict.quiet,
-        )),
-        _ => Box::new(LiveLine::new(transport.name(), settings.verdict.quiet)),
-    };
-    let finished = match ipc_test::run(IpcTest {
+    pipeline::run(&mut PairTest {
         transport,
-        plan: RunPlan {
-            // Peer processes lock their memory when this process could.
-            lock_memory: prep.memory.is_locked(),
-            ..settings.plan.clone()
-        },
-        config: config.clone(),
-        breaktrace,
-        progress: progress.as_mut(),
-    }) {
-        Ok(finished) => finished,
-        // The kernel lacks the primitive: a skipped test (exit 4), reported.
-        Err(e) if crate::ipc::lacks_kernel_feature(&e) => {
-            ipc_test::failed_to_start(transport, &settings.plan, config, e)
-        }
-        Err(e) => return Err(CommandError::Runtime(e)),
-    };
-    if let Some(note) = &finished.facts.breaktrace_note {
-        eprintln!("latscope: break-trace limit crossed: {note}");
-    }
-    let mut report = ipc_test::assemble_report(vec![finished], sysinfo, warnings, &prep.memory);
-    prep.finish(&mut report);
-    drop(prep);
-    super::judge(&mut report, &settings.verdict.fail_if);
+        settings,
+        classic,
+    })
+}
 
-    let (console, json): (Box<dyn Exporter>, Box<dyn Exporter>) = match (settings.format, classic) {
-        (OutputFormat::Modern, _) => (Box::new(ModernConsole), Box::new(LatscopeJson)),
-        // semtest has no JSON of its own: the latscope report.
-        (OutputFormat::Classic, ClassicTool::Semtest) => {
-            (Box::new(ClassicSemtest), Box::new(LatscopeJson))
+struct PairTest<'a> {
+    transport: &'a dyn Transport,
+    settings: IpcSettings,
+    classic: ClassicTool,
+}
+
+impl PairTest<'_> {
+    fn classic_format(&self) -> bool {
+        self.settings.format == OutputFormat::Classic
+    }
+}
+
+impl Measurement for PairTest<'_> {
+    fn plan(&self) -> Plan {
+        let settings = &self.settings;
+        let presentation = match (self.classic_format(), self.classic) {
+            (false, _) => Presentation::modern(Box::new(ModernConsole)),
+            // semtest has no JSON of its own: the latscope report.
+            (true, ClassicTool::Semtest) => Presentation {
+                console: Box::new(ClassicSemtest),
+                classic: true,
+                json: Box::new(LatscopeJson),
+            },
+            (true, ClassicTool::RtTests(flavor)) => Presentation {
+                console: Box::new(ClassicRtTests::new(flavor)),
+                classic: true,
+                json: Box::new(RtTestsJson::new(flavor)),
+            },
+        };
+        Plan {
+            prepare: PrepareSpec {
+                lock_memory: settings.lock_memory,
+                require_mlock: true,
+                hold_dma_latency: settings.hold_dma_latency,
+                loads: settings.verdict.loads.clone(),
+                cpus: ipc_run::cpus_of(&settings.plan.pairs),
+            },
+            fail_if: settings.verdict.fail_if.clone(),
+            outputs: settings.verdict.outputs.clone(),
+            presentation,
         }
-        (OutputFormat::Classic, ClassicTool::RtTests(flavor)) => (
-            Box::new(ClassicRtTests::new(flavor)),
-            Box::new(RtTestsJson::new(flavor)),
-        ),
-    };
-    deliver(
-        &report,
-        console.as_ref(),
-        classic_format,
-        json.as_ref(),
-        &settings.verdict.outputs,
-    )
-    .map_err(CommandError::Runtime)?;
-    Ok(report.exit_code)
+    }
+
+    fn check(&self) -> Result<(), CommandError> {
+        pipeline::check_spike_tracing(self.settings.trace_spikes_us)
+    }
+
+    fn measure(&mut self, run: &mut Run<'_>) -> Result<Vec<FinishedTest>, CommandError> {
+        let settings = &self.settings;
+        let breaktrace = match settings.breaktrace_us {
+            None => None,
+            Some(_) => match BreakTrace::open() {
+                Ok(t) => Some(t),
+                Err(why) => {
+                    run.warn(format!("-b: {why}; the run still stops at the limit"));
+                    None
+                }
+            },
+        };
+        let config = ipc_run::config_of(settings, run.prep);
+        let mut progress: Box<dyn Progress> =
+            match self.classic {
+                ClassicTool::RtTests(flavor) if self.classic_format() => Box::new(
+                    ClassicLive::new(&settings.plan.pairs, flavor, settings.verdict.quiet),
+                ),
+                _ => Box::new(LiveLine::new(self.transport.name(), settings.verdict.quiet)),
+            };
+        let finished = match ipc_run::run(IpcTest {
+            transport: self.transport,
+            plan: RunPlan {
+                // Peer processes lock their memory when this process could.
+                lock_memory: run.prep.memory.is_locked(),
+                ..settings.plan.clone()
+            },
+            config: config.clone(),
+            breaktrace,
+            progress: progress.as_mut(),
+        }) {
+            Ok(finished) => finished,
+            // The kernel lacks the primitive: a skipped test (exit 4), reported.
+            Err(e) if crate::ipc::lacks_kernel_feature(&e) => {
+                ipc_run::failed_to_start(self.transport, &settings.plan, config, e)
+            }
+            Err(e) => return Err(CommandError::Runtime(e)),
+        };
+        if let Some(note) = &finished.facts.breaktrace_note {
+            eprintln!("latscope: break-trace limit crossed: {note}");
+        }
+        Ok(vec![finished])
+    }
 }

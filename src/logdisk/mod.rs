@@ -10,6 +10,7 @@
 
 pub mod bandwidth;
 pub mod files;
+pub mod private_dir;
 pub mod writer;
 
 use crate::report::EndReason;

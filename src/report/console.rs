@@ -338,15 +338,15 @@ context: worst wake-up latency 5.00 us: within what PREEMPT_RT on bare metal kee
     fn threshold_verdict_names_series_and_threshold() {
         let mut report = sample_report();
         let parse = |t: &str| crate::threshold::parse(t).unwrap();
-        crate::commands::judge(&mut report, &[parse("max>4us"), parse("avg>1h")]);
-        assert_eq!(report.exit_code, crate::commands::EXIT_LIMIT);
+        crate::pipeline::judge(&mut report, &[parse("max>4us"), parse("avg>1h")]);
+        assert_eq!(report.exit_code, crate::pipeline::EXIT_LIMIT);
         let mut buf = Vec::new();
         write_footer(&report, &mut buf).unwrap();
         assert_eq!(
             String::from_utf8(buf).unwrap(),
             "warning: kernel is not PREEMPT_RT\ncontext: worst wake-up latency 5.00 us: within what PREEMPT_RT on bare metal keeps (tens of us) (docs/interpreting.md)\nFAIL: mq pair 0: max>4us crossed (max = 5.00 us)\n"
         );
-        crate::commands::judge(&mut report, &[parse("avg>1h")]);
+        crate::pipeline::judge(&mut report, &[parse("avg>1h")]);
         assert_eq!(report.exit_code, 0);
         let mut buf = Vec::new();
         write_footer(&report, &mut buf).unwrap();

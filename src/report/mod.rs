@@ -16,6 +16,7 @@ pub mod csv_logdisk;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod overview;
 pub mod plots;
 pub mod spikes;
 

@@ -1,7 +1,9 @@
-//! Live progress on a terminal, once a second, read from atomics (the
-//! measuring threads never print): a status line on stderr, or in classic mode
-//! the rt-tests tool's own block, redrawn in place on stdout as the tool does.
+//! The IPC tests' live progress on a terminal, once a second, read from
+//! atomics (the measuring threads never print): a status line on stderr, or in
+//! classic mode the rt-tests tool's own block, redrawn in place on stdout as
+//! the tool does.
 
+use super::status::StatusLine;
 use crate::ipc::harness::{PairLive, PairPlan, Progress};
 use crate::report::classic_rt_tests::{ClassicPair, RtTestsFlavor, pair_lines};
 use crate::units::format_ns;
@@ -9,10 +11,10 @@ use std::io::{IsTerminal, Write};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+/// The modern live display of an IPC test: one status line a second.
 pub struct LiveLine {
     label: String,
-    enabled: bool,
-    printed: bool,
+    line: StatusLine,
 }
 
 impl LiveLine {
@@ -20,15 +22,14 @@ impl LiveLine {
     pub fn new(label: &str, quiet: bool) -> LiveLine {
         LiveLine {
             label: label.to_string(),
-            enabled: !quiet && std::io::stderr().is_terminal(),
-            printed: false,
+            line: StatusLine::new(quiet),
         }
     }
 }
 
 impl Progress for LiveLine {
     fn tick(&mut self, elapsed: Duration, live: &[PairLive]) {
-        if !self.enabled {
+        if !self.line.enabled() {
             return;
         }
         let samples: u64 = live.iter().map(|l| l.samples.load(Ordering::Relaxed)).sum();
@@ -48,25 +49,18 @@ impl Progress for LiveLine {
             .iter()
             .map(|l| l.overruns.load(Ordering::Relaxed))
             .sum();
-        let mut err = std::io::stderr().lock();
-        let _ = write!(
-            err,
-            "\r\x1b[2K[{:>4}s] {}: {} pairs, {samples} samples, cur {}, max {}, timeouts {timeouts}, overruns {overruns}",
+        self.line.show(&format!(
+            "[{:>4}s] {}: {} pairs, {samples} samples, cur {}, max {}, timeouts {timeouts}, overruns {overruns}",
             elapsed.as_secs(),
             self.label,
             live.len(),
             format_ns(last as i64),
             format_ns(worst as i64),
-        );
-        let _ = err.flush();
-        self.printed = true;
+        ));
     }
 
     fn finish(&mut self) {
-        if self.printed {
-            clear_status_line();
-            self.printed = false;
-        }
+        self.line.clear();
     }
 }
 
@@ -143,11 +137,4 @@ impl Progress for ClassicLive {
             self.lines_on_screen = 0;
         }
     }
-}
-
-/// Erases a status line drawn on stderr (the cursor is left at its start).
-pub fn clear_status_line() {
-    let mut err = std::io::stderr().lock();
-    let _ = write!(err, "\r\x1b[2K");
-    let _ = err.flush();
 }

@@ -1,96 +1,19 @@
-//! Running one IPC latency test and turning its outcome into report data;
-//! shared by `latscope mq` and `latscope suite`.
+//! One IPC latency test, or a sequence of them, run and turned into report
+//! data; shared by the pair commands (`mq`, `sem`, ...), `ipc` and `suite`.
 
-use super::background::Background;
-use super::validity::{self, CpuWindow, RunFacts};
-use crate::ipc::Transport;
-use crate::ipc::harness::{self, PairOutcome, PairPlan, Progress, RunPlan};
-use crate::load::LoadSpec;
+use crate::ipc::harness::{self, EndReason, Mode, PairOutcome, PairPlan, Progress, RunPlan, Tasks};
+use crate::ipc::{Transport, transport_named};
+use crate::live::ipc::LiveLine;
+use crate::pipeline::{CommandError, CpuWindow, FinishedTest, Preparation, RunFacts};
 use crate::report::{
-    ConfigDetail, IpcConfig, IpcPair, Report, SCHEMA_NAME, SCHEMA_VERSION, Series, SeriesDetail,
-    TestConfig, TestResult, Tool,
+    ConfigDetail, IpcConfig, IpcPair, Series, SeriesDetail, TestConfig, TestResult,
 };
-use crate::rt::dma_latency::DmaLatency;
 use crate::rt::sched;
-use crate::rt::sysinfo::{self, SysInfo};
 use crate::rt::tracefs::BreakTrace;
-use crate::settings::IpcSettings;
+use crate::settings::{IpcSettings, PairLayout};
 use crate::stats::LatencyRecorder;
-use std::time::{Duration, SystemTime};
-
-/// Whether `mlockall` is in force, for the report and the validity checks.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MemoryLock {
-    Locked,
-    NotRequested,
-    Failed(String),
-}
-
-impl MemoryLock {
-    pub fn is_locked(&self) -> bool {
-        *self == MemoryLock::Locked
-    }
-}
-
-/// Process-wide preparation for measuring, with what it achieved; every
-/// command goes through it.
-pub struct Preparation {
-    pub memory: MemoryLock,
-    pub dma_latency: DmaLatency,
-    pub warnings: Vec<String>,
-    /// The `--load` generators and the kernel-log follower.
-    pub background: Background,
-}
-
-impl Preparation {
-    /// Locks memory, holds `/dev/cpu_dma_latency`, follows the kernel log
-    /// and starts the `loads` on the `measured_cpus`. With `require_mlock`, a
-    /// failing mlockall is an error (exit 1); otherwise the run goes on and the
-    /// report says so. Call it from the main thread: the loads' parent-death
-    /// signal is tied to the thread that starts them.
-    pub fn apply(
-        lock_memory: bool,
-        require_mlock: bool,
-        hold_dma: bool,
-        loads: &[LoadSpec],
-        measured_cpus: &[usize],
-    ) -> Result<Preparation, String> {
-        let mut warnings = Vec::new();
-        let memory = if lock_memory {
-            match sched::lock_all_memory() {
-                Ok(()) => MemoryLock::Locked,
-                Err(e) if require_mlock => return Err(e),
-                Err(e) => MemoryLock::Failed(e),
-            }
-        } else {
-            MemoryLock::NotRequested
-        };
-        let dma_latency = if hold_dma {
-            DmaLatency::request_zero()
-        } else {
-            DmaLatency::NotRequested
-        };
-        if let DmaLatency::Unavailable(why) = &dma_latency {
-            warnings.push(format!(
-                "could not hold {} at 0 ({why}): CPU idle-state exits may add latency",
-                crate::rt::dma_latency::PATH
-            ));
-        }
-        let background = Background::start(loads, measured_cpus)?;
-        Ok(Preparation {
-            memory,
-            dma_latency,
-            warnings,
-            background,
-        })
-    }
-
-    /// After the last sample, before the results are shown: stops the loads
-    /// and the kernel-log follower and records them in `report`.
-    pub fn finish(&mut self, report: &mut Report) {
-        self.background.finish_into(report);
-    }
-}
+use crate::units::format_duration;
+use std::time::Duration;
 
 /// The CPUs the pairs run on: their pinned CPUs, or every usable CPU when
 /// one of them is left to the scheduler.
@@ -117,16 +40,6 @@ pub struct IpcTest<'a> {
     pub breaktrace: Option<BreakTrace>,
     /// Shows the run while it goes on (or not).
     pub progress: &'a mut dyn Progress,
-}
-
-/// A finished IPC test: report data plus the facts the validity checks need.
-#[derive(Clone)]
-pub struct FinishedTest {
-    pub result: TestResult,
-    pub started: SystemTime,
-    pub ended: SystemTime,
-    pub elapsed: Duration,
-    pub facts: RunFacts,
 }
 
 pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, String> {
@@ -222,24 +135,6 @@ pub fn failed_to_start(
     )
 }
 
-impl FinishedTest {
-    /// A test that ended before measuring (its `result` says why), so that
-    /// a sequence can report it and go on.
-    pub fn not_started(result: TestResult, realtime_policy: bool) -> FinishedTest {
-        let now = SystemTime::now();
-        FinishedTest {
-            result,
-            started: now,
-            ended: now,
-            elapsed: Duration::ZERO,
-            facts: RunFacts {
-                realtime_policy,
-                ..RunFacts::default()
-            },
-        }
-    }
-}
-
 fn series_of(index: usize, p: &PairOutcome) -> Series {
     let mut cpus = vec![p.recorder_cpu];
     if p.peer_cpu != p.recorder_cpu {
@@ -267,56 +162,6 @@ fn series_of(index: usize, p: &PairOutcome) -> Series {
             resources: p.resource_names.clone(),
         }),
     }
-}
-
-/// Builds the report of a command from its finished tests, with the
-/// validity warnings of the tests whose figures depend on scheduling.
-pub fn assemble_report(
-    tests: Vec<FinishedTest>,
-    sysinfo: SysInfo,
-    mut warnings: Vec<String>,
-    memory: &MemoryLock,
-) -> Report {
-    let facts: Vec<RunFacts> = tests
-        .iter()
-        .filter(|t| !t.facts.scheduling_free)
-        .map(|t| t.facts.clone())
-        .collect();
-    if !facts.is_empty() {
-        for w in validity::warnings(&sysinfo, &RunFacts::combine(&facts), memory) {
-            if !warnings.contains(&w) {
-                warnings.push(w);
-            }
-        }
-    }
-    build_report(tests, sysinfo, warnings)
-}
-
-/// Builds the report of finished tests with these warnings and no others.
-pub fn build_report(tests: Vec<FinishedTest>, sysinfo: SysInfo, warnings: Vec<String>) -> Report {
-    let started = tests.first().map_or_else(SystemTime::now, |t| t.started);
-    let ended = tests.last().map_or_else(SystemTime::now, |t| t.ended);
-    let mut report = Report {
-        schema: SCHEMA_NAME.to_string(),
-        schema_version: SCHEMA_VERSION,
-        tool: Tool::this(),
-        // Lossy: a non-UTF-8 argument (a file name, say) must not cost the results.
-        command_line: std::env::args_os()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect(),
-        start_time: sysinfo::rfc3339(started),
-        end_time: sysinfo::rfc3339(ended),
-        duration_s: tests.iter().map(|t| t.elapsed.as_secs_f64()).sum(),
-        sysinfo,
-        tests: tests.into_iter().map(|t| t.result).collect(),
-        warnings,
-        thresholds: Vec::new(),
-        loads: Vec::new(),
-        kernel_log: Default::default(),
-        exit_code: 0,
-    };
-    report.exit_code = super::exit_code_for(&report);
-    report
 }
 
 /// The report's record of a single IPC test's settings.
@@ -348,9 +193,171 @@ pub fn secs(d: Option<Duration>) -> Option<f64> {
     d.map(|d| d.as_secs_f64())
 }
 
+/// `--fork` with a primitive that cannot connect two processes is bad usage.
+pub fn check_fork(
+    transport: &dyn crate::ipc::Transport,
+    tasks: crate::ipc::harness::Tasks,
+) -> Result<(), crate::settings::UsageError> {
+    if tasks == crate::ipc::harness::Tasks::Processes && !transport.crosses_processes() {
+        return Err(crate::settings::UsageError(format!(
+            "{} cannot connect two processes: run it without -f/--fork",
+            transport.name()
+        )));
+    }
+    Ok(())
+}
+
+/// Interval when -i is not given: pmqtest's usual `-i100`.
+pub const DEFAULT_INTERVAL_US: u64 = 100;
+/// Priority when -p is not given and real-time scheduling is allowed.
+pub const DEFAULT_RT_PRIORITY: u64 = 99;
+
+/// One test of a sequence: a primitive in one mode with its plan.
+pub struct SequenceItem {
+    pub transport: Box<dyn Transport>,
+    pub plan: RunPlan,
+    pub config: TestConfig,
+}
+
+/// Time kept back per test still to run when a sequence has a total budget:
+/// starting and stopping the tasks of one test takes a few milliseconds.
+const SETUP_RESERVE: Duration = Duration::from_millis(40);
+
+/// Runs the items one after another. A primitive that cannot start (a
+/// missing kernel feature, a limit) is reported as a failed test and the
+/// sequence goes on; an interrupt ends the sequence with what was measured.
+/// With `budget`, each test gets a fair share of the time left when it starts,
+/// so that the whole sequence ends within the budget.
+/// `after_each` sees the tests finished so far after each one.
+pub fn run_sequence(
+    items: Vec<SequenceItem>,
+    budget: Option<Duration>,
+    quiet: bool,
+    after_each: &mut dyn FnMut(&[FinishedTest]),
+) -> Vec<FinishedTest> {
+    let started = std::time::Instant::now();
+    let count = items.len();
+    let mut finished = Vec::new();
+    for (index, mut item) in items.into_iter().enumerate() {
+        if let Some(budget) = budget {
+            let left = (count - index) as u32;
+            let share = budget
+                .saturating_sub(started.elapsed())
+                .saturating_sub(SETUP_RESERVE * left)
+                / left;
+            let share = share.max(Duration::from_millis(10));
+            item.plan.duration = Some(share);
+            item.config.duration_s = secs(Some(share));
+        }
+        let name = item.transport.name();
+        if !quiet {
+            eprintln!(
+                "latscope: running {name} ({}, {}) ...",
+                item.plan.mode.as_str(),
+                item.plan
+                    .duration
+                    .map_or("until its loops are done".to_string(), |d| format!(
+                        "for {}",
+                        format_duration(d)
+                    ))
+            );
+        }
+        let mut progress = LiveLine::new(name, quiet);
+        let plan = item.plan.clone();
+        let config = item.config.clone();
+        let done = run(IpcTest {
+            transport: item.transport.as_ref(),
+            plan: item.plan,
+            config: item.config,
+            breaktrace: None,
+            progress: &mut progress,
+        })
+        .unwrap_or_else(|e| failed_to_start(item.transport.as_ref(), &plan, config, e));
+        let interrupted = done.result.end_reason == EndReason::Interrupted;
+        finished.push(done);
+        after_each(&finished);
+        if interrupted {
+            break;
+        }
+    }
+    finished
+}
+
+/// What a sequence of tests shares: every primitive in every mode runs with
+/// these settings.
+pub struct SequenceSpec<'a> {
+    pub primitives: &'a [&'a str],
+    pub modes: &'a [Mode],
+    pub layout: &'a PairLayout,
+    /// Interval, distance (us) and loops.
+    pub timing: (u64, u64, Option<u64>),
+    pub tasks: Tasks,
+    pub cross_cpu: bool,
+    pub per_test: Option<Duration>,
+    pub max_latency_us: Option<u64>,
+    /// `--trace-spikes` (ns): every test traces its samples above it.
+    pub spike_threshold_ns: Option<u64>,
+    pub prep: &'a Preparation,
+}
+
+/// The tests of a sequence, each primitive in each mode, with the plan and
+/// the report's record of its settings.
+pub fn sequence(spec: &SequenceSpec<'_>) -> Result<Vec<SequenceItem>, CommandError> {
+    let (interval_us, distance_us, loops) = spec.timing;
+    let pairs = spec
+        .layout
+        .pairs(interval_us, distance_us, loops, spec.cross_cpu)?;
+    let mut items = Vec::new();
+    for &name in spec.primitives {
+        for &mode in spec.modes {
+            let transport = transport_named(name).ok_or_else(|| {
+                CommandError::Runtime(format!("primitive {name} is not built in"))
+            })?;
+            check_fork(transport.as_ref(), spec.tasks)?;
+            let plan = RunPlan {
+                pairs: pairs.clone(),
+                mode,
+                tasks: spec.tasks,
+                duration: spec.per_test,
+                limit_ns: spec.max_latency_us.map(|us| us.saturating_mul(1000)),
+                lock_memory: spec.prep.memory.is_locked(),
+                spike_threshold_ns: spec.spike_threshold_ns,
+                ..RunPlan::default()
+            };
+            let config = TestConfig {
+                policy: spec.layout.policy.to_string(),
+                priority: spec.layout.priority,
+                loops,
+                duration_s: secs(plan.duration),
+                max_latency_us: spec.max_latency_us,
+                mlockall: spec.prep.memory.is_locked(),
+                cpu_dma_latency: spec.prep.dma_latency.describe(),
+                detail: ConfigDetail::Ipc(IpcConfig {
+                    pairs: plan.pairs.len(),
+                    tasks: spec.tasks.as_str().to_string(),
+                    cross_cpu: spec.cross_cpu,
+                    same_priority: spec.layout.same_priority,
+                    interval_us,
+                    distance_us,
+                    receive_timeout_s: None,
+                    forced_send_delay_s: None,
+                    breaktrace_us: None,
+                }),
+            };
+            items.push(SequenceItem {
+                transport,
+                plan,
+                config,
+            });
+        }
+    }
+    Ok(items)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pipeline::{MemoryLock, assemble_report};
     use crate::report::EndReason;
 
     #[test]
@@ -381,8 +388,8 @@ mod tests {
             vec![],
             &MemoryLock::Locked,
         );
-        assert_eq!(report.exit_code, crate::commands::EXIT_SKIPPED);
+        assert_eq!(report.exit_code, crate::pipeline::EXIT_SKIPPED);
         let both = assemble_report(vec![skipped, failed], sys, vec![], &MemoryLock::Locked);
-        assert_eq!(both.exit_code, crate::commands::EXIT_RUNTIME);
+        assert_eq!(both.exit_code, crate::pipeline::EXIT_RUNTIME);
     }
 }

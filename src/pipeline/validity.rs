@@ -1,7 +1,7 @@
 //! Warnings that say when the numbers cannot mean what a real-time user
 //! expects. They end the console output and are part of the JSON report.
 
-use super::ipc_test::MemoryLock;
+use super::prepare::MemoryLock;
 use crate::doctor::cpu_list;
 use crate::load::cpu_time;
 use crate::rt::sysinfo::{self, CpuTimes, SysInfo, parse_cpu_list};

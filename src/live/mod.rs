@@ -1,0 +1,8 @@
+//! What people see while a test runs: status lines on a terminal and the
+//! original tools' live lines. Read from atomics and channels the measuring
+//! threads fill; nothing here runs on a measuring thread.
+
+pub mod ipc;
+pub mod logdisk;
+pub mod status;
+pub mod timer;

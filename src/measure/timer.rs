@@ -1,0 +1,203 @@
+//! The timer test run and turned into report data: shared by `latscope
+//! timer` and `latscope suite`.
+
+use crate::pipeline::{CpuWindow, FinishedTest, Preparation, RunFacts};
+use crate::report::{
+    ConfigDetail, Series, SeriesDetail, TestConfig, TestResult, TimerConfig, TimerThread,
+};
+use crate::rt::signals::wait_for_stop_signal;
+use crate::settings::timer::TimerSettings;
+use crate::stats::LatencyRecorder;
+use crate::timer::{self, Figure, TimerOutcome, TimerPlan, TimerProgress};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::SystemTime;
+
+/// What one sample spans, for the report.
+pub fn description(figure: Figure, wake: timer::WakeMethod) -> String {
+    let what = match figure {
+        Figure::User => "clock read after waking",
+        Figure::Thread => "thread scheduled in (kernel trace)",
+        Figure::Irq => "timer interrupt handler (kernel trace)",
+    };
+    format!("periodic wake-up, {}: {what} - expiry", wake.as_str())
+}
+
+pub fn plan_of(settings: &TimerSettings, stop: Arc<AtomicBool>) -> TimerPlan {
+    TimerPlan {
+        cpus: settings.cpus.clone(),
+        policy: settings.policy,
+        priority: settings.priority,
+        period_ns: settings.period_us * 1000,
+        wake: settings.wake,
+        warmup_loops: settings.warmup_loops,
+        duration_ns: settings.duration.map(crate::rt::clock::duration_ns),
+        histogram_cells: settings.histogram_cells,
+        bucket_ns: settings.bucket_ns,
+        limit_ns: settings
+            .max_latency_us
+            .map(|us| us.saturating_mul(1000).min(i64::MAX as u64) as i64),
+        freeze_trace: settings.freeze_trace,
+        break_on_switch: settings.break_on_switch,
+        breakdown: settings.breakdown,
+        spike_threshold_ns: settings.trace_spikes_us.map(|us| us.saturating_mul(1000)),
+        figure: settings.figure,
+        stop,
+    }
+}
+
+pub fn config_of(settings: &TimerSettings, plan: &TimerPlan, prep: &Preparation) -> TestConfig {
+    TestConfig {
+        policy: settings.policy.to_string(),
+        priority: settings.priority,
+        loops: None,
+        duration_s: settings.duration.map(|d| d.as_secs_f64()),
+        max_latency_us: settings.max_latency_us,
+        mlockall: prep.memory.is_locked(),
+        cpu_dma_latency: prep.dma_latency.describe(),
+        detail: ConfigDetail::Timer(TimerConfig {
+            cpus: settings.cpus.clone(),
+            period_us: settings.period_us,
+            wake: settings.wake.as_str().to_string(),
+            figure: settings.figure.as_str().to_string(),
+            test_mode: settings.figure.test_mode() as u8,
+            warmup_loops: settings.warmup_loops,
+            samples_per_loop: plan.samples_per_loop(),
+            histogram_cells: settings.histogram_cells,
+            bucket_ns: settings.bucket_ns,
+            breakdown: settings.breakdown,
+            freeze_trace: settings.freeze_trace,
+            break_on_switch: settings.break_on_switch,
+        }),
+    }
+}
+
+/// Measures with `settings` and returns the finished test (report data and
+/// the facts for the validity warnings), plus warnings of its own.
+pub fn measure(
+    settings: &TimerSettings,
+    prep: &Preparation,
+    progress: &mut dyn TimerProgress,
+) -> Result<(FinishedTest, Vec<String>, TimerOutcome), String> {
+    let plan = plan_of(settings, Arc::new(AtomicBool::new(false)));
+    let window = CpuWindow::open();
+    let started = SystemTime::now();
+    let outcome = timer::run(&plan, progress, &mut |timeout| {
+        wait_for_stop_signal(timeout).is_some()
+    })?;
+    let ended = SystemTime::now();
+    let cpu_use = window.close();
+    let mut overall = LatencyRecorder::signed();
+    let mut warnings = Vec::new();
+    let series: Vec<Series> = outcome
+        .threads
+        .iter()
+        .map(|t| {
+            overall.merge(&t.figure.recorder);
+            if let Some(b) = &t.breakdown
+                && b.without_sched_in > 0
+            {
+                warnings.push(format!(
+                    "CPU {}: the kernel traced no switch into the sampling thread for {} of {} wake-ups (on some kernels a CPU leaving its idle task emits no sched_switch): Sched covers the other {}, Return covers all",
+                    t.cpu,
+                    b.without_sched_in,
+                    b.traced_wakeups,
+                    b.traced_wakeups - b.without_sched_in
+                ));
+            }
+            if t.overruns > 0 {
+                warnings.push(format!(
+                    "the sampling thread on CPU {} missed {} periods (overruns): the period is too short for this machine, or real-time throttling or a higher-priority task stopped it",
+                    t.cpu, t.overruns
+                ));
+            }
+            Series {
+                label: format!("CPU {}", t.cpu),
+                cpus: vec![t.cpu],
+                pinned: true,
+                policy: settings.policy.to_string(),
+                priority: settings.priority,
+                overruns: t.overruns,
+                above_limit: t.above_limit,
+                latency: t.figure.recorder.summary(),
+                per_second: t.per_second.clone(),
+                per_second_dropped: t.per_second_dropped,
+                detail: SeriesDetail::TimerThread(Box::new(TimerThread {
+                    cpu: t.cpu,
+                    tid: t.tid,
+                    period_us: settings.period_us,
+                    loops: t.figure.loops_done(),
+                    msw: t.counters.total(),
+                    involuntary_switches: t.counters.involuntary_switches,
+                    major_faults: t.counters.major_faults,
+                    minor_faults: t.counters.minor_faults,
+                    histogram_all: t.figure.all.clone(),
+                    histogram_loop_min: t.figure.loop_min.clone(),
+                    histogram_loop_max: t.figure.loop_max.clone(),
+                    breakdown: t.breakdown.clone(),
+                })),
+            }
+        })
+        .collect();
+    if let Some(stats) = &outcome.trace_stats
+        && stats.events_lost > 0
+    {
+        warnings.push(format!(
+            "the kernel trace lost {} events (the reader fell behind): the breakdown misses some wake-ups",
+            stats.events_lost
+        ));
+    }
+    let (busy_fraction, own_cpu_seconds, load_fraction) = cpu_use.of(&settings.cpus);
+    let facts = RunFacts {
+        realtime_policy: settings.policy.is_realtime(),
+        cpus_used: settings.cpus.clone(),
+        busy_fraction,
+        own_cpu_seconds,
+        load_fraction,
+        elapsed: outcome.measured,
+        max_ns: overall.max(),
+        windows_dropped: series.iter().map(|s| s.per_second_dropped).sum(),
+        breaktrace_note: None,
+        scheduling_free: false,
+    };
+    let result = TestResult {
+        test: "timer".to_string(),
+        description: description(settings.figure, settings.wake),
+        mode: settings.figure.as_str().to_string(),
+        config: config_of(settings, &plan, prep),
+        end_reason: outcome.end_reason,
+        error: outcome.error.clone(),
+        overall: overall.summary(),
+        series,
+        overall_detail: None,
+        spikes: outcome.spikes.clone(),
+    };
+    let finished = FinishedTest {
+        result,
+        started,
+        ended,
+        elapsed: outcome.measured,
+        facts,
+    };
+    Ok((finished, warnings, outcome))
+}
+
+/// A timer test that could not run: reported with its error and no samples.
+pub fn failed(settings: &TimerSettings, prep: &Preparation, error: String) -> FinishedTest {
+    let plan = plan_of(settings, Arc::new(AtomicBool::new(true)));
+    FinishedTest::not_started(
+        TestResult {
+            test: "timer".to_string(),
+            description: description(settings.figure, settings.wake),
+            mode: settings.figure.as_str().to_string(),
+            config: config_of(settings, &plan, prep),
+            end_reason: crate::report::EndReason::Error,
+            error: Some(error),
+            overall: LatencyRecorder::new().summary(),
+            series: Vec::new(),
+            overall_detail: None,
+            spikes: None,
+        },
+        settings.policy.is_realtime(),
+    )
+}

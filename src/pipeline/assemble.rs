@@ -1,0 +1,86 @@
+//! Finished tests into one `Report`: the facts of the run, the tests'
+//! results, and the validity warnings that say what the figures cannot mean.
+
+use super::prepare::MemoryLock;
+use super::validity::{self, RunFacts};
+use crate::report::{Report, SCHEMA_NAME, SCHEMA_VERSION, TestResult, Tool};
+use crate::rt::sysinfo::{self, SysInfo};
+use std::time::{Duration, SystemTime};
+
+/// A finished IPC test: report data plus the facts the validity checks need.
+#[derive(Clone)]
+pub struct FinishedTest {
+    pub result: TestResult,
+    pub started: SystemTime,
+    pub ended: SystemTime,
+    pub elapsed: Duration,
+    pub facts: RunFacts,
+}
+
+impl FinishedTest {
+    /// A test that ended before measuring (its `result` says why), so that
+    /// a sequence can report it and go on.
+    pub fn not_started(result: TestResult, realtime_policy: bool) -> FinishedTest {
+        let now = SystemTime::now();
+        FinishedTest {
+            result,
+            started: now,
+            ended: now,
+            elapsed: Duration::ZERO,
+            facts: RunFacts {
+                realtime_policy,
+                ..RunFacts::default()
+            },
+        }
+    }
+}
+
+/// Builds the report of a command from its finished tests, with the
+/// validity warnings of the tests whose figures depend on scheduling.
+pub fn assemble_report(
+    tests: Vec<FinishedTest>,
+    sysinfo: SysInfo,
+    mut warnings: Vec<String>,
+    memory: &MemoryLock,
+) -> Report {
+    let facts: Vec<RunFacts> = tests
+        .iter()
+        .filter(|t| !t.facts.scheduling_free)
+        .map(|t| t.facts.clone())
+        .collect();
+    if !facts.is_empty() {
+        for w in validity::warnings(&sysinfo, &RunFacts::combine(&facts), memory) {
+            if !warnings.contains(&w) {
+                warnings.push(w);
+            }
+        }
+    }
+    build_report(tests, sysinfo, warnings)
+}
+
+/// Builds the report of finished tests with these warnings and no others.
+pub fn build_report(tests: Vec<FinishedTest>, sysinfo: SysInfo, warnings: Vec<String>) -> Report {
+    let started = tests.first().map_or_else(SystemTime::now, |t| t.started);
+    let ended = tests.last().map_or_else(SystemTime::now, |t| t.ended);
+    let mut report = Report {
+        schema: SCHEMA_NAME.to_string(),
+        schema_version: SCHEMA_VERSION,
+        tool: Tool::this(),
+        // Lossy: a non-UTF-8 argument (a file name, say) must not cost the results.
+        command_line: std::env::args_os()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        start_time: sysinfo::rfc3339(started),
+        end_time: sysinfo::rfc3339(ended),
+        duration_s: tests.iter().map(|t| t.elapsed.as_secs_f64()).sum(),
+        sysinfo,
+        tests: tests.into_iter().map(|t| t.result).collect(),
+        warnings,
+        thresholds: Vec::new(),
+        loads: Vec::new(),
+        kernel_log: Default::default(),
+        exit_code: 0,
+    };
+    report.exit_code = super::judge::exit_code_for(&report);
+    report
+}

@@ -1,0 +1,145 @@
+//! Delivering a finished report: the console for people, every output file
+//! (JSON, CSV, Markdown), and the one error line per failed test.
+
+use super::Presentation;
+use crate::report::csv::SeriesCsv;
+use crate::report::markdown::MarkdownTable;
+use crate::report::{Exporter, Report};
+use crate::settings::{JsonTarget, Outputs};
+use std::io::Write;
+
+/// Writes `report` with `exporter` to `target` (a file is written whole to a
+/// temporary name first, then renamed, so readers never see half a file and
+/// a rewrite replaces it atomically).
+pub fn write_output(
+    target: &JsonTarget,
+    exporter: &dyn Exporter,
+    report: &Report,
+) -> Result<(), String> {
+    write_with(target, &mut |out| exporter.write(report, out))
+}
+
+/// Writes what `write` produces to the target: standard output, or a file
+/// written whole to a temporary name first, then renamed.
+pub fn write_with(
+    target: &JsonTarget,
+    write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), String> {
+    match target {
+        JsonTarget::Stdout => {
+            let stdout = std::io::stdout();
+            let mut lock = stdout.lock();
+            write(&mut lock)
+                .and_then(|_| lock.flush())
+                .map_err(|e| format!("could not write to standard output: {e}"))
+        }
+        JsonTarget::File(path) => {
+            // Short, so that it fits wherever a valid name does (NAME_MAX).
+            let tmp = path.with_file_name(format!(".latscope-{}.tmp", std::process::id()));
+            let result = (|| {
+                // O_EXCL (which also refuses a symlink planted at that name):
+                // a root-run tool must not write through someone else's link.
+                let mut file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&tmp)?;
+                let mut buffered = std::io::BufWriter::new(&mut file);
+                write(&mut buffered)?;
+                buffered.flush()?;
+                drop(buffered);
+                file.sync_all()?;
+                std::fs::rename(&tmp, path)
+            })();
+            if result.is_err() {
+                let _ = std::fs::remove_file(&tmp);
+            }
+            result.map_err(|e| format!("could not write {}: {e}", path.display()))
+        }
+    }
+}
+
+/// Writes the report to every output file of `outputs` (not to standard
+/// output): what `suite` does after each test, so that the results so far
+/// survive a later test's crash. Failures are warnings: the final
+/// `deliver` reports them as errors.
+pub fn write_files(outputs: &Outputs, json: &dyn Exporter, report: &Report) {
+    for (option, target, exporter) in exporters(outputs, json) {
+        if matches!(target, JsonTarget::File(_))
+            && let Err(e) = write_output(target, exporter, report)
+        {
+            eprintln!("latscope: warning: {option}: {e}");
+        }
+    }
+}
+
+/// Each requested output with the exporter that writes it.
+fn exporters<'a>(
+    outputs: &'a Outputs,
+    json: &'a dyn Exporter,
+) -> Vec<(&'static str, &'a JsonTarget, &'a dyn Exporter)> {
+    // In the order of `Outputs::named`.
+    let formats: [&dyn Exporter; 3] = [json, &SeriesCsv, &MarkdownTable];
+    outputs
+        .named()
+        .into_iter()
+        .zip(formats)
+        .filter_map(|((option, target), exporter)| Some((option, target?, exporter)))
+        .collect()
+}
+
+/// Shows the report and writes its output files. People get the
+/// presentation's console on standard output; when one output (`--json -`,
+/// `--csv -`, `--markdown -`) owns standard output instead, the warnings and
+/// verdict go to standard error. A classic console (which must stay
+/// byte-exact) sends them to standard error anyway. Run-time errors of the
+/// tests end up as `latscope: error:` lines on stderr.
+pub fn deliver(
+    report: &Report,
+    presentation: &Presentation,
+    outputs: &Outputs,
+) -> Result<(), String> {
+    let Presentation {
+        console,
+        classic: footer_to_stderr,
+        json,
+    } = presentation;
+    let (console, json) = (console.as_ref(), json.as_ref());
+    let footer_to_stderr = *footer_to_stderr;
+    let stdout_taken = outputs.to_stdout();
+    if !stdout_taken {
+        print(console, report);
+    }
+    if footer_to_stderr || stdout_taken {
+        let _ = crate::report::console::write_footer(report, &mut std::io::stderr());
+    }
+    let mut failed = Vec::new();
+    for (option, target, exporter) in exporters(outputs, json) {
+        if let Err(e) = write_output(target, exporter, report) {
+            failed.push(format!("{option}: {e}"));
+        }
+    }
+    // A test that failed while running: its results are shown above; the
+    // failure itself is the one error line a script sees on stderr (exit 1).
+    for test in &report.tests {
+        match (&test.error, test.end_reason) {
+            (Some(e), crate::report::EndReason::Skipped) => {
+                eprintln!("latscope: {} skipped: {e}", test.test)
+            }
+            (Some(e), _) => eprintln!("latscope: error: {} failed while running: {e}", test.test),
+            (None, _) => {}
+        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(failed.join("; "))
+    }
+}
+
+/// Prints with `exporter` to standard output, ignoring a closed pipe.
+pub fn print(exporter: &dyn Exporter, report: &Report) {
+    let stdout = std::io::stdout();
+    let mut lock = stdout.lock();
+    let _ = exporter.write(report, &mut lock);
+    let _ = lock.flush();
+}

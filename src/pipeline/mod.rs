@@ -1,0 +1,168 @@
+//! The one run sequence every measuring command goes through:
+//!
+//! 1. **check** what the command needs of the machine (kernel tracing, ...),
+//!    before anything is set up;
+//! 2. collect the **machine facts** (`SysInfo`, with the doctor's checks);
+//! 3. **prepare** the process (mlockall, `/dev/cpu_dma_latency`, the `--load`
+//!    generators, the kernel-log follower);
+//! 4. **measure**: the command's own part, which returns finished tests (and
+//!    may write the results so far after each one: `Run::checkpoint`);
+//! 5. **assemble** one `Report` with the validity warnings;
+//! 6. stop what runs beside the test and record it, **judge** (thresholds,
+//!    exit code), **deliver** (console, output files, the command's extra
+//!    files).
+//!
+//! A command supplies a `Measurement`: its settings, its measure function
+//! (usually one from `crate::measure`) and how its report is shown.
+
+mod assemble;
+mod background;
+mod deliver;
+mod judge;
+mod prepare;
+mod validity;
+
+pub use assemble::{FinishedTest, assemble_report, build_report};
+pub use deliver::{deliver, print, write_files, write_output, write_with};
+pub use judge::{
+    EXIT_LIMIT, EXIT_OK, EXIT_RUNTIME, EXIT_SKIPPED, EXIT_USAGE, exit_code_for, judge,
+};
+pub use prepare::{MemoryLock, Preparation, PrepareSpec};
+pub use validity::{CpuWindow, RunFacts};
+
+use crate::report::json::LatscopeJson;
+use crate::report::{Exporter, Report};
+use crate::rt::sysinfo::SysInfo;
+use crate::settings::{Outputs, UsageError};
+use crate::threshold::Threshold;
+
+/// How a command failed: usage errors exit 2 before measuring, run-time errors exit 1.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    #[error("{0}")]
+    Usage(#[from] UsageError),
+    #[error("{0}")]
+    Runtime(String),
+}
+
+/// How a command shows its report.
+pub struct Presentation {
+    /// What people see on standard output at the end.
+    pub console: Box<dyn Exporter>,
+    /// The console is an original tool's exact output: latscope's warnings
+    /// and verdict go to standard error so that it stays byte-exact.
+    pub classic: bool,
+    /// The layout of `--json` (latscope's, or the original tool's).
+    pub json: Box<dyn Exporter>,
+}
+
+impl Presentation {
+    /// latscope's own console exporter and JSON layout.
+    pub fn modern(console: Box<dyn Exporter>) -> Presentation {
+        Presentation {
+            console,
+            classic: false,
+            json: Box::new(LatscopeJson),
+        }
+    }
+}
+
+/// What a measuring command declares up front.
+pub struct Plan {
+    pub prepare: PrepareSpec,
+    /// `--fail-if` thresholds, held against every series at the end.
+    pub fail_if: Vec<Threshold>,
+    pub outputs: Outputs,
+    pub presentation: Presentation,
+}
+
+/// A measuring command, as the pipeline runs it.
+pub trait Measurement {
+    /// What to prepare, judge and deliver.
+    fn plan(&self) -> Plan;
+
+    /// Checks that must pass before anything is set up or measured.
+    fn check(&self) -> Result<(), CommandError> {
+        Ok(())
+    }
+
+    /// Measures on the prepared process: the finished tests, in order.
+    fn measure(&mut self, run: &mut Run<'_>) -> Result<Vec<FinishedTest>, CommandError>;
+
+    /// Files only this command writes (`timer -g`, `logdisk --csv`), after
+    /// the report was delivered.
+    fn write_extras(&self, _report: &Report) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// What the measure step sees of the run: the prepared process, the machine
+/// facts, and the warnings so far (the preparation's first).
+pub struct Run<'a> {
+    pub prep: &'a Preparation,
+    pub sysinfo: &'a SysInfo,
+    warnings: Vec<String>,
+    outputs: &'a Outputs,
+    json: &'a dyn Exporter,
+}
+
+impl Run<'_> {
+    /// A warning that ends up in the report.
+    pub fn warn(&mut self, warning: String) {
+        self.warnings.push(warning);
+    }
+
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Writes every output file with the tests finished so far (not standard
+    /// output): a crash or interrupt of a later test keeps the earlier
+    /// results. Failures are warnings here; the final delivery reports them.
+    pub fn checkpoint(&self, done: &[FinishedTest]) {
+        let mut report = assemble_report(
+            done.to_vec(),
+            self.sysinfo.clone(),
+            self.warnings.clone(),
+            &self.prep.memory,
+        );
+        self.prep.background.record_into(&mut report);
+        write_files(self.outputs, self.json, &report);
+    }
+}
+
+/// With `--trace-spikes`: whether this machine can trace, checked before
+/// anything is set up or measured (root, tracefs, the events).
+pub fn check_spike_tracing(threshold_us: Option<u64>) -> Result<(), CommandError> {
+    if threshold_us.is_some() {
+        crate::spikes::check_available().map_err(|e| {
+            CommandError::Runtime(format!("--trace-spikes needs kernel tracing: {e}"))
+        })?;
+    }
+    Ok(())
+}
+
+/// Runs `measurement` through the whole sequence and returns the exit code.
+pub fn run(measurement: &mut dyn Measurement) -> Result<i32, CommandError> {
+    let plan = measurement.plan();
+    measurement.check()?;
+    let sysinfo = SysInfo::collect();
+    let mut prep = Preparation::apply(&plan.prepare).map_err(CommandError::Runtime)?;
+    let mut run = Run {
+        prep: &prep,
+        sysinfo: &sysinfo,
+        warnings: prep.warnings.clone(),
+        outputs: &plan.outputs,
+        json: plan.presentation.json.as_ref(),
+    };
+    let tests = measurement.measure(&mut run)?;
+    let warnings = run.warnings;
+    let mut report = assemble_report(tests, sysinfo, warnings, &prep.memory);
+    prep.finish(&mut report);
+    drop(prep);
+    judge(&mut report, &plan.fail_if);
+    let delivered = deliver(&report, &plan.presentation, &plan.outputs);
+    let extras = measurement.write_extras(&report);
+    delivered.and(extras).map_err(CommandError::Runtime)?;
+    Ok(report.exit_code)
+}

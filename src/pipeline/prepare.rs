@@ -1,0 +1,100 @@
+//! Preparing the process for measuring and undoing it: memory locked,
+//! `/dev/cpu_dma_latency` held, and what runs beside the test (the `--load`
+//! generators, the kernel-log follower).
+
+use super::background::Background;
+use crate::load::LoadSpec;
+use crate::report::Report;
+use crate::rt::dma_latency::DmaLatency;
+use crate::rt::sched;
+
+/// What a command asks of the process before its first sample.
+#[derive(Debug, Clone, Default)]
+pub struct PrepareSpec {
+    /// `mlockall` (off with `--no-mlockall`; off for disk writes).
+    pub lock_memory: bool,
+    /// A failing `mlockall` ends the run (exit 1) instead of being reported.
+    pub require_mlock: bool,
+    /// Hold `/dev/cpu_dma_latency` at 0 (off with `--no-dma-latency`).
+    pub hold_dma_latency: bool,
+    /// `--load`: started on `cpus`.
+    pub loads: Vec<LoadSpec>,
+    /// The CPUs the test measures on.
+    pub cpus: Vec<usize>,
+}
+
+/// Whether `mlockall` is in force, for the report and the validity checks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemoryLock {
+    Locked,
+    NotRequested,
+    Failed(String),
+}
+
+impl MemoryLock {
+    pub fn is_locked(&self) -> bool {
+        *self == MemoryLock::Locked
+    }
+}
+
+/// Process-wide preparation for measuring, with what it achieved; every
+/// command goes through it.
+pub struct Preparation {
+    pub memory: MemoryLock,
+    pub dma_latency: DmaLatency,
+    pub warnings: Vec<String>,
+    /// The `--load` generators and the kernel-log follower.
+    pub background: Background,
+}
+
+impl Preparation {
+    /// Locks memory, holds `/dev/cpu_dma_latency`, follows the kernel log
+    /// and starts the loads on the measured CPUs, as `spec` asks. With
+    /// `require_mlock`, a failing mlockall is an error (exit 1); otherwise the
+    /// run goes on and the report says so. Call it from the main thread: the
+    /// loads' parent-death signal is tied to the thread that starts them.
+    pub fn apply(spec: &PrepareSpec) -> Result<Preparation, String> {
+        let PrepareSpec {
+            lock_memory,
+            require_mlock,
+            hold_dma_latency: hold_dma,
+            loads,
+            cpus: measured_cpus,
+        } = spec;
+        let (lock_memory, require_mlock, hold_dma) = (*lock_memory, *require_mlock, *hold_dma);
+        let mut warnings = Vec::new();
+        let memory = if lock_memory {
+            match sched::lock_all_memory() {
+                Ok(()) => MemoryLock::Locked,
+                Err(e) if require_mlock => return Err(e),
+                Err(e) => MemoryLock::Failed(e),
+            }
+        } else {
+            MemoryLock::NotRequested
+        };
+        let dma_latency = if hold_dma {
+            DmaLatency::request_zero()
+        } else {
+            DmaLatency::NotRequested
+        };
+        if let DmaLatency::Unavailable(why) = &dma_latency {
+            warnings.push(format!(
+                "could not hold {} at 0 ({why}): CPU idle-state exits may add latency",
+                crate::rt::dma_latency::PATH
+            ));
+        }
+        let background = Background::start(loads, measured_cpus)?;
+        Ok(Preparation {
+            memory,
+            dma_latency,
+            warnings,
+            background,
+        })
+    }
+
+    /// After the last sample, before the results are shown: stops the loads
+    /// and the kernel-log follower and records them in `report`.
+    pub fn finish(&mut self, report: &mut Report) {
+        self.background.finish_into(report);
+    }
+}
