@@ -135,3 +135,40 @@ fn suite_as_an_ordinary_user_runs_at_normal_priority_and_says_so_once() {
     check_suite_report(&report);
     assert_eq!(report["tests"][0]["config"]["policy"], "other");
 }
+
+/// `--max-latency` judges every test of the suite (the IPC rows, the timer
+/// and the log-disk writer), as `--fail-if` does: a 1 us limit is crossed by
+/// every test on any machine, so each must count samples above it.
+#[test]
+fn suite_max_latency_judges_every_test() {
+    let (_dir, file) = temp_file("suite-limit.json");
+    let out = run(latscope(60)
+        .args(args("suite --duration 1s --max-latency 1 --json"))
+        .arg(&file));
+    assert_code(&out, 3);
+    let report = read_json(&file);
+    let tests = report["tests"].as_array().unwrap();
+    assert!(
+        tests.iter().any(|t| t["test"] == "timer"),
+        "no timer test in the suite"
+    );
+    for t in tests
+        .iter()
+        .filter(|t| !t["series"].as_array().unwrap().is_empty())
+    {
+        let name = t["test"].as_str().unwrap();
+        assert_eq!(
+            t["config"]["max_latency_us"], 1,
+            "{name}: limit not recorded"
+        );
+        for s in t["series"].as_array().unwrap() {
+            let samples = s["samples"].as_u64().unwrap();
+            let above = s["above_limit"].as_u64().unwrap();
+            assert!(
+                samples == 0 || above > 0,
+                "{name} {}: {samples} samples, none above a 1 us limit",
+                s["label"]
+            );
+        }
+    }
+}

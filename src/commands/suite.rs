@@ -146,7 +146,9 @@ impl Suite {
     fn measure_timer(&self, run: &mut Run<'_>) -> FinishedTest {
         let left = self.left(TIMER_SETUP_RESERVE + LOGDISK_SETUP_RESERVE) / 2;
         let left = left.max(Duration::from_millis(10));
-        let settings = TimerSettings::for_suite(self.policy, self.priority, left);
+        let mut settings = TimerSettings::for_suite(self.policy, self.priority, left);
+        // --max-latency judges every test of the suite, as --fail-if does.
+        settings.max_latency_us = self.verdict.max_latency_us;
         if !self.verdict.quiet {
             eprintln!(
                 "latscope: running timer (one thread per CPU, {} us period) for {} ...",
@@ -175,7 +177,7 @@ impl Suite {
             );
         }
         let mut progress = LogdiskProgressLine::new(self.verdict.quiet);
-        match logdisk_run::measure_for_suite(left, &mut progress) {
+        match logdisk_run::measure_for_suite(left, self.verdict.max_latency_us, &mut progress) {
             Ok(done) => finished.extend(done),
             Err(why) => {
                 let note = format!("logdisk skipped: {why}");

@@ -37,6 +37,8 @@ pub struct BlockPlan<'a> {
     pub sync: SyncMode,
     pub delay: Duration,
     pub duration: Duration,
+    /// Writes slower than this are counted as above the limit.
+    pub limit_ns: Option<i64>,
 }
 
 /// What the live output sees while a block size runs.
@@ -105,6 +107,7 @@ pub fn run_block(
                 sync: plan.sync,
                 delay: plan.delay,
                 duration_ns,
+                limit_ns: plan.limit_ns,
             };
             let s = shared[i].clone();
             let (go, stop) = (&go, &stop);
@@ -222,6 +225,7 @@ mod tests {
             sync,
             delay: Duration::ZERO,
             duration,
+            limit_ns: None,
         };
         run_block(&plan, &mut Silent, &mut |t| {
             std::thread::sleep(t);

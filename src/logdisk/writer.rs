@@ -54,6 +54,8 @@ pub struct WriterJob<'a> {
     pub sync: SyncMode,
     pub delay: Duration,
     pub duration_ns: u64,
+    /// Writes slower than this are counted (`above_limit`).
+    pub limit_ns: Option<i64>,
 }
 
 /// The recorders a writer fills, built before it starts.
@@ -84,6 +86,8 @@ pub struct WriterEnd {
     pub sync_call: Option<LatencyRecorder>,
     pub intervals: IntervalBandwidth,
     pub writes: u64,
+    /// Writes slower than the job's `limit_ns`.
+    pub above_limit: u64,
     /// From the writer's start to the end of its last write (or its stop).
     pub elapsed_ns: u64,
 }
@@ -128,6 +132,7 @@ pub fn run(
     let separate = job.sync.separate_sync();
     let (mut index, mut offset) = (0usize, 0u64);
     let mut writes = 0u64;
+    let mut above_limit = 0u64;
     let mut end = start;
     while !stop.load(Ordering::Relaxed) {
         if offset + job.block_size > file_size {
@@ -157,6 +162,9 @@ pub fn run(
         }
         let latency = (t2 - t0) as i64;
         rec.latency.record(latency);
+        if job.limit_ns.is_some_and(|limit| latency > limit) {
+            above_limit += 1;
+        }
         if let (Some(w), Some(s)) = (rec.write_call.as_mut(), rec.sync_call.as_mut()) {
             w.record((t1 - t0) as i64);
             s.record((t2 - t1) as i64);
@@ -186,6 +194,7 @@ pub fn run(
         write_call: rec.write_call,
         sync_call: rec.sync_call,
         writes,
+        above_limit,
         elapsed_ns,
     }
 }

@@ -52,7 +52,7 @@ pub fn config_of(settings: &LogdiskSettings, block_size: u64) -> TestConfig {
         priority: 0,
         loops: None,
         duration_s: Some(settings.duration.as_secs_f64()),
-        max_latency_us: None,
+        max_latency_us: settings.max_latency_us,
         mlockall: false,
         cpu_dma_latency: DmaLatency::NotRequested.describe(),
         detail: ConfigDetail::Logdisk(LogdiskConfig {
@@ -160,6 +160,9 @@ pub fn measure(
             sync: settings.sync,
             delay: Duration::from_micros(settings.delay_us),
             duration: settings.duration,
+            limit_ns: settings
+                .max_latency_us
+                .map(|us| us.saturating_mul(1000).min(i64::MAX as u64) as i64),
         };
         let done = match logdisk::run_block(&plan, progress, wait_for_stop) {
             Ok(outcome) => finished_test(settings, block_size, &sets, outcome),
@@ -296,7 +299,7 @@ fn finished_test(
             policy: "other".to_string(),
             priority: 0,
             overruns: 0,
-            above_limit: 0,
+            above_limit: w.end.above_limit,
             latency: w.end.latency.summary(),
             per_second: w.per_second.clone(),
             per_second_dropped: w.per_second_dropped,
@@ -359,7 +362,12 @@ pub fn warnings_of(settings: &LogdiskSettings, sysinfo: &SysInfo) -> Vec<String>
 
 /// The suite's log-disk settings: 4 KiB O_DSYNC|O_DIRECT writes through two
 /// 1 MiB files in `dir`, for `duration`.
-pub fn suite_settings(dir: &Path, duration: Duration, direct: bool) -> LogdiskSettings {
+pub fn suite_settings(
+    dir: &Path,
+    duration: Duration,
+    direct: bool,
+    max_latency_us: Option<u64>,
+) -> LogdiskSettings {
     LogdiskSettings {
         dir: dir.to_path_buf(),
         file_prefix: "log".to_string(),
@@ -379,6 +387,7 @@ pub fn suite_settings(dir: &Path, duration: Duration, direct: bool) -> LogdiskSe
         quiet: true,
         fail_if: Vec::new(),
         loads: Vec::new(),
+        max_latency_us,
     }
 }
 
@@ -386,18 +395,19 @@ pub fn suite_settings(dir: &Path, duration: Duration, direct: bool) -> LogdiskSe
 /// buffered when the filesystem refuses it. `Err` says why it was skipped.
 pub fn measure_for_suite(
     duration: Duration,
+    max_latency_us: Option<u64>,
     progress: &mut dyn LogdiskProgress,
 ) -> Result<Vec<FinishedTest>, String> {
     let dir = PrivateDir::create()?;
     let mut wait = |timeout| wait_for_stop_signal(timeout).is_some();
     let first = measure(
-        &suite_settings(&dir.path, duration, true),
+        &suite_settings(&dir.path, duration, true, max_latency_us),
         progress,
         &mut wait,
     );
     let result = match first {
         Err(CommandError::Usage(_)) => measure(
-            &suite_settings(&dir.path, duration, false),
+            &suite_settings(&dir.path, duration, false, max_latency_us),
             progress,
             &mut wait,
         ),

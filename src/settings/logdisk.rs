@@ -99,6 +99,9 @@ pub struct LogdiskSettings {
     pub fail_if: Vec<crate::threshold::Threshold>,
     /// `--load`: the background load generators, checked.
     pub loads: Vec<crate::load::LoadSpec>,
+    /// Writes slower than this are counted as above the limit (the suite's
+    /// `--max-latency`; `logdisk` itself has no such option).
+    pub max_latency_us: Option<u64>,
 }
 
 /// A size as mqldt's options take it: plain bytes or a number with a `K`
@@ -420,6 +423,7 @@ impl LogdiskSettings {
             quiet: args.quiet,
             fail_if: super::test_thresholds(&args.thresholds)?,
             loads: crate::load::from_args(&args.load.load)?,
+            max_latency_us: None,
         })
     }
 
