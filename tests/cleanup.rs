@@ -347,3 +347,212 @@ fn unregistered_instances_go_only_when_their_pid_is_gone() {
     );
     assert!(!orphan.exists());
 }
+
+/// A logdisk run in `dir` (two 64 KiB files, a minute), killed with SIGKILL
+/// once its files are registered: returns the registered paths.
+fn killed_logdisk_run(reg: &Path, dir: &std::ffi::OsStr) -> Vec<String> {
+    let mut child = Command::new(bin())
+        .args([
+            "logdisk",
+            "--numFiles",
+            "2",
+            "--fileSize",
+            "64K",
+            "--no-direct",
+        ])
+        .args(["--duration", "60", "-q", "--dir"])
+        .arg(dir)
+        .env(REGISTRY_ENV, reg)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn latscope");
+    let objects = wait_registered(reg, child.id(), 2);
+    kill9(&mut child);
+    objects.into_iter().map(|(_, identity)| identity).collect()
+}
+
+/// ext4 and tmpfs give a freed inode to the next file at once: a user's
+/// file made under a killed run's test-file name (often with its inode) is
+/// not the run's and stays.
+#[test]
+fn a_users_file_under_a_killed_runs_name_and_inode_is_left_alone() {
+    use std::os::unix::fs::MetadataExt;
+    let _turn = turn();
+    let registry = tempfile::tempdir().unwrap();
+    let reg = registry.path().join("reg");
+    let data = tempfile::tempdir().unwrap();
+    let files = killed_logdisk_run(&reg, data.path().as_os_str());
+    // The user's file takes the test file's inode: made among probes until
+    // one gets it (the filesystem hands out a freed inode again once its
+    // removal is on disk), then renamed to the test file's name.
+    let mut reused = 0;
+    for (i, path) in files.iter().enumerate() {
+        let before = std::fs::metadata(path).unwrap().ino();
+        std::fs::remove_file(path).unwrap();
+        // SAFETY: plain syscall.
+        unsafe { libc::sync() };
+        for n in 0..64 {
+            let probe = data.path().join(format!("probe-{i}-{n}"));
+            std::fs::write(&probe, b"the user's own data").unwrap();
+            if std::fs::metadata(&probe).unwrap().ino() == before {
+                reused += 1;
+                std::fs::rename(&probe, path).unwrap();
+                break;
+            }
+        }
+        if !Path::new(path).exists() {
+            std::fs::write(path, b"the user's own data").unwrap();
+        }
+    }
+    eprintln!("{reused} of {} inodes were reused", files.len());
+    // SAFETY: statfs fills the zeroed struct; the path is NUL-terminated.
+    let ext4 = unsafe {
+        let mut st: libc::statfs = std::mem::zeroed();
+        let c = std::ffi::CString::new(data.path().to_str().unwrap()).unwrap();
+        libc::statfs(c.as_ptr(), &mut st) == 0 && st.f_type == 0xEF53
+    };
+    if ext4 {
+        assert!(
+            reused > 0,
+            "ext4 gave no freed inode back: the case was not provoked"
+        );
+    }
+    let (code, out, err) = cleanup(&reg, &["--dir", data.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    for path in &files {
+        assert_eq!(
+            std::fs::read(path).unwrap(),
+            b"the user's own data",
+            "{path} was touched:\n{out}"
+        );
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with("left alone") && l.contains(path.as_str())),
+            "{path} not listed as left alone:\n{out}"
+        );
+    }
+}
+
+/// A registry written in another PID namespace (a container sharing the
+/// directory) names pids that mean nothing here: its objects are listed and
+/// left, its file kept; the same registry from this namespace is cleaned.
+#[test]
+fn registries_of_another_pid_namespace_are_left_alone() {
+    let _turn = turn();
+    let registry = tempfile::tempdir().unwrap();
+    let reg = registry.path().join("reg");
+    let data = tempfile::tempdir().unwrap();
+    let files = killed_logdisk_run(&reg, data.path().as_os_str());
+    let registry_file = std::fs::read_dir(&reg)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| !p.to_string_lossy().ends_with(".tmp"))
+        .expect("the killed run's registry file");
+    let text = std::fs::read_to_string(&registry_file).unwrap();
+    let (first, rest) = text.split_once('\n').unwrap();
+    assert!(first.starts_with("pidns\t"), "no namespace line: {text}");
+    // Another namespace: 1 is no namespace's inode here.
+    std::fs::write(&registry_file, format!("pidns\t1\n{rest}")).unwrap();
+    let dir = data.path().to_str().unwrap();
+    let (code, out, err) = cleanup(&reg, &["--dir", dir]);
+    assert_eq!(code, 0, "{out}{err}");
+    for path in &files {
+        assert!(Path::new(path).exists(), "{path} removed:\n{out}");
+        assert!(
+            out.lines().any(|l| l.starts_with("kept")
+                && l.contains(path.as_str())
+                && l.contains("another PID namespace")),
+            "{path}:\n{out}"
+        );
+    }
+    assert!(
+        registry_file.exists(),
+        "the other namespace's registry went"
+    );
+    // From this namespace again: the files were the run's, and go.
+    std::fs::write(&registry_file, format!("{first}\n{rest}")).unwrap();
+    let (code, out, err) = cleanup(&reg, &["--dir", dir]);
+    assert_eq!(code, 0, "{out}{err}");
+    for path in &files {
+        assert!(!Path::new(path).exists(), "{path} left:\n{out}");
+    }
+}
+
+/// A --dir whose name is not UTF-8 is registered all the same (by its
+/// bytes), and cleanup finds and removes the files of a killed run there.
+#[test]
+fn test_files_in_a_non_utf8_directory_are_registered_and_cleaned() {
+    use std::os::unix::ffi::OsStrExt;
+    let _turn = turn();
+    let registry = tempfile::tempdir().unwrap();
+    let reg = registry.path().join("reg");
+    let data = tempfile::tempdir().unwrap();
+    let odd = data
+        .path()
+        .join(std::ffi::OsStr::from_bytes(b"log\xff\x1b[31m dir"));
+    std::fs::create_dir(&odd).unwrap();
+    let files = killed_logdisk_run(&reg, odd.as_os_str());
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert_eq!(std::fs::read_dir(&odd).unwrap().count(), 2);
+    let out = Command::new(bin())
+        .args(["cleanup", "--dir"])
+        .arg(&odd)
+        .env(REGISTRY_ENV, &reg)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        !stdout.contains('\x1b'),
+        "a control character of the name reached the terminal:\n{stdout}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&odd).unwrap().count(),
+        0,
+        "files left:\n{stdout}"
+    );
+}
+
+/// The directory of a running logdisk renamed under it: at the end the run
+/// removes its files where they are now, and says so.
+#[test]
+fn a_test_directory_renamed_during_the_run_is_still_cleaned() {
+    let data = tempfile::tempdir().unwrap();
+    let before = data.path().join("before");
+    let after = data.path().join("after");
+    std::fs::create_dir(&before).unwrap();
+    let registry = tempfile::tempdir().unwrap();
+    let child = Command::new(bin())
+        .args([
+            "logdisk",
+            "--numFiles",
+            "2",
+            "--fileSize",
+            "64K",
+            "--no-direct",
+        ])
+        .args(["--duration", "60", "-q", "--dir"])
+        .arg(&before)
+        .env(REGISTRY_ENV, registry.path().join("reg"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Renamed once its files exist, then the run is ended with Ctrl-C.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::fs::read_dir(&before).map_or(0, |d| d.count()) < 2 {
+        assert!(Instant::now() < deadline, "no test files appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::rename(&before, &after).unwrap();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(std::fs::read_dir(&after).unwrap().count(), 0, "{stderr}");
+    assert!(stderr.contains("was moved during the run"), "{stderr}");
+}

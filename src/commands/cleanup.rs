@@ -9,6 +9,11 @@
 //! removed only under a `--dir` the user names. Tracefs instances are also
 //! found by name (`latscope-<pid>-<n>`), for runs whose registry could not be
 //! written: such an instance is removed only when no process has that pid.
+//!
+//! When in doubt an object is left, with the reason: a file on a filesystem
+//! that keeps no birth time (a newer file may have its inode), a tracefs
+//! instance whose pid a running process now has, and everything a registry
+//! of another PID namespace (a container sharing the directory) records.
 
 use super::CommandError;
 use crate::cli::CleanupArgs;
@@ -143,6 +148,9 @@ pub fn run(args: &CleanupArgs) -> Result<i32, CommandError> {
 /// removed when still the recorded ones; the file is then rewritten with
 /// what is left, or removed.
 fn clean_registry(file: &RegistryFile, settings: &CleanupSettings) -> Vec<Found> {
+    if file.foreign() {
+        return left_to_its_namespace(file);
+    }
     let alive = registry::owner_alive(file.owner);
     let owner = format!(
         "latscope pid {}, {}",
@@ -164,6 +172,12 @@ fn clean_registry(file: &RegistryFile, settings: &CleanupSettings) -> Vec<Found>
             )),
             Ok(Some(now)) if now != entry.fingerprint => Action::NotOurs,
             Ok(Some(_)) if alive => Action::Kept("its latscope is still running".to_string()),
+            Ok(Some(now)) if registry::fingerprint_uncertain(entry.kind, &now) => Action::Kept(
+                "this filesystem keeps no birth time, so a newer file may have its inode: remove it yourself if it is latscope's".to_string(),
+            ),
+            Ok(Some(_)) if instance_pid_in_use(entry) => Action::Kept(
+                "a running process now has the pid in its name: it may be that process's".to_string(),
+            ),
             Ok(Some(_)) => decide(entry, settings),
         };
         if matches!(
@@ -183,7 +197,7 @@ fn clean_registry(file: &RegistryFile, settings: &CleanupSettings) -> Vec<Found>
         let result = if remaining.is_empty() {
             std::fs::remove_file(&file.path)
         } else {
-            registry::write_entries(&file.path, &remaining)
+            registry::write_entries(&file.path, file.pid_ns, &remaining)
         };
         if let Err(e) = result {
             eprintln!(
@@ -196,6 +210,36 @@ fn clean_registry(file: &RegistryFile, settings: &CleanupSettings) -> Vec<Found>
     found
 }
 
+/// The objects of a registry written in another PID namespace: listed, left
+/// alone (its pids mean nothing here), and the file kept for a cleanup run
+/// there.
+fn left_to_its_namespace(file: &RegistryFile) -> Vec<Found> {
+    file.entries
+        .iter()
+        .map(|entry| Found {
+            kind: entry.kind,
+            identity: entry.identity.clone(),
+            owner: format!("latscope pid {} of another PID namespace", file.owner.pid),
+            action: Action::Kept(
+                "recorded in another PID namespace (a container?): run latscope cleanup there"
+                    .to_string(),
+            ),
+        })
+        .collect()
+}
+
+/// A tracefs instance is named after its creator's pid: when a process
+/// with that pid runs now (a later latscope may have made an instance of
+/// the same name), it is not judged a leftover.
+fn instance_pid_in_use(entry: &Entry) -> bool {
+    entry.kind == Kind::TraceInstance
+        && registry::identity_path(&entry.identity)
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(instance::parse_owner)
+            .is_some_and(|pid| registry::start_time(pid).is_some())
+}
+
 /// A recorded object of an ended run, still the one recorded: removed (or
 /// would be), unless it is a file outside every `--dir`.
 fn decide(entry: &Entry, settings: &CleanupSettings) -> Action {
@@ -203,11 +247,10 @@ fn decide(entry: &Entry, settings: &CleanupSettings) -> Action {
         && !settings
             .dirs
             .iter()
-            .any(|d| Path::new(&entry.identity).starts_with(d))
+            .any(|d| registry::identity_path(&entry.identity).starts_with(d))
     {
-        let parent = Path::new(&entry.identity)
-            .parent()
-            .unwrap_or(Path::new("/"));
+        let path = registry::identity_path(&entry.identity);
+        let parent = path.parent().unwrap_or(Path::new("/"));
         return Action::Kept(format!(
             "not under a --dir; pass --dir {} to remove it",
             parent.display()
@@ -238,8 +281,10 @@ fn remove(kind: Kind, identity: &str) -> io::Result<()> {
                 }
             }
         }
-        Kind::File => return std::fs::remove_file(identity),
-        Kind::Dir | Kind::TraceInstance => return std::fs::remove_dir(identity),
+        Kind::File => return std::fs::remove_file(registry::identity_path(identity)),
+        Kind::Dir | Kind::TraceInstance => {
+            return std::fs::remove_dir(registry::identity_path(identity));
+        }
     };
     if rc == 0 {
         Ok(())

@@ -410,6 +410,14 @@ impl FileSet {
     }
 }
 
+/// The name the open file `fd` has now (the kernel follows renames of it
+/// and of its directories), unless it was deleted.
+fn current_path(fd: &OwnedFd) -> Option<PathBuf> {
+    let link = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()?;
+    let deleted = link.as_os_str().as_bytes().ends_with(b" (deleted)");
+    (link.is_absolute() && !deleted).then_some(link)
+}
+
 impl Drop for FileSet {
     fn drop(&mut self) {
         // Removed now, or kept on purpose (--keep): no longer a leftover.
@@ -423,13 +431,33 @@ impl Drop for FileSet {
             return;
         }
         for f in self.files.iter().filter(|f| f.created) {
-            // Only if the name still points at the inode created by this run.
-            let ours = std::fs::symlink_metadata(&f.path)
-                .is_ok_and(|m| m.dev() == f.dev && m.ino() == f.ino);
-            if ours && let Err(e) = std::fs::remove_file(&f.path) {
+            // Only a name that still points at the inode created by this run:
+            // the one it was created under, or, when its directory was
+            // renamed meanwhile, the one its descriptor now has.
+            let is_ours = |path: &Path| {
+                std::fs::symlink_metadata(path).is_ok_and(|m| m.dev() == f.dev && m.ino() == f.ino)
+            };
+            let path = if is_ours(&f.path) {
+                f.path.clone()
+            } else {
+                match current_path(&f.fd).filter(|p| is_ours(p)) {
+                    Some(moved) => {
+                        eprintln!(
+                            "latscope: warning: test file {} was moved during the run (its directory renamed?); removing it as {}",
+                            f.path.display(),
+                            moved.display()
+                        );
+                        moved
+                    }
+                    // Removed by someone else, or its name now is another
+                    // file's: nothing of ours to remove.
+                    None => continue,
+                }
+            };
+            if let Err(e) = std::fs::remove_file(&path) {
                 eprintln!(
                     "latscope: warning: could not remove test file {}: {}",
-                    f.path.display(),
+                    path.display(),
                     os_error_text(&e)
                 );
             }

@@ -113,10 +113,22 @@ impl Entry {
     }
 }
 
-/// A path as registry identity: its bytes (paths latscope makes are UTF-8;
-/// others are not recorded).
+/// A path as registry identity: its bytes, with those that are not
+/// printable ASCII (and `%`) as `%XX`, so that any path, UTF-8 or not, is
+/// recorded and prints safely. `identity_path` reads it back.
 pub fn path_identity(path: &Path) -> Option<String> {
-    path.to_str().map(str::to_string)
+    use std::os::unix::ffi::OsStrExt;
+    Some(escape(path.as_os_str().as_bytes()))
+}
+
+/// The path a path identity names (identities written before paths were
+/// escaped are taken as they are when they do not decode).
+pub fn identity_path(identity: &str) -> PathBuf {
+    use std::os::unix::ffi::OsStringExt;
+    match unescape(identity) {
+        Some(bytes) => PathBuf::from(std::ffi::OsString::from_vec(bytes)),
+        None => PathBuf::from(identity),
+    }
 }
 
 /// Bytes that could break a line (tab, newline, anything not printable
@@ -161,7 +173,8 @@ pub fn fingerprint(kind: Kind, identity: &str) -> io::Result<Option<String>> {
             sysv_fingerprint(kind, id)
         }
         Kind::File | Kind::Dir | Kind::TraceInstance => {
-            let m = match fs::symlink_metadata(identity) {
+            let path = identity_path(identity);
+            let m = match fs::symlink_metadata(&path) {
                 Ok(m) => m,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
                 Err(e) => return Err(e),
@@ -170,14 +183,60 @@ pub fn fingerprint(kind: Kind, identity: &str) -> io::Result<Option<String>> {
                 Kind::File => m.file_type().is_file(),
                 _ => m.file_type().is_dir(),
             };
-            Ok(Some(if type_ok {
-                format!("dev={} ino={} uid={}", m.dev(), m.ino(), m.uid())
-            } else {
+            Ok(Some(if !type_ok {
                 // Something else now has the name: never ours.
                 "other-type".to_string()
+            } else if kind == Kind::TraceInstance {
+                // Told apart by its name, which holds its owner's pid (see
+                // `cleanup`): tracefs keeps no birth time.
+                format!("dev={} ino={} uid={}", m.dev(), m.ino(), m.uid())
+            } else {
+                // ext4 and tmpfs give a freed inode number to the next file
+                // at once: the birth time (ns) tells the recorded file from
+                // a newer one with the same inode.
+                format!(
+                    "dev={} ino={} uid={} btime={}",
+                    m.dev(),
+                    m.ino(),
+                    m.uid(),
+                    birth_time(&path).unwrap_or_else(|| NO_BIRTH_TIME.to_string())
+                )
             }))
         }
     }
+}
+
+/// What a file fingerprint says when the filesystem keeps no birth time.
+const NO_BIRTH_TIME: &str = "none";
+
+/// Whether `fingerprint` cannot tell the recorded object from a newer one
+/// that got its identifier (a file on a filesystem without birth times):
+/// `cleanup` leaves such an object and says so.
+pub fn fingerprint_uncertain(kind: Kind, fingerprint: &str) -> bool {
+    matches!(kind, Kind::File | Kind::Dir)
+        && !fingerprint
+            .split(' ')
+            .any(|f| f.strip_prefix("btime=").is_some_and(|t| t != NO_BIRTH_TIME))
+}
+
+/// The birth time of `path` (not followed) as `seconds.nanoseconds`, where
+/// the filesystem records one.
+fn birth_time(path: &Path) -> Option<String> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statx fills the zeroed struct; the path is NUL-terminated.
+    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    let rc = unsafe {
+        libc::statx(
+            libc::AT_FDCWD,
+            c_path.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+            libc::STATX_BTIME,
+            &mut st,
+        )
+    };
+    (rc == 0 && st.stx_mask & libc::STATX_BTIME != 0)
+        .then(|| format!("{}.{:09}", st.stx_btime.tv_sec, st.stx_btime.tv_nsec))
 }
 
 fn sysv_fingerprint(kind: Kind, id: libc::c_int) -> io::Result<Option<String>> {
@@ -221,6 +280,15 @@ pub fn start_time(pid: u32) -> Option<u64> {
 pub fn owner_alive(owner: Owner) -> bool {
     start_time(owner.pid) == Some(owner.start_time)
 }
+
+/// The PID namespace of this process (the inode of `/proc/self/ns/pid`):
+/// a pid means something only in the namespace it was recorded in.
+pub fn pid_namespace() -> Option<u64> {
+    fs::metadata("/proc/self/ns/pid").ok().map(|m| m.ino())
+}
+
+/// The first line of a registry file: the writer's PID namespace.
+const NAMESPACE_FIELD: &str = "pidns";
 
 /// Who wrote a registry file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -379,7 +447,7 @@ impl Registry {
                 _ => Ok(()),
             }
         } else {
-            write_entries(&path, &self.entries)
+            write_entries(&path, pid_namespace(), &self.entries)
         };
         if let Err(e) = result {
             self.file = None;
@@ -388,13 +456,19 @@ impl Registry {
     }
 }
 
-/// Writes `entries` as the registry file `path` (through `path.tmp`).
-pub fn write_entries(path: &Path, entries: &[Entry]) -> io::Result<()> {
+/// Writes `entries` as the registry file `path` (through `path.tmp`), after
+/// a first line naming the PID namespace of their owner (`pid_ns`).
+pub fn write_entries(path: &Path, pid_ns: Option<u64>, entries: &[Entry]) -> io::Result<()> {
     let mut tmp = path.as_os_str().to_os_string();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
+    // Our own half-written file of an earlier rewrite (the name is ours:
+    // `<pid>.<start time>.tmp` in a directory only we may write).
     let _ = fs::remove_file(&tmp);
-    let text: String = entries.iter().map(Entry::line).collect();
+    let mut text: String = pid_ns
+        .map(|ns| format!("{NAMESPACE_FIELD}\t{ns}\n"))
+        .unwrap_or_default();
+    text.extend(entries.iter().map(Entry::line));
     let mut f = fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -444,7 +518,24 @@ pub fn forget(kind: Kind, identities: &[&str]) {
 pub struct RegistryFile {
     pub path: PathBuf,
     pub owner: Owner,
+    /// The owner's PID namespace (`None`: a file of a latscope that did not
+    /// record it, taken as this namespace's).
+    pub pid_ns: Option<u64>,
     pub entries: Vec<Entry>,
+}
+
+impl RegistryFile {
+    /// Written in another PID namespace (a container): its pid says nothing
+    /// here, so neither its owner's state nor its objects can be judged.
+    pub fn foreign(&self) -> bool {
+        self.pid_ns.is_some() && self.pid_ns != pid_namespace()
+    }
+}
+
+/// The PID namespace a registry file's text names on its first line.
+fn namespace_of(text: &str) -> Option<u64> {
+    let (field, value) = text.lines().next()?.split_once('\t')?;
+    (field == NAMESPACE_FIELD).then(|| value.parse().ok())?
 }
 
 /// Every registry file in `dir` (none when the directory does not exist),
@@ -467,14 +558,12 @@ pub fn read_all(dir: &Path) -> io::Result<Vec<RegistryFile>> {
             continue;
         }
         let text = fs::read(&path)?;
-        let entries = String::from_utf8_lossy(&text)
-            .lines()
-            .filter_map(Entry::parse)
-            .collect();
+        let text = String::from_utf8_lossy(&text);
         files.push(RegistryFile {
             path,
             owner,
-            entries,
+            pid_ns: namespace_of(&text),
+            entries: text.lines().filter_map(Entry::parse).collect(),
         });
     }
     files.sort_by_key(|f| f.owner);
@@ -482,7 +571,8 @@ pub fn read_all(dir: &Path) -> io::Result<Vec<RegistryFile>> {
 }
 
 /// Half-written registry files (`<pid>.<start time>.tmp`, a kill in the
-/// middle of a rewrite) of processes that are gone, for `cleanup` to remove.
+/// middle of a rewrite) of processes of this PID namespace that are gone,
+/// for `cleanup` to remove.
 pub fn stale_temporaries(dir: &Path) -> Vec<PathBuf> {
     let Ok(listing) = fs::read_dir(dir) else {
         return Vec::new();
@@ -495,7 +585,12 @@ pub fn stale_temporaries(dir: &Path) -> Vec<PathBuf> {
                 .to_str()
                 .and_then(|n| n.strip_suffix(".tmp"))
                 .and_then(|n| Owner::from_file_name(OsStr::new(n)));
-            owner.is_some_and(|o| !owner_alive(o))
+            let here = || {
+                let text = fs::read(e.path()).unwrap_or_default();
+                namespace_of(&String::from_utf8_lossy(&text))
+                    .is_none_or(|ns| Some(ns) == pid_namespace())
+            };
+            owner.is_some_and(|o| !owner_alive(o)) && here()
         })
         .map(|e| e.path())
         .collect()
@@ -630,7 +725,7 @@ mod tests {
                 fingerprint: "dev=1 ino=2 uid=3".into(),
             },
         ];
-        write_entries(&d.path().join(owner.file_name()), &entries).unwrap();
+        write_entries(&d.path().join(owner.file_name()), pid_namespace(), &entries).unwrap();
         fs::write(d.path().join("junk"), "x").unwrap();
         // A half-written file of a process that is gone is stale; one of this
         // process is not.
@@ -642,6 +737,8 @@ mod tests {
         assert_eq!(all.len(), 1);
         assert_eq!(all[0].owner, owner);
         assert_eq!(all[0].entries, entries);
+        assert_eq!(all[0].pid_ns, pid_namespace());
+        assert!(!all[0].foreign());
         assert!(read_all(&d.path().join("missing")).unwrap().is_empty());
     }
 }

@@ -704,7 +704,9 @@ pub fn registry_entries(dir: &Path, pid: Option<u32>) -> Vec<(String, String)> {
             .lines()
         {
             let mut f = line.split('\t');
-            if let (Some(kind), Some(id)) = (f.next(), f.next()) {
+            if let (Some(kind), Some(id)) = (f.next(), f.next())
+                && kind != "pidns"
+            {
                 all.push((kind.to_string(), id.to_string()));
             }
         }

@@ -20,9 +20,25 @@ pub const PREFIX: &str = "latscope-";
 
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
+/// The inode of the initial PID namespace (the kernel's PROC_PID_INIT_INO):
+/// pids there are the host's.
+const INITIAL_PID_NAMESPACE: u64 = 0xEFFF_FFFC;
+
 /// The name of the `n`th instance of process `pid`.
 pub fn instance_name(pid: u32, n: u32) -> String {
     format!("{PREFIX}{pid}-{n}")
+}
+
+/// The name of this process's `n`th instance. Tracefs instances are seen
+/// from every PID namespace, but a pid means something only in its own: in
+/// a container the name carries the namespace (`latscope-ns<ino>-<pid>-<n>`),
+/// so that a `cleanup` elsewhere never takes the pid for one of its own.
+fn own_instance_name(n: u32) -> String {
+    let pid = std::process::id();
+    match registry::pid_namespace() {
+        Some(ns) if ns != INITIAL_PID_NAMESPACE => format!("{PREFIX}ns{ns}-{pid}-{n}"),
+        _ => instance_name(pid, n),
+    }
 }
 
 /// The pid of the process that created instance `name`, if latscope did.
@@ -51,7 +67,7 @@ impl Instance {
                 parent.display()
             ));
         }
-        let name = instance_name(std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        let name = own_instance_name(NEXT.fetch_add(1, Ordering::Relaxed));
         let dir = parent.join(&name);
         fs::create_dir(&dir).map_err(|e| {
             let fix = if e.kind() == ErrorKind::PermissionDenied {
@@ -140,6 +156,8 @@ mod tests {
     fn names_carry_the_owner() {
         assert_eq!(instance_name(4242, 3), "latscope-4242-3");
         assert_eq!(parse_owner("latscope-4242-3"), Some(4242));
+        // An instance of another PID namespace names no pid of this one.
+        assert_eq!(parse_owner("latscope-ns4026532001-12-0"), None);
         for other in [
             "latscope-",
             "latscope-12",
