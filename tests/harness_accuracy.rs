@@ -91,8 +91,8 @@ fn median_and_min(transport: &dyn Transport, mode: Mode) -> (i64, i64) {
     let cpu = sched::allowed_cpus().first().copied();
     let plan = RunPlan {
         pairs: vec![PairPlan {
-            recorder_cpu: cpu,
-            peer_cpu: cpu,
+            receiver_cpu: cpu,
+            sender_cpu: cpu,
             policy,
             priority,
             interval_ns: 1_000_000,

@@ -97,7 +97,7 @@ impl Preparation {
 pub fn cpus_of(pairs: &[PairPlan]) -> Vec<usize> {
     let mut cpus = Vec::new();
     for pair in pairs {
-        for cpu in [pair.recorder_cpu, pair.peer_cpu] {
+        for cpu in [pair.receiver_cpu, pair.sender_cpu] {
             match cpu {
                 Some(cpu) => cpus.push(cpu),
                 None => return sched::allowed_cpus(),
@@ -138,7 +138,7 @@ pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, String> {
         let mut c: Vec<usize> = outcome
             .pairs
             .iter()
-            .flat_map(|p| [p.recorder_cpu, p.peer_cpu])
+            .flat_map(|p| [p.receiver_cpu, p.sender_cpu])
             .collect();
         c.sort_unstable();
         c.dedup();
@@ -241,14 +241,14 @@ impl FinishedTest {
 }
 
 fn series_of(index: usize, p: &PairOutcome) -> Series {
-    let mut cpus = vec![p.recorder_cpu];
-    if p.peer_cpu != p.recorder_cpu {
-        cpus.push(p.peer_cpu);
+    let mut cpus = vec![p.receiver_cpu];
+    if p.sender_cpu != p.receiver_cpu {
+        cpus.push(p.sender_cpu);
     }
     Series {
         label: format!("pair {index}"),
         cpus,
-        pinned: p.plan.recorder_cpu.is_some(),
+        pinned: p.plan.receiver_cpu.is_some(),
         policy: p.plan.policy.to_string(),
         priority: p.plan.priority,
         overruns: p.overruns,
@@ -257,10 +257,10 @@ fn series_of(index: usize, p: &PairOutcome) -> Series {
         per_second: p.per_second.clone(),
         per_second_dropped: p.per_second_dropped,
         detail: SeriesDetail::IpcPair(IpcPair {
-            receiver_cpu: p.recorder_cpu,
-            sender_cpu: p.peer_cpu,
-            receiver_tid: p.recorder_tid,
-            sender_tid: p.peer_tid,
+            receiver_cpu: p.receiver_cpu,
+            sender_cpu: p.sender_cpu,
+            receiver_tid: p.receiver_tid,
+            sender_tid: p.sender_tid,
             interval_us: p.plan.interval_ns / 1000,
             sent: p.sent,
             timeouts: p.timeouts,

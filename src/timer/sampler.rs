@@ -362,10 +362,7 @@ impl<'a> Sampling<'a> {
     /// THE timer sample: wait for the expiry, read the clock (in `wait`),
     /// latency = clock read - expiry.
     fn sample_until_stopped(&mut self) {
-        loop {
-            let Some((ticks, now)) = self.wait() else {
-                break;
-            };
+        while let Some((ticks, now)) = self.wait() {
             let expiry = self.expected;
             let latency = now as i64 - expiry as i64;
             self.advance(ticks, now);
@@ -574,7 +571,7 @@ mod tests {
             while expected < deadline {
                 n += 1;
                 // Every 97th wake-up and the last possible one are late.
-                let late = if n % 97 == 0 || expected + period >= deadline {
+                let late = if n.is_multiple_of(97) || expected + period >= deadline {
                     late_ns
                 } else {
                     0
