@@ -3,8 +3,8 @@
 
 use super::background::Background;
 use super::validity::{self, CpuWindow, RunFacts};
-use crate::ipc::Transport;
 use crate::ipc::harness::{self, PairOutcome, PairPlan, Progress, RunPlan};
+use crate::ipc::{SetupError, Transport};
 use crate::load::LoadSpec;
 use crate::report::{
     ConfigDetail, IpcConfig, IpcPair, Report, SCHEMA_NAME, SCHEMA_VERSION, Series, SeriesDetail,
@@ -129,7 +129,7 @@ pub struct FinishedTest {
     pub facts: RunFacts,
 }
 
-pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, String> {
+pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, SetupError> {
     let window = CpuWindow::open();
     let outcome = harness::run(test.transport, &test.plan, test.breaktrace, test.progress)?;
     let cpu_use = window.close();
@@ -197,10 +197,10 @@ pub fn failed_to_start(
     transport: &dyn Transport,
     plan: &RunPlan,
     config: TestConfig,
-    error: String,
+    error: SetupError,
 ) -> FinishedTest {
     // A kernel without the primitive: the test is skipped, with the reason.
-    let end_reason = if crate::ipc::lacks_kernel_feature(&error) {
+    let end_reason = if error.is_skip() {
         harness::EndReason::Skipped
     } else {
         harness::EndReason::Error
@@ -212,7 +212,7 @@ pub fn failed_to_start(
             mode: plan.mode.as_str().to_string(),
             config,
             end_reason,
-            error: Some(error),
+            error: Some(error.to_string()),
             overall: LatencyRecorder::new().summary(),
             series: Vec::new(),
             overall_detail: None,
@@ -364,14 +364,17 @@ mod tests {
             transport.as_ref(),
             &plan,
             config.clone(),
-            "msgget failed: Function not implemented (kernel built without System V IPC)".into(),
+            SetupError::KernelLacksFeature(
+                "msgget failed: Function not implemented (kernel built without System V IPC)"
+                    .into(),
+            ),
         );
         assert_eq!(skipped.result.end_reason, EndReason::Skipped);
         let failed = failed_to_start(
             transport.as_ref(),
             &plan,
             config,
-            "msgget failed: No space left on device".into(),
+            SetupError::Failed("msgget failed: No space left on device".into()),
         );
         assert_eq!(failed.result.end_reason, EndReason::Error);
         let sys = crate::report::testdata::sample_report().sysinfo;

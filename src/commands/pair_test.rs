@@ -6,8 +6,8 @@ use super::ipc_test::{self, IpcTest, Preparation};
 use super::progress::{ClassicLive, LiveLine};
 use super::{CommandError, deliver};
 use crate::cli::OutputFormat;
-use crate::ipc::Transport;
 use crate::ipc::harness::{Progress, RunPlan};
+use crate::ipc::{SetupError, Transport};
 use crate::report::Exporter;
 use crate::report::classic_rt_tests::{ClassicRtTests, RtTestsFlavor};
 use crate::report::classic_semtest::ClassicSemtest;
@@ -15,7 +15,7 @@ use crate::report::console::ModernConsole;
 use crate::report::json::{LatscopeJson, RtTestsJson};
 use crate::rt::sysinfo::SysInfo;
 use crate::rt::tracefs::BreakTrace;
-use crate::settings::IpcSettings;
+use crate::settings::{IpcSettings, UsageError};
 
 /// The original tool whose exact output `--format classic` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,10 +77,11 @@ pub fn run(
     }) {
         Ok(finished) => finished,
         // The kernel lacks the primitive: a skipped test (exit 4), reported.
-        Err(e) if crate::ipc::lacks_kernel_feature(&e) => {
+        Err(e @ SetupError::KernelLacksFeature(_)) => {
             ipc_test::failed_to_start(transport, &settings.plan, config, e)
         }
-        Err(e) => return Err(CommandError::Runtime(e)),
+        Err(SetupError::Usage(e)) => return Err(UsageError(e).into()),
+        Err(e) => return Err(CommandError::Runtime(e.to_string())),
     };
     if let Some(note) = &finished.facts.breaktrace_note {
         eprintln!("latscope: break-trace limit crossed: {note}");

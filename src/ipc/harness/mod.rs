@@ -46,7 +46,7 @@ pub use live::{PairLive, Progress, SenderLive};
 pub use outcome::{PairOutcome, RunOutcome};
 pub use plan::{Mode, PairPlan, RunPlan, Tasks};
 
-use super::Transport;
+use super::{SetupError, Transport};
 use crate::rt::clock::monotonic_ns;
 use crate::rt::tracefs::BreakTrace;
 use outcome::RunTimes;
@@ -65,7 +65,7 @@ pub fn run(
     plan: &RunPlan,
     breaktrace: Option<BreakTrace>,
     progress: &mut dyn Progress,
-) -> Result<RunOutcome, String> {
+) -> Result<RunOutcome, SetupError> {
     let state = Arc::new(set_up(transport, plan, breaktrace)?);
     let gate = Arc::new(StartGate::default());
     let mut tasks = Started::default();
@@ -76,7 +76,7 @@ pub fn run(
             state.request_stop(EndReason::Error);
             gate.open();
             tasks.join();
-            return Err(e);
+            return Err(SetupError::Failed(e));
         }
     };
 
@@ -95,8 +95,9 @@ pub fn run(
         ended: SystemTime::now(),
         elapsed: started_instant.elapsed(),
     };
-    let state =
-        Arc::try_unwrap(state).map_err(|_| "internal error: threads still hold the run state")?;
+    let state = Arc::try_unwrap(state).map_err(|_| {
+        SetupError::Failed("internal error: threads still hold the run state".into())
+    })?;
     Ok(outcome::collect(
         &plan.pairs,
         state,
@@ -112,18 +113,18 @@ fn set_up(
     transport: &dyn Transport,
     plan: &RunPlan,
     breaktrace: Option<BreakTrace>,
-) -> Result<RunState, String> {
+) -> Result<RunState, SetupError> {
     let across_processes = plan.tasks == Tasks::Processes;
     if across_processes && !transport.crosses_processes() {
-        return Err(format!(
+        return Err(SetupError::Usage(format!(
             "{} cannot connect two processes: run it without --fork",
             transport.name()
-        ));
+        )));
     }
     let channels = (0..plan.pairs.len())
         .map(|i| transport.open_pair(i, across_processes))
         .collect::<Result<Vec<_>, _>>()?;
-    RunState::new(plan, channels, breaktrace)
+    Ok(RunState::new(plan, channels, breaktrace)?)
 }
 
 /// Starts every task and waits for their setup; then, every task set up

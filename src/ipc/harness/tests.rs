@@ -1,7 +1,7 @@
 //! The harness on an in-process transport: deterministic, no privileges.
 
 use super::*;
-use crate::ipc::{Channel, ChannelError, PairChannels, Wake};
+use crate::ipc::{Channel, ChannelError, PairChannels, SetupError, Wake};
 use crate::rt::sched::Policy;
 use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex};
@@ -72,7 +72,7 @@ impl Transport for LocalTransport {
         false
     }
 
-    fn open_pair(&self, _index: usize, _across: bool) -> Result<PairChannels, String> {
+    fn open_pair(&self, _index: usize, _across: bool) -> Result<PairChannels, SetupError> {
         let channel = |delay| {
             Box::new(LocalChannel {
                 queue: Mutex::new(VecDeque::new()),
@@ -239,5 +239,8 @@ fn a_transport_that_cannot_cross_processes_refuses_fork() {
     let err = run(&transport, &plan, None, &mut NoProgress)
         .err()
         .expect("refused");
+    // Bad usage (exit code 2), not a failure at run time.
+    assert!(matches!(err, SetupError::Usage(_)), "{err:?}");
+    let err = err.to_string();
     assert!(err.contains("without --fork"), "{err}");
 }
