@@ -125,7 +125,7 @@ pub trait Channel: Send + Sync {
     /// Makes a current or next `wait` return `Interrupted`. Never blocks (if
     /// the waiter already has a wake-up pending, it may do nothing). The
     /// harness calls it once per channel to stop a run, and once on `sync` to
-    /// release the peer after the last sample; real `post`s never meet more
+    /// release the sender after the last sample; real `post`s never meet more
     /// than one pending interrupt, so a transport needs room for one.
     fn interrupt(&self);
     /// Called once by the task that will `wait` on this channel, in that task
