@@ -62,6 +62,8 @@ pub(super) struct SenderProcess {
     reaped: bool,
     /// How it ended, once seen (reported once).
     ended: Option<String>,
+    /// Seen stopped (SIGSTOP, SIGTSTP, ...): reported once, killed at the reap.
+    stopped: bool,
 }
 
 impl SenderProcess {
@@ -70,7 +72,35 @@ impl SenderProcess {
             pid,
             reaped: false,
             ended: None,
+            stopped: false,
         }
+    }
+
+    /// The signal that stopped the child, the first time it is seen stopped.
+    /// A stopped sender answers nothing: its pair measures nothing and its
+    /// receiver misses every period until the end, so the run must not go on
+    /// as if it were measuring. `WNOWAIT` leaves the state to be seen again.
+    pub(super) fn newly_stopped(&mut self) -> Option<i32> {
+        if self.reaped || self.stopped || self.ended.is_some() {
+            return None;
+        }
+        // SAFETY: zeroed siginfo is a valid out value; our own child.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                self.pid as libc::id_t,
+                &mut info,
+                libc::WSTOPPED | libc::WNOHANG | libc::WNOWAIT,
+            )
+        };
+        // SAFETY: waitid filled `info` (si_pid 0 means: not stopped).
+        if rc != 0 || unsafe { info.si_pid() } == 0 || info.si_code != libc::CLD_STOPPED {
+            return None;
+        }
+        self.stopped = true;
+        // SAFETY: as above.
+        Some(unsafe { info.si_status() })
     }
 
     /// How the child ended, the first time it is seen to have ended. The
@@ -110,6 +140,12 @@ impl SenderProcess {
         if self.reaped {
             return;
         }
+        if self.stopped {
+            // A stopped child cannot leave by itself: no grace period that
+            // would only make the run last longer than asked.
+            // SAFETY: our own, not yet reaped child.
+            unsafe { libc::kill(self.pid, libc::SIGKILL) };
+        }
         let deadline = Instant::now() + SENDER_EXIT_GRACE;
         loop {
             // SAFETY: our own, not yet reaped child (the pid cannot be reused).
@@ -131,7 +167,8 @@ impl SenderProcess {
     }
 }
 
-/// Turns a sender's error, or the death of a sender process, into the run's error.
+/// Turns a sender's error, or the death or stop of a sender process, into the
+/// run's error (the samples so far are reported).
 pub(super) fn check_senders(state: &RunState, processes: &mut [(usize, SenderProcess)]) {
     for (i, live) in state.live.iter().enumerate() {
         if let Some(e) = live.sender.error.load()
@@ -149,6 +186,15 @@ pub(super) fn check_senders(state: &RunState, processes: &mut [(usize, SenderPro
                     p.pid
                 ));
             }
+        }
+        if let Some(signal) = p.newly_stopped()
+            && state.error.get().is_none()
+        {
+            state.fail(format!(
+                "pair {i}: peer process {} was stopped by signal {signal} and answers no more; \
+                 results so far are reported, the periods it held up counted as overruns",
+                p.pid
+            ));
         }
     }
 }

@@ -130,6 +130,9 @@ impl<'a> ReceiverLoop<'a> {
                 break;
             }
             let Some(sample) = self.take_sample() else {
+                // Stopped with a sample in flight: the periods it held up
+                // (a stalled sender) are missed, up to the end of the run.
+                self.account_overruns(monotonic_ns().min(self.end_ns));
                 break;
             };
             self.record(sample);

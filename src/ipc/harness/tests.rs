@@ -244,3 +244,47 @@ fn a_transport_that_cannot_cross_processes_refuses_fork() {
     let err = err.to_string();
     assert!(err.contains("without --fork"), "{err}");
 }
+
+/// Stops the sender process of pair 0 with SIGSTOP at the first progress tick.
+struct StopTheSender {
+    stopped: Option<i32>,
+}
+
+impl Progress for StopTheSender {
+    fn tick(&mut self, _: Duration, live: &[PairLive]) {
+        if self.stopped.is_none() {
+            let pid = live[0]
+                .sender
+                .tid
+                .load(std::sync::atomic::Ordering::Relaxed);
+            // SAFETY: the forked sender of this run, a child not yet reaped.
+            unsafe { libc::kill(pid, libc::SIGSTOP) };
+            self.stopped = Some(pid);
+        }
+    }
+    fn finish(&mut self) {}
+}
+
+#[test]
+fn a_stopped_sender_process_ends_the_run_with_an_error_and_counts_the_missed_periods() {
+    let transport = crate::ipc::mq::MessageQueues::new();
+    let plan = RunPlan {
+        pairs: vec![pair(1_000, None)],
+        tasks: Tasks::Processes,
+        duration: Some(Duration::from_secs(6)),
+        ..RunPlan::default()
+    };
+    let mut progress = StopTheSender { stopped: None };
+    let out = run(&transport, &plan, None, &mut progress).expect("run");
+    assert!(progress.stopped.is_some());
+    assert_eq!(out.end_reason, EndReason::Error);
+    let error = out.error.expect("error");
+    assert!(error.contains("was stopped by signal"), "{error}");
+    // Seen at the next monitor tick, not at the end of the duration, and the
+    // stopped child is killed at once rather than given a grace period.
+    assert!(out.elapsed < Duration::from_secs(4), "{:?}", out.elapsed);
+    // The sample in flight from the stop to its detection (at least one
+    // monitor tick, 100 ms) held up about 100 periods of 1 ms.
+    let p = &out.pairs[0];
+    assert!(p.overruns >= 50, "overruns {}", p.overruns);
+}
