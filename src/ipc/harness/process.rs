@@ -62,9 +62,17 @@ pub(super) struct SenderProcess {
     reaped: bool,
     /// How it ended, once seen (reported once).
     ended: Option<String>,
-    /// Seen stopped (SIGSTOP, SIGTSTP, ...): reported once, killed at the reap.
+    /// Checks in a row that saw the child stopped (SIGSTOP, SIGTSTP, ...).
+    stopped_checks: u32,
+    /// Reported stopped (once); killed at the reap.
     stopped: bool,
 }
+
+/// Monitor checks in a row (100 ms apart) that must see a sender stopped
+/// before the run ends: Ctrl-Z and `fg` stop and continue latscope and its
+/// children together, and the monitor may run a moment before a child is
+/// continued.
+const STOPPED_CHECKS: u32 = 2;
 
 impl SenderProcess {
     pub(super) fn new(pid: libc::pid_t) -> SenderProcess {
@@ -72,12 +80,13 @@ impl SenderProcess {
             pid,
             reaped: false,
             ended: None,
+            stopped_checks: 0,
             stopped: false,
         }
     }
 
-    /// The signal that stopped the child, the first time it is seen stopped.
-    /// A stopped sender answers nothing: its pair measures nothing and its
+    /// The signal that stopped the child, the first time it is seen stopped
+    /// on `STOPPED_CHECKS` checks in a row. A stopped sender answers nothing: its pair measures nothing and its
     /// receiver misses every period until the end, so the run must not go on
     /// as if it were measuring. `WNOWAIT` leaves the state to be seen again.
     pub(super) fn newly_stopped(&mut self) -> Option<i32> {
@@ -96,6 +105,11 @@ impl SenderProcess {
         };
         // SAFETY: waitid filled `info` (si_pid 0 means: not stopped).
         if rc != 0 || unsafe { info.si_pid() } == 0 || info.si_code != libc::CLD_STOPPED {
+            self.stopped_checks = 0;
+            return None;
+        }
+        self.stopped_checks += 1;
+        if self.stopped_checks < STOPPED_CHECKS {
             return None;
         }
         self.stopped = true;
