@@ -6,7 +6,9 @@
 //! nothing else of the test suite competes for the CPUs while it measures.
 
 use latscope::ipc::harness::{self, Mode, PairLive, PairPlan, Progress, RunPlan};
-use latscope::ipc::{Channel, ChannelError, PairChannels, Transport, Wake, transport_named};
+use latscope::ipc::{
+    Channel, ChannelError, PairChannels, SetupError, Transport, Wake, transport_named,
+};
 use latscope::rt::clock::monotonic_ns;
 use latscope::rt::sched::{self, Policy};
 use std::time::Duration;
@@ -51,7 +53,7 @@ impl Transport for Delayed {
     fn describe(&self) -> &'static str {
         "a real primitive, every post delayed"
     }
-    fn open_pair(&self, index: usize, across: bool) -> Result<PairChannels, String> {
+    fn open_pair(&self, index: usize, across: bool) -> Result<PairChannels, SetupError> {
         let pair = self.inner.open_pair(index, across)?;
         let delayed = |inner| {
             Box::new(DelayedChannel {
@@ -91,8 +93,8 @@ fn median_and_min(transport: &dyn Transport, mode: Mode) -> (i64, i64) {
     let cpu = sched::allowed_cpus().first().copied();
     let plan = RunPlan {
         pairs: vec![PairPlan {
-            recorder_cpu: cpu,
-            peer_cpu: cpu,
+            receiver_cpu: cpu,
+            sender_cpu: cpu,
             policy,
             priority,
             interval_ns: 1_000_000,

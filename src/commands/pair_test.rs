@@ -3,8 +3,8 @@
 //! transport and in which original tool's classic output they print.
 
 use crate::cli::OutputFormat;
-use crate::ipc::Transport;
 use crate::ipc::harness::{Progress, RunPlan};
+use crate::ipc::{SetupError, Transport};
 use crate::live::ipc::{ClassicLive, LiveLine};
 use crate::measure::ipc::{self as ipc_run, IpcTest};
 use crate::pipeline::{
@@ -15,7 +15,7 @@ use crate::report::classic_semtest::ClassicSemtest;
 use crate::report::console::ModernConsole;
 use crate::report::json::{LatscopeJson, RtTestsJson};
 use crate::rt::tracefs::BreakTrace;
-use crate::settings::IpcSettings;
+use crate::settings::{IpcSettings, UsageError};
 
 /// The original tool whose exact output `--format classic` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,10 +120,11 @@ impl Measurement for PairTest<'_> {
         }) {
             Ok(finished) => finished,
             // The kernel lacks the primitive: a skipped test (exit 4), reported.
-            Err(e) if crate::ipc::lacks_kernel_feature(&e) => {
+            Err(e @ SetupError::KernelLacksFeature(_)) => {
                 ipc_run::failed_to_start(self.transport, &settings.plan, config, e)
             }
-            Err(e) => return Err(CommandError::Runtime(e)),
+            Err(SetupError::Usage(e)) => return Err(UsageError(e).into()),
+            Err(e) => return Err(CommandError::Runtime(e.to_string())),
         };
         if let Some(note) = &finished.facts.breaktrace_note {
             eprintln!("latscope: break-trace limit crossed: {note}");

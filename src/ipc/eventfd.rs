@@ -20,8 +20,8 @@
 //! would pass that maximum is the only way an eventfd write blocks, so
 //! `interrupt` can use a plain `write()` and still never block.
 
-use super::AnonymousPairs;
 use super::fd::{FdChannel, Kind, creation_error};
+use super::{AnonymousPairs, SetupError};
 use std::os::fd::{FromRawFd, OwnedFd};
 
 /// The eventfd transport. Nothing named: descriptors only.
@@ -34,7 +34,7 @@ pub fn transport() -> AnonymousPairs {
 }
 
 /// A new eventfd, counter 0, that both reads and writes.
-fn channel() -> Result<FdChannel, String> {
+fn channel() -> Result<FdChannel, SetupError> {
     // SAFETY: plain syscall; the result is checked.
     let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
     if fd < 0 {

@@ -17,7 +17,7 @@
 //! and never drops the channel. Nothing here has a name, so nothing can leak:
 //! the kernel frees each object when the last process holding it is gone.
 
-use super::{Channel, ChannelError, STOP_STAMP, Wake};
+use super::{Channel, ChannelError, STOP_STAMP, SetupError, Wake};
 use crate::rt::clock::Deadline;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::Duration;
@@ -243,7 +243,7 @@ impl Channel for FdChannel {
 
 /// Why creating descriptors (`what`: "a pipe") failed, from `errno`, with
 /// the fix for the usual causes.
-pub fn creation_error(what: &str) -> String {
+pub fn creation_error(what: &str) -> SetupError {
     let err = std::io::Error::last_os_error();
     let hint = match err.raw_os_error() {
         Some(libc::EMFILE) => " (too many open files: use fewer pairs, or raise ulimit -n)",
@@ -251,7 +251,7 @@ pub fn creation_error(what: &str) -> String {
         Some(libc::ENOSYS) => " (the kernel is built without it)",
         _ => "",
     };
-    format!("could not create {what}: {err}{hint}")
+    SetupError::of_creation(&err, format!("could not create {what}: {err}{hint}"))
 }
 
 #[cfg(test)]
@@ -276,7 +276,7 @@ pub(crate) mod tests {
     /// it. In the test process, a test running in parallel could open a
     /// descriptor with the same number in between. The child only makes and
     /// drops the channel and calls `fcntl` (no allocation on success).
-    pub fn check_closed_on_drop(make: fn() -> Result<FdChannel, String>) {
+    pub fn check_closed_on_drop(make: fn() -> Result<FdChannel, SetupError>) {
         // SAFETY: the child runs only allocation-free code, then `_exit`.
         let pid = unsafe { libc::fork() };
         assert!(pid >= 0, "fork failed");
@@ -314,7 +314,7 @@ pub(crate) mod tests {
         );
     }
 
-    fn pipe_channel() -> Result<FdChannel, String> {
+    fn pipe_channel() -> Result<FdChannel, SetupError> {
         let (read, write) = raw_pipe();
         Ok(FdChannel::new(read, write, Kind::Pipe))
     }

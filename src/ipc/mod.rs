@@ -58,14 +58,46 @@ impl ChannelError {
     }
 }
 
-/// What the transports' setup errors say when the kernel lacks the
-/// primitive (ENOSYS): "(kernel built without ...)". Such a test is skipped
-/// (exit code 4 when nothing else ran), not failed.
-pub const KERNEL_LACKS_MARKER: &str = "built without";
+/// Why a test's wake-up objects or tasks could not be set up. The kind, not
+/// the text, decides how the test ends; `Display` is the one-line message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SetupError {
+    /// The kernel lacks the primitive (ENOSYS; the message says "built
+    /// without ..."): the test is skipped (exit code 4 when nothing else
+    /// ran), not failed.
+    #[error("{0}")]
+    KernelLacksFeature(String),
+    /// The options ask for what the primitive cannot do (`--fork` with one
+    /// that cannot connect two processes): bad usage.
+    #[error("{0}")]
+    Usage(String),
+    /// Anything else: a failure at run time.
+    #[error("{0}")]
+    Failed(String),
+}
 
-/// Whether a transport's setup error means the kernel lacks the primitive.
-pub fn lacks_kernel_feature(error: &str) -> bool {
-    error.contains(KERNEL_LACKS_MARKER)
+impl SetupError {
+    /// The error of a failed creation call: `KernelLacksFeature` when its
+    /// errno is ENOSYS, else `Failed`; `message` says what failed, and why.
+    pub fn of_creation(err: &std::io::Error, message: String) -> SetupError {
+        if err.raw_os_error() == Some(libc::ENOSYS) {
+            SetupError::KernelLacksFeature(message)
+        } else {
+            SetupError::Failed(message)
+        }
+    }
+
+    /// Whether the test is skipped rather than failed.
+    pub fn is_skip(&self) -> bool {
+        matches!(self, SetupError::KernelLacksFeature(_))
+    }
+}
+
+/// Setup steps that fail for any other reason (memory, names, limits).
+impl From<String> for SetupError {
+    fn from(message: String) -> SetupError {
+        SetupError::Failed(message)
+    }
 }
 
 impl fmt::Display for ChannelError {
@@ -93,7 +125,7 @@ pub trait Channel: Send + Sync {
     /// Makes a current or next `wait` return `Interrupted`. Never blocks (if
     /// the waiter already has a wake-up pending, it may do nothing). The
     /// harness calls it once per channel to stop a run, and once on `sync` to
-    /// release the peer after the last sample; real `post`s never meet more
+    /// release the sender after the last sample; real `post`s never meet more
     /// than one pending interrupt, so a transport needs room for one.
     fn interrupt(&self);
     /// Called once by the task that will `wait` on this channel, in that task
@@ -128,7 +160,7 @@ pub trait Transport: Send + Sync {
     /// the two tasks will be a child forked after this call: everything the
     /// channels share must be inherited across `fork()` (descriptors, System V
     /// ids, `MAP_SHARED` memory, process-shared semaphores and futexes).
-    fn open_pair(&self, index: usize, across_processes: bool) -> Result<PairChannels, String>;
+    fn open_pair(&self, index: usize, across_processes: bool) -> Result<PairChannels, SetupError>;
 }
 
 /// A transport whose two channels are made the same way and have no name:
@@ -137,7 +169,7 @@ pub struct AnonymousPairs {
     pub name: &'static str,
     pub describe: &'static str,
     /// Makes one channel (`across_processes`: see `Transport::open_pair`).
-    pub channel: fn(bool) -> Result<Box<dyn Channel>, String>,
+    pub channel: fn(bool) -> Result<Box<dyn Channel>, SetupError>,
 }
 
 impl Transport for AnonymousPairs {
@@ -149,7 +181,7 @@ impl Transport for AnonymousPairs {
         self.describe
     }
 
-    fn open_pair(&self, _index: usize, across_processes: bool) -> Result<PairChannels, String> {
+    fn open_pair(&self, _index: usize, across_processes: bool) -> Result<PairChannels, SetupError> {
         Ok(PairChannels {
             test: (self.channel)(across_processes)?,
             sync: (self.channel)(across_processes)?,
@@ -188,4 +220,28 @@ pub fn transport_named(name: &str) -> Option<Box<dyn Transport>> {
         "svmq" => Box::new(svmq::SysVMessageQueues::new()),
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SetupError;
+
+    #[test]
+    fn only_enosys_means_the_kernel_lacks_the_primitive() {
+        let message = "could not create a pipe: Function not implemented (os error 38) \
+                       (the kernel is built without it)";
+        let enosys = std::io::Error::from_raw_os_error(libc::ENOSYS);
+        let lacking = SetupError::of_creation(&enosys, message.to_string());
+        assert!(lacking.is_skip());
+        // The message users see is the one the transport wrote.
+        assert_eq!(lacking.to_string(), message);
+        let emfile = std::io::Error::from_raw_os_error(libc::EMFILE);
+        let failed = SetupError::of_creation(&emfile, "could not create a pipe".to_string());
+        assert_eq!(
+            failed,
+            SetupError::Failed("could not create a pipe".to_string())
+        );
+        assert!(!failed.is_skip());
+        assert!(!SetupError::Usage("x".into()).is_skip());
+    }
 }

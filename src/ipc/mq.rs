@@ -6,7 +6,9 @@
 //! open: the descriptor keeps working, and no exit path, not even SIGKILL, can
 //! leave a queue behind in /dev/mqueue.
 
-use super::{Channel, ChannelError, PairChannels, STOP_STAMP, Transport, Wake, run_tag};
+use super::{
+    Channel, ChannelError, PairChannels, STOP_STAMP, SetupError, Transport, Wake, run_tag,
+};
 use crate::rt::clock::realtime_deadline;
 use std::ffi::CString;
 use std::time::Duration;
@@ -41,7 +43,7 @@ impl Transport for MessageQueues {
         "POSIX message queue, mq_send -> mq_receive"
     }
 
-    fn open_pair(&self, index: usize, _across_processes: bool) -> Result<PairChannels, String> {
+    fn open_pair(&self, index: usize, _across_processes: bool) -> Result<PairChannels, SetupError> {
         // Descriptors are inherited by a forked child: nothing else to do.
         let test_name = format!("/latscope-{}-{index}-test", self.run_tag);
         let sync_name = format!("/latscope-{}-{index}-sync", self.run_tag);
@@ -61,7 +63,7 @@ struct Queue {
 }
 
 impl Queue {
-    fn create(name: &str) -> Result<Queue, String> {
+    fn create(name: &str) -> Result<Queue, SetupError> {
         let c_name = CString::new(name).map_err(|_| format!("bad queue name {name}"))?;
         let mut attr: libc::mq_attr = unsafe { std::mem::zeroed() };
         attr.mq_maxmsg = QUEUE_DEPTH;
@@ -85,8 +87,9 @@ impl Queue {
                 Some(libc::ENOSYS) => " (kernel built without POSIX message queues)",
                 _ => "",
             };
-            return Err(format!(
-                "could not create message queue {name}: {err}{hint}"
+            return Err(SetupError::of_creation(
+                &err,
+                format!("could not create message queue {name}: {err}{hint}"),
             ));
         }
         // SAFETY: valid C string. Unlinking now means nothing can leak later.

@@ -7,8 +7,8 @@
 //! name and dies with the last process holding it: nothing can leak. A forked
 //! child inherits both ends.
 
-use super::AnonymousPairs;
 use super::fd::{FdChannel, Kind, creation_error};
+use super::{AnonymousPairs, SetupError};
 use std::os::fd::{FromRawFd, OwnedFd};
 
 /// The pipe transport. Nothing named: descriptors only.
@@ -21,7 +21,7 @@ pub fn transport() -> AnonymousPairs {
 }
 
 /// A new pipe: write to one end, read from the other.
-fn channel() -> Result<FdChannel, String> {
+fn channel() -> Result<FdChannel, SetupError> {
     let mut fds: [libc::c_int; 2] = [-1; 2];
     // SAFETY: `fds` has room for the two descriptors pipe2 returns.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {

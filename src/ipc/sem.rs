@@ -12,7 +12,7 @@
 //! next to a real post and never blocks.
 
 use super::slot::{Doorbell, SlotChannel};
-use super::{AnonymousPairs, ChannelError};
+use super::{AnonymousPairs, ChannelError, SetupError};
 use crate::rt::clock::realtime_deadline;
 use crate::rt::shm::SharedBox;
 use std::cell::UnsafeCell;
@@ -44,7 +44,7 @@ struct Semaphore {
 }
 
 impl Semaphore {
-    fn new(across_processes: bool) -> Result<Semaphore, String> {
+    fn new(across_processes: bool) -> Result<Semaphore, SetupError> {
         // SAFETY: an all-zero `sem_t` is only storage; sem_init below sets it up.
         let sem = SharedBox::new(RawSem(UnsafeCell::new(unsafe { std::mem::zeroed() })))?;
         // SAFETY: the sem_t is in its final place (it never moves) and not
@@ -58,7 +58,10 @@ impl Semaphore {
                 ""
             };
             // Not initialised, so not destroyed: the SharedBox just unmaps it.
-            return Err(format!("could not create a POSIX semaphore: {err}{hint}"));
+            return Err(SetupError::of_creation(
+                &err,
+                format!("could not create a POSIX semaphore: {err}{hint}"),
+            ));
         }
         Ok(Semaphore { sem })
     }

@@ -14,7 +14,7 @@
 //! - threads (one process): `pthread_kill(waiter, SIGUSR1)`, exactly as
 //!   sigwaittest, including glibc's signal-mask save/restore around its
 //!   `tgkill` (measured: about 0.6 us of sigwaittest's sample on this VM);
-//! - `--fork`, waiter in the forked peer (single-threaded, so tid == pid):
+//! - `--fork`, waiter in the forked sender (single-threaded, so tid == pid):
 //!   `kill(pid)`, a process-directed signal, like sigwaittest `-f`. This relies
 //!   on the child having one thread: in a multi-threaded process another
 //!   thread could take the signal;
@@ -63,7 +63,7 @@ struct SignalBell {
     /// Just {SIGUSR1}; built once, so the wait path does no set building.
     set: libc::sigset_t,
     /// The process that made the bell (latscope). A waiter in any other
-    /// process is a forked, single-threaded peer.
+    /// process is a forked, single-threaded sender.
     creator: libc::pid_t,
 }
 
@@ -140,13 +140,13 @@ impl Doorbell for SignalBell {
         }
         // Processes. Decided without a getpid syscall inside the measured
         // span: a waiter outside the process that made the channel can only
-        // be the forked, single-threaded peer.
+        // be the forked, single-threaded sender.
         let (rc, call) = if pid != self.creator && tid == pid {
             // SAFETY: plain syscall; SIGUSR1 is blocked by the waiter (it was
             // blocked before its pid was published), so it stays pending.
             (unsafe { libc::kill(pid, SIGNAL) }, "kill")
         } else {
-            // The recording thread of latscope, from the peer process: a
+            // The receiver thread of latscope, from the sender process: a
             // process-directed kill could be taken by any of latscope's
             // threads waiting for SIGUSR1.
             // SAFETY: as above; tgkill checks that tid belongs to pid.

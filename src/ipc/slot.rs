@@ -84,7 +84,7 @@ impl<D: Doorbell> Channel for SlotChannel<D> {
                 return Ok(Wake::Message(self.slot.stamp.load(Ordering::Relaxed)));
             }
             // Rung without a post: a stray wake-up (say, a SIGUSR1 someone
-            // sent the peer process). Taking it as a sample would pair the
+            // sent the sender process). Taking it as a sample would pair the
             // waiter with an old stamp and put the pair out of step for the
             // rest of the run; wait for the real post instead.
         }
@@ -109,7 +109,7 @@ pub(crate) mod tests {
     use std::time::Instant;
 
     /// The contract of `Channel`, checked on pair 0 of `transport`: in one
-    /// process (with threads), then with the peer in a forked child.
+    /// process (with threads), then with the sender in a forked child.
     pub fn check_transport(transport: &dyn Transport) {
         check_threads(&transport.open_pair(0, false).expect("open pair"));
         check_timeout(&transport.open_pair(1, false).expect("open pair"));

@@ -24,7 +24,7 @@
 //! then anyway); at most one stamp and two stops per channel, 48 bytes for
 //! the pair, are ever queued, far below the default queue size (16 KiB).
 
-use super::{Channel, ChannelError, PairChannels, STOP_STAMP, Transport, Wake};
+use super::{Channel, ChannelError, PairChannels, STOP_STAMP, SetupError, Transport, Wake};
 use crate::rt::clock::{Deadline, monotonic_ns, sleep_until_ns};
 use crate::rt::registry;
 use std::sync::Arc;
@@ -66,7 +66,11 @@ impl Transport for SysVMessageQueues {
         "System V message queue, msgsnd -> msgrcv"
     }
 
-    fn open_pair(&self, _index: usize, _across_processes: bool) -> Result<PairChannels, String> {
+    fn open_pair(
+        &self,
+        _index: usize,
+        _across_processes: bool,
+    ) -> Result<PairChannels, SetupError> {
         // The queue id is valid in a forked child too: nothing else to do.
         let queue = Arc::new(Queue::create()?);
         let name = queue.resource_name();
@@ -91,7 +95,7 @@ struct Queue {
 }
 
 impl Queue {
-    fn create() -> Result<Queue, String> {
+    fn create() -> Result<Queue, SetupError> {
         // SAFETY: plain syscall; the result is checked.
         let id =
             unsafe { libc::msgget(libc::IPC_PRIVATE, libc::IPC_CREAT | libc::IPC_EXCL | 0o600) };
@@ -106,8 +110,9 @@ impl Queue {
                 Some(libc::ENOSYS) => " (kernel built without System V IPC)",
                 _ => "",
             };
-            return Err(format!(
-                "could not create a System V message queue: {err}{hint}"
+            return Err(SetupError::of_creation(
+                &err,
+                format!("could not create a System V message queue: {err}{hint}"),
             ));
         }
         registry::record(registry::Kind::SysvMsq, &id.to_string());

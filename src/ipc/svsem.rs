@@ -19,7 +19,7 @@
 //! (`ipcs -s`, `ipcrm -s <id>`).
 
 use super::slot::{Doorbell, SlotChannel};
-use super::{ChannelError, PairChannels, Transport};
+use super::{ChannelError, PairChannels, SetupError, Transport};
 use crate::rt::clock::Deadline;
 use crate::rt::registry;
 use std::sync::Arc;
@@ -52,7 +52,11 @@ impl Transport for SysVSemaphores {
         "System V semaphore, semop(+1) -> semop(-1)"
     }
 
-    fn open_pair(&self, _index: usize, _across_processes: bool) -> Result<PairChannels, String> {
+    fn open_pair(
+        &self,
+        _index: usize,
+        _across_processes: bool,
+    ) -> Result<PairChannels, SetupError> {
         // The id is inherited across fork(): nothing else to do for processes.
         let set = Arc::new(SemSet::create()?);
         let resource_names = vec![format!("sysv-sem {} (creator pid {})", set.id, set.creator)];
@@ -76,7 +80,7 @@ struct SemSet {
 }
 
 impl SemSet {
-    fn create() -> Result<SemSet, String> {
+    fn create() -> Result<SemSet, SetupError> {
         // SAFETY: plain syscall. IPC_PRIVATE always makes a new set; IPC_EXCL
         // states it; 0600 keeps other users out.
         let id = unsafe {
@@ -97,8 +101,9 @@ impl SemSet {
                 Some(libc::ENOSYS) => " (kernel built without System V IPC)",
                 _ => "",
             };
-            return Err(format!(
-                "could not create a System V semaphore set: {err}{hint}"
+            return Err(SetupError::of_creation(
+                &err,
+                format!("could not create a System V semaphore set: {err}{hint}"),
             ));
         }
         let set = SemSet {
@@ -111,10 +116,10 @@ impl SemSet {
         let mut zeros = [0 as libc::c_ushort; SEMS_PER_SET];
         // SAFETY: SETALL reads one unsigned short per semaphore of the set.
         if unsafe { libc::semctl(id, 0, libc::SETALL, zeros.as_mut_ptr()) } != 0 {
-            return Err(format!(
+            return Err(SetupError::Failed(format!(
                 "could not initialise System V semaphore set {id}: {}",
                 std::io::Error::last_os_error()
-            ));
+            )));
         }
         // After SETALL, which sets the change time the fingerprint holds.
         registry::record(registry::Kind::SysvSem, &id.to_string());

@@ -11,8 +11,8 @@
 //! pair never share a buffer or a wait queue. A forked child inherits both
 //! ends. `interrupt` sends with `MSG_DONTWAIT` and gives up on a full buffer.
 
-use super::AnonymousPairs;
 use super::fd::{FdChannel, Kind, creation_error};
+use super::{AnonymousPairs, SetupError};
 use std::os::fd::{FromRawFd, OwnedFd};
 
 /// The unix transport. Nothing named: the pairs have no address.
@@ -25,7 +25,7 @@ pub fn transport() -> AnonymousPairs {
 }
 
 /// A new connected socket pair: write to one end, read from the other.
-fn channel() -> Result<FdChannel, String> {
+fn channel() -> Result<FdChannel, SetupError> {
     let mut fds: [libc::c_int; 2] = [-1; 2];
     // SAFETY: `fds` has room for the two descriptors socketpair returns.
     let rc = unsafe {

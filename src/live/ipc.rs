@@ -99,14 +99,14 @@ impl Progress for ClassicLive {
             .map(|(plan, l)| {
                 let samples = l.samples.load(Ordering::Relaxed);
                 ClassicPair {
-                    receiver_tid: l.recorder_tid.load(Ordering::Relaxed),
-                    sender_tid: l.peer.tid.load(Ordering::Relaxed),
+                    receiver_tid: l.receiver_tid.load(Ordering::Relaxed),
+                    sender_tid: l.sender.tid.load(Ordering::Relaxed),
                     priority: plan.priority,
-                    receiver_cpu: l.recorder_cpu.load(Ordering::Relaxed),
-                    sender_cpu: l.peer.cpu.load(Ordering::Relaxed),
+                    receiver_cpu: l.receiver_cpu.load(Ordering::Relaxed),
+                    sender_cpu: l.sender.cpu.load(Ordering::Relaxed),
                     interval_us: plan.interval_ns / 1000,
                     timeouts: l.timeouts.load(Ordering::Relaxed),
-                    cycles: l.peer.sent.load(Ordering::Relaxed),
+                    cycles: l.sender.sent.load(Ordering::Relaxed),
                     samples,
                     min_ns: if samples > 0 {
                         l.min_ns.load(Ordering::Relaxed) as i64

@@ -2,7 +2,7 @@
 //! data; shared by the pair commands (`mq`, `sem`, ...), `ipc` and `suite`.
 
 use crate::ipc::harness::{self, EndReason, Mode, PairOutcome, PairPlan, Progress, RunPlan, Tasks};
-use crate::ipc::{Transport, transport_named};
+use crate::ipc::{SetupError, Transport, transport_named};
 use crate::live::ipc::LiveLine;
 use crate::pipeline::{CommandError, CpuWindow, FinishedTest, Preparation, RunFacts};
 use crate::report::{
@@ -20,7 +20,7 @@ use std::time::Duration;
 pub fn cpus_of(pairs: &[PairPlan]) -> Vec<usize> {
     let mut cpus = Vec::new();
     for pair in pairs {
-        for cpu in [pair.recorder_cpu, pair.peer_cpu] {
+        for cpu in [pair.receiver_cpu, pair.sender_cpu] {
             match cpu {
                 Some(cpu) => cpus.push(cpu),
                 None => return sched::allowed_cpus(),
@@ -42,7 +42,7 @@ pub struct IpcTest<'a> {
     pub progress: &'a mut dyn Progress,
 }
 
-pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, String> {
+pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, SetupError> {
     let window = CpuWindow::open();
     let outcome = harness::run(test.transport, &test.plan, test.breaktrace, test.progress)?;
     let cpu_use = window.close();
@@ -51,7 +51,7 @@ pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, String> {
         let mut c: Vec<usize> = outcome
             .pairs
             .iter()
-            .flat_map(|p| [p.recorder_cpu, p.peer_cpu])
+            .flat_map(|p| [p.receiver_cpu, p.sender_cpu])
             .collect();
         c.sort_unstable();
         c.dedup();
@@ -110,10 +110,10 @@ pub fn failed_to_start(
     transport: &dyn Transport,
     plan: &RunPlan,
     config: TestConfig,
-    error: String,
+    error: SetupError,
 ) -> FinishedTest {
     // A kernel without the primitive: the test is skipped, with the reason.
-    let end_reason = if crate::ipc::lacks_kernel_feature(&error) {
+    let end_reason = if error.is_skip() {
         harness::EndReason::Skipped
     } else {
         harness::EndReason::Error
@@ -125,7 +125,7 @@ pub fn failed_to_start(
             mode: plan.mode.as_str().to_string(),
             config,
             end_reason,
-            error: Some(error),
+            error: Some(error.to_string()),
             overall: LatencyRecorder::new().summary(),
             series: Vec::new(),
             overall_detail: None,
@@ -136,14 +136,14 @@ pub fn failed_to_start(
 }
 
 fn series_of(index: usize, p: &PairOutcome) -> Series {
-    let mut cpus = vec![p.recorder_cpu];
-    if p.peer_cpu != p.recorder_cpu {
-        cpus.push(p.peer_cpu);
+    let mut cpus = vec![p.receiver_cpu];
+    if p.sender_cpu != p.receiver_cpu {
+        cpus.push(p.sender_cpu);
     }
     Series {
         label: format!("pair {index}"),
         cpus,
-        pinned: p.plan.recorder_cpu.is_some(),
+        pinned: p.plan.receiver_cpu.is_some(),
         policy: p.plan.policy.to_string(),
         priority: p.plan.priority,
         overruns: p.overruns,
@@ -152,10 +152,10 @@ fn series_of(index: usize, p: &PairOutcome) -> Series {
         per_second: p.per_second.clone(),
         per_second_dropped: p.per_second_dropped,
         detail: SeriesDetail::IpcPair(IpcPair {
-            receiver_cpu: p.recorder_cpu,
-            sender_cpu: p.peer_cpu,
-            receiver_tid: p.recorder_tid,
-            sender_tid: p.peer_tid,
+            receiver_cpu: p.receiver_cpu,
+            sender_cpu: p.sender_cpu,
+            receiver_tid: p.receiver_tid,
+            sender_tid: p.sender_tid,
             interval_us: p.plan.interval_ns / 1000,
             sent: p.sent,
             timeouts: p.timeouts,
@@ -371,14 +371,17 @@ mod tests {
             transport.as_ref(),
             &plan,
             config.clone(),
-            "msgget failed: Function not implemented (kernel built without System V IPC)".into(),
+            SetupError::KernelLacksFeature(
+                "msgget failed: Function not implemented (kernel built without System V IPC)"
+                    .into(),
+            ),
         );
         assert_eq!(skipped.result.end_reason, EndReason::Skipped);
         let failed = failed_to_start(
             transport.as_ref(),
             &plan,
             config,
-            "msgget failed: No space left on device".into(),
+            SetupError::Failed("msgget failed: No space left on device".into()),
         );
         assert_eq!(failed.result.end_reason, EndReason::Error);
         let sys = crate::report::testdata::sample_report().sysinfo;

@@ -543,15 +543,15 @@ impl PairLayout {
         let cpu_of = |i: usize| allowed[i % allowed.len()];
         Ok((0..self.count as usize)
             .map(|i| {
-                let (recorder_cpu, peer_cpu) = match (self.placement, cross_cpu) {
+                let (receiver_cpu, sender_cpu) = match (self.placement, cross_cpu) {
                     (_, true) => (Some(cpu_of(i)), Some(cpu_of(i + 1))),
                     (Placement::Unpinned, false) => (None, None),
                     (Placement::AllOn(cpu), false) => (Some(cpu), Some(cpu)),
                     (Placement::Spread, false) => (Some(cpu_of(i)), Some(cpu_of(i))),
                 };
                 PairPlan {
-                    recorder_cpu,
-                    peer_cpu,
+                    receiver_cpu,
+                    sender_cpu,
                     policy: self.policy,
                     priority: if self.same_priority || self.priority <= 1 {
                         self.priority
@@ -805,7 +805,7 @@ mod tests {
         let s = settings(&[]).unwrap();
         assert_eq!(s.plan.pairs.len(), 1);
         assert_eq!(s.plan.pairs[0].interval_ns, 1_000_000);
-        assert_eq!(s.plan.pairs[0].recorder_cpu, None);
+        assert_eq!(s.plan.pairs[0].receiver_cpu, None);
         assert_eq!(s.policy, Policy::Other);
         assert_eq!(s.loops, None);
     }
@@ -823,7 +823,7 @@ mod tests {
             s.plan
                 .pairs
                 .iter()
-                .all(|p| p.priority == 99 && p.recorder_cpu.is_some())
+                .all(|p| p.priority == 99 && p.receiver_cpu.is_some())
         );
         assert_eq!(s.plan.pairs.len(), sched::allowed_cpus().len());
     }
@@ -832,9 +832,9 @@ mod tests {
     fn affinity_forms() {
         let first = sched::allowed_cpus()[0];
         let s = settings(&["-a", &first.to_string(), "-t", "2"]).unwrap();
-        assert!(s.plan.pairs.iter().all(|p| p.recorder_cpu == Some(first)));
+        assert!(s.plan.pairs.iter().all(|p| p.receiver_cpu == Some(first)));
         let s = settings(&["-a", "-t", "2"]).unwrap();
-        assert_eq!(s.plan.pairs[0].recorder_cpu, Some(first));
+        assert_eq!(s.plan.pairs[0].receiver_cpu, Some(first));
         assert!(
             settings(&["-a", "4096"])
                 .unwrap_err()
@@ -924,7 +924,10 @@ mod tests {
         assert_eq!(s.interval_us, 1000);
         assert_eq!(s.policy, Policy::Other);
         for (i, p) in s.plan.pairs.iter().enumerate() {
-            assert_eq!((p.recorder_cpu, p.peer_cpu), (Some(cpus[i]), Some(cpus[i])));
+            assert_eq!(
+                (p.receiver_cpu, p.sender_cpu),
+                (Some(cpus[i]), Some(cpus[i]))
+            );
             assert_eq!(p.interval_ns, 1_000_000);
         }
         let s = sem_settings(&args_of("-p 90 -r -i 500 -I 250 -n 1 -A")).unwrap();
@@ -932,7 +935,7 @@ mod tests {
         assert_eq!(s.loops, Some(500));
         assert_eq!(s.plan.pairs.len(), 1);
         assert_eq!(s.plan.pairs[0].interval_ns, 250_000);
-        assert_eq!(s.plan.pairs[0].recorder_cpu, None);
+        assert_eq!(s.plan.pairs[0].receiver_cpu, None);
         let s = sem_settings(&args_of("-p 80 --mode oneway -f -I 0")).unwrap();
         assert_eq!((s.policy, s.plan.mode), (Policy::Fifo, Mode::OneWay));
         assert_eq!(s.plan.tasks, Tasks::Processes);
@@ -964,12 +967,12 @@ mod tests {
         }
         let s = settings(&["-S", "--cross-cpu"]).unwrap();
         for (i, p) in s.plan.pairs.iter().enumerate() {
-            assert_eq!(p.recorder_cpu, Some(cpus[i]));
-            assert_eq!(p.peer_cpu, Some(cpus[(i + 1) % cpus.len()]));
+            assert_eq!(p.receiver_cpu, Some(cpus[i]));
+            assert_eq!(p.sender_cpu, Some(cpus[(i + 1) % cpus.len()]));
         }
         // Unpinned pairs get pinned apart too.
         let s = settings(&["--cross-cpu", "-t", "1"]).unwrap();
-        assert_eq!(s.plan.pairs[0].peer_cpu, Some(cpus[1]));
+        assert_eq!(s.plan.pairs[0].sender_cpu, Some(cpus[1]));
         let err = settings(&["--cross-cpu", "-a", &cpus[0].to_string()])
             .unwrap_err()
             .0;

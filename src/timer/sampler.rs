@@ -189,178 +189,399 @@ impl Write for MarkerLine {
     }
 }
 
-/// The whole life of one sampling thread. `user` was built (and its memory
-/// touched) by the spawning thread.
+/// The whole life of one sampling thread: set up, wait for the first expiry,
+/// sample until stopped. `user` was built (and its memory touched) by the
+/// spawning thread.
 pub fn run(
     plan: &TimerPlan,
     index: usize,
     shared: &ThreadShared,
-    mut user: FigureSink,
-    mut freeze: Option<BreakTrace>,
+    user: FigureSink,
+    freeze: Option<BreakTrace>,
 ) -> SamplerEnd {
     let cpu = plan.cpus[index];
-    let period = plan.period_ns;
-    let end = |user: FigureSink| SamplerEnd {
-        user,
-        overruns: 0,
-        above_limit: 0,
-        counters: SwitchCounters::default(),
-        measuring_from_ns: 0,
-        measuring_until_ns: 0,
-        last_expiry_ns: 0,
-        last_loop_partial: true,
-        broke_on_switch: None,
-    };
     let waker = match set_up(plan, cpu) {
         Ok(w) => w,
         Err(e) => {
             shared.fail(e);
-            return end(user);
+            return SamplerEnd::not_started(user);
         }
     };
     shared.tid.store(sched::current_tid(), Ordering::Relaxed);
     shared.ready.store(true, Ordering::Release);
-    // The controller starts tracing (when asked) once every thread is ready,
-    // then gives the first expiry. Polling with sleeps: this thread is
-    // already real-time and must block.
-    let first = loop {
+    let Some(first) = wait_for_first_expiry(plan, shared) else {
+        return SamplerEnd::not_started(user);
+    };
+    if let Err(e) = waker.arm(first, plan.period_ns) {
+        shared.fail(e);
+        return SamplerEnd::not_started(user);
+    }
+    let mut sampling = Sampling::new(plan, shared, cpu, waker, user, freeze, first);
+    sampling.sample_until_stopped();
+    sampling.end()
+}
+
+/// The controller starts tracing (when asked) once every thread is ready,
+/// then gives the first expiry; `None` when the run is stopped first.
+/// Polling with sleeps: this thread is already real-time and must block.
+fn wait_for_first_expiry(plan: &TimerPlan, shared: &ThreadShared) -> Option<u64> {
+    loop {
         if plan.stop.load(Ordering::Relaxed) {
-            return end(user);
+            return None;
         }
         let first = shared.first_expiry_ns.load(Ordering::Acquire);
         if first != 0 {
-            break first;
+            return Some(first);
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
-    };
-    if let Err(e) = waker.arm(first, period) {
-        shared.fail(e);
-        return end(user);
     }
-    let samples_per_loop = plan.samples_per_loop();
-    let user_is_figure = plan.figure == Figure::User;
-    let spike_ns = plan
-        .spike_threshold_ns
-        .map_or(i64::MAX, |ns| ns.min(i64::MAX as u64) as i64);
-    let mut expected = first;
-    let mut warmup_left = plan.warmup_loops;
-    let mut in_loop = 0u64;
-    let mut measuring_from = first;
-    // The duration counts from the end of the warm-up (set there).
-    let mut deadline = plan
-        .duration_ns
-        .filter(|_| warmup_left == 0)
-        .map(|d| first.saturating_add(d));
-    if warmup_left == 0 {
-        shared.measuring_from_ns.store(first, Ordering::Release);
+}
+
+impl SamplerEnd {
+    /// The end of a thread that never took a sample.
+    fn not_started(user: FigureSink) -> SamplerEnd {
+        SamplerEnd {
+            user,
+            overruns: 0,
+            above_limit: 0,
+            counters: SwitchCounters::default(),
+            measuring_from_ns: 0,
+            measuring_until_ns: 0,
+            last_expiry_ns: 0,
+            last_loop_partial: true,
+            broke_on_switch: None,
+        }
     }
-    let mut overruns = 0u64;
-    let mut loop_overruns = 0u64;
-    let mut above_limit = 0u64;
-    let mut worst = i64::MIN;
-    let mut counters = SwitchCounters::default();
-    let mut baseline = SwitchCounters::read();
-    let mut broke_on_switch = None;
-    let mut last_now = first;
-    let mut last_expiry = 0;
-    let mut last_loop_partial = true;
-    loop {
-        let (ticks, now) = match waker.wait(expected, period) {
-            Ok(x) => x,
-            Err(errno) => {
-                shared.fail(format!(
-                    "waiting for the timer on CPU {cpu} failed: {}",
-                    std::io::Error::from_raw_os_error(errno)
-                ));
+}
+
+/// How many of the `ticks` expiries a wake-up accounts for (the one it was
+/// waiting for at `expiry_ns`, then the ones that passed while it was late)
+/// belong to the run: those before `deadline_ns`, the end of `-T`. Periods
+/// after the end of the run are not part of it, so a late last wake-up does
+/// not count them as overruns and "samples + overruns = T / period" holds.
+/// At least 1: the expiry waited for is always inside the run (the loop stops
+/// before waiting for one at or past the deadline).
+fn periods_in_run(expiry_ns: u64, ticks: u64, period_ns: u64, deadline_ns: Option<u64>) -> u64 {
+    match deadline_ns {
+        Some(deadline) if deadline > expiry_ns => {
+            // Expiries expiry, expiry + period, ... strictly before the deadline.
+            let before_deadline = (deadline - expiry_ns).div_ceil(period_ns);
+            ticks.min(before_deadline).max(1)
+        }
+        Some(_) => 1,
+        None => ticks,
+    }
+}
+
+/// One sampling thread's loop and its state. The loop body reads top to
+/// bottom in `sample_until_stopped`; each step is a small method. Nothing
+/// here allocates, locks or prints per sample: the only system calls per
+/// sample are the wait and its clock read (`getrusage` once per loop).
+struct Sampling<'a> {
+    plan: &'a TimerPlan,
+    shared: &'a ThreadShared,
+    cpu: usize,
+    waker: Waker,
+    user: FigureSink,
+    /// `-f`: the trace to mark each new maximum in.
+    freeze: Option<BreakTrace>,
+    period: u64,
+    samples_per_loop: u64,
+    user_is_figure: bool,
+    spike_ns: i64,
+    /// The next expiry to wait for.
+    expected: u64,
+    warmup_left: u64,
+    /// Wake-ups in the current one-second loop (warm-up ones too).
+    in_loop: u64,
+    measuring_from: u64,
+    /// End of `-T`: counts from the end of the warm-up (set there).
+    deadline: Option<u64>,
+    overruns: u64,
+    /// Overruns of the open loop, added to `overruns` when it closes.
+    loop_overruns: u64,
+    above_limit: u64,
+    worst: i64,
+    counters: SwitchCounters,
+    /// The counters at the start of the current loop.
+    baseline: SwitchCounters,
+    broke_on_switch: Option<SwitchCounters>,
+    last_now: u64,
+    last_expiry: u64,
+    last_loop_partial: bool,
+}
+
+impl<'a> Sampling<'a> {
+    fn new(
+        plan: &'a TimerPlan,
+        shared: &'a ThreadShared,
+        cpu: usize,
+        waker: Waker,
+        user: FigureSink,
+        freeze: Option<BreakTrace>,
+        first: u64,
+    ) -> Sampling<'a> {
+        let warmup_left = plan.warmup_loops;
+        if warmup_left == 0 {
+            shared.measuring_from_ns.store(first, Ordering::Release);
+        }
+        Sampling {
+            plan,
+            shared,
+            cpu,
+            waker,
+            user,
+            freeze,
+            period: plan.period_ns,
+            samples_per_loop: plan.samples_per_loop(),
+            user_is_figure: plan.figure == Figure::User,
+            spike_ns: plan
+                .spike_threshold_ns
+                .map_or(i64::MAX, |ns| ns.min(i64::MAX as u64) as i64),
+            expected: first,
+            warmup_left,
+            in_loop: 0,
+            measuring_from: first,
+            deadline: plan
+                .duration_ns
+                .filter(|_| warmup_left == 0)
+                .map(|d| first.saturating_add(d)),
+            overruns: 0,
+            loop_overruns: 0,
+            above_limit: 0,
+            worst: i64::MIN,
+            counters: SwitchCounters::default(),
+            baseline: SwitchCounters::read(),
+            broke_on_switch: None,
+            last_now: first,
+            last_expiry: 0,
+            last_loop_partial: true,
+        }
+    }
+
+    /// THE timer sample: wait for the expiry, read the clock (in `wait`),
+    /// latency = clock read - expiry.
+    fn sample_until_stopped(&mut self) {
+        while let Some((ticks, now)) = self.wait() {
+            let expiry = self.expected;
+            let latency = now as i64 - expiry as i64;
+            self.advance(ticks, now);
+            if self.warmup_left == 0 {
+                self.account_overruns(expiry, ticks);
+                self.record(latency, expiry, now);
+            }
+            let stopping = self.stop_requested();
+            if (self.in_loop == self.samples_per_loop || stopping) && self.end_loop(stopping) {
                 break;
             }
-        };
-        last_now = now;
-        last_expiry = expected;
-        let latency = now as i64 - expected as i64;
-        expected += ticks * period;
-        in_loop += 1;
-        if warmup_left == 0 {
-            loop_overruns += ticks - 1;
-            user.add(latency);
-            if user_is_figure {
-                shared.live.record(latency);
+            if stopping {
+                break;
             }
-            if plan.limit_ns.is_some_and(|limit| latency > limit) {
-                above_limit += 1;
-            }
-            if latency > spike_ns {
-                // Lock-free and allocation-free: the trace reader attributes it.
-                shared.spikes.push(crate::spikes::Candidate {
-                    cpu: cpu as u32,
-                    expected_ns: last_expiry,
-                    actual_ns: now,
-                });
-            }
-            if latency > worst {
-                worst = latency;
-                if let Some(trace) = freeze.as_mut() {
-                    let mut line = MarkerLine {
-                        buf: [0; 96],
-                        len: 0,
-                    };
-                    let _ = writeln!(line, "latscope: new max latency {latency} ns on CPU {cpu}");
-                    trace.mark(&line.buf[..line.len]);
-                }
-            }
-        }
-        let stopping = plan.stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| expected >= d);
-        if in_loop == samples_per_loop || stopping {
-            let now_counters = SwitchCounters::read();
-            let moved = now_counters.since(baseline);
-            baseline = now_counters;
-            in_loop = 0;
-            if warmup_left > 0 {
-                if !stopping {
-                    warmup_left -= 1;
-                    if warmup_left == 0 {
-                        // The measurement starts at the next expiry.
-                        measuring_from = expected;
-                        shared.measuring_from_ns.store(expected, Ordering::Release);
-                        deadline = plan.duration_ns.map(|d| expected.saturating_add(d));
-                    }
-                }
-            } else {
-                counters.add(moved);
-                overruns += loop_overruns;
-                loop_overruns = 0;
-                shared.overruns.store(overruns, Ordering::Relaxed);
-                shared.msw.store(counters.total(), Ordering::Relaxed);
-                // Stopped before the loop was complete (not at the end of -T).
-                last_loop_partial = stopping && deadline.is_none_or(|d| expected < d);
-                let closed = user.close_loop(last_loop_partial);
-                if user_is_figure && let Some(stats) = closed {
-                    shared.loops.push(stats);
-                }
-                if plan.break_on_switch && moved.total() > 0 {
-                    broke_on_switch = Some(moved);
-                    plan.stop.store(true, Ordering::Relaxed);
-                    break;
-                }
-            }
-        }
-        if stopping {
-            break;
         }
     }
-    SamplerEnd {
-        user,
-        overruns,
-        above_limit,
-        counters,
-        measuring_from_ns: measuring_from,
-        measuring_until_ns: if warmup_left == 0 {
-            last_now.max(measuring_from)
-        } else {
-            measuring_from
-        },
-        last_expiry_ns: last_expiry,
-        last_loop_partial,
-        broke_on_switch,
+
+    /// Blocks until the expected expiry; `None` (the run's error set) when
+    /// the wait fails.
+    #[inline]
+    fn wait(&self) -> Option<(u64, u64)> {
+        match self.waker.wait(self.expected, self.period) {
+            Ok(x) => Some(x),
+            Err(errno) => {
+                self.shared.fail(format!(
+                    "waiting for the timer on CPU {} failed: {}",
+                    self.cpu,
+                    std::io::Error::from_raw_os_error(errno)
+                ));
+                None
+            }
+        }
+    }
+
+    /// The next expiry is the first one still ahead.
+    #[inline]
+    fn advance(&mut self, ticks: u64, now: u64) {
+        self.last_now = now;
+        self.last_expiry = self.expected;
+        self.expected += ticks * self.period;
+        self.in_loop += 1;
+    }
+
+    /// The expiries this wake-up missed, inside the run (see `periods_in_run`).
+    #[inline]
+    fn account_overruns(&mut self, expiry: u64, ticks: u64) {
+        self.loop_overruns += periods_in_run(expiry, ticks, self.period, self.deadline) - 1;
+    }
+
+    /// One measured sample into the figures, the limit count, the spike
+    /// queue and the `-f` trace marker.
+    #[inline]
+    fn record(&mut self, latency: i64, expiry: u64, now: u64) {
+        self.user.add(latency);
+        if self.user_is_figure {
+            self.shared.live.record(latency);
+        }
+        if self.plan.limit_ns.is_some_and(|limit| latency > limit) {
+            self.above_limit += 1;
+        }
+        if latency > self.spike_ns {
+            // Lock-free and allocation-free: the trace reader attributes it.
+            self.shared.spikes.push(crate::spikes::Candidate {
+                cpu: self.cpu as u32,
+                expected_ns: expiry,
+                actual_ns: now,
+            });
+        }
+        if latency > self.worst {
+            self.worst = latency;
+            self.mark_new_maximum(latency);
+        }
+    }
+
+    /// `-f`: a line in the kernel trace at each new maximum.
+    fn mark_new_maximum(&mut self, latency: i64) {
+        if let Some(trace) = self.freeze.as_mut() {
+            let mut line = MarkerLine {
+                buf: [0; 96],
+                len: 0,
+            };
+            let _ = writeln!(
+                line,
+                "latscope: new max latency {latency} ns on CPU {}",
+                self.cpu
+            );
+            trace.mark(&line.buf[..line.len]);
+        }
+    }
+
+    /// A stop from the controller (or another thread's `-b`), or the end of `-T`.
+    #[inline]
+    fn stop_requested(&self) -> bool {
+        self.plan.stop.load(Ordering::Relaxed) || self.deadline.is_some_and(|d| self.expected >= d)
+    }
+
+    /// Closes the one-second loop (a warm-up loop, or a measured one);
+    /// returns true when `-b` saw a switch or fault and stops the run.
+    fn end_loop(&mut self, stopping: bool) -> bool {
+        let now_counters = SwitchCounters::read();
+        let moved = now_counters.since(self.baseline);
+        self.baseline = now_counters;
+        self.in_loop = 0;
+        if self.warmup_left > 0 {
+            if !stopping {
+                self.end_warmup_loop();
+            }
+            return false;
+        }
+        self.counters.add(moved);
+        self.overruns += self.loop_overruns;
+        self.loop_overruns = 0;
+        self.shared.overruns.store(self.overruns, Ordering::Relaxed);
+        self.shared
+            .msw
+            .store(self.counters.total(), Ordering::Relaxed);
+        // Stopped before the loop was complete (not at the end of -T).
+        self.last_loop_partial = stopping && self.deadline.is_none_or(|d| self.expected < d);
+        let closed = self.user.close_loop(self.last_loop_partial);
+        if self.user_is_figure
+            && let Some(stats) = closed
+        {
+            self.shared.loops.push(stats);
+        }
+        if self.plan.break_on_switch && moved.total() > 0 {
+            self.broke_on_switch = Some(moved);
+            self.plan.stop.store(true, Ordering::Relaxed);
+            return true;
+        }
+        false
+    }
+
+    /// One warm-up loop less; after the last one the measurement (and `-T`)
+    /// starts at the next expiry.
+    fn end_warmup_loop(&mut self) {
+        self.warmup_left -= 1;
+        if self.warmup_left == 0 {
+            self.measuring_from = self.expected;
+            self.shared
+                .measuring_from_ns
+                .store(self.expected, Ordering::Release);
+            self.deadline = self
+                .plan
+                .duration_ns
+                .map(|d| self.expected.saturating_add(d));
+        }
+    }
+
+    fn end(self) -> SamplerEnd {
+        SamplerEnd {
+            measuring_until_ns: if self.warmup_left == 0 {
+                self.last_now.max(self.measuring_from)
+            } else {
+                self.measuring_from
+            },
+            user: self.user,
+            overruns: self.overruns,
+            above_limit: self.above_limit,
+            counters: self.counters,
+            measuring_from_ns: self.measuring_from,
+            last_expiry_ns: self.last_expiry,
+            last_loop_partial: self.last_loop_partial,
+            broke_on_switch: self.broke_on_switch,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::periods_in_run;
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn a_late_last_wake_up_counts_no_periods_past_the_end_of_the_run() {
+        // -T 2 at 1 ms: the measurement starts at 10 ms, ends at 2010 ms. The
+        // last expiry inside it (2009 ms) is woken 9.4 ms late: the wait
+        // reports 10 passed expiries, of which only the first is in the run.
+        let from = 10 * MS;
+        let deadline = from + 2_000 * MS;
+        let last = deadline - MS;
+        let ticks = 1 + (9_400_000 / MS);
+        assert_eq!(ticks, 10);
+        assert_eq!(periods_in_run(last, ticks, MS, Some(deadline)), 1);
+        // Two periods before the end, 9.4 ms late: that expiry and the next.
+        assert_eq!(periods_in_run(last - MS, 10, MS, Some(deadline)), 2);
+        // Far from the end, every missed period counts.
+        assert_eq!(periods_in_run(from, 10, MS, Some(deadline)), 10);
+        // Without -T, too.
+        assert_eq!(periods_in_run(last, 10, MS, None), 10);
+    }
+
+    #[test]
+    fn samples_and_overruns_add_up_to_the_periods_of_the_run() {
+        // Wake-ups at every expiry of a 2 s run at 1 ms, some late by several
+        // periods, the last by 9.4 ms: one sample each plus the overruns
+        // counted must be exactly 2000.
+        let period = MS;
+        let from = 5 * MS;
+        let deadline = from + 2_000 * MS;
+        for late_ns in [0, 400_000, 3_200_000, 9_400_000, 1_000 * MS] {
+            let mut expected = from;
+            let mut samples = 0u64;
+            let mut overruns = 0u64;
+            let mut n = 0u64;
+            while expected < deadline {
+                n += 1;
+                // Every 97th wake-up and the last possible one are late.
+                let late = if n.is_multiple_of(97) || expected + period >= deadline {
+                    late_ns
+                } else {
+                    0
+                };
+                let ticks = 1 + late / period;
+                samples += 1;
+                overruns += periods_in_run(expected, ticks, period, Some(deadline)) - 1;
+                expected += ticks * period;
+            }
+            assert_eq!(samples + overruns, 2_000, "late {late_ns} ns");
+        }
     }
 }

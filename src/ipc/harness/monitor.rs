@@ -1,0 +1,60 @@
+//! The monitor: this process's main thread while the tasks measure. Every
+//! tick it looks for a stop signal, drains the per-second windows, checks
+//! the senders (errors, dead processes), ends the run when every pair is
+//! done or the duration is over, and once a second shows the progress.
+
+use super::EndReason;
+use super::live::Progress;
+use super::plan::RunPlan;
+use super::process::check_senders;
+use super::start::Started;
+use super::state::RunState;
+use crate::rt::signals::wait_for_stop_signal;
+use crate::stats::window::SecondStats;
+use std::time::{Duration, Instant};
+
+/// How often the monitor wakes to check for signals, dead senders and
+/// per-second data.
+const MONITOR_TICK: Duration = Duration::from_millis(100);
+
+/// Monitors until the run stops; returns the per-second series drained.
+pub(super) fn monitor(
+    plan: &RunPlan,
+    state: &RunState,
+    tasks: &mut Started,
+    started: Instant,
+    progress: &mut dyn Progress,
+) -> Vec<Vec<SecondStats>> {
+    let mut per_second: Vec<Vec<SecondStats>> = plan.pairs.iter().map(|_| Vec::new()).collect();
+    let mut next_progress = Duration::from_secs(1);
+    loop {
+        // Wake at the end of the duration, not up to a tick later.
+        let tick = plan.duration.map_or(MONITOR_TICK, |d| {
+            d.saturating_sub(started.elapsed())
+                .clamp(Duration::from_millis(1), MONITOR_TICK)
+        });
+        if wait_for_stop_signal(tick).is_some() {
+            state.request_stop(EndReason::Interrupted);
+        }
+        for (live, out) in state.live.iter().zip(per_second.iter_mut()) {
+            live.windows.drain_into(out);
+        }
+        check_senders(state, &mut tasks.sender_processes);
+        let elapsed = started.elapsed();
+        if state.live.iter().all(|l| l.done()) {
+            state.request_stop(EndReason::LoopsDone);
+        }
+        if plan.duration.is_some_and(|d| elapsed >= d) {
+            state.request_stop(EndReason::DurationElapsed);
+        }
+        if state.stopping() {
+            break;
+        }
+        if elapsed >= next_progress {
+            progress.tick(elapsed, &state.live);
+            next_progress += Duration::from_secs(1);
+        }
+    }
+    progress.finish();
+    per_second
+}
