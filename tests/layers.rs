@@ -52,7 +52,11 @@ const TESTS: &[&str] = &["ipc", "timer", "logdisk"];
 /// `commands` are the file or directory names under src/report/ (except the
 /// model) and src/commands/ (except mod.rs). None for the crate root and for
 /// names this table does not know (a crate-level item), which no rule covers.
-fn unit_of(segs: &[String], exporters: &BTreeSet<String>, commands: &BTreeSet<String>) -> Option<Unit> {
+fn unit_of(
+    segs: &[String],
+    exporters: &BTreeSet<String>,
+    commands: &BTreeSet<String>,
+) -> Option<Unit> {
     let first = segs.first()?.as_str();
     let second = segs.get(1).map(String::as_str);
     let (layer, component) = match first {
@@ -217,7 +221,10 @@ fn blank_comments_and_literals(src: &str) -> Vec<char> {
     let mut i = 0;
     while i < c.len() {
         if c[i] == '/' && c.get(i + 1) == Some(&'/') {
-            let end = c[i..].iter().position(|&x| x == '\n').map_or(c.len(), |p| i + p);
+            let end = c[i..]
+                .iter()
+                .position(|&x| x == '\n')
+                .map_or(c.len(), |p| i + p);
             blank(&mut out, i, end);
             i = end;
         } else if c[i] == '/' && c.get(i + 1) == Some(&'*') {
@@ -247,7 +254,14 @@ fn blank_comments_and_literals(src: &str) -> Vec<char> {
             }
             let mut j = i + 2 + hashes;
             while j < c.len() {
-                if c[j] == '"' && c[j + 1..].iter().take(hashes).filter(|&&x| x == '#').count() == hashes {
+                if c[j] == '"'
+                    && c[j + 1..]
+                        .iter()
+                        .take(hashes)
+                        .filter(|&&x| x == '#')
+                        .count()
+                        == hashes
+                {
                     break;
                 }
                 j += 1;
@@ -305,12 +319,21 @@ fn tokens(blanked: &[char]) -> Vec<Token> {
             while i < blanked.len() && (blanked[i].is_alphanumeric() || blanked[i] == '_') {
                 i += 1;
             }
-            out.push(Token { text: blanked[start..i].iter().collect(), line });
+            out.push(Token {
+                text: blanked[start..i].iter().collect(),
+                line,
+            });
         } else if ch == ':' && blanked.get(i + 1) == Some(&':') {
-            out.push(Token { text: "::".into(), line });
+            out.push(Token {
+                text: "::".into(),
+                line,
+            });
             i += 2;
         } else {
-            out.push(Token { text: ch.to_string(), line });
+            out.push(Token {
+                text: ch.to_string(),
+                line,
+            });
             i += 1;
         }
     }
@@ -318,7 +341,9 @@ fn tokens(blanked: &[char]) -> Vec<Token> {
 }
 
 fn is_ident(t: &str) -> bool {
-    t.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+    t.chars()
+        .next()
+        .is_some_and(|c| c.is_alphabetic() || c == '_')
 }
 
 /// Parses a path tree from `toks[*i]` on: `a::b::c`, `a::{b, c::{d, e}}`,
@@ -327,7 +352,9 @@ fn is_ident(t: &str) -> bool {
 fn path_tree(toks: &[Token], i: &mut usize) -> Vec<Vec<String>> {
     let mut segs = Vec::new();
     loop {
-        let Some(t) = toks.get(*i) else { return vec![segs] };
+        let Some(t) = toks.get(*i) else {
+            return vec![segs];
+        };
         if t.text == "{" {
             *i += 1;
             let mut all = Vec::new();
@@ -395,7 +422,11 @@ fn written(toks: &[Token]) -> String {
 
 /// The module a file defines: src/a/b.rs -> [a, b], src/a/mod.rs -> [a].
 fn file_module(rel: &str) -> Vec<String> {
-    let rel = rel.strip_prefix("src/").unwrap_or(rel).strip_suffix(".rs").unwrap_or(rel);
+    let rel = rel
+        .strip_prefix("src/")
+        .unwrap_or(rel)
+        .strip_suffix(".rs")
+        .unwrap_or(rel);
     let mut segs: Vec<String> = rel.split('/').map(String::from).collect();
     if matches!(segs.last().map(String::as_str), Some("mod" | "lib")) {
         segs.pop();
@@ -467,7 +498,11 @@ fn imports_of(rel: &str, src: &str) -> Vec<Import> {
                 }
             }
             if resolved {
-                out.push(Import { line, written: written(&toks[start..i]), target });
+                out.push(Import {
+                    line,
+                    written: written(&toks[start..i]),
+                    target,
+                });
             }
         }
         if i == start {
@@ -499,9 +534,13 @@ fn check(files: &[(String, String)], allowed: &[(&str, &str)]) -> (Vec<Violation
         if rel == "src/main.rs" {
             continue;
         }
-        let Some(from) = unit_of(&file_module(rel), &exporters, &commands) else { continue };
+        let Some(from) = unit_of(&file_module(rel), &exporters, &commands) else {
+            continue;
+        };
         for imp in imports_of(rel, src) {
-            let Some(to) = unit_of(&imp.target, &exporters, &commands) else { continue };
+            let Some(to) = unit_of(&imp.target, &exporters, &commands) else {
+                continue;
+            };
             if to.component == from.component {
                 continue;
             }
@@ -530,7 +569,9 @@ fn check(files: &[(String, String)], allowed: &[(&str, &str)]) -> (Vec<Violation
         .iter()
         .zip(used)
         .filter(|(_, u)| !u)
-        .map(|((f, t), _)| format!("ALLOWED entry ({f:?}, {t:?}) matches no import any more: remove it"))
+        .map(|((f, t), _)| {
+            format!("ALLOWED entry ({f:?}, {t:?}) matches no import any more: remove it")
+        })
         .collect();
     (broken, stale)
 }
@@ -543,7 +584,11 @@ fn source_files(dir: &Path, root: &Path, out: &mut Vec<(String, String)>) {
         if p.is_dir() {
             source_files(&p, root, out);
         } else if p.extension().is_some_and(|x| x == "rs") {
-            let rel = p.strip_prefix(root).expect("under the crate").to_string_lossy().into_owned();
+            let rel = p
+                .strip_prefix(root)
+                .expect("under the crate")
+                .to_string_lossy()
+                .into_owned();
             out.push((rel, fs::read_to_string(&p).expect("read a source file")));
         }
     }
@@ -567,7 +612,10 @@ fn the_layers_hold() {
 }
 
 fn synthetic(files: &[(&str, &str)]) -> Vec<(String, String)> {
-    files.iter().map(|(p, s)| (p.to_string(), s.to_string())).collect()
+    files
+        .iter()
+        .map(|(p, s)| (p.to_string(), s.to_string()))
+        .collect()
 }
 
 /// The demonstration the rules enforce themselves: a planted `use crate::cli::...`
@@ -575,7 +623,10 @@ fn synthetic(files: &[(&str, &str)]) -> Vec<(String, String)> {
 #[test]
 fn a_planted_violation_fails_with_its_reason() {
     let files = synthetic(&[
-        ("src/rt/clock.rs", "//! The clock.\nuse crate::units;\nuse crate::cli::Cli;\n"),
+        (
+            "src/rt/clock.rs",
+            "//! The clock.\nuse crate::units;\nuse crate::cli::Cli;\n",
+        ),
         ("src/cli/mod.rs", "pub struct Cli;\n"),
     ]);
     let (broken, stale) = check(&files, &[]);
@@ -610,8 +661,10 @@ fn grouped_super_and_inline_paths_are_all_seen() {
         ("src/report/mod.rs", ""),
     ]);
     let (broken, _) = check(&files, &[]);
-    let got: Vec<(String, usize, &str)> =
-        broken.iter().map(|v| (v.file.clone(), v.line, v.rule)).collect();
+    let got: Vec<(String, usize, &str)> = broken
+        .iter()
+        .map(|v| (v.file.clone(), v.line, v.rule))
+        .collect();
     let measurement_up = RULES[3].name;
     let test_to_test = RULES[5].name;
     let exporter_rule = RULES[6].name;
@@ -631,13 +684,19 @@ fn grouped_super_and_inline_paths_are_all_seen() {
 #[test]
 fn allowlist_entries_excuse_and_must_stay_needed() {
     let files = synthetic(&[
-        ("src/commands/suite.rs", "use crate::commands::ipc_cmd::run;\n"),
+        (
+            "src/commands/suite.rs",
+            "use crate::commands::ipc_cmd::run;\n",
+        ),
         ("src/commands/ipc_cmd.rs", "use super::CommandError;\n"),
         ("src/commands/mod.rs", "use crate::commands::suite;\n"),
     ]);
     let (broken, stale) = check(
         &files,
-        &[("src/commands/suite.rs", "commands::ipc_cmd"), ("src/commands/timer_cmd.rs", "commands::x")],
+        &[
+            ("src/commands/suite.rs", "commands::ipc_cmd"),
+            ("src/commands/timer_cmd.rs", "commands::x"),
+        ],
     );
     assert!(broken.is_empty(), "{broken:#?}");
     assert_eq!(stale.len(), 1);

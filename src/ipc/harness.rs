@@ -301,7 +301,7 @@ pub struct RunOutcome {
     pub ended: SystemTime,
     pub elapsed: Duration,
     /// With `--trace-spikes`.
-    pub spikes: Option<crate::report::spikes::SpikeTrace>,
+    pub spikes: Option<crate::report::SpikeTrace>,
 }
 
 /// The run-wide values a peer must see, in shared memory.

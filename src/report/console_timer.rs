@@ -1,8 +1,9 @@
 //! The modern tables of a timer test: one row per sampling thread (and their
 //! merge), and with `--breakdown` where each wake-up's latency was spent.
 
+use super::TestResult;
 use super::console::{Table, cpus_cell, latency_cell, percentile_cell};
-use super::{LatencySummary, TestResult};
+use crate::stats::LatencySummary;
 use crate::units::format_ns;
 
 /// Min, Avg, P50, P99, P99.9 and Max of `l` as table cells.

@@ -442,7 +442,7 @@ impl Page {
 
     /// `--trace-spikes`: a table of the kept spikes with their causes, then
     /// the worst spike's trace events.
-    fn spikes_section(&mut self, who: &str, spikes: &crate::report::spikes::SpikeTrace) {
+    fn spikes_section(&mut self, who: &str, spikes: &crate::report::SpikeTrace) {
         let _ = writeln!(
             self.html,
             "<h3>{}Spikes: {}</h3>\n<p>From {}; the worst {} kept.</p>",
@@ -823,7 +823,7 @@ mod tests {
 
     #[test]
     fn spikes_get_a_table_and_the_worst_ones_events() {
-        use crate::report::spikes::{Cause, Spike, SpikeEvent, SpikeTrace};
+        use crate::report::{Cause, Spike, SpikeEvent, SpikeTrace};
         let mut report = day_long_report();
         report.tests[0].spikes = Some(SpikeTrace {
             threshold_ns: 50_000,
