@@ -197,7 +197,7 @@ pub(crate) mod testdata {
     /// A timer report: two sampling threads (CPU 0 and 1), samples -1, 1,
     /// 3 and 4 us each; the second missed 3 periods, 1 sample over the limit.
     pub fn timer_report() -> Report {
-        use crate::report::classic_xenomai::XenomaiHistogram;
+        use crate::report::XenomaiHistogram;
         let mut recorder = LatencyRecorder::signed();
         for ns in [-1_000, 1_000, 3_000, 4_000] {
             recorder.record(ns);

@@ -8,8 +8,10 @@
 //! `stats/`, which every layer may import.
 
 pub mod spikes;
+pub mod xenomai;
 
 pub use spikes::*;
+pub use xenomai::*;
 
 use crate::rt::sysinfo::SysInfo;
 use crate::stats::LatencySummary;
@@ -223,9 +225,9 @@ pub struct TimerThread {
     /// Xenomai's three histograms of the main figure: every sample, each
     /// loop's minimum, each loop's maximum (cells of |latency| / bucket; the
     /// last cell also holds everything beyond).
-    pub histogram_all: crate::report::classic_xenomai::XenomaiHistogram,
-    pub histogram_loop_min: crate::report::classic_xenomai::XenomaiHistogram,
-    pub histogram_loop_max: crate::report::classic_xenomai::XenomaiHistogram,
+    pub histogram_all: XenomaiHistogram,
+    pub histogram_loop_min: XenomaiHistogram,
+    pub histogram_loop_max: XenomaiHistogram,
     /// With `--breakdown`: every wake-up split into its kernel-side parts.
     pub breakdown: Option<Breakdown>,
 }
