@@ -21,9 +21,10 @@ use crate::report::{
 use crate::rt::dma_latency::DmaLatency;
 use crate::rt::signals::wait_for_stop_signal;
 use crate::rt::sysinfo::SysInfo;
-use crate::settings::logdisk::{LogdiskSettings, SyncMode, format_size};
+use crate::settings::logdisk::{LogdiskSettings, SyncMode};
 use crate::settings::{JsonTarget, UsageError};
 use crate::stats::{LatencyRecorder, LatencySummary};
+use crate::units::format_bytes;
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -208,7 +209,7 @@ pub fn description(block_size: u64, sync: SyncMode, direct: bool) -> String {
     };
     format!(
         "{} sequential log write, {call} ({flags})",
-        format_size(block_size)
+        format_bytes(block_size)
     )
 }
 
@@ -587,7 +588,7 @@ impl LogdiskProgress for ProgressLine {
             "\r\x1b[2K[{:>4}s/{}s] logdisk {}: {iops:.0} IOPS, {:.1} MB/s",
             elapsed.as_secs(),
             duration.as_secs(),
-            format_size(block_size),
+            format_bytes(block_size),
             iops * block_size as f64 / 1e6
         );
         let _ = err.flush();
@@ -620,7 +621,7 @@ impl PrivateDir {
         if p.is_null() {
             return Err(format!(
                 "cannot create a private directory in the current directory: {}",
-                crate::logdisk::files::os_error_text(&std::io::Error::last_os_error())
+                crate::rt::os_error_text(&std::io::Error::last_os_error())
             ));
         }
         template.pop();

@@ -204,7 +204,7 @@ pub fn where_this_run_falls(report: &Report) -> Option<String> {
 /// One `FAIL:` line per crossed `--fail-if` check, or one `ok:` line when
 /// every check held (nothing without checks).
 pub fn write_threshold_verdict(
-    checks: &[crate::threshold::ThresholdCheck],
+    checks: &[crate::report::ThresholdCheck],
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     for check in checks.iter().filter(|c| c.crossed) {

@@ -4,8 +4,8 @@
 
 use super::console::{Table, latency_cell, percentile_cell};
 use super::{DiskWriter, LogdiskConfig, Series, TestResult};
-use crate::settings::logdisk::format_size;
 use crate::stats::LatencySummary;
+use crate::units::format_bytes;
 use std::io::Write;
 
 /// Bytes per second as decimal megabytes per second, one decimal.
@@ -51,7 +51,7 @@ pub fn write_test(
         "logdisk {}; {} files x {} per writer in {}{}; {duration:.1} s, ended: {}",
         test.description,
         config.num_files,
-        format_size(config.file_size),
+        format_bytes(config.file_size),
         config.dirs.join(", "),
         if config.delay_us > 0 {
             format!(", {} us between writes", config.delay_us)

@@ -153,7 +153,7 @@ fn heading(test: &TestResult) -> String {
             "{} ({}, {} blocks)",
             test.test,
             test.mode,
-            crate::settings::logdisk::format_size(c.block_size)
+            crate::units::format_bytes(c.block_size)
         ),
         None => format!("{} ({})", test.test, test.mode),
     }

@@ -149,7 +149,7 @@ pub(crate) mod testdata {
 
     /// `report` with a stress-ng load and one kernel message from its run.
     pub fn with_load_and_kernel_message(mut report: Report) -> Report {
-        report.loads.push(crate::load::process::LoadRecord {
+        report.loads.push(crate::report::LoadRecord {
             spec: "cpu:1".into(),
             command_line: vec![
                 "/usr/bin/stress-ng".into(),

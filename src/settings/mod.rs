@@ -25,6 +25,13 @@ use std::time::Duration;
 #[error("{0}")]
 pub struct UsageError(pub String);
 
+/// A `--load` value that cannot be used is bad usage.
+impl From<crate::load::LoadSpecError> for UsageError {
+    fn from(e: crate::load::LoadSpecError) -> Self {
+        UsageError(e.0)
+    }
+}
+
 fn usage(message: impl Into<String>) -> UsageError {
     UsageError(message.into())
 }
@@ -180,7 +187,7 @@ fn check_replaceable(path: &Path, dir: &Path) -> Result<(), String> {
         Err(e) => Err(format!(
             "cannot create a file in {} ({})",
             shown(&dir.to_string_lossy()),
-            crate::logdisk::files::os_error_text(&e)
+            crate::rt::os_error_text(&e)
         )),
     }
 }

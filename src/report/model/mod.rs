@@ -7,10 +7,14 @@
 //! it. The pure statistics it embeds (`LatencySummary`, `SecondStats`) stay in
 //! `stats/`, which every layer may import.
 
+pub mod loads;
 pub mod spikes;
+pub mod thresholds;
 pub mod xenomai;
 
+pub use loads::*;
 pub use spikes::*;
+pub use thresholds::*;
 pub use xenomai::*;
 
 use crate::rt::sysinfo::SysInfo;
@@ -40,10 +44,10 @@ pub struct Report {
     /// Every `--fail-if` threshold held against every series (empty without
     /// `--fail-if`); a crossed one makes the exit code 3.
     #[serde(default)]
-    pub thresholds: Vec<crate::threshold::ThresholdCheck>,
+    pub thresholds: Vec<ThresholdCheck>,
     /// `--load`: the load generators that ran beside the measurement.
     #[serde(default)]
-    pub loads: Vec<crate::load::process::LoadRecord>,
+    pub loads: Vec<LoadRecord>,
     /// What the kernel log said while measuring.
     #[serde(default)]
     pub kernel_log: crate::rt::kmsg::KernelLog,
@@ -455,7 +459,7 @@ impl Report {
     }
 
     /// The `--fail-if` checks that were crossed.
-    pub fn thresholds_crossed(&self) -> impl Iterator<Item = &crate::threshold::ThresholdCheck> {
+    pub fn thresholds_crossed(&self) -> impl Iterator<Item = &ThresholdCheck> {
         self.thresholds.iter().filter(|c| c.crossed)
     }
 }
@@ -466,7 +470,7 @@ impl Report {
 pub fn test_key(test: &str, mode: &str, block_size: Option<u64>, repeated: bool) -> String {
     match (repeated, block_size) {
         (false, _) => test.to_string(),
-        (true, Some(bytes)) => format!("{test} {}", crate::settings::logdisk::format_size(bytes)),
+        (true, Some(bytes)) => format!("{test} {}", crate::units::format_bytes(bytes)),
         (true, None) => format!("{test} {mode}"),
     }
 }
