@@ -12,7 +12,7 @@ use crate::report::console::{Table, latency_cell, percentile_cell, write_footer}
 use crate::report::json::LatscopeJson;
 use crate::report::{ConfigDetail, Exporter, IpcConfig, Report, TestConfig};
 use crate::rt::sched;
-use crate::rt::sysinfo::SysInfo;
+use crate::report::SysInfo;
 use crate::settings::{PairLayout, Timing, UsageError, VerdictSettings, seconds};
 use crate::units::format_duration;
 use std::io::Write;

@@ -12,7 +12,8 @@ use crate::report::{
 };
 use crate::rt::dma_latency::DmaLatency;
 use crate::rt::sched;
-use crate::rt::sysinfo::{self, SysInfo};
+use crate::report::SysInfo;
+use crate::rt::sysinfo;
 use crate::rt::tracefs::BreakTrace;
 use crate::settings::IpcSettings;
 use crate::stats::LatencyRecorder;

@@ -20,7 +20,7 @@ use crate::report::{
 };
 use crate::rt::dma_latency::DmaLatency;
 use crate::rt::signals::wait_for_stop_signal;
-use crate::rt::sysinfo::SysInfo;
+use crate::report::SysInfo;
 use crate::settings::logdisk::{LogdiskSettings, SyncMode};
 use crate::settings::{JsonTarget, UsageError};
 use crate::stats::{LatencyRecorder, LatencySummary};

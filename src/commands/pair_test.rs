@@ -13,7 +13,7 @@ use crate::report::classic_rt_tests::{ClassicRtTests, RtTestsFlavor};
 use crate::report::classic_semtest::ClassicSemtest;
 use crate::report::console::ModernConsole;
 use crate::report::json::{LatscopeJson, RtTestsJson};
-use crate::rt::sysinfo::SysInfo;
+use crate::report::SysInfo;
 use crate::rt::tracefs::BreakTrace;
 use crate::settings::IpcSettings;
 

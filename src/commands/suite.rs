@@ -17,7 +17,7 @@ use crate::report::console::{
 use crate::report::json::LatscopeJson;
 use crate::report::{Exporter, Report};
 use crate::rt::sched::{self, Policy};
-use crate::rt::sysinfo::SysInfo;
+use crate::report::SysInfo;
 use crate::settings::timer::TimerSettings;
 use crate::settings::{PairLayout, Placement, UsageError, VerdictSettings};
 use crate::units::format_duration;

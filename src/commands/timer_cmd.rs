@@ -15,7 +15,7 @@ use crate::report::{
     ConfigDetail, Exporter, Series, SeriesDetail, TestConfig, TestResult, TimerConfig, TimerThread,
 };
 use crate::rt::signals::wait_for_stop_signal;
-use crate::rt::sysinfo::SysInfo;
+use crate::report::SysInfo;
 use crate::rt::tracefs::{self, BreakTrace};
 use crate::settings::JsonTarget;
 use crate::settings::timer::TimerSettings;

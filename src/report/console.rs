@@ -117,7 +117,7 @@ pub fn series_table(test: &TestResult) -> Table {
 
 /// The machine a report was measured on, in one line: `rig (Linux 6.18.0,
 /// not PREEMPT_RT, clocksource tsc, 2 CPUs usable)`.
-pub fn machine_line(s: &crate::rt::sysinfo::SysInfo) -> String {
+pub fn machine_line(s: &crate::report::SysInfo) -> String {
     format!(
         "{} ({} {}, {}, clocksource {}, {} CPUs usable)",
         s.nodename,

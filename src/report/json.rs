@@ -3,7 +3,7 @@
 
 use super::classic_rt_tests::RtTestsFlavor;
 use super::{Exporter, Report};
-use crate::rt::sysinfo::rfc2822_local;
+use crate::units::rfc2822_local;
 use crate::units::ns_to_us_rounded;
 use serde::Serialize;
 use std::io::Write;

@@ -34,7 +34,7 @@ pub trait Exporter {
 #[cfg(test)]
 pub(crate) mod testdata {
     use super::*;
-    use crate::rt::sysinfo::SysInfo;
+    use crate::report::SysInfo;
     use crate::stats::LatencyRecorder;
     use crate::stats::window::SecondStats;
 

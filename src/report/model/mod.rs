@@ -7,17 +7,20 @@
 //! it. The pure statistics it embeds (`LatencySummary`, `SecondStats`) stay in
 //! `stats/`, which every layer may import.
 
+pub mod checks;
 pub mod loads;
 pub mod spikes;
+pub mod sysinfo;
 pub mod thresholds;
 pub mod xenomai;
 
+pub use checks::*;
 pub use loads::*;
 pub use spikes::*;
+pub use sysinfo::*;
 pub use thresholds::*;
 pub use xenomai::*;
 
-use crate::rt::sysinfo::SysInfo;
 use crate::stats::LatencySummary;
 use crate::stats::window::SecondStats;
 use serde::{Deserialize, Serialize};
