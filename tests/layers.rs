@@ -25,7 +25,9 @@ enum Layer {
     /// ipc/, timer/, logdisk/ (the tests), spikes/, doctor/, load/ (services the
     /// tests share) and threshold.
     Measurement,
-    /// every file of report/ that is not the model.
+    /// report/cells.rs: the text pieces several exporters share.
+    ExporterShared,
+    /// every other file (or directory) of report/: one exporter each.
     Exporter,
     /// settings/.
     Settings,
@@ -65,6 +67,7 @@ fn unit_of(
         // `crate::report::Report` names the model through report/mod.rs's
         // re-export; only a path through an exporter's own module is that exporter.
         "report" => match second {
+            Some("cells") => (Layer::ExporterShared, "report::cells".to_string()),
             Some(s) if exporters.contains(s) => (Layer::Exporter, format!("report::{s}")),
             _ => (Layer::Model, "report".to_string()),
         },
@@ -140,11 +143,24 @@ const RULES: &[Rule] = &[
         broken: |f, t| f.layer == Layer::Measurement && is_test(t),
     },
     Rule {
-        name: "exporters import only the model, stats/ and units",
+        name: "exporters import only the model, stats/, units and report/cells.rs",
         reason: "an exporter turns a Report into text; it must print the same bytes for \
                  the same Report whatever produced it, so it cannot reach into rt/, a \
-                 test, settings or another exporter (console <-> console_timer was a circle)",
-        broken: |f, t| f.layer == Layer::Exporter && !matches!(t.layer, Layer::Pure | Layer::Model),
+                 test, settings or another exporter; what several exporters share is in \
+                 report/cells.rs (console <-> console_timer was an import circle)",
+        broken: |f, t| {
+            f.layer == Layer::Exporter
+                && !matches!(t.layer, Layer::Pure | Layer::Model | Layer::ExporterShared)
+        },
+    },
+    Rule {
+        name: "report/cells.rs imports only the model, stats/ and units",
+        reason: "it holds the text pieces every exporter may use, so it cannot depend \
+                 on any one exporter (that would be a circle) nor on anything an \
+                 exporter may not import",
+        broken: |f, t| {
+            f.layer == Layer::ExporterShared && !matches!(t.layer, Layer::Pure | Layer::Model)
+        },
     },
     Rule {
         name: "settings/ imports nothing from commands/ or pipeline/",
@@ -172,9 +188,34 @@ const RULES: &[Rule] = &[
 
 /// Today's breaks of a rule, one (importing file, imported module prefix) each.
 /// Every entry must still match an import (a stale one fails the test), so the
-/// list only shrinks. The command-to-command entries are to be emptied by the
-/// lead's pipeline/ work (issue 17), which gives every command one run sequence.
-const ALLOWED: &[(&str, &str)] = &[];
+/// list only shrinks; add to it only with a reason next to the entry.
+const ALLOWED: &[(&str, &str)] = &[
+    // Command modules importing each other: TO BE EMPTIED by the pipeline/
+    // work (issue 17), which gives every measuring command one run sequence.
+    ("src/commands/ipc_cmd.rs", "commands::ipc_test"),
+    ("src/commands/ipc_cmd.rs", "commands::progress"),
+    ("src/commands/ipc_test.rs", "commands::background"),
+    ("src/commands/ipc_test.rs", "commands::validity"),
+    ("src/commands/logdisk_cmd.rs", "commands::ipc_test"),
+    ("src/commands/logdisk_cmd.rs", "commands::validity"),
+    ("src/commands/logdisk_cmd.rs", "commands::progress"),
+    ("src/commands/pair_test.rs", "commands::ipc_test"),
+    ("src/commands/pair_test.rs", "commands::progress"),
+    ("src/commands/suite.rs", "commands::ipc_cmd"),
+    ("src/commands/suite.rs", "commands::ipc_test"),
+    ("src/commands/suite.rs", "commands::logdisk_cmd"),
+    ("src/commands/suite.rs", "commands::timer_cmd"),
+    ("src/commands/timer_cmd.rs", "commands::ipc_test"),
+    ("src/commands/timer_cmd.rs", "commands::validity"),
+    ("src/commands/timer_cmd.rs", "commands::progress"),
+    ("src/commands/validity.rs", "commands::ipc_test"),
+    // The unit test threshold_verdict_names_series_and_threshold runs
+    // `--fail-if` end to end (threshold::parse, commands::judge, then the
+    // footer); it moves next to judge when the pipeline work settles where
+    // judge lives.
+    ("src/report/console/mod.rs", "threshold"),
+    ("src/report/console/mod.rs", "commands"),
+];
 
 /// One import: the file, its line (1-based), the path as written, and the
 /// module it resolves to (segments after `crate::`).
@@ -525,7 +566,7 @@ fn check(files: &[(String, String)], allowed: &[(&str, &str)]) -> (Vec<Violation
             .filter(|n| !skip.contains(&n.as_str()))
             .collect()
     };
-    let exporters = names_under("src/report/", &["mod", "model"]);
+    let exporters = names_under("src/report/", &["mod", "model", "cells"]);
     let commands = names_under("src/commands/", &["mod"]);
     let mut used = vec![false; allowed.len()];
     let mut broken = Vec::new();
@@ -703,5 +744,5 @@ fn allowlist_entries_excuse_and_must_stay_needed() {
     assert!(stale[0].contains("timer_cmd.rs"));
     let (broken, _) = check(&files, &[]);
     assert_eq!(broken.len(), 1);
-    assert_eq!(broken[0].rule, RULES[9].name);
+    assert_eq!(broken[0].rule, RULES[10].name);
 }

@@ -6,13 +6,13 @@ use super::validity::{self, CpuWindow, RunFacts};
 use crate::ipc::Transport;
 use crate::ipc::harness::{self, PairOutcome, PairPlan, Progress, RunPlan};
 use crate::load::LoadSpec;
+use crate::report::SysInfo;
 use crate::report::{
     ConfigDetail, IpcConfig, IpcPair, Report, SCHEMA_NAME, SCHEMA_VERSION, Series, SeriesDetail,
     TestConfig, TestResult, Tool,
 };
 use crate::rt::dma_latency::DmaLatency;
 use crate::rt::sched;
-use crate::report::SysInfo;
 use crate::rt::sysinfo;
 use crate::rt::tracefs::BreakTrace;
 use crate::settings::IpcSettings;

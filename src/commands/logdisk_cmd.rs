@@ -10,6 +10,7 @@ use crate::logdisk::bandwidth::{disk_seconds, merge_intervals, rate, write_bandw
 use crate::logdisk::files::{AlignedBuf, FilePlan, FileSet, OpenFlags, PrepareError};
 use crate::logdisk::{self, BlockOutcome, BlockPlan, LogdiskProgress, WriterOutcome};
 use crate::report::Exporter;
+use crate::report::SysInfo;
 use crate::report::classic_mqldt;
 use crate::report::console::ModernConsole;
 use crate::report::csv_logdisk::LogdiskCsv;
@@ -20,7 +21,6 @@ use crate::report::{
 };
 use crate::rt::dma_latency::DmaLatency;
 use crate::rt::signals::wait_for_stop_signal;
-use crate::report::SysInfo;
 use crate::settings::logdisk::{LogdiskSettings, SyncMode};
 use crate::settings::{JsonTarget, UsageError};
 use crate::stats::{LatencyRecorder, LatencySummary};

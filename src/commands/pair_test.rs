@@ -9,11 +9,11 @@ use crate::cli::OutputFormat;
 use crate::ipc::Transport;
 use crate::ipc::harness::{Progress, RunPlan};
 use crate::report::Exporter;
+use crate::report::SysInfo;
 use crate::report::classic_rt_tests::{ClassicRtTests, RtTestsFlavor};
 use crate::report::classic_semtest::ClassicSemtest;
 use crate::report::console::ModernConsole;
 use crate::report::json::{LatscopeJson, RtTestsJson};
-use crate::report::SysInfo;
 use crate::rt::tracefs::BreakTrace;
 use crate::settings::IpcSettings;
 

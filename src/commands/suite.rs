@@ -11,13 +11,13 @@ use crate::cli::SuiteArgs;
 use crate::ipc::PRIMITIVES;
 use crate::ipc::harness::{Mode, Tasks};
 use crate::report::EndReason;
+use crate::report::SysInfo;
 use crate::report::console::{
     Table, end_reason_text, latency_cell, machine_line, percentile_cell, write_footer,
 };
 use crate::report::json::LatscopeJson;
 use crate::report::{Exporter, Report};
 use crate::rt::sched::{self, Policy};
-use crate::report::SysInfo;
 use crate::settings::timer::TimerSettings;
 use crate::settings::{PairLayout, Placement, UsageError, VerdictSettings};
 use crate::units::format_duration;

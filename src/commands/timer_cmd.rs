@@ -6,6 +6,7 @@ use super::ipc_test::{self, FinishedTest, Preparation};
 use super::validity::{CpuWindow, RunFacts};
 use super::{CommandError, deliver, write_output};
 use crate::cli::{OutputFormat, TimerArgs};
+use crate::report::SysInfo;
 use crate::report::classic_xenomai::{
     self, ClassicXenomai, HeaderCadence, LoopLine, XenomaiGnuplot,
 };
@@ -15,7 +16,6 @@ use crate::report::{
     ConfigDetail, Exporter, Series, SeriesDetail, TestConfig, TestResult, TimerConfig, TimerThread,
 };
 use crate::rt::signals::wait_for_stop_signal;
-use crate::report::SysInfo;
 use crate::rt::tracefs::{self, BreakTrace};
 use crate::settings::JsonTarget;
 use crate::settings::timer::TimerSettings;

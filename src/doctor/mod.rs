@@ -127,7 +127,6 @@ pub fn first_few(items: &[String], keep: usize) -> String {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::fixture::Fixture;

@@ -7,20 +7,18 @@
 //! summary). An exporter imports only the model, `stats/` and `units`
 //! (tests/layers.rs).
 
+pub mod cells;
 pub mod classic_mqldt;
 pub mod classic_rt_tests;
 pub mod classic_semtest;
 pub mod classic_xenomai;
 pub mod console;
-pub mod console_logdisk;
-pub mod console_timer;
 pub mod csv;
 pub mod csv_logdisk;
 pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod model;
-pub mod plots;
 
 pub use model::*;
 

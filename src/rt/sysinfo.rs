@@ -11,7 +11,11 @@ pub use crate::units::{HIGHEST_KERNEL_CPU, parse_cpu_list, rfc3339};
 /// CPUs that are online now: the kernel's list, else those this process may
 /// use.
 pub fn online_cpus() -> Vec<usize> {
-    online_cpus_from(fs::read_to_string("/sys/devices/system/cpu/online").ok().as_deref())
+    online_cpus_from(
+        fs::read_to_string("/sys/devices/system/cpu/online")
+            .ok()
+            .as_deref(),
+    )
 }
 
 /// The online CPUs given the kernel's list (`/sys/devices/system/cpu/online`

@@ -42,4 +42,3 @@ impl SysInfo {
         self.check(id).filter(|c| c.verdict != Verdict::Ok)
     }
 }
-

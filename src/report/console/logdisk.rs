@@ -2,8 +2,8 @@
 //! bandwidth per writer (and all writers), the write latency, and with
 //! `--sync fdatasync|fsync` the write and sync calls side by side.
 
-use super::console::{Table, latency_cell, percentile_cell};
-use super::{DiskWriter, LogdiskConfig, Series, TestResult};
+use crate::report::cells::{Table, end_reason_text, latency_cell, percentile_cell};
+use crate::report::{DiskWriter, LogdiskConfig, Series, SeriesDetail, TestResult};
 use crate::stats::LatencySummary;
 use crate::units::format_bytes;
 use std::io::Write;
@@ -30,7 +30,7 @@ fn rows(test: &TestResult) -> Vec<(String, &LatencySummary, &DiskWriter)> {
         .filter_map(|s: &Series| Some((s.label.clone(), &s.latency, s.disk_writer()?)))
         .collect();
     if rows.len() > 1
-        && let Some(super::SeriesDetail::DiskWriter(all)) = &test.overall_detail
+        && let Some(SeriesDetail::DiskWriter(all)) = &test.overall_detail
     {
         rows.push(("all".to_string(), &test.overall, all));
     }
@@ -43,7 +43,7 @@ pub fn write_test(
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     let duration = match &test.overall_detail {
-        Some(super::SeriesDetail::DiskWriter(d)) => d.duration_s,
+        Some(SeriesDetail::DiskWriter(d)) => d.duration_s,
         _ => 0.0,
     };
     writeln!(
@@ -58,7 +58,7 @@ pub fn write_test(
         } else {
             String::new()
         },
-        super::console::end_reason_text(test)
+        end_reason_text(test)
     )?;
     let rows = rows(test);
     let mut bandwidth = Table::new(&[

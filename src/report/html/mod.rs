@@ -8,11 +8,13 @@
 //! run, the latency histogram and the per-second figures over time, the runs'
 //! series overlaid in distinct colours.
 
-use super::console::{cpus_cell, end_reason_text, latency_cell, percentile_cell};
-use super::plots::{self, PlotSeries};
+use super::cells::{cpus_cell, end_reason_text, latency_cell, percentile_cell};
+pub mod plots;
+
 use super::{Report, Series, TestResult};
 use crate::stats::LatencySummary;
 use crate::units::format_ns;
+use plots::PlotSeries;
 use std::fmt::Write;
 
 /// One JSON report given to `latscope report`, with the name it is shown by.
@@ -898,16 +900,24 @@ mod tests {
         // The model's checks as the doctor's builder makes them (`of(..).ok`,
         // `.warn`); exporters do not import the doctor.
         use crate::report::{Check, Verdict};
-        let check = |id: &str, title: &str, verdict, value: &str, meaning: &str, fix: Option<&str>| Check {
-            id: id.to_string(),
-            title: title.to_string(),
-            verdict,
-            value: value.to_string(),
-            meaning: meaning.to_string(),
-            fix: fix.map(str::to_string),
-        };
+        let check =
+            |id: &str, title: &str, verdict, value: &str, meaning: &str, fix: Option<&str>| Check {
+                id: id.to_string(),
+                title: title.to_string(),
+                verdict,
+                value: value.to_string(),
+                meaning: meaning.to_string(),
+                fix: fix.map(str::to_string),
+            };
         report.sysinfo.checks = vec![
-            check("kernel.clocksource", "clocksource", Verdict::Ok, "tsc", "fast", None),
+            check(
+                "kernel.clocksource",
+                "clocksource",
+                Verdict::Ok,
+                "tsc",
+                "fast",
+                None,
+            ),
             check(
                 "platform.virtualization",
                 "virtualization",
