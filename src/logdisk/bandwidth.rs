@@ -430,7 +430,6 @@ mod tests {
     // ---- mqldt's interval rule (IntervalMeter)
 
     const S: u64 = SECOND_NS;
-    const MS: u64 = 1_000_000;
 
     #[test]
     fn an_interval_closes_at_the_first_write_at_or_after_one_second() {
