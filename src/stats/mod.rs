@@ -345,6 +345,11 @@ impl LatencySummary {
     }
 }
 
+/// (new - base) / base in percent; `None` when base is 0.
+pub fn relative_change(base: f64, new: f64) -> Option<f64> {
+    (base != 0.0).then(|| (new - base) / base.abs() * 100.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -542,9 +547,4 @@ mod tests {
         assert!(s.histogram.is_empty());
         assert_eq!(LatencyRecorder::new().value_at_percentile(99.0), 0);
     }
-}
-
-/// (new - base) / base in percent; `None` when base is 0.
-pub fn relative_change(base: f64, new: f64) -> Option<f64> {
-    (base != 0.0).then(|| (new - base) / base.abs() * 100.0)
 }
