@@ -54,7 +54,7 @@
 //! source (`src/fileio.c`, `src/util.c`, `src/opts.c`, `src/mqldt.c` of
 //! ibm-messaging/mqldt, the newest versions readable here), checked against
 //! glibc's `printf` on this machine. Three things are newer upstream than that
-//! source and follow latscope's REFERENCE.md instead: the `IOPS` line (placed
+//! source and follow the newer upstream output instead: the `IOPS` line (placed
 //! second, aligned like its neighbours), the progress line's wording
 //! (`... %i bytes (%iKB). ...`; the source read has `... %i (%ik). ...`) and
 //! the option lines for `--csvFile` and `--delay`. The layout of those option

@@ -1,5 +1,5 @@
-//! The rt-tests IPC tools' own output lines, byte for byte (format strings in
-//! REFERENCE.md). One implementation serves pmqtest, sigwaittest and svsematest;
+//! The rt-tests IPC tools' own output lines, byte for byte (the format
+//! strings are in the functions and tests below). One implementation serves pmqtest, sigwaittest and svsematest;
 //! they differ only in pmqtest's `TO n, ` (its timeout count) before `Cycles`:
 //!
 //! ```text

@@ -1,7 +1,8 @@
 //! Xenomai `latency`'s own output (Xenomai 3, `testsuite/latency`), byte for
 //! byte, as pure building blocks: each function takes plain values and returns
 //! finished text, every line ending in `\n`, so an exporter only concatenates
-//! and writes. Format strings are in REFERENCE.md; an example run:
+//! and writes. The format strings are in the functions and tests below; an
+//! example run:
 //!
 //! ```text
 //! == Sampling period: 100 us

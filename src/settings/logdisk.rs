@@ -9,15 +9,15 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub const DEFAULT_DIR: &str = ".";
-pub const DEFAULT_PREFIX: &str = "mqldt_testfile";
+// mqldt's defaults are defined once, with the classic output that prints
+// them in its options block.
+pub use crate::report::classic_mqldt::{
+    DEFAULT_ALIGNMENT, DEFAULT_DIR, DEFAULT_DURATION_S, DEFAULT_FILE_PREFIX as DEFAULT_PREFIX,
+    DEFAULT_FILE_SIZE, DEFAULT_NUM_FILES,
+};
 /// mqldt does nothing without `--bsize`; latscope writes 4 KiB (a small log
 /// write, the size MQ's log page has) unless told otherwise.
 pub const DEFAULT_BLOCK_SIZE: u64 = 4096;
-pub const DEFAULT_FILE_SIZE: u64 = 1_638_400;
-pub const DEFAULT_NUM_FILES: u64 = 8;
-pub const DEFAULT_DURATION_S: u64 = 10;
-pub const DEFAULT_ALIGNMENT: u64 = 4096;
 /// Bounds, so that hostile input cannot allocate or write without limit.
 pub const MAX_BLOCK_SIZE: u64 = 64 << 20;
 pub const MAX_FILE_SIZE: u64 = 1 << 40;

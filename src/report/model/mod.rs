@@ -5,7 +5,10 @@
 //! it. It is plain data and imports only `rt/`, `stats/` and `units`
 //! (tests/layers.rs checks that), so no exporter depends on a producer through
 //! it. The pure statistics it embeds (`LatencySummary`, `SecondStats`) stay in
-//! `stats/`, which every layer may import.
+//! `stats/`, which every layer may import. Two OS-layer types stay in `rt/`
+//! too: `rt::sched::Policy` and `rt::kmsg::KernelLog`, which rt/ itself
+//! fills (the kernel-log follower builds its KernelLog); rt/ sits below the
+//! model and may not import it, so the model embeds them from there.
 
 pub mod checks;
 pub mod loads;
