@@ -16,8 +16,7 @@
 
 use crate::report::Report;
 use crate::stats::LatencySummary;
-use crate::units::{format_ns, shown};
-use serde::{Deserialize, Serialize};
+use crate::units::shown;
 use std::fmt;
 
 /// A statistic of a series that a threshold (or `compare`) can look at.
@@ -120,10 +119,8 @@ impl fmt::Display for Threshold {
     }
 }
 
-/// (new - base) / base in percent; `None` when base is 0.
-pub fn relative_change(base: f64, new: f64) -> Option<f64> {
-    (base != 0.0).then(|| (new - base) / base.abs() * 100.0)
-}
+// The arithmetic is pure and the model's ThresholdCheck::describe uses it too.
+pub use crate::stats::relative_change;
 
 /// The median of `values`: the middle value, or for an even count the mean of
 /// the two middle values. `None` for no values.
@@ -280,50 +277,9 @@ fn duration_ns(text: &str) -> Result<u64, String> {
     Ok(ns as u64)
 }
 
-/// One threshold held against one series, as the report records it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ThresholdCheck {
-    /// The `--fail-if` expression (`p99>50us`).
-    pub expr: String,
-    /// The test (`futex`) and the series label (`pair 0`).
-    pub test: String,
-    pub series: String,
-    /// The series' value of the metric, nanoseconds.
-    pub value_ns: f64,
-    /// The base's value (`compare` only: the median of the bases).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub base_ns: Option<f64>,
-    pub crossed: bool,
-}
-
-impl ThresholdCheck {
-    /// `futex pair 0: p99>50us crossed (p99 = 63.2 us)`, one line.
-    pub fn describe(&self) -> String {
-        let metric = self.expr.split('>').next().unwrap_or("");
-        let value = format_ns(self.value_ns.round() as i64);
-        let verdict = if self.crossed { "crossed" } else { "held" };
-        match self.base_ns {
-            None => format!(
-                "{} {}: {} {verdict} ({metric} = {value})",
-                self.test, self.series, self.expr
-            ),
-            Some(base) => {
-                let delta = (self.value_ns - base).round() as i64;
-                let sign = if delta > 0 { "+" } else { "" };
-                let change = relative_change(base, self.value_ns)
-                    .map_or(String::new(), |pct| format!(", {sign}{pct:.1}%"));
-                format!(
-                    "{} {}: {} {verdict} ({metric} = {value}, base {}: {sign}{}{change})",
-                    self.test,
-                    self.series,
-                    self.expr,
-                    format_ns(base.round() as i64),
-                    format_ns(delta)
-                )
-            }
-        }
-    }
-}
+// The checks are part of the Report model (report/model/thresholds.rs);
+// compare and the commands name them through here.
+pub use crate::report::ThresholdCheck;
 
 /// Holds every threshold against one series (with its base for the delta
 /// forms); metrics the series does not have are not checked.

@@ -1,7 +1,7 @@
 //! Parsing and printing of the quantities users type and read: durations and
 //! latencies. Kept free of I/O so that every rule here is unit-tested exactly.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// Longest piece of user input echoed back in an error message.
 const MAX_SHOWN_INPUT: usize = 64;
@@ -197,6 +197,83 @@ pub fn format_bytes(bytes: u64) -> String {
     }
 }
 
+// ---- CPU lists (the kernel's syntax, `0-3,8`), both directions
+
+/// The highest CPU number Linux can have (`CONFIG_NR_CPUS` is at most 8192).
+pub const HIGHEST_KERNEL_CPU: usize = 8191;
+
+/// Parses a kernel CPU list like `0-3,8,10-11`. A CPU beyond
+/// `HIGHEST_KERNEL_CPU` makes it invalid: no range can make it allocate
+/// without bound (`0-18446744073709551615` once tried to).
+pub fn parse_cpu_list(text: &str) -> Option<Vec<usize>> {
+    let mut cpus = Vec::new();
+    let cpu = |t: &str| t.trim().parse().ok().filter(|&n| n <= HIGHEST_KERNEL_CPU);
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (cpu(a)?, cpu(b)?);
+                if a > b {
+                    return None;
+                }
+                cpus.extend(a..=b);
+            }
+            None => cpus.push(cpu(part)?),
+        }
+    }
+    Some(cpus)
+}
+
+/// A CPU set in the kernel's list syntax: `0-3,8` (parse_cpu_list's inverse).
+pub fn cpu_list(cpus: &[usize]) -> String {
+    let mut sorted = cpus.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut ranges: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let start = sorted[i];
+        while i + 1 < sorted.len() && sorted[i + 1] == sorted[i] + 1 {
+            i += 1;
+        }
+        ranges.push(if sorted[i] == start {
+            start.to_string()
+        } else {
+            format!("{start}-{}", sorted[i])
+        });
+        i += 1;
+    }
+    ranges.join(",")
+}
+
+// ---- timestamps
+
+/// RFC 3339 timestamp (UTC, second resolution) for the latscope report.
+pub fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
+/// rt-tests' timestamp, `%a, %d %b %Y %T %z` in local time (RFC 2822).
+/// The one call into libc in this module: the local time zone is a
+/// formatting input here, as strftime takes it.
+pub fn rfc2822_local(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs()) as libc::time_t;
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    let mut buf = [0u8; 64];
+    // SAFETY: valid pointers; strftime writes at most buf.len() bytes including NUL.
+    let len = unsafe {
+        libc::localtime_r(&secs, &mut tm);
+        libc::strftime(
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            c"%a, %d %b %Y %T %z".as_ptr(),
+            &tm,
+        )
+    };
+    String::from_utf8_lossy(&buf[..len]).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,5 +399,31 @@ mod tests {
         assert_eq!(format_duration(Duration::from_secs(10)), "10s");
         assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
         assert_eq!(format_duration(Duration::from_micros(100)), "100us");
+    }
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(
+            parse_cpu_list("0-3,8,10-11"),
+            Some(vec![0, 1, 2, 3, 8, 10, 11])
+        );
+        assert_eq!(parse_cpu_list("0"), Some(vec![0]));
+        assert_eq!(parse_cpu_list(""), Some(vec![]));
+        assert_eq!(parse_cpu_list("3-1"), None);
+        assert_eq!(parse_cpu_list("x"), None);
+        assert_eq!(parse_cpu_list("0-18446744073709551615"), None);
+        assert_eq!(parse_cpu_list("8191").map(|c| c.len()), Some(1));
+        assert_eq!(parse_cpu_list("8192"), None);
+    }
+
+    #[test]
+    fn rfc2822_has_the_rt_tests_shape() {
+        let s =
+            rfc2822_local(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(86_400 * 365));
+        // e.g. "Fri, 01 Jan 1971 00:00:00 +0000"
+        let parts: Vec<&str> = s.split(' ').collect();
+        assert_eq!(parts.len(), 6, "{s}");
+        assert!(parts[0].ends_with(','));
+        assert!(parts[5].starts_with('+') || parts[5].starts_with('-'));
     }
 }

@@ -14,9 +14,10 @@ use common::proptest_config as config;
 use latscope::cli::{Cli, Command};
 use latscope::rt::sysinfo::{HIGHEST_KERNEL_CPU, parse_cpu_list};
 use latscope::settings::IpcSettings;
-use latscope::settings::logdisk::{LogdiskSettings, format_size, parse_size};
+use latscope::settings::logdisk::{LogdiskSettings, parse_size};
 use latscope::settings::timer::{TimerSettings, parse_cpus};
 use latscope::threshold::{self, Limit, METRICS};
+use latscope::units::format_bytes;
 use latscope::units::{format_duration, parse_duration};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
@@ -106,7 +107,7 @@ proptest! {
     #[test]
     fn printed_sizes_read_back(n in 1..=(1u64 << 20), shift in prop::sample::select(vec![0u32, 10, 20, 30])) {
         let bytes = n << shift;
-        let printed = format_size(bytes);
+        let printed = format_bytes(bytes);
         // Sizes that print with a fraction (1.5 MiB) are rounded for people.
         if !printed.contains('.') {
             prop_assert_eq!(parse_size("--fileSize", &printed, true), Ok(bytes), "{}", printed);

@@ -4,6 +4,15 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+/// `--policy`: cli's own enum (cli/ only declares arguments and imports
+/// nothing of rt/); settings/ converts it into `rt::sched::Policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PolicyArg {
+    Fifo,
+    Rr,
+    Other,
+}
+
 #[derive(Debug, Parser)]
 #[command(
     name = "latscope",
@@ -331,7 +340,7 @@ pub struct LayoutArgs {
     pub priority: Option<String>,
     /// Scheduling policy [default: fifo with -p above 0, else other]
     #[arg(long, value_enum)]
-    pub policy: Option<crate::rt::sched::Policy>,
+    pub policy: Option<PolicyArg>,
     /// SMP mode: one pair per usable CPU, pinned, all at the same priority (ipc: the default)
     #[arg(short = 'S', long)]
     pub smp: bool,
@@ -510,7 +519,7 @@ pub struct TimerArgs {
     pub smp: bool,
     /// Scheduling policy of the sampling threads [default: fifo]
     #[arg(long, value_enum)]
-    pub policy: Option<crate::rt::sched::Policy>,
+    pub policy: Option<PolicyArg>,
     /// Wake with a periodic timerfd (Xenomai's Linux build) [default in classic format]
     #[arg(long, conflicts_with = "nanosleep")]
     pub timerfd: bool,

@@ -94,7 +94,7 @@ pub fn run(args: &CleanupArgs) -> Result<i32, CommandError> {
         CommandError::Runtime(format!(
             "cannot read the registry directory {}: {}",
             dir.display(),
-            crate::logdisk::files::os_error_text(&e)
+            crate::rt::os_error_text(&e)
         ))
     })?;
     if !settings.dry_run {
@@ -168,7 +168,7 @@ fn clean_registry(file: &RegistryFile, settings: &CleanupSettings) -> Vec<Found>
             Ok(None) => continue,
             Err(e) => Action::Failed(format!(
                 "cannot inspect it: {}",
-                crate::logdisk::files::os_error_text(&e)
+                crate::rt::os_error_text(&e)
             )),
             Ok(Some(now)) if now != entry.fingerprint => Action::NotOurs,
             Ok(Some(_)) if alive => Action::Kept("its latscope is still running".to_string()),
@@ -203,7 +203,7 @@ fn clean_registry(file: &RegistryFile, settings: &CleanupSettings) -> Vec<Found>
             eprintln!(
                 "latscope: warning: could not update the registry file {}: {}",
                 file.path.display(),
-                crate::logdisk::files::os_error_text(&e)
+                crate::rt::os_error_text(&e)
             );
         }
     }
@@ -264,7 +264,7 @@ fn decide(entry: &Entry, settings: &CleanupSettings) -> Action {
         Err(e) if entry.kind == Kind::Dir && e.raw_os_error() == Some(libc::ENOTEMPTY) => {
             Action::Kept("not empty: it holds files latscope did not record".to_string())
         }
-        Err(e) => Action::Failed(crate::logdisk::files::os_error_text(&e)),
+        Err(e) => Action::Failed(crate::rt::os_error_text(&e)),
     }
 }
 
@@ -330,7 +330,7 @@ fn unregistered_instances(
             match remove(Kind::TraceInstance, &identity) {
                 Ok(()) => Action::Removed,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(e) => Action::Failed(crate::logdisk::files::os_error_text(&e)),
+                Err(e) => Action::Failed(crate::rt::os_error_text(&e)),
             }
         };
         found.push(Found {

@@ -4,9 +4,10 @@
 use super::{CommandError, EXIT_LIMIT, EXIT_OK, write_with};
 use crate::cli::DoctorArgs;
 use crate::doctor::{Check, Summary, Verdict};
+use crate::report::SysInfo;
 use crate::report::Tool;
 use crate::report::console::{Table, machine_line};
-use crate::rt::sysinfo::{SysInfo, rfc3339};
+use crate::rt::sysinfo::rfc3339;
 use crate::settings::{JsonTarget, check_json_path};
 use serde::Serialize;
 use std::io::Write;

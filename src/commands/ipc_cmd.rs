@@ -10,7 +10,7 @@ use crate::measure::ipc::{
 use crate::pipeline::{
     self, CommandError, FinishedTest, Measurement, Plan, PrepareSpec, Presentation, Run,
 };
-use crate::report::overview::IpcComparison;
+use crate::report::console::overview::IpcComparison;
 use crate::rt::sched;
 use crate::settings::{PairLayout, Timing, UsageError, VerdictSettings, seconds};
 use std::time::Duration;

@@ -15,7 +15,7 @@ use crate::pipeline::{
     self, CommandError, FinishedTest, Measurement, Plan, PrepareSpec, Presentation, Run,
 };
 use crate::report::EndReason;
-use crate::report::overview::SuiteOverview;
+use crate::report::console::overview::SuiteOverview;
 use crate::rt::sched::{self, Policy};
 use crate::settings::timer::TimerSettings;
 use crate::settings::{PairLayout, Placement, UsageError, VerdictSettings};

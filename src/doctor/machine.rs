@@ -196,9 +196,7 @@ impl Machine {
 
     /// CPUs online now (the kernel's list, else those this process may use).
     pub fn cpus_online(&self) -> Vec<usize> {
-        self.read("/sys/devices/system/cpu/online")
-            .and_then(|s| crate::rt::sysinfo::parse_cpu_list(&s))
-            .unwrap_or_else(crate::rt::sched::allowed_cpus)
+        crate::rt::sysinfo::online_cpus_from(self.read("/sys/devices/system/cpu/online").as_deref())
     }
 
     /// The kernel command line's parameters: `name=value` (or bare `name`,

@@ -23,53 +23,13 @@ pub mod tracing;
 pub(crate) mod fixture;
 
 pub use machine::Machine;
-use serde::{Deserialize, Serialize};
+// The findings are part of the Report model (every report's sysinfo.checks):
+// their types live there and the doctor fills them.
+pub use crate::report::{Check, Summary, Verdict};
+// The inverse of units::parse_cpu_list, with it.
+pub use crate::units::cpu_list;
 
-/// How a fact bears on real-time latency.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    /// As a real-time system wants it.
-    Ok,
-    /// Costs latency or trust in the figures; fine for soft real time.
-    Warn,
-    /// Real-time latency cannot be bounded (or the caller cannot run real-time work) until fixed.
-    Bad,
-}
-
-impl Verdict {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Ok => "ok",
-            Verdict::Warn => "warn",
-            Verdict::Bad => "bad",
-        }
-    }
-}
-
-/// One check's finding.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Check {
-    /// Stable identifier, `group.name`: `kernel.preemption`.
-    pub id: String,
-    /// What is checked, for people: `preemption model`.
-    pub title: String,
-    pub verdict: Verdict,
-    /// The value found: `PREEMPT_DYNAMIC (not PREEMPT_RT)`.
-    pub value: String,
-    /// What the finding means for latency, as one sentence (a report's
-    /// warning quotes it).
-    pub meaning: String,
-    /// What to do about it, one line; `None` when the verdict is ok.
-    pub fix: Option<String>,
-}
-
-impl Check {
-    /// The group, the part of the id before the dot.
-    pub fn group(&self) -> &str {
-        self.id.split('.').next().unwrap_or(&self.id)
-    }
-}
+pub mod sysinfo;
 
 /// Starts a check: `of("kernel.preemption", "preemption model").bad(...)`.
 pub fn of(id: &str, title: &str) -> CheckStart {
@@ -154,25 +114,6 @@ pub fn run(machine: &Machine) -> Vec<Check> {
     checks.iter().map(|check| check(machine)).collect()
 }
 
-/// How many checks have each verdict.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Summary {
-    pub ok: usize,
-    pub warn: usize,
-    pub bad: usize,
-}
-
-impl Summary {
-    pub fn of(checks: &[Check]) -> Summary {
-        let count = |v| checks.iter().filter(|c| c.verdict == v).count();
-        Summary {
-            ok: count(Verdict::Ok),
-            warn: count(Verdict::Warn),
-            bad: count(Verdict::Bad),
-        }
-    }
-}
-
 /// Shortens a list for a table cell: `24, 25, 26 and 9 more`.
 pub fn first_few(items: &[String], keep: usize) -> String {
     if items.len() <= keep {
@@ -184,28 +125,6 @@ pub fn first_few(items: &[String], keep: usize) -> String {
             items.len() - keep
         )
     }
-}
-
-/// A CPU set in the kernel's list syntax: `0-3,8`.
-pub fn cpu_list(cpus: &[usize]) -> String {
-    let mut sorted = cpus.to_vec();
-    sorted.sort_unstable();
-    sorted.dedup();
-    let mut ranges: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < sorted.len() {
-        let start = sorted[i];
-        while i + 1 < sorted.len() && sorted[i + 1] == sorted[i] + 1 {
-            i += 1;
-        }
-        ranges.push(if sorted[i] == start {
-            start.to_string()
-        } else {
-            format!("{start}-{}", sorted[i])
-        });
-        i += 1;
-    }
-    ranges.join(",")
 }
 
 #[cfg(test)]

@@ -5,7 +5,8 @@ use super::status::StatusLine;
 use crate::logdisk::LogdiskProgress;
 use crate::report::TestResult;
 use crate::report::classic_mqldt;
-use crate::settings::logdisk::{LogdiskSettings, format_size};
+use crate::settings::logdisk::LogdiskSettings;
+use crate::units::format_bytes;
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
@@ -100,7 +101,7 @@ impl LogdiskProgress for ProgressLine {
             "[{:>4}s/{}s] logdisk {}: {iops:.0} IOPS, {:.1} MB/s",
             elapsed.as_secs(),
             duration.as_secs(),
-            format_size(block_size),
+            format_bytes(block_size),
             iops * block_size as f64 / 1e6
         ));
     }

@@ -16,7 +16,6 @@
 pub mod cpu_time;
 pub mod process;
 
-use crate::settings::UsageError;
 use std::path::{Path, PathBuf};
 
 /// What a bare `--load` runs.
@@ -168,14 +167,21 @@ pub fn group_items(items: Vec<LoadItem>) -> Result<Vec<Generator>, String> {
     Ok(generators)
 }
 
+/// Why a `--load` value cannot be used: one line that names the fix. The
+/// settings report it as a usage error (exit 2); load/ does not import
+/// settings/, which sits above it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct LoadSpecError(pub String);
+
 /// The checked loads of every `--load` option: the programs are found, the
 /// stressor names are ones stress-ng knows. Each failure is a usage error
 /// that names the fix.
-pub fn from_args(values: &[String]) -> Result<Vec<LoadSpec>, UsageError> {
+pub fn from_args(values: &[String]) -> Result<Vec<LoadSpec>, LoadSpecError> {
     if values.is_empty() {
         return Ok(Vec::new());
     }
-    let fail = |why: String| UsageError(format!("--load: {why}"));
+    let fail = |why: String| LoadSpecError(format!("--load: {why}"));
     let mut items = Vec::new();
     for value in values {
         items.extend(parse_spec(value).map_err(fail)?);

@@ -15,7 +15,6 @@
 //! are started from the main thread, which lives as long as the process.
 
 use super::LoadSpec;
-use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::os::unix::process::CommandExt;
@@ -32,55 +31,9 @@ pub const STOP_GRACE: Duration = Duration::from_secs(2);
 /// The tail of a generator's output kept to explain its failure.
 const OUTPUT_TAIL: u64 = 4096;
 
-/// What ran as a load, for the report.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LoadRecord {
-    /// The `--load` items this generator ran (`cpu:2,vm:1`, `hackbench`).
-    pub spec: String,
-    pub command_line: Vec<String>,
-    /// The generator's own version line.
-    pub version: String,
-    pub pid: i32,
-    /// The CPUs it was confined to (the measured CPUs).
-    pub cpus: Vec<usize>,
-    /// How it ended (`exit code 0`, `signal 15`); None while it runs.
-    pub exit_status: Option<String>,
-    /// The signal latscope stopped it with (`SIGTERM`, `SIGKILL` when it did
-    /// not stop in time); None when it ended by itself.
-    pub stopped_with: Option<String>,
-    /// It ended before the measurement did: part of the run had no load.
-    pub ended_early: bool,
-}
-
-impl LoadRecord {
-    /// One line for the console.
-    pub fn describe(&self) -> String {
-        let cpus: Vec<String> = self.cpus.iter().map(usize::to_string).collect();
-        format!(
-            "{} ({}) on CPU {} at normal priority",
-            self.command_line.join(" "),
-            self.version,
-            cpus.join(",")
-        )
-    }
-
-    /// The warning a load that ended during the run calls for.
-    pub fn early_end_warning(&self, last_output: &str) -> Option<String> {
-        if !self.ended_early {
-            return None;
-        }
-        let output = if last_output.is_empty() {
-            String::new()
-        } else {
-            format!("; its last output: {last_output}")
-        };
-        Some(format!(
-            "load {} ended during the run ({}): part of the run was measured without it{output}",
-            self.spec,
-            self.exit_status.as_deref().unwrap_or("ended")
-        ))
-    }
-}
+// The record is part of the Report model (report/model/loads.rs); the
+// generators fill it.
+pub use crate::report::LoadRecord;
 
 struct RunningLoad {
     child: Child,

@@ -12,7 +12,7 @@
 //! - a created file is in the ownership registry (`rt::registry`) until
 //!   then, so `latscope cleanup --dir` removes what a SIGKILL left.
 
-use super::super::settings::logdisk::test_file_path;
+use crate::rt::os_error_text;
 use crate::rt::registry;
 use std::alloc::Layout;
 use std::ffi::CString;
@@ -25,16 +25,6 @@ use std::ptr::NonNull;
 
 /// Largest piece written at a time when a file is first written out.
 const FILL_CHUNK: u64 = 1 << 20;
-
-/// An I/O error as a message shows it: the system's text without Rust's
-/// "(os error N)".
-pub fn os_error_text(e: &io::Error) -> String {
-    let text = e.to_string();
-    match text.find(" (os error") {
-        Some(at) => text[..at].to_string(),
-        None => text,
-    }
-}
 
 /// A heap buffer whose address is aligned as O_DIRECT needs (a `Vec<u8>` is
 /// only byte-aligned), filled with a non-zero pattern so that no layer can
@@ -86,6 +76,11 @@ impl Drop for AlignedBuf {
         // SAFETY: allocated in `new` with this layout.
         unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) };
     }
+}
+
+/// Name of test file `index` in `dir`: `<dir>/<prefix>.NNNN`.
+pub fn test_file_path(dir: &Path, prefix: &str, index: u64) -> PathBuf {
+    dir.join(format!("{prefix}.{index:04}"))
 }
 
 /// How the test files are opened.
@@ -670,8 +665,10 @@ mod tests {
     }
 
     #[test]
-    fn error_text_has_no_os_error_suffix() {
-        let e = io::Error::from_raw_os_error(libc::ENOSPC);
-        assert_eq!(os_error_text(&e), "No space left on device");
+    fn test_files_are_numbered_with_four_digits() {
+        assert_eq!(
+            test_file_path(Path::new("/d"), "p", 12),
+            PathBuf::from("/d/p.0012")
+        );
     }
 }

@@ -14,13 +14,41 @@ pub mod private_dir;
 pub mod writer;
 
 use crate::report::EndReason;
-use crate::settings::logdisk::SyncMode;
 use crate::stats::window::SecondStats;
 use files::{AlignedBuf, FileSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 use writer::{Recorders, WriterEnd, WriterJob, WriterShared};
+
+/// How each write is made durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncMode {
+    /// `O_DSYNC`: the write call returns once the data is durable.
+    Dsync,
+    /// A plain write, then `fdatasync`.
+    Fdatasync,
+    /// A plain write, then `fsync`.
+    Fsync,
+    /// Neither.
+    None,
+}
+
+impl SyncMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SyncMode::Dsync => "dsync",
+            SyncMode::Fdatasync => "fdatasync",
+            SyncMode::Fsync => "fsync",
+            SyncMode::None => "none",
+        }
+    }
+
+    /// Whether a separate sync call follows each write (timed on its own).
+    pub fn separate_sync(self) -> bool {
+        matches!(self, SyncMode::Fdatasync | SyncMode::Fsync)
+    }
+}
 
 /// Stack of a writer thread: it only loops over system calls.
 const WRITER_STACK: usize = 256 * 1024;

@@ -16,7 +16,7 @@ impl PrivateDir {
         if p.is_null() {
             return Err(format!(
                 "cannot create a private directory in the current directory: {}",
-                super::files::os_error_text(&std::io::Error::last_os_error())
+                crate::rt::os_error_text(&std::io::Error::last_os_error())
             ));
         }
         template.pop();

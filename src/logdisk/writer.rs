@@ -11,11 +11,12 @@
 //! per-second window ring are built before it, errors format their message
 //! only when they end the loop.
 
+use super::SyncMode;
 use super::bandwidth::IntervalRule;
-use super::files::{AlignedBuf, FileSet, os_error_text, pwrite_exact};
+use super::files::{AlignedBuf, FileSet, pwrite_exact};
 use crate::report::IntervalBandwidth;
 use crate::rt::clock::monotonic_ns;
-use crate::settings::logdisk::SyncMode;
+use crate::rt::os_error_text;
 use crate::stats::LatencyRecorder;
 use crate::stats::window::{WindowRing, WindowWriter};
 use std::os::fd::AsRawFd;

@@ -7,16 +7,17 @@ use crate::logdisk::files::{AlignedBuf, FilePlan, FileSet, OpenFlags, PrepareErr
 use crate::logdisk::private_dir::PrivateDir;
 use crate::logdisk::{self, BlockOutcome, BlockPlan, LogdiskProgress, WriterOutcome};
 use crate::pipeline::{CommandError, FinishedTest, RunFacts};
+use crate::report::SysInfo;
 use crate::report::{
     ConfigDetail, DiskSecond, DiskWriter, EndReason, LogdiskConfig, Series, SeriesDetail,
     TestConfig, TestResult,
 };
 use crate::rt::dma_latency::DmaLatency;
 use crate::rt::signals::wait_for_stop_signal;
-use crate::rt::sysinfo::SysInfo;
 use crate::settings::UsageError;
-use crate::settings::logdisk::{LogdiskSettings, SyncMode, format_size};
+use crate::settings::logdisk::{LogdiskSettings, SyncMode};
 use crate::stats::{LatencyRecorder, LatencySummary};
+use crate::units::format_bytes;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -42,7 +43,7 @@ pub fn description(block_size: u64, sync: SyncMode, direct: bool) -> String {
     };
     format!(
         "{} sequential log write, {call} ({flags})",
-        format_size(block_size)
+        format_bytes(block_size)
     )
 }
 

@@ -3,8 +3,9 @@
 
 use super::prepare::MemoryLock;
 use super::validity::{self, RunFacts};
+use crate::report::SysInfo;
 use crate::report::{Report, SCHEMA_NAME, SCHEMA_VERSION, TestResult, Tool};
-use crate::rt::sysinfo::{self, SysInfo};
+use crate::rt::sysinfo;
 use std::time::{Duration, SystemTime};
 
 /// A finished IPC test: report data plus the facts the validity checks need.

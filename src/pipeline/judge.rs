@@ -66,4 +66,28 @@ mod tests {
         report.tests[1].error = Some("peer died".into());
         assert_eq!(exit_code_for(&report), EXIT_RUNTIME);
     }
+
+    /// `--fail-if` end to end: parsed, judged, then the console footer.
+    #[test]
+    fn threshold_verdict_names_series_and_threshold() {
+        let mut report = sample_report();
+        let parse = |t: &str| crate::threshold::parse(t).unwrap();
+        judge(&mut report, &[parse("max>4us"), parse("avg>1h")]);
+        assert_eq!(report.exit_code, EXIT_LIMIT);
+        let mut buf = Vec::new();
+        crate::report::console::write_footer(&report, &mut buf).unwrap();
+        assert_eq!(
+            String::from_utf8(buf).unwrap(),
+            "warning: kernel is not PREEMPT_RT\ncontext: worst wake-up latency 5.00 us: within what PREEMPT_RT on bare metal keeps (tens of us) (docs/interpreting.md)\nFAIL: mq pair 0: max>4us crossed (max = 5.00 us)\n"
+        );
+        judge(&mut report, &[parse("avg>1h")]);
+        assert_eq!(report.exit_code, 0);
+        let mut buf = Vec::new();
+        crate::report::console::write_footer(&report, &mut buf).unwrap();
+        assert!(
+            String::from_utf8(buf)
+                .unwrap()
+                .ends_with("ok: every --fail-if threshold held (1 checks)\n")
+        );
+    }
 }

@@ -30,9 +30,9 @@ pub use judge::{
 pub use prepare::{MemoryLock, Preparation, PrepareSpec};
 pub use validity::{CpuWindow, RunFacts};
 
+use crate::report::SysInfo;
 use crate::report::json::LatscopeJson;
 use crate::report::{Exporter, Report};
-use crate::rt::sysinfo::SysInfo;
 use crate::settings::{Outputs, UsageError};
 use crate::threshold::Threshold;
 

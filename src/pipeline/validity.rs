@@ -4,7 +4,8 @@
 use super::prepare::MemoryLock;
 use crate::doctor::cpu_list;
 use crate::load::cpu_time;
-use crate::rt::sysinfo::{self, CpuTimes, SysInfo, parse_cpu_list};
+use crate::report::SysInfo;
+use crate::rt::sysinfo::{self, CpuTimes, parse_cpu_list};
 use std::time::Duration;
 
 /// Facts about one finished test that the checks look at.

@@ -39,7 +39,7 @@
 //! `--qm` > 1, [`qm_simulation_line`]; one [`creating_files_line`] per writer
 //! (thread 0 for one writer, 1..=N with `--qm`); then for each block size in
 //! turn (`--qm` > 1 allows only one): on stderr [`progress_start`] and one
-//! [`progress_tick`] each time an interval of [`IntervalMeter`] closes (first
+//! [`progress_tick`] each time an interval of `logdisk::bandwidth::IntervalMeter` closes (first
 //! writer only), on stdout [`progress_end`], [`totals_block`], an empty line,
 //! [`latency_block`], an empty line. With `--csvFile`, [`csv_start`] is
 //! written when the run starts (it says whether to truncate or append) and
@@ -54,7 +54,7 @@
 //! source (`src/fileio.c`, `src/util.c`, `src/opts.c`, `src/mqldt.c` of
 //! ibm-messaging/mqldt, the newest versions readable here), checked against
 //! glibc's `printf` on this machine. Three things are newer upstream than that
-//! source and follow latscope's REFERENCE.md instead: the `IOPS` line (placed
+//! source and follow the newer upstream output instead: the `IOPS` line (placed
 //! second, aligned like its neighbours), the progress line's wording
 //! (`... %i bytes (%iKB). ...`; the source read has `... %i (%ik). ...`) and
 //! the option lines for `--csvFile` and `--delay`. The layout of those option
@@ -88,7 +88,7 @@
 //!   precision (`348,698,688` for 128 KiB in 375,889 ns); [`write_bandwidth`]
 //!   is exact integer arithmetic (`348,698,684`).
 //! - The final partial interval: mqldt scales it up in single precision
-//!   (150,000,000 bytes in 0.6 s give `249,999,984`); [`IntervalMeter`] is
+//!   (150,000,000 bytes in 0.6 s give `249,999,984`); `logdisk::bandwidth::IntervalMeter` is
 //!   exact (`250,000,000`). Its average over the intervals is their sum
 //!   divided by their count, where mqldt keeps a running integer mean.
 //! - Zero writes, a zero latency or a zero duration: mqldt divides by zero
@@ -99,7 +99,7 @@
 //!   figures are `u64` and its arithmetic saturates.
 //!
 //! What latscope keeps as mqldt has it, because users compare the figures:
-//! the interval rule (see [`IntervalMeter`]), the average bytes/sec as the
+//! the interval rule (see `logdisk::bandwidth::IntervalMeter`), the average bytes/sec as the
 //! mean of the intervals (not total bytes / duration), `IOPS` as writes /
 //! requested duration in whole numbers, the 1-based index of the write with
 //! the largest and smallest latency, and `Seconds elapsed` counting closed
@@ -107,7 +107,6 @@
 
 /// One second and half a second in nanoseconds: the interval rule's bounds.
 pub const ONE_SEC_NS: u64 = 1_000_000_000;
-pub const HALF_SEC_NS: u64 = 500_000_000;
 
 /// mqldt's defaults (`--dir`, `--filePrefix`, `--fileSize`, `--numFiles`,
 /// `--duration`, `--alignment`; `--qm` 1 and `--delay` 0).
@@ -364,129 +363,6 @@ pub fn run_is_over(elapsed_ns: u64, duration_s: u64) -> bool {
 
 // ---- per-second bandwidth
 
-/// mqldt's per-interval bandwidth, for use inside the measuring loop: no
-/// allocation, no float.
-///
-/// The rule (mqldt's `updateFileStats` and its caller): the first interval
-/// starts at `start_ns` (just before the first write). After each write,
-/// [`record`] adds its bytes; if the write completed at least 1 s after the
-/// interval's start, the interval closes there, its figure is the bytes
-/// written in it, *not* scaled down to one second (an interval of 1.3 s
-/// counts 1.3 s of bytes), and the next interval starts at that completion
-/// time. At the end, [`finish`] closes the partial interval: shorter than
-/// 0.5 s, it is dropped; from 0.5 s to under 1 s, its bytes are scaled up to
-/// a second (`bytes * 10^9 / length_ns`, truncated); 1 s or more (only when
-/// `end_ns` is later than the last write), it counts as is. Pass the last
-/// write's completion time as `end_ns` to match mqldt.
-///
-/// Max and min are over the intervals; the average is their mean (sum /
-/// count, truncated), not total bytes / duration. All are 0 without any
-/// interval.
-///
-/// [`record`]: IntervalMeter::record
-/// [`finish`]: IntervalMeter::finish
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IntervalMeter {
-    interval_start_ns: u64,
-    bytes: u64,
-    intervals: u64,
-    sum: u128,
-    max: u64,
-    min: u64,
-}
-
-impl IntervalMeter {
-    /// A meter whose first interval starts at `start_ns`.
-    pub fn new(start_ns: u64) -> Self {
-        IntervalMeter {
-            interval_start_ns: start_ns,
-            bytes: 0,
-            intervals: 0,
-            sum: 0,
-            max: 0,
-            min: u64::MAX,
-        }
-    }
-
-    /// A write of `bytes` completed at `now_ns`: returns the interval's figure
-    /// (bytes) when this write closed it, which is when mqldt ticks its
-    /// progress counter. A time before the interval's start counts as its
-    /// start.
-    pub fn record(&mut self, now_ns: u64, bytes: u64) -> Option<u64> {
-        self.bytes = self.bytes.saturating_add(bytes);
-        if now_ns.saturating_sub(self.interval_start_ns) < ONE_SEC_NS {
-            return None;
-        }
-        Some(self.close(self.bytes, now_ns))
-    }
-
-    /// The run ended at `end_ns`: closes the partial interval by the rule
-    /// above and returns its figure unless it was dropped. A second call
-    /// finds an empty interval and returns `None`.
-    pub fn finish(&mut self, end_ns: u64) -> Option<u64> {
-        let length_ns = end_ns.saturating_sub(self.interval_start_ns);
-        if length_ns < HALF_SEC_NS {
-            self.bytes = 0;
-            self.interval_start_ns = self.interval_start_ns.max(end_ns);
-            return None;
-        }
-        let figure = if length_ns < ONE_SEC_NS {
-            let scaled = u128::from(self.bytes) * u128::from(ONE_SEC_NS) / u128::from(length_ns);
-            u64::try_from(scaled).unwrap_or(u64::MAX)
-        } else {
-            self.bytes
-        };
-        Some(self.close(figure, end_ns))
-    }
-
-    fn close(&mut self, figure: u64, at_ns: u64) -> u64 {
-        self.intervals += 1;
-        self.sum += u128::from(figure);
-        self.max = self.max.max(figure);
-        self.min = self.min.min(figure);
-        self.bytes = 0;
-        self.interval_start_ns = at_ns;
-        figure
-    }
-
-    /// The number of intervals counted so far.
-    pub fn intervals(&self) -> u64 {
-        self.intervals
-    }
-
-    /// The largest interval figure (bytes/sec); 0 without intervals.
-    pub fn max(&self) -> u64 {
-        self.max
-    }
-
-    /// The smallest interval figure; 0 without intervals (mqldt would print
-    /// `LONG_MAX`).
-    pub fn min(&self) -> u64 {
-        if self.intervals == 0 { 0 } else { self.min }
-    }
-
-    /// The mean of the interval figures, truncated; 0 without intervals.
-    pub fn avg(&self) -> u64 {
-        match self.sum.checked_div(u128::from(self.intervals)) {
-            Some(mean) => u64::try_from(mean).unwrap_or(u64::MAX),
-            None => 0,
-        }
-    }
-}
-
-/// The interval figures of a whole timeline: `writes` are `(completion_ns,
-/// bytes)` in completion order, the run started at `start_ns` and ended at
-/// `end_ns` (mqldt: the last write's completion). [`IntervalMeter`]'s rule.
-pub fn interval_figures(start_ns: u64, writes: &[(u64, u64)], end_ns: u64) -> Vec<u64> {
-    let mut meter = IntervalMeter::new(start_ns);
-    let mut figures: Vec<u64> = writes
-        .iter()
-        .filter_map(|&(at_ns, bytes)| meter.record(at_ns, bytes))
-        .collect();
-    figures.extend(meter.finish(end_ns));
-    figures
-}
-
 // ---- derived figures
 
 /// The bandwidth of one write of `bsize` bytes taking `latency_ns`:
@@ -511,7 +387,7 @@ pub fn iops(writes: u64, duration_s: u64) -> u64 {
 pub struct WriterFigures {
     pub writes: u64,
     pub bytes: u64,
-    /// [`IntervalMeter`]'s count, max, min and avg.
+    /// `logdisk::bandwidth::IntervalMeter`'s count, max, min and avg.
     pub intervals: u64,
     pub interval_max_bps: u64,
     pub interval_min_bps: u64,
@@ -1201,140 +1077,6 @@ Test duration               (--duration)           : 10
         assert!(!run_is_over(u64::MAX, u64::MAX));
     }
 
-    // ---- interval rule
-
-    const S: u64 = ONE_SEC_NS;
-    const MS: u64 = 1_000_000;
-
-    #[test]
-    fn an_interval_closes_at_the_first_write_at_or_after_one_second() {
-        let t0 = 5 * S; // any start
-        let mut m = IntervalMeter::new(t0);
-        assert_eq!(m.record(t0 + 400 * MS, 100), None);
-        assert_eq!(m.record(t0 + S - 1, 100), None);
-        assert_eq!(m.record(t0 + S, 100), Some(300)); // exactly 1 s closes
-        // The next interval starts at that write's completion.
-        assert_eq!(m.record(t0 + 2 * S - 1, 7), None);
-        assert_eq!(m.record(t0 + 2 * S, 7), Some(14));
-        assert_eq!(
-            (m.intervals(), m.max(), m.min(), m.avg()),
-            (2, 300, 14, 157)
-        );
-    }
-
-    #[test]
-    fn a_long_interval_is_not_scaled_down() {
-        // A slow write closes an interval of 1.7 s: its bytes count as they
-        // are, and the next interval starts at its completion.
-        let figures = interval_figures(
-            0,
-            &[(300 * MS, 1000), (1700 * MS, 1000), (2700 * MS, 500)],
-            2700 * MS,
-        );
-        assert_eq!(figures, [2000, 500]);
-    }
-
-    #[test]
-    fn a_final_partial_interval_of_half_a_second_is_scaled_up() {
-        // 1 s closes with 1000 bytes; then 600 bytes in 0.6 s -> 1000/s.
-        let writes = [(S, 1000), (S + 600 * MS, 600)];
-        assert_eq!(interval_figures(0, &writes, S + 600 * MS), [1000, 1000]);
-        // Exactly 0.5 s is scaled: 300 bytes -> 600/s.
-        let writes = [(S, 1000), (S + 500 * MS, 300)];
-        assert_eq!(interval_figures(0, &writes, S + 500 * MS), [1000, 600]);
-        // Scaling truncates: 1000 bytes in 0.75 s = 1333.33 -> 1333.
-        let writes = [(S, 1000), (S + 750 * MS, 1000)];
-        assert_eq!(interval_figures(0, &writes, S + 750 * MS), [1000, 1333]);
-        // Exact where mqldt's single precision gives 249,999,984.
-        let writes = [(S, 1), (S + 600 * MS, 150_000_000)];
-        assert_eq!(interval_figures(0, &writes, S + 600 * MS), [1, 250_000_000]);
-    }
-
-    #[test]
-    fn a_final_partial_interval_under_half_a_second_is_dropped() {
-        let writes = [(S, 1000), (S + 499 * MS, 5000)];
-        assert_eq!(interval_figures(0, &writes, S + 499 * MS), [1000]);
-        let writes = [(S, 1000), (S + HALF_SEC_NS - 1, 5000)];
-        assert_eq!(interval_figures(0, &writes, S + HALF_SEC_NS - 1), [1000]);
-        // Nothing after the last closed interval: nothing to drop or add.
-        assert_eq!(interval_figures(0, &[(S, 1000)], S), [1000]);
-    }
-
-    #[test]
-    fn a_run_shorter_than_one_second() {
-        // 0.8 s of writes: one scaled interval, the average is the same.
-        let mut m = IntervalMeter::new(0);
-        for i in 1..=8 {
-            assert_eq!(m.record(i * 100 * MS, 4096), None);
-        }
-        assert_eq!(m.finish(800 * MS), Some(40_960));
-        assert_eq!(
-            (m.intervals(), m.max(), m.min(), m.avg()),
-            (1, 40_960, 40_960, 40_960)
-        );
-        // 0.3 s: no interval at all, everything 0 (mqldt: min LONG_MAX).
-        let mut m = IntervalMeter::new(0);
-        m.record(300 * MS, 4096);
-        assert_eq!(m.finish(300 * MS), None);
-        assert_eq!((m.intervals(), m.max(), m.min(), m.avg()), (0, 0, 0, 0));
-    }
-
-    #[test]
-    fn finish_after_the_last_write_measures_to_the_end() {
-        // Idle time until end_ns counts: 500 bytes in 0.5 s -> 1000/s.
-        assert_eq!(interval_figures(0, &[(100 * MS, 500)], 500 * MS), [1000]);
-        // 1 s or more at finish counts as is (mqldt's third branch).
-        assert_eq!(interval_figures(0, &[(100 * MS, 500)], 1500 * MS), [500]);
-        // Finishing twice adds nothing.
-        let mut m = IntervalMeter::new(0);
-        m.record(700 * MS, 10);
-        assert_eq!(m.finish(700 * MS), Some(14));
-        assert_eq!(m.finish(700 * MS), None);
-        assert_eq!(m.finish(900 * MS), None);
-        assert_eq!(m.intervals(), 1);
-    }
-
-    #[test]
-    fn a_seed_like_run_of_twenty_intervals() {
-        // 20 intervals closing at 1.0001 s steps; the 21st write ends the run
-        // 0.2 s later and its partial interval is dropped.
-        let mut m = IntervalMeter::new(0);
-        let mut at = 0;
-        let mut ticks = 0;
-        for second in 0..20u64 {
-            at += ONE_SEC_NS + 100_000;
-            if m.record(at, 300_000_000 + second).is_some() {
-                ticks += 1;
-            }
-        }
-        m.record(at + 200 * MS, 1);
-        assert_eq!(m.finish(at + 200 * MS), None);
-        assert_eq!(ticks, 20);
-        assert_eq!(m.max(), 300_000_019);
-        assert_eq!(m.min(), 300_000_000);
-        assert_eq!(m.avg(), 300_000_009); // (sum of 0..=19) / 20 = 9.5, truncated
-    }
-
-    #[test]
-    fn times_going_backwards_do_not_panic() {
-        let mut m = IntervalMeter::new(10 * S);
-        assert_eq!(m.record(0, 1), None);
-        assert_eq!(m.finish(0), None);
-        assert_eq!(m.record(11 * S, 2), Some(2));
-        assert_eq!(m.intervals(), 1);
-    }
-
-    #[test]
-    fn interval_sums_saturate() {
-        let mut m = IntervalMeter::new(0);
-        m.record(1, u64::MAX);
-        assert_eq!(m.record(S, u64::MAX), Some(u64::MAX));
-        assert_eq!(m.record(2 * S, u64::MAX), Some(u64::MAX));
-        assert_eq!(m.avg(), u64::MAX);
-        m.record(2 * S + 1, u64::MAX);
-        assert_eq!(m.finish(2 * S + HALF_SEC_NS), Some(u64::MAX));
-    }
-
     // ---- derived figures
 
     /// mqldt's `(long)(blockSize / ((float)latency / 1000000000))`, for
@@ -1675,29 +1417,6 @@ Avg latency of write (ns)      :               0
                 proptest::prop_assert!(group.len() == 3 || (i == 0 && !group.is_empty() && group.len() < 3));
             }
             proptest::prop_assert_eq!(group_thousands(n, Grouping::None), n.to_string());
-        }
-
-        #[test]
-        fn interval_meter_never_panics_and_stays_ordered(
-            start in proptest::num::u64::ANY,
-            steps in proptest::collection::vec((0u64..3_000_000_000, proptest::num::u64::ANY), 0..60),
-            tail in proptest::num::u64::ANY,
-        ) {
-            let mut m = IntervalMeter::new(start);
-            let mut at = start;
-            for &(step, bytes) in &steps {
-                at = at.saturating_add(step);
-                m.record(at, bytes);
-            }
-            m.finish(at.saturating_add(tail % (2 * ONE_SEC_NS)));
-            if m.intervals() > 0 {
-                proptest::prop_assert!(m.min() <= m.avg() && m.avg() <= m.max());
-            } else {
-                proptest::prop_assert_eq!((m.min(), m.avg(), m.max()), (0, 0, 0));
-            }
-            // Intervals are at least 0.5 s long, each of their own.
-            let span = at.saturating_add(tail % (2 * ONE_SEC_NS)) - start;
-            proptest::prop_assert!(m.intervals() <= span / HALF_SEC_NS + 1);
         }
 
         #[test]

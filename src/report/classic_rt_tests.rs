@@ -1,5 +1,5 @@
-//! The rt-tests IPC tools' own output lines, byte for byte (format strings in
-//! REFERENCE.md). One implementation serves pmqtest, sigwaittest and svsematest;
+//! The rt-tests IPC tools' own output lines, byte for byte (the format
+//! strings are in the functions and tests below). One implementation serves pmqtest, sigwaittest and svsematest;
 //! they differ only in pmqtest's `TO n, ` (its timeout count) before `Cycles`:
 //!
 //! ```text
@@ -12,36 +12,10 @@
 //! interval is printed in full (they print `I0` for one second) and latencies of
 //! a second or more are not wrapped.
 
+pub use super::cells::RtTestsFlavor;
 use super::{Exporter, Report, Series};
 use crate::units::ns_to_us_rounded;
 use std::io::Write;
-
-/// Which rt-tests tool's output to reproduce (classic lines and rt-tests JSON).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RtTestsFlavor {
-    /// pmqtest: prints `TO n, ` and writes `timeoutcount`.
-    Pmqtest,
-    /// sigwaittest: no timeout count.
-    Sigwaittest,
-    /// svsematest: no timeout count.
-    Svsematest,
-}
-
-impl RtTestsFlavor {
-    /// Whether the tool reports a timeout count (`TO n`, JSON `timeoutcount`).
-    pub fn with_timeouts(self) -> bool {
-        self == RtTestsFlavor::Pmqtest
-    }
-
-    /// The original tool's name.
-    pub fn tool_name(self) -> &'static str {
-        match self {
-            RtTestsFlavor::Pmqtest => "pmqtest",
-            RtTestsFlavor::Sigwaittest => "sigwaittest",
-            RtTestsFlavor::Svsematest => "svsematest",
-        }
-    }
-}
 
 /// The classic console exporter of the rt-tests IPC tools: every series of the
 /// report (all tests, in order) as one pair of the tool's block.

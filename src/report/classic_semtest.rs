@@ -1,5 +1,6 @@
 //! semtest's own output, byte for byte as its first public version prints it
-//! (the seed `semtest-README.txt`; format strings in REFERENCE.md), tabs and
+//! (the seed `semtest-README.txt`; the format strings are the constants and
+//! tests below), tabs and
 //! all, including the BEL byte (0x07) its format string has where a tab was
 //! meant (`us\avg:`, which a terminal shows as `usvg:`): parsers written
 //! against semtest see the bytes they know.
@@ -49,7 +50,7 @@
 //!   measurements, not truncated to microseconds before the subtraction.
 //!
 //! The measurement itself also fixes semtest's defects (absolute periods instead
-//! of a relative sleep, affinity actually applied); see REFERENCE.md.
+//! of a relative sleep, affinity actually applied); see docs/measurement.md.
 
 use super::{Exporter, Report, Series};
 use crate::units::ns_to_us_rounded;

@@ -1,10 +1,10 @@
 //! JSON exporters: the versioned latscope report, and the rt-tests layout
 //! (pmqtest, sigwaittest, svsematest) for parsers written against the originals.
 
-use super::classic_rt_tests::RtTestsFlavor;
+use super::cells::RtTestsFlavor;
 use super::{Exporter, Report};
-use crate::rt::sysinfo::rfc2822_local;
 use crate::units::ns_to_us_rounded;
+use crate::units::rfc2822_local;
 use serde::Serialize;
 use std::io::Write;
 

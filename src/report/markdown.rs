@@ -3,8 +3,7 @@
 //! per series of every test (latencies with their units, as the console
 //! shows them), then the errors, warnings and the limit verdict.
 
-use super::console::{end_reason_text, machine_line};
-use super::console_timer::latency_cells;
+use super::cells::{end_reason_text, latency_cells, machine_line};
 use super::{Exporter, Report, Series, TestResult};
 use std::io::Write;
 

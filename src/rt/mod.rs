@@ -12,3 +12,27 @@ pub mod shm;
 pub mod signals;
 pub mod sysinfo;
 pub mod tracefs;
+
+use std::io;
+
+/// An I/O error as a message shows it: the system's text without Rust's
+/// "(os error N)". Here, in the OS layer, because every layer reports
+/// system errors (the registry, the settings' checks, the log-disk files).
+pub fn os_error_text(e: &io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_text_has_no_os_error_suffix() {
+        let e = io::Error::from_raw_os_error(libc::ENOSPC);
+        assert_eq!(os_error_text(&e), "No space left on device");
+    }
+}

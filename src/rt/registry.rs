@@ -430,7 +430,7 @@ fn warn(dir: &Path, e: &io::Error) {
          instances in {} ({}); if latscope is killed, 'latscope cleanup' will not find what it \
          leaves (set {DIR_ENV} to a writable directory)",
         dir.display(),
-        crate::logdisk::files::os_error_text(e)
+        crate::rt::os_error_text(e)
     );
 }
 

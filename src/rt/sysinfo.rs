@@ -1,104 +1,30 @@
-//! Facts about the machine that decide whether a latency figure can be trusted:
-//! kernel flavour, clocksource, CPUs, virtualisation, RT throttling, load.
+//! Facts about the machine read at run time: online CPUs, CPU busy time,
+//! this process's CPU time. The report's `SysInfo` is in the model
+//! (report/model/sysinfo.rs) and the doctor collects it (doctor/sysinfo.rs).
 
-use crate::doctor::{self, Check, Machine, Verdict};
-use serde::{Deserialize, Serialize};
 use std::fs;
-use std::time::SystemTime;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SysInfo {
-    pub sysname: String,
-    pub nodename: String,
-    pub release: String,
-    pub version: String,
-    pub machine: String,
-    /// Kernel built with PREEMPT_RT (`/sys/kernel/realtime`, the version string, /boot's config).
-    pub preempt_rt: bool,
-    pub clocksource: String,
-    pub cpus_online: usize,
-    /// CPUs this process may run on (affinity / cpuset).
-    pub cpus_allowed: Vec<usize>,
-    /// CPUs isolated from the scheduler (`isolcpus=`), kernel list syntax, empty if none.
-    pub cpus_isolated: String,
-    /// Hypervisor seen (CPUID signature, `hypervisor` CPU flag, DMI), if any.
-    pub virtualization: Option<String>,
-    /// `/proc/sys/kernel/sched_rt_runtime_us`: -1 means RT throttling is off.
-    pub rt_runtime_us: Option<i64>,
-    pub rt_period_us: Option<i64>,
-    /// Every check of `latscope doctor` on this machine when the run started
-    /// (empty in reports written before they were recorded).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub checks: Vec<Check>,
-}
+// The CPU lists and the timestamps are pure formatting (units); these names
+// stay for the callers that read them from here.
+pub use crate::units::{HIGHEST_KERNEL_CPU, parse_cpu_list, rfc3339};
 
-/// The highest CPU number Linux can have (`CONFIG_NR_CPUS` is at most 8192).
-pub const HIGHEST_KERNEL_CPU: usize = 8191;
-
-/// Parses a kernel CPU list like `0-3,8,10-11`. A CPU beyond
-/// `HIGHEST_KERNEL_CPU` makes it invalid: no range can make it allocate
-/// without bound (`0-18446744073709551615` once tried to).
-pub fn parse_cpu_list(text: &str) -> Option<Vec<usize>> {
-    let mut cpus = Vec::new();
-    let cpu = |t: &str| t.trim().parse().ok().filter(|&n| n <= HIGHEST_KERNEL_CPU);
-    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) = (cpu(a)?, cpu(b)?);
-                if a > b {
-                    return None;
-                }
-                cpus.extend(a..=b);
-            }
-            None => cpus.push(cpu(part)?),
-        }
-    }
-    Some(cpus)
-}
-
-/// CPUs that are online now.
+/// CPUs that are online now: the kernel's list, else those this process may
+/// use.
 pub fn online_cpus() -> Vec<usize> {
-    Machine::live().cpus_online()
+    online_cpus_from(
+        fs::read_to_string("/sys/devices/system/cpu/online")
+            .ok()
+            .as_deref(),
+    )
 }
 
-impl SysInfo {
-    /// The facts of the machine latscope runs on.
-    pub fn collect() -> SysInfo {
-        SysInfo::of(&Machine::live())
-    }
-
-    /// The facts of `machine`, read by the doctor's checks (one reader for
-    /// both: what a report says of the machine is what `latscope doctor` says).
-    pub fn of(machine: &Machine) -> SysInfo {
-        let uname = machine.probes.uname();
-        let (rt_runtime_us, rt_period_us) = doctor::sched::rt_bandwidth(machine);
-        SysInfo {
-            preempt_rt: doctor::kernel::preempt_model(machine).rt,
-            clocksource: doctor::kernel::current_clocksource(machine),
-            cpus_online: machine.cpus_online().len(),
-            cpus_allowed: super::sched::allowed_cpus(),
-            cpus_isolated: doctor::cpu_list(&doctor::isolation::isolated_cpus(machine)),
-            virtualization: doctor::platform::hypervisor(machine),
-            rt_runtime_us,
-            rt_period_us,
-            checks: doctor::run(machine),
-            sysname: uname.sysname,
-            nodename: uname.nodename,
-            release: uname.release,
-            version: uname.version,
-            machine: uname.machine,
-        }
-    }
-
-    /// The doctor's check `id` (`kernel.preemption`), when it was recorded.
-    pub fn check(&self, id: &str) -> Option<&Check> {
-        self.checks.iter().find(|c| c.id == id)
-    }
-
-    /// The check `id` when its verdict is not ok.
-    pub fn problem(&self, id: &str) -> Option<&Check> {
-        self.check(id).filter(|c| c.verdict != Verdict::Ok)
-    }
+/// The online CPUs given the kernel's list (`/sys/devices/system/cpu/online`
+/// under some root, as the doctor's Machine reads it), else those this
+/// process may use.
+pub fn online_cpus_from(kernel_list: Option<&str>) -> Vec<usize> {
+    kernel_list
+        .and_then(parse_cpu_list)
+        .unwrap_or_else(super::sched::allowed_cpus)
 }
 
 /// Idle time per CPU from `/proc/stat`, to tell after a run whether something
@@ -194,49 +120,9 @@ pub fn process_cpu_seconds() -> f64 {
         .sum()
 }
 
-/// RFC 3339 timestamp (UTC, second resolution) for the latscope report.
-pub fn rfc3339(t: SystemTime) -> String {
-    humantime::format_rfc3339_seconds(t).to_string()
-}
-
-/// rt-tests' timestamp, `%a, %d %b %Y %T %z` in local time (RFC 2822).
-pub fn rfc2822_local(t: SystemTime) -> String {
-    let secs = t
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs()) as libc::time_t;
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    let mut buf = [0u8; 64];
-    // SAFETY: valid pointers; strftime writes at most buf.len() bytes including NUL.
-    let len = unsafe {
-        libc::localtime_r(&secs, &mut tm);
-        libc::strftime(
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            c"%a, %d %b %Y %T %z".as_ptr(),
-            &tm,
-        )
-    };
-    String::from_utf8_lossy(&buf[..len]).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cpu_lists() {
-        assert_eq!(
-            parse_cpu_list("0-3,8,10-11"),
-            Some(vec![0, 1, 2, 3, 8, 10, 11])
-        );
-        assert_eq!(parse_cpu_list("0"), Some(vec![0]));
-        assert_eq!(parse_cpu_list(""), Some(vec![]));
-        assert_eq!(parse_cpu_list("3-1"), None);
-        assert_eq!(parse_cpu_list("x"), None);
-        assert_eq!(parse_cpu_list("0-18446744073709551615"), None);
-        assert_eq!(parse_cpu_list("8191").map(|c| c.len()), Some(1));
-        assert_eq!(parse_cpu_list("8192"), None);
-    }
 
     #[test]
     fn proc_stat_lines() {
@@ -266,16 +152,5 @@ mod tests {
             parse_proc_stat("cpu  1 2 3 4 5\ncpu0 1 0 2 40 2 0 0 0 0 0\ncpu1 0 0 0 7\n"),
             [(0, 42), (1, 7)]
         );
-    }
-
-    #[test]
-    fn rfc2822_has_the_rt_tests_shape() {
-        let s =
-            rfc2822_local(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(86_400 * 365));
-        // e.g. "Fri, 01 Jan 1971 00:00:00 +0000"
-        let parts: Vec<&str> = s.split(' ').collect();
-        assert_eq!(parts.len(), 6, "{s}");
-        assert!(parts[0].ends_with(','));
-        assert!(parts[5].starts_with('+') || parts[5].starts_with('-'));
     }
 }

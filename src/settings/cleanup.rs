@@ -27,7 +27,7 @@ impl CleanupSettings {
                     ))),
                     Err(e) => Err(usage(format!(
                         "--dir {shown_dir}: {}; name an existing directory",
-                        crate::logdisk::files::os_error_text(&e)
+                        crate::rt::os_error_text(&e)
                     ))),
                 }
             })

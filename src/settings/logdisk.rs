@@ -3,21 +3,21 @@
 
 use super::{JsonTarget, Outputs, UsageError, check_output_path, parse_count, usage};
 use crate::cli::{LogdiskArgs, SyncArg};
-use crate::units::{parse_duration, shown};
+use crate::units::{format_bytes, parse_duration, shown};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub const DEFAULT_DIR: &str = ".";
-pub const DEFAULT_PREFIX: &str = "mqldt_testfile";
+// mqldt's defaults are defined once, with the classic output that prints
+// them in its options block.
+pub use crate::report::classic_mqldt::{
+    DEFAULT_ALIGNMENT, DEFAULT_DIR, DEFAULT_DURATION_S, DEFAULT_FILE_PREFIX as DEFAULT_PREFIX,
+    DEFAULT_FILE_SIZE, DEFAULT_NUM_FILES,
+};
 /// mqldt does nothing without `--bsize`; latscope writes 4 KiB (a small log
 /// write, the size MQ's log page has) unless told otherwise.
 pub const DEFAULT_BLOCK_SIZE: u64 = 4096;
-pub const DEFAULT_FILE_SIZE: u64 = 1_638_400;
-pub const DEFAULT_NUM_FILES: u64 = 8;
-pub const DEFAULT_DURATION_S: u64 = 10;
-pub const DEFAULT_ALIGNMENT: u64 = 4096;
 /// Bounds, so that hostile input cannot allocate or write without limit.
 pub const MAX_BLOCK_SIZE: u64 = 64 << 20;
 pub const MAX_FILE_SIZE: u64 = 1 << 40;
@@ -32,34 +32,9 @@ pub const MAX_DURATION: Duration = Duration::from_secs(7 * 86_400);
 /// Longest file prefix: NAME_MAX less the `.NNNN` suffix.
 const MAX_PREFIX_LEN: usize = 255 - 5;
 
-/// How each write is made durable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SyncMode {
-    /// `O_DSYNC`: the write call returns once the data is durable.
-    Dsync,
-    /// A plain write, then `fdatasync`.
-    Fdatasync,
-    /// A plain write, then `fsync`.
-    Fsync,
-    /// Neither.
-    None,
-}
-
-impl SyncMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SyncMode::Dsync => "dsync",
-            SyncMode::Fdatasync => "fdatasync",
-            SyncMode::Fsync => "fsync",
-            SyncMode::None => "none",
-        }
-    }
-
-    /// Whether a separate sync call follows each write (timed on its own).
-    pub fn separate_sync(self) -> bool {
-        matches!(self, SyncMode::Fdatasync | SyncMode::Fsync)
-    }
-}
+// The write loop's own type lives in logdisk/ (which does not import
+// settings/); the settings convert cli's SyncArg into it.
+pub use crate::logdisk::SyncMode;
 
 impl From<SyncArg> for SyncMode {
     fn from(a: SyncArg) -> SyncMode {
@@ -132,12 +107,14 @@ pub fn parse_size(option: &str, text: &str, allow_g: bool) -> Result<u64, UsageE
         }));
     }
     // `4K` as mqldt writes it, and `4 KiB` as latscope prints sizes
-    // (`format_size`), so a size copied from a table reads back.
+    // (`units::format_bytes`), so a size copied from a table reads back.
     let unit: u64 = match suffix.to_ascii_lowercase().as_str() {
         "" | "b" | " b" => 1,
         "k" | "kib" | " kib" => 1 << 10,
         "m" | "mib" | " mib" => 1 << 20,
         "g" | "gib" | " gib" if allow_g => 1 << 30,
+        // latscope prints 1 TiB (the largest --fileSize) as `1 TiB`.
+        "t" | "tib" | " tib" if allow_g => 1 << 40,
         _ => {
             return Err(usage(format!(
                 "{option} '{}': unknown size suffix '{}' (use bytes, or K or M{}: {example})",
@@ -158,20 +135,6 @@ pub fn parse_size(option: &str, text: &str, allow_g: bool) -> Result<u64, UsageE
     Ok(value)
 }
 
-/// A size for a table or message: `4 KiB`, `1.5 MiB`, `1000 B`.
-pub fn format_size(bytes: u64) -> String {
-    for (unit, size) in [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
-        if bytes >= size {
-            return if bytes.is_multiple_of(size) {
-                format!("{} {unit}", bytes / size)
-            } else {
-                format!("{:.1} {unit}", bytes as f64 / size as f64)
-            };
-        }
-    }
-    format!("{bytes} B")
-}
-
 /// The directory of each writer: `--dir` itself for one writer; `DIR1` ..
 /// `DIRN` (the number appended to the name as given, as mqldt does) for N.
 pub fn writer_dirs(dir: &Path, writers: u64) -> Vec<PathBuf> {
@@ -185,11 +148,6 @@ pub fn writer_dirs(dir: &Path, writers: u64) -> Vec<PathBuf> {
             PathBuf::from(name)
         })
         .collect()
-}
-
-/// Name of test file `index` in `dir`: `<dir>/<prefix>.NNNN`.
-pub fn test_file_path(dir: &Path, prefix: &str, index: u64) -> PathBuf {
-    dir.join(format!("{prefix}.{index:04}"))
 }
 
 fn bounded(option: &str, text: &str, low: u64, high: u64) -> Result<u64, UsageError> {
@@ -212,7 +170,7 @@ fn check_dir(option: &str, dir: &Path) -> Result<(), UsageError> {
         ))),
         Err(e) => Err(usage(format!(
             "{option} {shown_dir}: {}; create the directory first{}",
-            crate::logdisk::files::os_error_text(&e),
+            crate::rt::os_error_text(&e),
             if option == "--dir" {
                 ""
             } else {
@@ -239,7 +197,7 @@ fn check_appendable(path: &Path) -> Result<(), UsageError> {
             usage(format!(
                 "--csvFile {}: cannot be written ({}); choose another path",
                 shown(&path.to_string_lossy()),
-                crate::logdisk::files::os_error_text(&e)
+                crate::rt::os_error_text(&e)
             ))
         })
 }
@@ -295,7 +253,7 @@ impl LogdiskSettings {
             if b > MAX_BLOCK_SIZE {
                 return Err(usage(format!(
                     "--bsize {b}: at most {} per write",
-                    format_size(MAX_BLOCK_SIZE)
+                    format_bytes(MAX_BLOCK_SIZE)
                 )));
             }
         }
@@ -492,11 +450,11 @@ mod tests {
 
     #[test]
     fn sizes_are_shown_in_binary_units() {
-        assert_eq!(format_size(4096), "4 KiB");
-        assert_eq!(format_size(65536), "64 KiB");
-        assert_eq!(format_size(1 << 20), "1 MiB");
-        assert_eq!(format_size(1_638_400), "1.6 MiB");
-        assert_eq!(format_size(1000), "1000 B");
+        assert_eq!(format_bytes(4096), "4 KiB");
+        assert_eq!(format_bytes(65536), "64 KiB");
+        assert_eq!(format_bytes(1 << 20), "1 MiB");
+        assert_eq!(format_bytes(1_638_400), "1.6 MiB");
+        assert_eq!(format_bytes(1000), "1000 B");
     }
 
     #[test]
@@ -508,10 +466,6 @@ mod tests {
         assert_eq!(
             writer_dirs(Path::new("/d/x"), 3),
             ["/d/x1", "/d/x2", "/d/x3"].map(PathBuf::from).to_vec()
-        );
-        assert_eq!(
-            test_file_path(Path::new("/d"), "p", 12),
-            PathBuf::from("/d/p.0012")
         );
     }
 }

@@ -25,6 +25,24 @@ use std::time::Duration;
 #[error("{0}")]
 pub struct UsageError(pub String);
 
+/// `--policy` as rt/ takes it.
+impl From<crate::cli::PolicyArg> for Policy {
+    fn from(p: crate::cli::PolicyArg) -> Policy {
+        match p {
+            crate::cli::PolicyArg::Fifo => Policy::Fifo,
+            crate::cli::PolicyArg::Rr => Policy::Rr,
+            crate::cli::PolicyArg::Other => Policy::Other,
+        }
+    }
+}
+
+/// A `--load` value that cannot be used is bad usage.
+impl From<crate::load::LoadSpecError> for UsageError {
+    fn from(e: crate::load::LoadSpecError) -> Self {
+        UsageError(e.0)
+    }
+}
+
 fn usage(message: impl Into<String>) -> UsageError {
     UsageError(message.into())
 }
@@ -180,7 +198,7 @@ fn check_replaceable(path: &Path, dir: &Path) -> Result<(), String> {
         Err(e) => Err(format!(
             "cannot create a file in {} ({})",
             shown(&dir.to_string_lossy()),
-            crate::logdisk::files::os_error_text(&e)
+            crate::rt::os_error_text(&e)
         )),
     }
 }
@@ -458,7 +476,7 @@ impl PairLayout {
     ) -> Result<PairLayout, UsageError> {
         let (affinity, smp, threads) =
             (args.affinity.as_deref(), args.smp, args.threads.as_deref());
-        let (priority, policy) = (args.priority.as_deref(), args.policy);
+        let (priority, policy) = (args.priority.as_deref(), args.policy.map(Policy::from));
         let allowed = sched::allowed_cpus();
         let priority = match priority {
             Some(t) => parse_count("-p/--prio", t)?,

@@ -191,7 +191,7 @@ impl TimerSettings {
                 )));
             }
         };
-        let policy = args.policy.unwrap_or(Policy::Fifo);
+        let policy = args.policy.map_or(Policy::Fifo, Policy::from);
         let priority = match args.priority.as_deref() {
             Some(t) => checked_priority(parse_count("-P", t)?, policy)?,
             None if policy.is_realtime() => 99,

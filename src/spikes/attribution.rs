@@ -17,7 +17,7 @@
 //!   task before a runnable real-time one only when the real-time class is
 //!   throttled).
 
-use crate::report::spikes::{Cause, Spike, SpikeEvent};
+use crate::report::{Cause, Spike, SpikeEvent};
 use crate::rt::tracefs::events::{Comm, IrqName, Kind, Switch, TraceEvent, VECTORS, softirq_name};
 use crate::rt::tracefs::format::text_of;
 use crate::units::format_ns;

@@ -14,7 +14,7 @@
 
 pub mod attribution;
 
-use crate::report::spikes::{Spike, SpikeTrace};
+use crate::report::{Spike, SpikeTrace};
 use crate::rt::tracefs::events::{
     ACTIVITY, EventDecoder, TraceEvent, VECTOR_EVENTS, VECTOR_SYSTEM,
 };

@@ -345,6 +345,11 @@ impl LatencySummary {
     }
 }
 
+/// (new - base) / base in percent; `None` when base is 0.
+pub fn relative_change(base: f64, new: f64) -> Option<f64> {
+    (base != 0.0).then(|| (new - base) / base.abs() * 100.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,7 @@
 //! one-second loops. Fed by the sampling thread (user latency) or by the trace
 //! reader (the kernel-side figures); nothing here allocates once built.
 
-use crate::report::classic_xenomai::XenomaiHistogram;
+use crate::report::XenomaiHistogram;
 use crate::stats::LatencyRecorder;
 
 /// One completed loop of samples (Xenomai's RTD line), after the warm-up.

@@ -199,7 +199,7 @@ pub struct TimerOutcome {
     pub measured: Duration,
     pub trace_stats: Option<breakdown::TraceSummary>,
     /// With `--trace-spikes`.
-    pub spikes: Option<crate::report::spikes::SpikeTrace>,
+    pub spikes: Option<crate::report::SpikeTrace>,
 }
 
 /// Runs the test until it ends; `interrupted` polls for Ctrl-C/SIGTERM.

@@ -40,7 +40,7 @@ pub struct RunOutcome {
     pub ended: SystemTime,
     pub elapsed: Duration,
     /// With `--trace-spikes`.
-    pub spikes: Option<crate::report::spikes::SpikeTrace>,
+    pub spikes: Option<crate::report::SpikeTrace>,
 }
 
 /// When the run started and ended.
@@ -58,7 +58,7 @@ pub(super) fn collect(
     receivers: Vec<ReceiverResult>,
     per_second: Vec<Vec<SecondStats>>,
     times: RunTimes,
-    spikes: Option<crate::report::spikes::SpikeTrace>,
+    spikes: Option<crate::report::SpikeTrace>,
 ) -> RunOutcome {
     let breaktrace_note = state.breaktrace.lock().ok().and_then(|b| {
         b.as_ref()

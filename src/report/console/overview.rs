@@ -1,10 +1,9 @@
 //! One-row-per-test tables: `latscope ipc`'s comparison of the primitives
 //! and `latscope suite`'s overview of this machine.
 
-use super::console::{
-    Table, end_reason_text, latency_cell, machine_line, percentile_cell, write_footer,
-};
-use super::{Exporter, Report};
+use super::write_footer;
+use crate::report::cells::{Table, end_reason_text, latency_cell, machine_line, percentile_cell};
+use crate::report::{Exporter, Report};
 use std::io::Write;
 
 /// One row per test (a primitive in one mode, all its pairs merged), sorted

@@ -1,91 +1,19 @@
 //! The modern console output: one aligned table per test, then warnings and the
 //! verdict. Units are chosen per value (ns, us, ms, s).
 
-use super::{Exporter, Report, Series, TestResult};
-use crate::stats::LatencySummary;
+// The console exporter's own parts: the timer's and the log-disk test's tables.
+pub mod logdisk;
+pub mod overview;
+pub mod timer;
+
+use super::{Exporter, Report, TestResult};
 use crate::units::format_ns;
+// The shared text pieces (report/cells.rs), also by the names the commands
+// have used for them.
+pub use super::cells::{
+    Table, cpus_cell, end_reason_text, latency_cell, machine_line, percentile_cell,
+};
 use std::io::Write;
-
-/// A right-aligned text table (first column left-aligned), or a text table
-/// with every column left-aligned.
-pub struct Table {
-    header: Vec<String>,
-    rows: Vec<Vec<String>>,
-    all_left: bool,
-}
-
-impl Table {
-    pub fn new(header: &[&str]) -> Table {
-        Table {
-            header: header.iter().map(|s| s.to_string()).collect(),
-            rows: Vec::new(),
-            all_left: false,
-        }
-    }
-
-    /// A table of words rather than numbers: every column left-aligned.
-    pub fn of_text(header: &[&str]) -> Table {
-        Table {
-            all_left: true,
-            ..Table::new(header)
-        }
-    }
-
-    pub fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(cells);
-    }
-
-    pub fn render(&self) -> String {
-        let columns = self.header.len();
-        let widths: Vec<usize> = (0..columns)
-            .map(|c| {
-                std::iter::once(&self.header)
-                    .chain(&self.rows)
-                    .map(|r| r.get(c).map_or(0, |s| s.chars().count()))
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        let mut out = String::new();
-        for row in std::iter::once(&self.header).chain(&self.rows) {
-            let cells: Vec<String> = (0..columns)
-                .map(|c| {
-                    let cell = row.get(c).map_or("", |s| s.as_str());
-                    if c == 0 || self.all_left {
-                        format!("{cell:<w$}", w = widths[c])
-                    } else {
-                        format!("{cell:>w$}", w = widths[c])
-                    }
-                })
-                .collect();
-            out.push_str(cells.join("  ").trim_end());
-            out.push('\n');
-        }
-        out
-    }
-}
-
-/// The CPUs of a series (`~` when not pinned): `1`, or `0/1` for a pair
-/// split across CPUs.
-pub fn cpus_cell(s: &Series) -> String {
-    let pin = if s.pinned { "" } else { "~" };
-    let list: Vec<String> = s.cpus.iter().map(usize::to_string).collect();
-    format!("{pin}{}", list.join("/"))
-}
-
-/// A latency of `summary` for a table cell: `-` when it has no samples.
-pub fn latency_cell(summary: &LatencySummary, value: i64) -> String {
-    if summary.samples == 0 {
-        "-".to_string()
-    } else {
-        format_ns(value)
-    }
-}
-
-/// The `q` percentile of `summary` for a table cell.
-pub fn percentile_cell(summary: &LatencySummary, q: f64) -> String {
-    latency_cell(summary, summary.percentile(q).unwrap_or(0))
-}
 
 pub fn series_table(test: &TestResult) -> Table {
     let mut table = Table::new(&[
@@ -113,24 +41,6 @@ pub fn series_table(test: &TestResult) -> Table {
         ]);
     }
     table
-}
-
-/// The machine a report was measured on, in one line: `rig (Linux 6.18.0,
-/// not PREEMPT_RT, clocksource tsc, 2 CPUs usable)`.
-pub fn machine_line(s: &crate::rt::sysinfo::SysInfo) -> String {
-    format!(
-        "{} ({} {}, {}, clocksource {}, {} CPUs usable)",
-        s.nodename,
-        s.sysname,
-        s.release,
-        if s.preempt_rt {
-            "PREEMPT_RT"
-        } else {
-            "not PREEMPT_RT"
-        },
-        s.clocksource,
-        s.cpus_allowed.len()
-    )
 }
 
 /// Warnings, the end reason when it is not a normal end, and the limit verdict.
@@ -204,7 +114,7 @@ pub fn where_this_run_falls(report: &Report) -> Option<String> {
 /// One `FAIL:` line per crossed `--fail-if` check, or one `ok:` line when
 /// every check held (nothing without checks).
 pub fn write_threshold_verdict(
-    checks: &[crate::threshold::ThresholdCheck],
+    checks: &[crate::report::ThresholdCheck],
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     for check in checks.iter().filter(|c| c.crossed) {
@@ -226,7 +136,7 @@ impl Exporter for ModernConsole {
     fn write(&self, report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
         for test in &report.tests {
             if let Some(config) = test.config.logdisk() {
-                super::console_logdisk::write_test(test, config, out)?;
+                logdisk::write_test(test, config, out)?;
                 continue;
             }
             writeln!(
@@ -239,8 +149,8 @@ impl Exporter for ModernConsole {
                 end_reason_text(test)
             )?;
             if test.config.timer().is_some() {
-                write!(out, "{}", super::console_timer::thread_table(test).render())?;
-                if let Some(table) = super::console_timer::breakdown_table(test) {
+                write!(out, "{}", timer::thread_table(test).render())?;
+                if let Some(table) = timer::breakdown_table(test) {
                     writeln!(
                         out,
                         "Where the latency was spent, from the expiry: IRQ = timer interrupt handler starts, Sched = thread scheduled in, Return = thread back in user space (then it reads the clock: the table above):"
@@ -252,19 +162,6 @@ impl Exporter for ModernConsole {
             }
         }
         write_footer(report, out)
-    }
-}
-
-pub fn end_reason_text(test: &TestResult) -> &'static str {
-    use crate::report::EndReason::*;
-    match test.end_reason {
-        LoopsDone => "all loops done",
-        DurationElapsed => "duration elapsed",
-        Interrupted => "interrupted",
-        BreakTrace => "break-trace limit crossed",
-        BreakOnSwitch => "stopped at a context switch or page fault (-b)",
-        Error => "error",
-        Skipped => "skipped (this machine cannot run it)",
     }
 }
 
@@ -331,29 +228,6 @@ context: worst wake-up latency 5.00 us: within what PREEMPT_RT on bare metal kee
             String::from_utf8(buf)
                 .unwrap()
                 .contains("FAIL: latency limit crossed by mq pair 0")
-        );
-    }
-
-    #[test]
-    fn threshold_verdict_names_series_and_threshold() {
-        let mut report = sample_report();
-        let parse = |t: &str| crate::threshold::parse(t).unwrap();
-        crate::pipeline::judge(&mut report, &[parse("max>4us"), parse("avg>1h")]);
-        assert_eq!(report.exit_code, crate::pipeline::EXIT_LIMIT);
-        let mut buf = Vec::new();
-        write_footer(&report, &mut buf).unwrap();
-        assert_eq!(
-            String::from_utf8(buf).unwrap(),
-            "warning: kernel is not PREEMPT_RT\ncontext: worst wake-up latency 5.00 us: within what PREEMPT_RT on bare metal keeps (tens of us) (docs/interpreting.md)\nFAIL: mq pair 0: max>4us crossed (max = 5.00 us)\n"
-        );
-        crate::pipeline::judge(&mut report, &[parse("avg>1h")]);
-        assert_eq!(report.exit_code, 0);
-        let mut buf = Vec::new();
-        write_footer(&report, &mut buf).unwrap();
-        assert!(
-            String::from_utf8(buf)
-                .unwrap()
-                .ends_with("ok: every --fail-if threshold held (1 checks)\n")
         );
     }
 }

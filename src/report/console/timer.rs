@@ -1,21 +1,10 @@
 //! The modern tables of a timer test: one row per sampling thread (and their
 //! merge), and with `--breakdown` where each wake-up's latency was spent.
 
-use super::console::{Table, cpus_cell, latency_cell, percentile_cell};
-use super::{LatencySummary, TestResult};
+use crate::report::TestResult;
+pub use crate::report::cells::latency_cells;
+use crate::report::cells::{Table, cpus_cell, latency_cell, percentile_cell};
 use crate::units::format_ns;
-
-/// Min, Avg, P50, P99, P99.9 and Max of `l` as table cells.
-pub fn latency_cells(l: &LatencySummary) -> Vec<String> {
-    vec![
-        latency_cell(l, l.min_ns),
-        latency_cell(l, l.avg_ns.round() as i64),
-        percentile_cell(l, 50.0),
-        percentile_cell(l, 99.0),
-        percentile_cell(l, 99.9),
-        latency_cell(l, l.max_ns),
-    ]
-}
 
 /// One row per thread; an `all` row when there are several.
 pub fn thread_table(test: &TestResult) -> Table {

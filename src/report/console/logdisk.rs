@@ -2,10 +2,10 @@
 //! bandwidth per writer (and all writers), the write latency, and with
 //! `--sync fdatasync|fsync` the write and sync calls side by side.
 
-use super::console::{Table, latency_cell, percentile_cell};
-use super::{DiskWriter, LogdiskConfig, Series, TestResult};
-use crate::settings::logdisk::format_size;
+use crate::report::cells::{Table, end_reason_text, latency_cell, percentile_cell};
+use crate::report::{DiskWriter, LogdiskConfig, Series, SeriesDetail, TestResult};
 use crate::stats::LatencySummary;
+use crate::units::format_bytes;
 use std::io::Write;
 
 /// Bytes per second as decimal megabytes per second, one decimal.
@@ -30,7 +30,7 @@ fn rows(test: &TestResult) -> Vec<(String, &LatencySummary, &DiskWriter)> {
         .filter_map(|s: &Series| Some((s.label.clone(), &s.latency, s.disk_writer()?)))
         .collect();
     if rows.len() > 1
-        && let Some(super::SeriesDetail::DiskWriter(all)) = &test.overall_detail
+        && let Some(SeriesDetail::DiskWriter(all)) = &test.overall_detail
     {
         rows.push(("all".to_string(), &test.overall, all));
     }
@@ -43,7 +43,7 @@ pub fn write_test(
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     let duration = match &test.overall_detail {
-        Some(super::SeriesDetail::DiskWriter(d)) => d.duration_s,
+        Some(SeriesDetail::DiskWriter(d)) => d.duration_s,
         _ => 0.0,
     };
     writeln!(
@@ -51,14 +51,14 @@ pub fn write_test(
         "logdisk {}; {} files x {} per writer in {}{}; {duration:.1} s, ended: {}",
         test.description,
         config.num_files,
-        format_size(config.file_size),
+        format_bytes(config.file_size),
         config.dirs.join(", "),
         if config.delay_us > 0 {
             format!(", {} us between writes", config.delay_us)
         } else {
             String::new()
         },
-        super::console::end_reason_text(test)
+        end_reason_text(test)
     )?;
     let rows = rows(test);
     let mut bandwidth = Table::new(&[

@@ -1,0 +1,38 @@
+//! The Report's `SysInfo` collected through the doctor's readers: what a
+//! report says of the machine is what `latscope doctor` says. The type is in
+//! the model; collecting it is the doctor's (rt/ does not import the doctor).
+
+use super::Machine;
+use crate::report::SysInfo;
+
+// An inherent impl of the model's type, here with the readers it needs, so
+// that `SysInfo::collect()` reads as before.
+impl SysInfo {
+    /// The facts of the machine latscope runs on.
+    pub fn collect() -> SysInfo {
+        SysInfo::of(&Machine::live())
+    }
+
+    /// The facts of `machine`, read by the doctor's checks (one reader for
+    /// both: what a report says of the machine is what `latscope doctor` says).
+    pub fn of(machine: &Machine) -> SysInfo {
+        let uname = machine.probes.uname();
+        let (rt_runtime_us, rt_period_us) = super::sched::rt_bandwidth(machine);
+        SysInfo {
+            preempt_rt: super::kernel::preempt_model(machine).rt,
+            clocksource: super::kernel::current_clocksource(machine),
+            cpus_online: machine.cpus_online().len(),
+            cpus_allowed: crate::rt::sched::allowed_cpus(),
+            cpus_isolated: super::cpu_list(&super::isolation::isolated_cpus(machine)),
+            virtualization: super::platform::hypervisor(machine),
+            rt_runtime_us,
+            rt_period_us,
+            checks: super::run(machine),
+            sysname: uname.sysname,
+            nodename: uname.nodename,
+            release: uname.release,
+            version: uname.version,
+            machine: uname.machine,
+        }
+    }
+}

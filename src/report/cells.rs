@@ -1,0 +1,160 @@
+//! The text pieces several exporters share: the aligned table, the cells of
+//! a latency figure, the machine line, the end reason, and which rt-tests
+//! tool an output imitates. Exporters import only the model, `stats/`,
+//! `units` and this file (tests/layers.rs), so that no exporter depends on
+//! another (console <-> console_timer was an import circle).
+
+use super::{Series, SysInfo, TestResult};
+use crate::stats::LatencySummary;
+use crate::units::format_ns;
+
+/// A right-aligned text table (first column left-aligned), or a text table
+/// with every column left-aligned.
+pub struct Table {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+    all_left: bool,
+}
+
+impl Table {
+    pub fn new(header: &[&str]) -> Table {
+        Table {
+            header: header.iter().map(|s| s.to_string()).collect(),
+            rows: Vec::new(),
+            all_left: false,
+        }
+    }
+
+    /// A table of words rather than numbers: every column left-aligned.
+    pub fn of_text(header: &[&str]) -> Table {
+        Table {
+            all_left: true,
+            ..Table::new(header)
+        }
+    }
+
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    pub fn render(&self) -> String {
+        let columns = self.header.len();
+        let widths: Vec<usize> = (0..columns)
+            .map(|c| {
+                std::iter::once(&self.header)
+                    .chain(&self.rows)
+                    .map(|r| r.get(c).map_or(0, |s| s.chars().count()))
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let mut out = String::new();
+        for row in std::iter::once(&self.header).chain(&self.rows) {
+            let cells: Vec<String> = (0..columns)
+                .map(|c| {
+                    let cell = row.get(c).map_or("", |s| s.as_str());
+                    if c == 0 || self.all_left {
+                        format!("{cell:<w$}", w = widths[c])
+                    } else {
+                        format!("{cell:>w$}", w = widths[c])
+                    }
+                })
+                .collect();
+            out.push_str(cells.join("  ").trim_end());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// The CPUs of a series (`~` when not pinned): `1`, or `0/1` for a pair
+/// split across CPUs.
+pub fn cpus_cell(s: &Series) -> String {
+    let pin = if s.pinned { "" } else { "~" };
+    let list: Vec<String> = s.cpus.iter().map(usize::to_string).collect();
+    format!("{pin}{}", list.join("/"))
+}
+
+/// A latency of `summary` for a table cell: `-` when it has no samples.
+pub fn latency_cell(summary: &LatencySummary, value: i64) -> String {
+    if summary.samples == 0 {
+        "-".to_string()
+    } else {
+        format_ns(value)
+    }
+}
+
+/// The `q` percentile of `summary` for a table cell.
+pub fn percentile_cell(summary: &LatencySummary, q: f64) -> String {
+    latency_cell(summary, summary.percentile(q).unwrap_or(0))
+}
+
+/// Min, Avg, P50, P99, P99.9 and Max of `l` as table cells.
+pub fn latency_cells(l: &LatencySummary) -> Vec<String> {
+    vec![
+        latency_cell(l, l.min_ns),
+        latency_cell(l, l.avg_ns.round() as i64),
+        percentile_cell(l, 50.0),
+        percentile_cell(l, 99.0),
+        percentile_cell(l, 99.9),
+        latency_cell(l, l.max_ns),
+    ]
+}
+
+/// The machine a report was measured on, in one line: `rig (Linux 6.18.0,
+/// not PREEMPT_RT, clocksource tsc, 2 CPUs usable)`.
+pub fn machine_line(s: &SysInfo) -> String {
+    format!(
+        "{} ({} {}, {}, clocksource {}, {} CPUs usable)",
+        s.nodename,
+        s.sysname,
+        s.release,
+        if s.preempt_rt {
+            "PREEMPT_RT"
+        } else {
+            "not PREEMPT_RT"
+        },
+        s.clocksource,
+        s.cpus_allowed.len()
+    )
+}
+
+pub fn end_reason_text(test: &TestResult) -> &'static str {
+    use crate::report::EndReason::*;
+    match test.end_reason {
+        LoopsDone => "all loops done",
+        DurationElapsed => "duration elapsed",
+        Interrupted => "interrupted",
+        BreakTrace => "break-trace limit crossed",
+        BreakOnSwitch => "stopped at a context switch or page fault (-b)",
+        Error => "error",
+        Skipped => "skipped (this machine cannot run it)",
+    }
+}
+
+/// Which rt-tests tool's output to reproduce (classic lines and rt-tests JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RtTestsFlavor {
+    /// pmqtest: prints `TO n, ` and writes `timeoutcount`.
+    Pmqtest,
+    /// sigwaittest: no timeout count.
+    Sigwaittest,
+    /// svsematest: no timeout count.
+    Svsematest,
+}
+
+impl RtTestsFlavor {
+    /// Whether the tool reports a timeout count (`TO n`, JSON `timeoutcount`).
+    pub fn with_timeouts(self) -> bool {
+        self == RtTestsFlavor::Pmqtest
+    }
+
+    /// The original tool's name.
+    pub fn tool_name(self) -> &'static str {
+        match self {
+            RtTestsFlavor::Pmqtest => "pmqtest",
+            RtTestsFlavor::Sigwaittest => "sigwaittest",
+            RtTestsFlavor::Svsematest => "svsematest",
+        }
+    }
+}

@@ -1,0 +1,724 @@
+//! The layers of src/ as import rules that check themselves (docs/architecture.md,
+//! "## Layers"). Every `crate::`, `super::` and `self::` path of every file under
+//! src/ (use statements, grouped `use crate::{a, b::c}` included, and inline paths)
+//! is resolved to the module it names, both ends are mapped to a layer, and the
+//! table `RULES` is checked. A broken rule fails with the file, the line, the path
+//! as written and the rule's reason, so whoever breaks it learns why it exists.
+//!
+//! This reads the source text rather than asking the compiler: it has to run as an
+//! ordinary test, with no extra tool, on every `cargo test`.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::fs;
+use std::path::Path;
+
+/// Where a module sits. The order is the layering, lowest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Layer {
+    /// units, stats/: pure computations, no OS.
+    Pure,
+    /// rt/: the OS layer.
+    Os,
+    /// report/mod.rs and report/model/: the Report model (serialized data).
+    Model,
+    /// ipc/, timer/, logdisk/ (the tests), spikes/, doctor/, load/ (services the
+    /// tests share) and threshold.
+    Measurement,
+    /// report/cells.rs: the text pieces several exporters share.
+    ExporterShared,
+    /// every other file (or directory) of report/: one exporter each.
+    Exporter,
+    /// settings/.
+    Settings,
+    /// cli/.
+    Cli,
+    /// commands/ and pipeline/: the top, which drives everything else.
+    Top,
+}
+
+/// One module as the rules see it: its layer and its component (the name two
+/// paths must share to be "the same module": `ipc`, `report::console`,
+/// `commands::suite`, ...).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Unit {
+    layer: Layer,
+    component: String,
+}
+
+/// The measurement modules that are tests of their own; the other measurement
+/// modules (spikes, doctor, load, threshold) are services the tests share.
+const TESTS: &[&str] = &["ipc", "timer", "logdisk"];
+
+/// Maps a module path (segments after `crate::`) to its unit. `exporters` and
+/// `commands` are the file or directory names under src/report/ (except the
+/// model) and src/commands/ (except mod.rs). None for the crate root and for
+/// names this table does not know (a crate-level item), which no rule covers.
+fn unit_of(
+    segs: &[String],
+    exporters: &BTreeSet<String>,
+    commands: &BTreeSet<String>,
+) -> Option<Unit> {
+    let first = segs.first()?.as_str();
+    let second = segs.get(1).map(String::as_str);
+    let (layer, component) = match first {
+        "units" | "stats" => (Layer::Pure, first.to_string()),
+        "rt" => (Layer::Os, first.to_string()),
+        // `crate::report::Report` names the model through report/mod.rs's
+        // re-export; only a path through an exporter's own module is that exporter.
+        "report" => match second {
+            Some("cells") => (Layer::ExporterShared, "report::cells".to_string()),
+            Some(s) if exporters.contains(s) => (Layer::Exporter, format!("report::{s}")),
+            _ => (Layer::Model, "report".to_string()),
+        },
+        "ipc" | "timer" | "logdisk" | "spikes" | "doctor" | "load" | "threshold" => {
+            (Layer::Measurement, first.to_string())
+        }
+        "settings" => (Layer::Settings, first.to_string()),
+        "cli" => (Layer::Cli, first.to_string()),
+        "commands" | "pipeline" => match second {
+            Some(s) if first == "commands" && commands.contains(s) => {
+                (Layer::Top, format!("commands::{s}"))
+            }
+            _ => (Layer::Top, first.to_string()),
+        },
+        _ => return None,
+    };
+    Some(Unit { layer, component })
+}
+
+/// One rule: `broken` says whether an import from `from` to `to` (two different
+/// components) breaks it; `reason` is printed with every break.
+struct Rule {
+    name: &'static str,
+    reason: &'static str,
+    broken: fn(&Unit, &Unit) -> bool,
+}
+
+fn is_test(u: &Unit) -> bool {
+    TESTS.contains(&u.component.as_str())
+}
+
+const RULES: &[Rule] = &[
+    Rule {
+        name: "stats/ and units are pure",
+        reason: "they hold the arithmetic every layer shares (the exporters included): \
+                 they make no system call and know no test, report or command line, so \
+                 they import nothing but each other",
+        broken: |f, t| f.layer == Layer::Pure && t.layer != Layer::Pure,
+    },
+    Rule {
+        name: "rt/ imports nothing above it",
+        reason: "rt/ is the OS layer everything else is built on; an import from rt/ to \
+                 a higher layer is an import circle (rt/sysinfo <-> doctor/ was one) and \
+                 ties the OS calls to one test, exporter or front end",
+        broken: |f, t| f.layer == Layer::Os && t.layer > Layer::Os,
+    },
+    Rule {
+        name: "the Report model imports only rt/, stats/ and units",
+        reason: "the model is the data every producer fills and every exporter reads; \
+                 if it imported a producer or an exporter, exporters would depend on \
+                 measurement code through it and the JSON would change with them",
+        broken: |f, t| f.layer == Layer::Model && t.layer > Layer::Model,
+    },
+    Rule {
+        name: "measurement modules import nothing from cli/, settings/, commands/ or pipeline/",
+        reason: "ipc/, timer/, logdisk/, spikes/, doctor/, load/ and threshold take typed \
+                 values and fill the model; the front end sits above them and calls them, \
+                 so an import upward is a circle and ties a measurement to one command line",
+        broken: |f, t| f.layer == Layer::Measurement && t.layer >= Layer::Settings,
+    },
+    Rule {
+        name: "measurement modules never import an exporter",
+        reason: "what a test measures is computed in the test (or stats/) and stored in \
+                 the model; an exporter only formats it (mqldt's interval meter lived in \
+                 an exporter that logdisk/ imported)",
+        broken: |f, t| f.layer == Layer::Measurement && t.layer == Layer::Exporter,
+    },
+    Rule {
+        name: "no measurement module imports another test's module",
+        reason: "ipc/, timer/ and logdisk/ are independent tests: what two of them share \
+                 belongs in stats/, rt/, the model or a shared service (spikes/, doctor/, \
+                 load/), and a service that imported a test would serve only that test",
+        broken: |f, t| f.layer == Layer::Measurement && is_test(t),
+    },
+    Rule {
+        name: "exporters import only the model, stats/, units and report/cells.rs",
+        reason: "an exporter turns a Report into text; it must print the same bytes for \
+                 the same Report whatever produced it, so it cannot reach into rt/, a \
+                 test, settings or another exporter; what several exporters share is in \
+                 report/cells.rs (console <-> console_timer was an import circle)",
+        broken: |f, t| {
+            f.layer == Layer::Exporter
+                && !matches!(t.layer, Layer::Pure | Layer::Model | Layer::ExporterShared)
+        },
+    },
+    Rule {
+        name: "report/cells.rs imports only the model, stats/ and units",
+        reason: "it holds the text pieces every exporter may use, so it cannot depend \
+                 on any one exporter (that would be a circle) nor on anything an \
+                 exporter may not import",
+        broken: |f, t| {
+            f.layer == Layer::ExporterShared && !matches!(t.layer, Layer::Pure | Layer::Model)
+        },
+    },
+    Rule {
+        name: "settings/ imports nothing from commands/ or pipeline/",
+        reason: "settings/ turns arguments into typed settings before anything runs; the \
+                 commands use settings, never the reverse",
+        broken: |f, t| f.layer == Layer::Settings && t.layer == Layer::Top,
+    },
+    Rule {
+        name: "cli/ imports only units",
+        reason: "cli/ only declares arguments; converting them into rt/'s or a test's \
+                 types is settings/'s job, so cli/ has its own clap enums (a clap trait \
+                 derived in rt/ made the OS layer depend on the argument parser)",
+        broken: |f, t| f.layer == Layer::Cli && t.layer != Layer::Pure,
+    },
+    Rule {
+        name: "no command module imports another command module",
+        reason: "each file of commands/ runs one subcommand; what two of them share is \
+                 either the run sequence (pipeline/) or belongs below them, and commands/mod.rs \
+                 (the dispatcher) is the only file that knows them all",
+        broken: |f, t| {
+            f.component.starts_with("commands::") && t.component.starts_with("commands::")
+        },
+    },
+];
+
+/// Today's breaks of a rule, one (importing file, imported module prefix) each.
+/// Every entry must still match an import (a stale one fails the test), so the
+/// list only shrinks; add to it only with a reason next to the entry.
+const ALLOWED: &[(&str, &str)] = &[
+    // Empty: every rule holds without exceptions. An entry here must say why.
+];
+
+/// One import: the file, its line (1-based), the path as written, and the
+/// module it resolves to (segments after `crate::`).
+#[derive(Debug)]
+struct Import {
+    line: usize,
+    written: String,
+    target: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Violation {
+    file: String,
+    line: usize,
+    written: String,
+    rule: &'static str,
+    reason: &'static str,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}: `{}` breaks the rule \"{}\": {}",
+            self.file, self.line, self.written, self.rule, self.reason
+        )
+    }
+}
+
+/// The source with comments and the contents of string and character literals
+/// replaced by blanks (line breaks kept), so that a path in a doc comment or a
+/// message is not taken for an import and line numbers stay right.
+fn blank_comments_and_literals(src: &str) -> Vec<char> {
+    let c: Vec<char> = src.chars().collect();
+    let mut out = c.clone();
+    let blank = |out: &mut Vec<char>, from: usize, to: usize| {
+        for ch in out.iter_mut().take(to.min(c.len())).skip(from) {
+            if *ch != '\n' {
+                *ch = ' ';
+            }
+        }
+    };
+    let ident = |ch: char| ch.is_alphanumeric() || ch == '_';
+    let mut i = 0;
+    while i < c.len() {
+        if c[i] == '/' && c.get(i + 1) == Some(&'/') {
+            let end = c[i..]
+                .iter()
+                .position(|&x| x == '\n')
+                .map_or(c.len(), |p| i + p);
+            blank(&mut out, i, end);
+            i = end;
+        } else if c[i] == '/' && c.get(i + 1) == Some(&'*') {
+            // Block comments nest in Rust.
+            let (mut depth, mut j) = (1, i + 2);
+            while j < c.len() && depth > 0 {
+                if c[j] == '/' && c.get(j + 1) == Some(&'*') {
+                    depth += 1;
+                    j += 2;
+                } else if c[j] == '*' && c.get(j + 1) == Some(&'/') {
+                    depth -= 1;
+                    j += 2;
+                } else {
+                    j += 1;
+                }
+            }
+            blank(&mut out, i, j);
+            i = j;
+        } else if c[i] == 'r'
+            && (i == 0 || !ident(c[i - 1]) || (c[i - 1] == 'b' && (i < 2 || !ident(c[i - 2]))))
+            && matches!(c.get(i + 1), Some('"') | Some('#'))
+        {
+            let hashes = c[i + 1..].iter().take_while(|&&x| x == '#').count();
+            if c.get(i + 1 + hashes) != Some(&'"') {
+                i += 1;
+                continue;
+            }
+            let mut j = i + 2 + hashes;
+            while j < c.len() {
+                if c[j] == '"'
+                    && c[j + 1..]
+                        .iter()
+                        .take(hashes)
+                        .filter(|&&x| x == '#')
+                        .count()
+                        == hashes
+                {
+                    break;
+                }
+                j += 1;
+            }
+            let end = (j + 1 + hashes).min(c.len());
+            blank(&mut out, i, end);
+            i = end;
+        } else if c[i] == '"' {
+            let mut j = i + 1;
+            while j < c.len() && c[j] != '"' {
+                j += if c[j] == '\\' { 2 } else { 1 };
+            }
+            blank(&mut out, i, j + 1);
+            i = j + 1;
+        } else if c[i] == '\'' {
+            // A character literal ('x', '\n', '\''), or else a lifetime.
+            if c.get(i + 1) == Some(&'\\') {
+                let mut j = i + 3;
+                while j < c.len() && c[j] != '\'' {
+                    j += 1;
+                }
+                blank(&mut out, i, j + 1);
+                i = j + 1;
+            } else if c.get(i + 2) == Some(&'\'') {
+                blank(&mut out, i, i + 3);
+                i += 3;
+            } else {
+                i += 1;
+            }
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Token {
+    text: String,
+    line: usize,
+}
+
+fn tokens(blanked: &[char]) -> Vec<Token> {
+    let mut out = Vec::new();
+    let (mut i, mut line) = (0, 1);
+    while i < blanked.len() {
+        let ch = blanked[i];
+        if ch == '\n' {
+            line += 1;
+            i += 1;
+        } else if ch.is_whitespace() {
+            i += 1;
+        } else if ch.is_alphanumeric() || ch == '_' {
+            let start = i;
+            while i < blanked.len() && (blanked[i].is_alphanumeric() || blanked[i] == '_') {
+                i += 1;
+            }
+            out.push(Token {
+                text: blanked[start..i].iter().collect(),
+                line,
+            });
+        } else if ch == ':' && blanked.get(i + 1) == Some(&':') {
+            out.push(Token {
+                text: "::".into(),
+                line,
+            });
+            i += 2;
+        } else {
+            out.push(Token {
+                text: ch.to_string(),
+                line,
+            });
+            i += 1;
+        }
+    }
+    out
+}
+
+fn is_ident(t: &str) -> bool {
+    t.chars()
+        .next()
+        .is_some_and(|c| c.is_alphabetic() || c == '_')
+}
+
+/// Parses a path tree from `toks[*i]` on: `a::b::c`, `a::{b, c::{d, e}}`,
+/// `a::*`, stopping at anything else (`::<`, `(`, `as`, ...). Returns every
+/// path the tree names, each as its segments.
+fn path_tree(toks: &[Token], i: &mut usize) -> Vec<Vec<String>> {
+    let mut segs = Vec::new();
+    loop {
+        let Some(t) = toks.get(*i) else {
+            return vec![segs];
+        };
+        if t.text == "{" {
+            *i += 1;
+            let mut all = Vec::new();
+            while let Some(t) = toks.get(*i) {
+                if t.text == "}" {
+                    *i += 1;
+                    break;
+                }
+                if t.text == "," {
+                    *i += 1;
+                    continue;
+                }
+                let before = *i;
+                for sub in path_tree(toks, i) {
+                    let mut p = segs.clone();
+                    p.extend(sub);
+                    all.push(p);
+                }
+                // Skip `as alias` (and anything unexpected) up to the next item.
+                while let Some(t) = toks.get(*i) {
+                    if t.text == "," || t.text == "}" {
+                        break;
+                    }
+                    *i += 1;
+                }
+                if *i == before {
+                    *i += 1;
+                }
+            }
+            return all;
+        }
+        if t.text == "*" {
+            *i += 1;
+            return vec![segs];
+        }
+        if !is_ident(&t.text) {
+            return vec![segs];
+        }
+        segs.push(t.text.clone());
+        *i += 1;
+        if toks.get(*i).is_some_and(|t| t.text == "::")
+            && toks.get(*i + 1).is_some_and(|t| t.text != "<")
+        {
+            *i += 1;
+        } else {
+            return vec![segs];
+        }
+    }
+}
+
+/// The tokens of a path as one would write them: `crate::{a, b as c}`.
+fn written(toks: &[Token]) -> String {
+    let mut s = String::new();
+    for (k, t) in toks.iter().enumerate() {
+        if k > 0 && is_ident(&t.text) && is_ident(&toks[k - 1].text) {
+            s.push(' ');
+        }
+        s.push_str(&t.text);
+        if t.text == "," {
+            s.push(' ');
+        }
+    }
+    s
+}
+
+/// The module a file defines: src/a/b.rs -> [a, b], src/a/mod.rs -> [a].
+fn file_module(rel: &str) -> Vec<String> {
+    let rel = rel
+        .strip_prefix("src/")
+        .unwrap_or(rel)
+        .strip_suffix(".rs")
+        .unwrap_or(rel);
+    let mut segs: Vec<String> = rel.split('/').map(String::from).collect();
+    if matches!(segs.last().map(String::as_str), Some("mod" | "lib")) {
+        segs.pop();
+    }
+    segs
+}
+
+/// Every `crate::`/`super::`/`self::` path of one file, resolved.
+fn imports_of(rel: &str, src: &str) -> Vec<Import> {
+    let toks = tokens(&blank_comments_and_literals(src));
+    let file_mod = file_module(rel);
+    // Inline modules (`mod tests { ... }`) shift what `super` means.
+    let mut inline: Vec<(String, usize)> = Vec::new();
+    let (mut depth, mut pending_mod) = (0usize, None::<String>);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < toks.len() {
+        let t = &toks[i];
+        match t.text.as_str() {
+            "{" => {
+                depth += 1;
+                if let Some(name) = pending_mod.take() {
+                    inline.push((name, depth));
+                }
+                i += 1;
+                continue;
+            }
+            "}" => {
+                if inline.last().is_some_and(|&(_, d)| d == depth) {
+                    inline.pop();
+                }
+                depth = depth.saturating_sub(1);
+                i += 1;
+                continue;
+            }
+            "mod" if toks.get(i + 1).is_some_and(|n| is_ident(&n.text)) => {
+                pending_mod = Some(toks[i + 1].text.clone());
+                i += 2;
+                continue;
+            }
+            ";" => pending_mod = None,
+            _ => {}
+        }
+        let starts_path = matches!(t.text.as_str(), "crate" | "super" | "self")
+            && toks.get(i + 1).is_some_and(|n| n.text == "::")
+            && (i == 0 || !matches!(toks[i - 1].text.as_str(), "::" | "$"));
+        if !starts_path {
+            i += 1;
+            continue;
+        }
+        let line = t.line;
+        let start = i;
+        let mut here = file_mod.clone();
+        here.extend(inline.iter().map(|(n, _)| n.clone()));
+        for path in path_tree(&toks, &mut i) {
+            let mut target = Vec::new();
+            let mut resolved = true;
+            for (k, seg) in path.iter().enumerate() {
+                match seg.as_str() {
+                    "crate" if k == 0 => target.clear(),
+                    "self" if k == 0 => target = here.clone(),
+                    "self" => {}
+                    "super" if k == 0 => {
+                        target = here.clone();
+                        resolved &= target.pop().is_some();
+                    }
+                    "super" => resolved &= target.pop().is_some(),
+                    s => target.push(s.to_string()),
+                }
+            }
+            if resolved {
+                out.push(Import {
+                    line,
+                    written: written(&toks[start..i]),
+                    target,
+                });
+            }
+        }
+        if i == start {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Checks `files` (path relative to the crate, e.g. "src/rt/clock.rs", and its
+/// text) against `RULES` with `allowed` exceptions. Returns the broken rules and
+/// the allowlist entries that no import needs any more.
+fn check(files: &[(String, String)], allowed: &[(&str, &str)]) -> (Vec<Violation>, Vec<String>) {
+    let names_under = |dir: &str, skip: &[&str]| -> BTreeSet<String> {
+        files
+            .iter()
+            .filter_map(|(p, _)| p.strip_prefix(dir))
+            .filter_map(|rest| rest.split('/').next())
+            .map(|n| n.strip_suffix(".rs").unwrap_or(n).to_string())
+            .filter(|n| !skip.contains(&n.as_str()))
+            .collect()
+    };
+    let exporters = names_under("src/report/", &["mod", "model", "cells"]);
+    let commands = names_under("src/commands/", &["mod"]);
+    let mut used = vec![false; allowed.len()];
+    let mut broken = Vec::new();
+    for (rel, src) in files {
+        // main.rs is the binary crate: its `crate::` is not the library's.
+        if rel == "src/main.rs" {
+            continue;
+        }
+        let Some(from) = unit_of(&file_module(rel), &exporters, &commands) else {
+            continue;
+        };
+        for imp in imports_of(rel, src) {
+            let Some(to) = unit_of(&imp.target, &exporters, &commands) else {
+                continue;
+            };
+            if to.component == from.component {
+                continue;
+            }
+            let target = imp.target.join("::");
+            for rule in RULES.iter().filter(|r| (r.broken)(&from, &to)) {
+                let allow = allowed.iter().position(|(f, t)| {
+                    f == rel && (target == *t || target.starts_with(&format!("{t}::")))
+                });
+                if let Some(k) = allow {
+                    used[k] = true;
+                    continue;
+                }
+                broken.push(Violation {
+                    file: rel.clone(),
+                    line: imp.line,
+                    written: imp.written.clone(),
+                    rule: rule.name,
+                    reason: rule.reason,
+                });
+            }
+        }
+    }
+    // A grouped use that breaks a rule through several of its names is one break.
+    broken.dedup();
+    let stale = allowed
+        .iter()
+        .zip(used)
+        .filter(|(_, u)| !u)
+        .map(|((f, t), _)| {
+            format!("ALLOWED entry ({f:?}, {t:?}) matches no import any more: remove it")
+        })
+        .collect();
+    (broken, stale)
+}
+
+fn source_files(dir: &Path, root: &Path, out: &mut Vec<(String, String)>) {
+    let mut entries: Vec<_> = fs::read_dir(dir).expect("read src/").flatten().collect();
+    entries.sort_by_key(|e| e.path());
+    for e in entries {
+        let p = e.path();
+        if p.is_dir() {
+            source_files(&p, root, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            let rel = p
+                .strip_prefix(root)
+                .expect("under the crate")
+                .to_string_lossy()
+                .into_owned();
+            out.push((rel, fs::read_to_string(&p).expect("read a source file")));
+        }
+    }
+}
+
+#[test]
+fn the_layers_hold() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    source_files(&root.join("src"), root, &mut files);
+    assert!(files.len() > 50, "src/ read: {} files", files.len());
+    let (broken, stale) = check(&files, ALLOWED);
+    let mut lines: Vec<String> = broken.iter().map(ToString::to_string).collect();
+    lines.extend(stale);
+    assert!(
+        lines.is_empty(),
+        "{} import rule(s) broken (docs/architecture.md, \"## Layers\"):\n{}",
+        lines.len(),
+        lines.join("\n")
+    );
+}
+
+fn synthetic(files: &[(&str, &str)]) -> Vec<(String, String)> {
+    files
+        .iter()
+        .map(|(p, s)| (p.to_string(), s.to_string()))
+        .collect()
+}
+
+/// The demonstration the rules enforce themselves: a planted `use crate::cli::...`
+/// in rt/ fails with the file, the line, the path and the reason.
+#[test]
+fn a_planted_violation_fails_with_its_reason() {
+    let files = synthetic(&[
+        (
+            "src/rt/clock.rs",
+            "//! The clock.\nuse crate::units;\nuse crate::cli::Cli;\n",
+        ),
+        ("src/cli/mod.rs", "pub struct Cli;\n"),
+    ]);
+    let (broken, stale) = check(&files, &[]);
+    assert!(stale.is_empty());
+    let text: Vec<String> = broken.iter().map(ToString::to_string).collect();
+    assert_eq!(text.len(), 1, "{text:#?}");
+    assert!(
+        text[0].starts_with(
+            "src/rt/clock.rs:3: `crate::cli::Cli` breaks the rule \"rt/ imports nothing above it\": \
+             rt/ is the OS layer"
+        ),
+        "{}",
+        text[0]
+    );
+}
+
+#[test]
+fn grouped_super_and_inline_paths_are_all_seen() {
+    let files = synthetic(&[
+        (
+            "src/logdisk/writer.rs",
+            "use crate::{stats::X, settings::{a, logdisk::{b as c}}};\n\
+             use super::super::ipc::Transport;\n\
+             fn f() { let _ = crate::report::console::render(); }\n\
+             // use crate::cli::Cli; in a comment\n\
+             const S: &str = \"crate::cli::Cli\";\n\
+             fn g<'a>(x: &'a str) -> char { '\"' }\n\
+             #[cfg(test)]\nmod tests {\n    use super::super::files;\n    use super::super::super::timer::T;\n}\n",
+        ),
+        ("src/report/console.rs", "use crate::rt::clock;\n"),
+        ("src/report/model/mod.rs", "use crate::report::console;\n"),
+        ("src/report/mod.rs", ""),
+    ]);
+    let (broken, _) = check(&files, &[]);
+    let got: Vec<(String, usize, &str)> = broken
+        .iter()
+        .map(|v| (v.file.clone(), v.line, v.rule))
+        .collect();
+    let measurement_up = RULES[3].name;
+    let test_to_test = RULES[5].name;
+    let exporter_rule = RULES[6].name;
+    assert_eq!(
+        got,
+        vec![
+            ("src/logdisk/writer.rs".to_string(), 1, measurement_up),
+            ("src/logdisk/writer.rs".to_string(), 2, test_to_test),
+            ("src/logdisk/writer.rs".to_string(), 3, RULES[4].name),
+            ("src/logdisk/writer.rs".to_string(), 10, test_to_test),
+            ("src/report/console.rs".to_string(), 1, exporter_rule),
+            ("src/report/model/mod.rs".to_string(), 1, RULES[2].name),
+        ]
+    );
+}
+
+#[test]
+fn allowlist_entries_excuse_and_must_stay_needed() {
+    let files = synthetic(&[
+        (
+            "src/commands/suite.rs",
+            "use crate::commands::ipc_cmd::run;\n",
+        ),
+        ("src/commands/ipc_cmd.rs", "use super::CommandError;\n"),
+        ("src/commands/mod.rs", "use crate::commands::suite;\n"),
+    ]);
+    let (broken, stale) = check(
+        &files,
+        &[
+            ("src/commands/suite.rs", "commands::ipc_cmd"),
+            ("src/commands/timer_cmd.rs", "commands::x"),
+        ],
+    );
+    assert!(broken.is_empty(), "{broken:#?}");
+    assert_eq!(stale.len(), 1);
+    assert!(stale[0].contains("timer_cmd.rs"));
+    let (broken, _) = check(&files, &[]);
+    assert_eq!(broken.len(), 1);
+    assert_eq!(broken[0].rule, RULES[10].name);
+}
