@@ -184,28 +184,9 @@ pub fn write_with(
                 .and_then(|_| lock.flush())
                 .map_err(|e| format!("could not write to standard output: {e}"))
         }
-        JsonTarget::File(path) => {
-            // Short, so that it fits wherever a valid name does (NAME_MAX).
-            let tmp = path.with_file_name(format!(".latscope-{}.tmp", std::process::id()));
-            let result = (|| {
-                // O_EXCL (which also refuses a symlink planted at that name):
-                // a root-run tool must not write through someone else's link.
-                let mut file = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&tmp)?;
-                let mut buffered = std::io::BufWriter::new(&mut file);
-                write(&mut buffered)?;
-                buffered.flush()?;
-                drop(buffered);
-                file.sync_all()?;
-                std::fs::rename(&tmp, path)
-            })();
-            if result.is_err() {
-                let _ = std::fs::remove_file(&tmp);
-            }
-            result.map_err(|e| format!("could not write {}: {e}", path.display()))
-        }
+        // The rule for links, devices and regular files is in rt::outfile.
+        JsonTarget::File(path) => crate::rt::outfile::write_output_file(path, write)
+            .map_err(|e| format!("could not write {}: {e}", path.display())),
     }
 }
 

@@ -5,6 +5,7 @@
 pub mod clock;
 pub mod dma_latency;
 pub mod kmsg;
+pub mod outfile;
 pub mod procstat;
 pub mod registry;
 pub mod sched;

@@ -100,7 +100,21 @@ pub fn check_output_path(option: &str, path: &Path) -> Result<JsonTarget, UsageE
             "{option} {shown_path}: is a directory; give a file name inside it"
         )));
     }
-    let dir = match path.parent() {
+    // What writing the path will mean (rt::outfile): a device, FIFO, socket
+    // or standard stream is written in place at the end and needs nothing
+    // more; a new or regular file (a link's target) is replaced from its
+    // directory, which is checked below.
+    let path_checked = match crate::rt::outfile::classify(path) {
+        Ok(crate::rt::outfile::Destination::Replace(p)) => p,
+        Ok(_) => return Ok(JsonTarget::File(path.to_path_buf())),
+        Err(e) => {
+            return Err(usage(format!(
+                "{option} {shown_path}: {}; choose another path",
+                crate::logdisk::files::os_error_text(&e)
+            )));
+        }
+    };
+    let dir = match path_checked.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
@@ -123,30 +137,24 @@ pub fn check_output_path(option: &str, path: &Path) -> Result<JsonTarget, UsageE
             "{option} {shown_path}: directory {shown_dir} is not writable; choose another path"
         )));
     }
-    check_replaceable(path, &dir)
+    check_replaceable(&path_checked, &dir)
         .map_err(|why| usage(format!("{option} {shown_path}: {why}; choose another path")))?;
     Ok(JsonTarget::File(path.to_path_buf()))
 }
 
-/// Whether latscope will be able to put its file at `path` at the end of
-/// the run, the way it writes every output: a temporary file in `dir` (the
-/// same directory), renamed over `path`. Checked by doing the first half:
-/// a probe file is created there (`O_EXCL`, mode 0600) and removed again, so
-/// an existing file at `path` is neither truncated nor touched. This catches
-/// what `access(2)` does not: `/proc` and `/sys` (root may "write" there,
-/// but no file can be created), read-only filesystems, full inode tables.
-/// An existing `path` must be a regular file (or a symlink, which is
-/// replaced, not followed) that the rename may replace (a sticky directory
-/// such as `/tmp` refuses to replace another user's file).
+/// Whether latscope will be able to put its file at `path` (a new path or
+/// a regular file, a link already resolved) at the end of the run, the way
+/// it writes it: a temporary file in `dir` (the same directory), renamed
+/// over `path`. Checked by doing the first half: an exclusive temporary file
+/// is created there (rt::outfile::create_temp, mode 0600) and removed again,
+/// so an existing file at `path` is neither truncated nor touched. This
+/// catches what `access(2)` does not: `/proc` and `/sys` (root may "write"
+/// there, but no file can be created), read-only filesystems, full inode
+/// tables. The rename must be allowed to replace an existing file (a sticky
+/// directory such as `/tmp` refuses to replace another user's file).
 fn check_replaceable(path: &Path, dir: &Path) -> Result<(), String> {
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static PROBES: AtomicU32 = AtomicU32::new(0);
+    use std::os::unix::fs::MetadataExt;
     if let Ok(existing) = std::fs::symlink_metadata(path) {
-        let kind = existing.file_type();
-        if !kind.is_file() && !kind.is_symlink() {
-            return Err("exists and is not a regular file (latscope replaces the file at the end of the run)".to_string());
-        }
         // SAFETY: geteuid cannot fail.
         let euid = unsafe { libc::geteuid() };
         if let Ok(d) = std::fs::metadata(dir)
@@ -161,19 +169,10 @@ fn check_replaceable(path: &Path, dir: &Path) -> Result<(), String> {
             ));
         }
     }
-    let probe = dir.join(format!(
-        ".latscope-probe-{}-{}.tmp",
-        std::process::id(),
-        PROBES.fetch_add(1, Ordering::Relaxed)
-    ));
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&probe)
-    {
-        Ok(file) => {
+    match crate::rt::outfile::create_temp(dir, 0o600) {
+        Ok((file, probe)) => {
             drop(file);
+            // Ours: created exclusively under a fresh random name just now.
             let _ = std::fs::remove_file(&probe);
             Ok(())
         }
@@ -876,7 +875,10 @@ mod tests {
                 vec!["--csv", "/proc/x.csv"],
                 "--csv /proc/x.csv: cannot create a file in /proc",
             ),
-            (vec!["--markdown", "/dev/null"], "is not a regular file"),
+            (
+                vec!["--markdown", "/nonexistent-dir/x.md"],
+                "does not exist",
+            ),
             (
                 vec!["--json", "-", "--csv", "-", "--markdown", "-"],
                 "--json -, --csv - and --markdown - both want standard output",
