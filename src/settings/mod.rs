@@ -184,6 +184,31 @@ fn check_replaceable(path: &Path, dir: &Path) -> Result<(), String> {
     }
 }
 
+/// Two outputs that would end up in one file (the same path, spelled
+/// differently, through a link, or a hard link) are bad usage: the second
+/// would silently replace the first. Devices, FIFOs and standard streams
+/// may be named twice: both are written there.
+pub fn check_distinct_outputs(named: &[(&str, Option<&JsonTarget>)]) -> Result<(), UsageError> {
+    let files: Vec<(&str, &Path)> = named
+        .iter()
+        .filter_map(|(option, target)| match target {
+            Some(JsonTarget::File(p)) => Some((*option, p.as_path())),
+            _ => None,
+        })
+        .collect();
+    for (i, (first, a)) in files.iter().enumerate() {
+        for (second, b) in &files[i + 1..] {
+            if crate::rt::outfile::same_file_destination(a, b) {
+                return Err(usage(format!(
+                    "{first} and {second} name the same file ({}): one would replace the other; give each output its own file",
+                    shown(&b.to_string_lossy())
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Where the results go besides the console: `--json`, `--csv` and
 /// `--markdown`, each checked (see `check_output_path`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -227,6 +252,9 @@ impl Outputs {
                 to_stdout.join(" -, ")
             )));
         }
+        let mut all: Vec<(&str, Option<&JsonTarget>)> = outputs.named().to_vec();
+        all.extend_from_slice(others);
+        check_distinct_outputs(&all)?;
         Ok(outputs)
     }
 
