@@ -8,6 +8,7 @@ use clap::error::ErrorKind;
 use latscope::cli::{COMPAT_NAMES, Cli};
 use latscope::commands::{self, CommandError, EXIT_RUNTIME, EXIT_USAGE};
 use std::ffi::OsString;
+use std::io::Write;
 use std::path::Path;
 
 fn effective_args() -> Vec<OsString> {
@@ -73,6 +74,7 @@ fn main() {
     // SIGTERM are collected by the monitor loop instead of killing the process.
     latscope::rt::signals::block_stop_signals();
     latscope::rt::signals::ignore_stray_wake_signals();
+    latscope::rt::stdio::guard_standard_descriptors();
     let args = effective_args();
     let help_hint = match args.get(1).and_then(|a| a.to_str()) {
         Some(sub) if Cli::command().find_subcommand(sub).is_some() => {
@@ -92,7 +94,8 @@ fn main() {
                 std::process::exit(EXIT_USAGE);
             }
             _ => {
-                eprintln!(
+                let _ = writeln!(
+                    std::io::stderr(),
                     "latscope: error: {} (see '{help_hint}')",
                     one_line(&e.to_string())
                 );
@@ -101,16 +104,17 @@ fn main() {
         },
     };
     let result = commands::dispatch(&cli.command);
+    // writeln!, not eprintln!: a closed standard error must not panic.
     let code = match result {
         Ok(code) => code,
         Err(CommandError::Usage(e)) => {
-            eprintln!("latscope: error: {e}");
+            let _ = writeln!(std::io::stderr(), "latscope: error: {e}");
             EXIT_USAGE
         }
         Err(CommandError::Runtime(e)) => {
-            eprintln!("latscope: error: {e}");
+            let _ = writeln!(std::io::stderr(), "latscope: error: {e}");
             EXIT_RUNTIME
         }
     };
-    std::process::exit(code);
+    std::process::exit(latscope::rt::stdio::finish(code));
 }

@@ -394,7 +394,7 @@ pub fn run(args: &CompareArgs) -> Result<i32, CommandError> {
     if json_to_stdout {
         let _ = std::io::stderr().write_all(&text);
     } else {
-        let _ = std::io::stdout().write_all(&text);
+        let _ = crate::rt::stdio::out().write_all(&text);
     }
     if let Some(target) = &settings.json {
         super::write_with(target, &mut |out| {

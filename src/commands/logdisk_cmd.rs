@@ -45,7 +45,11 @@ pub fn run(args: &LogdiskArgs) -> Result<i32, CommandError> {
     )
     .map_err(CommandError::Runtime)?;
     let mut progress: Box<dyn LogdiskProgress> = if classic {
-        print!("{}", classic_options(args, &settings));
+        let _ = write!(
+            crate::rt::stdio::out(),
+            "{}",
+            classic_options(args, &settings)
+        );
         Box::new(ClassicProgress::new(&settings))
     } else {
         Box::new(ProgressLine::new(settings.quiet))
@@ -145,8 +149,12 @@ impl LogdiskProgress for ClassicProgress {
         } else {
             0
         };
-        print!("{}", classic_mqldt::creating_files_line(thread));
-        let _ = std::io::stdout().flush();
+        let _ = write!(
+            crate::rt::stdio::out(),
+            "{}",
+            classic_mqldt::creating_files_line(thread)
+        );
+        let _ = crate::rt::stdio::out().flush();
     }
 
     fn tick(&mut self, block_size: u64, elapsed: Duration, _duration: Duration, _writes: u64) {
@@ -170,7 +178,7 @@ impl LogdiskProgress for ClassicProgress {
     }
 
     fn block_done(&mut self, result: &TestResult) {
-        let mut out = std::io::stdout().lock();
+        let mut out = crate::rt::stdio::out();
         let _ = out.write_all(classic_mqldt::progress_end(self.duration_s).as_bytes());
         let _ = out.write_all(classic_mqldt::block_results(result, self.grouping).as_bytes());
         let _ = out.flush();

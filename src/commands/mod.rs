@@ -177,11 +177,12 @@ pub fn write_with(
     write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<(), String> {
     match target {
+        // A closed pipe or a failure is handled by rt::stdio (quiet end, or
+        // one line and exit 1 at the end).
         JsonTarget::Stdout => {
-            let stdout = std::io::stdout();
-            let mut lock = stdout.lock();
-            write(&mut lock)
-                .and_then(|_| lock.flush())
+            let mut out = crate::rt::stdio::out();
+            write(&mut out)
+                .and_then(|_| out.flush())
                 .map_err(|e| format!("could not write to standard output: {e}"))
         }
         // The rule for links, devices and regular files is in rt::outfile.
@@ -264,12 +265,12 @@ pub fn deliver(
     }
 }
 
-/// Prints with `exporter` to standard output, ignoring a closed pipe.
+/// Prints with `exporter` to standard output (a closed pipe or a failure is
+/// handled by rt::stdio).
 pub fn print(exporter: &dyn Exporter, report: &Report) {
-    let stdout = std::io::stdout();
-    let mut lock = stdout.lock();
-    let _ = exporter.write(report, &mut lock);
-    let _ = lock.flush();
+    let mut out = crate::rt::stdio::out();
+    let _ = exporter.write(report, &mut out);
+    let _ = out.flush();
 }
 
 #[cfg(test)]

@@ -269,7 +269,7 @@ pub fn run(args: &TimerArgs) -> Result<i32, CommandError> {
         if live_to_stderr {
             eprint!("{header}");
         } else {
-            print!("{header}");
+            let _ = write!(crate::rt::stdio::out(), "{header}");
         }
         if settings.quiet {
             eprint!(
@@ -277,7 +277,7 @@ pub fn run(args: &TimerArgs) -> Result<i32, CommandError> {
                 classic_xenomai::quiet_notice(settings.duration.map_or(0, |d| d.as_secs()))
             );
         }
-        let _ = std::io::stdout().flush();
+        let _ = crate::rt::stdio::out().flush();
         Box::new(RtdLines::new(&settings, live_to_stderr))
     } else {
         Box::new(ProgressLine::new(settings.quiet))
@@ -397,7 +397,7 @@ impl TimerProgress for RtdLines {
             let mut out: Box<dyn Write> = if self.to_stderr {
                 Box::new(std::io::stderr().lock())
             } else {
-                Box::new(std::io::stdout().lock())
+                Box::new(crate::rt::stdio::out())
             };
             let _ = out.write_all(text.as_bytes());
             let _ = out.flush();

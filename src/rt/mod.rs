@@ -11,5 +11,6 @@ pub mod registry;
 pub mod sched;
 pub mod shm;
 pub mod signals;
+pub mod stdio;
 pub mod sysinfo;
 pub mod tracefs;

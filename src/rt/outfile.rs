@@ -176,8 +176,8 @@ fn write_stdio(fd: i32, write: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>)
         let mut lock = io::stderr().lock();
         write(&mut lock).and_then(|_| lock.flush())
     } else {
-        let mut lock = io::stdout().lock();
-        write(&mut lock).and_then(|_| lock.flush())
+        let mut out = crate::rt::stdio::out();
+        write(&mut out).and_then(|_| out.flush())
     }
 }
 

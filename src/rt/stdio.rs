@@ -1,0 +1,132 @@
+//! Standard output that never panics and never loses an error silently.
+//!
+//! Everything latscope prints for people or scripts goes through `out()`:
+//! - a closed pipe (`latscope ... | head -1`, EPIPE) ends latscope quietly,
+//!   as coreutils do, but cleanly: the first EPIPE sends the process a
+//!   SIGTERM, which the monitor loop collects like Ctrl-C, so the run stops,
+//!   its files are written and its objects removed; further output is
+//!   dropped and the exit code is the run's;
+//! - any other failure (`> /dev/full`, a standard output that was closed
+//!   when latscope started) is kept, and `finish` prints it as one line and
+//!   makes the exit code 1.
+//!
+//! `print!` would panic in both cases (exit 101), and Rust's own `stdout()`
+//! drops EBADF silently, which would report success for lost output.
+
+use std::io::{self, Write};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set once standard output is gone (EPIPE) or failed: later output is dropped.
+static DEAD: AtomicBool = AtomicBool::new(false);
+/// Standard output was closed when latscope started (/dev/null stands in).
+static CLOSED_AT_START: AtomicBool = AtomicBool::new(false);
+/// The first failure other than a closed pipe, for `finish`.
+static FAILURE: Mutex<Option<String>> = Mutex::new(None);
+
+/// Notes whether standard output was closed when latscope started. Rust's
+/// runtime has already put /dev/null, opened read-write, on a closed
+/// descriptor 0, 1 or 2 (so no file opened later becomes standard output);
+/// that is how it is recognised (a shell's `> /dev/null` opens it
+/// write-only). Call first thing in `main`.
+pub fn guard_standard_descriptors() {
+    // SAFETY: fcntl and fstat only query descriptor 1; `st` is a zeroed local.
+    let closed = unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        libc::fcntl(1, libc::F_GETFL) & libc::O_ACCMODE == libc::O_RDWR
+            && libc::fstat(1, &mut st) == 0
+            && st.st_mode & libc::S_IFMT == libc::S_IFCHR
+            && st.st_rdev == libc::makedev(1, 3)
+    };
+    if closed {
+        CLOSED_AT_START.store(true, Ordering::Relaxed);
+    }
+}
+
+fn note(e: &io::Error) {
+    if DEAD.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        // Process-directed, so whichever thread monitors the run (every
+        // thread blocks SIGTERM) collects it and stops the run cleanly.
+        // SAFETY: kill to this process with a signal every thread blocks.
+        unsafe { libc::kill(libc::getpid(), libc::SIGTERM) };
+    } else if let Ok(mut failure) = FAILURE.lock() {
+        failure.get_or_insert_with(|| crate::logdisk::files::os_error_text(e));
+    }
+}
+
+fn check_open() -> bool {
+    if CLOSED_AT_START.load(Ordering::Relaxed) {
+        if let Ok(mut failure) = FAILURE.lock() {
+            failure.get_or_insert_with(|| "it is closed".to_string());
+        }
+        DEAD.store(true, Ordering::Relaxed);
+    }
+    !DEAD.load(Ordering::Relaxed)
+}
+
+/// Standard output: writes never fail to the caller; failures are noted (see
+/// the module comment).
+pub struct Out;
+
+impl Write for Out {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if check_open()
+            && let Err(e) = io::stdout().lock().write_all(buf)
+        {
+            note(&e);
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if check_open()
+            && let Err(e) = io::stdout().lock().flush()
+        {
+            note(&e);
+        }
+        Ok(())
+    }
+}
+
+/// Standard output for printing (see `Out`).
+pub fn out() -> Out {
+    Out
+}
+
+/// Whether standard output has been lost to a closed pipe or a failure.
+pub fn is_dead() -> bool {
+    DEAD.load(Ordering::Relaxed)
+}
+
+/// The exit code once the run is done: flushes standard output; a failure
+/// other than a closed pipe is printed as one line and turns `code` into 1
+/// (bad usage, 2, stays).
+pub fn finish(code: i32) -> i32 {
+    let _ = out().flush();
+    let failure = FAILURE.lock().ok().and_then(|f| f.clone());
+    match failure {
+        Some(why) if code != crate::commands::EXIT_USAGE => {
+            let _ = writeln!(
+                io::stderr(),
+                "latscope: error: could not write to standard output: {why}"
+            );
+            crate::commands::EXIT_RUNTIME
+        }
+        _ => code,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_report_the_whole_buffer_written() {
+        // Whatever standard output is in the test, the caller sees success.
+        assert_eq!(out().write(b"").unwrap(), 0);
+        out().flush().unwrap();
+    }
+}
