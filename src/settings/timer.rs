@@ -191,7 +191,15 @@ impl TimerSettings {
                 )));
             }
         };
-        let policy = args.policy.unwrap_or(Policy::Fifo);
+        // Xenomai's default is FIFO 99; a user who may not use real-time
+        // priorities and asked for none measures at normal priority (the
+        // report says so) instead of failing. An explicit -P or --policy
+        // that cannot be granted stays an error naming the limit.
+        let policy = match args.policy {
+            Some(p) => p,
+            None if args.priority.is_none() && !sched::can_use_realtime() => Policy::Other,
+            None => Policy::Fifo,
+        };
         let priority = match args.priority.as_deref() {
             Some(t) => checked_priority(parse_count("-P", t)?, policy)?,
             None if policy.is_realtime() => 99,
