@@ -428,8 +428,14 @@ fn orphans(ours: &[u32], grace: Duration) -> Vec<u32> {
     }
 }
 
+/// The tests of this file one at a time: the torture test reaps every child
+/// of this process (orphaned peers come to it as the subreaper), which would
+/// take the other test's children.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn a_hundred_interrupted_runs_end_cleanly_and_leave_nothing() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let seed = std::env::var("LATSCOPE_TORTURE_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -537,6 +543,7 @@ fn a_hundred_interrupted_runs_end_cleanly_and_leave_nothing() {
 /// real-time priority that cannot be granted is one line naming the limit.
 #[test]
 fn unprivileged_runs_of_every_test_end_with_one_line_never_abort() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     if !euid_is_root() || !Path::new("/usr/sbin/runuser").exists() {
         eprintln!("note: not root or no runuser: unprivileged runs not checked");
         return;

@@ -119,9 +119,33 @@ pub fn finish(code: i32) -> i32 {
     }
 }
 
+/// Console text with every control character but the line feed escaped
+/// (`\u{1b}` for ESC, C1 controls included), for output that carries input
+/// data (names and labels read from a report), so that a terminal escape in
+/// a file cannot drive the user's terminal.
+pub fn escape_controls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() && c != '\n' {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn controls_are_escaped_lines_kept() {
+        assert_eq!(
+            escape_controls("a\u{1b}[2Jb\n\u{9b}c\td\r"),
+            "a\\u{1b}[2Jb\n\\u{9b}c\\td\\r"
+        );
+    }
 
     #[test]
     fn writes_report_the_whole_buffer_written() {
