@@ -292,8 +292,14 @@ pub fn load(path: &Path) -> Result<ReportView, UsageError> {
     }
     if value["schema_version"] != SCHEMA_VERSION {
         return Err(UsageError(format!(
-            "{shown_path} has schema_version {}, this latscope reads {SCHEMA_VERSION}; compare it with the latscope that wrote it",
-            shown(&value["schema_version"].to_string())
+            "{shown_path} has schema_version {}, this latscope reads {SCHEMA_VERSION}{}; compare it with the latscope that wrote it",
+            shown(&value["schema_version"].to_string()),
+            // "2" (text) shown next to 2 would read as a contradiction.
+            if value["schema_version"].is_number() {
+                ""
+            } else {
+                " (a number)"
+            }
         )));
     }
     serde_json::from_value(value).map_err(|e| {

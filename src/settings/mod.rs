@@ -425,10 +425,21 @@ impl Common {
 
 /// The priority asked, checked against the policy's range.
 pub fn checked_priority(priority: u64, policy: Policy) -> Result<i32, UsageError> {
+    checked_priority_for("-p", priority, policy)
+}
+
+/// `checked_priority` for the option that sets the priority (`-p` for the
+/// IPC tests, `-P` for the timer, whose `-p` is its period), so the hint
+/// names the right option.
+pub fn checked_priority_for(
+    option: &str,
+    priority: u64,
+    policy: Policy,
+) -> Result<i32, UsageError> {
     let (low, high) = policy.priority_range();
     if priority < low as u64 || priority > high as u64 {
         let hint = if policy.is_realtime() {
-            format!("use -p {low}..{high}")
+            format!("use {option} {low}..{high}")
         } else {
             "use --policy fifo or rr for a real-time priority".to_string()
         };
@@ -437,6 +448,24 @@ pub fn checked_priority(priority: u64, policy: Policy) -> Result<i32, UsageError
         )));
     }
     Ok(priority as i32)
+}
+
+/// `parse_count` for a priority: a whole number too large to read is not
+/// "too large (at most 18446744073709551615)": it is outside the priority
+/// range of every policy, and the error says that range.
+pub fn parse_priority(option: &str, text: &str) -> Result<u64, UsageError> {
+    let t = text.trim();
+    match parse_count(option, text) {
+        Err(_) if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) => {
+            let (low, high) = Policy::Fifo.priority_range();
+            let short = option.split('/').next().unwrap_or(option);
+            Err(usage(format!(
+                "priority {} is outside the real-time range {low}..{high}: use {short} {low}..{high}",
+                shown(t)
+            )))
+        }
+        other => other,
+    }
 }
 
 /// Pairs, placement and priority from the rt-tests options (-a, -S, -t, -p,
@@ -488,7 +517,7 @@ impl PairLayout {
         let (priority, policy) = (args.priority.as_deref(), args.policy);
         let allowed = sched::allowed_cpus();
         let priority = match priority {
-            Some(t) => parse_count("-p/--prio", t)?,
+            Some(t) => parse_priority("-p/--prio", t)?,
             None => default_priority,
         };
         let policy = policy.unwrap_or(if priority > 0 {
@@ -681,7 +710,7 @@ impl IpcSettings {
             None => allowed.len() as u64,
         };
         let priority = match &args.priority {
-            Some(t) => parse_count("-p/--priority", t)?,
+            Some(t) => parse_priority("-p/--priority", t)?,
             None => 0,
         };
         if args.policy_rr && args.priority.is_none() {

@@ -2,8 +2,8 @@
 //! checked into settings before anything is measured.
 
 use super::{
-    JsonTarget, Outputs, UsageError, check_cpu, check_output_path, checked_priority, parse_count,
-    positive, usage,
+    JsonTarget, Outputs, UsageError, check_cpu, check_output_path, checked_priority_for,
+    parse_count, parse_priority, positive, usage,
 };
 use crate::cli::{OutputFormat, TimerArgs};
 use crate::report::classic_xenomai::{
@@ -201,7 +201,7 @@ impl TimerSettings {
             None => Policy::Fifo,
         };
         let priority = match args.priority.as_deref() {
-            Some(t) => checked_priority(parse_count("-P", t)?, policy)?,
+            Some(t) => checked_priority_for("-P", parse_priority("-P", t)?, policy)?,
             None if policy.is_realtime() => 99,
             None => 0,
         };
