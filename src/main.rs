@@ -103,6 +103,13 @@ fn main() {
             }
         },
     };
+    // Commands without a monitor loop still stop within a moment on Ctrl-C,
+    // SIGTERM or a hang-up (a large input, a FIFO nobody writes).
+    match &cli.command {
+        latscope::cli::Command::Report(_) => latscope::rt::signals::exit_on_stop_signal("report"),
+        latscope::cli::Command::Compare(_) => latscope::rt::signals::exit_on_stop_signal("compare"),
+        _ => {}
+    }
     let result = commands::dispatch(&cli.command);
     // writeln!, not eprintln!: a closed standard error must not panic.
     let code = match result {

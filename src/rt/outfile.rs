@@ -122,6 +122,30 @@ pub fn classify(path: &Path) -> io::Result<Destination> {
     }
 }
 
+/// Temporary files being written right now, for `remove_pending_temporaries`.
+static PENDING: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Removes the temporary files of outputs being written at this moment (all
+/// created by this process, exclusively): for a process that is about to
+/// exit on a stop signal.
+pub fn remove_pending_temporaries() {
+    if let Ok(pending) = PENDING.lock() {
+        for tmp in pending.iter() {
+            let _ = std::fs::remove_file(tmp);
+        }
+    }
+}
+
+fn set_pending(tmp: &Path, pending: bool) {
+    if let Ok(mut list) = PENDING.lock() {
+        if pending {
+            list.push(tmp.to_path_buf());
+        } else {
+            list.retain(|p| p != tmp);
+        }
+    }
+}
+
 /// 16 random hexadecimal digits (getrandom; the clock and pid if that fails).
 fn random_suffix() -> String {
     let mut bytes = [0u8; 8];
@@ -236,6 +260,7 @@ pub fn write_output_file(
         }
         Destination::Replace(p) => {
             let (mut file, tmp) = create_temp(parent_of(&p), 0o666)?;
+            set_pending(&tmp, true);
             let result = (|| {
                 let mut buffered = io::BufWriter::new(&mut file);
                 write(&mut buffered)?;
@@ -248,6 +273,7 @@ pub fn write_output_file(
                 // Only the temporary file this call created.
                 let _ = std::fs::remove_file(&tmp);
             }
+            set_pending(&tmp, false);
             result
         }
     }

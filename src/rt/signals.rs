@@ -96,3 +96,48 @@ pub fn ignore_stray_wake_signals() {
     // SAFETY: setting a disposition to SIG_IGN has no preconditions.
     unsafe { libc::signal(libc::SIGUSR1, libc::SIG_IGN) };
 }
+
+/// The usual name of a stop signal, for messages.
+pub fn name(sig: libc::c_int) -> &'static str {
+    match sig {
+        libc::SIGINT => "SIGINT",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGUSR2 => "SIGUSR2",
+        _ => "a signal",
+    }
+}
+
+/// For the commands that measure nothing and so have no monitor loop to
+/// collect a stop signal (`report`, `compare`): a thread that waits for one
+/// and ends the process at once, even while the main thread is blocked
+/// reading a large file or opening a FIFO nobody writes. The temporary file
+/// of an output being written is removed first (rt::outfile), so nothing is
+/// left; no output was replaced, since a rename is the last step. The
+/// SIGTERM that a closed standard output sends (rt::stdio) is not a stop
+/// request here. Exit code 1, one line naming `what` was interrupted.
+pub fn exit_on_stop_signal(what: &'static str) {
+    let spawned = std::thread::Builder::new()
+        .name("stop-signals".into())
+        .spawn(move || {
+            loop {
+                let Some(sig) = wait_for_stop_signal(Duration::from_secs(3600)) else {
+                    continue;
+                };
+                if sig == libc::SIGTERM && crate::rt::stdio::take_own_sigterm() {
+                    continue;
+                }
+                crate::rt::outfile::remove_pending_temporaries();
+                let _ = std::io::Write::write_all(
+                    &mut std::io::stderr(),
+                    format!("latscope: error: {what} interrupted by {}\n", name(sig)).as_bytes(),
+                );
+                std::process::exit(1);
+            }
+        });
+    // Without the thread (no memory for one), the command still finishes;
+    // it is only deaf to the signals.
+    drop(spawned);
+}

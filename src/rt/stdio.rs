@@ -21,6 +21,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 static DEAD: AtomicBool = AtomicBool::new(false);
 /// Standard output was closed when latscope started (/dev/null stands in).
 static CLOSED_AT_START: AtomicBool = AtomicBool::new(false);
+/// A SIGTERM was sent by `note` (a closed pipe), not by someone else.
+static OWN_SIGTERM: AtomicBool = AtomicBool::new(false);
+
+/// Whether a SIGTERM collected now is the one a closed pipe sent (once).
+pub fn take_own_sigterm() -> bool {
+    OWN_SIGTERM.swap(false, Ordering::Relaxed)
+}
+
 /// The first failure other than a closed pipe, for `finish`.
 static FAILURE: Mutex<Option<String>> = Mutex::new(None);
 
@@ -48,6 +56,7 @@ fn note(e: &io::Error) {
         return;
     }
     if e.kind() == io::ErrorKind::BrokenPipe {
+        OWN_SIGTERM.store(true, Ordering::Relaxed);
         // Process-directed, so whichever thread monitors the run (every
         // thread blocks SIGTERM) collects it and stops the run cleanly.
         // SAFETY: kill to this process with a signal every thread blocks.
