@@ -69,12 +69,39 @@ fn one_line(clap_message: &str) -> String {
     line
 }
 
+/// Stack of the thread that does main's work: what a default shell gives a
+/// main thread (`ulimit -s` 8 MiB), whatever the limit latscope was started
+/// with. Parsing the command line alone needs more than 64 KiB, and a main
+/// thread's stack is limited by RLIMIT_STACK (`ulimit -s 64` overflowed it);
+/// a thread's stack is not.
+const MAIN_STACK: usize = 8 << 20;
+
 fn main() {
     // Before any thread exists, so every thread inherits the mask and Ctrl-C /
     // SIGTERM are collected by the monitor loop instead of killing the process.
     latscope::rt::signals::block_stop_signals();
     latscope::rt::signals::ignore_stray_wake_signals();
     latscope::rt::stdio::guard_standard_descriptors();
+    let worker = std::thread::Builder::new()
+        .name("latscope".into())
+        .stack_size(MAIN_STACK)
+        .spawn(run_main);
+    match worker.map(|w| w.join()) {
+        // run_main ends the process itself; a panic was already printed.
+        Ok(Ok(())) | Ok(Err(_)) => std::process::exit(EXIT_RUNTIME),
+        Err(e) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "latscope: error: could not start the main thread ({} KiB of stack): {e}",
+                MAIN_STACK / 1024
+            );
+            std::process::exit(EXIT_RUNTIME);
+        }
+    }
+}
+
+/// Parse, dispatch, exit: on the `MAIN_STACK` thread. Never returns.
+fn run_main() {
     let args = effective_args();
     let help_hint = match args.get(1).and_then(|a| a.to_str()) {
         Some(sub) if Cli::command().find_subcommand(sub).is_some() => {
