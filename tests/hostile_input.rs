@@ -929,3 +929,130 @@ fn hup_quit_usr2_alrm_write_the_json_and_leave_nothing() {
         }
     }
 }
+
+/// Item 5: a terminal escape in a report's test name or series label is shown
+/// escaped by compare, never sent to the terminal.
+#[test]
+fn compare_escapes_control_characters_from_the_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("r.json");
+    accepted(&[os("--json"), file.clone().into_os_string()]);
+    let mut report: serde_json::Value = read_json(&file);
+    report["tests"][0]["test"] = serde_json::json!("mq\u{1b}]0;owned\u{7}\u{1b}[2J");
+    report["tests"][0]["series"][0]["label"] = serde_json::json!("pair\u{9b}31m 0");
+    std::fs::write(&file, serde_json::to_vec(&report).unwrap()).unwrap();
+    let f = file.to_str().unwrap();
+    let out = run_latscope(&["compare", f, f]);
+    assert_no_panic(&out, "compare with escapes");
+    assert_code(&out, 0);
+    let text = stdout_of(&out);
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{9b}') && !text.contains('\u{7}'),
+        "a control character reached the terminal: {text:?}"
+    );
+    assert!(text.contains("\\u{1b}[2J"), "{text}");
+}
+
+/// Item 16: messages that name the wrong option or the wrong limit.
+#[test]
+fn priority_and_schema_messages_name_the_right_thing() {
+    for (argv, needle, not) in [
+        (
+            vec!["timer", "-P", "100", "-T", "1"],
+            "use -P 1..99",
+            "use -p",
+        ),
+        (
+            vec!["mq", "-p", "18446744073709551616"],
+            "outside the real-time range 1..99",
+            "at most",
+        ),
+        (
+            vec!["timer", "-P", "99999999999999999999", "-T", "1"],
+            "use -P 1..99",
+            "at most",
+        ),
+    ] {
+        let out = run_latscope(&argv);
+        assert_usage_error(&out, &argv.join(" "), needle);
+        assert!(
+            !stderr_of(&out).contains(not),
+            "{argv:?}: {}",
+            describe(&out)
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.json");
+    std::fs::write(
+        &file,
+        r#"{"schema": "latscope-report", "schema_version": "2"}"#,
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    let out = run_latscope(&["compare", f, f]);
+    assert_usage_error(&out, "schema_version as text", "(a number)");
+}
+
+/// Item 9: report and compare stop within a second on a stop signal, even
+/// blocked on a FIFO nobody writes, and leave no temporary file.
+#[test]
+fn report_and_compare_stop_within_a_second_on_a_signal() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("in.json");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+    // SAFETY: valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let f = fifo.to_str().unwrap();
+    let out_html = dir.path().join("o.html");
+    let out_json = dir.path().join("o.json");
+    for (argv, sig) in [
+        (
+            vec!["report", f, "-o", out_html.to_str().unwrap()],
+            libc::SIGINT,
+        ),
+        (
+            vec!["compare", f, f, "--json", out_json.to_str().unwrap()],
+            libc::SIGTERM,
+        ),
+        (
+            vec!["report", f, "-o", out_html.to_str().unwrap()],
+            libc::SIGHUP,
+        ),
+    ] {
+        let child = spawn(&argv);
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        child.signal(sig);
+        let started = std::time::Instant::now();
+        let (status, _, err) = child.wait(std::time::Duration::from_secs(5));
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(1),
+            "{argv:?}: took {:?}",
+            started.elapsed()
+        );
+        assert_eq!(status.code(), Some(1), "{argv:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{argv:?}: {err}");
+        assert!(err.contains("interrupted"), "{argv:?}: {err}");
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(
+        left,
+        [std::ffi::OsString::from("in.json")],
+        "files left: {left:?}"
+    );
+}
+
+/// Item 10: a small stack limit (`ulimit -s 64`) does not overflow main.
+#[test]
+fn a_small_stack_limit_does_not_overflow() {
+    let out = std::process::Command::new("sh")
+        .args(["-c", "ulimit -s 64 && exec \"$0\" futex -l 50 -i 100 -q"])
+        .arg(bin())
+        .output()
+        .unwrap();
+    assert_no_panic(&out, "ulimit -s 64");
+    assert_code(&out, 0);
+}
