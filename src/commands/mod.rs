@@ -197,8 +197,12 @@ pub fn write_with(
 /// `deliver` reports them as errors.
 pub fn write_files(outputs: &Outputs, json: &dyn Exporter, report: &Report) {
     for (option, target, exporter) in exporters(outputs, json) {
-        if matches!(target, JsonTarget::File(_))
-            && let Err(e) = write_output(target, exporter, report)
+        // Only files replaced whole: a device, FIFO or standard stream named
+        // as a path would get one copy per test (the final `deliver` writes it).
+        if matches!(target, JsonTarget::File(p) if matches!(
+            crate::rt::outfile::classify(p),
+            Ok(crate::rt::outfile::Destination::Replace(_))
+        )) && let Err(e) = write_output(target, exporter, report)
         {
             eprintln!("latscope: warning: {option}: {e}");
         }
