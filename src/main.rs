@@ -9,6 +9,7 @@ use latscope::cli::{COMPAT_NAMES, Cli};
 use latscope::commands;
 use latscope::pipeline::{CommandError, EXIT_RUNTIME, EXIT_USAGE};
 use std::ffi::OsString;
+use std::io::Write;
 use std::path::Path;
 
 fn effective_args() -> Vec<OsString> {
@@ -69,11 +70,39 @@ fn one_line(clap_message: &str) -> String {
     line
 }
 
+/// Stack of the thread that does main's work: what a default shell gives a
+/// main thread (`ulimit -s` 8 MiB), whatever the limit latscope was started
+/// with. Parsing the command line alone needs more than 64 KiB, and a main
+/// thread's stack is limited by RLIMIT_STACK (`ulimit -s 64` overflowed it);
+/// a thread's stack is not.
+const MAIN_STACK: usize = 8 << 20;
+
 fn main() {
     // Before any thread exists, so every thread inherits the mask and Ctrl-C /
     // SIGTERM are collected by the monitor loop instead of killing the process.
     latscope::rt::signals::block_stop_signals();
     latscope::rt::signals::ignore_stray_wake_signals();
+    latscope::rt::stdio::guard_standard_descriptors();
+    let worker = std::thread::Builder::new()
+        .name("latscope".into())
+        .stack_size(MAIN_STACK)
+        .spawn(run_main);
+    match worker.map(|w| w.join()) {
+        // run_main ends the process itself; a panic was already printed.
+        Ok(Ok(())) | Ok(Err(_)) => std::process::exit(EXIT_RUNTIME),
+        Err(e) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "latscope: error: could not start the main thread ({} KiB of stack): {e}",
+                MAIN_STACK / 1024
+            );
+            std::process::exit(EXIT_RUNTIME);
+        }
+    }
+}
+
+/// Parse, dispatch, exit: on the `MAIN_STACK` thread. Never returns.
+fn run_main() {
     let args = effective_args();
     let help_hint = match args.get(1).and_then(|a| a.to_str()) {
         Some(sub) if Cli::command().find_subcommand(sub).is_some() => {
@@ -93,7 +122,8 @@ fn main() {
                 std::process::exit(EXIT_USAGE);
             }
             _ => {
-                eprintln!(
+                let _ = writeln!(
+                    std::io::stderr(),
                     "latscope: error: {} (see '{help_hint}')",
                     one_line(&e.to_string())
                 );
@@ -101,17 +131,37 @@ fn main() {
             }
         },
     };
+    // Commands without a monitor loop still stop within a moment on Ctrl-C,
+    // SIGTERM or a hang-up (a large input, a FIFO nobody writes).
+    match &cli.command {
+        latscope::cli::Command::Report(_) => latscope::rt::signals::exit_on_stop_signal("report"),
+        latscope::cli::Command::Compare(_) => latscope::rt::signals::exit_on_stop_signal("compare"),
+        _ => {}
+    }
     let result = commands::dispatch(&cli.command);
+    // writeln!, not eprintln!: a closed standard error must not panic.
     let code = match result {
         Ok(code) => code,
         Err(CommandError::Usage(e)) => {
-            eprintln!("latscope: error: {e}");
+            let _ = writeln!(std::io::stderr(), "latscope: error: {e}");
             EXIT_USAGE
         }
         Err(CommandError::Runtime(e)) => {
-            eprintln!("latscope: error: {e}");
+            let _ = writeln!(std::io::stderr(), "latscope: error: {e}");
             EXIT_RUNTIME
         }
+    };
+    // A failure to write standard output (other than a closed pipe) is one
+    // line and exit 1; bad usage stays 2.
+    let code = match latscope::rt::stdio::finish() {
+        Some(why) if code != EXIT_USAGE => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "latscope: error: could not write to standard output: {why}"
+            );
+            EXIT_RUNTIME
+        }
+        _ => code,
     };
     std::process::exit(code);
 }

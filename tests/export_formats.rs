@@ -296,17 +296,22 @@ fn unwritable_output_paths_are_refused_before_measuring() {
         &["-T", "100", "-g", "/proc/version"],
         "-g /proc/version: cannot create a file in /proc",
     );
-    // /sys refuses new files too; a device node is not replaced.
+    // /sys refuses new files too.
     assert_refused_up_front(
         "mq",
         &["-l", "100000", "--csv", "/sys/kernel/x.csv"],
         "cannot create a file in /sys/kernel",
     );
+    // A dangling symlink is not followed (a device node is written in
+    // place: tests/hostile_input.rs).
+    let dangling = work.path().join("dangling.md");
+    std::os::unix::fs::symlink(work.path().join("missing"), &dangling).unwrap();
     assert_refused_up_front(
         "mq",
-        &["-l", "100000", "--markdown", "/dev/null"],
-        "is not a regular file",
+        &["-l", "100000", "--markdown", dangling.to_str().unwrap()],
+        "symbolic link to a file that does not exist",
     );
+    std::fs::remove_file(&dangling).unwrap();
     assert_eq!(
         std::fs::read_dir(work.path()).unwrap().count(),
         0,

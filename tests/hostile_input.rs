@@ -606,3 +606,453 @@ fn hostile_thresholds_are_one_line() {
     let (out, what) = run_checked(&argv);
     assert_usage_error(&out, &what, "cannot read /");
 }
+
+// ---- Issue 18: what latscope did not create is never harmed ----------------
+//
+// The cases that touch system paths run in a private mount and IPC
+// namespace (`unshare`) with a fresh tmpfs on /dev, so that even a
+// regression could only replace a throw-away /dev/stdout.
+
+/// Runs `script` with `sh -c` in a private mount and IPC namespace whose
+/// /dev is a fresh tmpfs with stdout, fd, null, full and shm; `$0` is the
+/// binary. None (with a note) when this machine cannot do that (not root,
+/// no unshare).
+fn in_private_dev(script: &str) -> Option<Output> {
+    if !euid_is_root() || !Path::new("/usr/bin/unshare").exists() {
+        eprintln!("note: not root or no unshare: private-namespace case skipped");
+        return None;
+    }
+    let setup = "mount -t tmpfs tmpfs /dev && ln -s /proc/self/fd /dev/fd \
+        && ln -s /proc/self/fd/1 /dev/stdout && ln -s /proc/self/fd/2 /dev/stderr \
+        && mknod -m 666 /dev/null c 1 3 && mknod -m 666 /dev/full c 1 7 \
+        && mkdir /dev/shm && mount -t tmpfs tmpfs /dev/shm || exit 99\n";
+    let mut cmd = std::process::Command::new("/usr/bin/unshare");
+    cmd.args(["--mount", "--ipc", "--propagation", "private", "sh", "-c"])
+        .arg(format!("{setup}{script}"))
+        .arg(bin())
+        .stdin(std::process::Stdio::null());
+    let out = cmd.output().expect("run unshare");
+    if out.status.code() == Some(99) {
+        eprintln!("note: cannot set up a private /dev here: case skipped");
+        return None;
+    }
+    Some(out)
+}
+
+#[test]
+fn json_to_dev_stdout_writes_stdout_and_keeps_the_symlink() {
+    for option in ["--json", "--csv", "--markdown"] {
+        let script = format!(
+            "\"$0\" futex -l 100 -i 100 -q {option} /dev/stdout; rc=$?; \
+             test -L /dev/stdout && echo STILL-A-SYMLINK; exit $rc"
+        );
+        let Some(out) = in_private_dev(&script) else {
+            return;
+        };
+        assert_code(&out, 0);
+        let stdout = stdout_of(&out);
+        assert!(
+            stdout.contains("STILL-A-SYMLINK"),
+            "{option}: {}",
+            describe(&out)
+        );
+        let data = match option {
+            "--json" => "\"schema_version\"",
+            "--csv" => "p99",
+            _ => "| ",
+        };
+        assert!(
+            stdout.contains(data),
+            "{option}: no data on stdout: {}",
+            describe(&out)
+        );
+    }
+}
+
+#[test]
+fn a_character_device_is_written_in_place_never_replaced() {
+    let Some(out) = in_private_dev(
+        "\"$0\" futex -l 100 -i 100 -q --json /dev/null --csv /dev/null; rc=$?; \
+         test -c /dev/null && echo STILL-A-DEVICE; exit $rc",
+    ) else {
+        return;
+    };
+    assert_code(&out, 0);
+    assert!(
+        stdout_of(&out).contains("STILL-A-DEVICE"),
+        "{}",
+        describe(&out)
+    );
+    // A device that refuses the data: one line, exit 1, still a device.
+    let Some(out) = in_private_dev(
+        "\"$0\" futex -l 100 -i 100 -q --json /dev/full; rc=$?; \
+         test -c /dev/full && echo STILL-A-DEVICE; exit $rc",
+    ) else {
+        return;
+    };
+    assert_no_panic(&out, "--json /dev/full");
+    assert_code(&out, 1);
+    assert!(
+        stdout_of(&out).contains("STILL-A-DEVICE"),
+        "{}",
+        describe(&out)
+    );
+    let stderr = stderr_of(&out);
+    let errors: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("latscope: error:"))
+        .collect();
+    assert_eq!(errors.len(), 1, "{}", describe(&out));
+    assert!(errors[0].contains("/dev/full"), "{}", errors[0]);
+}
+
+#[test]
+fn a_fifo_gets_the_data_in_place_and_one_without_reader_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+    // SAFETY: valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let started = std::time::Instant::now();
+    let (out, what) = run_checked(&mq_argv(&[os("--json"), fifo.clone().into_os_string()]));
+    assert_code(&out, 1);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "{what} hung"
+    );
+    assert!(
+        stderr_of(&out).contains("no process is reading"),
+        "{}",
+        describe(&out)
+    );
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    let (out, _) = run_checked(&mq_argv(&[os("--json"), fifo.clone().into_os_string()]));
+    assert_code(&out, 0);
+    assert!(reader.join().unwrap().contains("\"schema_version\""));
+    let kind = std::fs::symlink_metadata(&fifo).unwrap().file_type();
+    assert!(
+        std::os::unix::fs::FileTypeExt::is_fifo(&kind),
+        "the FIFO was replaced"
+    );
+}
+
+#[test]
+fn a_symlink_to_a_file_stays_and_its_target_gets_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("target.json");
+    std::fs::write(&target, "old").unwrap();
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    accepted(&[os("--json"), link.clone().into_os_string()]);
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    check_report_header(&read_json(&target));
+    // Nothing else appeared next to them (no temporary file left).
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+}
+
+#[test]
+fn a_planted_temporary_name_survives_and_the_run_succeeds() {
+    let dir = tempfile::tempdir().unwrap();
+    // `exec` keeps the shell's pid: the name the old code used for latscope.
+    let out = std::process::Command::new("sh")
+        .current_dir(dir.path())
+        .args([
+            "-c",
+            "echo theirs > .latscope-$$.tmp; exec \"$0\" futex -l 100 -i 100 -q --json r.json",
+        ])
+        .arg(bin())
+        .output()
+        .unwrap();
+    assert_no_panic(&out, "planted temporary name");
+    assert_code(&out, 0);
+    check_report_header(&read_json(&dir.path().join("r.json")));
+    let planted: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert_eq!(
+        planted.len(),
+        1,
+        "the planted file is gone or a temp was left"
+    );
+    assert_eq!(
+        std::fs::read_to_string(planted[0].path()).unwrap(),
+        "theirs\n"
+    );
+}
+
+#[test]
+fn two_outputs_naming_one_file_and_compare_over_its_input_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("r.json");
+    let same = dir.path().join(".").join("r.json");
+    refused(
+        &[
+            os("--json"),
+            file.clone().into_os_string(),
+            os("--csv"),
+            same.into_os_string(),
+        ],
+        "name the same file",
+    );
+    assert!(!file.exists(), "a refused run wrote a file");
+    accepted(&[os("--json"), file.clone().into_os_string()]);
+    let before = std::fs::read(&file).unwrap();
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink(&file, &link).unwrap();
+    let f = file.to_str().unwrap();
+    for json in [f, link.to_str().unwrap()] {
+        let out = run_latscope(&["compare", f, f, "--json", json]);
+        assert_usage_error(&out, "compare over its input", "input report");
+    }
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        before,
+        "the input was changed"
+    );
+}
+
+#[test]
+fn a_closed_pipe_on_stdout_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = format!("--dir={}", dir.path().display());
+    for argv in [
+        vec!["futex", "-l", "100", "-i", "100"],
+        vec!["futex", "-l", "100", "-i", "100", "--json", "-"],
+        vec![
+            "logdisk",
+            "--format",
+            "classic",
+            &d,
+            "--duration",
+            "1",
+            "--fileSize",
+            "1048576",
+            "--bsize",
+            "4096",
+        ],
+    ] {
+        let mut child = std::process::Command::new(bin())
+            .args(&argv)
+            .args(if argv[0] == "futex" {
+                mlock_args()
+            } else {
+                &[]
+            })
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let what = format!("{argv:?} into a closed pipe");
+        assert_no_panic(&out, &what);
+        assert!(
+            !stderr_of(&out).contains("failed printing"),
+            "{what}: {}",
+            describe(&out)
+        );
+        assert!(
+            matches!(out.status.code(), Some(0) | Some(4)),
+            "{what}: {}",
+            describe(&out)
+        );
+    }
+}
+
+#[test]
+fn stdout_on_a_full_device_or_closed_is_one_line_and_exit_1() {
+    for redirect in [">/dev/full", ">&-"] {
+        let out = std::process::Command::new("sh")
+            .args([
+                "-c",
+                &format!("exec \"$0\" futex -l 100 -i 100 -q {redirect}"),
+            ])
+            .arg(bin())
+            .output()
+            .unwrap();
+        assert_no_panic(&out, redirect);
+        assert_code(&out, 1);
+        let errors: Vec<String> = stderr_of(&out)
+            .lines()
+            .filter(|l| l.starts_with("latscope: error:"))
+            .map(str::to_string)
+            .collect();
+        assert_eq!(errors.len(), 1, "{redirect}: {}", describe(&out));
+        assert!(errors[0].contains("standard output"), "{}", errors[0]);
+    }
+}
+
+/// Item 11: each of these signals ends the run as Ctrl-C does: the JSON is
+/// written and no System V set, queue or shared memory is left (checked in
+/// a private IPC namespace, where anything present is latscope's).
+#[test]
+fn hup_quit_usr2_alrm_write_the_json_and_leave_nothing() {
+    for sig in ["HUP", "QUIT", "USR2", "ALRM"] {
+        for test in ["svsem", "mq"] {
+            let script = format!(
+                "mkdir -p /dev/mqueue && mount -t mqueue mqueue /dev/mqueue || exit 99\n\
+                 d=$(mktemp -d); \"$0\" {test} -D 10 -q --no-mlockall --json $d/r.json >/dev/null & p=$!; \
+                 sleep 1; kill -{sig} $p; wait $p; rc=$?; \
+                 grep -c schema_version $d/r.json; grep -o '\"end_reason\": \"interrupted\"' $d/r.json | head -1; \
+                 echo sem=$(tail -n +2 /proc/sysvipc/sem | wc -l) msg=$(tail -n +2 /proc/sysvipc/msg | wc -l) \
+                 shm=$(tail -n +2 /proc/sysvipc/shm | wc -l) mq=$(ls /dev/mqueue | wc -l) devshm=$(ls /dev/shm | wc -l); \
+                 rm -rf $d; exit $rc"
+            );
+            let Some(out) = in_private_dev(&script) else {
+                return;
+            };
+            let what = format!("{test} stopped by SIG{sig}");
+            assert_no_panic(&out, &what);
+            assert_code(&out, 0);
+            let stdout = stdout_of(&out);
+            assert!(
+                stdout.starts_with("1\n"),
+                "{what}: no JSON: {}",
+                describe(&out)
+            );
+            assert!(stdout.contains("interrupted"), "{what}: {}", describe(&out));
+            assert!(
+                stdout.contains("sem=0 msg=0 shm=0 mq=0 devshm=0"),
+                "{what}: objects left: {}",
+                describe(&out)
+            );
+        }
+    }
+}
+
+/// Item 5: a terminal escape in a report's test name or series label is shown
+/// escaped by compare, never sent to the terminal.
+#[test]
+fn compare_escapes_control_characters_from_the_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("r.json");
+    accepted(&[os("--json"), file.clone().into_os_string()]);
+    let mut report: serde_json::Value = read_json(&file);
+    report["tests"][0]["test"] = serde_json::json!("mq\u{1b}]0;owned\u{7}\u{1b}[2J");
+    report["tests"][0]["series"][0]["label"] = serde_json::json!("pair\u{9b}31m 0");
+    std::fs::write(&file, serde_json::to_vec(&report).unwrap()).unwrap();
+    let f = file.to_str().unwrap();
+    let out = run_latscope(&["compare", f, f]);
+    assert_no_panic(&out, "compare with escapes");
+    assert_code(&out, 0);
+    let text = stdout_of(&out);
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{9b}') && !text.contains('\u{7}'),
+        "a control character reached the terminal: {text:?}"
+    );
+    assert!(text.contains("\\u{1b}[2J"), "{text}");
+}
+
+/// Item 16: messages that name the wrong option or the wrong limit.
+#[test]
+fn priority_and_schema_messages_name_the_right_thing() {
+    for (argv, needle, not) in [
+        (
+            vec!["timer", "-P", "100", "-T", "1"],
+            "use -P 1..99",
+            "use -p",
+        ),
+        (
+            vec!["mq", "-p", "18446744073709551616"],
+            "outside the real-time range 1..99",
+            "at most",
+        ),
+        (
+            vec!["timer", "-P", "99999999999999999999", "-T", "1"],
+            "use -P 1..99",
+            "at most",
+        ),
+    ] {
+        let out = run_latscope(&argv);
+        assert_usage_error(&out, &argv.join(" "), needle);
+        assert!(
+            !stderr_of(&out).contains(not),
+            "{argv:?}: {}",
+            describe(&out)
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.json");
+    std::fs::write(
+        &file,
+        r#"{"schema": "latscope-report", "schema_version": "2"}"#,
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    let out = run_latscope(&["compare", f, f]);
+    assert_usage_error(&out, "schema_version as text", "(a number)");
+}
+
+/// Item 9: report and compare stop within a second on a stop signal, even
+/// blocked on a FIFO nobody writes, and leave no temporary file.
+#[test]
+fn report_and_compare_stop_within_a_second_on_a_signal() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("in.json");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+    // SAFETY: valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let f = fifo.to_str().unwrap();
+    let out_html = dir.path().join("o.html");
+    let out_json = dir.path().join("o.json");
+    for (argv, sig) in [
+        (
+            vec!["report", f, "-o", out_html.to_str().unwrap()],
+            libc::SIGINT,
+        ),
+        (
+            vec!["compare", f, f, "--json", out_json.to_str().unwrap()],
+            libc::SIGTERM,
+        ),
+        (
+            vec!["report", f, "-o", out_html.to_str().unwrap()],
+            libc::SIGHUP,
+        ),
+    ] {
+        let child = spawn(&argv);
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        child.signal(sig);
+        let started = std::time::Instant::now();
+        let (status, _, err) = child.wait(std::time::Duration::from_secs(5));
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(1),
+            "{argv:?}: took {:?}",
+            started.elapsed()
+        );
+        assert_eq!(status.code(), Some(1), "{argv:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{argv:?}: {err}");
+        assert!(err.contains("interrupted"), "{argv:?}: {err}");
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(
+        left,
+        [std::ffi::OsString::from("in.json")],
+        "files left: {left:?}"
+    );
+}
+
+/// Item 10: a small stack limit (`ulimit -s 64`) does not overflow main.
+#[test]
+fn a_small_stack_limit_does_not_overflow() {
+    let out = std::process::Command::new("sh")
+        .args(["-c", "ulimit -s 64 && exec \"$0\" futex -l 50 -i 100 -q"])
+        .arg(bin())
+        .output()
+        .unwrap();
+    assert_no_panic(&out, "ulimit -s 64");
+    assert_code(&out, 0);
+}

@@ -21,7 +21,7 @@ use crate::rt::registry::{self, Entry, Kind, RegistryFile};
 use crate::rt::tracefs::{instance, mount};
 use crate::settings::cleanup::CleanupSettings;
 use std::collections::HashSet;
-use std::io;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 /// What happened to one object found.
@@ -120,21 +120,28 @@ pub fn run(args: &CleanupArgs) -> Result<i32, CommandError> {
         ));
     }
     for f in &found {
-        println!("{}", f.line());
+        let _ = writeln!(crate::rt::stdio::out(), "{}", f.line());
     }
     let count = |pred: fn(&Action) -> bool| found.iter().filter(|f| pred(&f.action)).count();
     let removed = count(|a| matches!(a, Action::Removed | Action::WouldRemove));
     let kept = count(|a| matches!(a, Action::Kept(_) | Action::NotOurs));
     let failed = count(|a| matches!(a, Action::Failed(_)));
     if found.is_empty() {
-        println!(
+        let _ = writeln!(
+            crate::rt::stdio::out(),
             "Nothing left behind by latscope (registry {}).",
             dir.display()
         );
     } else if settings.dry_run {
-        println!("{removed} would be removed, {kept} kept; dry run: nothing was changed.");
+        let _ = writeln!(
+            crate::rt::stdio::out(),
+            "{removed} would be removed, {kept} kept; dry run: nothing was changed."
+        );
     } else {
-        println!("{removed} removed, {kept} kept, {failed} failed.");
+        let _ = writeln!(
+            crate::rt::stdio::out(),
+            "{removed} removed, {kept} kept, {failed} failed."
+        );
     }
     if failed > 0 {
         return Err(CommandError::Runtime(format!(

@@ -46,10 +46,51 @@ pub struct TestView {
 }
 
 #[derive(Debug, Clone, Deserialize)]
+#[serde(from = "SeriesFields")]
 pub struct SeriesView {
     pub label: String,
-    #[serde(flatten)]
     pub latency: LatencySummary,
+}
+
+/// A series as the file has it: the label and the summary's figures side by
+/// side. Read field by field instead of `#[serde(flatten)]`, which buffers
+/// every other field of the series (per-second windows, histograms) in
+/// memory first: that made compare need many times the report's size. The
+/// histogram is skipped: compare reads only the summary figures.
+#[derive(Deserialize)]
+struct SeriesFields {
+    label: String,
+    samples: u64,
+    min_ns: i64,
+    avg_ns: f64,
+    max_ns: i64,
+    stddev_ns: f64,
+    min_at_sample: u64,
+    max_at_sample: u64,
+    last_ns: i64,
+    percentiles: Vec<crate::stats::Percentile>,
+    overflow: u64,
+}
+
+impl From<SeriesFields> for SeriesView {
+    fn from(f: SeriesFields) -> SeriesView {
+        SeriesView {
+            label: f.label,
+            latency: LatencySummary {
+                samples: f.samples,
+                min_ns: f.min_ns,
+                avg_ns: f.avg_ns,
+                max_ns: f.max_ns,
+                stddev_ns: f.stddev_ns,
+                min_at_sample: f.min_at_sample,
+                max_at_sample: f.max_at_sample,
+                last_ns: f.last_ns,
+                percentiles: f.percentiles,
+                histogram: Vec::new(),
+                overflow: f.overflow,
+            },
+        }
+    }
 }
 
 /// One series of one report, named for matching.
@@ -280,23 +321,38 @@ pub fn load(path: &Path) -> Result<ReportView, UsageError> {
     let shown_path = shown(&path.to_string_lossy());
     let text =
         std::fs::read(path).map_err(|e| UsageError(format!("cannot read {shown_path}: {e}")))?;
-    let value: serde_json::Value = serde_json::from_slice(&text).map_err(|e| {
+    // The header first, without building the whole document as a tree
+    // (serde_json::Value takes several times the file's size).
+    #[derive(Deserialize)]
+    struct Header {
+        #[serde(default)]
+        schema: serde_json::Value,
+        #[serde(default)]
+        schema_version: serde_json::Value,
+    }
+    let value: Header = serde_json::from_slice(&text).map_err(|e| {
         UsageError(format!(
             "{shown_path} is not JSON ({e}); give a file written by latscope --json"
         ))
     })?;
-    if value["schema"] != SCHEMA_NAME {
+    if value.schema != SCHEMA_NAME {
         return Err(UsageError(format!(
             "{shown_path} is not a latscope report (no \"schema\": \"{SCHEMA_NAME}\"); give a file written by latscope --json (not --format classic)"
         )));
     }
-    if value["schema_version"] != SCHEMA_VERSION {
+    if value.schema_version != SCHEMA_VERSION {
         return Err(UsageError(format!(
-            "{shown_path} has schema_version {}, this latscope reads {SCHEMA_VERSION}; compare it with the latscope that wrote it",
-            shown(&value["schema_version"].to_string())
+            "{shown_path} has schema_version {}, this latscope reads {SCHEMA_VERSION}{}; compare it with the latscope that wrote it",
+            shown(&value.schema_version.to_string()),
+            // "2" (text) shown next to 2 would read as a contradiction.
+            if value.schema_version.is_number() {
+                ""
+            } else {
+                " (a number)"
+            }
         )));
     }
-    serde_json::from_value(value).map_err(|e| {
+    serde_json::from_slice(&text).map_err(|e| {
         UsageError(format!(
             "{shown_path} is not a valid latscope report: {}",
             shown(&e.to_string())
@@ -391,10 +447,13 @@ pub fn run(args: &CompareArgs) -> Result<i32, CommandError> {
     let json_to_stdout = matches!(settings.json, Some(crate::settings::JsonTarget::Stdout));
     let mut text = Vec::new();
     let _ = write_text(&comparison, &mut text);
+    // Test names, series labels and paths come from the reports: a control
+    // character in them (a terminal escape) is shown, never obeyed.
+    let text = crate::rt::stdio::escape_controls(&String::from_utf8_lossy(&text)).into_bytes();
     if json_to_stdout {
         let _ = std::io::stderr().write_all(&text);
     } else {
-        let _ = std::io::stdout().write_all(&text);
+        let _ = crate::rt::stdio::out().write_all(&text);
     }
     if let Some(target) = &settings.json {
         super::write_with(target, &mut |out| {

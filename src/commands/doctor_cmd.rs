@@ -46,8 +46,7 @@ pub fn run(args: &DoctorArgs) -> Result<i32, CommandError> {
         // Standard output is the JSON's: the people's part goes to standard error.
         Some(JsonTarget::Stdout) => eprint!("{}", summary_line(summary)),
         _ => {
-            let stdout = std::io::stdout();
-            let mut out = stdout.lock();
+            let mut out = crate::rt::stdio::out();
             let _ = out.write_all(table.as_bytes()).and_then(|_| out.flush());
         }
     }

@@ -65,7 +65,11 @@ impl Measurement for LogdiskCommand<'_> {
     fn measure(&mut self, run: &mut Run<'_>) -> Result<Vec<FinishedTest>, CommandError> {
         let settings = &self.settings;
         let mut progress: Box<dyn LogdiskProgress> = if self.classic {
-            print!("{}", classic_options(self.args, settings));
+            let _ = write!(
+                crate::rt::stdio::out(),
+                "{}",
+                classic_options(self.args, settings)
+            );
             Box::new(ClassicProgress::new(settings))
         } else {
             Box::new(ProgressLine::new(settings.quiet))
@@ -124,23 +128,13 @@ impl Exporter for Nothing {
 
 /// mqldt's exact CSV: truncated for one writer, appended with `--qm`.
 fn write_classic_csv(path: &Path, report: &Report) -> Result<(), String> {
-    use std::os::unix::fs::OpenOptionsExt;
     let (mode, text) = classic_mqldt::csv_of(report);
-    let mut options = std::fs::OpenOptions::new();
-    match mode {
-        classic_mqldt::CsvMode::Truncate => options.write(true).truncate(true),
-        classic_mqldt::CsvMode::Append => options.append(true),
-    };
-    let result = options
-        .create(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-        .and_then(|mut file| {
-            file.write_all(text.as_bytes())?;
-            file.sync_all()
-        });
-    result.map_err(|e| format!("could not write {}: {e}", path.display()))
+    let append = mode == classic_mqldt::CsvMode::Append;
+    // In place (through a symlink, onto a device) by rt::outfile's rule.
+    crate::rt::outfile::write_in_place(path, append, 0o600, &mut |out, _| {
+        out.write_all(text.as_bytes())
+    })
+    .map_err(|e| format!("could not write {}: {e}", path.display()))
 }
 
 /// Writes the CSV: one writer replaces the file (as mqldt truncates it);
@@ -154,19 +148,8 @@ pub fn write_csv(path: &Path, report: &Report, append: bool) -> Result<(), Strin
             report,
         );
     }
-    use std::os::unix::fs::OpenOptionsExt;
-    let result = (|| -> std::io::Result<()> {
-        let mut file = std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(path)?;
-        let header = file.metadata()?.len() == 0;
-        let mut text = Vec::new();
-        LogdiskCsv { header }.write(report, &mut text)?;
-        file.write_all(&text)?;
-        file.sync_all()
-    })();
-    result.map_err(|e| format!("could not write {}: {e}", path.display()))
+    crate::rt::outfile::write_in_place(path, true, 0o600, &mut |out, empty| {
+        LogdiskCsv { header: empty }.write(report, out)
+    })
+    .map_err(|e| format!("could not write {}: {e}", path.display()))
 }

@@ -49,7 +49,7 @@ impl TimerCommand {
         if live_to_stderr {
             eprint!("{header}");
         } else {
-            print!("{header}");
+            let _ = write!(crate::rt::stdio::out(), "{header}");
         }
         if settings.quiet {
             eprint!(
@@ -57,7 +57,7 @@ impl TimerCommand {
                 classic_xenomai::quiet_notice(settings.duration.map_or(0, |d| d.as_secs()))
             );
         }
-        let _ = std::io::stdout().flush();
+        let _ = crate::rt::stdio::out().flush();
         Box::new(RtdLines::new(settings, live_to_stderr))
     }
 }

@@ -119,7 +119,7 @@ impl Progress for ClassicLive {
                 }
             })
             .collect();
-        let mut out = std::io::stdout().lock();
+        let mut out = crate::rt::stdio::out();
         if self.lines_on_screen > 0 {
             let _ = write!(out, "\x1b[{}A", self.lines_on_screen);
         }
@@ -133,7 +133,7 @@ impl Progress for ClassicLive {
 
     fn finish(&mut self) {
         if self.lines_on_screen > 0 {
-            let _ = write!(std::io::stdout(), "\x1b[{}A", self.lines_on_screen);
+            let _ = write!(crate::rt::stdio::out(), "\x1b[{}A", self.lines_on_screen);
             self.lines_on_screen = 0;
         }
     }

@@ -38,8 +38,12 @@ impl LogdiskProgress for ClassicProgress {
         } else {
             0
         };
-        print!("{}", classic_mqldt::creating_files_line(thread));
-        let _ = std::io::stdout().flush();
+        let _ = write!(
+            crate::rt::stdio::out(),
+            "{}",
+            classic_mqldt::creating_files_line(thread)
+        );
+        let _ = crate::rt::stdio::out().flush();
     }
 
     fn tick(&mut self, block_size: u64, elapsed: Duration, _duration: Duration, _writes: u64) {
@@ -63,7 +67,7 @@ impl LogdiskProgress for ClassicProgress {
     }
 
     fn block_done(&mut self, result: &TestResult) {
-        let mut out = std::io::stdout().lock();
+        let mut out = crate::rt::stdio::out();
         let _ = out.write_all(classic_mqldt::progress_end(self.duration_s).as_bytes());
         let _ = out.write_all(classic_mqldt::block_results(result, self.grouping).as_bytes());
         let _ = out.flush();

@@ -76,7 +76,7 @@ impl TimerProgress for RtdLines {
             let mut out: Box<dyn Write> = if self.to_stderr {
                 Box::new(std::io::stderr().lock())
             } else {
-                Box::new(std::io::stdout().lock())
+                Box::new(crate::rt::stdio::out())
             };
             let _ = out.write_all(text.as_bytes());
             let _ = out.flush();

@@ -27,34 +27,16 @@ pub fn write_with(
 ) -> Result<(), String> {
     match target {
         JsonTarget::Stdout => {
-            let stdout = std::io::stdout();
-            let mut lock = stdout.lock();
-            write(&mut lock)
-                .and_then(|_| lock.flush())
+            // A closed pipe or a failure is handled by rt::stdio (quiet end, or
+            // one line and exit 1 at the end).
+            let mut out = crate::rt::stdio::out();
+            write(&mut out)
+                .and_then(|_| out.flush())
                 .map_err(|e| format!("could not write to standard output: {e}"))
         }
-        JsonTarget::File(path) => {
-            // Short, so that it fits wherever a valid name does (NAME_MAX).
-            let tmp = path.with_file_name(format!(".latscope-{}.tmp", std::process::id()));
-            let result = (|| {
-                // O_EXCL (which also refuses a symlink planted at that name):
-                // a root-run tool must not write through someone else's link.
-                let mut file = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&tmp)?;
-                let mut buffered = std::io::BufWriter::new(&mut file);
-                write(&mut buffered)?;
-                buffered.flush()?;
-                drop(buffered);
-                file.sync_all()?;
-                std::fs::rename(&tmp, path)
-            })();
-            if result.is_err() {
-                let _ = std::fs::remove_file(&tmp);
-            }
-            result.map_err(|e| format!("could not write {}: {e}", path.display()))
-        }
+        // The rule for links, devices and regular files is in rt::outfile.
+        JsonTarget::File(path) => crate::rt::outfile::write_output_file(path, write)
+            .map_err(|e| format!("could not write {}: {e}", path.display())),
     }
 }
 
@@ -64,8 +46,12 @@ pub fn write_with(
 /// `deliver` reports them as errors.
 pub fn write_files(outputs: &Outputs, json: &dyn Exporter, report: &Report) {
     for (option, target, exporter) in exporters(outputs, json) {
-        if matches!(target, JsonTarget::File(_))
-            && let Err(e) = write_output(target, exporter, report)
+        // Only files replaced whole: a device, FIFO or standard stream named
+        // as a path would get one copy per test (the final `deliver` writes it).
+        if matches!(target, JsonTarget::File(p) if matches!(
+            crate::rt::outfile::classify(p),
+            Ok(crate::rt::outfile::Destination::Replace(_))
+        )) && let Err(e) = write_output(target, exporter, report)
         {
             eprintln!("latscope: warning: {option}: {e}");
         }
@@ -136,10 +122,10 @@ pub fn deliver(
     }
 }
 
-/// Prints with `exporter` to standard output, ignoring a closed pipe.
+/// Prints with `exporter` to standard output (a closed pipe or a failure is
+/// handled by rt::stdio).
 pub fn print(exporter: &dyn Exporter, report: &Report) {
-    let stdout = std::io::stdout();
-    let mut lock = stdout.lock();
-    let _ = exporter.write(report, &mut lock);
-    let _ = lock.flush();
+    let mut out = crate::rt::stdio::out();
+    let _ = exporter.write(report, &mut out);
+    let _ = out.flush();
 }

@@ -64,10 +64,13 @@ impl Preparation {
         let (lock_memory, require_mlock, hold_dma) = (*lock_memory, *require_mlock, *hold_dma);
         let mut warnings = Vec::new();
         let memory = if lock_memory {
-            match sched::lock_all_memory() {
+            // A limit too small for a whole run is not an error: the run
+            // goes on unlocked and says why (rt::sched).
+            match sched::lock_all_memory_if_affordable() {
                 Ok(()) => MemoryLock::Locked,
-                Err(e) if require_mlock => return Err(e),
-                Err(e) => MemoryLock::Failed(e),
+                Err(sched::MlockSkipped::Unaffordable(why)) => MemoryLock::Failed(why),
+                Err(sched::MlockSkipped::Failed(e)) if require_mlock => return Err(e),
+                Err(sched::MlockSkipped::Failed(e)) => MemoryLock::Failed(e),
             }
         } else {
             MemoryLock::NotRequested

@@ -5,11 +5,13 @@
 pub mod clock;
 pub mod dma_latency;
 pub mod kmsg;
+pub mod outfile;
 pub mod procstat;
 pub mod registry;
 pub mod sched;
 pub mod shm;
 pub mod signals;
+pub mod stdio;
 pub mod sysinfo;
 pub mod tracefs;
 

@@ -75,8 +75,20 @@ pub fn try_set_current_thread_policy(policy: Policy, priority: i32) -> Result<()
 /// What a failed `try_set_current_thread_policy` means, with the fix.
 pub fn policy_error(policy: Policy, priority: i32, errno: i32) -> String {
     if errno == libc::EPERM {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes only into `limit`.
+        let shown = if unsafe { libc::getrlimit(libc::RLIMIT_RTPRIO, &mut limit) } != 0 {
+            String::new()
+        } else if limit.rlim_cur == libc::RLIM_INFINITY {
+            " (the real-time priority limit is unlimited)".to_string()
+        } else {
+            format!(" (the real-time priority limit is {})", limit.rlim_cur)
+        };
         format!(
-            "not permitted to set scheduling policy {policy} priority {priority}: {RT_PRIVILEGE_FIX}"
+            "not permitted to set scheduling policy {policy} priority {priority}{shown}: {RT_PRIVILEGE_FIX}"
         )
     } else {
         format!(
@@ -137,15 +149,87 @@ pub fn current_tid() -> i32 {
     unsafe { libc::gettid() }
 }
 
-/// Locks all current and future memory of the process into RAM so that no page
-/// fault lands inside a measurement.
-pub fn lock_all_memory() -> Result<(), String> {
+/// Why memory was not locked by `lock_all_memory_if_affordable`, which
+/// locks all current and future memory of the process into RAM so that no
+/// page fault lands inside a measurement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MlockSkipped {
+    /// This user's locked-memory limit is too small for a whole run (or
+    /// mlockall said so): the run goes on unlocked, the reason is recorded.
+    Unaffordable(String),
+    /// mlockall failed for another reason.
+    Failed(String),
+}
+
+/// Locked memory a run may need besides what is mapped when it starts:
+/// every thread stack, the sample buffers, the kernel-log follower's and
+/// the allocator's arenas. Only a limit this far above the current size is
+/// trusted; under less, `mlockall(MCL_FUTURE)` would make a later
+/// allocation, thread stack or signal stack fail, which aborts the process.
+pub const MLOCK_HEADROOM: u64 = 1 << 30;
+
+/// `CAP_IPC_LOCK` in the effective set (/proc/self/status), or root.
+fn may_lock_unlimited() -> bool {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    const CAP_IPC_LOCK: u32 = 14;
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        })
+        .is_some_and(|caps| caps & (1 << CAP_IPC_LOCK) != 0)
+}
+
+/// The process's mapped size now (VmSize), in bytes.
+fn mapped_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmSize:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kib| kib * 1024)
+}
+
+/// The decision before `mlockall`: lock when this process may lock without
+/// limit (root, `CAP_IPC_LOCK`, `ulimit -l unlimited`) or when its limit
+/// leaves `MLOCK_HEADROOM` above what is mapped now; otherwise do not lock
+/// and say why (with the limit and the fixes). Locking under a small limit
+/// is what turned Debian's default 8 MiB into aborts (exit 134) and hangs.
+pub fn lock_all_memory_if_affordable() -> Result<(), MlockSkipped> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes only into `limit`.
+    let known = unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut limit) } == 0;
+    let unlimited = known && limit.rlim_cur == libc::RLIM_INFINITY;
+    if !unlimited && !may_lock_unlimited() {
+        let need = mapped_bytes() + MLOCK_HEADROOM;
+        if !known || limit.rlim_cur < need {
+            let shown = if known {
+                // In ulimit -l's unit.
+                format!("{} KiB", limit.rlim_cur / 1024)
+            } else {
+                "unknown".to_string()
+            };
+            return Err(MlockSkipped::Unaffordable(format!(
+                "the locked-memory limit is {shown}, too small to lock a whole run: {MLOCK_FIX}"
+            )));
+        }
+    }
     use nix::sys::mman::{MlockAllFlags, mlockall};
     mlockall(MlockAllFlags::MCL_CURRENT | MlockAllFlags::MCL_FUTURE).map_err(|e| match e {
         nix::errno::Errno::EPERM | nix::errno::Errno::ENOMEM | nix::errno::Errno::EAGAIN => {
-            format!("mlockall failed ({e}): {MLOCK_FIX}")
+            MlockSkipped::Unaffordable(format!("mlockall failed ({e}): {MLOCK_FIX}"))
         }
-        other => format!("mlockall failed: {other}"),
+        other => MlockSkipped::Failed(format!("mlockall failed: {other}")),
     })
 }
 

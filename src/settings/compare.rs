@@ -44,12 +44,26 @@ impl CompareSettings {
                 )));
             }
         };
+        let json = args.json.as_deref().map(check_json_path).transpose()?;
+        // As `report -o`: the output must not replace one of the inputs.
+        if let Some(JsonTarget::File(out)) = &json
+            && let Some(input) = bases
+                .iter()
+                .chain(std::iter::once(&new))
+                .find(|input| crate::rt::outfile::same_file_destination(out, input))
+        {
+            return Err(UsageError(format!(
+                "--json {}: that is the input report {}; choose another output file",
+                crate::units::shown(&out.to_string_lossy()),
+                crate::units::shown(&input.to_string_lossy())
+            )));
+        }
         Ok(CompareSettings {
             bases,
             new,
             merge: args.merge,
             fail_if: parse_thresholds(&args.fail_if, true)?,
-            json: args.json.as_deref().map(check_json_path).transpose()?,
+            json,
         })
     }
 }

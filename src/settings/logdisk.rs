@@ -185,13 +185,19 @@ fn check_dir(option: &str, dir: &Path) -> Result<(), UsageError> {
 /// opened for appending and closed again, so nothing in it changes.
 fn check_appendable(path: &Path) -> Result<(), UsageError> {
     use std::os::unix::fs::OpenOptionsExt;
-    if std::fs::symlink_metadata(path).is_err() {
+    // A link's target is what gets written; a device, FIFO or socket is
+    // opened only at the end (opening a FIFO now could block or lose data).
+    let path = match crate::rt::outfile::classify(path) {
+        Ok(crate::rt::outfile::Destination::Replace(p)) => p,
+        _ => return Ok(()),
+    };
+    if std::fs::symlink_metadata(&path).is_err() {
         return Ok(());
     }
     std::fs::OpenOptions::new()
         .append(true)
         .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
+        .open(&path)
         .map(drop)
         .map_err(|e| {
             usage(format!(
@@ -356,7 +362,8 @@ impl LogdiskSettings {
                 }
             },
         };
-        let outputs = Outputs::from_args(&args.outputs, &[])?;
+        let csv_target = csv_file.clone().map(JsonTarget::File);
+        let outputs = Outputs::from_args(&args.outputs, &[("--csvFile", csv_target.as_ref())])?;
         if args.format == crate::cli::OutputFormat::Classic && outputs.to_stdout() {
             return Err(usage(
                 "--format classic prints mqldt's lines on standard output as the run goes: send --json/--csv/--markdown to a file",

@@ -118,7 +118,21 @@ pub fn check_output_path(option: &str, path: &Path) -> Result<JsonTarget, UsageE
             "{option} {shown_path}: is a directory; give a file name inside it"
         )));
     }
-    let dir = match path.parent() {
+    // What writing the path will mean (rt::outfile): a device, FIFO, socket
+    // or standard stream is written in place at the end and needs nothing
+    // more; a new or regular file (a link's target) is replaced from its
+    // directory, which is checked below.
+    let path_checked = match crate::rt::outfile::classify(path) {
+        Ok(crate::rt::outfile::Destination::Replace(p)) => p,
+        Ok(_) => return Ok(JsonTarget::File(path.to_path_buf())),
+        Err(e) => {
+            return Err(usage(format!(
+                "{option} {shown_path}: {}; choose another path",
+                crate::rt::os_error_text(&e)
+            )));
+        }
+    };
+    let dir = match path_checked.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
@@ -141,30 +155,24 @@ pub fn check_output_path(option: &str, path: &Path) -> Result<JsonTarget, UsageE
             "{option} {shown_path}: directory {shown_dir} is not writable; choose another path"
         )));
     }
-    check_replaceable(path, &dir)
+    check_replaceable(&path_checked, &dir)
         .map_err(|why| usage(format!("{option} {shown_path}: {why}; choose another path")))?;
     Ok(JsonTarget::File(path.to_path_buf()))
 }
 
-/// Whether latscope will be able to put its file at `path` at the end of
-/// the run, the way it writes every output: a temporary file in `dir` (the
-/// same directory), renamed over `path`. Checked by doing the first half:
-/// a probe file is created there (`O_EXCL`, mode 0600) and removed again, so
-/// an existing file at `path` is neither truncated nor touched. This catches
-/// what `access(2)` does not: `/proc` and `/sys` (root may "write" there,
-/// but no file can be created), read-only filesystems, full inode tables.
-/// An existing `path` must be a regular file (or a symlink, which is
-/// replaced, not followed) that the rename may replace (a sticky directory
-/// such as `/tmp` refuses to replace another user's file).
+/// Whether latscope will be able to put its file at `path` (a new path or
+/// a regular file, a link already resolved) at the end of the run, the way
+/// it writes it: a temporary file in `dir` (the same directory), renamed
+/// over `path`. Checked by doing the first half: an exclusive temporary file
+/// is created there (rt::outfile::create_temp, mode 0600) and removed again,
+/// so an existing file at `path` is neither truncated nor touched. This
+/// catches what `access(2)` does not: `/proc` and `/sys` (root may "write"
+/// there, but no file can be created), read-only filesystems, full inode
+/// tables. The rename must be allowed to replace an existing file (a sticky
+/// directory such as `/tmp` refuses to replace another user's file).
 fn check_replaceable(path: &Path, dir: &Path) -> Result<(), String> {
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static PROBES: AtomicU32 = AtomicU32::new(0);
+    use std::os::unix::fs::MetadataExt;
     if let Ok(existing) = std::fs::symlink_metadata(path) {
-        let kind = existing.file_type();
-        if !kind.is_file() && !kind.is_symlink() {
-            return Err("exists and is not a regular file (latscope replaces the file at the end of the run)".to_string());
-        }
         // SAFETY: geteuid cannot fail.
         let euid = unsafe { libc::geteuid() };
         if let Ok(d) = std::fs::metadata(dir)
@@ -179,19 +187,10 @@ fn check_replaceable(path: &Path, dir: &Path) -> Result<(), String> {
             ));
         }
     }
-    let probe = dir.join(format!(
-        ".latscope-probe-{}-{}.tmp",
-        std::process::id(),
-        PROBES.fetch_add(1, Ordering::Relaxed)
-    ));
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&probe)
-    {
-        Ok(file) => {
+    match crate::rt::outfile::create_temp(dir, 0o600) {
+        Ok((file, probe)) => {
             drop(file);
+            // Ours: created exclusively under a fresh random name just now.
             let _ = std::fs::remove_file(&probe);
             Ok(())
         }
@@ -201,6 +200,31 @@ fn check_replaceable(path: &Path, dir: &Path) -> Result<(), String> {
             crate::rt::os_error_text(&e)
         )),
     }
+}
+
+/// Two outputs that would end up in one file (the same path, spelled
+/// differently, through a link, or a hard link) are bad usage: the second
+/// would silently replace the first. Devices, FIFOs and standard streams
+/// may be named twice: both are written there.
+pub fn check_distinct_outputs(named: &[(&str, Option<&JsonTarget>)]) -> Result<(), UsageError> {
+    let files: Vec<(&str, &Path)> = named
+        .iter()
+        .filter_map(|(option, target)| match target {
+            Some(JsonTarget::File(p)) => Some((*option, p.as_path())),
+            _ => None,
+        })
+        .collect();
+    for (i, (first, a)) in files.iter().enumerate() {
+        for (second, b) in &files[i + 1..] {
+            if crate::rt::outfile::same_file_destination(a, b) {
+                return Err(usage(format!(
+                    "{first} and {second} name the same file ({}): one would replace the other; give each output its own file",
+                    shown(&b.to_string_lossy())
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Where the results go besides the console: `--json`, `--csv` and
@@ -246,6 +270,9 @@ impl Outputs {
                 to_stdout.join(" -, ")
             )));
         }
+        let mut all: Vec<(&str, Option<&JsonTarget>)> = outputs.named().to_vec();
+        all.extend_from_slice(others);
+        check_distinct_outputs(&all)?;
         Ok(outputs)
     }
 
@@ -416,10 +443,21 @@ impl Common {
 
 /// The priority asked, checked against the policy's range.
 pub fn checked_priority(priority: u64, policy: Policy) -> Result<i32, UsageError> {
+    checked_priority_for("-p", priority, policy)
+}
+
+/// `checked_priority` for the option that sets the priority (`-p` for the
+/// IPC tests, `-P` for the timer, whose `-p` is its period), so the hint
+/// names the right option.
+pub fn checked_priority_for(
+    option: &str,
+    priority: u64,
+    policy: Policy,
+) -> Result<i32, UsageError> {
     let (low, high) = policy.priority_range();
     if priority < low as u64 || priority > high as u64 {
         let hint = if policy.is_realtime() {
-            format!("use -p {low}..{high}")
+            format!("use {option} {low}..{high}")
         } else {
             "use --policy fifo or rr for a real-time priority".to_string()
         };
@@ -428,6 +466,24 @@ pub fn checked_priority(priority: u64, policy: Policy) -> Result<i32, UsageError
         )));
     }
     Ok(priority as i32)
+}
+
+/// `parse_count` for a priority: a whole number too large to read is not
+/// "too large (at most 18446744073709551615)": it is outside the priority
+/// range of every policy, and the error says that range.
+pub fn parse_priority(option: &str, text: &str) -> Result<u64, UsageError> {
+    let t = text.trim();
+    match parse_count(option, text) {
+        Err(_) if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) => {
+            let (low, high) = Policy::Fifo.priority_range();
+            let short = option.split('/').next().unwrap_or(option);
+            Err(usage(format!(
+                "priority {} is outside the real-time range {low}..{high}: use {short} {low}..{high}",
+                shown(t)
+            )))
+        }
+        other => other,
+    }
 }
 
 /// Pairs, placement and priority from the rt-tests options (-a, -S, -t, -p,
@@ -479,7 +535,7 @@ impl PairLayout {
         let (priority, policy) = (args.priority.as_deref(), args.policy.map(Policy::from));
         let allowed = sched::allowed_cpus();
         let priority = match priority {
-            Some(t) => parse_count("-p/--prio", t)?,
+            Some(t) => parse_priority("-p/--prio", t)?,
             None => default_priority,
         };
         let policy = policy.unwrap_or(if priority > 0 {
@@ -672,7 +728,7 @@ impl IpcSettings {
             None => allowed.len() as u64,
         };
         let priority = match &args.priority {
-            Some(t) => parse_count("-p/--priority", t)?,
+            Some(t) => parse_priority("-p/--priority", t)?,
             None => 0,
         };
         if args.policy_rr && args.priority.is_none() {
@@ -894,7 +950,10 @@ mod tests {
                 vec!["--csv", "/proc/x.csv"],
                 "--csv /proc/x.csv: cannot create a file in /proc",
             ),
-            (vec!["--markdown", "/dev/null"], "is not a regular file"),
+            (
+                vec!["--markdown", "/nonexistent-dir/x.md"],
+                "does not exist",
+            ),
             (
                 vec!["--json", "-", "--csv", "-", "--markdown", "-"],
                 "--json -, --csv - and --markdown - both want standard output",

@@ -2,8 +2,8 @@
 //! checked into settings before anything is measured.
 
 use super::{
-    JsonTarget, Outputs, UsageError, check_cpu, check_output_path, checked_priority, parse_count,
-    positive, usage,
+    JsonTarget, Outputs, UsageError, check_cpu, check_output_path, checked_priority_for,
+    parse_count, parse_priority, positive, usage,
 };
 use crate::cli::{OutputFormat, TimerArgs};
 use crate::report::classic_xenomai::{
@@ -191,9 +191,17 @@ impl TimerSettings {
                 )));
             }
         };
-        let policy = args.policy.map_or(Policy::Fifo, Policy::from);
+        // Xenomai's default is FIFO 99; a user who may not use real-time
+        // priorities and asked for none measures at normal priority (the
+        // report says so) instead of failing. An explicit -P or --policy
+        // that cannot be granted stays an error naming the limit.
+        let policy = match args.policy {
+            Some(p) => Policy::from(p),
+            None if args.priority.is_none() && !sched::can_use_realtime() => Policy::Other,
+            None => Policy::Fifo,
+        };
         let priority = match args.priority.as_deref() {
-            Some(t) => checked_priority(parse_count("-P", t)?, policy)?,
+            Some(t) => checked_priority_for("-P", parse_priority("-P", t)?, policy)?,
             None if policy.is_realtime() => 99,
             None => 0,
         };

@@ -358,7 +358,16 @@ pub fn check_tracefs(tracefs: &Path, events: &[(&str, &str)]) -> Result<(), Stri
             ));
         }
     }
-    let clocks = std::fs::read_to_string(tracefs.join("trace_clock")).unwrap_or_default();
+    // A read that fails (EMFILE under `ulimit -n 5`, EACCES) is that error,
+    // not "no mono clock".
+    let clock_file = tracefs.join("trace_clock");
+    let clocks = std::fs::read_to_string(&clock_file).map_err(|e| {
+        format!(
+            "cannot read {}: {}",
+            clock_file.display(),
+            crate::rt::os_error_text(&e)
+        )
+    })?;
     if !clocks
         .split_whitespace()
         .any(|c| c.trim_matches(['[', ']']) == "mono")
