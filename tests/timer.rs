@@ -50,7 +50,12 @@ fn two_seconds_give_two_whole_loops_and_a_consistent_report() {
     let samples = check_summary(s, "series", true);
     let overruns = u64_of(&s["overruns"], "overruns");
     // 2 s of 1 ms periods after the warm-up: every period is a sample or an overrun.
-    assert_eq!(samples + overruns, 2000, "{s}");
+    assert_eq!(
+        samples + overruns,
+        2000,
+        "{}",
+        evidence("json", &s.to_string())
+    );
     let d = &s["detail"];
     let loops = u64_of(&d["loops"], "loops");
     assert!((2..=3).contains(&loops), "loops {loops}");
@@ -553,7 +558,7 @@ fn break_on_switch_stops_at_the_first_preemption_or_never_sees_one() {
     let d = &t["series"][0]["detail"];
     let msw = u64_of(&d["msw"], "msw");
     if t["end_reason"] == "break_on_switch" {
-        assert!(msw > 0, "{d}");
+        assert!(msw > 0, "{}", evidence("json", &d.to_string()));
         assert!(
             stderr_of(&out).contains(&format!("-b: the sampling thread on CPU {cpu} had")),
             "{}",
@@ -563,7 +568,7 @@ fn break_on_switch_stops_at_the_first_preemption_or_never_sees_one() {
     } else {
         // -b did not fire: then nothing happened that it watches.
         assert_eq!(t["end_reason"], "duration_elapsed");
-        assert_eq!(msw, 0, "{d}");
+        assert_eq!(msw, 0, "{}", evidence("json", &d.to_string()));
     }
 }
 
