@@ -281,3 +281,22 @@ fn the_license_is_declared_everywhere_and_the_synopsis_is_short() {
         "the package does not recommend bash-completion"
     );
 }
+
+/// Every option in a synopsis has its name: no `[-D ]` (clap_mangen's
+/// synopsis of an option with a short name only).
+#[test]
+fn man_page_synopses_name_every_option() {
+    let dir = tempfile::tempdir().unwrap();
+    write_manpages(dir.path());
+    for sub in ["man1", "compat/man1"] {
+        for entry in std::fs::read_dir(dir.path().join(sub)).unwrap() {
+            let path = entry.unwrap().path();
+            let text = page(&path);
+            assert!(
+                !text.contains(" \\fR]"),
+                "{}: an option without its name in the synopsis",
+                path.display()
+            );
+        }
+    }
+}

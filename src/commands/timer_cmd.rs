@@ -122,8 +122,8 @@ pub fn measure(
             }
             if t.overruns > 0 {
                 warnings.push(format!(
-                    "the sampling thread on CPU {} missed {} periods (overruns): the period is too short for this machine, or real-time throttling or a higher-priority task stopped it",
-                    t.cpu, t.overruns
+                    "the sampling thread on CPU {} missed {} period{} (overruns): the period is too short for this machine, or real-time throttling or a higher-priority task stopped it",
+                    t.cpu, t.overruns, if t.overruns == 1 { "" } else { "s" }
                 ));
             }
             Series {
