@@ -170,6 +170,8 @@ pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, String> {
         windows_dropped: series.iter().map(|s| s.per_second_dropped).sum(),
         breaktrace_note: outcome.breaktrace_note.clone(),
         scheduling_free: false,
+        // Set by the pair tests, which take -p (see pair_test).
+        priority_option: None,
     };
     Ok(FinishedTest {
         result: TestResult {

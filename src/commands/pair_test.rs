@@ -64,7 +64,7 @@ pub fn run(
         )),
         _ => Box::new(LiveLine::new(transport.name(), settings.verdict.quiet)),
     };
-    let finished = match ipc_test::run(IpcTest {
+    let mut finished = match ipc_test::run(IpcTest {
         transport,
         plan: RunPlan {
             // Peer processes lock their memory when this process could.
@@ -82,6 +82,8 @@ pub fn run(
         }
         Err(e) => return Err(CommandError::Runtime(e)),
     };
+    // A pair test runs at the priority -p gives (0, normal, by default).
+    finished.facts.priority_option = Some("-p");
     if let Some(note) = &finished.facts.breaktrace_note {
         eprintln!("latscope: break-trace limit crossed: {note}");
     }

@@ -174,6 +174,7 @@ pub fn measure(
         windows_dropped: series.iter().map(|s| s.per_second_dropped).sum(),
         breaktrace_note: None,
         scheduling_free: false,
+        priority_option: None,
     };
     let result = TestResult {
         test: "timer".to_string(),
