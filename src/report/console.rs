@@ -269,6 +269,9 @@ impl Exporter for ModernConsole {
                 report.duration_s,
                 end_reason_text(test)
             )?;
+            if interrupted_before_measuring(test) {
+                continue;
+            }
             if test.config.timer().is_some() {
                 write!(out, "{}", super::console_timer::thread_table(test).render())?;
                 if let Some(table) = super::console_timer::breakdown_table(test) {
@@ -286,11 +289,20 @@ impl Exporter for ModernConsole {
     }
 }
 
+/// Ctrl-C or SIGTERM came before the test's first sample: there is nothing
+/// to tabulate, and every kind of test says so the same way (its title line
+/// ending "interrupted before measuring", no tables).
+pub fn interrupted_before_measuring(test: &TestResult) -> bool {
+    test.end_reason == crate::report::EndReason::Interrupted
+        && test.series.iter().all(|s| s.latency.samples == 0)
+}
+
 pub fn end_reason_text(test: &TestResult) -> &'static str {
     use crate::report::EndReason::*;
     match test.end_reason {
         LoopsDone => "all loops done",
         DurationElapsed => "duration elapsed",
+        Interrupted if interrupted_before_measuring(test) => "interrupted before measuring",
         Interrupted => "interrupted",
         BreakTrace => "break-trace limit crossed",
         BreakOnSwitch => "stopped at a context switch or page fault (-b)",
@@ -325,6 +337,22 @@ warning: kernel is not PREEMPT_RT
 context: worst wake-up latency 5.00 us (on a kernel without PREEMPT_RT): as low as PREEMPT_RT on bare metal keeps (tens of us) in this run, but nothing bounds it here (docs/interpreting.md)
 ";
         assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn interrupted_before_the_first_sample_says_so_and_prints_no_table() {
+        let mut report = sample_report();
+        report.tests[0].end_reason = crate::report::EndReason::Interrupted;
+        report.tests[0].series[0].latency = LatencySummary::default();
+        let mut buf = Vec::new();
+        ModernConsole.write(&report, &mut buf).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        let first = text.lines().next().unwrap();
+        assert!(
+            first.ends_with("ended: interrupted before measuring"),
+            "{text}"
+        );
+        assert!(!text.contains("Pair") && !text.contains(" - "), "{text}");
     }
 
     #[test]

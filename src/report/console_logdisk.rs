@@ -60,6 +60,9 @@ pub fn write_test(
         },
         super::console::end_reason_text(test)
     )?;
+    if super::console::interrupted_before_measuring(test) {
+        return Ok(());
+    }
     let rows = rows(test);
     let mut bandwidth = Table::new(&[
         "Writer",
