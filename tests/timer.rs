@@ -669,3 +669,31 @@ fn kernel_side_figures_without_privileges_are_a_clear_run_time_error() {
         "{err}"
     );
 }
+
+/// `-h` (Xenomai's histograms) in the modern format: the histograms, as a
+/// table per thread whose Samples column adds up to the thread's samples.
+#[test]
+fn histograms_in_the_modern_format_are_printed_as_tables() {
+    let (out, report) = timer_json(&["-h", "-T", "1", "-q"], 0);
+    let stdout = stdout_of(&out);
+    let samples = u64_of(&timer_series(&report)[0]["samples"], "samples");
+    let mut lines = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("Histograms of CPU"));
+    assert!(lines.next().is_some(), "no histograms:\n{}", describe(&out));
+    let header = lines.next().unwrap_or_default();
+    assert!(
+        header.starts_with("From") && header.contains("Loop maxima"),
+        "{header}"
+    );
+    let counted: u64 = lines
+        .take_while(|l| !l.starts_with("warning:") && !l.starts_with("context:"))
+        .map(|l| {
+            // From, To (each a number and a unit, or "beyond"), then Samples.
+            let words: Vec<&str> = l.split_whitespace().collect();
+            let at = if words[2] == "beyond" { 3 } else { 4 };
+            words[at].parse::<u64>().unwrap_or_else(|_| panic!("{l}"))
+        })
+        .sum();
+    assert_eq!(counted, samples, "{}", describe(&out));
+}

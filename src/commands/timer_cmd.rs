@@ -9,7 +9,7 @@ use crate::cli::{OutputFormat, TimerArgs};
 use crate::report::classic_xenomai::{
     self, ClassicXenomai, HeaderCadence, LoopLine, XenomaiGnuplot,
 };
-use crate::report::console::ModernConsole;
+use crate::report::console::{ModernConsole, ModernConsoleWithHistograms};
 use crate::report::json::LatscopeJson;
 use crate::report::{
     ConfigDetail, Exporter, Series, SeriesDetail, TestConfig, TestResult, TimerConfig, TimerThread,
@@ -313,6 +313,8 @@ pub fn run(args: &TimerArgs) -> Result<i32, CommandError> {
             gnuplot: settings.gnuplot.is_some(),
             gnuplot_to_stdout,
         })
+    } else if settings.print_histograms {
+        Box::new(ModernConsoleWithHistograms)
     } else {
         Box::new(ModernConsole)
     };

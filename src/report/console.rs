@@ -253,8 +253,25 @@ pub fn write_threshold_verdict(
 
 pub struct ModernConsole;
 
+/// The modern console of a timer run with `-h`: after each timer test's
+/// tables, its three histograms (Xenomai's; the classic format prints them
+/// as HSD lines) as one table per sampling thread.
+pub struct ModernConsoleWithHistograms;
+
 impl Exporter for ModernConsole {
     fn write(&self, report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+        write_modern(report, false, out)
+    }
+}
+
+impl Exporter for ModernConsoleWithHistograms {
+    fn write(&self, report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+        write_modern(report, true, out)
+    }
+}
+
+fn write_modern(report: &Report, histograms: bool, out: &mut dyn Write) -> std::io::Result<()> {
+    {
         for test in &report.tests {
             if let Some(config) = test.config.logdisk() {
                 super::console_logdisk::write_test(test, config, out)?;
@@ -280,6 +297,9 @@ impl Exporter for ModernConsole {
                         "Where the latency was spent, from the expiry: IRQ = timer interrupt handler starts, Sched = thread scheduled in, Return = thread back in user space (then it reads the clock: the table above):"
                     )?;
                     write!(out, "{}", table.render())?;
+                }
+                if histograms {
+                    super::console_timer::write_histograms(test, out)?;
                 }
             } else {
                 write!(out, "{}", series_table(test).render())?;
