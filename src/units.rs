@@ -161,14 +161,30 @@ pub fn ns_to_us_rounded(ns: i64) -> i64 {
     }
 }
 
-/// A duration for people, in the one style the console uses for run times
-/// (its headers say `12.0 s`): seconds with one decimal, `0.9 s`, `6.0 s`,
-/// `5400.0 s`; below 0.1 s in the unit that shows it (`250 ms`, `100 us`).
+/// A compact human form of a duration for tables and headers: `1h30m`, `250ms`.
 pub fn format_duration(duration: Duration) -> String {
     let ns = duration.as_nanos();
-    if ns < 100_000_000 {
-        return format_ns(ns as i64);
+    if ns == 0 {
+        return "0s".to_string();
     }
+    if !ns.is_multiple_of(1_000_000_000) || ns < 1_000_000_000 {
+        return format_ns(ns.min(i64::MAX as u128) as i64).replace(' ', "");
+    }
+    let mut secs = duration.as_secs();
+    let mut out = String::new();
+    for (unit, size) in [("d", 86_400u64), ("h", 3_600), ("m", 60), ("s", 1)] {
+        if secs >= size {
+            out.push_str(&format!("{}{unit}", secs / size));
+            secs %= size;
+        }
+    }
+    out
+}
+
+/// A run time for people, in the style the console headers use (`12.0 s`):
+/// seconds with one decimal (`0.9 s`, `6.0 s`). `format_duration` is the
+/// exact form that reads back as an option value (`869ms`, `1h30m`).
+pub fn format_run_time(duration: Duration) -> String {
     format!("{:.1} s", duration.as_secs_f64())
 }
 
@@ -309,11 +325,11 @@ mod tests {
 
     #[test]
     fn durations_print_compactly() {
-        assert_eq!(format_duration(Duration::from_secs(5400)), "5400.0 s");
-        assert_eq!(format_duration(Duration::from_secs(10)), "10.0 s");
-        assert_eq!(format_duration(Duration::from_millis(869)), "0.9 s");
-        assert_eq!(format_duration(Duration::from_millis(50)), "50.0 ms");
-        assert_eq!(format_duration(Duration::from_micros(100)), "100 us");
-        assert_eq!(format_duration(Duration::ZERO), "0 ns");
+        assert_eq!(format_duration(Duration::from_secs(5400)), "1h30m");
+        assert_eq!(format_duration(Duration::from_secs(10)), "10s");
+        assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
+        assert_eq!(format_duration(Duration::from_micros(100)), "100us");
+        assert_eq!(format_run_time(Duration::from_millis(869)), "0.9 s");
+        assert_eq!(format_run_time(Duration::from_secs(10)), "10.0 s");
     }
 }

@@ -14,7 +14,7 @@ use crate::report::{ConfigDetail, Exporter, IpcConfig, Report, TestConfig};
 use crate::rt::sched;
 use crate::rt::sysinfo::SysInfo;
 use crate::settings::{PairLayout, Timing, UsageError, VerdictSettings, seconds};
-use crate::units::format_duration;
+use crate::units::format_run_time;
 use std::io::Write;
 use std::time::Duration;
 
@@ -71,7 +71,7 @@ pub fn run_sequence(
                     .duration
                     .map_or("until its loops are done".to_string(), |d| format!(
                         "for {}",
-                        format_duration(d)
+                        format_run_time(d)
                     ))
             );
         }

@@ -20,7 +20,7 @@ use crate::rt::sched::{self, Policy};
 use crate::rt::sysinfo::SysInfo;
 use crate::settings::timer::TimerSettings;
 use crate::settings::{PairLayout, Placement, UsageError, VerdictSettings};
-use crate::units::format_duration;
+use crate::units::format_run_time;
 use crate::units::parse_duration;
 use std::io::Write;
 use std::time::Duration;
@@ -118,7 +118,7 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
             eprintln!(
                 "latscope: running timer (one thread per CPU, {} us period) for {} ...",
                 settings.period_us,
-                format_duration(left)
+                format_run_time(left)
             );
         }
         let mut progress = timer_cmd::progress_line(verdict.quiet);
@@ -139,7 +139,7 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
         if !verdict.quiet {
             eprintln!(
                 "latscope: running logdisk (4 KiB O_DSYNC writes, 2 files of 1 MiB in a private directory here) for {} ...",
-                format_duration(left)
+                format_run_time(left)
             );
         }
         let mut progress = logdisk_cmd::ProgressLine::new(verdict.quiet);
