@@ -351,9 +351,15 @@ fn sigint_mid_run_reports_writes_the_files_and_removes_the_test_files() {
         "--csvFile",
         csv.to_str().unwrap(),
     ]);
-    std::thread::sleep(Duration::from_millis(1500));
+    // Interrupted once it measures (a writer has completed a write), not
+    // after a fixed time a busy machine may need for the write-out.
+    let measuring = writer_has_written(child.child.id(), Duration::from_secs(120));
     child.signal(libc::SIGINT);
-    let (status, stdout, stderr) = child.wait(Duration::from_secs(10));
+    let (status, stdout, stderr) = child.wait(Duration::from_secs(120));
+    assert!(
+        measuring,
+        "no writer thread wrote within 120 s\n{stdout}{stderr}"
+    );
     assert_eq!(status.code(), Some(0), "{stdout}{stderr}");
     assert!(stdout.contains("ended: interrupted"), "{stdout}");
     let report = read_json(&json);
@@ -363,6 +369,37 @@ fn sigint_mid_run_reports_writes_the_files_and_removes_the_test_files() {
     assert!(u64_of(&series(&report)[0]["samples"], "samples") > 0);
     assert_eq!(std::fs::read_to_string(&csv).unwrap().lines().count(), 2);
     assert!(entries(&dir).is_empty(), "{:?}", entries(&dir));
+}
+
+/// Waits until a writer thread (`logdisk-N`, started once the files are
+/// written out) of process `pid` has completed a write system call (its
+/// `syscw` in /proc), i.e. the run is measuring; false after `timeout`.
+fn writer_has_written(pid: u32, timeout: Duration) -> bool {
+    let deadline = std::time::Instant::now() + timeout;
+    let tasks = format!("/proc/{pid}/task");
+    while std::time::Instant::now() < deadline {
+        let wrote = std::fs::read_dir(&tasks)
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t.ok())
+            .filter(|t| {
+                std::fs::read_to_string(t.path().join("comm"))
+                    .is_ok_and(|c| c.starts_with("logdisk-"))
+            })
+            .any(|t| {
+                std::fs::read_to_string(t.path().join("io"))
+                    .unwrap_or_default()
+                    .lines()
+                    .find_map(|l| l.strip_prefix("syscw: "))
+                    .and_then(|n| n.trim().parse::<u64>().ok())
+                    .is_some_and(|n| n > 0)
+            });
+        if wrote {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
 }
 
 /// The exit code of a namespace script whose setup failed (a missing tool,
