@@ -401,7 +401,7 @@ fn a_killed_suite_leaves_the_results_of_its_finished_tests() {
     // would leave System V objects behind).
     std::thread::sleep(Duration::from_millis(2700));
     child.signal(libc::SIGKILL);
-    let (status, _, _) = child.wait(Duration::from_secs(10));
+    let (status, _, _) = child.wait(Duration::from_secs(60));
     assert!(!status.success());
     let report = read_json(&json_file);
     let tests = report["tests"].as_array().unwrap();

@@ -249,7 +249,7 @@ fn kill_9_of_latscope_takes_every_load_with_it() {
     }
     let run = start_loaded_run(&["cpu:1,vm:1", "hackbench:1"], 2);
     run.child.signal(libc::SIGKILL);
-    let (status, _, _) = run.child.wait(Duration::from_secs(10));
+    let (status, _, _) = run.child.wait(Duration::from_secs(60));
     assert_eq!(
         std::os::unix::process::ExitStatusExt::signal(&status),
         Some(libc::SIGKILL)

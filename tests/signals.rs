@@ -30,7 +30,7 @@ fn interrupt_run(extra: &str, sig: libc::c_int) -> Interrupted {
     let pid = child.child.id();
     std::thread::sleep(Duration::from_millis(1500));
     child.signal(sig);
-    let (status, stdout, stderr) = child.wait(Duration::from_secs(10));
+    let (status, stdout, stderr) = child.wait(Duration::from_secs(60));
     let all = dump(status, &stdout, &stderr);
     assert_eq!(status.code(), Some(0), "{all}");
     Interrupted {

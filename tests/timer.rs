@@ -428,7 +428,7 @@ fn sigint_mid_run_prints_the_summary_and_writes_json() {
     let child = spawn(&a);
     std::thread::sleep(Duration::from_millis(2600));
     child.signal(libc::SIGINT);
-    let (status, stdout, stderr) = child.wait(Duration::from_secs(10));
+    let (status, stdout, stderr) = child.wait(Duration::from_secs(60));
     assert_eq!(status.code(), Some(0), "{stdout}{stderr}");
     assert!(stdout.contains("\nRTS|"), "{stdout}");
     let report = read_json(&file);
@@ -468,7 +468,7 @@ fn quiet_without_a_duration_is_a_warning_not_an_error() {
     let child = spawn(&a);
     std::thread::sleep(Duration::from_millis(1500));
     child.signal(libc::SIGTERM);
-    let (status, stdout, stderr) = child.wait(Duration::from_secs(10));
+    let (status, stdout, stderr) = child.wait(Duration::from_secs(60));
     assert_eq!(status.code(), Some(0), "{stdout}{stderr}");
     assert!(
         stderr.contains("latscope: warning: -q requires -T, ignoring -q"),
@@ -615,7 +615,7 @@ fn sigterm_during_a_breakdown_run_removes_the_trace_instance() {
         .filter(|n| n.starts_with(&format!("latscope-{pid}-")))
         .collect();
     child.signal(libc::SIGTERM);
-    let (status, stdout, stderr) = child.wait(Duration::from_secs(10));
+    let (status, stdout, stderr) = child.wait(Duration::from_secs(60));
     assert_eq!(status.code(), Some(0), "{stdout}{stderr}");
     assert_eq!(during.len(), 1, "the run traces in its own instance");
     assert!(
