@@ -63,4 +63,10 @@ if command -v man >/dev/null 2>&1; then
   page=$(env -u MANPATH PATH="$compat:$PATH" man -w pmqtest) || fail "man -w pmqtest failed"
   [ "$page" = "$compat/man/man1/pmqtest.1.gz" ] || fail "with the compat directory first in PATH, man pmqtest shows $page"
 fi
+# The control data and the copyright file: a synopsis that fits 80 columns,
+# bash-completion recommended (it loads the completion script), the license.
+synopsis=$(dpkg-deb -f "$deb" Description | head -n 1)
+[ "${#synopsis}" -lt 80 ] || fail "the synopsis is ${#synopsis} characters: $synopsis"
+[[ $(dpkg-deb -f "$deb" Recommends) == *bash-completion* ]] || fail "the package does not recommend bash-completion"
+grep -qx 'License: MIT or Apache-2.0' "$root/usr/share/doc/latscope/copyright" || fail "the copyright file names no license"
 echo "check-deb: $(basename "$deb") ok: $version, $(wc -w <<<"$subcommands") subcommand man pages, compatibility names: $(echo $names)"

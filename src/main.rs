@@ -12,19 +12,64 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::Path;
 
-fn effective_args() -> Vec<OsString> {
-    let mut args: Vec<OsString> = std::env::args_os().collect();
+/// The compatibility name latscope was started under (argv[0]), if any.
+fn compat_name(args: &[OsString]) -> Option<&'static str> {
     let invoked_as = args
         .first()
         .and_then(|a| Path::new(a).file_name())
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    if let Some((_, prefix)) = COMPAT_NAMES.iter().find(|(name, _)| *name == invoked_as) {
+        .map(|n| n.to_string_lossy().into_owned())?;
+    COMPAT_NAMES
+        .iter()
+        .find(|(name, _)| *name == invoked_as)
+        .map(|(name, _)| *name)
+}
+
+/// The arguments as `latscope SUBCOMMAND PRESETS... ARGS...`.
+fn effective_args(mut args: Vec<OsString>, compat: Option<&str>) -> Vec<OsString> {
+    if let Some((_, prefix)) = COMPAT_NAMES.iter().find(|(name, _)| Some(*name) == compat) {
         let rest = args.split_off(1);
         args.extend(prefix.iter().map(OsString::from));
         args.extend(rest);
     }
     args
+}
+
+/// clap's suggestion for a mistyped subcommand or option, if it has one.
+fn suggestion(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    [ContextKind::SuggestedSubcommand, ContextKind::SuggestedArg]
+        .into_iter()
+        .find_map(|kind| match e.get(kind)? {
+            ContextValue::String(s) => Some(s.clone()),
+            ContextValue::Strings(v) => v.first().cloned(),
+            _ => None,
+        })
+}
+
+/// Help, version or a usage error from clap: printed (a usage error on one
+/// line, with clap's suggestion and where to read more), then exit.
+fn exit_on_parse_error(e: clap::Error, help_hint: &str) -> ! {
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            std::process::exit(0);
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
+            let _ = e.print();
+            std::process::exit(EXIT_USAGE);
+        }
+        _ => {
+            let did_you_mean = suggestion(&e)
+                .map(|s| format!("; did you mean '{}'?", latscope::units::shown(&s)))
+                .unwrap_or_default();
+            let _ = writeln!(
+                std::io::stderr(),
+                "latscope: error: {}{did_you_mean} (see '{help_hint}')",
+                one_line(&e.to_string())
+            );
+            std::process::exit(EXIT_USAGE);
+        }
+    }
 }
 
 /// clap's message on one line: its first line, plus the list of possible
@@ -103,33 +148,29 @@ fn main() {
 
 /// Parse, dispatch, exit: on the `MAIN_STACK` thread. Never returns.
 fn run_main() {
-    let args = effective_args();
-    let help_hint = match args.get(1).and_then(|a| a.to_str()) {
-        Some(sub) if Cli::command().find_subcommand(sub).is_some() => {
+    let raw: Vec<OsString> = std::env::args_os().collect();
+    let compat = compat_name(&raw);
+    // Under a compatibility name the arguments are parsed as that tool's
+    // first, so that its help and its usage errors speak as that tool
+    // (`Usage: pmqtest [OPTIONS]`, `--format [default: classic]`, `see
+    // 'pmqtest --help'`).
+    if let Some(name) = compat
+        && let Some(cmd) = latscope::cli::compat_command(name)
+        && let Err(e) = cmd.try_get_matches_from(&raw)
+    {
+        exit_on_parse_error(e, &format!("{name} --help"));
+    }
+    let args = effective_args(raw, compat);
+    let help_hint = match (compat, args.get(1).and_then(|a| a.to_str())) {
+        (Some(name), _) => format!("{name} --help"),
+        (None, Some(sub)) if Cli::command().find_subcommand(sub).is_some() => {
             format!("latscope {sub} --help")
         }
         _ => "latscope --help".to_string(),
     };
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
-        Err(e) => match e.kind() {
-            ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
-                let _ = e.print();
-                std::process::exit(0);
-            }
-            ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
-                let _ = e.print();
-                std::process::exit(EXIT_USAGE);
-            }
-            _ => {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "latscope: error: {} (see '{help_hint}')",
-                    one_line(&e.to_string())
-                );
-                std::process::exit(EXIT_USAGE);
-            }
-        },
+        Err(e) => exit_on_parse_error(e, &help_hint),
     };
     // Commands without a monitor loop still stop within a moment on Ctrl-C,
     // SIGTERM or a hang-up (a large input, a FIFO nobody writes).

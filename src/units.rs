@@ -181,6 +181,13 @@ pub fn format_duration(duration: Duration) -> String {
     out
 }
 
+/// A run time for people, in the style the console headers use (`12.0 s`):
+/// seconds with one decimal (`0.9 s`, `6.0 s`). `format_duration` is the
+/// exact form that reads back as an option value (`869ms`, `1h30m`).
+pub fn format_run_time(duration: Duration) -> String {
+    format!("{:.1} s", duration.as_secs_f64())
+}
+
 /// A size in binary units for people: `512 B`, `64 KiB`, `8 MiB`, `1.5 GiB`
 /// (whole numbers without decimals).
 pub fn format_bytes(bytes: u64) -> String {
@@ -399,6 +406,8 @@ mod tests {
         assert_eq!(format_duration(Duration::from_secs(10)), "10s");
         assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
         assert_eq!(format_duration(Duration::from_micros(100)), "100us");
+        assert_eq!(format_run_time(Duration::from_millis(869)), "0.9 s");
+        assert_eq!(format_run_time(Duration::from_secs(10)), "10.0 s");
     }
 
     #[test]

@@ -179,3 +179,75 @@ fn json_path_in_a_read_only_directory_is_a_usage_error() {
     assert!(out.stdout.is_empty(), "{}", describe(&out));
     assert!(!dir.path().join("x.json").exists());
 }
+
+/// A mistyped subcommand or option gets clap's suggestion, on the one line.
+#[test]
+fn a_mistyped_name_gets_a_suggestion() {
+    for (argv, suggested) in [
+        (vec!["tmer"], "did you mean 'timer'?"),
+        (vec!["mq", "--loop", "3"], "did you mean '--loops'?"),
+    ] {
+        let out = run(latscope(10).args(&argv));
+        assert_code(&out, 2);
+        let err = stderr_of(&out);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(suggested), "{argv:?}: {err}");
+    }
+}
+
+/// Each test's help gives its own defaults only: `mq` is not told `ipc`'s.
+#[test]
+fn per_command_help_shows_that_commands_defaults() {
+    let help = |sub: &str| stdout_of(&run(latscope(10).args([sub, "--help"])));
+    let mq = help("mq");
+    assert!(!mq.contains("ipc:"), "{mq}");
+    assert!(mq.contains("[default: 1000]"), "{mq}");
+    let ipc = help("ipc");
+    assert!(ipc.contains("[default: 100]"), "{ipc}");
+    assert!(!ipc.contains("[default: 1000]"), "{ipc}");
+}
+
+/// Under each compatibility name, help and usage errors speak as that tool:
+/// its usage line, classic as the default format, and its own help named.
+#[test]
+fn compat_names_speak_as_their_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in [
+        "pmqtest",
+        "sigwaittest",
+        "svsematest",
+        "semtest",
+        "latency",
+        "mqldt",
+    ] {
+        let link = dir.path().join(name);
+        std::os::unix::fs::symlink(bin(), &link).unwrap();
+        let help = run_std_with_timeout(
+            {
+                let mut c = std::process::Command::new(&link);
+                c.arg("--help");
+                c
+            },
+            Duration::from_secs(10),
+        );
+        assert_code(&help, 0);
+        let text = stdout_of(&help);
+        assert!(
+            text.contains(&format!("Usage: {name} [OPTIONS]")),
+            "{name}: {text}"
+        );
+        assert!(
+            text.contains("[default: classic]") && !text.contains("[default: modern]"),
+            "{name}: {text}"
+        );
+        // `pmqtest mq`, as the old usage line suggested, is refused; the
+        // error names the tool's own help.
+        let mut c = std::process::Command::new(&link);
+        c.arg("mq");
+        let out = run_std_with_timeout(c, Duration::from_secs(10));
+        assert_code(&out, 2);
+        let err = stderr_of(&out);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(&format!("(see '{name} --help')")), "{err}");
+    }
+}

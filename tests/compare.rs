@@ -338,11 +338,8 @@ fn fail_if_on_a_test_run() {
 
 #[test]
 fn logdisk_block_sizes_are_told_apart() {
-    // Under target/ (ext4 here: O_DIRECT works), as tests/logdisk.rs does.
-    let work = tempfile::Builder::new()
-        .prefix("compare-logdisk")
-        .tempdir_in(concat!(env!("CARGO_MANIFEST_DIR"), "/target"))
-        .unwrap();
+    // On disk (O_DIRECT works), as tests/logdisk.rs does.
+    let work = disk_dir("compare-logdisk");
     let report = work.path().join("l.json");
     let out = run(latscope(60)
         .arg("logdisk")

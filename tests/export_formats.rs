@@ -206,10 +206,7 @@ fn dash_sends_csv_or_markdown_to_standard_output() {
 
 #[test]
 fn logdisk_takes_csv_besides_its_csv_file() {
-    let work = tempfile::Builder::new()
-        .prefix("export-test-")
-        .tempdir_in(concat!(env!("CARGO_MANIFEST_DIR"), "/target"))
-        .unwrap();
+    let work = disk_dir("export-test-");
     let csv_file = work.path().join("common.csv");
     let mqldt_csv = work.path().join("mqldt.csv");
     let out = run(with_outputs(
@@ -279,10 +276,7 @@ fn unwritable_output_paths_are_refused_before_measuring() {
             );
         }
     }
-    let work = tempfile::Builder::new()
-        .prefix("export-test-")
-        .tempdir_in(concat!(env!("CARGO_MANIFEST_DIR"), "/target"))
-        .unwrap();
+    let work = disk_dir("export-test-");
     let dir_arg = format!("--dir={}", work.path().display());
     for option in ["--json", "--csv", "--markdown", "--csvFile"] {
         assert_refused_up_front(
@@ -412,7 +406,7 @@ fn a_killed_suite_leaves_the_results_of_its_finished_tests() {
     // would leave System V objects behind).
     std::thread::sleep(Duration::from_millis(2700));
     child.signal(libc::SIGKILL);
-    let (status, _, _) = child.wait(Duration::from_secs(10));
+    let (status, _, _) = child.wait(Duration::from_secs(60));
     assert!(!status.success());
     let report = read_json(&json_file);
     let tests = report["tests"].as_array().unwrap();

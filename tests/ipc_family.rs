@@ -307,7 +307,7 @@ fn a_killed_peer_process_ends_the_run_with_results_and_exit_1() {
         let killed_at = Instant::now();
         // SAFETY: signalling a process we just found as latscope's child.
         unsafe { libc::kill(child as libc::pid_t, libc::SIGKILL) };
-        let (status, out, err) = spawned.wait(Duration::from_secs(10));
+        let (status, out, err) = spawned.wait(Duration::from_secs(60));
         let all = dump(status, &out, &err);
         assert!(
             killed_at.elapsed() < Duration::from_secs(3),
@@ -339,7 +339,7 @@ fn sigint_in_fork_mode_reports_and_leaves_nothing() {
         let (spawned, _child) = start_endless_fork_run(primitive, &file);
         let pid = spawned.child.id();
         spawned.signal(libc::SIGINT);
-        let (status, out, err) = spawned.wait(Duration::from_secs(10));
+        let (status, out, err) = spawned.wait(Duration::from_secs(60));
         let all = dump(status, &out, &err);
         assert_eq!(status.code(), Some(0), "{primitive}\n{all}");
         let report = read_json(&file);
@@ -446,7 +446,7 @@ fn sigint_during_ipc_reports_the_tests_so_far() {
     // Into the second primitive (each gets 2 s).
     std::thread::sleep(Duration::from_millis(2_600));
     spawned.signal(libc::SIGINT);
-    let (status, out, err) = spawned.wait(Duration::from_secs(10));
+    let (status, out, err) = spawned.wait(Duration::from_secs(60));
     let all = dump(status, &out, &err);
     assert_eq!(status.code(), Some(0), "{all}");
     let report = read_json(&file);
@@ -482,7 +482,7 @@ fn stray_sigusr1_neither_kills_nor_desynchronizes_a_run() {
         }
         std::thread::sleep(Duration::from_millis(700));
         spawned.signal(libc::SIGINT);
-        let (status, out, err) = spawned.wait(Duration::from_secs(10));
+        let (status, out, err) = spawned.wait(Duration::from_secs(60));
         let all = dump(status, &out, &err);
         assert_eq!(status.code(), Some(0), "{primitive}\n{all}");
         let report = read_json(&file);
@@ -502,7 +502,7 @@ fn sigkill_of_latscope_takes_its_peers_and_leaves_only_findable_sysv_objects() {
     let pid = spawned.child.id();
     // SAFETY: signalling our own child process.
     unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
-    let (status, out, err) = spawned.wait(Duration::from_secs(10));
+    let (status, out, err) = spawned.wait(Duration::from_secs(60));
     assert_eq!(status.code(), None, "{}", dump(status, &out, &err));
     // The peer dies with latscope (parent-death signal).
     let deadline = Instant::now() + Duration::from_secs(2);

@@ -154,7 +154,7 @@ fn a_loaded_run_records_the_load_and_leaves_no_generator() {
     assert_code(&out, 0);
     let report = read_json(&file);
     let loads = loads_of(&report);
-    assert_eq!(loads.len(), 1, "{report}");
+    assert_eq!(loads.len(), 1, "{}", evidence("json", &report.to_string()));
     let load = &loads[0];
     assert_eq!(load["spec"], "cpu:1");
     let argv: Vec<&str> = array_of(&load["command_line"], "command_line")
@@ -249,7 +249,7 @@ fn kill_9_of_latscope_takes_every_load_with_it() {
     }
     let run = start_loaded_run(&["cpu:1,vm:1", "hackbench:1"], 2);
     run.child.signal(libc::SIGKILL);
-    let (status, _, _) = run.child.wait(Duration::from_secs(10));
+    let (status, _, _) = run.child.wait(Duration::from_secs(60));
     assert_eq!(
         std::os::unix::process::ExitStatusExt::signal(&status),
         Some(libc::SIGKILL)
@@ -346,7 +346,7 @@ fn a_load_that_ends_during_the_run_is_a_warning() {
                 .unwrap()
                 .ends_with("its last output: fake stress-ng: out of workers")
     });
-    assert!(warned, "{report}");
+    assert!(warned, "{}", evidence("json", &report.to_string()));
 }
 
 #[test]
@@ -381,9 +381,13 @@ fn suite_and_logdisk_take_a_load_too() {
     );
     let report = read_json(&file);
     let loads = loads_of(&report);
-    assert_eq!(loads.len(), 1, "{report}");
+    assert_eq!(loads.len(), 1, "{}", evidence("json", &report.to_string()));
     assert_eq!(loads[0]["spec"], "cpu", "bare --load is cpu");
-    assert!(report["tests"].as_array().unwrap().len() > 3, "{report}");
+    assert!(
+        report["tests"].as_array().unwrap().len() > 3,
+        "{}",
+        evidence("json", &report.to_string())
+    );
     assert_all_gone(&[loads[0]["pid"].as_i64().unwrap() as i32], "after suite");
 
     let json = dir.path().join("ipc.json");
@@ -395,7 +399,12 @@ fn suite_and_logdisk_take_a_load_too() {
         .args(mlock_args()));
     assert_code(&out, 0);
     let report = read_json(&json);
-    assert_eq!(loads_of(&report)[0]["spec"], "cpu:1", "{report}");
+    assert_eq!(
+        loads_of(&report)[0]["spec"],
+        "cpu:1",
+        "{}",
+        evidence("json", &report.to_string())
+    );
     assert_eq!(report["tests"].as_array().unwrap().len(), 2);
 
     let logdir = dir.path().join("log");
@@ -418,7 +427,12 @@ fn suite_and_logdisk_take_a_load_too() {
         .arg(&json));
     assert_code(&out, 0);
     let report = read_json(&json);
-    assert_eq!(loads_of(&report)[0]["spec"], "cpu:1", "{report}");
+    assert_eq!(
+        loads_of(&report)[0]["spec"],
+        "cpu:1",
+        "{}",
+        evidence("json", &report.to_string())
+    );
     assert!(!Path::new(&logdir).join("mqldt_testfile.0000").exists());
 }
 

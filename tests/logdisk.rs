@@ -5,23 +5,21 @@
 //! normal end, Ctrl-C, a disk full while the files are written out and one
 //! that fills up while measuring), a filesystem without direct I/O, and
 //! every bad input. Runs are short
-//! (1 s per block size, small files) in directories under `target/` (ext4
-//! here; /tmp may be tmpfs).
+//! (1 s per block size, small files) in directories under cargo's
+//! `CARGO_TARGET_TMPDIR` (on disk; /tmp may be tmpfs).
 
 mod common;
 
 use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
 use std::time::Duration;
 use tempfile::TempDir;
 
-/// A fresh directory under the repository's `target/`.
+/// A fresh directory on disk (see `disk_dir`).
 fn work_dir() -> TempDir {
-    tempfile::Builder::new()
-        .prefix("logdisk-test-")
-        .tempdir_in(concat!(env!("CARGO_MANIFEST_DIR"), "/target"))
-        .expect("temp dir under target/")
+    disk_dir("logdisk-test-")
 }
 
 fn entries(dir: &Path) -> Vec<String> {
@@ -50,7 +48,7 @@ fn logdisk_json(work: &Path, dir: &Path, extra: &str, code: i32) -> (std::proces
 /// Checks one writer's (or the merge's) figures against its latency summary.
 fn check_writer(d: &Value, latency: &Value, block_size: u64) {
     let writes = u64_of(&d["writes"], "writes");
-    assert!(writes > 0, "{d}");
+    assert!(writes > 0, "{}", evidence("json", &d.to_string()));
     assert_eq!(u64_of(&latency["samples"], "samples"), writes);
     assert_eq!(u64_of(&d["bytes"], "bytes"), writes * block_size);
     assert_eq!(u64_of(&d["block_size"], "block_size"), block_size);
@@ -89,10 +87,14 @@ fn check_writer(d: &Value, latency: &Value, block_size: u64) {
     // before it rather than shown as a near-empty second.
     for s in seconds {
         let covered = f64_of(&s["covered_s"], "covered_s");
-        assert!(covered > 0.0, "{s}");
+        assert!(covered > 0.0, "{}", evidence("json", &s.to_string()));
         let iops = f64_of(&s["iops"], "iops");
         let expected = u64_of(&s["writes"], "writes") as f64 / covered;
-        assert!((iops - expected).abs() <= expected * 1e-9, "{s}");
+        assert!(
+            (iops - expected).abs() <= expected * 1e-9,
+            "{}",
+            evidence("json", &s.to_string())
+        );
     }
     let contiguous = seconds.windows(2).all(|p| {
         u64_of(&p[0]["second"], "second") + u64_of(&p[0]["span_s"], "span_s")
@@ -349,9 +351,15 @@ fn sigint_mid_run_reports_writes_the_files_and_removes_the_test_files() {
         "--csvFile",
         csv.to_str().unwrap(),
     ]);
-    std::thread::sleep(Duration::from_millis(1500));
+    // Interrupted once it measures (a writer has completed a write), not
+    // after a fixed time a busy machine may need for the write-out.
+    let measuring = writer_has_written(child.child.id(), Duration::from_secs(120));
     child.signal(libc::SIGINT);
-    let (status, stdout, stderr) = child.wait(Duration::from_secs(10));
+    let (status, stdout, stderr) = child.wait(Duration::from_secs(120));
+    assert!(
+        measuring,
+        "no writer thread wrote within 120 s\n{stdout}{stderr}"
+    );
     assert_eq!(status.code(), Some(0), "{stdout}{stderr}");
     assert!(stdout.contains("ended: interrupted"), "{stdout}");
     let report = read_json(&json);
@@ -363,35 +371,132 @@ fn sigint_mid_run_reports_writes_the_files_and_removes_the_test_files() {
     assert!(entries(&dir).is_empty(), "{:?}", entries(&dir));
 }
 
-/// A filesystem mounted on a directory of `work` by the test, unmounted on
-/// drop (guards drop in reverse order, so a loop mount inside a tmpfs goes
-/// first).
-struct TestMount(PathBuf);
+/// Waits until a writer thread (`logdisk-N`, started once the files are
+/// written out) of process `pid` has completed a write system call (its
+/// `syscw` in /proc), i.e. the run is measuring; false after `timeout`.
+fn writer_has_written(pid: u32, timeout: Duration) -> bool {
+    let deadline = std::time::Instant::now() + timeout;
+    let tasks = format!("/proc/{pid}/task");
+    while std::time::Instant::now() < deadline {
+        let wrote = std::fs::read_dir(&tasks)
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t.ok())
+            .filter(|t| {
+                std::fs::read_to_string(t.path().join("comm"))
+                    .is_ok_and(|c| c.starts_with("logdisk-"))
+            })
+            .any(|t| {
+                std::fs::read_to_string(t.path().join("io"))
+                    .unwrap_or_default()
+                    .lines()
+                    .find_map(|l| l.strip_prefix("syscw: "))
+                    .and_then(|n| n.trim().parse::<u64>().ok())
+                    .is_some_and(|n| n > 0)
+            });
+        if wrote {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
+}
 
-impl TestMount {
-    /// `mount ARGS... DIR` on a new directory `work/name`, as root only.
-    fn new(work: &Path, name: &str, mount_args: &[&str]) -> Result<TestMount, String> {
+/// The exit code of a namespace script whose setup failed (a missing tool,
+/// no loop device): the test skips with the script's message. latscope
+/// itself never exits with it.
+const SETUP_FAILED: i32 = 77;
+
+/// A latscope run on filesystems that only exist for it: a shell script
+/// (written into `work`) runs under `unshare --mount --propagation private`,
+/// mounts what `setup` says (shell lines; `step CMD...` fails the setup
+/// with `SETUP_FAILED`), runs latscope with `args` in the foreground, and
+/// then lists the files left in `$w/$list` into `work/left`. Every mount
+/// lives in that private namespace, which vanishes with its last process,
+/// so no mount or loop device (mounted with autoclear) outlives the run,
+/// even when the test dies half-way. The test sees the namespace's files
+/// through `/proc/PID/root` (`NsRun::inside`).
+struct NsRun {
+    child: Spawned,
+    work: PathBuf,
+}
+
+impl NsRun {
+    fn start(work: &Path, setup: &str, list: &str, args: &[&str]) -> Result<NsRun, String> {
         if !euid_is_root() {
             return Err("not root: cannot mount a small filesystem".to_string());
         }
-        let dir = work.join(name);
-        std::fs::create_dir(&dir).map_err(|e| e.to_string())?;
-        tool("mount", |c| c.args(mount_args).arg(&dir))?;
-        Ok(TestMount(dir))
+        if !Path::new("/usr/bin/unshare").exists() && !Path::new("/bin/unshare").exists() {
+            return Err("unshare (util-linux) is not installed".to_string());
+        }
+        let script = work.join("in-private-mounts.sh");
+        let text = format!(
+            r#"#!/bin/sh
+# Written by tests/logdisk.rs; runs in a private mount namespace.
+w="$1"; shift
+step() {{ "$@" || {{ echo "setup failed: $*" >&2; exit {SETUP_FAILED}; }}; }}
+{setup}
+"$@"
+status=$?
+ls -A "$w/{list}" > "$w/left"
+exit $status
+"#
+        );
+        std::fs::write(&script, text).map_err(|e| e.to_string())?;
+        let mut cmd = std::process::Command::new("unshare");
+        cmd.args(["--mount", "--propagation", "private", "sh"])
+            .arg(&script)
+            .arg(work)
+            .arg(bin())
+            .args(args);
+        Ok(NsRun {
+            child: spawn_std(&mut cmd),
+            work: work.to_path_buf(),
+        })
     }
 
-    /// A tmpfs of `size` (e.g. "2m").
-    fn tmpfs(work: &Path, name: &str, size: &str) -> Result<TestMount, String> {
-        let size = format!("size={size}");
-        TestMount::new(work, name, &["-t", "tmpfs", "-o", &size, "latscope-test"])
+    /// `path` (under `work`) as the namespace sees it.
+    fn inside(&self, path: &Path) -> PathBuf {
+        let relative = path.strip_prefix("/").expect("an absolute path");
+        Path::new(&format!("/proc/{}/root", self.child.child.id())).join(relative)
+    }
+
+    /// The latscope process: the script's child, once it has started.
+    fn latscope_pid(&mut self) -> Option<libc::pid_t> {
+        let script = self.child.child.id().to_string();
+        std::fs::read_dir("/proc").ok()?.find_map(|e| {
+            let e = e.ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            // pid (comm) state ppid ...: comm may hold spaces, so after ')'.
+            let after = &stat[stat.rfind(')')? + 1..];
+            let ppid = after.split_whitespace().nth(1)?;
+            (ppid == script && stat.contains("(latscope)"))
+                .then(|| e.file_name().to_str()?.parse().ok())
+                .flatten()
+        })
+    }
+
+    fn has_exited(&mut self) -> bool {
+        matches!(self.child.child.try_wait(), Ok(Some(_)))
+    }
+
+    /// Waits for the end (the timeout only guards against a hang: it is far
+    /// above any run's own duration); `Err` is the reason to skip when the
+    /// setup failed. On success: status, stdout, stderr and the files left.
+    fn finish(self, timeout: Duration) -> Result<(ExitStatus, String, String, String), String> {
+        let (status, out, err) = self.child.wait(timeout);
+        if status.code() == Some(SETUP_FAILED) {
+            return Err(err.trim().to_string());
+        }
+        let left = std::fs::read_to_string(self.work.join("left")).unwrap_or_default();
+        Ok((status, out, err, left))
     }
 }
 
-impl Drop for TestMount {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg(&self.0).status();
-    }
-}
+/// A hang guard for runs in a private namespace: far above what any of
+/// these runs takes (their own durations are at most 30 s) even on a busy
+/// machine, so that only a real hang reaches it.
+const NS_HANG_GUARD: Duration = Duration::from_secs(300);
 
 /// Runs a system tool the test needs; its absence or failure is the reason
 /// the test skips.
@@ -412,41 +517,56 @@ fn tool(
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// The files left (the namespace script's listing), one a line.
+fn listed(left: &str) -> Vec<&str> {
+    left.lines().collect()
+}
+
 #[test]
 fn a_full_disk_is_a_clear_error_and_leaves_no_files() {
+    let test = "a_full_disk_is_a_clear_error_and_leaves_no_files";
     let work = work_dir();
-    let fs = match TestMount::tmpfs(work.path(), "small", "2m") {
-        Ok(fs) => fs,
-        Err(why) => {
-            eprintln!("SKIPPED a_full_disk_is_a_clear_error_and_leaves_no_files: {why}");
-            return;
-        }
-    };
+    let small = work.path().join("small");
+    std::fs::create_dir(&small).unwrap();
     let json = work.path().join("r.json");
-    let mut cmd = latscope(30);
-    cmd.arg("logdisk")
-        .arg("--dir")
-        .arg(&fs.0)
-        .args(args(
-            "--fileSize 1M --numFiles 4 --duration 1 -q --no-direct --json",
-        ))
-        .arg(&json);
-    let out = run(cmd);
-    assert_code(&out, 1);
-    let err = stderr_of(&out);
+    let setup = r#"step mount -t tmpfs -o size=2m latscope-test "$w/small""#;
+    let run = NsRun::start(
+        work.path(),
+        setup,
+        "small",
+        &[
+            "logdisk",
+            "--dir",
+            small.to_str().unwrap(),
+            "--fileSize=1M",
+            "--numFiles=4",
+            "--duration=1",
+            "-q",
+            "--no-direct",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    let finished = run.and_then(|r| r.finish(NS_HANG_GUARD));
+    let (status, stdout, err, left) = match finished {
+        Ok(f) => f,
+        Err(why) => return eprintln!("SKIPPED {test}: {why}"),
+    };
+    let all = dump(status, &stdout, &err);
+    assert_eq!(status.code(), Some(1), "{all}");
     assert!(
         err.contains("No space left on device") && err.contains("mqldt_testfile.000"),
-        "{err}"
+        "{all}"
     );
     assert_eq!(
         err.lines().filter(|l| l.contains("error")).count(),
         1,
-        "{err}"
+        "{all}"
     );
     let report = read_json(&json);
     assert_eq!(report["exit_code"], 1);
     assert_eq!(report["tests"][0]["end_reason"], "error");
-    assert!(entries(&fs.0).is_empty(), "{:?}", entries(&fs.0));
+    assert!(listed(&left).is_empty(), "files left: {left}");
 }
 
 /// The physical extents (first and last 4 KiB block) of `file`, from
@@ -476,9 +596,12 @@ fn physical_extents(file: &Path) -> Result<Vec<(u64, u64)>, String> {
 
 /// Frees `blocks` (4 KiB, inclusive ranges) of `image`, so writing them
 /// again needs new space where `image` lives.
-fn punch_holes(image: &Path, blocks: &[(u64, u64)]) {
+fn punch_holes(image: &Path, blocks: &[(u64, u64)]) -> Result<(), String> {
     use std::os::fd::AsRawFd;
-    let f = std::fs::OpenOptions::new().write(true).open(image).unwrap();
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(image)
+        .map_err(|e| format!("open {}: {e}", image.display()))?;
     for &(first, last) in blocks {
         // SAFETY: an open descriptor; the range lies inside the image.
         let rc = unsafe {
@@ -489,83 +612,127 @@ fn punch_holes(image: &Path, blocks: &[(u64, u64)]) {
                 ((last - first + 1) * 4096) as libc::off_t,
             )
         };
-        assert_eq!(rc, 0, "punch hole: {}", std::io::Error::last_os_error());
+        if rc != 0 {
+            return Err(format!("punch hole: {}", std::io::Error::last_os_error()));
+        }
     }
+    Ok(())
 }
 
 /// Writes zeros to a new file in `dir` until its filesystem is full.
-fn fill(dir: &Path) {
+fn fill(dir: &Path) -> Result<(), String> {
     use std::io::Write;
-    let mut f = std::fs::File::create(dir.join("filler")).unwrap();
+    let mut f = std::fs::File::create(dir.join("filler")).map_err(|e| format!("filler: {e}"))?;
     let chunk = vec![0u8; 64 * 1024];
     while f.write_all(&chunk).is_ok() {}
+    Ok(())
+}
+
+/// Stops a process (SIGSTOP) and lets it go on when dropped, so that no
+/// test failure in between leaves it stopped.
+struct Paused(libc::pid_t);
+
+impl Paused {
+    fn new(pid: libc::pid_t) -> Paused {
+        // SAFETY: signalling a process this test started.
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        Paused(pid)
+    }
+}
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        // SAFETY: as above.
+        unsafe { libc::kill(self.0, libc::SIGCONT) };
+    }
 }
 
 /// The disk fills up while the writer is measuring (not while the files
 /// are written out): an ext4 without journal on a loop device whose image
-/// lies on a small tmpfs. Once the run is measuring, the test frees the
-/// image's blocks under the test files and fills the tmpfs, so the next
-/// overwrite of those blocks finds no space (ENOSPC from the device).
+/// lies on a small tmpfs, both mounted in a private namespace (`NsRun`).
+/// Once both test files are written out, the test stops latscope, frees
+/// the image's blocks under the test files, fills the tmpfs and lets
+/// latscope go on: its next overwrite of any of those blocks finds no space
+/// (ENOSPC from the device). Stopping it makes this independent of speed:
+/// a writer left running could rewrite every freed block before the tmpfs
+/// is full, and then never meet the full disk.
 #[test]
 fn a_disk_that_fills_up_while_measuring_stops_the_run_with_the_results_so_far() {
     let test = "a_disk_that_fills_up_while_measuring_stops_the_run_with_the_results_so_far";
     let work = work_dir();
-    let backing = match TestMount::tmpfs(work.path(), "backing", "24m") {
-        Ok(m) => m,
-        Err(why) => return eprintln!("SKIPPED {test}: {why}"),
-    };
-    let image = backing.0.join("ext4.img");
-    std::fs::File::create(&image)
-        .unwrap()
-        .set_len(32 << 20)
-        .unwrap();
-    let made = tool("mkfs.ext4", |c| {
-        c.args(["-q", "-F", "-b", "4096", "-O", "^has_journal"])
-            .arg(&image)
-    });
-    let disk = made.and_then(|_| {
-        TestMount::new(
-            work.path(),
-            "disk",
-            &["-o", "loop", image.to_str().unwrap()],
-        )
-    });
-    let disk = match disk {
-        Ok(m) => m,
-        Err(why) => return eprintln!("SKIPPED {test}: {why}"),
-    };
+    let (backing, disk) = (work.path().join("backing"), work.path().join("disk"));
+    std::fs::create_dir(&backing).unwrap();
+    std::fs::create_dir(&disk).unwrap();
     let json = work.path().join("r.json");
-    let child = spawn(&[
-        "logdisk",
-        "--dir",
-        disk.0.to_str().unwrap(),
-        "--bsize=4K",
-        "--fileSize=1M",
-        "--numFiles=2",
-        "--duration=30",
-        "-q",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    // The files are written out within milliseconds; then it measures.
-    std::thread::sleep(Duration::from_millis(1500));
+    let setup = r#"step mount -t tmpfs -o size=24m latscope-test "$w/backing"
+step truncate -s 32M "$w/backing/ext4.img"
+step mkfs.ext4 -q -F -b 4096 -O ^has_journal "$w/backing/ext4.img"
+step mount -o loop "$w/backing/ext4.img" "$w/disk""#;
+    let started = NsRun::start(
+        work.path(),
+        setup,
+        "disk",
+        &[
+            "logdisk",
+            "--dir",
+            disk.to_str().unwrap(),
+            "--bsize=4K",
+            "--fileSize=1M",
+            "--numFiles=2",
+            "--duration=30",
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    let mut run = match started {
+        Ok(r) => r,
+        Err(why) => return eprintln!("SKIPPED {test}: {why}"),
+    };
+    // Measuring starts once both files are written out: each has all its
+    // 256 blocks. No fixed sleep: a busy machine may take longer.
     let files: Vec<PathBuf> = ["mqldt_testfile.0000", "mqldt_testfile.0001"]
         .iter()
-        .map(|f| disk.0.join(f))
+        .map(|f| run.inside(&disk.join(f)))
         .collect();
-    let extents = files.iter().map(|f| physical_extents(f));
-    let extents: Result<Vec<Vec<(u64, u64)>>, String> = extents.collect();
-    let extents = match extents {
-        Ok(e) => e.concat(),
-        Err(why) => {
-            child.signal(libc::SIGINT);
-            let _ = child.wait(Duration::from_secs(10));
-            return eprintln!("SKIPPED {test}: {why}");
+    let blocks = |e: &[(u64, u64)]| e.iter().map(|(a, b)| b - a + 1).sum::<u64>();
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let mut extents = None;
+    while extents.is_none() && !run.has_exited() && std::time::Instant::now() < deadline {
+        let found: Result<Vec<Vec<(u64, u64)>>, String> =
+            files.iter().map(|f| physical_extents(f)).collect();
+        extents = found.ok().filter(|e| e.iter().all(|e| blocks(e) == 256));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = run.latscope_pid();
+    let (Some(extents), Some(pid)) = (extents, pid) else {
+        // Not measuring: either the setup failed (skip) or latscope did.
+        if let Some(pid) = run.latscope_pid() {
+            // SAFETY: signalling the latscope this test started.
+            unsafe { libc::kill(pid, libc::SIGINT) };
+        }
+        match run.finish(NS_HANG_GUARD) {
+            Err(why) => return eprintln!("SKIPPED {test}: {why}"),
+            Ok((status, stdout, stderr, _)) => panic!(
+                "the test files were never fully written out\n{}",
+                dump(status, &stdout, &stderr)
+            ),
         }
     };
-    punch_holes(&image, &extents);
-    fill(&backing.0);
-    let (status, stdout, stderr) = child.wait(Duration::from_secs(15));
+    // Some results before the disk fills: 100 writes take a few ms on this
+    // loop device over tmpfs, so 2 s is a margin of hundreds even when the
+    // machine is busy.
+    std::thread::sleep(Duration::from_secs(2));
+    let image = run.inside(&backing.join("ext4.img"));
+    {
+        let _paused = Paused::new(pid);
+        let freed =
+            punch_holes(&image, &extents.concat()).and_then(|()| fill(&run.inside(&backing)));
+        if let Err(why) = freed {
+            panic!("{why}");
+        }
+    }
+    let (status, stdout, stderr, left) = run.finish(NS_HANG_GUARD).expect("set up before");
     let all = dump(status, &stdout, &stderr);
     assert_eq!(status.code(), Some(1), "{all}");
     let error_lines: Vec<&str> = stderr.lines().filter(|l| l.contains("error")).collect();
@@ -585,7 +752,7 @@ fn a_disk_that_fills_up_while_measuring_stops_the_run_with_the_results_so_far() 
         "{all}"
     );
     // The test files are gone; only what mkfs made is left.
-    assert_eq!(entries(&disk.0), ["lost+found"], "{all}");
+    assert_eq!(listed(&left), ["lost+found"], "{all}");
 }
 
 /// ramfs has no direct I/O: the refusal names `--no-direct`, which then works.
@@ -593,23 +760,42 @@ fn a_disk_that_fills_up_while_measuring_stops_the_run_with_the_results_so_far() 
 fn a_filesystem_without_direct_io_is_refused_with_the_way_out() {
     let test = "a_filesystem_without_direct_io_is_refused_with_the_way_out";
     let work = work_dir();
-    let ramfs = match TestMount::new(work.path(), "ram", &["-t", "ramfs", "latscope-test"]) {
-        Ok(m) => m,
+    let ram = work.path().join("ram");
+    std::fs::create_dir(&ram).unwrap();
+    let json = work.path().join("report.json");
+    let setup = r#"step mount -t ramfs latscope-test "$w/ram""#;
+    let logdisk_in_ramfs = |extra: &[&str]| {
+        let mut argv = vec!["logdisk".to_string(), format!("--dir={}", ram.display())];
+        argv.extend(
+            args("--fileSize 64K --numFiles 2 --duration 1 -q")
+                .iter()
+                .map(|s| s.to_string()),
+        );
+        argv.extend(extra.iter().map(|s| s.to_string()));
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        NsRun::start(work.path(), setup, "ram", &argv).and_then(|r| r.finish(NS_HANG_GUARD))
+    };
+    let (status, stdout, err, left) = match logdisk_in_ramfs(&[]) {
+        Ok(f) => f,
         Err(why) => return eprintln!("SKIPPED {test}: {why}"),
     };
-    let out = run(logdisk(&ramfs.0, ""));
-    assert_code(&out, 2);
-    let err = stderr_of(&out);
-    assert_eq!(err.lines().count(), 1, "{err}");
+    let all = dump(status, &stdout, &err);
+    assert_eq!(status.code(), Some(2), "{all}");
+    assert_eq!(err.lines().count(), 1, "{all}");
     assert!(
         err.contains("refuses direct I/O") && err.contains("--no-direct"),
-        "{err}"
+        "{all}"
     );
-    assert!(entries(&ramfs.0).is_empty(), "{:?}", entries(&ramfs.0));
-    let (_, report) = logdisk_json(work.path(), &ramfs.0, "--no-direct", 0);
+    assert!(listed(&left).is_empty(), "files left: {left}");
+    let (status, stdout, err, left) =
+        logdisk_in_ramfs(&["--no-direct", "--json", json.to_str().unwrap()])
+            .expect("the same setup worked before");
+    assert_eq!(status.code(), Some(0), "{}", dump(status, &stdout, &err));
+    let report = read_json(&json);
+    check_report_header(&report);
     let config = &logdisk_test(&report, 0)["config"]["detail"];
     assert_eq!(config["direct"], false, "{config}");
-    assert!(entries(&ramfs.0).is_empty(), "{:?}", entries(&ramfs.0));
+    assert!(listed(&left).is_empty(), "files left: {left}");
 }
 
 #[test]

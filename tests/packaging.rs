@@ -237,3 +237,66 @@ fn manpages_is_not_offered_in_help() {
     assert_code(&out, 0);
     assert!(!stdout_of(&out).contains("manpages"));
 }
+
+/// The license (MIT OR Apache-2.0): both texts in the source, the same
+/// expression in Cargo.toml and in the Debian copyright file, and a package
+/// synopsis (the description) that fits Debian's 80 columns.
+#[test]
+fn the_license_is_declared_everywhere_and_the_synopsis_is_short() {
+    assert_eq!(env!("CARGO_PKG_LICENSE"), "MIT OR Apache-2.0");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read =
+        |f: &str| std::fs::read_to_string(root.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+    assert!(read("LICENSE-MIT").starts_with("MIT License\n"));
+    let apache = read("LICENSE-APACHE");
+    assert!(
+        apache.contains("Apache License") && apache.contains("Version 2.0, January 2004"),
+        "LICENSE-APACHE is not the Apache License 2.0"
+    );
+    assert!(apache.contains("END OF TERMS AND CONDITIONS"));
+    let copyright = read("packaging/copyright");
+    assert!(copyright.starts_with(
+        "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n"
+    ));
+    for line in [
+        "License: MIT or Apache-2.0",
+        "License: MIT",
+        "License: Apache-2.0",
+    ] {
+        assert!(
+            copyright.lines().any(|l| l == line),
+            "packaging/copyright lacks {line:?}"
+        );
+    }
+    let synopsis = env!("CARGO_PKG_DESCRIPTION");
+    assert!(
+        synopsis.len() < 80 && !synopsis.ends_with('.'),
+        "the package synopsis must be under 80 characters, no final period: {synopsis:?}"
+    );
+    let manifest = read("Cargo.toml");
+    assert!(
+        manifest
+            .lines()
+            .any(|l| l == r#"recommends = "bash-completion""#),
+        "the package does not recommend bash-completion"
+    );
+}
+
+/// Every option in a synopsis has its name: no `[-D ]` (clap_mangen's
+/// synopsis of an option with a short name only).
+#[test]
+fn man_page_synopses_name_every_option() {
+    let dir = tempfile::tempdir().unwrap();
+    write_manpages(dir.path());
+    for sub in ["man1", "compat/man1"] {
+        for entry in std::fs::read_dir(dir.path().join(sub)).unwrap() {
+            let path = entry.unwrap().path();
+            let text = page(&path);
+            assert!(
+                !text.contains(" \\fR]"),
+                "{}: an option without its name in the synopsis",
+                path.display()
+            );
+        }
+    }
+}

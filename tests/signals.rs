@@ -30,7 +30,7 @@ fn interrupt_run(extra: &str, sig: libc::c_int) -> Interrupted {
     let pid = child.child.id();
     std::thread::sleep(Duration::from_millis(1500));
     child.signal(sig);
-    let (status, stdout, stderr) = child.wait(Duration::from_secs(10));
+    let (status, stdout, stderr) = child.wait(Duration::from_secs(60));
     let all = dump(status, &stdout, &stderr);
     assert_eq!(status.code(), Some(0), "{all}");
     Interrupted {
@@ -60,9 +60,12 @@ fn sigint_reports_results_so_far_and_leaves_no_queue() {
     let mut queues = Vec::new();
     for (i, s) in series.iter().enumerate() {
         assert!(check_summary(s, &format!("series[{i}]"), true) > 0);
-        let names = s["detail"]["resources"]
-            .as_array()
-            .unwrap_or_else(|| panic!("series[{i}].resources missing: {s}"));
+        let names = s["detail"]["resources"].as_array().unwrap_or_else(|| {
+            panic!(
+                "series[{i}].resources missing: {}",
+                evidence("json", &s.to_string())
+            )
+        });
         assert!(!names.is_empty(), "no queue names in series[{i}].resources");
         queues.extend(names.iter().map(|n| n.as_str().unwrap().to_string()));
     }
@@ -95,7 +98,11 @@ fn sigterm_with_classic_format_reports_and_leaves_no_queue() {
     assert_eq!(v["return_code"], 0);
     assert_eq!(v["num_threads"], 1);
     let samples = u64_of(&v["thread"]["0"]["sender"]["samples"], "sender.samples");
-    assert!(samples > 0, "no samples before SIGTERM: {v}");
+    assert!(
+        samples > 0,
+        "no samples before SIGTERM: {}",
+        evidence("json", &v.to_string())
+    );
     assert!(
         u64_of(&v["thread"]["0"]["receiver"]["max"], "receiver.max")
             >= u64_of(&v["thread"]["0"]["receiver"]["min"], "receiver.min")

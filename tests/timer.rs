@@ -50,7 +50,12 @@ fn two_seconds_give_two_whole_loops_and_a_consistent_report() {
     let samples = check_summary(s, "series", true);
     let overruns = u64_of(&s["overruns"], "overruns");
     // 2 s of 1 ms periods after the warm-up: every period is a sample or an overrun.
-    assert_eq!(samples + overruns, 2000, "{s}");
+    assert_eq!(
+        samples + overruns,
+        2000,
+        "{}",
+        evidence("json", &s.to_string())
+    );
     let d = &s["detail"];
     let loops = u64_of(&d["loops"], "loops");
     assert!((2..=3).contains(&loops), "loops {loops}");
@@ -423,7 +428,7 @@ fn sigint_mid_run_prints_the_summary_and_writes_json() {
     let child = spawn(&a);
     std::thread::sleep(Duration::from_millis(2600));
     child.signal(libc::SIGINT);
-    let (status, stdout, stderr) = child.wait(Duration::from_secs(10));
+    let (status, stdout, stderr) = child.wait(Duration::from_secs(60));
     assert_eq!(status.code(), Some(0), "{stdout}{stderr}");
     assert!(stdout.contains("\nRTS|"), "{stdout}");
     let report = read_json(&file);
@@ -463,7 +468,7 @@ fn quiet_without_a_duration_is_a_warning_not_an_error() {
     let child = spawn(&a);
     std::thread::sleep(Duration::from_millis(1500));
     child.signal(libc::SIGTERM);
-    let (status, stdout, stderr) = child.wait(Duration::from_secs(10));
+    let (status, stdout, stderr) = child.wait(Duration::from_secs(60));
     assert_eq!(status.code(), Some(0), "{stdout}{stderr}");
     assert!(
         stderr.contains("latscope: warning: -q requires -T, ignoring -q"),
@@ -553,7 +558,7 @@ fn break_on_switch_stops_at_the_first_preemption_or_never_sees_one() {
     let d = &t["series"][0]["detail"];
     let msw = u64_of(&d["msw"], "msw");
     if t["end_reason"] == "break_on_switch" {
-        assert!(msw > 0, "{d}");
+        assert!(msw > 0, "{}", evidence("json", &d.to_string()));
         assert!(
             stderr_of(&out).contains(&format!("-b: the sampling thread on CPU {cpu} had")),
             "{}",
@@ -563,7 +568,7 @@ fn break_on_switch_stops_at_the_first_preemption_or_never_sees_one() {
     } else {
         // -b did not fire: then nothing happened that it watches.
         assert_eq!(t["end_reason"], "duration_elapsed");
-        assert_eq!(msw, 0, "{d}");
+        assert_eq!(msw, 0, "{}", evidence("json", &d.to_string()));
     }
 }
 
@@ -610,7 +615,7 @@ fn sigterm_during_a_breakdown_run_removes_the_trace_instance() {
         .filter(|n| n.starts_with(&format!("latscope-{pid}-")))
         .collect();
     child.signal(libc::SIGTERM);
-    let (status, stdout, stderr) = child.wait(Duration::from_secs(10));
+    let (status, stdout, stderr) = child.wait(Duration::from_secs(60));
     assert_eq!(status.code(), Some(0), "{stdout}{stderr}");
     assert_eq!(during.len(), 1, "the run traces in its own instance");
     assert!(
@@ -663,4 +668,32 @@ fn kernel_side_figures_without_privileges_are_a_clear_run_time_error() {
         err.contains("-t 1 needs kernel tracing") && err.contains("root"),
         "{err}"
     );
+}
+
+/// `-h` (Xenomai's histograms) in the modern format: the histograms, as a
+/// table per thread whose Samples column adds up to the thread's samples.
+#[test]
+fn histograms_in_the_modern_format_are_printed_as_tables() {
+    let (out, report) = timer_json(&["-h", "-T", "1", "-q"], 0);
+    let stdout = stdout_of(&out);
+    let samples = u64_of(&timer_series(&report)[0]["samples"], "samples");
+    let mut lines = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("Histograms of CPU"));
+    assert!(lines.next().is_some(), "no histograms:\n{}", describe(&out));
+    let header = lines.next().unwrap_or_default();
+    assert!(
+        header.starts_with("From") && header.contains("Loop maxima"),
+        "{header}"
+    );
+    let counted: u64 = lines
+        .take_while(|l| !l.starts_with("warning:") && !l.starts_with("context:"))
+        .map(|l| {
+            // From, To (each a number and a unit, or "beyond"), then Samples.
+            let words: Vec<&str> = l.split_whitespace().collect();
+            let at = if words[2] == "beyond" { 3 } else { 4 };
+            words[at].parse::<u64>().unwrap_or_else(|_| panic!("{l}"))
+        })
+        .sum();
+    assert_eq!(counted, samples, "{}", describe(&out));
 }

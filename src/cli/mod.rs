@@ -61,7 +61,15 @@ pub enum Command {
     #[command(allow_negative_numbers = true, args_override_self = true)]
     Svmq(Box<PairTestArgs>),
     /// Every IPC primitive with the same settings, one comparison table
-    #[command(allow_negative_numbers = true, args_override_self = true)]
+    #[command(
+        allow_negative_numbers = true,
+        args_override_self = true,
+        // The pair options are shared with the single tests, whose help
+        // gives their own defaults: `ipc` states its different ones.
+        mut_arg("interval", |a| a.help(IPC_INTERVAL_HELP)),
+        mut_arg("priority", |a| a.help(IPC_PRIORITY_HELP)),
+        mut_arg("smp", |a| a.help(IPC_SMP_HELP))
+    )]
     Ipc(Box<IpcArgs>),
     /// Periodic timer wake-up latency (replaces Xenomai's latency; same options; help is --help)
     #[command(
@@ -314,8 +322,15 @@ pub struct CommonArgs {
     pub verdict: VerdictArgs,
 }
 
+/// `latscope ipc`'s help for the pair options whose defaults differ there.
+const IPC_INTERVAL_HELP: &str =
+    "Base interval between samples in microseconds; 0 = back to back [default: 100]";
+const IPC_PRIORITY_HELP: &str = "Real-time priority of pair 0; pair N gets PRIO-N (at least 1) unless -S [default: 99 when allowed, else 0]";
+const IPC_SMP_HELP: &str =
+    "SMP mode: one pair per usable CPU, pinned, all at the same priority (the default)";
+
 /// The rt-tests pair options (pmqtest, sigwaittest, svsematest, ptsematest),
-/// also used by `latscope ipc` (whose defaults differ, see its help).
+/// also used by `latscope ipc` (whose defaults differ: its help says them).
 #[derive(Debug, Clone, Args)]
 pub struct LayoutArgs {
     /// Pin pair N to CPU N (bare -a), or all pairs to CPU PROC (-a PROC)
@@ -324,13 +339,13 @@ pub struct LayoutArgs {
     /// Added to the interval of each further pair, in microseconds [default: 500]
     #[arg(short = 'd', long, value_name = "DIST")]
     pub distance: Option<String>,
-    /// Base interval between samples in microseconds; 0 = back to back [default: 1000; ipc: 100]
+    /// Base interval between samples in microseconds; 0 = back to back [default: 1000]
     #[arg(short = 'i', long, value_name = "INTV")]
     pub interval: Option<String>,
     /// Samples per pair (0 = until stopped) [default: 0]
     #[arg(short = 'l', long, value_name = "LOOPS")]
     pub loops: Option<String>,
-    /// Real-time priority of pair 0; pair N gets PRIO-N (at least 1) unless -S [default: 0; ipc: 99 when allowed]
+    /// Real-time priority of pair 0; pair N gets PRIO-N (at least 1) unless -S [default: 0]
     #[arg(
         short = 'p',
         long = "prio",
@@ -341,7 +356,7 @@ pub struct LayoutArgs {
     /// Scheduling policy [default: fifo with -p above 0, else other]
     #[arg(long, value_enum)]
     pub policy: Option<PolicyArg>,
-    /// SMP mode: one pair per usable CPU, pinned, all at the same priority (ipc: the default)
+    /// SMP mode: one pair per usable CPU, pinned, all at the same priority
     #[arg(short = 'S', long)]
     pub smp: bool,
     /// Number of pairs; bare -t: one per usable CPU [default: 1]
@@ -494,7 +509,8 @@ pub struct TimerArgs {
     #[arg(short = 'q', long)]
     pub quiet: bool,
     /// Testing device number (Xenomai RTDM); accepted and ignored
-    #[arg(short = 'D', value_name = "DEV")]
+    // A long name too: clap_mangen's synopsis of a short-only option is `[-D ]`.
+    #[arg(short = 'D', long = "device", value_name = "DEV")]
     pub device: Option<String>,
     /// Test mode: 0 user-space wake-up, 1 thread latency (scheduled in), 2 IRQ latency; 1 and 2 trace the kernel [default: 0]
     #[arg(short = 't', long = "mode", value_name = "MODE")]
@@ -634,4 +650,46 @@ pub struct LogdiskArgs {
     pub thresholds: ThresholdArgs,
     #[command(flatten)]
     pub load: LoadArgs,
+}
+
+/// The command line of a compatibility name (`pmqtest`, `latency`, ...):
+/// the subcommand it stands for, under that name (its usage line says
+/// `pmqtest [OPTIONS]`, not `latscope mq`), with the defaults its preset
+/// arguments give (`--format [default: classic]`). None for other names.
+/// Used to parse, and so to print help and usage errors, as that tool.
+pub fn compat_command(name: &str) -> Option<clap::Command> {
+    use clap::CommandFactory;
+    let (name, stands_for) = COMPAT_NAMES.iter().find(|(n, _)| *n == name)?;
+    let (sub, presets) = stands_for.split_first()?;
+    let mut cmd = Cli::command().find_subcommand(sub)?.clone();
+    for preset in presets.chunks(2) {
+        let [option, value] = preset else {
+            return None;
+        };
+        let long = option.trim_start_matches("--");
+        let id = cmd
+            .get_arguments()
+            .find(|a| a.get_long() == Some(long))?
+            .get_id()
+            .clone();
+        cmd = cmd.mut_arg(id, |a| a.default_value(*value));
+    }
+    Some(cmd.name(*name).bin_name(*name).display_name(*name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_compat_name_has_its_command_with_classic_by_default() {
+        for (name, _) in COMPAT_NAMES {
+            let mut cmd = compat_command(name).expect("a compat command");
+            let help = cmd.render_help().to_string();
+            assert!(help.contains(&format!("Usage: {name} [OPTIONS]")), "{help}");
+            assert!(help.contains("[default: classic]"), "{name}: {help}");
+            assert!(!help.contains("[default: modern]"), "{name}: {help}");
+        }
+        assert!(compat_command("latscope").is_none());
+    }
 }

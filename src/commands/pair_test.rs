@@ -107,7 +107,7 @@ impl Measurement for PairTest<'_> {
                 ),
                 _ => Box::new(LiveLine::new(self.transport.name(), settings.verdict.quiet)),
             };
-        let finished = match ipc_run::run(IpcTest {
+        let mut finished = match ipc_run::run(IpcTest {
             transport: self.transport,
             plan: RunPlan {
                 // Peer processes lock their memory when this process could.
@@ -126,6 +126,8 @@ impl Measurement for PairTest<'_> {
             Err(SetupError::Usage(e)) => return Err(UsageError(e).into()),
             Err(e) => return Err(CommandError::Runtime(e.to_string())),
         };
+        // A pair test runs at the priority -p gives (0, normal, by default).
+        finished.facts.priority_option = Some("-p");
         if let Some(note) = &finished.facts.breaktrace_note {
             eprintln!("latscope: break-trace limit crossed: {note}");
         }

@@ -19,7 +19,7 @@ use crate::report::console::overview::SuiteOverview;
 use crate::rt::sched::{self, Policy};
 use crate::settings::timer::TimerSettings;
 use crate::settings::{PairLayout, Placement, UsageError, VerdictSettings};
-use crate::units::{format_duration, parse_duration};
+use crate::units::{format_run_time, parse_duration};
 use std::time::{Duration, Instant};
 
 /// Time the timer test needs besides measuring (threads, report).
@@ -153,7 +153,7 @@ impl Suite {
             eprintln!(
                 "latscope: running timer (one thread per CPU, {} us period) for {} ...",
                 settings.period_us,
-                format_duration(left)
+                format_run_time(left)
             );
         }
         let mut progress = TimerProgressLine::new(self.verdict.quiet);
@@ -173,7 +173,7 @@ impl Suite {
         if !self.verdict.quiet {
             eprintln!(
                 "latscope: running logdisk (4 KiB O_DSYNC writes, 2 files of 1 MiB in a private directory here) for {} ...",
-                format_duration(left)
+                format_run_time(left)
             );
         }
         let mut progress = LogdiskProgressLine::new(self.verdict.quiet);

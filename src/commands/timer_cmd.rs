@@ -8,7 +8,7 @@ use crate::pipeline::{
     self, CommandError, FinishedTest, Measurement, Plan, PrepareSpec, Presentation, Run,
 };
 use crate::report::classic_xenomai::{self, ClassicXenomai, XenomaiGnuplot};
-use crate::report::console::ModernConsole;
+use crate::report::console::{ModernConsole, ModernConsoleWithHistograms};
 use crate::report::json::LatscopeJson;
 use crate::report::{Exporter, Report};
 use crate::rt::tracefs::{self, BreakTrace};
@@ -76,6 +76,8 @@ impl Measurement for TimerCommand {
                 classic: true,
                 json: Box::new(LatscopeJson),
             }
+        } else if settings.print_histograms {
+            Presentation::modern(Box::new(ModernConsoleWithHistograms))
         } else {
             Presentation::modern(Box::new(ModernConsole))
         };

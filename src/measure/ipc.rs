@@ -12,7 +12,7 @@ use crate::rt::sched;
 use crate::rt::tracefs::BreakTrace;
 use crate::settings::{IpcSettings, PairLayout};
 use crate::stats::LatencyRecorder;
-use crate::units::format_duration;
+use crate::units::format_run_time;
 use std::time::Duration;
 
 /// The CPUs the pairs run on: their pinned CPUs, or every usable CPU when
@@ -82,6 +82,8 @@ pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, SetupError> {
         max_ns: overall.max(),
         windows_dropped: series.iter().map(|s| s.per_second_dropped).sum(),
         breaktrace_note: outcome.breaktrace_note.clone(),
+        // Set by the pair tests, which take -p (see pair_test).
+        priority_option: None,
         scheduling_free: false,
     };
     Ok(FinishedTest {
@@ -258,7 +260,7 @@ pub fn run_sequence(
                     .duration
                     .map_or("until its loops are done".to_string(), |d| format!(
                         "for {}",
-                        format_duration(d)
+                        format_run_time(d)
                     ))
             );
         }

@@ -107,8 +107,8 @@ pub fn measure(
             }
             if t.overruns > 0 {
                 warnings.push(format!(
-                    "the sampling thread on CPU {} missed {} periods (overruns): the period is too short for this machine, or real-time throttling or a higher-priority task stopped it",
-                    t.cpu, t.overruns
+                    "the sampling thread on CPU {} missed {} period{} (overruns): the period is too short for this machine, or real-time throttling or a higher-priority task stopped it",
+                    t.cpu, t.overruns, if t.overruns == 1 { "" } else { "s" }
                 ));
             }
             Series {
@@ -158,6 +158,7 @@ pub fn measure(
         max_ns: overall.max(),
         windows_dropped: series.iter().map(|s| s.per_second_dropped).sum(),
         breaktrace_note: None,
+        priority_option: None,
         scheduling_free: false,
     };
     let result = TestResult {

@@ -29,6 +29,10 @@ pub struct RunFacts {
     /// write runs at normal priority by design): it takes no part in the
     /// real-time checks.
     pub scheduling_free: bool,
+    /// The option that gives the test a real-time priority (`-p`), for the
+    /// advice when it ran without one; `None` when the command picks
+    /// SCHED_FIFO 99 by itself where it is allowed (timer, ipc, suite).
+    pub priority_option: Option<&'static str>,
 }
 
 /// What used the measured CPUs during one measurement: all work (the
@@ -105,6 +109,7 @@ impl RunFacts {
                 / total_capacity
         });
         RunFacts {
+            priority_option: all.iter().find_map(|f| f.priority_option),
             realtime_policy: all.iter().all(|f| f.realtime_policy),
             busy_fraction,
             own_cpu_seconds: all.iter().map(|f| f.own_cpu_seconds).sum(),
@@ -162,11 +167,14 @@ fn outside_isolated(sys: &SysInfo, cpus_used: &[usize]) -> Option<String> {
 pub fn warnings(sys: &SysInfo, facts: &RunFacts, memory: &MemoryLock) -> Vec<String> {
     let mut w = Vec::new();
     if !facts.realtime_policy {
-        w.push(
-            "no real-time priority (policy other): latencies include ordinary scheduling delays; \
-             run as root with -p 1..99 (or CAP_SYS_NICE)"
-                .to_string(),
-        );
+        // Advice that fits the command given: only the pair tests take -p.
+        let how = match facts.priority_option {
+            Some(option) => format!("run as root with {option} 1..99 (or CAP_SYS_NICE)"),
+            None => "run as root (or with CAP_SYS_NICE): it then takes SCHED_FIFO 99".to_string(),
+        };
+        w.push(format!(
+            "no real-time priority (policy other): latencies include ordinary scheduling delays; {how}"
+        ));
     }
     match memory {
         MemoryLock::Locked => {}
@@ -252,7 +260,27 @@ mod tests {
             windows_dropped: 0,
             breaktrace_note: None,
             scheduling_free: false,
+            priority_option: Some("-p"),
         }
+    }
+
+    #[test]
+    fn the_priority_advice_fits_the_command() {
+        let advice = |option| {
+            let facts = RunFacts {
+                realtime_policy: false,
+                priority_option: option,
+                ..good_facts()
+            };
+            warnings(&rt_sys(), &facts, &MemoryLock::Locked)
+                .into_iter()
+                .find(|w| w.starts_with("no real-time priority"))
+                .unwrap()
+        };
+        assert!(advice(Some("-p")).ends_with("run as root with -p 1..99 (or CAP_SYS_NICE)"));
+        let chooses = advice(None);
+        assert!(!chooses.contains("-p"), "{chooses}");
+        assert!(chooses.ends_with("SCHED_FIFO 99"), "{chooses}");
     }
 
     #[test]

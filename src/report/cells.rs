@@ -119,11 +119,20 @@ pub fn machine_line(s: &SysInfo) -> String {
     )
 }
 
+/// Ctrl-C or SIGTERM came before the test's first sample: there is nothing
+/// to tabulate, and every kind of test says so the same way (its title line
+/// ending "interrupted before measuring", no tables).
+pub fn interrupted_before_measuring(test: &TestResult) -> bool {
+    test.end_reason == crate::report::EndReason::Interrupted
+        && test.series.iter().all(|s| s.latency.samples == 0)
+}
+
 pub fn end_reason_text(test: &TestResult) -> &'static str {
     use crate::report::EndReason::*;
     match test.end_reason {
         LoopsDone => "all loops done",
         DurationElapsed => "duration elapsed",
+        Interrupted if interrupted_before_measuring(test) => "interrupted before measuring",
         Interrupted => "interrupted",
         BreakTrace => "break-trace limit crossed",
         BreakOnSwitch => "stopped at a context switch or page fault (-b)",

@@ -15,7 +15,10 @@
 //!   wake-up. Real-time throttling: a non-real-time task running after a
 //!   real-time measured task was woken on this CPU (the scheduler runs such a
 //!   task before a runnable real-time one only when the real-time class is
-//!   throttled).
+//!   throttled): one switched in after the wake-up, or one that was running
+//!   at the wake-up and kept the CPU longer than `THROTTLE_GRACE_NS` (one
+//!   that leaves at once was merely preempted, by the woken task or by
+//!   another real-time one woken at the same moment).
 
 use crate::report::{Cause, Spike, SpikeEvent};
 use crate::rt::tracefs::events::{Comm, IrqName, Kind, Switch, TraceEvent, VECTORS, softirq_name};
@@ -39,6 +42,10 @@ const SUMMARY_MIN_NS: u64 = 1_000;
 const MAX_NESTING: usize = 8;
 /// Kernel priorities below this are real-time (`MAX_RT_PRIO`).
 const MAX_RT_PRIO: i32 = 100;
+/// How long a normal task running when a real-time task is woken may keep
+/// the CPU before that counts as throttling: far above the few microseconds
+/// a preemption takes, far below the tens of ms throttling lends the CPU.
+const THROTTLE_GRACE_NS: u64 = 1_000_000;
 
 /// A task as `sched_switch` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -217,6 +224,13 @@ pub fn attribute_events<'e>(
     let mut at = start;
     let mut woken: Option<(u64, i32)> = None;
     let mut verdict = Verdict::default();
+    // When the task on the CPU got it (None: before the events looked at).
+    let mut current_since: Option<u64> = None;
+    // Whether the task on the CPU at `time` counts as running after the
+    // wake-up at `woken_at` (see the module doc on throttling).
+    let after_wake = |since: Option<u64>, woken_at: u64, time: u64| {
+        since.is_some_and(|t| t > woken_at) || time.saturating_sub(woken_at) > THROTTLE_GRACE_NS
+    };
     for event in events {
         if event.time > end {
             break;
@@ -261,17 +275,33 @@ pub fn attribute_events<'e>(
         if let (Some((woken_at, prio)), Kind::Switch(s)) = (woken, event.kind)
             && event.time > woken_at
         {
-            verdict.judge(window.measured, prio, s.prev_pid, s.prev_prio, &s.prev_comm);
+            let ran_after_wake = after_wake(current_since, woken_at, event.time);
+            verdict.judge(
+                window.measured,
+                prio,
+                (s.prev_pid, s.prev_prio, &s.prev_comm),
+                ran_after_wake,
+            );
         }
+        let before = state.task.map(|t| t.pid);
         state.apply(event);
+        if state.task.map(|t| t.pid) != before || matches!(event.kind, Kind::Switch(_)) {
+            current_since = Some(event.time);
+        }
     }
     if end > at {
         book.charge(owner(&state, window.measured), end - at);
     }
     // The task still on the CPU at the end of the window ran after the
     // wake-up too: judged by the priority it was switched in with.
-    if let (Some((_, prio)), Some(task)) = (woken, state.task) {
-        verdict.judge(window.measured, prio, task.pid, task.prio, &task.comm);
+    if let (Some((woken_at, prio)), Some(task)) = (woken, state.task) {
+        let ran_after_wake = after_wake(current_since, woken_at, end);
+        verdict.judge(
+            window.measured,
+            prio,
+            (task.pid, task.prio, &task.comm),
+            ran_after_wake,
+        );
     }
     let mut causes = book.causes;
     causes.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.name.cmp(&b.name)));
@@ -304,17 +334,24 @@ struct Verdict {
 }
 
 impl Verdict {
-    /// Task `pid` ran after a measured task of priority `measured_prio` was
-    /// woken: a higher-priority one preempted it; a normal one ahead of a
-    /// real-time one means throttling.
-    fn judge(&mut self, measured: &[i32], measured_prio: i32, pid: i32, prio: i32, comm: &Comm) {
+    /// Task `pid` held the CPU after a measured task of priority
+    /// `measured_prio` was woken: a higher-priority one preempted it; a
+    /// normal one ahead of a real-time one means throttling, when it ran
+    /// after the wake-up (`ran_after_wake`, see the module doc).
+    fn judge(
+        &mut self,
+        measured: &[i32],
+        measured_prio: i32,
+        (pid, prio, comm): (i32, i32, &Comm),
+        ran_after_wake: bool,
+    ) {
         if pid == 0 || prio == UNKNOWN_PRIO || measured.contains(&pid) {
             return;
         }
         if prio < measured_prio {
             self.preempted_by
                 .get_or_insert_with(|| task_name(pid, prio, comm));
-        } else if measured_prio < MAX_RT_PRIO && prio >= MAX_RT_PRIO {
+        } else if ran_after_wake && measured_prio < MAX_RT_PRIO && prio >= MAX_RT_PRIO {
             self.rt_throttling = true;
         }
     }
@@ -829,6 +866,33 @@ mod tests {
         assert!(spike.summary.ends_with(
             "; real-time throttling (a normal task ran while the real-time task was runnable)"
         ));
+    }
+
+    #[test]
+    fn a_normal_task_preempted_at_the_wake_up_is_not_throttling() {
+        // The compiler ran when the sampling task and a higher real-time
+        // task were woken together; it left at once for the latter, which
+        // held the CPU: preemption, and no throttling.
+        let events = [
+            switch(500 * US, (0, 120, "swapper/1", 0), (77, 120, "lto")),
+            wakeup(1_000 * US, 49),
+            switch(
+                1_005 * US,
+                (77, 120, "lto", Switch::PREEMPTED),
+                (9, 19, "spike-maker"),
+            ),
+            switch(
+                5_000 * US,
+                (9, 19, "spike-maker", 1),
+                (ME, 49, "sampling-1"),
+            ),
+        ];
+        let spike = run(&events, 1_000 * US, 5_010 * US);
+        assert!(!spike.rt_throttling);
+        assert_eq!(
+            spike.preempted_by.as_deref(),
+            Some("spike-maker (pid 9, prio 19)")
+        );
     }
 
     #[test]

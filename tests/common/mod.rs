@@ -57,6 +57,66 @@ pub fn run_mq(args: &[&str], timeout_s: u64, code: i32) -> Output {
     out
 }
 
+/// A fresh directory on a disk-backed filesystem, under the directory cargo
+/// gives integration tests (`CARGO_TARGET_TMPDIR`, inside whatever target
+/// directory this build uses). Tests that need direct I/O use it: `/tmp` may
+/// be a tmpfs, which refuses O_DIRECT.
+pub fn disk_dir(prefix: &str) -> TempDir {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap_or_else(|e| panic!("temp dir under {}: {e}", env!("CARGO_TARGET_TMPDIR")))
+}
+
+/// Evidence for an assertion message: `text` itself when short; otherwise
+/// its first and last lines and the name of a file (under
+/// `CARGO_TARGET_TMPDIR/evidence/`) that holds all of it, so that a failure
+/// message stays readable (a whole report is tens of KB).
+pub fn evidence(what: &str, text: &str) -> String {
+    const LIMIT: usize = 4000;
+    const EDGE: usize = 12;
+    if text.len() <= LIMIT {
+        return text.to_string();
+    }
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("evidence");
+    let saved = std::fs::create_dir_all(&dir)
+        .and_then(|()| {
+            tempfile::Builder::new()
+                .prefix(&format!("{what}-"))
+                .suffix(".txt")
+                .tempfile_in(&dir)
+        })
+        .and_then(|f| {
+            std::fs::write(f.path(), text)?;
+            // Kept on purpose: it is the evidence the message names.
+            f.keep().map_err(|e| e.error)
+        });
+    let all: Vec<&str> = text.lines().collect();
+    let shown = |l: &[&str]| -> String {
+        l.iter()
+            .map(|l| l.chars().take(200).collect::<String>() + "\n")
+            .collect()
+    };
+    let cut = if all.len() > 2 * EDGE {
+        format!(
+            "{}[... {} lines ...]\n{}",
+            shown(&all[..EDGE]),
+            all.len() - 2 * EDGE,
+            shown(&all[all.len() - EDGE..])
+        )
+    } else {
+        shown(&all).chars().take(LIMIT).collect()
+    };
+    match saved {
+        Ok((_, path)) => format!(
+            "[{what}: {} bytes, all of it in {}]\n{cut}",
+            text.len(),
+            path.display()
+        ),
+        Err(e) => format!("[{what}: {} bytes, not saved: {e}]\n{cut}", text.len()),
+    }
+}
+
 /// A fresh temporary directory and the path of `name` in it. Keep the
 /// directory: dropping it removes the directory and the file.
 pub fn temp_file(name: &str) -> (TempDir, PathBuf) {
@@ -129,7 +189,11 @@ pub fn stderr_of(out: &Output) -> String {
 /// A readable dump of a finished process from its parts, for assertion
 /// messages.
 pub fn dump(status: ExitStatus, stdout: &str, stderr: &str) -> String {
-    format!("status {status:?}\n--- stdout ---\n{stdout}--- stderr ---\n{stderr}")
+    format!(
+        "status {status:?}\n--- stdout ---\n{}--- stderr ---\n{}",
+        evidence("stdout", stdout),
+        evidence("stderr", stderr)
+    )
 }
 
 /// A readable dump of a finished command, for assertion messages.
@@ -143,8 +207,8 @@ pub fn describe(out: &Output) -> String {
     format!(
         "status: {:?}{killed}\n--- stdout ---\n{}--- stderr ---\n{}",
         out.status,
-        stdout_of(out),
-        stderr_of(out)
+        evidence("stdout", &stdout_of(out)),
+        evidence("stderr", &stderr_of(out))
     )
 }
 
@@ -257,12 +321,18 @@ pub fn read_json(path: &Path) -> Value {
     for bad in ["NaN", "Infinity"] {
         assert!(
             !text.contains(bad),
-            "{} contains {bad}:\n{text}",
-            path.display()
+            "{} contains {bad}:\n{}",
+            path.display(),
+            evidence("json", &text)
         );
     }
-    serde_json::from_str(&text)
-        .unwrap_or_else(|e| panic!("{} is not valid JSON ({e}):\n{text}", path.display()))
+    serde_json::from_str(&text).unwrap_or_else(|e| {
+        panic!(
+            "{} is not valid JSON ({e}):\n{}",
+            path.display(),
+            evidence("json", &text)
+        )
+    })
 }
 
 pub fn u64_of(v: &Value, what: &str) -> u64 {
@@ -297,7 +367,11 @@ pub const PERCENTILES: [f64; 6] = [50.0, 90.0, 99.0, 99.9, 99.99, 99.999];
 /// summary when `is_series` is false) that has at least one sample.
 pub fn check_summary(s: &Value, what: &str, is_series: bool) -> u64 {
     let samples = u64_of(&s["samples"], &format!("{what}.samples"));
-    assert!(samples > 0, "{what}: no samples: {s}");
+    assert!(
+        samples > 0,
+        "{what}: no samples: {}",
+        evidence("json", &s.to_string())
+    );
     let min = i64_of(&s["min_ns"], &format!("{what}.min_ns"));
     let max = i64_of(&s["max_ns"], &format!("{what}.max_ns"));
     let avg = f64_of(&s["avg_ns"], &format!("{what}.avg_ns"));
@@ -392,7 +466,12 @@ pub fn run_with_report(mut cmd: Command, file: &Path, code: i32) -> (Output, Val
 
 /// Checks the parts of a latscope report every run has.
 pub fn check_report_header(report: &Value) {
-    assert_eq!(report["schema"], "latscope-report", "schema: {report}");
+    assert_eq!(
+        report["schema"],
+        "latscope-report",
+        "schema: {}",
+        evidence("json", &report.to_string())
+    );
     assert_eq!(report["schema_version"], 2, "schema_version");
     let sys = &report["sysinfo"];
     for key in [
@@ -403,10 +482,18 @@ pub fn check_report_header(report: &Value) {
         "machine",
         "clocksource",
     ] {
-        assert!(sys[key].is_string(), "sysinfo.{key} missing: {sys}");
+        assert!(
+            sys[key].is_string(),
+            "sysinfo.{key} missing: {}",
+            evidence("json", &sys.to_string())
+        );
     }
     assert_eq!(sys["sysname"], "Linux");
-    assert!(sys["preempt_rt"].is_boolean(), "sysinfo.preempt_rt: {sys}");
+    assert!(
+        sys["preempt_rt"].is_boolean(),
+        "sysinfo.preempt_rt: {}",
+        evidence("json", &sys.to_string())
+    );
     assert!(
         u64_of(&sys["cpus_online"], "sysinfo.cpus_online") >= 1,
         "cpus_online"
@@ -431,9 +518,12 @@ pub fn check_report_header(report: &Value) {
 
 /// The series of the first test of a report.
 pub fn series(report: &Value) -> &Vec<Value> {
-    report["tests"][0]["series"]
-        .as_array()
-        .unwrap_or_else(|| panic!("tests[0].series missing: {report}"))
+    report["tests"][0]["series"].as_array().unwrap_or_else(|| {
+        panic!(
+            "tests[0].series missing: {}",
+            evidence("json", &report.to_string())
+        )
+    })
 }
 
 /// The CPUs this process may run on (what `-S` and bare `-t` use).
@@ -567,6 +657,12 @@ fn wait_or_kill(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
     }
 }
 
+/// Starts any command (a wrapper script, a tool under another user) like
+/// `spawn`: no input, its output collected by threads.
+pub fn spawn_std(cmd: &mut std::process::Command) -> Spawned {
+    start(cmd, "spawn")
+}
+
 pub fn spawn(args: &[&str]) -> Spawned {
     start(
         std::process::Command::new(bin()).args(args),
@@ -593,7 +689,9 @@ impl Spawned {
         match status {
             Some(status) => (status, out, err),
             None => panic!(
-                "latscope did not exit within {timeout:?}; killed\n--- stdout ---\n{out}--- stderr ---\n{err}"
+                "latscope did not exit within {timeout:?}; killed\n--- stdout ---\n{}--- stderr ---\n{}",
+                evidence("stdout", &out),
+                evidence("stderr", &err)
             ),
         }
     }

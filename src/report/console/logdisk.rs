@@ -60,6 +60,9 @@ pub fn write_test(
         },
         end_reason_text(test)
     )?;
+    if crate::report::cells::interrupted_before_measuring(test) {
+        return Ok(());
+    }
     let rows = rows(test);
     let mut bandwidth = Table::new(&[
         "Writer",

@@ -82,3 +82,48 @@ pub fn breakdown_table(test: &TestResult) -> Option<Table> {
     }
     Some(table)
 }
+
+/// `-h` in the modern format: per sampling thread, the non-empty cells of
+/// Xenomai's three histograms of the main figure (every sample, each
+/// one-second loop's minimum, each loop's maximum) side by side, each cell
+/// as the latency range it counts; the last cell also counts everything
+/// beyond it.
+pub fn write_histograms(test: &TestResult, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    for s in &test.series {
+        let Some(t) = s.timer_thread() else { continue };
+        let all = &t.histogram_all;
+        let bucket = all.bucket_ns();
+        let last = all.cells().saturating_sub(1);
+        writeln!(
+            out,
+            "Histograms of {} ({} cells of {}; |latency|):",
+            s.label,
+            all.cells(),
+            format_ns(bucket as i64)
+        )?;
+        let mut table = Table::new(&["From", "To", "Samples", "Loop minima", "Loop maxima"]);
+        let mut cells: Vec<usize> = [all, &t.histogram_loop_min, &t.histogram_loop_max]
+            .iter()
+            .flat_map(|h| h.non_empty().map(|(cell, _)| cell))
+            .collect();
+        cells.sort_unstable();
+        cells.dedup();
+        for cell in cells {
+            let from = bucket.saturating_mul(cell as u64);
+            let to = if cell == last {
+                "beyond".to_string()
+            } else {
+                format_ns(bucket.saturating_mul(cell as u64 + 1) as i64)
+            };
+            table.row(vec![
+                format_ns(from as i64),
+                to,
+                all.count(cell).to_string(),
+                t.histogram_loop_min.count(cell).to_string(),
+                t.histogram_loop_max.count(cell).to_string(),
+            ]);
+        }
+        write!(out, "{}", table.render())?;
+    }
+    Ok(())
+}
