@@ -33,7 +33,15 @@ enum Layer {
     Settings,
     /// cli/.
     Cli,
-    /// commands/ and pipeline/: the top, which drives everything else.
+    /// live/: what people see while a test runs (status lines, the original
+    /// tools' live lines).
+    Live,
+    /// pipeline/: the one run sequence every measuring command goes through.
+    Pipeline,
+    /// measure/: each kind of test run on the prepared process and turned into
+    /// report data (the measure functions the commands hand the pipeline).
+    Measure,
+    /// commands/: the top, which drives everything else.
     Top,
 }
 
@@ -76,10 +84,14 @@ fn unit_of(
         }
         "settings" => (Layer::Settings, first.to_string()),
         "cli" => (Layer::Cli, first.to_string()),
-        "commands" | "pipeline" => match second {
-            Some(s) if first == "commands" && commands.contains(s) => {
-                (Layer::Top, format!("commands::{s}"))
-            }
+        "live" => (Layer::Live, first.to_string()),
+        "pipeline" => (Layer::Pipeline, first.to_string()),
+        "measure" => match second {
+            Some(s) => (Layer::Measure, format!("measure::{s}")),
+            None => (Layer::Measure, first.to_string()),
+        },
+        "commands" => match second {
+            Some(s) if commands.contains(s) => (Layer::Top, format!("commands::{s}")),
             _ => (Layer::Top, first.to_string()),
         },
         _ => return None,
@@ -166,7 +178,32 @@ const RULES: &[Rule] = &[
         name: "settings/ imports nothing from commands/ or pipeline/",
         reason: "settings/ turns arguments into typed settings before anything runs; the \
                  commands use settings, never the reverse",
-        broken: |f, t| f.layer == Layer::Settings && t.layer == Layer::Top,
+        broken: |f, t| f.layer == Layer::Settings && t.layer >= Layer::Live,
+    },
+    Rule {
+        name: "live displays import no pipeline, measure function or command",
+        reason: "a live display shows what the measuring threads publish (atomics, the \
+                 timer's loop records) in one format; it is handed to a measurement, so \
+                 if it reached up into the run it would be a circle",
+        broken: |f, t| f.layer == Layer::Live && t.layer > Layer::Live,
+    },
+    Rule {
+        name: "the pipeline imports no measure function and no command",
+        reason: "pipeline/ is the one run sequence for every kind of test: it knows a \
+                 `Measurement` only through the trait, so adding a test never changes it \
+                 (the run sequence was written out five times before it existed)",
+        broken: |f, t| f.layer == Layer::Pipeline && t.layer > Layer::Pipeline,
+    },
+    Rule {
+        name: "measure functions import no command and no other measure module",
+        reason: "measure/ipc.rs, timer.rs and logdisk.rs each turn one kind of test into \
+                 report data and are shared by the commands (suite uses all three); one \
+                 that imported another or a command would tie two kinds of test together",
+        broken: |f, t| {
+            f.layer == Layer::Measure
+                && (t.layer == Layer::Top
+                    || (t.layer == Layer::Measure && f.component != t.component))
+        },
     },
     Rule {
         name: "cli/ imports only units",
@@ -720,5 +757,8 @@ fn allowlist_entries_excuse_and_must_stay_needed() {
     assert!(stale[0].contains("timer_cmd.rs"));
     let (broken, _) = check(&files, &[]);
     assert_eq!(broken.len(), 1);
-    assert_eq!(broken[0].rule, RULES[10].name);
+    assert_eq!(
+        broken[0].rule,
+        "no command module imports another command module"
+    );
 }
