@@ -236,18 +236,12 @@ fn duration_ns(text: &str) -> Result<u64, String> {
                 shown(text)
             ));
         }
-        "ns" => 1,
-        "us" | "µs" => 1_000,
-        "ms" => 1_000_000,
-        "s" => 1_000_000_000,
-        "m" | "min" => 60_000_000_000,
-        "h" => 3_600_000_000_000,
-        other => {
-            return Err(format!(
+        other => crate::units::duration_unit_ns(other).ok_or_else(|| {
+            format!(
                 "unknown unit '{}' (use ns, us, ms, s, m or h)",
                 shown(other)
-            ));
-        }
+            )
+        })?,
     };
     let too_large = || format!("'{}' is too large", shown(text));
     let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));

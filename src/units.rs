@@ -38,6 +38,22 @@ pub enum DurationError {
     TooLong(String),
 }
 
+/// Nanoseconds in one `unit` of a duration, for every duration latscope
+/// reads (run times here, latency thresholds in `threshold`): one table, so
+/// the two parsers cannot drift apart on what a unit means.
+pub fn duration_unit_ns(unit: &str) -> Option<u128> {
+    Some(match unit {
+        "ns" => 1,
+        "us" | "µs" => 1_000,
+        "ms" => 1_000_000,
+        "s" | "sec" => 1_000_000_000,
+        "m" | "min" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
+        "d" => 86_400_000_000_000,
+        _ => return None,
+    })
+}
+
 /// Parses a duration as pmqtest's `-D` does, and more: a bare number is seconds,
 /// `s`/`m`/`h`/`d` suffixes scale it, parts may be chained (`1h30m`) and each part
 /// may have a fraction (`0.5m`). The result is exact to the nanosecond.
@@ -66,19 +82,10 @@ pub fn parse_duration(text: &str, bare_unit_ns: u128) -> Result<Duration, Durati
         let unit_ns: u128 = match unit {
             "" if parts == 0 && after.is_empty() => bare_unit_ns,
             "" => return Err(malformed()),
-            "ns" => 1,
-            "us" => 1_000,
-            "ms" => 1_000_000,
-            "s" | "sec" => 1_000_000_000,
-            "m" | "min" => 60_000_000_000,
-            "h" => 3_600_000_000_000,
-            "d" => 86_400_000_000_000,
-            other => {
-                return Err(DurationError::UnknownUnit {
-                    text: shown(text),
-                    unit: shown(other),
-                });
-            }
+            other => duration_unit_ns(other).ok_or_else(|| DurationError::UnknownUnit {
+                text: shown(text),
+                unit: shown(other),
+            })?,
         };
         total_ns = total_ns
             .checked_add(scale_decimal(number, unit_ns).ok_or_else(malformed)?)
