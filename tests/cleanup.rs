@@ -348,20 +348,19 @@ fn unregistered_instances_go_only_when_their_pid_is_gone() {
     assert!(!orphan.exists());
 }
 
+/// A logdisk run of a minute in `dir`: two 64 KiB test files, buffered.
+fn logdisk_in(dir: &std::ffi::OsStr) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.args(["logdisk", "--numFiles", "2", "--fileSize", "64K"])
+        .args(["--no-direct", "--duration", "60", "-q", "--dir"])
+        .arg(dir);
+    cmd
+}
+
 /// A logdisk run in `dir` (two 64 KiB files, a minute), killed with SIGKILL
 /// once its files are registered: returns the registered paths.
 fn killed_logdisk_run(reg: &Path, dir: &std::ffi::OsStr) -> Vec<String> {
-    let mut child = Command::new(bin())
-        .args([
-            "logdisk",
-            "--numFiles",
-            "2",
-            "--fileSize",
-            "64K",
-            "--no-direct",
-        ])
-        .args(["--duration", "60", "-q", "--dir"])
-        .arg(dir)
+    let mut child = logdisk_in(dir)
         .env(REGISTRY_ENV, reg)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -525,17 +524,7 @@ fn a_test_directory_renamed_during_the_run_is_still_cleaned() {
     let after = data.path().join("after");
     std::fs::create_dir(&before).unwrap();
     let registry = tempfile::tempdir().unwrap();
-    let child = Command::new(bin())
-        .args([
-            "logdisk",
-            "--numFiles",
-            "2",
-            "--fileSize",
-            "64K",
-            "--no-direct",
-        ])
-        .args(["--duration", "60", "-q", "--dir"])
-        .arg(&before)
+    let child = logdisk_in(before.as_os_str())
         .env(REGISTRY_ENV, registry.path().join("reg"))
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -93,21 +93,13 @@ impl SenderProcess {
         if self.reaped || self.stopped || self.ended.is_some() {
             return None;
         }
-        // SAFETY: zeroed siginfo is a valid out value; our own child.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                self.pid as libc::id_t,
-                &mut info,
-                libc::WSTOPPED | libc::WNOHANG | libc::WNOWAIT,
-            )
-        };
-        // SAFETY: waitid filled `info` (si_pid 0 means: not stopped).
-        if rc != 0 || unsafe { info.si_pid() } == 0 || info.si_code != libc::CLD_STOPPED {
+        let Some(info) = self
+            .peek(libc::WSTOPPED)
+            .filter(|i| i.si_code == libc::CLD_STOPPED)
+        else {
             self.stopped_checks = 0;
             return None;
-        }
+        };
         self.stopped_checks += 1;
         if self.stopped_checks < STOPPED_CHECKS {
             return None;
@@ -115,6 +107,23 @@ impl SenderProcess {
         self.stopped = true;
         // SAFETY: as above.
         Some(unsafe { info.si_status() })
+    }
+
+    /// The child's state change of kind `which` (`WSTOPPED`, `WEXITED`), if
+    /// it has one, left to be seen again (`WNOWAIT`) and never waited for.
+    fn peek(&self, which: libc::c_int) -> Option<libc::siginfo_t> {
+        // SAFETY: zeroed siginfo is a valid out value; our own child.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                self.pid as libc::id_t,
+                &mut info,
+                which | libc::WNOHANG | libc::WNOWAIT,
+            )
+        };
+        // SAFETY: waitid filled `info`; si_pid 0 means no such change yet.
+        (rc == 0 && unsafe { info.si_pid() } != 0).then_some(info)
     }
 
     /// How the child ended, the first time it is seen to have ended. The
@@ -125,20 +134,8 @@ impl SenderProcess {
         if self.reaped || self.ended.is_some() {
             return None;
         }
-        // SAFETY: zeroed siginfo is a valid out value; our own child.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                self.pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-            )
-        };
-        // SAFETY: waitid filled `info` (si_pid 0 means: still running).
-        if rc != 0 || unsafe { info.si_pid() } == 0 {
-            return None;
-        }
+        let info = self.peek(libc::WEXITED)?;
+        // SAFETY: `peek` returns only a siginfo waitid filled for the child.
         let status = unsafe { info.si_status() };
         let how = match info.si_code {
             libc::CLD_EXITED => format!("exited with status {status}"),
