@@ -10,6 +10,7 @@ pub mod cli;
 pub mod commands;
 pub mod doctor;
 pub mod ipc;
+pub mod kernel_log;
 pub mod live;
 pub mod load;
 pub mod logdisk;

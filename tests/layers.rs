@@ -79,7 +79,7 @@ fn unit_of(
             Some(s) if exporters.contains(s) => (Layer::Exporter, format!("report::{s}")),
             _ => (Layer::Model, "report".to_string()),
         },
-        "ipc" | "timer" | "logdisk" | "spikes" | "doctor" | "load" | "threshold" => {
+        "ipc" | "timer" | "logdisk" | "spikes" | "doctor" | "load" | "kernel_log" | "threshold" => {
             (Layer::Measurement, first.to_string())
         }
         "settings" => (Layer::Settings, first.to_string()),

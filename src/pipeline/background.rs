@@ -4,10 +4,10 @@
 //! are shown, and records them in the report. Dropped on an early return or
 //! a panic, they stop too.
 
+use crate::kernel_log::Follower;
 use crate::load::LoadSpec;
 use crate::load::process::Loads;
 use crate::report::Report;
-use crate::rt::kmsg::Follower;
 
 pub struct Background {
     loads: Loads,

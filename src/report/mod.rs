@@ -163,13 +163,13 @@ pub(crate) mod testdata {
             stopped_with: Some("SIGTERM".into()),
             ended_early: false,
         });
-        report.kernel_log = crate::rt::kmsg::KernelLog {
+        report.kernel_log = crate::report::KernelLog {
             followed: true,
             note: None,
-            messages: vec![crate::rt::kmsg::KernelMessage {
+            messages: vec![crate::report::KernelMessage {
                 time_s: 2.5,
                 level: 4,
-                kind: crate::rt::kmsg::MessageKind::RtThrottling,
+                kind: crate::report::MessageKind::RtThrottling,
                 text: "sched: RT throttling activated".into(),
             }],
             messages_not_kept: 0,

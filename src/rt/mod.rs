@@ -4,7 +4,6 @@
 
 pub mod clock;
 pub mod dma_latency;
-pub mod kmsg;
 pub mod outfile;
 pub mod procstat;
 pub mod registry;

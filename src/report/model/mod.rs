@@ -5,12 +5,10 @@
 //! it. It is plain data and imports only `rt/`, `stats/` and `units`
 //! (tests/layers.rs checks that), so no exporter depends on a producer through
 //! it. The pure statistics it embeds (`LatencySummary`, `SecondStats`) stay in
-//! `stats/`, which every layer may import. Two OS-layer types stay in `rt/`
-//! too: `rt::sched::Policy` and `rt::kmsg::KernelLog`, which rt/ itself
-//! fills (the kernel-log follower builds its KernelLog); rt/ sits below the
-//! model and may not import it, so the model embeds them from there.
+//! `stats/`, which every layer may import.
 
 pub mod checks;
+pub mod kernel_log;
 pub mod loads;
 pub mod spikes;
 pub mod sysinfo;
@@ -18,6 +16,7 @@ pub mod thresholds;
 pub mod xenomai;
 
 pub use checks::*;
+pub use kernel_log::*;
 pub use loads::*;
 pub use spikes::*;
 pub use sysinfo::*;
@@ -56,7 +55,7 @@ pub struct Report {
     pub loads: Vec<LoadRecord>,
     /// What the kernel log said while measuring.
     #[serde(default)]
-    pub kernel_log: crate::rt::kmsg::KernelLog,
+    pub kernel_log: KernelLog,
     /// The process exit code this run ends with (0, 1, 3 or 4).
     pub exit_code: i32,
 }
