@@ -806,6 +806,10 @@ fn bad_input_is_one_line_exit_2_and_nothing_written() {
     std::fs::write(&plain_file, "x").unwrap();
     let cases: Vec<String> = [
         "--dir /nonexistent/latscope-dir",
+        // Directories where no file can be created, even by root: refused
+        // before measuring (they were exit 1 after an empty table).
+        "--dir /proc",
+        "--dir /sys/kernel",
         &format!("--dir {}", plain_file.display()),
         &format!("--dir {}/qm --qm 2", d.display()),
         "--fileSize 5000",

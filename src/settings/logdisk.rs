@@ -164,7 +164,22 @@ fn check_dir(option: &str, dir: &Path) -> Result<(), UsageError> {
         return Err(usage(format!("{option} contains a NUL byte")));
     }
     match std::fs::metadata(dir) {
-        Ok(m) if m.is_dir() => Ok(()),
+        // The test files are created there: proved now by creating one (an
+        // exclusive probe under a random name, removed at once), which
+        // catches what access(2) does not (read-only filesystems, /proc and
+        // /sys, where even root cannot create a file), before anything runs.
+        Ok(m) if m.is_dir() => match crate::rt::outfile::create_temp(dir, 0o600) {
+            Ok((file, probe)) => {
+                drop(file);
+                // Ours: created exclusively under a fresh random name just now.
+                let _ = std::fs::remove_file(&probe);
+                Ok(())
+            }
+            Err(e) => Err(usage(format!(
+                "{option} {shown_dir}: cannot create the test files there ({}); choose a writable directory",
+                crate::rt::os_error_text(&e)
+            ))),
+        },
         Ok(_) => Err(usage(format!(
             "{option} {shown_dir} is not a directory; give an existing directory"
         ))),
