@@ -37,15 +37,9 @@ fn flush(out: &mut String, run: &mut String) {
     let trailing = run.len() - run.trim_end_matches(' ').len();
     let body = &run[..run.len() - trailing];
     if body.chars().any(|c| c.is_ascii_digit()) {
-        let lead = body.len() - body.trim_start_matches(' ').len();
-        // A single separating space before a field stays a space.
-        let (keep, num) = if lead == 1 && body[1..].chars().all(|c| c.is_ascii_digit()) {
-            (" ", &body[1..])
-        } else {
-            ("", body)
-        };
-        out.push_str(keep);
-        out.push_str(&"N".repeat(num.len()));
+        // Padding and separating spaces are counted in, so a field's width
+        // is compared whatever the number (a pid below 10000 included).
+        out.push_str(&"N".repeat(body.len()));
     } else {
         out.push_str(body);
     }
@@ -212,6 +206,28 @@ fn bad_option_is_getopts_message_then_usage() {
     assert_eq!(err, golden("bad_opt.err"));
     assert_eq!(out, golden("bad_opt.out"));
     assert_eq!(code, 0);
+}
+
+#[test]
+fn help_is_the_usage_on_stdout() {
+    let (out, err, code) = run(&["--help"]);
+    assert_eq!(
+        (out.as_str(), err.as_str(), code),
+        (golden("bad_opt.out").as_str(), "", 0)
+    );
+}
+
+#[test]
+fn json_cpu_of_unpinned_threads_is_cyclictests() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("o.json");
+    let arg = format!("--json={}", file.display());
+    let (_, err, code) = run(&["-q", "-t2", "-l5", &arg]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(v["thread"]["0"]["cpu"], 0);
+    assert_eq!(v["thread"]["1"]["cpu"], 1);
 }
 
 #[test]

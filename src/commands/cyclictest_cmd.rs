@@ -37,14 +37,20 @@ pub fn run(args: &[String]) -> Result<i32, CommandError> {
             let _ = out.flush();
             return Ok(0);
         }
+        Err(CyclicUsage::Help) => {
+            let mut out = crate::rt::stdio::out();
+            let _ = out.write_all(USAGE.as_bytes());
+            let _ = out.flush();
+            return Ok(0);
+        }
         Err(CyclicUsage::Bad(message)) => {
             return Err(CommandError::Usage(crate::settings::UsageError(message)));
         }
     };
-    measure(&settings)
+    measure(&settings, &online)
 }
 
-fn measure(s: &CyclicSettings) -> Result<i32, CommandError> {
+fn measure(s: &CyclicSettings, online: &[usize]) -> Result<i32, CommandError> {
     if s.mlockall {
         use crate::rt::sched::MlockSkipped;
         match crate::rt::sched::lock_all_memory_if_affordable() {
@@ -100,7 +106,7 @@ fn measure(s: &CyclicSettings) -> Result<i32, CommandError> {
                 act: f.act,
                 sum: f.sum,
                 max: f.max,
-                cpu: s.cpu_of(i).unwrap_or(0),
+                cpu: s.json_cpu_of(i, online),
                 hist: f.hist,
                 overflows: f.overflows,
                 outliers: f.outliers,
@@ -141,7 +147,6 @@ fn measure(s: &CyclicSettings) -> Result<i32, CommandError> {
         std::fs::write(path, classic::json(&header, &threads, s.nsecs))
             .map_err(|e| CommandError::Runtime(format!("could not write {path}: {e}")))?;
     }
-    let _ = interrupted;
     Ok(0)
 }
 

@@ -44,6 +44,8 @@ pub enum CyclicUsage {
     Getopt(String),
     /// A value cyclictest would refuse, or an option latscope does not run yet.
     Bad(String),
+    /// `--help`: the usage on stdout, exit 0, as cyclictest.
+    Help,
 }
 
 /// Whether an option takes a value.
@@ -61,6 +63,7 @@ const OPTIONS: &[(&str, Option<char>, Arg)] = &[
     ("affinity", Some('a'), Arg::Optional),
     ("distance", Some('d'), Arg::Required),
     ("duration", Some('D'), Arg::Required),
+    ("help", None, Arg::No),
     ("histogram", Some('h'), Arg::Required),
     ("interval", Some('i'), Arg::Required),
     ("json", None, Arg::Required),
@@ -330,6 +333,7 @@ impl CyclicSettings {
                         CyclicUsage::Bad(format!("invalid value for -D: '{text}'"))
                     })?);
                 }
+                "help" => return Err(CyclicUsage::Help),
                 "histogram" => s.histogram = number("-h", v.unwrap_or_default())?,
                 "interval" => s.interval_us = number("-i", v.unwrap_or_default())?,
                 "json" => s.json = value,
@@ -386,6 +390,13 @@ impl CyclicSettings {
     /// Thread `i`'s interval: `-i + i * -d`, in us.
     pub fn interval_of(&self, i: usize) -> u64 {
         self.interval_us + i as u64 * self.distance_us
+    }
+
+    /// Thread `i`'s CPU in the JSON: its own when pinned, otherwise
+    /// cyclictest's default assignment (thread i on CPU i modulo the CPUs).
+    pub fn json_cpu_of(&self, i: usize, online: &[usize]) -> usize {
+        self.cpu_of(i)
+            .unwrap_or_else(|| online.get(i % online.len().max(1)).copied().unwrap_or(0))
     }
 
     /// Thread `i`'s CPU, when pinned.
@@ -481,6 +492,7 @@ mod tests {
         assert!(matches!(parse(&["-b", "100"]), Err(CyclicUsage::Bad(_))));
         assert!(matches!(parse(&["-i", "x"]), Err(CyclicUsage::Bad(_))));
         assert!(matches!(parse(&["--bogus"]), Err(CyclicUsage::Getopt(_))));
+        assert_eq!(parse(&["-q", "--help"]), Err(CyclicUsage::Help));
     }
 
     proptest! {
