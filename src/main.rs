@@ -5,7 +5,7 @@
 use clap::CommandFactory;
 use clap::Parser;
 use clap::error::ErrorKind;
-use latscope::cli::{COMPAT_NAMES, Cli};
+use latscope::cli::{COMPAT_NAMES, CYCLICTEST_COMPAT, Cli};
 use latscope::commands;
 use latscope::pipeline::{CommandError, EXIT_RUNTIME, EXIT_USAGE};
 use std::ffi::OsString;
@@ -29,6 +29,12 @@ fn effective_args(mut args: Vec<OsString>, compat: Option<&str>) -> Vec<OsString
     if let Some((_, prefix)) = COMPAT_NAMES.iter().find(|(name, _)| Some(*name) == compat) {
         let rest = args.split_off(1);
         args.extend(prefix.iter().map(OsString::from));
+        args.extend(rest);
+    } else if invoked_as == CYCLICTEST_COMPAT {
+        // Every word goes to cyclictest's own getopt parser, after `--` so
+        // clap takes none of them (not even `--help`).
+        let rest = args.split_off(1);
+        args.extend([OsString::from("cyclictest"), OsString::from("--")]);
         args.extend(rest);
     }
     args

@@ -78,6 +78,9 @@ pub enum Command {
         disable_help_flag = true
     )]
     Timer(Box<TimerArgs>),
+    /// Periodic timer latency with rt-tests cyclictest's options and exact output (GNU getopt syntax)
+    #[command(disable_help_flag = true)]
+    Cyclictest(CyclictestArgs),
     /// Log-disk write latency and bandwidth, written as a recovery log is (replaces mqldt; same options)
     #[command(args_override_self = true)]
     Logdisk(Box<LogdiskArgs>),
@@ -143,6 +146,20 @@ pub const COMPAT_NAMES: [(&str, &[&str]); 6] = [
     ("latency", &["timer", "--format", "classic"]),
     ("mqldt", &["logdisk", "--format", "classic"]),
 ];
+
+/// The compatibility name that runs `latscope cyclictest`. Not in
+/// `COMPAT_NAMES`: cyclictest's arguments bypass clap (GNU getopt syntax) and
+/// it has no `--format`.
+pub const CYCLICTEST_COMPAT: &str = "cyclictest";
+
+/// `latscope cyclictest [cyclictest options]`: the words are parsed by
+/// settings::cyclictest (GNU getopt), not by clap.
+#[derive(Debug, Clone, Args)]
+pub struct CyclictestArgs {
+    /// cyclictest's options, as rt-tests 2.x takes them
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    pub args: Vec<String>,
+}
 
 /// `latscope completions SHELL`.
 #[derive(Debug, Clone, Args)]

@@ -5,6 +5,7 @@
 
 pub mod cleanup;
 pub mod compare;
+pub mod cyclictest_cmd;
 pub mod doctor_cmd;
 pub mod install_files;
 pub mod ipc_cmd;
@@ -71,6 +72,7 @@ pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
         }
         Command::Ipc(a) => ipc_cmd::run(a),
         Command::Timer(a) => timer_cmd::run(a),
+        Command::Cyclictest(a) => cyclictest_cmd::run(&a.args),
         Command::Logdisk(a) => logdisk_cmd::run(a),
         Command::Suite(a) => suite::run(a),
         Command::Compare(a) => compare::run(a),

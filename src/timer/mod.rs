@@ -10,6 +10,7 @@
 //! thread fails.
 
 pub mod breakdown;
+pub mod cyclic;
 pub mod figure;
 pub mod sampler;
 
