@@ -30,7 +30,11 @@ fn effective_args(mut args: Vec<OsString>, compat: Option<&str>) -> Vec<OsString
         let rest = args.split_off(1);
         args.extend(prefix.iter().map(OsString::from));
         args.extend(rest);
-    } else if invoked_as == CYCLICTEST_COMPAT {
+    } else if args
+        .first()
+        .and_then(|a| Path::new(a).file_name())
+        .is_some_and(|n| n == CYCLICTEST_COMPAT)
+    {
         // Every word goes to cyclictest's own getopt parser, after `--` so
         // clap takes none of them (not even `--help`).
         let rest = args.split_off(1);
