@@ -358,6 +358,225 @@ pub fn per_second_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<S
     .map(Some)
 }
 
+/// Where percentile `p` sits on the "nines" axis: one unit per nine
+/// (50 -> 0.30, 90 -> 1, 99 -> 2, 99.9 -> 3, ...), so the tail gets as much
+/// room as the body.
+pub fn nines_position(p: f64) -> f64 {
+    (100.0 / (100.0 - p)).log10()
+}
+
+/// Where the maximum is drawn on the nines axis: one unit beyond 99.999.
+pub const MAX_POSITION: f64 = 6.0;
+
+/// The nines axis' ticks: the reported percentiles, then `max`.
+pub fn nines_ticks() -> Vec<(f64, String)> {
+    let mut ticks: Vec<(f64, String)> = crate::stats::REPORTED_PERCENTILES
+        .iter()
+        .map(|&p| (nines_position(p), format!("{p}")))
+        .collect();
+    ticks.push((MAX_POSITION, "max".to_string()));
+    ticks
+}
+
+/// The 1, 2 and 5 x 10^k ns steps from 1 ns up to 1000 s.
+fn nice_steps() -> impl Iterator<Item = i64> {
+    (0..13).flat_map(|k| [1, 2, 5].map(|m| m * 10i64.pow(k)))
+}
+
+/// The bounds of a log latency axis holding `[low_ns, high_ns]`: the nearest
+/// 1, 2 or 5 x 10^k at or below the low end (at least 1 ns: a log axis has
+/// no zero) and at or above the high end, and never the same.
+pub fn log_bounds_ns(low_ns: i64, high_ns: i64) -> (i64, i64) {
+    let low_ns = low_ns.max(1);
+    let low = nice_steps()
+        .take_while(|&v| v <= low_ns)
+        .last()
+        .unwrap_or(1);
+    let high_ns = high_ns.max(low + 1);
+    let high = nice_steps()
+        .find(|&v| v >= high_ns)
+        .unwrap_or(1_000_000_000_000);
+    (low, high.max(low * 2))
+}
+
+/// The ticks of a log latency axis over `[low_ns, high_ns]`: every 1, 2 and
+/// 5 x 10^k inside, or only the powers of ten when that would be more than
+/// nine ticks.
+pub fn log_ticks_ns(low_ns: i64, high_ns: i64) -> Vec<i64> {
+    let inside = |v: &i64| (low_ns..=high_ns).contains(v);
+    let all: Vec<i64> = nice_steps().filter(inside).collect();
+    if all.len() <= 9 {
+        return all;
+    }
+    (0..13).map(|k| 10i64.pow(k)).filter(inside).collect()
+}
+
+/// A tick label without needless decimals: `500 ns`, `1 us`, `2.5 ms`.
+pub fn tick_label(ns: i64) -> String {
+    let (value, unit) = match ns.unsigned_abs() {
+        0..1_000 => (ns as f64, "ns"),
+        1_000..1_000_000 => (ns as f64 / 1e3, "us"),
+        1_000_000..1_000_000_000 => (ns as f64 / 1e6, "ms"),
+        _ => (ns as f64 / 1e9, "s"),
+    };
+    let text = format!("{value:.3}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text} {unit}")
+}
+
+/// A latency drawn across a plot as a line: `--max-latency` or an absolute
+/// `--fail-if` limit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limit {
+    pub label: String,
+    pub ns: i64,
+}
+
+/// Draws the tick labels and grid lines of a chart whose mesh has none:
+/// `x_ticks` and `y_ticks` are (value in chart coordinates, label).
+fn draw_ticks<Y: Ranged<ValueType = f64>>(
+    root: &DrawingArea<SVGBackend, Shift>,
+    chart: &mut ChartContext<SVGBackend, Cartesian2d<plotters::coord::types::RangedCoordf64, Y>>,
+    x_ticks: &[(f64, String)],
+    y_ticks: &[(f64, String)],
+) -> DrawResult<()> {
+    let x_range = chart.x_range();
+    let y_range = chart.y_range();
+    let grid = BLACK.mix(0.12).stroke_width(1);
+    let font = ("sans-serif", 14).into_font();
+    for (x, label) in x_ticks {
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(*x, y_range.start), (*x, y_range.end)],
+                grid,
+            )))
+            .map_err(drawing_error)?;
+        let (px, py) = chart.backend_coord(&(*x, y_range.start));
+        let style = TextStyle::from(font.clone()).pos(plotters::style::text_anchor::Pos::new(
+            plotters::style::text_anchor::HPos::Center,
+            plotters::style::text_anchor::VPos::Top,
+        ));
+        root.draw(&Text::new(label.clone(), (px, py + 6), style))
+            .map_err(drawing_error)?;
+    }
+    for (y, label) in y_ticks {
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(x_range.start, *y), (x_range.end, *y)],
+                grid,
+            )))
+            .map_err(drawing_error)?;
+        let (px, py) = chart.backend_coord(&(x_range.start, *y));
+        let style = TextStyle::from(font.clone()).pos(plotters::style::text_anchor::Pos::new(
+            plotters::style::text_anchor::HPos::Right,
+            plotters::style::text_anchor::VPos::Center,
+        ));
+        root.draw(&Text::new(label.clone(), (px - 6, py), style))
+            .map_err(drawing_error)?;
+    }
+    Ok(())
+}
+
+/// Latency (log axis) by percentile on the nines axis, one line per series,
+/// every limit as a horizontal line. `None` when no series has a sample.
+pub fn percentile_svg(
+    title: &str,
+    series: &[PlotSeries],
+    limits: &[Limit],
+) -> DrawResult<Option<String>> {
+    let lines: Vec<(&PlotSeries, Vec<(f64, i64)>)> = series
+        .iter()
+        .filter(|s| s.latency.samples > 0)
+        .map(|s| {
+            let mut points: Vec<(f64, i64)> = s
+                .latency
+                .percentiles
+                .iter()
+                .map(|p| (nines_position(p.percentile), p.ns))
+                .collect();
+            points.push((MAX_POSITION, s.latency.max_ns));
+            (s, points)
+        })
+        .collect();
+    if lines.is_empty() {
+        return Ok(None);
+    }
+    let values = || {
+        lines
+            .iter()
+            .flat_map(|(_, p)| p.iter().map(|&(_, ns)| ns))
+            .chain(limits.iter().map(|l| l.ns))
+    };
+    let positive_low = values().filter(|&v| v > 0).min().unwrap_or(1);
+    let (low, high) = log_bounds_ns(positive_low, values().max().unwrap_or(1));
+    let (y_low, y_high) = (low as f64, high as f64);
+    // A latency at or below zero has no place on a log axis: drawn on the floor.
+    let y = |ns: i64| (ns as f64).max(y_low);
+    let caption = format!("{title}: latency by percentile");
+    let y_ticks: Vec<(f64, String)> = log_ticks_ns(low, high)
+        .into_iter()
+        .map(|v| (v as f64, tick_label(v)))
+        .collect();
+    svg(|root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(&caption, ("sans-serif", 18))
+            .margin(12)
+            .margin_right(24)
+            .x_label_area_size(44)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..MAX_POSITION + 0.15, (y_low..y_high).log_scale())
+            .map_err(drawing_error)?;
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .x_labels(0)
+            .y_labels(0)
+            .axis_desc_style(("sans-serif", 15))
+            .x_desc("percentile (each step one more nine)")
+            .y_desc("latency (log)")
+            .draw()
+            .map_err(drawing_error)?;
+        draw_ticks(root, &mut chart, &nines_ticks(), &y_ticks)?;
+        for (k, limit) in limits.iter().enumerate() {
+            let style = BLACK.mix(0.7).stroke_width(if k == 0 { 2 } else { 1 });
+            chart
+                .draw_series(std::iter::once(PathElement::new(
+                    vec![(0.0, y(limit.ns)), (MAX_POSITION + 0.15, y(limit.ns))],
+                    style,
+                )))
+                .map_err(drawing_error)?
+                .label(format!("{} ({})", limit.label, tick_label(limit.ns)))
+                .legend(legend_mark(style));
+        }
+        for (i, (s, points)) in lines.iter().enumerate() {
+            let index = series.iter().position(|x| std::ptr::eq(x, *s)).unwrap_or(i);
+            let style = color(index).stroke_width(2);
+            let points: Vec<(f64, f64)> = points.iter().map(|&(x, ns)| (x, y(ns))).collect();
+            chart
+                .draw_series(LineSeries::new(points.clone(), style))
+                .map_err(drawing_error)?
+                .label(s.label.as_str())
+                .legend(legend_mark(style));
+            chart
+                .draw_series(
+                    points
+                        .into_iter()
+                        .map(|p| Circle::new(p, 3, color(index).filled())),
+                )
+                .map_err(drawing_error)?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.4))
+            .label_font(("sans-serif", 13))
+            .draw()
+            .map_err(drawing_error)
+    })
+    .map(Some)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -473,5 +692,96 @@ mod tests {
         }];
         assert_eq!(histogram_svg("mq", &none).unwrap(), None);
         assert_eq!(per_second_svg("mq", &none).unwrap(), None);
+    }
+
+    #[test]
+    fn nines_axis_positions() {
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        let expected = [
+            (50.0, std::f64::consts::LOG10_2),
+            (90.0, 1.0),
+            (99.0, 2.0),
+            (99.9, 3.0),
+            (99.99, 4.0),
+            (99.999, 5.0),
+        ];
+        for (p, x) in expected {
+            assert!(close(nines_position(p), x), "{p}: {}", nines_position(p));
+        }
+        assert!(close(nines_position(0.0), 0.0));
+        let ticks = nines_ticks();
+        let labels: Vec<&str> = ticks.iter().map(|t| t.1.as_str()).collect();
+        assert_eq!(labels, ["50", "90", "99", "99.9", "99.99", "99.999", "max"]);
+        assert_eq!(ticks[6].0, MAX_POSITION);
+    }
+
+    #[test]
+    fn log_axis_bounds_ticks_and_labels() {
+        // The run: p50 13.7 us, one 9.81 ms outlier.
+        assert_eq!(log_bounds_ns(13_700, 9_810_000), (10_000, 10_000_000));
+        assert_eq!(log_bounds_ns(13_700, 22_900), (10_000, 50_000));
+        assert_eq!(log_bounds_ns(-5, 0), (1, 2));
+        assert_eq!(log_bounds_ns(2_000, 2_000), (2_000, 5_000));
+        assert_eq!(log_bounds_ns(1_000, 1_000), (1_000, 2_000));
+        assert_eq!(log_ticks_ns(10_000, 50_000), vec![10_000, 20_000, 50_000]);
+        assert_eq!(
+            log_ticks_ns(10_000, 10_000_000),
+            vec![10_000, 100_000, 1_000_000, 10_000_000]
+        );
+        assert_eq!(
+            log_ticks_ns(1_000, 100_000),
+            vec![1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000]
+        );
+        assert_eq!(tick_label(500), "500 ns");
+        assert_eq!(tick_label(1_000), "1 us");
+        assert_eq!(tick_label(20_000), "20 us");
+        assert_eq!(tick_label(13_700), "13.7 us");
+        assert_eq!(tick_label(2_500_000), "2.5 ms");
+        assert_eq!(tick_label(10_000_000), "10 ms");
+        assert_eq!(tick_label(2_000_000_000), "2 s");
+    }
+
+    #[test]
+    fn percentile_plot_draws_series_limits_and_the_nines() {
+        let mut r = LatencyRecorder::new();
+        for ns in [13_000, 14_000, 15_000, 9_810_000] {
+            r.record(ns);
+        }
+        let summary = r.summary();
+        let series = [PlotSeries {
+            label: "CPU 0".into(),
+            latency: &summary,
+            per_second: &[],
+        }];
+        let limits = [Limit {
+            label: "--max-latency".into(),
+            ns: 100_000,
+        }];
+        let svg = percentile_svg("timer", &series, &limits).unwrap().unwrap();
+        // Every tick of both axes is a text of its own.
+        for text in [
+            "50",
+            "90",
+            "99.999",
+            "max",
+            "10 us",
+            "100 us",
+            "10 ms",
+            "CPU 0",
+            "--max-latency (100 us)",
+        ] {
+            assert!(
+                svg.contains(&format!(">\n{text}\n</text>")),
+                "{text} in {svg}"
+            );
+        }
+        assert!(svg.contains("<polyline"));
+        let empty = LatencyRecorder::new().summary();
+        let none = [PlotSeries {
+            label: "x".into(),
+            latency: &empty,
+            per_second: &[],
+        }];
+        assert_eq!(percentile_svg("t", &none, &limits).unwrap(), None);
     }
 }
