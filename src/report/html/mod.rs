@@ -457,9 +457,12 @@ impl Page {
         self.figure(
             histogram,
             format!("{stem}-histogram"),
-            "Latency histogram: samples per bin (log scale) over the latency in \
-             microseconds, one line per series (the HDR histogram's buckets counted \
-             into bins of one width). Empty bins are drawn on the floor below 1.",
+            "Latency histogram: samples per bin (log scale) over the latency (log scale), \
+             one line per series, so the body and the tail show at once. Each bin is a \
+             fixed ratio wider than the last. When at most 20 samples lie far (over 4 \
+             times) beyond the rest, the axis is broken: they are marked one by one in the \
+             strip at the right. The marks under the axis are each series' p50, p99 and \
+             maximum. Empty bins are drawn on the floor below 1.",
         );
         let per_second = plots::per_second_svg(title, &plotted)?;
         let merged = series
