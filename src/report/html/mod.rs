@@ -469,7 +469,7 @@ impl Page {
             .iter()
             .any(|(_, _, s)| s.per_second.iter().any(|w| w.span_s > 1));
         let mut caption = format!(
-            "Over time: each window's minimum (thin), mean (medium) and maximum (thick) \
+            "Over time, on a log latency axis so one spike does not flatten the rest: each window's minimum (thin), mean (medium) and maximum (thick) \
              latency per series. The report keeps min/avg/max per one-second window, no \
              percentile per window, so no p99 is drawn. Beyond {} windows per series, \
              consecutive windows are merged for the plot (minimum of the minima, maximum \

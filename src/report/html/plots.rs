@@ -89,8 +89,6 @@ fn steps(xs: impl Iterator<Item = (f64, f64, f64)>, floor: f64) -> Vec<(f64, f64
     points
 }
 
-const US: f64 = 1000.0;
-
 /// One figure of a window (its minimum, mean or maximum), in ns.
 type Figure = fn(&SecondStats) -> f64;
 
@@ -419,6 +417,17 @@ fn draw_legend<'a, X: Ranged, Y: Ranged>(
         .map_err(drawing_error)
 }
 
+/// A number for an axis label without needless decimals: `5`, `2.5`.
+pub fn axis_number(v: f64) -> String {
+    let text = format!("{v:.3}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    if text == "-0" {
+        "0".to_string()
+    } else {
+        text.to_string()
+    }
+}
+
 /// The time unit of an axis spanning `seconds`, and its length in seconds.
 fn time_unit(seconds: f64) -> (&'static str, f64) {
     if seconds > 3.0 * 3600.0 {
@@ -445,8 +454,20 @@ pub fn per_second_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<S
         return Ok(None);
     };
     let start = all().map(|w| w.second).min().unwrap_or(0);
-    let y_low = all().map(|w| w.min_ns).min().unwrap_or(0).min(0) as f64 / US;
-    let y_high = (all().map(|w| w.max_ns).max().unwrap_or(1) as f64 / US).max(0.001) * 1.08;
+    // A log latency axis: one spike does not flatten the minima and means.
+    // Latencies at or below zero have no place on it and sit on its floor.
+    let positive_low = all()
+        .map(|w| w.min_ns)
+        .chain(all().map(|w| w.avg_ns.round() as i64))
+        .filter(|&v| v > 0)
+        .min()
+        .unwrap_or(1);
+    let (low, high) = log_bounds_ns(positive_low, all().map(|w| w.max_ns).max().unwrap_or(1));
+    let (y_low, y_high) = (low as f64, high as f64);
+    let y_ticks: Vec<(f64, String)> = log_ticks_ns(low, high)
+        .into_iter()
+        .map(|v| (v as f64, tick_label(v)))
+        .collect();
     let merged = series
         .iter()
         .zip(&drawn)
@@ -461,7 +482,10 @@ pub fn per_second_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<S
     };
     svg(|root| {
         let mut chart = chart_builder(root, &caption)
-            .build_cartesian_2d(start as f64 / unit_s..end as f64 / unit_s, y_low..y_high)
+            .build_cartesian_2d(
+                start as f64 / unit_s..end as f64 / unit_s,
+                (y_low..y_high).log_scale(),
+            )
             .map_err(drawing_error)?;
         chart
             .configure_mesh()
@@ -470,10 +494,14 @@ pub fn per_second_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<S
             .x_desc(format!(
                 "time since start ({unit}); thick: max, medium: avg, thin: min"
             ))
-            .y_desc("latency (us)")
+            .y_desc("latency (log)")
+            .x_label_formatter(&|v| axis_number(*v))
+            .y_labels(0)
+            .y_label_formatter(&|_| String::new())
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(drawing_error)?;
+        draw_ticks(root, &mut chart, &[], &y_ticks)?;
         for (i, (s, windows)) in series.iter().zip(&drawn).enumerate() {
             let c = color(i);
             let figures: [(Figure, ShapeStyle); 3] = [
@@ -487,7 +515,7 @@ pub fn per_second_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<S
                         (
                             w.second as f64 / unit_s,
                             (w.second + w.span_s) as f64 / unit_s,
-                            figure(w) / US,
+                            figure(w).max(y_low),
                         )
                     }),
                     f64::NAN,
@@ -819,6 +847,76 @@ mod tests {
         }];
         assert_eq!(histogram_svg("mq", &none).unwrap(), None);
         assert_eq!(per_second_svg("mq", &none).unwrap(), None);
+    }
+
+    #[test]
+    fn axis_numbers_have_no_needless_decimals() {
+        assert_eq!(axis_number(0.0), "0");
+        assert_eq!(axis_number(5.0), "5");
+        assert_eq!(axis_number(2.5), "2.5");
+        assert_eq!(axis_number(0.125), "0.125");
+        assert_eq!(axis_number(-0.0001), "0");
+        assert_eq!(axis_number(1_440.0), "1440");
+    }
+
+    #[test]
+    fn over_time_a_spike_leaves_the_minima_apart_from_the_floor() {
+        let summary = body_and_outlier(10, 9_810_000);
+        let windows: Vec<SecondStats> = (0..5u64)
+            .map(|second| SecondStats {
+                second,
+                span_s: 1,
+                samples: 10_000,
+                min_ns: 12_000,
+                avg_ns: 13_700.0,
+                max_ns: if second == 2 { 9_810_000 } else { 22_900 },
+            })
+            .collect();
+        let series = [PlotSeries {
+            label: "CPU 0".into(),
+            latency: &summary,
+            per_second: &windows,
+        }];
+        let svg = per_second_svg("timer", &series).unwrap().unwrap();
+        for text in [
+            "10 us",
+            "100 us",
+            "1 ms",
+            "10 ms",
+            "latency (log)",
+            "0",
+            "4",
+        ] {
+            assert!(
+                svg.contains(&format!(">\n{text}\n</text>")),
+                "{text} in {svg}"
+            );
+        }
+        assert!(!svg.contains(">\n1.0\n</text>"), "no needless decimals");
+        // The minimum (12 us) and mean (13.7 us) lines stay apart under a
+        // 9.81 ms spike (on the old linear axis both lay flat on zero): on
+        // 3 decades over about 320 px they are log10(13.7/12)/3 of it apart.
+        let lines: Vec<&str> = svg
+            .lines()
+            .filter(|l| l.starts_with("<polyline") && l.contains("#1F77B4"))
+            .collect();
+        let ys = |l: &str| -> Vec<f64> {
+            l.split("points=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .split_whitespace()
+                .map(|p| p.split_once(',').unwrap().1.parse().unwrap())
+                .collect()
+        };
+        let min_y = ys(lines[0])[0];
+        let avg_y = ys(lines[1])[0];
+        assert!(
+            min_y - avg_y > 5.0,
+            "min at {min_y} px, avg at {avg_y} px: apart"
+        );
     }
 
     #[test]
