@@ -101,10 +101,11 @@ fn real_runs_make_one_page_that_chromium_shows_with_one_svg_per_plot() {
         describe(&out)
     );
     let html = std::fs::read_to_string(&page).expect("report.html written");
-    let plots = 2 * runs.files.len();
-    assert_eq!(html.matches("<svg").count(), plots, "two plots per test");
+    let plots = 3 * runs.files.len();
+    assert_eq!(html.matches("<svg").count(), plots, "three plots per test");
     for text in [
         "futex (one-way)",
+        "latency by percentile",
         "latency histogram",
         "per second over time",
         "P99.99",
@@ -122,6 +123,7 @@ fn real_runs_make_one_page_that_chromium_shows_with_one_svg_per_plot() {
     files.sort();
     assert_eq!(files.len(), plots, "{files:?}");
     assert!(files.contains(&"1-futex-one-way-histogram.svg".to_string()));
+    assert!(files.contains(&"1-futex-one-way-percentiles.svg".to_string()));
     for f in &files {
         let svg = std::fs::read_to_string(svg_dir.join(f)).unwrap();
         assert!(svg.starts_with("<?xml") && svg.contains("<svg") && svg.contains("<text"));

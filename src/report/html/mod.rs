@@ -145,6 +145,36 @@ struct TestGroup<'a> {
     heading: String,
     /// (run index, test)
     tests: Vec<(usize, &'a TestResult)>,
+    /// `--max-latency` and absolute `--fail-if` limits of these tests.
+    limits: Vec<plots::Limit>,
+}
+
+/// The latency limits held against `test` in `report`: `--max-latency`, and
+/// every absolute `--fail-if` limit (`p99>50us`; a change from a base such
+/// as `p99>+10%` is no latency and is not drawn).
+fn limits_of(report: &Report, test: &TestResult) -> Vec<plots::Limit> {
+    let mut limits = Vec::new();
+    if let Some(us) = test.config.max_latency_us {
+        limits.push(plots::Limit {
+            label: "--max-latency".to_string(),
+            ns: us.saturating_mul(1000).min(i64::MAX as u64) as i64,
+        });
+    }
+    for check in report.thresholds.iter().filter(|c| c.test == test.test) {
+        let Some((_, limit)) = check.expr.split_once('>') else {
+            continue;
+        };
+        if limit.starts_with('+') {
+            continue;
+        }
+        if let Ok(d) = crate::units::parse_duration(limit, 1_000) {
+            limits.push(plots::Limit {
+                label: format!("--fail-if {}", check.expr),
+                ns: d.as_nanos().min(i64::MAX as u128) as i64,
+            });
+        }
+    }
+    limits
 }
 
 /// How a test is named across runs: its name and mode, plus the block size
@@ -166,12 +196,24 @@ fn test_groups<'a>(runs: &[Run<'a>]) -> Vec<TestGroup<'a>> {
     for (r, run) in runs.iter().enumerate() {
         for test in &run.report.tests {
             let h = heading(test);
-            match groups.iter_mut().find(|g| g.heading == h) {
-                Some(g) => g.tests.push((r, test)),
-                None => groups.push(TestGroup {
-                    heading: h,
-                    tests: vec![(r, test)],
-                }),
+            let limits = limits_of(run.report, test);
+            let i = match groups.iter().position(|g| g.heading == h) {
+                Some(i) => i,
+                None => {
+                    groups.push(TestGroup {
+                        heading: h,
+                        tests: Vec::new(),
+                        limits: Vec::new(),
+                    });
+                    groups.len() - 1
+                }
+            };
+            let group = &mut groups[i];
+            group.tests.push((r, test));
+            for limit in limits {
+                if !group.limits.contains(&limit) {
+                    group.limits.push(limit);
+                }
             }
         }
     }
@@ -401,20 +443,33 @@ impl Page {
             .collect();
         let title = &group.heading;
         let stem = format!("{section}-{}", file_safe(title));
+        let percentiles = plots::percentile_svg(title, &plotted, &group.limits)?;
+        self.figure(
+            percentiles,
+            format!("{stem}-percentiles"),
+            "Latency by percentile: how long the slowest 50 %, 10 %, 1 %, 0.1 % ... of \
+             the wake-ups took, one line per series, on a log latency axis. Each step to \
+             the right adds a nine (99, 99.9, 99.99 ...), so the tail gets as much room as \
+             the body; the last point is the maximum. Horizontal lines: the limits \
+             (--max-latency, --fail-if).",
+        );
         let histogram = plots::histogram_svg(title, &plotted)?;
         self.figure(
             histogram,
             format!("{stem}-histogram"),
-            "Latency histogram: samples per bin (log scale) over the latency in \
-             microseconds, one line per series (the HDR histogram's buckets counted \
-             into bins of one width). Empty bins are drawn on the floor below 1.",
+            "Latency histogram: samples per bin (log scale) over the latency (log scale), \
+             one line per series, so the body and the tail show at once. Each bin is a \
+             fixed ratio wider than the last. When at most 20 samples lie far (over 4 \
+             times) beyond the rest, the axis is broken: they are marked one by one in the \
+             strip at the right. The marks under the axis are each series' p50, p99 and \
+             maximum. Empty bins are drawn on the floor below 1.",
         );
         let per_second = plots::per_second_svg(title, &plotted)?;
         let merged = series
             .iter()
             .any(|(_, _, s)| s.per_second.iter().any(|w| w.span_s > 1));
         let mut caption = format!(
-            "Over time: each window's minimum (thin), mean (medium) and maximum (thick) \
+            "Over time, on a log latency axis so one spike does not flatten the rest: each window's minimum (thin), mean (medium) and maximum (thick) \
              latency per series. The report keeps min/avg/max per one-second window, no \
              percentile per window, so no p99 is drawn. Beyond {} windows per series, \
              consecutive windows are merged for the plot (minimum of the minima, maximum \
@@ -525,6 +580,8 @@ impl Page {
                     "<p class=\"note\">No samples to plot ({}).</p>",
                     if name.ends_with("histogram") {
                         "histogram"
+                    } else if name.ends_with("percentiles") {
+                        "by percentile"
                     } else {
                         "over time"
                     }
@@ -748,8 +805,8 @@ mod tests {
             let outside_svg_ns = html.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
             assert!(!outside_svg_ns.contains(external), "{external} in the page");
         }
-        assert_eq!(r.plots.len(), 2);
-        assert_eq!(html.matches("<svg").count(), 2);
+        assert_eq!(r.plots.len(), 3);
+        assert_eq!(html.matches("<svg").count(), 3);
         assert!(
             html.contains("latscope mq -l 3 --json &#39;&quot;x&quot;.json&#39;"),
             "{html}"
@@ -762,8 +819,9 @@ mod tests {
         for column in ["P99.99", "Timeouts", "Overruns", "3.33 us"] {
             assert!(html.contains(column), "{column}");
         }
-        assert_eq!(r.plots[0].name, "1-mq-one-way-histogram");
-        assert_eq!(r.plots[1].name, "1-mq-one-way-per-second");
+        assert_eq!(r.plots[0].name, "1-mq-one-way-percentiles");
+        assert_eq!(r.plots[1].name, "1-mq-one-way-histogram");
+        assert_eq!(r.plots[2].name, "1-mq-one-way-per-second");
     }
 
     #[test]
@@ -782,10 +840,41 @@ mod tests {
             },
         ])
         .unwrap();
-        assert_eq!(r.plots.len(), 2, "one histogram and one time plot for mq");
+        assert_eq!(
+            r.plots.len(),
+            3,
+            "one percentile plot, one histogram and one time plot for mq"
+        );
         assert!(r.html.contains("run 1 pair 0") && r.html.contains("run 2 pair 0"));
         assert!(r.plots[0].svg.contains("run 2 pair 0"));
         assert!(r.html.contains(&plots::css_color(1)), "second run's colour");
+    }
+
+    #[test]
+    fn the_percentile_plot_draws_the_limits_of_the_test() {
+        use crate::report::ThresholdCheck;
+        let mut report = sample_report();
+        report.tests[0].config.max_latency_us = Some(200);
+        let check = |expr: &str| ThresholdCheck {
+            expr: expr.to_string(),
+            test: report.tests[0].test.clone(),
+            series: "pair 0".into(),
+            value_ns: 3_000.0,
+            base_ns: None,
+            crossed: false,
+        };
+        report.thresholds = vec![check("p99>50us"), check("p99>+10%"), check("max>1ms")];
+        let r = render_one(&report);
+        let svg = &r.plots[0].svg;
+        assert_eq!(r.plots[0].name, "1-mq-one-way-percentiles");
+        for text in [
+            "--max-latency (200 us)",
+            "--fail-if p99&gt;50us (50 us)",
+            "--fail-if max&gt;1ms (1 ms)",
+        ] {
+            assert!(svg.contains(text), "{text} in {svg}");
+        }
+        assert!(!svg.contains("+10%"), "a relative limit is no latency");
     }
 
     /// 24 hours of one-second windows for 16 series: the page stays small.
@@ -873,7 +962,7 @@ mod tests {
         report.tests[0].error = Some("peer died".into());
         let r = render_one(&report);
         assert!(r.plots.is_empty());
-        assert_eq!(r.html.matches("No samples to plot").count(), 2);
+        assert_eq!(r.html.matches("No samples to plot").count(), 3);
         assert!(r.html.contains("error: peer died"));
         report.tests.clear();
         report.warnings.clear();
@@ -886,7 +975,7 @@ mod tests {
     fn a_day_of_sixteen_series_stays_under_5_mb() {
         let report = day_long_report();
         let r = render_one(&report);
-        assert_eq!(r.plots.len(), 2);
+        assert_eq!(r.plots.len(), 3);
         assert!(
             r.html.len() < 5_000_000,
             "24-hour page is {} bytes",

@@ -1,13 +1,14 @@
-//! The HTML report's plots, drawn with plotters' SVG backend: the classic
-//! latency histogram (x = latency in us, y = samples on a log axis, one line
-//! per series) and the per-second minimum, mean and maximum over time.
+//! The HTML report's plots, drawn with plotters' SVG backend: latency by
+//! percentile (log latency against the "nines"), the latency histogram (log
+//! latency, log count, the few far outliers marked apart on a broken axis)
+//! and the per-second minimum, mean and maximum over time.
 //!
 //! Text is written as SVG `<text>` elements with the generic `sans-serif`
 //! family: no font file is read when the plot is made or shown.
 //!
-//! Both plots are bounded in size whatever the run's length: the histogram is
-//! re-binned into at most `MAX_BINS` bins of one "nice" width (1, 2 or 5 x
-//! 10^k ns), and the time series into at most `MAX_TIME_POINTS` windows, each
+//! The plots are bounded in size whatever the run's length: the histogram is
+//! re-binned into `LOG_BINS` log bins, and the time series into at most
+//! `MAX_TIME_POINTS` windows, each
 //! merging consecutive windows with their minimum, sample-weighted mean and
 //! maximum (`stats::window::coarsened`): a spike is never averaged away.
 
@@ -19,8 +20,6 @@ use plotters::prelude::*;
 /// Plot size in SVG pixels.
 pub const WIDTH: u32 = 1100;
 pub const HEIGHT: u32 = 420;
-/// Most histogram bins per plot.
-pub const MAX_BINS: usize = 250;
 /// Most per-second windows drawn per series.
 pub const MAX_TIME_POINTS: usize = 1000;
 
@@ -60,57 +59,6 @@ pub struct PlotSeries<'a> {
     pub per_second: &'a [SecondStats],
 }
 
-/// A histogram re-binned to one width: bin `i` spans
-/// `[low_ns + i * width_ns, low_ns + (i + 1) * width_ns)`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Bins {
-    pub low_ns: i64,
-    pub width_ns: i64,
-    pub counts: Vec<u64>,
-}
-
-/// The smallest width of 1, 2 or 5 x 10^k ns that covers `[low, high]` in at
-/// most `max_bins` bins.
-pub fn bin_width_ns(low_ns: i64, high_ns: i64, max_bins: usize) -> i64 {
-    let span = (high_ns as i128 - low_ns as i128).max(0) + 1;
-    let max_bins = max_bins.max(1) as i128;
-    let mut decade: i128 = 1;
-    loop {
-        for step in [1, 2, 5] {
-            let width = step * decade;
-            if (span + width - 1) / width <= max_bins {
-                return width.min(i64::MAX as i128) as i64;
-            }
-        }
-        decade *= 10;
-    }
-}
-
-/// The range `[low, high]` (ns) every series' histogram fits in: from 0, or
-/// from the lowest bucket when latencies are negative.
-fn histogram_range(series: &[PlotSeries]) -> Option<(i64, i64)> {
-    let buckets = || series.iter().flat_map(|s| &s.latency.histogram);
-    let low = buckets().map(|b| b.low_ns).min()?.min(0);
-    let high = buckets().map(|b| b.high_ns).max()?;
-    Some((low, high))
-}
-
-/// `summary`'s buckets counted into bins of `width_ns` from `low_ns` (each
-/// bucket by its middle), `bins` of them.
-pub fn rebin(summary: &LatencySummary, low_ns: i64, width_ns: i64, bins: usize) -> Bins {
-    let mut counts = vec![0u64; bins];
-    for b in &summary.histogram {
-        let middle = (b.low_ns as i128 + b.high_ns as i128) / 2;
-        let i = ((middle - low_ns as i128) / width_ns as i128).clamp(0, bins as i128 - 1);
-        counts[i as usize] += b.count;
-    }
-    Bins {
-        low_ns,
-        width_ns,
-        counts,
-    }
-}
-
 /// `values[i]` held over `[x(i), x(i + 1))`, as the corners of a step line
 /// (only where the value changes), starting and ending at `floor`.
 fn steps(xs: impl Iterator<Item = (f64, f64, f64)>, floor: f64) -> Vec<(f64, f64)> {
@@ -140,8 +88,6 @@ fn steps(xs: impl Iterator<Item = (f64, f64, f64)>, floor: f64) -> Vec<(f64, f64
     }
     points
 }
-
-const US: f64 = 1000.0;
 
 /// One figure of a window (its minimum, mean or maximum), in ns.
 type Figure = fn(&SecondStats) -> f64;
@@ -183,66 +129,275 @@ fn legend_mark(style: ShapeStyle) -> impl Fn((i32, i32)) -> PathElement<(i32, i3
     move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style)
 }
 
-/// The latency histogram of `series` (one line each), in one SVG. `None`
-/// when no series has a histogram bucket.
+/// Most samples marked one by one beyond the histogram's body.
+pub const MAX_OUTLIERS: u64 = 20;
+/// Log bins across the histogram's body.
+pub const LOG_BINS: usize = 120;
+/// The share of the x axis the body gets when outliers are drawn apart.
+const BODY_SHARE: f64 = 0.84;
+/// Where the outliers' strip starts on the x axis (after a gap that shows
+/// the axis is broken).
+const STRIP_START: f64 = 0.88;
+
+/// How a histogram's latency axis is laid out: a log axis over the body
+/// `[low_ns, high_ns]`, and, when the few slowest samples lie far beyond
+/// it, a strip at the right where they are marked one by one over
+/// `[high_ns, strip_high_ns]` (a broken axis), so one 10 ms outlier does
+/// not squeeze the body into one bin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistogramAxis {
+    pub low_ns: f64,
+    pub high_ns: f64,
+    /// `Some(top)` when the outliers are drawn apart.
+    pub strip_high_ns: Option<f64>,
+}
+
+impl HistogramAxis {
+    /// Lays out the axis for buckets `(middle ns, count)`: the body ends at
+    /// the smallest latency with at most `MAX_OUTLIERS` samples above it; the
+    /// axis breaks when the slowest sample is over 4 times that.
+    pub fn of(buckets: &[(i64, u64)]) -> Option<HistogramAxis> {
+        let mut sorted: Vec<(i64, u64)> = buckets.iter().copied().filter(|b| b.1 > 0).collect();
+        sorted.sort_unstable();
+        let (&(first, _), &(last, _)) = (sorted.first()?, sorted.last()?);
+        let mut above = 0u64;
+        let mut body_top = last;
+        for &(ns, count) in sorted.iter().rev() {
+            if above + count > MAX_OUTLIERS {
+                body_top = ns;
+                break;
+            }
+            above += count;
+            body_top = ns;
+        }
+        let low = first.max(1) as f64;
+        let broken = above > 0 && last as f64 > 4.0 * (body_top.max(1) as f64);
+        let top = if broken { body_top } else { last };
+        // A 5 % margin in log space on each side, and never an empty span.
+        let span = (top.max(1) as f64 / low).max(1.2);
+        let pad = span.powf(0.05);
+        Some(HistogramAxis {
+            low_ns: low / pad,
+            high_ns: low * span * pad,
+            strip_high_ns: broken.then_some(last as f64 * 1.5),
+        })
+    }
+
+    /// Where `ns` sits on the x axis, 0 to 1 (latencies at or below zero sit
+    /// at the left edge).
+    pub fn position(&self, ns: f64) -> f64 {
+        let log_share = |v: f64, lo: f64, hi: f64| (v.max(lo).ln() - lo.ln()) / (hi.ln() - lo.ln());
+        match self.strip_high_ns {
+            None => log_share(ns, self.low_ns, self.high_ns).min(1.0),
+            Some(top) if ns > self.high_ns => {
+                STRIP_START + (1.0 - STRIP_START) * log_share(ns, self.high_ns, top).min(1.0)
+            }
+            Some(_) => BODY_SHARE * log_share(ns, self.low_ns, self.high_ns),
+        }
+    }
+
+    /// The body's `LOG_BINS` bin edges, each the previous one times the
+    /// same ratio.
+    pub fn edges(&self) -> Vec<f64> {
+        let ratio = (self.high_ns / self.low_ns).powf(1.0 / LOG_BINS as f64);
+        (0..=LOG_BINS)
+            .map(|k| self.low_ns * ratio.powi(k as i32))
+            .collect()
+    }
+
+    /// The bin of the body `ns` falls in (clamped to the body).
+    pub fn bin(&self, ns: f64) -> usize {
+        let share =
+            (ns.max(self.low_ns).ln() - self.low_ns.ln()) / (self.high_ns.ln() - self.low_ns.ln());
+        ((share * LOG_BINS as f64) as usize).min(LOG_BINS - 1)
+    }
+
+    /// The axis' tick values (ns) with their labels: the 1, 2, 5 steps in
+    /// the body (five log-spaced values of two significant digits when the
+    /// body spans too little for three), and the strip's top.
+    pub fn ticks(&self) -> Vec<(f64, String)> {
+        let (lo, hi) = (self.low_ns.ceil() as i64, self.high_ns.floor() as i64);
+        let mut values: Vec<i64> = log_ticks_ns(lo, hi);
+        if values.len() < 3 {
+            values = (0..5)
+                .map(|i| {
+                    let v = self.low_ns * (self.high_ns / self.low_ns).powf((0.5 + i as f64) / 5.0);
+                    let scale = 10f64.powi(v.log10().floor() as i32 - 1);
+                    ((v / scale).round() * scale) as i64
+                })
+                .collect();
+            values.dedup();
+        }
+        let mut ticks: Vec<(f64, String)> = values
+            .into_iter()
+            .map(|v| (self.position(v as f64), tick_label(v)))
+            .collect();
+        if let Some(top) = self.strip_high_ns {
+            let (_, nice) = log_bounds_ns(top as i64, top as i64);
+            let v = nice_steps()
+                .take_while(|&v| (v as f64) <= top)
+                .last()
+                .unwrap_or(nice);
+            if v as f64 > self.high_ns {
+                ticks.push((self.position(v as f64), tick_label(v)));
+            }
+        }
+        ticks
+    }
+}
+
+/// One series' body bin counts and its outliers (ns, count).
+type Binned = (Vec<u64>, Vec<(i64, u64)>);
+
+/// The latency histogram of `series` (one line each) on a log latency axis
+/// and a log count axis, the outliers marked apart, each series' p50, p99
+/// and maximum marked on the axis. `None` when no series has a bucket.
 pub fn histogram_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<String>> {
-    let Some((low, high)) = histogram_range(series) else {
+    let middle = |b: &crate::stats::Bucket| ((b.low_ns as i128 + b.high_ns as i128) / 2) as i64;
+    let all: Vec<(i64, u64)> = series
+        .iter()
+        .flat_map(|s| s.latency.histogram.iter().map(|b| (middle(b), b.count)))
+        .collect();
+    let Some(axis) = HistogramAxis::of(&all) else {
         return Ok(None);
     };
-    let width = bin_width_ns(low, high, MAX_BINS);
-    let bins = ((high as i128 - low as i128) / width as i128 + 1) as usize;
-    let binned: Vec<Bins> = series
-        .iter()
-        .map(|s| rebin(s.latency, low, width, bins))
-        .collect();
+    // Per series: the body's bin counts and the outliers (ns, count).
+    let mut binned: Vec<Binned> = Vec::new();
+    for s in series {
+        let mut counts = vec![0u64; LOG_BINS];
+        let mut outliers = Vec::new();
+        for b in &s.latency.histogram {
+            let m = middle(b);
+            if axis.strip_high_ns.is_some() && m as f64 > axis.high_ns {
+                outliers.push((m, b.count));
+            } else {
+                counts[axis.bin(m as f64)] += b.count;
+            }
+        }
+        binned.push((counts, outliers));
+    }
     let top = binned
         .iter()
-        .flat_map(|b| &b.counts)
-        .copied()
+        .flat_map(|(c, o)| c.iter().copied().chain(o.iter().map(|x| x.1)))
         .max()
         .unwrap_or(1)
         .max(1) as f64;
-    // Empty bins sit on the floor, just below a count of 1.
     let floor = 0.5;
-    let x_low = low as f64 / US;
-    let x_high = (low as f64 + (bins as f64) * width as f64) / US;
-    let caption = format!("{title}: latency histogram ({} bins)", bin_text(width));
+    let y_high = 10f64.powi(top.log10().floor() as i32 + 1).max(10.0);
+    let edges = axis.edges();
+    let overflow: u64 = series.iter().map(|s| s.latency.overflow).sum();
+    let caption = format!("{title}: latency histogram (log latency, log count)");
+    let x_ticks: Vec<(f64, String)> = axis.ticks();
+    let y_ticks: Vec<(f64, String)> = (0..=(y_high.log10() as i32))
+        .map(|k| (10f64.powi(k), format!("{}", 10u64.pow(k as u32))))
+        .collect();
     svg(|root| {
-        let mut chart = chart_builder(root, &caption)
-            .build_cartesian_2d(x_low..x_high, (floor..top * 3.0).log_scale())
+        let mut chart = ChartBuilder::on(root)
+            .caption(&caption, ("sans-serif", 18))
+            .margin(12)
+            .margin_right(24)
+            .x_label_area_size(44)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..1.0, (floor..y_high).log_scale())
             .map_err(drawing_error)?;
         chart
             .configure_mesh()
-            .label_style(("sans-serif", 14))
+            .disable_mesh()
+            .x_labels(0)
+            .y_labels(0)
+            // A log axis still gets one key point of its own: the ticks
+            // are drawn by `draw_ticks`.
+            .y_label_formatter(&|_| String::new())
+            .set_all_tick_mark_size(0)
             .axis_desc_style(("sans-serif", 15))
-            .x_desc("latency (us)")
+            .x_desc("latency (log)")
             .y_desc("samples (log)")
-            .y_label_formatter(&|v| {
-                if *v >= 1.0 {
-                    format!("{v:.0}")
-                } else {
-                    String::new()
-                }
-            })
-            .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(drawing_error)?;
-        for (i, (s, b)) in series.iter().zip(&binned).enumerate() {
-            let w = b.width_ns as f64;
+        draw_ticks(root, &mut chart, &x_ticks, &y_ticks)?;
+        let text_style = |c: RGBColor| TextStyle {
+            color: c.to_backend_color(),
+            ..TextStyle::from(("sans-serif", 12).into_font())
+        };
+        if axis.strip_high_ns.is_some() {
+            // The break: a gap between the body and the outliers' strip.
+            let gap = (BODY_SHARE + STRIP_START) / 2.0;
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(BODY_SHARE + 0.01, floor), (STRIP_START - 0.01, y_high)],
+                    BLACK.mix(0.06).filled(),
+                )))
+                .map_err(drawing_error)?;
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    "outliers",
+                    (gap + 0.01, y_high / 1.6),
+                    text_style(BLACK),
+                )))
+                .map_err(drawing_error)?;
+        }
+        for (i, (s, (counts, outliers))) in series.iter().zip(&binned).enumerate() {
+            let c = color(i);
             let points = steps(
-                b.counts.iter().enumerate().map(|(k, &c)| {
-                    let start = (b.low_ns as f64 + k as f64 * w) / US;
-                    let y = if c == 0 { floor } else { c as f64 };
-                    (start, start + w / US, y)
+                counts.iter().enumerate().map(|(k, &n)| {
+                    let y = if n == 0 { floor } else { n as f64 };
+                    (axis.position(edges[k]), axis.position(edges[k + 1]), y)
                 }),
                 floor,
             );
-            let style = color(i).stroke_width(2);
+            let style = c.stroke_width(2);
             chart
                 .draw_series(LineSeries::new(points, style))
                 .map_err(drawing_error)?
                 .label(s.label.as_str())
                 .legend(legend_mark(style));
+            for &(ns, n) in outliers {
+                let x = axis.position(ns as f64);
+                chart
+                    .draw_series([PathElement::new(
+                        vec![(x, floor), (x, n as f64)],
+                        c.stroke_width(2),
+                    )])
+                    .map_err(drawing_error)?;
+                chart
+                    .draw_series(std::iter::once(Circle::new((x, n as f64), 4, c.filled())))
+                    .map_err(drawing_error)?;
+            }
+            // p50, p99 and the maximum as marks on the latency axis.
+            let l = s.latency;
+            let marks = [
+                ("p50", l.percentile(50.0)),
+                ("p99", l.percentile(99.0)),
+                ("max", (l.samples > 0).then_some(l.max_ns)),
+            ];
+            for (name, value) in marks {
+                let Some(ns) = value else { continue };
+                let x = axis.position(ns as f64);
+                chart
+                    .draw_series([PathElement::new(
+                        vec![(x, floor), (x, floor * 2.2)],
+                        c.stroke_width(3),
+                    )])
+                    .map_err(drawing_error)?;
+                chart
+                    .draw_series(std::iter::once(Text::new(
+                        format!("{name} {}", crate::units::format_ns(ns)),
+                        (x, floor * (2.6 + 1.6 * i as f64)),
+                        text_style(c),
+                    )))
+                    .map_err(drawing_error)?;
+            }
+        }
+        if overflow > 0 {
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    format!(
+                        "{overflow} sample(s) beyond the histogram's range (over 1 h or below -1 s)"
+                    ),
+                    (0.02, y_high / 1.6),
+                    text_style(RGBColor(176, 0, 32)),
+                )))
+                .map_err(drawing_error)?;
         }
         draw_legend(&mut chart)
     })
@@ -262,11 +417,15 @@ fn draw_legend<'a, X: Ranged, Y: Ranged>(
         .map_err(drawing_error)
 }
 
-/// A bin width for people: `10 ns`, `1 us`, `500 us`.
-fn bin_text(width_ns: i64) -> String {
-    crate::units::format_ns(width_ns)
-        .replace(".00 ", " ")
-        .replace(".0 ", " ")
+/// A number for an axis label without needless decimals: `5`, `2.5`.
+pub fn axis_number(v: f64) -> String {
+    let text = format!("{v:.3}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    if text == "-0" {
+        "0".to_string()
+    } else {
+        text.to_string()
+    }
 }
 
 /// The time unit of an axis spanning `seconds`, and its length in seconds.
@@ -295,8 +454,20 @@ pub fn per_second_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<S
         return Ok(None);
     };
     let start = all().map(|w| w.second).min().unwrap_or(0);
-    let y_low = all().map(|w| w.min_ns).min().unwrap_or(0).min(0) as f64 / US;
-    let y_high = (all().map(|w| w.max_ns).max().unwrap_or(1) as f64 / US).max(0.001) * 1.08;
+    // A log latency axis: one spike does not flatten the minima and means.
+    // Latencies at or below zero have no place on it and sit on its floor.
+    let positive_low = all()
+        .map(|w| w.min_ns)
+        .chain(all().map(|w| w.avg_ns.round() as i64))
+        .filter(|&v| v > 0)
+        .min()
+        .unwrap_or(1);
+    let (low, high) = log_bounds_ns(positive_low, all().map(|w| w.max_ns).max().unwrap_or(1));
+    let (y_low, y_high) = (low as f64, high as f64);
+    let y_ticks: Vec<(f64, String)> = log_ticks_ns(low, high)
+        .into_iter()
+        .map(|v| (v as f64, tick_label(v)))
+        .collect();
     let merged = series
         .iter()
         .zip(&drawn)
@@ -311,7 +482,10 @@ pub fn per_second_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<S
     };
     svg(|root| {
         let mut chart = chart_builder(root, &caption)
-            .build_cartesian_2d(start as f64 / unit_s..end as f64 / unit_s, y_low..y_high)
+            .build_cartesian_2d(
+                start as f64 / unit_s..end as f64 / unit_s,
+                (y_low..y_high).log_scale(),
+            )
             .map_err(drawing_error)?;
         chart
             .configure_mesh()
@@ -320,10 +494,14 @@ pub fn per_second_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<S
             .x_desc(format!(
                 "time since start ({unit}); thick: max, medium: avg, thin: min"
             ))
-            .y_desc("latency (us)")
+            .y_desc("latency (log)")
+            .x_label_formatter(&|v| axis_number(*v))
+            .y_labels(0)
+            .y_label_formatter(&|_| String::new())
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(drawing_error)?;
+        draw_ticks(root, &mut chart, &[], &y_ticks)?;
         for (i, (s, windows)) in series.iter().zip(&drawn).enumerate() {
             let c = color(i);
             let figures: [(Figure, ShapeStyle); 3] = [
@@ -337,7 +515,7 @@ pub fn per_second_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<S
                         (
                             w.second as f64 / unit_s,
                             (w.second + w.span_s) as f64 / unit_s,
-                            figure(w) / US,
+                            figure(w).max(y_low),
                         )
                     }),
                     f64::NAN,
@@ -358,37 +536,233 @@ pub fn per_second_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<S
     .map(Some)
 }
 
+/// Where percentile `p` sits on the "nines" axis: one unit per nine
+/// (50 -> 0.30, 90 -> 1, 99 -> 2, 99.9 -> 3, ...), so the tail gets as much
+/// room as the body.
+pub fn nines_position(p: f64) -> f64 {
+    (100.0 / (100.0 - p)).log10()
+}
+
+/// Where the maximum is drawn on the nines axis: one unit beyond 99.999.
+pub const MAX_POSITION: f64 = 6.0;
+
+/// The nines axis' ticks: the reported percentiles, then `max`.
+pub fn nines_ticks() -> Vec<(f64, String)> {
+    let mut ticks: Vec<(f64, String)> = crate::stats::REPORTED_PERCENTILES
+        .iter()
+        .map(|&p| (nines_position(p), format!("{p}")))
+        .collect();
+    ticks.push((MAX_POSITION, "max".to_string()));
+    ticks
+}
+
+/// The 1, 2 and 5 x 10^k ns steps from 1 ns up to 1000 s.
+fn nice_steps() -> impl Iterator<Item = i64> {
+    (0..13).flat_map(|k| [1, 2, 5].map(|m| m * 10i64.pow(k)))
+}
+
+/// The bounds of a log latency axis holding `[low_ns, high_ns]`: the nearest
+/// 1, 2 or 5 x 10^k at or below the low end (at least 1 ns: a log axis has
+/// no zero) and at or above the high end, and never the same.
+pub fn log_bounds_ns(low_ns: i64, high_ns: i64) -> (i64, i64) {
+    let low_ns = low_ns.max(1);
+    let low = nice_steps()
+        .take_while(|&v| v <= low_ns)
+        .last()
+        .unwrap_or(1);
+    let high_ns = high_ns.max(low + 1);
+    let high = nice_steps()
+        .find(|&v| v >= high_ns)
+        .unwrap_or(1_000_000_000_000);
+    (low, high.max(low * 2))
+}
+
+/// The ticks of a log latency axis over `[low_ns, high_ns]`: every 1, 2 and
+/// 5 x 10^k inside, or only the powers of ten when that would be more than
+/// nine ticks.
+pub fn log_ticks_ns(low_ns: i64, high_ns: i64) -> Vec<i64> {
+    let inside = |v: &i64| (low_ns..=high_ns).contains(v);
+    let all: Vec<i64> = nice_steps().filter(inside).collect();
+    if all.len() <= 9 {
+        return all;
+    }
+    (0..13).map(|k| 10i64.pow(k)).filter(inside).collect()
+}
+
+/// A tick label without needless decimals: `500 ns`, `1 us`, `2.5 ms`.
+pub fn tick_label(ns: i64) -> String {
+    let (value, unit) = match ns.unsigned_abs() {
+        0..1_000 => (ns as f64, "ns"),
+        1_000..1_000_000 => (ns as f64 / 1e3, "us"),
+        1_000_000..1_000_000_000 => (ns as f64 / 1e6, "ms"),
+        _ => (ns as f64 / 1e9, "s"),
+    };
+    let text = format!("{value:.3}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text} {unit}")
+}
+
+/// A latency drawn across a plot as a line: `--max-latency` or an absolute
+/// `--fail-if` limit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limit {
+    pub label: String,
+    pub ns: i64,
+}
+
+/// Draws the tick labels and grid lines of a chart whose mesh has none:
+/// `x_ticks` and `y_ticks` are (value in chart coordinates, label).
+fn draw_ticks<Y: Ranged<ValueType = f64>>(
+    root: &DrawingArea<SVGBackend, Shift>,
+    chart: &mut ChartContext<SVGBackend, Cartesian2d<plotters::coord::types::RangedCoordf64, Y>>,
+    x_ticks: &[(f64, String)],
+    y_ticks: &[(f64, String)],
+) -> DrawResult<()> {
+    let x_range = chart.x_range();
+    let y_range = chart.y_range();
+    let grid = BLACK.mix(0.12).stroke_width(1);
+    let font = ("sans-serif", 14).into_font();
+    for (x, label) in x_ticks {
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(*x, y_range.start), (*x, y_range.end)],
+                grid,
+            )))
+            .map_err(drawing_error)?;
+        let (px, py) = chart.backend_coord(&(*x, y_range.start));
+        let style = TextStyle::from(font.clone()).pos(plotters::style::text_anchor::Pos::new(
+            plotters::style::text_anchor::HPos::Center,
+            plotters::style::text_anchor::VPos::Top,
+        ));
+        root.draw(&Text::new(label.clone(), (px, py + 6), style))
+            .map_err(drawing_error)?;
+    }
+    for (y, label) in y_ticks {
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(x_range.start, *y), (x_range.end, *y)],
+                grid,
+            )))
+            .map_err(drawing_error)?;
+        let (px, py) = chart.backend_coord(&(x_range.start, *y));
+        let style = TextStyle::from(font.clone()).pos(plotters::style::text_anchor::Pos::new(
+            plotters::style::text_anchor::HPos::Right,
+            plotters::style::text_anchor::VPos::Center,
+        ));
+        root.draw(&Text::new(label.clone(), (px - 6, py), style))
+            .map_err(drawing_error)?;
+    }
+    Ok(())
+}
+
+/// Latency (log axis) by percentile on the nines axis, one line per series,
+/// every limit as a horizontal line. `None` when no series has a sample.
+pub fn percentile_svg(
+    title: &str,
+    series: &[PlotSeries],
+    limits: &[Limit],
+) -> DrawResult<Option<String>> {
+    let lines: Vec<(&PlotSeries, Vec<(f64, i64)>)> = series
+        .iter()
+        .filter(|s| s.latency.samples > 0)
+        .map(|s| {
+            let mut points: Vec<(f64, i64)> = s
+                .latency
+                .percentiles
+                .iter()
+                .map(|p| (nines_position(p.percentile), p.ns))
+                .collect();
+            points.push((MAX_POSITION, s.latency.max_ns));
+            (s, points)
+        })
+        .collect();
+    if lines.is_empty() {
+        return Ok(None);
+    }
+    let values = || {
+        lines
+            .iter()
+            .flat_map(|(_, p)| p.iter().map(|&(_, ns)| ns))
+            .chain(limits.iter().map(|l| l.ns))
+    };
+    let positive_low = values().filter(|&v| v > 0).min().unwrap_or(1);
+    let (low, high) = log_bounds_ns(positive_low, values().max().unwrap_or(1));
+    let (y_low, y_high) = (low as f64, high as f64);
+    // A latency at or below zero has no place on a log axis: drawn on the floor.
+    let y = |ns: i64| (ns as f64).max(y_low);
+    let caption = format!("{title}: latency by percentile");
+    let y_ticks: Vec<(f64, String)> = log_ticks_ns(low, high)
+        .into_iter()
+        .map(|v| (v as f64, tick_label(v)))
+        .collect();
+    svg(|root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(&caption, ("sans-serif", 18))
+            .margin(12)
+            .margin_right(24)
+            .x_label_area_size(44)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..MAX_POSITION + 0.15, (y_low..y_high).log_scale())
+            .map_err(drawing_error)?;
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .x_labels(0)
+            .y_labels(0)
+            // A log axis still gets one key point of its own: the ticks
+            // are drawn by `draw_ticks`.
+            .y_label_formatter(&|_| String::new())
+            .set_all_tick_mark_size(0)
+            .axis_desc_style(("sans-serif", 15))
+            .x_desc("percentile (each step one more nine)")
+            .y_desc("latency (log)")
+            .draw()
+            .map_err(drawing_error)?;
+        draw_ticks(root, &mut chart, &nines_ticks(), &y_ticks)?;
+        for (k, limit) in limits.iter().enumerate() {
+            let style = BLACK.mix(0.7).stroke_width(if k == 0 { 2 } else { 1 });
+            chart
+                .draw_series(std::iter::once(PathElement::new(
+                    vec![(0.0, y(limit.ns)), (MAX_POSITION + 0.15, y(limit.ns))],
+                    style,
+                )))
+                .map_err(drawing_error)?
+                .label(format!("{} ({})", limit.label, tick_label(limit.ns)))
+                .legend(legend_mark(style));
+        }
+        for (i, (s, points)) in lines.iter().enumerate() {
+            let index = series.iter().position(|x| std::ptr::eq(x, *s)).unwrap_or(i);
+            let style = color(index).stroke_width(2);
+            let points: Vec<(f64, f64)> = points.iter().map(|&(x, ns)| (x, y(ns))).collect();
+            chart
+                .draw_series(LineSeries::new(points.clone(), style))
+                .map_err(drawing_error)?
+                .label(s.label.as_str())
+                .legend(legend_mark(style));
+            chart
+                .draw_series(
+                    points
+                        .into_iter()
+                        .map(|p| Circle::new(p, 3, color(index).filled())),
+                )
+                .map_err(drawing_error)?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.4))
+            .label_font(("sans-serif", 13))
+            .draw()
+            .map_err(drawing_error)
+    })
+    .map(Some)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::stats::LatencyRecorder;
-
-    #[test]
-    fn bin_widths_are_nice_and_bounded() {
-        assert_eq!(bin_width_ns(0, 499, 500), 1);
-        assert_eq!(bin_width_ns(0, 500, 500), 2);
-        assert_eq!(bin_width_ns(0, 5_000, 500), 20);
-        assert_eq!(bin_width_ns(0, 49_999, 500), 100);
-        assert_eq!(bin_width_ns(0, 49_999, 250), 200);
-        assert_eq!(bin_width_ns(-1_000, 3_600_000_000_000, 500), 10_000_000_000);
-        assert_eq!(bin_width_ns(i64::MIN, i64::MAX, 1), i64::MAX);
-    }
-
-    #[test]
-    fn rebinning_keeps_every_sample() {
-        let mut r = LatencyRecorder::new();
-        for ns in [1_000, 1_500, 2_000, 2_001, 99_000, 5_000_000] {
-            r.record(ns);
-        }
-        let s = r.summary();
-        let width = bin_width_ns(0, 5_010_000, MAX_BINS);
-        let b = rebin(&s, 0, width, 500);
-        assert_eq!(b.counts.iter().sum::<u64>(), 6);
-        assert_eq!(b.counts[0], 4, "{b:?}");
-        // 5 ms is in a bucket of a few us (3 significant digits).
-        let at = (5_000_000 / width) as usize;
-        assert_eq!(b.counts[at - 1] + b.counts[at], 1, "{b:?}");
-    }
 
     #[test]
     fn steps_drop_to_the_floor_between_gaps() {
@@ -473,5 +847,296 @@ mod tests {
         }];
         assert_eq!(histogram_svg("mq", &none).unwrap(), None);
         assert_eq!(per_second_svg("mq", &none).unwrap(), None);
+    }
+
+    #[test]
+    fn axis_numbers_have_no_needless_decimals() {
+        assert_eq!(axis_number(0.0), "0");
+        assert_eq!(axis_number(5.0), "5");
+        assert_eq!(axis_number(2.5), "2.5");
+        assert_eq!(axis_number(0.125), "0.125");
+        assert_eq!(axis_number(-0.0001), "0");
+        assert_eq!(axis_number(1_440.0), "1440");
+    }
+
+    #[test]
+    fn over_time_a_spike_leaves_the_minima_apart_from_the_floor() {
+        let summary = body_and_outlier(10, 9_810_000);
+        let windows: Vec<SecondStats> = (0..5u64)
+            .map(|second| SecondStats {
+                second,
+                span_s: 1,
+                samples: 10_000,
+                min_ns: 12_000,
+                avg_ns: 13_700.0,
+                max_ns: if second == 2 { 9_810_000 } else { 22_900 },
+            })
+            .collect();
+        let series = [PlotSeries {
+            label: "CPU 0".into(),
+            latency: &summary,
+            per_second: &windows,
+        }];
+        let svg = per_second_svg("timer", &series).unwrap().unwrap();
+        for text in [
+            "10 us",
+            "100 us",
+            "1 ms",
+            "10 ms",
+            "latency (log)",
+            "0",
+            "4",
+        ] {
+            assert!(
+                svg.contains(&format!(">\n{text}\n</text>")),
+                "{text} in {svg}"
+            );
+        }
+        assert!(!svg.contains(">\n1.0\n</text>"), "no needless decimals");
+        // The minimum (12 us) and mean (13.7 us) lines stay apart under a
+        // 9.81 ms spike (on the old linear axis both lay flat on zero): on
+        // 3 decades over about 320 px they are log10(13.7/12)/3 of it apart.
+        let lines: Vec<&str> = svg
+            .lines()
+            .filter(|l| l.starts_with("<polyline") && l.contains("#1F77B4"))
+            .collect();
+        let ys = |l: &str| -> Vec<f64> {
+            l.split("points=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .split_whitespace()
+                .map(|p| p.split_once(',').unwrap().1.parse().unwrap())
+                .collect()
+        };
+        let min_y = ys(lines[0])[0];
+        let avg_y = ys(lines[1])[0];
+        assert!(
+            min_y - avg_y > 5.0,
+            "min at {min_y} px, avg at {avg_y} px: apart"
+        );
+    }
+
+    #[test]
+    fn nines_axis_positions() {
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        let expected = [
+            (50.0, std::f64::consts::LOG10_2),
+            (90.0, 1.0),
+            (99.0, 2.0),
+            (99.9, 3.0),
+            (99.99, 4.0),
+            (99.999, 5.0),
+        ];
+        for (p, x) in expected {
+            assert!(close(nines_position(p), x), "{p}: {}", nines_position(p));
+        }
+        assert!(close(nines_position(0.0), 0.0));
+        let ticks = nines_ticks();
+        let labels: Vec<&str> = ticks.iter().map(|t| t.1.as_str()).collect();
+        assert_eq!(labels, ["50", "90", "99", "99.9", "99.99", "99.999", "max"]);
+        assert_eq!(ticks[6].0, MAX_POSITION);
+    }
+
+    #[test]
+    fn log_axis_bounds_ticks_and_labels() {
+        // The issue's run: p50 13.7 us, one 9.81 ms outlier.
+        assert_eq!(log_bounds_ns(13_700, 9_810_000), (10_000, 10_000_000));
+        assert_eq!(log_bounds_ns(13_700, 22_900), (10_000, 50_000));
+        assert_eq!(log_bounds_ns(-5, 0), (1, 2));
+        assert_eq!(log_bounds_ns(2_000, 2_000), (2_000, 5_000));
+        assert_eq!(log_bounds_ns(1_000, 1_000), (1_000, 2_000));
+        assert_eq!(log_ticks_ns(10_000, 50_000), vec![10_000, 20_000, 50_000]);
+        assert_eq!(
+            log_ticks_ns(10_000, 10_000_000),
+            vec![10_000, 100_000, 1_000_000, 10_000_000]
+        );
+        assert_eq!(
+            log_ticks_ns(1_000, 100_000),
+            vec![1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000]
+        );
+        assert_eq!(tick_label(500), "500 ns");
+        assert_eq!(tick_label(1_000), "1 us");
+        assert_eq!(tick_label(20_000), "20 us");
+        assert_eq!(tick_label(13_700), "13.7 us");
+        assert_eq!(tick_label(2_500_000), "2.5 ms");
+        assert_eq!(tick_label(10_000_000), "10 ms");
+        assert_eq!(tick_label(2_000_000_000), "2 s");
+    }
+
+    #[test]
+    fn percentile_plot_draws_series_limits_and_the_nines() {
+        let mut r = LatencyRecorder::new();
+        for ns in [13_000, 14_000, 15_000, 9_810_000] {
+            r.record(ns);
+        }
+        let summary = r.summary();
+        let series = [PlotSeries {
+            label: "CPU 0".into(),
+            latency: &summary,
+            per_second: &[],
+        }];
+        let limits = [Limit {
+            label: "--max-latency".into(),
+            ns: 100_000,
+        }];
+        let svg = percentile_svg("timer", &series, &limits).unwrap().unwrap();
+        // Every tick of both axes is a text of its own.
+        for text in [
+            "50",
+            "90",
+            "99.999",
+            "max",
+            "10 us",
+            "100 us",
+            "10 ms",
+            "CPU 0",
+            "--max-latency (100 us)",
+        ] {
+            assert!(
+                svg.contains(&format!(">\n{text}\n</text>")),
+                "{text} in {svg}"
+            );
+        }
+        assert!(svg.contains("<polyline"));
+        let empty = LatencyRecorder::new().summary();
+        let none = [PlotSeries {
+            label: "x".into(),
+            latency: &empty,
+            per_second: &[],
+        }];
+        assert_eq!(percentile_svg("t", &none, &limits).unwrap(), None);
+    }
+
+    /// `n` samples spread over 12..20 us, and one at `outlier_ns`.
+    fn body_and_outlier(n: u64, outlier_ns: i64) -> LatencySummary {
+        let mut r = LatencyRecorder::new();
+        for i in 0..n {
+            r.record(12_000 + ((i * 7919) % 8_000) as i64);
+        }
+        r.record(outlier_ns);
+        r.summary()
+    }
+
+    #[test]
+    fn histogram_axis_breaks_for_far_outliers_only() {
+        let axis = HistogramAxis::of(&[(10_000, 5), (40_000, 100), (9_810_000, 1)]).unwrap();
+        // The body: 10..40 us with a 5 % log margin (span 4, pad 4^0.05).
+        let pad = 4f64.powf(0.05);
+        assert!((axis.low_ns - 10_000.0 / pad).abs() < 1e-6, "{axis:?}");
+        assert!((axis.high_ns - 40_000.0 * pad).abs() < 1e-6, "{axis:?}");
+        assert_eq!(axis.strip_high_ns, Some(9_810_000.0 * 1.5));
+        assert!((axis.position(axis.low_ns) - 0.0).abs() < 1e-12);
+        assert!((axis.position(axis.high_ns) - BODY_SHARE).abs() < 1e-12);
+        assert!((axis.position(20_000.0) - BODY_SHARE * 0.5).abs() < 1e-12);
+        assert!((axis.position(axis.high_ns * 1.0001) - STRIP_START).abs() < 1e-3);
+        assert!((axis.position(9_810_000.0 * 1.5) - 1.0).abs() < 1e-12);
+        assert_eq!(axis.position(-5.0), 0.0);
+        // Outliers near the body (under 4 times) keep one unbroken axis.
+        let near = HistogramAxis::of(&[(10_000, 500), (30_000, 3)]).unwrap();
+        assert_eq!(near.strip_high_ns, None);
+        assert!((near.position(near.high_ns) - 1.0).abs() < 1e-12);
+        // More than MAX_OUTLIERS far samples are body, not outliers.
+        let many = HistogramAxis::of(&[(10_000, 500), (5_000_000, 21)]).unwrap();
+        assert_eq!(many.strip_high_ns, None);
+        assert_eq!(HistogramAxis::of(&[(5, 0)]), None);
+    }
+
+    #[test]
+    fn log_bin_edges_and_indices() {
+        let axis = HistogramAxis {
+            low_ns: 1_000.0,
+            high_ns: 1_000_000.0,
+            strip_high_ns: None,
+        };
+        let e = axis.edges();
+        assert_eq!(e.len(), LOG_BINS + 1);
+        // 120 bins over 3 decades: 40 a decade, each 10^(1/40) times the last.
+        for (k, want) in [
+            (0, 1_000.0),
+            (40, 10_000.0),
+            (60, 31_622.776_601_683_79),
+            (120, 1_000_000.0),
+        ] {
+            assert!((e[k] - want).abs() / want < 1e-12, "edge {k}: {}", e[k]);
+        }
+        assert_eq!(axis.bin(999.0), 0);
+        assert_eq!(axis.bin(1_000.0), 0);
+        assert_eq!(axis.bin(10_001.0), 40);
+        assert_eq!(axis.bin(9_999.0), 39);
+        assert_eq!(axis.bin(2e9), LOG_BINS - 1);
+    }
+
+    /// The issue's case: a 10 ms outlier among 50,000 samples of ~14 us
+    /// leaves the body spread over at least half of the plot's width.
+    #[test]
+    fn a_10_ms_outlier_leaves_the_body_over_half_the_width() {
+        let summary = body_and_outlier(50_000, 10_000_000);
+        let series = [PlotSeries {
+            label: "CPU 0".into(),
+            latency: &summary,
+            per_second: &[],
+        }];
+        let svg = histogram_svg("timer", &series).unwrap().unwrap();
+        // The series' step line: the points above the floor are the body.
+        let line = svg
+            .lines()
+            .find(|l| l.starts_with("<polyline") && l.contains("#1F77B4"))
+            .expect("the series' line");
+        let points: Vec<(f64, f64)> = line
+            .split("points=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .map(|p| {
+                let (x, y) = p.split_once(',').unwrap();
+                (x.parse().unwrap(), y.parse().unwrap())
+            })
+            .collect();
+        let floor_y = points.iter().map(|p| p.1).fold(f64::MIN, f64::max);
+        let body: Vec<f64> = points
+            .iter()
+            .filter(|p| p.1 < floor_y)
+            .map(|p| p.0)
+            .collect();
+        let spread = body.iter().copied().fold(f64::MIN, f64::max)
+            - body.iter().copied().fold(f64::MAX, f64::min);
+        assert!(
+            spread >= WIDTH as f64 / 2.0,
+            "body spread {spread} px of {WIDTH}"
+        );
+        for text in ["outliers", "max 10.0 ms", "10 ms"] {
+            assert!(
+                svg.contains(&format!(">\n{text}\n</text>")),
+                "{text} in {svg}"
+            );
+        }
+        assert!(svg.contains(">\np50 1"), "p50 marked");
+        assert!(svg.contains(">\np99 "), "p99 marked");
+    }
+
+    #[test]
+    fn the_histogram_keeps_every_sample() {
+        let summary = body_and_outlier(5_000, 3_000_000);
+        let mid = |b: &crate::stats::Bucket| ((b.low_ns + b.high_ns) / 2, b.count);
+        let buckets: Vec<(i64, u64)> = summary.histogram.iter().map(mid).collect();
+        let axis = HistogramAxis::of(&buckets).unwrap();
+        let mut counts = vec![0u64; LOG_BINS];
+        let mut outliers = 0;
+        for &(ns, n) in &buckets {
+            if ns as f64 > axis.high_ns {
+                outliers += n;
+            } else {
+                counts[axis.bin(ns as f64)] += n;
+            }
+        }
+        assert_eq!(outliers, 1);
+        assert_eq!(counts.iter().sum::<u64>(), 5_000);
+        assert!(counts.iter().filter(|&&c| c > 0).count() > LOG_BINS / 2);
     }
 }
