@@ -244,27 +244,8 @@ fn duration_ns(text: &str) -> Result<u64, String> {
         })?,
     };
     let too_large = || format!("'{}' is too large", shown(text));
-    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
-    // Leading zeros carry nothing; more than 20 other digits exceed the cap.
-    let whole = whole.trim_start_matches('0');
-    if whole.len() > 20 {
-        return Err(too_large());
-    }
-    let whole: u128 = if whole.is_empty() {
-        0
-    } else {
-        whole.parse().map_err(|_| too_large())?
-    };
-    // 24 fraction digits are far below a nanosecond for every unit; the rest
-    // cannot change the rounding but at an exact half, which rounds up anyway.
-    let fraction = &fraction[..fraction.len().min(24)];
-    let scale = 10u128.pow(fraction.len() as u32);
-    let fraction: u128 = if fraction.is_empty() {
-        0
-    } else {
-        fraction.parse().map_err(|_| too_large())?
-    };
-    let ns = whole * unit_ns + (fraction * unit_ns * 2 + scale) / (2 * scale);
+    let ns = crate::units::scale_to_ns(number, unit_ns, crate::units::SubNanosecond::Round)
+        .ok_or_else(too_large)?;
     if ns > 100 * 365 * 86_400 * 1_000_000_000 {
         return Err(too_large());
     }

@@ -88,7 +88,9 @@ pub fn parse_duration(text: &str, bare_unit_ns: u128) -> Result<Duration, Durati
             })?,
         };
         total_ns = total_ns
-            .checked_add(scale_decimal(number, unit_ns).ok_or_else(malformed)?)
+            .checked_add(
+                scale_to_ns(number, unit_ns, SubNanosecond::Truncate).ok_or_else(malformed)?,
+            )
             .ok_or_else(|| DurationError::TooLong(shown(text)))?;
         parts += 1;
         rest = after;
@@ -103,15 +105,36 @@ pub fn parse_duration(text: &str, bare_unit_ns: u128) -> Result<Duration, Durati
 /// `number` (digits with at most one '.') times `unit_ns`, computed in integers so
 /// that `0.1s` is exactly 100 ms and `0.99999999999m` is 59999999999 ns.
 /// Fraction digits beyond the 18th (far below a nanosecond) are ignored.
-fn scale_decimal(number: &str, unit_ns: u128) -> Option<u128> {
-    const MAX_FRACTION_DIGITS: usize = 18;
+/// How `scale_to_ns` treats what lies below a nanosecond.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubNanosecond {
+    /// Dropped: a run time never exceeds what was typed (`-D 0.0000000019s`
+    /// is 1 ns).
+    Truncate,
+    /// Rounded to the nearest, halves up: a latency limit is compared with
+    /// nanosecond samples (`--fail-if max>1.5ns` is 2 ns).
+    Round,
+}
+
+/// `number` (digits with at most one `.`) times `unit_ns`, in nanoseconds,
+/// in integers: a value printed in nanoseconds reads back as the same number
+/// (through f64, anything above 2^53 ns drifted). The one scaler of every
+/// duration latscope reads (run times here, latency thresholds in
+/// `threshold`). `None` when `number` is malformed or the result does not fit.
+pub fn scale_to_ns(number: &str, unit_ns: u128, below_ns: SubNanosecond) -> Option<u128> {
+    // 24 fraction digits are far below a nanosecond for every unit; the rest
+    // cannot change the rounding but at an exact half, which rounds up anyway.
+    const MAX_FRACTION_DIGITS: usize = 24;
     let (int_part, frac_part) = match number.split_once('.') {
         Some((i, f)) => (i, f),
         None => (number, ""),
     };
-    if (int_part.is_empty() && frac_part.is_empty()) || frac_part.contains('.') {
+    let digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
+    if (int_part.is_empty() && frac_part.is_empty()) || !digits(int_part) || !digits(frac_part) {
         return None;
     }
+    // Leading zeros carry nothing (and must not make a long number unreadable).
+    let int_part = int_part.trim_start_matches('0');
     let int_value: u128 = if int_part.is_empty() {
         0
     } else {
@@ -121,9 +144,13 @@ fn scale_decimal(number: &str, unit_ns: u128) -> Option<u128> {
     let fraction_ns = if frac_digits.is_empty() {
         0
     } else {
-        // numerator * unit < 10^18 * 8.64e13, far inside u128.
+        // numerator * unit * 2 < 10^24 * 8.64e13 * 2, inside u128.
         let numerator: u128 = frac_digits.parse().ok()?;
-        numerator * unit_ns / 10u128.pow(frac_digits.len() as u32)
+        let scale = 10u128.pow(frac_digits.len() as u32);
+        match below_ns {
+            SubNanosecond::Truncate => numerator * unit_ns / scale,
+            SubNanosecond::Round => (numerator * unit_ns * 2 + scale) / (2 * scale),
+        }
     };
     int_value.checked_mul(unit_ns)?.checked_add(fraction_ns)
 }
