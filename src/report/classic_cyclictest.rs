@@ -38,33 +38,20 @@ impl CyclicThread {
 
 /// cyclictest's `T:` line (with its newline).
 pub fn t_line(index: usize, t: &CyclicThread, nsecs: bool) -> String {
-    if nsecs {
-        format!(
-            "T:{:2} ({:5}) P:{:2} I:{} C:{:7} Min:{:7} Act:{:8} Avg:{:8} Max:{:8}\n",
-            index,
-            t.tid,
-            t.priority,
-            t.interval_us,
-            t.cycles,
-            t.min,
-            t.act,
-            t.avg(),
-            t.max
-        )
-    } else {
-        format!(
-            "T:{:2} ({:5}) P:{:2} I:{} C:{:7} Min:{:7} Act:{:5} Avg:{:5} Max:{:8}\n",
-            index,
-            t.tid,
-            t.priority,
-            t.interval_us,
-            t.cycles,
-            t.min,
-            t.act,
-            t.avg(),
-            t.max
-        )
-    }
+    // -N widens Act and Avg (nanoseconds need more digits); nothing else moves.
+    let w = if nsecs { 8 } else { 5 };
+    format!(
+        "T:{:2} ({:5}) P:{:2} I:{} C:{:7} Min:{:7} Act:{:w$} Avg:{:w$} Max:{:8}\n",
+        index,
+        t.tid,
+        t.priority,
+        t.interval_us,
+        t.cycles,
+        t.min,
+        t.act,
+        t.avg(),
+        t.max
+    )
 }
 
 /// The line cyclictest prints when it holds `/dev/cpu_dma_latency`.
