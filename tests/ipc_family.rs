@@ -176,6 +176,11 @@ fn assert_nothing_left(pid: u32, marker: &str) {
 /// Runs `latscope ARGS --json FILE`, expects exit 0 and returns the report.
 /// The JSON path doubles as a unique marker of the run's processes.
 fn run_ok(argv: &[&str]) -> Value {
+    run_ok_with_stdout(argv).0
+}
+
+/// `run_ok`, also returning what the run printed on standard output.
+fn run_ok_with_stdout(argv: &[&str]) -> (Value, String) {
     let (_dir, file) = temp_file("report.json");
     let mut full: Vec<&str> = argv.to_vec();
     full.extend(["--json", file.to_str().unwrap()]);
@@ -188,7 +193,7 @@ fn run_ok(argv: &[&str]) -> Value {
     check_report_header(&report);
     assert_sysv_gone(&report);
     assert_nothing_left(pid, file.to_str().unwrap());
-    report
+    (report, out)
 }
 
 #[test]
@@ -423,16 +428,33 @@ fn ipc_fork_and_cross_cpu_apply_to_all() {
         "roundtrip",
         "--fork",
     ];
-    if allowed_cpus().len() >= 2 {
+    let cross = allowed_cpus().len() >= 2;
+    if cross {
         argv.push("--cross-cpu");
     }
     argv.extend_from_slice(mlock_args());
-    let report = run_ok(&argv);
+    let (report, stdout) = run_ok_with_stdout(&argv);
     let tests = report["tests"].as_array().unwrap();
     assert_eq!(tests.len(), 2);
     for t in tests {
         assert_eq!(t["mode"], "round-trip");
         assert_eq!(t["config"]["detail"]["tasks"], "processes");
+        assert_eq!(t["config"]["detail"]["cross_cpu"], cross);
+    }
+    // The table says where the two tasks of each pair ran: a cross-CPU
+    // run (an IPI per wake-up) must not read like a same-CPU one.
+    let header: Vec<&str> = stdout
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let column = header.iter().position(|h| *h == "CPUs");
+    let column = column.unwrap_or_else(|| panic!("no CPUs column in\n{stdout}"));
+    let expected = if cross { "cross" } else { "same" };
+    for row in stdout.lines().skip(1).take(2) {
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cells.get(column), Some(&expected), "{stdout}");
     }
 }
 

@@ -4,7 +4,9 @@
 use crate::ipc::harness::{self, EndReason, Mode, PairOutcome, PairPlan, Progress, RunPlan, Tasks};
 use crate::ipc::{SetupError, Transport, transport_named};
 use crate::live::ipc::LiveLine;
-use crate::pipeline::{CommandError, CpuWindow, FinishedTest, Preparation, RunFacts};
+use crate::pipeline::{
+    CommandError, CpuWindow, FinishedTest, Preparation, RunFacts, ThrottleEvidence,
+};
 use crate::report::{
     ConfigDetail, IpcConfig, IpcPair, Series, SeriesDetail, TestConfig, TestResult,
 };
@@ -85,6 +87,7 @@ pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, SetupError> {
         // Set by the pair tests, which take -p (see pair_test).
         priority_option: None,
         scheduling_free: false,
+        throttle: ThrottleEvidence::of(outcome.spikes.as_ref()),
     };
     Ok(FinishedTest {
         result: TestResult {

@@ -1,7 +1,7 @@
 //! The timer test run and turned into report data: shared by `latscope
 //! timer` and `latscope suite`.
 
-use crate::pipeline::{CpuWindow, FinishedTest, Preparation, RunFacts};
+use crate::pipeline::{CpuWindow, FinishedTest, Preparation, RunFacts, ThrottleEvidence};
 use crate::report::{
     ConfigDetail, Series, SeriesDetail, TestConfig, TestResult, TimerConfig, TimerThread,
 };
@@ -160,6 +160,7 @@ pub fn measure(
         breaktrace_note: None,
         priority_option: None,
         scheduling_free: false,
+        throttle: ThrottleEvidence::of(outcome.spikes.as_ref()),
     };
     let result = TestResult {
         test: "timer".to_string(),

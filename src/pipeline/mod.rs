@@ -28,7 +28,7 @@ pub use judge::{
     EXIT_LIMIT, EXIT_OK, EXIT_RUNTIME, EXIT_SKIPPED, EXIT_USAGE, exit_code_for, judge,
 };
 pub use prepare::{MemoryLock, Preparation, PrepareSpec};
-pub use validity::{CpuWindow, RunFacts};
+pub use validity::{CpuWindow, RunFacts, ThrottleEvidence};
 
 use crate::report::SysInfo;
 use crate::report::json::LatscopeJson;

@@ -4,7 +4,7 @@
 use super::prepare::MemoryLock;
 use crate::doctor::cpu_list;
 use crate::load::cpu_time;
-use crate::report::SysInfo;
+use crate::report::{SpikeTrace, SysInfo};
 use crate::rt::sysinfo::{self, CpuTimes, parse_cpu_list};
 use std::time::Duration;
 
@@ -33,6 +33,49 @@ pub struct RunFacts {
     /// advice when it ran without one; `None` when the command picks
     /// SCHED_FIFO 99 by itself where it is allowed (timer, ipc, suite).
     pub priority_option: Option<&'static str>,
+    /// What the test's spike trace (`--trace-spikes`) says about RT
+    /// throttling; empty without one.
+    pub throttle: ThrottleEvidence,
+}
+
+/// RT throttling as the kernel trace shows it. The kernel logs "RT throttling
+/// activated" once per boot, so its log cannot tell a later run; the trace
+/// can, spike by spike: a normal task ran while a woken real-time measured
+/// task waited on its CPU (`Spike::rt_throttling`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ThrottleEvidence {
+    /// Kept spikes whose trace shows throttling.
+    pub throttled_spikes: u64,
+    /// The worst kept spike, when the trace names a task of higher
+    /// priority than the measured one as what held it off (and no
+    /// throttling): its latency and that task.
+    pub worst_preempted_by: Option<(u64, String)>,
+}
+
+impl ThrottleEvidence {
+    pub fn of(trace: Option<&SpikeTrace>) -> ThrottleEvidence {
+        let Some(trace) = trace else {
+            return ThrottleEvidence::default();
+        };
+        let worst = trace.spikes.iter().max_by_key(|s| s.latency_ns);
+        ThrottleEvidence {
+            throttled_spikes: trace.spikes.iter().filter(|s| s.rt_throttling).count() as u64,
+            worst_preempted_by: worst
+                .filter(|s| !s.rt_throttling)
+                .and_then(|s| Some((s.latency_ns, s.preempted_by.clone()?))),
+        }
+    }
+
+    /// Several tests' evidence: the spikes add up, the worst stays the worst.
+    fn combine<'a>(all: impl Iterator<Item = &'a ThrottleEvidence>) -> ThrottleEvidence {
+        all.fold(ThrottleEvidence::default(), |acc, e| ThrottleEvidence {
+            throttled_spikes: acc.throttled_spikes + e.throttled_spikes,
+            worst_preempted_by: [acc.worst_preempted_by, e.worst_preempted_by.clone()]
+                .into_iter()
+                .flatten()
+                .max_by_key(|(ns, _)| *ns),
+        })
+    }
 }
 
 /// What used the measured CPUs during one measurement: all work (the
@@ -128,6 +171,7 @@ impl RunFacts {
             windows_dropped: all.iter().map(|f| f.windows_dropped).sum(),
             breaktrace_note: all.iter().find_map(|f| f.breaktrace_note.clone()),
             scheduling_free: all.iter().all(|f| f.scheduling_free),
+            throttle: ThrottleEvidence::combine(all.iter().map(|f| &f.throttle)),
         }
     }
 }
@@ -218,15 +262,8 @@ pub fn warnings(sys: &SysInfo, facts: &RunFacts, memory: &MemoryLock) -> Vec<Str
             }
         }
     }
-    if facts.realtime_policy
-        && sys.problem("sched.rt_throttling").is_some()
-        && facts.max_ns.is_some_and(|m| m >= THROTTLE_SUSPECT_NS)
-    {
-        w.push(format!(
-            "samples of 10 ms or more with RT throttling on (sched_rt_runtime_us={} of {}): likely the kernel throttling real-time threads, not the primitive",
-            sys.rt_runtime_us.unwrap_or(0),
-            sys.rt_period_us.unwrap_or(0)
-        ));
+    if let Some(line) = throttling_warning(sys, facts) {
+        w.push(line);
     }
     if facts.windows_dropped > 0 {
         w.push(format!(
@@ -235,6 +272,43 @@ pub fn warnings(sys: &SysInfo, facts: &RunFacts, memory: &MemoryLock) -> Vec<Str
         ));
     }
     w
+}
+
+/// What the run says about RT throttling: what the trace saw, else (without
+/// a trace that explains the worst samples otherwise) the suspicion that
+/// samples of 10 ms or more under throttling raise.
+fn throttling_warning(sys: &SysInfo, facts: &RunFacts) -> Option<String> {
+    let setting = || {
+        format!(
+            "sched_rt_runtime_us={} of {}",
+            sys.rt_runtime_us.unwrap_or(0),
+            sys.rt_period_us.unwrap_or(0)
+        )
+    };
+    let evidence = &facts.throttle;
+    if evidence.throttled_spikes > 0 {
+        let n = evidence.throttled_spikes;
+        return Some(format!(
+            "RT throttling seen in the trace: in {n} spike{} a normal task ran while the woken real-time task waited ({}): the kernel throttled real-time threads",
+            if n == 1 { "" } else { "s" },
+            setting()
+        ));
+    }
+    let suspect = facts.realtime_policy
+        && sys.problem("sched.rt_throttling").is_some()
+        && facts.max_ns.is_some_and(|m| m >= THROTTLE_SUSPECT_NS);
+    // The trace named a higher-priority task as what held off the worst
+    // sample: that, not throttling, is the cause; the spike says so.
+    let explained = evidence
+        .worst_preempted_by
+        .as_ref()
+        .is_some_and(|(ns, _)| *ns as i64 >= THROTTLE_SUSPECT_NS);
+    (suspect && !explained).then(|| {
+        format!(
+            "samples of 10 ms or more with RT throttling on ({}): likely the kernel throttling real-time threads, not the primitive (--trace-spikes tells)",
+            setting()
+        )
+    })
 }
 
 #[cfg(test)]
@@ -261,7 +335,95 @@ mod tests {
             breaktrace_note: None,
             scheduling_free: false,
             priority_option: Some("-p"),
+            throttle: ThrottleEvidence::default(),
         }
+    }
+
+    fn spike(
+        latency_ns: u64,
+        preempted_by: Option<&str>,
+        rt_throttling: bool,
+    ) -> crate::report::Spike {
+        crate::report::Spike {
+            latency_ns,
+            preempted_by: preempted_by.map(str::to_string),
+            rt_throttling,
+            ..crate::report::Spike::default()
+        }
+    }
+
+    #[test]
+    fn the_trace_decides_what_rt_throttling_explains() {
+        // A stock VM with throttling on and a 50 ms worst sample.
+        let sys = SysInfo::of(&Fixture::stock_vm().machine());
+        let mut facts = good_facts();
+        facts.max_ns = Some(50_000_000);
+        let about_throttling = |facts: &RunFacts| {
+            warnings(&sys, facts, &MemoryLock::Locked)
+                .into_iter()
+                .filter(|w| w.contains("throttl"))
+                .collect::<Vec<_>>()
+        };
+        // No trace: the suspicion, with how to settle it.
+        assert_eq!(
+            about_throttling(&facts),
+            [
+                "samples of 10 ms or more with RT throttling on (sched_rt_runtime_us=950000 of 1000000): likely the kernel throttling real-time threads, not the primitive (--trace-spikes tells)"
+            ]
+        );
+        // The trace names a higher-priority task for the worst: no suspicion.
+        let trace = |spikes| SpikeTrace {
+            spikes,
+            ..SpikeTrace::default()
+        };
+        let named = trace(vec![
+            spike(50_000_000, Some("spike-maker (pid 9, prio 19)"), false),
+            spike(2_000_000, None, false),
+        ]);
+        facts.throttle = ThrottleEvidence::of(Some(&named));
+        assert_eq!(
+            facts.throttle.worst_preempted_by,
+            Some((50_000_000, "spike-maker (pid 9, prio 19)".to_string()))
+        );
+        assert!(about_throttling(&facts).is_empty());
+        // Named only for a small spike, not the worst: still suspect.
+        let small = trace(vec![
+            spike(50_000_000, None, false),
+            spike(2_000_000, Some("spike-maker (pid 9, prio 19)"), false),
+        ]);
+        facts.throttle = ThrottleEvidence::of(Some(&small));
+        assert_eq!(about_throttling(&facts).len(), 1);
+        // The trace saw throttling: said as a fact, whatever the kernel log
+        // (which tells once per boot) holds, even with throttling settings
+        // the doctor finds fine.
+        let throttled = trace(vec![
+            spike(40_000_000, None, true),
+            spike(30_000_000, None, true),
+        ]);
+        facts.throttle = ThrottleEvidence::of(Some(&throttled));
+        facts.max_ns = Some(40_000_000);
+        assert_eq!(
+            about_throttling(&facts),
+            [
+                "RT throttling seen in the trace: in 2 spikes a normal task ran while the woken real-time task waited (sched_rt_runtime_us=950000 of 1000000): the kernel throttled real-time threads"
+            ]
+        );
+        // Combined over tests: counts add up, the worst named stays.
+        let all = RunFacts::combine(&[
+            RunFacts {
+                throttle: ThrottleEvidence::of(Some(&throttled)),
+                ..good_facts()
+            },
+            RunFacts {
+                throttle: ThrottleEvidence::of(Some(&named)),
+                ..good_facts()
+            },
+        ]);
+        assert_eq!(all.throttle.throttled_spikes, 2);
+        assert_eq!(
+            all.throttle.worst_preempted_by.map(|(ns, _)| ns),
+            Some(50_000_000)
+        );
     }
 
     #[test]

@@ -125,15 +125,39 @@ pub fn pin_error(cpu: usize, errno: i32) -> String {
     )
 }
 
+/// Lets the calling thread run on any of `cpus` (and only there).
+pub fn pin_current_thread_to(cpus: &[usize]) -> Result<(), String> {
+    let mut set = nix::sched::CpuSet::new();
+    for &cpu in cpus {
+        set.set(cpu)
+            .map_err(|_| format!("CPU {cpu} is beyond this system's CPU set"))?;
+    }
+    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
+        .map_err(|e| format!("could not move a task to CPUs {cpus:?}: {e}"))
+}
+
+/// The CPUs the process (its main thread) may run on: unlike
+/// `allowed_cpus`, not narrowed by a pin of the calling thread.
+pub fn allowed_cpus_of_process() -> Vec<usize> {
+    affinity_of(nix::unistd::Pid::this()).unwrap_or_else(allowed_cpus)
+}
+
 /// The CPUs this process may run on (its affinity mask, which reflects cpusets
 /// and taskset), in ascending order.
 pub fn allowed_cpus() -> Vec<usize> {
-    match nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) {
-        Ok(set) => (0..nix::sched::CpuSet::count())
+    affinity_of(nix::unistd::Pid::from_raw(0)).unwrap_or_else(|| {
+        (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect()
+    })
+}
+
+/// The affinity mask of a task (0: the calling thread), in ascending order.
+fn affinity_of(task: nix::unistd::Pid) -> Option<Vec<usize>> {
+    let set = nix::sched::sched_getaffinity(task).ok()?;
+    Some(
+        (0..nix::sched::CpuSet::count())
             .filter(|&c| set.is_set(c).unwrap_or(false))
             .collect(),
-        Err(_) => (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect(),
-    }
+    )
 }
 
 /// The CPU the calling thread runs on right now.

@@ -40,6 +40,8 @@ const CAUSES_IN_SUMMARY: usize = 3;
 const SUMMARY_MIN_NS: u64 = 1_000;
 /// Nested interrupt contexts followed (deeper ones are not attributed).
 const MAX_NESTING: usize = 8;
+/// The `Cause::kind` of latscope's own trace reader.
+pub const TRACER_KIND: &str = "tracer";
 /// Kernel priorities below this are real-time (`MAX_RT_PRIO`).
 const MAX_RT_PRIO: i32 = 100;
 /// How long a normal task running when a real-time task is woken may keep
@@ -185,6 +187,9 @@ pub struct Window<'a> {
     pub actual_ns: u64,
     /// The measuring task and its peer (their own time is no cause).
     pub measured: &'a [i32],
+    /// latscope's own trace reader (0: not known): a cause like any task,
+    /// but named as latscope's, so that nobody hunts for it elsewhere.
+    pub tracer: i32,
 }
 
 /// Who gets a stretch of the window.
@@ -218,7 +223,10 @@ pub fn attribute_events<'e>(
 ) -> Spike {
     let (start, end) = (window.expected_ns, window.actual_ns.max(window.expected_ns));
     let mut state = base.clone();
-    let mut book = Book::default();
+    let mut book = Book {
+        tracer: window.tracer,
+        ..Book::default()
+    };
     let mut shown: VecDeque<SpikeEvent> = VecDeque::new();
     let mut omitted = 0u64;
     let mut at = start;
@@ -261,9 +269,9 @@ pub fn attribute_events<'e>(
                         && s.prev_runnable()
                         && !window.measured.contains(&s.next_pid) =>
                 {
-                    verdict
-                        .preempted_by
-                        .get_or_insert_with(|| task_name(s.next_pid, s.next_prio, &s.next_comm));
+                    verdict.preempted_by.get_or_insert_with(|| {
+                        task_name(s.next_pid, s.next_prio, &s.next_comm, window.tracer)
+                    });
                 }
                 _ => {}
             }
@@ -277,7 +285,7 @@ pub fn attribute_events<'e>(
         {
             let ran_after_wake = after_wake(current_since, woken_at, event.time);
             verdict.judge(
-                window.measured,
+                window,
                 prio,
                 (s.prev_pid, s.prev_prio, &s.prev_comm),
                 ran_after_wake,
@@ -297,7 +305,7 @@ pub fn attribute_events<'e>(
     if let (Some((woken_at, prio)), Some(task)) = (woken, state.task) {
         let ran_after_wake = after_wake(current_since, woken_at, end);
         verdict.judge(
-            window.measured,
+            window,
             prio,
             (task.pid, task.prio, &task.comm),
             ran_after_wake,
@@ -340,17 +348,17 @@ impl Verdict {
     /// after the wake-up (`ran_after_wake`, see the module doc).
     fn judge(
         &mut self,
-        measured: &[i32],
+        window: &Window<'_>,
         measured_prio: i32,
         (pid, prio, comm): (i32, i32, &Comm),
         ran_after_wake: bool,
     ) {
-        if pid == 0 || prio == UNKNOWN_PRIO || measured.contains(&pid) {
+        if pid == 0 || prio == UNKNOWN_PRIO || window.measured.contains(&pid) {
             return;
         }
         if prio < measured_prio {
             self.preempted_by
-                .get_or_insert_with(|| task_name(pid, prio, comm));
+                .get_or_insert_with(|| task_name(pid, prio, comm, window.tracer));
         } else if ran_after_wake && measured_prio < MAX_RT_PRIO && prio >= MAX_RT_PRIO {
             self.rt_throttling = true;
         }
@@ -377,6 +385,8 @@ struct Book {
     unknown_ns: u64,
     measured_ns: u64,
     last: Option<(String, String)>,
+    /// latscope's trace reader (`Window::tracer`).
+    tracer: i32,
 }
 
 impl Book {
@@ -402,6 +412,9 @@ impl Book {
             }
             // No priority in the name: the one the trace gave at the switch-in
             // can be stale (see `Verdict`), and one task must stay one cause.
+            Owner::Task(t) if t.pid == self.tracer && t.pid > 0 => {
+                (TRACER_KIND, format!("{} (pid {})", text_of(&t.comm), t.pid))
+            }
             Owner::Task(t) => ("task", format!("{} (pid {})", text_of(&t.comm), t.pid)),
             Owner::Context(Context::Irq { irq, name }) => {
                 ("irq", format!("{irq} {}", text_of(&name)))
@@ -435,8 +448,13 @@ impl Book {
     }
 }
 
-fn task_name(pid: i32, prio: i32, comm: &Comm) -> String {
-    format!("{} (pid {pid}, prio {prio})", text_of(comm))
+fn task_name(pid: i32, prio: i32, comm: &Comm, tracer: i32) -> String {
+    let owner = if pid == tracer && pid > 0 {
+        "latscope's own trace reader "
+    } else {
+        ""
+    };
+    format!("{owner}{} (pid {pid}, prio {prio})", text_of(comm))
 }
 
 /// The one line that says why: the largest causes, then what else the
@@ -506,6 +524,13 @@ pub fn summary(spike: &Spike) -> String {
         line.push_str(
             "; real-time throttling (a normal task ran while the real-time task was runnable)",
         );
+    }
+    if spike
+        .causes
+        .iter()
+        .any(|c| c.kind == TRACER_KIND && c.ns >= SUMMARY_MIN_NS)
+    {
+        line.push_str("; latscope's trace reader ran on this CPU (no other CPU was free for it)");
     }
     if spike.window_truncated {
         line.push_str("; the trace did not reach back to the start of the window");
@@ -651,6 +676,7 @@ mod tests {
             expected_ns,
             actual_ns,
             measured: &[ME, 43],
+            tracer: 0,
         }
     }
 
@@ -843,6 +869,46 @@ mod tests {
             spike.causes,
             vec![cause("task", "spike-maker (pid 9)", 3_000 * US, 1)]
         );
+    }
+
+    #[test]
+    fn latscope_s_own_trace_reader_is_named_as_such() {
+        // The reader (pid 77) held the CPU for 3 ms of a 3.01 ms spike.
+        let events = [
+            switch(
+                500 * US,
+                (0, 120, "swapper/1", 0),
+                (77, 120, "latscope-trace"),
+            ),
+            wakeup(1_000 * US, 49),
+            switch(
+                4_000 * US,
+                (77, 120, "latscope-trace", Switch::PREEMPTED),
+                (ME, 49, "sampling-1"),
+            ),
+        ];
+        let mut w = window(1_000 * US, 4_010 * US);
+        w.tracer = 77;
+        let spike = attribute_events(&CpuState::default(), events.iter(), &w, false);
+        assert_eq!(
+            spike.causes,
+            vec![cause(TRACER_KIND, "latscope-trace (pid 77)", 3_000 * US, 1)]
+        );
+        assert_eq!(
+            spike.causes[0].describe(),
+            "latscope's trace reader latscope-trace (pid 77) 3.00 ms"
+        );
+        assert!(
+            spike.summary.contains(
+                "; latscope's trace reader ran on this CPU (no other CPU was free for it)"
+            ),
+            "{}",
+            spike.summary
+        );
+        // The same window with the reader unknown: an ordinary task.
+        let spike = run(&events, 1_000 * US, 4_010 * US);
+        assert_eq!(spike.causes[0].kind, "task");
+        assert!(!spike.summary.contains("trace reader"));
     }
 
     #[test]

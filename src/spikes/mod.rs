@@ -18,7 +18,7 @@ use crate::report::{Spike, SpikeTrace};
 use crate::rt::tracefs::events::{
     ACTIVITY, EventDecoder, TraceEvent, VECTOR_EVENTS, VECTOR_SYSTEM,
 };
-use crate::rt::tracefs::reader::{Consumer, ReaderCounts};
+use crate::rt::tracefs::reader::{Consumer, LostSpan, ReaderCounts};
 use crate::rt::tracefs::{self, TraceOptions, TraceRun};
 use crate::stats::live::SpscRing;
 use attribution::{CpuHistory, Window};
@@ -33,8 +33,10 @@ pub const MAX_KEPT: usize = 100;
 pub const QUEUE_SLOTS: usize = 512;
 /// Candidates waiting for their trace (bounded: beyond, counted as dropped).
 const MAX_PENDING: usize = 8192;
-/// Kernel-lost-event marks remembered, to flag the spikes they may touch.
-const MAX_GAPS: usize = 64;
+/// Spans of lost kernel events remembered, to flag the spikes they may
+/// touch (beyond, a new span widens the latest one of its CPU: spikes may be
+/// flagged needlessly, never missed).
+const MAX_GAPS: usize = 4096;
 
 /// A sample above the threshold, as the measuring thread hands it over.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -107,10 +109,13 @@ pub struct SpikeTracer {
 }
 
 impl SpikeTracer {
-    /// Starts tracing `cpus` for the spikes of `sources` above `threshold_ns`.
+    /// Starts tracing `cpus` for the spikes of `sources` above `threshold_ns`;
+    /// the trace reader keeps off `cpus` and `also_measured` (CPUs of
+    /// measured tasks whose wake-ups are not traced, as a pair's sender).
     pub fn start(
         sources: Vec<Source>,
         cpus: &[usize],
+        also_measured: &[usize],
         threshold_ns: u64,
     ) -> Result<SpikeTracer, String> {
         let tracefs = tracefs::tracefs_for(&ACTIVITY)?;
@@ -132,7 +137,10 @@ impl SpikeTracer {
         let run = TraceRun::start(
             &tracefs,
             cpus,
-            TraceOptions::default(),
+            TraceOptions {
+                reader_keeps_off: also_measured.to_vec(),
+                ..TraceOptions::default()
+            },
             decoder,
             Box::new(collector),
             |instance| {
@@ -179,6 +187,7 @@ impl SpikeTracer {
             events_read: counts.events_read,
             events_lost,
             reader_cpu_ns: counts.cpu_ns,
+            reader_on_measured_cpus: counts.on_traced_cpus,
             spikes,
         }
     }
@@ -200,7 +209,9 @@ struct Collector {
     cpus: BTreeMap<usize, CpuHistory>,
     /// (source index, candidate), waiting for the trace to pass their time.
     pending: Vec<(usize, Candidate)>,
-    gaps: VecDeque<u64>,
+    gaps: VecDeque<LostSpan>,
+    /// The trace reader's task id (the thread this collector runs in).
+    reader_tid: i32,
     book: Book,
     out: Arc<Mutex<Option<Book>>>,
 }
@@ -212,6 +223,7 @@ impl Collector {
             cpus: BTreeMap::new(),
             pending: Vec::new(),
             gaps: VecDeque::new(),
+            reader_tid: 0,
             book: Book::default(),
             out,
         }
@@ -257,9 +269,8 @@ impl Collector {
             expected_ns: c.expected_ns,
             actual_ns: c.actual_ns,
             measured: &src.tids,
+            tracer: self.reader_tid,
         };
-        let from = c.expected_ns.saturating_sub(attribution::MARGIN_BEFORE_NS);
-        let lost = self.gaps.iter().any(|&g| g >= from && g <= c.actual_ns);
         let mut spike = match self.cpus.get(&window.cpu) {
             Some(history) => attribution::attribute(history, &window),
             None => attribution::attribute_events(
@@ -271,15 +282,45 @@ impl Collector {
         };
         spike.series = src.label.clone();
         spike.tid = src.tids.first().copied().unwrap_or(0);
-        if lost {
-            spike.events_lost = true;
-            spike.summary = attribution::summary(&spike);
-        }
+        self.flag_lost_events(&mut spike);
         self.book.kept.push(spike);
+    }
+
+    /// Flags a spike whose window (with the margin shown before it) the
+    /// kernel may have lost events of, on any traced CPU: its attribution
+    /// may then miss what ran.
+    fn flag_lost_events(&self, spike: &mut Spike) {
+        let from = spike
+            .expected_ns
+            .saturating_sub(attribution::MARGIN_BEFORE_NS);
+        let to = spike.actual_ns.max(spike.expected_ns);
+        if !spike.events_lost && self.gaps.iter().any(|g| g.overlaps(from, to)) {
+            spike.events_lost = true;
+            spike.summary = attribution::summary(spike);
+        }
+    }
+
+    fn remember_gap(&mut self, lost: LostSpan) {
+        if self.gaps.len() == MAX_GAPS {
+            // Full: widen the latest span of that CPU (or the latest at all).
+            let latest = self.gaps.iter_mut().rev().find(|g| g.cpu == lost.cpu);
+            let widened = match latest {
+                Some(g) => g,
+                None => self.gaps.back_mut().expect("full"),
+            };
+            widened.since_ns = widened.since_ns.min(lost.since_ns);
+            widened.until_ns = widened.until_ns.max(lost.until_ns);
+            return;
+        }
+        self.gaps.push_back(lost);
     }
 }
 
 impl Consumer for Collector {
+    fn started(&mut self, reader_tid: i32) {
+        self.reader_tid = reader_tid;
+    }
+
     fn poll(&mut self) {
         for (index, source) in self.sources.iter().enumerate() {
             let (pending, dropped) = (&mut self.pending, &mut self.book.dropped);
@@ -302,17 +343,149 @@ impl Consumer for Collector {
         self.cpus.entry(event.cpu).or_default().push(*event);
     }
 
-    fn gap(&mut self, time: u64, _: &mut ReaderCounts) {
-        if self.gaps.len() == MAX_GAPS {
-            self.gaps.pop_front();
-        }
-        self.gaps.push_back(time);
+    fn gap(&mut self, lost: LostSpan, _: &mut ReaderCounts) {
+        self.remember_gap(lost);
     }
 
     fn finish(&mut self, _: u64, _: &mut ReaderCounts) {
         self.settle(None);
+        // A loss reported after a spike was attributed (the flagged page of
+        // another CPU can come later than the events that settled it).
+        let mut kept = std::mem::take(&mut self.book.kept);
+        for spike in &mut kept {
+            self.flag_lost_events(spike);
+        }
+        self.book.kept = kept;
         if let Ok(mut out) = self.out.lock() {
             *out = Some(std::mem::take(&mut self.book));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rt::tracefs::events::Kind;
+
+    const MS: u64 = 1_000_000;
+
+    fn collector() -> (Collector, Arc<CandidateQueue>, Arc<Mutex<Option<Book>>>) {
+        let queue = candidate_queue();
+        let out = Arc::new(Mutex::new(None));
+        let source = Source {
+            label: "thread 0".into(),
+            queue: queue.clone(),
+            tids: vec![42],
+        };
+        (Collector::new(vec![source], out.clone()), queue, out)
+    }
+
+    fn event_at(time: u64, cpu: usize) -> TraceEvent {
+        TraceEvent {
+            time,
+            cpu,
+            pid: 0,
+            kind: Kind::Wakeup {
+                pid: 7,
+                prio: 120,
+                target_cpu: cpu as i32,
+            },
+        }
+    }
+
+    fn finish(mut c: Collector, out: &Arc<Mutex<Option<Book>>>) -> Vec<Spike> {
+        c.finish(0, &mut ReaderCounts::default());
+        out.lock().unwrap().take().unwrap().kept
+    }
+
+    #[test]
+    fn lost_spans_overlap_inclusively() {
+        let span = LostSpan {
+            cpu: 1,
+            since_ns: 10,
+            until_ns: 20,
+        };
+        assert!(span.overlaps(20, 30));
+        assert!(span.overlaps(0, 10));
+        assert!(span.overlaps(12, 13));
+        assert!(span.overlaps(0, 100));
+        assert!(!span.overlaps(21, 30));
+        assert!(!span.overlaps(0, 9));
+    }
+
+    #[test]
+    fn a_spike_inside_a_lost_span_is_flagged_even_when_the_loss_is_told_later() {
+        let (mut c, queue, out) = collector();
+        let counts = &mut ReaderCounts::default();
+        // A spike on CPU 1 from 100 to 108 ms, another from 300 to 301 ms.
+        for (due, ran) in [(100 * MS, 108 * MS), (300 * MS, 301 * MS)] {
+            queue.push(Candidate {
+                cpu: 1,
+                expected_ns: due,
+                actual_ns: ran,
+            });
+        }
+        c.poll();
+        // CPU 0's events pass both spikes: they are attributed now...
+        c.event(&event_at(400 * MS, 0), counts);
+        assert!(c.pending.is_empty());
+        assert!(c.book.kept.iter().all(|s| !s.events_lost));
+        // ...and only then does CPU 1's next page say that events between
+        // 50 ms (its last event read) and 200 ms were lost.
+        c.gap(
+            LostSpan {
+                cpu: 1,
+                since_ns: 50 * MS,
+                until_ns: 200 * MS,
+            },
+            counts,
+        );
+        let kept = finish(c, &out);
+        let lost: Vec<(u64, bool)> = kept
+            .iter()
+            .map(|s| (s.expected_ns, s.events_lost))
+            .collect();
+        assert!(lost.contains(&(100 * MS, true)), "{lost:?}");
+        assert!(lost.contains(&(300 * MS, false)), "{lost:?}");
+        let flagged = kept.iter().find(|s| s.expected_ns == 100 * MS).unwrap();
+        assert!(
+            flagged
+                .summary
+                .ends_with("; the kernel lost trace events meanwhile"),
+            "{}",
+            flagged.summary
+        );
+    }
+
+    #[test]
+    fn a_full_gap_book_widens_spans_instead_of_forgetting_them() {
+        let (mut c, _, _) = collector();
+        let counts = &mut ReaderCounts::default();
+        for i in 0..MAX_GAPS as u64 {
+            let cpu = (i % 2) as usize;
+            c.gap(
+                LostSpan {
+                    cpu,
+                    since_ns: i * 10,
+                    until_ns: i * 10 + 5,
+                },
+                counts,
+            );
+        }
+        let last_cpu0 = c.gaps.iter().rev().find(|g| g.cpu == 0).copied().unwrap();
+        c.gap(
+            LostSpan {
+                cpu: 0,
+                since_ns: 1_000_000,
+                until_ns: 1_000_100,
+            },
+            counts,
+        );
+        assert_eq!(c.gaps.len(), MAX_GAPS);
+        let widened = c.gaps.iter().rev().find(|g| g.cpu == 0).unwrap();
+        assert_eq!(widened.since_ns, last_cpu0.since_ns);
+        assert_eq!(widened.until_ns, 1_000_100);
+        // The first spans are still there.
+        assert_eq!(c.gaps[0].since_ns, 0);
     }
 }

@@ -318,7 +318,7 @@ fn control(
             })
             .collect();
         control.spikes = Some(
-            crate::spikes::SpikeTracer::start(sources, &plan.cpus, threshold)
+            crate::spikes::SpikeTracer::start(sources, &plan.cpus, &[], threshold)
                 .map_err(|e| format!("--trace-spikes needs kernel tracing: {e}"))?,
         );
     }

@@ -184,7 +184,10 @@ fn start_spike_trace(
             ],
         })
         .collect();
-    crate::spikes::SpikeTracer::start(sources, &cpus, threshold)
+    // The senders' CPUs too: a sender held up by the reader delays the
+    // wake-up it stamps.
+    let senders: Vec<usize> = plan.pairs.iter().filter_map(|p| p.sender_cpu).collect();
+    crate::spikes::SpikeTracer::start(sources, &cpus, &senders, threshold)
         .map(Some)
         .map_err(|e| format!("--trace-spikes needs kernel tracing: {e}"))
 }

@@ -16,6 +16,7 @@ impl Exporter for IpcComparison {
             "Primitive",
             "Mode",
             "Tasks",
+            "CPUs",
             "Pairs",
             "Samples",
             "Min",
@@ -39,6 +40,15 @@ impl Exporter for IpcComparison {
                 t.test.clone(),
                 t.mode.clone(),
                 t.config.ipc().map_or("-", |c| c.tasks.as_str()).to_string(),
+                // `ipc` always pins its pairs (-S is its default): the two
+                // tasks of a pair share a CPU unless --cross-cpu split them,
+                // which changes the physics (an IPI per wake-up).
+                match t.config.ipc() {
+                    Some(c) if c.cross_cpu => "cross",
+                    Some(_) => "same",
+                    None => "-",
+                }
+                .to_string(),
                 t.series.len().to_string(),
                 o.samples.to_string(),
                 v(o.min_ns),

@@ -27,6 +27,10 @@ pub struct SpikeTrace {
     pub events_lost: u64,
     /// CPU time of the trace reader thread.
     pub reader_cpu_ns: u64,
+    /// The trace reader had no CPU of its own (every CPU it may use was
+    /// measured): it ran beside the measured tasks, which it can delay.
+    #[serde(default)]
+    pub reader_on_measured_cpus: bool,
     /// The kept spikes, worst first.
     pub spikes: Vec<Spike>,
 }
@@ -79,7 +83,9 @@ pub struct Spike {
 /// Something that ran on the CPU during a spike's window.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cause {
-    /// `irq`, `softirq` or `task`.
+    /// `irq`, `softirq`, `task`, or `tracer`: latscope's own trace reader,
+    /// which competes with the measured tasks only when no other CPU was
+    /// free for it.
     pub kind: String,
     /// `24 virtio0-input`, `NET_RX`, `kworker/1:1 (pid 42)`.
     pub name: String,
@@ -94,6 +100,7 @@ impl Cause {
     pub fn describe(&self) -> String {
         let kind = match self.kind.as_str() {
             "irq" => "IRQ",
+            "tracer" => "latscope's trace reader",
             other => other,
         };
         format!("{kind} {} {}", self.name, format_ns(self.ns as i64))
@@ -139,6 +146,11 @@ impl SpikeTrace {
         }
         if self.events_lost > 0 {
             line.push_str(&format!(", {} trace events lost", self.events_lost));
+        }
+        if self.reader_on_measured_cpus {
+            line.push_str(
+                ", the trace reader shared the measured CPUs (no free CPU for it: spikes it caused name it)",
+            );
         }
         line
     }

@@ -30,8 +30,12 @@ const MAX_HELD: usize = 1 << 20;
 pub enum Item {
     Event(TraceEvent),
     /// The kernel lost events of this CPU before this time (or a page could
-    /// not be decoded).
-    Gap,
+    /// not be decoded), after `since` (the last event read before the loss;
+    /// 0 when none was).
+    Gap {
+        cpu: usize,
+        since: u64,
+    },
 }
 
 #[derive(Debug)]
@@ -194,12 +198,13 @@ mod tests {
     #[test]
     fn gaps_keep_their_place() {
         let mut m = Merger::new(2);
-        m.push(1, 15, Item::Gap);
+        let gap = Item::Gap { cpu: 1, since: 5 };
+        m.push(1, 15, gap);
         m.push(0, 10, ev(10, 0));
         m.push(0, 20, ev(20, 0));
         let mut out = Vec::new();
-        m.release_all(&mut |t, i| out.push((t, i == Item::Gap)));
+        m.release_all(&mut |t, i| out.push((t, i == gap)));
         assert_eq!(out, vec![(10, false), (15, true), (20, false)]);
-        m.push(7, 1, Item::Gap); // unknown slot: ignored
+        m.push(7, 1, gap); // unknown slot: ignored
     }
 }

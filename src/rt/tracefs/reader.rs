@@ -18,7 +18,9 @@ use super::merge::{Item, Merger};
 use super::ring::{self, Missed};
 use super::wakeups::{Matcher, WakeupRecord};
 use crate::rt::clock::monotonic_ns;
-use crate::rt::sched::{Policy, set_current_thread_policy};
+use crate::rt::sched::{
+    Policy, allowed_cpus_of_process, current_tid, pin_current_thread_to, set_current_thread_policy,
+};
 use std::fs::File;
 use std::io::{ErrorKind, Read};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -40,10 +42,16 @@ pub struct CpuPipe {
     pub failed: bool,
     /// The last page could not be decoded completely.
     pub gap_pending: bool,
+    /// The time of the last event read from this CPU (0: none yet): where
+    /// a loss that the next page reports began at the earliest.
+    pub last_event_ns: u64,
 }
 
 /// Everything the thread owns.
 pub struct Reader {
+    /// CPUs the reader must not run on: the traced ones and any other a
+    /// measured task runs on.
+    pub keep_off: Vec<usize>,
     pub pipes: Vec<CpuPipe>,
     /// Sub-buffer (page) size: one `read()` returns at most one page.
     pub page_size: usize,
@@ -59,9 +67,13 @@ pub trait Consumer: Send {
     /// (the spike candidates of the measuring threads) collects it here, so
     /// that it is there before the events of its time arrive.
     fn poll(&mut self) {}
+    /// Called once, from the reader thread, before anything else: the
+    /// reader's own task id, so that a consumer can tell the reader's own
+    /// CPU time apart from the activity it traces.
+    fn started(&mut self, _reader_tid: i32) {}
     fn event(&mut self, event: &TraceEvent, counts: &mut ReaderCounts);
-    /// The kernel lost events before `time` (on some traced CPU).
-    fn gap(&mut self, time: u64, counts: &mut ReaderCounts);
+    /// The kernel lost events of one traced CPU (see `LostSpan`).
+    fn gap(&mut self, lost: LostSpan, counts: &mut ReaderCounts);
     /// Tracing ended at `end` and every event was delivered.
     fn finish(&mut self, end: u64, counts: &mut ReaderCounts);
 }
@@ -78,14 +90,34 @@ impl Consumer for WakeupConsumer {
         self.matcher.feed(event, &mut |r| deliver(r, sink, counts));
     }
 
-    fn gap(&mut self, time: u64, counts: &mut ReaderCounts) {
+    fn gap(&mut self, lost: LostSpan, counts: &mut ReaderCounts) {
         let sink = &mut self.sink;
-        self.matcher.gap(time, &mut |r| deliver(r, sink, counts));
+        self.matcher
+            .gap(lost.until_ns, &mut |r| deliver(r, sink, counts));
     }
 
     fn finish(&mut self, end: u64, counts: &mut ReaderCounts) {
         let sink = &mut self.sink;
         self.matcher.finish(end, &mut |r| deliver(r, sink, counts));
+    }
+}
+
+/// Events of `cpu` the kernel lost (its buffer was full, or a page could not
+/// be decoded): somewhere after `since_ns` (the last event read from that
+/// CPU before the loss, 0 when none was) and before `until_ns` (the first
+/// page after it). The whole span is suspect, not only its end: with the
+/// buffer in overwrite mode the flagged page can come long after the loss.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LostSpan {
+    pub cpu: usize,
+    pub since_ns: u64,
+    pub until_ns: u64,
+}
+
+impl LostSpan {
+    /// Whether the loss may have touched `[from, to]`.
+    pub fn overlaps(&self, from: u64, to: u64) -> bool {
+        self.since_ns <= to && self.until_ns >= from
     }
 }
 
@@ -109,6 +141,9 @@ pub struct ReaderCounts {
     pub without_sched_in: u64,
     /// CPU time the reader thread used, ns.
     pub cpu_ns: u64,
+    /// The reader could not be kept off the traced CPUs (no other CPU it
+    /// may run on): it competed with what it traced there.
+    pub on_traced_cpus: bool,
 }
 
 impl Reader {
@@ -117,7 +152,11 @@ impl Reader {
     pub fn run(mut self, stop: Receiver<u64>) -> ReaderCounts {
         // Threads inherit their creator's policy; the reader must not be RT.
         let _ = set_current_thread_policy(Policy::Other, 0);
-        let mut counts = ReaderCounts::default();
+        let mut counts = ReaderCounts {
+            on_traced_cpus: !self.move_off_traced_cpus(),
+            ..ReaderCounts::default()
+        };
+        self.consumer.started(current_tid());
         let mut merger = Merger::new(self.pipes.len());
         let mut buf = vec![0u8; self.page_size];
         let end = loop {
@@ -142,6 +181,22 @@ impl Reader {
         counts.late = merger.late();
         counts.cpu_ns = thread_cpu_ns();
         counts
+    }
+
+    /// Moves the reader onto CPUs no measured task uses, so that its reading
+    /// (long copies in the kernel, which a kernel without PREEMPT_RT does
+    /// not preempt) never delays a measured task, nor shows up as the cause
+    /// of a spike. False when there is no such CPU this process may use: it
+    /// then shares the measured CPUs, at normal priority, which the report
+    /// says.
+    fn move_off_traced_cpus(&self) -> bool {
+        // The process's CPUs, not this thread's: the reader inherits the
+        // affinity of its creator, which may be pinned to a measured CPU.
+        let free: Vec<usize> = allowed_cpus_of_process()
+            .into_iter()
+            .filter(|c| !self.keep_off.contains(c))
+            .collect();
+        !free.is_empty() && pin_current_thread_to(&free).is_ok()
     }
 
     /// Reads every CPU until it has no data (or its share of pages for this
@@ -184,7 +239,7 @@ impl Reader {
     /// page could not be decoded: its events are lost, which the next page of
     /// that CPU reports as a gap (only then is it known by when).
     fn decode_page(
-        &self,
+        &mut self,
         slot: usize,
         bytes: &[u8],
         gap_before: bool,
@@ -202,10 +257,13 @@ impl Reader {
             Missed::Unknown => counts.lost_unknown_pages += 1,
         }
         if gap_before || page.missed != Missed::None {
-            merger.push(slot, page.timestamp, Item::Gap);
+            let since = self.pipes[slot].last_event_ns;
+            merger.push(slot, page.timestamp, Item::Gap { cpu, since });
         }
+        let mut last = None;
         let walked = page.records(|time, payload| {
             counts.events_read += 1;
+            last = Some(time);
             match self.decoder.decode(time, cpu, payload) {
                 Decoded::Event(event) => merger.push(slot, time, Item::Event(event)),
                 Decoded::Other => {}
@@ -214,6 +272,9 @@ impl Reader {
         });
         if walked.is_err() {
             counts.malformed += 1;
+        }
+        if let Some(time) = last {
+            self.pipes[slot].last_event_ns = time;
         }
         walked.is_ok()
     }
@@ -227,7 +288,14 @@ impl Reader {
         let consumer = &mut self.consumer;
         how(merger, &mut |time, item| match item {
             Item::Event(event) => consumer.event(&event, counts),
-            Item::Gap => consumer.gap(time, counts),
+            Item::Gap { cpu, since } => consumer.gap(
+                LostSpan {
+                    cpu,
+                    since_ns: since,
+                    until_ns: time,
+                },
+                counts,
+            ),
         });
     }
 }

@@ -22,17 +22,21 @@ use std::thread::JoinHandle;
 const NOT_ROOT: &str = "kernel tracing needs root (latscope creates a private tracefs instance and enables trace events): run latscope as root";
 
 /// Tunables of a session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TraceOptions {
     /// Ring buffer per traced CPU, KiB. The default holds seconds of events
     /// at a 10 kHz wake-up rate if the reader is held up.
     pub buffer_kb_per_cpu: u32,
+    /// CPUs the reader keeps off besides the traced ones: where measured
+    /// tasks run that are not traced (the sender of a cross-CPU pair).
+    pub reader_keeps_off: Vec<usize>,
 }
 
 impl Default for TraceOptions {
     fn default() -> TraceOptions {
         TraceOptions {
             buffer_kb_per_cpu: 4096,
+            reader_keeps_off: Vec::new(),
         }
     }
 }
@@ -68,6 +72,8 @@ pub struct TraceStats {
     pub reader_cpu_ns: u64,
     /// How long tracing was on, ns.
     pub traced_ns: u64,
+    /// The reader shared the traced CPUs (no other CPU was free for it).
+    pub reader_on_traced_cpus: bool,
 }
 
 /// A running trace of some sampling threads' wake-ups.
@@ -135,6 +141,7 @@ impl WakeupTrace {
             return_traced: self.return_traced,
             reader_cpu_ns: counts.cpu_ns,
             traced_ns: end.traced_ns,
+            reader_on_traced_cpus: counts.on_traced_cpus,
         }
     }
 }
@@ -227,9 +234,13 @@ impl TraceRun {
                 file,
                 failed: false,
                 gap_pending: false,
+                last_event_ns: 0,
             });
         }
+        let mut keep_off = options.reader_keeps_off.clone();
+        keep_off.extend(&cpus);
         let reader = Reader {
+            keep_off,
             pipes,
             page_size,
             layout,

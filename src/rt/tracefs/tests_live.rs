@@ -344,6 +344,7 @@ fn losses_are_counted_not_invented() {
     let cpus = sched::allowed_cpus();
     let tiny = super::TraceOptions {
         buffer_kb_per_cpu: 4,
+        ..super::TraceOptions::default()
     };
     let loops = 4_000;
     let run = traced_run_with(&[(Waker::Sleep, cpus[0])], 50_000, loops, tiny);
@@ -380,12 +381,80 @@ fn a_failed_start_leaves_no_instance() {
     // The kernel refuses a 4 TiB buffer (ENOMEM) after the instance exists.
     let huge = super::TraceOptions {
         buffer_kb_per_cpu: u32::MAX,
+        ..super::TraceOptions::default()
     };
     let err = WakeupTrace::start_with(&[thread], Box::new(|_| {}), huge)
         .err()
         .expect("a 4 TiB buffer must fail");
     assert!(err.contains("buffer_size_kb"), "{err}");
     assert_eq!(my_instances(), before);
+}
+
+/// The CPUs the threads of this process named `name` may run on.
+fn affinity_of_threads_named(name: &str) -> Vec<Vec<usize>> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc/self/task")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let dir = entry.path();
+        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        if comm.trim() != name {
+            continue;
+        }
+        let status = std::fs::read_to_string(dir.join("status")).unwrap_or_default();
+        if let Some(list) = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        {
+            found.push(crate::rt::sysinfo::parse_cpu_list(list.trim()).unwrap_or_default());
+        }
+    }
+    found
+}
+
+#[test]
+fn the_reader_keeps_off_the_traced_cpu_when_another_is_free() {
+    let _serial = serialize();
+    if let Some(why) = skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let allowed = sched::allowed_cpus_of_process();
+    if allowed.len() < 2 {
+        eprintln!("skipped: one usable CPU, the reader has nowhere else to go");
+        return;
+    }
+    let traced = allowed[0];
+    let thread = TracedThread {
+        tid: sched::current_tid(),
+        cpu: traced,
+        first_expiry_ns: 1,
+        period_ns: 1,
+    };
+    let trace = WakeupTrace::start(&[thread], Box::new(|_| {})).unwrap();
+    // The reader moves itself first thing: wait until it has (bounded by
+    // a generous deadline, not by a guess of how long that takes).
+    let deadline = monotonic_ns() + 30_000_000_000;
+    let readers = loop {
+        let readers = affinity_of_threads_named("latscope-trace");
+        if readers.iter().all(|cpus| !cpus.contains(&traced)) && !readers.is_empty()
+            || monotonic_ns() > deadline
+        {
+            break readers;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    let stats = trace.stop();
+    assert!(!readers.is_empty(), "no latscope-trace thread found");
+    for cpus in &readers {
+        assert!(
+            !cpus.contains(&traced),
+            "reader may run on traced CPU {traced}: {cpus:?}"
+        );
+    }
+    assert!(!stats.reader_on_traced_cpus);
 }
 
 #[test]
