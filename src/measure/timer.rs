@@ -147,6 +147,13 @@ pub fn measure(
             stats.events_lost
         ));
     }
+    if let Some(stats) = &outcome.trace_stats
+        && stats.reader_on_measured_cpus
+    {
+        warnings.push(
+            "the trace reader ran on the measured CPUs (no other CPU was free for it): it may add to the latencies it breaks down".to_string(),
+        );
+    }
     let (busy_fraction, own_cpu_seconds, load_fraction) = cpu_use.of(&settings.cpus);
     let facts = RunFacts {
         realtime_policy: settings.policy.is_realtime(),

@@ -51,6 +51,9 @@ pub struct TraceSummary {
     pub events_lost: u64,
     /// CPU time of the trace reader thread.
     pub reader_cpu_ns: u64,
+    /// The reader had no CPU of its own and ran beside the sampling threads.
+    #[serde(default)]
+    pub reader_on_measured_cpus: bool,
 }
 
 const EVENTS: &str =
@@ -217,6 +220,7 @@ impl TraceSession {
             events_read: stats.events_read,
             events_lost: stats.events_lost,
             reader_cpu_ns: stats.reader_cpu_ns,
+            reader_on_measured_cpus: stats.reader_on_traced_cpus,
         };
         (figures, summary)
     }
