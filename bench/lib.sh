@@ -26,6 +26,9 @@
 #   json_samples FILE                 the samples in a latscope, rt-tests pair or
 #                                     cyclictest JSON file
 #   taskclock_summary FILE REF        all runs: us per sample and the ratio
+#   find_rt_pid PGID                  the process of group PGID with a real-time thread
+#   snapshot PID                      every thread's policy and schedstat, and the
+#                                     /proc/stat line of CPU $CPU (of all CPUs when empty)
 #
 # Rows (tab separated): run tool pair samples min_us avg_us max_us avg_int cpu_s wall_s
 # (avg_int: the reference tool's own rounded Avg; "-" for latscope).
@@ -315,6 +318,40 @@ taskclock_summary() {
           l, ref, p, l / p, (l <= p ? "MET" : "NOT MET")
       }
     }' "$file"
+}
+
+# ---------------------------------------------------------------- thread probe
+# (These functions run through run_bounded's RUN_PROBE.)
+# shellcheck disable=SC2317
+# The process of group PGID that has a SCHED_FIFO or SCHED_RR thread (field 41
+# of /proc/PID/task/TID/stat, i.e. the 39th after the command name).
+find_rt_pid() {
+  local pgid=$1 pid t rest f
+  for pid in $(ps -e -o pid=,pgid= | awk -v g="$pgid" '$2 == g { print $1 }'); do
+    for t in /proc/"$pid"/task/*; do
+      read -r rest 2>/dev/null <"$t/stat" || continue
+      read -r -a f <<<"${rest##*) }"
+      case "${f[38]:-}" in 1|2) echo "$pid"; return 0 ;; esac
+    done
+  done
+  return 1
+}
+
+# snapshot PID: "t TIME", one "task TID COMM POLICY RUN_NS WAIT_NS SWITCH_INS"
+# line per thread, the /proc/stat line of CPU $CPU (all CPUs: CPU empty), "t TIME". Shell built-ins only.
+# shellcheck disable=SC2317
+snapshot() {
+  local pid=$1 t rest f comm run wait pc line
+  echo "t $EPOCHREALTIME"
+  for t in /proc/"$pid"/task/*; do
+    { read -r rest <"$t/stat" && read -r comm <"$t/comm" && read -r run wait pc <"$t/schedstat"; } 2>/dev/null || continue
+    read -r -a f <<<"${rest##*) }"
+    echo "task ${t##*/} ${comm// /_} ${f[38]} $run $wait $pc"
+  done
+  while read -r line; do
+    case "$line" in "cpu$CPU "*) echo "$line"; break ;; esac
+  done </proc/stat
+  echo "t $EPOCHREALTIME"
 }
 
 # The calling script's header comment (its usage), then exit with code $1.
