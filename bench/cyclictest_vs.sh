@@ -160,24 +160,6 @@ args_of() {
   esac
 }
 
-# probe PGID NAME (the RUN_PROBE of run_bounded): two snapshots of the
-# real-time process, PROBE_LEN seconds apart, in $OUT/NAME.probe.
-# shellcheck disable=SC2317
-probe() {
-  local pgid=$1 name=$2 pid="" _
-  sleep "$PROBE_START"
-  for _ in 1 2 3 4 5 6 7 8 9 10; do
-    pid=$(find_rt_pid "$pgid") && break
-    sleep 0.2
-  done
-  if [ -z "$pid" ]; then
-    echo "  !! no real-time thread found in the run's processes: no thread CPU figures" >&2
-    : >"$OUT/$name.probe"
-    return 0
-  fi
-  { snapshot "$pid"; sleep "$PROBE_LEN"; snapshot "$pid"; } >"$OUT/$name.probe"
-}
-
 # probe_fields NAME: "window_s rt_threads rt_run_ns rt_switchins busy_pct"
 # from $OUT/NAME.probe ("-" when missing), over the SCHED_FIFO/RR threads
 # present in both snapshots.
@@ -216,7 +198,7 @@ one_run() {
   local base="$name-$pair-$who"
   local perf=()
   have_perf && perf=(perf stat -x, -e task-clock -o "$OUT/$base.perf")
-  RUN_PROBE=probe run_bounded "$base" "$RUN_TIMEOUT" "${perf[@]}" \
+  RUN_PROBE=probe_threads run_bounded "$base" "$RUN_TIMEOUT" "${perf[@]}" \
     /usr/bin/time -f "%M %U %S" -o "$OUT/$base.time" \
     "${cmd[@]}" "${ARGS[@]}" --json="$OUT/$base.json"
 }

@@ -29,6 +29,8 @@
 #   find_rt_pid PGID                  the process of group PGID with a real-time thread
 #   snapshot PID                      every thread's policy and schedstat, and the
 #                                     /proc/stat line of CPU $CPU (of all CPUs when empty)
+#   probe_threads PGID NAME           (a RUN_PROBE) two snapshots, PROBE_START s into the
+#                                     run and PROBE_LEN s later, in $OUT/NAME.probe
 #
 # Rows (tab separated): run tool pair samples min_us avg_us max_us avg_int cpu_s wall_s
 # (avg_int: the reference tool's own rounded Avg; "-" for latscope).
@@ -352,6 +354,24 @@ snapshot() {
     case "$line" in "cpu$CPU "*) echo "$line"; break ;; esac
   done </proc/stat
   echo "t $EPOCHREALTIME"
+}
+
+# probe_threads PGID NAME (the RUN_PROBE of run_bounded): two snapshots of the
+# real-time process, PROBE_LEN seconds apart (after PROBE_START s), in $OUT/NAME.probe.
+# shellcheck disable=SC2317
+probe_threads() {
+  local pgid=$1 name=$2 pid="" _
+  sleep "$PROBE_START"
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    pid=$(find_rt_pid "$pgid") && break
+    sleep 0.2
+  done
+  if [ -z "$pid" ]; then
+    echo "  !! no real-time thread found in the run's processes: no thread CPU figures" >&2
+    : >"$OUT/$name.probe"
+    return 0
+  fi
+  { snapshot "$pid"; sleep "$PROBE_LEN"; snapshot "$pid"; } >"$OUT/$name.probe"
 }
 
 # The calling script's header comment (its usage), then exit with code $1.

@@ -193,25 +193,7 @@ command_of() {
 }
 
 # ---------------------------------------------------------------- thread probe
-# find_rt_pid and snapshot: bench/lib.sh.
-
-# probe_threads PGID NAME (the RUN_PROBE of run_bounded): two snapshots of the
-# real-time process, PROBE_LEN seconds apart, in $OUT/NAME.probe.
-# shellcheck disable=SC2317
-probe_threads() {
-  local pgid=$1 name=$2 pid="" _
-  sleep "$PROBE_START"
-  for _ in 1 2 3 4 5 6 7 8 9 10; do
-    pid=$(find_rt_pid "$pgid") && break
-    sleep 0.2
-  done
-  if [ -z "$pid" ]; then
-    echo "  !! no real-time thread found in the run's processes: no thread CPU figures" >&2
-    : >"$OUT/$name.probe"
-    return 0
-  fi
-  { snapshot "$pid"; sleep "$PROBE_LEN"; snapshot "$pid"; } >"$OUT/$name.probe"
-}
+# find_rt_pid, snapshot and probe_threads: bench/lib.sh.
 
 # probe_fields NAME: "win_s thr_run_ns thr_switchins busy_pct steal_pct
 # reader_run_ns other_threads_run_ns" from $OUT/NAME.probe ("-" when missing).

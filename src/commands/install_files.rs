@@ -87,24 +87,21 @@ fn write_cyclictest_page(dir: &Path, cli: &clap::Command) -> Result<(), CommandE
                 .num_args(0..)
                 .help("cyclictest's options, as below"),
         )
-        .about(format!(
-            "latscope {name} under the original tool's name: {about}"
-        ))
-        .long_about(format!(
-            "{about}.\n\n\
-             This {name} is latscope: a link named {name} to the latscope binary (the Debian \
-             package installs it in /usr/lib/latscope/compat/, which takes effect when that \
-             directory comes first in PATH). Started under this name, latscope runs \
-             `latscope {name}` with the arguments given: rt-tests cyclictest's options and \
-             its exact output. Its usage, as `{name} --help` prints it:\n\n{}\n\
-             The original tool's own manual page, where it is installed, stays reachable \
-             with `man -a {name}`.",
-            // Indented lines keep their layout in the page (roff no-fill).
-            CYCLICTEST_USAGE
-                .lines()
-                .map(|l| format!("    {l}"))
-                .collect::<Vec<_>>()
-                .join("\n")
+        .about(compat_about(name, &about))
+        .long_about(compat_long_about(
+            name,
+            name,
+            &about,
+            &format!(
+                "rt-tests cyclictest's options and its exact output. Its usage, as \
+                 `{name} --help` prints it:\n\n{}\n",
+                // Indented lines keep their layout in the page (roff no-fill).
+                CYCLICTEST_USAGE
+                    .lines()
+                    .map(|l| format!("    {l}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            ),
         ));
     write_page(dir, page, &["latscope", &format!("latscope-{name}")])
 }
@@ -144,21 +141,35 @@ fn compat_page(
         .name(name)
         .display_name(name)
         .bin_name(name)
-        .about(format!(
-            "latscope {sub_name} under the original tool's name: {about}"
-        ))
-        .long_about(format!(
-            "{about}.\n\n\
-             This {name} is latscope: a link named {name} to the latscope binary (the Debian \
-             package installs it in /usr/lib/latscope/compat/, which takes effect when that \
-             directory comes first in PATH). Started under this name, latscope runs \
-             `latscope {runs}` with the arguments given: the options below, and the original \
-             tool's output lines by default.\n\n\
-             The original tool's own manual page, where it is installed, stays reachable \
-             with `man -a {name}`."
+        .about(compat_about(sub_name, &about))
+        .long_about(compat_long_about(
+            name,
+            &runs,
+            &about,
+            "the options below, and the original tool's output lines by default.\n",
         ));
     let see_also = vec!["latscope".to_string(), format!("latscope-{sub_name}")];
     Ok((page, see_also))
+}
+
+/// The one-line description of a compatibility name's page (it runs `latscope SUB_NAME`).
+fn compat_about(sub_name: &str, about: &str) -> String {
+    format!("latscope {sub_name} under the original tool's name: {about}")
+}
+
+/// The description of compatibility name `name`'s page: what the name is,
+/// that it runs `latscope RUNS` with the arguments given, and `takes` (what
+/// those arguments and the output are, a paragraph).
+fn compat_long_about(name: &str, runs: &str, about: &str, takes: &str) -> String {
+    format!(
+        "{about}.\n\n\
+         This {name} is latscope: a link named {name} to the latscope binary (the Debian \
+         package installs it in /usr/lib/latscope/compat/, which takes effect when that \
+         directory comes first in PATH). Started under this name, latscope runs \
+         `latscope {runs}` with the arguments given: {takes}\n\
+         The original tool's own manual page, where it is installed, stays reachable \
+         with `man -a {name}`."
+    )
 }
 
 /// Renders one page to `dir/NAME.1`, with a SEE ALSO section naming the
