@@ -193,56 +193,7 @@ command_of() {
 }
 
 # ---------------------------------------------------------------- thread probe
-# (These functions run through run_bounded's RUN_PROBE.)
-# shellcheck disable=SC2317
-# The process of group PGID that has a SCHED_FIFO or SCHED_RR thread (field 41
-# of /proc/PID/task/TID/stat, i.e. the 39th after the command name).
-find_rt_pid() {
-  local pgid=$1 pid t rest f
-  for pid in $(ps -e -o pid=,pgid= | awk -v g="$pgid" '$2 == g { print $1 }'); do
-    for t in /proc/"$pid"/task/*; do
-      read -r rest 2>/dev/null <"$t/stat" || continue
-      read -r -a f <<<"${rest##*) }"
-      case "${f[38]:-}" in 1|2) echo "$pid"; return 0 ;; esac
-    done
-  done
-  return 1
-}
-
-# snapshot PID: "t TIME", one "task TID COMM POLICY RUN_NS WAIT_NS SWITCH_INS"
-# line per thread, CPU C's /proc/stat line, "t TIME". Shell built-ins only.
-# shellcheck disable=SC2317
-snapshot() {
-  local pid=$1 t rest f comm run wait pc line
-  echo "t $EPOCHREALTIME"
-  for t in /proc/"$pid"/task/*; do
-    { read -r rest <"$t/stat" && read -r comm <"$t/comm" && read -r run wait pc <"$t/schedstat"; } 2>/dev/null || continue
-    read -r -a f <<<"${rest##*) }"
-    echo "task ${t##*/} ${comm// /_} ${f[38]} $run $wait $pc"
-  done
-  while read -r line; do
-    case "$line" in "cpu$CPU "*) echo "$line"; break ;; esac
-  done </proc/stat
-  echo "t $EPOCHREALTIME"
-}
-
-# probe_threads PGID NAME (the RUN_PROBE of run_bounded): two snapshots of the
-# real-time process, PROBE_LEN seconds apart, in $OUT/NAME.probe.
-# shellcheck disable=SC2317
-probe_threads() {
-  local pgid=$1 name=$2 pid="" _
-  sleep "$PROBE_START"
-  for _ in 1 2 3 4 5 6 7 8 9 10; do
-    pid=$(find_rt_pid "$pgid") && break
-    sleep 0.2
-  done
-  if [ -z "$pid" ]; then
-    echo "  !! no real-time thread found in the run's processes: no thread CPU figures" >&2
-    : >"$OUT/$name.probe"
-    return 0
-  fi
-  { snapshot "$pid"; sleep "$PROBE_LEN"; snapshot "$pid"; } >"$OUT/$name.probe"
-}
+# find_rt_pid, snapshot and probe_threads: bench/lib.sh.
 
 # probe_fields NAME: "win_s thr_run_ns thr_switchins busy_pct steal_pct
 # reader_run_ns other_threads_run_ns" from $OUT/NAME.probe ("-" when missing).

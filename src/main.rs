@@ -158,7 +158,13 @@ fn main() {
 
 /// Parse, dispatch, exit: on the `MAIN_STACK` thread. Never returns.
 fn run_main() {
-    let raw: Vec<OsString> = std::env::args_os().collect();
+    let mut raw: Vec<OsString> = std::env::args_os().collect();
+    // `latscope ptsematest ARGS` is `ptsematest ARGS` (every compatibility
+    // name, as `latscope cyclictest` is cyclictest): the name moves to argv[0].
+    let named = |a: &OsString| COMPAT_NAMES.iter().any(|(name, _)| a == name);
+    if compat_name(&raw).is_none() && raw.get(1).is_some_and(named) {
+        raw.remove(0);
+    }
     let compat = compat_name(&raw);
     // Under a compatibility name the arguments are parsed as that tool's
     // first, so that its help and its usage errors speak as that tool

@@ -7,7 +7,7 @@ mod common;
 
 use clap::CommandFactory;
 use common::*;
-use latscope::cli::{COMPAT_NAMES, Cli};
+use latscope::cli::{COMPAT_NAMES, CYCLICTEST_COMPAT, Cli};
 use std::path::Path;
 use std::process::Output;
 
@@ -209,6 +209,79 @@ fn manpages_writes_a_page_per_compatibility_name() {
             "{name}.1: SEE ALSO does not name latscope-{sub}(1)"
         );
     }
+}
+
+/// Every name latscope answers to as another tool: the clap ones and cyclictest.
+fn every_compat_name() -> Vec<&'static str> {
+    let mut names: Vec<&str> = COMPAT_NAMES.iter().map(|(name, _)| *name).collect();
+    names.push(CYCLICTEST_COMPAT);
+    names.sort();
+    names
+}
+
+/// The compatibility directory holds a page for every compatibility name,
+/// and nothing else.
+#[test]
+fn manpages_compat_pages_are_exactly_the_compat_names() {
+    let dir = tempfile::tempdir().unwrap();
+    write_manpages(dir.path());
+    let mut written: Vec<String> = std::fs::read_dir(dir.path().join("compat/man1"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    written.sort();
+    let expected: Vec<String> = every_compat_name()
+        .iter()
+        .map(|n| format!("{n}.1"))
+        .collect();
+    assert_eq!(written, expected);
+}
+
+/// cyclictest's options are not clap arguments: its page shows the usage
+/// `cyclictest --help` prints, every option of it, in no-fill lines.
+#[test]
+fn manpages_cyclictest_page_shows_its_usage() {
+    let dir = tempfile::tempdir().unwrap();
+    write_manpages(dir.path());
+    let text = page(&dir.path().join("compat/man1/cyclictest.1"));
+    assert!(text.contains("\n.TH CYCLICTEST 1 "), "{text}");
+    assert!(text.contains(&roff("latscope cyclictest")), "{text}");
+    assert!(text.contains("\\fBcyclictest\\fR"), "synopsis: {text}");
+    let usage = run(latscope(10).args(["cyclictest", "--help"]));
+    assert_code(&usage, 0);
+    let usage = stdout_of(&usage);
+    let longs: Vec<&str> = usage
+        .split(|c: char| c.is_whitespace() || c == '=')
+        .filter(|w| w.starts_with("--") && w.len() > 2)
+        .collect();
+    assert!(longs.len() >= 20, "{usage}");
+    for option in longs {
+        assert!(text.contains(&roff(option)), "cyclictest.1 lacks {option}");
+    }
+    assert!(
+        text.contains(&roff("latscope-cyclictest\\fR(1)")),
+        "cyclictest.1: SEE ALSO"
+    );
+}
+
+/// The package links every compatibility name into /usr/lib/latscope/compat/
+/// (Cargo.toml's assets, which packaging/check-deb.sh checks in the .deb).
+#[test]
+fn the_package_links_every_compat_name() {
+    let manifest =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml")).unwrap();
+    let mut linked: Vec<&str> = manifest
+        .lines()
+        .filter(|l| l.contains(r#"link_name = "/usr/bin/latscope""#))
+        .filter_map(|l| l.split("usr/lib/latscope/compat/").nth(1))
+        .filter_map(|rest| rest.split('"').next())
+        .collect();
+    linked.sort();
+    assert_eq!(linked, every_compat_name());
+    assert!(
+        manifest.contains(r#"["target/release/packaging/man/compat/man1/*.1.gz", "usr/lib/latscope/compat/man/man1/", "644"]"#),
+        "the compatibility man pages are not installed beside the links"
+    );
 }
 
 #[test]

@@ -45,6 +45,9 @@ pub enum Command {
     /// System V semaphore latency, semop (replaces svsematest; same options)
     #[command(allow_negative_numbers = true, args_override_self = true)]
     Svsem(Box<PairTestArgs>),
+    /// POSIX thread mutex latency, unlock -> lock (replaces ptsematest; same options)
+    #[command(allow_negative_numbers = true, args_override_self = true)]
+    Mutex(Box<PairTestArgs>),
     /// Pipe wake-up latency, write -> read
     #[command(allow_negative_numbers = true, args_override_self = true)]
     Pipe(Box<PairTestArgs>),
@@ -138,10 +141,11 @@ pub struct CleanupArgs {
 
 /// Names under which latscope behaves as the original tool (argv[0]), and
 /// the arguments that stand for that tool; also the compatibility man pages.
-pub const COMPAT_NAMES: [(&str, &[&str]); 6] = [
+pub const COMPAT_NAMES: [(&str, &[&str]); 7] = [
     ("pmqtest", &["mq", "--format", "classic"]),
     ("sigwaittest", &["signal", "--format", "classic"]),
     ("svsematest", &["svsem", "--format", "classic"]),
+    ("ptsematest", &["mutex", "--format", "classic"]),
     ("semtest", &["sem", "--format", "classic"]),
     ("latency", &["timer", "--format", "classic"]),
     ("mqldt", &["logdisk", "--format", "classic"]),

@@ -3,7 +3,7 @@
 //! the binary parses its arguments with, so they cannot drift from it.
 
 use super::{CommandError, EXIT_OK, write_with};
-use crate::cli::{COMPAT_NAMES, Cli, CompletionsArgs, ManpagesArgs};
+use crate::cli::{COMPAT_NAMES, CYCLICTEST_COMPAT, Cli, CompletionsArgs, ManpagesArgs};
 use crate::settings::{JsonTarget, UsageError};
 use clap::CommandFactory;
 use std::path::Path;
@@ -60,7 +60,50 @@ pub fn manpages(args: &ManpagesArgs) -> Result<i32, CommandError> {
         let see_also: Vec<&str> = see_also.iter().map(String::as_str).collect();
         write_page(&compat_dir, page, &see_also)?;
     }
+    write_cyclictest_page(&compat_dir, &cli)?;
     Ok(EXIT_OK)
+}
+
+/// cyclictest's usage, rt-tests 2.40's byte for byte: what `cyclictest
+/// --help` prints (commands/cyclictest_cmd.rs includes the same file).
+const CYCLICTEST_USAGE: &str = include_str!("../../tests/golden/cyclictest/bad_opt.out");
+
+/// The page of the `cyclictest` name. Its options are not clap arguments
+/// (cyclictest's GNU getopt syntax is parsed by settings::cyclictest), so the
+/// page shows the usage that name prints, as it prints it.
+fn write_cyclictest_page(dir: &Path, cli: &clap::Command) -> Result<(), CommandError> {
+    let name = CYCLICTEST_COMPAT;
+    let sub = cli.find_subcommand(name).ok_or_else(|| {
+        CommandError::Runtime(format!("man page of {name}: no subcommand {name}"))
+    })?;
+    let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+    let page = clap::Command::new(name)
+        .bin_name(name)
+        .display_name(name)
+        .disable_help_flag(true)
+        .arg(
+            clap::Arg::new("options")
+                .value_name("OPTIONS")
+                .num_args(0..)
+                .help("cyclictest's options, as below"),
+        )
+        .about(compat_about(name, &about))
+        .long_about(compat_long_about(
+            name,
+            name,
+            &about,
+            &format!(
+                "rt-tests cyclictest's options and its exact output. Its usage, as \
+                 `{name} --help` prints it:\n\n{}\n",
+                // Indented lines keep their layout in the page (roff no-fill).
+                CYCLICTEST_USAGE
+                    .lines()
+                    .map(|l| format!("    {l}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            ),
+        ));
+    write_page(dir, page, &["latscope", &format!("latscope-{name}")])
 }
 
 /// The page of a compatibility name: the subcommand it runs, under that name,
@@ -98,21 +141,35 @@ fn compat_page(
         .name(name)
         .display_name(name)
         .bin_name(name)
-        .about(format!(
-            "latscope {sub_name} under the original tool's name: {about}"
-        ))
-        .long_about(format!(
-            "{about}.\n\n\
-             This {name} is latscope: a link named {name} to the latscope binary (the Debian \
-             package installs it in /usr/lib/latscope/compat/, which takes effect when that \
-             directory comes first in PATH). Started under this name, latscope runs \
-             `latscope {runs}` with the arguments given: the options below, and the original \
-             tool's output lines by default.\n\n\
-             The original tool's own manual page, where it is installed, stays reachable \
-             with `man -a {name}`."
+        .about(compat_about(sub_name, &about))
+        .long_about(compat_long_about(
+            name,
+            &runs,
+            &about,
+            "the options below, and the original tool's output lines by default.\n",
         ));
     let see_also = vec!["latscope".to_string(), format!("latscope-{sub_name}")];
     Ok((page, see_also))
+}
+
+/// The one-line description of a compatibility name's page (it runs `latscope SUB_NAME`).
+fn compat_about(sub_name: &str, about: &str) -> String {
+    format!("latscope {sub_name} under the original tool's name: {about}")
+}
+
+/// The description of compatibility name `name`'s page: what the name is,
+/// that it runs `latscope RUNS` with the arguments given, and `takes` (what
+/// those arguments and the output are, a paragraph).
+fn compat_long_about(name: &str, runs: &str, about: &str, takes: &str) -> String {
+    format!(
+        "{about}.\n\n\
+         This {name} is latscope: a link named {name} to the latscope binary (the Debian \
+         package installs it in /usr/lib/latscope/compat/, which takes effect when that \
+         directory comes first in PATH). Started under this name, latscope runs \
+         `latscope {runs}` with the arguments given: {takes}\n\
+         The original tool's own manual page, where it is installed, stays reachable \
+         with `man -a {name}`."
+    )
 }
 
 /// Renders one page to `dir/NAME.1`, with a SEE ALSO section naming the

@@ -51,6 +51,11 @@ pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
             IpcSettings::from_pair_args(&a.pairs, a.mode, a.fork)?,
             ClassicTool::RtTests(RtTestsFlavor::Svsematest),
         ),
+        Command::Mutex(a) => single(
+            "mutex",
+            IpcSettings::from_pair_args(&a.pairs, a.mode, a.fork)?,
+            ClassicTool::RtTests(RtTestsFlavor::Ptsematest),
+        ),
         Command::Pipe(a)
         | Command::Eventfd(a)
         | Command::Futex(a)

@@ -1,4 +1,4 @@
-//! The single-primitive subcommands (`mq`, `sem`, `signal`, `svsem`, `pipe`,
+//! The single-primitive subcommands (`mq`, `sem`, `signal`, `svsem`, `mutex`, `pipe`,
 //! `eventfd`, `futex`, `unix`, `svmq`): one code path, differing only in the
 //! transport and in which original tool's classic output they print.
 

@@ -177,6 +177,28 @@ pub(crate) mod tests {
         });
     }
 
+    /// For a transport whose rings do not count (a futex flag, a mutex): in
+    /// one process and across processes, the pair has no named objects, an
+    /// echo works, and a ring taken by one wait is gone (the next one times
+    /// out); a post and a stop pending together end in the stop.
+    pub fn check_rings_do_not_count(transport: &dyn Transport) {
+        for across in [false, true] {
+            let pair = transport.open_pair(0, across).expect("open");
+            assert!(pair.resource_names.is_empty());
+            check_echo(&pair);
+            pair.test.post(5).unwrap();
+            assert_eq!(pair.test.wait(None).unwrap(), Wake::Message(5));
+            assert_eq!(
+                pair.test.wait(Some(Duration::from_millis(5))).unwrap(),
+                Wake::TimedOut
+            );
+            // A post and a stop merge into one ring; the stop wins.
+            pair.sync.post(6).unwrap();
+            pair.sync.interrupt();
+            assert_eq!(pair.sync.wait(None).unwrap(), Wake::Interrupted);
+        }
+    }
+
     fn check_timeout(pair: &PairChannels) {
         pair.sync.attach_waiter();
         let start = Instant::now();

@@ -150,6 +150,8 @@ pub enum RtTestsFlavor {
     Sigwaittest,
     /// svsematest: no timeout count.
     Svsematest,
+    /// ptsematest: no timeout count (the same lines and JSON as svsematest).
+    Ptsematest,
 }
 
 impl RtTestsFlavor {
@@ -164,6 +166,7 @@ impl RtTestsFlavor {
             RtTestsFlavor::Pmqtest => "pmqtest",
             RtTestsFlavor::Sigwaittest => "sigwaittest",
             RtTestsFlavor::Svsematest => "svsematest",
+            RtTestsFlavor::Ptsematest => "ptsematest",
         }
     }
 }

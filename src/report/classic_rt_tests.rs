@@ -1,10 +1,10 @@
 //! The rt-tests IPC tools' own output lines, byte for byte (the format
-//! strings are in the functions and tests below). One implementation serves pmqtest, sigwaittest and svsematest;
+//! strings are in the functions and tests below). One implementation serves pmqtest, sigwaittest, svsematest and ptsematest;
 //! they differ only in pmqtest's `TO n, ` (its timeout count) before `Cycles`:
 //!
 //! ```text
 //! #0: ID6096, P99, CPU0, I100; #1: ID6097, P99, CPU0, TO 0, Cycles 20000     (pmqtest)
-//! #0: ID11510, P99, CPU0, I100; #1: ID11511, P99, CPU0, Cycles 1000000       (sigwaittest, svsematest)
+//! #0: ID11510, P99, CPU0, I100; #1: ID11511, P99, CPU0, Cycles 1000000       (sigwaittest, svsematest, ptsematest)
 //! #1 -> #0, Min    1, Cur    2, Avg    3, Max   30
 //! ```
 //!
@@ -150,17 +150,16 @@ mod tests {
     }
 
     #[test]
-    fn exact_lines_sigwaittest_and_svsematest_have_no_timeout_count() {
+    fn exact_lines_sigwaittest_svsematest_and_ptsematest_have_no_timeout_count() {
         let expected = "#0: ID6096, P99, CPU1, I100; #1: ID6097, P99, CPU1, Cycles 3\n\
                         #1 -> #0, Min    2, Cur    5, Avg    3, Max    5\n";
-        assert_eq!(
-            written(RtTestsFlavor::Sigwaittest, &sample_report()),
-            expected
-        );
-        assert_eq!(
-            written(RtTestsFlavor::Svsematest, &sample_report()),
-            expected
-        );
+        for flavor in [
+            RtTestsFlavor::Sigwaittest,
+            RtTestsFlavor::Svsematest,
+            RtTestsFlavor::Ptsematest,
+        ] {
+            assert_eq!(written(flavor, &sample_report()), expected, "{flavor:?}");
+        }
     }
 
     #[test]
@@ -234,6 +233,8 @@ mod tests {
         assert!(RtTestsFlavor::Pmqtest.with_timeouts());
         assert!(!RtTestsFlavor::Sigwaittest.with_timeouts());
         assert!(!RtTestsFlavor::Svsematest.with_timeouts());
+        assert!(!RtTestsFlavor::Ptsematest.with_timeouts());
         assert_eq!(RtTestsFlavor::Svsematest.tool_name(), "svsematest");
+        assert_eq!(RtTestsFlavor::Ptsematest.tool_name(), "ptsematest");
     }
 }
