@@ -1,0 +1,134 @@
+//! The modern table of an OS-noise test: one row per measured CPU (and
+//! their merge), then with `--trace-spikes` the main causes per CPU.
+
+use crate::report::cells::{Table, latency_cells};
+use crate::report::{Report, TestResult};
+use crate::units::format_ns;
+use std::io::Write;
+
+/// Causes named per CPU in the console line (the JSON has them all).
+const CAUSES_SHOWN: usize = 3;
+
+/// `45.1 M`, `812 k`, `950`: a rate for a narrow column.
+fn rate(per_s: f64) -> String {
+    if per_s >= 1e6 {
+        format!("{:.1} M", per_s / 1e6)
+    } else if per_s >= 1e3 {
+        format!("{:.0} k", per_s / 1e3)
+    } else {
+        format!("{per_s:.0}")
+    }
+}
+
+/// One row per CPU; an `all` row when there are several.
+pub fn cpu_table(test: &TestResult) -> Table {
+    let mut table = Table::new(&[
+        "CPU",
+        "Isolated",
+        "Prio",
+        "Spun",
+        "Noise",
+        "Share",
+        "Interruptions",
+        "Reads/s",
+        "Min",
+        "Avg",
+        "P50",
+        "P99",
+        "P99.9",
+        "Max",
+    ]);
+    let (mut spun, mut noise) = (0u64, 0u64);
+    for s in &test.series {
+        let Some(n) = s.noise_cpu() else { continue };
+        spun += n.measured_ns;
+        noise += n.noise_ns;
+        let mut row = vec![
+            n.cpu.to_string(),
+            if n.isolated { "yes" } else { "no" }.to_string(),
+            format!("{} {}", s.policy, s.priority),
+            format_ns(n.measured_ns as i64),
+            format_ns(n.noise_ns as i64),
+            format!("{:.3} %", n.noise_percent),
+            s.latency.samples.to_string(),
+            rate(n.loops_per_s),
+        ];
+        row.extend(latency_cells(&s.latency));
+        table.row(row);
+    }
+    if test.series.len() > 1 {
+        let share = if spun > 0 {
+            noise as f64 * 100.0 / spun as f64
+        } else {
+            0.0
+        };
+        let mut row = vec![
+            "all".to_string(),
+            String::new(),
+            String::new(),
+            format_ns(spun as i64),
+            format_ns(noise as i64),
+            format!("{share:.3} %"),
+            test.overall.samples.to_string(),
+            String::new(),
+        ];
+        row.extend(latency_cells(&test.overall));
+        table.row(row);
+    }
+    table
+}
+
+/// The test's heading, table and cause lines.
+pub fn write_test(report: &Report, test: &TestResult, out: &mut dyn Write) -> std::io::Result<()> {
+    let Some(config) = test.config.noise() else {
+        return Ok(());
+    };
+    writeln!(
+        out,
+        "noise ({}, threshold {}{}), {:.1} s, ended: {}",
+        test.description,
+        format_ns(config.threshold_ns as i64),
+        if config.runtime_ns < config.period_ns {
+            format!(
+                ", spinning {} of every {}",
+                format_ns(config.runtime_ns as i64),
+                format_ns(config.period_ns as i64)
+            )
+        } else {
+            String::new()
+        },
+        report.duration_s,
+        crate::report::cells::end_reason_text(test)
+    )?;
+    if crate::report::cells::interrupted_before_measuring(test) {
+        return Ok(());
+    }
+    write!(out, "{}", cpu_table(test).render())?;
+    for s in &test.series {
+        let Some(n) = s.noise_cpu() else { continue };
+        if let Some(causes) = &n.causes {
+            writeln!(
+                out,
+                "causes: CPU {}: {:.3} % noise; {} ({} interruption{} traced)",
+                n.cpu,
+                n.noise_percent,
+                causes.shares_line(CAUSES_SHOWN),
+                causes.interruptions,
+                if causes.interruptions == 1 { "" } else { "s" }
+            )?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates() {
+        assert_eq!(rate(45_123_456.0), "45.1 M");
+        assert_eq!(rate(812_300.0), "812 k");
+        assert_eq!(rate(950.0), "950");
+    }
+}
