@@ -107,9 +107,14 @@ pub fn write_test(report: &Report, test: &TestResult, out: &mut dyn Write) -> st
     for s in &test.series {
         let Some(n) = s.noise_cpu() else { continue };
         if let Some(causes) = &n.causes {
+            let above = test
+                .spikes
+                .as_ref()
+                .map(|t| format!(" above {}", format_ns(t.threshold_ns as i64)))
+                .unwrap_or_default();
             writeln!(
                 out,
-                "causes: CPU {}: {:.3} % noise; {} ({} interruption{} traced)",
+                "causes: CPU {}: {:.3} % noise; {} (of the {} worst interruption{}{above}, traced)",
                 n.cpu,
                 n.noise_percent,
                 causes.shares_line(CAUSES_SHOWN),
