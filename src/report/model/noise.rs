@@ -82,13 +82,22 @@ impl NoiseCauses {
             return "nothing traced".to_string();
         }
         let pct = |ns: u64| ns as f64 * 100.0 / total as f64;
-        let mut parts: Vec<String> = self
-            .causes
+        // Tasks of one name (several rustc processes) are one cause here.
+        let mut named: Vec<(String, u64)> = Vec::new();
+        for c in &self.causes {
+            let name = cause_name(c);
+            match named.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, ns)) => *ns += c.ns,
+                None => named.push((name, c.ns)),
+            }
+        }
+        named.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let mut parts: Vec<String> = named
             .iter()
             .take(keep)
-            .map(|c| format!("{} {:.0} %", cause_name(c), pct(c.ns)))
+            .map(|(name, ns)| format!("{name} {:.0} %", pct(*ns)))
             .collect();
-        let rest: u64 = self.causes.iter().skip(keep).map(|c| c.ns).sum();
+        let rest: u64 = named.iter().skip(keep).map(|(_, ns)| ns).sum();
         if rest > 0 {
             parts.push(format!("other {:.0} %", pct(rest)));
         }
