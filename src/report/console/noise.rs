@@ -8,6 +8,31 @@ use std::io::Write;
 
 /// Causes named per CPU in the console line (the JSON has them all).
 const CAUSES_SHOWN: usize = 3;
+/// The doctor's checks whose findings explain OS noise on a CPU: not
+/// isolated, the tick not stopped, RCU callbacks not offloaded, interrupts
+/// allowed on it.
+const NOISE_CHECKS: [&str; 5] = [
+    "isolation.isolcpus",
+    "isolation.nohz_full",
+    "isolation.rcu_nocbs",
+    "isolation.irq_affinity",
+    "isolation.irqbalance",
+];
+
+/// `doctor: ID VERDICT: MEANING` for every finding of the doctor (in the
+/// report's sysinfo) that explains noise on the measured CPUs, and for a
+/// real-time spinner RT throttling's; see docs/doctor.md by the id.
+pub fn doctor_lines(report: &Report, test: &TestResult) -> Vec<String> {
+    let realtime = test.config.policy != "other";
+    let mut ids: Vec<&str> = NOISE_CHECKS.to_vec();
+    if realtime {
+        ids.push("sched.rt_throttling");
+    }
+    ids.iter()
+        .filter_map(|id| report.sysinfo.problem(id))
+        .map(|c| format!("doctor: {} {}: {}", c.id, c.verdict.as_str(), c.meaning))
+        .collect()
+}
 
 /// `45.1 M`, `812 k`, `950`: a rate for a narrow column.
 fn rate(per_s: f64) -> String {
@@ -123,12 +148,43 @@ pub fn write_test(report: &Report, test: &TestResult, out: &mut dyn Write) -> st
             )?;
         }
     }
+    for line in doctor_lines(report, test) {
+        writeln!(out, "{line}")?;
+    }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_doctors_findings_on_noise_are_linked() {
+        use crate::report::{Check, Verdict};
+        let check = |id: &str, verdict| Check {
+            id: id.into(),
+            title: String::new(),
+            verdict,
+            value: String::new(),
+            meaning: format!("{id} means"),
+            fix: None,
+        };
+        let mut report = crate::report::testdata::sample_report();
+        report.sysinfo.checks = vec![
+            check("isolation.nohz_full", Verdict::Warn),
+            check("isolation.irq_affinity", Verdict::Ok),
+            check("sched.rt_throttling", Verdict::Warn),
+            check("kernel.preemption", Verdict::Bad),
+        ];
+        let mut test = report.tests[0].clone();
+        test.config.policy = "other".into();
+        assert_eq!(
+            doctor_lines(&report, &test),
+            vec!["doctor: isolation.nohz_full warn: isolation.nohz_full means"]
+        );
+        test.config.policy = "fifo".into();
+        assert_eq!(doctor_lines(&report, &test).len(), 2);
+    }
 
     #[test]
     fn rates() {
