@@ -81,7 +81,15 @@ impl NoiseCauses {
         if total == 0 {
             return "nothing traced".to_string();
         }
-        let pct = |ns: u64| ns as f64 * 100.0 / total as f64;
+        // A share that rounds to 0 % is still there: `<1 %`.
+        let pct = |ns: u64| {
+            let share = ns as f64 * 100.0 / total as f64;
+            if share < 0.5 {
+                "<1 %".to_string()
+            } else {
+                format!("{share:.0} %")
+            }
+        };
         // Tasks of one name (several rustc processes) are one cause here.
         let mut named: Vec<(String, u64)> = Vec::new();
         for c in &self.causes {
@@ -95,15 +103,15 @@ impl NoiseCauses {
         let mut parts: Vec<String> = named
             .iter()
             .take(keep)
-            .map(|(name, ns)| format!("{name} {:.0} %", pct(*ns)))
+            .map(|(name, ns)| format!("{name} {}", pct(*ns)))
             .collect();
         let rest: u64 = named.iter().skip(keep).map(|(_, ns)| ns).sum();
         if rest > 0 {
-            parts.push(format!("other {:.0} %", pct(rest)));
+            parts.push(format!("other {}", pct(rest)));
         }
         if self.unexplained_ns > 0 {
             parts.push(format!(
-                "unexplained (hardware or hypervisor) {:.0} %",
+                "unexplained (hardware or hypervisor) {}",
                 pct(self.unexplained_ns)
             ));
         }
@@ -161,5 +169,24 @@ mod tests {
             "IRQ 24 virtio0-input"
         );
         assert_eq!(NoiseCauses::default().shares_line(3), "nothing traced");
+        // Tasks of one name are one cause; a share under 0.5 % is `<1 %`.
+        let same_name = NoiseCauses {
+            causes: vec![
+                cause("task", "rustc (pid 1)", 30),
+                cause("irq", "local_timer", 40),
+                cause("task", "rustc (pid 2)", 30),
+            ],
+            ..NoiseCauses::default()
+        };
+        assert_eq!(same_name.shares_line(3), "rustc 60 %, local_timer 40 %");
+        let tiny = NoiseCauses {
+            causes: vec![cause("irq", "local_timer", 999)],
+            unexplained_ns: 1,
+            ..NoiseCauses::default()
+        };
+        assert_eq!(
+            tiny.shares_line(3),
+            "local_timer 100 %, unexplained (hardware or hypervisor) <1 %"
+        );
     }
 }
