@@ -15,6 +15,7 @@ pub mod live;
 pub mod load;
 pub mod logdisk;
 pub mod measure;
+pub mod noise;
 pub mod pipeline;
 pub mod report;
 pub mod rt;

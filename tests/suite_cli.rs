@@ -44,14 +44,16 @@ fn check_suite_report(report: &serde_json::Value) {
     assert_eq!(
         names,
         [
-            "mq", "sem", "svsem", "signal", "pipe", "eventfd", "futex", "unix", "svmq", "timer"
+            "mq", "sem", "svsem", "signal", "pipe", "eventfd", "futex", "unix", "svmq", "timer",
+            "noise"
         ],
-        "every primitive in order, then the timer (then logdisk)"
+        "every primitive in order, then the timer, the noise (then logdisk)"
     );
     for t in tests {
         assert_eq!(t["end_reason"], "duration_elapsed", "{}", t["test"]);
         let expected_mode = match t["test"].as_str() {
             Some("timer") => "user",
+            Some("noise") => "interruptions",
             Some("logdisk") => "dsync",
             _ => "one-way",
         };
@@ -65,6 +67,13 @@ fn check_suite_report(report: &serde_json::Value) {
     for (i, s) in threads.iter().enumerate() {
         check_summary(s, &format!("timer series {i}"), true);
     }
+    // The noise row: one CPU at normal priority, its time spun recorded.
+    let noise = &tests[10];
+    assert_eq!(noise["config"]["detail"]["kind"], "noise");
+    assert_eq!(noise["config"]["policy"], "other");
+    let spinners = noise["series"].as_array().unwrap();
+    assert_eq!(spinners.len(), 1);
+    assert!(u64_of(&spinners[0]["detail"]["measured_ns"], "measured_ns") > 0);
     assert_eq!(tests[0]["test"], "mq");
     assert_eq!(tests[0]["end_reason"], "duration_elapsed");
     check_summary(&tests[0]["overall"], "tests[0].overall", false);

@@ -84,6 +84,9 @@ pub enum Command {
     /// Periodic timer latency with rt-tests cyclictest's options and exact output (GNU getopt syntax)
     #[command(disable_help_flag = true)]
     Cyclictest(CyclictestArgs),
+    /// OS noise: a thread spinning on each measured CPU records every interruption (like oslat and osnoise)
+    #[command(allow_negative_numbers = true, args_override_self = true)]
+    Noise(Box<NoiseArgs>),
     /// Log-disk write latency and bandwidth, written as a recovery log is (replaces mqldt; same options)
     #[command(args_override_self = true)]
     Logdisk(Box<LogdiskArgs>),
@@ -589,6 +592,55 @@ pub struct TimerArgs {
     pub thresholds: ThresholdArgs,
     #[command(flatten)]
     pub load: LoadArgs,
+}
+
+/// `latscope noise`: one spinning thread per measured CPU.
+#[derive(Debug, Clone, Args)]
+pub struct NoiseArgs {
+    /// The CPUs to measure, one spinning thread each (e.g. 1,3-5) [default: the isolated
+    /// CPUs, else every usable CPU but the first, which the rest of latscope keeps]
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// A gap between two clock reads longer than TIME is an interruption (ns/us/ms;
+    /// a bare number is microseconds) [default: 1us]
+    #[arg(long, value_name = "TIME")]
+    pub threshold: Option<String>,
+    /// Run for TIME: a number of seconds, or with s/m/h/d suffixes (10s, 5m, 1h30m) [default: until Ctrl-C]
+    #[arg(short = 'D', long, value_name = "TIME")]
+    pub duration: Option<String>,
+    /// Real-time priority of the spinning threads (alone, -p above 0 means --policy fifo) [default: 0]
+    #[arg(
+        short = 'p',
+        long = "prio",
+        visible_alias = "priority",
+        value_name = "PRIO"
+    )]
+    pub priority: Option<String>,
+    /// Scheduling policy of the spinning threads; fifo and rr only on CPUs named with
+    /// --cpus or isolated [default: other; fifo with -p above 0]
+    #[arg(long, value_enum)]
+    pub policy: Option<PolicyArg>,
+    /// Spin for TIME of every --period and sleep the rest, as osnoise's runtime
+    /// (a bare number is microseconds) [default: the whole period]
+    #[arg(long, value_name = "TIME")]
+    pub runtime: Option<String>,
+    /// The period of the --runtime duty cycle (a bare number is microseconds) [default: 1s]
+    #[arg(long, value_name = "TIME")]
+    pub period: Option<String>,
+    /// Run a real-time spinner on a CPU that is not isolated even with RT throttling off
+    /// (sched_rt_runtime_us = -1): nothing else runs on that CPU while it spins
+    #[arg(long)]
+    pub force: bool,
+    /// Do not lock memory with mlockall
+    #[arg(long = "no-mlockall")]
+    pub no_mlockall: bool,
+    /// Do not hold /dev/cpu_dma_latency at 0
+    #[arg(long = "no-dma-latency")]
+    pub no_dma_latency: bool,
+    #[command(flatten)]
+    pub spikes: SpikeArgs,
+    #[command(flatten)]
+    pub verdict: VerdictArgs,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -10,6 +10,7 @@ pub mod doctor_cmd;
 pub mod install_files;
 pub mod ipc_cmd;
 pub mod logdisk_cmd;
+pub mod noise_cmd;
 pub mod pair_test;
 pub mod report_cmd;
 pub mod suite;
@@ -78,6 +79,7 @@ pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
         Command::Ipc(a) => ipc_cmd::run(a),
         Command::Timer(a) => timer_cmd::run(a),
         Command::Cyclictest(a) => cyclictest_cmd::run(&a.args),
+        Command::Noise(a) => noise_cmd::run(a),
         Command::Logdisk(a) => logdisk_cmd::run(a),
         Command::Suite(a) => suite::run(a),
         Command::Compare(a) => compare::run(a),

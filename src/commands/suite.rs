@@ -1,22 +1,24 @@
 //! `latscope suite`: the main job. Runs every available test briefly (the
-//! IPC primitives, the timer, a log-disk writer) and prints one overview
-//! table of this machine's latencies.
+//! IPC primitives, the timer, the OS noise of one CPU, a log-disk writer)
+//! and prints one overview table of this machine's latencies.
 
 use crate::cli::SuiteArgs;
 use crate::ipc::PRIMITIVES;
 use crate::ipc::harness::{Mode, Tasks};
 use crate::live::logdisk::ProgressLine as LogdiskProgressLine;
+use crate::live::noise::ProgressLine as NoiseProgressLine;
 use crate::live::timer::ProgressLine as TimerProgressLine;
 use crate::measure::ipc::{
     self as ipc_run, DEFAULT_INTERVAL_US, DEFAULT_RT_PRIORITY, SequenceSpec,
 };
-use crate::measure::{logdisk as logdisk_run, timer as timer_run};
+use crate::measure::{logdisk as logdisk_run, noise as noise_run, timer as timer_run};
 use crate::pipeline::{
     self, CommandError, FinishedTest, Measurement, Plan, PrepareSpec, Presentation, Run,
 };
 use crate::report::EndReason;
 use crate::report::console::overview::SuiteOverview;
 use crate::rt::sched::{self, Policy};
+use crate::settings::noise::NoiseSettings;
 use crate::settings::timer::TimerSettings;
 use crate::settings::{PairLayout, Placement, UsageError, VerdictSettings};
 use crate::units::{format_run_time, parse_duration};
@@ -24,6 +26,10 @@ use std::time::{Duration, Instant};
 
 /// Time the timer test needs besides measuring (threads, report).
 const TIMER_SETUP_RESERVE: Duration = Duration::from_millis(20);
+/// Time the noise test needs besides measuring (its thread, the start).
+const NOISE_SETUP_RESERVE: Duration = Duration::from_millis(20);
+/// The noise row is short: one CPU for at most this long.
+const NOISE_AT_MOST: Duration = Duration::from_secs(1);
 /// Time the log-disk test needs besides measuring (two 1 MiB files written
 /// out and removed).
 const LOGDISK_SETUP_RESERVE: Duration = Duration::from_millis(60);
@@ -84,13 +90,18 @@ impl Measurement for Suite {
         }
     }
 
-    /// Every IPC primitive one-way, then the timer, then a log-disk writer,
-    /// each in one share of the time; every output file is rewritten after
-    /// each test, so a crash of a later test leaves the earlier results.
+    /// Every IPC primitive one-way, then the timer, then the OS noise of
+    /// one CPU, then a log-disk writer, each in one share of the time (the
+    /// noise at most a second); every output file is rewritten after each
+    /// test, so a crash of a later test leaves the earlier results.
     fn measure(&mut self, run: &mut Run<'_>) -> Result<Vec<FinishedTest>, CommandError> {
         let mut finished = self.measure_ipc(run)?;
         if !interrupted(&finished) {
             finished.push(self.measure_timer(run));
+            run.checkpoint(&finished);
+        }
+        if !interrupted(&finished) {
+            finished.push(self.measure_noise(run));
             run.checkpoint(&finished);
         }
         if !interrupted(&finished) {
@@ -131,20 +142,20 @@ impl Suite {
             spike_threshold_ns: None,
             prep: run.prep,
         })?;
-        // The timer and the log-disk tests get one share of the time each,
-        // like each IPC test.
-        let shares = PRIMITIVES.len() as u32 + 2;
+        // The timer, the noise and the log-disk tests get one share of the
+        // time each, like each IPC test.
+        let shares = PRIMITIVES.len() as u32 + 3;
         let budget = self.total.saturating_sub(self.started.elapsed());
         Ok(ipc_run::run_sequence(
             items,
-            Some(budget / shares * (shares - 2)),
+            Some(budget / shares * (shares - 3)),
             self.verdict.quiet,
             &mut |done| run.checkpoint(done),
         ))
     }
 
     fn measure_timer(&self, run: &mut Run<'_>) -> FinishedTest {
-        let left = self.left(TIMER_SETUP_RESERVE + LOGDISK_SETUP_RESERVE) / 2;
+        let left = self.left(TIMER_SETUP_RESERVE + NOISE_SETUP_RESERVE + LOGDISK_SETUP_RESERVE) / 3;
         let left = left.max(Duration::from_millis(10));
         let mut settings = TimerSettings::for_suite(self.policy, self.priority, left);
         // --max-latency judges every test of the suite, as --fail-if does.
@@ -166,6 +177,37 @@ impl Suite {
             }
             Err(e) => timer_run::failed(&settings, run.prep, e),
         }
+    }
+
+    /// The noise of one CPU (the last usable one) at SCHED_OTHER: what the
+    /// system takes from a task that never sleeps.
+    fn measure_noise(&self, run: &mut Run<'_>) -> FinishedTest {
+        let left = (self.left(NOISE_SETUP_RESERVE + LOGDISK_SETUP_RESERVE) / 2)
+            .clamp(Duration::from_millis(10), NOISE_AT_MOST);
+        let mut settings = NoiseSettings::for_suite(left);
+        settings.verdict.max_latency_us = self.verdict.max_latency_us;
+        if !self.verdict.quiet {
+            eprintln!(
+                "latscope: running noise (a thread spinning on CPU {}, normal priority) for {} ...",
+                crate::units::cpu_list(&settings.cpus),
+                format_run_time(left)
+            );
+        }
+        let mut progress = NoiseProgressLine::new(self.verdict.quiet);
+        let mut done = match noise_run::measure(&settings, run.prep, &mut progress) {
+            Ok((done, own_warnings)) => {
+                for warning in own_warnings {
+                    run.warn(warning);
+                }
+                done
+            }
+            Err(e) => noise_run::failed(&settings, run.prep, e),
+        };
+        // This row is at normal priority by design (what the system takes
+        // from an ordinary task that never sleeps), as the log-disk writer
+        // is: the real-time advice of the other rows is not for it.
+        done.facts.scheduling_free = true;
+        done
     }
 
     fn measure_logdisk(&self, run: &mut Run<'_>, finished: &mut Vec<FinishedTest>) {

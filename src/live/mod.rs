@@ -4,5 +4,6 @@
 
 pub mod ipc;
 pub mod logdisk;
+pub mod noise;
 pub mod status;
 pub mod timer;

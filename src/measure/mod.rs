@@ -6,4 +6,5 @@
 
 pub mod ipc;
 pub mod logdisk;
+pub mod noise;
 pub mod timer;

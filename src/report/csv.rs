@@ -49,6 +49,7 @@ fn kind(s: &Series) -> &'static str {
         SeriesDetail::IpcPair(_) => "ipc_pair",
         SeriesDetail::TimerThread(_) => "timer_thread",
         SeriesDetail::DiskWriter(_) => "disk_writer",
+        SeriesDetail::NoiseCpu(_) => "noise_cpu",
     }
 }
 
@@ -94,7 +95,7 @@ fn series_row(t: &TestResult, s: &Series) -> Vec<String> {
     let (timeouts, interval) = match &s.detail {
         SeriesDetail::IpcPair(p) => (p.timeouts.to_string(), p.interval_us.to_string()),
         SeriesDetail::TimerThread(th) => (none(), th.period_us.to_string()),
-        SeriesDetail::DiskWriter(_) => (none(), none()),
+        SeriesDetail::DiskWriter(_) | SeriesDetail::NoiseCpu(_) => (none(), none()),
     };
     row.push(timeouts);
     row.push(interval);

@@ -16,6 +16,7 @@ pub mod cleanup;
 pub mod compare;
 pub mod cyclictest;
 pub mod logdisk;
+pub mod noise;
 pub mod report;
 pub mod timer;
 use std::path::{Path, PathBuf};

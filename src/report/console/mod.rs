@@ -3,6 +3,7 @@
 
 // The console exporter's own parts: the timer's and the log-disk test's tables.
 pub mod logdisk;
+pub mod noise;
 pub mod overview;
 pub mod timer;
 
@@ -100,7 +101,10 @@ pub fn where_this_run_falls(report: &Report) -> Option<String> {
         .tests
         .iter()
         .flat_map(|t| t.series.iter().map(move |s| (t, s)))
-        .filter(|(_, s)| s.latency.samples > 0 && s.disk_writer().is_none())
+        .filter(|(_, s)| {
+            // A disk write and an OS-noise interruption are no wake-up latency.
+            s.latency.samples > 0 && s.disk_writer().is_none() && s.noise_cpu().is_none()
+        })
         .collect();
     let worst = measured.iter().map(|(_, s)| s.latency.max_ns).max()?;
     let round_trips = measured
@@ -186,6 +190,10 @@ fn write_modern(report: &Report, histograms: bool, out: &mut dyn Write) -> std::
         for test in &report.tests {
             if let Some(config) = test.config.logdisk() {
                 logdisk::write_test(test, config, out)?;
+                continue;
+            }
+            if test.config.noise().is_some() {
+                noise::write_test(report, test, out)?;
                 continue;
             }
             writeln!(

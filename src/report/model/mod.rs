@@ -10,6 +10,7 @@
 pub mod checks;
 pub mod kernel_log;
 pub mod loads;
+pub mod noise;
 pub mod spikes;
 pub mod sysinfo;
 pub mod thresholds;
@@ -18,6 +19,7 @@ pub mod xenomai;
 pub use checks::*;
 pub use kernel_log::*;
 pub use loads::*;
+pub use noise::*;
 pub use spikes::*;
 pub use sysinfo::*;
 pub use thresholds::*;
@@ -142,6 +144,7 @@ pub enum ConfigDetail {
     Ipc(IpcConfig),
     Timer(TimerConfig),
     Logdisk(LogdiskConfig),
+    Noise(NoiseConfig),
 }
 
 /// What only a log-disk test (mqldt's synchronous sequential writes) is
@@ -297,6 +300,7 @@ pub enum SeriesDetail {
     IpcPair(IpcPair),
     TimerThread(Box<TimerThread>),
     DiskWriter(Box<DiskWriter>),
+    NoiseCpu(Box<NoiseCpu>),
 }
 
 /// One writer of a log-disk test (one mqldt queue manager), or all writers
@@ -412,6 +416,13 @@ impl TestConfig {
             _ => None,
         }
     }
+
+    pub fn noise(&self) -> Option<&NoiseConfig> {
+        match &self.detail {
+            ConfigDetail::Noise(c) => Some(c),
+            _ => None,
+        }
+    }
 }
 
 impl Series {
@@ -439,6 +450,13 @@ impl Series {
     pub fn disk_writer(&self) -> Option<&DiskWriter> {
         match &self.detail {
             SeriesDetail::DiskWriter(w) => Some(w),
+            _ => None,
+        }
+    }
+
+    pub fn noise_cpu(&self) -> Option<&NoiseCpu> {
+        match &self.detail {
+            SeriesDetail::NoiseCpu(n) => Some(n),
             _ => None,
         }
     }

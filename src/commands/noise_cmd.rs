@@ -1,0 +1,53 @@
+//! `latscope noise`: one spinning thread per measured CPU, every
+//! interruption recorded; `--trace-spikes` names their causes.
+
+use crate::cli::NoiseArgs;
+use crate::live::noise::ProgressLine;
+use crate::measure::noise as noise_run;
+use crate::pipeline::{
+    self, CommandError, FinishedTest, Measurement, Plan, PrepareSpec, Presentation, Run,
+};
+use crate::report::console::ModernConsole;
+use crate::settings::noise::NoiseSettings;
+
+/// `latscope noise`.
+pub fn run(args: &NoiseArgs) -> Result<i32, CommandError> {
+    let settings = NoiseSettings::from_args(args)?;
+    pipeline::run(&mut NoiseCommand { settings })
+}
+
+struct NoiseCommand {
+    settings: NoiseSettings,
+}
+
+impl Measurement for NoiseCommand {
+    fn plan(&self) -> Plan {
+        let s = &self.settings;
+        Plan {
+            prepare: PrepareSpec {
+                lock_memory: s.lock_memory,
+                require_mlock: true,
+                hold_dma_latency: s.hold_dma_latency,
+                loads: s.verdict.loads.clone(),
+                cpus: s.cpus.clone(),
+            },
+            fail_if: s.verdict.fail_if.clone(),
+            outputs: s.verdict.outputs.clone(),
+            presentation: Presentation::modern(Box::new(ModernConsole)),
+        }
+    }
+
+    fn check(&self) -> Result<(), CommandError> {
+        pipeline::check_spike_tracing(self.settings.trace_spikes_us)
+    }
+
+    fn measure(&mut self, run: &mut Run<'_>) -> Result<Vec<FinishedTest>, CommandError> {
+        let mut progress = ProgressLine::new(self.settings.verdict.quiet);
+        let (finished, warnings) = noise_run::measure(&self.settings, run.prep, &mut progress)
+            .map_err(CommandError::Runtime)?;
+        for warning in warnings {
+            run.warn(warning);
+        }
+        Ok(vec![finished])
+    }
+}

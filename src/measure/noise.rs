@@ -1,0 +1,315 @@
+//! The OS-noise test run and turned into report data: shared by `latscope
+//! noise` and `latscope suite`.
+
+use crate::noise::{self, NoiseOutcome, NoisePlan, NoiseProgress};
+use crate::pipeline::{CpuWindow, FinishedTest, Preparation, RunFacts};
+use crate::report::{
+    Cause, ConfigDetail, EndReason, NoiseCauses, NoiseConfig, NoiseCpu, Series, SeriesDetail,
+    SpikeTrace, TestConfig, TestResult,
+};
+use crate::rt::signals::wait_for_stop_signal;
+use crate::settings::noise::NoiseSettings;
+use crate::stats::LatencyRecorder;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::SystemTime;
+
+/// What one sample (one interruption) is, for the report.
+pub const DESCRIPTION: &str =
+    "OS noise: a gap between two clock reads of a spinning thread above the threshold";
+
+pub fn plan_of(settings: &NoiseSettings, stop: Arc<AtomicBool>) -> NoisePlan {
+    NoisePlan {
+        cpus: settings.cpus.clone(),
+        policy: settings.policy,
+        priority: settings.priority,
+        threshold_ns: settings.threshold_ns,
+        duration_ns: settings.duration.map(crate::rt::clock::duration_ns),
+        duty: settings.duty,
+        limit_ns: settings
+            .verdict
+            .max_latency_us
+            .map(|us| us.saturating_mul(1000)),
+        spike_threshold_ns: settings.trace_spikes_us.map(|us| us.saturating_mul(1000)),
+        stop,
+    }
+}
+
+pub fn config_of(settings: &NoiseSettings, prep: &Preparation) -> TestConfig {
+    TestConfig {
+        policy: settings.policy.to_string(),
+        priority: settings.priority,
+        loops: None,
+        duration_s: settings.duration.map(|d| d.as_secs_f64()),
+        max_latency_us: settings.verdict.max_latency_us,
+        mlockall: prep.memory.is_locked(),
+        cpu_dma_latency: prep.dma_latency.describe(),
+        detail: ConfigDetail::Noise(NoiseConfig {
+            cpus: settings.cpus.clone(),
+            cpus_from: settings.cpus_from.as_str().to_string(),
+            threshold_ns: settings.threshold_ns,
+            runtime_ns: settings.duty.runtime_ns,
+            period_ns: settings.duty.period_ns,
+            clock: "clock_gettime(CLOCK_MONOTONIC)".to_string(),
+            rt_runtime_us: settings.rt_runtime_us,
+            rt_period_us: settings.rt_period_us,
+            forced: settings.force,
+        }),
+    }
+}
+
+/// Warnings that belong to how the test was set up, known before it runs:
+/// a real-time spinner on a CPU that is not isolated is paused by RT
+/// throttling (if on) every period, which it measures as noise.
+pub fn setup_warnings(settings: &NoiseSettings) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if !settings.policy.is_realtime() {
+        return warnings;
+    }
+    let exposed: Vec<usize> = settings
+        .cpus
+        .iter()
+        .copied()
+        .filter(|c| !settings.isolated.contains(c))
+        .collect();
+    if exposed.is_empty() {
+        return warnings;
+    }
+    let cpus = crate::units::cpu_list(&exposed);
+    match (settings.rt_runtime_us, settings.rt_period_us) {
+        (Some(runtime), Some(period)) if runtime >= 0 && runtime < period => {
+            warnings.push(format!(
+                "the {} spinner on CPU {cpus} (not isolated) is bounded by RT throttling: the kernel stops it for {} ms of every {} ms so that other tasks run, and that pause is measured as one interruption per period",
+                settings.policy,
+                (period - runtime) / 1000,
+                period / 1000
+            ));
+        }
+        (Some(runtime), _) if runtime < 0 => warnings.push(format!(
+            "the {} spinner on CPU {cpus} (not isolated) ran with RT throttling off (--force): nothing else ran on that CPU meanwhile",
+            settings.policy
+        )),
+        _ => {}
+    }
+    warnings
+}
+
+/// Measures with `settings` and returns the finished test (report data and
+/// the facts for the validity warnings), plus warnings of its own.
+pub fn measure(
+    settings: &NoiseSettings,
+    prep: &Preparation,
+    progress: &mut dyn NoiseProgress,
+) -> Result<(FinishedTest, Vec<String>), String> {
+    let plan = plan_of(settings, Arc::new(AtomicBool::new(false)));
+    let window = CpuWindow::open();
+    let started = SystemTime::now();
+    let outcome = noise::run(&plan, progress, &mut |timeout| {
+        wait_for_stop_signal(timeout).is_some()
+    })?;
+    let ended = SystemTime::now();
+    let cpu_use = window.close();
+    let mut warnings = setup_warnings(settings);
+    if let Some(spikes) = &outcome.spikes
+        && spikes.events_lost > 0
+    {
+        warnings.push(format!(
+            "the kernel trace lost {} events (the reader fell behind): some interruptions may be attributed in part",
+            spikes.events_lost
+        ));
+    }
+    let (busy_fraction, own_cpu_seconds, load_fraction) = cpu_use.of(&settings.cpus);
+    Ok((
+        finished(
+            settings,
+            prep,
+            outcome,
+            started,
+            ended,
+            (busy_fraction, own_cpu_seconds, load_fraction),
+        ),
+        warnings,
+    ))
+}
+
+fn finished(
+    settings: &NoiseSettings,
+    prep: &Preparation,
+    outcome: NoiseOutcome,
+    started: SystemTime,
+    ended: SystemTime,
+    (busy_fraction, own_cpu_seconds, load_fraction): (Option<f64>, f64, Option<f64>),
+) -> FinishedTest {
+    let mut overall = LatencyRecorder::new();
+    let series: Vec<Series> = outcome
+        .cpus
+        .iter()
+        .map(|c| {
+            overall.merge(&c.recorder);
+            let spun_s = c.measured_ns as f64 / 1e9;
+            Series {
+                label: format!("CPU {}", c.cpu),
+                cpus: vec![c.cpu],
+                pinned: true,
+                policy: settings.policy.to_string(),
+                priority: settings.priority,
+                overruns: 0,
+                above_limit: c.above_limit,
+                latency: c.recorder.summary(),
+                per_second: c.per_second.clone(),
+                per_second_dropped: c.per_second_dropped,
+                detail: SeriesDetail::NoiseCpu(Box::new(NoiseCpu {
+                    cpu: c.cpu,
+                    tid: c.tid,
+                    isolated: settings.isolated.contains(&c.cpu),
+                    measured_ns: c.measured_ns,
+                    noise_ns: c.noise_ns,
+                    noise_percent: if c.measured_ns > 0 {
+                        c.noise_ns as f64 * 100.0 / c.measured_ns as f64
+                    } else {
+                        0.0
+                    },
+                    loops: c.loops,
+                    loops_per_s: if spun_s > 0.0 {
+                        c.loops as f64 / spun_s
+                    } else {
+                        0.0
+                    },
+                    causes: outcome.spikes.as_ref().map(|t| causes_of(t, c.cpu)),
+                })),
+            }
+        })
+        .collect();
+    let facts = RunFacts {
+        realtime_policy: settings.policy.is_realtime(),
+        cpus_used: settings.cpus.clone(),
+        busy_fraction,
+        own_cpu_seconds,
+        load_fraction,
+        elapsed: outcome.measured,
+        max_ns: overall.max(),
+        windows_dropped: series.iter().map(|s| s.per_second_dropped).sum(),
+        breaktrace_note: None,
+        priority_option: Some("-p"),
+        scheduling_free: false,
+    };
+    let result = TestResult {
+        test: "noise".to_string(),
+        description: DESCRIPTION.to_string(),
+        mode: "interruptions".to_string(),
+        config: config_of(settings, prep),
+        end_reason: outcome.end_reason,
+        error: outcome.error.clone(),
+        overall: overall.summary(),
+        series,
+        overall_detail: None,
+        spikes: outcome.spikes,
+    };
+    FinishedTest {
+        result,
+        started,
+        ended,
+        elapsed: outcome.measured,
+        facts,
+    }
+}
+
+/// The causes of the interruptions of `cpu` the spike trace kept, summed.
+/// The spinner's own time in a window (the trace shows it running, yet its
+/// clock jumped: nothing the kernel traced took the CPU) counts as
+/// unexplained with the time the trace cannot place: that is what the
+/// hardware (an SMI) or the hypervisor (a VM exit) took, as hwnoise counts it.
+pub fn causes_of(trace: &SpikeTrace, cpu: usize) -> NoiseCauses {
+    let mut out = NoiseCauses::default();
+    let mut by_cause: BTreeMap<(String, String), (u64, u32)> = BTreeMap::new();
+    for spike in trace.spikes.iter().filter(|s| s.cpu == cpu) {
+        out.interruptions += 1;
+        out.interrupted_ns += spike.latency_ns;
+        out.unexplained_ns += spike.unexplained_ns + spike.measured_ns;
+        for c in &spike.causes {
+            let entry = by_cause
+                .entry((c.kind.clone(), c.name.clone()))
+                .or_default();
+            entry.0 += c.ns;
+            entry.1 += c.count;
+        }
+    }
+    out.causes = by_cause
+        .into_iter()
+        .map(|((kind, name), (ns, count))| Cause {
+            kind,
+            name,
+            ns,
+            count,
+        })
+        .collect();
+    out.causes
+        .sort_by(|a, b| b.ns.cmp(&a.ns).then(a.name.cmp(&b.name)));
+    out
+}
+
+/// A noise test that could not run: reported with its error and no samples.
+pub fn failed(settings: &NoiseSettings, prep: &Preparation, error: String) -> FinishedTest {
+    FinishedTest::not_started(
+        TestResult {
+            test: "noise".to_string(),
+            description: DESCRIPTION.to_string(),
+            mode: "interruptions".to_string(),
+            config: config_of(settings, prep),
+            end_reason: EndReason::Error,
+            error: Some(error),
+            overall: LatencyRecorder::new().summary(),
+            series: Vec::new(),
+            overall_detail: None,
+            spikes: None,
+        },
+        settings.policy.is_realtime(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Spike;
+
+    #[test]
+    fn causes_are_summed_per_cpu_and_the_spinners_own_time_is_unexplained() {
+        let cause = |kind: &str, name: &str, ns| Cause {
+            kind: kind.into(),
+            name: name.into(),
+            ns,
+            count: 1,
+        };
+        let spike = |cpu, causes: Vec<Cause>, unexplained_ns, measured_ns| Spike {
+            cpu,
+            latency_ns: 100,
+            causes,
+            unexplained_ns,
+            measured_ns,
+            ..Spike::default()
+        };
+        let trace = SpikeTrace {
+            spikes: vec![
+                spike(1, vec![cause("irq", "local_timer", 60)], 0, 10),
+                spike(
+                    1,
+                    vec![cause("irq", "local_timer", 30), cause("softirq", "RCU", 50)],
+                    5,
+                    0,
+                ),
+                spike(2, vec![cause("task", "x (pid 3)", 99)], 0, 0),
+            ],
+            ..SpikeTrace::default()
+        };
+        let c = causes_of(&trace, 1);
+        assert_eq!(
+            (c.interruptions, c.interrupted_ns, c.unexplained_ns),
+            (2, 200, 15)
+        );
+        assert_eq!(c.causes[0].name, "local_timer");
+        assert_eq!((c.causes[0].ns, c.causes[0].count), (90, 2));
+        assert_eq!(c.causes[1].name, "RCU");
+        assert_eq!(c.causes.len(), 2);
+    }
+}

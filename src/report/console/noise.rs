@@ -1,0 +1,195 @@
+//! The modern table of an OS-noise test: one row per measured CPU (and
+//! their merge), then with `--trace-spikes` the main causes per CPU.
+
+use crate::report::cells::{Table, latency_cells};
+use crate::report::{Report, TestResult};
+use crate::units::format_ns;
+use std::io::Write;
+
+/// Causes named per CPU in the console line (the JSON has them all).
+const CAUSES_SHOWN: usize = 3;
+/// The doctor's checks whose findings explain OS noise on a CPU: not
+/// isolated, the tick not stopped, RCU callbacks not offloaded, interrupts
+/// allowed on it.
+const NOISE_CHECKS: [&str; 5] = [
+    "isolation.isolcpus",
+    "isolation.nohz_full",
+    "isolation.rcu_nocbs",
+    "isolation.irq_affinity",
+    "isolation.irqbalance",
+];
+
+/// `doctor: ID VERDICT: MEANING` for every finding of the doctor (in the
+/// report's sysinfo) that explains noise on the measured CPUs, and for a
+/// real-time spinner RT throttling's; see docs/doctor.md by the id.
+pub fn doctor_lines(report: &Report, test: &TestResult) -> Vec<String> {
+    let realtime = test.config.policy != "other";
+    let mut ids: Vec<&str> = NOISE_CHECKS.to_vec();
+    if realtime {
+        ids.push("sched.rt_throttling");
+    }
+    ids.iter()
+        .filter_map(|id| report.sysinfo.problem(id))
+        .map(|c| format!("doctor: {} {}: {}", c.id, c.verdict.as_str(), c.meaning))
+        .collect()
+}
+
+/// `45.1 M`, `812 k`, `950`: a rate for a narrow column.
+fn rate(per_s: f64) -> String {
+    if per_s >= 1e6 {
+        format!("{:.1} M", per_s / 1e6)
+    } else if per_s >= 1e3 {
+        format!("{:.0} k", per_s / 1e3)
+    } else {
+        format!("{per_s:.0}")
+    }
+}
+
+/// One row per CPU; an `all` row when there are several.
+pub fn cpu_table(test: &TestResult) -> Table {
+    let mut table = Table::new(&[
+        "CPU",
+        "Isolated",
+        "Prio",
+        "Spun",
+        "Noise",
+        "Share",
+        "Interruptions",
+        "Reads/s",
+        "Min",
+        "Avg",
+        "P50",
+        "P99",
+        "P99.9",
+        "Max",
+    ]);
+    let (mut spun, mut noise) = (0u64, 0u64);
+    for s in &test.series {
+        let Some(n) = s.noise_cpu() else { continue };
+        spun += n.measured_ns;
+        noise += n.noise_ns;
+        let mut row = vec![
+            n.cpu.to_string(),
+            if n.isolated { "yes" } else { "no" }.to_string(),
+            format!("{} {}", s.policy, s.priority),
+            format_ns(n.measured_ns as i64),
+            format_ns(n.noise_ns as i64),
+            format!("{:.3} %", n.noise_percent),
+            s.latency.samples.to_string(),
+            rate(n.loops_per_s),
+        ];
+        row.extend(latency_cells(&s.latency));
+        table.row(row);
+    }
+    if test.series.len() > 1 {
+        let share = if spun > 0 {
+            noise as f64 * 100.0 / spun as f64
+        } else {
+            0.0
+        };
+        let mut row = vec![
+            "all".to_string(),
+            String::new(),
+            String::new(),
+            format_ns(spun as i64),
+            format_ns(noise as i64),
+            format!("{share:.3} %"),
+            test.overall.samples.to_string(),
+            String::new(),
+        ];
+        row.extend(latency_cells(&test.overall));
+        table.row(row);
+    }
+    table
+}
+
+/// The test's heading, table and cause lines.
+pub fn write_test(report: &Report, test: &TestResult, out: &mut dyn Write) -> std::io::Result<()> {
+    let Some(config) = test.config.noise() else {
+        return Ok(());
+    };
+    writeln!(
+        out,
+        "noise ({}, threshold {}{}), {:.1} s, ended: {}",
+        test.description,
+        format_ns(config.threshold_ns as i64),
+        if config.runtime_ns < config.period_ns {
+            format!(
+                ", spinning {} of every {}",
+                format_ns(config.runtime_ns as i64),
+                format_ns(config.period_ns as i64)
+            )
+        } else {
+            String::new()
+        },
+        report.duration_s,
+        crate::report::cells::end_reason_text(test)
+    )?;
+    if crate::report::cells::interrupted_before_measuring(test) {
+        return Ok(());
+    }
+    write!(out, "{}", cpu_table(test).render())?;
+    for s in &test.series {
+        let Some(n) = s.noise_cpu() else { continue };
+        if let Some(causes) = &n.causes {
+            let above = test
+                .spikes
+                .as_ref()
+                .map(|t| format!(" above {}", format_ns(t.threshold_ns as i64)))
+                .unwrap_or_default();
+            writeln!(
+                out,
+                "causes: CPU {}: {:.3} % noise; {} (of the {} worst interruption{}{above}, traced)",
+                n.cpu,
+                n.noise_percent,
+                causes.shares_line(CAUSES_SHOWN),
+                causes.interruptions,
+                if causes.interruptions == 1 { "" } else { "s" }
+            )?;
+        }
+    }
+    for line in doctor_lines(report, test) {
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_doctors_findings_on_noise_are_linked() {
+        use crate::report::{Check, Verdict};
+        let check = |id: &str, verdict| Check {
+            id: id.into(),
+            title: String::new(),
+            verdict,
+            value: String::new(),
+            meaning: format!("{id} means"),
+            fix: None,
+        };
+        let mut report = crate::report::testdata::sample_report();
+        report.sysinfo.checks = vec![
+            check("isolation.nohz_full", Verdict::Warn),
+            check("isolation.irq_affinity", Verdict::Ok),
+            check("sched.rt_throttling", Verdict::Warn),
+            check("kernel.preemption", Verdict::Bad),
+        ];
+        let mut test = report.tests[0].clone();
+        test.config.policy = "other".into();
+        assert_eq!(
+            doctor_lines(&report, &test),
+            vec!["doctor: isolation.nohz_full warn: isolation.nohz_full means"]
+        );
+        test.config.policy = "fifo".into();
+        assert_eq!(doctor_lines(&report, &test).len(), 2);
+    }
+
+    #[test]
+    fn rates() {
+        assert_eq!(rate(45_123_456.0), "45.1 M");
+        assert_eq!(rate(812_300.0), "812 k");
+        assert_eq!(rate(950.0), "950");
+    }
+}

@@ -1,0 +1,192 @@
+//! What only an OS-noise test (`latscope noise`) holds in the Report: its
+//! configuration and, per measured CPU, the noise figures beside the
+//! Series' core (whose samples are the interruptions: every gap between two
+//! consecutive clock reads of the spinning thread above the threshold).
+
+use serde::{Deserialize, Serialize};
+
+/// How an OS-noise test was configured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NoiseConfig {
+    /// One spinning thread per CPU listed.
+    pub cpus: Vec<usize>,
+    /// How the CPUs were chosen: `named` (--cpus), `isolated` (the kernel's
+    /// isolated CPUs), or `all-but-one` (every usable CPU but the first,
+    /// which the rest of the process keeps).
+    pub cpus_from: String,
+    /// A gap between two clock reads above this is an interruption, ns.
+    pub threshold_ns: u64,
+    /// `--runtime`/`--period`: the spinner runs `runtime_ns` of every
+    /// `period_ns` and sleeps the rest (as osnoise); both equal = always.
+    pub runtime_ns: u64,
+    pub period_ns: u64,
+    /// `clock_gettime(CLOCK_MONOTONIC)` (the vDSO).
+    pub clock: String,
+    /// `/proc/sys/kernel/sched_rt_runtime_us` and `sched_rt_period_us` at the
+    /// start (None when unreadable): a real-time spinner on a CPU that is not
+    /// isolated is stopped by RT throttling for the difference every period,
+    /// which shows as one long interruption.
+    pub rt_runtime_us: Option<i64>,
+    pub rt_period_us: Option<i64>,
+    /// `--force`: a real-time spinner allowed on a CPU that is not isolated
+    /// with RT throttling off.
+    pub forced: bool,
+}
+
+/// One spinning thread of an OS-noise test: the noise of its CPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NoiseCpu {
+    pub cpu: usize,
+    pub tid: i32,
+    /// Whether the kernel lists the CPU as isolated (`isolcpus`).
+    pub isolated: bool,
+    /// Time the thread spun (measured): the run less the duty cycle's off
+    /// time, ns.
+    pub measured_ns: u64,
+    /// Sum of the interruptions, ns.
+    pub noise_ns: u64,
+    /// noise_ns / measured_ns, in percent.
+    pub noise_percent: f64,
+    /// Clock reads (loop iterations): how often the loop looked.
+    pub loops: u64,
+    /// The clock reads per second of spinning (iterations / measured time).
+    pub loops_per_s: f64,
+    /// With `--trace-spikes`: what took the CPU in the interruptions traced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub causes: Option<NoiseCauses>,
+}
+
+/// The causes of one CPU's traced interruptions (those above `--trace-spikes`
+/// that the spike trace kept), summed over them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NoiseCauses {
+    /// Interruptions attributed.
+    pub interruptions: u64,
+    /// Their total length, ns.
+    pub interrupted_ns: u64,
+    /// What ran in them (IRQs, softirqs, system vectors such as the local
+    /// timer, tasks), largest first; `ns` summed, `count` summed.
+    pub causes: Vec<super::Cause>,
+    /// Time no traced event explains: with the spinner's own time taken
+    /// out, what the hardware (SMIs) or the hypervisor (VM exits) took, as
+    /// hwnoise counts it.
+    pub unexplained_ns: u64,
+}
+
+impl NoiseCauses {
+    /// `local_timer 62 %, RCU softirq 20 %, kworker/1:1 11 %, unexplained 7 %`:
+    /// the first `keep` causes and the unexplained share, of the time traced.
+    pub fn shares_line(&self, keep: usize) -> String {
+        let total: u64 = self.causes.iter().map(|c| c.ns).sum::<u64>() + self.unexplained_ns;
+        if total == 0 {
+            return "nothing traced".to_string();
+        }
+        // A share that rounds to 0 % is still there: `<1 %`.
+        let pct = |ns: u64| {
+            let share = ns as f64 * 100.0 / total as f64;
+            if share < 0.5 {
+                "<1 %".to_string()
+            } else {
+                format!("{share:.0} %")
+            }
+        };
+        // Tasks of one name (several rustc processes) are one cause here.
+        let mut named: Vec<(String, u64)> = Vec::new();
+        for c in &self.causes {
+            let name = cause_name(c);
+            match named.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, ns)) => *ns += c.ns,
+                None => named.push((name, c.ns)),
+            }
+        }
+        named.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let mut parts: Vec<String> = named
+            .iter()
+            .take(keep)
+            .map(|(name, ns)| format!("{name} {}", pct(*ns)))
+            .collect();
+        let rest: u64 = named.iter().skip(keep).map(|(_, ns)| ns).sum();
+        if rest > 0 {
+            parts.push(format!("other {}", pct(rest)));
+        }
+        if self.unexplained_ns > 0 {
+            parts.push(format!(
+                "unexplained (hardware or hypervisor) {}",
+                pct(self.unexplained_ns)
+            ));
+        }
+        parts.join(", ")
+    }
+}
+
+/// A cause as people name it: `local_timer`, `IRQ 24 virtio0-input`,
+/// `RCU softirq`, `kworker/1:1`.
+pub fn cause_name(c: &super::Cause) -> String {
+    match c.kind.as_str() {
+        "softirq" => format!("{} softirq", c.name),
+        "irq" if c.name.starts_with(|ch: char| ch.is_ascii_digit()) => format!("IRQ {}", c.name),
+        "task" => c.name.split(" (pid ").next().unwrap_or(&c.name).to_string(),
+        _ => c.name.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Cause;
+
+    fn cause(kind: &str, name: &str, ns: u64) -> Cause {
+        Cause {
+            kind: kind.into(),
+            name: name.into(),
+            ns,
+            count: 1,
+        }
+    }
+
+    #[test]
+    fn the_shares_of_the_causes() {
+        let causes = NoiseCauses {
+            interruptions: 3,
+            interrupted_ns: 100,
+            causes: vec![
+                cause("irq", "local_timer", 62),
+                cause("softirq", "RCU", 20),
+                cause("task", "kworker/1:1 (pid 42)", 11),
+            ],
+            unexplained_ns: 7,
+        };
+        assert_eq!(
+            causes.shares_line(3),
+            "local_timer 62 %, RCU softirq 20 %, kworker/1:1 11 %, unexplained (hardware or hypervisor) 7 %"
+        );
+        assert_eq!(
+            causes.shares_line(1),
+            "local_timer 62 %, other 31 %, unexplained (hardware or hypervisor) 7 %"
+        );
+        assert_eq!(
+            cause_name(&cause("irq", "24 virtio0-input", 1)),
+            "IRQ 24 virtio0-input"
+        );
+        assert_eq!(NoiseCauses::default().shares_line(3), "nothing traced");
+        // Tasks of one name are one cause; a share under 0.5 % is `<1 %`.
+        let same_name = NoiseCauses {
+            causes: vec![
+                cause("task", "rustc (pid 1)", 30),
+                cause("irq", "local_timer", 40),
+                cause("task", "rustc (pid 2)", 30),
+            ],
+            ..NoiseCauses::default()
+        };
+        assert_eq!(same_name.shares_line(3), "rustc 60 %, local_timer 40 %");
+        let tiny = NoiseCauses {
+            causes: vec![cause("irq", "local_timer", 999)],
+            unexplained_ns: 1,
+            ..NoiseCauses::default()
+        };
+        assert_eq!(
+            tiny.shares_line(3),
+            "local_timer 100 %, unexplained (hardware or hypervisor) <1 %"
+        );
+    }
+}

@@ -1,0 +1,403 @@
+//! `latscope noise`'s options, checked into settings before anything is
+//! measured: the CPUs (and the safety rules for real-time spinners), the
+//! threshold, the duty cycle, the policy.
+
+use super::timer::parse_cpus;
+use super::{
+    Outputs, UsageError, VerdictSettings, check_cpu, checked_priority, parse_priority, seconds,
+    usage,
+};
+use crate::cli::NoiseArgs;
+use crate::noise::DutyCycle;
+use crate::rt::sched::{self, Policy};
+use crate::units::{parse_duration, shown};
+use std::time::Duration;
+
+/// A gap above this is an interruption unless `--threshold` says otherwise.
+pub const DEFAULT_THRESHOLD_NS: u64 = 1_000;
+/// The duty cycle's period unless `--period` says otherwise (osnoise's).
+pub const DEFAULT_PERIOD_NS: u64 = 1_000_000_000;
+/// The shortest `--runtime`: the spinner looks at the time of its duty
+/// cycle every 0.1 ms.
+pub const MIN_RUNTIME_NS: u64 = 1_000_000;
+/// The longest `--period` (the off time is slept in slices anyway).
+pub const MAX_PERIOD_NS: u64 = 60_000_000_000;
+/// The longest `--threshold`: an interruption longer than a second is no
+/// noise to set a threshold against.
+pub const MAX_THRESHOLD_NS: u64 = 1_000_000_000;
+const MICROSECOND_NS: u128 = 1_000;
+
+/// Where the measured CPUs come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpusFrom {
+    /// `--cpus`.
+    Named,
+    /// The kernel's isolated CPUs.
+    Isolated,
+    /// Every usable CPU but the first.
+    AllButOne,
+}
+
+impl CpusFrom {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CpusFrom::Named => "named",
+            CpusFrom::Isolated => "isolated",
+            CpusFrom::AllButOne => "all-but-one",
+        }
+    }
+}
+
+/// Everything `latscope noise` needs, checked.
+#[derive(Debug, Clone)]
+pub struct NoiseSettings {
+    pub cpus: Vec<usize>,
+    pub cpus_from: CpusFrom,
+    /// The kernel's isolated CPUs (for the report and the warnings).
+    pub isolated: Vec<usize>,
+    pub policy: Policy,
+    pub priority: i32,
+    pub threshold_ns: u64,
+    pub duration: Option<Duration>,
+    pub duty: DutyCycle,
+    /// `sched_rt_runtime_us` and `sched_rt_period_us` when read.
+    pub rt_runtime_us: Option<i64>,
+    pub rt_period_us: Option<i64>,
+    pub force: bool,
+    /// `--trace-spikes`: name the causes of interruptions above this (us).
+    pub trace_spikes_us: Option<u64>,
+    pub verdict: VerdictSettings,
+    pub lock_memory: bool,
+    pub hold_dma_latency: bool,
+}
+
+/// The CPUs measured without `--cpus`: the isolated ones that may be used,
+/// else every usable CPU but the first (where the main thread, the monitor
+/// and the trace reader run), or the only one.
+pub fn default_cpus(isolated: &[usize], allowed: &[usize]) -> (Vec<usize>, CpusFrom) {
+    let usable_isolated: Vec<usize> = isolated
+        .iter()
+        .copied()
+        .filter(|c| allowed.contains(c))
+        .collect();
+    if !usable_isolated.is_empty() {
+        return (usable_isolated, CpusFrom::Isolated);
+    }
+    let rest = if allowed.len() > 1 {
+        allowed[1..].to_vec()
+    } else {
+        allowed.to_vec()
+    };
+    (rest, CpusFrom::AllButOne)
+}
+
+/// The safety rules of real-time spinners (a spinner never sleeps: at a
+/// real-time policy nothing of lower priority runs on its CPU but what RT
+/// throttling lets through): only on CPUs the user named or that are
+/// isolated, and with throttling off only on isolated CPUs unless `--force`.
+pub fn check_realtime_safety(
+    policy: Policy,
+    cpus: &[usize],
+    cpus_from: CpusFrom,
+    isolated: &[usize],
+    rt_runtime_us: Option<i64>,
+    force: bool,
+) -> Result<(), UsageError> {
+    if !policy.is_realtime() {
+        return Ok(());
+    }
+    if cpus_from == CpusFrom::AllButOne {
+        return Err(usage(format!(
+            "a {policy} spinner never sleeps: it runs only on CPUs named with --cpus or isolated ones (none are isolated here); add --cpus LIST or use --policy other"
+        )));
+    }
+    let exposed: Vec<usize> = cpus
+        .iter()
+        .copied()
+        .filter(|c| !isolated.contains(c))
+        .collect();
+    if rt_runtime_us.is_some_and(|r| r < 0) && !exposed.is_empty() && !force {
+        return Err(usage(format!(
+            "RT throttling is off (sched_rt_runtime_us = -1) and CPU {} is not isolated: a {policy} spinner would keep every other task off it for the whole run; add --force to run anyway, or use --policy other",
+            crate::units::cpu_list(&exposed)
+        )));
+    }
+    Ok(())
+}
+
+/// A time option whose bare number is microseconds (`--threshold 5`,
+/// `--runtime 500ms`), above zero.
+fn micros_or_unit(option: &str, text: &str) -> Result<u64, UsageError> {
+    let d = parse_duration(text, MICROSECOND_NS).map_err(|e| usage(format!("{option}: {e}")))?;
+    if d.is_zero() {
+        return Err(usage(format!(
+            "{option} '{}' must be longer than 0",
+            shown(text)
+        )));
+    }
+    Ok(crate::rt::clock::duration_ns(d))
+}
+
+impl NoiseSettings {
+    /// The noise test of `latscope suite`: one CPU (the last usable one),
+    /// SCHED_OTHER, the default threshold.
+    pub fn for_suite(duration: Duration) -> NoiseSettings {
+        let allowed = sched::allowed_cpus();
+        NoiseSettings {
+            cpus: allowed.last().map(|&c| vec![c]).unwrap_or_default(),
+            cpus_from: CpusFrom::AllButOne,
+            isolated: crate::doctor::isolation::isolated_cpus(&crate::doctor::Machine::live()),
+            policy: Policy::Other,
+            priority: 0,
+            threshold_ns: DEFAULT_THRESHOLD_NS,
+            duration: Some(duration),
+            duty: DutyCycle {
+                runtime_ns: DEFAULT_PERIOD_NS,
+                period_ns: DEFAULT_PERIOD_NS,
+            },
+            rt_runtime_us: None,
+            rt_period_us: None,
+            force: false,
+            trace_spikes_us: None,
+            verdict: VerdictSettings {
+                outputs: Outputs::default(),
+                max_latency_us: None,
+                quiet: true,
+                fail_if: Vec::new(),
+                loads: Vec::new(),
+            },
+            lock_memory: true,
+            hold_dma_latency: true,
+        }
+    }
+
+    pub fn from_args(args: &NoiseArgs) -> Result<NoiseSettings, UsageError> {
+        let machine = crate::doctor::Machine::live();
+        let isolated = crate::doctor::isolation::isolated_cpus(&machine);
+        let (rt_runtime_us, rt_period_us) = crate::doctor::sched::rt_bandwidth(&machine);
+        Self::from_args_on(args, &isolated, &sched::allowed_cpus(), rt_runtime_us)
+            .map(|s| NoiseSettings { rt_period_us, ..s })
+    }
+
+    /// `from_args` on a machine described by its isolated CPUs, the CPUs
+    /// this process may use and `sched_rt_runtime_us`.
+    pub fn from_args_on(
+        args: &NoiseArgs,
+        isolated: &[usize],
+        allowed: &[usize],
+        rt_runtime_us: Option<i64>,
+    ) -> Result<NoiseSettings, UsageError> {
+        let priority = args
+            .priority
+            .as_deref()
+            .map(|t| parse_priority("-p", t))
+            .transpose()?;
+        let policy = match args.policy {
+            Some(p) => Policy::from(p),
+            None if priority.is_some_and(|p| p > 0) => Policy::Fifo,
+            None => Policy::Other,
+        };
+        let priority = match priority {
+            Some(p) => checked_priority(p, policy)?,
+            None if policy.is_realtime() => 1,
+            None => 0,
+        };
+        let (cpus, cpus_from) = match args.cpus.as_deref() {
+            Some(list) => {
+                let cpus = parse_cpus(list)?;
+                for &cpu in &cpus {
+                    check_cpu(cpu, allowed)?;
+                }
+                (cpus, CpusFrom::Named)
+            }
+            None => default_cpus(isolated, allowed),
+        };
+        if cpus.is_empty() {
+            return Err(usage("no CPU is usable"));
+        }
+        check_realtime_safety(
+            policy,
+            &cpus,
+            cpus_from,
+            isolated,
+            rt_runtime_us,
+            args.force,
+        )?;
+        let threshold_ns = match args.threshold.as_deref() {
+            Some(t) => micros_or_unit("--threshold", t)?,
+            None => DEFAULT_THRESHOLD_NS,
+        };
+        if threshold_ns > MAX_THRESHOLD_NS {
+            return Err(usage(format!(
+                "--threshold: at most 1 s, not {}",
+                crate::units::format_ns(threshold_ns as i64)
+            )));
+        }
+        let period_ns = match args.period.as_deref() {
+            Some(t) => micros_or_unit("--period", t)?,
+            None => DEFAULT_PERIOD_NS,
+        };
+        if period_ns > MAX_PERIOD_NS {
+            return Err(usage("--period: at most 60 s"));
+        }
+        let runtime_ns = match args.runtime.as_deref() {
+            Some(t) => micros_or_unit("--runtime", t)?,
+            None => period_ns,
+        };
+        if runtime_ns > period_ns {
+            return Err(usage(format!(
+                "--runtime {} is longer than --period {}: the spinner runs at most the whole period",
+                crate::units::format_ns(runtime_ns as i64),
+                crate::units::format_ns(period_ns as i64)
+            )));
+        }
+        if runtime_ns < MIN_RUNTIME_NS {
+            return Err(usage("--runtime: at least 1 ms"));
+        }
+        let duration = args
+            .duration
+            .as_deref()
+            .map(|t| seconds("-D", t))
+            .transpose()?;
+        Ok(NoiseSettings {
+            cpus,
+            cpus_from,
+            isolated: isolated.to_vec(),
+            policy,
+            priority,
+            threshold_ns,
+            duration,
+            duty: DutyCycle {
+                runtime_ns,
+                period_ns,
+            },
+            rt_runtime_us,
+            rt_period_us: None,
+            force: args.force,
+            trace_spikes_us: super::spike_threshold(&args.spikes)?,
+            verdict: VerdictSettings::from_args(&args.verdict)?,
+            lock_memory: !args.no_mlockall,
+            hold_dma_latency: !args.no_dma_latency,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn on(
+        args: &[&str],
+        isolated: &[usize],
+        rt_runtime: Option<i64>,
+    ) -> Result<NoiseSettings, UsageError> {
+        let cli =
+            Cli::try_parse_from(["latscope", "noise"].iter().chain(args)).expect("clap accepts");
+        match cli.command {
+            Command::Noise(a) => {
+                NoiseSettings::from_args_on(&a, isolated, &[0, 1, 2, 3], rt_runtime)
+            }
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn defaults() {
+        let s = on(&[], &[], Some(950_000)).unwrap();
+        assert_eq!(
+            (s.cpus.clone(), s.cpus_from),
+            (vec![1, 2, 3], CpusFrom::AllButOne)
+        );
+        assert_eq!((s.policy, s.priority), (Policy::Other, 0));
+        assert_eq!(s.threshold_ns, 1_000);
+        assert_eq!(s.duty.runtime_ns, s.duty.period_ns);
+        assert!(!s.duty.sleeps() && s.duration.is_none());
+        let s = on(&[], &[2, 3], Some(950_000)).unwrap();
+        assert_eq!((s.cpus, s.cpus_from), (vec![2, 3], CpusFrom::Isolated));
+        assert_eq!(default_cpus(&[], &[5]), (vec![5], CpusFrom::AllButOne));
+    }
+
+    #[test]
+    fn options() {
+        let s = on(
+            &[
+                "--cpus",
+                "1",
+                "--threshold",
+                "5",
+                "-D",
+                "2",
+                "-p",
+                "10",
+                "--runtime",
+                "500ms",
+                "--period",
+                "1s",
+            ],
+            &[],
+            Some(950_000),
+        )
+        .unwrap();
+        assert_eq!(s.cpus, vec![1]);
+        assert_eq!((s.policy, s.priority), (Policy::Fifo, 10));
+        assert_eq!(s.threshold_ns, 5_000);
+        assert_eq!(s.duration, Some(Duration::from_secs(2)));
+        assert_eq!(
+            (s.duty.runtime_ns, s.duty.period_ns),
+            (500_000_000, 1_000_000_000)
+        );
+        assert_eq!(
+            on(&["--threshold", "300ns"], &[], None)
+                .unwrap()
+                .threshold_ns,
+            300
+        );
+    }
+
+    #[test]
+    fn realtime_spinners_only_where_safe() {
+        let e = on(&["--policy", "fifo"], &[], Some(950_000)).unwrap_err().0;
+        assert!(
+            e.contains("only on CPUs named with --cpus or isolated"),
+            "{e}"
+        );
+        assert!(on(&["--policy", "fifo"], &[3], Some(-1)).is_ok());
+        assert!(on(&["-p", "5", "--cpus", "1"], &[], Some(950_000)).is_ok());
+        let e = on(&["-p", "5", "--cpus", "1"], &[], Some(-1))
+            .unwrap_err()
+            .0;
+        assert!(
+            e.contains("RT throttling is off") && e.contains("--force"),
+            "{e}"
+        );
+        assert!(on(&["-p", "5", "--cpus", "1", "--force"], &[], Some(-1)).is_ok());
+        assert!(on(&["-p", "5", "--cpus", "1"], &[1], Some(-1)).is_ok());
+        // SCHED_OTHER is always safe.
+        assert!(on(&["--cpus", "1"], &[], Some(-1)).is_ok());
+    }
+
+    #[test]
+    fn bad_values_are_one_line() {
+        for (args, expected) in [
+            (vec!["--threshold", "0"], "must be longer than 0"),
+            (vec!["--threshold", "2s"], "at most 1 s"),
+            (vec!["--threshold", "x"], "--threshold"),
+            (vec!["--runtime", "2s"], "longer than --period"),
+            (vec!["--runtime", "10us"], "at least 1 ms"),
+            (vec!["--period", "2m"], "at most 60 s"),
+            (vec!["--cpus", "1000"], "not online"),
+            (vec!["-D", "0"], "longer than 0"),
+            (vec!["-p", "100"], "outside the fifo range"),
+            (
+                vec!["--policy", "other", "-p", "5"],
+                "outside the other range",
+            ),
+        ] {
+            let e = on(&args, &[], Some(950_000)).expect_err("refused").0;
+            assert!(e.contains(expected), "{args:?}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+    }
+}
