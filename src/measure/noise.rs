@@ -2,7 +2,7 @@
 //! noise` and `latscope suite`.
 
 use crate::noise::{self, NoiseOutcome, NoisePlan, NoiseProgress};
-use crate::pipeline::{CpuWindow, FinishedTest, Preparation, RunFacts};
+use crate::pipeline::{CpuWindow, FinishedTest, Preparation, RunFacts, ThrottleEvidence};
 use crate::report::{
     Cause, ConfigDetail, EndReason, NoiseCauses, NoiseConfig, NoiseCpu, Series, SeriesDetail,
     SpikeTrace, TestConfig, TestResult,
@@ -193,6 +193,7 @@ fn finished(
         breaktrace_note: None,
         priority_option: Some("-p"),
         scheduling_free: false,
+        throttle: ThrottleEvidence::of(outcome.spikes.as_ref()),
     };
     let result = TestResult {
         test: "noise".to_string(),
