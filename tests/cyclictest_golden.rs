@@ -571,3 +571,59 @@ fn wake_methods_and_clocks() {
         assert!(t[0].contains("C:     20 "), "{args:?}: {out}");
     }
 }
+
+/// `-F`: a named pipe that hands the `T:` lines to each reader, removed at
+/// the end; an existing name is refused (cyclictest would unlink it).
+#[test]
+fn fifo_hands_out_t_lines_and_is_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("stats");
+    let child = Command::new(bin())
+        .args(["cyclictest", "-q", "-t2", "-D", "2", "-F"])
+        .arg(&fifo)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait (generously) for the pipe, then read one round of lines.
+    let start = std::time::Instant::now();
+    while !fifo.exists() && start.elapsed() < std::time::Duration::from_secs(30) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let text = std::fs::read_to_string(&fifo).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    // A reader that keeps the pipe open may get several rounds (the writer
+    // reopens it at once, as cyclictest's does): whole rounds of two lines.
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(!lines.is_empty() && lines.len() % 2 == 0, "{text}");
+    for pair in lines.chunks(2) {
+        assert!(
+            pair[0].starts_with("T: 0 (") && pair[1].starts_with("T: 1 ("),
+            "{text}"
+        );
+    }
+    assert!(!fifo.exists(), "the pipe is removed at the end");
+
+    let taken = dir.path().join("taken");
+    std::fs::write(&taken, "keep").unwrap();
+    let (_, err, code) = run(&["-q", "-l", "5", "-F", taken.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("Error creating fifo"), "{err}");
+    assert_eq!(std::fs::read_to_string(&taken).unwrap(), "keep");
+}
+
+/// `--tracemark` with `-b`: rt-tests' INFO line on stderr and the break
+/// lines. Needs root and a mounted tracefs (the marker is written to the
+/// global trace, whose tracing is then stopped, as cyclictest does).
+#[test]
+fn tracemark_with_breaktrace() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/sys/kernel/tracing/trace_marker").exists() {
+        eprintln!("skipped: needs root and tracefs at /sys/kernel/tracing");
+        return;
+    }
+    let (out, err, code) = run(&["-q", "-b", "1", "--tracemark", "-l", "50", "-i", "2000"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.starts_with("INFO: debugfs mountpoint: "), "{err}");
+    assert!(out.contains("# Thread Ids: "), "{out}");
+}

@@ -15,6 +15,7 @@ use crate::report::classic_cyclictest::{self as classic, CyclicThread, JsonHeade
 use crate::settings::cyclictest::{CyclicPolicy, CyclicSettings, CyclicUsage};
 use crate::timer::cyclic::{self, CyclicAlign, CyclicOptions, CyclicThreadPlan, CyclicWake};
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -333,8 +334,23 @@ fn measure(s: &CyclicSettings, online: &[usize]) -> Result<i32, CommandError> {
         s.smi,
         s.oscope,
     );
+    if opts.tracemark && opts.break_limit.is_some() {
+        // rt-tests names the debugfs tracing directory it uses.
+        let _ = writeln!(
+            std::io::stderr(),
+            "INFO: debugfs mountpoint: {}",
+            debugfs_tracing_dir()
+        );
+    }
+    // Created before the threads start, as cyclictest's fifo thread does
+    // first thing; removed when the run ends (only the pipe made here).
+    let fifo = match &s.fifo {
+        Some(path) => Some(StatsFifo::create(path)?),
+        None => None,
+    };
     let start_time = local_time();
     let run = cyclic::start(&plans, &opts).map_err(CommandError::Runtime)?;
+    let fifo_thread = fifo.map(|f| f.serve(std::sync::Arc::clone(&run.shared), display.labels()));
     if let Some(cpus) = &s.main_affinity {
         pin_main_thread(cpus);
     }
@@ -380,6 +396,9 @@ fn measure(s: &CyclicSettings, online: &[usize]) -> Result<i32, CommandError> {
         print(&display.cursor_down());
     }
     let results = run.stop_and_join();
+    if let Some(t) = fifo_thread {
+        let _ = t.join();
+    }
     let end_time = local_time();
     let mut threads = Vec::with_capacity(results.len());
     let mut failure = None;
@@ -456,6 +475,98 @@ fn measure(s: &CyclicSettings, online: &[usize]) -> Result<i32, CommandError> {
     }
     print(&text);
     Ok(0)
+}
+
+/// rt-tests' tracing directory: `<debugfs>/tracing/` where debugfs is
+/// mounted, else the standard tracefs place.
+fn debugfs_tracing_dir() -> String {
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    mounts
+        .lines()
+        .find_map(|l| {
+            let mut f = l.split_whitespace();
+            let (_, dir, kind) = (f.next()?, f.next()?, f.next()?);
+            (kind == "debugfs").then(|| format!("{dir}/tracing/"))
+        })
+        .unwrap_or_else(|| "/sys/kernel/tracing/".to_string())
+}
+
+/// `-F PATH`: a named pipe latscope creates (never an existing file: where
+/// cyclictest unlinks whatever is there, latscope refuses) and removes at
+/// the end. Each reader that opens it gets the `T:` lines of that moment.
+struct StatsFifo {
+    path: std::path::PathBuf,
+}
+
+impl StatsFifo {
+    fn create(path: &str) -> Result<StatsFifo, CommandError> {
+        let c_path = std::ffi::CString::new(path)
+            .map_err(|_| CommandError::Runtime(format!("invalid fifo path {path:?}")))?;
+        // SAFETY: NUL-terminated path. mkfifo fails with EEXIST on any
+        // existing name, so nothing is replaced.
+        if unsafe { libc::mkfifo(c_path.as_ptr(), 0o666) } != 0 {
+            let e = std::io::Error::last_os_error();
+            return Err(CommandError::Runtime(format!(
+                "Error creating fifo {path}: {}",
+                os_text(&e)
+            )));
+        }
+        Ok(StatsFifo {
+            path: std::path::PathBuf::from(path),
+        })
+    }
+
+    /// The thread that writes the `T:` lines to every reader until the run
+    /// stops, then removes the pipe.
+    fn serve(
+        self,
+        shared: std::sync::Arc<cyclic::CyclicShared>,
+        labels: (Vec<ThreadLabel>, bool, bool),
+    ) -> std::thread::JoinHandle<()> {
+        std::thread::spawn(move || {
+            let (labels, nsecs, smi) = labels;
+            let display = CyclicDisplay::new(labels, "", false, false, false, nsecs, smi, 1);
+            while !shared.stop.load(Ordering::Relaxed) {
+                let opened = std::fs::OpenOptions::new()
+                    .write(true)
+                    .custom_flags(libc::O_NONBLOCK)
+                    .open(&self.path);
+                match opened {
+                    Ok(mut f) => {
+                        let mut text = String::new();
+                        for i in 0..shared.threads.len() {
+                            text.push_str(&classic::t_line(
+                                i,
+                                &display.snapshot(&shared, i),
+                                nsecs,
+                                smi,
+                            ));
+                        }
+                        let _ = f.write_all(text.as_bytes());
+                        std::thread::sleep(Duration::from_micros(250));
+                    }
+                    // No reader yet: cyclictest retries every 0.5 s; latscope
+                    // looks for the stop flag in between.
+                    Err(_) => {
+                        for _ in 0..10 {
+                            if shared.stop.load(Ordering::Relaxed) {
+                                break;
+                            }
+                            std::thread::sleep(Duration::from_millis(50));
+                        }
+                    }
+                }
+            }
+            drop(self);
+        })
+    }
+}
+
+impl Drop for StatsFifo {
+    fn drop(&mut self) {
+        // Only the pipe this run created (mkfifo succeeded).
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 fn write_json(

@@ -67,6 +67,12 @@ impl CyclicDisplay {
         }
     }
 
+    /// The labels and the `T:` line's -N and --smi forms (for another
+    /// display of the same threads, the `-F` pipe's).
+    pub fn labels(&self) -> (Vec<ThreadLabel>, bool, bool) {
+        (self.labels.clone(), self.nsecs, self.smi)
+    }
+
     /// Whether the display redraws in place (neither -q nor -v).
     pub fn redraws(&self) -> bool {
         !self.quiet && !self.verbose

@@ -43,6 +43,8 @@ pub struct CyclicSettings {
     pub histfile: Option<String>,
     /// `--json=FILE`.
     pub json: Option<String>,
+    /// `-F PATH`: a named pipe handing out the `T:` lines to each reader.
+    pub fifo: Option<String>,
     /// `--laptop`: leave `/dev/cpu_dma_latency` alone.
     pub laptop: bool,
     /// `--default-system`: leave `/dev/cpu_dma_latency` alone.
@@ -428,6 +430,7 @@ impl CyclicSettings {
             histofall: false,
             histfile: None,
             json: None,
+            fifo: None,
             laptop: false,
             default_system: false,
             latency_target: 0,
@@ -498,12 +501,7 @@ impl CyclicSettings {
                 "distance" => distance = n,
                 "duration" => s.duration = parse_duration(v),
                 "latency" => s.latency_target = n.clamp(0, i64::from(i32::MAX)) as i32,
-                "fifo" => {
-                    return Err(CyclicUsage::Bad(
-                        "-F/--fifo (stats on a named pipe) is not offered by latscope's cyclictest"
-                            .to_string(),
-                    ));
-                }
+                "fifo" => s.fifo = value,
                 "histogram" | "histofall" => {
                     s.histofall |= name == "histofall";
                     histogram = n;
