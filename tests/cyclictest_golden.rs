@@ -595,7 +595,7 @@ fn fifo_hands_out_t_lines_and_is_removed() {
     // A reader that keeps the pipe open may get several rounds (the writer
     // reopens it at once, as cyclictest's does): whole rounds of two lines.
     let lines: Vec<&str> = text.lines().collect();
-    assert!(!lines.is_empty() && lines.len() % 2 == 0, "{text}");
+    assert!(!lines.is_empty() && lines.len().is_multiple_of(2), "{text}");
     for pair in lines.chunks(2) {
         assert!(
             pair[0].starts_with("T: 0 (") && pair[1].starts_with("T: 1 ("),
@@ -626,4 +626,45 @@ fn tracemark_with_breaktrace() {
     assert_eq!(code, 0, "{err}");
     assert!(err.starts_with("INFO: debugfs mountpoint: "), "{err}");
     assert!(out.contains("# Thread Ids: "), "{out}");
+}
+
+/// `latscope timer --posix-timer`: cyclictest -x's wake method for the
+/// timer's sampling threads; the report names it and counts a sample per
+/// period (a missed period is an overrun, not a lost sample).
+#[test]
+fn timer_offers_the_posix_timer_wake_method() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.json");
+    let out = Command::new(bin())
+        .args([
+            "timer",
+            "--posix-timer",
+            "-T",
+            "1",
+            "-p",
+            "1000",
+            "-q",
+            "--json",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() == Some(4) {
+        eprintln!("skipped: no real-time scheduling here: {err}");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let test = &v["tests"][0];
+    assert_eq!(test["config"]["detail"]["wake"], "posix timer", "{test}");
+    let s = &test["series"][0];
+    let samples = s["samples"].as_u64().unwrap();
+    let overruns = s["overruns"].as_u64().unwrap_or(0);
+    // One second of 1 ms periods: about 1000 wake-ups, missed ones counted.
+    assert!(
+        (900..=1100).contains(&(samples + overruns)),
+        "{samples} samples, {overruns} overruns"
+    );
 }

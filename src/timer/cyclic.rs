@@ -13,6 +13,7 @@
 use crate::rt::clock::timespec;
 use crate::rt::sched;
 use crate::rt::tracefs::BreakTrace;
+use crate::timer::posix_timer::PosixTimer;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -268,22 +269,6 @@ fn read_smi(fd: libc::c_int) -> Option<u64> {
     (n == 8).then_some(value & 0xFFFF_FFFF)
 }
 
-/// The timer a `-x` thread waits on; deleted on drop.
-struct PosixTimer(libc::timer_t);
-
-impl Drop for PosixTimer {
-    fn drop(&mut self) {
-        // SAFETY: the timer was created by timer_create and is deleted once.
-        unsafe { libc::timer_delete(self.0) };
-    }
-}
-
-/// The signal a `-x` timer sends to its own thread (blocked there, taken
-/// by sigwait; thread-directed, so no other thread ever sees it).
-fn timer_signal() -> libc::c_int {
-    libc::SIGRTMIN() + 2
-}
-
 fn sample(
     index: usize,
     plan: &CyclicThreadPlan,
@@ -299,31 +284,8 @@ fn sample(
     let tid = sched::current_tid();
     live.tid.store(tid, Ordering::Relaxed);
     let interval = plan.interval_ns;
-    let signal = timer_signal();
-    // SAFETY: sigset operations on a local set; blocking in this thread only.
-    let sigset = unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, signal);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        set
-    };
     let timer = if opts.wake == CyclicWake::PosixTimer {
-        // SAFETY: sigevent is zeroed then filled; SIGEV_THREAD_ID targets
-        // this thread's tid.
-        let mut sev: libc::sigevent = unsafe { std::mem::zeroed() };
-        sev.sigev_notify = libc::SIGEV_THREAD_ID;
-        sev.sigev_signo = signal;
-        sev.sigev_notify_thread_id = tid;
-        let mut id: libc::timer_t = std::ptr::null_mut();
-        // SAFETY: valid sigevent and output pointer.
-        if unsafe { libc::timer_create(opts.clock, &mut sev, &mut id) } != 0 {
-            return Err(format!(
-                "timer_create failed: {}",
-                std::io::Error::last_os_error()
-            ));
-        }
-        Some(PosixTimer(id))
+        Some(PosixTimer::for_this_thread(opts.clock)?)
     } else {
         None
     };
@@ -403,21 +365,11 @@ fn sample(
     let mut next = now + interval;
     let stop_at = opts.duration_ns.map(|d| now + d);
     if let Some(t) = &timer {
-        let its = libc::itimerspec {
-            it_interval: timespec(interval),
-            it_value: if opts.relative {
-                timespec(interval)
-            } else {
-                timespec(next)
-            },
-        };
-        let flags = if opts.relative {
-            0
+        if opts.relative {
+            t.arm(interval, interval, false)?;
         } else {
-            libc::TIMER_ABSTIME
-        };
-        // SAFETY: valid timer and itimerspec.
-        unsafe { libc::timer_settime(t.0, flags, &its, std::ptr::null_mut()) };
+            t.arm(next, interval, true)?;
+        }
     }
     let interval_ts = timespec(interval);
     let mut broke = false;
@@ -425,9 +377,9 @@ fn sample(
     while !shared.stop.load(Ordering::Relaxed) {
         match opts.wake {
             CyclicWake::PosixTimer => {
-                let mut sig = 0;
-                // SAFETY: valid set and output pointer.
-                if unsafe { libc::sigwait(&sigset, &mut sig) } != 0 {
+                if let Some(t) = &timer
+                    && t.wait().is_err()
+                {
                     break;
                 }
             }
@@ -556,9 +508,7 @@ fn sample(
         live.cycles.store(f.cycles, Ordering::Release);
         next += interval;
         if let Some(t) = &timer {
-            // SAFETY: valid timer.
-            let overruns = unsafe { libc::timer_getoverrun(t.0) }.max(0) as u64;
-            next += overruns * interval;
+            next += t.overruns() * interval;
         }
         while now > next {
             next += interval;
