@@ -9,7 +9,7 @@
 //! intervals, priorities and loop counts do not fit the timer plan yet, and
 //! its output is only cyclictest's own (no latscope Report beside it yet).
 
-use crate::live::cyclictest::{CyclicDisplay, ThreadLabel};
+use crate::live::cyclictest::{CyclicDisplay, DisplayForm, ThreadLabel};
 use crate::pipeline::CommandError;
 use crate::report::classic_cyclictest::{self as classic, CyclicThread, JsonHeader};
 use crate::settings::cyclictest::{CyclicPolicy, CyclicSettings, CyclicUsage};
@@ -175,15 +175,7 @@ fn clock_id(s: &CyclicSettings) -> libc::clockid_t {
 /// a burst of reads; the two `WARN:` lines when the step is coarser (or -v).
 fn check_resolution(s: &CyclicSettings) {
     let clock = clock_id(s);
-    let read = || {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: valid, writable timespec.
-        unsafe { libc::clock_gettime(clock, &mut ts) };
-        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-    };
+    let read = || crate::rt::clock::read_clock(clock);
     let mut res = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -326,13 +318,15 @@ fn measure(s: &CyclicSettings, online: &[usize]) -> Result<i32, CommandError> {
     let some_other = (0..s.threads).any(|i| s.policy_of(i) == CyclicPolicy::Other);
     let mut display = CyclicDisplay::new(
         labels,
-        s.policy.name(),
-        some_other,
-        s.quiet,
-        s.verbose,
-        s.nsecs,
-        s.smi,
-        s.oscope,
+        DisplayForm {
+            policy: s.policy.name(),
+            some_other,
+            quiet: s.quiet,
+            verbose: s.verbose,
+            nsecs: s.nsecs,
+            smi: s.smi,
+            oscope: s.oscope,
+        },
     );
     if opts.tracemark && opts.break_limit.is_some() {
         // rt-tests names the debugfs tracing directory it uses.
@@ -521,11 +515,12 @@ impl StatsFifo {
     fn serve(
         self,
         shared: std::sync::Arc<cyclic::CyclicShared>,
-        labels: (Vec<ThreadLabel>, bool, bool),
+        labels: (Vec<ThreadLabel>, DisplayForm),
     ) -> std::thread::JoinHandle<()> {
         std::thread::spawn(move || {
-            let (labels, nsecs, smi) = labels;
-            let display = CyclicDisplay::new(labels, "", false, false, false, nsecs, smi, 1);
+            let (labels, form) = labels;
+            let (nsecs, smi) = (form.nsecs, form.smi);
+            let display = CyclicDisplay::new(labels, form);
             while !shared.stop.load(Ordering::Relaxed) {
                 let opened = std::fs::OpenOptions::new()
                     .write(true)

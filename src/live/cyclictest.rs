@@ -26,56 +26,53 @@ struct Reader {
     cycle_of_max: u64,
 }
 
+/// How the display looks: what cyclictest's options choose.
+#[derive(Debug, Clone)]
+pub struct DisplayForm {
+    /// The policy asked for, as cyclictest names it.
+    pub policy: &'static str,
+    /// Some thread runs as SCHED_OTHER (cyclictest then writes `policy/other`).
+    pub some_other: bool,
+    pub quiet: bool,
+    pub verbose: bool,
+    pub nsecs: bool,
+    pub smi: bool,
+    /// `-o`: one `-v` line per this many cycles.
+    pub oscope: u64,
+}
+
 /// The running display of one run.
 pub struct CyclicDisplay {
     labels: Vec<ThreadLabel>,
-    policy: &'static str,
-    some_other: bool,
-    quiet: bool,
-    verbose: bool,
-    nsecs: bool,
-    smi: bool,
-    oscope: u64,
+    form: DisplayForm,
     readers: Vec<Reader>,
 }
 
 impl CyclicDisplay {
-    /// `policy` is the policy asked for, `some_other` whether some thread
-    /// runs as SCHED_OTHER (cyclictest then writes `policy/other`).
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        labels: Vec<ThreadLabel>,
-        policy: &'static str,
-        some_other: bool,
-        quiet: bool,
-        verbose: bool,
-        nsecs: bool,
-        smi: bool,
-        oscope: u64,
-    ) -> CyclicDisplay {
+    pub fn new(labels: Vec<ThreadLabel>, mut form: DisplayForm) -> CyclicDisplay {
+        form.oscope = form.oscope.max(1);
         let readers = vec![Reader::default(); labels.len()];
         CyclicDisplay {
             labels,
-            policy,
-            some_other,
-            quiet,
-            verbose,
-            nsecs,
-            smi,
-            oscope: oscope.max(1),
+            form,
             readers,
         }
     }
 
-    /// The labels and the `T:` line's -N and --smi forms (for another
-    /// display of the same threads, the `-F` pipe's).
-    pub fn labels(&self) -> (Vec<ThreadLabel>, bool, bool) {
-        (self.labels.clone(), self.nsecs, self.smi)
+    /// The labels and the form (for another display of the same threads,
+    /// the `-F` pipe's, which shows only `T:` lines).
+    pub fn labels(&self) -> (Vec<ThreadLabel>, DisplayForm) {
+        let form = DisplayForm {
+            quiet: false,
+            verbose: false,
+            ..self.form.clone()
+        };
+        (self.labels.clone(), form)
     }
 
     /// Whether the display redraws in place (neither -q nor -v).
     pub fn redraws(&self) -> bool {
-        !self.quiet && !self.verbose
+        !self.form.quiet && !self.form.verbose
     }
 
     /// Thread `i`'s figures as they are now.
@@ -103,19 +100,19 @@ impl CyclicDisplay {
         if self.redraws() {
             let loadavg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
             out.push_str(&classic::policy_line(
-                self.policy,
-                self.some_other,
+                self.form.policy,
+                self.form.some_other,
                 loadavg.strip_suffix('\n').unwrap_or(&loadavg),
             ));
             for i in 0..self.labels.len() {
                 out.push_str(&classic::t_line(
                     i,
                     &self.snapshot(shared, i),
-                    self.nsecs,
-                    self.smi,
+                    self.form.nsecs,
+                    self.form.smi,
                 ));
             }
-        } else if self.verbose {
+        } else if self.form.verbose {
             for i in 0..self.labels.len() {
                 self.values(shared, i, &mut out);
             }
@@ -127,7 +124,7 @@ impl CyclicDisplay {
     fn values(&mut self, shared: &CyclicShared, i: usize, out: &mut String) {
         let live = &shared.threads[i];
         let cycles = live.cycles.load(Ordering::Acquire);
-        let oscope = self.oscope;
+        let oscope = self.form.oscope;
         let r = &mut self.readers[i];
         while r.cycles_read < cycles {
             let at = (r.cycles_read as usize) & (VALBUF_SIZE - 1);

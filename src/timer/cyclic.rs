@@ -10,7 +10,7 @@
 //! itself never allocates, locks or prints; `-b` and `--spike` claim their
 //! slot with one atomic operation.
 
-use crate::rt::clock::timespec;
+use crate::rt::clock::{read_clock, timespec};
 use crate::rt::sched;
 use crate::rt::tracefs::BreakTrace;
 use crate::timer::posix_timer::PosixTimer;
@@ -187,18 +187,6 @@ impl CyclicRun {
     }
 }
 
-/// The clock's time in ns.
-#[inline]
-fn now_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is valid and writable; the clock ids used exist.
-    unsafe { libc::clock_gettime(clock, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// Starts one thread per plan. A break trace is opened before any starts
 /// (`--tracemark`), so the measuring thread only writes.
 pub fn start(plans: &[CyclicThreadPlan], opts: &CyclicOptions) -> Result<CyclicRun, String> {
@@ -330,7 +318,7 @@ fn sample(
     };
     let n_threads = shared.threads.len();
     let mut now = match opts.align {
-        CyclicAlign::None => now_ns(opts.clock),
+        CyclicAlign::None => read_clock(opts.clock),
         CyclicAlign::Aligned { offset_ns } | CyclicAlign::SecAligned { offset_ns } => {
             // Every thread waits for all, thread 0 reads the common start.
             shared.ready.fetch_add(1, Ordering::AcqRel);
@@ -341,7 +329,7 @@ fn sample(
                 std::thread::sleep(std::time::Duration::from_micros(100));
             }
             if index == 0 {
-                let mut t = now_ns(opts.clock);
+                let mut t = read_clock(opts.clock);
                 if matches!(opts.align, CyclicAlign::SecAligned { .. }) {
                     // Never a start in the past: the next full second, or the
                     // one after when less than 0.1 s is left.
@@ -406,7 +394,7 @@ fn sample(
                 }
             }
             CyclicWake::ClockNanosleep => {
-                let before = now_ns(opts.clock);
+                let before = read_clock(opts.clock);
                 // SAFETY: valid timespec; relative sleep.
                 let rc = unsafe {
                     libc::clock_nanosleep(opts.clock, 0, &interval_ts, std::ptr::null_mut())
@@ -420,13 +408,13 @@ fn sample(
                 next = before + interval;
             }
             CyclicWake::Nanosleep => {
-                let before = now_ns(opts.clock);
+                let before = read_clock(opts.clock);
                 // SAFETY: valid timespec; the remainder is not wanted.
                 unsafe { libc::nanosleep(&interval_ts, std::ptr::null_mut()) };
                 next = before + interval;
             }
         }
-        now = now_ns(opts.clock);
+        now = read_clock(opts.clock);
         let mut diff_smi = 0;
         if let Some(m) = &msr {
             let Some(smi_now) = read_smi(m.0) else {
