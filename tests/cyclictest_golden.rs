@@ -78,12 +78,16 @@ fn run(args: &[&str]) -> (String, String, i32) {
     )
 }
 
-/// Compares line by line; `# Thread N:` overflow lists depend on the
-/// measurement, so only their prefix is compared.
+/// Compares line by line; `# Thread N:` overflow lists, thread ids and the
+/// break value are measured and printed unpadded, so only their prefix is
+/// compared.
 fn assert_layout(args: &[&str], golden_name: &str) {
     let (ours, err, code) = run(args);
     assert_eq!(code, 0, "{args:?}: {err}");
-    let theirs = golden(golden_name);
+    assert_same_layout(args, &ours, &golden(golden_name));
+}
+
+fn assert_same_layout(args: &[&str], ours: &str, theirs: &str) {
     let ours: Vec<&str> = ours.split('\n').collect();
     let theirs: Vec<&str> = theirs.split('\n').collect();
     assert_eq!(
@@ -93,7 +97,7 @@ fn assert_layout(args: &[&str], golden_name: &str) {
         ours.join("\n")
     );
     for (a, b) in ours.iter().zip(&theirs) {
-        if b.starts_with("# Thread ") {
+        if b.starts_with("# Thread ") || b.starts_with("# Break ") {
             assert_eq!(a.split(':').next(), b.split(':').next());
             continue;
         }
@@ -271,4 +275,396 @@ fn duration_with_suffix_ends_the_run() {
     assert_eq!(code, 0, "{err}");
     assert!(start.elapsed() < std::time::Duration::from_secs(5));
     assert!(out.contains("T: 0 ("), "{out}");
+}
+
+/// The running display's `policy:` line with its load average masked (its
+/// fields have no fixed width), then `mask_padded`.
+fn mask_display(text: &str) -> String {
+    text.split('\n')
+        .map(|line| match line.find("loadavg: ") {
+            Some(at) if line.ends_with("          ") => {
+                format!("{}loadavg: L          ", mask_padded(&line[..at]))
+            }
+            _ => mask_padded(line),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The running display: blocks separated by cyclictest's cursor-up escape;
+/// every block of ours has the layout of the golden's blocks (whose number
+/// depends on timing), the first starts after the same head lines, and what
+/// follows the last block is the same.
+fn assert_display(args: &[&str], golden_name: &str, threads: usize) {
+    let (ours, err, code) = run(args);
+    assert_eq!(code, 0, "{args:?}: {err}");
+    let theirs = golden(golden_name);
+    let up = format!("\x1b[{}A", threads + 2);
+    let split = |text: &str| -> Vec<String> { text.split(&up).map(mask_display).collect() };
+    let (ours_blocks, their_blocks) = (split(&ours), split(&theirs));
+    assert!(their_blocks.len() > 1 && ours_blocks.len() > 1, "{ours:?}");
+    let block_lines = threads + 2;
+    let head = |b: &str| b.lines().count() - block_lines;
+    // Head lines (the cpu_dma_latency line) before the first block.
+    let first_ours: Vec<&str> = ours_blocks[0].lines().collect();
+    let first_theirs: Vec<&str> = their_blocks[0].lines().collect();
+    assert_eq!(first_ours, first_theirs, "{args:?}: first block");
+    let middle = &their_blocks[1];
+    for b in &ours_blocks[1..ours_blocks.len() - 1] {
+        assert_eq!(b, middle, "{args:?}: a middle block");
+    }
+    // The last block and whatever follows it (histogram, ...).
+    let last_ours: Vec<&str> = ours_blocks.last().unwrap().split('\n').collect();
+    let last_theirs: Vec<&str> = their_blocks.last().unwrap().split('\n').collect();
+    assert_eq!(last_ours.len(), last_theirs.len(), "{args:?}: {ours}");
+    for (a, b) in last_ours.iter().zip(&last_theirs) {
+        if b.starts_with("# Thread ") {
+            assert_eq!(a.split(':').next(), b.split(':').next());
+        } else {
+            assert_eq!(a, b, "{args:?}: after the last block");
+        }
+    }
+    assert_eq!(head(&their_blocks[0]), 1, "golden: one head line");
+}
+
+#[test]
+fn running_display_redraws_with_cursor_up() {
+    assert_display(&["-t2", "-l", "20", "-i", "2000"], "display_t2.txt", 2);
+}
+
+#[test]
+fn running_display_nanoseconds() {
+    assert_display(&["-t2", "-N", "-l", "10", "-i", "2000"], "display_N.txt", 2);
+}
+
+#[test]
+fn running_display_then_histogram() {
+    assert_display(
+        &["-h", "5", "-t2", "-l", "10", "-i", "2000"],
+        "display_h5.txt",
+        2,
+    );
+}
+
+/// Suites stop cyclictest with SIGINT (or SIGTERM) and parse what follows the
+/// last cursor-up: one complete block, exit 0.
+#[test]
+fn sigint_and_sigterm_end_the_display_with_a_full_block() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let child = Command::new(bin())
+            .args(["cyclictest", "-t2", "-i", "1000"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        // SAFETY: signals our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        let text = String::from_utf8(out.stdout).unwrap();
+        let last = text.rsplit("\x1b[4A").next().unwrap();
+        let lines: Vec<&str> = last.split('\n').collect();
+        assert_eq!(lines.len(), 5, "{last:?}");
+        assert!(lines[0].starts_with("policy: other/other: loadavg: "));
+        assert!(lines[2].starts_with("T: 0 (") && lines[3].starts_with("T: 1 ("));
+        assert_eq!(lines[4], "");
+    }
+}
+
+/// `-v`: the header lines as cyclictest's, then `n:c:v` lines of 8-wide
+/// fields; `-o 2` keeps one line per two cycles.
+#[test]
+fn verbose_values() {
+    for (args, name) in [
+        (&["-v", "-t2", "-l", "5", "-i", "2000"][..], "v_t2.txt"),
+        (
+            &["-v", "-a", "0", "-t", "2", "-l", "3", "-i", "2000"][..],
+            "v_a0.txt",
+        ),
+        (&["-v", "-o", "2", "-l", "6", "-i", "2000"][..], "v_o2.txt"),
+    ] {
+        let (ours, err, code) = run(args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        let theirs = golden(name);
+        let is_value = |l: &&str| l.len() == 26 && l.as_bytes()[8] == b':';
+        let heads = |t: &str| -> Vec<String> {
+            t.lines()
+                .filter(|l| !is_value(l))
+                .map(mask_padded)
+                .collect()
+        };
+        assert_eq!(heads(&ours), heads(&theirs), "{args:?}");
+        let values: Vec<&str> = ours.lines().filter(is_value).collect();
+        assert!(!values.is_empty(), "{ours}");
+        for v in &values {
+            assert_eq!(mask_padded(v), "NNNNNNNN:NNNNNNNN:NNNNNNNN", "{v:?}");
+        }
+        if name == "v_o2.txt" {
+            // -o 2: at most one line per two of the 6 cycles.
+            assert!(values.len() <= 3, "{ours}");
+        }
+    }
+}
+
+#[test]
+fn histofall_adds_a_summary_column() {
+    assert_layout(
+        &["-q", "-H", "3", "-t2", "-l", "10", "-i", "2000"],
+        "H3_t2.txt",
+    );
+}
+
+#[test]
+fn histfile_takes_the_histogram_off_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hist.txt");
+    let arg = format!("--histfile={}", file.display());
+    let (out, err, code) = run(&["-q", "-h", "20", "-l", "50", "-i", "1000", &arg]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "# /dev/cpu_dma_latency set to 0us\n");
+    let written = std::fs::read_to_string(&file).unwrap();
+    let theirs = golden("h20.txt");
+    let theirs = theirs.split_once('\n').unwrap().1;
+    assert_same_layout(&[], &written, theirs);
+}
+
+/// `-b`: the thread ids, and when a sample crossed the limit the break
+/// thread and value; that thread stopped the run at once.
+#[test]
+fn breaktrace_stops_all_threads_and_reports_the_break() {
+    let args = ["-q", "-b", "1", "-t2", "-l", "50", "-i", "2000"];
+    let (ours, err, code) = run(&args);
+    assert_eq!(code, 0, "{err}");
+    let max_of = |line: &str| -> i64 { line.rsplit(' ').next().unwrap().parse().unwrap() };
+    let t_lines: Vec<&str> = ours.lines().filter(|l| l.starts_with("T:")).collect();
+    if t_lines.iter().all(|l| max_of(l) <= 1) {
+        // No sample above 1 us: nothing to break on (not seen on a VM).
+        assert!(!ours.contains("# Break"), "{ours}");
+        return;
+    }
+    assert_layout(&args, "b1_t2.txt");
+    let value: i64 = ours
+        .lines()
+        .find_map(|l| l.strip_prefix("# Break value: "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(value > 1, "{ours}");
+    let tid = ours
+        .lines()
+        .find_map(|l| l.strip_prefix("# Break thread: "))
+        .unwrap();
+    let ids = ours
+        .lines()
+        .find_map(|l| l.strip_prefix("# Thread Ids: "))
+        .unwrap();
+    assert!(
+        ids.split(' ').any(|t| t.trim_start_matches('0') == tid),
+        "{ours}"
+    );
+    // Stopped at the break, far before 50 loops.
+    let cycles: u64 = t_lines[0]
+        .split("C:")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(cycles < 50, "{ours}");
+}
+
+#[test]
+fn spikes_are_listed_after_the_run() {
+    let (ours, err, code) = run(&["-q", "--spike", "1", "-l", "5"]);
+    assert_eq!(code, 0, "{err}");
+    let spikes: Vec<&str> = ours.lines().filter(|l| l.contains(" Spike:")).collect();
+    let count: usize = ours
+        .lines()
+        .find_map(|l| l.strip_prefix("spikes = "))
+        .map_or(0, |n| n.parse().unwrap());
+    assert_eq!(spikes.len(), count, "{ours}");
+    let template = golden("spike.txt");
+    let template = template.lines().find(|l| l.contains(" Spike:")).unwrap();
+    for line in &spikes {
+        assert_eq!(mask_padded(line), mask_padded(template), "{line:?}");
+    }
+    if count > 0 {
+        assert!(ours.contains("\n\nT: 0 Spike:"), "{ours}");
+        assert!(ours.ends_with(&format!("spikes = {count}\n\n")), "{ours:?}");
+    }
+}
+
+/// Values cyclictest refuses: its usage on stdout and exit 1, any `WARN:`
+/// before it on stderr.
+#[test]
+fn invalid_values_give_usage_and_exit_1() {
+    let (out, err, code) = run(&["-q", "-p", "100"]);
+    assert_eq!((code, err.as_str()), (1, ""));
+    assert_eq!(out, golden("bad_opt.out"));
+    let (out, err, code) = run(&["-q", "-o", "2"]);
+    assert_eq!(code, 1);
+    assert_eq!(err, golden("bad_oscope.err"));
+    assert_eq!(out, golden("bad_opt.out"));
+    for args in [&["-h", "0"][..], &["-c", "5"], &["-A", "--secaligned"]] {
+        let (out, _, code) = run(args);
+        assert_eq!(
+            (code, out.as_str()),
+            (1, golden("bad_opt.out").as_str()),
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
+fn parse_time_warnings_on_stderr() {
+    let (_, err, code) = run(&["-q", "-S", "-t2", "-h", "10", "-d", "100", "-l", "5"]);
+    assert_eq!(code, 0);
+    assert_eq!(err, golden("warn_S_h.err"));
+    let (out, err, code) = run(&["-q", "--laptop", "-l", "3"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        err,
+        "WARN: not setting cpu_dma_latency to save battery power\n"
+    );
+    assert!(!out.contains("cpu_dma_latency"), "{out}");
+    let (out, _, _) = run(&["-q", "--latency=10", "-l", "3"]);
+    assert!(
+        out.starts_with("# /dev/cpu_dma_latency set to 10us\n"),
+        "{out}"
+    );
+}
+
+#[test]
+fn getopt_messages_name_the_program_as_invoked() {
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("cyclictest");
+    std::os::unix::fs::symlink(bin(), &link).unwrap();
+    let out = Command::new(&link).args(["--hist", "3"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        format!(
+            "{}: option '--hist' is ambiguous; possibilities: '--histogram' '--histofall' '--histfile'\n",
+            link.display()
+        )
+    );
+}
+
+/// The wake methods and clocks cyclictest offers all give the same lines.
+#[test]
+fn wake_methods_and_clocks() {
+    for extra in [
+        &["-x"][..],
+        &["-s"],
+        &["-r"],
+        &["-c", "1"],
+        &["-A", "100", "-t2"],
+    ] {
+        let mut args = vec!["-q", "-l", "20", "-i", "1000"];
+        args.extend_from_slice(extra);
+        let (out, err, code) = run(&args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        let t: Vec<&str> = out.lines().filter(|l| l.starts_with("T:")).collect();
+        assert!(!t.is_empty(), "{args:?}: {out}");
+        assert!(t[0].contains("C:     20 "), "{args:?}: {out}");
+    }
+}
+
+/// `-F`: a named pipe that hands the `T:` lines to each reader, removed at
+/// the end; an existing name is refused (cyclictest would unlink it).
+#[test]
+fn fifo_hands_out_t_lines_and_is_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("stats");
+    let child = Command::new(bin())
+        .args(["cyclictest", "-q", "-t2", "-D", "2", "-F"])
+        .arg(&fifo)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait (generously) for the pipe, then read one round of lines.
+    let start = std::time::Instant::now();
+    while !fifo.exists() && start.elapsed() < std::time::Duration::from_secs(30) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let text = std::fs::read_to_string(&fifo).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    // A reader that keeps the pipe open may get several rounds (the writer
+    // reopens it at once, as cyclictest's does): whole rounds of two lines.
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(!lines.is_empty() && lines.len().is_multiple_of(2), "{text}");
+    for pair in lines.chunks(2) {
+        assert!(
+            pair[0].starts_with("T: 0 (") && pair[1].starts_with("T: 1 ("),
+            "{text}"
+        );
+    }
+    assert!(!fifo.exists(), "the pipe is removed at the end");
+
+    let taken = dir.path().join("taken");
+    std::fs::write(&taken, "keep").unwrap();
+    let (_, err, code) = run(&["-q", "-l", "5", "-F", taken.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("Error creating fifo"), "{err}");
+    assert_eq!(std::fs::read_to_string(&taken).unwrap(), "keep");
+}
+
+/// `--tracemark` with `-b`: rt-tests' INFO line on stderr and the break
+/// lines. Needs root and a mounted tracefs (the marker is written to the
+/// global trace, whose tracing is then stopped, as cyclictest does).
+#[test]
+fn tracemark_with_breaktrace() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/sys/kernel/tracing/trace_marker").exists() {
+        eprintln!("skipped: needs root and tracefs at /sys/kernel/tracing");
+        return;
+    }
+    let (out, err, code) = run(&["-q", "-b", "1", "--tracemark", "-l", "50", "-i", "2000"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.starts_with("INFO: debugfs mountpoint: "), "{err}");
+    assert!(out.contains("# Thread Ids: "), "{out}");
+}
+
+/// `latscope timer --posix-timer`: cyclictest -x's wake method for the
+/// timer's sampling threads; the report names it and counts a sample per
+/// period (a missed period is an overrun, not a lost sample).
+#[test]
+fn timer_offers_the_posix_timer_wake_method() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.json");
+    let out = Command::new(bin())
+        .args([
+            "timer",
+            "--posix-timer",
+            "-T",
+            "1",
+            "-p",
+            "1000",
+            "-q",
+            "--json",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() == Some(4) {
+        eprintln!("skipped: no real-time scheduling here: {err}");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let test = &v["tests"][0];
+    assert_eq!(test["config"]["detail"]["wake"], "posix timer", "{test}");
+    let s = &test["series"][0];
+    let samples = s["samples"].as_u64().unwrap();
+    let overruns = s["overruns"].as_u64().unwrap_or(0);
+    // One second of 1 ms periods: about 1000 wake-ups, missed ones counted.
+    assert!(
+        (900..=1100).contains(&(samples + overruns)),
+        "{samples} samples, {overruns} overruns"
+    );
 }

@@ -561,11 +561,14 @@ pub struct TimerArgs {
     #[arg(long, value_enum)]
     pub policy: Option<PolicyArg>,
     /// Wake with a periodic timerfd (Xenomai's Linux build) [default in classic format]
-    #[arg(long, conflicts_with = "nanosleep")]
+    #[arg(long, conflicts_with_all = ["nanosleep", "posix_timer"])]
     pub timerfd: bool,
     /// Wake with clock_nanosleep(TIMER_ABSTIME) (cyclictest) [default in modern format]
-    #[arg(long)]
+    #[arg(long, conflicts_with = "posix_timer")]
     pub nanosleep: bool,
+    /// Wake with a POSIX interval timer signalling the thread, taken by sigwait (cyclictest -x)
+    #[arg(long)]
+    pub posix_timer: bool,
     /// Loops (of one second) discarded at the start [default: 1]
     #[arg(long, value_name = "N")]
     pub warmup: Option<String>,

@@ -2,6 +2,7 @@
 //! original tools' live lines. Read from atomics and channels the measuring
 //! threads fill; nothing here runs on a measuring thread.
 
+pub mod cyclictest;
 pub mod ipc;
 pub mod logdisk;
 pub mod noise;

@@ -23,6 +23,8 @@ pub struct CyclicThread {
     pub overflows: u64,
     /// Cycle numbers of the first overflows (at most one per histogram cell).
     pub outliers: Vec<u64>,
+    /// `--smi`: SMIs counted while measuring.
+    pub smi_count: u64,
 }
 
 impl CyclicThread {
@@ -36,12 +38,12 @@ impl CyclicThread {
     }
 }
 
-/// cyclictest's `T:` line (with its newline).
-pub fn t_line(index: usize, t: &CyclicThread, nsecs: bool) -> String {
+/// cyclictest's `T:` line (with its newline); `--smi` adds an SMI column.
+pub fn t_line(index: usize, t: &CyclicThread, nsecs: bool, smi: bool) -> String {
     // -N widens Act and Avg (nanoseconds need more digits); nothing else moves.
     let w = if nsecs { 8 } else { 5 };
-    format!(
-        "T:{:2} ({:5}) P:{:2} I:{} C:{:7} Min:{:7} Act:{:w$} Avg:{:w$} Max:{:8}\n",
+    let mut line = format!(
+        "T:{:2} ({:5}) P:{:2} I:{} C:{:7} Min:{:7} Act:{:w$} Avg:{:w$} Max:{:8}",
         index,
         t.tid,
         t.priority,
@@ -51,7 +53,82 @@ pub fn t_line(index: usize, t: &CyclicThread, nsecs: bool) -> String {
         t.act,
         t.avg(),
         t.max
-    )
+    );
+    if smi {
+        let _ = write!(line, " SMI:{:8}", t.smi_count);
+    }
+    line.push('\n');
+    line
+}
+
+/// The running display's head line (`policy: fifo: loadavg: ...`) and the
+/// empty line after it. `policy` is the policy asked for; `/other` follows
+/// when some thread runs as SCHED_OTHER. `loadavg` is /proc/loadavg without
+/// its newline.
+pub fn policy_line(policy: &str, some_other: bool, loadavg: &str) -> String {
+    let (slash, second) = if some_other { ("/", "other") } else { ("", "") };
+    format!("policy: {policy}{slash}{second}: loadavg: {loadavg}          \n\n")
+}
+
+/// The escape sequence that moves the cursor up over the running display
+/// (its `T:` lines and the two lines above them) before the next redraw.
+pub fn cursor_up(threads: usize) -> String {
+    format!("\x1b[{}A", threads + 2)
+}
+
+/// `-M`'s escape sequence at the end: the cursor back below the display.
+pub fn cursor_down(threads: usize) -> String {
+    format!("\x1b[{}B", threads + 2)
+}
+
+/// One `-v` line: thread, cycle, value (and the cycle's SMIs with --smi).
+pub fn verbose_line(index: usize, cycle: u64, value: i64, smi: Option<u64>) -> String {
+    match smi {
+        Some(n) => format!("{index:8}:{cycle:8}:{value:8}{n:8}\n"),
+        None => format!("{index:8}:{cycle:8}:{value:8}\n"),
+    }
+}
+
+/// One recorded `--spike`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spike {
+    pub thread: usize,
+    pub diff: i64,
+    /// The wake-up time, us of the measuring clock.
+    pub ts_us: i64,
+}
+
+/// `--spike`'s block after the run (nothing when no spike was recorded):
+/// the kept spikes in order and the count of all of them.
+pub fn spikes(kept: &[Spike], count: usize) -> String {
+    if kept.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\n");
+    for s in kept {
+        let _ = writeln!(
+            out,
+            "T:{:2} Spike:{:8}: TS: {:12}",
+            s.thread, s.diff, s.ts_us
+        );
+    }
+    let _ = write!(out, "spikes = {count}\n\n");
+    out
+}
+
+/// `-b`'s block after the run: every thread's id, and which thread broke
+/// with which value, when one did.
+pub fn break_block(tids: &[i32], broke: Option<(i32, i64)>) -> String {
+    let mut out = String::from("# Thread Ids:");
+    for t in tids {
+        let _ = write!(out, " {t:05}");
+    }
+    out.push('\n');
+    if let Some((tid, value)) = broke {
+        let _ = writeln!(out, "# Break thread: {tid}");
+        let _ = writeln!(out, "# Break value: {value}");
+    }
+    out
 }
 
 /// The line cyclictest prints when it holds `/dev/cpu_dma_latency`.
@@ -59,25 +136,37 @@ pub fn dma_latency_line() -> &'static str {
     "# /dev/cpu_dma_latency set to 0us\n"
 }
 
-/// cyclictest's `-h` block (`print_hist` without `-H`).
-pub fn histogram(threads: &[CyclicThread], cells: usize) -> String {
+/// cyclictest's `-h` block (`print_hist`); `histofall` (-H) adds a column
+/// summing all threads when there are several; `smi` adds `# SMIs:`.
+pub fn histogram(threads: &[CyclicThread], cells: usize, histofall: bool, smi: bool) -> String {
+    let sum_column = histofall && threads.len() > 1;
     let mut out = String::from("# Histogram\n");
     let mut totals = vec![0u64; threads.len()];
+    let mut all_total = 0u64;
     for i in 0..cells {
         let _ = write!(out, "{i:06} ");
+        let mut all = 0u64;
         for (j, t) in threads.iter().enumerate() {
             let n = t.hist.get(i).copied().unwrap_or(0);
             totals[j] += n;
+            all += n;
             let _ = write!(out, "{n:06}");
             if j + 1 < threads.len() {
                 out.push('\t');
             }
+        }
+        if sum_column {
+            let _ = write!(out, "\t{all:06}");
+            all_total += all;
         }
         out.push('\n');
     }
     out.push_str("# Total:");
     for n in &totals {
         let _ = write!(out, " {n:09}");
+    }
+    if sum_column {
+        let _ = write!(out, " {all_total:09}");
     }
     out.push_str("\n# Min Latencies:");
     for t in threads {
@@ -91,9 +180,17 @@ pub fn histogram(threads: &[CyclicThread], cells: usize) -> String {
     for t in threads {
         let _ = write!(out, " {:05}", t.max);
     }
+    if sum_column {
+        let maxmax = threads.iter().map(|t| t.max).max().unwrap_or(0).max(0);
+        let _ = write!(out, " {maxmax:05}");
+    }
     out.push_str("\n# Histogram Overflows:");
     for t in threads {
         let _ = write!(out, " {:05}", t.overflows);
+    }
+    if sum_column {
+        let all: u64 = threads.iter().map(|t| t.overflows).sum();
+        let _ = write!(out, " {all:05}");
     }
     out.push_str("\n# Histogram Overflow at cycle number:\n");
     for (i, t) in threads.iter().enumerate() {
@@ -104,6 +201,13 @@ pub fn histogram(threads: &[CyclicThread], cells: usize) -> String {
         let shown = t.outliers.len() as u64;
         if shown < t.overflows {
             let _ = write!(out, " # {:05} others", t.overflows - shown);
+        }
+        out.push('\n');
+    }
+    if smi {
+        out.push_str("# SMIs:");
+        for t in threads {
+            let _ = write!(out, " {:05}", t.smi_count);
         }
         out.push('\n');
     }

@@ -58,8 +58,9 @@ impl Deadline {
     }
 }
 
+/// The time of `clock` in ns.
 #[inline]
-fn read_clock(clock: libc::clockid_t) -> u64 {
+pub fn read_clock(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

@@ -7,18 +7,27 @@
 
 use std::time::Duration;
 
-/// Everything the supported options set, with cyclictest's defaults.
+/// Everything the options set, with cyclictest's defaults and its own
+/// adjustments made after parsing (priority defaults, -S, -h and -d).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CyclicSettings {
     /// Number of measuring threads.
     pub threads: usize,
     /// `-a`: the CPUs threads are pinned to (round robin); None = not pinned.
     pub affinity: Option<Vec<usize>>,
+    /// The affinity came from a CPU list (`-a LIST`), not from `-a`/`-S`
+    /// alone: cyclictest then pins its main thread too and, with -v, says so.
+    pub affinity_listed: bool,
     /// `-S`: one thread per CPU, each pinned to its own.
     pub smp: bool,
+    /// The first thread's priority (`--priospread` steps it down per thread).
     pub priority: i32,
+    /// The policy asked for (`-p` makes it fifo), as cyclictest names it.
+    pub policy: CyclicPolicy,
+    pub priospread: bool,
     pub interval_us: u64,
-    pub distance_us: u64,
+    /// Added to the interval per thread (0 with -h, as cyclictest).
+    pub distance_us: i64,
     /// `-l`: loops per thread; 0 = endless.
     pub loops: u64,
     /// `-D`: stop after this long.
@@ -26,23 +35,127 @@ pub struct CyclicSettings {
     pub mlockall: bool,
     pub quiet: bool,
     pub nsecs: bool,
-    /// `-h`/`--histogram`: histogram cells (us), 0 = none.
+    /// `-h`/`-H`: histogram cells (us), 0 = none.
     pub histogram: usize,
+    /// `-H`: the histogram gets a summary column.
+    pub histofall: bool,
+    /// `--histfile`: the histogram goes there instead of stdout.
+    pub histfile: Option<String>,
     /// `--json=FILE`.
     pub json: Option<String>,
+    /// `-F PATH`: a named pipe handing out the `T:` lines to each reader.
+    pub fifo: Option<String>,
     /// `--laptop`: leave `/dev/cpu_dma_latency` alone.
     pub laptop: bool,
+    /// `--default-system`: leave `/dev/cpu_dma_latency` alone.
+    pub default_system: bool,
+    /// `--latency`: the value written to `/dev/cpu_dma_latency`.
+    pub latency_target: i32,
+    /// `-b`: stop when a latency exceeds this (figure units), 0 = off.
+    pub breaktrace: i64,
+    pub tracemark: bool,
+    /// `--spike`: record latencies above this, 0 = off.
+    pub spike: i64,
+    pub spike_nodes: usize,
+    pub verbose: bool,
+    /// `-o`: oscilloscope reduction (1 = every value).
+    pub oscope: u64,
+    /// `-M`: redraw only on a new maximum.
+    pub refresh_on_max: bool,
+    /// `-c`: 0 = CLOCK_MONOTONIC, 1 = CLOCK_REALTIME.
+    pub clock: usize,
+    /// `-r`: relative timer.
+    pub relative: bool,
+    /// `-s`: nanosleep.
+    pub system: bool,
+    /// `-x`: POSIX interval timers.
+    pub posix_timers: bool,
+    /// `-R`: check the clock resolution before measuring.
+    pub resolution: bool,
+    pub dbg: bool,
+    /// `-A USEC`: aligned wake-ups, thread n offset by n*USEC.
+    pub aligned: Option<u64>,
+    /// `--secaligned [USEC]`: wake-ups from the next full second (+USEC).
+    pub secaligned: Option<u64>,
+    /// `--mainaffinity`: the CPUs of the main thread.
+    pub main_affinity: Option<Vec<usize>>,
+    pub smi: bool,
+    /// Lines cyclictest writes on stderr while parsing, in its words.
+    pub warnings: Vec<String>,
+    /// Lines cyclictest writes on stdout while parsing (-v before -a LIST).
+    pub early_lines: Vec<String>,
     /// The command line as typed, for the JSON `cmdline:` key.
     pub cmdline: String,
+}
+
+/// cyclictest's `--policy` names (unknown names mean other, as there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CyclicPolicy {
+    Other,
+    Batch,
+    Idle,
+    Fifo,
+    Rr,
+}
+
+impl CyclicPolicy {
+    pub fn name(self) -> &'static str {
+        match self {
+            CyclicPolicy::Other => "other",
+            CyclicPolicy::Batch => "batch",
+            CyclicPolicy::Idle => "idle",
+            CyclicPolicy::Fifo => "fifo",
+            CyclicPolicy::Rr => "rr",
+        }
+    }
+
+    pub fn raw(self) -> libc::c_int {
+        match self {
+            CyclicPolicy::Other => libc::SCHED_OTHER,
+            CyclicPolicy::Batch => libc::SCHED_BATCH,
+            CyclicPolicy::Idle => libc::SCHED_IDLE,
+            CyclicPolicy::Fifo => libc::SCHED_FIFO,
+            CyclicPolicy::Rr => libc::SCHED_RR,
+        }
+    }
+
+    pub fn is_realtime(self) -> bool {
+        matches!(self, CyclicPolicy::Fifo | CyclicPolicy::Rr)
+    }
+
+    /// cyclictest's `handlepolicy`: case-insensitive prefixes.
+    fn parse(name: &str) -> CyclicPolicy {
+        let lower = name.to_ascii_lowercase();
+        let starts = |p: &str| lower.starts_with(p);
+        if starts("other") {
+            CyclicPolicy::Other
+        } else if starts("batch") {
+            CyclicPolicy::Batch
+        } else if starts("idle") {
+            CyclicPolicy::Idle
+        } else if starts("fifo") {
+            CyclicPolicy::Fifo
+        } else if starts("rr") {
+            CyclicPolicy::Rr
+        } else {
+            CyclicPolicy::Other
+        }
+    }
 }
 
 /// How parsing ended when it did not give settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CyclicUsage {
     /// getopt's own complaint (`invalid option -- 'Z'`): cyclictest prints
-    /// it on stderr, then its usage on stdout.
+    /// it on stderr, then its usage on stdout, and exits 0.
     Getopt(String),
-    /// A value cyclictest would refuse, or an option latscope does not run yet.
+    /// A value cyclictest refuses (`display_help(1)`): the `WARN:` lines
+    /// given on stderr, the usage on stdout, exit 1.
+    Invalid(Vec<String>),
+    /// cyclictest's `fatal()`: `FATAL: ` and the line on stderr, exit 1.
+    Fatal(String),
+    /// A value latscope refuses where cyclictest would misbehave (an
+    /// interval of 0 spins forever): one line, exit 2.
     Bad(String),
     /// `--help`: the usage on stdout, exit 0, as cyclictest.
     Help,
@@ -54,62 +167,69 @@ enum Arg {
     No,
     Required,
     /// Attached (`-t4`, `--threads=4`) or, as cyclictest does by hand, the
-    /// next word when it looks like a value.
+    /// next word when it looks like a value (see `take_optional`).
     Optional,
 }
 
-/// (long name, short letter, argument).
+/// (long name, short letter, argument): rt-tests 2.40's table.
 const OPTIONS: &[(&str, Option<char>, Arg)] = &[
     ("affinity", Some('a'), Arg::Optional),
+    ("aligned", Some('A'), Arg::Optional),
+    ("breaktrace", Some('b'), Arg::Required),
+    ("clock", Some('c'), Arg::Required),
+    ("default-system", None, Arg::No),
     ("distance", Some('d'), Arg::Required),
     ("duration", Some('D'), Arg::Required),
-    ("help", None, Arg::No),
+    ("latency", None, Arg::Required),
+    ("fifo", Some('F'), Arg::Required),
     ("histogram", Some('h'), Arg::Required),
+    ("histofall", Some('H'), Arg::Required),
+    ("histfile", None, Arg::Required),
     ("interval", Some('i'), Arg::Required),
     ("json", None, Arg::Required),
     ("laptop", None, Arg::No),
     ("loops", Some('l'), Arg::Required),
+    ("mainaffinity", None, Arg::Required),
     ("mlockall", Some('m'), Arg::No),
+    ("refresh_on_max", Some('M'), Arg::No),
     ("nsecs", Some('N'), Arg::No),
+    ("oscope", Some('o'), Arg::Required),
     ("priority", Some('p'), Arg::Required),
     ("quiet", Some('q'), Arg::No),
+    ("priospread", None, Arg::No),
+    ("relative", Some('r'), Arg::No),
+    ("resolution", Some('R'), Arg::No),
+    ("secaligned", None, Arg::Optional),
+    ("system", Some('s'), Arg::No),
+    ("smi", None, Arg::No),
     ("smp", Some('S'), Arg::No),
+    ("spike", None, Arg::Required),
+    ("spike-nodes", None, Arg::Required),
     ("threads", Some('t'), Arg::Optional),
+    ("tracemark", None, Arg::No),
     ("unbuffered", Some('u'), Arg::No),
+    ("verbose", Some('v'), Arg::No),
+    ("dbg_cyclictest", None, Arg::No),
+    ("policy", None, Arg::Required),
+    ("help", None, Arg::No),
+    ("posix_timers", Some('x'), Arg::No),
 ];
 
-/// Options of rt-tests' cyclictest that this slice does not run yet: refused
-/// with one clear line rather than silently ignored.
-const NOT_YET: &[(&str, Option<char>)] = &[
-    ("", Some('A')),
-    ("breaktrace", Some('b')),
-    ("clock", Some('c')),
-    ("fifo", Some('F')),
-    ("histofall", Some('H')),
-    ("histfile", None),
-    ("latency", None),
-    ("refresh_on_max", Some('M')),
-    ("mainaffinity", None),
-    ("oscope", Some('o')),
-    ("policy", None),
-    ("priospread", None),
-    ("relative", Some('r')),
-    ("resolution", Some('R')),
-    ("system", Some('s')),
-    ("smi", None),
-    ("spike", None),
-    ("spike-nodes", None),
-    ("tracemark", None),
-    ("verbose", Some('v')),
-    ("posix_timers", Some('x')),
-    ("default-system", None),
-    ("dbg_cyclictest", None),
-];
-
-fn not_yet(option: &str) -> CyclicUsage {
-    CyclicUsage::Bad(format!(
-        "option {option} is not supported by latscope's cyclictest yet"
-    ))
+/// C's `atoi`, as cyclictest reads every number: leading blanks, a sign,
+/// digits up to the first other character; 0 when there are none.
+pub fn atoi(text: &str) -> i64 {
+    let t = text.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let mut n: i64 = 0;
+    for b in digits.bytes().take_while(u8::is_ascii_digit) {
+        n = n.saturating_mul(10).saturating_add(i64::from(b - b'0'));
+    }
+    let n = n.min(i64::from(i32::MAX) + 1);
+    if neg { -n } else { n.min(i64::from(i32::MAX)) }
 }
 
 /// Splits raw arguments into (option name, value) pairs, GNU style.
@@ -133,17 +253,13 @@ fn tokenize(args: &[String]) -> Result<Vec<(&'static str, Option<String>)>, Cycl
                 (Some(o), _) => o,
                 (None, [o]) => o,
                 (None, []) => {
-                    if NOT_YET
-                        .iter()
-                        .any(|o| !o.0.is_empty() && o.0.starts_with(name))
-                    {
-                        return Err(not_yet(&format!("--{name}")));
-                    }
                     return Err(CyclicUsage::Getopt(format!("unrecognized option '{word}'")));
                 }
-                (None, _) => {
+                (None, many) => {
+                    let names: Vec<String> = many.iter().map(|o| format!("'--{}'", o.0)).collect();
                     return Err(CyclicUsage::Getopt(format!(
-                        "option '--{name}' is ambiguous"
+                        "option '--{name}' is ambiguous; possibilities: {}",
+                        names.join(" ")
                     )));
                 }
             };
@@ -169,7 +285,7 @@ fn tokenize(args: &[String]) -> Result<Vec<(&'static str, Option<String>)>, Cycl
                     }
                 },
                 (Arg::Optional, Some(v)) => Some(v),
-                (Arg::Optional, None) => take_optional(args, &mut i),
+                (Arg::Optional, None) => take_optional(found.0, args, &mut i),
             };
             out.push((found.0, value));
             continue;
@@ -184,9 +300,6 @@ fn tokenize(args: &[String]) -> Result<Vec<(&'static str, Option<String>)>, Cycl
             let letter = chars[k];
             k += 1;
             let Some(found) = OPTIONS.iter().find(|o| o.1 == Some(letter)) else {
-                if NOT_YET.iter().any(|o| o.1 == Some(letter)) {
-                    return Err(not_yet(&format!("-{letter}")));
-                }
                 return Err(CyclicUsage::Getopt(format!("invalid option -- '{letter}'")));
             };
             let rest: String = chars[k..].iter().collect();
@@ -211,7 +324,7 @@ fn tokenize(args: &[String]) -> Result<Vec<(&'static str, Option<String>)>, Cycl
                     k = chars.len();
                     Some(rest)
                 }
-                Arg::Optional => take_optional(args, &mut i),
+                Arg::Optional => take_optional(found.0, args, &mut i),
             };
             out.push((found.0, value));
         }
@@ -219,11 +332,14 @@ fn tokenize(args: &[String]) -> Result<Vec<(&'static str, Option<String>)>, Cycl
     Ok(out)
 }
 
-/// cyclictest's hand-made optional argument: the next word is taken when it
-/// starts with a digit (or `!` for an inverted CPU list).
-fn take_optional(args: &[String], i: &mut usize) -> Option<String> {
+/// cyclictest's hand-made optional argument: it peeks at the next word and
+/// uses it when `atoi` gives a number other than 0 (for `-a` also a word
+/// starting with `0` or `!`). The word is then skipped as cyclictest skips
+/// every non-option word.
+fn take_optional(option: &str, args: &[String], i: &mut usize) -> Option<String> {
     let next = args.get(*i)?;
-    if next.starts_with(|c: char| c.is_ascii_digit() || c == '!') {
+    let cpu_list = option == "affinity" && (next.starts_with('0') || next.starts_with('!'));
+    if atoi(next) != 0 || cpu_list {
         *i += 1;
         Some(next.clone())
     } else {
@@ -231,29 +347,23 @@ fn take_optional(args: &[String], i: &mut usize) -> Option<String> {
     }
 }
 
-fn number<T: std::str::FromStr>(option: &str, value: &str) -> Result<T, CyclicUsage> {
-    value
-        .trim()
-        .parse()
-        .map_err(|_| CyclicUsage::Bad(format!("invalid value for {option}: '{value}'")))
-}
-
-/// `-D`'s value: seconds, or with an s/m/h/d suffix (either case).
+/// `-D`'s value as rt-tests' `parse_time_string`: the leading number
+/// (strtol), times 60/3600/86400 when the next character is m/h/d (either
+/// case); anything else after the number is ignored. 0 means no limit.
 pub fn parse_duration(value: &str) -> Option<Duration> {
-    let value = value.trim();
-    let (digits, unit) = match value.char_indices().last()? {
-        (at, c) if c.is_ascii_alphabetic() => (&value[..at], c.to_ascii_lowercase()),
-        _ => (value, 's'),
+    let t = value.trim_start();
+    let sign_len = usize::from(t.starts_with(['-', '+']));
+    let digits = t[sign_len..].bytes().take_while(u8::is_ascii_digit).count();
+    let n = atoi(&t[..sign_len + digits]);
+    let unit = t[sign_len + digits..].chars().next();
+    let factor = match unit {
+        Some('m' | 'M') => 60,
+        Some('h' | 'H') => 3600,
+        Some('d' | 'D') => 86_400,
+        _ => 1,
     };
-    let n: u64 = digits.parse().ok()?;
-    let secs = match unit {
-        's' => n,
-        'm' => n.checked_mul(60)?,
-        'h' => n.checked_mul(3600)?,
-        'd' => n.checked_mul(86_400)?,
-        _ => return None,
-    };
-    Some(Duration::from_secs(secs))
+    let secs = n.saturating_mul(factor);
+    (secs > 0).then(|| Duration::from_secs(secs as u64))
 }
 
 /// A CPU list as cyclictest takes it: `2`, `0-3`, `0,2-3`, `!0` (all but).
@@ -288,16 +398,27 @@ pub fn parse_cpu_list(value: &str, online: &[usize]) -> Option<Vec<usize>> {
     (!cpus.is_empty()).then_some(cpus)
 }
 
+/// rt-tests' HIST_MAX: larger `-h` values are cut to it.
+const HIST_MAX: usize = 1_000_000;
+
 impl CyclicSettings {
     /// Parses cyclictest's arguments (without the program name). `online` is
     /// the CPUs this process may run on: `-t` without a number, `-a` without a
-    /// list and `-S` use it.
-    pub fn parse(args: &[String], online: &[usize]) -> Result<CyclicSettings, CyclicUsage> {
+    /// list and `-S` use it. `smi_supported` is the processor check `--smi`
+    /// needs (timer::cyclic::has_smi_counter).
+    pub fn parse(
+        args: &[String],
+        online: &[usize],
+        smi_supported: bool,
+    ) -> Result<CyclicSettings, CyclicUsage> {
         let mut s = CyclicSettings {
             threads: 1,
             affinity: None,
+            affinity_listed: false,
             smp: false,
             priority: 0,
+            policy: CyclicPolicy::Other,
+            priospread: false,
             interval_us: 1000,
             distance_us: 500,
             loops: 0,
@@ -306,90 +427,290 @@ impl CyclicSettings {
             quiet: false,
             nsecs: false,
             histogram: 0,
+            histofall: false,
+            histfile: None,
             json: None,
+            fifo: None,
             laptop: false,
+            default_system: false,
+            latency_target: 0,
+            breaktrace: 0,
+            tracemark: false,
+            spike: 0,
+            spike_nodes: 1024,
+            verbose: false,
+            oscope: 1,
+            refresh_on_max: false,
+            clock: 0,
+            relative: false,
+            system: false,
+            posix_timers: false,
+            resolution: false,
+            dbg: false,
+            aligned: None,
+            secaligned: None,
+            main_affinity: None,
+            smi: false,
+            warnings: Vec::new(),
+            early_lines: Vec::new(),
             cmdline: std::iter::once("cyclictest".to_string())
                 .chain(args.iter().cloned())
                 .collect::<Vec<_>>()
                 .join(" "),
         };
         let all = online.len().max(1);
-        let mut threads_given = false;
+        // cyclictest's num_threads: -1 = one per CPU, decided after parsing.
+        let mut num_threads: i64 = 1;
+        let mut distance: i64 = -1;
+        let mut oscope: i64 = 1;
+        let mut histogram: i64 = 0;
+        let mut clock: i64 = 0;
+        let mut priority: i64 = 0;
+        let mut option_affinity = false;
+        let mut error = false;
         for (name, value) in tokenize(args)? {
-            let v = value.as_deref();
+            let v = value.as_deref().unwrap_or_default();
+            let n = atoi(v);
             match name {
                 "affinity" => {
-                    s.affinity = Some(match v {
-                        Some(list) => parse_cpu_list(list, online).ok_or_else(|| {
-                            CyclicUsage::Bad(format!("invalid CPU list for -a: '{list}'"))
-                        })?,
+                    option_affinity = true;
+                    if s.smp {
+                        continue;
+                    }
+                    s.affinity_listed = value.is_some();
+                    s.affinity = Some(match &value {
+                        Some(list) => match parse_cpu_list(list, online) {
+                            Some(cpus) => {
+                                if s.verbose {
+                                    // cyclictest says it while parsing, and
+                                    // again when it starts.
+                                    s.early_lines.push(format!("Using {} cpus.", cpus.len()));
+                                }
+                                cpus
+                            }
+                            // cyclictest: a CPU set given but empty -> usage.
+                            None => return Err(CyclicUsage::Invalid(Vec::new())),
+                        },
                         None => online.to_vec(),
                     });
                 }
-                "distance" => s.distance_us = number("-d", v.unwrap_or_default())?,
-                "duration" => {
-                    let text = v.unwrap_or_default();
-                    s.duration = Some(parse_duration(text).ok_or_else(|| {
-                        CyclicUsage::Bad(format!("invalid value for -D: '{text}'"))
-                    })?);
+                "aligned" => s.aligned = Some(n.max(0) as u64),
+                "breaktrace" => s.breaktrace = n,
+                "clock" => clock = n,
+                "default-system" => s.default_system = true,
+                "distance" => distance = n,
+                "duration" => s.duration = parse_duration(v),
+                "latency" => s.latency_target = n.clamp(0, i64::from(i32::MAX)) as i32,
+                "fifo" => s.fifo = value,
+                "histogram" | "histofall" => {
+                    s.histofall |= name == "histofall";
+                    histogram = n;
+                    if histogram == 0 {
+                        return Err(CyclicUsage::Invalid(Vec::new()));
+                    }
                 }
-                "help" => return Err(CyclicUsage::Help),
-                "histogram" => s.histogram = number("-h", v.unwrap_or_default())?,
-                "interval" => s.interval_us = number("-i", v.unwrap_or_default())?,
+                "histfile" => s.histfile = value,
+                "interval" => {
+                    if n <= 0 {
+                        return Err(CyclicUsage::Bad(format!(
+                            "invalid interval for -i: '{v}' (cyclictest would spin without sleeping)"
+                        )));
+                    }
+                    s.interval_us = n as u64;
+                }
                 "json" => s.json = value,
                 "laptop" => s.laptop = true,
-                "loops" => s.loops = number("-l", v.unwrap_or_default())?,
+                "loops" => s.loops = n.max(0) as u64,
+                "mainaffinity" => {
+                    s.main_affinity = Some(parse_cpu_list(v, online).ok_or_else(|| {
+                        CyclicUsage::Bad(format!("invalid CPU list for --mainaffinity: '{v}'"))
+                    })?)
+                }
                 "mlockall" => s.mlockall = true,
+                "refresh_on_max" => s.refresh_on_max = true,
                 "nsecs" => s.nsecs = true,
-                "priority" => s.priority = number("-p", v.unwrap_or_default())?,
+                "oscope" => oscope = n,
+                "priority" => {
+                    priority = n;
+                    if !s.policy.is_realtime() {
+                        s.policy = CyclicPolicy::Fifo;
+                    }
+                }
                 "quiet" => s.quiet = true,
-                "smp" => s.smp = true,
+                "priospread" => s.priospread = true,
+                "relative" => s.relative = true,
+                "resolution" => s.resolution = true,
+                "secaligned" => s.secaligned = Some(n.max(0) as u64),
+                "system" => s.system = true,
+                "smi" => s.smi = true,
+                "smp" => {
+                    s.smp = true;
+                    num_threads = -1;
+                }
+                "spike" => s.spike = n,
+                "spike-nodes" => {
+                    if s.spike != 0 {
+                        s.spike_nodes = n.max(0) as usize;
+                    }
+                }
                 "threads" => {
-                    threads_given = true;
-                    s.threads = match v {
-                        Some(n) => number("-t", n)?,
-                        None => all,
+                    if s.smp {
+                        s.warnings.push("WARN: -t ignored due to smp mode".into());
+                        continue;
+                    }
+                    num_threads = match &value {
+                        Some(_) if n != 0 => n,
+                        _ => -1,
                     };
                 }
+                "tracemark" => s.tracemark = true,
                 // Output is written whole lines at a time already.
                 "unbuffered" => {}
+                "verbose" => s.verbose = true,
+                "dbg_cyclictest" => s.dbg = true,
+                "policy" => s.policy = CyclicPolicy::parse(v),
+                "help" => return Err(CyclicUsage::Help),
+                "posix_timers" => s.posix_timers = true,
                 _ => unreachable!("every option of OPTIONS is handled"),
             }
         }
+        if s.system && s.posix_timers {
+            s.warnings.extend([
+                "WARN: The system option requires clock_nanosleep".to_string(),
+                "WARN: and is not compatible with posix_timers".to_string(),
+                "WARN: Using clock_nanosleep".to_string(),
+            ]);
+            s.posix_timers = false;
+        }
+        if option_affinity && s.smp {
+            s.warnings.push("WARN: -a ignored due to smp mode".into());
+        }
         if s.smp {
             // -S: -a -t (one thread per CPU, each on its own), same priority.
-            s.threads = all;
             s.affinity = Some(online.to_vec());
-        } else if !threads_given {
-            s.threads = 1;
         }
-        if s.threads == 0 || s.threads > 4096 {
+        if s.smi {
+            if !smi_supported {
+                return Err(CyclicUsage::Fatal(
+                    "SMI counter is not supported on this processor".into(),
+                ));
+            }
+            if s.affinity.is_none() {
+                return Err(CyclicUsage::Fatal(
+                    "SMI counter relies on thread affinity".into(),
+                ));
+            }
+        }
+        // cyclictest accepts -c 2 (its bound check is off by one) and then
+        // reads past its clock table; latscope refuses it with the rest.
+        if !(0..=1).contains(&clock) {
+            error = true;
+        }
+        s.clock = clock as usize;
+        let mut warnings_before_usage = Vec::new();
+        if oscope < 1 {
+            error = true;
+        }
+        if oscope > 1 && !s.verbose {
+            warnings_before_usage.push("WARN: -o option only meaningful, if verbose".to_string());
+            error = true;
+        }
+        s.oscope = oscope.max(1) as u64;
+        if histogram < 0 {
+            error = true;
+        }
+        s.histogram = (histogram.max(0) as usize).min(HIST_MAX);
+        if s.histogram > 0 && distance != -1 {
+            s.warnings
+                .push("WARN: distance is ignored and set to 0, if histogram enabled".into());
+        }
+        if distance == -1 {
+            distance = 500;
+        }
+        // With a histogram every thread has the same interval.
+        s.distance_us = if s.histogram > 0 { 0 } else { distance };
+        if !(0..=99).contains(&priority) {
+            error = true;
+        }
+        if num_threads == -1 {
+            num_threads = match &s.affinity {
+                Some(cpus) if !s.smp => cpus.len() as i64,
+                _ => all as i64,
+            };
+        }
+        if s.priospread && priority == 0 {
+            s.warnings.push(format!(
+                "defaulting realtime priority to {}",
+                num_threads + 1
+            ));
+            priority = num_threads + 1;
+        }
+        if priority != 0 && !s.policy.is_realtime() {
+            s.warnings
+                .push("policy and priority don't match: setting policy to SCHED_FIFO".to_string());
+            s.policy = CyclicPolicy::Fifo;
+        }
+        if s.policy.is_realtime() && priority == 0 {
+            s.warnings.push(format!(
+                "defaulting realtime priority to {}",
+                num_threads + 1
+            ));
+            priority = num_threads + 1;
+        }
+        if num_threads < 1 {
+            error = true;
+        }
+        if s.aligned.is_some() && s.secaligned.is_some() {
+            error = true;
+        }
+        if error {
+            let mut lines = s.warnings.clone();
+            lines.extend(warnings_before_usage);
+            return Err(CyclicUsage::Invalid(lines));
+        }
+        if num_threads > 4096 {
             return Err(CyclicUsage::Bad(format!(
-                "invalid number of threads: {}",
-                s.threads
+                "invalid number of threads: {num_threads} (at most 4096)"
             )));
         }
-        if s.interval_us == 0 {
-            return Err(CyclicUsage::Bad("invalid interval: 0".to_string()));
-        }
-        if !(0..=99).contains(&s.priority) {
-            return Err(CyclicUsage::Bad(format!(
-                "invalid priority: {} (0 to 99)",
-                s.priority
-            )));
-        }
-        if s.histogram > 10_000_000 {
-            return Err(CyclicUsage::Bad(format!(
-                "invalid histogram size: {}",
-                s.histogram
-            )));
+        s.threads = num_threads as usize;
+        s.priority = priority.clamp(0, 99) as i32;
+        for i in 0..s.threads {
+            if s.interval_of(i) <= 0 {
+                return Err(CyclicUsage::Bad(format!(
+                    "thread {i} would have an interval of {} us (-i {} -d {})",
+                    s.interval_of(i),
+                    s.interval_us,
+                    s.distance_us
+                )));
+            }
         }
         Ok(s)
     }
 
-    /// Thread `i`'s interval: `-i + i * -d`, in us.
-    pub fn interval_of(&self, i: usize) -> u64 {
-        self.interval_us + i as u64 * self.distance_us
+    /// Thread `i`'s interval: `-i + i * -d`, in us (the same for every
+    /// thread with -h).
+    pub fn interval_of(&self, i: usize) -> i64 {
+        self.interval_us as i64 + i as i64 * self.distance_us
+    }
+
+    /// Thread `i`'s priority: `--priospread` steps it down per thread.
+    pub fn priority_of(&self, i: usize) -> i32 {
+        if self.priospread {
+            self.priority - i as i32
+        } else {
+            self.priority
+        }
+    }
+
+    /// Thread `i`'s policy: cyclictest runs a thread at priority 0 (or
+    /// without a real-time policy) as SCHED_OTHER.
+    pub fn policy_of(&self, i: usize) -> CyclicPolicy {
+        if self.priority_of(i) > 0 && self.policy.is_realtime() {
+            self.policy
+        } else {
+            CyclicPolicy::Other
+        }
     }
 
     /// Thread `i`'s CPU in the JSON: its own when pinned, otherwise
@@ -397,6 +718,13 @@ impl CyclicSettings {
     pub fn json_cpu_of(&self, i: usize, online: &[usize]) -> usize {
         self.cpu_of(i)
             .unwrap_or_else(|| online.get(i % online.len().max(1)).copied().unwrap_or(0))
+    }
+
+    /// The CPUs of `-a LIST` (not of `-a` alone or `-S`).
+    pub fn listed_affinity(&self) -> Option<&[usize]> {
+        self.affinity
+            .as_deref()
+            .filter(|_| self.affinity_listed && !self.smp)
     }
 
     /// Thread `i`'s CPU, when pinned.
@@ -413,7 +741,7 @@ mod tests {
 
     fn parse(words: &[&str]) -> Result<CyclicSettings, CyclicUsage> {
         let args: Vec<String> = words.iter().map(|w| w.to_string()).collect();
-        CyclicSettings::parse(&args, &[0, 1])
+        CyclicSettings::parse(&args, &[0, 1], false)
     }
 
     #[test]
@@ -459,13 +787,27 @@ mod tests {
             "200",
             "--dist=10",
             "--json=/tmp/x",
-            "--hist",
+            "--histog",
             "30",
         ])
         .unwrap();
-        assert_eq!((s.interval_us, s.distance_us, s.histogram), (200, 10, 30));
+        // -h makes every interval the same (the distance is set to 0).
+        assert_eq!((s.interval_us, s.distance_us, s.histogram), (200, 0, 30));
         assert_eq!(s.json.as_deref(), Some("/tmp/x"));
+        assert_eq!(s.interval_of(2), 200);
+        assert_eq!(
+            s.warnings,
+            vec!["WARN: distance is ignored and set to 0, if histogram enabled"]
+        );
+        let s = parse(&["--interval", "200", "--dist=10"]).unwrap();
         assert_eq!(s.interval_of(2), 220);
+        assert_eq!(
+            parse(&["--hist", "30"]),
+            Err(CyclicUsage::Getopt(
+                "option '--hist' is ambiguous; possibilities: '--histogram' '--histofall' '--histfile'"
+                    .into()
+            ))
+        );
     }
 
     #[test]
@@ -474,7 +816,58 @@ mod tests {
         assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
         assert_eq!(parse_duration("1H"), Some(Duration::from_secs(3600)));
         assert_eq!(parse_duration("1d"), Some(Duration::from_secs(86400)));
-        assert_eq!(parse_duration("1x"), None);
+        // parse_time_string: an unknown suffix is ignored, no number = none.
+        assert_eq!(parse_duration("1x"), Some(Duration::from_secs(1)));
+        assert_eq!(parse_duration("abc"), None);
+        assert_eq!(parse_duration("0"), None);
+    }
+
+    #[test]
+    fn atoi_is_cs() {
+        assert_eq!(atoi("12abc"), 12);
+        assert_eq!(atoi("  -7"), -7);
+        assert_eq!(atoi("x"), 0);
+        assert_eq!(atoi("+3"), 3);
+    }
+
+    #[test]
+    fn cyclictests_own_adjustments() {
+        // -t 0: atoi gives 0, so one thread per CPU (the word is skipped).
+        assert_eq!(parse(&["-t", "0"]).unwrap().threads, 2);
+        let s = parse(&["--policy=fifo"]).unwrap();
+        assert_eq!((s.priority, s.policy), (2, CyclicPolicy::Fifo));
+        assert_eq!(s.warnings, vec!["defaulting realtime priority to 2"]);
+        let s = parse(&["-t3", "--priospread", "-p", "5"]).unwrap();
+        assert_eq!(
+            (0..3).map(|i| s.priority_of(i)).collect::<Vec<_>>(),
+            vec![5, 4, 3]
+        );
+        let s = parse(&["-S", "-t", "2"]).unwrap();
+        assert_eq!(s.warnings, vec!["WARN: -t ignored due to smp mode"]);
+        assert_eq!(s.policy_of(0), CyclicPolicy::Other);
+        assert_eq!(parse(&["-p", "100"]), Err(CyclicUsage::Invalid(vec![])));
+        assert_eq!(parse(&["-h", "0"]), Err(CyclicUsage::Invalid(vec![])));
+        assert_eq!(parse(&["-c", "5"]), Err(CyclicUsage::Invalid(vec![])));
+        assert_eq!(
+            parse(&["-o", "2"]),
+            Err(CyclicUsage::Invalid(vec![
+                "WARN: -o option only meaningful, if verbose".into()
+            ]))
+        );
+        assert_eq!(
+            parse(&["-A", "--secaligned"]),
+            Err(CyclicUsage::Invalid(vec![]))
+        );
+        assert_eq!(
+            parse(&["--smi"]),
+            Err(CyclicUsage::Fatal(
+                "SMI counter is not supported on this processor".into()
+            ))
+        );
+        assert_eq!(parse(&["-l", "-5"]).unwrap().loops, 0);
+        // -p 0 asks for SCHED_FIFO, whose default is threads + 1.
+        let s = parse(&["-p", "0"]).unwrap();
+        assert_eq!((s.priority, s.policy), (2, CyclicPolicy::Fifo));
     }
 
     #[test]
@@ -489,7 +882,7 @@ mod tests {
                 "option requires an argument -- 'p'".into()
             ))
         );
-        assert!(matches!(parse(&["-b", "100"]), Err(CyclicUsage::Bad(_))));
+        assert_eq!(parse(&["-b", "100"]).unwrap().breaktrace, 100);
         assert!(matches!(parse(&["-i", "x"]), Err(CyclicUsage::Bad(_))));
         assert!(matches!(parse(&["--bogus"]), Err(CyclicUsage::Getopt(_))));
         assert_eq!(parse(&["-q", "--help"]), Err(CyclicUsage::Help));
@@ -497,10 +890,11 @@ mod tests {
 
     proptest! {
         /// Clustering is the same as separate letters, and attached values
-        /// are the same as the next word.
+        /// are the same as the next word. (`-p 0` is cyclictest's "default
+        /// real-time priority", checked in `cyclictests_own_adjustments`.)
         #[test]
         fn clustering_is_equivalent(q in any::<bool>(), m in any::<bool>(), n in any::<bool>(),
-                                    p in 0i32..100, l in 1u64..1_000_000) {
+                                    p in 1i32..100, l in 1u64..1_000_000) {
             let mut letters = String::new();
             let mut separate: Vec<String> = Vec::new();
             for (on, c) in [(q, 'q'), (m, 'm'), (n, 'N')] {
@@ -508,8 +902,8 @@ mod tests {
             }
             let clustered = vec![format!("-{letters}p{p}"), "-l".into(), l.to_string()];
             separate.extend(["-p".to_string(), p.to_string(), format!("-l{l}")]);
-            let a = CyclicSettings::parse(&clustered, &[0, 1]).unwrap();
-            let b = CyclicSettings::parse(&separate, &[0, 1]).unwrap();
+            let a = CyclicSettings::parse(&clustered, &[0, 1], false).unwrap();
+            let b = CyclicSettings::parse(&separate, &[0, 1], false).unwrap();
             prop_assert_eq!((a.quiet, a.mlockall, a.nsecs, a.priority, a.loops),
                             (b.quiet, b.mlockall, b.nsecs, b.priority, b.loops));
             prop_assert_eq!((a.quiet, a.mlockall, a.nsecs, a.priority, a.loops), (q, m, n, p, l));
@@ -518,7 +912,7 @@ mod tests {
         /// Any word list parses or fails cleanly, never panics.
         #[test]
         fn never_panics(words in proptest::collection::vec("[-a-zA-Z0-9=!]{0,6}", 0..6)) {
-            let _ = CyclicSettings::parse(&words, &[0, 1]);
+            let _ = CyclicSettings::parse(&words, &[0, 1], false);
         }
     }
 }

@@ -287,6 +287,8 @@ impl TimerSettings {
         }
         let wake = if args.timerfd {
             WakeMethod::Timerfd
+        } else if args.posix_timer {
+            WakeMethod::PosixTimer
         } else if args.nanosleep {
             WakeMethod::Nanosleep
         } else if format == OutputFormat::Classic {

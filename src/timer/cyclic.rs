@@ -1,20 +1,58 @@
 //! cyclictest's measuring threads, with cyclictest's semantics rather than
 //! Xenomai's: no warm-up, each thread its own interval and priority, `-l`
 //! loops per thread, latency truncated to whole us unless ns are asked for,
-//! `clock_nanosleep(TIMER_ABSTIME)` on CLOCK_MONOTONIC, missed periods
-//! skipped as cyclictest does (next expiry = last expiry + interval until it
-//! is ahead of the clock).
+//! missed periods skipped as cyclictest does (next expiry = last expiry +
+//! interval until it is ahead of the clock).
+//!
+//! What the main thread shows while the run goes on (the running display,
+//! `-v` values, `-M`) it reads from `CyclicLive`: atomics each thread stores
+//! after every sample, and a preallocated ring of values for `-v`. The loop
+//! itself never allocates, locks or prints; `-b` and `--spike` claim their
+//! slot with one atomic operation.
 
-use crate::rt::clock::{monotonic_ns, try_sleep_until_ns};
-use crate::rt::sched::{self, Policy};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use crate::rt::clock::{read_clock, timespec};
+use crate::rt::sched;
+use crate::rt::tracefs::BreakTrace;
+use crate::timer::posix_timer::PosixTimer;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// cyclictest's ring of values for `-v` (a power of two).
+pub const VALBUF_SIZE: usize = 16384;
+
+/// cyclictest starts every minimum at this value (us or ns alike), and a
+/// thread that has not sampled yet shows it.
+pub const MIN_START: i64 = 1_000_000;
+
+/// How a thread waits for its next period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CyclicWake {
+    /// `clock_nanosleep` (absolute, or relative with `-r`): the default.
+    ClockNanosleep,
+    /// `-s`: `nanosleep` for one interval from the time read before it.
+    Nanosleep,
+    /// `-x`: a POSIX interval timer signalling the thread, taken by `sigwait`.
+    PosixTimer,
+}
+
+/// Where the first expiry is placed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CyclicAlign {
+    /// One interval after the thread's own start.
+    None,
+    /// `-A USEC`: all threads from one common start, thread n offset by n*USEC.
+    Aligned { offset_ns: u64 },
+    /// `--secaligned USEC`: from the next full second (plus USEC).
+    SecAligned { offset_ns: u64 },
+}
 
 /// One thread's plan.
 #[derive(Debug, Clone)]
 pub struct CyclicThreadPlan {
     pub interval_ns: u64,
     pub priority: i32,
+    /// The raw scheduling policy (SCHED_FIFO, SCHED_RR, SCHED_OTHER, ...).
+    pub policy: libc::c_int,
     pub cpu: Option<usize>,
     /// 0 = until stopped.
     pub loops: u64,
@@ -23,7 +61,96 @@ pub struct CyclicThreadPlan {
     pub nsecs: bool,
 }
 
-/// One thread's figures, in us (or ns).
+/// What every thread shares.
+#[derive(Debug, Clone)]
+pub struct CyclicOptions {
+    pub clock: libc::clockid_t,
+    pub wake: CyclicWake,
+    pub relative: bool,
+    /// `-D`: each thread stops everything once this long has passed.
+    pub duration_ns: Option<u64>,
+    /// `-b`: a sample above this stops all threads (figure units).
+    pub break_limit: Option<i64>,
+    /// `--tracemark` with `-b`: the trace mark is written here.
+    pub tracemark: bool,
+    /// `--spike`: samples above this are recorded (figure units).
+    pub spike_trigger: Option<i64>,
+    /// `--spike-nodes`: how many spikes are kept.
+    pub spike_nodes: usize,
+    /// `-v`: keep every value in a ring for the main thread.
+    pub verbose: bool,
+    pub align: CyclicAlign,
+    /// `--smi`: read the SMI count MSR of the thread's CPU every sample.
+    pub smi: bool,
+}
+
+/// One recorded spike (`--spike`).
+#[derive(Debug, Default)]
+pub struct SpikeSlot {
+    pub thread: AtomicUsize,
+    pub diff: AtomicI64,
+    /// The wake-up time in us of the measuring clock, as cyclictest prints it.
+    pub ts_us: AtomicI64,
+}
+
+/// One thread's live figures, stored after every sample.
+#[derive(Debug)]
+pub struct CyclicLive {
+    pub tid: AtomicI32,
+    pub cycles: AtomicU64,
+    pub min: AtomicI64,
+    pub act: AtomicI64,
+    pub sum: AtomicI64,
+    pub max: AtomicI64,
+    pub smi_count: AtomicU64,
+    /// `-v`: value of cycle n at `n % VALBUF_SIZE` (empty without -v).
+    pub values: Box<[AtomicI64]>,
+    /// `-v --smi`: the SMIs of that cycle.
+    pub smis: Box<[AtomicU64]>,
+    /// Set when the thread has left its loop.
+    pub finished: AtomicBool,
+}
+
+impl CyclicLive {
+    fn new(verbose: bool, smi: bool) -> CyclicLive {
+        let ring = |on: bool| if on { VALBUF_SIZE } else { 0 };
+        CyclicLive {
+            tid: AtomicI32::new(0),
+            cycles: AtomicU64::new(0),
+            min: AtomicI64::new(MIN_START),
+            act: AtomicI64::new(0),
+            sum: AtomicI64::new(0),
+            max: AtomicI64::new(0),
+            smi_count: AtomicU64::new(0),
+            values: (0..ring(verbose)).map(|_| AtomicI64::new(0)).collect(),
+            smis: (0..ring(verbose && smi))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+            finished: AtomicBool::new(false),
+        }
+    }
+}
+
+/// Everything the threads and the main thread share.
+#[derive(Debug)]
+pub struct CyclicShared {
+    /// cyclictest's `shutdown`: set by a signal, `-D`, `-b` or a failure.
+    pub stop: AtomicBool,
+    pub threads: Vec<CyclicLive>,
+    /// `-b`: the tid of the thread that broke (0 = none) and its value.
+    pub break_tid: AtomicI32,
+    pub break_value: AtomicI64,
+    /// Bumped on every new maximum (`-M` redraws on a change).
+    pub max_epoch: AtomicU64,
+    /// `--spike`: slots claimed in order; `spikes` counts them all.
+    pub spike_slots: Box<[SpikeSlot]>,
+    pub spikes: AtomicUsize,
+    /// `-A`/`--secaligned`: the common start (ns of the clock), 0 = not yet.
+    start_ns: AtomicU64,
+    ready: AtomicUsize,
+}
+
+/// One thread's result.
 #[derive(Debug, Clone, Default)]
 pub struct CyclicFigures {
     pub tid: i32,
@@ -35,59 +162,325 @@ pub struct CyclicFigures {
     pub hist: Vec<u64>,
     pub overflows: u64,
     pub outliers: Vec<u64>,
+    pub smi_count: u64,
 }
 
-/// Runs one measuring thread until its loops are done or `stop` is set.
-/// `done` is set when the thread ends (so the controller stops waiting).
-pub fn run_thread(
+/// The running threads.
+pub struct CyclicRun {
+    pub shared: Arc<CyclicShared>,
+    handles: Vec<Result<std::thread::JoinHandle<Result<CyclicFigures, String>>, String>>,
+}
+
+impl CyclicRun {
+    /// Sets the stop flag and joins every thread.
+    pub fn stop_and_join(self) -> Vec<Result<CyclicFigures, String>> {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        self.handles
+            .into_iter()
+            .map(|h| match h {
+                Ok(h) => h
+                    .join()
+                    .unwrap_or_else(|_| Err("a measuring thread panicked".to_string())),
+                Err(e) => Err(e),
+            })
+            .collect()
+    }
+}
+
+/// Starts one thread per plan. A break trace is opened before any starts
+/// (`--tracemark`), so the measuring thread only writes.
+pub fn start(plans: &[CyclicThreadPlan], opts: &CyclicOptions) -> Result<CyclicRun, String> {
+    let trace = if opts.tracemark && opts.break_limit.is_some() {
+        Some(Arc::new(Mutex::new(BreakTrace::open()?)))
+    } else {
+        None
+    };
+    let shared = Arc::new(CyclicShared {
+        stop: AtomicBool::new(false),
+        threads: plans
+            .iter()
+            .map(|_| CyclicLive::new(opts.verbose, opts.smi))
+            .collect(),
+        break_tid: AtomicI32::new(0),
+        break_value: AtomicI64::new(0),
+        max_epoch: AtomicU64::new(0),
+        spike_slots: (0..if opts.spike_trigger.is_some() {
+            opts.spike_nodes
+        } else {
+            0
+        })
+            .map(|_| SpikeSlot::default())
+            .collect(),
+        spikes: AtomicUsize::new(0),
+        start_ns: AtomicU64::new(0),
+        ready: AtomicUsize::new(0),
+    });
+    let mut handles = Vec::with_capacity(plans.len());
+    for (i, plan) in plans.iter().enumerate() {
+        let plan = plan.clone();
+        let opts = opts.clone();
+        let shared_t = Arc::clone(&shared);
+        let trace = trace.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("cyclic{i}"))
+            .stack_size(256 * 1024)
+            .spawn(move || {
+                let result = sample(i, &plan, &opts, &shared_t, trace.as_deref());
+                if result.is_err() {
+                    // A failed thread ends the run, as cyclictest's fatal().
+                    shared_t.stop.store(true, Ordering::Relaxed);
+                }
+                shared_t.threads[i].finished.store(true, Ordering::Release);
+                result
+            });
+        handles.push(spawned.map_err(|e| format!("could not start measuring thread {i}: {e}")));
+        if handles.last().is_some_and(|h| h.is_err()) {
+            shared.stop.store(true, Ordering::Relaxed);
+        }
+    }
+    Ok(CyclicRun { shared, handles })
+}
+
+/// `hit latency threshold (%llu > %d)` into a stack buffer (no allocation).
+fn break_message(buf: &mut [u8; 96], diff: i64, limit: i64) -> usize {
+    use std::io::Write;
+    let mut cursor = std::io::Cursor::new(&mut buf[..]);
+    let _ = write!(cursor, "hit latency threshold ({diff} > {limit})");
+    cursor.position() as usize
+}
+
+/// The SMI count MSR (0x34) of the CPU behind `fd` (/dev/cpu/N/msr).
+fn read_smi(fd: libc::c_int) -> Option<u64> {
+    let mut value: u64 = 0;
+    // SAFETY: reads 8 bytes into `value` from an open descriptor.
+    let n = unsafe { libc::pread(fd, (&mut value as *mut u64).cast(), 8, 0x34) };
+    (n == 8).then_some(value & 0xFFFF_FFFF)
+}
+
+fn sample(
+    index: usize,
     plan: &CyclicThreadPlan,
-    stop: &AtomicBool,
-    done: &AtomicBool,
+    opts: &CyclicOptions,
+    shared: &CyclicShared,
+    trace: Option<&Mutex<BreakTrace>>,
 ) -> Result<CyclicFigures, String> {
-    let result = sample(plan, stop);
-    done.store(true, Ordering::Release);
-    result
-}
-
-fn sample(plan: &CyclicThreadPlan, stop: &AtomicBool) -> Result<CyclicFigures, String> {
+    let live = &shared.threads[index];
     if let Some(cpu) = plan.cpu {
         sched::pin_current_thread(cpu)?;
     }
-    if plan.priority > 0 {
-        sched::set_current_thread_policy(Policy::Fifo, plan.priority)?;
-    }
     sched::minimal_timer_slack();
+    let tid = sched::current_tid();
+    live.tid.store(tid, Ordering::Relaxed);
+    let interval = plan.interval_ns;
+    let timer = if opts.wake == CyclicWake::PosixTimer {
+        Some(PosixTimer::for_this_thread(opts.clock)?)
+    } else {
+        None
+    };
+    let param = libc::sched_param {
+        sched_priority: plan.priority,
+    };
+    // SAFETY: pid 0 is the calling thread; `param` is valid.
+    if unsafe { libc::sched_setscheduler(0, plan.policy, &param) } != 0 {
+        let errno = std::io::Error::last_os_error();
+        return Err(format!(
+            "timerthread{}: failed to set priority to {}: {errno}",
+            plan.cpu.map_or(-1, |c| c as i64),
+            plan.priority
+        ));
+    }
+    let msr = if opts.smi {
+        let cpu = plan.cpu.unwrap_or(0);
+        let path = format!("/dev/cpu/{cpu}/msr\0");
+        // SAFETY: NUL-terminated path.
+        let fd = unsafe { libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return Err(format!(
+                "/dev/cpu/{cpu}/msr open failed, try chown or chmod +r /dev/cpu/*/msr, or run as root: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        Some(MsrFd(fd))
+    } else {
+        None
+    };
+    let mut smi_old = match &msr {
+        Some(m) => read_smi(m.0).ok_or("Could not read SMI counter")?,
+        None => 0,
+    };
     let mut f = CyclicFigures {
-        // SAFETY: gettid has no preconditions.
-        tid: unsafe { libc::gettid() },
-        min: i64::MAX,
+        tid,
+        min: MIN_START,
         hist: vec![0; plan.hist_cells],
         // cyclictest keeps one overflow cycle number per histogram cell.
         outliers: Vec::with_capacity(plan.hist_cells),
         ..CyclicFigures::default()
     };
-    let mut next = monotonic_ns() + plan.interval_ns;
-    while !stop.load(Ordering::Relaxed) {
-        if let Err(errno) = try_sleep_until_ns(next) {
-            if errno == libc::EINTR {
-                continue;
+    let n_threads = shared.threads.len();
+    let mut now = match opts.align {
+        CyclicAlign::None => read_clock(opts.clock),
+        CyclicAlign::Aligned { offset_ns } | CyclicAlign::SecAligned { offset_ns } => {
+            // Every thread waits for all, thread 0 reads the common start.
+            shared.ready.fetch_add(1, Ordering::AcqRel);
+            while shared.ready.load(Ordering::Acquire) < n_threads {
+                if shared.stop.load(Ordering::Relaxed) {
+                    return Ok(f);
+                }
+                std::thread::sleep(std::time::Duration::from_micros(100));
             }
-            return Err(format!(
-                "clock_nanosleep failed: {}",
-                std::io::Error::from_raw_os_error(errno)
-            ));
+            if index == 0 {
+                let mut t = read_clock(opts.clock);
+                if matches!(opts.align, CyclicAlign::SecAligned { .. }) {
+                    // Never a start in the past: the next full second, or the
+                    // one after when less than 0.1 s is left.
+                    let sec = t / 1_000_000_000;
+                    let nsec = t % 1_000_000_000;
+                    t = (sec + if nsec > 900_000_000 { 2 } else { 1 }) * 1_000_000_000;
+                }
+                shared.start_ns.store(t, Ordering::Release);
+            }
+            let mut t = shared.start_ns.load(Ordering::Acquire);
+            while t == 0 {
+                std::thread::sleep(std::time::Duration::from_micros(100));
+                t = shared.start_ns.load(Ordering::Acquire);
+            }
+            match opts.align {
+                CyclicAlign::Aligned { .. } => t + offset_ns * index as u64,
+                _ => t + offset_ns,
+            }
         }
-        let now = monotonic_ns();
+    };
+    let mut next = now + interval;
+    let stop_at = opts.duration_ns.map(|d| now + d);
+    if let Some(t) = &timer {
+        if opts.relative {
+            t.arm(interval, interval, false)?;
+        } else {
+            t.arm(next, interval, true)?;
+        }
+    }
+    let interval_ts = timespec(interval);
+    let mut broke = false;
+    let mut msg = [0u8; 96];
+    while !shared.stop.load(Ordering::Relaxed) {
+        match opts.wake {
+            CyclicWake::PosixTimer => {
+                if let Some(t) = &timer
+                    && t.wait().is_err()
+                {
+                    break;
+                }
+            }
+            CyclicWake::ClockNanosleep if !opts.relative => {
+                let ts = timespec(next);
+                // SAFETY: valid timespec; null remainder with TIMER_ABSTIME.
+                let rc = unsafe {
+                    libc::clock_nanosleep(
+                        opts.clock,
+                        libc::TIMER_ABSTIME,
+                        &ts,
+                        std::ptr::null_mut(),
+                    )
+                };
+                match rc {
+                    0 => {}
+                    libc::EINTR => continue,
+                    e => {
+                        return Err(format!(
+                            "clock_nanosleep failed: {}",
+                            std::io::Error::from_raw_os_error(e)
+                        ));
+                    }
+                }
+            }
+            CyclicWake::ClockNanosleep => {
+                let before = read_clock(opts.clock);
+                // SAFETY: valid timespec; relative sleep.
+                let rc = unsafe {
+                    libc::clock_nanosleep(opts.clock, 0, &interval_ts, std::ptr::null_mut())
+                };
+                if rc != 0 && rc != libc::EINTR {
+                    return Err(format!(
+                        "clock_nanosleep failed: {}",
+                        std::io::Error::from_raw_os_error(rc)
+                    ));
+                }
+                next = before + interval;
+            }
+            CyclicWake::Nanosleep => {
+                let before = read_clock(opts.clock);
+                // SAFETY: valid timespec; the remainder is not wanted.
+                unsafe { libc::nanosleep(&interval_ts, std::ptr::null_mut()) };
+                next = before + interval;
+            }
+        }
+        now = read_clock(opts.clock);
+        let mut diff_smi = 0;
+        if let Some(m) = &msr {
+            let Some(smi_now) = read_smi(m.0) else {
+                return Err("Could not read SMI counter".to_string());
+            };
+            diff_smi = smi_now.wrapping_sub(smi_old) & 0xFFFF_FFFF;
+            f.smi_count += diff_smi;
+            smi_old = smi_now;
+            live.smi_count.store(f.smi_count, Ordering::Relaxed);
+        }
         let diff_ns = now as i64 - next as i64;
+        // cyclictest's calcdiff truncates toward zero.
         let diff = if plan.nsecs { diff_ns } else { diff_ns / 1000 };
         if diff < f.min {
             f.min = diff;
+            live.min.store(diff, Ordering::Relaxed);
         }
         if diff > f.max {
             f.max = diff;
+            live.max.store(diff, Ordering::Relaxed);
+            shared.max_epoch.fetch_add(1, Ordering::Relaxed);
+        }
+        f.sum += diff;
+        live.sum.store(f.sum, Ordering::Relaxed);
+        if let Some(trigger) = opts.spike_trigger
+            && diff > trigger
+        {
+            let slot = shared.spikes.fetch_add(1, Ordering::Relaxed);
+            if let Some(s) = shared.spike_slots.get(slot) {
+                s.thread.store(index, Ordering::Relaxed);
+                s.diff.store(diff, Ordering::Relaxed);
+                s.ts_us.store((now / 1000) as i64, Ordering::Relaxed);
+            }
+        }
+        if stop_at.is_some_and(|s| now >= s) {
+            shared.stop.store(true, Ordering::Relaxed);
+        }
+        if let Some(limit) = opts.break_limit
+            && !broke
+            && diff > limit
+        {
+            broke = true;
+            shared.stop.store(true, Ordering::Relaxed);
+            if shared
+                .break_tid
+                .compare_exchange(0, tid, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                if let Some(trace) = trace
+                    && let Ok(mut t) = trace.try_lock()
+                {
+                    let n = break_message(&mut msg, diff, limit);
+                    t.fire(&msg[..n]);
+                }
+                shared.break_value.store(diff, Ordering::Relaxed);
+            }
         }
         f.act = diff;
-        f.sum += diff;
+        live.act.store(diff, Ordering::Relaxed);
+        if !live.values.is_empty() {
+            let at = (f.cycles as usize) & (VALBUF_SIZE - 1);
+            live.values[at].store(diff, Ordering::Relaxed);
+            if let Some(s) = live.smis.get(at) {
+                s.store(diff_smi, Ordering::Relaxed);
+            }
+        }
         if plan.hist_cells > 0 {
             if diff >= plan.hist_cells as i64 || diff < 0 {
                 f.overflows += 1;
@@ -99,71 +492,59 @@ fn sample(plan: &CyclicThreadPlan, stop: &AtomicBool) -> Result<CyclicFigures, S
             }
         }
         f.cycles += 1;
-        next += plan.interval_ns;
-        while next < now {
-            next += plan.interval_ns;
+        // Release: the main thread reads the values of this cycle after it.
+        live.cycles.store(f.cycles, Ordering::Release);
+        next += interval;
+        if let Some(t) = &timer {
+            next += t.overruns() * interval;
+        }
+        while now > next {
+            next += interval;
         }
         if plan.loops > 0 && f.cycles >= plan.loops {
             break;
         }
     }
-    if f.cycles == 0 {
-        f.min = 0;
-    }
     Ok(f)
 }
 
-/// Starts every thread, waits until one is done, `stop` is set, or the
-/// deadline passes (then sets `stop`), and joins them. `wait` is called
-/// between checks and returns true when a stop signal came.
-pub fn run_all(
-    plans: &[CyclicThreadPlan],
-    deadline_ns: Option<u64>,
-    mut wait: impl FnMut() -> bool,
-) -> Vec<Result<CyclicFigures, String>> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut handles = Vec::new();
-    let mut dones = Vec::new();
-    for (i, plan) in plans.iter().enumerate() {
-        let plan = plan.clone();
-        let stop_t = Arc::clone(&stop);
-        let done = Arc::new(AtomicBool::new(false));
-        let done_t = Arc::clone(&done);
-        let spawned = std::thread::Builder::new()
-            .name(format!("cyclic{i}"))
-            .stack_size(256 * 1024)
-            .spawn(move || run_thread(&plan, &stop_t, &done_t));
-        match spawned {
-            Ok(h) => {
-                handles.push(Some(h));
-                dones.push(done);
-            }
-            Err(e) => {
-                // Stop those already running; report the failure in place.
-                stop.store(true, Ordering::Relaxed);
-                handles.push(None);
-                dones.push(Arc::new(AtomicBool::new(true)));
-                let _ = e;
-            }
-        }
+/// An open /dev/cpu/N/msr, closed on drop.
+struct MsrFd(libc::c_int);
+
+impl Drop for MsrFd {
+    fn drop(&mut self) {
+        // SAFETY: the descriptor is owned and closed once.
+        unsafe { libc::close(self.0) };
     }
-    // As cyclictest's main loop: once any thread has ended (its `-l` loops
-    // done), all are stopped at the next poll; so with `-l` a thread with a
-    // longer interval ends with fewer cycles, exactly as in cyclictest.
-    loop {
-        let any_done = dones.iter().any(|d| d.load(Ordering::Acquire));
-        if any_done || wait() || deadline_ns.is_some_and(|d| monotonic_ns() >= d) {
-            stop.store(true, Ordering::Relaxed);
-            break;
+}
+
+/// Whether this processor has the SMI count MSR (turbostat's check, as
+/// cyclictest's `has_smi_counter`): Intel family 6 with MSRs, listed models.
+pub fn has_smi_counter() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::__cpuid;
+        // CPUID is always available on x86_64.
+        let v = __cpuid(0);
+        if !(v.ebx == 0x756e_6547 && v.edx == 0x4965_6e69 && v.ecx == 0x6c65_746e) {
+            return false;
         }
+        // Leaf 1 exists on every x86_64 processor.
+        let l1 = __cpuid(1);
+        let fms = l1.eax;
+        if (fms >> 8) & 0xf != 6 || l1.edx & (1 << 5) == 0 {
+            return false;
+        }
+        let model = (((fms >> 16) & 0xf) << 4) + ((fms >> 4) & 0xf);
+        const MODELS: [u32; 32] = [
+            0x1A, 0x1E, 0x1F, 0x25, 0x2C, 0x2E, 0x2F, 0x2A, 0x2D, 0x3A, 0x3E, 0x3C, 0x3F, 0x45,
+            0x46, 0x3D, 0x47, 0x4F, 0x56, 0x4E, 0x5E, 0x8E, 0x9E, 0x55, 0x37, 0x4D, 0x4C, 0x57,
+            0x5C, 0x5F, 0x7A, 0x85,
+        ];
+        MODELS.contains(&model)
     }
-    handles
-        .into_iter()
-        .map(|h| match h {
-            Some(h) => h
-                .join()
-                .unwrap_or_else(|_| Err("a measuring thread panicked".to_string())),
-            None => Err("could not start a measuring thread".to_string()),
-        })
-        .collect()
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
 }

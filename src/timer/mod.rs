@@ -12,6 +12,7 @@
 pub mod breakdown;
 pub mod cyclic;
 pub mod figure;
+pub mod posix_timer;
 pub mod sampler;
 
 use crate::report::EndReason;
@@ -41,6 +42,9 @@ pub enum WakeMethod {
     Nanosleep,
     /// A periodic timerfd read, as Xenomai's Linux build.
     Timerfd,
+    /// A POSIX interval timer signalling the thread, taken by sigwait
+    /// (cyclictest's `-x`).
+    PosixTimer,
 }
 
 impl WakeMethod {
@@ -48,6 +52,7 @@ impl WakeMethod {
         match self {
             WakeMethod::Nanosleep => "clock_nanosleep",
             WakeMethod::Timerfd => "timerfd",
+            WakeMethod::PosixTimer => "posix timer",
         }
     }
 }

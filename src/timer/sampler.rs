@@ -13,6 +13,7 @@
 //! wake-up, reported as Xenomai's "msw" column.
 
 use super::figure::FigureSink;
+use super::posix_timer::PosixTimer;
 use super::{Figure, ThreadShared, TimerPlan, WakeMethod};
 use crate::rt::clock::{monotonic_ns, timespec, try_sleep_until_ns};
 use crate::rt::sched;
@@ -86,12 +87,16 @@ impl SwitchCounters {
 enum Waker {
     Sleep,
     Timerfd(OwnedFd),
+    PosixTimer(PosixTimer),
 }
 
 impl Waker {
     fn new(method: WakeMethod) -> Result<Waker, String> {
         match method {
             WakeMethod::Nanosleep => Ok(Waker::Sleep),
+            WakeMethod::PosixTimer => Ok(Waker::PosixTimer(PosixTimer::for_this_thread(
+                libc::CLOCK_MONOTONIC,
+            )?)),
             WakeMethod::Timerfd => {
                 // SAFETY: plain syscall; the fd is owned below.
                 let fd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC) };
@@ -107,8 +112,12 @@ impl Waker {
         }
     }
 
-    /// Arms a periodic timerfd at its first expiry (a sleep needs nothing).
+    /// Arms a periodic timerfd or POSIX timer at its first expiry (a sleep
+    /// needs nothing).
     fn arm(&self, first_ns: u64, period_ns: u64) -> Result<(), String> {
+        if let Waker::PosixTimer(t) = self {
+            return t.arm(first_ns, period_ns, true);
+        }
         if let Waker::Timerfd(fd) = self {
             let spec = libc::itimerspec {
                 it_interval: timespec(period_ns),
@@ -158,6 +167,12 @@ impl Waker {
                     return Err(errno);
                 }
                 Ok((ticks.max(1), monotonic_ns()))
+            }
+            Waker::PosixTimer(t) => {
+                t.wait()?;
+                let now = monotonic_ns();
+                // The expiries missed while the signal was pending, plus this.
+                Ok((1 + t.overruns(), now))
             }
         }
     }
