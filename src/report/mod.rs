@@ -117,6 +117,7 @@ pub(crate) mod testdata {
                         min_ns: 2_000,
                         avg_ns: 10_000.0 / 3.0,
                         max_ns: 5_000,
+                        ..SecondStats::default()
                     }],
                     per_second_dropped: 0,
                     detail: SeriesDetail::IpcPair(IpcPair {
