@@ -301,6 +301,10 @@ pub struct OutputArgs {
     /// Write a GitHub-flavoured Markdown table to FILE ('-' for standard output)
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
+    /// Write the verdicts to FILE as JUnit XML: one test case per --max-latency/--fail-if
+    /// threshold per series ('-' for standard output; docs/fleet.md)
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
 }
 
 /// `--trace-spikes`, on the timer, every single IPC test and `ipc`.

@@ -18,6 +18,7 @@ pub mod csv;
 pub mod csv_logdisk;
 pub mod html;
 pub mod json;
+pub mod junit;
 pub mod markdown;
 pub mod model;
 

@@ -228,13 +228,14 @@ pub fn check_distinct_outputs(named: &[(&str, Option<&JsonTarget>)]) -> Result<(
     Ok(())
 }
 
-/// Where the results go besides the console: `--json`, `--csv` and
-/// `--markdown`, each checked (see `check_output_path`).
+/// Where the results go besides the console: `--json`, `--csv`,
+/// `--markdown` and `--junit`, each checked (see `check_output_path`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Outputs {
     pub json: Option<JsonTarget>,
     pub csv: Option<JsonTarget>,
     pub markdown: Option<JsonTarget>,
+    pub junit: Option<JsonTarget>,
 }
 
 impl Outputs {
@@ -253,6 +254,7 @@ impl Outputs {
             json: check("--json", &args.json)?,
             csv: check("--csv", &args.csv)?,
             markdown: check("--markdown", &args.markdown)?,
+            junit: check("--junit", &args.junit)?,
         };
         let mut to_stdout: Vec<&str> = others
             .iter()
@@ -278,11 +280,12 @@ impl Outputs {
     }
 
     /// The outputs by option name, in the order they are written.
-    pub fn named(&self) -> [(&'static str, Option<&JsonTarget>); 3] {
+    pub fn named(&self) -> [(&'static str, Option<&JsonTarget>); 4] {
         [
             ("--json", self.json.as_ref()),
             ("--csv", self.csv.as_ref()),
             ("--markdown", self.markdown.as_ref()),
+            ("--junit", self.junit.as_ref()),
         ]
     }
 

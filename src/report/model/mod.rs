@@ -471,6 +471,15 @@ impl Report {
             .collect()
     }
 
+    /// How verdicts name test `index` (`test_key`: its name, with its block
+    /// size or mode where the name repeats in this report).
+    pub fn test_key_of(&self, index: usize) -> String {
+        let t = &self.tests[index];
+        let repeated = self.tests.iter().filter(|o| o.test == t.test).count() > 1;
+        let block = t.config.logdisk().map(|c| c.block_size);
+        test_key(&t.test, &t.mode, block, repeated)
+    }
+
     /// The `--fail-if` checks that were crossed.
     pub fn thresholds_crossed(&self) -> impl Iterator<Item = &ThresholdCheck> {
         self.thresholds.iter().filter(|c| c.crossed)
