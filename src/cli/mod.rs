@@ -305,6 +305,10 @@ pub struct OutputArgs {
     /// threshold per series ('-' for standard output; docs/fleet.md)
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Write Prometheus text exposition to FILE for node_exporter's textfile collector: a
+    /// histogram per series on one fixed bucket ladder, counters, gauges (docs/fleet.md)
+    #[arg(long, value_name = "FILE")]
+    pub prom: Option<PathBuf>,
 }
 
 /// `--trace-spikes`, on the timer, every single IPC test and `ipc`.

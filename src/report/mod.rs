@@ -21,6 +21,7 @@ pub mod json;
 pub mod junit;
 pub mod markdown;
 pub mod model;
+pub mod prom;
 
 pub use model::*;
 
