@@ -238,5 +238,39 @@ fn node_exporter_and_prometheus_read_what_prom_writes() {
     let checks = array_of(&report["sysinfo"]["checks"], "checks");
     let gauges = wait_for(prometheus_port, "latscope_doctor_check");
     assert_eq!(gauges.len(), checks.len(), "one gauge per doctor check");
+
+    // Every panel of the Grafana dashboard has data, its variables as
+    // "All" would set them.
+    for expr in dashboard_queries() {
+        let expr = expr.replace("$host", ".*");
+        let result = wait_for(prometheus_port, &expr);
+        assert!(
+            result
+                .iter()
+                .any(|r| r["metric"]["host"] == host.as_str() || r["metric"].get("host").is_none()),
+            "{expr}: {result:?}"
+        );
+    }
     drop(daemons);
+}
+
+/// The query of every target of every panel of contrib/grafana/latscope.json.
+fn dashboard_queries() -> Vec<String> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/contrib/grafana/latscope.json");
+    let text = std::fs::read_to_string(path).expect("the dashboard");
+    let dashboard: Value = serde_json::from_str(&text).expect("the dashboard is JSON");
+    let exprs: Vec<String> = dashboard["panels"]
+        .as_array()
+        .expect("panels")
+        .iter()
+        .flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default())
+        .map(|t| {
+            t["expr"]
+                .as_str()
+                .expect("every target has an expr")
+                .to_string()
+        })
+        .collect();
+    assert!(exprs.len() >= 6, "{exprs:?}");
+    exprs
 }
