@@ -257,22 +257,34 @@ mod tests {
         String::from_utf8(buf).unwrap()
     }
 
-    fn judged(thresholds: &[&str], limit_us: Option<u64>, above: u64) -> Report {
+    /// The sample report with `--max-latency` and `--fail-if` checks as the
+    /// judge records them: (expression, measured value, crossed).
+    fn judged(thresholds: &[(&str, f64, bool)], limit_us: Option<u64>, above: u64) -> Report {
         let mut r = sample_report();
         r.tests[0].config.max_latency_us = limit_us;
         r.tests[0].series[0].above_limit = above;
-        let parsed: Vec<_> = thresholds
+        r.thresholds = thresholds
             .iter()
-            .map(|t| crate::threshold::parse(t).unwrap())
+            .map(|&(expr, value_ns, crossed)| crate::report::ThresholdCheck {
+                expr: expr.into(),
+                test: "mq".into(),
+                series: "pair 0".into(),
+                value_ns,
+                base_ns: None,
+                crossed,
+            })
             .collect();
-        r.thresholds = crate::threshold::check_report(&parsed, &r);
         r
     }
 
     #[test]
     fn one_case_per_threshold_per_series_with_the_measured_value() {
         // The sample pair's samples are 2, 3 and 5 us.
-        let text = junit(&judged(&["max>4us", "p50>1ms"], Some(4), 1));
+        let text = junit(&judged(
+            &[("max>4us", 5_000.0, true), ("p50>1ms", 3_000.0, false)],
+            Some(4),
+            1,
+        ));
         assert!(
             text.contains(r#"tests="3" failures="2" errors="0""#),
             "{text}"
@@ -301,7 +313,7 @@ mod tests {
 
     #[test]
     fn errors_skips_and_warnings() {
-        let mut r = judged(&["max>1h"], None, 0);
+        let mut r = judged(&[("max>1h", 5_000.0, false)], None, 0);
         r.tests[0].error = Some("peer died".into());
         r.warnings = vec!["not PREEMPT_RT".into(), "a <VM>".into()];
         let text = junit(&r);
