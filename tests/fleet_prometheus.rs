@@ -84,6 +84,9 @@ fn query(port: u16, expr: &str) -> Vec<Value> {
     v["data"]["result"].as_array().cloned().unwrap_or_default()
 }
 
+/// Where the daemons' logs go (shown when Prometheus has no data).
+static LOG_DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
 /// Polls `expr` until it has a result (Prometheus scrapes every second;
 /// the limit only bounds a broken setup, it is no timing assertion).
 fn wait_for(port: u16, expr: &str) -> Vec<Value> {
@@ -93,7 +96,17 @@ fn wait_for(port: u16, expr: &str) -> Vec<Value> {
         if !result.is_empty() {
             return result;
         }
-        assert!(Instant::now() < deadline, "no data for {expr} after 120 s");
+        if Instant::now() >= deadline {
+            let logs: Vec<String> = ["node_exporter.log", "prometheus.log"]
+                .iter()
+                .filter_map(|name| {
+                    let dir = LOG_DIR.get()?;
+                    let text = std::fs::read_to_string(dir.join(name)).ok()?;
+                    Some(evidence(name, &text))
+                })
+                .collect();
+            panic!("no data for {expr} after 120 s; {}", logs.join("\n"));
+        }
         std::thread::sleep(Duration::from_millis(500));
     }
 }
@@ -138,6 +151,7 @@ fn node_exporter_and_prometheus_read_what_prom_writes() {
         ),
     )
     .unwrap();
+    let _ = LOG_DIR.set(work.path().to_path_buf());
     let mut daemons = Daemons(Vec::new());
     daemons.0.push(start(
         NODE_EXPORTER,
