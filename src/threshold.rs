@@ -292,10 +292,9 @@ pub fn check_report(thresholds: &[Threshold], report: &Report) -> Vec<ThresholdC
     report
         .tests
         .iter()
-        .flat_map(|t| {
-            let repeated = report.tests.iter().filter(|o| o.test == t.test).count() > 1;
-            let block = t.config.logdisk().map(|c| c.block_size);
-            let test = crate::report::test_key(&t.test, &t.mode, block, repeated);
+        .enumerate()
+        .flat_map(|(i, t)| {
+            let test = report.test_key_of(i);
             t.series
                 .iter()
                 .flat_map(move |s| check_series(thresholds, &test, &s.label, &s.latency, None))

@@ -254,9 +254,9 @@ fn mismatched_or_bad_input_is_one_line_and_exit_2() {
         s["label"] = json!("thread 9");
     }
     let relabelled = write("relabelled.json", &relabelled);
-    let mut v3 = f.real.clone();
-    v3["schema_version"] = json!(3);
-    let v3 = write("v3.json", &v3);
+    let mut v4 = f.real.clone();
+    v4["schema_version"] = json!(4);
+    let v4 = write("v4.json", &v4);
     let not_ours = write("other.json", &json!({"file_version": 1}));
     let text = dir.join("text.json");
     std::fs::write(&text, "hello").unwrap();
@@ -265,7 +265,7 @@ fn mismatched_or_bad_input_is_one_line_and_exit_2() {
     for (argv, needle) in [
         (vec![base, p(&other_test)], "measured different tests"),
         (vec![base, p(&relabelled)], "no series in common"),
-        (vec![base, p(&v3)], "has schema_version 3"),
+        (vec![base, p(&v4)], "has schema_version 4"),
         (vec![base, p(&not_ours)], "is not a latscope report"),
         (vec![base, p(&text)], "is not JSON"),
         (vec![base, p(&missing)], "cannot read"),

@@ -188,7 +188,7 @@ fn bad_inputs_and_paths_are_one_line_and_exit_2() {
     std::fs::write(d.join("text.json"), "hello").unwrap();
     std::fs::write(d.join("other.json"), r#"{"name": "x"}"#).unwrap();
     let old = std::fs::read_to_string(&good).unwrap().replacen(
-        "\"schema_version\": 2",
+        "\"schema_version\": 3",
         "\"schema_version\": 1",
         1,
     );
@@ -200,7 +200,7 @@ fn bad_inputs_and_paths_are_one_line_and_exit_2() {
         (&["other.json"], "other.json is not a latscope report"),
         (
             &["old.json"],
-            "old.json has schema_version 1; this latscope reads version 2",
+            "old.json has schema_version 1; this latscope reads versions 2 to 3",
         ),
         (&["A.json", "-o", "nodir/r.html"], "nodir does not exist"),
         (&["A.json", "-o", "A.json"], "that is an input report"),

@@ -308,6 +308,14 @@ pub struct OutputArgs {
     /// Write a GitHub-flavoured Markdown table to FILE ('-' for standard output)
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
+    /// Write the verdicts to FILE as JUnit XML: one test case per --max-latency/--fail-if
+    /// threshold per series ('-' for standard output; docs/fleet.md)
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Write Prometheus text exposition to FILE for node_exporter's textfile collector: a
+    /// histogram per series on one fixed bucket ladder, counters, gauges (docs/fleet.md)
+    #[arg(long, value_name = "FILE")]
+    pub prom: Option<PathBuf>,
 }
 
 /// `--trace-spikes`, on the timer, every single IPC test and `ipc`.

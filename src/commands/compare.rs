@@ -7,7 +7,9 @@
 use super::{CommandError, EXIT_LIMIT, EXIT_OK};
 use crate::cli::CompareArgs;
 use crate::report::console::Table;
-use crate::report::{SCHEMA_NAME, SCHEMA_VERSION};
+use crate::report::{
+    OLDEST_READ_SCHEMA_VERSION, SCHEMA_NAME, SCHEMA_VERSION, schema_version_readable,
+};
 use crate::settings::UsageError;
 use crate::settings::compare::CompareSettings;
 use crate::stats::LatencySummary;
@@ -340,9 +342,13 @@ pub fn load(path: &Path) -> Result<ReportView, UsageError> {
             "{shown_path} is not a latscope report (no \"schema\": \"{SCHEMA_NAME}\"); give a file written by latscope --json (not --format classic)"
         )));
     }
-    if value.schema_version != SCHEMA_VERSION {
+    if !value
+        .schema_version
+        .as_u64()
+        .is_some_and(schema_version_readable)
+    {
         return Err(UsageError(format!(
-            "{shown_path} has schema_version {}, this latscope reads {SCHEMA_VERSION}{}; compare it with the latscope that wrote it",
+            "{shown_path} has schema_version {}, this latscope reads {OLDEST_READ_SCHEMA_VERSION} to {SCHEMA_VERSION}{}; compare it with the latscope that wrote it",
             shown(&value.schema_version.to_string()),
             // "2" (text) shown next to 2 would read as a contradiction.
             if value.schema_version.is_number() {

@@ -8,7 +8,7 @@
 //! logic (the classic exporter only prints the `IntervalBandwidth` it fills).
 
 use crate::report::{DiskSecond, IntervalBandwidth};
-use crate::stats::window::{SecondStats, merged};
+use crate::stats::window::{SecondStats, WindowSeries};
 
 const SECOND_NS: u64 = 1_000_000_000;
 const HALF_SEC_NS: u64 = SECOND_NS / 2;
@@ -87,23 +87,15 @@ const SHORTEST_TAIL_NS: u64 = SECOND_NS / 2;
 /// so that every window of the per-second series covers at least half a
 /// second. The folded window keeps the earlier one's span: the tail is a
 /// fraction of a second past it, which `disk_seconds` counts.
-pub fn fold_short_tail(windows: &mut Vec<SecondStats>, elapsed_ns: u64) {
-    let n = windows.len();
-    if n < 2 {
+/// The windows' histograms merge too (`WindowSeries::fold_last`).
+pub fn fold_short_tail(series: &mut WindowSeries, elapsed_ns: u64) {
+    let [.., before, last] = series.windows() else {
         return;
-    }
-    let (before, last) = (windows[n - 2], windows[n - 1]);
+    };
     let adjacent = before.second + before.span_s == last.second;
     let tail_ns = elapsed_ns.saturating_sub(last.second.saturating_mul(SECOND_NS));
-    if adjacent
-        && tail_ns < SHORTEST_TAIL_NS
-        && let Some(both) = merged(&[before, last])
-    {
-        windows.truncate(n - 2);
-        windows.push(SecondStats {
-            span_s: before.span_s,
-            ..both
-        });
+    if adjacent && tail_ns < SHORTEST_TAIL_NS {
+        series.fold_last();
     }
 }
 
@@ -327,14 +319,7 @@ mod tests {
 
     #[test]
     fn per_second_windows_become_iops_and_bandwidth() {
-        let w = [SecondStats {
-            second: 4,
-            span_s: 2,
-            samples: 100,
-            min_ns: 1,
-            avg_ns: 2.0,
-            max_ns: 3,
-        }];
+        let w = [SecondStats::new(4, 2, 100, 1, 2.0, 3)];
         // A merged window of 2 s that is not the last: rates over its span.
         let d = disk_seconds(&[w[0], window(9, 1, 7)], 4096, 10 * SECOND_NS);
         assert_eq!(d[0].writes, 100);
@@ -344,14 +329,7 @@ mod tests {
     }
 
     fn window(second: u64, span_s: u64, samples: u64) -> SecondStats {
-        SecondStats {
-            second,
-            span_s,
-            samples,
-            min_ns: 10,
-            avg_ns: 20.0,
-            max_ns: 30,
-        }
+        SecondStats::new(second, span_s, samples, 10, 20.0, 30)
     }
 
     #[test]
@@ -375,7 +353,9 @@ mod tests {
             ..window(10, 1, 1)
         });
         let elapsed = 10 * SECOND_NS + 80_000;
-        fold_short_tail(&mut w, elapsed);
+        let mut series = WindowSeries::from_windows(w);
+        fold_short_tail(&mut series, elapsed);
+        let w = series.into_windows();
         assert_eq!(w.len(), 10);
         let last = w[9];
         assert_eq!((last.second, last.span_s, last.samples), (9, 1, 1001));
@@ -390,17 +370,19 @@ mod tests {
 
     #[test]
     fn a_tail_of_half_a_second_or_after_a_gap_stays_apart() {
-        let mut long_tail = vec![window(0, 1, 10), window(1, 1, 5)];
-        fold_short_tail(&mut long_tail, 1_500 * MS);
+        let folded = |windows: Vec<SecondStats>, elapsed_ns| {
+            let mut series = WindowSeries::from_windows(windows);
+            fold_short_tail(&mut series, elapsed_ns);
+            series.into_windows()
+        };
+        let long_tail = folded(vec![window(0, 1, 10), window(1, 1, 5)], 1_500 * MS);
         assert_eq!(long_tail.len(), 2);
         // Second 1 had no completed write: nothing adjacent to fold into.
-        let mut after_gap = vec![window(0, 1, 10), window(2, 1, 1)];
-        fold_short_tail(&mut after_gap, 2_001 * MS);
+        let after_gap = folded(vec![window(0, 1, 10), window(2, 1, 1)], 2_001 * MS);
         assert_eq!(after_gap.len(), 2);
         let d = disk_seconds(&after_gap, 512, 2_001 * MS);
         assert_eq!(d[1].covered_s, 0.001);
-        let mut single = vec![window(0, 1, 1)];
-        fold_short_tail(&mut single, MS);
+        let single = folded(vec![window(0, 1, 1)], MS);
         assert_eq!(single.len(), 1);
         assert_eq!(disk_seconds(&single, 512, MS)[0].iops, 1000.0);
     }

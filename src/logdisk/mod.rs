@@ -14,7 +14,7 @@ pub mod private_dir;
 pub mod writer;
 
 use crate::report::EndReason;
-use crate::stats::window::SecondStats;
+use crate::stats::window::{SecondStats, WindowSeries};
 use files::{AlignedBuf, FileSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -158,7 +158,8 @@ pub fn run_block(
         let started = SystemTime::now();
         let clock = Instant::now();
         go.store(true, Ordering::Release);
-        let mut per_second: Vec<Vec<SecondStats>> = vec![Vec::new(); shared.len()];
+        let mut per_second: Vec<WindowSeries> =
+            shared.iter().map(|_| WindowSeries::default()).collect();
         let mut end_reason = EndReason::DurationElapsed;
         loop {
             let signalled = wait_for_stop(MONITOR_PERIOD);
@@ -204,7 +205,7 @@ pub fn run_block(
                 WriterOutcome {
                     tid: s.tid.load(Ordering::Relaxed),
                     end,
-                    per_second: windows,
+                    per_second: windows.into_windows(),
                     per_second_dropped: s.windows.dropped(),
                 }
             })

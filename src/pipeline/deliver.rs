@@ -1,9 +1,12 @@
 //! Delivering a finished report: the console for people, every output file
-//! (JSON, CSV, Markdown), and the one error line per failed test.
+//! (JSON, CSV, Markdown, JUnit, Prometheus text), and the one error line per
+//! failed test.
 
 use super::Presentation;
 use crate::report::csv::SeriesCsv;
+use crate::report::junit::JunitXml;
 use crate::report::markdown::MarkdownTable;
+use crate::report::prom::PromText;
 use crate::report::{Exporter, Report};
 use crate::settings::{JsonTarget, Outputs};
 use std::io::Write;
@@ -64,7 +67,7 @@ fn exporters<'a>(
     json: &'a dyn Exporter,
 ) -> Vec<(&'static str, &'a JsonTarget, &'a dyn Exporter)> {
     // In the order of `Outputs::named`.
-    let formats: [&dyn Exporter; 3] = [json, &SeriesCsv, &MarkdownTable];
+    let formats: [&dyn Exporter; 5] = [json, &SeriesCsv, &MarkdownTable, &JunitXml, &PromText];
     outputs
         .named()
         .into_iter()

@@ -104,6 +104,7 @@ pub struct Run<'a> {
     warnings: Vec<String>,
     outputs: &'a Outputs,
     json: &'a dyn Exporter,
+    fail_if: &'a [Threshold],
 }
 
 impl Run<'_> {
@@ -127,6 +128,9 @@ impl Run<'_> {
             &self.prep.memory,
         );
         self.prep.background.record_into(&mut report);
+        // Judged as the final report will be, so that the files (--junit's
+        // verdicts above all) say the truth about the tests so far.
+        judge(&mut report, self.fail_if);
         write_files(self.outputs, self.json, &report);
     }
 }
@@ -154,6 +158,7 @@ pub fn run(measurement: &mut dyn Measurement) -> Result<i32, CommandError> {
         warnings: prep.warnings.clone(),
         outputs: &plan.outputs,
         json: plan.presentation.json.as_ref(),
+        fail_if: &plan.fail_if,
     };
     let tests = measurement.measure(&mut run)?;
     let warnings = run.warnings;

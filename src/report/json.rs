@@ -284,7 +284,7 @@ mod tests {
         assert_eq!(back, report);
         let v: serde_json::Value = serde_json::from_slice(&buf).unwrap();
         assert_eq!(v["schema"], "latscope-report");
-        assert_eq!(v["schema_version"], 2);
+        assert_eq!(v["schema_version"], 3);
         assert_eq!(v["tests"][0]["series"][0]["detail"]["kind"], "ipc_pair");
         assert_eq!(v["tests"][0]["config"]["detail"]["kind"], "ipc");
         assert_eq!(v["tests"][0]["series"][0]["max_ns"], 5_000);

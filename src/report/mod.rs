@@ -18,8 +18,10 @@ pub mod csv;
 pub mod csv_logdisk;
 pub mod html;
 pub mod json;
+pub mod junit;
 pub mod markdown;
 pub mod model;
+pub mod prom;
 
 pub use model::*;
 
@@ -117,6 +119,7 @@ pub(crate) mod testdata {
                         min_ns: 2_000,
                         avg_ns: 10_000.0 / 3.0,
                         max_ns: 5_000,
+                        ..SecondStats::default()
                     }],
                     per_second_dropped: 0,
                     detail: SeriesDetail::IpcPair(IpcPair {

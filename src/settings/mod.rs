@@ -229,13 +229,15 @@ pub fn check_distinct_outputs(named: &[(&str, Option<&JsonTarget>)]) -> Result<(
     Ok(())
 }
 
-/// Where the results go besides the console: `--json`, `--csv` and
-/// `--markdown`, each checked (see `check_output_path`).
+/// Where the results go besides the console: `--json`, `--csv`,
+/// `--markdown`, `--junit` and `--prom`, each checked (see `check_output_path`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Outputs {
     pub json: Option<JsonTarget>,
     pub csv: Option<JsonTarget>,
     pub markdown: Option<JsonTarget>,
+    pub junit: Option<JsonTarget>,
+    pub prom: Option<JsonTarget>,
 }
 
 impl Outputs {
@@ -254,6 +256,8 @@ impl Outputs {
             json: check("--json", &args.json)?,
             csv: check("--csv", &args.csv)?,
             markdown: check("--markdown", &args.markdown)?,
+            junit: check("--junit", &args.junit)?,
+            prom: check("--prom", &args.prom)?,
         };
         let mut to_stdout: Vec<&str> = others
             .iter()
@@ -279,11 +283,13 @@ impl Outputs {
     }
 
     /// The outputs by option name, in the order they are written.
-    pub fn named(&self) -> [(&'static str, Option<&JsonTarget>); 3] {
+    pub fn named(&self) -> [(&'static str, Option<&JsonTarget>); 5] {
         [
             ("--json", self.json.as_ref()),
             ("--csv", self.csv.as_ref()),
             ("--markdown", self.markdown.as_ref()),
+            ("--junit", self.junit.as_ref()),
+            ("--prom", self.prom.as_ref()),
         ]
     }
 

@@ -6,7 +6,9 @@
 
 use super::{JsonTarget, UsageError, check_output_path, usage};
 use crate::cli::ReportArgs;
-use crate::report::{Report, SCHEMA_NAME, SCHEMA_VERSION};
+use crate::report::{
+    OLDEST_READ_SCHEMA_VERSION, Report, SCHEMA_NAME, SCHEMA_VERSION, schema_version_readable,
+};
 use crate::units::shown;
 use std::path::{Path, PathBuf};
 
@@ -132,10 +134,10 @@ pub fn parse_report(name: &str, text: &str) -> Result<Report, UsageError> {
         )));
     }
     match header.schema_version.as_ref().and_then(|v| v.as_u64()) {
-        Some(v) if v == u64::from(SCHEMA_VERSION) => {}
+        Some(v) if schema_version_readable(v) => {}
         Some(v) => {
             return Err(usage(format!(
-                "{name} has schema_version {v}; this latscope reads version {SCHEMA_VERSION}: make the report with latscope {}",
+                "{name} has schema_version {v}; this latscope reads versions {OLDEST_READ_SCHEMA_VERSION} to {SCHEMA_VERSION}: make the report with latscope {}",
                 env!("CARGO_PKG_VERSION")
             )));
         }
@@ -162,6 +164,27 @@ mod tests {
     }
 
     #[test]
+    fn a_version_2_report_still_loads_without_window_percentiles() {
+        let mut report = sample_report();
+        let mut value = serde_json::to_value(&report).unwrap();
+        value["schema_version"] = serde_json::json!(2);
+        for w in value["tests"][0]["series"][0]["per_second"]
+            .as_array_mut()
+            .unwrap()
+        {
+            let w = w.as_object_mut().unwrap();
+            for field in ["p50_ns", "p99_ns", "p999_ns"] {
+                w.remove(field);
+            }
+        }
+        let loaded = parse_report("old.json", &value.to_string()).unwrap();
+        assert_eq!(loaded.schema_version, 2);
+        assert!(loaded.tests[0].series[0].per_second[0].p99_ns.is_none());
+        report.schema_version = 2;
+        assert_eq!(loaded, report);
+    }
+
+    #[test]
     fn says_what_is_wrong_in_one_line() {
         let cases = [
             ("not json", "a.json is not a JSON report"),
@@ -169,7 +192,7 @@ mod tests {
             ("{\"tests\": []}", "a.json is not a latscope report"),
             (
                 "{\"schema\": \"latscope-report\", \"schema_version\": 1}",
-                "a.json has schema_version 1; this latscope reads version 2",
+                "a.json has schema_version 1; this latscope reads versions 2 to 3",
             ),
             (
                 "{\"schema\": \"latscope-report\", \"schema_version\": \"2\"}",

@@ -9,6 +9,7 @@
 mod at_scale;
 pub mod live;
 pub mod window;
+pub mod window_histogram;
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};

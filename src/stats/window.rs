@@ -9,9 +9,15 @@
 //! So that memory does not grow with run length, the collected series is kept
 //! to at most `MAX_WINDOWS` entries: when it would grow beyond, neighbouring
 //! windows are merged in pairs (a 3-hour run reports 2-second windows, and so
-//! on). Nothing is lost: counts, minima, maxima and means merge exactly.
+//! on). Nothing is lost: counts, minima, maxima and means merge exactly, and
+//! so do the per-window percentiles, which are taken from the merged
+//! windows' histograms (`WindowSeries`, `super::window_histogram`).
 
+use super::window_histogram::{self as wh, HistogramRing, PackedHistogram};
+use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 /// Windows buffered between two drains of the monitor (it drains every 100 ms).
@@ -19,9 +25,17 @@ const RING_SLOTS: usize = 64;
 /// Most windows kept per series: two hours at one second each (~300 KiB).
 pub const MAX_WINDOWS: usize = 7200;
 
+/// The percentiles every window reports, from its own histogram.
+pub const WINDOW_PERCENTILES: [f64; 3] = [50.0, 99.0, 99.9];
+
 /// One window of samples: it starts `second` seconds after the start of the
 /// run and spans `span_s` seconds (1 unless merged, see `compact`).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+///
+/// `p50_ns`, `p99_ns` and `p999_ns` are the window's own percentiles (nearest
+/// rank, bucket top within 1 %, clamped into [min_ns, max_ns]); None in
+/// reports written before they existed, and for a window whose histogram was
+/// lost to a starved monitor. `max_ns` is exact.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct SecondStats {
     pub second: u64,
     pub span_s: u64,
@@ -29,6 +43,51 @@ pub struct SecondStats {
     pub min_ns: i64,
     pub avg_ns: f64,
     pub max_ns: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_ns: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_ns: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p999_ns: Option<i64>,
+}
+
+impl SecondStats {
+    /// A window without percentiles (they are set from its histogram).
+    pub fn new(
+        second: u64,
+        span_s: u64,
+        samples: u64,
+        min_ns: i64,
+        avg_ns: f64,
+        max_ns: i64,
+    ) -> Self {
+        SecondStats {
+            second,
+            span_s,
+            samples,
+            min_ns,
+            avg_ns,
+            max_ns,
+            p50_ns: None,
+            p99_ns: None,
+            p999_ns: None,
+        }
+    }
+
+    /// The window's percentiles from `tops` (`WINDOW_PERCENTILES`' bucket
+    /// tops, unclamped), or None.
+    fn set_percentiles(&mut self, tops: Option<[i64; 3]>) {
+        let [p50, p99, p999] = tops.map_or([None; 3], |t| {
+            t.map(|v| Some(wh::clamped(v, self.min_ns, self.max_ns)))
+        });
+        (self.p50_ns, self.p99_ns, self.p999_ns) = (p50, p99, p999);
+    }
+}
+
+/// The bucket tops of `WINDOW_PERCENTILES` in `h`, None when it is empty.
+fn percentile_tops(h: &Histogram<u64>) -> Option<[i64; 3]> {
+    let [a, b, c] = WINDOW_PERCENTILES.map(|p| wh::percentile(h, p));
+    Some([a?, b?, c?])
 }
 
 #[derive(Default)]
@@ -48,6 +107,11 @@ pub struct WindowRing {
     /// Windows read so far (consumer only).
     tail: AtomicU64,
     dropped: AtomicU64,
+    /// The windows' histograms, published before their windows.
+    histograms: HistogramRing,
+    /// The producer's open histogram, built (and touched) with the ring on
+    /// the thread that sets up, taken once by `WindowWriter::new`.
+    open_histogram: Mutex<Option<Histogram<u64>>>,
 }
 
 impl Default for WindowRing {
@@ -57,6 +121,8 @@ impl Default for WindowRing {
             head: AtomicU64::new(0),
             tail: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
+            histograms: HistogramRing::default(),
+            open_histogram: Mutex::new(Some(wh::window_histogram())),
         }
     }
 }
@@ -78,32 +144,153 @@ impl WindowRing {
         self.head.store(head + 1, Ordering::Release);
     }
 
-    /// Moves every completed window into `out` (consumer side).
-    pub fn drain_into(&self, out: &mut Vec<SecondStats>) {
+    /// Moves every completed window, with its histogram, into `out`
+    /// (consumer side).
+    pub fn drain_into(&self, out: &mut WindowSeries) {
         let head = self.head.load(Ordering::Acquire);
         let mut tail = self.tail.load(Ordering::Relaxed);
+        let mut windows = Vec::new();
         while tail < head {
             let slot = &self.slots[(tail % RING_SLOTS as u64) as usize];
             let count = slot.count.load(Ordering::Relaxed);
-            out.push(SecondStats {
-                second: slot.second.load(Ordering::Relaxed),
-                span_s: 1,
-                samples: count,
-                min_ns: slot.min.load(Ordering::Relaxed),
-                avg_ns: slot.sum.load(Ordering::Relaxed) as f64 / count.max(1) as f64,
-                max_ns: slot.max.load(Ordering::Relaxed),
-            });
+            windows.push(SecondStats::new(
+                slot.second.load(Ordering::Relaxed),
+                1,
+                count,
+                slot.min.load(Ordering::Relaxed),
+                slot.sum.load(Ordering::Relaxed) as f64 / count.max(1) as f64,
+                slot.max.load(Ordering::Relaxed),
+            ));
             tail += 1;
         }
         self.tail.store(tail, Ordering::Release);
-        while out.len() > MAX_WINDOWS {
-            compact(out);
-        }
+        // After the windows: every histogram of a window seen above was
+        // published before it (see `WindowWriter::flush`).
+        out.extend(windows, &self.histograms);
     }
 
     /// Windows lost because the consumer was starved (normally 0).
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+/// A series of windows as the monitor collects it, with each window's
+/// histogram packed beside it so that merging windows (beyond
+/// `MAX_WINDOWS`) merges their histograms: the merged windows' percentiles
+/// are those of all their samples.
+#[derive(Default)]
+pub struct WindowSeries {
+    windows: Vec<SecondStats>,
+    histograms: Vec<Option<PackedHistogram>>,
+    /// Histograms drained before their window (keyed by window), with the
+    /// bucket tops of their percentiles.
+    pending: VecDeque<(u64, PackedHistogram, Option<[i64; 3]>)>,
+}
+
+impl WindowSeries {
+    /// Appends `windows` (closed, in time order, keyed by `second`) and
+    /// gives each the histogram `ring` holds for it. A window whose
+    /// histogram was dropped keeps its exact min/avg/max and no percentiles.
+    pub fn extend(&mut self, windows: impl IntoIterator<Item = SecondStats>, ring: &HistogramRing) {
+        ring.drain(|key, h| {
+            self.pending
+                .push_back((key, PackedHistogram::of(h), percentile_tops(h)));
+        });
+        for mut window in windows {
+            while self.pending.front().is_some_and(|p| p.0 < window.second) {
+                self.pending.pop_front();
+            }
+            let histogram = match self.pending.front() {
+                Some(p) if p.0 == window.second => self.pending.pop_front(),
+                _ => None,
+            };
+            window.set_percentiles(histogram.as_ref().and_then(|p| p.2));
+            self.windows.push(window);
+            self.histograms.push(histogram.map(|p| p.1));
+        }
+        while self.windows.len() > MAX_WINDOWS {
+            self.compact();
+        }
+    }
+
+    /// Windows without histograms (a report's, or a test's).
+    pub fn from_windows(windows: Vec<SecondStats>) -> WindowSeries {
+        WindowSeries {
+            histograms: vec![None; windows.len()],
+            windows,
+            pending: VecDeque::new(),
+        }
+    }
+
+    pub fn windows(&self) -> &[SecondStats] {
+        &self.windows
+    }
+
+    /// Window `i`'s histogram, when it has one.
+    pub fn histogram(&self, i: usize) -> Option<Histogram<u64>> {
+        self.histograms
+            .get(i)?
+            .as_ref()
+            .map(PackedHistogram::unpacked)
+    }
+
+    pub fn into_windows(self) -> Vec<SecondStats> {
+        self.windows
+    }
+
+    /// Merges windows 0+1, 2+3, ... as `compact` does, histograms included.
+    fn compact(&mut self) {
+        let windows = std::mem::take(&mut self.windows);
+        let histograms = std::mem::take(&mut self.histograms);
+        let mut scratch = wh::window_histogram();
+        for (w, h) in windows.chunks(2).zip(histograms.chunks(2)) {
+            let Some(mut window) = merged(w) else {
+                continue;
+            };
+            // Exact only when every part has its histogram; otherwise no
+            // percentiles rather than a guess.
+            let histogram = if h.iter().all(Option::is_some) {
+                scratch.reset();
+                h.iter().flatten().for_each(|p| p.add_to(&mut scratch));
+                window.set_percentiles(percentile_tops(&scratch));
+                Some(PackedHistogram::of(&scratch))
+            } else {
+                window.set_percentiles(None);
+                None
+            };
+            self.windows.push(window);
+            self.histograms.push(histogram);
+        }
+    }
+
+    /// Merges the last window into the one before it (a short tail, see
+    /// logdisk's `fold_short_tail`), histograms included; the merged window
+    /// keeps the earlier one's `second` and span.
+    pub fn fold_last(&mut self) {
+        let n = self.windows.len();
+        if n < 2 {
+            return;
+        }
+        let before = self.windows[n - 2];
+        let mut folded = merged(&self.windows[n - 2..]).expect("two windows");
+        folded.span_s = before.span_s;
+        let last = self.histograms.pop().flatten();
+        let histogram = match (self.histograms.pop().flatten(), last) {
+            (Some(a), Some(b)) => {
+                let mut h = a.unpacked();
+                b.add_to(&mut h);
+                folded.set_percentiles(percentile_tops(&h));
+                Some(PackedHistogram::of(&h))
+            }
+            _ => {
+                folded.set_percentiles(None);
+                None
+            }
+        };
+        self.windows.truncate(n - 2);
+        self.windows.push(folded);
+        self.histograms.push(histogram);
     }
 }
 
@@ -116,12 +303,17 @@ pub fn compact(series: &mut Vec<SecondStats>) {
 
 /// The series with every `n` consecutive windows merged into one (the last
 /// group may be shorter): counts add up, minima and maxima are kept, means
-/// are weighted by samples.
+/// are weighted by samples. Without the histograms (see `merged`), each
+/// percentile is the highest of the group's: an upper bound, for drawing;
+/// `WindowSeries` merges exactly.
 pub fn coarsened(series: &[SecondStats], n: usize) -> Vec<SecondStats> {
     series.chunks(n.max(1)).filter_map(merged).collect()
 }
 
 /// One window spanning `windows` (in time order), or `None` when empty.
+/// Percentiles cannot be merged without the samples: each is the highest of
+/// the windows' (an upper bound; `WindowSeries` replaces it with the merged
+/// histogram's), None when no window has it.
 pub fn merged(windows: &[SecondStats]) -> Option<SecondStats> {
     let (first, last) = (windows.first()?, windows.last()?);
     let samples: u64 = windows.iter().map(|w| w.samples).sum();
@@ -137,6 +329,9 @@ pub fn merged(windows: &[SecondStats]) -> Option<SecondStats> {
             sum / samples.max(1) as f64
         },
         max_ns: windows.iter().map(|w| w.max_ns).max()?,
+        p50_ns: windows.iter().filter_map(|w| w.p50_ns).max(),
+        p99_ns: windows.iter().filter_map(|w| w.p99_ns).max(),
+        p999_ns: windows.iter().filter_map(|w| w.p999_ns).max(),
     })
 }
 
@@ -157,11 +352,22 @@ pub struct WindowWriter<'a> {
     open_from_ns: u64,
     open_until_ns: u64,
     open: OpenWindow,
+    /// The open window's histogram (swapped into the ring when it closes).
+    histogram: Histogram<u64>,
 }
 
 impl<'a> WindowWriter<'a> {
+    /// Set-up, before the measuring loop: takes the ring's pre-built
+    /// histogram (building one only if a writer took it already).
     pub fn new(ring: &'a WindowRing, start_ns: u64) -> Self {
+        let histogram = ring
+            .open_histogram
+            .lock()
+            .ok()
+            .and_then(|mut h| h.take())
+            .unwrap_or_else(wh::window_histogram);
         WindowWriter {
+            histogram,
             ring,
             start_ns,
             open_from_ns: start_ns,
@@ -193,11 +399,17 @@ impl<'a> WindowWriter<'a> {
         w.sum = w.sum.saturating_add(latency_ns);
         w.min = w.min.min(latency_ns);
         w.max = w.max.max(latency_ns);
+        wh::record(&mut self.histogram, latency_ns);
     }
 
-    /// Publishes the open window if it holds samples (also called at the end).
+    /// Publishes the open window if it holds samples (also called at the
+    /// end): its histogram first, so that a consumer that sees the window
+    /// finds its histogram.
     pub fn flush(&mut self) {
         if self.open.count > 0 {
+            self.ring
+                .histograms
+                .publish(&mut self.histogram, self.open.second);
             self.ring.push(&self.open);
         }
         self.open.count = 0;
@@ -220,18 +432,17 @@ mod tests {
         w.record(1_000_001_000, 7); // second 1
         w.record(3_500_000_000, 9); // second 3 (second 2 had no samples)
         w.flush();
-        let mut out = Vec::new();
-        ring.drain_into(&mut out);
+        let mut series = WindowSeries::default();
+        ring.drain_into(&mut series);
+        let out = series.windows();
         assert_eq!(out.len(), 3);
         assert_eq!(
             out[0],
             SecondStats {
-                second: 0,
-                span_s: 1,
-                samples: 2,
-                min_ns: 10,
-                avg_ns: 20.0,
-                max_ns: 30
+                p50_ns: Some(10),
+                p99_ns: Some(30),
+                p999_ns: Some(30),
+                ..SecondStats::new(0, 1, 2, 10, 20.0, 30)
             }
         );
         assert_eq!(out[1].second, 1);
@@ -251,42 +462,33 @@ mod tests {
         w.flush();
         // 69 one-second windows into 64 slots.
         assert_eq!(ring.dropped(), 5);
-        let mut out = Vec::new();
+        let mut out = WindowSeries::default();
         ring.drain_into(&mut out);
-        assert_eq!(out.len(), RING_SLOTS);
+        assert_eq!(out.windows().len(), RING_SLOTS);
+        // The histogram ring is smaller: the first windows kept theirs, the
+        // rest have exact min/avg/max and no percentiles.
+        assert_eq!(out.windows()[0].p99_ns, Some(1));
+        assert_eq!(out.windows()[RING_SLOTS - 1].p99_ns, None);
+        assert!(out.histogram(0).is_some());
         // After draining, there is room again.
         w.record(1_000 * 1_000_000_000, 2);
         w.flush();
-        out.clear();
+        let mut out = WindowSeries::default();
         ring.drain_into(&mut out);
-        assert_eq!(out.len(), 1);
+        assert_eq!(out.windows().len(), 1);
+        assert_eq!(out.windows()[0].p99_ns, Some(2));
     }
 
     #[test]
     fn compaction_merges_neighbours_exactly() {
-        let w = |second, samples, min_ns, avg_ns, max_ns| SecondStats {
-            second,
-            span_s: 1,
-            samples,
-            min_ns,
-            avg_ns,
-            max_ns,
+        let w = |second, samples, min_ns, avg_ns, max_ns| {
+            SecondStats::new(second, 1, samples, min_ns, avg_ns, max_ns)
         };
         let mut series = vec![w(0, 1, 5, 5.0, 5), w(1, 3, 1, 9.0, 20), w(3, 2, 4, 4.0, 4)];
         compact(&mut series);
         assert_eq!(
             series,
-            vec![
-                SecondStats {
-                    second: 0,
-                    span_s: 2,
-                    samples: 4,
-                    min_ns: 1,
-                    avg_ns: 8.0,
-                    max_ns: 20
-                },
-                w(3, 2, 4, 4.0, 4)
-            ]
+            vec![SecondStats::new(0, 2, 4, 1, 8.0, 20), w(3, 2, 4, 4.0, 4)]
         );
         compact(&mut series);
         assert_eq!(series[0].span_s, 4);
@@ -296,7 +498,7 @@ mod tests {
     #[test]
     fn collected_series_stays_bounded() {
         let ring = WindowRing::default();
-        let mut out = Vec::new();
+        let mut out = WindowSeries::default();
         let mut w = WindowWriter::new(&ring, 0);
         for s in 0..(3 * MAX_WINDOWS as u64) {
             w.record(s * 1_000_000_000, 7);
@@ -306,6 +508,7 @@ mod tests {
         }
         w.flush();
         ring.drain_into(&mut out);
+        let out = out.windows();
         assert!(out.len() <= MAX_WINDOWS, "{}", out.len());
         assert_eq!(
             out.iter().map(|x| x.samples).sum::<u64>(),
@@ -314,6 +517,108 @@ mod tests {
         assert_eq!(
             out.last().map(|x| x.second + x.span_s),
             Some(3 * MAX_WINDOWS as u64)
+        );
+    }
+
+    /// Feeds `per_window[i]` as window i's samples (one writer, drained
+    /// after every window so no histogram is dropped).
+    fn series_of(per_window: &[Vec<i64>]) -> WindowSeries {
+        let ring = WindowRing::default();
+        let mut out = WindowSeries::default();
+        let mut w = WindowWriter::new(&ring, 0);
+        for (s, samples) in per_window.iter().enumerate() {
+            for &v in samples {
+                w.record(s as u64 * 1_000_000_000, v);
+            }
+            w.flush();
+            ring.drain_into(&mut out);
+        }
+        out
+    }
+
+    #[test]
+    fn every_window_has_its_own_percentiles() {
+        // Window 0: 1..=100; window 1: 1000 samples of 7 and one of 500.
+        let mut second = vec![7; 1000];
+        second.push(500);
+        let out = series_of(&[(1..=100).collect(), second]);
+        let w = out.windows();
+        assert_eq!(
+            (w[0].p50_ns, w[0].p99_ns, w[0].p999_ns),
+            (Some(50), Some(99), Some(100))
+        );
+        assert_eq!(
+            (w[1].p50_ns, w[1].p99_ns, w[1].p999_ns),
+            (Some(7), Some(7), Some(7))
+        );
+        assert_eq!(w[1].max_ns, 500);
+        assert_eq!(out.histogram(1).map(|h| h.len()), Some(1001));
+    }
+
+    #[test]
+    fn merging_windows_merges_their_histograms_not_their_percentiles() {
+        // Window 0: 100 samples of 10; window 1: 100 samples of 1000. The
+        // merged p50 is 10 (the 100th of 200 samples) and p99 is 1000; an
+        // average of the two p50s would say 505.
+        let out = series_of(&[vec![10; 100], vec![1000; 100]]);
+        let mut series = out;
+        series.compact();
+        let w = series.windows();
+        assert_eq!(w.len(), 1);
+        assert_eq!((w[0].second, w[0].span_s, w[0].samples), (0, 2, 200));
+        assert_eq!(w[0].p50_ns, Some(10));
+        let p99 = w[0].p99_ns.unwrap();
+        assert!((1000..=1008).contains(&p99), "{p99}");
+        assert_eq!(series.histogram(0).map(|h| h.len()), Some(200));
+    }
+
+    #[test]
+    fn compaction_beyond_max_windows_keeps_exact_percentiles() {
+        let ring = WindowRing::default();
+        let mut out = WindowSeries::default();
+        let mut w = WindowWriter::new(&ring, 0);
+        // Even windows: one sample of 10; odd windows: one of 2000.
+        for s in 0..(MAX_WINDOWS as u64 + 2) {
+            w.record(s * 1_000_000_000, if s % 2 == 0 { 10 } else { 2000 });
+            w.flush();
+            ring.drain_into(&mut out);
+        }
+        // The 7201st window halved the series to 3601 windows (the last
+        // one alone); the 7202nd came after.
+        let windows = out.windows();
+        assert_eq!(windows.len(), MAX_WINDOWS / 2 + 2);
+        let windows = &windows[..MAX_WINDOWS / 2];
+        assert!(windows.iter().all(|x| x.span_s == 2 && x.samples == 2));
+        // Two samples: p50 is the lower one (rank 1), p99 the higher.
+        assert!(windows.iter().all(|x| x.p50_ns == Some(10)));
+        assert!(windows.iter().all(|x| x.p99_ns == Some(2000)));
+    }
+
+    #[test]
+    fn folding_the_last_window_merges_its_histogram() {
+        let mut out = series_of(&[vec![5; 10], vec![900]]);
+        out.fold_last();
+        let w = out.windows();
+        assert_eq!(w.len(), 1);
+        assert_eq!((w[0].span_s, w[0].samples, w[0].max_ns), (1, 11, 900));
+        assert_eq!(w[0].p50_ns, Some(5));
+        assert_eq!(w[0].p999_ns, Some(900));
+    }
+
+    #[test]
+    fn old_windows_without_percentiles_still_load_and_stay_without() {
+        let old = r#"{"second":3,"span_s":1,"samples":2,"min_ns":1,"avg_ns":1.5,"max_ns":2}"#;
+        let w: SecondStats = serde_json::from_str(old).unwrap();
+        assert_eq!(w, SecondStats::new(3, 1, 2, 1, 1.5, 2));
+        assert_eq!(serde_json::to_string(&w).unwrap(), old);
+        let new = SecondStats {
+            p99_ns: Some(2),
+            ..w
+        };
+        assert!(
+            serde_json::to_string(&new)
+                .unwrap()
+                .contains(r#""p99_ns":2"#)
         );
     }
 }

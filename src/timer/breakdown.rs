@@ -123,11 +123,12 @@ fn close_loop(f: &mut TracedFigures, figure: Figure, shared: &ThreadShared, part
     let thread = f.thread.close_loop(partial);
     f.return_to_user.close_loop(partial);
     let main = match figure {
-        Figure::Irq => irq,
-        Figure::Thread => thread,
+        Figure::Irq => irq.map(|stats| (stats, &mut f.irq)),
+        Figure::Thread => thread.map(|stats| (stats, &mut f.thread)),
         Figure::User => None,
     };
-    if let Some(stats) = main {
+    if let Some((stats, sink)) = main {
+        sink.publish_window(&shared.window_histograms, stats.index);
         shared.loops.push(stats);
     }
 }
@@ -146,10 +147,15 @@ impl TraceSession {
         shared: &[Arc<ThreadShared>],
     ) -> Result<TraceSession, String> {
         let mut figures = Vec::with_capacity(threads.len());
+        // The main figure's loops get their histograms (the per-second series).
+        let sink = |main: bool| {
+            FigureSink::new(plan.histogram_cells, plan.bucket_ns)
+                .map(|s| if main { s.with_window() } else { s })
+        };
         for t in threads {
             figures.push(TracedFigures {
-                irq: FigureSink::new(plan.histogram_cells, plan.bucket_ns)?,
-                thread: FigureSink::new(plan.histogram_cells, plan.bucket_ns)?,
+                irq: sink(plan.figure == Figure::Irq)?,
+                thread: sink(plan.figure == Figure::Thread)?,
                 return_to_user: FigureSink::new(plan.histogram_cells, plan.bucket_ns)?,
                 without_sched_in: 0,
                 complete: 0,

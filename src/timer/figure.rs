@@ -5,6 +5,8 @@
 
 use crate::report::XenomaiHistogram;
 use crate::stats::LatencyRecorder;
+use crate::stats::window_histogram::{self as wh, HistogramRing};
+use hdrhistogram::Histogram;
 
 /// One completed loop of samples (Xenomai's RTD line), after the warm-up.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -36,6 +38,9 @@ pub struct FigureSink {
     pub loop_max: XenomaiHistogram,
     open: LoopStats,
     loops_done: u64,
+    /// The open loop's histogram, for its percentiles: only the run's main
+    /// figure has one (`with_window`), the one the per-second series shows.
+    window: Option<Histogram<u64>>,
 }
 
 impl FigureSink {
@@ -49,13 +54,32 @@ impl FigureSink {
             loop_max: histogram()?,
             open: LoopStats::default(),
             loops_done: 0,
+            window: None,
         })
+    }
+
+    /// This figure feeds the per-second series: each loop gets a histogram
+    /// (built and touched now, before any sample).
+    pub fn with_window(mut self) -> FigureSink {
+        self.window = Some(wh::window_histogram());
+        self
+    }
+
+    /// Hands the loop just closed (`index`) its histogram through `ring`
+    /// (before the loop itself is pushed, so that the monitor finds it).
+    pub fn publish_window(&mut self, ring: &HistogramRing, index: u64) {
+        if let Some(h) = &mut self.window {
+            ring.publish(h, index);
+        }
     }
 
     #[inline]
     pub fn add(&mut self, ns: i64) {
         self.recorder.record(ns);
         self.all.add(ns);
+        if let Some(h) = &mut self.window {
+            wh::record(h, ns);
+        }
         let open = &mut self.open;
         if open.samples == 0 {
             open.min_ns = ns;

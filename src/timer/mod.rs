@@ -20,7 +20,8 @@ use crate::rt::clock::monotonic_ns;
 use crate::rt::sched::Policy;
 use crate::rt::tracefs::BreakTrace;
 use crate::stats::live::{LiveHistogram, SpscRing};
-use crate::stats::window::{MAX_WINDOWS, SecondStats, compact};
+use crate::stats::window::{SecondStats, WindowSeries};
+use crate::stats::window_histogram::HistogramRing;
 use figure::{FigureSink, LoopStats};
 use sampler::SamplerEnd;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
@@ -132,6 +133,8 @@ pub struct ThreadShared {
     pub error: Mutex<Option<String>>,
     /// Completed loops of the run's main figure.
     pub loops: SpscRing<LoopStats>,
+    /// Their histograms, each published before its loop.
+    pub window_histograms: HistogramRing,
     /// Samples of the main figure, for the live percentile.
     pub live: LiveHistogram,
     pub overruns: AtomicU64,
@@ -150,6 +153,7 @@ impl Default for ThreadShared {
             measuring_from_ns: AtomicU64::new(0),
             error: Mutex::new(None),
             loops: SpscRing::with_capacity(LOOP_RING_SLOTS),
+            window_histograms: HistogramRing::default(),
             live: LiveHistogram::default(),
             overruns: AtomicU64::new(0),
             msw: AtomicU64::new(0),
@@ -231,6 +235,11 @@ pub fn run(
         };
         for (index, thread_shared) in shared.iter().enumerate() {
             let user = FigureSink::new(plan.histogram_cells, plan.bucket_ns).map_err(give_up)?;
+            let user = if plan.figure == Figure::User {
+                user.with_window()
+            } else {
+                user
+            };
             let freeze = if plan.freeze_trace {
                 BreakTrace::open().ok()
             } else {
@@ -266,7 +275,7 @@ pub fn run(
 /// The controller's state while the threads run.
 struct Control {
     end_reason: EndReason,
-    per_second: Vec<Vec<SecondStats>>,
+    per_second: Vec<WindowSeries>,
     trace: Option<breakdown::TraceSession>,
     spikes: Option<crate::spikes::SpikeTracer>,
 }
@@ -279,7 +288,7 @@ fn control(
 ) -> Result<Control, String> {
     let mut control = Control {
         end_reason: EndReason::DurationElapsed,
-        per_second: vec![Vec::new(); shared.len()],
+        per_second: shared.iter().map(|_| WindowSeries::default()).collect(),
         trace: None,
         spikes: None,
     };
@@ -370,18 +379,12 @@ impl Control {
                 continue;
             }
             progress.loops(i, &batch, s);
-            let series = &mut self.per_second[i];
-            series.extend(batch.drain(..).map(|l| SecondStats {
-                second: l.index,
-                span_s: 1,
-                samples: l.samples,
-                min_ns: l.min_ns,
-                avg_ns: l.avg_ns(),
-                max_ns: l.max_ns,
-            }));
-            while series.len() > MAX_WINDOWS {
-                compact(series);
-            }
+            self.per_second[i].extend(
+                batch.drain(..).map(|l| {
+                    SecondStats::new(l.index, 1, l.samples, l.min_ns, l.avg_ns(), l.max_ns)
+                }),
+                &s.window_histograms,
+            );
         }
     }
 
@@ -431,7 +434,7 @@ impl Control {
                     overruns: end.overruns,
                     above_limit: end.above_limit,
                     counters: end.counters,
-                    per_second: std::mem::take(&mut self.per_second[i]),
+                    per_second: std::mem::take(&mut self.per_second[i]).into_windows(),
                     per_second_dropped: shared[i].loops.dropped(),
                     breakdown,
                 }

@@ -500,6 +500,8 @@ impl<'a> Sampling<'a> {
         if self.user_is_figure
             && let Some(stats) = closed
         {
+            self.user
+                .publish_window(&self.shared.window_histograms, stats.index);
             self.shared.loops.push(stats);
         }
         if self.plan.break_on_switch && moved.total() > 0 {

@@ -472,7 +472,7 @@ pub fn check_report_header(report: &Value) {
         "schema: {}",
         evidence("json", &report.to_string())
     );
-    assert_eq!(report["schema_version"], 2, "schema_version");
+    assert_eq!(report["schema_version"], 3, "schema_version");
     let sys = &report["sysinfo"];
     for key in [
         "sysname",
@@ -514,6 +514,24 @@ pub fn check_report_header(report: &Value) {
         "warnings must be strings"
     );
     assert!(report["tests"].is_array(), "tests must be an array");
+    check_window_percentiles(report);
+}
+
+/// Every per-second window's own percentiles (schema 3), where it has them,
+/// lie in order inside its exact [min, max].
+pub fn check_window_percentiles(report: &Value) {
+    let tests = report["tests"].as_array().into_iter().flatten();
+    for s in tests.flat_map(|t| t["series"].as_array().into_iter().flatten()) {
+        for w in s["per_second"].as_array().into_iter().flatten() {
+            let p = ["min_ns", "p50_ns", "p99_ns", "p999_ns", "max_ns"].map(|k| w[k].as_i64());
+            let present: Vec<i64> = p.iter().flatten().copied().collect();
+            assert!(
+                present.windows(2).all(|x| x[0] <= x[1]),
+                "{}: window out of order: {w}",
+                s["label"]
+            );
+        }
+    }
 }
 
 /// The series of the first test of a report.

@@ -10,7 +10,7 @@ use super::process::check_senders;
 use super::start::Started;
 use super::state::RunState;
 use crate::rt::signals::wait_for_stop_signal;
-use crate::stats::window::SecondStats;
+use crate::stats::window::WindowSeries;
 use std::time::{Duration, Instant};
 
 /// How often the monitor wakes to check for signals, dead senders and
@@ -24,8 +24,9 @@ pub(super) fn monitor(
     tasks: &mut Started,
     started: Instant,
     progress: &mut dyn Progress,
-) -> Vec<Vec<SecondStats>> {
-    let mut per_second: Vec<Vec<SecondStats>> = plan.pairs.iter().map(|_| Vec::new()).collect();
+) -> Vec<WindowSeries> {
+    let mut per_second: Vec<WindowSeries> =
+        plan.pairs.iter().map(|_| WindowSeries::default()).collect();
     let mut next_progress = Duration::from_secs(1);
     loop {
         // Wake at the end of the duration, not up to a tick later.

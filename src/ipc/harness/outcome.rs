@@ -7,7 +7,7 @@ use super::plan::PairPlan;
 use super::start::ReceiverResult;
 use super::state::RunState;
 use crate::stats::LatencyRecorder;
-use crate::stats::window::SecondStats;
+use crate::stats::window::{SecondStats, WindowSeries};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
@@ -56,7 +56,7 @@ pub(super) fn collect(
     pairs: &[PairPlan],
     state: RunState,
     receivers: Vec<ReceiverResult>,
-    per_second: Vec<Vec<SecondStats>>,
+    per_second: Vec<WindowSeries>,
     times: RunTimes,
     spikes: Option<crate::report::SpikeTrace>,
 ) -> RunOutcome {
@@ -92,7 +92,7 @@ pub(super) fn collect(
                     receiver_cpu: live.receiver_cpu.load(Ordering::Relaxed),
                     sender_cpu: live.sender.cpu.load(Ordering::Relaxed),
                     per_second_dropped: live.windows.dropped(),
-                    per_second,
+                    per_second: per_second.into_windows(),
                     resource_names: channels.resource_names.clone(),
                 }
             },

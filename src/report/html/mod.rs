@@ -904,6 +904,7 @@ mod tests {
                         min_ns: 1_000 + (second % 7) as i64,
                         avg_ns: 2_000.0 + (second % 100) as f64,
                         max_ns: 5_000 + ((second * 7919 + i) % 3_000) as i64,
+                        ..SecondStats::default()
                     })
                     .collect();
                 s

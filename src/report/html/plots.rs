@@ -795,6 +795,7 @@ mod tests {
                 min_ns: if s == 40_000 { -7 } else { 1_000 },
                 avg_ns: 2_000.0,
                 max_ns: if s == 50_001 { 9_000_000 } else { 3_000 },
+                ..SecondStats::default()
             })
             .collect();
         let d = downsampled(&windows);
@@ -820,6 +821,7 @@ mod tests {
             min_ns: 2_000,
             avg_ns: 3_750.0,
             max_ns: 5_000,
+            ..SecondStats::default()
         }];
         let series = [PlotSeries {
             label: "pair <0> & co".into(),
@@ -870,6 +872,7 @@ mod tests {
                 min_ns: 12_000,
                 avg_ns: 13_700.0,
                 max_ns: if second == 2 { 9_810_000 } else { 22_900 },
+                ..SecondStats::default()
             })
             .collect();
         let series = [PlotSeries {

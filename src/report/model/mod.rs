@@ -31,7 +31,15 @@ use serde::{Deserialize, Serialize};
 
 /// Identifies the JSON document; bump `SCHEMA_VERSION` on any incompatible change.
 pub const SCHEMA_NAME: &str = "latscope-report";
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
+/// The oldest version this latscope still reads: version 3 only added
+/// fields (per-window percentiles), which read as absent in a version-2 report.
+pub const OLDEST_READ_SCHEMA_VERSION: u32 = 2;
+
+/// Whether a report of `version` loads (`latscope report`, `compare`).
+pub fn schema_version_readable(version: u64) -> bool {
+    (u64::from(OLDEST_READ_SCHEMA_VERSION)..=u64::from(SCHEMA_VERSION)).contains(&version)
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -479,6 +487,15 @@ impl Report {
                     .map(move |s| format!("{} {}", t.test, s.label))
             })
             .collect()
+    }
+
+    /// How verdicts name test `index` (`test_key`: its name, with its block
+    /// size or mode where the name repeats in this report).
+    pub fn test_key_of(&self, index: usize) -> String {
+        let t = &self.tests[index];
+        let repeated = self.tests.iter().filter(|o| o.test == t.test).count() > 1;
+        let block = t.config.logdisk().map(|c| c.block_size);
+        test_key(&t.test, &t.mode, block, repeated)
     }
 
     /// The `--fail-if` checks that were crossed.
