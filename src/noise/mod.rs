@@ -17,7 +17,7 @@ pub mod spinner;
 use crate::report::EndReason;
 use crate::rt::sched::Policy;
 use crate::stats::LatencyRecorder;
-use crate::stats::window::{SecondStats, WindowRing};
+use crate::stats::window::{SecondStats, WindowRing, WindowSeries};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -197,7 +197,7 @@ pub fn run(
 /// The controller's state while the spinners run.
 struct Control {
     end_reason: EndReason,
-    per_second: Vec<Vec<SecondStats>>,
+    per_second: Vec<WindowSeries>,
     spikes: Option<crate::spikes::SpikeTracer>,
 }
 
@@ -209,7 +209,7 @@ fn control(
 ) -> Result<Control, String> {
     let mut control = Control {
         end_reason: EndReason::DurationElapsed,
-        per_second: vec![Vec::new(); shared.len()],
+        per_second: shared.iter().map(|_| WindowSeries::default()).collect(),
         spikes: None,
     };
     // Every spinner set up (or failed)?
@@ -300,7 +300,7 @@ impl Control {
                     measured_ns: end.measured_ns,
                     loops: end.loops,
                     above_limit: end.above_limit,
-                    per_second: std::mem::take(&mut self.per_second[i]),
+                    per_second: std::mem::take(&mut self.per_second[i]).into_windows(),
                     per_second_dropped: shared[i].windows.dropped(),
                 }
             })
