@@ -125,7 +125,7 @@ pub fn render(runs: &[Run]) -> Result<Rendered, String> {
         page.run_section(i, run);
     }
     for (i, group) in test_groups(runs).iter().enumerate() {
-        page.test_section(i + 1, runs.len(), group)?;
+        page.test_section(i + 1, runs, group)?;
     }
     page.html.push_str("</body>\n</html>\n");
     Ok(Rendered {
@@ -250,6 +250,147 @@ fn doctor_fact(checks: &[crate::report::Check]) -> String {
         text.push_str(&findings.join("<br>"));
     }
     text
+}
+
+/// The marks of a test group's over-time plot and what could not be marked.
+#[derive(Default)]
+struct Marks {
+    marks: Vec<plots::TimeMark>,
+    /// Traced spikes whose time could not be found on the axis.
+    spikes_unplaced: usize,
+    /// Kernel messages of runs of several tests (not drawn: see `caption`).
+    kernel_unplaced: usize,
+}
+
+impl Marks {
+    /// What the caption says about the marks.
+    fn caption(&self) -> String {
+        let spikes = self
+            .marks
+            .iter()
+            .filter(|m| m.kind == plots::MarkKind::Spike)
+            .count();
+        let kernel = self.marks.len() - spikes;
+        let mut text = String::new();
+        if spikes > 0 {
+            text.push_str(&format!(
+                " Triangles at the top: the {spikes} spike(s) --trace-spikes kept, in their \
+                 series' colour; hover over one for its cause."
+            ));
+        }
+        if kernel > 0 {
+            text.push_str(&format!(
+                " Diamonds: the {kernel} kernel log message(s), at their time from the start \
+                 of the run (the test starts a moment later, seconds later with --load); \
+                 hover over one for its text."
+            ));
+        }
+        if self.spikes_unplaced > 0 {
+            text.push_str(&format!(
+                " {} traced spike(s) could not be placed in time (none of their series' \
+                 windows matches a spike) and are only in the spike table.",
+                self.spikes_unplaced
+            ));
+        }
+        if self.kernel_unplaced > 0 {
+            text.push_str(&format!(
+                " {} kernel log message(s) are not marked: their run holds several tests and \
+                 their times count from the run's start, not from a test's.",
+                self.kernel_unplaced
+            ));
+        }
+        text
+    }
+}
+
+/// The spikes and kernel messages of `group`'s tests as marks on its
+/// over-time plot (series colours numbered as the plot numbers them).
+fn time_marks(runs: &[Run], group: &TestGroup) -> Marks {
+    let mut marks = Marks::default();
+    let mut first_series = 0;
+    for &(r, test) in &group.tests {
+        if let Some(trace) = &test.spikes {
+            let starts = spike_clock_starts(test, trace);
+            for spike in &trace.spikes {
+                let index = test.series.iter().position(|s| s.label == spike.series);
+                // The series' own start, else the test's (its series start together).
+                let start = index
+                    .and_then(|i| starts[i])
+                    .or_else(|| median(starts.iter().flatten().copied().collect()));
+                let Some(start) = start else {
+                    marks.spikes_unplaced += 1;
+                    continue;
+                };
+                let second = (spike.actual_ns as f64 - start) / 1e9;
+                marks.marks.push(plots::TimeMark {
+                    second,
+                    kind: plots::MarkKind::Spike,
+                    series: index.map(|i| first_series + i),
+                    text: format!(
+                        "{:.1} s, {}: {}",
+                        second.max(0.0),
+                        spike.series,
+                        spike.summary
+                    ),
+                });
+            }
+        }
+        let report = runs[r].report;
+        let log = &report.kernel_log.messages;
+        if report.tests.len() == 1 {
+            marks.marks.extend(log.iter().map(|m| plots::TimeMark {
+                second: m.time_s,
+                kind: plots::MarkKind::KernelLog,
+                series: None,
+                text: format!(
+                    "kernel log, {:.1} s after the run's start: {}",
+                    m.time_s, m.text
+                ),
+            }));
+        } else {
+            marks.kernel_unplaced += log.len();
+        }
+        first_series += test.series.len();
+    }
+    marks
+}
+
+/// The middle value (of an odd count; the lower middle of an even one).
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len().saturating_sub(1) / 2).copied()
+}
+
+/// Per series of `test`: when its window 0 began on the monotonic clock
+/// (ns), as its traced spikes tell. The report keeps spike times on the
+/// monotonic clock and windows in seconds from the test's start: a spike
+/// whose latency is the maximum of exactly one window of its series lies in
+/// that window, which ties the two clocks to within a window (the middle of
+/// the window is taken; the median over such spikes).
+fn spike_clock_starts(test: &TestResult, trace: &crate::report::SpikeTrace) -> Vec<Option<f64>> {
+    test.series
+        .iter()
+        .map(|series| {
+            let starts: Vec<f64> = trace
+                .spikes
+                .iter()
+                .filter(|spike| spike.series == series.label)
+                .filter_map(|spike| {
+                    let mut matching = series
+                        .per_second
+                        .iter()
+                        .filter(|w| w.max_ns == spike.latency_ns.min(i64::MAX as u64) as i64);
+                    let w = matching.next()?;
+                    if matching.next().is_some() {
+                        return None;
+                    }
+                    let middle_s = w.second as f64 + w.span_s as f64 / 2.0;
+                    Some(spike.actual_ns as f64 - middle_s * 1e9)
+                })
+                .collect();
+            median(starts)
+        })
+        .collect()
 }
 
 fn run_name(index: usize) -> String {
@@ -391,9 +532,10 @@ impl Page {
     fn test_section(
         &mut self,
         section: usize,
-        run_count: usize,
+        runs: &[Run],
         group: &TestGroup,
     ) -> Result<(), String> {
+        let run_count = runs.len();
         let _ = writeln!(
             self.html,
             "<section class=\"test\">\n<h2>{}</h2>",
@@ -464,18 +606,28 @@ impl Page {
              strip at the right. The marks under the axis are each series' p50, p99 and \
              maximum. Empty bins are drawn on the floor below 1.",
         );
-        let per_second = plots::per_second_svg(title, &plotted)?;
+        let marks = time_marks(runs, group);
+        let per_second = plots::per_second_svg(title, &plotted, &marks.marks)?;
         let merged = series
             .iter()
             .any(|(_, _, s)| s.per_second.iter().any(|w| w.span_s > 1));
+        let with_p99 = series
+            .iter()
+            .any(|(_, _, s)| s.per_second.iter().any(|w| plots::window_p99(w).is_some()));
         let mut caption = format!(
-            "Over time, on a log latency axis so one spike does not flatten the rest: each window's minimum (thin), mean (medium) and maximum (thick) \
-             latency per series. The report keeps min/avg/max per one-second window, no \
-             percentile per window, so no p99 is drawn. Beyond {} windows per series, \
-             consecutive windows are merged for the plot (minimum of the minima, maximum \
-             of the maxima, sample-weighted mean).",
-            plots::MAX_TIME_POINTS
+            "Over time, on a log latency axis so one spike does not flatten the rest: each \
+             window's minimum (thin), mean (medium) and maximum (thick) latency per series{}. \
+             Beyond {} windows per series, consecutive windows are merged for the plot \
+             (minimum of the minima, maximum of the maxima, sample-weighted mean{}).",
+            if with_p99 {
+                ", and its p99 (dashed)"
+            } else {
+                " (this report keeps no percentile per window, so no p99 is drawn)"
+            },
+            plots::MAX_TIME_POINTS,
+            if with_p99 { ", highest p99" } else { "" }
         );
+        caption.push_str(&marks.caption());
         if merged {
             caption.push_str(
                 " Some windows already span several seconds in the report (long runs keep \
@@ -952,6 +1104,93 @@ mod tests {
                 "<td>-1.50 us</td><td>softirq_entry</td><td>vec=3 [NET_RX] &lt;x&gt;</td>"
             )
         );
+    }
+
+    #[test]
+    fn spikes_and_kernel_messages_are_marked_over_time() {
+        use crate::report::{Spike, SpikeTrace};
+        let mut report = crate::report::testdata::with_load_and_kernel_message(sample_report());
+        let series = &mut report.tests[0].series[0];
+        series.per_second = (0..20u64)
+            .map(|second| SecondStats {
+                second,
+                span_s: 1,
+                samples: 1000,
+                min_ns: 2_000,
+                avg_ns: 3_000.0,
+                max_ns: match second {
+                    7 => 85_000,
+                    12 => 60_000,
+                    _ => 5_000,
+                },
+            })
+            .collect();
+        // The test's window 0 began at 1000 s on the monotonic clock.
+        let spike = |latency_ns: u64, at_s: f64, summary: &str| Spike {
+            series: "pair 0".into(),
+            latency_ns,
+            actual_ns: (1_000e9 + at_s * 1e9) as u64,
+            summary: summary.into(),
+            ..Spike::default()
+        };
+        report.tests[0].spikes = Some(SpikeTrace {
+            threshold_ns: 50_000,
+            spikes_seen: 3,
+            spikes: vec![
+                spike(85_000, 7.5, "worst 85.0 us: softirq NET_RX 52.0 us"),
+                spike(60_000, 12.5, "60.0 us: IRQ 24 virtio0-input 40.0 us"),
+                // Not any window's maximum: placed by the others' clock.
+                spike(55_000, 12.25, "55.0 us: task kworker/1:1 (pid 42) 30.0 us"),
+            ],
+            ..SpikeTrace::default()
+        });
+        let runs = [Run {
+            source: "a.json".into(),
+            report: &report,
+        }];
+        let groups = test_groups(&runs);
+        let marks = time_marks(&runs, &groups[0]);
+        assert_eq!(marks.spikes_unplaced, 0);
+        let seconds: Vec<f64> = marks.marks.iter().map(|m| m.second).collect();
+        assert_eq!(seconds, [7.5, 12.5, 12.25, 2.5]);
+        assert_eq!(marks.marks[0].series, Some(0));
+        assert_eq!(marks.marks[3].kind, plots::MarkKind::KernelLog);
+        let html = render_one(&report).html;
+        assert!(
+            html.contains("<title>7.5 s, pair 0: worst 85.0 us: softirq NET_RX 52.0 us</title>"),
+            "{html}"
+        );
+        assert!(html.contains(
+            "<title>kernel log, 2.5 s after the run's start: sched: RT throttling activated</title>"
+        ));
+        assert!(html.contains("the 3 spike(s) --trace-spikes kept"));
+        assert!(html.contains("the 1 kernel log message(s)"));
+
+        // Without a window to tie the clocks, a spike is not drawn but said.
+        report.tests[0].series[0].per_second[7].max_ns = 5_000;
+        report.tests[0].series[0].per_second[12].max_ns = 5_000;
+        let runs = [Run {
+            source: "a.json".into(),
+            report: &report,
+        }];
+        let marks = time_marks(&runs, &test_groups(&runs)[0]);
+        assert_eq!(marks.spikes_unplaced, 3);
+        assert!(
+            marks
+                .caption()
+                .contains("3 traced spike(s) could not be placed")
+        );
+        // A run of several tests: kernel messages are counted, not drawn.
+        let mut two = report.clone();
+        two.tests.push(two.tests[0].clone());
+        two.tests[1].test = "sem".into();
+        let runs = [Run {
+            source: "a.json".into(),
+            report: &two,
+        }];
+        let marks = time_marks(&runs, &test_groups(&runs)[0]);
+        assert_eq!(marks.kernel_unplaced, 1);
+        assert!(marks.marks.iter().all(|m| m.kind == plots::MarkKind::Spike));
     }
 
     #[test]

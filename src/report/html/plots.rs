@@ -100,12 +100,27 @@ fn drawing_error(e: impl std::fmt::Display) -> String {
 
 /// Draws into an SVG string; `draw` gets the whole drawing area.
 fn svg(draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> DrawResult<()>) -> DrawResult<String> {
+    svg_with_overlay(|root| draw(root).map(|()| Vec::new()))
+}
+
+/// Draws into an SVG string, then adds the raw SVG elements `draw` returns
+/// on top (last in the document). plotters has no `<title>` (the hover
+/// text of an element) nor dashed polylines: those are written by hand, in
+/// the backend's pixel coordinates.
+fn svg_with_overlay(
+    draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> DrawResult<Vec<String>>,
+) -> DrawResult<String> {
     let mut text = String::new();
+    let overlay;
     {
         let root = SVGBackend::with_string(&mut text, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(drawing_error)?;
-        draw(&root)?;
+        overlay = draw(&root)?;
         root.present().map_err(drawing_error)?;
+    }
+    if !overlay.is_empty() {
+        let end = text.rfind("</svg>").unwrap_or(text.len());
+        text.insert_str(end, &(overlay.join("\n") + "\n"));
     }
     Ok(text)
 }
@@ -444,11 +459,89 @@ pub fn downsampled(windows: &[SecondStats]) -> Vec<SecondStats> {
     coarsened(windows, windows.len().div_ceil(MAX_TIME_POINTS))
 }
 
+/// A window's 99th percentile, when the report has one per window.
+/// fleet's p99_ns lands here: the only line to change when the per-window
+/// percentiles reach `SecondStats`.
+pub fn window_p99(_w: &SecondStats) -> Option<u64> {
+    None
+}
+
+/// What a mark on the over-time plot stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkKind {
+    /// A sample `--trace-spikes` traced (coloured as its series).
+    Spike,
+    /// A message of the kernel log.
+    KernelLog,
+}
+
+/// A moment marked on the over-time plot, with its one-line cause shown on
+/// hover (an SVG `<title>`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimeMark {
+    /// Seconds on the plot's time axis (since the test's start).
+    pub second: f64,
+    pub kind: MarkKind,
+    /// The series' colour index (spikes).
+    pub series: Option<usize>,
+    /// The hover text: when and why.
+    pub text: String,
+}
+
+/// The p99 of each drawn point: the windows `downsampled` merges into one
+/// point (`n` consecutive ones), with the highest p99 among them, so a bad
+/// window is never hidden by merging. `(start s, end s, p99 ns)`.
+fn p99_points(
+    windows: &[SecondStats],
+    p99: fn(&SecondStats) -> Option<u64>,
+) -> Vec<(u64, u64, Option<u64>)> {
+    let n = windows.len().div_ceil(MAX_TIME_POINTS).max(1);
+    windows
+        .chunks(n)
+        .map(|chunk| {
+            let first = chunk[0].second;
+            let end = chunk
+                .iter()
+                .map(|w| w.second + w.span_s)
+                .max()
+                .unwrap_or(first);
+            (first, end, chunk.iter().filter_map(p99).max())
+        })
+        .collect()
+}
+
+/// Text for SVG content (`<title>`).
+fn xml_text(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
 /// Per-second minimum, mean and maximum of every series over time (thick:
-/// maximum, medium: mean, thin and faint: minimum), in one SVG. `None` when
-/// no series has a window.
-pub fn per_second_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<String>> {
+/// maximum, medium: mean, thin and faint: minimum), the p99 per window
+/// (dashed) where the report has it, and `marks` (traced spikes, kernel
+/// messages) on the time axis, in one SVG. `None` when no series has a
+/// window.
+pub fn per_second_svg(
+    title: &str,
+    series: &[PlotSeries],
+    marks: &[TimeMark],
+) -> DrawResult<Option<String>> {
+    over_time_svg(title, series, marks, window_p99)
+}
+
+/// `per_second_svg` with the per-window p99 taken by `p99` (tests give one).
+fn over_time_svg(
+    title: &str,
+    series: &[PlotSeries],
+    marks: &[TimeMark],
+    p99: fn(&SecondStats) -> Option<u64>,
+) -> DrawResult<Option<String>> {
     let drawn: Vec<Vec<SecondStats>> = series.iter().map(|s| downsampled(s.per_second)).collect();
+    let p99s: Vec<Vec<(u64, u64, Option<u64>)>> = series
+        .iter()
+        .map(|s| p99_points(s.per_second, p99))
+        .collect();
     let all = || drawn.iter().flatten();
     let Some(end) = all().map(|w| w.second + w.span_s).max() else {
         return Ok(None);
@@ -480,20 +573,22 @@ pub fn per_second_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<S
     } else {
         format!("{title}: min / avg / max per second over time")
     };
-    svg(|root| {
+    let any_p99 = p99s.iter().flatten().any(|p| p.2.is_some());
+    let x_desc = if any_p99 {
+        format!("time since start ({unit}); thick: max, dashed: p99, medium: avg, thin: min")
+    } else {
+        format!("time since start ({unit}); thick: max, medium: avg, thin: min")
+    };
+    let (x_low, x_high) = (start as f64 / unit_s, end as f64 / unit_s);
+    svg_with_overlay(|root| {
         let mut chart = chart_builder(root, &caption)
-            .build_cartesian_2d(
-                start as f64 / unit_s..end as f64 / unit_s,
-                (y_low..y_high).log_scale(),
-            )
+            .build_cartesian_2d(x_low..x_high, (y_low..y_high).log_scale())
             .map_err(drawing_error)?;
         chart
             .configure_mesh()
             .label_style(("sans-serif", 14))
             .axis_desc_style(("sans-serif", 15))
-            .x_desc(format!(
-                "time since start ({unit}); thick: max, medium: avg, thin: min"
-            ))
+            .x_desc(x_desc)
             .y_desc("latency (log)")
             .x_label_formatter(&|v| axis_number(*v))
             .y_labels(0)
@@ -502,6 +597,7 @@ pub fn per_second_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<S
             .draw()
             .map_err(drawing_error)?;
         draw_ticks(root, &mut chart, &[], &y_ticks)?;
+        let mut overlay = Vec::new();
         for (i, (s, windows)) in series.iter().zip(&drawn).enumerate() {
             let c = color(i);
             let figures: [(Figure, ShapeStyle); 3] = [
@@ -530,11 +626,88 @@ pub fn per_second_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<S
                     drawn.label(s.label.as_str()).legend(legend_mark(style));
                 }
             }
+            // The p99 per window, dashed: each run of windows that has one
+            // is a polyline of its own (a window without one breaks it).
+            let mut run: Vec<String> = Vec::new();
+            let mut flush = |run: &mut Vec<String>| {
+                if run.len() > 1 {
+                    overlay.push(format!(
+                        "<polyline class=\"p99\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" \
+                         stroke-dasharray=\"6 3\" points=\"{}\"/>",
+                        css_color(i),
+                        run.join(" ")
+                    ));
+                }
+                run.clear();
+            };
+            for &(from, to, value) in &p99s[i] {
+                match value {
+                    Some(ns) => {
+                        let y = (ns as f64).clamp(y_low, y_high);
+                        for x in [from, to] {
+                            let (px, py) = chart.backend_coord(&(x as f64 / unit_s, y));
+                            run.push(format!("{px},{py}"));
+                        }
+                    }
+                    None => flush(&mut run),
+                }
+            }
+            flush(&mut run);
         }
-        draw_legend(&mut chart)
+        if marks.iter().any(|m| m.kind == MarkKind::Spike) {
+            chart
+                .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())
+                .map_err(drawing_error)?
+                .label("traced spike (hover: its cause)")
+                .legend(|(x, y)| {
+                    Polygon::new(vec![(x + 4, y - 5), (x + 16, y - 5), (x + 10, y + 5)], BLACK.mix(0.7).filled())
+                });
+        }
+        if marks.iter().any(|m| m.kind == MarkKind::KernelLog) {
+            chart
+                .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())
+                .map_err(drawing_error)?
+                .label("kernel log message (hover: its text)")
+                .legend(|(x, y)| {
+                    Polygon::new(vec![(x + 10, y - 6), (x + 16, y), (x + 10, y + 6), (x + 4, y)], KERNEL_MARK.filled())
+                });
+        }
+        for mark in marks {
+            let t = (mark.second / unit_s).clamp(x_low, x_high);
+            let (px, top) = chart.backend_coord(&(t, y_high));
+            let (_, bottom) = chart.backend_coord(&(t, y_low));
+            let (fill, head) = match mark.kind {
+                MarkKind::Spike => (
+                    mark.series.map_or("#444444".to_string(), css_color),
+                    format!("M{},{} l-6,-10 h12 z", px, top),
+                ),
+                MarkKind::KernelLog => {
+                    let RGBColor(r, g, b) = KERNEL_MARK;
+                    (
+                        format!("#{r:02x}{g:02x}{b:02x}"),
+                        format!("M{},{} l6,6 l-6,6 l-6,-6 z", px, top - 12),
+                    )
+                }
+            };
+            // The wide transparent line is what the pointer finds: the
+            // hover works anywhere near the mark, not only on its 1 px.
+            overlay.push(format!(
+                "<g class=\"mark\"><title>{}</title>\
+                 <line x1=\"{px}\" y1=\"{top}\" x2=\"{px}\" y2=\"{bottom}\" stroke=\"{fill}\" stroke-width=\"1\" stroke-dasharray=\"3 3\"/>\
+                 <path d=\"{head}\" fill=\"{fill}\" stroke=\"#000000\" stroke-width=\"0.5\"/>\
+                 <line x1=\"{px}\" y1=\"{}\" x2=\"{px}\" y2=\"{bottom}\" stroke=\"#000000\" stroke-opacity=\"0\" stroke-width=\"9\"/></g>",
+                xml_text(&mark.text),
+                top - 12
+            ));
+        }
+        draw_legend(&mut chart)?;
+        Ok(overlay)
     })
     .map(Some)
 }
+
+/// The colour of kernel-log marks (apart from every series colour).
+const KERNEL_MARK: RGBColor = RGBColor(90, 0, 120);
 
 /// Where percentile `p` sits on the "nines" axis: one unit per nine
 /// (50 -> 0.30, 90 -> 1, 99 -> 2, 99.9 -> 3, ...), so the tail gets as much
@@ -828,7 +1001,7 @@ mod tests {
         }];
         for svg in [
             histogram_svg("mq", &series).unwrap().unwrap(),
-            per_second_svg("mq", &series).unwrap().unwrap(),
+            per_second_svg("mq", &series, &[]).unwrap().unwrap(),
         ] {
             assert!(svg.starts_with("<svg"), "{svg}");
             assert!(svg.contains("<text"), "{svg}");
@@ -846,7 +1019,7 @@ mod tests {
             per_second: &[],
         }];
         assert_eq!(histogram_svg("mq", &none).unwrap(), None);
-        assert_eq!(per_second_svg("mq", &none).unwrap(), None);
+        assert_eq!(per_second_svg("mq", &none, &[]).unwrap(), None);
     }
 
     #[test]
@@ -877,7 +1050,7 @@ mod tests {
             latency: &summary,
             per_second: &windows,
         }];
-        let svg = per_second_svg("timer", &series).unwrap().unwrap();
+        let svg = per_second_svg("timer", &series, &[]).unwrap().unwrap();
         for text in [
             "10 us",
             "100 us",
@@ -916,6 +1089,139 @@ mod tests {
         assert!(
             min_y - avg_y > 5.0,
             "min at {min_y} px, avg at {avg_y} px: apart"
+        );
+    }
+
+    /// `n` windows of 12..23 us with a 9.81 ms maximum in window `spike_at`.
+    fn windows_with_spike(n: u64, spike_at: u64) -> Vec<SecondStats> {
+        (0..n)
+            .map(|second| SecondStats {
+                second,
+                span_s: 1,
+                samples: 10_000,
+                min_ns: 12_000,
+                avg_ns: 13_700.0,
+                max_ns: if second == spike_at {
+                    9_810_000
+                } else {
+                    22_900
+                },
+            })
+            .collect()
+    }
+
+    /// The `d="..."`/attribute value `name` of the first element `line`.
+    fn attribute<'a>(line: &'a str, name: &str) -> &'a str {
+        line.split(&format!(" {name}=\""))
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap_or_else(|| panic!("{name} in {line}"))
+    }
+
+    #[test]
+    fn marks_sit_at_their_time_with_their_cause_on_hover() {
+        let summary = body_and_outlier(10, 9_810_000);
+        let windows = windows_with_spike(10, 4);
+        let series = [PlotSeries {
+            label: "CPU 0".into(),
+            latency: &summary,
+            per_second: &windows,
+        }];
+        let marks = [
+            TimeMark {
+                second: 4.5,
+                kind: MarkKind::Spike,
+                series: Some(0),
+                text: "4.5 s, CPU 0: softirq <NET_RX> & co".into(),
+            },
+            TimeMark {
+                second: 0.0,
+                kind: MarkKind::KernelLog,
+                series: None,
+                text: "kernel log: RT throttling activated".into(),
+            },
+        ];
+        let svg = per_second_svg("timer", &series, &marks).unwrap().unwrap();
+        let groups: Vec<&str> = svg
+            .lines()
+            .filter(|l| l.starts_with("<g class=\"mark\">"))
+            .collect();
+        assert_eq!(groups.len(), 2, "{svg}");
+        assert!(groups[0].contains("<title>4.5 s, CPU 0: softirq &lt;NET_RX&gt; &amp; co</title>"));
+        assert!(groups[1].contains("<title>kernel log: RT throttling activated</title>"));
+        assert!(
+            groups[0].contains("fill=\"#1f77b4\""),
+            "spike in its series' colour"
+        );
+        assert!(
+            svg.ends_with("</svg>\n") || svg.ends_with("</svg>"),
+            "marks inside the SVG"
+        );
+        assert!(svg.contains(">\ntraced spike (hover: its cause)\n</text>"));
+        assert!(svg.contains(">\nkernel log message (hover: its text)\n</text>"));
+        // The time axis spans 0..10 s: 4.5 s is 45 % across the plotting area,
+        // whose left edge is where the 0 s mark is.
+        let x = |g: &str| attribute(g, "x1").parse::<f64>().unwrap();
+        let (left, spike) = (x(groups[1]), x(groups[0]));
+        let (_, plot_right) = (left, left + (spike - left) / 0.45);
+        assert!(
+            left > 70.0 && plot_right < WIDTH as f64,
+            "{left} {plot_right}"
+        );
+        assert!(!svg.contains("class=\"p99\""), "no p99 in this report");
+        // Without marks, no legend entries for them.
+        let plain = per_second_svg("timer", &series, &[]).unwrap().unwrap();
+        assert!(!plain.contains("traced spike") && !plain.contains("<g class=\"mark\""));
+    }
+
+    #[test]
+    fn p99_per_window_is_dashed_and_merged_by_its_highest() {
+        fn fake_p99(w: &SecondStats) -> Option<u64> {
+            // Windows 3 and 4 have none: the line breaks there.
+            (!(3..5).contains(&w.second)).then_some(w.second * 1_000 + 15_000)
+        }
+        let summary = body_and_outlier(10, 9_810_000);
+        let windows = windows_with_spike(10, 7);
+        let series = [PlotSeries {
+            label: "CPU 0".into(),
+            latency: &summary,
+            per_second: &windows,
+        }];
+        let svg = over_time_svg("timer", &series, &[], fake_p99)
+            .unwrap()
+            .unwrap();
+        let lines: Vec<&str> = svg
+            .lines()
+            .filter(|l| l.contains("class=\"p99\""))
+            .collect();
+        assert_eq!(lines.len(), 2, "split where windows have no p99: {svg}");
+        assert_eq!(attribute(lines[0], "stroke-dasharray"), "6 3");
+        // Windows 0..3 (3 windows, 2 corners each), then 5..10.
+        assert_eq!(attribute(lines[0], "points").split(' ').count(), 6);
+        assert_eq!(attribute(lines[1], "points").split(' ').count(), 10);
+        assert!(svg.contains("dashed: p99"));
+        assert_eq!(window_p99(&windows[0]), None, "until the report has them");
+        // Merged: the highest p99 of each group of windows.
+        let day: Vec<SecondStats> = (0..86_400)
+            .map(|s| SecondStats {
+                second: s,
+                ..windows[0]
+            })
+            .collect();
+        let points = p99_points(&day, |w| {
+            Some(if w.second == 50_001 {
+                9_000_000
+            } else {
+                15_000
+            })
+        });
+        assert!(points.len() <= MAX_TIME_POINTS);
+        assert_eq!(points.iter().filter(|p| p.2 == Some(9_000_000)).count(), 1);
+        assert_eq!(points.last().map(|p| p.1), Some(86_400));
+        assert_eq!(
+            points.len(),
+            downsampled(&day).len(),
+            "one p99 per drawn window"
         );
     }
 
