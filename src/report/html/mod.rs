@@ -274,8 +274,8 @@ impl Marks {
         let mut text = String::new();
         if spikes > 0 {
             text.push_str(&format!(
-                " Triangles at the top: the {spikes} spike(s) --trace-spikes kept, in their \
-                 series' colour; hover over one for its cause."
+                " Triangles: the {spikes} spike(s) --trace-spikes kept, each pointing at its \
+                 time and latency in its series' colour; hover over one for its cause."
             ));
         }
         if kernel > 0 {
@@ -326,6 +326,7 @@ fn time_marks(runs: &[Run], group: &TestGroup) -> Marks {
                     second,
                     kind: plots::MarkKind::Spike,
                     series: index.map(|i| first_series + i),
+                    ns: Some(spike.latency_ns.min(i64::MAX as u64) as i64),
                     text: format!(
                         "{:.1} s, {}: {}",
                         second.max(0.0),
@@ -342,6 +343,7 @@ fn time_marks(runs: &[Run], group: &TestGroup) -> Marks {
                 second: m.time_s,
                 kind: plots::MarkKind::KernelLog,
                 series: None,
+                ns: None,
                 text: format!(
                     "kernel log, {:.1} s after the run's start: {}",
                     m.time_s, m.text
@@ -365,13 +367,16 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
 /// (ns), as its traced spikes tell. The report keeps spike times on the
 /// monotonic clock and windows in seconds from the test's start: a spike
 /// whose latency is the maximum of exactly one window of its series lies in
-/// that window, which ties the two clocks to within a window (the middle of
-/// the window is taken; the median over such spikes).
+/// that window, so the start lies within one window's span before it. The
+/// spans of all such spikes are intersected and the middle taken; when they
+/// do not meet (windows of loops rather than exact seconds), the median of
+/// the window middles.
 fn spike_clock_starts(test: &TestResult, trace: &crate::report::SpikeTrace) -> Vec<Option<f64>> {
     test.series
         .iter()
         .map(|series| {
-            let starts: Vec<f64> = trace
+            // (earliest, latest) start each spike allows, ns.
+            let spans: Vec<(f64, f64)> = trace
                 .spikes
                 .iter()
                 .filter(|spike| spike.series == series.label)
@@ -384,13 +389,60 @@ fn spike_clock_starts(test: &TestResult, trace: &crate::report::SpikeTrace) -> V
                     if matching.next().is_some() {
                         return None;
                     }
-                    let middle_s = w.second as f64 + w.span_s as f64 / 2.0;
-                    Some(spike.actual_ns as f64 - middle_s * 1e9)
+                    let at = spike.actual_ns as f64;
+                    Some((
+                        at - (w.second + w.span_s) as f64 * 1e9,
+                        at - w.second as f64 * 1e9,
+                    ))
                 })
                 .collect();
-            median(starts)
+            let earliest = spans.iter().map(|s| s.0).fold(f64::MIN, f64::max);
+            let latest = spans.iter().map(|s| s.1).fold(f64::MAX, f64::min);
+            if spans.is_empty() {
+                None
+            } else if earliest <= latest {
+                Some(best_start(series, trace, earliest, latest))
+            } else {
+                median(spans.iter().map(|s| (s.0 + s.1) / 2.0).collect())
+            }
         })
         .collect()
+}
+
+/// The start (ns) within `[earliest, latest]` that fits the most of the
+/// series' spikes: a spike fits when it falls in a window whose maximum is
+/// at least its latency. The window maxima alone allow a span of up to a
+/// second; the other spikes narrow it (the middle of the best-fitting
+/// stretch of 64 evenly spaced candidates is taken).
+fn best_start(
+    series: &Series,
+    trace: &crate::report::SpikeTrace,
+    earliest: f64,
+    latest: f64,
+) -> f64 {
+    const CANDIDATES: usize = 64;
+    let windows = &series.per_second;
+    let fits = |start: f64| {
+        trace
+            .spikes
+            .iter()
+            .filter(|spike| spike.series == series.label)
+            .filter(|spike| {
+                let t = (spike.actual_ns as f64 - start) / 1e9;
+                let k = windows.partition_point(|w| ((w.second + w.span_s) as f64) <= t);
+                windows.get(k).is_some_and(|w| {
+                    w.second as f64 <= t && w.max_ns >= spike.latency_ns.min(i64::MAX as u64) as i64
+                })
+            })
+            .count()
+    };
+    let candidate =
+        |k: usize| earliest + (latest - earliest) * (k as f64 + 0.5) / CANDIDATES as f64;
+    let scores: Vec<usize> = (0..CANDIDATES).map(|k| fits(candidate(k))).collect();
+    let best = scores.iter().copied().max().unwrap_or(0);
+    let first = scores.iter().position(|&s| s == best).unwrap_or(0);
+    let last = first + scores[first..].iter().take_while(|&&s| s == best).count() - 1;
+    (candidate(first) + candidate(last)) / 2.0
 }
 
 fn run_name(index: usize) -> String {
@@ -1152,12 +1204,18 @@ mod tests {
         let marks = time_marks(&runs, &groups[0]);
         assert_eq!(marks.spikes_unplaced, 0);
         let seconds: Vec<f64> = marks.marks.iter().map(|m| m.second).collect();
-        assert_eq!(seconds, [7.5, 12.5, 12.25, 2.5]);
+        // Each spike inside its window (the window maxima tie the clocks to
+        // within a second, the third spike narrows it to 0.75 s, whose
+        // middle is taken: 0.125 s late); the kernel message at its time.
+        for (got, want) in seconds.iter().zip([7.5, 12.5, 12.25, 2.5]) {
+            assert!((got - want).abs() <= 0.125 + 1e-6, "{seconds:?}");
+        }
+        assert_eq!(seconds[3], 2.5);
         assert_eq!(marks.marks[0].series, Some(0));
         assert_eq!(marks.marks[3].kind, plots::MarkKind::KernelLog);
         let html = render_one(&report).html;
         assert!(
-            html.contains("<title>7.5 s, pair 0: worst 85.0 us: softirq NET_RX 52.0 us</title>"),
+            html.contains("s, pair 0: worst 85.0 us: softirq NET_RX 52.0 us</title>"),
             "{html}"
         );
         assert!(html.contains(

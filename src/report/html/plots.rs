@@ -484,6 +484,8 @@ pub struct TimeMark {
     pub kind: MarkKind,
     /// The series' colour index (spikes).
     pub series: Option<usize>,
+    /// The latency it is drawn at (spikes), ns.
+    pub ns: Option<i64>,
     /// The hover text: when and why.
     pub text: String,
 }
@@ -660,7 +662,10 @@ fn over_time_svg(
                 .map_err(drawing_error)?
                 .label("traced spike (hover: its cause)")
                 .legend(|(x, y)| {
-                    Polygon::new(vec![(x + 4, y - 5), (x + 16, y - 5), (x + 10, y + 5)], BLACK.mix(0.7).filled())
+                    Polygon::new(
+                        vec![(x + 4, y - 5), (x + 16, y - 5), (x + 10, y + 5)],
+                        BLACK.mix(0.7).filled(),
+                    )
                 });
         }
         if marks.iter().any(|m| m.kind == MarkKind::KernelLog) {
@@ -676,28 +681,34 @@ fn over_time_svg(
             let t = (mark.second / unit_s).clamp(x_low, x_high);
             let (px, top) = chart.backend_coord(&(t, y_high));
             let (_, bottom) = chart.backend_coord(&(t, y_low));
-            let (fill, head) = match mark.kind {
-                MarkKind::Spike => (
-                    mark.series.map_or("#444444".to_string(), css_color),
-                    format!("M{},{} l-6,-10 h12 z", px, top),
-                ),
-                MarkKind::KernelLog => {
+            // A spike sits at its latency (a triangle pointing at it); a
+            // kernel message has none: a diamond on the time axis and a
+            // faint line up through the plot. The wide transparent line or
+            // shape is what the pointer finds, so the hover works near the
+            // mark, not only on its few pixels.
+            let shape = match (mark.kind, mark.ns) {
+                (MarkKind::Spike, ns) => {
+                    let y = ns.map_or(y_high, |ns| (ns as f64).clamp(y_low, y_high));
+                    let (_, py) = chart.backend_coord(&(t, y));
+                    let fill = mark.series.map_or("#444444".to_string(), css_color);
+                    format!(
+                        "<path d=\"M{px},{py} l-6,-11 h12 z\" fill=\"{fill}\" stroke=\"#000000\" stroke-width=\"0.8\"/>"
+                    )
+                }
+                (MarkKind::KernelLog, _) => {
                     let RGBColor(r, g, b) = KERNEL_MARK;
-                    (
-                        format!("#{r:02x}{g:02x}{b:02x}"),
-                        format!("M{},{} l6,6 l-6,6 l-6,-6 z", px, top - 12),
+                    let fill = format!("#{r:02x}{g:02x}{b:02x}");
+                    format!(
+                        "<line x1=\"{px}\" y1=\"{top}\" x2=\"{px}\" y2=\"{bottom}\" stroke=\"{fill}\" stroke-opacity=\"0.6\" stroke-width=\"1\" stroke-dasharray=\"3 3\"/>\
+                         <path d=\"M{px},{} l7,7 l-7,7 l-7,-7 z\" fill=\"{fill}\"/>\
+                         <line x1=\"{px}\" y1=\"{top}\" x2=\"{px}\" y2=\"{bottom}\" stroke=\"#000000\" stroke-opacity=\"0\" stroke-width=\"9\"/>",
+                        bottom - 14
                     )
                 }
             };
-            // The wide transparent line is what the pointer finds: the
-            // hover works anywhere near the mark, not only on its 1 px.
             overlay.push(format!(
-                "<g class=\"mark\"><title>{}</title>\
-                 <line x1=\"{px}\" y1=\"{top}\" x2=\"{px}\" y2=\"{bottom}\" stroke=\"{fill}\" stroke-width=\"1\" stroke-dasharray=\"3 3\"/>\
-                 <path d=\"{head}\" fill=\"{fill}\" stroke=\"#000000\" stroke-width=\"0.5\"/>\
-                 <line x1=\"{px}\" y1=\"{}\" x2=\"{px}\" y2=\"{bottom}\" stroke=\"#000000\" stroke-opacity=\"0\" stroke-width=\"9\"/></g>",
-                xml_text(&mark.text),
-                top - 12
+                "<g class=\"mark\" data-x=\"{px}\"><title>{}</title>{shape}</g>",
+                xml_text(&mark.text)
             ));
         }
         draw_legend(&mut chart)?;
@@ -1132,19 +1143,21 @@ mod tests {
                 second: 4.5,
                 kind: MarkKind::Spike,
                 series: Some(0),
+                ns: Some(9_810_000),
                 text: "4.5 s, CPU 0: softirq <NET_RX> & co".into(),
             },
             TimeMark {
                 second: 0.0,
                 kind: MarkKind::KernelLog,
                 series: None,
+                ns: None,
                 text: "kernel log: RT throttling activated".into(),
             },
         ];
         let svg = per_second_svg("timer", &series, &marks).unwrap().unwrap();
         let groups: Vec<&str> = svg
             .lines()
-            .filter(|l| l.starts_with("<g class=\"mark\">"))
+            .filter(|l| l.starts_with("<g class=\"mark\""))
             .collect();
         assert_eq!(groups.len(), 2, "{svg}");
         assert!(groups[0].contains("<title>4.5 s, CPU 0: softirq &lt;NET_RX&gt; &amp; co</title>"));
@@ -1161,7 +1174,7 @@ mod tests {
         assert!(svg.contains(">\nkernel log message (hover: its text)\n</text>"));
         // The time axis spans 0..10 s: 4.5 s is 45 % across the plotting area,
         // whose left edge is where the 0 s mark is.
-        let x = |g: &str| attribute(g, "x1").parse::<f64>().unwrap();
+        let x = |g: &str| attribute(g, "data-x").parse::<f64>().unwrap();
         let (left, spike) = (x(groups[1]), x(groups[0]));
         let (_, plot_right) = (left, left + (spike - left) / 0.45);
         assert!(
@@ -1171,7 +1184,7 @@ mod tests {
         assert!(!svg.contains("class=\"p99\""), "no p99 in this report");
         // Without marks, no legend entries for them.
         let plain = per_second_svg("timer", &series, &[]).unwrap().unwrap();
-        assert!(!plain.contains("traced spike") && !plain.contains("<g class=\"mark\""));
+        assert!(!plain.contains("traced spike") && !plain.contains("class=\"mark\""));
     }
 
     #[test]
