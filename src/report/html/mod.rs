@@ -9,6 +9,7 @@
 //! series overlaid in distinct colours.
 
 use super::cells::{cpus_cell, end_reason_text, latency_cell, percentile_cell};
+pub mod compare;
 pub mod plots;
 
 use super::{Report, Series, TestResult};
@@ -116,6 +117,25 @@ figure svg { max-width: 100%; height: auto; border: 1px solid #e3e3e8; }
 figcaption { font-size: .85em; color: #555; }
 .note { font-size: .85em; color: #555; }
 ";
+
+/// The start of a page titled `title`, up to and with its `<h1>`.
+pub fn page_start(title: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
+        escape(title),
+        escape(title)
+    )
+}
+
+/// A plot and its caption as a figure of the page.
+pub fn figure_html(svg: &str, caption: &str) -> String {
+    format!(
+        "<figure>\n{svg}\n<figcaption>{}</figcaption>\n</figure>\n",
+        escape(caption)
+    )
+}
 
 /// The page for `runs`.
 pub fn render(runs: &[Run]) -> Result<Rendered, String> {
@@ -455,14 +475,7 @@ impl Page {
             [one] => format!("latscope report: {}", one.source),
             _ => format!("latscope report: {} runs", runs.len()),
         };
-        let _ = write!(
-            self.html,
-            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-             <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
-            escape(&title),
-            escape(&title)
-        );
+        self.html.push_str(&page_start(&title));
         let _ = writeln!(
             self.html,
             "<p class=\"note\">Made by latscope {} from {}. Latencies in automatic units \
@@ -771,11 +784,7 @@ impl Page {
     fn figure(&mut self, svg: Option<String>, name: String, caption: &str) {
         match svg {
             Some(svg) => {
-                let _ = writeln!(
-                    self.html,
-                    "<figure>\n{svg}\n<figcaption>{}</figcaption>\n</figure>",
-                    escape(caption)
-                );
+                self.html.push_str(&figure_html(&svg, caption));
                 self.plots.push(Plot { name, svg });
             }
             None => {
