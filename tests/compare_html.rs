@@ -72,7 +72,10 @@ fn compare_html_writes_a_page_with_the_verdict_and_overlaid_percentiles() {
     let max_row = &pair0[pair0.find("<td class=\"l\">max</td>").expect("a max row")..];
     let max_row = &max_row[..max_row.find("</tr>").unwrap()];
     assert!(max_row.contains("<td>9.00 ms</td>"), "{max_row}");
-    assert!(max_row.contains("<td class=\"warn\">+"), "a rise is marked: {max_row}");
+    assert!(
+        max_row.contains("<td class=\"warn\">+"),
+        "a rise is marked: {max_row}"
+    );
     // The JSON is written as well, with the same verdict.
     assert_eq!(read_json(&json)["exit_code"], json!(3));
 

@@ -78,7 +78,10 @@ pub fn render(page: &ComparePage) -> Result<String, String> {
         .bases
         .iter()
         .enumerate()
-        .map(|(i, b)| format!("base {} <code>{}</code>", i + 1, escape(b)))
+        .map(|(i, b)| match page.bases.len() {
+            1 => format!("the base <code>{}</code>", escape(b)),
+            _ => format!("base {} <code>{}</code>", i + 1, escape(b)),
+        })
         .collect();
     let _ = writeln!(
         html,
@@ -95,7 +98,7 @@ pub fn render(page: &ComparePage) -> Result<String, String> {
         }
     );
     verdict(&mut html, &page.thresholds);
-    for (i, s) in page.series.iter().enumerate() {
+    for s in &page.series {
         let name = format!("{} {}", s.test, s.series);
         let _ = writeln!(html, "<section class=\"test\">\n<h2>{}</h2>", escape(&name));
         if s.metrics.is_empty() {
@@ -153,12 +156,11 @@ pub fn render(page: &ComparePage) -> Result<String, String> {
             Some(svg) => html.push_str(&figure_html(
                 &svg,
                 &format!(
-                    "Latency by percentile of {} (plot {}): each base and the new report, on a \
+                    "Latency by percentile of {}: each base and the new report, on a \
                      log latency axis; each step to the right adds a nine, the last point is \
                      the maximum. A line above another is slower at that percentile. \
                      Horizontal lines: the absolute --fail-if limits.",
-                    name,
-                    i + 1
+                    name
                 ),
             )),
             None => html.push_str("<p class=\"note\">No samples to plot (by percentile).</p>\n"),

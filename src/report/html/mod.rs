@@ -118,6 +118,47 @@ figcaption { font-size: .85em; color: #555; }
 .note { font-size: .85em; color: #555; }
 ";
 
+/// The words and figure names of the page in plain words (the header links
+/// here).
+const LEGEND: &str = "<section class=\"legend\" id=\"words\">
+<h2>The words on this page</h2>
+<dl>
+<dt>latency</dt><dd>How late a task ran: from the moment it was due (a message sent, a timer \
+expiring, a write started) to the moment it ran (or the write returned).</dd>
+<dt>one-way, round-trip</dt><dd>One-way: from the sender's clock read just before waking the \
+receiver to the receiver's clock read just after it woke. Round-trip: one task wakes the other and \
+is woken back; the whole trip is one sample.</dd>
+<dt>user, thread, irq</dt><dd>The timer test's figures: <i>user</i> is the latency the \
+measuring thread sees after its sleep returns (what an application gets); <i>thread</i> ends when \
+the kernel switched to the thread; <i>irq</i> ends when the timer interrupt ran.</dd>
+<dt>Samples</dt><dd>How many latencies were measured.</dd>
+<dt>Min, Avg, Max</dt><dd>The smallest, the mean and the largest latency.</dd>
+<dt>P50, P99, P99.9, P99.99 (percentiles)</dt><dd>P99 is the latency that 99 % of the samples \
+stayed at or under: 1 sample in 100 took longer. P50 is the median; each further nine looks ten \
+times deeper into the slow end.</dd>
+<dt>all</dt><dd>Every series of a test merged into one.</dd>
+<dt>CPU</dt><dd>The CPUs the series' tasks ran on; <code>~</code> means not pinned (the \
+scheduler could move them).</dd>
+<dt>Policy</dt><dd>The scheduling policy and priority (<code>fifo 99</code>: real-time, \
+highest; <code>other 0</code>: normal time sharing).</dd>
+<dt>Overruns</dt><dd>Periods missed: a wake-up came so late that the next one was already \
+due. Counted, never hidden.</dd>
+<dt>Timeouts</dt><dd>Waits of an IPC test that ended without a wake-up.</dd>
+<dt>Msw</dt><dd>The timer thread's involuntary context switches and page faults (Xenomai's \
+\"mode switches\"): things that should not happen to a real-time thread.</dd>
+<dt>Above limit</dt><dd>Samples above <code>--max-latency</code>.</dd>
+<dt>IOPS, MB/s</dt><dd>Log-disk writes per second and bytes written per second.</dd>
+<dt>outlier</dt><dd>One of the few slowest samples (at most 20) lying more than 4 times beyond \
+the rest: the histogram marks them one by one in a strip at its right.</dd>
+<dt>window</dt><dd>One second of a run (longer when merged): the over-time plot draws each \
+window's minimum, mean and maximum.</dd>
+<dt>spike</dt><dd>With <code>--trace-spikes</code>: a sample above the threshold, traced in \
+the kernel; the over-time plot marks it, its cause on hover.</dd>
+<dt>kernel log</dt><dd>What the kernel said while measuring (RT throttling, lockups, errors).</dd>
+</dl>
+</section>
+";
+
 /// The start of a page titled `title`, up to and with its `<h1>`.
 pub fn page_start(title: &str) -> String {
     format!(
@@ -141,12 +182,14 @@ pub fn figure_html(svg: &str, caption: &str) -> String {
 pub fn render(runs: &[Run]) -> Result<Rendered, String> {
     let mut page = Page::default();
     page.header(runs);
+    let shared = page.machine_section(runs);
     for (i, run) in runs.iter().enumerate() {
-        page.run_section(i, run);
+        page.run_section(i, run, &shared);
     }
     for (i, group) in test_groups(runs).iter().enumerate() {
         page.test_section(i + 1, runs, group)?;
     }
+    page.html.push_str(LEGEND);
     page.html.push_str("</body>\n</html>\n");
     Ok(Rendered {
         html: page.html,
@@ -270,6 +313,55 @@ fn doctor_fact(checks: &[crate::report::Check]) -> String {
         text.push_str(&findings.join("<br>"));
     }
     text
+}
+
+/// The facts of the machine a report was made on, as rows (name, HTML):
+/// host and kernel, PREEMPT_RT, clocksource, CPUs, virtualization, RT
+/// throttling, and the doctor's findings when the report has them.
+fn machine_facts(r: &Report) -> Vec<(&'static str, String)> {
+    let s = &r.sysinfo;
+    let rt = if s.preempt_rt {
+        "<span class=\"ok\">yes</span>"
+    } else {
+        "<span class=\"warn\">no</span>"
+    };
+    let isolated = if s.cpus_isolated.is_empty() {
+        "none".to_string()
+    } else {
+        s.cpus_isolated.clone()
+    };
+    let throttling = match (s.rt_runtime_us, s.rt_period_us) {
+        (Some(-1), _) => "off".to_string(),
+        (Some(run), Some(period)) => format!("{run} us per {period} us"),
+        _ => "unknown".to_string(),
+    };
+    let mut facts = vec![
+        (
+            "Host / kernel",
+            escape(&format!(
+                "{} / {} {} {} {}",
+                s.nodename, s.sysname, s.release, s.version, s.machine
+            )),
+        ),
+        ("PREEMPT_RT", rt.to_string()),
+        ("Clocksource", escape(&s.clocksource)),
+        (
+            "CPUs",
+            escape(&format!(
+                "{} online, allowed {:?}, isolated: {isolated}",
+                s.cpus_online, s.cpus_allowed
+            )),
+        ),
+        (
+            "Virtualization",
+            escape(s.virtualization.as_deref().unwrap_or("none seen")),
+        ),
+        ("RT throttling", escape(&throttling)),
+    ];
+    if !s.checks.is_empty() {
+        facts.push(("latscope doctor", doctor_fact(&s.checks)));
+    }
+    facts
 }
 
 /// The marks of a test group's over-time plot and what could not be marked.
@@ -479,7 +571,8 @@ impl Page {
         let _ = writeln!(
             self.html,
             "<p class=\"note\">Made by latscope {} from {}. Latencies in automatic units \
-             (ns, us, ms); plots in microseconds.</p>",
+             (ns, us, ms). <a href=\"#words\">The words on this page</a> are explained \
+             at its end.</p>",
             env!("CARGO_PKG_VERSION"),
             runs.iter()
                 .enumerate()
@@ -489,9 +582,38 @@ impl Page {
         );
     }
 
-    fn run_section(&mut self, index: usize, run: &Run) {
+    /// The machine's facts once, when every run has the same ones (same
+    /// host, kernel, CPUs, settings, doctor findings); each run's section
+    /// then shows only its own facts and the machine facts that differ.
+    fn machine_section(&mut self, runs: &[Run]) -> Vec<bool> {
+        let facts: Vec<Vec<(&str, String)>> =
+            runs.iter().map(|r| machine_facts(r.report)).collect();
+        let shared: Vec<bool> = match facts.as_slice() {
+            [] | [_] => Vec::new(),
+            [first, rest @ ..] => first
+                .iter()
+                .enumerate()
+                .map(|(k, f)| rest.iter().all(|other| other.get(k) == Some(f)))
+                .collect(),
+        };
+        if shared.iter().any(|&s| s) {
+            let _ = writeln!(
+                self.html,
+                "<section class=\"machine\" id=\"machine\">\n<h2>Machine (the same in all {} runs)</h2>\n<table class=\"facts\">",
+                runs.len()
+            );
+            for ((name, value), _) in facts[0].iter().zip(&shared).filter(|(_, s)| **s) {
+                fact(&mut self.html, name, value);
+            }
+            self.html.push_str("</table>\n</section>\n");
+        }
+        shared
+    }
+
+    /// A run's section; `shared[k]` tells the machine facts already shown
+    /// once for all runs.
+    fn run_section(&mut self, index: usize, run: &Run, shared: &[bool]) {
         let r = run.report;
-        let s = &r.sysinfo;
         let out = &mut self.html;
         let _ = writeln!(
             out,
@@ -521,45 +643,6 @@ impl Page {
                 r.tool.name, r.tool.version, r.exit_code
             )),
         );
-        fact(
-            out,
-            "Host / kernel",
-            &escape(&format!(
-                "{} / {} {} {} {}",
-                s.nodename, s.sysname, s.release, s.version, s.machine
-            )),
-        );
-        let rt = if s.preempt_rt {
-            "<span class=\"ok\">yes</span>"
-        } else {
-            "<span class=\"warn\">no</span>"
-        };
-        fact(out, "PREEMPT_RT", rt);
-        fact(out, "Clocksource", &escape(&s.clocksource));
-        let isolated = if s.cpus_isolated.is_empty() {
-            "none".to_string()
-        } else {
-            s.cpus_isolated.clone()
-        };
-        fact(
-            out,
-            "CPUs",
-            &escape(&format!(
-                "{} online, allowed {:?}, isolated: {isolated}",
-                s.cpus_online, s.cpus_allowed
-            )),
-        );
-        fact(
-            out,
-            "Virtualization",
-            &escape(s.virtualization.as_deref().unwrap_or("none seen")),
-        );
-        let throttling = match (s.rt_runtime_us, s.rt_period_us) {
-            (Some(-1), _) => "off".to_string(),
-            (Some(run), Some(period)) => format!("{run} us per {period} us"),
-            _ => "unknown".to_string(),
-        };
-        fact(out, "RT throttling", &escape(&throttling));
         let loads: Vec<String> = r.loads.iter().map(|l| l.describe()).collect();
         let loads = if loads.is_empty() {
             "none".to_string()
@@ -577,8 +660,10 @@ impl Page {
             (None, false) => "not followed".to_string(),
         };
         fact(out, "Kernel log", &escape(&kernel_log));
-        if !s.checks.is_empty() {
-            fact(out, "latscope doctor", &doctor_fact(&s.checks));
+        for (k, (name, value)) in machine_facts(r).iter().enumerate() {
+            if !shared.get(k).copied().unwrap_or(false) {
+                fact(out, name, value);
+            }
         }
         out.push_str("</table>\n");
         if r.warnings.is_empty() {
@@ -817,10 +902,22 @@ impl Page {
             .tests
             .iter()
             .any(|(_, t)| t.config.max_latency_us.is_some());
-        let mut head = vec!["", "Series", "CPU", "Policy", "Samples"];
-        head.extend([
-            "Min", "Avg", "P50", "P99", "P99.9", "P99.99", "Max", "Overruns",
-        ]);
+        // A column that says nothing is left out: CPUs when no series was
+        // pinned nor placed (log-disk writers: every cell a bare `~`), and
+        // overruns where nothing is periodic and none happened.
+        let cpus = any(&|s| s.pinned || !s.cpus.is_empty());
+        let overruns = ipc || timer || any(&|s| s.overruns > 0);
+        let mut head = vec!["", "Series"];
+        if cpus {
+            head.push("CPU");
+        }
+        head.extend(["Policy", "Samples"]);
+        head.extend(["Min", "Avg", "P50", "P99", "P99.9", "P99.99", "Max"]);
+        if overruns {
+            head.push("Overruns");
+        }
+        // Left-aligned: the swatch, the names and the policy.
+        let text_columns = if cpus { 4 } else { 3 };
         if ipc {
             head.push("Timeouts");
         }
@@ -836,7 +933,7 @@ impl Page {
         let out = &mut self.html;
         out.push_str("<table class=\"summary\">\n<tr>");
         for (i, h) in head.iter().enumerate() {
-            let class = if i < 4 { " class=\"l\"" } else { "" };
+            let class = if i < text_columns { " class=\"l\"" } else { "" };
             let _ = write!(out, "<th{class}>{}</th>", escape(h));
         }
         out.push_str("</tr>\n");
@@ -845,16 +942,17 @@ impl Page {
                    label: &str,
                    s: Option<&Series>,
                    l: &LatencySummary| {
-            let mut cells: Vec<String> = vec![
-                swatch.to_string(),
-                escape(label),
-                s.map_or(String::new(), |s| escape(&cpus_cell(s))),
-                s.map_or(String::new(), |s| {
-                    escape(&format!("{} {}", s.policy, s.priority))
-                }),
-            ];
+            let mut cells: Vec<String> = vec![swatch.to_string(), escape(label)];
+            if cpus {
+                cells.push(s.map_or(String::new(), |s| escape(&cpus_cell(s))));
+            }
+            cells.push(s.map_or(String::new(), |s| {
+                escape(&format!("{} {}", s.policy, s.priority))
+            }));
             cells.extend(latency_cells(l).iter().map(|c| escape(c)));
-            cells.push(s.map_or(String::new(), |s| s.overruns.to_string()));
+            if overruns {
+                cells.push(s.map_or(String::new(), |s| s.overruns.to_string()));
+            }
             if ipc {
                 cells.push(
                     s.and_then(Series::ipc_pair)
@@ -878,7 +976,7 @@ impl Page {
             let class = if s.is_none() { " class=\"all\"" } else { "" };
             let _ = write!(out, "<tr{class}>");
             for (i, c) in cells.iter().enumerate() {
-                let class = if i < 4 { " class=\"l\"" } else { "" };
+                let class = if i < text_columns { " class=\"l\"" } else { "" };
                 let _ = write!(out, "<td{class}>{c}</td>");
             }
             out.push_str("</tr>\n");
@@ -1061,6 +1159,64 @@ mod tests {
         assert!(r.html.contains("run 1 pair 0") && r.html.contains("run 2 pair 0"));
         assert!(r.plots[0].svg.contains("run 2 pair 0"));
         assert!(r.html.contains(&plots::css_color(1)), "second run's colour");
+    }
+
+    #[test]
+    fn a_shared_machine_is_shown_once_and_differences_per_run() {
+        let a = sample_report();
+        let mut b = sample_report();
+        let two = |a: &Report, b: &Report| {
+            render(&[
+                Run {
+                    source: "a.json".into(),
+                    report: a,
+                },
+                Run {
+                    source: "b.json".into(),
+                    report: b,
+                },
+            ])
+            .unwrap()
+            .html
+        };
+        let html = two(&a, &b);
+        assert!(
+            html.contains("<h2>Machine (the same in all 2 runs)</h2>"),
+            "{html}"
+        );
+        assert_eq!(html.matches("<th>Host / kernel</th>").count(), 1);
+        assert_eq!(html.matches("<th>Clocksource</th>").count(), 1);
+        assert_eq!(
+            html.matches("<th>Command line</th>").count(),
+            2,
+            "each run's own"
+        );
+        // Another clocksource: that row per run, the rest still once.
+        b.sysinfo.clocksource = "hpet".into();
+        let html = two(&a, &b);
+        assert_eq!(html.matches("<th>Host / kernel</th>").count(), 1);
+        assert_eq!(html.matches("<th>Clocksource</th>").count(), 2);
+        assert!(html.contains("<td>hpet</td>"));
+        // One run: no machine section, every fact in the run's.
+        let one = render_one(&a).html;
+        assert!(!one.contains("Machine (the same"));
+        assert_eq!(one.matches("<th>Host / kernel</th>").count(), 1);
+        assert!(one.contains("<h2>The words on this page</h2>") && one.contains("href=\"#words\""));
+    }
+
+    #[test]
+    fn columns_that_say_nothing_are_left_out() {
+        let mut report = sample_report();
+        let html = render_one(&report).html;
+        assert!(html.contains("<th class=\"l\">CPU</th>") && html.contains("<th>Overruns</th>"));
+        // Unpinned tasks without a CPU: no CPU column; an IPC test keeps
+        // its overruns (periodic), even at 0.
+        report.tests[0].series[0].pinned = false;
+        report.tests[0].series[0].cpus.clear();
+        let html = render_one(&report).html;
+        assert!(!html.contains(">CPU</th>"), "{html}");
+        assert!(html.contains("<th>Overruns</th>"));
+        assert!(html.contains("<th class=\"l\">Policy</th><th>Samples</th>"));
     }
 
     #[test]
