@@ -15,6 +15,7 @@
 use crate::stats::LatencySummary;
 use crate::stats::window::{SecondStats, coarsened};
 use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 /// Plot size in SVG pixels.
@@ -307,29 +308,13 @@ pub fn histogram_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<St
         .map(|k| (10f64.powi(k), format!("{}", 10u64.pow(k as u32))))
         .collect();
     svg(|root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(&caption, ("sans-serif", 18))
-            .margin(12)
-            .margin_right(24)
-            .x_label_area_size(44)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0.0..1.0, (floor..y_high).log_scale())
-            .map_err(drawing_error)?;
-        chart
-            .configure_mesh()
-            .disable_mesh()
-            .x_labels(0)
-            .y_labels(0)
-            // A log axis still gets one key point of its own: the ticks
-            // are drawn by `draw_ticks`.
-            .y_label_formatter(&|_| String::new())
-            .set_all_tick_mark_size(0)
-            .axis_desc_style(("sans-serif", 15))
-            .x_desc("latency (log)")
-            .y_desc("samples (log)")
-            .draw()
-            .map_err(drawing_error)?;
-        draw_ticks(root, &mut chart, &x_ticks, &y_ticks)?;
+        let mut chart = ticked_chart(
+            root,
+            &caption,
+            (0.0..1.0, floor..y_high),
+            ("latency (log)", "samples (log)"),
+            (&x_ticks, &y_ticks),
+        )?;
         let text_style = |c: RGBColor| TextStyle {
             color: c.to_backend_color(),
             ..TextStyle::from(("sans-serif", 12).into_font())
@@ -414,17 +399,19 @@ pub fn histogram_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<St
                 )))
                 .map_err(drawing_error)?;
         }
-        draw_legend(&mut chart)
+        draw_legend(&mut chart, SeriesLabelPosition::UpperRight)
     })
     .map(Some)
 }
 
-fn draw_legend<'a, X: Ranged, Y: Ranged>(
-    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+/// The legend of the series (and marks) in the plots' one look, at `position`.
+fn draw_legend<'a, 'b: 'a, X: Ranged, Y: Ranged>(
+    chart: &mut ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>,
+    position: SeriesLabelPosition,
 ) -> DrawResult<()> {
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
+        .position(position)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK.mix(0.4))
         .label_font(("sans-serif", 13))
@@ -656,26 +643,23 @@ fn over_time_svg(
             }
             flush(&mut run);
         }
-        if marks.iter().any(|m| m.kind == MarkKind::Spike) {
-            chart
-                .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())
-                .map_err(drawing_error)?
-                .label("traced spike (hover: its cause)")
-                .legend(|(x, y)| {
-                    Polygon::new(
-                        vec![(x + 4, y - 5), (x + 16, y - 5), (x + 10, y + 5)],
-                        BLACK.mix(0.7).filled(),
-                    )
-                });
-        }
-        if marks.iter().any(|m| m.kind == MarkKind::KernelLog) {
-            chart
-                .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())
-                .map_err(drawing_error)?
-                .label("kernel log message (hover: its text)")
-                .legend(|(x, y)| {
-                    Polygon::new(vec![(x + 10, y - 6), (x + 16, y), (x + 10, y + 6), (x + 4, y)], KERNEL_MARK.filled())
-                });
+        // A legend entry per kind of mark present (an empty series carries it).
+        let spike_shape: fn(i32, i32) -> Vec<(i32, i32)> =
+            |x, y| vec![(x + 4, y - 5), (x + 16, y - 5), (x + 10, y + 5)];
+        let kernel_shape: fn(i32, i32) -> Vec<(i32, i32)> =
+            |x, y| vec![(x + 10, y - 6), (x + 16, y), (x + 10, y + 6), (x + 4, y)];
+        let kinds = [
+            (MarkKind::Spike, "traced spike (hover: its cause)", spike_shape, BLACK.mix(0.7)),
+            (MarkKind::KernelLog, "kernel log message (hover: its text)", kernel_shape, KERNEL_MARK.mix(1.0)),
+        ];
+        for (kind, label, shape, fill) in kinds {
+            if marks.iter().any(|m| m.kind == kind) {
+                chart
+                    .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())
+                    .map_err(drawing_error)?
+                    .label(label)
+                    .legend(move |(x, y)| Polygon::new(shape(x, y), fill.filled()));
+            }
         }
         for mark in marks {
             let t = (mark.second / unit_s).clamp(x_low, x_high);
@@ -711,7 +695,7 @@ fn over_time_svg(
                 xml_text(&mark.text)
             ));
         }
-        draw_legend(&mut chart)?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         Ok(overlay)
     })
     .map(Some)
@@ -792,6 +776,44 @@ pub fn tick_label(ns: i64) -> String {
 pub struct Limit {
     pub label: String,
     pub ns: i64,
+}
+
+/// The chart of the percentile plot and the histogram: a linear x axis over
+/// `ranges.0` (positions the caller computes), a log y axis over `ranges.1`,
+/// the axes described by `descs`, and every tick drawn by `draw_ticks` from
+/// `ticks` (the mesh draws none: plotters' own log-axis labels have needless
+/// decimals and its key points cannot be chosen).
+fn ticked_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    caption: &str,
+    ranges: (std::ops::Range<f64>, std::ops::Range<f64>),
+    descs: (&str, &str),
+    ticks: (&[(f64, String)], &[(f64, String)]),
+) -> DrawResult<ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, LogCoord<f64>>>> {
+    let mut chart = ChartBuilder::on(root)
+        .caption(caption, ("sans-serif", 18))
+        .margin(12)
+        .margin_right(24)
+        .x_label_area_size(44)
+        .y_label_area_size(70)
+        .build_cartesian_2d(ranges.0, ranges.1.log_scale())
+        .map_err(drawing_error)?;
+    chart
+        .configure_mesh()
+        .disable_mesh()
+        .x_labels(0)
+        .y_labels(0)
+        // A log axis still gets one key point of its own: the ticks are
+        // drawn by `draw_ticks`.
+        .y_label_formatter(&|_| String::new())
+        .set_all_tick_mark_size(0)
+        .axis_desc_style(("sans-serif", 15))
+        .x_desc(descs.0)
+        .y_desc(descs.1)
+        .draw()
+        .map_err(drawing_error)?;
+    draw_ticks(root, &mut chart, ticks.0, ticks.1)?;
+    Ok(chart)
 }
 
 /// Draws the tick labels and grid lines of a chart whose mesh has none:
@@ -880,29 +902,13 @@ pub fn percentile_svg(
         .map(|v| (v as f64, tick_label(v)))
         .collect();
     svg(|root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(&caption, ("sans-serif", 18))
-            .margin(12)
-            .margin_right(24)
-            .x_label_area_size(44)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0.0..MAX_POSITION + 0.15, (y_low..y_high).log_scale())
-            .map_err(drawing_error)?;
-        chart
-            .configure_mesh()
-            .disable_mesh()
-            .x_labels(0)
-            .y_labels(0)
-            // A log axis still gets one key point of its own: the ticks
-            // are drawn by `draw_ticks`.
-            .y_label_formatter(&|_| String::new())
-            .set_all_tick_mark_size(0)
-            .axis_desc_style(("sans-serif", 15))
-            .x_desc("percentile (each step one more nine)")
-            .y_desc("latency (log)")
-            .draw()
-            .map_err(drawing_error)?;
-        draw_ticks(root, &mut chart, &nines_ticks(), &y_ticks)?;
+        let mut chart = ticked_chart(
+            root,
+            &caption,
+            (0.0..MAX_POSITION + 0.15, y_low..y_high),
+            ("percentile (each step one more nine)", "latency (log)"),
+            (&nines_ticks(), &y_ticks),
+        )?;
         for (k, limit) in limits.iter().enumerate() {
             let style = BLACK.mix(0.7).stroke_width(if k == 0 { 2 } else { 1 });
             chart
@@ -931,14 +937,7 @@ pub fn percentile_svg(
                 )
                 .map_err(drawing_error)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .label_font(("sans-serif", 13))
-            .draw()
-            .map_err(drawing_error)
+        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)
     })
     .map(Some)
 }
@@ -992,11 +991,7 @@ mod tests {
 
     #[test]
     fn plots_are_svg_with_text_elements_and_no_font_files() {
-        let mut r = LatencyRecorder::new();
-        for ns in [2_000, 3_000, 5_000, 5_000] {
-            r.record(ns);
-        }
-        let summary = r.summary();
+        let summary = summary_of(&[2_000, 3_000, 5_000, 5_000]);
         let windows = [SecondStats {
             second: 0,
             span_s: 1,
@@ -1046,16 +1041,7 @@ mod tests {
     #[test]
     fn over_time_a_spike_leaves_the_minima_apart_from_the_floor() {
         let summary = body_and_outlier(10, 9_810_000);
-        let windows: Vec<SecondStats> = (0..5u64)
-            .map(|second| SecondStats {
-                second,
-                span_s: 1,
-                samples: 10_000,
-                min_ns: 12_000,
-                avg_ns: 13_700.0,
-                max_ns: if second == 2 { 9_810_000 } else { 22_900 },
-            })
-            .collect();
+        let windows = windows_with_spike(5, 2);
         let series = [PlotSeries {
             label: "CPU 0".into(),
             latency: &summary,
@@ -1287,11 +1273,7 @@ mod tests {
 
     #[test]
     fn percentile_plot_draws_series_limits_and_the_nines() {
-        let mut r = LatencyRecorder::new();
-        for ns in [13_000, 14_000, 15_000, 9_810_000] {
-            r.record(ns);
-        }
-        let summary = r.summary();
+        let summary = summary_of(&[13_000, 14_000, 15_000, 9_810_000]);
         let series = [PlotSeries {
             label: "CPU 0".into(),
             latency: &summary,
@@ -1327,6 +1309,15 @@ mod tests {
             per_second: &[],
         }];
         assert_eq!(percentile_svg("t", &none, &limits).unwrap(), None);
+    }
+
+    /// The summary of these samples (ns).
+    fn summary_of(samples: &[i64]) -> LatencySummary {
+        let mut r = LatencyRecorder::new();
+        for &ns in samples {
+            r.record(ns);
+        }
+        r.summary()
     }
 
     /// `n` samples spread over 12..20 us, and one at `outlier_ns`.
