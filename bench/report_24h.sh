@@ -52,7 +52,7 @@ if command -v chromium >/dev/null; then
     "$work/day.html" > "$work/day.probe.html"
   for _ in 1 2 3; do
     ms=$(chromium --headless --no-sandbox --disable-gpu --window-size=1280,2000 --dump-dom \
-      "file://$work/day.probe.html" 2>/dev/null | grep -o 'MS [0-9]*' | cut -d' ' -f2)
+      "file://$work/day.probe.html" 2>/dev/null | grep -o 'MS [0-9][0-9]*' | cut -d' ' -f2)
     echo "chromium: day.html parsed, loaded and laid out in $ms ms (performance.now() at the load event)"
   done
 fi

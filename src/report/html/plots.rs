@@ -778,6 +778,9 @@ pub struct Limit {
     pub ns: i64,
 }
 
+/// An axis tick: its value in chart coordinates and its label.
+type Tick = (f64, String);
+
 /// The chart of the percentile plot and the histogram: a linear x axis over
 /// `ranges.0` (positions the caller computes), a log y axis over `ranges.1`,
 /// the axes described by `descs`, and every tick drawn by `draw_ticks` from
@@ -788,7 +791,7 @@ fn ticked_chart<'a, 'b>(
     caption: &str,
     ranges: (std::ops::Range<f64>, std::ops::Range<f64>),
     descs: (&str, &str),
-    ticks: (&[(f64, String)], &[(f64, String)]),
+    ticks: (&[Tick], &[Tick]),
 ) -> DrawResult<ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, LogCoord<f64>>>> {
     let mut chart = ChartBuilder::on(root)
         .caption(caption, ("sans-serif", 18))
