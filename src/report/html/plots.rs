@@ -1358,6 +1358,43 @@ mod tests {
     }
 
     #[test]
+    fn histogram_ticks_exact_values() {
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        // Three decades: the powers of ten, a third of the axis apart.
+        let wide = HistogramAxis {
+            low_ns: 1_000.0,
+            high_ns: 1_000_000.0,
+            strip_high_ns: None,
+        };
+        let ticks = wide.ticks();
+        let labels: Vec<&str> = ticks.iter().map(|t| t.1.as_str()).collect();
+        assert_eq!(labels, ["1 us", "10 us", "100 us", "1 ms"]);
+        for (tick, want) in ticks.iter().zip([0.0, 1.0 / 3.0, 2.0 / 3.0, 1.0]) {
+            assert!(close(tick.0, want), "{ticks:?}");
+        }
+        // A narrow body (10..40 us: only 10 and 20 us are 1-2-5 steps):
+        // five log-spaced ticks of two digits, 10 us x 4^((0.5 + i) / 5);
+        // then the strip's top tick, the last 1-2-5 step under 15 ms.
+        let narrow = HistogramAxis {
+            low_ns: 10_000.0,
+            high_ns: 40_000.0,
+            strip_high_ns: Some(15_000_000.0),
+        };
+        let ticks = narrow.ticks();
+        let labels: Vec<&str> = ticks.iter().map(|t| t.1.as_str()).collect();
+        assert_eq!(
+            labels,
+            ["11 us", "15 us", "20 us", "26 us", "35 us", "10 ms"]
+        );
+        // 20 us is half the body's log span: at half of its share.
+        assert!(close(ticks[2].0, BODY_SHARE * 0.5), "{ticks:?}");
+        let strip = STRIP_START
+            + (1.0 - STRIP_START) * (10_000_000f64 / 40_000.0).ln()
+                / (15_000_000f64 / 40_000.0).ln();
+        assert!(close(ticks[5].0, strip), "{ticks:?}");
+    }
+
+    #[test]
     fn log_bin_edges_and_indices() {
         let axis = HistogramAxis {
             low_ns: 1_000.0,
