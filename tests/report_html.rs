@@ -221,3 +221,184 @@ fn bad_inputs_and_paths_are_one_line_and_exit_2() {
     }
     assert_code(&report(d, &[]), 2);
 }
+
+/// Appended to a copy of a page (never to the page latscope writes, which
+/// runs no script): for every plot, its box as laid out in the page, and how
+/// many of its pixels are coloured when Chromium rasterizes the plot at that
+/// size. Only the series (and marks) are coloured: axes, grid, text and
+/// background are black, grey or white, so a plot whose data was not drawn
+/// counts 0 whatever else it shows. The result goes into the DOM, which
+/// `--dump-dom` prints once the virtual time budget has let the images decode.
+const PROBE: &str = r#"<script>
+(async () => {
+  const out = [];
+  for (const svg of document.querySelectorAll('figure svg')) {
+    const box = svg.getBoundingClientRect();
+    const w = Math.round(box.width), h = Math.round(box.height);
+    const img = new Image();
+    img.src = 'data:image/svg+xml;charset=utf-8,' +
+      encodeURIComponent(new XMLSerializer().serializeToString(svg));
+    await img.decode();
+    const canvas = document.createElement('canvas');
+    canvas.width = w; canvas.height = h;
+    const g = canvas.getContext('2d');
+    g.drawImage(img, 0, 0, w, h);
+    const d = g.getImageData(0, 0, w, h).data;
+    let coloured = 0;
+    for (let k = 0; k < d.length; k += 4) {
+      if (Math.max(d[k], d[k + 1], d[k + 2]) - Math.min(d[k], d[k + 1], d[k + 2]) > 60) coloured++;
+    }
+    const title = svg.querySelector('text') ? svg.querySelector('text').textContent.trim() : '';
+    out.push([Math.round(box.left), Math.round(box.right), w, h, coloured, title].join('\t'));
+  }
+  const pre = document.createElement('pre');
+  pre.id = 'probe';
+  pre.textContent = 'PROBE\n' + out.join('\n') + '\nEND';
+  document.body.appendChild(pre);
+})();
+</script>"#;
+
+/// Every plot of `page` as Chromium lays it out in a 1280 px wide window:
+/// (left px, right px, width, height, coloured pixels, caption).
+fn probe_plots(browser: &Path, page: &Path) -> Vec<(i64, i64, i64, i64, u64, String)> {
+    let probed = page.with_extension("probe.html");
+    let html = std::fs::read_to_string(page).expect("page");
+    std::fs::write(
+        &probed,
+        html.replace("</body>", &format!("{PROBE}\n</body>")),
+    )
+    .unwrap();
+    let (dom, _) = chromium_on(
+        browser,
+        &probed,
+        &[
+            "--window-size=1280,4000",
+            "--virtual-time-budget=20000",
+            "--dump-dom",
+        ],
+    );
+    let block = dom
+        .split("PROBE\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\nEND").next())
+        .unwrap_or_else(|| panic!("the probe ran: {dom}"));
+    block
+        .lines()
+        .map(|line| {
+            let f: Vec<&str> = line.split('\t').collect();
+            let n = |i: usize| f[i].parse::<i64>().unwrap_or_else(|_| panic!("{line}"));
+            (n(0), n(1), n(2), n(3), n(4) as u64, f[5].to_string())
+        })
+        .collect()
+}
+
+/// Every kind of plot, from real runs (a futex test; a log-disk test; as
+/// root a timer test with every sample a traced spike, so the over-time plot
+/// carries marks), and compare's page: each plot fits a 1280 px window and
+/// has its data drawn (not blank).
+#[test]
+fn every_plot_kind_has_drawn_content_at_1280_px() {
+    let browser = match chromium() {
+        Ok(b) => b,
+        Err(why) => {
+            eprintln!("SKIPPED every_plot_kind_has_drawn_content_at_1280_px: {why}");
+            return;
+        }
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let d = dir.path();
+    let json_run = |cmd: &mut assert_cmd::Command, name: &str| {
+        let file = d.join(name);
+        let out = run(cmd.arg("--json").arg(&file));
+        assert_code(&out, 0);
+        file
+    };
+    let mut files = vec![json_run(
+        latscope(30)
+            .args(args("futex -l 300 -i 100 -q"))
+            .args(mlock_args()),
+        "futex.json",
+    )];
+    let disk_dir = d.join("disk");
+    std::fs::create_dir(&disk_dir).unwrap();
+    files.push(json_run(
+        latscope(60)
+            .arg("logdisk")
+            .arg(format!("--dir={}", disk_dir.display()))
+            .args(args("--fileSize 64K --numFiles 2 --duration 1 -q")),
+        "disk.json",
+    ));
+    let traced = !skip_without_realtime("the timer part of every_plot_kind")
+        && Path::new("/sys/kernel/tracing/instances").exists();
+    if traced {
+        files.push(json_run(
+            latscope(60).args(args("timer -T 1 -p 1000 --trace-spikes 1 -q")),
+            "timer.json",
+        ));
+    }
+    let page = d.join("report.html");
+    let mut argv: Vec<&std::ffi::OsStr> = files.iter().map(|f| f.as_os_str()).collect();
+    argv.extend([os("-o"), page.as_os_str()]);
+    assert_code(&report(d, &argv), 0);
+    let html = std::fs::read_to_string(&page).unwrap();
+    if traced {
+        assert!(
+            html.contains("class=\"mark\""),
+            "the timer's spikes are marked"
+        );
+    }
+    // The machine is shown once; the log-disk table has neither a CPU
+    // column (its writers are not placed: every cell would be `~`) nor
+    // overruns (nothing periodic).
+    assert!(html.contains("<h2>Machine (the same in all"), "one machine");
+    let disk = html
+        .split("<section class=\"test\">")
+        .find(|s| s.starts_with("\n<h2>logdisk"))
+        .expect("the log-disk section");
+    let disk_head = &disk[disk.find("<table class=\"summary\">").unwrap()..];
+    let disk_head = &disk_head[..disk_head.find("</tr>").unwrap()];
+    assert!(
+        !disk_head.contains(">CPU<") && !disk_head.contains(">Overruns<"),
+        "{disk_head}"
+    );
+    assert!(disk_head.contains(">IOPS<"), "{disk_head}");
+
+    let compare_page = d.join("compare.html");
+    let out = run(latscope(30)
+        .arg("compare")
+        .arg(&files[0])
+        .arg(&files[0])
+        .arg("--html")
+        .arg(&compare_page));
+    assert_code(&out, 0);
+
+    for (page, kinds) in [
+        (
+            &page,
+            vec!["latency by percentile", "latency histogram", "over time"],
+        ),
+        (&compare_page, vec!["base against new"]),
+    ] {
+        let plots = probe_plots(&browser, page);
+        let html = std::fs::read_to_string(page).unwrap();
+        assert_eq!(
+            plots.len(),
+            html.matches("<svg").count(),
+            "every plot probed"
+        );
+        for kind in kinds {
+            assert!(
+                plots.iter().any(|p| p.5.contains(kind)),
+                "a {kind} plot in {plots:?}"
+            );
+        }
+        for (left, right, w, h, coloured, title) in &plots {
+            assert!(
+                *left >= 0 && *right <= 1280 && *w > 600 && *h > 200,
+                "{title}: laid out at {left}..{right} px, {w}x{h}"
+            );
+            // A series line alone is hundreds of pixels; a blank plot has none.
+            assert!(*coloured > 300, "{title}: {coloured} coloured pixels");
+        }
+    }
+}

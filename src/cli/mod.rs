@@ -215,6 +215,10 @@ pub struct CompareArgs {
     /// Write the comparison to FILE as JSON ('-' for standard output)
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Write the comparison to FILE as a self-contained HTML page: the verdict, and per
+    /// series the table and the percentile plot of base and new overlaid ('-' for standard output)
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// `latscope report`: JSON reports in, one HTML page out.

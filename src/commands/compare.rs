@@ -6,6 +6,7 @@
 
 use super::{CommandError, EXIT_LIMIT, EXIT_OK};
 use crate::cli::CompareArgs;
+use crate::report::cells::{change_cell, signed_ns};
 use crate::report::console::Table;
 use crate::report::{
     OLDEST_READ_SCHEMA_VERSION, SCHEMA_NAME, SCHEMA_VERSION, schema_version_readable,
@@ -366,23 +367,6 @@ pub fn load(path: &Path) -> Result<ReportView, UsageError> {
     })
 }
 
-fn signed_ns(ns: f64) -> String {
-    let rounded = ns.round() as i64;
-    if rounded > 0 {
-        format!("+{}", format_ns(rounded))
-    } else {
-        format_ns(rounded)
-    }
-}
-
-fn change_cell(change: Option<f64>) -> String {
-    match change {
-        Some(pct) if pct > 0.0 => format!("+{pct:.1}%"),
-        Some(pct) => format!("{pct:.1}%"),
-        None => "n/a".to_string(),
-    }
-}
-
 /// The comparison for people: one table per matched series, the series
 /// only one side has, then one line per crossed threshold.
 pub fn write_text(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
@@ -450,7 +434,12 @@ pub fn run(args: &CompareArgs) -> Result<i32, CommandError> {
         settings.merge,
         outcome,
     );
-    let json_to_stdout = matches!(settings.json, Some(crate::settings::JsonTarget::Stdout));
+    let page = match &settings.html {
+        Some(_) => Some(html_page(&comparison, &bases, &new).map_err(CommandError::Runtime)?),
+        None => None,
+    };
+    let stdout = Some(crate::settings::JsonTarget::Stdout);
+    let json_to_stdout = settings.json == stdout || settings.html == stdout;
     let mut text = Vec::new();
     let _ = write_text(&comparison, &mut text);
     // Test names, series labels and paths come from the reports: a control
@@ -468,7 +457,58 @@ pub fn run(args: &CompareArgs) -> Result<i32, CommandError> {
         })
         .map_err(CommandError::Runtime)?;
     }
+    if let (Some(target), Some(page)) = (&settings.html, &page) {
+        super::write_with(target, &mut |out| out.write_all(page.as_bytes()))
+            .map_err(CommandError::Runtime)?;
+    }
     Ok(comparison.exit_code)
+}
+
+/// The `--html` page of `c`: the figures of each matched series as `compare`
+/// found them, with the bases' and the new report's summaries to plot.
+fn html_page(c: &Comparison, bases: &[Vec<Entry>], new: &[Entry]) -> Result<String, String> {
+    use crate::report::html::compare::{ComparePage, ComparedSeries, MetricRow, render};
+    let find = |entries: &'_ [Entry], s: &SeriesComparison| -> Option<usize> {
+        entries
+            .iter()
+            .position(|e| e.test == s.test && e.series == s.series)
+    };
+    let series = c
+        .series
+        .iter()
+        .filter_map(|s| {
+            let new = &new[find(new, s)?].latency;
+            let bases: Vec<&LatencySummary> = bases
+                .iter()
+                .filter_map(|b| find(b, s).map(|i| &b[i].latency))
+                .collect();
+            Some(ComparedSeries {
+                test: s.test.clone(),
+                series: s.series.clone(),
+                metrics: s
+                    .metrics
+                    .iter()
+                    .map(|m| MetricRow {
+                        metric: m.metric.clone(),
+                        base_ns: m.base_ns,
+                        new_ns: m.new_ns,
+                        change_pct: m.change_pct,
+                    })
+                    .collect(),
+                bases,
+                new,
+            })
+        })
+        .collect();
+    render(&ComparePage {
+        bases: c.bases.clone(),
+        new: c.new.clone(),
+        base_rule: c.base_rule.clone(),
+        series,
+        only_in_base: c.only_in_base.clone(),
+        only_in_new: c.only_in_new.clone(),
+        thresholds: c.thresholds.clone(),
+    })
 }
 
 #[cfg(test)]

@@ -170,3 +170,23 @@ impl RtTestsFlavor {
         }
     }
 }
+
+/// A change of latency with its sign: `+1.50 us`, `-200 ns`, `0 ns`
+/// (`compare`'s table and page).
+pub fn signed_ns(ns: f64) -> String {
+    let rounded = ns.round() as i64;
+    if rounded > 0 {
+        format!("+{}", format_ns(rounded))
+    } else {
+        format_ns(rounded)
+    }
+}
+
+/// A relative change: `+12.5%`, `-3.0%`, or `n/a` without a base.
+pub fn change_cell(change: Option<f64>) -> String {
+    match change {
+        Some(pct) if pct > 0.0 => format!("+{pct:.1}%"),
+        Some(pct) => format!("{pct:.1}%"),
+        None => "n/a".to_string(),
+    }
+}

@@ -1,7 +1,7 @@
 //! `latscope compare`'s options, checked: which files are the bases and which
 //! is new, the thresholds (every form) and the JSON target.
 
-use super::{JsonTarget, UsageError, check_json_path, parse_thresholds};
+use super::{JsonTarget, UsageError, check_json_path, check_output_path, parse_thresholds};
 use crate::cli::CompareArgs;
 use crate::threshold::Threshold;
 use std::path::PathBuf;
@@ -14,6 +14,8 @@ pub struct CompareSettings {
     pub merge: bool,
     pub fail_if: Vec<Threshold>,
     pub json: Option<JsonTarget>,
+    /// `--html`: the page of the comparison.
+    pub html: Option<JsonTarget>,
 }
 
 impl CompareSettings {
@@ -45,18 +47,42 @@ impl CompareSettings {
             }
         };
         let json = args.json.as_deref().map(check_json_path).transpose()?;
-        // As `report -o`: the output must not replace one of the inputs.
-        if let Some(JsonTarget::File(out)) = &json
-            && let Some(input) = bases
-                .iter()
-                .chain(std::iter::once(&new))
-                .find(|input| crate::rt::outfile::same_file_destination(out, input))
-        {
-            return Err(UsageError(format!(
-                "--json {}: that is the input report {}; choose another output file",
-                crate::units::shown(&out.to_string_lossy()),
-                crate::units::shown(&input.to_string_lossy())
-            )));
+        let html = args
+            .html
+            .as_deref()
+            .map(|p| check_output_path("--html", p))
+            .transpose()?;
+        // As `report -o`: an output must not replace one of the inputs.
+        for (option, target) in [("--json", &json), ("--html", &html)] {
+            if let Some(JsonTarget::File(out)) = target
+                && let Some(input) = bases
+                    .iter()
+                    .chain(std::iter::once(&new))
+                    .find(|input| crate::rt::outfile::same_file_destination(out, input))
+            {
+                return Err(UsageError(format!(
+                    "{option} {}: that is the input report {}; choose another output file",
+                    crate::units::shown(&out.to_string_lossy()),
+                    crate::units::shown(&input.to_string_lossy())
+                )));
+            }
+        }
+        match (&json, &html) {
+            (Some(JsonTarget::Stdout), Some(JsonTarget::Stdout)) => {
+                return Err(UsageError(
+                    "--json - and --html - both to standard output: give one of them a file name"
+                        .into(),
+                ));
+            }
+            (Some(JsonTarget::File(a)), Some(JsonTarget::File(b)))
+                if crate::rt::outfile::same_file_destination(a, b) || a == b =>
+            {
+                return Err(UsageError(format!(
+                    "--json and --html both name {}: give each its own file",
+                    crate::units::shown(&a.to_string_lossy())
+                )));
+            }
+            _ => {}
         }
         Ok(CompareSettings {
             bases,
@@ -64,6 +90,7 @@ impl CompareSettings {
             merge: args.merge,
             fail_if: parse_thresholds(&args.fail_if, true)?,
             json,
+            html,
         })
     }
 }
@@ -109,6 +136,10 @@ mod tests {
             ("--base a", "needs two reports"),
             ("a b --fail-if p99", "has no '>'"),
             ("a b --json /nonexistent-dir/x.json", "does not exist"),
+            ("a b --html /nonexistent-dir/x.html", "does not exist"),
+            ("a b --html a", "that is the input report"),
+            ("a b --json - --html -", "both to standard output"),
+            ("a b --json x.out --html x.out", "both name x.out"),
         ] {
             let err = settings(line).expect_err(line).0;
             assert!(err.contains(needle), "{line}: {err}");

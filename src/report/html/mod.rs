@@ -9,6 +9,7 @@
 //! series overlaid in distinct colours.
 
 use super::cells::{cpus_cell, end_reason_text, latency_cell, percentile_cell};
+pub mod compare;
 pub mod plots;
 
 use super::{Report, Series, TestResult};
@@ -117,16 +118,78 @@ figcaption { font-size: .85em; color: #555; }
 .note { font-size: .85em; color: #555; }
 ";
 
+/// The words and figure names of the page in plain words (the header links
+/// here).
+const LEGEND: &str = "<section class=\"legend\" id=\"words\">
+<h2>The words on this page</h2>
+<dl>
+<dt>latency</dt><dd>How late a task ran: from the moment it was due (a message sent, a timer \
+expiring, a write started) to the moment it ran (or the write returned).</dd>
+<dt>one-way, round-trip</dt><dd>One-way: from the sender's clock read just before waking the \
+receiver to the receiver's clock read just after it woke. Round-trip: one task wakes the other and \
+is woken back; the whole trip is one sample.</dd>
+<dt>user, thread, irq</dt><dd>The timer test's figures: <i>user</i> is the latency the \
+measuring thread sees after its sleep returns (what an application gets); <i>thread</i> ends when \
+the kernel switched to the thread; <i>irq</i> ends when the timer interrupt ran.</dd>
+<dt>Samples</dt><dd>How many latencies were measured.</dd>
+<dt>Min, Avg, Max</dt><dd>The smallest, the mean and the largest latency.</dd>
+<dt>P50, P99, P99.9, P99.99 (percentiles)</dt><dd>P99 is the latency that 99 % of the samples \
+stayed at or under: 1 sample in 100 took longer. P50 is the median; each further nine looks ten \
+times deeper into the slow end.</dd>
+<dt>all</dt><dd>Every series of a test merged into one.</dd>
+<dt>CPU</dt><dd>The CPUs the series' tasks ran on; <code>~</code> means not pinned (the \
+scheduler could move them).</dd>
+<dt>Policy</dt><dd>The scheduling policy and priority (<code>fifo 99</code>: real-time, \
+highest; <code>other 0</code>: normal time sharing).</dd>
+<dt>Overruns</dt><dd>Periods missed: a wake-up came so late that the next one was already \
+due. Counted, never hidden.</dd>
+<dt>Timeouts</dt><dd>Waits of an IPC test that ended without a wake-up.</dd>
+<dt>Msw</dt><dd>The timer thread's involuntary context switches and page faults (Xenomai's \
+\"mode switches\"): things that should not happen to a real-time thread.</dd>
+<dt>Above limit</dt><dd>Samples above <code>--max-latency</code>.</dd>
+<dt>IOPS, MB/s</dt><dd>Log-disk writes per second and bytes written per second.</dd>
+<dt>outlier</dt><dd>One of the few slowest samples (at most 20) lying more than 4 times beyond \
+the rest: the histogram marks them one by one in a strip at its right.</dd>
+<dt>window</dt><dd>One second of a run (longer when merged): the over-time plot draws each \
+window's minimum, mean and maximum.</dd>
+<dt>spike</dt><dd>With <code>--trace-spikes</code>: a sample above the threshold, traced in \
+the kernel; the over-time plot marks it, its cause on hover.</dd>
+<dt>kernel log</dt><dd>What the kernel said while measuring (RT throttling, lockups, errors).</dd>
+</dl>
+</section>
+";
+
+/// The start of a page titled `title`, up to and with its `<h1>`.
+pub fn page_start(title: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
+        escape(title),
+        escape(title)
+    )
+}
+
+/// A plot and its caption as a figure of the page.
+pub fn figure_html(svg: &str, caption: &str) -> String {
+    format!(
+        "<figure>\n{svg}\n<figcaption>{}</figcaption>\n</figure>\n",
+        escape(caption)
+    )
+}
+
 /// The page for `runs`.
 pub fn render(runs: &[Run]) -> Result<Rendered, String> {
     let mut page = Page::default();
     page.header(runs);
+    let shared = page.machine_section(runs);
     for (i, run) in runs.iter().enumerate() {
-        page.run_section(i, run);
+        page.run_section(i, run, &shared);
     }
     for (i, group) in test_groups(runs).iter().enumerate() {
-        page.test_section(i + 1, runs.len(), group)?;
+        page.test_section(i + 1, runs, group)?;
     }
+    page.html.push_str(LEGEND);
     page.html.push_str("</body>\n</html>\n");
     Ok(Rendered {
         html: page.html,
@@ -252,6 +315,248 @@ fn doctor_fact(checks: &[crate::report::Check]) -> String {
     text
 }
 
+/// The facts of the machine a report was made on, as rows (name, HTML):
+/// host and kernel, PREEMPT_RT, clocksource, CPUs, virtualization, RT
+/// throttling, and the doctor's findings when the report has them.
+fn machine_facts(r: &Report) -> Vec<(&'static str, String)> {
+    let s = &r.sysinfo;
+    let rt = if s.preempt_rt {
+        "<span class=\"ok\">yes</span>"
+    } else {
+        "<span class=\"warn\">no</span>"
+    };
+    let isolated = if s.cpus_isolated.is_empty() {
+        "none".to_string()
+    } else {
+        s.cpus_isolated.clone()
+    };
+    let throttling = match (s.rt_runtime_us, s.rt_period_us) {
+        (Some(-1), _) => "off".to_string(),
+        (Some(run), Some(period)) => format!("{run} us per {period} us"),
+        _ => "unknown".to_string(),
+    };
+    let mut facts = vec![
+        (
+            "Host / kernel",
+            escape(&format!(
+                "{} / {} {} {} {}",
+                s.nodename, s.sysname, s.release, s.version, s.machine
+            )),
+        ),
+        ("PREEMPT_RT", rt.to_string()),
+        ("Clocksource", escape(&s.clocksource)),
+        (
+            "CPUs",
+            escape(&format!(
+                "{} online, allowed {:?}, isolated: {isolated}",
+                s.cpus_online, s.cpus_allowed
+            )),
+        ),
+        (
+            "Virtualization",
+            escape(s.virtualization.as_deref().unwrap_or("none seen")),
+        ),
+        ("RT throttling", escape(&throttling)),
+    ];
+    if !s.checks.is_empty() {
+        facts.push(("latscope doctor", doctor_fact(&s.checks)));
+    }
+    facts
+}
+
+/// The marks of a test group's over-time plot and what could not be marked.
+#[derive(Default)]
+struct Marks {
+    marks: Vec<plots::TimeMark>,
+    /// Traced spikes whose time could not be found on the axis.
+    spikes_unplaced: usize,
+    /// Kernel messages of runs of several tests (not drawn: see `caption`).
+    kernel_unplaced: usize,
+}
+
+impl Marks {
+    /// What the caption says about the marks.
+    fn caption(&self) -> String {
+        let spikes = self
+            .marks
+            .iter()
+            .filter(|m| m.kind == plots::MarkKind::Spike)
+            .count();
+        let kernel = self.marks.len() - spikes;
+        let mut text = String::new();
+        if spikes > 0 {
+            text.push_str(&format!(
+                " Triangles: the {spikes} spike(s) --trace-spikes kept, each pointing at its \
+                 time and latency in its series' colour; hover over one for its cause."
+            ));
+        }
+        if kernel > 0 {
+            text.push_str(&format!(
+                " Diamonds: the {kernel} kernel log message(s), at their time from the start \
+                 of the run (the test starts a moment later, seconds later with --load); \
+                 hover over one for its text."
+            ));
+        }
+        if self.spikes_unplaced > 0 {
+            text.push_str(&format!(
+                " {} traced spike(s) could not be placed in time (none of their series' \
+                 windows matches a spike) and are only in the spike table.",
+                self.spikes_unplaced
+            ));
+        }
+        if self.kernel_unplaced > 0 {
+            text.push_str(&format!(
+                " {} kernel log message(s) are not marked: their run holds several tests and \
+                 their times count from the run's start, not from a test's.",
+                self.kernel_unplaced
+            ));
+        }
+        text
+    }
+}
+
+/// The spikes and kernel messages of `group`'s tests as marks on its
+/// over-time plot (series colours numbered as the plot numbers them).
+fn time_marks(runs: &[Run], group: &TestGroup) -> Marks {
+    let mut marks = Marks::default();
+    let mut first_series = 0;
+    for &(r, test) in &group.tests {
+        if let Some(trace) = &test.spikes {
+            let starts = spike_clock_starts(test, trace);
+            for spike in &trace.spikes {
+                let index = test.series.iter().position(|s| s.label == spike.series);
+                // The series' own start, else the test's (its series start together).
+                let start = index
+                    .and_then(|i| starts[i])
+                    .or_else(|| median(starts.iter().flatten().copied().collect()));
+                let Some(start) = start else {
+                    marks.spikes_unplaced += 1;
+                    continue;
+                };
+                let second = (spike.actual_ns as f64 - start) / 1e9;
+                marks.marks.push(plots::TimeMark {
+                    second,
+                    kind: plots::MarkKind::Spike,
+                    series: index.map(|i| first_series + i),
+                    ns: Some(spike.latency_ns.min(i64::MAX as u64) as i64),
+                    text: format!(
+                        "{:.1} s, {}: {}",
+                        second.max(0.0),
+                        spike.series,
+                        spike.summary
+                    ),
+                });
+            }
+        }
+        let report = runs[r].report;
+        let log = &report.kernel_log.messages;
+        if report.tests.len() == 1 {
+            marks.marks.extend(log.iter().map(|m| plots::TimeMark {
+                second: m.time_s,
+                kind: plots::MarkKind::KernelLog,
+                series: None,
+                ns: None,
+                text: format!(
+                    "kernel log, {:.1} s after the run's start: {}",
+                    m.time_s, m.text
+                ),
+            }));
+        } else {
+            marks.kernel_unplaced += log.len();
+        }
+        first_series += test.series.len();
+    }
+    marks
+}
+
+/// The middle value (of an odd count; the lower middle of an even one).
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len().saturating_sub(1) / 2).copied()
+}
+
+/// Per series of `test`: when its window 0 began on the monotonic clock
+/// (ns), as its traced spikes tell. The report keeps spike times on the
+/// monotonic clock and windows in seconds from the test's start: a spike
+/// whose latency is the maximum of exactly one window of its series lies in
+/// that window, so the start lies within one window's span before it. The
+/// spans of all such spikes are intersected and the middle taken; when they
+/// do not meet (windows of loops rather than exact seconds), the median of
+/// the window middles.
+fn spike_clock_starts(test: &TestResult, trace: &crate::report::SpikeTrace) -> Vec<Option<f64>> {
+    test.series
+        .iter()
+        .map(|series| {
+            // (earliest, latest) start each spike allows, ns.
+            let spans: Vec<(f64, f64)> = trace
+                .spikes
+                .iter()
+                .filter(|spike| spike.series == series.label)
+                .filter_map(|spike| {
+                    let mut matching = series
+                        .per_second
+                        .iter()
+                        .filter(|w| w.max_ns == spike.latency_ns.min(i64::MAX as u64) as i64);
+                    let w = matching.next()?;
+                    if matching.next().is_some() {
+                        return None;
+                    }
+                    let at = spike.actual_ns as f64;
+                    Some((
+                        at - (w.second + w.span_s) as f64 * 1e9,
+                        at - w.second as f64 * 1e9,
+                    ))
+                })
+                .collect();
+            let earliest = spans.iter().map(|s| s.0).fold(f64::MIN, f64::max);
+            let latest = spans.iter().map(|s| s.1).fold(f64::MAX, f64::min);
+            if spans.is_empty() {
+                None
+            } else if earliest <= latest {
+                Some(best_start(series, trace, earliest, latest))
+            } else {
+                median(spans.iter().map(|s| (s.0 + s.1) / 2.0).collect())
+            }
+        })
+        .collect()
+}
+
+/// The start (ns) within `[earliest, latest]` that fits the most of the
+/// series' spikes: a spike fits when it falls in a window whose maximum is
+/// at least its latency. The window maxima alone allow a span of up to a
+/// second; the other spikes narrow it (the middle of the best-fitting
+/// stretch of 64 evenly spaced candidates is taken).
+fn best_start(
+    series: &Series,
+    trace: &crate::report::SpikeTrace,
+    earliest: f64,
+    latest: f64,
+) -> f64 {
+    const CANDIDATES: usize = 64;
+    let windows = &series.per_second;
+    let fits = |start: f64| {
+        trace
+            .spikes
+            .iter()
+            .filter(|spike| spike.series == series.label)
+            .filter(|spike| {
+                let t = (spike.actual_ns as f64 - start) / 1e9;
+                let k = windows.partition_point(|w| ((w.second + w.span_s) as f64) <= t);
+                windows.get(k).is_some_and(|w| {
+                    w.second as f64 <= t && w.max_ns >= spike.latency_ns.min(i64::MAX as u64) as i64
+                })
+            })
+            .count()
+    };
+    let candidate =
+        |k: usize| earliest + (latest - earliest) * (k as f64 + 0.5) / CANDIDATES as f64;
+    let scores: Vec<usize> = (0..CANDIDATES).map(|k| fits(candidate(k))).collect();
+    let best = scores.iter().copied().max().unwrap_or(0);
+    let first = scores.iter().position(|&s| s == best).unwrap_or(0);
+    let last = first + scores[first..].iter().take_while(|&&s| s == best).count() - 1;
+    (candidate(first) + candidate(last)) / 2.0
+}
+
 fn run_name(index: usize) -> String {
     format!("run {}", index + 1)
 }
@@ -262,18 +567,12 @@ impl Page {
             [one] => format!("latscope report: {}", one.source),
             _ => format!("latscope report: {} runs", runs.len()),
         };
-        let _ = write!(
-            self.html,
-            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-             <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
-            escape(&title),
-            escape(&title)
-        );
+        self.html.push_str(&page_start(&title));
         let _ = writeln!(
             self.html,
             "<p class=\"note\">Made by latscope {} from {}. Latencies in automatic units \
-             (ns, us, ms); plots in microseconds.</p>",
+             (ns, us, ms). <a href=\"#words\">The words on this page</a> are explained \
+             at its end.</p>",
             env!("CARGO_PKG_VERSION"),
             runs.iter()
                 .enumerate()
@@ -283,9 +582,38 @@ impl Page {
         );
     }
 
-    fn run_section(&mut self, index: usize, run: &Run) {
+    /// The machine's facts once, when every run has the same ones (same
+    /// host, kernel, CPUs, settings, doctor findings); each run's section
+    /// then shows only its own facts and the machine facts that differ.
+    fn machine_section(&mut self, runs: &[Run]) -> Vec<bool> {
+        let facts: Vec<Vec<(&str, String)>> =
+            runs.iter().map(|r| machine_facts(r.report)).collect();
+        let shared: Vec<bool> = match facts.as_slice() {
+            [] | [_] => Vec::new(),
+            [first, rest @ ..] => first
+                .iter()
+                .enumerate()
+                .map(|(k, f)| rest.iter().all(|other| other.get(k) == Some(f)))
+                .collect(),
+        };
+        if shared.iter().any(|&s| s) {
+            let _ = writeln!(
+                self.html,
+                "<section class=\"machine\" id=\"machine\">\n<h2>Machine (the same in all {} runs)</h2>\n<table class=\"facts\">",
+                runs.len()
+            );
+            for ((name, value), _) in facts[0].iter().zip(&shared).filter(|(_, s)| **s) {
+                fact(&mut self.html, name, value);
+            }
+            self.html.push_str("</table>\n</section>\n");
+        }
+        shared
+    }
+
+    /// A run's section; `shared[k]` tells the machine facts already shown
+    /// once for all runs.
+    fn run_section(&mut self, index: usize, run: &Run, shared: &[bool]) {
         let r = run.report;
-        let s = &r.sysinfo;
         let out = &mut self.html;
         let _ = writeln!(
             out,
@@ -315,45 +643,6 @@ impl Page {
                 r.tool.name, r.tool.version, r.exit_code
             )),
         );
-        fact(
-            out,
-            "Host / kernel",
-            &escape(&format!(
-                "{} / {} {} {} {}",
-                s.nodename, s.sysname, s.release, s.version, s.machine
-            )),
-        );
-        let rt = if s.preempt_rt {
-            "<span class=\"ok\">yes</span>"
-        } else {
-            "<span class=\"warn\">no</span>"
-        };
-        fact(out, "PREEMPT_RT", rt);
-        fact(out, "Clocksource", &escape(&s.clocksource));
-        let isolated = if s.cpus_isolated.is_empty() {
-            "none".to_string()
-        } else {
-            s.cpus_isolated.clone()
-        };
-        fact(
-            out,
-            "CPUs",
-            &escape(&format!(
-                "{} online, allowed {:?}, isolated: {isolated}",
-                s.cpus_online, s.cpus_allowed
-            )),
-        );
-        fact(
-            out,
-            "Virtualization",
-            &escape(s.virtualization.as_deref().unwrap_or("none seen")),
-        );
-        let throttling = match (s.rt_runtime_us, s.rt_period_us) {
-            (Some(-1), _) => "off".to_string(),
-            (Some(run), Some(period)) => format!("{run} us per {period} us"),
-            _ => "unknown".to_string(),
-        };
-        fact(out, "RT throttling", &escape(&throttling));
         let loads: Vec<String> = r.loads.iter().map(|l| l.describe()).collect();
         let loads = if loads.is_empty() {
             "none".to_string()
@@ -371,8 +660,10 @@ impl Page {
             (None, false) => "not followed".to_string(),
         };
         fact(out, "Kernel log", &escape(&kernel_log));
-        if !s.checks.is_empty() {
-            fact(out, "latscope doctor", &doctor_fact(&s.checks));
+        for (k, (name, value)) in machine_facts(r).iter().enumerate() {
+            if !shared.get(k).copied().unwrap_or(false) {
+                fact(out, name, value);
+            }
         }
         out.push_str("</table>\n");
         if r.warnings.is_empty() {
@@ -391,9 +682,10 @@ impl Page {
     fn test_section(
         &mut self,
         section: usize,
-        run_count: usize,
+        runs: &[Run],
         group: &TestGroup,
     ) -> Result<(), String> {
+        let run_count = runs.len();
         let _ = writeln!(
             self.html,
             "<section class=\"test\">\n<h2>{}</h2>",
@@ -464,18 +756,28 @@ impl Page {
              strip at the right. The marks under the axis are each series' p50, p99 and \
              maximum. Empty bins are drawn on the floor below 1.",
         );
-        let per_second = plots::per_second_svg(title, &plotted)?;
+        let marks = time_marks(runs, group);
+        let per_second = plots::per_second_svg(title, &plotted, &marks.marks)?;
         let merged = series
             .iter()
             .any(|(_, _, s)| s.per_second.iter().any(|w| w.span_s > 1));
+        let with_p99 = series
+            .iter()
+            .any(|(_, _, s)| s.per_second.iter().any(|w| plots::window_p99(w).is_some()));
         let mut caption = format!(
-            "Over time, on a log latency axis so one spike does not flatten the rest: each window's minimum (thin), mean (medium) and maximum (thick) \
-             latency per series. The report keeps min/avg/max per one-second window, no \
-             percentile per window, so no p99 is drawn. Beyond {} windows per series, \
-             consecutive windows are merged for the plot (minimum of the minima, maximum \
-             of the maxima, sample-weighted mean).",
-            plots::MAX_TIME_POINTS
+            "Over time, on a log latency axis so one spike does not flatten the rest: each \
+             window's minimum (thin), mean (medium) and maximum (thick) latency per series{}. \
+             Beyond {} windows per series, consecutive windows are merged for the plot \
+             (minimum of the minima, maximum of the maxima, sample-weighted mean{}).",
+            if with_p99 {
+                ", and its p99 (dashed)"
+            } else {
+                " (this report keeps no percentile per window, so no p99 is drawn)"
+            },
+            plots::MAX_TIME_POINTS,
+            if with_p99 { ", highest p99" } else { "" }
         );
+        caption.push_str(&marks.caption());
         if merged {
             caption.push_str(
                 " Some windows already span several seconds in the report (long runs keep \
@@ -567,11 +869,7 @@ impl Page {
     fn figure(&mut self, svg: Option<String>, name: String, caption: &str) {
         match svg {
             Some(svg) => {
-                let _ = writeln!(
-                    self.html,
-                    "<figure>\n{svg}\n<figcaption>{}</figcaption>\n</figure>",
-                    escape(caption)
-                );
+                self.html.push_str(&figure_html(&svg, caption));
                 self.plots.push(Plot { name, svg });
             }
             None => {
@@ -604,10 +902,22 @@ impl Page {
             .tests
             .iter()
             .any(|(_, t)| t.config.max_latency_us.is_some());
-        let mut head = vec!["", "Series", "CPU", "Policy", "Samples"];
-        head.extend([
-            "Min", "Avg", "P50", "P99", "P99.9", "P99.99", "Max", "Overruns",
-        ]);
+        // A column that says nothing is left out: CPUs when no series was
+        // pinned nor placed (log-disk writers: every cell a bare `~`), and
+        // overruns where nothing is periodic and none happened.
+        let cpus = any(&|s| s.pinned || !s.cpus.is_empty());
+        let overruns = ipc || timer || any(&|s| s.overruns > 0);
+        let mut head = vec!["", "Series"];
+        if cpus {
+            head.push("CPU");
+        }
+        head.extend(["Policy", "Samples"]);
+        head.extend(["Min", "Avg", "P50", "P99", "P99.9", "P99.99", "Max"]);
+        if overruns {
+            head.push("Overruns");
+        }
+        // Left-aligned: the swatch, the names and the policy.
+        let text_columns = if cpus { 4 } else { 3 };
         if ipc {
             head.push("Timeouts");
         }
@@ -623,7 +933,7 @@ impl Page {
         let out = &mut self.html;
         out.push_str("<table class=\"summary\">\n<tr>");
         for (i, h) in head.iter().enumerate() {
-            let class = if i < 4 { " class=\"l\"" } else { "" };
+            let class = if i < text_columns { " class=\"l\"" } else { "" };
             let _ = write!(out, "<th{class}>{}</th>", escape(h));
         }
         out.push_str("</tr>\n");
@@ -632,16 +942,17 @@ impl Page {
                    label: &str,
                    s: Option<&Series>,
                    l: &LatencySummary| {
-            let mut cells: Vec<String> = vec![
-                swatch.to_string(),
-                escape(label),
-                s.map_or(String::new(), |s| escape(&cpus_cell(s))),
-                s.map_or(String::new(), |s| {
-                    escape(&format!("{} {}", s.policy, s.priority))
-                }),
-            ];
+            let mut cells: Vec<String> = vec![swatch.to_string(), escape(label)];
+            if cpus {
+                cells.push(s.map_or(String::new(), |s| escape(&cpus_cell(s))));
+            }
+            cells.push(s.map_or(String::new(), |s| {
+                escape(&format!("{} {}", s.policy, s.priority))
+            }));
             cells.extend(latency_cells(l).iter().map(|c| escape(c)));
-            cells.push(s.map_or(String::new(), |s| s.overruns.to_string()));
+            if overruns {
+                cells.push(s.map_or(String::new(), |s| s.overruns.to_string()));
+            }
             if ipc {
                 cells.push(
                     s.and_then(Series::ipc_pair)
@@ -665,7 +976,7 @@ impl Page {
             let class = if s.is_none() { " class=\"all\"" } else { "" };
             let _ = write!(out, "<tr{class}>");
             for (i, c) in cells.iter().enumerate() {
-                let class = if i < 4 { " class=\"l\"" } else { "" };
+                let class = if i < text_columns { " class=\"l\"" } else { "" };
                 let _ = write!(out, "<td{class}>{c}</td>");
             }
             out.push_str("</tr>\n");
@@ -851,6 +1162,64 @@ mod tests {
     }
 
     #[test]
+    fn a_shared_machine_is_shown_once_and_differences_per_run() {
+        let a = sample_report();
+        let mut b = sample_report();
+        let two = |a: &Report, b: &Report| {
+            render(&[
+                Run {
+                    source: "a.json".into(),
+                    report: a,
+                },
+                Run {
+                    source: "b.json".into(),
+                    report: b,
+                },
+            ])
+            .unwrap()
+            .html
+        };
+        let html = two(&a, &b);
+        assert!(
+            html.contains("<h2>Machine (the same in all 2 runs)</h2>"),
+            "{html}"
+        );
+        assert_eq!(html.matches("<th>Host / kernel</th>").count(), 1);
+        assert_eq!(html.matches("<th>Clocksource</th>").count(), 1);
+        assert_eq!(
+            html.matches("<th>Command line</th>").count(),
+            2,
+            "each run's own"
+        );
+        // Another clocksource: that row per run, the rest still once.
+        b.sysinfo.clocksource = "hpet".into();
+        let html = two(&a, &b);
+        assert_eq!(html.matches("<th>Host / kernel</th>").count(), 1);
+        assert_eq!(html.matches("<th>Clocksource</th>").count(), 2);
+        assert!(html.contains("<td>hpet</td>"));
+        // One run: no machine section, every fact in the run's.
+        let one = render_one(&a).html;
+        assert!(!one.contains("Machine (the same"));
+        assert_eq!(one.matches("<th>Host / kernel</th>").count(), 1);
+        assert!(one.contains("<h2>The words on this page</h2>") && one.contains("href=\"#words\""));
+    }
+
+    #[test]
+    fn columns_that_say_nothing_are_left_out() {
+        let mut report = sample_report();
+        let html = render_one(&report).html;
+        assert!(html.contains("<th class=\"l\">CPU</th>") && html.contains("<th>Overruns</th>"));
+        // Unpinned tasks without a CPU: no CPU column; an IPC test keeps
+        // its overruns (periodic), even at 0.
+        report.tests[0].series[0].pinned = false;
+        report.tests[0].series[0].cpus.clear();
+        let html = render_one(&report).html;
+        assert!(!html.contains(">CPU</th>"), "{html}");
+        assert!(html.contains("<th>Overruns</th>"));
+        assert!(html.contains("<th class=\"l\">Policy</th><th>Samples</th>"));
+    }
+
+    #[test]
     fn the_percentile_plot_draws_the_limits_of_the_test() {
         use crate::report::ThresholdCheck;
         let mut report = sample_report();
@@ -953,6 +1322,100 @@ mod tests {
                 "<td>-1.50 us</td><td>softirq_entry</td><td>vec=3 [NET_RX] &lt;x&gt;</td>"
             )
         );
+    }
+
+    #[test]
+    fn spikes_and_kernel_messages_are_marked_over_time() {
+        use crate::report::{Spike, SpikeTrace};
+        let mut report = crate::report::testdata::with_load_and_kernel_message(sample_report());
+        let series = &mut report.tests[0].series[0];
+        series.per_second = (0..20u64)
+            .map(|second| SecondStats {
+                second,
+                span_s: 1,
+                samples: 1000,
+                min_ns: 2_000,
+                avg_ns: 3_000.0,
+                max_ns: match second {
+                    7 => 85_000,
+                    12 => 60_000,
+                    _ => 5_000,
+                },
+                ..SecondStats::default()
+            })
+            .collect();
+        // The test's window 0 began at 1000 s on the monotonic clock.
+        let spike = |latency_ns: u64, at_s: f64, summary: &str| Spike {
+            series: "pair 0".into(),
+            latency_ns,
+            actual_ns: (1_000e9 + at_s * 1e9) as u64,
+            summary: summary.into(),
+            ..Spike::default()
+        };
+        report.tests[0].spikes = Some(SpikeTrace {
+            threshold_ns: 50_000,
+            spikes_seen: 3,
+            spikes: vec![
+                spike(85_000, 7.5, "worst 85.0 us: softirq NET_RX 52.0 us"),
+                spike(60_000, 12.5, "60.0 us: IRQ 24 virtio0-input 40.0 us"),
+                // Not any window's maximum: placed by the others' clock.
+                spike(55_000, 12.25, "55.0 us: task kworker/1:1 (pid 42) 30.0 us"),
+            ],
+            ..SpikeTrace::default()
+        });
+        let runs = [Run {
+            source: "a.json".into(),
+            report: &report,
+        }];
+        let groups = test_groups(&runs);
+        let marks = time_marks(&runs, &groups[0]);
+        assert_eq!(marks.spikes_unplaced, 0);
+        let seconds: Vec<f64> = marks.marks.iter().map(|m| m.second).collect();
+        // Each spike inside its window (the window maxima tie the clocks to
+        // within a second, the third spike narrows it to 0.75 s, whose
+        // middle is taken: 0.125 s late); the kernel message at its time.
+        for (got, want) in seconds.iter().zip([7.5, 12.5, 12.25, 2.5]) {
+            assert!((got - want).abs() <= 0.125 + 1e-6, "{seconds:?}");
+        }
+        assert_eq!(seconds[3], 2.5);
+        assert_eq!(marks.marks[0].series, Some(0));
+        assert_eq!(marks.marks[3].kind, plots::MarkKind::KernelLog);
+        let html = render_one(&report).html;
+        assert!(
+            html.contains("s, pair 0: worst 85.0 us: softirq NET_RX 52.0 us</title>"),
+            "{html}"
+        );
+        assert!(html.contains(
+            "<title>kernel log, 2.5 s after the run's start: sched: RT throttling activated</title>"
+        ));
+        assert!(html.contains("the 3 spike(s) --trace-spikes kept"));
+        assert!(html.contains("the 1 kernel log message(s)"));
+
+        // Without a window to tie the clocks, a spike is not drawn but said.
+        report.tests[0].series[0].per_second[7].max_ns = 5_000;
+        report.tests[0].series[0].per_second[12].max_ns = 5_000;
+        let runs = [Run {
+            source: "a.json".into(),
+            report: &report,
+        }];
+        let marks = time_marks(&runs, &test_groups(&runs)[0]);
+        assert_eq!(marks.spikes_unplaced, 3);
+        assert!(
+            marks
+                .caption()
+                .contains("3 traced spike(s) could not be placed")
+        );
+        // A run of several tests: kernel messages are counted, not drawn.
+        let mut two = report.clone();
+        two.tests.push(two.tests[0].clone());
+        two.tests[1].test = "sem".into();
+        let runs = [Run {
+            source: "a.json".into(),
+            report: &two,
+        }];
+        let marks = time_marks(&runs, &test_groups(&runs)[0]);
+        assert_eq!(marks.kernel_unplaced, 1);
+        assert!(marks.marks.iter().all(|m| m.kind == plots::MarkKind::Spike));
     }
 
     #[test]

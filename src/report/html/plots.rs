@@ -15,6 +15,7 @@
 use crate::stats::LatencySummary;
 use crate::stats::window::{SecondStats, coarsened};
 use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 /// Plot size in SVG pixels.
@@ -100,12 +101,27 @@ fn drawing_error(e: impl std::fmt::Display) -> String {
 
 /// Draws into an SVG string; `draw` gets the whole drawing area.
 fn svg(draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> DrawResult<()>) -> DrawResult<String> {
+    svg_with_overlay(|root| draw(root).map(|()| Vec::new()))
+}
+
+/// Draws into an SVG string, then adds the raw SVG elements `draw` returns
+/// on top (last in the document). plotters has no `<title>` (the hover
+/// text of an element) nor dashed polylines: those are written by hand, in
+/// the backend's pixel coordinates.
+fn svg_with_overlay(
+    draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> DrawResult<Vec<String>>,
+) -> DrawResult<String> {
     let mut text = String::new();
+    let overlay;
     {
         let root = SVGBackend::with_string(&mut text, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(drawing_error)?;
-        draw(&root)?;
+        overlay = draw(&root)?;
         root.present().map_err(drawing_error)?;
+    }
+    if !overlay.is_empty() {
+        let end = text.rfind("</svg>").unwrap_or(text.len());
+        text.insert_str(end, &(overlay.join("\n") + "\n"));
     }
     Ok(text)
 }
@@ -292,29 +308,13 @@ pub fn histogram_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<St
         .map(|k| (10f64.powi(k), format!("{}", 10u64.pow(k as u32))))
         .collect();
     svg(|root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(&caption, ("sans-serif", 18))
-            .margin(12)
-            .margin_right(24)
-            .x_label_area_size(44)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0.0..1.0, (floor..y_high).log_scale())
-            .map_err(drawing_error)?;
-        chart
-            .configure_mesh()
-            .disable_mesh()
-            .x_labels(0)
-            .y_labels(0)
-            // A log axis still gets one key point of its own: the ticks
-            // are drawn by `draw_ticks`.
-            .y_label_formatter(&|_| String::new())
-            .set_all_tick_mark_size(0)
-            .axis_desc_style(("sans-serif", 15))
-            .x_desc("latency (log)")
-            .y_desc("samples (log)")
-            .draw()
-            .map_err(drawing_error)?;
-        draw_ticks(root, &mut chart, &x_ticks, &y_ticks)?;
+        let mut chart = ticked_chart(
+            root,
+            &caption,
+            (0.0..1.0, floor..y_high),
+            ("latency (log)", "samples (log)"),
+            (&x_ticks, &y_ticks),
+        )?;
         let text_style = |c: RGBColor| TextStyle {
             color: c.to_backend_color(),
             ..TextStyle::from(("sans-serif", 12).into_font())
@@ -399,17 +399,19 @@ pub fn histogram_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<St
                 )))
                 .map_err(drawing_error)?;
         }
-        draw_legend(&mut chart)
+        draw_legend(&mut chart, SeriesLabelPosition::UpperRight)
     })
     .map(Some)
 }
 
-fn draw_legend<'a, X: Ranged, Y: Ranged>(
-    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+/// The legend of the series (and marks) in the plots' one look, at `position`.
+fn draw_legend<'a, 'b: 'a, X: Ranged, Y: Ranged>(
+    chart: &mut ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>,
+    position: SeriesLabelPosition,
 ) -> DrawResult<()> {
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
+        .position(position)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK.mix(0.4))
         .label_font(("sans-serif", 13))
@@ -444,11 +446,91 @@ pub fn downsampled(windows: &[SecondStats]) -> Vec<SecondStats> {
     coarsened(windows, windows.len().div_ceil(MAX_TIME_POINTS))
 }
 
+/// A window's 99th percentile, when the report has one per window (schema
+/// 3; reports of version 2 have none, and a window whose histogram was lost
+/// has none).
+pub fn window_p99(w: &SecondStats) -> Option<u64> {
+    w.p99_ns.map(|ns| ns.max(0) as u64)
+}
+
+/// What a mark on the over-time plot stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkKind {
+    /// A sample `--trace-spikes` traced (coloured as its series).
+    Spike,
+    /// A message of the kernel log.
+    KernelLog,
+}
+
+/// A moment marked on the over-time plot, with its one-line cause shown on
+/// hover (an SVG `<title>`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimeMark {
+    /// Seconds on the plot's time axis (since the test's start).
+    pub second: f64,
+    pub kind: MarkKind,
+    /// The series' colour index (spikes).
+    pub series: Option<usize>,
+    /// The latency it is drawn at (spikes), ns.
+    pub ns: Option<i64>,
+    /// The hover text: when and why.
+    pub text: String,
+}
+
+/// The p99 of each drawn point: the windows `downsampled` merges into one
+/// point (`n` consecutive ones), with the highest p99 among them, so a bad
+/// window is never hidden by merging. `(start s, end s, p99 ns)`.
+fn p99_points(
+    windows: &[SecondStats],
+    p99: fn(&SecondStats) -> Option<u64>,
+) -> Vec<(u64, u64, Option<u64>)> {
+    let n = windows.len().div_ceil(MAX_TIME_POINTS).max(1);
+    windows
+        .chunks(n)
+        .map(|chunk| {
+            let first = chunk[0].second;
+            let end = chunk
+                .iter()
+                .map(|w| w.second + w.span_s)
+                .max()
+                .unwrap_or(first);
+            (first, end, chunk.iter().filter_map(p99).max())
+        })
+        .collect()
+}
+
+/// Text for SVG content (`<title>`).
+fn xml_text(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
 /// Per-second minimum, mean and maximum of every series over time (thick:
-/// maximum, medium: mean, thin and faint: minimum), in one SVG. `None` when
-/// no series has a window.
-pub fn per_second_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<String>> {
+/// maximum, medium: mean, thin and faint: minimum), the p99 per window
+/// (dashed) where the report has it, and `marks` (traced spikes, kernel
+/// messages) on the time axis, in one SVG. `None` when no series has a
+/// window.
+pub fn per_second_svg(
+    title: &str,
+    series: &[PlotSeries],
+    marks: &[TimeMark],
+) -> DrawResult<Option<String>> {
+    over_time_svg(title, series, marks, window_p99)
+}
+
+/// `per_second_svg` with the per-window p99 taken by `p99` (tests give one).
+fn over_time_svg(
+    title: &str,
+    series: &[PlotSeries],
+    marks: &[TimeMark],
+    p99: fn(&SecondStats) -> Option<u64>,
+) -> DrawResult<Option<String>> {
     let drawn: Vec<Vec<SecondStats>> = series.iter().map(|s| downsampled(s.per_second)).collect();
+    let p99s: Vec<Vec<(u64, u64, Option<u64>)>> = series
+        .iter()
+        .map(|s| p99_points(s.per_second, p99))
+        .collect();
     let all = || drawn.iter().flatten();
     let Some(end) = all().map(|w| w.second + w.span_s).max() else {
         return Ok(None);
@@ -480,20 +562,22 @@ pub fn per_second_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<S
     } else {
         format!("{title}: min / avg / max per second over time")
     };
-    svg(|root| {
+    let any_p99 = p99s.iter().flatten().any(|p| p.2.is_some());
+    let x_desc = if any_p99 {
+        format!("time since start ({unit}); thick: max, dashed: p99, medium: avg, thin: min")
+    } else {
+        format!("time since start ({unit}); thick: max, medium: avg, thin: min")
+    };
+    let (x_low, x_high) = (start as f64 / unit_s, end as f64 / unit_s);
+    svg_with_overlay(|root| {
         let mut chart = chart_builder(root, &caption)
-            .build_cartesian_2d(
-                start as f64 / unit_s..end as f64 / unit_s,
-                (y_low..y_high).log_scale(),
-            )
+            .build_cartesian_2d(x_low..x_high, (y_low..y_high).log_scale())
             .map_err(drawing_error)?;
         chart
             .configure_mesh()
             .label_style(("sans-serif", 14))
             .axis_desc_style(("sans-serif", 15))
-            .x_desc(format!(
-                "time since start ({unit}); thick: max, medium: avg, thin: min"
-            ))
+            .x_desc(x_desc)
             .y_desc("latency (log)")
             .x_label_formatter(&|v| axis_number(*v))
             .y_labels(0)
@@ -502,6 +586,7 @@ pub fn per_second_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<S
             .draw()
             .map_err(drawing_error)?;
         draw_ticks(root, &mut chart, &[], &y_ticks)?;
+        let mut overlay = Vec::new();
         for (i, (s, windows)) in series.iter().zip(&drawn).enumerate() {
             let c = color(i);
             let figures: [(Figure, ShapeStyle); 3] = [
@@ -530,11 +615,94 @@ pub fn per_second_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<S
                     drawn.label(s.label.as_str()).legend(legend_mark(style));
                 }
             }
+            // The p99 per window, dashed: each run of windows that has one
+            // is a polyline of its own (a window without one breaks it).
+            let mut run: Vec<String> = Vec::new();
+            let mut flush = |run: &mut Vec<String>| {
+                if run.len() > 1 {
+                    overlay.push(format!(
+                        "<polyline class=\"p99\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" \
+                         stroke-dasharray=\"6 3\" points=\"{}\"/>",
+                        css_color(i),
+                        run.join(" ")
+                    ));
+                }
+                run.clear();
+            };
+            for &(from, to, value) in &p99s[i] {
+                match value {
+                    Some(ns) => {
+                        let y = (ns as f64).clamp(y_low, y_high);
+                        for x in [from, to] {
+                            let (px, py) = chart.backend_coord(&(x as f64 / unit_s, y));
+                            run.push(format!("{px},{py}"));
+                        }
+                    }
+                    None => flush(&mut run),
+                }
+            }
+            flush(&mut run);
         }
-        draw_legend(&mut chart)
+        // A legend entry per kind of mark present (an empty series carries it).
+        let spike_shape: fn(i32, i32) -> Vec<(i32, i32)> =
+            |x, y| vec![(x + 4, y - 5), (x + 16, y - 5), (x + 10, y + 5)];
+        let kernel_shape: fn(i32, i32) -> Vec<(i32, i32)> =
+            |x, y| vec![(x + 10, y - 6), (x + 16, y), (x + 10, y + 6), (x + 4, y)];
+        let kinds = [
+            (MarkKind::Spike, "traced spike (hover: its cause)", spike_shape, BLACK.mix(0.7)),
+            (MarkKind::KernelLog, "kernel log message (hover: its text)", kernel_shape, KERNEL_MARK.mix(1.0)),
+        ];
+        for (kind, label, shape, fill) in kinds {
+            if marks.iter().any(|m| m.kind == kind) {
+                chart
+                    .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())
+                    .map_err(drawing_error)?
+                    .label(label)
+                    .legend(move |(x, y)| Polygon::new(shape(x, y), fill.filled()));
+            }
+        }
+        for mark in marks {
+            let t = (mark.second / unit_s).clamp(x_low, x_high);
+            let (px, top) = chart.backend_coord(&(t, y_high));
+            let (_, bottom) = chart.backend_coord(&(t, y_low));
+            // A spike sits at its latency (a triangle pointing at it); a
+            // kernel message has none: a diamond on the time axis and a
+            // faint line up through the plot. The wide transparent line or
+            // shape is what the pointer finds, so the hover works near the
+            // mark, not only on its few pixels.
+            let shape = match (mark.kind, mark.ns) {
+                (MarkKind::Spike, ns) => {
+                    let y = ns.map_or(y_high, |ns| (ns as f64).clamp(y_low, y_high));
+                    let (_, py) = chart.backend_coord(&(t, y));
+                    let fill = mark.series.map_or("#444444".to_string(), css_color);
+                    format!(
+                        "<path d=\"M{px},{py} l-6,-11 h12 z\" fill=\"{fill}\" stroke=\"#000000\" stroke-width=\"0.8\"/>"
+                    )
+                }
+                (MarkKind::KernelLog, _) => {
+                    let RGBColor(r, g, b) = KERNEL_MARK;
+                    let fill = format!("#{r:02x}{g:02x}{b:02x}");
+                    format!(
+                        "<line x1=\"{px}\" y1=\"{top}\" x2=\"{px}\" y2=\"{bottom}\" stroke=\"{fill}\" stroke-opacity=\"0.6\" stroke-width=\"1\" stroke-dasharray=\"3 3\"/>\
+                         <path d=\"M{px},{} l7,7 l-7,7 l-7,-7 z\" fill=\"{fill}\"/>\
+                         <line x1=\"{px}\" y1=\"{top}\" x2=\"{px}\" y2=\"{bottom}\" stroke=\"#000000\" stroke-opacity=\"0\" stroke-width=\"9\"/>",
+                        bottom - 14
+                    )
+                }
+            };
+            overlay.push(format!(
+                "<g class=\"mark\" data-x=\"{px}\"><title>{}</title>{shape}</g>",
+                xml_text(&mark.text)
+            ));
+        }
+        draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+        Ok(overlay)
     })
     .map(Some)
 }
+
+/// The colour of kernel-log marks (apart from every series colour).
+const KERNEL_MARK: RGBColor = RGBColor(90, 0, 120);
 
 /// Where percentile `p` sits on the "nines" axis: one unit per nine
 /// (50 -> 0.30, 90 -> 1, 99 -> 2, 99.9 -> 3, ...), so the tail gets as much
@@ -608,6 +776,47 @@ pub fn tick_label(ns: i64) -> String {
 pub struct Limit {
     pub label: String,
     pub ns: i64,
+}
+
+/// An axis tick: its value in chart coordinates and its label.
+type Tick = (f64, String);
+
+/// The chart of the percentile plot and the histogram: a linear x axis over
+/// `ranges.0` (positions the caller computes), a log y axis over `ranges.1`,
+/// the axes described by `descs`, and every tick drawn by `draw_ticks` from
+/// `ticks` (the mesh draws none: plotters' own log-axis labels have needless
+/// decimals and its key points cannot be chosen).
+fn ticked_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    caption: &str,
+    ranges: (std::ops::Range<f64>, std::ops::Range<f64>),
+    descs: (&str, &str),
+    ticks: (&[Tick], &[Tick]),
+) -> DrawResult<ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, LogCoord<f64>>>> {
+    let mut chart = ChartBuilder::on(root)
+        .caption(caption, ("sans-serif", 18))
+        .margin(12)
+        .margin_right(24)
+        .x_label_area_size(44)
+        .y_label_area_size(70)
+        .build_cartesian_2d(ranges.0, ranges.1.log_scale())
+        .map_err(drawing_error)?;
+    chart
+        .configure_mesh()
+        .disable_mesh()
+        .x_labels(0)
+        .y_labels(0)
+        // A log axis still gets one key point of its own: the ticks are
+        // drawn by `draw_ticks`.
+        .y_label_formatter(&|_| String::new())
+        .set_all_tick_mark_size(0)
+        .axis_desc_style(("sans-serif", 15))
+        .x_desc(descs.0)
+        .y_desc(descs.1)
+        .draw()
+        .map_err(drawing_error)?;
+    draw_ticks(root, &mut chart, ticks.0, ticks.1)?;
+    Ok(chart)
 }
 
 /// Draws the tick labels and grid lines of a chart whose mesh has none:
@@ -696,29 +905,13 @@ pub fn percentile_svg(
         .map(|v| (v as f64, tick_label(v)))
         .collect();
     svg(|root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(&caption, ("sans-serif", 18))
-            .margin(12)
-            .margin_right(24)
-            .x_label_area_size(44)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0.0..MAX_POSITION + 0.15, (y_low..y_high).log_scale())
-            .map_err(drawing_error)?;
-        chart
-            .configure_mesh()
-            .disable_mesh()
-            .x_labels(0)
-            .y_labels(0)
-            // A log axis still gets one key point of its own: the ticks
-            // are drawn by `draw_ticks`.
-            .y_label_formatter(&|_| String::new())
-            .set_all_tick_mark_size(0)
-            .axis_desc_style(("sans-serif", 15))
-            .x_desc("percentile (each step one more nine)")
-            .y_desc("latency (log)")
-            .draw()
-            .map_err(drawing_error)?;
-        draw_ticks(root, &mut chart, &nines_ticks(), &y_ticks)?;
+        let mut chart = ticked_chart(
+            root,
+            &caption,
+            (0.0..MAX_POSITION + 0.15, y_low..y_high),
+            ("percentile (each step one more nine)", "latency (log)"),
+            (&nines_ticks(), &y_ticks),
+        )?;
         for (k, limit) in limits.iter().enumerate() {
             let style = BLACK.mix(0.7).stroke_width(if k == 0 { 2 } else { 1 });
             chart
@@ -747,14 +940,7 @@ pub fn percentile_svg(
                 )
                 .map_err(drawing_error)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .label_font(("sans-serif", 13))
-            .draw()
-            .map_err(drawing_error)
+        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)
     })
     .map(Some)
 }
@@ -809,11 +995,7 @@ mod tests {
 
     #[test]
     fn plots_are_svg_with_text_elements_and_no_font_files() {
-        let mut r = LatencyRecorder::new();
-        for ns in [2_000, 3_000, 5_000, 5_000] {
-            r.record(ns);
-        }
-        let summary = r.summary();
+        let summary = summary_of(&[2_000, 3_000, 5_000, 5_000]);
         let windows = [SecondStats {
             second: 0,
             span_s: 1,
@@ -830,7 +1012,7 @@ mod tests {
         }];
         for svg in [
             histogram_svg("mq", &series).unwrap().unwrap(),
-            per_second_svg("mq", &series).unwrap().unwrap(),
+            per_second_svg("mq", &series, &[]).unwrap().unwrap(),
         ] {
             assert!(svg.starts_with("<svg"), "{svg}");
             assert!(svg.contains("<text"), "{svg}");
@@ -848,7 +1030,7 @@ mod tests {
             per_second: &[],
         }];
         assert_eq!(histogram_svg("mq", &none).unwrap(), None);
-        assert_eq!(per_second_svg("mq", &none).unwrap(), None);
+        assert_eq!(per_second_svg("mq", &none, &[]).unwrap(), None);
     }
 
     #[test]
@@ -864,23 +1046,13 @@ mod tests {
     #[test]
     fn over_time_a_spike_leaves_the_minima_apart_from_the_floor() {
         let summary = body_and_outlier(10, 9_810_000);
-        let windows: Vec<SecondStats> = (0..5u64)
-            .map(|second| SecondStats {
-                second,
-                span_s: 1,
-                samples: 10_000,
-                min_ns: 12_000,
-                avg_ns: 13_700.0,
-                max_ns: if second == 2 { 9_810_000 } else { 22_900 },
-                ..SecondStats::default()
-            })
-            .collect();
+        let windows = windows_with_spike(5, 2);
         let series = [PlotSeries {
             label: "CPU 0".into(),
             latency: &summary,
             per_second: &windows,
         }];
-        let svg = per_second_svg("timer", &series).unwrap().unwrap();
+        let svg = per_second_svg("timer", &series, &[]).unwrap().unwrap();
         for text in [
             "10 us",
             "100 us",
@@ -919,6 +1091,147 @@ mod tests {
         assert!(
             min_y - avg_y > 5.0,
             "min at {min_y} px, avg at {avg_y} px: apart"
+        );
+    }
+
+    /// `n` windows of 12..23 us with a 9.81 ms maximum in window `spike_at`.
+    fn windows_with_spike(n: u64, spike_at: u64) -> Vec<SecondStats> {
+        (0..n)
+            .map(|second| SecondStats {
+                second,
+                span_s: 1,
+                samples: 10_000,
+                min_ns: 12_000,
+                avg_ns: 13_700.0,
+                max_ns: if second == spike_at {
+                    9_810_000
+                } else {
+                    22_900
+                },
+                ..SecondStats::default()
+            })
+            .collect()
+    }
+
+    /// The `d="..."`/attribute value `name` of the first element `line`.
+    fn attribute<'a>(line: &'a str, name: &str) -> &'a str {
+        line.split(&format!(" {name}=\""))
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap_or_else(|| panic!("{name} in {line}"))
+    }
+
+    #[test]
+    fn marks_sit_at_their_time_with_their_cause_on_hover() {
+        let summary = body_and_outlier(10, 9_810_000);
+        let windows = windows_with_spike(10, 4);
+        let series = [PlotSeries {
+            label: "CPU 0".into(),
+            latency: &summary,
+            per_second: &windows,
+        }];
+        let marks = [
+            TimeMark {
+                second: 4.5,
+                kind: MarkKind::Spike,
+                series: Some(0),
+                ns: Some(9_810_000),
+                text: "4.5 s, CPU 0: softirq <NET_RX> & co".into(),
+            },
+            TimeMark {
+                second: 0.0,
+                kind: MarkKind::KernelLog,
+                series: None,
+                ns: None,
+                text: "kernel log: RT throttling activated".into(),
+            },
+        ];
+        let svg = per_second_svg("timer", &series, &marks).unwrap().unwrap();
+        let groups: Vec<&str> = svg
+            .lines()
+            .filter(|l| l.starts_with("<g class=\"mark\""))
+            .collect();
+        assert_eq!(groups.len(), 2, "{svg}");
+        assert!(groups[0].contains("<title>4.5 s, CPU 0: softirq &lt;NET_RX&gt; &amp; co</title>"));
+        assert!(groups[1].contains("<title>kernel log: RT throttling activated</title>"));
+        assert!(
+            groups[0].contains("fill=\"#1f77b4\""),
+            "spike in its series' colour"
+        );
+        assert!(
+            svg.ends_with("</svg>\n") || svg.ends_with("</svg>"),
+            "marks inside the SVG"
+        );
+        assert!(svg.contains(">\ntraced spike (hover: its cause)\n</text>"));
+        assert!(svg.contains(">\nkernel log message (hover: its text)\n</text>"));
+        // The time axis spans 0..10 s: 4.5 s is 45 % across the plotting area,
+        // whose left edge is where the 0 s mark is.
+        let x = |g: &str| attribute(g, "data-x").parse::<f64>().unwrap();
+        let (left, spike) = (x(groups[1]), x(groups[0]));
+        let (_, plot_right) = (left, left + (spike - left) / 0.45);
+        assert!(
+            left > 70.0 && plot_right < WIDTH as f64,
+            "{left} {plot_right}"
+        );
+        assert!(!svg.contains("class=\"p99\""), "no p99 in this report");
+        // Without marks, no legend entries for them.
+        let plain = per_second_svg("timer", &series, &[]).unwrap().unwrap();
+        assert!(!plain.contains("traced spike") && !plain.contains("class=\"mark\""));
+    }
+
+    #[test]
+    fn p99_per_window_is_dashed_and_merged_by_its_highest() {
+        fn fake_p99(w: &SecondStats) -> Option<u64> {
+            // Windows 3 and 4 have none: the line breaks there.
+            (!(3..5).contains(&w.second)).then_some(w.second * 1_000 + 15_000)
+        }
+        let summary = body_and_outlier(10, 9_810_000);
+        let windows = windows_with_spike(10, 7);
+        let series = [PlotSeries {
+            label: "CPU 0".into(),
+            latency: &summary,
+            per_second: &windows,
+        }];
+        let svg = over_time_svg("timer", &series, &[], fake_p99)
+            .unwrap()
+            .unwrap();
+        let lines: Vec<&str> = svg
+            .lines()
+            .filter(|l| l.contains("class=\"p99\""))
+            .collect();
+        assert_eq!(lines.len(), 2, "split where windows have no p99: {svg}");
+        assert_eq!(attribute(lines[0], "stroke-dasharray"), "6 3");
+        // Windows 0..3 (3 windows, 2 corners each), then 5..10.
+        assert_eq!(attribute(lines[0], "points").split(' ').count(), 6);
+        assert_eq!(attribute(lines[1], "points").split(' ').count(), 10);
+        assert!(svg.contains("dashed: p99"));
+        assert_eq!(window_p99(&windows[0]), None, "a window without its p99");
+        let with = SecondStats {
+            p99_ns: Some(22_000),
+            ..windows[0]
+        };
+        assert_eq!(window_p99(&with), Some(22_000));
+        // Merged: the highest p99 of each group of windows.
+        let day: Vec<SecondStats> = (0..86_400)
+            .map(|s| SecondStats {
+                second: s,
+                ..windows[0]
+            })
+            .collect();
+        let points = p99_points(&day, |w| {
+            Some(if w.second == 50_001 {
+                9_000_000
+            } else {
+                15_000
+            })
+        });
+        assert!(points.len() <= MAX_TIME_POINTS);
+        assert_eq!(points.iter().filter(|p| p.2 == Some(9_000_000)).count(), 1);
+        assert_eq!(points.last().map(|p| p.1), Some(86_400));
+        assert_eq!(
+            points.len(),
+            downsampled(&day).len(),
+            "one p99 per drawn window"
         );
     }
 
@@ -971,11 +1284,7 @@ mod tests {
 
     #[test]
     fn percentile_plot_draws_series_limits_and_the_nines() {
-        let mut r = LatencyRecorder::new();
-        for ns in [13_000, 14_000, 15_000, 9_810_000] {
-            r.record(ns);
-        }
-        let summary = r.summary();
+        let summary = summary_of(&[13_000, 14_000, 15_000, 9_810_000]);
         let series = [PlotSeries {
             label: "CPU 0".into(),
             latency: &summary,
@@ -1013,6 +1322,15 @@ mod tests {
         assert_eq!(percentile_svg("t", &none, &limits).unwrap(), None);
     }
 
+    /// The summary of these samples (ns).
+    fn summary_of(samples: &[i64]) -> LatencySummary {
+        let mut r = LatencyRecorder::new();
+        for &ns in samples {
+            r.record(ns);
+        }
+        r.summary()
+    }
+
     /// `n` samples spread over 12..20 us, and one at `outlier_ns`.
     fn body_and_outlier(n: u64, outlier_ns: i64) -> LatencySummary {
         let mut r = LatencyRecorder::new();
@@ -1045,6 +1363,43 @@ mod tests {
         let many = HistogramAxis::of(&[(10_000, 500), (5_000_000, 21)]).unwrap();
         assert_eq!(many.strip_high_ns, None);
         assert_eq!(HistogramAxis::of(&[(5, 0)]), None);
+    }
+
+    #[test]
+    fn histogram_ticks_exact_values() {
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        // Three decades: the powers of ten, a third of the axis apart.
+        let wide = HistogramAxis {
+            low_ns: 1_000.0,
+            high_ns: 1_000_000.0,
+            strip_high_ns: None,
+        };
+        let ticks = wide.ticks();
+        let labels: Vec<&str> = ticks.iter().map(|t| t.1.as_str()).collect();
+        assert_eq!(labels, ["1 us", "10 us", "100 us", "1 ms"]);
+        for (tick, want) in ticks.iter().zip([0.0, 1.0 / 3.0, 2.0 / 3.0, 1.0]) {
+            assert!(close(tick.0, want), "{ticks:?}");
+        }
+        // A narrow body (10..40 us: only 10 and 20 us are 1-2-5 steps):
+        // five log-spaced ticks of two digits, 10 us x 4^((0.5 + i) / 5);
+        // then the strip's top tick, the last 1-2-5 step under 15 ms.
+        let narrow = HistogramAxis {
+            low_ns: 10_000.0,
+            high_ns: 40_000.0,
+            strip_high_ns: Some(15_000_000.0),
+        };
+        let ticks = narrow.ticks();
+        let labels: Vec<&str> = ticks.iter().map(|t| t.1.as_str()).collect();
+        assert_eq!(
+            labels,
+            ["11 us", "15 us", "20 us", "26 us", "35 us", "10 ms"]
+        );
+        // 20 us is half the body's log span: at half of its share.
+        assert!(close(ticks[2].0, BODY_SHARE * 0.5), "{ticks:?}");
+        let strip = STRIP_START
+            + (1.0 - STRIP_START) * (10_000_000f64 / 40_000.0).ln()
+                / (15_000_000f64 / 40_000.0).ln();
+        assert!(close(ticks[5].0, strip), "{ticks:?}");
     }
 
     #[test]
