@@ -28,7 +28,7 @@ pub use judge::{
     EXIT_LIMIT, EXIT_OK, EXIT_RUNTIME, EXIT_SKIPPED, EXIT_USAGE, exit_code_for, judge,
 };
 pub use prepare::{MemoryLock, Preparation, PrepareSpec};
-pub use validity::{CpuWindow, RunFacts};
+pub use validity::{CpuUse, CpuWindow, RunFacts};
 
 use crate::report::SysInfo;
 use crate::report::json::LatscopeJson;
@@ -103,7 +103,7 @@ pub struct Run<'a> {
     pub sysinfo: &'a SysInfo,
     warnings: Vec<String>,
     outputs: &'a Outputs,
-    json: &'a dyn Exporter,
+    presentation: &'a Presentation,
 }
 
 impl Run<'_> {
@@ -120,14 +120,34 @@ impl Run<'_> {
     /// output): a crash or interrupt of a later test keeps the earlier
     /// results. Failures are warnings here; the final delivery reports them.
     pub fn checkpoint(&self, done: &[FinishedTest]) {
+        let report = self.report_so_far(done.to_vec());
+        write_files(self.outputs, self.presentation.json.as_ref(), &report);
+    }
+
+    /// A snapshot asked for with SIGUSR1 while `current` goes on (its
+    /// results so far, `EndReason::Running`), after the tests `done`: the
+    /// console summary, headed by one line saying it is a snapshot, and
+    /// every output file rewritten as `checkpoint` does. Nothing is judged
+    /// and the run goes on. Called on a monitor thread, never a measuring one.
+    pub fn snapshot(&self, done: &[FinishedTest], current: FinishedTest) {
+        let elapsed = current.elapsed;
+        let mut tests = done.to_vec();
+        tests.push(current);
+        let report = self.report_so_far(tests);
+        deliver::show_snapshot(&report, self.presentation, self.outputs, elapsed);
+        write_files(self.outputs, self.presentation.json.as_ref(), &report);
+    }
+
+    /// The report of `tests` with the warnings and background so far.
+    fn report_so_far(&self, tests: Vec<FinishedTest>) -> Report {
         let mut report = assemble_report(
-            done.to_vec(),
+            tests,
             self.sysinfo.clone(),
             self.warnings.clone(),
             &self.prep.memory,
         );
         self.prep.background.record_into(&mut report);
-        write_files(self.outputs, self.json, &report);
+        report
     }
 }
 
@@ -153,7 +173,7 @@ pub fn run(measurement: &mut dyn Measurement) -> Result<i32, CommandError> {
         sysinfo: &sysinfo,
         warnings: prep.warnings.clone(),
         outputs: &plan.outputs,
-        json: plan.presentation.json.as_ref(),
+        presentation: &plan.presentation,
     };
     let tests = measurement.measure(&mut run)?;
     let warnings = run.warnings;
