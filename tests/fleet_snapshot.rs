@@ -124,3 +124,23 @@ fn sigusr1_snapshots_a_signal_run_without_disturbing_its_wake_ups() {
     snapshot_during(&["signal"], false);
     snapshot_during(&["signal", "-f"], false);
 }
+
+#[test]
+fn the_timer_says_it_has_no_snapshot_and_goes_on() {
+    let (_dir, file) = temp_file("timer.json");
+    let mut argv = vec!["timer", "-q", "-p", "1000", "-D", "4s"];
+    argv.extend_from_slice(mlock_args());
+    argv.extend(["--json", file.to_str().unwrap()]);
+    let spawned = spawn(&argv);
+    wait_until_measuring(spawned.child.id());
+    spawned.signal(libc::SIGUSR1);
+    let (status, out, err) = spawned.wait(Duration::from_secs(120));
+    let all = dump(status, &out, &err);
+    assert_eq!(status.code(), Some(0), "{all}");
+    assert!(
+        err.contains("latscope: no snapshot (SIGUSR1) of the timer test in this version; the run goes on"),
+        "{all}"
+    );
+    let report = read_json(&file);
+    assert_eq!(report["tests"][0]["end_reason"], "duration_elapsed", "{all}");
+}

@@ -297,12 +297,14 @@ const SETUP_RESERVE: Duration = Duration::from_millis(40);
 /// sequence goes on; an interrupt ends the sequence with what was measured.
 /// With `budget`, each test gets a fair share of the time left when it starts,
 /// so that the whole sequence ends within the budget.
-/// `after_each` sees the tests finished so far after each one.
+/// `after_each` sees the tests finished so far after each one; `on_snapshot`
+/// a snapshot (SIGUSR1) of the test going on, after those finished.
 pub fn run_sequence(
     items: Vec<SequenceItem>,
     budget: Option<Duration>,
     quiet: bool,
     after_each: &mut dyn FnMut(&[FinishedTest]),
+    on_snapshot: &mut dyn FnMut(&[FinishedTest], FinishedTest),
 ) -> Vec<FinishedTest> {
     let started = std::time::Instant::now();
     let count = items.len();
@@ -340,8 +342,7 @@ pub fn run_sequence(
             config: item.config,
             breaktrace: None,
             progress: &mut progress,
-            // ipc and suite: a snapshot request is collected, not shown yet.
-            on_snapshot: None,
+            on_snapshot: Some(&mut |so_far| on_snapshot(&finished, so_far)),
         })
         .unwrap_or_else(|e| failed_to_start(item.transport.as_ref(), &plan, config, e));
         let interrupted = done.result.end_reason == EndReason::Interrupted;

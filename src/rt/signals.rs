@@ -128,6 +128,21 @@ pub fn wait_for_stop_signal(timeout: Duration) -> Option<i32> {
     (sig > 0).then_some(sig)
 }
 
+/// `wait_for_stop_signal` for a test that cannot show a snapshot (yet: the
+/// timer and the log-disk tests): a SIGUSR1 gets one line on standard error
+/// saying so, and the run goes on. True: a stop signal came.
+pub fn stop_requested_without_snapshots(timeout: Duration, test: &str) -> bool {
+    let stop = wait_for_stop_signal(timeout).is_some();
+    if take_snapshot_request() {
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            format!("latscope: no snapshot (SIGUSR1) of {test} in this version; the run goes on\n")
+                .as_bytes(),
+        );
+    }
+    stop
+}
+
 /// The usual name of a stop signal, for messages.
 pub fn name(sig: libc::c_int) -> &'static str {
     match sig {
