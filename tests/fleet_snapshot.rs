@@ -128,7 +128,7 @@ fn sigusr1_snapshots_a_signal_run_without_disturbing_its_wake_ups() {
 #[test]
 fn the_timer_says_it_has_no_snapshot_and_goes_on() {
     let (_dir, file) = temp_file("timer.json");
-    let mut argv = vec!["timer", "-q", "-p", "1000", "-D", "4s"];
+    let mut argv = vec!["timer", "-q", "-p", "1000", "-T", "4s"];
     argv.extend_from_slice(mlock_args());
     argv.extend(["--json", file.to_str().unwrap()]);
     let spawned = spawn(&argv);
@@ -138,9 +138,14 @@ fn the_timer_says_it_has_no_snapshot_and_goes_on() {
     let all = dump(status, &out, &err);
     assert_eq!(status.code(), Some(0), "{all}");
     assert!(
-        err.contains("latscope: no snapshot (SIGUSR1) of the timer test in this version; the run goes on"),
+        err.contains(
+            "latscope: no snapshot (SIGUSR1) of the timer test in this version; the run goes on"
+        ),
         "{all}"
     );
     let report = read_json(&file);
-    assert_eq!(report["tests"][0]["end_reason"], "duration_elapsed", "{all}");
+    assert_eq!(
+        report["tests"][0]["end_reason"], "duration_elapsed",
+        "{all}"
+    );
 }
