@@ -40,13 +40,14 @@ fn the_fleet_playbook_measures_fetches_reports_and_compares() {
     assert_code(&out, 0);
 
     let results = root.join("results");
+    let run_args = [&["-D", "2s", "-q"][..], mlock_args()].concat();
     let vars = serde_json::json!({
         "latscope_binary": bin(),
         "latscope_path": root.join("host/bin/latscope"),
         "latscope_remote_dir": root.join("host/work"),
         "latscope_compat_dir": root.join("host/compat"),
         "latscope_test": "mq",
-        "latscope_args": [&["-D", "2s", "-q"][..], mlock_args()].concat(),
+        "latscope_args": run_args,
         "latscope_results_dir": results,
         "latscope_baseline_dir": baseline,
     });
