@@ -136,7 +136,6 @@ fn main() {
     // Before any thread exists, so every thread inherits the mask and Ctrl-C /
     // SIGTERM are collected by the monitor loop instead of killing the process.
     latscope::rt::signals::block_stop_signals();
-    latscope::rt::signals::ignore_stray_wake_signals();
     latscope::rt::stdio::guard_standard_descriptors();
     let worker = std::thread::Builder::new()
         .name("latscope".into())

@@ -145,6 +145,7 @@ impl Measurement for IpcCommand {
             None,
             self.verdict.quiet,
             &mut |done| run.checkpoint(done),
+            &mut |done, so_far| run.snapshot(done, so_far),
         ))
     }
 }

@@ -13,7 +13,7 @@ use crate::report::console::ModernConsole;
 use crate::report::csv_logdisk::LogdiskCsv;
 use crate::report::json::LatscopeJson;
 use crate::report::{Exporter, Report};
-use crate::rt::signals::wait_for_stop_signal;
+use crate::rt::signals::stop_requested_without_snapshots;
 use crate::settings::JsonTarget;
 use crate::settings::logdisk::LogdiskSettings;
 use std::io::Write;
@@ -75,7 +75,7 @@ impl Measurement for LogdiskCommand<'_> {
             Box::new(ProgressLine::new(settings.quiet))
         };
         let tests = logdisk_run::measure(settings, progress.as_mut(), &mut |timeout| {
-            wait_for_stop_signal(timeout).is_some()
+            stop_requested_without_snapshots(timeout, "the log-disk test")
         })?;
         for warning in logdisk_run::warnings_of(settings, run.sysinfo) {
             run.warn(warning);

@@ -25,6 +25,9 @@ pub enum ClassicTool {
     Semtest,
 }
 
+/// A pair test runs at the priority -p gives (0, normal, by default).
+const PRIORITY_OPTION: Option<&'static str> = Some("-p");
+
 pub fn run(
     transport: &dyn Transport,
     settings: IpcSettings,
@@ -117,6 +120,10 @@ impl Measurement for PairTest<'_> {
             config: config.clone(),
             breaktrace,
             progress: progress.as_mut(),
+            on_snapshot: Some(&mut |mut so_far| {
+                so_far.facts.priority_option = PRIORITY_OPTION;
+                run.snapshot(&[], so_far)
+            }),
         }) {
             Ok(finished) => finished,
             // The kernel lacks the primitive: a skipped test (exit 4), reported.
@@ -126,8 +133,7 @@ impl Measurement for PairTest<'_> {
             Err(SetupError::Usage(e)) => return Err(UsageError(e).into()),
             Err(e) => return Err(CommandError::Runtime(e.to_string())),
         };
-        // A pair test runs at the priority -p gives (0, normal, by default).
-        finished.facts.priority_option = Some("-p");
+        finished.facts.priority_option = PRIORITY_OPTION;
         if let Some(note) = &finished.facts.breaktrace_note {
             eprintln!("latscope: break-trace limit crossed: {note}");
         }

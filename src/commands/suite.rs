@@ -151,6 +151,7 @@ impl Suite {
             Some(budget / shares * (shares - 3)),
             self.verdict.quiet,
             &mut |done| run.checkpoint(done),
+            &mut |done, so_far| run.snapshot(done, so_far),
         ))
     }
 

@@ -25,6 +25,15 @@
 //! into one delivery. That is allowed (`Channel::interrupt`): only one wake-up
 //! is in flight per pair, and the stop flag is read after every wake-up.
 //!
+//! A SIGUSR1 from outside (`kill -USR1 <latscope pid>`, a snapshot request,
+//! rt::signals) is process-directed, so a waiting task may dequeue it. The
+//! channel's post count already keeps it from becoming a sample (a ring
+//! without a post is a stray wake-up, `SlotChannel::wait`); a stray whose
+//! `si_code` says it was not one of ours (thread-directed ones are
+//! `SI_TKILL`) is handed on as a snapshot request, so it is not lost either.
+//! The siginfo costs nothing measurable: glibc's `sigwait`, which
+//! sigwaittest calls, passes one too.
+//!
 //! A ring before any waiter has attached sends nothing. The harness never
 //! posts before the waiter is attached; an early stop is still seen, because
 //! the `SlotChannel` stop flag is checked before blocking.
@@ -33,7 +42,7 @@ use super::slot::{Doorbell, SlotChannel};
 use super::{AnonymousPairs, ChannelError};
 use crate::rt::clock::{Deadline, timespec};
 use crate::rt::shm::SharedBox;
-use std::sync::atomic::{AtomicU64, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
 use std::time::Duration;
 
 const SIGNAL: libc::c_int = libc::SIGUSR1;
@@ -65,6 +74,10 @@ struct SignalBell {
     /// The process that made the bell (latscope). A waiter in any other
     /// process is a forked, single-threaded sender.
     creator: libc::pid_t,
+    /// The waiter's last SIGUSR1 was not thread-directed (not `SI_TKILL`):
+    /// if no post was behind it, someone outside sent it (written and read
+    /// by the waiting task only; each process has its own copy).
+    external: AtomicBool,
 }
 
 fn pack(pid: libc::pid_t, tid: libc::pid_t) -> u64 {
@@ -94,6 +107,7 @@ impl SignalBell {
             set,
             // SAFETY: getpid cannot fail.
             creator: unsafe { libc::getpid() },
+            external: AtomicBool::new(false),
         })
     }
 
@@ -175,10 +189,14 @@ impl Doorbell for SignalBell {
                     &ts as *const libc::timespec
                 }
             };
-            // SAFETY: a valid set, a null siginfo (allowed) and a valid or
-            // null timeout.
-            let sig = unsafe { libc::sigtimedwait(&self.set, std::ptr::null_mut(), ts_ptr) };
+            // SAFETY: an all-zero siginfo_t is valid; a valid set, siginfo
+            // and a valid or null timeout.
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            let sig = unsafe { libc::sigtimedwait(&self.set, &mut info, ts_ptr) };
             if sig == SIGNAL {
+                // Whether a post is behind it is the channel's to check.
+                self.external
+                    .store(info.si_code != libc::SI_TKILL, Ordering::Relaxed);
                 return Ok(true);
             }
             let err = ChannelError::last("sigtimedwait");
@@ -189,6 +207,14 @@ impl Doorbell for SignalBell {
                 libc::EAGAIN => return Ok(false),
                 _ => return Err(err),
             }
+        }
+    }
+
+    fn rung_without_post(&self) {
+        // An outsider's SIGUSR1 (`kill -USR1`): a snapshot request. One of
+        // ours without a post (a stop merged with a post) is not.
+        if self.external.load(Ordering::Relaxed) {
+            crate::rt::signals::note_snapshot_request();
         }
     }
 
@@ -207,7 +233,12 @@ impl Doorbell for SignalBell {
             // published), so draining loses nothing. This assumes one waiting
             // channel per thread at a time, which the harness guarantees.
             let poll = timespec(0);
-            while libc::sigtimedwait(&self.set, std::ptr::null_mut(), &poll) == SIGNAL {}
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            while libc::sigtimedwait(&self.set, &mut info, &poll) == SIGNAL {
+                if info.si_code != libc::SI_TKILL {
+                    crate::rt::signals::note_snapshot_request();
+                }
+            }
             self.thread
                 .store(libc::pthread_self() as u64, Ordering::Relaxed);
             let me = pack(libc::getpid(), libc::gettid());
@@ -271,6 +302,34 @@ mod tests {
         .unwrap();
     }
 
+    /// An outsider's `kill -USR1` (SI_USER from another pid), forged and
+    /// sent to the waiting thread only (a process-directed one would reach
+    /// the test harness's threads, which do not block SIGUSR1).
+    fn send_outsider_signal_to_this_thread() {
+        // SAFETY: an all-zero siginfo_t is valid; si_pid lies right after
+        // the three ints and their padding (read back below to be sure);
+        // rt_tgsigqueueinfo to a thread of our own process may carry any
+        // si_code.
+        unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            info.si_signo = SIGNAL;
+            info.si_code = libc::SI_USER;
+            let pid_field = (&mut info as *mut libc::siginfo_t as *mut u8)
+                .add(std::mem::size_of::<libc::c_int>() * 4)
+                as *mut libc::pid_t;
+            *pid_field = 1;
+            assert_eq!(info.si_pid(), 1);
+            let rc = libc::syscall(
+                libc::SYS_rt_tgsigqueueinfo,
+                libc::getpid(),
+                libc::gettid(),
+                SIGNAL,
+                &info as *const libc::siginfo_t,
+            );
+            assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+        }
+    }
+
     #[test]
     fn a_gone_waiter_is_an_error_for_post() {
         // Across processes, so that the post is a tgkill: a pthread_kill to a
@@ -313,6 +372,15 @@ mod tests {
             );
             pair.test.post(8).unwrap();
             assert_eq!(pair.test.wait(None).unwrap(), Wake::Message(8));
+            // An outsider's `kill -USR1` (a snapshot request): collected, so
+            // it cannot linger, and not a message either.
+            send_outsider_signal_to_this_thread();
+            assert_eq!(
+                pair.test.wait(Some(Duration::from_millis(20))).unwrap(),
+                Wake::TimedOut
+            );
+            pair.test.post(9).unwrap();
+            assert_eq!(pair.test.wait(None).unwrap(), Wake::Message(9));
         })
         .join()
         .unwrap();

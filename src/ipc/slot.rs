@@ -21,6 +21,9 @@ pub trait Doorbell: Send + Sync {
     fn block(&self, timeout: Option<Duration>) -> Result<bool, ChannelError>;
     /// See `Channel::attach_waiter`.
     fn attach_waiter(&self) {}
+    /// The last `block` was rung with no post behind it (a stray wake-up,
+    /// already ignored by the channel); the doorbell may know whose it was.
+    fn rung_without_post(&self) {}
 }
 
 /// The stamp and the stop flag, on their own cache line so that the two tasks
@@ -87,6 +90,7 @@ impl<D: Doorbell> Channel for SlotChannel<D> {
             // sent the sender process). Taking it as a sample would pair the
             // waiter with an old stamp and put the pair out of step for the
             // rest of the run; wait for the real post instead.
+            self.bell.rung_without_post();
         }
     }
 

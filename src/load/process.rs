@@ -291,7 +291,8 @@ fn prepare_child(parent: libc::pid_t, cpus: &libc::cpu_set_t) -> std::io::Result
             std::mem::size_of::<libc::cpu_set_t>(),
             cpus,
         ))?;
-        // latscope blocks SIGINT/SIGTERM and ignores SIGUSR1; both survive
+        // latscope blocks SIGINT/SIGTERM and SIGUSR1 (a disposition of
+        // SIG_IGN, inherited, survives exec too); a blocked mask survives
         // exec and would keep the generator from stopping or signalling.
         libc::signal(libc::SIGUSR1, libc::SIG_DFL);
         let mut none: libc::sigset_t = std::mem::zeroed();

@@ -5,7 +5,7 @@ use crate::ipc::harness::{self, EndReason, Mode, PairOutcome, PairPlan, Progress
 use crate::ipc::{SetupError, Transport, transport_named};
 use crate::live::ipc::LiveLine;
 use crate::pipeline::{
-    CommandError, CpuWindow, FinishedTest, Preparation, RunFacts, ThrottleEvidence,
+    CommandError, CpuUse, CpuWindow, FinishedTest, Preparation, RunFacts, ThrottleEvidence,
 };
 use crate::report::{
     ConfigDetail, IpcConfig, IpcPair, Series, SeriesDetail, TestConfig, TestResult,
@@ -42,13 +42,84 @@ pub struct IpcTest<'a> {
     pub breaktrace: Option<BreakTrace>,
     /// Shows the run while it goes on (or not).
     pub progress: &'a mut dyn Progress,
+    /// Takes a snapshot of the test going on (SIGUSR1; `pipeline::Run::snapshot`).
+    /// None: a snapshot request is collected and nothing is shown.
+    pub on_snapshot: Option<&'a mut dyn FnMut(FinishedTest)>,
 }
 
 pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, SetupError> {
     let window = CpuWindow::open();
-    let outcome = harness::run(test.transport, &test.plan, test.breaktrace, test.progress)?;
-    let cpu_use = window.close();
+    let IpcTest {
+        transport,
+        plan,
+        config,
+        breaktrace,
+        progress,
+        on_snapshot,
+    } = test;
+    let outcome = match on_snapshot {
+        None => harness::run(transport, &plan, breaktrace, progress)?,
+        Some(on_snapshot) => {
+            let mut with_snapshots = WithSnapshots {
+                progress,
+                on_snapshot,
+                transport,
+                plan: &plan,
+                config: &config,
+                window: &window,
+            };
+            harness::run(transport, &plan, breaktrace, &mut with_snapshots)?
+        }
+    };
+    Ok(finished_of(
+        transport,
+        &plan,
+        config,
+        outcome,
+        window.close(),
+    ))
+}
 
+/// The live progress, plus the snapshots turned into finished tests the
+/// same way as the final outcome (`finished_of`), so both read alike.
+struct WithSnapshots<'a, 'b> {
+    progress: &'b mut dyn Progress,
+    on_snapshot: &'b mut dyn FnMut(FinishedTest),
+    transport: &'a dyn Transport,
+    plan: &'b RunPlan,
+    config: &'b TestConfig,
+    window: &'b CpuWindow,
+}
+
+impl Progress for WithSnapshots<'_, '_> {
+    fn tick(&mut self, elapsed: Duration, live: &[harness::PairLive]) {
+        self.progress.tick(elapsed, live);
+    }
+
+    fn finish(&mut self) {
+        self.progress.finish();
+    }
+
+    fn snapshot(&mut self, so_far: harness::RunOutcome) {
+        let finished = finished_of(
+            self.transport,
+            self.plan,
+            self.config.clone(),
+            so_far,
+            self.window.so_far(),
+        );
+        (self.on_snapshot)(finished);
+    }
+}
+
+/// A test's outcome (final, or a snapshot's) as a finished test.
+fn finished_of(
+    transport: &dyn Transport,
+    plan: &RunPlan,
+    config: TestConfig,
+    outcome: harness::RunOutcome,
+    cpu_use: CpuUse,
+) -> FinishedTest {
     let cpus_used: Vec<usize> = {
         let mut c: Vec<usize> = outcome
             .pairs
@@ -71,11 +142,7 @@ pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, SetupError> {
         .collect();
     let (busy_fraction, own_cpu_seconds, load_fraction) = cpu_use.of(&cpus_used);
     let facts = RunFacts {
-        realtime_policy: test
-            .plan
-            .pairs
-            .first()
-            .is_some_and(|p| p.policy.is_realtime()),
+        realtime_policy: plan.pairs.first().is_some_and(|p| p.policy.is_realtime()),
         cpus_used: cpus_used.clone(),
         busy_fraction,
         own_cpu_seconds,
@@ -89,12 +156,12 @@ pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, SetupError> {
         scheduling_free: false,
         throttle: ThrottleEvidence::of(outcome.spikes.as_ref()),
     };
-    Ok(FinishedTest {
+    FinishedTest {
         result: TestResult {
-            test: test.transport.name().to_string(),
-            description: test.transport.describe().to_string(),
-            mode: test.plan.mode.as_str().to_string(),
-            config: test.config,
+            test: transport.name().to_string(),
+            description: transport.describe().to_string(),
+            mode: plan.mode.as_str().to_string(),
+            config,
             end_reason: outcome.end_reason,
             error: outcome.error,
             overall: overall.summary(),
@@ -106,7 +173,7 @@ pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, SetupError> {
         ended: outcome.ended,
         elapsed: outcome.elapsed,
         facts,
-    })
+    }
 }
 
 /// A test whose tasks or kernel objects could not be set up: reported with
@@ -233,12 +300,14 @@ const SETUP_RESERVE: Duration = Duration::from_millis(40);
 /// sequence goes on; an interrupt ends the sequence with what was measured.
 /// With `budget`, each test gets a fair share of the time left when it starts,
 /// so that the whole sequence ends within the budget.
-/// `after_each` sees the tests finished so far after each one.
+/// `after_each` sees the tests finished so far after each one; `on_snapshot`
+/// a snapshot (SIGUSR1) of the test going on, after those finished.
 pub fn run_sequence(
     items: Vec<SequenceItem>,
     budget: Option<Duration>,
     quiet: bool,
     after_each: &mut dyn FnMut(&[FinishedTest]),
+    on_snapshot: &mut dyn FnMut(&[FinishedTest], FinishedTest),
 ) -> Vec<FinishedTest> {
     let started = std::time::Instant::now();
     let count = items.len();
@@ -276,6 +345,7 @@ pub fn run_sequence(
             config: item.config,
             breaktrace: None,
             progress: &mut progress,
+            on_snapshot: Some(&mut |so_far| on_snapshot(&finished, so_far)),
         })
         .unwrap_or_else(|e| failed_to_start(item.transport.as_ref(), &plan, config, e));
         let interrupted = done.result.end_reason == EndReason::Interrupted;

@@ -13,7 +13,7 @@ use crate::report::{
     TestConfig, TestResult,
 };
 use crate::rt::dma_latency::DmaLatency;
-use crate::rt::signals::wait_for_stop_signal;
+use crate::rt::signals::stop_requested_without_snapshots;
 use crate::settings::UsageError;
 use crate::settings::logdisk::{LogdiskSettings, SyncMode};
 use crate::stats::{LatencyRecorder, LatencySummary};
@@ -400,7 +400,7 @@ pub fn measure_for_suite(
     progress: &mut dyn LogdiskProgress,
 ) -> Result<Vec<FinishedTest>, String> {
     let dir = PrivateDir::create()?;
-    let mut wait = |timeout| wait_for_stop_signal(timeout).is_some();
+    let mut wait = |timeout| stop_requested_without_snapshots(timeout, "the log-disk test");
     let first = measure(
         &suite_settings(&dir.path, duration, true, max_latency_us),
         progress,

@@ -5,7 +5,7 @@ use crate::pipeline::{CpuWindow, FinishedTest, Preparation, RunFacts, ThrottleEv
 use crate::report::{
     ConfigDetail, Series, SeriesDetail, TestConfig, TestResult, TimerConfig, TimerThread,
 };
-use crate::rt::signals::wait_for_stop_signal;
+use crate::rt::signals::stop_requested_without_snapshots;
 use crate::settings::timer::TimerSettings;
 use crate::stats::LatencyRecorder;
 use crate::timer::{self, Figure, TimerOutcome, TimerPlan, TimerProgress};
@@ -83,7 +83,7 @@ pub fn measure(
     let window = CpuWindow::open();
     let started = SystemTime::now();
     let outcome = timer::run(&plan, progress, &mut |timeout| {
-        wait_for_stop_signal(timeout).is_some()
+        stop_requested_without_snapshots(timeout, "the timer test")
     })?;
     let ended = SystemTime::now();
     let cpu_use = window.close();

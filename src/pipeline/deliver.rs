@@ -125,6 +125,35 @@ pub fn deliver(
     }
 }
 
+/// Shows a snapshot (SIGUSR1) of the run going on: one line saying so and
+/// how long the run has gone, then the presentation's console summary of
+/// the results so far. On standard output, where people look, unless an
+/// output owns it (`--json -` and the like) or the console is an original
+/// tool's exact output (which must stay byte-exact for the parsers written
+/// against it): then on standard error, so no machine format is broken.
+pub fn show_snapshot(
+    report: &Report,
+    presentation: &Presentation,
+    outputs: &Outputs,
+    elapsed: std::time::Duration,
+) {
+    let heading = format!(
+        "latscope: snapshot after {} (SIGUSR1; the run goes on)\n",
+        crate::units::format_run_time(elapsed)
+    );
+    let to_stderr = presentation.classic || outputs.to_stdout();
+    let shown = |out: &mut dyn Write| {
+        out.write_all(heading.as_bytes())?;
+        presentation.console.write(report, out)?;
+        out.flush()
+    };
+    let _ = if to_stderr {
+        shown(&mut std::io::stderr().lock())
+    } else {
+        shown(&mut crate::rt::stdio::out())
+    };
+}
+
 /// Prints with `exporter` to standard output (a closed pipe or a failure is
 /// handled by rt::stdio).
 pub fn print(exporter: &dyn Exporter, report: &Report) {

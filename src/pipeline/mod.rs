@@ -28,7 +28,7 @@ pub use judge::{
     EXIT_LIMIT, EXIT_OK, EXIT_RUNTIME, EXIT_SKIPPED, EXIT_USAGE, exit_code_for, judge,
 };
 pub use prepare::{MemoryLock, Preparation, PrepareSpec};
-pub use validity::{CpuWindow, RunFacts, ThrottleEvidence};
+pub use validity::{CpuUse, CpuWindow, RunFacts, ThrottleEvidence};
 
 use crate::report::SysInfo;
 use crate::report::json::LatscopeJson;
@@ -103,7 +103,7 @@ pub struct Run<'a> {
     pub sysinfo: &'a SysInfo,
     warnings: Vec<String>,
     outputs: &'a Outputs,
-    json: &'a dyn Exporter,
+    presentation: &'a Presentation,
     fail_if: &'a [Threshold],
 }
 
@@ -121,8 +121,28 @@ impl Run<'_> {
     /// output): a crash or interrupt of a later test keeps the earlier
     /// results. Failures are warnings here; the final delivery reports them.
     pub fn checkpoint(&self, done: &[FinishedTest]) {
+        let report = self.report_so_far(done.to_vec());
+        write_files(self.outputs, self.presentation.json.as_ref(), &report);
+    }
+
+    /// A snapshot asked for with SIGUSR1 while `current` goes on (its
+    /// results so far, `EndReason::Running`), after the tests `done`: the
+    /// console summary, headed by one line saying it is a snapshot, and
+    /// every output file rewritten as `checkpoint` does. Nothing is judged
+    /// and the run goes on. Called on a monitor thread, never a measuring one.
+    pub fn snapshot(&self, done: &[FinishedTest], current: FinishedTest) {
+        let elapsed = current.elapsed;
+        let mut tests = done.to_vec();
+        tests.push(current);
+        let report = self.report_so_far(tests);
+        deliver::show_snapshot(&report, self.presentation, self.outputs, elapsed);
+        write_files(self.outputs, self.presentation.json.as_ref(), &report);
+    }
+
+    /// The report of `tests` with the warnings and background so far.
+    fn report_so_far(&self, tests: Vec<FinishedTest>) -> Report {
         let mut report = assemble_report(
-            done.to_vec(),
+            tests,
             self.sysinfo.clone(),
             self.warnings.clone(),
             &self.prep.memory,
@@ -131,7 +151,7 @@ impl Run<'_> {
         // Judged as the final report will be, so that the files (--junit's
         // verdicts above all) say the truth about the tests so far.
         judge(&mut report, self.fail_if);
-        write_files(self.outputs, self.json, &report);
+        report
     }
 }
 
@@ -157,7 +177,7 @@ pub fn run(measurement: &mut dyn Measurement) -> Result<i32, CommandError> {
         sysinfo: &sysinfo,
         warnings: prep.warnings.clone(),
         outputs: &plan.outputs,
-        json: plan.presentation.json.as_ref(),
+        presentation: &plan.presentation,
         fail_if: &plan.fail_if,
     };
     let tests = measurement.measure(&mut run)?;

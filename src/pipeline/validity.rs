@@ -108,6 +108,11 @@ impl CpuWindow {
 
     /// Right after it.
     pub fn close(self) -> CpuUse {
+        self.so_far()
+    }
+
+    /// The use so far, the window left open (a snapshot while it runs).
+    pub fn so_far(&self) -> CpuUse {
         let after = CpuTimes::sample();
         CpuUse {
             own_cpu_seconds: sysinfo::process_cpu_seconds() - self.own_seconds,
@@ -115,7 +120,7 @@ impl CpuWindow {
                 self.load_seconds,
                 cpu_time::load_cpu_seconds(),
             ),
-            before: self.cpus,
+            before: self.cpus.clone(),
             after,
         }
     }

@@ -138,6 +138,7 @@ pub fn end_reason_text(test: &TestResult) -> &'static str {
         BreakOnSwitch => "stopped at a context switch or page fault (-b)",
         Error => "error",
         Skipped => "skipped (this machine cannot run it)",
+        Running => "still running (snapshot)",
     }
 }
 

@@ -10,6 +10,7 @@ pub mod registry;
 pub mod sched;
 pub mod shm;
 pub mod signals;
+pub mod snapshot;
 pub mod stdio;
 pub mod sysinfo;
 pub mod tracefs;

@@ -165,6 +165,38 @@ impl LatencyRecorder {
         self.last = other.last;
     }
 
+    /// Makes `self` an exact copy of `other` without allocating when both
+    /// were built the same way (`new` or `signed`): the histograms are
+    /// cleared and refilled in place. What a measuring thread runs when a
+    /// snapshot of its results is asked for (rt::snapshot), so it must not
+    /// allocate; a differently built `self` still ends up exact (the negative
+    /// side is allocated then, as `merge` does).
+    pub fn copy_from(&mut self, other: &LatencyRecorder) {
+        self.histogram.reset();
+        self.histogram
+            .add(&other.histogram)
+            .expect("histograms share bounds");
+        match (&mut self.negative, &other.negative) {
+            (Some(mine), Some(theirs)) => {
+                mine.reset();
+                mine.add(theirs).expect("histograms share bounds");
+            }
+            (Some(mine), None) => mine.reset(),
+            (None, Some(theirs)) => self.negative = Some(theirs.clone()),
+            (None, None) => {}
+        }
+        self.overflow = other.overflow;
+        self.negative_overflow = other.negative_overflow;
+        self.count = other.count;
+        self.sum = other.sum;
+        self.sum_squares = other.sum_squares;
+        self.min = other.min;
+        self.max = other.max;
+        self.min_at = other.min_at;
+        self.max_at = other.max_at;
+        self.last = other.last;
+    }
+
     /// Everything a report needs, computed once after the run.
     pub fn summary(&self) -> LatencySummary {
         if self.count == 0 {
@@ -375,6 +407,24 @@ mod tests {
         assert_eq!(s.min_at_sample, 1);
         assert_eq!(s.max_at_sample, 8);
         assert_eq!(s.last_ns, 9);
+    }
+
+    #[test]
+    fn copy_from_is_exact_and_replaces_what_was_there() {
+        let source = recorder_of(&[7, 3, 1_000_000, 42]);
+        let mut copy = recorder_of(&[1, 2, 3, 4, 5, 6]);
+        copy.copy_from(&source);
+        assert_eq!(copy.summary(), source.summary());
+        let mut signed = LatencyRecorder::signed();
+        signed.record(-5);
+        signed.record(9);
+        let mut into = LatencyRecorder::signed();
+        into.record(-100);
+        into.copy_from(&signed);
+        assert_eq!(into.summary(), signed.summary());
+        let mut unsigned_into = LatencyRecorder::new();
+        unsigned_into.copy_from(&signed);
+        assert_eq!(unsigned_into.summary(), signed.summary());
     }
 
     #[test]

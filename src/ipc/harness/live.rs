@@ -7,6 +7,7 @@ use super::plan::PairPlan;
 use crate::ipc::ChannelError;
 use crate::rt::sched;
 use crate::rt::shm::SharedBox;
+use crate::rt::snapshot::SnapshotCell;
 use crate::stats::window::WindowRing;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -23,12 +24,16 @@ pub struct PairLive {
     pub sum_ns: AtomicU64,
     pub timeouts: AtomicU64,
     pub overruns: AtomicU64,
+    /// Samples above `--max-latency` so far (for a snapshot).
+    pub above_limit: AtomicU64,
     pub receiver_tid: AtomicI32,
     /// The pinned CPU, or where the receiver last ran (set at start and end).
     pub receiver_cpu: AtomicUsize,
     pub(super) receiver_done: AtomicBool,
     pub(super) receiver_setup: TaskSetup,
     pub(super) windows: WindowRing,
+    /// The receiver's statistics handed to a snapshot (SIGUSR1).
+    pub(super) snapshot: SnapshotCell,
     /// Samples above `--trace-spikes`, for the spike trace.
     pub(super) spikes: Arc<crate::spikes::CandidateQueue>,
     pub sender: SharedBox<SenderLive>,
@@ -44,11 +49,13 @@ impl PairLive {
             sum_ns: AtomicU64::new(0),
             timeouts: AtomicU64::new(0),
             overruns: AtomicU64::new(0),
+            above_limit: AtomicU64::new(0),
             receiver_tid: AtomicI32::new(0),
             receiver_cpu: AtomicUsize::new(0),
             receiver_done: AtomicBool::new(false),
             receiver_setup: TaskSetup::default(),
             windows: WindowRing::default(),
+            snapshot: SnapshotCell::default(),
             spikes: crate::spikes::candidate_queue(),
             sender: SharedBox::new(SenderLive::default())?,
         })
@@ -73,10 +80,14 @@ pub struct SenderLive {
     pub(super) error: SharedError,
 }
 
-/// Something that wants a look at the run once a second (live progress).
+/// Something that wants a look at the run once a second (live progress),
+/// and at a snapshot of the results so far when one is asked for (SIGUSR1).
 pub trait Progress {
     fn tick(&mut self, elapsed: Duration, live: &[PairLive]);
     fn finish(&mut self);
+    /// Every pair's results so far, the run going on (`EndReason::Running`).
+    /// Called on the monitor thread; by default nobody shows it.
+    fn snapshot(&mut self, _so_far: super::RunOutcome) {}
 }
 
 /// How far a task got with its setup; written by the task, read by the monitor.

@@ -83,7 +83,13 @@ pub fn run(
     let started = SystemTime::now();
     let started_instant = Instant::now();
     release(plan, &state, &gate);
-    let per_second = monitor::monitor(plan, &state, &mut tasks, started_instant, progress);
+    let per_second = monitor::monitor(
+        plan,
+        &state,
+        &mut tasks,
+        (started_instant, started),
+        progress,
+    );
 
     // Stop: the monitor has requested it; every task leaves its loop.
     let receivers = tasks.join();

@@ -3,9 +3,11 @@
 //! assembled from the tasks' results and live values once they are joined.
 
 use super::EndReason;
+use super::live::PairLive;
 use super::plan::PairPlan;
 use super::start::ReceiverResult;
 use super::state::RunState;
+use crate::ipc::PairChannels;
 use crate::stats::LatencyRecorder;
 use crate::stats::window::{SecondStats, WindowSeries};
 use std::sync::atomic::Ordering;
@@ -50,6 +52,73 @@ pub(super) struct RunTimes {
     pub(super) elapsed: Duration,
 }
 
+/// One pair's outcome: `recorder` and `above_limit` from its receiver, the
+/// rest from what the pair's tasks published.
+fn pair_outcome(
+    pair: &PairPlan,
+    live: &PairLive,
+    channels: &PairChannels,
+    recorder: LatencyRecorder,
+    above_limit: u64,
+    per_second: Vec<SecondStats>,
+) -> PairOutcome {
+    PairOutcome {
+        plan: pair.clone(),
+        recorder,
+        above_limit,
+        sent: live.sender.sent.load(Ordering::Relaxed),
+        timeouts: live.timeouts.load(Ordering::Relaxed),
+        overruns: live.overruns.load(Ordering::Relaxed),
+        receiver_tid: live.receiver_tid.load(Ordering::Relaxed),
+        sender_tid: live.sender.tid.load(Ordering::Relaxed),
+        receiver_cpu: live.receiver_cpu.load(Ordering::Relaxed),
+        sender_cpu: live.sender.cpu.load(Ordering::Relaxed),
+        per_second_dropped: live.windows.dropped(),
+        per_second,
+        resource_names: channels.resource_names.clone(),
+    }
+}
+
+/// A snapshot of the run going on (SIGUSR1): each pair's statistics as its
+/// receiver copied them (`recorders`), the per-second series drained so far,
+/// and the rest as the tasks published it. Nothing is stopped or joined.
+pub(super) fn snapshot(
+    pairs: &[PairPlan],
+    state: &RunState,
+    recorders: Vec<LatencyRecorder>,
+    per_second: &[WindowSeries],
+    started: SystemTime,
+    elapsed: Duration,
+) -> RunOutcome {
+    let pairs = pairs
+        .iter()
+        .zip(recorders)
+        .zip(state.live.iter().zip(&state.channels))
+        .zip(per_second)
+        .map(|(((pair, recorder), (live, channels)), per_second)| {
+            let above_limit = live.above_limit.load(Ordering::Relaxed);
+            pair_outcome(
+                pair,
+                live,
+                channels,
+                recorder,
+                above_limit,
+                per_second.windows().to_vec(),
+            )
+        })
+        .collect();
+    RunOutcome {
+        pairs,
+        end_reason: EndReason::Running,
+        error: state.error.get().cloned(),
+        breaktrace_note: None,
+        started,
+        ended: SystemTime::now(),
+        elapsed,
+        spikes: None,
+    }
+}
+
 /// The outcome from the run's state (its tasks joined), the receivers'
 /// results and the per-second series drained so far.
 pub(super) fn collect(
@@ -80,21 +149,14 @@ pub(super) fn collect(
         .map(
             |((((pair, (recorder, above_limit)), live), mut per_second), channels)| {
                 live.windows.drain_into(&mut per_second);
-                PairOutcome {
-                    plan: pair.clone(),
+                pair_outcome(
+                    pair,
+                    &live,
+                    &channels,
                     recorder,
                     above_limit,
-                    sent: live.sender.sent.load(Ordering::Relaxed),
-                    timeouts: live.timeouts.load(Ordering::Relaxed),
-                    overruns: live.overruns.load(Ordering::Relaxed),
-                    receiver_tid: live.receiver_tid.load(Ordering::Relaxed),
-                    sender_tid: live.sender.tid.load(Ordering::Relaxed),
-                    receiver_cpu: live.receiver_cpu.load(Ordering::Relaxed),
-                    sender_cpu: live.sender.cpu.load(Ordering::Relaxed),
-                    per_second_dropped: live.windows.dropped(),
-                    per_second: per_second.into_windows(),
-                    resource_names: channels.resource_names.clone(),
-                }
+                    per_second.into_windows(),
+                )
             },
         )
         .collect();

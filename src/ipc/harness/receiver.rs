@@ -142,6 +142,9 @@ impl<'a> ReceiverLoop<'a> {
             self.account_overruns(sample.end_ns);
         }
         self.windows.flush();
+        // A snapshot asked for later (other pairs still running) holds
+        // this pair's final results.
+        self.live.snapshot.finish(self.latencies);
     }
 
     /// Sleeps until the start of the next period (not back to back); false
@@ -233,6 +236,7 @@ impl<'a> ReceiverLoop<'a> {
         live.sum_ns.store(self.sum_seen, Ordering::Relaxed);
         if latency > self.limit_ns {
             self.above_limit += 1;
+            live.above_limit.store(self.above_limit, Ordering::Relaxed);
         }
         if latency > self.spike_ns {
             // Lock-free and allocation-free: the trace reader attributes it
@@ -243,6 +247,9 @@ impl<'a> ReceiverLoop<'a> {
                 actual_ns: sample.end_ns,
             });
         }
+        // A snapshot asked for: copied now, after the sample, before the
+        // next period's sleep or wait (rt::snapshot); else one load.
+        live.snapshot.offer(self.latencies);
     }
 
     /// Above the break-trace limit: fires the tracer and stops the run.

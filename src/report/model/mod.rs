@@ -104,6 +104,9 @@ pub enum EndReason {
     /// Not run: this machine lacks what the test needs (the reason is in
     /// the report's warnings). A run whose every test was skipped exits 4.
     Skipped,
+    /// Not ended: a snapshot of the results so far, taken while the test went
+    /// on (SIGUSR1, docs/fleet.md). Only snapshots carry it.
+    Running,
 }
 
 /// One test (one transport or one kind of measurement) of a run.
