@@ -7,7 +7,7 @@ use crate::report::{
     Cause, ConfigDetail, EndReason, NoiseCauses, NoiseConfig, NoiseCpu, Series, SeriesDetail,
     SpikeTrace, TestConfig, TestResult,
 };
-use crate::rt::signals::wait_for_stop_signal;
+use crate::rt::signals::stop_requested_without_snapshots;
 use crate::settings::noise::NoiseSettings;
 use crate::stats::LatencyRecorder;
 use std::collections::BTreeMap;
@@ -106,7 +106,7 @@ pub fn measure(
     let window = CpuWindow::open();
     let started = SystemTime::now();
     let outcome = noise::run(&plan, progress, &mut |timeout| {
-        wait_for_stop_signal(timeout).is_some()
+        stop_requested_without_snapshots(timeout, "the noise test")
     })?;
     let ended = SystemTime::now();
     let cpu_use = window.close();

@@ -129,7 +129,7 @@ pub fn wait_for_stop_signal(timeout: Duration) -> Option<i32> {
 }
 
 /// `wait_for_stop_signal` for a test that cannot show a snapshot (yet: the
-/// timer and the log-disk tests): a SIGUSR1 gets one line on standard error
+/// timer, noise and log-disk tests): a SIGUSR1 gets one line on standard error
 /// saying so, and the run goes on. True: a stop signal came.
 pub fn stop_requested_without_snapshots(timeout: Duration, test: &str) -> bool {
     let stop = wait_for_stop_signal(timeout).is_some();
