@@ -22,7 +22,9 @@ for i in range(16):
     s["label"] = f"pair {i}"
     s["per_second"] = [
         {"second": t, "span_s": 1, "samples": 5000, "min_ns": 1000 + random.randint(0, 300),
-         "avg_ns": 3000.5, "max_ns": 5000 + random.randint(0, 20000)}
+         "avg_ns": 3000.5, "max_ns": 5000 + random.randint(0, 20000),
+         # schema 3: each window's own percentiles (drawn as the p99 line)
+         "p50_ns": 2900, "p99_ns": 4000 + random.randint(0, 900), "p999_ns": 4950}
         for t in range(86400)
     ]
     series.append(s)
