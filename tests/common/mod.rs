@@ -18,11 +18,26 @@ use tempfile::TempDir;
 
 /// Path of the binary under test.
 pub fn bin() -> PathBuf {
+    default_hangup_disposition();
     PathBuf::from(env!("CARGO_BIN_EXE_latscope"))
+}
+
+/// latscope keeps SIGHUP ignored when it starts with it ignored (as under
+/// `nohup`: on purpose, see rt::signals), and a signal disposition is
+/// inherited across fork and exec. So the binary under test starts with the
+/// default disposition, not with whatever the test runner was started with:
+/// a suite run under `nohup` otherwise fails every SIGHUP test.
+fn default_hangup_disposition() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    // SAFETY: setting a standard signal's disposition to the default.
+    ONCE.call_once(|| unsafe {
+        libc::signal(libc::SIGHUP, libc::SIG_DFL);
+    });
 }
 
 /// `latscope` with a timeout, so a hang fails the test instead of blocking CI.
 pub fn latscope(timeout_s: u64) -> Command {
+    default_hangup_disposition();
     let mut cmd = Command::cargo_bin("latscope").expect("the latscope binary is built");
     cmd.timeout(Duration::from_secs(timeout_s));
     cmd
