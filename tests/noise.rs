@@ -325,7 +325,20 @@ fn a_provoked_interruption_is_measured_and_named() {
                 evidence("causes", &causes.to_string())
             )
         });
-    if ns.abs_diff(spun) > spun / 20 && provoked["events_lost"] == true {
+    // Interrupts that ran on top of the provoker (a busy disk's IRQ and
+    // BLOCK softirq: milliseconds under `stress-ng --io`) are causes of their
+    // own in the attribution (the innermost context owns the time), while
+    // the kernel may have charged all, part or none of them to the
+    // provoker's CPU time, depending on its IRQ time accounting. So the
+    // provoker's share lies between its CPU time less those interrupts and
+    // its CPU time, within 5 %.
+    let interrupts_ns: u64 = array_of(&provoked["causes"], "spike causes")
+        .iter()
+        .filter(|c| c["kind"] == "irq" || c["kind"] == "softirq")
+        .map(|c| u64_of(&c["ns"], "interrupt ns"))
+        .sum();
+    let within = ns <= spun + spun / 20 && ns + interrupts_ns + spun / 20 >= spun;
+    if !within && provoked["events_lost"] == true {
         eprintln!(
             "SKIPPED the 5 % check: the kernel lost trace events in the provoked window ({})",
             provoked["summary"]
@@ -333,8 +346,8 @@ fn a_provoked_interruption_is_measured_and_named() {
         return;
     }
     assert!(
-        ns.abs_diff(spun) <= spun / 20,
-        "provoker ran {spun} ns, attributed {ns} ns: {}",
+        within,
+        "provoker ran {spun} ns, attributed {ns} ns, interrupts on top {interrupts_ns} ns: {}",
         evidence("spike", &provoked.to_string())
     );
     assert!(

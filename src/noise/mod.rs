@@ -212,33 +212,22 @@ fn control(
         per_second: shared.iter().map(|_| WindowSeries::default()).collect(),
         spikes: None,
     };
-    // Every spinner set up (or failed)?
-    loop {
-        if let Some(e) = shared.iter().find_map(|s| s.error()) {
-            return Err(e);
-        }
-        if shared.iter().all(|s| s.ready.load(Ordering::Acquire)) {
-            break;
-        }
-        if wait_for_stop(Duration::from_millis(5)) {
-            control.end_reason = EndReason::Interrupted;
-            return Ok(control);
-        }
+    let set_up = crate::rt::setup::wait_until_set_up(
+        || shared.iter().find_map(|s| s.error()),
+        || shared.iter().all(|s| s.ready.load(Ordering::Acquire)),
+        wait_for_stop,
+    )?;
+    if set_up == crate::rt::setup::SetUp::Stopped {
+        control.end_reason = EndReason::Interrupted;
+        return Ok(control);
     }
     if let Some(threshold) = plan.spike_threshold_ns {
-        let sources = shared
+        let threads = shared
             .iter()
-            .zip(&plan.cpus)
-            .map(|(s, cpu)| crate::spikes::Source {
-                label: format!("CPU {cpu}"),
-                queue: s.spikes.clone(),
-                tids: vec![s.tid.load(Ordering::Relaxed)],
-            })
-            .collect();
-        control.spikes = Some(
-            crate::spikes::SpikeTracer::start(sources, &plan.cpus, &[], threshold)
-                .map_err(|e| format!("--trace-spikes needs kernel tracing: {e}"))?,
-        );
+            .map(|s| (s.spikes.clone(), s.tid.load(Ordering::Relaxed)));
+        control.spikes = Some(crate::spikes::SpikeTracer::start_per_cpu(
+            &plan.cpus, threads, threshold,
+        )?);
     }
     let start = crate::rt::clock::monotonic_ns() + START_DELAY_NS;
     for s in shared {

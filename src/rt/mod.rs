@@ -8,6 +8,7 @@ pub mod outfile;
 pub mod procstat;
 pub mod registry;
 pub mod sched;
+pub mod setup;
 pub mod shm;
 pub mod signals;
 pub mod snapshot;

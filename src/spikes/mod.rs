@@ -162,6 +162,27 @@ impl SpikeTracer {
         })
     }
 
+    /// For tests with one measuring thread per CPU (timer, noise): thread i
+    /// (its candidate queue and task id) runs on `cpus[i]`, its series is
+    /// labelled `CPU n`. The error says what the option needs.
+    pub fn start_per_cpu(
+        cpus: &[usize],
+        threads: impl Iterator<Item = (Arc<CandidateQueue>, i32)>,
+        threshold_ns: u64,
+    ) -> Result<SpikeTracer, String> {
+        let sources = cpus
+            .iter()
+            .zip(threads)
+            .map(|(cpu, (queue, tid))| Source {
+                label: format!("CPU {cpu}"),
+                queue,
+                tids: vec![tid],
+            })
+            .collect();
+        SpikeTracer::start(sources, cpus, &[], threshold_ns)
+            .map_err(|e| format!("--trace-spikes needs kernel tracing: {e}"))
+    }
+
     /// Stops tracing, attributes what is still pending, removes the
     /// instance; the spikes for the report.
     pub fn stop(mut self) -> SpikeTrace {

@@ -292,18 +292,14 @@ fn control(
         trace: None,
         spikes: None,
     };
-    // Every thread set up (or failed)?
-    loop {
-        if let Some(e) = shared.iter().find_map(|s| s.error()) {
-            return Err(e);
-        }
-        if shared.iter().all(|s| s.ready.load(Ordering::Acquire)) {
-            break;
-        }
-        if wait_for_stop(Duration::from_millis(5)) {
-            control.end_reason = EndReason::Interrupted;
-            return Ok(control);
-        }
+    let set_up = crate::rt::setup::wait_until_set_up(
+        || shared.iter().find_map(|s| s.error()),
+        || shared.iter().all(|s| s.ready.load(Ordering::Acquire)),
+        wait_for_stop,
+    )?;
+    if set_up == crate::rt::setup::SetUp::Stopped {
+        control.end_reason = EndReason::Interrupted;
+        return Ok(control);
     }
     // The trace is told the phase of the expiries before it starts; the first
     // expiry itself is chosen after (starting the trace takes tens of ms), on
@@ -322,19 +318,12 @@ fn control(
         control.trace = Some(breakdown::TraceSession::start(plan, &threads, shared)?);
     }
     if let Some(threshold) = plan.spike_threshold_ns {
-        let sources = shared
+        let threads = shared
             .iter()
-            .zip(&plan.cpus)
-            .map(|(s, cpu)| crate::spikes::Source {
-                label: format!("CPU {cpu}"),
-                queue: s.spikes.clone(),
-                tids: vec![s.tid.load(Ordering::Relaxed)],
-            })
-            .collect();
-        control.spikes = Some(
-            crate::spikes::SpikeTracer::start(sources, &plan.cpus, &[], threshold)
-                .map_err(|e| format!("--trace-spikes needs kernel tracing: {e}"))?,
-        );
+            .map(|s| (s.spikes.clone(), s.tid.load(Ordering::Relaxed)));
+        control.spikes = Some(crate::spikes::SpikeTracer::start_per_cpu(
+            &plan.cpus, threads, threshold,
+        )?);
     }
     let earliest = monotonic_ns() + FIRST_EXPIRY_DELAY_NS;
     let first_expiry = provisional
