@@ -53,12 +53,12 @@ struct Provocation {
     bursts: Vec<(u64, u64)>,
 }
 
-/// Starts the spike-maker on `cpu` at `priority` after `delay`; it stops
-/// early when `stop` is set.
+/// Starts the spike-maker on `cpu` at `priority` once `measuring` says the
+/// run measures (then `SETTLE` later); it stops early when `stop` is set.
 fn spike_maker(
     cpu: usize,
     priority: i32,
-    delay: Duration,
+    measuring: impl Fn() -> bool + Send + 'static,
     stop: Arc<AtomicBool>,
 ) -> std::thread::JoinHandle<Result<Provocation, String>> {
     std::thread::spawn(move || {
@@ -73,7 +73,14 @@ fn spike_maker(
             }
             libc::gettid()
         };
-        std::thread::sleep(delay);
+        // Wait for the run itself, not for a guess of how long its set-up
+        // takes: on a loaded machine that took over a second, and every spin
+        // fell before the trace (the hang guard: the run's own 60 s).
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !measuring() && !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::thread::sleep(SETTLE);
         let param = libc::sched_param {
             sched_priority: priority,
         };
@@ -100,6 +107,32 @@ fn spike_maker(
     })
 }
 
+/// After the trace starts, before the first spin: the run's tasks are past
+/// their first samples.
+const SETTLE: Duration = Duration::from_millis(200);
+
+/// Whether a latscope trace instance exists whose owner's command line
+/// contains `marker` (tracefs instances are named `latscope-PID-N`).
+fn traced_by_a_run_with(marker: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir("/sys/kernel/tracing/instances") else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let name = e.file_name().to_string_lossy().into_owned();
+        // `latscope-PID-N`, or `latscope-nsINO-PID-N` in a PID namespace.
+        let parts: Vec<&str> = name
+            .strip_prefix("latscope-")
+            .map_or_else(Vec::new, |rest| rest.split('-').collect());
+        let pid = match parts.as_slice() {
+            [ns, pid, _] if ns.starts_with("ns") => *pid,
+            [pid, _] => *pid,
+            _ => return false,
+        };
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
+    })
+}
+
 /// Runs latscope with `args` while the spike-maker disturbs `cpu`; returns
 /// its output, JSON report and who disturbed when.
 fn run_disturbed(cpu: usize, args: &[&str]) -> (std::process::Output, Value, Provocation) {
@@ -109,7 +142,12 @@ fn run_disturbed(cpu: usize, args: &[&str]) -> (std::process::Output, Value, Pro
     let (_dir, json) = temp_file("spikes.json");
     let stop = Arc::new(AtomicBool::new(false));
     // Above the measuring tasks (priority 50), after latscope is set up.
-    let maker = spike_maker(cpu, 80, Duration::from_millis(600), stop.clone());
+    // The run is measuring once its trace instance exists (created after
+    // its tasks started): the instance of the process whose command line
+    // holds this run's own JSON path.
+    let marker = json.to_string_lossy().into_owned();
+    let measuring = move || traced_by_a_run_with(&marker);
+    let maker = spike_maker(cpu, 80, measuring, stop.clone());
     let mut cmd = latscope(60);
     cmd.args(args).arg("--json").arg(&json);
     let out = run(cmd);
@@ -278,7 +316,7 @@ fn ipc_traces_the_spikes_of_each_test_it_runs() {
     }
     let cpu = measured_cpu().to_string();
     // Two tests of 2 s each (mq one-way, then round trip): the spike-maker's
-    // bursts (0.6 to 1.4 s after the start) fall into the first one.
+    // bursts (0.2 to 1 s after its trace starts) fall into the first one.
     let ipc = ["ipc", "--only", "mq", "--mode", "both"];
     let args = [&ipc[..], &back_to_back(&cpu, "4")].concat();
     let (out, report, by) = run_disturbed(measured_cpu(), &args);
