@@ -107,8 +107,7 @@ fn spike_maker(
     })
 }
 
-/// After the trace starts, before the first spin: the run's tasks are past
-/// their first samples.
+/// After the samples flow, before the first spin.
 const SETTLE: Duration = Duration::from_millis(200);
 
 /// Whether a latscope trace instance exists whose owner's command line
@@ -130,6 +129,25 @@ fn traced_by_a_run_with(marker: &str) -> bool {
         };
         std::fs::read(format!("/proc/{pid}/cmdline"))
             .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
+            && samples_flow(pid)
+    })
+}
+
+/// Whether a task of process `pid` has blocked and woken over a thousand
+/// times: a back-to-back pair does so within milliseconds of measuring, a
+/// task that is still setting up (or the monitor) does not.
+fn samples_flow(pid: &str) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().any(|t| {
+        std::fs::read_to_string(t.path().join("status")).is_ok_and(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+                .and_then(|n| n.trim().parse::<u64>().ok())
+                .is_some_and(|n| n > 1000)
+        })
     })
 }
 
@@ -142,9 +160,9 @@ fn run_disturbed(cpu: usize, args: &[&str]) -> (std::process::Output, Value, Pro
     let (_dir, json) = temp_file("spikes.json");
     let stop = Arc::new(AtomicBool::new(false));
     // Above the measuring tasks (priority 50), after latscope is set up.
-    // The run is measuring once its trace instance exists (created after
-    // its tasks started): the instance of the process whose command line
-    // holds this run's own JSON path.
+    // The run is measuring once its trace instance exists and its tasks
+    // exchange samples: the process whose command line holds this run's own
+    // JSON path.
     let marker = json.to_string_lossy().into_owned();
     let measuring = move || traced_by_a_run_with(&marker);
     let maker = spike_maker(cpu, 80, measuring, stop.clone());
