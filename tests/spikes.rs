@@ -73,14 +73,11 @@ fn spike_maker(
             }
             libc::gettid()
         };
-        // Wait for the run itself, not for a guess of how long its set-up
-        // takes: on a loaded machine that took over a second, and every spin
-        // fell before the trace (the hang guard: the run's own 60 s).
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !measuring() && !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        std::thread::sleep(SETTLE);
+        // Real-time before waiting: the measured pair keeps this CPU busy,
+        // and a normal task here gets it only when RT throttling lends it
+        // (50 ms a second), so a normal-priority wait saw the run late, in
+        // its second test. Waiting asleep at this priority costs the pair a
+        // few microseconds every 10 ms, far below the 1 ms threshold.
         let param = libc::sched_param {
             sched_priority: priority,
         };
@@ -90,6 +87,14 @@ fn spike_maker(
         if rc != 0 {
             return Err(format!("cannot become SCHED_FIFO {priority}: error {rc}"));
         }
+        // Wait for the run itself, not for a guess of how long its set-up
+        // takes: on a loaded machine that took over a second, and every spin
+        // fell before the trace (the hang guard: the run's own 60 s).
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !measuring() && !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::thread::sleep(SETTLE);
         let mut bursts = Vec::new();
         for _ in 0..BURSTS {
             if stop.load(Ordering::Relaxed) {
