@@ -119,6 +119,8 @@ pub struct Follower {
     thread: Option<std::thread::JoinHandle<()>>,
     /// Why the log is not followed.
     unavailable: Option<String>,
+    /// The wall-clock moment the messages' `time_s` count from.
+    origin: std::time::SystemTime,
 }
 
 impl Follower {
@@ -133,6 +135,7 @@ impl Follower {
             gathered: gathered.clone(),
             thread: None,
             unavailable: None,
+            origin: std::time::SystemTime::now(),
         };
         let fd = match open_at_end() {
             Ok(fd) => fd,
@@ -141,7 +144,10 @@ impl Follower {
                 return follower;
             }
         };
+        // Taken together: a message's `time_s` counts from this instant, which
+        // `origin` names on the wall clock (the tests' start times).
         let start_us = crate::rt::clock::monotonic_ns() / 1000;
+        follower.origin = std::time::SystemTime::now();
         let spawned = std::thread::Builder::new()
             .name("latscope-kmsg".to_string())
             // Small: with mlockall every thread stack is locked in RAM.
@@ -154,6 +160,12 @@ impl Follower {
             }
         }
         follower
+    }
+
+    /// When the run's clock started (wall clock): the instant the messages'
+    /// `time_s` count from, and the tests' `started_s`.
+    pub fn origin(&self) -> std::time::SystemTime {
+        self.origin
     }
 
     /// What was gathered so far (the reader goes on).

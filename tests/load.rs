@@ -473,6 +473,77 @@ fn a_kernel_warning_during_the_run_is_in_the_report() {
     );
 }
 
+/// A run of several tests: each records when it started on the run's clock
+/// (`started_s`), and `latscope report` marks a kernel message on the test it
+/// happened in, and only there. Which test that is depends on when the
+/// message lands; the test finds the message by its text and its test by
+/// the recorded starts, never by timing.
+#[test]
+fn a_kernel_message_of_a_run_of_several_tests_is_marked_on_its_test() {
+    if !euid_is_root() {
+        eprintln!(
+            "skipping a_kernel_message_of_a_run_of_several_tests: writing to /dev/kmsg needs root"
+        );
+        return;
+    }
+    let (dir, file) = temp_file("report.json");
+    let mut argv = args("ipc --only pipe,eventfd --mode oneway -D 1 --json");
+    argv.push(file.to_str().unwrap());
+    argv.extend_from_slice(mlock_args());
+    let child = spawn(&argv);
+    let marker = format!(
+        "latscope-test: WARNING: several tests {} {:?}",
+        child.child.id(),
+        Instant::now()
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    std::fs::write("/dev/kmsg", format!("<4>{marker}\n")).expect("write /dev/kmsg as root");
+    let (status, stdout, stderr) = child.wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(0), "{}", dump(status, &stdout, &stderr));
+    let report = read_json(&file);
+    let tests = array_of(&report["tests"], "tests");
+    assert_eq!(tests.len(), 2, "{report}");
+    let starts: Vec<f64> = tests
+        .iter()
+        .map(|t| f64_of(&t["started_s"], "started_s"))
+        .collect();
+    assert!(
+        starts[0] >= 0.0 && starts[0] < starts[1] && starts[1] < 30.0,
+        "{starts:?}"
+    );
+    let message = array_of(&report["kernel_log"]["messages"], "messages")
+        .iter()
+        .find(|m| m["text"] == marker.as_str())
+        .unwrap_or_else(|| panic!("{marker} not in {report}"))
+        .clone();
+    let at = f64_of(&message["time_s"], "time_s");
+    let owner = if at >= starts[1] { 1 } else { 0 };
+
+    let page = dir.path().join("report.html");
+    let out = run(latscope(30).arg("report").arg(&file).arg("-o").arg(&page));
+    assert_code(&out, 0);
+    let html = std::fs::read_to_string(&page).unwrap();
+    let sections: Vec<&str> = html.split("<section class=\"test\">").skip(1).collect();
+    assert_eq!(sections.len(), 2, "one section per test");
+    for (i, section) in sections.iter().enumerate() {
+        let marked = section.contains(&marker);
+        assert_eq!(
+            marked,
+            i == owner,
+            "message at {at} s, tests started at {starts:?}: section {i} marked: {marked}"
+        );
+    }
+    let want = format!(
+        "kernel log, {:.1} s after the test's start ({at:.1} s into the run)",
+        at - starts[owner]
+    );
+    assert!(
+        sections[owner].contains(&want),
+        "{want} in {}",
+        sections[owner]
+    );
+}
+
 #[test]
 fn an_unreadable_kernel_log_is_a_note_not_an_error() {
     let restricted =

@@ -292,7 +292,8 @@ fn probe_plots(browser: &Path, page: &Path) -> Vec<(i64, i64, i64, i64, u64, Str
         .collect()
 }
 
-/// Every kind of plot, from real runs (a futex test; a log-disk test; as
+/// Every kind of plot, from real runs (a futex test; a log-disk test; an
+/// OS-noise test; as
 /// root a timer test with every sample a traced spike, so the over-time plot
 /// carries marks), and compare's page: each plot fits a 1280 px window and
 /// has its data drawn (not blank).
@@ -327,6 +328,11 @@ fn every_plot_kind_has_drawn_content_at_1280_px() {
             .arg(format!("--dir={}", disk_dir.display()))
             .args(args("--fileSize 64K --numFiles 2 --duration 1 -q")),
         "disk.json",
+    ));
+    // OS noise (SCHED_OTHER, one CPU): its own share-over-time plot.
+    files.push(json_run(
+        latscope(30).args(args("noise -D 1 --cpus 1 -q")),
+        "noise.json",
     ));
     let traced = !skip_without_realtime("the timer part of every_plot_kind")
         && Path::new("/sys/kernel/tracing/instances").exists();
@@ -375,7 +381,12 @@ fn every_plot_kind_has_drawn_content_at_1280_px() {
     for (page, kinds) in [
         (
             &page,
-            vec!["latency by percentile", "latency histogram", "over time"],
+            vec![
+                "latency by percentile",
+                "latency histogram",
+                "over time",
+                "noise share",
+            ],
         ),
         (&compare_page, vec!["base against new"]),
     ] {

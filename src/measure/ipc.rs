@@ -168,6 +168,7 @@ fn finished_of(
             series,
             overall_detail: None,
             spikes: outcome.spikes,
+            started_s: None,
         },
         started: outcome.started,
         ended: outcome.ended,
@@ -202,6 +203,7 @@ pub fn failed_to_start(
             series: Vec::new(),
             overall_detail: None,
             spikes: None,
+            started_s: None,
         },
         plan.pairs.first().is_some_and(|p| p.policy.is_realtime()),
     )

@@ -99,6 +99,7 @@ fn not_run(
             series: Vec::new(),
             overall_detail: None,
             spikes: None,
+            started_s: None,
         },
         false,
     )
@@ -328,6 +329,7 @@ fn finished_test(
             series,
             overall_detail: Some(SeriesDetail::DiskWriter(Box::new(merged))),
             spikes: None,
+            started_s: None,
         },
         started: outcome.started,
         ended: outcome.ended,

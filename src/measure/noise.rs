@@ -206,6 +206,7 @@ fn finished(
         series,
         overall_detail: None,
         spikes: outcome.spikes,
+        started_s: None,
     };
     FinishedTest {
         result,
@@ -264,6 +265,7 @@ pub fn failed(settings: &NoiseSettings, prep: &Preparation, error: String) -> Fi
             series: Vec::new(),
             overall_detail: None,
             spikes: None,
+            started_s: None,
         },
         settings.policy.is_realtime(),
     )

@@ -180,6 +180,7 @@ pub fn measure(
         series,
         overall_detail: None,
         spikes: outcome.spikes.clone(),
+        started_s: None,
     };
     let finished = FinishedTest {
         result,
@@ -206,6 +207,7 @@ pub fn failed(settings: &TimerSettings, prep: &Preparation, error: String) -> Fi
             series: Vec::new(),
             overall_detail: None,
             spikes: None,
+            started_s: None,
         },
         settings.policy.is_realtime(),
     )

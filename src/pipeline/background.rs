@@ -23,6 +23,12 @@ impl Background {
         Ok(Background { loads, kernel_log })
     }
 
+    /// When the run's clock started: kernel messages' `time_s` and the tests'
+    /// `started_s` count from here.
+    pub fn origin(&self) -> std::time::SystemTime {
+        self.kernel_log.origin()
+    }
+
     /// Records what runs and what the kernel said so far (the run goes on).
     pub fn record_into(&self, report: &mut Report) {
         report.loads = self.loads.records();

@@ -140,7 +140,8 @@ impl Run<'_> {
     }
 
     /// The report of `tests` with the warnings and background so far.
-    fn report_so_far(&self, tests: Vec<FinishedTest>) -> Report {
+    fn report_so_far(&self, mut tests: Vec<FinishedTest>) -> Report {
+        place_on_run_clock(&mut tests, self.prep.background.origin());
         let mut report = assemble_report(
             tests,
             self.sysinfo.clone(),
@@ -152,6 +153,20 @@ impl Run<'_> {
         // verdicts above all) say the truth about the tests so far.
         judge(&mut report, self.fail_if);
         report
+    }
+}
+
+/// Sets each test's `started_s`: seconds from the run's `origin` (the
+/// clock of the kernel-log messages) to the test's start, so that a report
+/// of several tests can place every message on the right test's time axis.
+fn place_on_run_clock(tests: &mut [FinishedTest], origin: std::time::SystemTime) {
+    for test in tests {
+        // A clock stepped backwards between the two reads leaves it unknown.
+        test.result.started_s = test
+            .started
+            .duration_since(origin)
+            .ok()
+            .map(|d| d.as_secs_f64());
     }
 }
 
@@ -180,7 +195,8 @@ pub fn run(measurement: &mut dyn Measurement) -> Result<i32, CommandError> {
         presentation: &plan.presentation,
         fail_if: &plan.fail_if,
     };
-    let tests = measurement.measure(&mut run)?;
+    let mut tests = measurement.measure(&mut run)?;
+    place_on_run_clock(&mut tests, prep.background.origin());
     let warnings = run.warnings;
     let mut report = assemble_report(tests, sysinfo, warnings, &prep.memory);
     prep.finish(&mut report);

@@ -103,6 +103,7 @@ pub(crate) mod testdata {
                 overall: recorder.summary(),
                 overall_detail: None,
                 spikes: None,
+                started_s: None,
                 series: vec![Series {
                     label: "pair 0".into(),
                     cpus: vec![1],
@@ -271,6 +272,7 @@ pub(crate) mod testdata {
             series: vec![thread(0, 0, 0), thread(1, 3, 1)],
             overall_detail: None,
             spikes: None,
+            started_s: None,
         }];
         report.exit_code = 3;
         report
@@ -359,6 +361,7 @@ pub(crate) mod testdata {
             }],
             overall_detail: Some(SeriesDetail::DiskWriter(Box::new(writer))),
             spikes: None,
+            started_s: None,
         }];
         report
     }

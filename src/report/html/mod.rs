@@ -148,6 +148,12 @@ due. Counted, never hidden.</dd>
 \"mode switches\"): things that should not happen to a real-time thread.</dd>
 <dt>Above limit</dt><dd>Samples above <code>--max-latency</code>.</dd>
 <dt>IOPS, MB/s</dt><dd>Log-disk writes per second and bytes written per second.</dd>
+<dt>interruption, Noise, Loops/s</dt><dd>OS noise (<code>latscope noise</code>): a thread spins \
+reading the clock; a gap between two reads above the threshold is an <i>interruption</i> (the CPU \
+ran something else), and its length is the sample. <i>Noise</i> is the interruptions' sum as a \
+share of the time spun; <i>Loops/s</i> how often the loop read the clock (a slower loop cannot \
+see shorter interruptions); <i>Causes</i> what the kernel trace saw run in them \
+(<code>--trace-spikes</code>).</dd>
 <dt>outlier</dt><dd>One of the few slowest samples (at most 20) lying more than 4 times beyond \
 the rest: the histogram marks them one by one in a strip at its right.</dd>
 <dt>window</dt><dd>One second of a run (longer when merged): the over-time plot draws each \
@@ -407,11 +413,23 @@ impl Marks {
         if self.kernel_unplaced > 0 {
             text.push_str(&format!(
                 " {} kernel log message(s) are not marked: their run holds several tests and \
-                 their times count from the run's start, not from a test's.",
+                 its report (written before latscope recorded each test's start) cannot \
+                 tell in which test they happened.",
                 self.kernel_unplaced
             ));
         }
         text
+    }
+}
+
+/// The share of its time an OS-noise test's spinner ran (`--runtime` /
+/// `--period`), 1 for other tests and when unknown.
+fn noise_duty(test: &TestResult) -> f64 {
+    match &test.config.detail {
+        crate::report::ConfigDetail::Noise(n) if n.period_ns > 0 && n.runtime_ns > 0 => {
+            (n.runtime_ns as f64 / n.period_ns as f64).min(1.0)
+        }
+        _ => 1.0,
     }
 }
 
@@ -450,19 +468,50 @@ fn time_marks(runs: &[Run], group: &TestGroup) -> Marks {
         }
         let report = runs[r].report;
         let log = &report.kernel_log.messages;
-        if report.tests.len() == 1 {
-            marks.marks.extend(log.iter().map(|m| plots::TimeMark {
-                second: m.time_s,
+        // The messages count from the run's start; the plot from the test's.
+        // A report of one test without `started_s` (before version 3.1) had
+        // its test start with the run, within the set-up's fraction of a
+        // second; with several tests only `started_s` can tell whose a
+        // message is.
+        let offset = match (test.started_s, report.tests.len()) {
+            (Some(s), _) => Some(s),
+            (None, 1) => Some(0.0),
+            (None, _) => None,
+        };
+        let Some(offset) = offset else {
+            marks.kernel_unplaced += log.len();
+            first_series += test.series.len();
+            continue;
+        };
+        // A test's own messages: from its start to the start of the next test
+        // of the run (or the end of time), so that each message is marked once.
+        let next_start = report
+            .tests
+            .iter()
+            .filter_map(|t| t.started_s)
+            .filter(|&s| s > offset)
+            .fold(f64::INFINITY, f64::min);
+        let first_test = report.tests.first().is_some_and(|t| std::ptr::eq(t, test));
+        for m in log {
+            // Messages before the first test (set-up) go to the first test.
+            let before = m.time_s < offset && !first_test;
+            if before || m.time_s >= next_start {
+                continue;
+            }
+            let second = m.time_s - offset;
+            marks.marks.push(plots::TimeMark {
+                second,
                 kind: plots::MarkKind::KernelLog,
                 series: None,
                 ns: None,
                 text: format!(
-                    "kernel log, {:.1} s after the run's start: {}",
-                    m.time_s, m.text
+                    "kernel log, {:.1} s {} the test's start ({:.1} s into the run): {}",
+                    second.abs(),
+                    if second < 0.0 { "before" } else { "after" },
+                    m.time_s,
+                    m.text
                 ),
-            }));
-        } else {
-            marks.kernel_unplaced += log.len();
+            });
         }
         first_series += test.series.len();
     }
@@ -735,26 +784,46 @@ impl Page {
             .collect();
         let title = &group.heading;
         let stem = format!("{section}-{}", file_safe(title));
+        // OS noise: the samples are interruptions of a spinning thread, not
+        // wake-ups; the captions say so.
+        let noise = series.iter().any(|(_, _, s)| s.noise_cpu().is_some());
         let percentiles = plots::percentile_svg(title, &plotted, &group.limits)?;
         self.figure(
             percentiles,
             format!("{stem}-percentiles"),
-            "Latency by percentile: how long the slowest 50 %, 10 %, 1 %, 0.1 % ... of \
-             the wake-ups took, one line per series, on a log latency axis. Each step to \
-             the right adds a nine (99, 99.9, 99.99 ...), so the tail gets as much room as \
-             the body; the last point is the maximum. Horizontal lines: the limits \
-             (--max-latency, --fail-if).",
+            if noise {
+                "Interruption length by percentile: how long the longest 50 %, 10 %, 1 %, \
+                 0.1 % ... of the interruptions lasted, one line per CPU, on a log axis. Each \
+                 step to the right adds a nine (99, 99.9, 99.99 ...), so the tail gets as much \
+                 room as the body; the last point is the longest. Horizontal lines: the limits \
+                 (--max-latency, --fail-if)."
+            } else {
+                "Latency by percentile: how long the slowest 50 %, 10 %, 1 %, 0.1 % ... of \
+                 the wake-ups took, one line per series, on a log latency axis. Each step to \
+                 the right adds a nine (99, 99.9, 99.99 ...), so the tail gets as much room as \
+                 the body; the last point is the maximum. Horizontal lines: the limits \
+                 (--max-latency, --fail-if)."
+            },
         );
         let histogram = plots::histogram_svg(title, &plotted)?;
         self.figure(
             histogram,
             format!("{stem}-histogram"),
-            "Latency histogram: samples per bin (log scale) over the latency (log scale), \
-             one line per series, so the body and the tail show at once. Each bin is a \
+            &format!(
+                "{}{rest_text}",
+                if noise {
+                    "Interruption histogram: interruptions per bin (log scale) over their \
+                     length (log scale), one line per CPU, so the body and the tail show at once."
+                } else {
+                    "Latency histogram: samples per bin (log scale) over the latency (log \
+                     scale), one line per series, so the body and the tail show at once."
+                },
+                rest_text = " Each bin is a \
              fixed ratio wider than the last. When at most 20 samples lie far (over 4 \
              times) beyond the rest, the axis is broken: they are marked one by one in the \
              strip at the right. The marks under the axis are each series' p50, p99 and \
-             maximum. Empty bins are drawn on the floor below 1.",
+             maximum. Empty bins are drawn on the floor below 1."
+            ),
         );
         let marks = time_marks(runs, group);
         let per_second = plots::per_second_svg(title, &plotted, &marks.marks)?;
@@ -784,7 +853,39 @@ impl Page {
                  at most two hours of one-second windows).",
             );
         }
+        if noise {
+            caption.push_str(
+                " For OS noise each window's figures are its interruptions: the shortest, \
+                 the mean and the longest.",
+            );
+        }
         self.figure(per_second, format!("{stem}-per-second"), &caption);
+        if noise {
+            let shares: Vec<plots::ShareSeries> = series
+                .iter()
+                .zip(&plotted)
+                .filter_map(|(&(_, t, s), p)| {
+                    let cpu = s.noise_cpu()?;
+                    Some(plots::ShareSeries {
+                        label: p.label.clone(),
+                        per_second: &s.per_second,
+                        duty: noise_duty(t),
+                        // The time spun is the run less the duty cycle's off time.
+                        end_s: cpu.measured_ns as f64 / 1e9 / noise_duty(t),
+                    })
+                })
+                .collect();
+            let share = plots::noise_share_svg(title, &shares)?;
+            self.figure(
+                share,
+                format!("{stem}-noise-share"),
+                "Noise over time: the share of each window's spinning time the CPU lost to \
+                 interruptions (the sum of the window's interruptions over the time spun in \
+                 it), one line per CPU, on a linear axis. Zero where no interruption above \
+                 the threshold happened. The table's Noise column is the same share over the \
+                 whole run.",
+            );
+        }
         for &(r, test) in &group.tests {
             if let Some(spikes) = &test.spikes {
                 let who = if run_count > 1 {
@@ -898,6 +999,7 @@ impl Page {
         let ipc = any(&|s| s.ipc_pair().is_some());
         let timer = any(&|s| s.timer_thread().is_some());
         let disk = any(&|s| s.disk_writer().is_some());
+        let noise = any(&|s| s.noise_cpu().is_some());
         let limit = group
             .tests
             .iter()
@@ -926,6 +1028,9 @@ impl Page {
         }
         if disk {
             head.extend(["IOPS", "MB/s"]);
+        }
+        if noise {
+            head.extend(["Noise", "Loops/s", "Causes (traced)"]);
         }
         if limit {
             head.push("Above limit");
@@ -969,6 +1074,18 @@ impl Page {
                 let w = s.and_then(Series::disk_writer);
                 cells.push(w.map_or(String::new(), |w| format!("{:.0}", w.iops)));
                 cells.push(w.map_or(String::new(), |w| format!("{:.1}", w.bytes_per_s / 1e6)));
+            }
+            if noise {
+                let n = s.and_then(Series::noise_cpu);
+                cells.push(n.map_or(String::new(), |n| format!("{:.4} %", n.noise_percent)));
+                cells.push(n.map_or(String::new(), |n| format!("{:.0}", n.loops_per_s)));
+                cells.push(n.map_or(String::new(), |n| {
+                    escape(
+                        &n.causes
+                            .as_ref()
+                            .map_or_else(|| "-".to_string(), |c| c.shares_line(3)),
+                    )
+                }));
             }
             if limit {
                 cells.push(s.map_or(String::new(), |s| s.above_limit.to_string()));
@@ -1386,7 +1503,8 @@ mod tests {
             "{html}"
         );
         assert!(html.contains(
-            "<title>kernel log, 2.5 s after the run's start: sched: RT throttling activated</title>"
+            "<title>kernel log, 2.5 s after the test's start (2.5 s into the run): sched: RT \
+             throttling activated</title>"
         ));
         assert!(html.contains("the 3 spike(s) --trace-spikes kept"));
         assert!(html.contains("the 1 kernel log message(s)"));
@@ -1405,7 +1523,8 @@ mod tests {
                 .caption()
                 .contains("3 traced spike(s) could not be placed")
         );
-        // A run of several tests: kernel messages are counted, not drawn.
+        // A run of several tests written before `started_s`: kernel messages
+        // are counted, not drawn.
         let mut two = report.clone();
         two.tests.push(two.tests[0].clone());
         two.tests[1].test = "sem".into();
@@ -1416,6 +1535,112 @@ mod tests {
         let marks = time_marks(&runs, &test_groups(&runs)[0]);
         assert_eq!(marks.kernel_unplaced, 1);
         assert!(marks.marks.iter().all(|m| m.kind == plots::MarkKind::Spike));
+    }
+
+    /// `sample_report` as an OS-noise test of CPU 1 spinning half the time.
+    fn noise_report() -> Report {
+        let mut report = sample_report();
+        let test = &mut report.tests[0];
+        test.test = "noise".into();
+        test.config.detail = crate::report::ConfigDetail::Noise(crate::report::NoiseConfig {
+            cpus: vec![1],
+            cpus_from: "named".into(),
+            threshold_ns: 1_000,
+            runtime_ns: 500_000,
+            period_ns: 1_000_000,
+            clock: "clock_gettime(CLOCK_MONOTONIC)".into(),
+            rt_runtime_us: Some(950_000),
+            rt_period_us: Some(1_000_000),
+            forced: false,
+        });
+        let series = &mut test.series[0];
+        series.label = "CPU 1".into();
+        series.per_second = vec![SecondStats::new(0, 1, 3, 2_000, 10_000.0, 30_000)];
+        series.detail = crate::report::SeriesDetail::NoiseCpu(Box::new(crate::report::NoiseCpu {
+            cpu: 1,
+            tid: 42,
+            isolated: false,
+            measured_ns: 2_000_000_000,
+            noise_ns: 30_000,
+            noise_percent: 0.0015,
+            loops: 80_000_000,
+            loops_per_s: 40_000_000.0,
+            causes: None,
+        }));
+        report
+    }
+
+    #[test]
+    fn noise_tests_get_their_share_plot_and_columns() {
+        let r = render_one(&noise_report());
+        assert_eq!(r.plots.len(), 4);
+        assert!(
+            r.html
+                .contains("<th>Noise</th><th>Loops/s</th><th>Causes (traced)</th>")
+        );
+        assert!(
+            r.html
+                .contains("<td>0.0015 %</td><td>40000000</td><td>-</td>"),
+            "{}",
+            r.html
+        );
+        assert!(r.html.contains("Noise over time: the share of each window"));
+        assert!(r.html.contains("Interruption length by percentile"));
+        // Other tests keep their words and plots.
+        let plain = render_one(&sample_report());
+        assert_eq!(plain.plots.len(), 3);
+        assert!(!plain.html.contains("Noise over time"));
+        assert!(plain.html.contains("Latency by percentile"));
+    }
+
+    #[test]
+    fn kernel_messages_go_to_the_test_they_happened_in() {
+        let mut report = sample_report();
+        report.tests.push(report.tests[0].clone());
+        report.tests[1].test = "sem".into();
+        report.tests[0].started_s = Some(0.5);
+        report.tests[1].started_s = Some(10.0);
+        let message = |time_s: f64, text: &str| crate::report::KernelMessage {
+            time_s,
+            level: 4,
+            kind: crate::report::MessageKind::RtThrottling,
+            text: text.into(),
+        };
+        report.kernel_log.messages = vec![
+            message(0.2, "during set-up"),
+            message(2.5, "in the first"),
+            message(12.0, "in the second"),
+        ];
+        let runs = [Run {
+            source: "a.json".into(),
+            report: &report,
+        }];
+        let groups = test_groups(&runs);
+        assert_eq!(groups.len(), 2);
+        let texts = |g: usize| -> Vec<(f64, String)> {
+            time_marks(&runs, &groups[g])
+                .marks
+                .into_iter()
+                .filter(|m| m.kind == plots::MarkKind::KernelLog)
+                .map(|m| (m.second, m.text))
+                .collect()
+        };
+        let first = texts(0);
+        let second = texts(1);
+        assert_eq!(first.len(), 2, "{first:?}");
+        assert!((first[0].0 - -0.3).abs() < 1e-9, "{first:?}");
+        assert_eq!(
+            first[0].1,
+            "kernel log, 0.3 s before the test's start (0.2 s into the run): during set-up"
+        );
+        assert!((first[1].0 - 2.0).abs() < 1e-9, "{first:?}");
+        assert_eq!(second.len(), 1, "{second:?}");
+        assert!((second[0].0 - 2.0).abs() < 1e-9, "{second:?}");
+        assert_eq!(
+            second[0].1,
+            "kernel log, 2.0 s after the test's start (12.0 s into the run): in the second"
+        );
+        assert_eq!(time_marks(&runs, &groups[1]).kernel_unplaced, 0);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The HTML report's plots, drawn with plotters' SVG backend: latency by
 //! percentile (log latency against the "nines"), the latency histogram (log
 //! latency, log count, the few far outliers marked apart on a broken axis)
-//! and the per-second minimum, mean and maximum over time.
+//! and the per-second minimum, mean and maximum over time; for OS noise,
+//! the share of each window the CPU lost.
 //!
 //! Text is written as SVG `<text>` elements with the generic `sans-serif`
 //! family: no font file is read when the plot is made or shown.
@@ -701,6 +702,119 @@ fn over_time_svg(
     .map(Some)
 }
 
+/// One noise CPU as the share plot sees it.
+pub struct ShareSeries<'a> {
+    pub label: String,
+    pub per_second: &'a [SecondStats],
+    /// The share of its time the spinner ran (`--runtime` / `--period`; 1
+    /// when it always spins): a window's noise counts against the time spun.
+    pub duty: f64,
+    /// Where the test ended, s: the quiet seconds at the end (no window) are
+    /// drawn at zero up to here.
+    pub end_s: f64,
+}
+
+/// The noise share of a window, percent: its interruptions (samples x mean
+/// length) over the time the spinner spun in it (the window's span x the
+/// duty cycle). A window that merges several keeps the same meaning: the
+/// merge sums samples and spans and weights the mean by samples.
+pub fn window_share_percent(w: &SecondStats, duty: f64) -> f64 {
+    let spun_ns = w.span_s as f64 * 1e9 * duty;
+    if spun_ns <= 0.0 {
+        return 0.0;
+    }
+    w.samples as f64 * w.avg_ns / spun_ns * 100.0
+}
+
+/// The axis top of a share plot: the highest share with some room above it,
+/// rounded up to 1, 2 or 5 times a power of ten (at least 0.01 %).
+pub fn share_axis_top(highest_percent: f64) -> f64 {
+    let want = (highest_percent * 1.1).max(0.01);
+    let mut decade = 10f64.powf(want.log10().floor());
+    loop {
+        for step in [1.0, 2.0, 5.0] {
+            if step * decade >= want - 1e-12 {
+                return step * decade;
+            }
+        }
+        decade *= 10.0;
+    }
+}
+
+/// OS noise over time: the share of each window the CPU lost to
+/// interruptions, one step line per CPU, on a linear percent axis (a window
+/// without interruptions is at zero, not left out). `None` without CPUs.
+pub fn noise_share_svg(title: &str, series: &[ShareSeries]) -> DrawResult<Option<String>> {
+    if series.is_empty() {
+        return Ok(None);
+    }
+    let drawn: Vec<Vec<SecondStats>> = series.iter().map(|s| downsampled(s.per_second)).collect();
+    let end = series
+        .iter()
+        .zip(&drawn)
+        .flat_map(|(s, d)| {
+            d.iter()
+                .map(|w| (w.second + w.span_s) as f64)
+                .chain([s.end_s])
+        })
+        .fold(0.0, f64::max);
+    if end <= 0.0 {
+        return Ok(None);
+    }
+    let highest = series
+        .iter()
+        .zip(&drawn)
+        .flat_map(|(s, d)| d.iter().map(|w| window_share_percent(w, s.duty)))
+        .fold(0.0, f64::max);
+    let top = share_axis_top(highest);
+    let (unit, unit_s) = time_unit(end);
+    let caption = format!("{title}: noise share per window over time");
+    svg(|root| {
+        let mut chart = chart_builder(root, &caption)
+            .build_cartesian_2d(0.0..end / unit_s, 0.0..top)
+            .map_err(drawing_error)?;
+        chart
+            .configure_mesh()
+            .label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 15))
+            .x_desc(format!("time since start ({unit})"))
+            .y_desc("noise (% of the time spun)")
+            .x_label_formatter(&|v| axis_number(*v))
+            .y_label_formatter(&|v| format!("{} %", axis_number(*v)))
+            .light_line_style(WHITE.mix(0.0))
+            .draw()
+            .map_err(drawing_error)?;
+        for (i, (s, windows)) in series.iter().zip(&drawn).enumerate() {
+            let style = color(i).stroke_width(2);
+            // Zero between windows (no interruption there) and to the end.
+            let mut points = steps(
+                windows.iter().map(|w| {
+                    (
+                        w.second as f64 / unit_s,
+                        (w.second + w.span_s) as f64 / unit_s,
+                        window_share_percent(w, s.duty),
+                    )
+                }),
+                0.0,
+            );
+            let last = points.last().map_or(0.0, |p| p.0);
+            if points.is_empty() {
+                points.push((0.0, 0.0));
+            }
+            if last < s.end_s / unit_s {
+                points.push((s.end_s / unit_s, 0.0));
+            }
+            chart
+                .draw_series(LineSeries::new(points, style))
+                .map_err(drawing_error)?
+                .label(s.label.as_str())
+                .legend(legend_mark(style));
+        }
+        draw_legend(&mut chart, SeriesLabelPosition::UpperRight)
+    })
+    .map(Some)
+}
+
 /// The colour of kernel-log marks (apart from every series colour).
 const KERNEL_MARK: RGBColor = RGBColor(90, 0, 120);
 
@@ -949,6 +1063,64 @@ pub fn percentile_svg(
 mod tests {
     use super::*;
     use crate::stats::LatencyRecorder;
+
+    #[test]
+    fn noise_share_of_a_window_is_its_interruptions_over_the_time_spun() {
+        // 4 interruptions of 25 us in one second: 100 us of 1 s = 0.01 %.
+        let w = SecondStats::new(3, 1, 4, 10_000, 25_000.0, 40_000);
+        assert!((window_share_percent(&w, 1.0) - 0.01).abs() < 1e-12);
+        // Spinning half the time: the same noise is twice the share.
+        assert!((window_share_percent(&w, 0.5) - 0.02).abs() < 1e-12);
+        // Two merged windows: 4 of 25 us over 2 s.
+        let merged = SecondStats::new(2, 2, 4, 10_000, 25_000.0, 40_000);
+        assert!((window_share_percent(&merged, 1.0) - 0.005).abs() < 1e-12);
+        assert_eq!(
+            window_share_percent(&SecondStats::new(0, 0, 1, 1, 1.0, 1), 1.0),
+            0.0
+        );
+    }
+
+    #[test]
+    fn noise_share_axis_tops_are_round() {
+        assert_eq!(share_axis_top(0.0), 0.01);
+        assert_eq!(share_axis_top(0.004), 0.01);
+        assert!((share_axis_top(0.0095) - 0.02).abs() < 1e-12);
+        assert!((share_axis_top(0.3) - 0.5).abs() < 1e-12);
+        assert_eq!(share_axis_top(4.0), 5.0);
+        assert_eq!(share_axis_top(7.5), 10.0);
+        assert_eq!(share_axis_top(50.0), 100.0);
+    }
+
+    #[test]
+    fn noise_share_plot_draws_every_cpu_to_the_end_of_the_run() {
+        let quiet_middle = [
+            SecondStats::new(0, 1, 10, 2_000, 100_000.0, 500_000),
+            SecondStats::new(2, 1, 5, 2_000, 100_000.0, 300_000),
+        ];
+        let series = [
+            ShareSeries {
+                label: "CPU 1".into(),
+                per_second: &quiet_middle,
+                duty: 1.0,
+                end_s: 5.0,
+            },
+            ShareSeries {
+                label: "CPU 3".into(),
+                per_second: &[],
+                duty: 1.0,
+                end_s: 5.0,
+            },
+        ];
+        let svg = noise_share_svg("noise", &series).unwrap().unwrap();
+        assert!(
+            svg.contains("\nCPU 1\n") && svg.contains("\nCPU 3\n"),
+            "{svg}"
+        );
+        assert!(svg.contains("noise share per window over time"));
+        // 10 x 100 us of a second = 0.1 %: the axis tops at 0.2 % (labelled).
+        assert!(svg.contains("\n0.2 %\n"), "{svg}");
+        assert!(noise_share_svg("noise", &[]).unwrap().is_none());
+    }
 
     #[test]
     fn steps_drop_to_the_floor_between_gaps() {

@@ -133,6 +133,13 @@ pub struct TestResult {
     /// With `--trace-spikes`: the samples above the threshold and their causes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spikes: Option<spikes::SpikeTrace>,
+    /// Seconds from the run's start (when latscope began following the
+    /// kernel log, before the first test) to this test's start: where the
+    /// test's time axis (its series' `per_second` windows) sits on the
+    /// clock of `kernel_log`'s messages. Absent in reports of earlier
+    /// versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_s: Option<f64>,
 }
 
 /// The resolved configuration of a test: what every kind of test shares, then
