@@ -436,33 +436,58 @@ fn suite_and_logdisk_take_a_load_too() {
     assert!(!Path::new(&logdir).join("mqldt_testfile.0000").exists());
 }
 
-#[test]
-fn a_kernel_warning_during_the_run_is_in_the_report() {
+/// Runs latscope with `argv` and `--json FILE` and writes a warning to the
+/// kernel log `after` its start: the report, the marker text, the run's
+/// stdout and the temp dir. None (said) when not root: only root may write
+/// to /dev/kmsg.
+fn run_with_kernel_warning(
+    test: &str,
+    argv: &str,
+    after: Duration,
+) -> Option<(Value, String, String, tempfile::TempDir)> {
     if !euid_is_root() {
-        eprintln!("skipping a_kernel_warning_during_the_run: writing to /dev/kmsg needs root");
-        return;
+        eprintln!("skipping {test}: writing to /dev/kmsg needs root");
+        return None;
     }
-    let (_dir, file) = temp_file("report.json");
-    let mut argv = args("mq -D 2 --json");
+    let (dir, file) = temp_file("report.json");
+    let mut argv = args(argv);
+    argv.push("--json");
     argv.push(file.to_str().unwrap());
     argv.extend_from_slice(mlock_args());
     let child = spawn(&argv);
     let marker = format!(
-        "latscope-test: WARNING: marker {} {:?}",
+        "latscope-test: WARNING: {test} {} {:?}",
         child.child.id(),
         Instant::now()
     );
-    std::thread::sleep(Duration::from_millis(800));
+    std::thread::sleep(after);
     std::fs::write("/dev/kmsg", format!("<4>{marker}\n")).expect("write /dev/kmsg as root");
-    let (status, stdout, stderr) = child.wait(Duration::from_secs(20));
+    let (status, stdout, stderr) = child.wait(Duration::from_secs(30));
     assert_eq!(status.code(), Some(0), "{}", dump(status, &stdout, &stderr));
-    let report = read_json(&file);
+    Some((read_json(&file), marker, stdout, dir))
+}
+
+/// The message of `report`'s kernel log whose text is `marker`.
+fn message_of(report: &Value, marker: &str) -> Value {
+    array_of(&report["kernel_log"]["messages"], "messages")
+        .iter()
+        .find(|m| m["text"] == marker)
+        .unwrap_or_else(|| panic!("{marker} not in {report}"))
+        .clone()
+}
+
+#[test]
+fn a_kernel_warning_during_the_run_is_in_the_report() {
+    let Some((report, marker, stdout, _dir)) = run_with_kernel_warning(
+        "a_kernel_warning_during_the_run",
+        "mq -D 2",
+        Duration::from_millis(800),
+    ) else {
+        return;
+    };
     let log = &report["kernel_log"];
     assert_eq!(log["followed"], true, "{log}");
-    let message = array_of(&log["messages"], "messages")
-        .iter()
-        .find(|m| m["text"] == marker.as_str())
-        .unwrap_or_else(|| panic!("{marker} not in {log}"));
+    let message = message_of(&report, &marker);
     assert_eq!(message["kind"], "kernel_warning");
     assert_eq!(message["level"], 4);
     let t = f64_of(&message["time_s"], "time_s");
@@ -480,27 +505,14 @@ fn a_kernel_warning_during_the_run_is_in_the_report() {
 /// the recorded starts, never by timing.
 #[test]
 fn a_kernel_message_of_a_run_of_several_tests_is_marked_on_its_test() {
-    if !euid_is_root() {
-        eprintln!(
-            "skipping a_kernel_message_of_a_run_of_several_tests: writing to /dev/kmsg needs root"
-        );
+    let Some((report, marker, _stdout, dir)) = run_with_kernel_warning(
+        "a_kernel_message_of_a_run_of_several_tests",
+        "ipc --only pipe,eventfd --mode oneway -D 1",
+        Duration::from_millis(1500),
+    ) else {
         return;
-    }
-    let (dir, file) = temp_file("report.json");
-    let mut argv = args("ipc --only pipe,eventfd --mode oneway -D 1 --json");
-    argv.push(file.to_str().unwrap());
-    argv.extend_from_slice(mlock_args());
-    let child = spawn(&argv);
-    let marker = format!(
-        "latscope-test: WARNING: several tests {} {:?}",
-        child.child.id(),
-        Instant::now()
-    );
-    std::thread::sleep(Duration::from_millis(1500));
-    std::fs::write("/dev/kmsg", format!("<4>{marker}\n")).expect("write /dev/kmsg as root");
-    let (status, stdout, stderr) = child.wait(Duration::from_secs(30));
-    assert_eq!(status.code(), Some(0), "{}", dump(status, &stdout, &stderr));
-    let report = read_json(&file);
+    };
+    let file = dir.path().join("report.json");
     let tests = array_of(&report["tests"], "tests");
     assert_eq!(tests.len(), 2, "{report}");
     let starts: Vec<f64> = tests
@@ -511,11 +523,7 @@ fn a_kernel_message_of_a_run_of_several_tests_is_marked_on_its_test() {
         starts[0] >= 0.0 && starts[0] < starts[1] && starts[1] < 30.0,
         "{starts:?}"
     );
-    let message = array_of(&report["kernel_log"]["messages"], "messages")
-        .iter()
-        .find(|m| m["text"] == marker.as_str())
-        .unwrap_or_else(|| panic!("{marker} not in {report}"))
-        .clone();
+    let message = message_of(&report, &marker);
     let at = f64_of(&message["time_s"], "time_s");
     let owner = if at >= starts[1] { 1 } else { 0 };
 
