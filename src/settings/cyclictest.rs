@@ -86,7 +86,15 @@ pub struct CyclicSettings {
     pub early_lines: Vec<String>,
     /// The command line as typed, for the JSON `cmdline:` key.
     pub cmdline: String,
+    /// `--latscope-json FILE` (latscope's, not cyclictest's): the full
+    /// latscope Report of the run, checked like every latscope output.
+    pub latscope_json: Option<std::path::PathBuf>,
 }
+
+/// latscope's own option among cyclictest's. Matched only when spelled out
+/// in full: getopt's abbreviations stay those of cyclictest's table
+/// (`--lat` is still `--latency`).
+pub const LATSCOPE_JSON: &str = "latscope-json";
 
 /// cyclictest's `--policy` names (unknown names mean other, as there).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -247,6 +255,22 @@ fn tokenize(args: &[String]) -> Result<Vec<(&'static str, Option<String>)>, Cycl
                 Some((n, v)) => (n, Some(v.to_string())),
                 None => (long, None),
             };
+            if name == LATSCOPE_JSON {
+                let value = match attached {
+                    Some(v) => v,
+                    None => {
+                        let v = args.get(i).cloned().ok_or_else(|| {
+                            CyclicUsage::Bad(format!(
+                                "--{LATSCOPE_JSON} needs a file name: --{LATSCOPE_JSON} FILE"
+                            ))
+                        })?;
+                        i += 1;
+                        v
+                    }
+                };
+                out.push((LATSCOPE_JSON, Some(value)));
+                continue;
+            }
             let exact = OPTIONS.iter().find(|o| o.0 == name);
             let candidates: Vec<_> = OPTIONS.iter().filter(|o| o.0.starts_with(name)).collect();
             let found = match (exact, candidates.as_slice()) {
@@ -344,6 +368,20 @@ fn take_optional(option: &str, args: &[String], i: &mut usize) -> Option<String>
         Some(next.clone())
     } else {
         None
+    }
+}
+
+/// `--latscope-json`'s file, checked as every latscope output is before
+/// measuring (a usage error, exit 2). Not standard output: that carries
+/// cyclictest's own lines, which a parser must find unchanged.
+fn check_latscope_json(path: &str) -> Result<std::path::PathBuf, CyclicUsage> {
+    let option = format!("--{LATSCOPE_JSON}");
+    match super::check_output_path(&option, std::path::Path::new(path)) {
+        Ok(super::JsonTarget::File(p)) => Ok(p),
+        Ok(super::JsonTarget::Stdout) => Err(CyclicUsage::Bad(format!(
+            "{option} -: standard output carries cyclictest's own output; give a file name"
+        ))),
+        Err(e) => Err(CyclicUsage::Bad(e.0)),
     }
 }
 
@@ -457,6 +495,7 @@ impl CyclicSettings {
                 .chain(args.iter().cloned())
                 .collect::<Vec<_>>()
                 .join(" "),
+            latscope_json: None,
         };
         let all = online.len().max(1);
         // cyclictest's num_threads: -1 = one per CPU, decided after parsing.
@@ -468,6 +507,7 @@ impl CyclicSettings {
         let mut priority: i64 = 0;
         let mut option_affinity = false;
         let mut error = false;
+        let mut latscope_json = None;
         for (name, value) in tokenize(args)? {
             let v = value.as_deref().unwrap_or_default();
             let n = atoi(v);
@@ -571,6 +611,7 @@ impl CyclicSettings {
                 "policy" => s.policy = CyclicPolicy::parse(v),
                 "help" => return Err(CyclicUsage::Help),
                 "posix_timers" => s.posix_timers = true,
+                LATSCOPE_JSON => latscope_json = value,
                 _ => unreachable!("every option of OPTIONS is handled"),
             }
         }
@@ -684,6 +725,11 @@ impl CyclicSettings {
                     s.distance_us
                 )));
             }
+        }
+        // Last: cyclictest's own errors come first, and the probe file of
+        // the check is only made for a command line that will run.
+        if let Some(path) = latscope_json {
+            s.latscope_json = Some(check_latscope_json(&path)?);
         }
         Ok(s)
     }
