@@ -468,7 +468,9 @@ fn measure(s: &CyclicSettings, online: &[usize], lock_memory: bool) -> Result<Ra
     }
     if s.mlockall && lock_memory {
         use crate::rt::sched::MlockSkipped;
-        match crate::rt::sched::lock_all_memory_if_affordable() {
+        // MCL_ONFAULT: see rt::sched::lock_memory_if_affordable (measured
+        // in docs/benchmarks.md part 7: RSS a third, first samples alike).
+        match crate::rt::sched::lock_memory_if_affordable(true) {
             Ok(()) => {}
             Err(MlockSkipped::Unaffordable(why) | MlockSkipped::Failed(why)) => {
                 eprintln!("latscope: warning: memory not locked: {why}");
