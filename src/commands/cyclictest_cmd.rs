@@ -185,7 +185,7 @@ impl Measurement for CyclicMeasurement<'_> {
                     cpu: s.cpu_of(i).unwrap_or(r.cpu),
                     tid: t.tid,
                     period_us: t.interval_us,
-                    loops: t.cycles * t.interval_us / 1_000_000,
+                    loops: (t.cycles * t.interval_us).div_ceil(1_000_000),
                     msw: r.involuntary_switches + r.major_faults + r.minor_faults,
                     involuntary_switches: r.involuntary_switches,
                     major_faults: r.major_faults,
@@ -213,12 +213,13 @@ impl Measurement for CyclicMeasurement<'_> {
             scheduling_free: false,
             throttle: Default::default(),
         };
+        // The timer test's names (docs/json-schema.md); -s is cyclictest's own.
         let wake = if s.posix_timers {
-            "posix-timer"
+            crate::timer::WakeMethod::PosixTimer.as_str()
         } else if s.system {
             "nanosleep"
         } else {
-            "clock_nanosleep"
+            crate::timer::WakeMethod::Nanosleep.as_str()
         };
         let result = TestResult {
             test: "cyclictest".to_string(),
