@@ -826,6 +826,43 @@ mod tests {
         assert_eq!(parse(&["-a0-1"]).unwrap().affinity, Some(vec![0, 1]));
     }
 
+    /// latscope's option in both GNU forms, only when spelled in full, its
+    /// path checked after cyclictest's own errors.
+    #[test]
+    fn latscope_json_option() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("r.json");
+        let path = file.to_str().unwrap();
+        let joined = format!("--latscope-json={path}");
+        for words in [
+            vec!["--latscope-json", path, "-q"],
+            vec![joined.as_str(), "-q"],
+        ] {
+            let s = parse(&words).unwrap();
+            assert_eq!(s.latscope_json.as_deref(), Some(file.as_path()));
+            assert!(s.quiet, "the word after the value is an option again");
+        }
+        assert_eq!(parse(&["--lat", "5"]).unwrap().latency_target, 5);
+        assert!(matches!(
+            parse(&["--latscope-js", path]),
+            Err(CyclicUsage::Getopt(m)) if m.contains("unrecognized option")
+        ));
+        assert!(matches!(
+            parse(&["--latscope-json", "-"]),
+            Err(CyclicUsage::Bad(_))
+        ));
+        assert!(matches!(
+            parse(&["--latscope-json"]),
+            Err(CyclicUsage::Bad(_))
+        ));
+        // cyclictest's own refusal comes first.
+        assert!(matches!(
+            parse(&["-c", "7", "--latscope-json", "-"]),
+            Err(CyclicUsage::Invalid(_))
+        ));
+        assert!(!file.exists(), "checking the path leaves nothing behind");
+    }
+
     #[test]
     fn long_options_and_prefixes() {
         let s = parse(&[
