@@ -729,7 +729,24 @@ impl CyclicSettings {
         // Last: cyclictest's own errors come first, and the probe file of
         // the check is only made for a command line that will run.
         if let Some(path) = latscope_json {
-            s.latscope_json = Some(check_latscope_json(&path)?);
+            let checked = check_latscope_json(&path)?;
+            // cyclictest's own files are written before the report: one of
+            // them under the same name would be replaced by it.
+            let file = |p: &Option<String>| {
+                p.as_ref()
+                    .map(|p| super::JsonTarget::File(std::path::PathBuf::from(p)))
+            };
+            let report = super::JsonTarget::File(checked.clone());
+            // Pair by pair: --json and --histfile on one file is
+            // cyclictest's business.
+            for (option, target) in [("--json", file(&s.json)), ("--histfile", file(&s.histfile))] {
+                super::check_distinct_outputs(&[
+                    (option, target.as_ref()),
+                    ("--latscope-json", Some(&report)),
+                ])
+                .map_err(|e| CyclicUsage::Bad(e.0))?;
+            }
+            s.latscope_json = Some(checked);
         }
         Ok(s)
     }
@@ -859,6 +876,11 @@ mod tests {
         assert!(matches!(
             parse(&["-c", "7", "--latscope-json", "-"]),
             Err(CyclicUsage::Invalid(_))
+        ));
+        let same = format!("--json={path}");
+        assert!(matches!(
+            parse(&[same.as_str(), "--latscope-json", path]),
+            Err(CyclicUsage::Bad(m)) if m.contains("same file")
         ));
         assert!(!file.exists(), "checking the path leaves nothing behind");
     }
