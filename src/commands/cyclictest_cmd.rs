@@ -5,14 +5,30 @@
 //! `-h`/`-H` histogram, `--spike`, `-b`'s break lines and `--json`, and its
 //! stderr lines and exit codes.
 //!
-//! This slice does not go through `pipeline::run`: cyclictest's per-thread
-//! intervals, priorities and loop counts do not fit the timer plan yet, and
-//! its output is only cyclictest's own (no latscope Report beside it yet).
+//! With `--latscope-json FILE` the run goes through `pipeline::run`
+//! (`CyclicMeasurement`): the machine facts, the memory lock, latscope's
+//! validity warnings (on stderr only: the presentation is classic) and the
+//! full Report in FILE, while stdout, cyclictest's own `--json`, its stderr
+//! lines and its exit codes stay cyclictest's. Without it the run does not:
+//! the pipeline's footer would add lines to cyclictest's stderr, and its
+//! machine facts and kernel-log follower cost memory and start-up time
+//! that cyclictest's users compare against.
 
 use crate::live::cyclictest::{CyclicDisplay, DisplayForm, ThreadLabel};
-use crate::pipeline::CommandError;
+use crate::pipeline::{
+    CommandError, CpuWindow, FinishedTest, Measurement, Plan, PrepareSpec, Presentation, Run,
+    RunFacts,
+};
 use crate::report::classic_cyclictest::{self as classic, CyclicThread, JsonHeader};
+use crate::report::json::LatscopeJson;
+use crate::report::{
+    ConfigDetail, EndReason, Series, SeriesDetail, TestConfig, TestResult, TimerConfig,
+    TimerThread, XenomaiHistogram,
+};
 use crate::settings::cyclictest::{CyclicPolicy, CyclicSettings, CyclicUsage};
+use crate::settings::{JsonTarget, Outputs};
+use crate::stats::LatencyRecorder;
+use crate::stats::window::WindowSeries;
 use crate::timer::cyclic::{self, CyclicAlign, CyclicOptions, CyclicThreadPlan, CyclicWake};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -66,7 +82,222 @@ pub fn run(args: &[String]) -> Result<i32, CommandError> {
     for line in &settings.warnings {
         let _ = writeln!(std::io::stderr(), "{line}");
     }
-    measure(&settings, &online)
+    match settings.latscope_json.clone() {
+        None => {
+            let ran = measure(&settings, &online, true)?;
+            print(&ran.final_block);
+            Ok(0)
+        }
+        Some(path) => crate::pipeline::run(&mut CyclicMeasurement {
+            settings: &settings,
+            online: &online,
+            path,
+            final_block: std::sync::Arc::default(),
+        }),
+    }
+}
+
+/// `--latscope-json`: the run as a pipeline `Measurement`.
+struct CyclicMeasurement<'a> {
+    settings: &'a CyclicSettings,
+    online: &'a [usize],
+    path: std::path::PathBuf,
+    /// cyclictest's final block, rendered by the measure step (it holds
+    /// what the Report does not: whole-us cells, outlier cycles, the break
+    /// thread), printed by the console exporter at delivery.
+    final_block: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Measurement for CyclicMeasurement<'_> {
+    fn plan(&self) -> Plan {
+        let s = self.settings;
+        Plan {
+            prepare: PrepareSpec {
+                lock_memory: s.mlockall,
+                require_mlock: false,
+                // cyclictest's own handling (its stdout line, --latency,
+                // --laptop) is kept: see `latency_target`.
+                hold_dma_latency: false,
+                loads: Vec::new(),
+                cpus: measured_cpus(s, self.online),
+            },
+            fail_if: Vec::new(),
+            outputs: Outputs {
+                json: Some(JsonTarget::File(self.path.clone())),
+                ..Outputs::default()
+            },
+            presentation: Presentation {
+                console: Box::new(classic::FinalBlock(std::sync::Arc::clone(
+                    &self.final_block,
+                ))),
+                classic: true,
+                json: Box::new(LatscopeJson),
+            },
+        }
+    }
+
+    fn measure(&mut self, run: &mut Run<'_>) -> Result<Vec<FinishedTest>, CommandError> {
+        let s = self.settings;
+        let window = CpuWindow::open();
+        let ran = measure(s, self.online, false)?;
+        let cpu_use = window.close();
+        if let Ok(mut block) = self.final_block.lock() {
+            block.clone_from(&ran.final_block);
+        }
+        let cpus = measured_cpus(s, self.online);
+        let (busy_fraction, own_cpu_seconds, load_fraction) = cpu_use.of(&cpus);
+        let mut overall = LatencyRecorder::signed();
+        let mut series = Vec::with_capacity(ran.threads.len());
+        for (i, ((t, figures), windows)) in ran
+            .threads
+            .iter()
+            .zip(ran.figures)
+            .zip(ran.windows)
+            .enumerate()
+        {
+            let Some(r) = figures else { continue };
+            overall.merge(&r.recorder);
+            if r.overruns > 0 {
+                run.warn(format!(
+                    "thread {i} missed {} period{} (overruns): the interval is too short for this machine, or real-time throttling or a higher-priority task stopped it",
+                    r.overruns,
+                    if r.overruns == 1 { "" } else { "s" }
+                ));
+            }
+            let (per_second, dropped) = windows;
+            let empty = || XenomaiHistogram::new(1, 1000).ok();
+            let (Some(all), Some(loop_min), Some(loop_max)) = (empty(), empty(), empty()) else {
+                continue;
+            };
+            let pinned = s.cpu_of(i).is_some();
+            series.push(Series {
+                label: format!("thread {i}"),
+                cpus: vec![s.cpu_of(i).unwrap_or(r.cpu)],
+                pinned,
+                policy: s.policy_of(i).name().to_string(),
+                priority: t.priority,
+                overruns: r.overruns,
+                above_limit: 0,
+                latency: r.recorder.summary(),
+                per_second: per_second.into_windows(),
+                per_second_dropped: dropped,
+                detail: SeriesDetail::TimerThread(Box::new(TimerThread {
+                    cpu: s.cpu_of(i).unwrap_or(r.cpu),
+                    tid: t.tid,
+                    period_us: t.interval_us,
+                    loops: (t.cycles * t.interval_us).div_ceil(1_000_000),
+                    msw: r.involuntary_switches + r.major_faults + r.minor_faults,
+                    involuntary_switches: r.involuntary_switches,
+                    major_faults: r.major_faults,
+                    minor_faults: r.minor_faults,
+                    // Xenomai's histograms are the timer test's; cyclictest's
+                    // own -h histogram is in its output.
+                    histogram_all: all,
+                    histogram_loop_min: loop_min,
+                    histogram_loop_max: loop_max,
+                    breakdown: None,
+                })),
+            });
+        }
+        let facts = RunFacts {
+            realtime_policy: s.policy.is_realtime(),
+            cpus_used: cpus.clone(),
+            busy_fraction,
+            own_cpu_seconds,
+            load_fraction,
+            elapsed: ran.elapsed,
+            max_ns: overall.max(),
+            windows_dropped: series.iter().map(|x| x.per_second_dropped).sum(),
+            breaktrace_note: None,
+            priority_option: Some("-p"),
+            scheduling_free: false,
+            throttle: Default::default(),
+        };
+        // The timer test's names (docs/json-schema.md); -s is cyclictest's own.
+        let wake = if s.posix_timers {
+            crate::timer::WakeMethod::PosixTimer.as_str()
+        } else if s.system {
+            "nanosleep"
+        } else {
+            crate::timer::WakeMethod::Nanosleep.as_str()
+        };
+        let result = TestResult {
+            test: "cyclictest".to_string(),
+            description: format!(
+                "periodic wake-up, {wake}{}: clock read after waking - expiry (cyclictest's figures)",
+                if s.relative { " (relative)" } else { "" }
+            ),
+            mode: "user".to_string(),
+            config: TestConfig {
+                policy: s.policy.name().to_string(),
+                priority: s.priority,
+                loops: (s.loops > 0).then_some(s.loops),
+                duration_s: s.duration.map(|d| d.as_secs_f64()),
+                max_latency_us: None,
+                mlockall: run.prep.memory.is_locked(),
+                cpu_dma_latency: ran.dma_latency.clone(),
+                detail: ConfigDetail::Timer(TimerConfig {
+                    cpus,
+                    period_us: s.interval_us,
+                    wake: wake.to_string(),
+                    figure: "user".to_string(),
+                    test_mode: 0,
+                    warmup_loops: 0,
+                    samples_per_loop: 1_000_000 / s.interval_us.max(1),
+                    histogram_cells: s.histogram,
+                    bucket_ns: if s.nsecs { 1 } else { 1000 },
+                    breakdown: false,
+                    freeze_trace: false,
+                    break_on_switch: false,
+                }),
+            },
+            end_reason: ran.end_reason,
+            error: None,
+            overall: overall.summary(),
+            series,
+            overall_detail: None,
+            spikes: None,
+        };
+        Ok(vec![FinishedTest {
+            result,
+            started: ran.started,
+            ended: ran.ended,
+            elapsed: ran.elapsed,
+            facts,
+        }])
+    }
+}
+
+/// The CPUs the threads measure on: their own when pinned, else every CPU
+/// the process may use.
+fn measured_cpus(s: &CyclicSettings, online: &[usize]) -> Vec<usize> {
+    match &s.affinity {
+        Some(cpus) => {
+            let mut used: Vec<usize> = (0..s.threads).filter_map(|i| s.cpu_of(i)).collect();
+            used.sort_unstable();
+            used.dedup();
+            if used.is_empty() { cpus.clone() } else { used }
+        }
+        None => online.to_vec(),
+    }
+}
+
+/// What a run leaves besides its output so far.
+struct Ran {
+    /// cyclictest's block after the run (-q's `T:` lines, spikes, the
+    /// histogram, the break lines), not yet printed.
+    final_block: String,
+    threads: Vec<CyclicThread>,
+    /// latscope's figures per thread (with `--latscope-json`).
+    figures: Vec<Option<cyclic::ThreadReport>>,
+    /// Per thread: its per-second windows and the windows lost.
+    windows: Vec<(WindowSeries, u64)>,
+    /// `/dev/cpu_dma_latency` as the Report says it.
+    dma_latency: String,
+    end_reason: EndReason,
+    started: std::time::SystemTime,
+    ended: std::time::SystemTime,
+    elapsed: Duration,
 }
 
 /// The name getopt's messages start with: argv[0] as typed when started
@@ -212,7 +443,11 @@ fn check_resolution(s: &CyclicSettings) {
     }
 }
 
-fn measure(s: &CyclicSettings, online: &[usize]) -> Result<i32, CommandError> {
+/// The run, as cyclictest does it: everything it prints before and during
+/// the run is printed; the final block is returned. `lock_memory`: `-m`'s
+/// mlockall is done here (not when the pipeline has done it already).
+fn measure(s: &CyclicSettings, online: &[usize], lock_memory: bool) -> Result<Ran, CommandError> {
+    let report = s.latscope_json.is_some();
     for line in &s.early_lines {
         print(&format!("{line}\n"));
     }
@@ -232,9 +467,11 @@ fn measure(s: &CyclicSettings, online: &[usize]) -> Result<i32, CommandError> {
             print(&format!("Using {} cpus.\n", cpus.len()));
         }
     }
-    if s.mlockall {
+    if s.mlockall && lock_memory {
         use crate::rt::sched::MlockSkipped;
-        match crate::rt::sched::lock_all_memory_if_affordable() {
+        // MCL_ONFAULT: see rt::sched::lock_memory_if_affordable (measured
+        // in docs/benchmarks.md part 7: RSS a third, first samples alike).
+        match crate::rt::sched::lock_memory_if_affordable(true) {
             Ok(()) => {}
             Err(MlockSkipped::Unaffordable(why) | MlockSkipped::Failed(why)) => {
                 eprintln!("latscope: warning: memory not locked: {why}");
@@ -243,6 +480,11 @@ fn measure(s: &CyclicSettings, online: &[usize]) -> Result<i32, CommandError> {
     }
     // Held for the whole run; dropped (closed) at the end, as cyclictest does.
     let dma = latency_target(s);
+    let dma_latency = match &dma {
+        Some(_) => format!("held at {} us", s.latency_target),
+        None if s.laptop || s.default_system => "not requested".to_string(),
+        None => "not set (see the WARN line on stderr)".to_string(),
+    };
     let mut res = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -266,6 +508,7 @@ fn measure(s: &CyclicSettings, online: &[usize]) -> Result<i32, CommandError> {
             loops: s.loops,
             hist_cells: s.histogram,
             nsecs: s.nsecs,
+            report,
         })
         .collect();
     if s.verbose {
@@ -343,27 +586,48 @@ fn measure(s: &CyclicSettings, online: &[usize]) -> Result<i32, CommandError> {
         None => None,
     };
     let start_time = local_time();
+    let started = std::time::SystemTime::now();
+    let clock_start = std::time::Instant::now();
     let run = cyclic::start(&plans, &opts).map_err(CommandError::Runtime)?;
+    let mut windows: Vec<WindowSeries> = run
+        .shared
+        .windows
+        .iter()
+        .map(|_| WindowSeries::default())
+        .collect();
+    let drain = |shared: &cyclic::CyclicShared, windows: &mut Vec<WindowSeries>| {
+        for (ring, series) in shared.windows.iter().zip(windows.iter_mut()) {
+            ring.drain_into(series);
+        }
+    };
+    let mut signalled = false;
     let fifo_thread = fifo.map(|f| f.serve(std::sync::Arc::clone(&run.shared), display.labels()));
     if let Some(cpus) = &s.main_affinity {
         pin_main_thread(cpus);
     }
     let shared = std::sync::Arc::clone(&run.shared);
     let stopped = |shared: &cyclic::CyclicShared| shared.stop.load(Ordering::Relaxed);
-    // cyclictest's main loop: draw, sleep 10 ms, stop on a signal, on any
-    // thread's -l loops done or on the threads' own stop (-D, -b); else
+    // cyclictest's main loop: draw, sleep 10 ms, stop on a signal, on the
+    // threads' own stop (-D, -b) or once any thread has done its -l loops
+    // (rt-tests 2.40 counts `allstopped` up per finished thread but breaks
+    // as soon as it is not 0; then `shutdown` stops the others where they
+    // are: with -t2 -d100 -l500 cyclictest's thread 1 ends near 466); else
     // move the cursor up and (with -M) wait for a new maximum.
+    let mut loops_done = false;
     loop {
         print(&display.block(&shared));
-        let all_stopped = s.loops > 0
+        let one_done = s.loops > 0
             && shared
                 .threads
                 .iter()
                 .any(|t| t.cycles.load(Ordering::Acquire) >= s.loops);
         if crate::rt::signals::wait_for_stop_signal(Duration::from_millis(10)).is_some() {
+            signalled = true;
             shared.stop.store(true, Ordering::Relaxed);
         }
-        if stopped(&shared) || all_stopped {
+        drain(&shared, &mut windows);
+        if stopped(&shared) || one_done {
+            loops_done = one_done;
             break;
         }
         print(&display.cursor_up());
@@ -372,6 +636,7 @@ fn measure(s: &CyclicSettings, online: &[usize]) -> Result<i32, CommandError> {
             // run here, as cyclictest's threads do with -M.
             let epoch = shared.max_epoch.load(Ordering::Relaxed);
             while shared.max_epoch.load(Ordering::Relaxed) == epoch && !stopped(&shared) {
+                drain(&shared, &mut windows);
                 if crate::rt::signals::wait_for_stop_signal(Duration::from_millis(10)).is_some()
                     || shared
                         .threads
@@ -390,29 +655,36 @@ fn measure(s: &CyclicSettings, online: &[usize]) -> Result<i32, CommandError> {
         print(&display.cursor_down());
     }
     let results = run.stop_and_join();
+    let elapsed = clock_start.elapsed();
+    let ended = std::time::SystemTime::now();
+    drain(&shared, &mut windows);
     if let Some(t) = fifo_thread {
         let _ = t.join();
     }
     let end_time = local_time();
     let mut threads = Vec::with_capacity(results.len());
+    let mut figures = Vec::with_capacity(results.len());
     let mut failure = None;
     for (i, r) in results.into_iter().enumerate() {
         match r {
-            Ok(f) => threads.push(CyclicThread {
-                tid: f.tid,
-                priority: s.priority_of(i),
-                interval_us: s.interval_of(i) as u64,
-                cycles: f.cycles,
-                min: f.min,
-                act: f.act,
-                sum: f.sum,
-                max: f.max,
-                cpu: s.json_cpu_of(i, online),
-                hist: f.hist,
-                overflows: f.overflows,
-                outliers: f.outliers,
-                smi_count: f.smi_count,
-            }),
+            Ok(mut f) => {
+                figures.push(f.report.take());
+                threads.push(CyclicThread {
+                    tid: f.tid,
+                    priority: s.priority_of(i),
+                    interval_us: s.interval_of(i) as u64,
+                    cycles: f.cycles,
+                    min: f.min,
+                    act: f.act,
+                    sum: f.sum,
+                    max: f.max,
+                    cpu: s.json_cpu_of(i, online),
+                    hist: f.hist,
+                    overflows: f.overflows,
+                    outliers: f.outliers,
+                    smi_count: f.smi_count,
+                })
+            }
             Err(e) => failure = failure.or(Some(e)),
         }
     }
@@ -443,8 +715,6 @@ fn measure(s: &CyclicSettings, online: &[usize]) -> Result<i32, CommandError> {
             .collect();
         text.push_str(&classic::spikes(&kept, count));
     }
-    print(&text);
-    text.clear();
     if s.histogram > 0 {
         let block = classic::histogram(&threads, s.histogram, s.histofall, s.smi);
         match &s.histfile {
@@ -467,8 +737,31 @@ fn measure(s: &CyclicSettings, online: &[usize]) -> Result<i32, CommandError> {
         let broke = (tid != 0).then(|| (tid, shared.break_value.load(Ordering::Relaxed)));
         text.push_str(&classic::break_block(&tids, broke));
     }
-    print(&text);
-    Ok(0)
+    let end_reason = if shared.break_tid.load(Ordering::Acquire) != 0 {
+        EndReason::BreakTrace
+    } else if signalled {
+        EndReason::Interrupted
+    } else if loops_done || s.duration.is_none() {
+        EndReason::LoopsDone
+    } else {
+        EndReason::DurationElapsed
+    };
+    let windows = windows
+        .into_iter()
+        .zip(shared.windows.iter())
+        .map(|(w, ring)| (w, ring.dropped()))
+        .collect();
+    Ok(Ran {
+        final_block: text,
+        threads,
+        figures,
+        windows,
+        dma_latency,
+        end_reason,
+        started,
+        ended,
+        elapsed,
+    })
 }
 
 /// rt-tests' tracing directory: `<debugfs>/tracing/` where debugfs is

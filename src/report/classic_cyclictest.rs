@@ -5,6 +5,24 @@
 
 use std::fmt::Write;
 
+/// The console of `cyclictest --latscope-json`: cyclictest's final block,
+/// exactly as a run without the option prints it. The block holds what the
+/// Report does not (whole-us histogram cells, outlier cycle numbers, the
+/// thread that broke), so the measure step renders it into the shared
+/// string and this exporter only prints it, at the pipeline's delivery.
+pub struct FinalBlock(pub std::sync::Arc<std::sync::Mutex<String>>);
+
+impl crate::report::Exporter for FinalBlock {
+    fn write(
+        &self,
+        _report: &crate::report::Report,
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        let block = self.0.lock().map(|b| b.clone()).unwrap_or_default();
+        out.write_all(block.as_bytes())
+    }
+}
+
 /// One thread's figures, in cyclictest's units (us, or ns with `-N`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CyclicThread {

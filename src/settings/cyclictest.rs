@@ -86,7 +86,15 @@ pub struct CyclicSettings {
     pub early_lines: Vec<String>,
     /// The command line as typed, for the JSON `cmdline:` key.
     pub cmdline: String,
+    /// `--latscope-json FILE` (latscope's, not cyclictest's): the full
+    /// latscope Report of the run, checked like every latscope output.
+    pub latscope_json: Option<std::path::PathBuf>,
 }
+
+/// latscope's own option among cyclictest's. Matched only when spelled out
+/// in full: getopt's abbreviations stay those of cyclictest's table
+/// (`--lat` is still `--latency`).
+pub const LATSCOPE_JSON: &str = "latscope-json";
 
 /// cyclictest's `--policy` names (unknown names mean other, as there).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -247,6 +255,22 @@ fn tokenize(args: &[String]) -> Result<Vec<(&'static str, Option<String>)>, Cycl
                 Some((n, v)) => (n, Some(v.to_string())),
                 None => (long, None),
             };
+            if name == LATSCOPE_JSON {
+                let value = match attached {
+                    Some(v) => v,
+                    None => {
+                        let v = args.get(i).cloned().ok_or_else(|| {
+                            CyclicUsage::Bad(format!(
+                                "--{LATSCOPE_JSON} needs a file name: --{LATSCOPE_JSON} FILE"
+                            ))
+                        })?;
+                        i += 1;
+                        v
+                    }
+                };
+                out.push((LATSCOPE_JSON, Some(value)));
+                continue;
+            }
             let exact = OPTIONS.iter().find(|o| o.0 == name);
             let candidates: Vec<_> = OPTIONS.iter().filter(|o| o.0.starts_with(name)).collect();
             let found = match (exact, candidates.as_slice()) {
@@ -344,6 +368,20 @@ fn take_optional(option: &str, args: &[String], i: &mut usize) -> Option<String>
         Some(next.clone())
     } else {
         None
+    }
+}
+
+/// `--latscope-json`'s file, checked as every latscope output is before
+/// measuring (a usage error, exit 2). Not standard output: that carries
+/// cyclictest's own lines, which a parser must find unchanged.
+fn check_latscope_json(path: &str) -> Result<std::path::PathBuf, CyclicUsage> {
+    let option = format!("--{LATSCOPE_JSON}");
+    match super::check_output_path(&option, std::path::Path::new(path)) {
+        Ok(super::JsonTarget::File(p)) => Ok(p),
+        Ok(super::JsonTarget::Stdout) => Err(CyclicUsage::Bad(format!(
+            "{option} -: standard output carries cyclictest's own output; give a file name"
+        ))),
+        Err(e) => Err(CyclicUsage::Bad(e.0)),
     }
 }
 
@@ -457,6 +495,7 @@ impl CyclicSettings {
                 .chain(args.iter().cloned())
                 .collect::<Vec<_>>()
                 .join(" "),
+            latscope_json: None,
         };
         let all = online.len().max(1);
         // cyclictest's num_threads: -1 = one per CPU, decided after parsing.
@@ -468,6 +507,7 @@ impl CyclicSettings {
         let mut priority: i64 = 0;
         let mut option_affinity = false;
         let mut error = false;
+        let mut latscope_json = None;
         for (name, value) in tokenize(args)? {
             let v = value.as_deref().unwrap_or_default();
             let n = atoi(v);
@@ -571,6 +611,7 @@ impl CyclicSettings {
                 "policy" => s.policy = CyclicPolicy::parse(v),
                 "help" => return Err(CyclicUsage::Help),
                 "posix_timers" => s.posix_timers = true,
+                LATSCOPE_JSON => latscope_json = value,
                 _ => unreachable!("every option of OPTIONS is handled"),
             }
         }
@@ -685,6 +726,28 @@ impl CyclicSettings {
                 )));
             }
         }
+        // Last: cyclictest's own errors come first, and the probe file of
+        // the check is only made for a command line that will run.
+        if let Some(path) = latscope_json {
+            let checked = check_latscope_json(&path)?;
+            // cyclictest's own files are written before the report: one of
+            // them under the same name would be replaced by it.
+            let file = |p: &Option<String>| {
+                p.as_ref()
+                    .map(|p| super::JsonTarget::File(std::path::PathBuf::from(p)))
+            };
+            let report = super::JsonTarget::File(checked.clone());
+            // Pair by pair: --json and --histfile on one file is
+            // cyclictest's business.
+            for (option, target) in [("--json", file(&s.json)), ("--histfile", file(&s.histfile))] {
+                super::check_distinct_outputs(&[
+                    (option, target.as_ref()),
+                    ("--latscope-json", Some(&report)),
+                ])
+                .map_err(|e| CyclicUsage::Bad(e.0))?;
+            }
+            s.latscope_json = Some(checked);
+        }
         Ok(s)
     }
 
@@ -778,6 +841,48 @@ mod tests {
         assert_eq!(parse(&["-a", "1"]).unwrap().affinity, Some(vec![1]));
         assert_eq!(parse(&["-a", "!0"]).unwrap().affinity, Some(vec![1]));
         assert_eq!(parse(&["-a0-1"]).unwrap().affinity, Some(vec![0, 1]));
+    }
+
+    /// latscope's option in both GNU forms, only when spelled in full, its
+    /// path checked after cyclictest's own errors.
+    #[test]
+    fn latscope_json_option() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("r.json");
+        let path = file.to_str().unwrap();
+        let joined = format!("--latscope-json={path}");
+        for words in [
+            vec!["--latscope-json", path, "-q"],
+            vec![joined.as_str(), "-q"],
+        ] {
+            let s = parse(&words).unwrap();
+            assert_eq!(s.latscope_json.as_deref(), Some(file.as_path()));
+            assert!(s.quiet, "the word after the value is an option again");
+        }
+        assert_eq!(parse(&["--lat", "5"]).unwrap().latency_target, 5);
+        assert!(matches!(
+            parse(&["--latscope-js", path]),
+            Err(CyclicUsage::Getopt(m)) if m.contains("unrecognized option")
+        ));
+        assert!(matches!(
+            parse(&["--latscope-json", "-"]),
+            Err(CyclicUsage::Bad(_))
+        ));
+        assert!(matches!(
+            parse(&["--latscope-json"]),
+            Err(CyclicUsage::Bad(_))
+        ));
+        // cyclictest's own refusal comes first.
+        assert!(matches!(
+            parse(&["-c", "7", "--latscope-json", "-"]),
+            Err(CyclicUsage::Invalid(_))
+        ));
+        let same = format!("--json={path}");
+        assert!(matches!(
+            parse(&[same.as_str(), "--latscope-json", path]),
+            Err(CyclicUsage::Bad(m)) if m.contains("same file")
+        ));
+        assert!(!file.exists(), "checking the path leaves nothing behind");
     }
 
     #[test]

@@ -9,10 +9,17 @@
 //! after every sample, and a preallocated ring of values for `-v`. The loop
 //! itself never allocates, locks or prints; `-b` and `--spike` claim their
 //! slot with one atomic operation.
+//!
+//! With `--latscope-json` each thread also keeps what latscope's Report
+//! needs (`ThreadReport`): every latency in ns in a `LatencyRecorder` and
+//! per-second windows in a `WindowRing` the main thread drains. Built before
+//! the loop, and only then: a plain cyclictest run carries none of it.
 
 use crate::rt::clock::{read_clock, timespec};
 use crate::rt::sched;
 use crate::rt::tracefs::BreakTrace;
+use crate::stats::LatencyRecorder;
+use crate::stats::window::{WindowRing, WindowWriter};
 use crate::timer::posix_timer::PosixTimer;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -59,6 +66,8 @@ pub struct CyclicThreadPlan {
     /// Histogram cells (0 = none), in the figure's unit.
     pub hist_cells: usize,
     pub nsecs: bool,
+    /// Keep latscope's Report figures (`ThreadReport`) beside cyclictest's.
+    pub report: bool,
 }
 
 /// What every thread shares.
@@ -132,7 +141,6 @@ impl CyclicLive {
 }
 
 /// Everything the threads and the main thread share.
-#[derive(Debug)]
 pub struct CyclicShared {
     /// cyclictest's `shutdown`: set by a signal, `-D`, `-b` or a failure.
     pub stop: AtomicBool,
@@ -145,6 +153,9 @@ pub struct CyclicShared {
     /// `--spike`: slots claimed in order; `spikes` counts them all.
     pub spike_slots: Box<[SpikeSlot]>,
     pub spikes: AtomicUsize,
+    /// With `--latscope-json`: each thread's per-second windows, drained by
+    /// the main thread (empty otherwise).
+    pub windows: Vec<WindowRing>,
     /// `-A`/`--secaligned`: the common start (ns of the clock), 0 = not yet.
     start_ns: AtomicU64,
     ready: AtomicUsize,
@@ -163,6 +174,47 @@ pub struct CyclicFigures {
     pub overflows: u64,
     pub outliers: Vec<u64>,
     pub smi_count: u64,
+    /// latscope's figures of the thread, when its plan asked for them.
+    pub report: Option<ThreadReport>,
+}
+
+/// What latscope's Report needs of one thread beyond cyclictest's figures.
+#[derive(Clone)]
+pub struct ThreadReport {
+    /// Every latency in ns (cyclictest's own figures are truncated to us).
+    pub recorder: LatencyRecorder,
+    /// Periods skipped because a wake-up came after the next expiry.
+    pub overruns: u64,
+    /// The CPU the thread ran on when it left its loop.
+    pub cpu: usize,
+    /// `getrusage(RUSAGE_THREAD)` over the loop: (involuntary context
+    /// switches, major faults, minor faults).
+    pub involuntary_switches: u64,
+    pub major_faults: u64,
+    pub minor_faults: u64,
+}
+
+impl std::fmt::Debug for ThreadReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ThreadReport")
+            .field("samples", &self.recorder.count())
+            .field("overruns", &self.overruns)
+            .field("cpu", &self.cpu)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The calling thread's (involuntary switches, major faults, minor faults).
+fn thread_counters() -> (u64, u64, u64) {
+    // SAFETY: a zeroed rusage is a valid output buffer.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_THREAD reports the calling thread into `usage`.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
+    (
+        usage.ru_nivcsw as u64,
+        usage.ru_majflt as u64,
+        usage.ru_minflt as u64,
+    )
 }
 
 /// The running threads.
@@ -212,6 +264,11 @@ pub fn start(plans: &[CyclicThreadPlan], opts: &CyclicOptions) -> Result<CyclicR
             .map(|_| SpikeSlot::default())
             .collect(),
         spikes: AtomicUsize::new(0),
+        windows: if plans.iter().any(|p| p.report) {
+            plans.iter().map(|_| WindowRing::default()).collect()
+        } else {
+            Vec::new()
+        },
         start_ns: AtomicU64::new(0),
         ready: AtomicUsize::new(0),
     });
@@ -352,6 +409,21 @@ fn sample(
     };
     let mut next = now + interval;
     let stop_at = opts.duration_ns.map(|d| now + d);
+    // Built (and its histograms touched) before the first sample.
+    let mut report = plan.report.then(|| ThreadReport {
+        recorder: LatencyRecorder::signed(),
+        overruns: 0,
+        cpu: 0,
+        involuntary_switches: 0,
+        major_faults: 0,
+        minor_faults: 0,
+    });
+    let mut windows = shared
+        .windows
+        .get(index)
+        .filter(|_| plan.report)
+        .map(|ring| WindowWriter::new(ring, now));
+    let counters_before = thread_counters();
     if let Some(t) = &timer {
         if opts.relative {
             t.arm(interval, interval, false)?;
@@ -439,6 +511,12 @@ fn sample(
         }
         f.sum += diff;
         live.sum.store(f.sum, Ordering::Relaxed);
+        if let Some(r) = &mut report {
+            r.recorder.record(diff_ns);
+        }
+        if let Some(w) = &mut windows {
+            w.record(now, diff_ns);
+        }
         if let Some(trigger) = opts.spike_trigger
             && diff > trigger
         {
@@ -495,15 +573,35 @@ fn sample(
         // Release: the main thread reads the values of this cycle after it.
         live.cycles.store(f.cycles, Ordering::Release);
         next += interval;
+        let mut skipped = 0;
         if let Some(t) = &timer {
-            next += t.overruns() * interval;
+            skipped = t.overruns();
+            next += skipped * interval;
         }
         while now > next {
             next += interval;
+            skipped += 1;
         }
+        if let Some(r) = &mut report {
+            r.overruns += skipped;
+        }
+        // Each thread ends after its own -l loops; the main thread ends the
+        // run once it sees any thread done (cyclictest's main loop), which
+        // stops the others where they are.
         if plan.loops > 0 && f.cycles >= plan.loops {
             break;
         }
+    }
+    if let Some(w) = &mut windows {
+        w.flush();
+    }
+    if let Some(mut r) = report {
+        let (ivcsw, majflt, minflt) = thread_counters();
+        r.involuntary_switches = ivcsw.saturating_sub(counters_before.0);
+        r.major_faults = majflt.saturating_sub(counters_before.1);
+        r.minor_faults = minflt.saturating_sub(counters_before.2);
+        r.cpu = sched::current_cpu();
+        f.report = Some(r);
     }
     Ok(f)
 }
