@@ -132,28 +132,40 @@ impl Exporter for RtTestsJson {
             };
             thread.insert(i.to_string(), serde_json::to_value(pair)?);
         }
-        let sys = &report.sysinfo;
-        let header = RtHeader {
-            file_version: 1,
-            cmdline: report.command_line.join(" "),
-            rt_test_version: rt_style_version(&report.tool.version),
-            start_time: local_time(&report.start_time),
-            end_time: local_time(&report.end_time),
-            return_code: report.exit_code,
-            sysinfo: RtSysinfo {
-                sysname: &sys.sysname,
-                nodename: &sys.nodename,
-                release: &sys.release,
-                version: &sys.version,
-                machine: &sys.machine,
-                realtime: u8::from(sys.preempt_rt),
-            },
-            num_threads: series.len(),
-            thread,
-        };
-        serde_json::to_writer_pretty(&mut *out, &header)?;
-        out.write_all(b"\n")
+        write_rt_tests_layout(report, series.len(), thread, out)
     }
+}
+
+/// rt-tests' `rt_write_json` for `report`: its header (with the stray
+/// colons), then `num_threads` and the tool's `thread` part. Every rt-tests
+/// layout latscope writes (pmqtest's family, oslat's) goes through it.
+pub fn write_rt_tests_layout(
+    report: &Report,
+    num_threads: usize,
+    thread: serde_json::Map<String, serde_json::Value>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let sys = &report.sysinfo;
+    let header = RtHeader {
+        file_version: 1,
+        cmdline: report.command_line.join(" "),
+        rt_test_version: rt_style_version(&report.tool.version),
+        start_time: local_time(&report.start_time),
+        end_time: local_time(&report.end_time),
+        return_code: report.exit_code,
+        sysinfo: RtSysinfo {
+            sysname: &sys.sysname,
+            nodename: &sys.nodename,
+            release: &sys.release,
+            version: &sys.version,
+            machine: &sys.machine,
+            realtime: u8::from(sys.preempt_rt),
+        },
+        num_threads,
+        thread,
+    };
+    serde_json::to_writer_pretty(&mut *out, &header)?;
+    out.write_all(b"\n")
 }
 
 #[cfg(test)]

@@ -163,7 +163,7 @@ pub enum CyclicUsage {
 
 /// Whether an option takes a value.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Arg {
+pub enum Arg {
     No,
     Required,
     /// Attached (`-t4`, `--threads=4`) or, as cyclictest does by hand, the
@@ -234,6 +234,17 @@ pub fn atoi(text: &str) -> i64 {
 
 /// Splits raw arguments into (option name, value) pairs, GNU style.
 fn tokenize(args: &[String]) -> Result<Vec<(&'static str, Option<String>)>, CyclicUsage> {
+    getopt_long(OPTIONS, args)
+}
+
+/// GNU getopt_long over `options` (long name, short letter, argument), for
+/// every rt-tests tool latscope stands in for (cyclictest, oslat): the
+/// options in order as (long name, value); getopt's complaints as
+/// `CyclicUsage::Getopt`. Words that are not options are skipped.
+pub fn getopt_long(
+    options: &[(&'static str, Option<char>, Arg)],
+    args: &[String],
+) -> Result<Vec<(&'static str, Option<String>)>, CyclicUsage> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < args.len() {
@@ -247,8 +258,8 @@ fn tokenize(args: &[String]) -> Result<Vec<(&'static str, Option<String>)>, Cycl
                 Some((n, v)) => (n, Some(v.to_string())),
                 None => (long, None),
             };
-            let exact = OPTIONS.iter().find(|o| o.0 == name);
-            let candidates: Vec<_> = OPTIONS.iter().filter(|o| o.0.starts_with(name)).collect();
+            let exact = options.iter().find(|o| o.0 == name);
+            let candidates: Vec<_> = options.iter().filter(|o| o.0.starts_with(name)).collect();
             let found = match (exact, candidates.as_slice()) {
                 (Some(o), _) => o,
                 (None, [o]) => o,
@@ -299,7 +310,7 @@ fn tokenize(args: &[String]) -> Result<Vec<(&'static str, Option<String>)>, Cycl
         while k < chars.len() {
             let letter = chars[k];
             k += 1;
-            let Some(found) = OPTIONS.iter().find(|o| o.1 == Some(letter)) else {
+            let Some(found) = options.iter().find(|o| o.1 == Some(letter)) else {
                 return Err(CyclicUsage::Getopt(format!("invalid option -- '{letter}'")));
             };
             let rest: String = chars[k..].iter().collect();
