@@ -413,7 +413,7 @@ impl ThreadPlan<'_> {
         let done = self.set_up_and_spin(cpu);
         self.shared.ready.fetch_sub(1, Ordering::AcqRel);
         match done {
-            Ok(done) => done.map(|(b, t)| (cpu, b, t)),
+            Ok((b, t)) => Some((cpu, b, t)),
             Err(e) => {
                 self.shared.stop.store(true, Ordering::Relaxed);
                 if let Ok(mut slot) = self.shared.error.lock() {
@@ -424,7 +424,7 @@ impl ThreadPlan<'_> {
         }
     }
 
-    fn set_up_and_spin(&self, cpu: usize) -> Result<Option<(Buckets, u64)>, String> {
+    fn set_up_and_spin(&self, cpu: usize) -> Result<(Buckets, u64), String> {
         let plan = self.plan;
         let (policy, priority) = match plan.rtprio {
             Some(p) => (Policy::Fifo, p),
@@ -443,18 +443,19 @@ impl ThreadPlan<'_> {
             src: vec![0; n],
             dst: vec![0; n],
         });
-        // Sleep until the controller's start (all threads set up).
+        // Sleep until the controller's start (all threads set up). Stopped
+        // before it, the thread still reports its CPU, with nothing counted.
         let start = loop {
             let start = self.shared.start_ns.load(Ordering::Acquire);
             if start != 0 {
                 break start;
             }
             if !sleep_until_or(&self.shared.stop, monotonic_ns() + 1_000_000) {
-                return Ok(None);
+                return Ok((buckets, 0));
             }
         };
         if !sleep_until_or(&self.shared.stop, start) {
-            return Ok(None);
+            return Ok((buckets, 0));
         }
         let left_ns = start
             .saturating_add(self.duration_ns)
@@ -465,7 +466,7 @@ impl ThreadPlan<'_> {
             None => self.spin(cpu, buckets, NoWork, end, check),
             Some(work) => self.spin(cpu, buckets, work, end, check),
         };
-        Ok(Some((buckets, spun.last.saturating_sub(spun.first))))
+        Ok((buckets, spun.last.saturating_sub(spun.first)))
     }
 }
 

@@ -129,10 +129,20 @@ impl OslatSettings {
             trace_threshold_us: None,
             zero_omit: false,
         };
-        let options = getopt_long(OPTIONS, args).map_err(|e| match e {
-            CyclicUsage::Getopt(m) => OslatUsage::Getopt(m),
-            other => OslatUsage::Bad(format!("{other:?}")),
-        })?;
+        // getopt hands options over one at a time and oslat acts on each
+        // (`-v` exits there): on a complaint, the options before it still
+        // count first, so `-v -Z` exits 0 and `-Z -v` complains.
+        let (options, complaint) = match getopt_long(OPTIONS, args) {
+            Ok(options) => (options, None),
+            Err(CyclicUsage::Getopt(message)) => {
+                let before = (0..args.len())
+                    .rev()
+                    .find_map(|n| getopt_long(OPTIONS, &args[..n]).ok())
+                    .unwrap_or_default();
+                (before, Some(message))
+            }
+            Err(other) => return Err(OslatUsage::Bad(format!("{other:?}"))),
+        };
         let invalid = |line: String| Err(OslatUsage::Invalid(line));
         for (name, value) in options {
             let v = value.unwrap_or_default();
@@ -198,6 +208,9 @@ impl OslatSettings {
                 "version" => return Err(OslatUsage::Version),
                 _ => return Err(OslatUsage::Help),
             }
+        }
+        if let Some(message) = complaint {
+            return Err(OslatUsage::Getopt(message));
         }
         s.cpus = s.cpus_of(machine.allowed)?;
         if s.rtprio.is_some() {
@@ -391,6 +404,16 @@ mod tests {
         );
         assert_eq!(parse(&["-h"]), Err(OslatUsage::Help));
         assert_eq!(parse(&["-v", "-Z"]), Err(OslatUsage::Version));
+        assert_eq!(
+            parse(&["-b", "8", "-Z", "-v"]),
+            Err(OslatUsage::Getopt("invalid option -- 'Z'".into()))
+        );
+        assert_eq!(
+            parse(&["-b", "4", "-Z"]),
+            Err(OslatUsage::Invalid(
+                "Illegal bucket size: 4 (should be: 4-1024)".into()
+            ))
+        );
         assert!(matches!(parse(&["-c", "7"]), Err(OslatUsage::Bad(_))));
         assert!(matches!(parse(&["-c", "x"]), Err(OslatUsage::Bad(_))));
     }
