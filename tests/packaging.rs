@@ -255,7 +255,10 @@ fn manpages_getopt_pages_show_their_usage() {
             "{text}"
         );
         assert!(text.contains(&roff(&format!("latscope {name}"))), "{text}");
-        assert!(text.contains(&format!("\\fB{name}\\fR")), "synopsis: {text}");
+        assert!(
+            text.contains(&format!("\\fB{name}\\fR")),
+            "synopsis: {text}"
+        );
         let usage = run(latscope(10).args([name, "--help"]));
         assert_code(&usage, 0);
         let usage = stdout_of(&usage);

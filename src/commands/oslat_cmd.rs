@@ -11,7 +11,8 @@ use crate::pipeline::{
     self, CommandError, CpuWindow, FinishedTest, Measurement, Plan, PrepareSpec, Presentation,
     RunFacts, ThrottleEvidence,
 };
-use crate::report::classic_oslat::{ClassicOslat, OslatJson};
+use crate::report::classic_oslat::ClassicOslat;
+use crate::report::json::OslatJson;
 use crate::report::{
     ConfigDetail, EndReason, NoiseConfig, NoiseCpu, OslatCpu, Series, SeriesDetail, TestConfig,
     TestResult,

@@ -1,28 +1,14 @@
-//! rt-tests 2.40 oslat's exact outputs: the final block (`write_summary`:
-//! `%12s:\t` labels, one ` value` column per thread, the `%03lu (us)`
-//! bucket rows, `-z`'s `    ...` lines) and the `--json` file
-//! (`rt_write_json` plus `write_summary_json`). Parsers depend on them.
+//! rt-tests 2.40 oslat's final block, exactly (`write_summary`: `%12s:\t`
+//! labels, one ` value` column per thread, the `%03lu (us)` bucket rows,
+//! `-z`'s `    ...` lines). Parsers depend on it. Its `--json` layout is
+//! `report::json::OslatJson`.
 //! The lines printed while oslat runs (its version, the header block,
 //! "Pre-heat ...") are the command's: settings::oslat and
 //! commands::oslat_cmd.
 
-use super::json::write_rt_tests_layout;
 use super::{EndReason, Exporter, OslatCpu, Report};
 use std::fmt::Write as _;
 use std::io::Write;
-
-/// The threads' figures in the report, in CPU order, with their CPUs.
-fn threads(report: &Report) -> Vec<(usize, &OslatCpu)> {
-    report
-        .tests
-        .iter()
-        .flat_map(|t| t.series.iter())
-        .filter_map(|s| {
-            let n = s.noise_cpu()?;
-            Some((n.cpu, n.oslat.as_ref()?))
-        })
-        .collect()
-}
 
 /// Whether the run ended on `-T`: oslat then quits without its block.
 fn stopped_by_trace(report: &Report) -> bool {
@@ -131,38 +117,7 @@ impl Exporter for ClassicOslat {
         if stopped_by_trace(report) {
             return Ok(());
         }
-        out.write_all(summary(&threads(report), self.zero_omit).as_bytes())
-    }
-}
-
-/// oslat's `--json` layout.
-pub struct OslatJson;
-
-impl Exporter for OslatJson {
-    fn write(&self, report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
-        use serde_json::{Map, Value, json};
-        let threads = threads(report);
-        let mut thread = Map::new();
-        for (i, (cpu, t)) in threads.iter().enumerate() {
-            let mut histogram = Map::new();
-            for (j, &n) in t.buckets.iter().enumerate() {
-                if n > 0 {
-                    histogram.insert((t.bias_us + j as u64 + 1).to_string(), json!(n));
-                }
-            }
-            // oslat prints `%3lf` (6 decimals) and `%.3f`.
-            let rounded = |x: f64, scale: f64| (x * scale).round() / scale;
-            let mut one = Map::new();
-            one.insert("cpu".into(), json!(cpu));
-            one.insert("freq".into(), json!(t.counter_mhz));
-            one.insert("min".into(), json!(t.min_us));
-            one.insert("avg".into(), json!(rounded(t.average_us, 1e6)));
-            one.insert("max".into(), json!(t.max_us));
-            one.insert("duration".into(), json!(rounded(t.duration_s, 1e3)));
-            one.insert("histogram".into(), Value::Object(histogram));
-            thread.insert(i.to_string(), Value::Object(one));
-        }
-        write_rt_tests_layout(report, threads.len(), thread, out)
+        out.write_all(summary(&report.oslat_cpus(), self.zero_omit).as_bytes())
     }
 }
 

@@ -61,6 +61,20 @@ pub struct NoiseCpu {
     pub oslat: Option<OslatCpu>,
 }
 
+impl super::Report {
+    /// The `oslat` drop-in's figures, per CPU in the order measured.
+    pub fn oslat_cpus(&self) -> Vec<(usize, &OslatCpu)> {
+        self.tests
+            .iter()
+            .flat_map(|t| t.series.iter())
+            .filter_map(|s| {
+                let n = s.noise_cpu()?;
+                Some((n.cpu, n.oslat.as_ref()?))
+            })
+            .collect()
+    }
+}
+
 /// oslat's figures of one CPU, in its units: every loop's gap in whole
 /// microseconds (`floor(ticks / MHz) + 1`), counted in `buckets` (the
 /// first is `bias_us + 1` us, the last takes everything above).
