@@ -31,27 +31,11 @@ fn oslat(args: &[&str]) -> std::process::Output {
 /// line's number too. Labels (`    001 (us)`) and the header block, which
 /// the options decide, stay literal.
 fn mask(line: &str) -> String {
-    let numbers = |text: &str| {
-        let mut out = String::new();
-        let mut in_num = false;
-        for c in text.chars() {
-            if c.is_ascii_digit() || (in_num && c == '.') {
-                if !in_num {
-                    out.push('N');
-                }
-                in_num = true;
-            } else {
-                in_num = false;
-                out.push(c);
-            }
-        }
-        out
-    };
     if line.starts_with("Global bias set to ") {
-        return numbers(line);
+        return mask_numbers(line);
     }
     match line.split_once(":\t ") {
-        Some((label, values)) => format!("{label}:\t {}", numbers(values)),
+        Some((label, values)) => format!("{label}:\t {}", mask_numbers(values)),
         None => line.to_string(),
     }
 }

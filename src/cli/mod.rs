@@ -164,6 +164,21 @@ pub const COMPAT_NAMES: [(&str, &[&str]); 8] = [
 /// The compatibility name that runs `latscope oslat` (GNU getopt syntax).
 pub const OSLAT_COMPAT: &str = "oslat";
 
+/// The name a GNU getopt tool's messages start with (its argv[0]): as typed
+/// when latscope was started under that tool's `name` (a link), else `name`
+/// (`latscope cyclictest`, `latscope oslat`).
+pub fn getopt_program_name(name: &str) -> String {
+    std::env::args_os()
+        .next()
+        .filter(|a| {
+            std::path::Path::new(a)
+                .file_name()
+                .is_some_and(|n| n == name)
+        })
+        .map(|a| a.to_string_lossy().into_owned())
+        .unwrap_or_else(|| name.to_string())
+}
+
 /// Whether the arguments a compatibility name stands for hand every word to
 /// the tool's own getopt parser (they end with `--`).
 pub fn takes_getopt(stands_for: &[&str]) -> bool {

@@ -100,18 +100,9 @@ pub fn run(args: &[String]) -> Result<i32, CommandError> {
     Ok(if command.triggered { 1 } else { code })
 }
 
-/// The name oslat's messages start with (its argv[0]): as typed when
-/// started under the `oslat` name, else `oslat`.
+/// The name oslat's messages start with (its argv[0]).
 fn program_name() -> String {
-    std::env::args_os()
-        .next()
-        .filter(|a| {
-            std::path::Path::new(a)
-                .file_name()
-                .is_some_and(|n| n == crate::cli::OSLAT_COMPAT)
-        })
-        .map(|a| a.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "oslat".to_string())
+    crate::cli::getopt_program_name(crate::cli::OSLAT_COMPAT)
 }
 
 /// Writes `text` to standard output at once (oslat's lines while it runs).
