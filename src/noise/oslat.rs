@@ -10,10 +10,8 @@
 //! only give the bias), then the test. Each phase starts its threads, lets
 //! them go together and joins them.
 
-#[cfg(target_arch = "x86_64")]
-use super::counter::Tsc;
-use super::counter::{Counter, Monotonic};
-use super::spinner::{Next, Visit, sleep_until_or, spin_loop};
+use super::counter::Counter;
+use super::spinner::{Next, Visit, sleep_until_or, spin_on};
 use crate::report::OslatCpu;
 use crate::rt::clock::monotonic_ns;
 use crate::rt::sched::{self, Policy};
@@ -487,17 +485,8 @@ impl ThreadPlan<'_> {
             shared: self.shared,
             app_name: self.app_name,
         };
-        let spun = spin_with(self.plan.counter, &mut visit, check);
+        let spun = spin_on(self.plan.counter, &mut visit, check);
         (visit.buckets, spun)
-    }
-}
-
-/// `spin_loop` on the counter chosen.
-fn spin_with<V: Visit>(counter: Counter, visit: &mut V, check: u64) -> super::spinner::Spun {
-    match counter {
-        #[cfg(target_arch = "x86_64")]
-        Counter::Tsc(_) => spin_loop::<Tsc, V>(visit, check),
-        _ => spin_loop::<Monotonic, V>(visit, check),
     }
 }
 

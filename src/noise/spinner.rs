@@ -6,8 +6,8 @@
 //! its length (`LatencyRecorder`, per-second windows, and with
 //! `--trace-spikes` a candidate for the trace reader).
 //!
-//! The loop allocates nothing, takes no lock and makes no system call but
-//! the clock read. Everything else (publishing the live figures, the stop
+//! The loop allocates nothing, takes no lock and makes no system call (the
+//! read is an instruction, or the vDSO's clock). Everything else (publishing the live figures, the stop
 //! flag with a relaxed load, the end of the run, the duty cycle) is looked
 //! at once every `CHECK_NS` of clock time, so that a spinner notices a stop
 //! within a tenth of a millisecond of its own time, and the per-iteration
@@ -185,6 +185,15 @@ pub fn spin_loop<T: Ticks, V: Visit>(visit: &mut V, check_ticks: u64) -> Spun {
     }
 }
 
+/// `spin_loop` on the counter chosen (one instance per counter kind).
+pub fn spin_on<V: Visit>(counter: Counter, visit: &mut V, check_ticks: u64) -> Spun {
+    match counter {
+        #[cfg(target_arch = "x86_64")]
+        Counter::Tsc(_) => spin_loop::<Tsc, V>(visit, check_ticks),
+        _ => spin_loop::<Monotonic, V>(visit, check_ticks),
+    }
+}
+
 /// `latscope noise`'s visitor: a gap above the threshold is one
 /// interruption. Thresholds are in ticks; an interruption is converted to
 /// nanoseconds, and its end to CLOCK_MONOTONIC time through the pair
@@ -328,11 +337,7 @@ fn spin(
         anchor_ns: from_ns,
     };
     let check_ticks = scale.ticks(CHECK_NS);
-    let spun = match counter {
-        #[cfg(target_arch = "x86_64")]
-        Counter::Tsc(_) => spin_loop::<Tsc, _>(&mut visit, check_ticks),
-        _ => spin_loop::<Monotonic, _>(&mut visit, check_ticks),
-    };
+    let spun = spin_on(counter, &mut visit, check_ticks);
     let until_ns = visit.ns_at(spun.last);
     visit.window.flush();
     SpinEnd {
