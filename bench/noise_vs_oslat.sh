@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Compare `latscope noise` with rt-tests' oslat on one CPU of this machine:
+# Compare `latscope noise` and the drop-in `latscope oslat` with rt-tests'
+# oslat on one CPU of this machine:
 # the spinning loop's rate (clock reads per second of the run) and the
 # physics (the largest interruption, and the interruptions of 10 us or more).
 #
@@ -7,9 +8,10 @@
 #
 # 1. Builds latscope in release mode.
 # 2. N runs each (default 5), alternating: oslat -c CPU -D S --json, then
-#    latscope noise --cpus CPU -D S --threshold 1us --json, both SCHED_OTHER
+#    latscope noise --cpus CPU -D S --threshold 1us --json, then latscope
+#    oslat -c CPU -D S --json (oslat's JSON layout), all SCHED_OTHER
 #    (oslat's default; -f would be FIFO), so that slow drifts of the
-#    machine's load spread over both tools.
+#    machine's load spread over the tools.
 # 3. Per run: iterations per second (oslat: the sum of its buckets, one per
 #    loop iteration, over its duration; latscope: loops_per_s), the largest
 #    interruption, and the count of interruptions >= 10 us (oslat: the
@@ -37,16 +39,21 @@ for i in $(seq 1 "$runs"); do
     oslat -c "$cpu" -D "$duration" --json "$out/oslat-$i.json" > "$out/oslat-$i.txt"
     "$latscope" noise --cpus "$cpu" -D "$duration" --threshold 1us -q \
         --json "$out/latscope-$i.json" > "$out/latscope-$i.txt"
+    "$latscope" oslat -c "$cpu" -D "$duration" --json "$out/dropin-$i.json" \
+        > "$out/dropin-$i.txt" 2> "$out/dropin-$i.err"
 done
 python3 - "$out" "$runs" <<'PY'
 import json, statistics, sys
 out, runs = sys.argv[1], int(sys.argv[2])
-rows = {"oslat": [], "latscope": []}
-for i in range(1, runs + 1):
-    o = json.load(open(f"{out}/oslat-{i}.json"))["thread"]["0"]
+rows = {"oslat": [], "latscope": [], "lat-oslat": []}
+def oslat_row(path):
+    o = json.load(open(path))["thread"]["0"]
     count = sum(o["histogram"].values())
-    rows["oslat"].append((count / o["duration"], o["max"],
-                          sum(v for k, v in o["histogram"].items() if int(k) >= 11)))
+    return (count / o["duration"], o["max"],
+            sum(v for k, v in o["histogram"].items() if int(k) >= 11))
+for i in range(1, runs + 1):
+    rows["oslat"].append(oslat_row(f"{out}/oslat-{i}.json"))
+    rows["lat-oslat"].append(oslat_row(f"{out}/dropin-{i}.json"))
     s = json.load(open(f"{out}/latscope-{i}.json"))["tests"][0]["series"][0]
     ge10 = sum(b["count"] for b in s["histogram"] if b["low_ns"] >= 10_000)
     rows["latscope"].append((s["detail"]["loops_per_s"], s["max_ns"] / 1000, ge10))
@@ -57,7 +64,9 @@ for tool, rs in rows.items():
 med = {t: [statistics.median(c) for c in zip(*rs)] for t, rs in rows.items()}
 for t, m in med.items():
     print(f"{t:10} med {m[0]:>14,.0f} {m[1]:>10.1f} {m[2]:>9.0f}")
-o, l = med["oslat"], med["latscope"]
-print(f"ratio latscope/oslat: iterations/s {l[0] / o[0]:.3f}, max {l[1] / max(o[1], 1e-9):.2f}, >= 10 us {l[2] / max(o[2], 1):.2f}")
+o = med["oslat"]
+for name, tool in (("latscope noise", "latscope"), ("latscope oslat", "lat-oslat")):
+    l = med[tool]
+    print(f"ratio {name}/oslat: iterations/s {l[0] / o[0]:.3f}, max {l[1] / max(o[1], 1e-9):.2f}, >= 10 us {l[2] / max(o[2], 1):.2f}")
 PY
 echo "raw files in $out"

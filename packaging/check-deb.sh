@@ -47,13 +47,13 @@ has usr/share/fish/vendor_completions.d/latscope.fish
 # dispatch on the name it would be latscope's own, listing subcommands).
 compat="$root/usr/lib/latscope/compat"
 names=$(cd "$compat/man/man1" && ls -- *.1.gz | sed 's/\.1\.gz$//')
-[ "$(wc -w <<<"$names")" -ge 8 ] || fail "expected 8 compatibility man pages, found: $names"
+[ "$(wc -w <<<"$names")" -ge 9 ] || fail "expected 9 compatibility man pages, found: $names"
 for name in $names; do
   [ -L "$compat/$name" ] || fail "/usr/lib/latscope/compat/$name is not a link"
   help=$("$compat/$name" --help) || fail "$name --help failed"
-  if [ "$name" = cyclictest ]; then
-    # cyclictest's own usage, as rt-tests prints it (not clap's).
-    grep -q "^cyclictest <options>$" <<<"$help" || fail "cyclictest --help shows no usage of cyclictest"
+  if [ "$name" = cyclictest ] || [ "$name" = oslat ]; then
+    # The tool's own usage, as rt-tests prints it (not clap's).
+    grep -q "^$name <options>$" <<<"$help" || fail "$name --help shows no usage of $name"
   else
     grep -q "^Usage: $name " <<<"$help" || fail "$name --help shows no usage line of $name"
   fi

@@ -7,7 +7,7 @@ mod common;
 
 use clap::CommandFactory;
 use common::*;
-use latscope::cli::{COMPAT_NAMES, CYCLICTEST_COMPAT, Cli};
+use latscope::cli::{COMPAT_NAMES, CYCLICTEST_COMPAT, Cli, OSLAT_COMPAT};
 use std::path::Path;
 use std::process::Output;
 
@@ -179,6 +179,10 @@ fn manpages_writes_a_page_per_compatibility_name() {
     write_manpages(dir.path());
     let subcommands = subcommands_and_options();
     for (name, stands_for) in COMPAT_NAMES {
+        if latscope::cli::takes_getopt(stands_for) {
+            // Its page is its usage (manpages_getopt_pages_show_their_usage).
+            continue;
+        }
         let sub = stands_for[0];
         let text = page(&dir.path().join("compat/man1").join(format!("{name}.1")));
         assert!(
@@ -211,7 +215,8 @@ fn manpages_writes_a_page_per_compatibility_name() {
     }
 }
 
-/// Every name latscope answers to as another tool: the clap ones and cyclictest.
+/// Every name latscope answers to as another tool: COMPAT_NAMES (oslat
+/// among them) and cyclictest.
 fn every_compat_name() -> Vec<&'static str> {
     let mut names: Vec<&str> = COMPAT_NAMES.iter().map(|(name, _)| *name).collect();
     names.push(CYCLICTEST_COMPAT);
@@ -237,31 +242,39 @@ fn manpages_compat_pages_are_exactly_the_compat_names() {
     assert_eq!(written, expected);
 }
 
-/// cyclictest's options are not clap arguments: its page shows the usage
-/// `cyclictest --help` prints, every option of it, in no-fill lines.
+/// cyclictest's and oslat's options are not clap arguments: each page shows
+/// the usage `NAME --help` prints, every option of it, in no-fill lines.
 #[test]
-fn manpages_cyclictest_page_shows_its_usage() {
+fn manpages_getopt_pages_show_their_usage() {
     let dir = tempfile::tempdir().unwrap();
     write_manpages(dir.path());
-    let text = page(&dir.path().join("compat/man1/cyclictest.1"));
-    assert!(text.contains("\n.TH CYCLICTEST 1 "), "{text}");
-    assert!(text.contains(&roff("latscope cyclictest")), "{text}");
-    assert!(text.contains("\\fBcyclictest\\fR"), "synopsis: {text}");
-    let usage = run(latscope(10).args(["cyclictest", "--help"]));
-    assert_code(&usage, 0);
-    let usage = stdout_of(&usage);
-    let longs: Vec<&str> = usage
-        .split(|c: char| c.is_whitespace() || c == '=')
-        .filter(|w| w.starts_with("--") && w.len() > 2)
-        .collect();
-    assert!(longs.len() >= 20, "{usage}");
-    for option in longs {
-        assert!(text.contains(&roff(option)), "cyclictest.1 lacks {option}");
+    for (name, options) in [(CYCLICTEST_COMPAT, 20), (OSLAT_COMPAT, 14)] {
+        let text = page(&dir.path().join(format!("compat/man1/{name}.1")));
+        assert!(
+            text.contains(&format!("\n.TH {} 1 ", name.to_uppercase())),
+            "{text}"
+        );
+        assert!(text.contains(&roff(&format!("latscope {name}"))), "{text}");
+        assert!(
+            text.contains(&format!("\\fB{name}\\fR")),
+            "synopsis: {text}"
+        );
+        let usage = run(latscope(10).args([name, "--help"]));
+        assert_code(&usage, 0);
+        let usage = stdout_of(&usage);
+        let longs: Vec<&str> = usage
+            .split(|c: char| c.is_whitespace() || c == '=')
+            .filter(|w| w.starts_with("--") && w.len() > 2)
+            .collect();
+        assert!(longs.len() >= options, "{usage}");
+        for option in longs {
+            assert!(text.contains(&roff(option)), "{name}.1 lacks {option}");
+        }
+        assert!(
+            text.contains(&roff(&format!("latscope-{name}\\fR(1)"))),
+            "{name}.1: SEE ALSO"
+        );
     }
-    assert!(
-        text.contains(&roff("latscope-cyclictest\\fR(1)")),
-        "cyclictest.1: SEE ALSO"
-    );
 }
 
 /// The package links every compatibility name into /usr/lib/latscope/compat/

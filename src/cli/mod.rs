@@ -84,6 +84,9 @@ pub enum Command {
     /// Periodic timer latency with rt-tests cyclictest's options and exact output (GNU getopt syntax)
     #[command(disable_help_flag = true)]
     Cyclictest(CyclictestArgs),
+    /// OS latency as rt-tests oslat measures it, with its options and exact output (GNU getopt syntax)
+    #[command(disable_help_flag = true)]
+    Oslat(OslatArgs),
     /// OS noise: a thread spinning on each measured CPU records every interruption (like oslat and osnoise)
     #[command(allow_negative_numbers = true, args_override_self = true)]
     Noise(Box<NoiseArgs>),
@@ -144,7 +147,10 @@ pub struct CleanupArgs {
 
 /// Names under which latscope behaves as the original tool (argv[0]), and
 /// the arguments that stand for that tool; also the compatibility man pages.
-pub const COMPAT_NAMES: [(&str, &[&str]); 7] = [
+/// A tool whose arguments end with `--` (oslat) takes GNU getopt syntax:
+/// every word goes to its own parser, none to clap (`compat_command` has
+/// none for it).
+pub const COMPAT_NAMES: [(&str, &[&str]); 8] = [
     ("pmqtest", &["mq", "--format", "classic"]),
     ("sigwaittest", &["signal", "--format", "classic"]),
     ("svsematest", &["svsem", "--format", "classic"]),
@@ -152,7 +158,41 @@ pub const COMPAT_NAMES: [(&str, &[&str]); 7] = [
     ("semtest", &["sem", "--format", "classic"]),
     ("latency", &["timer", "--format", "classic"]),
     ("mqldt", &["logdisk", "--format", "classic"]),
+    ("oslat", &[OSLAT_COMPAT, "--"]),
 ];
+
+/// The compatibility name that runs `latscope oslat` (GNU getopt syntax).
+pub const OSLAT_COMPAT: &str = "oslat";
+
+/// The name a GNU getopt tool's messages start with (its argv[0]): as typed
+/// when latscope was started under that tool's `name` (a link), else `name`
+/// (`latscope cyclictest`, `latscope oslat`).
+pub fn getopt_program_name(name: &str) -> String {
+    std::env::args_os()
+        .next()
+        .filter(|a| {
+            std::path::Path::new(a)
+                .file_name()
+                .is_some_and(|n| n == name)
+        })
+        .map(|a| a.to_string_lossy().into_owned())
+        .unwrap_or_else(|| name.to_string())
+}
+
+/// Whether the arguments a compatibility name stands for hand every word to
+/// the tool's own getopt parser (they end with `--`).
+pub fn takes_getopt(stands_for: &[&str]) -> bool {
+    stands_for.last() == Some(&"--")
+}
+
+/// `latscope oslat [oslat options]`: the words are parsed by
+/// settings::oslat (GNU getopt), not by clap.
+#[derive(Debug, Clone, Args)]
+pub struct OslatArgs {
+    /// oslat's options, as rt-tests 2.x takes them
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    pub args: Vec<String>,
+}
 
 /// The compatibility name that runs `latscope cyclictest`. Not in
 /// `COMPAT_NAMES`: cyclictest's arguments bypass clap (GNU getopt syntax) and
@@ -748,6 +788,9 @@ pub struct LogdiskArgs {
 pub fn compat_command(name: &str) -> Option<clap::Command> {
     use clap::CommandFactory;
     let (name, stands_for) = COMPAT_NAMES.iter().find(|(n, _)| *n == name)?;
+    if takes_getopt(stands_for) {
+        return None;
+    }
     let (sub, presets) = stands_for.split_first()?;
     let mut cmd = Cli::command().find_subcommand(sub)?.clone();
     for preset in presets.chunks(2) {
@@ -771,7 +814,11 @@ mod tests {
 
     #[test]
     fn every_compat_name_has_its_command_with_classic_by_default() {
-        for (name, _) in COMPAT_NAMES {
+        for (name, stands_for) in COMPAT_NAMES {
+            if takes_getopt(stands_for) {
+                assert!(compat_command(name).is_none(), "{name}: getopt, not clap");
+                continue;
+            }
             let mut cmd = compat_command(name).expect("a compat command");
             let help = cmd.render_help().to_string();
             assert!(help.contains(&format!("Usage: {name} [OPTIONS]")), "{help}");

@@ -257,6 +257,7 @@ impl Measurement for CyclicMeasurement<'_> {
             series,
             overall_detail: None,
             spikes: None,
+            started_s: None,
         };
         Ok(vec![FinishedTest {
             result,
@@ -303,15 +304,7 @@ struct Ran {
 /// The name getopt's messages start with: argv[0] as typed when started
 /// under the `cyclictest` name (as GNU getopt prints it), else `cyclictest`.
 fn program_name() -> String {
-    std::env::args_os()
-        .next()
-        .filter(|a| {
-            std::path::Path::new(a)
-                .file_name()
-                .is_some_and(|n| n == crate::cli::CYCLICTEST_COMPAT)
-        })
-        .map(|a| a.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "cyclictest".to_string())
+    crate::cli::getopt_program_name(crate::cli::CYCLICTEST_COMPAT)
 }
 
 /// Writes `text` to standard output at once.

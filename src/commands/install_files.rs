@@ -3,7 +3,9 @@
 //! the binary parses its arguments with, so they cannot drift from it.
 
 use super::{CommandError, EXIT_OK, write_with};
-use crate::cli::{COMPAT_NAMES, CYCLICTEST_COMPAT, Cli, CompletionsArgs, ManpagesArgs};
+use crate::cli::{
+    COMPAT_NAMES, CYCLICTEST_COMPAT, Cli, CompletionsArgs, ManpagesArgs, OSLAT_COMPAT, takes_getopt,
+};
 use crate::settings::{JsonTarget, UsageError};
 use clap::CommandFactory;
 use std::path::Path;
@@ -56,11 +58,15 @@ pub fn manpages(args: &ManpagesArgs) -> Result<i32, CommandError> {
         write_page(&latscope_dir, sub.clone(), &["latscope"])?;
     }
     for (name, stands_for) in COMPAT_NAMES {
+        if takes_getopt(stands_for) {
+            continue;
+        }
         let (page, see_also) = compat_page(&cli, name, stands_for)?;
         let see_also: Vec<&str> = see_also.iter().map(String::as_str).collect();
         write_page(&compat_dir, page, &see_also)?;
     }
-    write_cyclictest_page(&compat_dir, &cli)?;
+    write_getopt_page(&compat_dir, &cli, CYCLICTEST_COMPAT, CYCLICTEST_USAGE)?;
+    write_getopt_page(&compat_dir, &cli, OSLAT_COMPAT, OSLAT_USAGE)?;
     Ok(EXIT_OK)
 }
 
@@ -68,11 +74,20 @@ pub fn manpages(args: &ManpagesArgs) -> Result<i32, CommandError> {
 /// --help` prints (commands/cyclictest_cmd.rs includes the same file).
 const CYCLICTEST_USAGE: &str = include_str!("../../tests/golden/cyclictest/bad_opt.out");
 
-/// The page of the `cyclictest` name. Its options are not clap arguments
-/// (cyclictest's GNU getopt syntax is parsed by settings::cyclictest), so the
-/// page shows the usage that name prints, as it prints it.
-fn write_cyclictest_page(dir: &Path, cli: &clap::Command) -> Result<(), CommandError> {
-    let name = CYCLICTEST_COMPAT;
+/// oslat's usage, rt-tests 2.40's byte for byte: what `oslat --help` prints
+/// (commands/oslat_cmd.rs includes the same file).
+const OSLAT_USAGE: &str = include_str!("../../tests/golden/oslat/help.out");
+
+/// The page of a name whose options are not clap arguments (`cyclictest`,
+/// `oslat`: GNU getopt syntax, parsed by settings::cyclictest and
+/// settings::oslat), so the page shows the usage that name prints, as it
+/// prints it.
+fn write_getopt_page(
+    dir: &Path,
+    cli: &clap::Command,
+    name: &'static str,
+    usage: &str,
+) -> Result<(), CommandError> {
     let sub = cli.find_subcommand(name).ok_or_else(|| {
         CommandError::Runtime(format!("man page of {name}: no subcommand {name}"))
     })?;
@@ -85,7 +100,7 @@ fn write_cyclictest_page(dir: &Path, cli: &clap::Command) -> Result<(), CommandE
             clap::Arg::new("options")
                 .value_name("OPTIONS")
                 .num_args(0..)
-                .help("cyclictest's options, as below"),
+                .help(format!("{name}'s options, as below")),
         )
         .about(compat_about(name, &about))
         .long_about(compat_long_about(
@@ -93,10 +108,10 @@ fn write_cyclictest_page(dir: &Path, cli: &clap::Command) -> Result<(), CommandE
             name,
             &about,
             &format!(
-                "rt-tests cyclictest's options and its exact output. Its usage, as \
+                "rt-tests {name}'s options and its exact output. Its usage, as \
                  `{name} --help` prints it:\n\n{}\n",
                 // Indented lines keep their layout in the page (roff no-fill).
-                CYCLICTEST_USAGE
+                usage
                     .lines()
                     .map(|l| format!("    {l}"))
                     .collect::<Vec<_>>()

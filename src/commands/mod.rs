@@ -11,6 +11,7 @@ pub mod install_files;
 pub mod ipc_cmd;
 pub mod logdisk_cmd;
 pub mod noise_cmd;
+pub mod oslat_cmd;
 pub mod pair_test;
 pub mod report_cmd;
 pub mod suite;
@@ -80,6 +81,7 @@ pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
         Command::Timer(a) => timer_cmd::run(a),
         Command::Cyclictest(a) => cyclictest_cmd::run(&a.args),
         Command::Noise(a) => noise_cmd::run(a),
+        Command::Oslat(a) => oslat_cmd::run(&a.args),
         Command::Logdisk(a) => logdisk_cmd::run(a),
         Command::Suite(a) => suite::run(a),
         Command::Compare(a) => compare::run(a),

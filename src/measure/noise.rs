@@ -33,6 +33,7 @@ pub fn plan_of(settings: &NoiseSettings, stop: Arc<AtomicBool>) -> NoisePlan {
             .map(|us| us.saturating_mul(1000)),
         spike_threshold_ns: settings.trace_spikes_us.map(|us| us.saturating_mul(1000)),
         stop,
+        counter: crate::noise::counter::Counter::detect(),
     }
 }
 
@@ -51,7 +52,7 @@ pub fn config_of(settings: &NoiseSettings, prep: &Preparation) -> TestConfig {
             threshold_ns: settings.threshold_ns,
             runtime_ns: settings.duty.runtime_ns,
             period_ns: settings.duty.period_ns,
-            clock: "clock_gettime(CLOCK_MONOTONIC)".to_string(),
+            clock: crate::noise::counter::Counter::detect().describe(),
             rt_runtime_us: settings.rt_runtime_us,
             rt_period_us: settings.rt_period_us,
             forced: settings.force,
@@ -177,6 +178,7 @@ fn finished(
                         0.0
                     },
                     causes: outcome.spikes.as_ref().map(|t| causes_of(t, c.cpu)),
+                    oslat: None,
                 })),
             }
         })

@@ -12,6 +12,8 @@
 //! window is the gap), then monitors: the live output, the per-second
 //! windows, the stop (Ctrl-C/SIGTERM, the duration, a spinner's error).
 
+pub mod counter;
+pub mod oslat;
 pub mod spinner;
 
 use crate::report::EndReason;
@@ -60,6 +62,8 @@ pub struct NoisePlan {
     pub spike_threshold_ns: Option<u64>,
     /// Set to stop every spinner.
     pub stop: Arc<AtomicBool>,
+    /// What the spinners read (`Counter::detect`).
+    pub counter: counter::Counter,
 }
 
 /// What a spinner and the controller share while the run goes on.

@@ -1,17 +1,25 @@
 //! The spinning thread: pinned to its CPU, at the policy asked (SCHED_OTHER
-//! by default), it reads CLOCK_MONOTONIC (the vDSO: no system call) as fast
+//! by default), it reads a counter (the TSC where it is constant, else
+//! CLOCK_MONOTONIC through the vDSO: no system call; `counter.rs`) as fast
 //! as it can. A gap between two consecutive reads longer than the threshold
 //! means the CPU was taken from the thread: one interruption, recorded with
 //! its length (`LatencyRecorder`, per-second windows, and with
 //! `--trace-spikes` a candidate for the trace reader).
 //!
-//! The loop allocates nothing, takes no lock and makes no system call but
-//! the clock read. Everything else (publishing the live figures, the stop
+//! The loop allocates nothing, takes no lock and makes no system call (the
+//! read is an instruction, or the vDSO's clock). Everything else (publishing the live figures, the stop
 //! flag with a relaxed load, the end of the run, the duty cycle) is looked
 //! at once every `CHECK_NS` of clock time, so that a spinner notices a stop
 //! within a tenth of a millisecond of its own time, and the per-iteration
-//! cost is one clock read, one subtraction and two comparisons.
+//! cost is one counter read, one subtraction and two comparisons.
+//!
+//! `spin_loop` is that loop, written once; what is done with the gaps is a
+//! `Visit`: `latscope noise`'s interruptions here, oslat's buckets in
+//! `super::oslat`.
 
+#[cfg(target_arch = "x86_64")]
+use super::counter::Tsc;
+use super::counter::{Counter, Monotonic, Scale, Ticks};
 use super::{CpuShared, NoisePlan};
 use crate::rt::clock::{monotonic_ns, try_sleep_until_ns};
 use crate::rt::sched;
@@ -54,8 +62,14 @@ impl SpinEnd {
 /// Sleeps until `deadline_ns` in slices, returning early when `plan.stop`
 /// is set. Returns whether the run goes on.
 fn sleep_until_or_stop(plan: &NoisePlan, deadline_ns: u64) -> bool {
+    sleep_until_or(&plan.stop, deadline_ns)
+}
+
+/// Sleeps until `deadline_ns` in slices, returning early (false) when
+/// `stop` is set.
+pub fn sleep_until_or(stop: &std::sync::atomic::AtomicBool, deadline_ns: u64) -> bool {
     loop {
-        if plan.stop.load(Ordering::Relaxed) {
+        if stop.load(Ordering::Relaxed) {
             return false;
         }
         let now = monotonic_ns();
@@ -100,93 +114,239 @@ pub fn run(
     spin(plan, cpu, shared, recorder, start)
 }
 
-/// The measuring loop (see the module's doc).
+/// What a spinning loop does after a check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    Go,
+    /// The visitor slept (a duty cycle's off time): the next gap starts at a
+    /// fresh read, not at the last one.
+    Resume,
+    Stop,
+}
+
+/// What one spinning loop does with what it reads: `latscope noise`'s
+/// interruptions (`NoiseVisit`), oslat's buckets (`crate::noise::oslat`).
+pub trait Visit {
+    /// Work done before each read (oslat's `-w memmove`); none by default.
+    #[inline(always)]
+    fn work(&mut self) {}
+    /// One gap between two consecutive reads, in ticks, ending at `now`.
+    fn gap(&mut self, now: u64, gap: u64);
+    /// About every `check_ticks` of counter time: publish, look at the end
+    /// and the stop flag.
+    fn check(&mut self, now: u64) -> Next;
+    /// After `Next::Resume`: the fresh read the next gap starts at.
+    fn resumed(&mut self, _now: u64) {}
+}
+
+/// What the loop itself counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spun {
+    pub loops: u64,
+    /// The first and the last read, in ticks.
+    pub first: u64,
+    pub last: u64,
+}
+
+/// THE spinning loop: read the counter, hand the gap over, and about every
+/// `check_ticks` let the visitor look beyond it. Generic over the counter
+/// (`T`) and the visitor so that the iteration compiles to one read, one
+/// subtraction, the visitor's comparison and the check's comparison.
+pub fn spin_loop<T: Ticks, V: Visit>(visit: &mut V, check_ticks: u64) -> Spun {
+    let first = T::read();
+    let mut prev = first;
+    let mut next_check = first.saturating_add(check_ticks);
+    let mut loops = 0u64;
+    loop {
+        visit.work();
+        let now = T::read();
+        loops += 1;
+        // wrapping: a counter never goes back on one CPU, but a read cannot
+        // be allowed to panic if a hypervisor ever made it.
+        visit.gap(now, now.wrapping_sub(prev));
+        prev = now;
+        if now < next_check {
+            continue;
+        }
+        match visit.check(now) {
+            Next::Go => {}
+            Next::Resume => {
+                prev = T::read();
+                visit.resumed(prev);
+            }
+            Next::Stop => break,
+        }
+        next_check = prev.saturating_add(check_ticks);
+    }
+    Spun {
+        loops,
+        first,
+        last: prev,
+    }
+}
+
+/// `spin_loop` on the counter chosen (one instance per counter kind).
+pub fn spin_on<V: Visit>(counter: Counter, visit: &mut V, check_ticks: u64) -> Spun {
+    match counter {
+        #[cfg(target_arch = "x86_64")]
+        Counter::Tsc(_) => spin_loop::<Tsc, V>(visit, check_ticks),
+        _ => spin_loop::<Monotonic, V>(visit, check_ticks),
+    }
+}
+
+/// `latscope noise`'s visitor: a gap above the threshold is one
+/// interruption. Thresholds are in ticks; an interruption is converted to
+/// nanoseconds, and its end to CLOCK_MONOTONIC time through the pair
+/// (ticks, monotonic ns) read at the last check, so that drift between the
+/// calibrated scale and the clock never exceeds one check interval's worth.
+struct NoiseVisit<'a> {
+    plan: &'a NoisePlan,
+    cpu: usize,
+    shared: &'a CpuShared,
+    scale: Scale,
+    threshold: u64,
+    limit: u64,
+    spike: u64,
+    recorder: LatencyRecorder,
+    window: WindowWriter<'a>,
+    noise_ns: u64,
+    measured_ns: u64,
+    above_limit: u64,
+    end_ns: u64,
+    segment_from: u64,
+    period_from: u64,
+    run_until: u64,
+    /// The last check: counter and CLOCK_MONOTONIC read together.
+    anchor_ticks: u64,
+    anchor_ns: u64,
+}
+
+impl NoiseVisit<'_> {
+    #[inline]
+    fn ns_at(&self, ticks: u64) -> u64 {
+        self.anchor_ns + self.scale.ns(ticks.saturating_sub(self.anchor_ticks))
+    }
+}
+
+impl Visit for NoiseVisit<'_> {
+    #[inline(always)]
+    fn gap(&mut self, now: u64, gap: u64) {
+        if gap > self.threshold {
+            self.interruption(now, gap);
+        }
+    }
+
+    fn check(&mut self, now: u64) -> Next {
+        let now_ns = monotonic_ns();
+        self.anchor_ticks = now;
+        self.anchor_ns = now_ns;
+        let spun = self.measured_ns + now_ns.saturating_sub(self.segment_from);
+        let shared = self.shared;
+        shared
+            .interruptions
+            .store(self.recorder.count(), Ordering::Relaxed);
+        shared.noise_ns.store(self.noise_ns, Ordering::Relaxed);
+        shared.max_ns.store(
+            self.recorder.max().unwrap_or(0).max(0) as u64,
+            Ordering::Relaxed,
+        );
+        shared.measured_ns.store(spun, Ordering::Relaxed);
+        if now_ns >= self.end_ns || self.plan.stop.load(Ordering::Relaxed) {
+            self.measured_ns = spun;
+            return Next::Stop;
+        }
+        if now_ns < self.run_until {
+            return Next::Go;
+        }
+        // The off time of the duty cycle: not measured, not noise.
+        self.measured_ns = spun;
+        let duty = self.plan.duty;
+        let next = (self.period_from + duty.period_ns).max(now_ns);
+        if !sleep_until_or_stop(self.plan, next.min(self.end_ns)) {
+            return Next::Stop;
+        }
+        self.period_from = next;
+        self.run_until = next.saturating_add(duty.runtime_ns);
+        Next::Resume
+    }
+
+    fn resumed(&mut self, now: u64) {
+        self.anchor_ticks = now;
+        self.anchor_ns = monotonic_ns();
+        self.segment_from = self.anchor_ns;
+    }
+}
+
+impl NoiseVisit<'_> {
+    /// Out of line: the loop's common path stays a comparison.
+    #[inline(never)]
+    fn interruption(&mut self, now: u64, gap: u64) {
+        let gap_ns = self.scale.ns(gap);
+        let now_ns = self.ns_at(now);
+        self.recorder.record(gap_ns as i64);
+        self.window.record(now_ns, gap_ns as i64);
+        self.noise_ns += gap_ns;
+        self.above_limit += u64::from(gap > self.limit);
+        if gap >= self.spike {
+            self.shared.spikes.push(crate::spikes::Candidate {
+                cpu: self.cpu as u32,
+                expected_ns: now_ns.saturating_sub(gap_ns),
+                actual_ns: now_ns,
+            });
+        }
+    }
+}
+
+/// The measuring loop of `latscope noise` (see the module's doc).
 fn spin(
     plan: &NoisePlan,
     cpu: usize,
     shared: &CpuShared,
-    mut recorder: LatencyRecorder,
+    recorder: LatencyRecorder,
     start: u64,
 ) -> SpinEnd {
-    let threshold = plan.threshold_ns;
-    let limit = plan.limit_ns.unwrap_or(u64::MAX);
-    let spike = plan.spike_threshold_ns.unwrap_or(u64::MAX);
-    let end_ns = plan
-        .duration_ns
-        .map_or(u64::MAX, |d| start.saturating_add(d));
-    let duty = plan.duty;
-    let mut window = WindowWriter::new(&shared.windows, start);
-    let mut noise_ns = 0u64;
-    let mut measured_ns = 0u64;
-    let mut above_limit = 0u64;
-    let mut loops = 0u64;
+    let counter = plan.counter;
+    let scale = counter.scale();
+    let in_ticks = |ns: Option<u64>| ns.map_or(u64::MAX, |ns| scale.ticks(ns));
     let from_ns = monotonic_ns();
-    let mut segment_from = from_ns;
-    let mut period_from = from_ns;
-    let mut run_until = if duty.sleeps() {
-        from_ns.saturating_add(duty.runtime_ns)
-    } else {
-        u64::MAX
-    };
-    let mut prev = from_ns;
-    let mut next_check = from_ns + CHECK_NS;
-    loop {
-        let now = monotonic_ns();
-        loops += 1;
-        let gap = now - prev;
-        prev = now;
-        if gap > threshold {
-            recorder.record(gap as i64);
-            window.record(now, gap as i64);
-            noise_ns += gap;
-            above_limit += u64::from(gap > limit);
-            if gap >= spike {
-                shared.spikes.push(crate::spikes::Candidate {
-                    cpu: cpu as u32,
-                    expected_ns: now - gap,
-                    actual_ns: now,
-                });
-            }
-        }
-        if now < next_check {
-            continue;
-        }
-        // About every CHECK_NS: the live figures, the end, the duty cycle.
-        let spun = measured_ns + (now - segment_from);
-        shared
-            .interruptions
-            .store(recorder.count(), Ordering::Relaxed);
-        shared.noise_ns.store(noise_ns, Ordering::Relaxed);
-        shared
-            .max_ns
-            .store(recorder.max().unwrap_or(0).max(0) as u64, Ordering::Relaxed);
-        shared.measured_ns.store(spun, Ordering::Relaxed);
-        if now >= end_ns || plan.stop.load(Ordering::Relaxed) {
-            measured_ns = spun;
-            break;
-        }
-        if now >= run_until {
-            // The off time of the duty cycle: not measured, not noise.
-            measured_ns = spun;
-            let next = (period_from + duty.period_ns).max(now);
-            if !sleep_until_or_stop(plan, next.min(end_ns)) {
-                break;
-            }
-            period_from = next;
-            run_until = next.saturating_add(duty.runtime_ns);
-            segment_from = monotonic_ns();
-            prev = segment_from;
-        }
-        next_check = prev + CHECK_NS;
-    }
-    window.flush();
-    SpinEnd {
+    let duty = plan.duty;
+    let mut visit = NoiseVisit {
+        plan,
+        cpu,
+        shared,
+        scale,
+        threshold: scale.ticks(plan.threshold_ns),
+        limit: in_ticks(plan.limit_ns),
+        spike: in_ticks(plan.spike_threshold_ns),
         recorder,
-        noise_ns,
-        measured_ns,
-        loops,
-        above_limit,
+        window: WindowWriter::new(&shared.windows, start),
+        noise_ns: 0,
+        measured_ns: 0,
+        above_limit: 0,
+        end_ns: plan
+            .duration_ns
+            .map_or(u64::MAX, |d| start.saturating_add(d)),
+        segment_from: from_ns,
+        period_from: from_ns,
+        run_until: if duty.sleeps() {
+            from_ns.saturating_add(duty.runtime_ns)
+        } else {
+            u64::MAX
+        },
+        anchor_ticks: counter.now(),
+        anchor_ns: from_ns,
+    };
+    let check_ticks = scale.ticks(CHECK_NS);
+    let spun = spin_on(counter, &mut visit, check_ticks);
+    let until_ns = visit.ns_at(spun.last);
+    visit.window.flush();
+    SpinEnd {
+        recorder: visit.recorder,
+        noise_ns: visit.noise_ns,
+        measured_ns: visit.measured_ns,
+        loops: spun.loops,
+        above_limit: visit.above_limit,
         from_ns,
-        until_ns: prev,
+        until_ns,
     }
 }

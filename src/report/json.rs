@@ -1,5 +1,6 @@
-//! JSON exporters: the versioned latscope report, and the rt-tests layout
-//! (pmqtest, sigwaittest, svsematest) for parsers written against the originals.
+//! JSON exporters: the versioned latscope report, and the rt-tests layouts
+//! (pmqtest, sigwaittest, svsematest; oslat) for parsers written against the
+//! originals.
 
 use super::cells::RtTestsFlavor;
 use super::{Exporter, Report};
@@ -132,27 +133,71 @@ impl Exporter for RtTestsJson {
             };
             thread.insert(i.to_string(), serde_json::to_value(pair)?);
         }
-        let sys = &report.sysinfo;
-        let header = RtHeader {
-            file_version: 1,
-            cmdline: report.command_line.join(" "),
-            rt_test_version: rt_style_version(&report.tool.version),
-            start_time: local_time(&report.start_time),
-            end_time: local_time(&report.end_time),
-            return_code: report.exit_code,
-            sysinfo: RtSysinfo {
-                sysname: &sys.sysname,
-                nodename: &sys.nodename,
-                release: &sys.release,
-                version: &sys.version,
-                machine: &sys.machine,
-                realtime: u8::from(sys.preempt_rt),
-            },
-            num_threads: series.len(),
-            thread,
-        };
-        serde_json::to_writer_pretty(&mut *out, &header)?;
-        out.write_all(b"\n")
+        write_rt_tests_layout(report, series.len(), thread, out)
+    }
+}
+
+/// rt-tests' `rt_write_json` for `report`: its header (with the stray
+/// colons), then `num_threads` and the tool's `thread` part. Every rt-tests
+/// layout of this file (pmqtest's family, oslat's) goes through it.
+fn write_rt_tests_layout(
+    report: &Report,
+    num_threads: usize,
+    thread: serde_json::Map<String, serde_json::Value>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let sys = &report.sysinfo;
+    let header = RtHeader {
+        file_version: 1,
+        cmdline: report.command_line.join(" "),
+        rt_test_version: rt_style_version(&report.tool.version),
+        start_time: local_time(&report.start_time),
+        end_time: local_time(&report.end_time),
+        return_code: report.exit_code,
+        sysinfo: RtSysinfo {
+            sysname: &sys.sysname,
+            nodename: &sys.nodename,
+            release: &sys.release,
+            version: &sys.version,
+            machine: &sys.machine,
+            realtime: u8::from(sys.preempt_rt),
+        },
+        num_threads,
+        thread,
+    };
+    serde_json::to_writer_pretty(&mut *out, &header)?;
+    out.write_all(b"\n")
+}
+
+/// oslat's `--json` layout (rt-tests 2.40 `rt_write_json` plus oslat's
+/// `write_summary_json`), from the `OslatCpu` figures of the report.
+pub struct OslatJson;
+
+impl Exporter for OslatJson {
+    fn write(&self, report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+        use serde_json::{Map, Value, json};
+        let threads = report.oslat_cpus();
+        let mut thread = Map::new();
+        for (i, (cpu, t)) in threads.iter().enumerate() {
+            let mut histogram = Map::new();
+            for (j, &n) in t.buckets.iter().enumerate() {
+                if n > 0 {
+                    histogram.insert((t.bias_us + j as u64 + 1).to_string(), json!(n));
+                }
+            }
+            // oslat prints `%3lf` (6 decimals) and `%.3f`.
+            let rounded = |x: f64, scale: f64| (x * scale).round() / scale;
+            let mut one = Map::new();
+            one.insert("cpu".into(), json!(cpu));
+            one.insert("freq".into(), json!(t.counter_mhz));
+            one.insert("min".into(), json!(t.min_us));
+            one.insert("avg".into(), json!(rounded(t.average_us, 1e6)));
+            one.insert("max".into(), json!(t.max_us));
+            one.insert("duration".into(), json!(rounded(t.duration_s, 1e3)));
+            one.insert("histogram".into(), Value::Object(histogram));
+            thread.insert(i.to_string(), Value::Object(one));
+        }
+        write_rt_tests_layout(report, threads.len(), thread, out)
     }
 }
 

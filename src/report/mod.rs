@@ -10,6 +10,7 @@
 pub mod cells;
 pub mod classic_cyclictest;
 pub mod classic_mqldt;
+pub mod classic_oslat;
 pub mod classic_rt_tests;
 pub mod classic_semtest;
 pub mod classic_xenomai;

@@ -171,7 +171,7 @@ pub enum CyclicUsage {
 
 /// Whether an option takes a value.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Arg {
+pub enum Arg {
     No,
     Required,
     /// Attached (`-t4`, `--threads=4`) or, as cyclictest does by hand, the
@@ -242,6 +242,21 @@ pub fn atoi(text: &str) -> i64 {
 
 /// Splits raw arguments into (option name, value) pairs, GNU style.
 fn tokenize(args: &[String]) -> Result<Vec<(&'static str, Option<String>)>, CyclicUsage> {
+    getopt_long(OPTIONS, &[LATSCOPE_JSON], args)
+}
+
+/// GNU getopt_long over `options` (long name, short letter, argument), for
+/// every rt-tests tool latscope stands in for (cyclictest, oslat): the
+/// options in order as (long name, value); getopt's complaints as
+/// `CyclicUsage::Getopt`. Words that are not options are skipped.
+/// `full_only`: latscope's own long options (`--latscope-json FILE`), each
+/// with a required value and matched only when spelled in full, so that
+/// every abbreviation keeps the tool's own meaning.
+pub fn getopt_long(
+    options: &[(&'static str, Option<char>, Arg)],
+    full_only: &[&'static str],
+    args: &[String],
+) -> Result<Vec<(&'static str, Option<String>)>, CyclicUsage> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < args.len() {
@@ -255,24 +270,22 @@ fn tokenize(args: &[String]) -> Result<Vec<(&'static str, Option<String>)>, Cycl
                 Some((n, v)) => (n, Some(v.to_string())),
                 None => (long, None),
             };
-            if name == LATSCOPE_JSON {
+            if let Some(&extra) = full_only.iter().find(|&&x| x == name) {
                 let value = match attached {
                     Some(v) => v,
                     None => {
                         let v = args.get(i).cloned().ok_or_else(|| {
-                            CyclicUsage::Bad(format!(
-                                "--{LATSCOPE_JSON} needs a file name: --{LATSCOPE_JSON} FILE"
-                            ))
+                            CyclicUsage::Bad(format!("--{extra} needs a file name: --{extra} FILE"))
                         })?;
                         i += 1;
                         v
                     }
                 };
-                out.push((LATSCOPE_JSON, Some(value)));
+                out.push((extra, Some(value)));
                 continue;
             }
-            let exact = OPTIONS.iter().find(|o| o.0 == name);
-            let candidates: Vec<_> = OPTIONS.iter().filter(|o| o.0.starts_with(name)).collect();
+            let exact = options.iter().find(|o| o.0 == name);
+            let candidates: Vec<_> = options.iter().filter(|o| o.0.starts_with(name)).collect();
             let found = match (exact, candidates.as_slice()) {
                 (Some(o), _) => o,
                 (None, [o]) => o,
@@ -323,7 +336,7 @@ fn tokenize(args: &[String]) -> Result<Vec<(&'static str, Option<String>)>, Cycl
         while k < chars.len() {
             let letter = chars[k];
             k += 1;
-            let Some(found) = OPTIONS.iter().find(|o| o.1 == Some(letter)) else {
+            let Some(found) = options.iter().find(|o| o.1 == Some(letter)) else {
                 return Err(CyclicUsage::Getopt(format!("invalid option -- '{letter}'")));
             };
             let rest: String = chars[k..].iter().collect();

@@ -17,6 +17,7 @@ pub mod compare;
 pub mod cyclictest;
 pub mod logdisk;
 pub mod noise;
+pub mod oslat;
 pub mod report;
 pub mod timer;
 use std::path::{Path, PathBuf};

@@ -879,3 +879,22 @@ pub fn tracefs_usable(what: &str) -> bool {
     }
     true
 }
+
+/// Every number of `line` becomes one `N`, whatever its width (the original
+/// tools print measured numbers unpadded: ` %d`, ` %.3f` gives `N.N`).
+pub fn mask_numbers(line: &str) -> String {
+    let mut out = String::new();
+    let mut in_num = false;
+    for c in line.chars() {
+        if c.is_ascii_digit() {
+            if !in_num {
+                out.push('N');
+            }
+            in_num = true;
+        } else {
+            in_num = false;
+            out.push(c);
+        }
+    }
+    out
+}

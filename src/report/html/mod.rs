@@ -1566,6 +1566,7 @@ mod tests {
             loops: 80_000_000,
             loops_per_s: 40_000_000.0,
             causes: None,
+            oslat: None,
         }));
         report
     }

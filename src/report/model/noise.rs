@@ -20,6 +20,8 @@ pub struct NoiseConfig {
     /// `period_ns` and sleeps the rest (as osnoise); both equal = always.
     pub runtime_ns: u64,
     pub period_ns: u64,
+    /// What the spinner reads: `rdtsc (2597 MHz, calibrated against
+    /// CLOCK_MONOTONIC)` where the TSC is constant, else
     /// `clock_gettime(CLOCK_MONOTONIC)` (the vDSO).
     pub clock: String,
     /// `/proc/sys/kernel/sched_rt_runtime_us` and `sched_rt_period_us` at the
@@ -54,6 +56,42 @@ pub struct NoiseCpu {
     /// With `--trace-spikes`: what took the CPU in the interruptions traced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub causes: Option<NoiseCauses>,
+    /// The `oslat` drop-in: oslat's own figures of this CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oslat: Option<OslatCpu>,
+}
+
+impl super::Report {
+    /// The `oslat` drop-in's figures, per CPU in the order measured.
+    pub fn oslat_cpus(&self) -> Vec<(usize, &OslatCpu)> {
+        self.tests
+            .iter()
+            .flat_map(|t| t.series.iter())
+            .filter_map(|s| {
+                let n = s.noise_cpu()?;
+                Some((n.cpu, n.oslat.as_ref()?))
+            })
+            .collect()
+    }
+}
+
+/// oslat's figures of one CPU, in its units: every loop's gap in whole
+/// microseconds (`floor(ticks / MHz) + 1`), counted in `buckets` (the
+/// first is `bias_us + 1` us, the last takes everything above).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OslatCpu {
+    /// The counter's ticks per microsecond ("Counter Freq").
+    pub counter_mhz: u64,
+    /// `-B`: the smallest gap of the pre-heat, taken off every bucket.
+    pub bias_us: u64,
+    pub buckets: Vec<u64>,
+    pub min_us: u64,
+    pub max_us: u64,
+    /// oslat's average: each bucket's count times its label, plus what the
+    /// last bucket's gaps exceed it by, over the loops.
+    pub average_us: f64,
+    /// From the first read to the last, by the counter, seconds.
+    pub duration_s: f64,
 }
 
 /// The causes of one CPU's traced interruptions (those above `--trace-spikes`

@@ -1,0 +1,455 @@
+//! `latscope oslat` / the `oslat` compat name: rt-tests 2.40 oslat's
+//! command line, parsed the way it parses it (GNU getopt_long: the parser
+//! of settings::cyclictest with oslat's table), its values read as it reads
+//! them (`strtol`, `parse_time_string`, `parse_mem_string`) and refused with
+//! its own lines and exit codes.
+
+use super::cyclictest::{Arg, CyclicUsage, atoi, getopt_long, parse_cpu_list, parse_duration};
+use crate::settings::noise::{CpusFrom, check_realtime_safety};
+use std::path::PathBuf;
+
+/// oslat's default number of buckets.
+pub const BUCKET_SIZE: usize = 32;
+/// oslat's default workload memory: 16 KiB per buffer.
+pub const WORKLOAD_MEM: u64 = 16 << 10;
+
+/// (long name, short letter, argument): rt-tests 2.40 oslat's table
+/// (`b:Bc:C:D:f:hm:qsw:T:vz`).
+const OPTIONS: &[(&str, Option<char>, Arg)] = &[
+    ("bucket-size", Some('b'), Arg::Required),
+    ("cpu-list", Some('c'), Arg::Required),
+    ("cpu-main-thread", Some('C'), Arg::Required),
+    ("duration", Some('D'), Arg::Required),
+    ("json", None, Arg::Required),
+    ("rtprio", Some('f'), Arg::Required),
+    ("help", Some('h'), Arg::No),
+    ("trace-threshold", Some('T'), Arg::Required),
+    ("workload", Some('w'), Arg::Required),
+    ("workload-mem", Some('m'), Arg::Required),
+    ("bias", Some('B'), Arg::No),
+    ("quiet", Some('q'), Arg::No),
+    ("single-preheat", Some('s'), Arg::No),
+    ("zero-omit", Some('z'), Arg::No),
+    ("version", Some('v'), Arg::No),
+];
+
+/// Everything the options set, with oslat's defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OslatSettings {
+    pub bucket_size: usize,
+    pub bias: bool,
+    /// `-c` as given (the header prints it); None = every CPU ("all").
+    pub cpu_list: Option<String>,
+    /// The CPUs measured: those of the list this process may run on.
+    pub cpus: Vec<usize>,
+    pub cpu_main_thread: usize,
+    /// `-D`, seconds (default 1).
+    pub runtime_s: u64,
+    pub json: Option<PathBuf>,
+    /// `-f`: SCHED_FIFO priority.
+    pub rtprio: Option<i32>,
+    /// `-w memmove`.
+    pub memmove: bool,
+    /// `-m`, bytes.
+    pub workload_mem: u64,
+    pub quiet: bool,
+    pub single_preheat: bool,
+    pub trace_threshold_us: Option<u64>,
+    pub zero_omit: bool,
+}
+
+/// How parsing ended when it did not give settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OslatUsage {
+    /// getopt's complaint: stderr, then the usage on stdout, exit 1.
+    Getopt(String),
+    /// `-h`: the usage on stdout, exit 0.
+    Help,
+    /// `-v`: nothing more (the version line is already out), exit 0.
+    Version,
+    /// A value oslat refuses: its line on stdout, exit 1.
+    Invalid(String),
+    /// A value latscope refuses where oslat would run nothing or misbehave
+    /// (no usable CPU, a FIFO spinner that would lock a CPU): one line,
+    /// exit 2.
+    Bad(String),
+}
+
+/// C's `strtol(text, NULL, 10)` as oslat reads its numbers.
+fn strtol(text: &str) -> i64 {
+    atoi(text)
+}
+
+/// rt-tests' `parse_mem_string`: a number with an optional k/m/g (either
+/// case) suffix; None for anything else.
+pub fn parse_mem(text: &str) -> Option<u64> {
+    let t = text.trim_start();
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
+    }
+    let n: u64 = t[..digits].parse().ok()?;
+    let shift = match &t[digits..] {
+        "" => 0,
+        "k" | "K" => 10,
+        "m" | "M" => 20,
+        "g" | "G" => 30,
+        _ => return None,
+    };
+    n.checked_mul(1 << shift)
+}
+
+/// The machine facts parsing needs (fixed in tests).
+pub struct Machine<'a> {
+    /// CPUs this process may run on.
+    pub allowed: &'a [usize],
+    /// `sysconf(_SC_NPROCESSORS_CONF)`.
+    pub configured: usize,
+    pub isolated: &'a [usize],
+    /// `sched_rt_runtime_us`.
+    pub rt_runtime_us: Option<i64>,
+}
+
+impl OslatSettings {
+    /// Parses oslat's arguments (without the program name).
+    pub fn parse(args: &[String], machine: &Machine<'_>) -> Result<OslatSettings, OslatUsage> {
+        let mut s = OslatSettings {
+            bucket_size: BUCKET_SIZE,
+            bias: false,
+            cpu_list: None,
+            cpus: Vec::new(),
+            cpu_main_thread: 0,
+            runtime_s: 1,
+            json: None,
+            rtprio: None,
+            memmove: false,
+            workload_mem: WORKLOAD_MEM,
+            quiet: false,
+            single_preheat: false,
+            trace_threshold_us: None,
+            zero_omit: false,
+        };
+        // getopt hands options over one at a time and oslat acts on each
+        // (`-v` exits there): on a complaint, the options before it still
+        // count first, so `-v -Z` exits 0 and `-Z -v` complains.
+        let (options, complaint) = match getopt_long(OPTIONS, &[], args) {
+            Ok(options) => (options, None),
+            Err(CyclicUsage::Getopt(message)) => {
+                let before = (0..args.len())
+                    .rev()
+                    .find_map(|n| getopt_long(OPTIONS, &[], &args[..n]).ok())
+                    .unwrap_or_default();
+                (before, Some(message))
+            }
+            Err(other) => return Err(OslatUsage::Bad(format!("{other:?}"))),
+        };
+        let invalid = |line: String| Err(OslatUsage::Invalid(line));
+        for (name, value) in options {
+            let v = value.unwrap_or_default();
+            match name {
+                "bucket-size" => {
+                    let n = strtol(&v);
+                    // oslat refuses 4 too, whatever its help says.
+                    if !(5..=1024).contains(&n) {
+                        return invalid(format!("Illegal bucket size: {v} (should be: 4-1024)"));
+                    }
+                    s.bucket_size = n as usize;
+                }
+                "bias" => s.bias = true,
+                "cpu-list" => s.cpu_list = Some(v),
+                "cpu-main-thread" => {
+                    let n = strtol(&v);
+                    if n < 0 || n > machine.configured as i64 {
+                        return invalid(format!(
+                            "Illegal core for main thread: {v} (should be: 0-{})",
+                            machine.configured
+                        ));
+                    }
+                    s.cpu_main_thread = n as usize;
+                }
+                "duration" => match parse_duration(&v) {
+                    Some(d) => s.runtime_s = d.as_secs(),
+                    None => return invalid(format!("Illegal runtime: {v}")),
+                },
+                "rtprio" => {
+                    let n = strtol(&v);
+                    if !(1..=99).contains(&n) {
+                        return invalid(format!("Illegal RT priority: {v} (should be: 1-99)"));
+                    }
+                    s.rtprio = Some(n as i32);
+                }
+                "json" => s.json = Some(PathBuf::from(v)),
+                "trace-threshold" => {
+                    let n = strtol(&v);
+                    if n <= 0 {
+                        return invalid(
+                            "Parameter --trace-threshold needs to be positive".to_string(),
+                        );
+                    }
+                    s.trace_threshold_us = Some(n as u64);
+                }
+                "workload" => match v.as_str() {
+                    "no" => s.memmove = false,
+                    "memmove" => s.memmove = true,
+                    _ => {
+                        return invalid(format!(
+                            "Unknown workload '{v}'.  Please choose from: 'no', 'memmove'\n"
+                        ));
+                    }
+                },
+                "workload-mem" => match parse_mem(&v) {
+                    Some(n) => s.workload_mem = n,
+                    None => return invalid(format!("Unknown workload memory size '{v}'.\n")),
+                },
+                "quiet" => s.quiet = true,
+                "single-preheat" => s.single_preheat = true,
+                "zero-omit" => s.zero_omit = true,
+                // oslat exits at once: its version line is out already.
+                "version" => return Err(OslatUsage::Version),
+                _ => return Err(OslatUsage::Help),
+            }
+        }
+        if let Some(message) = complaint {
+            return Err(OslatUsage::Getopt(message));
+        }
+        s.cpus = s.cpus_of(machine.allowed)?;
+        if s.rtprio.is_some() {
+            // A FIFO spinner never sleeps: the rules of `latscope noise`
+            // (the CPUs count as named: oslat has no "all but one" default).
+            // oslat has no --force or --policy: its way out is to leave out -f.
+            check_realtime_safety(
+                crate::rt::sched::Policy::Fifo,
+                &s.cpus,
+                CpusFrom::Named,
+                machine.isolated,
+                machine.rt_runtime_us,
+                false,
+            )
+            .map_err(|e| {
+                OslatUsage::Bad(format!(
+                    "-f: {} (oslat has no --force: leave out -f to spin at SCHED_OTHER)",
+                    e.0
+                ))
+            })?;
+        }
+        if s.workload_mem == 0 && s.memmove {
+            return Err(OslatUsage::Bad(
+                "-m: a memmove workload needs a size above 0 (e.g. 4K)".to_string(),
+            ));
+        }
+        Ok(s)
+    }
+
+    /// The CPUs of `-c` (every CPU without it) this process may run on, as
+    /// oslat keeps those it can move to.
+    fn cpus_of(&self, allowed: &[usize]) -> Result<Vec<usize>, OslatUsage> {
+        let listed = match self.cpu_list.as_deref() {
+            None | Some("all") => allowed.to_vec(),
+            Some(list) => parse_cpu_list(list, allowed).ok_or_else(|| {
+                OslatUsage::Bad(format!(
+                    "-c '{}': not a CPU list (e.g. '1,3,5,7-15')",
+                    crate::units::shown(list)
+                ))
+            })?,
+        };
+        let cpus: Vec<usize> = listed.into_iter().filter(|c| allowed.contains(c)).collect();
+        if cpus.is_empty() {
+            return Err(OslatUsage::Bad(format!(
+                "-c: none of the CPUs listed is one this process may run on ({})",
+                crate::units::cpu_list(allowed)
+            )));
+        }
+        Ok(cpus)
+    }
+
+    /// The bytes copied per loop with `-w memmove`.
+    pub fn memmove_bytes(&self) -> Option<usize> {
+        self.memmove
+            .then(|| usize::try_from(self.workload_mem).unwrap_or(usize::MAX))
+    }
+
+    /// oslat's header block (`dump_globals`), each line with its newline.
+    pub fn header(&self) -> String {
+        let priority = match self.rtprio {
+            Some(p) => format!("SCHED_FIFO:{p}"),
+            None => "default".to_string(),
+        };
+        format!(
+            "Total runtime: \t\t{} seconds\nThread priority: \t{priority}\nCPU list: \t\t{}\nCPU for main thread: \t{}\nWorkload: \t\t{}\nWorkload mem: \t\t{} (KiB)\nPreheat cores: \t\t{}\n\n",
+            self.runtime_s,
+            self.cpu_list.as_deref().unwrap_or("all"),
+            self.cpu_main_thread,
+            if self.memmove { "memmove" } else { "no" },
+            if self.memmove {
+                self.workload_mem / 1024
+            } else {
+                0
+            },
+            if self.single_preheat {
+                1
+            } else {
+                self.cpus.len()
+            },
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| w.to_string()).collect()
+    }
+
+    const MACHINE: Machine<'static> = Machine {
+        allowed: &[0, 1],
+        configured: 2,
+        isolated: &[],
+        rt_runtime_us: Some(950_000),
+    };
+
+    fn parse(words: &[&str]) -> Result<OslatSettings, OslatUsage> {
+        OslatSettings::parse(&args(words), &MACHINE)
+    }
+
+    #[test]
+    fn defaults_and_every_option() {
+        let s = parse(&[]).unwrap();
+        assert_eq!(
+            (s.bucket_size, s.runtime_s, s.cpus.clone()),
+            (32, 1, vec![0, 1])
+        );
+        assert_eq!(s.workload_mem, 16384);
+        let s = parse(&[
+            "-c",
+            "1",
+            "-D2m",
+            "-b",
+            "8",
+            "-B",
+            "-w",
+            "memmove",
+            "-m",
+            "4K",
+            "-qsz",
+            "-T",
+            "50",
+            "-f",
+            "5",
+            "--json=/tmp/x.json",
+            "-C",
+            "1",
+        ])
+        .unwrap();
+        assert_eq!(s.cpus, vec![1]);
+        assert_eq!(s.runtime_s, 120);
+        assert_eq!(
+            (s.bucket_size, s.bias, s.memmove, s.workload_mem),
+            (8, true, true, 4096)
+        );
+        assert!(s.quiet && s.single_preheat && s.zero_omit);
+        assert_eq!((s.trace_threshold_us, s.rtprio), (Some(50), Some(5)));
+        assert_eq!(s.json, Some(PathBuf::from("/tmp/x.json")));
+        assert_eq!(s.cpu_main_thread, 1);
+        assert_eq!(s.memmove_bytes(), Some(4096));
+        let s = parse(&["--cpu-list", "0-1", "--duration", "1h", "--bucket-s", "16"]).unwrap();
+        assert_eq!((s.cpus, s.runtime_s, s.bucket_size), (vec![0, 1], 3600, 16));
+    }
+
+    #[test]
+    fn oslats_refusals() {
+        let invalid = |w: &[&str]| match parse(w) {
+            Err(OslatUsage::Invalid(line)) => line,
+            other => panic!("{w:?}: {other:?}"),
+        };
+        assert_eq!(
+            invalid(&["-b", "4"]),
+            "Illegal bucket size: 4 (should be: 4-1024)"
+        );
+        assert_eq!(
+            invalid(&["-b", "1025"]),
+            "Illegal bucket size: 1025 (should be: 4-1024)"
+        );
+        assert_eq!(invalid(&["-D", "0"]), "Illegal runtime: 0");
+        assert_eq!(
+            invalid(&["-f", "0"]),
+            "Illegal RT priority: 0 (should be: 1-99)"
+        );
+        assert_eq!(
+            invalid(&["-C", "3"]),
+            "Illegal core for main thread: 3 (should be: 0-2)"
+        );
+        assert_eq!(
+            invalid(&["-T", "0"]),
+            "Parameter --trace-threshold needs to be positive"
+        );
+        assert_eq!(
+            invalid(&["-w", "foo"]),
+            "Unknown workload 'foo'.  Please choose from: 'no', 'memmove'\n"
+        );
+        assert_eq!(
+            invalid(&["-m", "4X"]),
+            "Unknown workload memory size '4X'.\n"
+        );
+        assert_eq!(
+            parse(&["-Z"]),
+            Err(OslatUsage::Getopt("invalid option -- 'Z'".into()))
+        );
+        assert_eq!(
+            parse(&["-c"]),
+            Err(OslatUsage::Getopt(
+                "option requires an argument -- 'c'".into()
+            ))
+        );
+        assert_eq!(parse(&["-h"]), Err(OslatUsage::Help));
+        assert_eq!(parse(&["-v", "-Z"]), Err(OslatUsage::Version));
+        assert_eq!(
+            parse(&["-b", "8", "-Z", "-v"]),
+            Err(OslatUsage::Getopt("invalid option -- 'Z'".into()))
+        );
+        assert_eq!(
+            parse(&["-b", "4", "-Z"]),
+            Err(OslatUsage::Invalid(
+                "Illegal bucket size: 4 (should be: 4-1024)".into()
+            ))
+        );
+        assert!(matches!(parse(&["-c", "7"]), Err(OslatUsage::Bad(_))));
+        assert!(matches!(parse(&["-c", "x"]), Err(OslatUsage::Bad(_))));
+    }
+
+    #[test]
+    fn a_fifo_spinner_with_throttling_off_needs_an_isolated_cpu() {
+        let off = Machine {
+            rt_runtime_us: Some(-1),
+            ..MACHINE
+        };
+        let r = OslatSettings::parse(&args(&["-c", "1", "-f", "1"]), &off);
+        assert!(matches!(r, Err(OslatUsage::Bad(m)) if m.contains("RT throttling is off")));
+        let isolated = Machine {
+            isolated: &[1],
+            ..off
+        };
+        assert!(OslatSettings::parse(&args(&["-c", "1", "-f", "1"]), &isolated).is_ok());
+        assert!(parse(&["-c", "1", "-f", "1"]).is_ok(), "throttling on");
+    }
+
+    #[test]
+    fn memory_sizes() {
+        assert_eq!(parse_mem("4K"), Some(4096));
+        assert_eq!(parse_mem("1m"), Some(1 << 20));
+        assert_eq!(parse_mem("2G"), Some(2 << 30));
+        assert_eq!(parse_mem("100"), Some(100));
+        assert_eq!(parse_mem("K"), None);
+        assert_eq!(parse_mem("4KB"), None);
+    }
+
+    #[test]
+    fn the_header_block() {
+        let s = parse(&["-c", "1", "-D", "2"]).unwrap();
+        assert_eq!(
+            s.header(),
+            "Total runtime: \t\t2 seconds\nThread priority: \tdefault\nCPU list: \t\t1\nCPU for main thread: \t0\nWorkload: \t\tno\nWorkload mem: \t\t0 (KiB)\nPreheat cores: \t\t1\n\n"
+        );
+    }
+}
