@@ -6,14 +6,14 @@ use crate::logdisk::bandwidth::{disk_seconds, merge_intervals, rate, write_bandw
 use crate::logdisk::files::{AlignedBuf, FilePlan, FileSet, OpenFlags, PrepareError};
 use crate::logdisk::private_dir::PrivateDir;
 use crate::logdisk::{self, BlockOutcome, BlockPlan, LogdiskProgress, WriterOutcome};
-use crate::pipeline::{CommandError, FinishedTest, RunFacts};
+use crate::pipeline::{CommandError, FinishedTest, Run, RunFacts};
 use crate::report::SysInfo;
 use crate::report::{
     ConfigDetail, DiskSecond, DiskWriter, EndReason, LogdiskConfig, Series, SeriesDetail,
     TestConfig, TestResult,
 };
 use crate::rt::dma_latency::DmaLatency;
-use crate::rt::signals::stop_requested_without_snapshots;
+use crate::rt::signals::wait_for_stop_signal;
 use crate::settings::UsageError;
 use crate::settings::logdisk::{LogdiskSettings, SyncMode};
 use crate::stats::{LatencyRecorder, LatencySummary};
@@ -107,12 +107,15 @@ fn not_run(
 /// Creates the files, runs every block size in turn and removes the files
 /// (unless `--keep`). Existing test files (without `--reuse`) and a
 /// filesystem refusing O_DIRECT are usage errors, found before any write;
-/// a failure while writing ends the run with the results so far.
+/// a failure while writing ends the run with the results so far. `run`
+/// learns of every window as it closes (the live outputs, SIGUSR1
+/// snapshots from the windows so far).
 pub fn measure(
     settings: &LogdiskSettings,
+    run: &Run<'_>,
     progress: &mut dyn LogdiskProgress,
-    wait_for_stop: &mut dyn FnMut(Duration) -> bool,
 ) -> Result<Vec<FinishedTest>, CommandError> {
+    let wait_for_stop = &mut |timeout| wait_for_stop_signal(timeout).is_some();
     let dirs = settings.writer_dirs();
     let file_plan = FilePlan {
         dirs: &dirs,
@@ -165,7 +168,10 @@ pub fn measure(
                 .max_latency_us
                 .map(|us| us.saturating_mul(1000).min(i64::MAX as u64) as i64),
         };
-        let done = match logdisk::run_block(&plan, progress, wait_for_stop) {
+        run.begin_test(skeleton(settings, block_size, &sets));
+        let outcome = logdisk::run_block(&plan, progress, wait_for_stop, &mut run.window_hook());
+        run.end_test();
+        let done = match outcome {
             Ok(outcome) => finished_test(settings, block_size, &sets, outcome),
             Err(e) => not_run(settings, block_size, EndReason::Error, Some(e)),
         };
@@ -182,6 +188,42 @@ pub fn measure(
     // The files are removed here (FileSet's Drop), before anything is printed.
     drop(sets);
     Ok(finished)
+}
+
+/// One block size before its first write: a series per writer with no
+/// samples, filled from the windows as they close.
+fn skeleton(settings: &LogdiskSettings, block_size: u64, sets: &[FileSet]) -> FinishedTest {
+    let mut test = not_run(settings, block_size, EndReason::Running, None);
+    let several = sets.len() > 1;
+    test.result.series = sets
+        .iter()
+        .enumerate()
+        .map(|(i, set)| {
+            let number = if several { i as u64 + 1 } else { 0 };
+            let mut detail = merged_writer(&[], &[], &LatencySummary::default(), block_size);
+            detail.writer = number;
+            detail.dir = set.dir.display().to_string();
+            detail.files = set.paths();
+            Series {
+                label: if several {
+                    format!("qm {number}")
+                } else {
+                    "writer".to_string()
+                },
+                cpus: Vec::new(),
+                pinned: false,
+                policy: "other".to_string(),
+                priority: 0,
+                overruns: 0,
+                above_limit: 0,
+                latency: LatencySummary::default(),
+                per_second: Vec::new(),
+                per_second_dropped: 0,
+                detail: SeriesDetail::DiskWriter(Box::new(detail)),
+            }
+        })
+        .collect();
+    test
 }
 
 fn disk_writer(
@@ -397,20 +439,20 @@ pub fn suite_settings(
 pub fn measure_for_suite(
     duration: Duration,
     max_latency_us: Option<u64>,
+    run: &Run<'_>,
     progress: &mut dyn LogdiskProgress,
 ) -> Result<Vec<FinishedTest>, String> {
     let dir = PrivateDir::create()?;
-    let mut wait = |timeout| stop_requested_without_snapshots(timeout, "the log-disk test");
     let first = measure(
         &suite_settings(&dir.path, duration, true, max_latency_us),
+        run,
         progress,
-        &mut wait,
     );
     let result = match first {
         Err(CommandError::Usage(_)) => measure(
             &suite_settings(&dir.path, duration, false, max_latency_us),
+            run,
             progress,
-            &mut wait,
         ),
         other => other,
     };

@@ -2,12 +2,12 @@
 //! noise` and `latscope suite`.
 
 use crate::noise::{self, NoiseOutcome, NoisePlan, NoiseProgress};
-use crate::pipeline::{CpuWindow, FinishedTest, Preparation, RunFacts, ThrottleEvidence};
+use crate::pipeline::{CpuWindow, FinishedTest, Preparation, Run, RunFacts, ThrottleEvidence};
 use crate::report::{
     Cause, ConfigDetail, EndReason, NoiseCauses, NoiseConfig, NoiseCpu, Series, SeriesDetail,
     SpikeTrace, TestConfig, TestResult,
 };
-use crate::rt::signals::stop_requested_without_snapshots;
+use crate::rt::signals::wait_for_stop_signal;
 use crate::settings::noise::NoiseSettings;
 use crate::stats::LatencyRecorder;
 use std::collections::BTreeMap;
@@ -97,17 +97,26 @@ pub fn setup_warnings(settings: &NoiseSettings) -> Vec<String> {
 
 /// Measures with `settings` and returns the finished test (report data and
 /// the facts for the validity warnings), plus warnings of its own.
+/// `run` learns of every window as it closes (the live outputs, SIGUSR1
+/// snapshots from the windows so far).
 pub fn measure(
     settings: &NoiseSettings,
-    prep: &Preparation,
+    run: &Run<'_>,
     progress: &mut dyn NoiseProgress,
 ) -> Result<(FinishedTest, Vec<String>), String> {
+    let prep = run.prep;
     let plan = plan_of(settings, Arc::new(AtomicBool::new(false)));
     let window = CpuWindow::open();
     let started = SystemTime::now();
-    let outcome = noise::run(&plan, progress, &mut |timeout| {
-        stop_requested_without_snapshots(timeout, "the noise test")
-    })?;
+    run.begin_test(skeleton(settings, prep));
+    let outcome = noise::run(
+        &plan,
+        progress,
+        &mut |timeout| wait_for_stop_signal(timeout).is_some(),
+        &mut run.window_hook(),
+    );
+    run.end_test();
+    let outcome = outcome?;
     let ended = SystemTime::now();
     let cpu_use = window.close();
     let mut warnings = setup_warnings(settings);
@@ -248,6 +257,43 @@ pub fn causes_of(trace: &SpikeTrace, cpu: usize) -> NoiseCauses {
     out.causes
         .sort_by(|a, b| b.ns.cmp(&a.ns).then(a.name.cmp(&b.name)));
     out
+}
+
+/// The test before its first interruption: one series per spinning CPU
+/// with no samples, filled from the windows as they close.
+fn skeleton(settings: &NoiseSettings, prep: &Preparation) -> FinishedTest {
+    let mut test = failed(settings, prep, String::new());
+    test.result.error = None;
+    test.result.end_reason = EndReason::Running;
+    test.facts.cpus_used = settings.cpus.clone();
+    test.result.series = settings
+        .cpus
+        .iter()
+        .map(|&cpu| Series {
+            label: format!("CPU {cpu}"),
+            cpus: vec![cpu],
+            pinned: true,
+            policy: settings.policy.to_string(),
+            priority: settings.priority,
+            overruns: 0,
+            above_limit: 0,
+            latency: Default::default(),
+            per_second: Vec::new(),
+            per_second_dropped: 0,
+            detail: SeriesDetail::NoiseCpu(Box::new(NoiseCpu {
+                cpu,
+                tid: 0,
+                isolated: settings.isolated.contains(&cpu),
+                measured_ns: 0,
+                noise_ns: 0,
+                noise_percent: 0.0,
+                loops: 0,
+                loops_per_s: 0.0,
+                causes: None,
+            })),
+        })
+        .collect();
+    test
 }
 
 /// A noise test that could not run: reported with its error and no samples.

@@ -1,11 +1,12 @@
 //! The timer test run and turned into report data: shared by `latscope
 //! timer` and `latscope suite`.
 
-use crate::pipeline::{CpuWindow, FinishedTest, Preparation, RunFacts, ThrottleEvidence};
+use crate::pipeline::{CpuWindow, FinishedTest, Preparation, Run, RunFacts, ThrottleEvidence};
 use crate::report::{
     ConfigDetail, Series, SeriesDetail, TestConfig, TestResult, TimerConfig, TimerThread,
 };
-use crate::rt::signals::stop_requested_without_snapshots;
+use crate::report::XenomaiHistogram;
+use crate::rt::signals::wait_for_stop_signal;
 use crate::settings::timer::TimerSettings;
 use crate::stats::LatencyRecorder;
 use crate::timer::{self, Figure, TimerOutcome, TimerPlan, TimerProgress};
@@ -74,17 +75,28 @@ pub fn config_of(settings: &TimerSettings, plan: &TimerPlan, prep: &Preparation)
 
 /// Measures with `settings` and returns the finished test (report data and
 /// the facts for the validity warnings), plus warnings of its own.
+/// `run` learns of every loop as it completes (the live outputs, SIGUSR1
+/// snapshots from the loops so far).
 pub fn measure(
     settings: &TimerSettings,
-    prep: &Preparation,
+    run: &Run<'_>,
     progress: &mut dyn TimerProgress,
 ) -> Result<(FinishedTest, Vec<String>, TimerOutcome), String> {
+    let prep = run.prep;
     let plan = plan_of(settings, Arc::new(AtomicBool::new(false)));
     let window = CpuWindow::open();
     let started = SystemTime::now();
-    let outcome = timer::run(&plan, progress, &mut |timeout| {
-        stop_requested_without_snapshots(timeout, "the timer test")
-    })?;
+    if let Some(skeleton) = skeleton(settings, prep) {
+        run.begin_test(skeleton);
+    }
+    let outcome = timer::run(
+        &plan,
+        progress,
+        &mut |timeout| wait_for_stop_signal(timeout).is_some(),
+        &mut run.window_hook(),
+    );
+    run.end_test();
+    let outcome = outcome?;
     let ended = SystemTime::now();
     let cpu_use = window.close();
     let mut overall = LatencyRecorder::signed();
@@ -189,6 +201,49 @@ pub fn measure(
         facts,
     };
     Ok((finished, warnings, outcome))
+}
+
+/// The test before its first sample: one series per sampling thread with
+/// no samples, filled from the loops as they complete (pipeline::Run's
+/// live outputs and snapshots). None if Xenomai's histograms cannot be
+/// built (the run itself then fails the same way).
+fn skeleton(settings: &TimerSettings, prep: &Preparation) -> Option<FinishedTest> {
+    let empty = XenomaiHistogram::new(settings.histogram_cells, settings.bucket_ns).ok()?;
+    let mut test = failed(settings, prep, String::new());
+    test.result.error = None;
+    test.result.end_reason = crate::report::EndReason::Running;
+    test.facts.cpus_used = settings.cpus.clone();
+    test.result.series = settings
+        .cpus
+        .iter()
+        .map(|&cpu| Series {
+            label: format!("CPU {cpu}"),
+            cpus: vec![cpu],
+            pinned: true,
+            policy: settings.policy.to_string(),
+            priority: settings.priority,
+            overruns: 0,
+            above_limit: 0,
+            latency: Default::default(),
+            per_second: Vec::new(),
+            per_second_dropped: 0,
+            detail: SeriesDetail::TimerThread(Box::new(TimerThread {
+                cpu,
+                tid: 0,
+                period_us: settings.period_us,
+                loops: 0,
+                msw: 0,
+                involuntary_switches: 0,
+                major_faults: 0,
+                minor_faults: 0,
+                histogram_all: empty.clone(),
+                histogram_loop_min: empty.clone(),
+                histogram_loop_max: empty.clone(),
+                breakdown: None,
+            })),
+        })
+        .collect();
+    Some(test)
 }
 
 /// A timer test that could not run: reported with its error and no samples.
