@@ -267,6 +267,7 @@ impl Control {
             s.windows
                 .drain_into_with(series, &mut |w, h| hook.window(i, w, h));
         }
+        hook.drained();
     }
 
     fn finish(

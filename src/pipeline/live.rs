@@ -95,6 +95,9 @@ pub(super) struct LiveState {
     pub hdr_log_error: Option<String>,
     /// The monitor's CPUs before `begin` moved it off the measured ones.
     moved_from: Option<Vec<usize>>,
+    /// A snapshot asked for before the running test's first window closed:
+    /// served with that window (a snapshot of nothing would say nothing).
+    pub snapshot_pending: bool,
 }
 
 impl LiveState {
@@ -186,6 +189,13 @@ impl LiveState {
         }
     }
 
+    /// Whether the running test has a window yet.
+    pub fn has_samples(&self) -> bool {
+        self.running
+            .as_ref()
+            .is_some_and(|r| r.series.iter().any(|s| s.samples > 0))
+    }
+
     /// Whether a window came since the last call.
     pub fn take_fresh(&mut self) -> bool {
         self.running
@@ -236,6 +246,14 @@ impl WindowHook for LiveHook<'_, '_> {
 
     fn drained(&mut self) {
         self.run.rewrite_live();
+        let due = self
+            .run
+            .live
+            .try_borrow()
+            .is_ok_and(|l| l.snapshot_pending && l.has_samples());
+        if due {
+            self.run.snapshot_from_windows();
+        }
     }
 
     fn snapshot(&mut self) {

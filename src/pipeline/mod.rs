@@ -160,6 +160,9 @@ impl<'a> Run<'a> {
     /// The test begun last ended.
     pub fn end_test(&self) {
         if let Ok(mut live) = self.live.try_borrow_mut() {
+            // A snapshot still waiting for a window is moot: the final
+            // report follows (as the IPC monitor drops a pending one).
+            live.snapshot_pending = false;
             live.end();
         }
     }
@@ -200,11 +203,16 @@ impl<'a> Run<'a> {
 
     /// A snapshot (SIGUSR1) of the running test from its windows so far
     /// (the timer, noise and log-disk tests; see `stats::window::WindowHook`).
+    /// Asked before the first window closed, it waits for that window.
     fn snapshot_from_windows(&self) {
         let (done, current) = {
-            let Ok(live) = self.live.try_borrow() else {
+            let Ok(mut live) = self.live.try_borrow_mut() else {
                 return;
             };
+            live.snapshot_pending = !live.has_samples();
+            if live.snapshot_pending {
+                return;
+            }
             (live.done.clone(), live.so_far())
         };
         if let Some(current) = current {
