@@ -176,6 +176,7 @@ pub fn measure(
             Err(e) => not_run(settings, block_size, EndReason::Error, Some(e)),
         };
         progress.block_done(&done.result);
+        run.note_finished(&done);
         let ended_early = matches!(
             done.result.end_reason,
             EndReason::Interrupted | EndReason::Error

@@ -167,6 +167,15 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// A test of a sequence the command does not checkpoint (the block
+    /// sizes of one log-disk run) finished: the live outputs keep it while
+    /// the next one runs.
+    pub fn note_finished(&self, test: &FinishedTest) {
+        if let Ok(mut live) = self.live.try_borrow_mut() {
+            live.done.push(test.clone());
+        }
+    }
+
     /// What the monitors call with every window drained.
     pub fn window_hook(&self) -> LiveHook<'_, 'a> {
         LiveHook { run: self }
