@@ -13,6 +13,7 @@ use common::*;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+use latscope::report::hdrlog::tag_of;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -23,18 +24,6 @@ use std::process::Command as StdCommand;
 struct LogWindow {
     count: u64,
     max: f64,
-}
-
-/// The tag latscope gives a series (docs/fleet.md): TEST.MODE.SERIES,
-/// lower case, only letters, digits, '-' and '_' in each part.
-fn tag_of(test: &str, mode: &str, series: &str) -> String {
-    let part = |s: &str| -> String {
-        s.chars()
-            .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
-            .map(|c| c.to_ascii_lowercase())
-            .collect()
-    };
-    format!("{}.{}.{}", part(test), part(mode), part(series))
 }
 
 /// The log's windows per tag, in file order, read with the crate.
@@ -65,7 +54,10 @@ fn read_with_crate(path: &Path) -> BTreeMap<String, Vec<LogWindow>> {
             }
         }
     }
-    assert!(start.is_some() && start == base, "StartTime and BaseTime: {start:?} {base:?}");
+    assert!(
+        start.is_some() && start == base,
+        "StartTime and BaseTime: {start:?} {base:?}"
+    );
     let text = String::from_utf8_lossy(&bytes);
     assert!(
         text.contains(
@@ -98,9 +90,7 @@ fn read_with_python(path: &Path) -> Option<BTreeMap<String, Vec<LogWindow>>> {
         .output()
         .is_ok_and(|o| o.status.success());
     if !importable {
-        println!(
-            "SKIP (Python part): python3 cannot import hdrh (pip install hdrhistogram)"
-        );
+        println!("SKIP (Python part): python3 cannot import hdrh (pip install hdrhistogram)");
         return None;
     }
     let out = StdCommand::new("python3")
@@ -138,7 +128,10 @@ fn read_with_python(path: &Path) -> Option<BTreeMap<String, Vec<LogWindow>>> {
 fn check_against(report: &Value, log: &BTreeMap<String, Vec<LogWindow>>, reader: &str) {
     let mut tags = 0;
     for test in array_of(&report["tests"], "tests") {
-        let (name, mode) = (test["test"].as_str().unwrap(), test["mode"].as_str().unwrap());
+        let (name, mode) = (
+            test["test"].as_str().unwrap(),
+            test["mode"].as_str().unwrap(),
+        );
         for series in array_of(&test["series"], "series") {
             let tag = tag_of(name, mode, series["label"].as_str().unwrap());
             let windows = log
@@ -152,9 +145,17 @@ fn check_against(report: &Value, log: &BTreeMap<String, Vec<LogWindow>>, reader:
                 .iter()
                 .filter(|w| !w["p99_ns"].is_null())
                 .collect();
-            assert_eq!(json_windows.len(), windows.len(), "{reader}: {tag}'s windows");
+            assert_eq!(
+                json_windows.len(),
+                windows.len(),
+                "{reader}: {tag}'s windows"
+            );
             for (w, j) in windows.iter().zip(json_windows) {
-                assert_eq!(w.count, u64_of(&j["samples"], "samples"), "{reader}: {tag} {j}");
+                assert_eq!(
+                    w.count,
+                    u64_of(&j["samples"], "samples"),
+                    "{reader}: {tag} {j}"
+                );
                 let max = i64_of(&j["max_ns"], "max_ns").max(0) as f64;
                 assert!(
                     w.max >= max && w.max <= max * 1.01 + 1.0,
@@ -172,10 +173,7 @@ fn hdr_log_of(argv: &[&str]) {
     let work = tempfile::tempdir().expect("temp dir");
     let (log, json) = (work.path().join("run.hlog"), work.path().join("r.json"));
     let mut cmd = latscope(120);
-    cmd.args(argv)
-        .arg("--hdr-log")
-        .arg(&log)
-        .args(mlock_args());
+    cmd.args(argv).arg("--hdr-log").arg(&log).args(mlock_args());
     let (_out, report) = run_with_report(cmd, &json, 0);
     check_against(&report, &read_with_crate(&log), "hdrhistogram crate");
     if let Some(windows) = read_with_python(&log) {

@@ -186,7 +186,9 @@ fn node_exporter_and_prometheus_read_what_prom_writes() {
     let prom = textfiles.join("latscope.prom");
     let json = work.path().join("r.json");
     let (prom_arg, json_arg) = (prom.to_str().unwrap(), json.to_str().unwrap());
-    let mut argv = vec!["timer", "-T", "20", "-q", "--prom", prom_arg, "--json", json_arg];
+    let mut argv = vec![
+        "timer", "-T", "20", "-q", "--prom", prom_arg, "--json", json_arg,
+    ];
     argv.extend_from_slice(mlock_args());
     let mut spawned = spawn(&argv);
 

@@ -142,7 +142,12 @@ fn sigusr1_snapshots_a_signal_run_without_disturbing_its_wake_ups() {
 #[test]
 fn sigusr1_snapshots_a_timer_run_which_goes_on() {
     // One sampling thread (CPU 0) beside the main thread.
-    snapshot_of(&["timer", "-q", "-p", "1000", "-c", "0"], &["-T", "6s"], 2, false);
+    snapshot_of(
+        &["timer", "-q", "-p", "1000", "-c", "0"],
+        &["-T", "6s"],
+        2,
+        false,
+    );
 }
 
 #[test]

@@ -221,7 +221,8 @@ impl Suite {
             );
         }
         let mut progress = LogdiskProgressLine::new(self.verdict.quiet);
-        match logdisk_run::measure_for_suite(left, self.verdict.max_latency_us, run, &mut progress) {
+        match logdisk_run::measure_for_suite(left, self.verdict.max_latency_us, run, &mut progress)
+        {
             Ok(done) => finished.extend(done),
             Err(why) => {
                 let note = format!("logdisk skipped: {why}");

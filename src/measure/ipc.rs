@@ -6,6 +6,7 @@ use crate::ipc::{SetupError, Transport, transport_named};
 use crate::live::ipc::LiveLine;
 use crate::pipeline::{
     CommandError, CpuUse, CpuWindow, FinishedTest, Preparation, Run, RunFacts, ThrottleEvidence,
+    running_skeleton, series_without_samples,
 };
 use crate::report::{
     ConfigDetail, IpcConfig, IpcPair, Series, SeriesDetail, TestConfig, TestResult,
@@ -69,7 +70,16 @@ pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, SetupError> {
         Some(h) => h,
         None => &mut no_hook,
     };
-    let outcome = run_harness(transport, &plan, &config, &window, breaktrace, progress, on_snapshot, hook);
+    let outcome = run_harness(
+        transport,
+        &plan,
+        &config,
+        &window,
+        breaktrace,
+        progress,
+        on_snapshot,
+        hook,
+    );
     if let Some(run) = run {
         run.end_test();
     }
@@ -114,15 +124,13 @@ fn run_harness(
 /// The test before its first sample: a series per pair with no samples,
 /// filled from the windows as they close (pipeline::Run's live outputs).
 fn skeleton(transport: &dyn Transport, plan: &RunPlan, config: &TestConfig) -> FinishedTest {
-    let mut test = failed_to_start(
+    let not_started = failed_to_start(
         transport,
         plan,
         config.clone(),
         SetupError::Failed(String::new()),
     );
-    test.result.error = None;
-    test.result.end_reason = EndReason::Running;
-    test.result.series = plan
+    let series = plan
         .pairs
         .iter()
         .enumerate()
@@ -133,18 +141,11 @@ fn skeleton(transport: &dyn Transport, plan: &RunPlan, config: &TestConfig) -> F
             {
                 cpus.push(sender);
             }
-            Series {
-                label: format!("pair {i}"),
+            series_without_samples(
+                format!("pair {i}"),
                 cpus,
-                pinned: p.receiver_cpu.is_some(),
-                policy: p.policy.to_string(),
-                priority: p.priority,
-                overruns: 0,
-                above_limit: 0,
-                latency: Default::default(),
-                per_second: Vec::new(),
-                per_second_dropped: 0,
-                detail: SeriesDetail::IpcPair(IpcPair {
+                (p.receiver_cpu.is_some(), p.policy.to_string(), p.priority),
+                SeriesDetail::IpcPair(IpcPair {
                     receiver_cpu: p.receiver_cpu.unwrap_or(0),
                     sender_cpu: p.sender_cpu.unwrap_or(0),
                     receiver_tid: 0,
@@ -154,9 +155,10 @@ fn skeleton(transport: &dyn Transport, plan: &RunPlan, config: &TestConfig) -> F
                     timeouts: 0,
                     resources: Vec::new(),
                 }),
-            }
+            )
         })
         .collect();
+    let mut test = running_skeleton(not_started, series);
     test.facts.cpus_used = cpus_of(&plan.pairs);
     test
 }

@@ -6,14 +6,16 @@ use crate::logdisk::bandwidth::{disk_seconds, merge_intervals, rate, write_bandw
 use crate::logdisk::files::{AlignedBuf, FilePlan, FileSet, OpenFlags, PrepareError};
 use crate::logdisk::private_dir::PrivateDir;
 use crate::logdisk::{self, BlockOutcome, BlockPlan, LogdiskProgress, WriterOutcome};
-use crate::pipeline::{CommandError, FinishedTest, Run, RunFacts};
+use crate::pipeline::{
+    CommandError, FinishedTest, Run, RunFacts, running_skeleton, series_without_samples,
+};
 use crate::report::SysInfo;
 use crate::report::{
     ConfigDetail, DiskSecond, DiskWriter, EndReason, LogdiskConfig, Series, SeriesDetail,
     TestConfig, TestResult,
 };
 use crate::rt::dma_latency::DmaLatency;
-use crate::rt::signals::wait_for_stop_signal;
+use crate::rt::signals::stop_signalled;
 use crate::settings::UsageError;
 use crate::settings::logdisk::{LogdiskSettings, SyncMode};
 use crate::stats::{LatencyRecorder, LatencySummary};
@@ -115,7 +117,6 @@ pub fn measure(
     run: &Run<'_>,
     progress: &mut dyn LogdiskProgress,
 ) -> Result<Vec<FinishedTest>, CommandError> {
-    let wait_for_stop = &mut |timeout| wait_for_stop_signal(timeout).is_some();
     let dirs = settings.writer_dirs();
     let file_plan = FilePlan {
         dirs: &dirs,
@@ -134,7 +135,7 @@ pub fn measure(
     for (i, dir) in dirs.iter().enumerate() {
         progress.preparing(i, dir, settings.num_files, settings.file_size);
         let prepared = FileSet::prepare(&file_plan, dir, flags, settings.keep, &mut || {
-            wait_for_stop(Duration::ZERO)
+            stop_signalled(Duration::ZERO)
         });
         match prepared {
             Ok(set) => sets.push(set),
@@ -168,9 +169,9 @@ pub fn measure(
                 .max_latency_us
                 .map(|us| us.saturating_mul(1000).min(i64::MAX as u64) as i64),
         };
-        run.begin_test(skeleton(settings, block_size, &sets));
-        let outcome = logdisk::run_block(&plan, progress, wait_for_stop, &mut run.window_hook());
-        run.end_test();
+        let outcome = run.measuring(Some(skeleton(settings, block_size, &sets)), |hook| {
+            logdisk::run_block(&plan, progress, &mut stop_signalled, hook)
+        });
         let done = match outcome {
             Ok(outcome) => finished_test(settings, block_size, &sets, outcome),
             Err(e) => not_run(settings, block_size, EndReason::Error, Some(e)),
@@ -194,37 +195,42 @@ pub fn measure(
 /// One block size before its first write: a series per writer with no
 /// samples, filled from the windows as they close.
 fn skeleton(settings: &LogdiskSettings, block_size: u64, sets: &[FileSet]) -> FinishedTest {
-    let mut test = not_run(settings, block_size, EndReason::Running, None);
     let several = sets.len() > 1;
-    test.result.series = sets
+    let series = sets
         .iter()
         .enumerate()
         .map(|(i, set)| {
-            let number = if several { i as u64 + 1 } else { 0 };
+            let number = writer_number(several, i);
             let mut detail = merged_writer(&[], &[], &LatencySummary::default(), block_size);
             detail.writer = number;
             detail.dir = set.dir.display().to_string();
             detail.files = set.paths();
-            Series {
-                label: if several {
-                    format!("qm {number}")
-                } else {
-                    "writer".to_string()
-                },
-                cpus: Vec::new(),
-                pinned: false,
-                policy: "other".to_string(),
-                priority: 0,
-                overruns: 0,
-                above_limit: 0,
-                latency: LatencySummary::default(),
-                per_second: Vec::new(),
-                per_second_dropped: 0,
-                detail: SeriesDetail::DiskWriter(Box::new(detail)),
-            }
+            series_without_samples(
+                writer_label(several, number),
+                Vec::new(),
+                (false, "other".to_string(), 0),
+                SeriesDetail::DiskWriter(Box::new(detail)),
+            )
         })
         .collect();
-    test
+    running_skeleton(
+        not_run(settings, block_size, EndReason::Running, None),
+        series,
+    )
+}
+
+/// A writer's number: 0 alone (as mqldt numbers its thread), 1..N with --qm.
+fn writer_number(several: bool, index: usize) -> u64 {
+    if several { index as u64 + 1 } else { 0 }
+}
+
+/// A writer's series label: `writer` alone, `qm N` with --qm.
+fn writer_label(several: bool, number: u64) -> String {
+    if several {
+        format!("qm {number}")
+    } else {
+        "writer".to_string()
+    }
 }
 
 fn disk_writer(
@@ -323,7 +329,7 @@ fn finished_test(
     let mut series = Vec::with_capacity(outcome.writers.len());
     for (i, (w, set)) in outcome.writers.iter().zip(sets).enumerate() {
         overall.merge(&w.end.latency);
-        let number = if several { i as u64 + 1 } else { 0 };
+        let number = writer_number(several, i);
         let detail = disk_writer(
             number,
             w,
@@ -333,11 +339,7 @@ fn finished_test(
         );
         details.push(detail.clone());
         series.push(Series {
-            label: if several {
-                format!("qm {number}")
-            } else {
-                "writer".to_string()
-            },
+            label: writer_label(several, number),
             cpus: Vec::new(),
             pinned: false,
             policy: "other".to_string(),

@@ -2,12 +2,14 @@
 //! noise` and `latscope suite`.
 
 use crate::noise::{self, NoiseOutcome, NoisePlan, NoiseProgress};
-use crate::pipeline::{CpuWindow, FinishedTest, Preparation, Run, RunFacts, ThrottleEvidence};
+use crate::pipeline::{
+    CpuWindow, FinishedTest, Preparation, Run, RunFacts, ThrottleEvidence, per_cpu_skeleton,
+};
 use crate::report::{
     Cause, ConfigDetail, EndReason, NoiseCauses, NoiseConfig, NoiseCpu, Series, SeriesDetail,
     SpikeTrace, TestConfig, TestResult,
 };
-use crate::rt::signals::wait_for_stop_signal;
+use crate::rt::signals::stop_signalled;
 use crate::settings::noise::NoiseSettings;
 use crate::stats::LatencyRecorder;
 use std::collections::BTreeMap;
@@ -108,15 +110,9 @@ pub fn measure(
     let plan = plan_of(settings, Arc::new(AtomicBool::new(false)));
     let window = CpuWindow::open();
     let started = SystemTime::now();
-    run.begin_test(skeleton(settings, prep));
-    let outcome = noise::run(
-        &plan,
-        progress,
-        &mut |timeout| wait_for_stop_signal(timeout).is_some(),
-        &mut run.window_hook(),
-    );
-    run.end_test();
-    let outcome = outcome?;
+    let outcome = run.measuring(Some(skeleton(settings, prep)), |hook| {
+        noise::run(&plan, progress, &mut stop_signalled, hook)
+    })?;
     let ended = SystemTime::now();
     let cpu_use = window.close();
     let mut warnings = setup_warnings(settings);
@@ -262,25 +258,12 @@ pub fn causes_of(trace: &SpikeTrace, cpu: usize) -> NoiseCauses {
 /// The test before its first interruption: one series per spinning CPU
 /// with no samples, filled from the windows as they close.
 fn skeleton(settings: &NoiseSettings, prep: &Preparation) -> FinishedTest {
-    let mut test = failed(settings, prep, String::new());
-    test.result.error = None;
-    test.result.end_reason = EndReason::Running;
-    test.facts.cpus_used = settings.cpus.clone();
-    test.result.series = settings
-        .cpus
-        .iter()
-        .map(|&cpu| Series {
-            label: format!("CPU {cpu}"),
-            cpus: vec![cpu],
-            pinned: true,
-            policy: settings.policy.to_string(),
-            priority: settings.priority,
-            overruns: 0,
-            above_limit: 0,
-            latency: Default::default(),
-            per_second: Vec::new(),
-            per_second_dropped: 0,
-            detail: SeriesDetail::NoiseCpu(Box::new(NoiseCpu {
+    per_cpu_skeleton(
+        failed(settings, prep, String::new()),
+        &settings.cpus,
+        (settings.policy.to_string(), settings.priority),
+        |cpu| {
+            SeriesDetail::NoiseCpu(Box::new(NoiseCpu {
                 cpu,
                 tid: 0,
                 isolated: settings.isolated.contains(&cpu),
@@ -290,10 +273,9 @@ fn skeleton(settings: &NoiseSettings, prep: &Preparation) -> FinishedTest {
                 loops: 0,
                 loops_per_s: 0.0,
                 causes: None,
-            })),
-        })
-        .collect();
-    test
+            }))
+        },
+    )
 }
 
 /// A noise test that could not run: reported with its error and no samples.

@@ -1,12 +1,14 @@
 //! The timer test run and turned into report data: shared by `latscope
 //! timer` and `latscope suite`.
 
-use crate::pipeline::{CpuWindow, FinishedTest, Preparation, Run, RunFacts, ThrottleEvidence};
+use crate::pipeline::{
+    CpuWindow, FinishedTest, Preparation, Run, RunFacts, ThrottleEvidence, per_cpu_skeleton,
+};
+use crate::report::XenomaiHistogram;
 use crate::report::{
     ConfigDetail, Series, SeriesDetail, TestConfig, TestResult, TimerConfig, TimerThread,
 };
-use crate::report::XenomaiHistogram;
-use crate::rt::signals::wait_for_stop_signal;
+use crate::rt::signals::stop_signalled;
 use crate::settings::timer::TimerSettings;
 use crate::stats::LatencyRecorder;
 use crate::timer::{self, Figure, TimerOutcome, TimerPlan, TimerProgress};
@@ -86,17 +88,9 @@ pub fn measure(
     let plan = plan_of(settings, Arc::new(AtomicBool::new(false)));
     let window = CpuWindow::open();
     let started = SystemTime::now();
-    if let Some(skeleton) = skeleton(settings, prep) {
-        run.begin_test(skeleton);
-    }
-    let outcome = timer::run(
-        &plan,
-        progress,
-        &mut |timeout| wait_for_stop_signal(timeout).is_some(),
-        &mut run.window_hook(),
-    );
-    run.end_test();
-    let outcome = outcome?;
+    let outcome = run.measuring(skeleton(settings, prep), |hook| {
+        timer::run(&plan, progress, &mut stop_signalled, hook)
+    })?;
     let ended = SystemTime::now();
     let cpu_use = window.close();
     let mut overall = LatencyRecorder::signed();
@@ -209,25 +203,12 @@ pub fn measure(
 /// built (the run itself then fails the same way).
 fn skeleton(settings: &TimerSettings, prep: &Preparation) -> Option<FinishedTest> {
     let empty = XenomaiHistogram::new(settings.histogram_cells, settings.bucket_ns).ok()?;
-    let mut test = failed(settings, prep, String::new());
-    test.result.error = None;
-    test.result.end_reason = crate::report::EndReason::Running;
-    test.facts.cpus_used = settings.cpus.clone();
-    test.result.series = settings
-        .cpus
-        .iter()
-        .map(|&cpu| Series {
-            label: format!("CPU {cpu}"),
-            cpus: vec![cpu],
-            pinned: true,
-            policy: settings.policy.to_string(),
-            priority: settings.priority,
-            overruns: 0,
-            above_limit: 0,
-            latency: Default::default(),
-            per_second: Vec::new(),
-            per_second_dropped: 0,
-            detail: SeriesDetail::TimerThread(Box::new(TimerThread {
+    Some(per_cpu_skeleton(
+        failed(settings, prep, String::new()),
+        &settings.cpus,
+        (settings.policy.to_string(), settings.priority),
+        |cpu| {
+            SeriesDetail::TimerThread(Box::new(TimerThread {
                 cpu,
                 tid: 0,
                 period_us: settings.period_us,
@@ -240,10 +221,9 @@ fn skeleton(settings: &TimerSettings, prep: &Preparation) -> Option<FinishedTest
                 histogram_loop_min: empty.clone(),
                 histogram_loop_max: empty.clone(),
                 breakdown: None,
-            })),
-        })
-        .collect();
-    Some(test)
+            }))
+        },
+    ))
 }
 
 /// A timer test that could not run: reported with its error and no samples.

@@ -16,8 +16,8 @@ pub mod spinner;
 
 use crate::report::EndReason;
 use crate::rt::sched::Policy;
-use crate::stats::LatencyRecorder;
 use crate::rt::signals::take_snapshot_request;
+use crate::stats::LatencyRecorder;
 use crate::stats::window::{SecondStats, WindowHook, WindowRing, WindowSeries};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -15,12 +15,68 @@
 
 use super::FinishedTest;
 use crate::report::hdrlog::{HdrLog, tag_of};
-use crate::report::{EndReason, Series};
+use crate::report::{EndReason, Series, SeriesDetail};
 use crate::stats::window::{SecondStats, WindowHook};
 use crate::stats::window_histogram::{self as wh, PackedHistogram};
 use crate::stats::{Bucket, LatencySummary, Percentile, REPORTED_PERCENTILES};
 use hdrhistogram::Histogram;
 use std::time::{Duration, Instant, SystemTime};
+
+/// A series of a test about to start: no samples yet, its windows fill it.
+pub fn series_without_samples(
+    label: String,
+    cpus: Vec<usize>,
+    (pinned, policy, priority): (bool, String, i32),
+    detail: SeriesDetail,
+) -> Series {
+    Series {
+        label,
+        cpus,
+        pinned,
+        policy,
+        priority,
+        overruns: 0,
+        above_limit: 0,
+        latency: LatencySummary::default(),
+        per_second: Vec::new(),
+        per_second_dropped: 0,
+        detail,
+    }
+}
+
+/// The skeleton `Run::begin_test` takes: `test` (a test's report with no
+/// samples, such as its not-started form) running, with `series`.
+pub fn running_skeleton(mut test: FinishedTest, series: Vec<Series>) -> FinishedTest {
+    test.result.error = None;
+    test.result.end_reason = EndReason::Running;
+    test.result.series = series;
+    test
+}
+
+/// `running_skeleton` of a test with one pinned thread per CPU of `cpus`
+/// (the timer's and the noise test's), each series labelled `CPU n`, its
+/// detail `detail(cpu)`.
+pub fn per_cpu_skeleton(
+    test: FinishedTest,
+    cpus: &[usize],
+    (policy, priority): (String, i32),
+    detail: impl Fn(usize) -> SeriesDetail,
+) -> FinishedTest {
+    let series = cpus
+        .iter()
+        .map(|&cpu| {
+            series_without_samples(
+                format!("CPU {cpu}"),
+                vec![cpu],
+                (true, policy.clone(), priority),
+                detail(cpu),
+            )
+        })
+        .collect();
+    let mut test = running_skeleton(test, series);
+    test.facts.cpus_used = cpus.to_vec();
+    test
+}
 
 /// One series of the running test, as its windows tell it.
 struct LiveSeries {

@@ -25,10 +25,10 @@ mod validity;
 
 pub use assemble::{FinishedTest, assemble_report, build_report};
 pub use deliver::{deliver, print, write_files, write_output, write_with};
-pub use live::LiveHook;
 pub use judge::{
     EXIT_LIMIT, EXIT_OK, EXIT_RUNTIME, EXIT_SKIPPED, EXIT_USAGE, exit_code_for, judge,
 };
+pub use live::{LiveHook, per_cpu_skeleton, running_skeleton, series_without_samples};
 pub use prepare::{MemoryLock, Preparation, PrepareSpec};
 pub use validity::{CpuUse, CpuWindow, RunFacts, ThrottleEvidence};
 
@@ -176,6 +176,21 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// Runs `measure` as the test `skeleton` (None: without a live view),
+    /// handing it the window hook for its monitor; the test ends after.
+    pub fn measuring<R>(
+        &self,
+        skeleton: Option<FinishedTest>,
+        measure: impl FnOnce(&mut dyn crate::stats::window::WindowHook) -> R,
+    ) -> R {
+        if let Some(skeleton) = skeleton {
+            self.begin_test(skeleton);
+        }
+        let result = measure(&mut self.window_hook());
+        self.end_test();
+        result
+    }
+
     /// What the monitors call with every window drained.
     pub fn window_hook(&self) -> LiveHook<'_, 'a> {
         LiveHook { run: self }
@@ -274,7 +289,10 @@ pub fn run(measurement: &mut dyn Measurement) -> Result<i32, CommandError> {
     if let Some(crate::settings::JsonTarget::File(path)) = &plan.outputs.hdr_log {
         let log = crate::report::hdrlog::HdrLog::create(path, std::time::SystemTime::now())
             .map_err(|e| {
-                CommandError::Runtime(format!("--hdr-log: could not write {}: {e}", path.display()))
+                CommandError::Runtime(format!(
+                    "--hdr-log: could not write {}: {e}",
+                    path.display()
+                ))
             })?;
         run.live.get_mut().hdr_log = Some(log);
     }

@@ -216,11 +216,21 @@ mod tests {
         for v in [1_000, 2_000, 50_000] {
             record(&mut h, v);
         }
-        log.interval("timer.user.cpu0", base + Duration::from_secs(1), Duration::from_secs(1), &h)
-            .unwrap();
+        log.interval(
+            "timer.user.cpu0",
+            base + Duration::from_secs(1),
+            Duration::from_secs(1),
+            &h,
+        )
+        .unwrap();
         record(&mut h, 7_000_000);
-        log.interval("mq.one-way.pair0", base + Duration::from_secs(2), Duration::from_secs(1), &h)
-            .unwrap();
+        log.interval(
+            "mq.one-way.pair0",
+            base + Duration::from_secs(2),
+            Duration::from_secs(1),
+            &h,
+        )
+        .unwrap();
         // Readable while the run goes on: written before `finish`.
         let text = std::fs::read(&path).unwrap();
         log.finish().unwrap();
@@ -256,7 +266,11 @@ mod tests {
         assert_eq!(windows[0].2, 3);
         assert_eq!(windows[1].2, 4);
         // The max is the bucket top of the largest sample (two digits).
-        assert!((7_000_000.0..7_070_000.0).contains(&windows[1].3), "{}", windows[1].3);
+        assert!(
+            (7_000_000.0..7_070_000.0).contains(&windows[1].3),
+            "{}",
+            windows[1].3
+        );
     }
 
     #[test]
@@ -267,7 +281,11 @@ mod tests {
         let log = HdrLog::create(&path, SystemTime::now()).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "someone else's\n");
         log.finish().unwrap();
-        assert!(std::fs::read_to_string(&path).unwrap().contains("StartTimestamp"));
+        assert!(
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .contains("StartTimestamp")
+        );
         // Nothing else left in the directory.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }

@@ -131,6 +131,12 @@ pub fn wait_for_stop_signal(timeout: Duration) -> Option<i32> {
     (sig > 0).then_some(sig)
 }
 
+/// `wait_for_stop_signal` as the monitors' `wait_for_stop` takes it: true
+/// when a stop signal came (a SIGUSR1 is recorded for the monitor).
+pub fn stop_signalled(timeout: Duration) -> bool {
+    wait_for_stop_signal(timeout).is_some()
+}
+
 /// The usual name of a stop signal, for messages.
 pub fn name(sig: libc::c_int) -> &'static str {
     match sig {
