@@ -13,7 +13,7 @@ use common::*;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
-use latscope::report::hdrlog::tag_of;
+use latscope::pipeline::hdrlog::tag_of;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -14,7 +14,7 @@
 //! stay at the skeleton's zero until the test ends.
 
 use super::FinishedTest;
-use crate::report::hdrlog::{HdrLog, tag_of};
+use super::hdrlog::{HdrLog, tag_of};
 use crate::report::{EndReason, Series, SeriesDetail};
 use crate::stats::window::{SecondStats, WindowHook};
 use crate::stats::window_histogram::{self as wh, PackedHistogram};

@@ -18,6 +18,7 @@
 mod assemble;
 mod background;
 mod deliver;
+pub mod hdrlog;
 mod judge;
 mod live;
 mod prepare;
@@ -287,13 +288,12 @@ pub fn run(measurement: &mut dyn Measurement) -> Result<i32, CommandError> {
         live: Default::default(),
     };
     if let Some(crate::settings::JsonTarget::File(path)) = &plan.outputs.hdr_log {
-        let log = crate::report::hdrlog::HdrLog::create(path, std::time::SystemTime::now())
-            .map_err(|e| {
-                CommandError::Runtime(format!(
-                    "--hdr-log: could not write {}: {e}",
-                    path.display()
-                ))
-            })?;
+        let log = hdrlog::HdrLog::create(path, std::time::SystemTime::now()).map_err(|e| {
+            CommandError::Runtime(format!(
+                "--hdr-log: could not write {}: {e}",
+                path.display()
+            ))
+        })?;
         run.live.get_mut().hdr_log = Some(log);
     }
     let measured = measurement.measure(&mut run);

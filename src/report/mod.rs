@@ -16,7 +16,6 @@ pub mod classic_xenomai;
 pub mod console;
 pub mod csv;
 pub mod csv_logdisk;
-pub mod hdrlog;
 pub mod html;
 pub mod json;
 pub mod junit;

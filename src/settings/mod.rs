@@ -238,7 +238,7 @@ pub struct Outputs {
     pub markdown: Option<JsonTarget>,
     pub junit: Option<JsonTarget>,
     pub prom: Option<JsonTarget>,
-    /// `--hdr-log`: streamed as the run goes (report::hdrlog), a file only.
+    /// `--hdr-log`: streamed as the run goes (pipeline::hdrlog), a file only.
     pub hdr_log: Option<JsonTarget>,
 }
 
