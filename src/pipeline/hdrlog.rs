@@ -176,6 +176,25 @@ impl HdrLog {
         }
     }
 
+    /// The run failed before it could report (a usage or run-time error):
+    /// a file this log created goes (it was not there before the run), as
+    /// a temporary file does; a file it would have replaced stays as it was.
+    pub fn abandon(mut self) {
+        use std::os::unix::fs::MetadataExt;
+        let sink = self.sink.take();
+        if let Some(Sink::Replacing { tmp, .. }) = &sink {
+            let _ = std::fs::remove_file(tmp);
+        }
+        if let Some(Sink::Created(file)) = sink
+            && let Ok(Destination::Replace(p)) = outfile::classify(&self.path)
+            && let (Ok(ours), Ok(there)) = (file.metadata(), std::fs::symlink_metadata(&p))
+            // Still the file this log created, not one put there since.
+            && (ours.dev(), ours.ino()) == (there.dev(), there.ino())
+        {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -271,6 +290,19 @@ mod tests {
             "{}",
             windows[1].3
         );
+    }
+
+    #[test]
+    fn an_abandoned_log_removes_only_the_file_it_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let new = dir.path().join("new.hlog");
+        HdrLog::create(&new, SystemTime::now()).unwrap().abandon();
+        assert!(!new.exists());
+        let old = dir.path().join("old.hlog");
+        std::fs::write(&old, "kept\n").unwrap();
+        HdrLog::create(&old, SystemTime::now()).unwrap().abandon();
+        assert_eq!(std::fs::read_to_string(&old).unwrap(), "kept\n");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
     #[test]

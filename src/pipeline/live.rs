@@ -16,7 +16,7 @@
 use super::FinishedTest;
 use super::hdrlog::{HdrLog, tag_of};
 use crate::report::{EndReason, Series, SeriesDetail};
-use crate::stats::window::{SecondStats, WindowHook};
+use crate::stats::window::{MAX_WINDOWS, SecondStats, WindowHook, compact};
 use crate::stats::window_histogram::{self as wh, PackedHistogram};
 use crate::stats::{Bucket, LatencySummary, Percentile, REPORTED_PERCENTILES};
 use hdrhistogram::Histogram;
@@ -228,6 +228,12 @@ impl LiveState {
         s.min = s.min.min(w.min_ns);
         s.max = s.max.max(w.max_ns);
         s.windows.push(*w);
+        // Bounded as the monitor's own series is (a run of days): merged
+        // windows keep exact counts and extremes; the final report's are
+        // the monitor's, merged with their histograms.
+        if s.windows.len() > MAX_WINDOWS {
+            compact(&mut s.windows);
+        }
         running.fresh = true;
         if let (Some(log), Some(h)) = (self.hdr_log.as_mut(), h) {
             let start = running.started_at + Duration::from_secs(w.second);

@@ -297,7 +297,12 @@ pub fn run(measurement: &mut dyn Measurement) -> Result<i32, CommandError> {
         run.live.get_mut().hdr_log = Some(log);
     }
     let measured = measurement.measure(&mut run);
-    let live = run.live.into_inner();
+    let mut live = run.live.into_inner();
+    if measured.is_err()
+        && let Some(log) = live.hdr_log.take()
+    {
+        log.abandon();
+    }
     let hdr_log = match live.hdr_log.map(|log| {
         let path = log.path().display().to_string();
         log.finish()
