@@ -1,6 +1,7 @@
 //! contrib/ansible/latscope-fleet.yml, run for real on this machine as its
-//! only host (`-i localhost, -c local`): a 2 s `mq` test, its report brought
-//! back, one HTML report over the hosts and a comparison with a baseline.
+//! only host (`-i localhost, -c local`): a 2 s `mq` test, its report (and
+//! its `--prom` file and `--hdr-log` interval log) brought back, one HTML
+//! report over the hosts and a comparison with a baseline.
 //! Installs nothing: without `ansible-playbook` on PATH the test says so and
 //! passes (.ci/run installs Debian's `ansible`). Everything is written under
 //! a temporary directory.
@@ -83,6 +84,19 @@ fn the_fleet_playbook_measures_fetches_reports_and_compares() {
     assert_eq!(
         report["tests"][0]["end_reason"], "duration_elapsed",
         "{all}"
+    );
+    // This latscope has --prom and --hdr-log: the play asks for both and
+    // brings them back.
+    let prom = std::fs::read_to_string(host.join("report.prom")).expect("report.prom");
+    assert!(
+        prom.contains(r#"latscope_latency_seconds_count{test="mq""#),
+        "{prom}\n{all}"
+    );
+    let hlog = std::fs::read_to_string(host.join("report.hlog")).expect("report.hlog");
+    assert!(hlog.contains("\"StartTimestamp\""), "{hlog}\n{all}");
+    assert!(
+        hlog.lines().any(|l| l.starts_with("Tag=mq.")),
+        "{hlog}\n{all}"
     );
     let html =
         std::fs::read_to_string(results.join("fleet-report.html")).expect("fleet-report.html");

@@ -3,6 +3,8 @@
 //! Prometheus' HTTP API must show the documented series and agree with the
 //! JSON report. Everything listens on loopback ports picked free; both
 //! daemons are killed by a guard's Drop, also when an assertion fails.
+//! The run rewrites its file every window: `_count` must grow between two
+//! scrapes while it goes on, and end at the report's count.
 //! Skips (with the reason printed) only when the Debian packages'
 //! binaries are absent (`apt-get install prometheus prometheus-node-exporter`).
 
@@ -173,13 +175,91 @@ fn node_exporter_and_prometheus_read_what_prom_writes() {
         &work.path().join("prometheus.log"),
     ));
 
+    // Prometheus scrapes node_exporter before latscope starts, so that the
+    // run's live file is scraped while it goes on.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while http_get(prometheus_port, "/-/ready").is_none() {
+        assert!(Instant::now() < deadline, "Prometheus never answered");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    wait_for(prometheus_port, r#"up{job="node"} == 1"#);
     let prom = textfiles.join("latscope.prom");
     let json = work.path().join("r.json");
-    let mut cmd = latscope(120);
-    cmd.args(["timer", "-T", "20", "-q", "--prom"])
-        .arg(&prom)
-        .args(mlock_args());
-    let (_out, report) = run_with_report(cmd, &json, 0);
+    let (prom_arg, json_arg) = (prom.to_str().unwrap(), json.to_str().unwrap());
+    let mut argv = vec![
+        "timer", "-T", "20", "-q", "--prom", prom_arg, "--json", json_arg,
+    ];
+    argv.extend_from_slice(mlock_args());
+    let mut spawned = spawn(&argv);
+
+    // The file is rewritten every window: `_count` grows between two
+    // scrapes (issue 21). Polled until two increasing values were seen, the
+    // first of them while the run went on; the bound (the run, then 120 s)
+    // only ends a broken setup. Nothing here panics while latscope runs.
+    let growing = r#"sum(latscope_latency_seconds_count{test="timer"})"#;
+    let count_now = || -> Option<u64> {
+        let body = http_get(
+            prometheus_port,
+            &format!("/api/v1/query?query={}", percent_encoded(growing)),
+        )?;
+        let v: Value = serde_json::from_str(&body).ok()?;
+        v["data"]["result"][0]["value"][1]
+            .as_str()?
+            .parse::<f64>()
+            .ok()
+            .map(|v| v as u64)
+    };
+    let mut seen: Vec<u64> = Vec::new();
+    let mut seen_running = 0;
+    let mut deadline = None;
+    while seen.len() < 2 {
+        let running = spawned.child.try_wait().ok().flatten().is_none();
+        if let Some(v) = count_now()
+            && seen.last() != Some(&v)
+        {
+            seen.push(v);
+            if running {
+                seen_running += 1;
+            }
+        }
+        if !running {
+            let at = *deadline.get_or_insert(Instant::now() + Duration::from_secs(120));
+            if Instant::now() >= at {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (status, out, err) = spawned.wait(Duration::from_secs(120));
+    let all = dump(status, &out, &err);
+    assert_eq!(status.code(), Some(0), "{all}");
+    let report = read_json(&json);
+    check_report_header(&report);
+    let final_samples: u64 = array_of(&report["tests"][0]["series"], "series")
+        .iter()
+        .map(|s| u64_of(&s["samples"], "samples"))
+        .sum();
+    assert!(
+        seen_running >= 1 && seen.len() >= 2 && seen[0] < seen[1],
+        "_count did not grow between two scrapes while the run went on: {seen:?} ({seen_running} seen while running)\n{all}"
+    );
+    assert!(
+        seen.iter().all(|&v| v > 0 && v <= final_samples),
+        "live counts {seen:?} beyond the final {final_samples}\n{all}"
+    );
+    // The final file scraped: every query below sees the final results.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while query(prometheus_port, growing)
+        .first()
+        .map(value_of)
+        .is_none_or(|v| v as u64 != final_samples)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "Prometheus never scraped the final count {final_samples}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
     let series = &report["tests"][0]["series"][0];
     let label = series["label"].as_str().expect("label").to_string();
     let cpu = series["cpus"][0].as_u64().expect("cpu").to_string();

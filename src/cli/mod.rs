@@ -360,6 +360,10 @@ pub struct OutputArgs {
     /// histogram per series on one fixed bucket ladder, counters, gauges (docs/fleet.md)
     #[arg(long, value_name = "FILE")]
     pub prom: Option<PathBuf>,
+    /// Write every window of every series to FILE as an HdrHistogram interval log, as the run
+    /// goes (tags TEST.MODE.SERIES; merge hosts with HdrHistogram's tools; docs/fleet.md)
+    #[arg(long = "hdr-log", value_name = "FILE")]
+    pub hdr_log: Option<PathBuf>,
 }
 
 /// `--trace-spikes`, on the timer, every single IPC test and `ipc`.

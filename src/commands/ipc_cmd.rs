@@ -144,6 +144,7 @@ impl Measurement for IpcCommand {
             items,
             None,
             self.verdict.quiet,
+            run,
             &mut |done| run.checkpoint(done),
             &mut |done, so_far| run.snapshot(done, so_far),
         ))

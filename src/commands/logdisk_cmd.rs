@@ -13,7 +13,6 @@ use crate::report::console::ModernConsole;
 use crate::report::csv_logdisk::LogdiskCsv;
 use crate::report::json::LatscopeJson;
 use crate::report::{Exporter, Report};
-use crate::rt::signals::stop_requested_without_snapshots;
 use crate::settings::JsonTarget;
 use crate::settings::logdisk::LogdiskSettings;
 use std::io::Write;
@@ -74,9 +73,7 @@ impl Measurement for LogdiskCommand<'_> {
         } else {
             Box::new(ProgressLine::new(settings.quiet))
         };
-        let tests = logdisk_run::measure(settings, progress.as_mut(), &mut |timeout| {
-            stop_requested_without_snapshots(timeout, "the log-disk test")
-        })?;
+        let tests = logdisk_run::measure(settings, run, progress.as_mut())?;
         for warning in logdisk_run::warnings_of(settings, run.sysinfo) {
             run.warn(warning);
         }

@@ -43,7 +43,7 @@ impl Measurement for NoiseCommand {
 
     fn measure(&mut self, run: &mut Run<'_>) -> Result<Vec<FinishedTest>, CommandError> {
         let mut progress = ProgressLine::new(self.settings.verdict.quiet);
-        let (finished, warnings) = noise_run::measure(&self.settings, run.prep, &mut progress)
+        let (finished, warnings) = noise_run::measure(&self.settings, run, &mut progress)
             .map_err(CommandError::Runtime)?;
         for warning in warnings {
             run.warn(warning);

@@ -124,6 +124,7 @@ impl Measurement for PairTest<'_> {
                 so_far.facts.priority_option = PRIORITY_OPTION;
                 run.snapshot(&[], so_far)
             }),
+            run: Some(run),
         }) {
             Ok(finished) => finished,
             // The kernel lacks the primitive: a skipped test (exit 4), reported.

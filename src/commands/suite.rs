@@ -150,6 +150,7 @@ impl Suite {
             items,
             Some(budget / shares * (shares - 3)),
             self.verdict.quiet,
+            run,
             &mut |done| run.checkpoint(done),
             &mut |done, so_far| run.snapshot(done, so_far),
         ))
@@ -169,7 +170,7 @@ impl Suite {
             );
         }
         let mut progress = TimerProgressLine::new(self.verdict.quiet);
-        match timer_run::measure(&settings, run.prep, &mut progress) {
+        match timer_run::measure(&settings, run, &mut progress) {
             Ok((done, own_warnings, _)) => {
                 for warning in own_warnings {
                     run.warn(warning);
@@ -195,7 +196,7 @@ impl Suite {
             );
         }
         let mut progress = NoiseProgressLine::new(self.verdict.quiet);
-        let mut done = match noise_run::measure(&settings, run.prep, &mut progress) {
+        let mut done = match noise_run::measure(&settings, run, &mut progress) {
             Ok((done, own_warnings)) => {
                 for warning in own_warnings {
                     run.warn(warning);
@@ -220,7 +221,8 @@ impl Suite {
             );
         }
         let mut progress = LogdiskProgressLine::new(self.verdict.quiet);
-        match logdisk_run::measure_for_suite(left, self.verdict.max_latency_us, &mut progress) {
+        match logdisk_run::measure_for_suite(left, self.verdict.max_latency_us, run, &mut progress)
+        {
             Ok(done) => finished.extend(done),
             Err(why) => {
                 let note = format!("logdisk skipped: {why}");

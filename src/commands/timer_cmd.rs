@@ -122,8 +122,7 @@ impl Measurement for TimerCommand {
         let settings = &self.settings;
         let mut progress = self.live_output();
         let (finished, own_warnings, outcome) =
-            timer_run::measure(settings, run.prep, progress.as_mut())
-                .map_err(CommandError::Runtime)?;
+            timer_run::measure(settings, run, progress.as_mut()).map_err(CommandError::Runtime)?;
         for warning in own_warnings {
             run.warn(warning);
         }

@@ -14,7 +14,8 @@ pub mod private_dir;
 pub mod writer;
 
 use crate::report::EndReason;
-use crate::stats::window::{SecondStats, WindowSeries};
+use crate::rt::signals::take_snapshot_request;
+use crate::stats::window::{SecondStats, WindowHook, WindowSeries};
 use files::{AlignedBuf, FileSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -109,11 +110,13 @@ pub struct BlockOutcome {
 }
 
 /// Runs one block size on every writer; `wait_for_stop` waits up to its
-/// timeout for Ctrl-C/SIGTERM and says whether one came.
+/// timeout for Ctrl-C/SIGTERM and says whether one came; `hook` learns of
+/// every window drained and serves the snapshots (SIGUSR1).
 pub fn run_block(
     plan: &BlockPlan<'_>,
     progress: &mut dyn LogdiskProgress,
     wait_for_stop: &mut dyn FnMut(Duration) -> bool,
+    hook: &mut dyn WindowHook,
 ) -> Result<BlockOutcome, String> {
     let shared: Vec<Arc<WriterShared>> = plan
         .sets
@@ -163,8 +166,13 @@ pub fn run_block(
         let mut end_reason = EndReason::DurationElapsed;
         loop {
             let signalled = wait_for_stop(MONITOR_PERIOD);
-            for (s, out) in shared.iter().zip(per_second.iter_mut()) {
-                s.windows.drain_into(out);
+            for (i, (s, out)) in shared.iter().zip(per_second.iter_mut()).enumerate() {
+                s.windows
+                    .drain_into_with(out, &mut |w, h| hook.window(i, w, h));
+            }
+            hook.drained();
+            if !signalled && take_snapshot_request() {
+                hook.snapshot();
             }
             let writes = shared
                 .iter()
@@ -199,8 +207,10 @@ pub fn run_block(
         let writers = ends
             .into_iter()
             .zip(shared.iter().zip(per_second))
-            .map(|(end, (s, mut windows))| {
-                s.windows.drain_into(&mut windows);
+            .enumerate()
+            .map(|(i, (end, (s, mut windows)))| {
+                s.windows
+                    .drain_into_with(&mut windows, &mut |w, h| hook.window(i, w, h));
                 bandwidth::fold_short_tail(&mut windows, end.elapsed_ns);
                 WriterOutcome {
                     tid: s.tid.load(Ordering::Relaxed),
@@ -256,10 +266,15 @@ mod tests {
             duration,
             limit_ns: None,
         };
-        run_block(&plan, &mut Silent, &mut |t| {
-            std::thread::sleep(t);
-            false
-        })
+        run_block(
+            &plan,
+            &mut Silent,
+            &mut |t| {
+                std::thread::sleep(t);
+                false
+            },
+            &mut crate::stats::window::NoWindowHook,
+        )
         .unwrap()
     }
 

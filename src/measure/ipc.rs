@@ -5,7 +5,8 @@ use crate::ipc::harness::{self, EndReason, Mode, PairOutcome, PairPlan, Progress
 use crate::ipc::{SetupError, Transport, transport_named};
 use crate::live::ipc::LiveLine;
 use crate::pipeline::{
-    CommandError, CpuUse, CpuWindow, FinishedTest, Preparation, RunFacts, ThrottleEvidence,
+    CommandError, CpuUse, CpuWindow, FinishedTest, Preparation, Run, RunFacts, ThrottleEvidence,
+    running_skeleton, series_without_samples,
 };
 use crate::report::{
     ConfigDetail, IpcConfig, IpcPair, Series, SeriesDetail, TestConfig, TestResult,
@@ -45,6 +46,8 @@ pub struct IpcTest<'a> {
     /// Takes a snapshot of the test going on (SIGUSR1; `pipeline::Run::snapshot`).
     /// None: a snapshot request is collected and nothing is shown.
     pub on_snapshot: Option<&'a mut dyn FnMut(FinishedTest)>,
+    /// The run, told of every window as it closes (its live outputs).
+    pub run: Option<&'a Run<'a>>,
 }
 
 pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, SetupError> {
@@ -56,28 +59,108 @@ pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, SetupError> {
         breaktrace,
         progress,
         on_snapshot,
+        run,
     } = test;
-    let outcome = match on_snapshot {
-        None => harness::run(transport, &plan, breaktrace, progress)?,
+    let mut no_hook = crate::stats::window::NoWindowHook;
+    let mut live_hook = run.map(|run| {
+        run.begin_test(skeleton(transport, &plan, &config));
+        run.window_hook()
+    });
+    let hook: &mut dyn crate::stats::window::WindowHook = match live_hook.as_mut() {
+        Some(h) => h,
+        None => &mut no_hook,
+    };
+    let outcome = run_harness(
+        transport,
+        &plan,
+        &config,
+        &window,
+        breaktrace,
+        progress,
+        on_snapshot,
+        hook,
+    );
+    if let Some(run) = run {
+        run.end_test();
+    }
+    Ok(finished_of(
+        transport,
+        &plan,
+        config,
+        outcome?,
+        window.close(),
+    ))
+}
+
+/// The harness run, with the snapshots turned into finished tests.
+#[allow(clippy::too_many_arguments)]
+fn run_harness(
+    transport: &dyn Transport,
+    plan: &RunPlan,
+    config: &TestConfig,
+    window: &CpuWindow,
+    breaktrace: Option<BreakTrace>,
+    progress: &mut dyn Progress,
+    on_snapshot: Option<&mut dyn FnMut(FinishedTest)>,
+    hook: &mut dyn crate::stats::window::WindowHook,
+) -> Result<harness::RunOutcome, SetupError> {
+    let (plan, config) = (plan, config);
+    Ok(match on_snapshot {
+        None => harness::run_with_windows(transport, plan, breaktrace, progress, hook)?,
         Some(on_snapshot) => {
             let mut with_snapshots = WithSnapshots {
                 progress,
                 on_snapshot,
                 transport,
-                plan: &plan,
-                config: &config,
-                window: &window,
+                plan,
+                config,
+                window,
             };
-            harness::run(transport, &plan, breaktrace, &mut with_snapshots)?
+            harness::run_with_windows(transport, plan, breaktrace, &mut with_snapshots, hook)?
         }
-    };
-    Ok(finished_of(
+    })
+}
+
+/// The test before its first sample: a series per pair with no samples,
+/// filled from the windows as they close (pipeline::Run's live outputs).
+fn skeleton(transport: &dyn Transport, plan: &RunPlan, config: &TestConfig) -> FinishedTest {
+    let not_started = failed_to_start(
         transport,
-        &plan,
-        config,
-        outcome,
-        window.close(),
-    ))
+        plan,
+        config.clone(),
+        SetupError::Failed(String::new()),
+    );
+    let series = plan
+        .pairs
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let mut cpus: Vec<usize> = p.receiver_cpu.into_iter().collect();
+            if let Some(sender) = p.sender_cpu
+                && p.sender_cpu != p.receiver_cpu
+            {
+                cpus.push(sender);
+            }
+            series_without_samples(
+                format!("pair {i}"),
+                cpus,
+                (p.receiver_cpu.is_some(), p.policy.to_string(), p.priority),
+                SeriesDetail::IpcPair(IpcPair {
+                    receiver_cpu: p.receiver_cpu.unwrap_or(0),
+                    sender_cpu: p.sender_cpu.unwrap_or(0),
+                    receiver_tid: 0,
+                    sender_tid: 0,
+                    interval_us: p.interval_ns / 1000,
+                    sent: 0,
+                    timeouts: 0,
+                    resources: Vec::new(),
+                }),
+            )
+        })
+        .collect();
+    let mut test = running_skeleton(not_started, series);
+    test.facts.cpus_used = cpus_of(&plan.pairs);
+    test
 }
 
 /// The live progress, plus the snapshots turned into finished tests the
@@ -308,6 +391,7 @@ pub fn run_sequence(
     items: Vec<SequenceItem>,
     budget: Option<Duration>,
     quiet: bool,
+    run_state: &Run<'_>,
     after_each: &mut dyn FnMut(&[FinishedTest]),
     on_snapshot: &mut dyn FnMut(&[FinishedTest], FinishedTest),
 ) -> Vec<FinishedTest> {
@@ -348,6 +432,7 @@ pub fn run_sequence(
             breaktrace: None,
             progress: &mut progress,
             on_snapshot: Some(&mut |so_far| on_snapshot(&finished, so_far)),
+            run: Some(run_state),
         })
         .unwrap_or_else(|e| failed_to_start(item.transport.as_ref(), &plan, config, e));
         let interrupted = done.result.end_reason == EndReason::Interrupted;

@@ -6,14 +6,16 @@ use crate::logdisk::bandwidth::{disk_seconds, merge_intervals, rate, write_bandw
 use crate::logdisk::files::{AlignedBuf, FilePlan, FileSet, OpenFlags, PrepareError};
 use crate::logdisk::private_dir::PrivateDir;
 use crate::logdisk::{self, BlockOutcome, BlockPlan, LogdiskProgress, WriterOutcome};
-use crate::pipeline::{CommandError, FinishedTest, RunFacts};
+use crate::pipeline::{
+    CommandError, FinishedTest, Run, RunFacts, running_skeleton, series_without_samples,
+};
 use crate::report::SysInfo;
 use crate::report::{
     ConfigDetail, DiskSecond, DiskWriter, EndReason, LogdiskConfig, Series, SeriesDetail,
     TestConfig, TestResult,
 };
 use crate::rt::dma_latency::DmaLatency;
-use crate::rt::signals::stop_requested_without_snapshots;
+use crate::rt::signals::stop_signalled;
 use crate::settings::UsageError;
 use crate::settings::logdisk::{LogdiskSettings, SyncMode};
 use crate::stats::{LatencyRecorder, LatencySummary};
@@ -108,11 +110,13 @@ fn not_run(
 /// Creates the files, runs every block size in turn and removes the files
 /// (unless `--keep`). Existing test files (without `--reuse`) and a
 /// filesystem refusing O_DIRECT are usage errors, found before any write;
-/// a failure while writing ends the run with the results so far.
+/// a failure while writing ends the run with the results so far. `run`
+/// learns of every window as it closes (the live outputs, SIGUSR1
+/// snapshots from the windows so far).
 pub fn measure(
     settings: &LogdiskSettings,
+    run: &Run<'_>,
     progress: &mut dyn LogdiskProgress,
-    wait_for_stop: &mut dyn FnMut(Duration) -> bool,
 ) -> Result<Vec<FinishedTest>, CommandError> {
     let dirs = settings.writer_dirs();
     let file_plan = FilePlan {
@@ -132,7 +136,7 @@ pub fn measure(
     for (i, dir) in dirs.iter().enumerate() {
         progress.preparing(i, dir, settings.num_files, settings.file_size);
         let prepared = FileSet::prepare(&file_plan, dir, flags, settings.keep, &mut || {
-            wait_for_stop(Duration::ZERO)
+            stop_signalled(Duration::ZERO)
         });
         match prepared {
             Ok(set) => sets.push(set),
@@ -166,11 +170,15 @@ pub fn measure(
                 .max_latency_us
                 .map(|us| us.saturating_mul(1000).min(i64::MAX as u64) as i64),
         };
-        let done = match logdisk::run_block(&plan, progress, wait_for_stop) {
+        let outcome = run.measuring(Some(skeleton(settings, block_size, &sets)), |hook| {
+            logdisk::run_block(&plan, progress, &mut stop_signalled, hook)
+        });
+        let done = match outcome {
             Ok(outcome) => finished_test(settings, block_size, &sets, outcome),
             Err(e) => not_run(settings, block_size, EndReason::Error, Some(e)),
         };
         progress.block_done(&done.result);
+        run.note_finished(&done);
         let ended_early = matches!(
             done.result.end_reason,
             EndReason::Interrupted | EndReason::Error
@@ -183,6 +191,47 @@ pub fn measure(
     // The files are removed here (FileSet's Drop), before anything is printed.
     drop(sets);
     Ok(finished)
+}
+
+/// One block size before its first write: a series per writer with no
+/// samples, filled from the windows as they close.
+fn skeleton(settings: &LogdiskSettings, block_size: u64, sets: &[FileSet]) -> FinishedTest {
+    let several = sets.len() > 1;
+    let series = sets
+        .iter()
+        .enumerate()
+        .map(|(i, set)| {
+            let number = writer_number(several, i);
+            let mut detail = merged_writer(&[], &[], &LatencySummary::default(), block_size);
+            detail.writer = number;
+            detail.dir = set.dir.display().to_string();
+            detail.files = set.paths();
+            series_without_samples(
+                writer_label(several, number),
+                Vec::new(),
+                (false, "other".to_string(), 0),
+                SeriesDetail::DiskWriter(Box::new(detail)),
+            )
+        })
+        .collect();
+    running_skeleton(
+        not_run(settings, block_size, EndReason::Running, None),
+        series,
+    )
+}
+
+/// A writer's number: 0 alone (as mqldt numbers its thread), 1..N with --qm.
+fn writer_number(several: bool, index: usize) -> u64 {
+    if several { index as u64 + 1 } else { 0 }
+}
+
+/// A writer's series label: `writer` alone, `qm N` with --qm.
+fn writer_label(several: bool, number: u64) -> String {
+    if several {
+        format!("qm {number}")
+    } else {
+        "writer".to_string()
+    }
 }
 
 fn disk_writer(
@@ -281,7 +330,7 @@ fn finished_test(
     let mut series = Vec::with_capacity(outcome.writers.len());
     for (i, (w, set)) in outcome.writers.iter().zip(sets).enumerate() {
         overall.merge(&w.end.latency);
-        let number = if several { i as u64 + 1 } else { 0 };
+        let number = writer_number(several, i);
         let detail = disk_writer(
             number,
             w,
@@ -291,11 +340,7 @@ fn finished_test(
         );
         details.push(detail.clone());
         series.push(Series {
-            label: if several {
-                format!("qm {number}")
-            } else {
-                "writer".to_string()
-            },
+            label: writer_label(several, number),
             cpus: Vec::new(),
             pinned: false,
             policy: "other".to_string(),
@@ -399,20 +444,20 @@ pub fn suite_settings(
 pub fn measure_for_suite(
     duration: Duration,
     max_latency_us: Option<u64>,
+    run: &Run<'_>,
     progress: &mut dyn LogdiskProgress,
 ) -> Result<Vec<FinishedTest>, String> {
     let dir = PrivateDir::create()?;
-    let mut wait = |timeout| stop_requested_without_snapshots(timeout, "the log-disk test");
     let first = measure(
         &suite_settings(&dir.path, duration, true, max_latency_us),
+        run,
         progress,
-        &mut wait,
     );
     let result = match first {
         Err(CommandError::Usage(_)) => measure(
             &suite_settings(&dir.path, duration, false, max_latency_us),
+            run,
             progress,
-            &mut wait,
         ),
         other => other,
     };

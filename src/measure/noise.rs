@@ -2,12 +2,14 @@
 //! noise` and `latscope suite`.
 
 use crate::noise::{self, NoiseOutcome, NoisePlan, NoiseProgress};
-use crate::pipeline::{CpuWindow, FinishedTest, Preparation, RunFacts, ThrottleEvidence};
+use crate::pipeline::{
+    CpuWindow, FinishedTest, Preparation, Run, RunFacts, ThrottleEvidence, per_cpu_skeleton,
+};
 use crate::report::{
     Cause, ConfigDetail, EndReason, NoiseCauses, NoiseConfig, NoiseCpu, Series, SeriesDetail,
     SpikeTrace, TestConfig, TestResult,
 };
-use crate::rt::signals::stop_requested_without_snapshots;
+use crate::rt::signals::stop_signalled;
 use crate::settings::noise::NoiseSettings;
 use crate::stats::LatencyRecorder;
 use std::collections::BTreeMap;
@@ -98,16 +100,19 @@ pub fn setup_warnings(settings: &NoiseSettings) -> Vec<String> {
 
 /// Measures with `settings` and returns the finished test (report data and
 /// the facts for the validity warnings), plus warnings of its own.
+/// `run` learns of every window as it closes (the live outputs, SIGUSR1
+/// snapshots from the windows so far).
 pub fn measure(
     settings: &NoiseSettings,
-    prep: &Preparation,
+    run: &Run<'_>,
     progress: &mut dyn NoiseProgress,
 ) -> Result<(FinishedTest, Vec<String>), String> {
+    let prep = run.prep;
     let plan = plan_of(settings, Arc::new(AtomicBool::new(false)));
     let window = CpuWindow::open();
     let started = SystemTime::now();
-    let outcome = noise::run(&plan, progress, &mut |timeout| {
-        stop_requested_without_snapshots(timeout, "the noise test")
+    let outcome = run.measuring(Some(skeleton(settings, prep)), |hook| {
+        noise::run(&plan, progress, &mut stop_signalled, hook)
     })?;
     let ended = SystemTime::now();
     let cpu_use = window.close();
@@ -251,6 +256,30 @@ pub fn causes_of(trace: &SpikeTrace, cpu: usize) -> NoiseCauses {
     out.causes
         .sort_by(|a, b| b.ns.cmp(&a.ns).then(a.name.cmp(&b.name)));
     out
+}
+
+/// The test before its first interruption: one series per spinning CPU
+/// with no samples, filled from the windows as they close.
+fn skeleton(settings: &NoiseSettings, prep: &Preparation) -> FinishedTest {
+    per_cpu_skeleton(
+        failed(settings, prep, String::new()),
+        &settings.cpus,
+        (settings.policy.to_string(), settings.priority),
+        |cpu| {
+            SeriesDetail::NoiseCpu(Box::new(NoiseCpu {
+                cpu,
+                tid: 0,
+                isolated: settings.isolated.contains(&cpu),
+                measured_ns: 0,
+                noise_ns: 0,
+                noise_percent: 0.0,
+                loops: 0,
+                loops_per_s: 0.0,
+                causes: None,
+                oslat: None,
+            }))
+        },
+    )
 }
 
 /// A noise test that could not run: reported with its error and no samples.

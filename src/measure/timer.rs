@@ -1,11 +1,14 @@
 //! The timer test run and turned into report data: shared by `latscope
 //! timer` and `latscope suite`.
 
-use crate::pipeline::{CpuWindow, FinishedTest, Preparation, RunFacts, ThrottleEvidence};
+use crate::pipeline::{
+    CpuWindow, FinishedTest, Preparation, Run, RunFacts, ThrottleEvidence, per_cpu_skeleton,
+};
+use crate::report::XenomaiHistogram;
 use crate::report::{
     ConfigDetail, Series, SeriesDetail, TestConfig, TestResult, TimerConfig, TimerThread,
 };
-use crate::rt::signals::stop_requested_without_snapshots;
+use crate::rt::signals::stop_signalled;
 use crate::settings::timer::TimerSettings;
 use crate::stats::LatencyRecorder;
 use crate::timer::{self, Figure, TimerOutcome, TimerPlan, TimerProgress};
@@ -74,16 +77,19 @@ pub fn config_of(settings: &TimerSettings, plan: &TimerPlan, prep: &Preparation)
 
 /// Measures with `settings` and returns the finished test (report data and
 /// the facts for the validity warnings), plus warnings of its own.
+/// `run` learns of every loop as it completes (the live outputs, SIGUSR1
+/// snapshots from the loops so far).
 pub fn measure(
     settings: &TimerSettings,
-    prep: &Preparation,
+    run: &Run<'_>,
     progress: &mut dyn TimerProgress,
 ) -> Result<(FinishedTest, Vec<String>, TimerOutcome), String> {
+    let prep = run.prep;
     let plan = plan_of(settings, Arc::new(AtomicBool::new(false)));
     let window = CpuWindow::open();
     let started = SystemTime::now();
-    let outcome = timer::run(&plan, progress, &mut |timeout| {
-        stop_requested_without_snapshots(timeout, "the timer test")
+    let outcome = run.measuring(skeleton(settings, prep), |hook| {
+        timer::run(&plan, progress, &mut stop_signalled, hook)
     })?;
     let ended = SystemTime::now();
     let cpu_use = window.close();
@@ -190,6 +196,35 @@ pub fn measure(
         facts,
     };
     Ok((finished, warnings, outcome))
+}
+
+/// The test before its first sample: one series per sampling thread with
+/// no samples, filled from the loops as they complete (pipeline::Run's
+/// live outputs and snapshots). None if Xenomai's histograms cannot be
+/// built (the run itself then fails the same way).
+fn skeleton(settings: &TimerSettings, prep: &Preparation) -> Option<FinishedTest> {
+    let empty = XenomaiHistogram::new(settings.histogram_cells, settings.bucket_ns).ok()?;
+    Some(per_cpu_skeleton(
+        failed(settings, prep, String::new()),
+        &settings.cpus,
+        (settings.policy.to_string(), settings.priority),
+        |cpu| {
+            SeriesDetail::TimerThread(Box::new(TimerThread {
+                cpu,
+                tid: 0,
+                period_us: settings.period_us,
+                loops: 0,
+                msw: 0,
+                involuntary_switches: 0,
+                major_faults: 0,
+                minor_faults: 0,
+                histogram_all: empty.clone(),
+                histogram_loop_min: empty.clone(),
+                histogram_loop_max: empty.clone(),
+                breakdown: None,
+            }))
+        },
+    ))
 }
 
 /// A timer test that could not run: reported with its error and no samples.

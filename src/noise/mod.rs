@@ -18,8 +18,9 @@ pub mod spinner;
 
 use crate::report::EndReason;
 use crate::rt::sched::Policy;
+use crate::rt::signals::take_snapshot_request;
 use crate::stats::LatencyRecorder;
-use crate::stats::window::{SecondStats, WindowRing, WindowSeries};
+use crate::stats::window::{SecondStats, WindowHook, WindowRing, WindowSeries};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -150,11 +151,13 @@ pub struct NoiseOutcome {
 }
 
 /// Runs the test until it ends; `wait_for_stop` waits up to its timeout for
-/// Ctrl-C/SIGTERM and says whether one came.
+/// Ctrl-C/SIGTERM and says whether one came; `hook` learns of every window
+/// drained and serves the snapshots (SIGUSR1).
 pub fn run(
     plan: &NoisePlan,
     progress: &mut dyn NoiseProgress,
     wait_for_stop: &mut dyn FnMut(Duration) -> bool,
+    hook: &mut dyn WindowHook,
 ) -> Result<NoiseOutcome, String> {
     let shared: Vec<Arc<CpuShared>> = plan
         .cpus
@@ -184,7 +187,7 @@ pub fn run(
                 .map_err(|e| give_up(format!("could not start a spinning thread: {e}")))?;
             handles.push(handle);
         }
-        let result = control(plan, &shared, progress, wait_for_stop);
+        let result = control(plan, &shared, progress, wait_for_stop, hook);
         plan.stop.store(true, Ordering::Relaxed);
         let ends: Vec<spinner::SpinEnd> = handles
             .into_iter()
@@ -194,7 +197,7 @@ pub fn run(
             })
             .collect::<Result<_, _>>()?;
         let mut control = result?;
-        Ok(control.finish(plan, &shared, ends, progress))
+        Ok(control.finish(plan, &shared, ends, progress, hook))
     })
 }
 
@@ -210,6 +213,7 @@ fn control(
     shared: &[Arc<CpuShared>],
     progress: &mut dyn NoiseProgress,
     wait_for_stop: &mut dyn FnMut(Duration) -> bool,
+    hook: &mut dyn WindowHook,
 ) -> Result<Control, String> {
     let mut control = Control {
         end_reason: EndReason::DurationElapsed,
@@ -240,7 +244,10 @@ fn control(
     let started = std::time::Instant::now();
     loop {
         let signalled = wait_for_stop(Duration::from_millis(100));
-        control.drain(shared);
+        control.drain(shared, hook);
+        if !signalled && take_snapshot_request() {
+            hook.snapshot();
+        }
         progress.tick(started.elapsed(), &plan.cpus, shared);
         if signalled {
             control.end_reason = EndReason::Interrupted;
@@ -259,10 +266,12 @@ fn control(
 
 impl Control {
     /// Moves the windows completed since the last call into the series.
-    fn drain(&mut self, shared: &[Arc<CpuShared>]) {
-        for (s, series) in shared.iter().zip(&mut self.per_second) {
-            s.windows.drain_into(series);
+    fn drain(&mut self, shared: &[Arc<CpuShared>], hook: &mut dyn WindowHook) {
+        for (i, (s, series)) in shared.iter().zip(&mut self.per_second).enumerate() {
+            s.windows
+                .drain_into_with(series, &mut |w, h| hook.window(i, w, h));
         }
+        hook.drained();
     }
 
     fn finish(
@@ -271,10 +280,11 @@ impl Control {
         shared: &[Arc<CpuShared>],
         ends: Vec<spinner::SpinEnd>,
         progress: &mut dyn NoiseProgress,
+        hook: &mut dyn WindowHook,
     ) -> NoiseOutcome {
         let spikes = self.spikes.take().map(crate::spikes::SpikeTracer::stop);
         // The spinners are done: what the rings still hold.
-        self.drain(shared);
+        self.drain(shared, hook);
         progress.finish();
         let error = shared.iter().find_map(|s| s.error());
         let mut measured = Duration::ZERO;

@@ -18,7 +18,9 @@
 mod assemble;
 mod background;
 mod deliver;
+pub mod hdrlog;
 mod judge;
+mod live;
 mod prepare;
 mod validity;
 
@@ -27,6 +29,7 @@ pub use deliver::{deliver, print, write_files, write_output, write_with};
 pub use judge::{
     EXIT_LIMIT, EXIT_OK, EXIT_RUNTIME, EXIT_SKIPPED, EXIT_USAGE, exit_code_for, judge,
 };
+pub use live::{LiveHook, per_cpu_skeleton, running_skeleton, series_without_samples};
 pub use prepare::{MemoryLock, Preparation, PrepareSpec};
 pub use validity::{CpuUse, CpuWindow, RunFacts, ThrottleEvidence};
 
@@ -105,9 +108,11 @@ pub struct Run<'a> {
     outputs: &'a Outputs,
     presentation: &'a Presentation,
     fail_if: &'a [Threshold],
+    /// The outputs written as the tests run (pipeline::live).
+    live: std::cell::RefCell<live::LiveState>,
 }
 
-impl Run<'_> {
+impl<'a> Run<'a> {
     /// A warning that ends up in the report.
     pub fn warn(&mut self, warning: String) {
         self.warnings.push(warning);
@@ -121,6 +126,9 @@ impl Run<'_> {
     /// output): a crash or interrupt of a later test keeps the earlier
     /// results. Failures are warnings here; the final delivery reports them.
     pub fn checkpoint(&self, done: &[FinishedTest]) {
+        if let Ok(mut live) = self.live.try_borrow_mut() {
+            live.done = done.to_vec();
+        }
         let report = self.report_so_far(done.to_vec());
         write_files(self.outputs, self.presentation.json.as_ref(), &report);
     }
@@ -137,6 +145,104 @@ impl Run<'_> {
         let report = self.report_so_far(tests);
         deliver::show_snapshot(&report, self.presentation, self.outputs, elapsed);
         write_files(self.outputs, self.presentation.json.as_ref(), &report);
+    }
+
+    /// A test starts: `skeleton` is its report without samples (its series'
+    /// labels and CPUs, its settings), which the windows drained while it
+    /// runs fill (`window_hook`). Ends with `end_test`.
+    pub fn begin_test(&self, skeleton: FinishedTest) {
+        // Only a run that rewrites files as it goes moves its monitor.
+        let keep_off = self.outputs.prom.is_some() || self.outputs.hdr_log.is_some();
+        if let Ok(mut live) = self.live.try_borrow_mut() {
+            live.begin(skeleton, keep_off);
+        }
+    }
+
+    /// The test begun last ended.
+    pub fn end_test(&self) {
+        if let Ok(mut live) = self.live.try_borrow_mut() {
+            // A snapshot still waiting for a window is moot: the final
+            // report follows (as the IPC monitor drops a pending one).
+            live.snapshot_pending = false;
+            live.end();
+        }
+    }
+
+    /// A test of a sequence the command does not checkpoint (the block
+    /// sizes of one log-disk run) finished: the live outputs keep it while
+    /// the next one runs.
+    pub fn note_finished(&self, test: &FinishedTest) {
+        if let Ok(mut live) = self.live.try_borrow_mut() {
+            live.done.push(test.clone());
+        }
+    }
+
+    /// Runs `measure` as the test `skeleton` (None: without a live view),
+    /// handing it the window hook for its monitor; the test ends after.
+    pub fn measuring<R>(
+        &self,
+        skeleton: Option<FinishedTest>,
+        measure: impl FnOnce(&mut dyn crate::stats::window::WindowHook) -> R,
+    ) -> R {
+        if let Some(skeleton) = skeleton {
+            self.begin_test(skeleton);
+        }
+        let result = measure(&mut self.window_hook());
+        self.end_test();
+        result
+    }
+
+    /// What the monitors call with every window drained.
+    pub fn window_hook(&self) -> LiveHook<'_, 'a> {
+        LiveHook { run: self }
+    }
+
+    /// After a drain: `--prom` rewritten when a window came (atomically, a
+    /// regular file only, as `checkpoint` does), from the finished tests
+    /// and the running one's windows.
+    fn rewrite_live(&self) {
+        let Some(prom) = &self.outputs.prom else {
+            return;
+        };
+        let tests = {
+            let Ok(mut live) = self.live.try_borrow_mut() else {
+                return;
+            };
+            if !live.take_fresh() {
+                return;
+            }
+            let mut tests = live.done.clone();
+            tests.extend(live.so_far());
+            tests
+        };
+        if matches!(prom, crate::settings::JsonTarget::File(p) if matches!(
+            crate::rt::outfile::classify(p),
+            Ok(crate::rt::outfile::Destination::Replace(_))
+        )) {
+            let report = self.report_so_far(tests);
+            if let Err(e) = write_output(prom, &crate::report::prom::PromText, &report) {
+                eprintln!("latscope: warning: --prom: {e}");
+            }
+        }
+    }
+
+    /// A snapshot (SIGUSR1) of the running test from its windows so far
+    /// (the timer, noise and log-disk tests; see `stats::window::WindowHook`).
+    /// Asked before the first window closed, it waits for that window.
+    fn snapshot_from_windows(&self) {
+        let (done, current) = {
+            let Ok(mut live) = self.live.try_borrow_mut() else {
+                return;
+            };
+            live.snapshot_pending = !live.has_samples();
+            if live.snapshot_pending {
+                return;
+            }
+            (live.done.clone(), live.so_far())
+        };
+        if let Some(current) = current {
+            self.snapshot(&done, current);
+        }
     }
 
     /// The report of `tests` with the warnings and background so far.
@@ -194,8 +300,33 @@ pub fn run(measurement: &mut dyn Measurement) -> Result<i32, CommandError> {
         outputs: &plan.outputs,
         presentation: &plan.presentation,
         fail_if: &plan.fail_if,
+        live: Default::default(),
     };
-    let mut tests = measurement.measure(&mut run)?;
+    if let Some(crate::settings::JsonTarget::File(path)) = &plan.outputs.hdr_log {
+        let log = hdrlog::HdrLog::create(path, std::time::SystemTime::now()).map_err(|e| {
+            CommandError::Runtime(format!(
+                "--hdr-log: could not write {}: {e}",
+                path.display()
+            ))
+        })?;
+        run.live.get_mut().hdr_log = Some(log);
+    }
+    let measured = measurement.measure(&mut run);
+    let mut live = run.live.into_inner();
+    if measured.is_err()
+        && let Some(log) = live.hdr_log.take()
+    {
+        log.abandon();
+    }
+    let hdr_log = match live.hdr_log.map(|log| {
+        let path = log.path().display().to_string();
+        log.finish()
+            .map_err(|e| format!("--hdr-log: could not write {path}: {e}"))
+    }) {
+        Some(Err(e)) => Some(e),
+        _ => live.hdr_log_error.map(|e| format!("--hdr-log: {e}")),
+    };
+    let mut tests = measured?;
     place_on_run_clock(&mut tests, prep.background.origin());
     let warnings = run.warnings;
     let mut report = assemble_report(tests, sysinfo, warnings, &prep.memory);
@@ -204,6 +335,10 @@ pub fn run(measurement: &mut dyn Measurement) -> Result<i32, CommandError> {
     judge(&mut report, &plan.fail_if);
     let delivered = deliver(&report, &plan.presentation, &plan.outputs);
     let extras = measurement.write_extras(&report);
-    delivered.and(extras).map_err(CommandError::Runtime)?;
+    let hdr_log = hdr_log.map_or(Ok(()), Err);
+    delivered
+        .and(extras)
+        .and(hdr_log)
+        .map_err(CommandError::Runtime)?;
     Ok(report.exit_code)
 }

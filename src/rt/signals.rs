@@ -17,7 +17,10 @@
 //! (docs/fleet.md, "Snapshots (SIGUSR1)"). It is blocked in every thread like
 //! the stop signals, and the same `sigtimedwait` of the monitor collects it
 //! (no handler: nothing runs in signal context; the monitor, a normal thread,
-//! builds the snapshot, never a measuring thread). `latscope signal` wakes
+//! builds the snapshot, never a measuring thread). Every kind of test serves
+//! it: the IPC tests from exact copies of their recorders (rt::snapshot),
+//! the timer, noise and log-disk tests from the windows drained so far
+//! (pipeline::live). `latscope signal` wakes
 //! its own tasks with thread-directed SIGUSR1s (`pthread_kill`/`tgkill`),
 //! which stay pending on the waiting thread and are collected only there.
 //! A waiting task may still dequeue a process-directed SIGUSR1 from outside
@@ -128,19 +131,10 @@ pub fn wait_for_stop_signal(timeout: Duration) -> Option<i32> {
     (sig > 0).then_some(sig)
 }
 
-/// `wait_for_stop_signal` for a test that cannot show a snapshot (yet: the
-/// timer, noise and log-disk tests): a SIGUSR1 gets one line on standard error
-/// saying so, and the run goes on. True: a stop signal came.
-pub fn stop_requested_without_snapshots(timeout: Duration, test: &str) -> bool {
-    let stop = wait_for_stop_signal(timeout).is_some();
-    if take_snapshot_request() {
-        let _ = std::io::Write::write_all(
-            &mut std::io::stderr(),
-            format!("latscope: no snapshot (SIGUSR1) of {test} in this version; the run goes on\n")
-                .as_bytes(),
-        );
-    }
-    stop
+/// `wait_for_stop_signal` as the monitors' `wait_for_stop` takes it: true
+/// when a stop signal came (a SIGUSR1 is recorded for the monitor).
+pub fn stop_signalled(timeout: Duration) -> bool {
+    wait_for_stop_signal(timeout).is_some()
 }
 
 /// The usual name of a stop signal, for messages.

@@ -239,6 +239,8 @@ pub struct Outputs {
     pub markdown: Option<JsonTarget>,
     pub junit: Option<JsonTarget>,
     pub prom: Option<JsonTarget>,
+    /// `--hdr-log`: streamed as the run goes (pipeline::hdrlog), a file only.
+    pub hdr_log: Option<JsonTarget>,
 }
 
 impl Outputs {
@@ -259,7 +261,13 @@ impl Outputs {
             markdown: check("--markdown", &args.markdown)?,
             junit: check("--junit", &args.junit)?,
             prom: check("--prom", &args.prom)?,
+            hdr_log: check("--hdr-log", &args.hdr_log)?,
         };
+        if outputs.hdr_log == Some(JsonTarget::Stdout) {
+            return Err(usage(
+                "--hdr-log needs a file name: the interval log is written as the run goes, beside the console output".to_string(),
+            ));
+        }
         let mut to_stdout: Vec<&str> = others
             .iter()
             .filter(|(_, t)| *t == Some(&JsonTarget::Stdout))
@@ -278,6 +286,7 @@ impl Outputs {
             )));
         }
         let mut all: Vec<(&str, Option<&JsonTarget>)> = outputs.named().to_vec();
+        all.push(("--hdr-log", outputs.hdr_log.as_ref()));
         all.extend_from_slice(others);
         check_distinct_outputs(&all)?;
         Ok(outputs)

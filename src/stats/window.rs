@@ -147,6 +147,12 @@ impl WindowRing {
     /// Moves every completed window, with its histogram, into `out`
     /// (consumer side).
     pub fn drain_into(&self, out: &mut WindowSeries) {
+        self.drain_into_with(out, &mut |_, _| {});
+    }
+
+    /// `drain_into`, telling `seen` of each window as it is appended (see
+    /// `WindowHook`).
+    pub fn drain_into_with(&self, out: &mut WindowSeries, seen: &mut WindowSeen<'_>) {
         let head = self.head.load(Ordering::Acquire);
         let mut tail = self.tail.load(Ordering::Relaxed);
         let mut windows = Vec::new();
@@ -166,13 +172,42 @@ impl WindowRing {
         self.tail.store(tail, Ordering::Release);
         // After the windows: every histogram of a window seen above was
         // published before it (see `WindowWriter::flush`).
-        out.extend(windows, &self.histograms);
+        out.extend_with(windows, &self.histograms, seen);
     }
 
     /// Windows lost because the consumer was starved (normally 0).
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
     }
+}
+
+/// What a monitor tells of each window it drains: the window and its
+/// histogram (None when it was lost to a starved monitor).
+pub type WindowSeen<'a> = dyn FnMut(&SecondStats, Option<&PackedHistogram>) + 'a;
+
+/// Learns of the windows as the monitors drain them, on the monitor thread
+/// (never a measuring one): the live outputs (`--prom` rewritten every
+/// window, `--hdr-log` appended) and the SIGUSR1 snapshots of the tests
+/// that take theirs from the windows. Implemented by the pipeline; defined
+/// here, low, so that every kind of test's monitor can call it.
+pub trait WindowHook {
+    /// Window `window` of series `series` (the test's series index) closed,
+    /// with its histogram when it has one.
+    fn window(&mut self, series: usize, window: &SecondStats, histogram: Option<&PackedHistogram>);
+
+    /// The monitor drained every series once (called every monitor tick):
+    /// the moment to rewrite what changed.
+    fn drained(&mut self) {}
+
+    /// A snapshot (SIGUSR1) was asked for, served from the windows so far.
+    fn snapshot(&mut self) {}
+}
+
+/// No live outputs (unit tests, callers without a pipeline).
+pub struct NoWindowHook;
+
+impl WindowHook for NoWindowHook {
+    fn window(&mut self, _: usize, _: &SecondStats, _: Option<&PackedHistogram>) {}
 }
 
 /// A series of windows as the monitor collects it, with each window's
@@ -193,6 +228,17 @@ impl WindowSeries {
     /// gives each the histogram `ring` holds for it. A window whose
     /// histogram was dropped keeps its exact min/avg/max and no percentiles.
     pub fn extend(&mut self, windows: impl IntoIterator<Item = SecondStats>, ring: &HistogramRing) {
+        self.extend_with(windows, ring, &mut |_, _| {});
+    }
+
+    /// `extend`, telling `seen` of each window (its percentiles set) and
+    /// its histogram as it is appended, before any merging.
+    pub fn extend_with(
+        &mut self,
+        windows: impl IntoIterator<Item = SecondStats>,
+        ring: &HistogramRing,
+        seen: &mut WindowSeen<'_>,
+    ) {
         ring.drain(|key, h| {
             self.pending
                 .push_back((key, PackedHistogram::of(h), percentile_tops(h)));
@@ -206,6 +252,7 @@ impl WindowSeries {
                 _ => None,
             };
             window.set_percentiles(histogram.as_ref().and_then(|p| p.2));
+            seen(&window, histogram.as_ref().map(|p| &p.1));
             self.windows.push(window);
             self.histograms.push(histogram.map(|p| p.1));
         }

@@ -18,9 +18,10 @@ pub mod sampler;
 use crate::report::EndReason;
 use crate::rt::clock::monotonic_ns;
 use crate::rt::sched::Policy;
+use crate::rt::signals::take_snapshot_request;
 use crate::rt::tracefs::BreakTrace;
 use crate::stats::live::{LiveHistogram, SpscRing};
-use crate::stats::window::{SecondStats, WindowSeries};
+use crate::stats::window::{SecondStats, WindowHook, WindowSeries};
 use crate::stats::window_histogram::HistogramRing;
 use figure::{FigureSink, LoopStats};
 use sampler::SamplerEnd;
@@ -212,11 +213,14 @@ pub struct TimerOutcome {
     pub spikes: Option<crate::report::SpikeTrace>,
 }
 
-/// Runs the test until it ends; `interrupted` polls for Ctrl-C/SIGTERM.
+/// Runs the test until it ends; `wait_for_stop` polls for Ctrl-C/SIGTERM;
+/// `hook` learns of every loop (window) drained and serves the snapshots
+/// (SIGUSR1).
 pub fn run(
     plan: &TimerPlan,
     progress: &mut dyn TimerProgress,
     wait_for_stop: &mut dyn FnMut(Duration) -> bool,
+    hook: &mut dyn WindowHook,
 ) -> Result<TimerOutcome, String> {
     let plan_ref: &TimerPlan = plan;
     let shared: Vec<Arc<ThreadShared>> = plan
@@ -257,7 +261,7 @@ pub fn run(
                 .map_err(|e| give_up(format!("could not start a sampling thread: {e}")))?;
             handles.push(handle);
         }
-        let result = control(plan, &shared, progress, wait_for_stop);
+        let result = control(plan, &shared, progress, wait_for_stop, hook);
         plan.stop.store(true, Ordering::Relaxed);
         let ends: Vec<SamplerEnd> = handles
             .into_iter()
@@ -267,7 +271,7 @@ pub fn run(
             })
             .collect::<Result<_, _>>()?;
         let mut control = result?;
-        Ok(control.finish(plan, &shared, ends, progress))
+        Ok(control.finish(plan, &shared, ends, progress, hook))
     })?;
     Ok(outcome)
 }
@@ -285,6 +289,7 @@ fn control(
     shared: &[Arc<ThreadShared>],
     progress: &mut dyn TimerProgress,
     wait_for_stop: &mut dyn FnMut(Duration) -> bool,
+    hook: &mut dyn WindowHook,
 ) -> Result<Control, String> {
     let mut control = Control {
         end_reason: EndReason::DurationElapsed,
@@ -337,7 +342,10 @@ fn control(
     let started = std::time::Instant::now();
     loop {
         let signalled = wait_for_stop(Duration::from_millis(100));
-        control.drain(shared, progress);
+        control.drain(shared, progress, hook);
+        if !signalled && take_snapshot_request() {
+            hook.snapshot();
+        }
         progress.tick(started.elapsed(), shared);
         if signalled {
             control.end_reason = EndReason::Interrupted;
@@ -360,7 +368,12 @@ fn control(
 impl Control {
     /// Hands the loops completed since the last call to the live output and
     /// to the per-second series.
-    fn drain(&mut self, shared: &[Arc<ThreadShared>], progress: &mut dyn TimerProgress) {
+    fn drain(
+        &mut self,
+        shared: &[Arc<ThreadShared>],
+        progress: &mut dyn TimerProgress,
+        hook: &mut dyn WindowHook,
+    ) {
         let mut batch = Vec::new();
         for (i, s) in shared.iter().enumerate() {
             s.loops.drain(|l| batch.push(l));
@@ -368,13 +381,15 @@ impl Control {
                 continue;
             }
             progress.loops(i, &batch, s);
-            self.per_second[i].extend(
+            self.per_second[i].extend_with(
                 batch.drain(..).map(|l| {
                     SecondStats::new(l.index, 1, l.samples, l.min_ns, l.avg_ns(), l.max_ns)
                 }),
                 &s.window_histograms,
+                &mut |w, h| hook.window(i, w, h),
             );
         }
+        hook.drained();
     }
 
     fn finish(
@@ -383,6 +398,7 @@ impl Control {
         shared: &[Arc<ThreadShared>],
         ends: Vec<SamplerEnd>,
         progress: &mut dyn TimerProgress,
+        hook: &mut dyn WindowHook,
     ) -> TimerOutcome {
         let (mut traced, trace_stats) = match self.trace.take() {
             Some(session) => {
@@ -397,7 +413,7 @@ impl Control {
         };
         let spikes = self.spikes.take().map(crate::spikes::SpikeTracer::stop);
         // The threads and the trace are done: what the rings still hold.
-        self.drain(shared, progress);
+        self.drain(shared, progress, hook);
         progress.finish();
         traced.resize_with(ends.len(), || None);
         let error = shared.iter().find_map(|s| s.error());

@@ -49,6 +49,7 @@ pub use plan::{Mode, PairPlan, RunPlan, Tasks};
 use super::{SetupError, Transport};
 use crate::rt::clock::monotonic_ns;
 use crate::rt::tracefs::BreakTrace;
+use crate::stats::window::{NoWindowHook, WindowHook};
 use outcome::RunTimes;
 use start::Started;
 use state::{RunState, StartGate};
@@ -65,6 +66,18 @@ pub fn run(
     plan: &RunPlan,
     breaktrace: Option<BreakTrace>,
     progress: &mut dyn Progress,
+) -> Result<RunOutcome, SetupError> {
+    run_with_windows(transport, plan, breaktrace, progress, &mut NoWindowHook)
+}
+
+/// `run`, telling `hook` of every per-second window as the monitor drains
+/// it (the live outputs: `--prom` every window, `--hdr-log`).
+pub fn run_with_windows(
+    transport: &dyn Transport,
+    plan: &RunPlan,
+    breaktrace: Option<BreakTrace>,
+    progress: &mut dyn Progress,
+    hook: &mut dyn WindowHook,
 ) -> Result<RunOutcome, SetupError> {
     let state = Arc::new(set_up(transport, plan, breaktrace)?);
     let gate = Arc::new(StartGate::default());
@@ -89,6 +102,7 @@ pub fn run(
         &mut tasks,
         (started_instant, started),
         progress,
+        hook,
     );
 
     // Stop: the monitor has requested it; every task leaves its loop.
@@ -96,6 +110,13 @@ pub fn run(
     let spikes = spike_tracer.map(crate::spikes::SpikeTracer::stop);
     // A sender error that came in while stopping still belongs to the report.
     process::check_senders(&state, &mut tasks.sender_processes);
+    // The last windows (closed by the receivers' stop) for the live outputs;
+    // `collect` drains again for anything later.
+    let mut per_second = per_second;
+    for (i, (live, out)) in state.live.iter().zip(per_second.iter_mut()).enumerate() {
+        live.windows
+            .drain_into_with(out, &mut |w, h| hook.window(i, w, h));
+    }
     let times = RunTimes {
         started,
         ended: SystemTime::now(),

@@ -12,7 +12,7 @@ use super::start::Started;
 use super::state::RunState;
 use crate::rt::signals::{take_snapshot_request, wait_for_stop_signal};
 use crate::stats::LatencyRecorder;
-use crate::stats::window::WindowSeries;
+use crate::stats::window::{WindowHook, WindowSeries};
 use std::time::{Duration, Instant, SystemTime};
 
 /// How often the monitor wakes to check for signals, dead senders and
@@ -20,13 +20,15 @@ use std::time::{Duration, Instant, SystemTime};
 const MONITOR_TICK: Duration = Duration::from_millis(100);
 
 /// Monitors until the run stops; returns the per-second series drained.
-/// `started_at` is the run's start on the wall clock (for snapshots).
+/// `started_at` is the run's start on the wall clock (for snapshots);
+/// `hook` learns of every window drained (the live outputs).
 pub(super) fn monitor(
     plan: &RunPlan,
     state: &RunState,
     tasks: &mut Started,
     (started, started_at): (Instant, SystemTime),
     progress: &mut dyn Progress,
+    hook: &mut dyn WindowHook,
 ) -> Vec<WindowSeries> {
     let mut per_second: Vec<WindowSeries> =
         plan.pairs.iter().map(|_| WindowSeries::default()).collect();
@@ -42,9 +44,11 @@ pub(super) fn monitor(
         if wait_for_stop_signal(tick).is_some() {
             state.request_stop(EndReason::Interrupted);
         }
-        for (live, out) in state.live.iter().zip(per_second.iter_mut()) {
-            live.windows.drain_into(out);
+        for (i, (live, out)) in state.live.iter().zip(per_second.iter_mut()).enumerate() {
+            live.windows
+                .drain_into_with(out, &mut |w, h| hook.window(i, w, h));
         }
+        hook.drained();
         check_senders(state, &mut tasks.sender_processes);
         let elapsed = started.elapsed();
         if state.live.iter().all(|l| l.done()) {
