@@ -146,6 +146,7 @@ impl Measurement for IpcCommand {
             self.verdict.quiet,
             &mut |done| run.checkpoint(done),
             &mut |done, so_far| run.snapshot(done, so_far),
+            run.prep,
         ))
     }
 }

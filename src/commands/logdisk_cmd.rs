@@ -74,9 +74,12 @@ impl Measurement for LogdiskCommand<'_> {
         } else {
             Box::new(ProgressLine::new(settings.quiet))
         };
-        let tests = logdisk_run::measure(settings, progress.as_mut(), &mut |timeout| {
-            stop_requested_without_snapshots(timeout, "the log-disk test")
-        })?;
+        let tests = logdisk_run::measure(
+            settings,
+            progress.as_mut(),
+            &mut |timeout| stop_requested_without_snapshots(timeout, "the log-disk test"),
+            run.prep,
+        )?;
         for warning in logdisk_run::warnings_of(settings, run.sysinfo) {
             run.warn(warning);
         }

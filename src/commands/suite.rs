@@ -152,6 +152,7 @@ impl Suite {
             self.verdict.quiet,
             &mut |done| run.checkpoint(done),
             &mut |done, so_far| run.snapshot(done, so_far),
+            run.prep,
         ))
     }
 
@@ -220,7 +221,12 @@ impl Suite {
             );
         }
         let mut progress = LogdiskProgressLine::new(self.verdict.quiet);
-        match logdisk_run::measure_for_suite(left, self.verdict.max_latency_us, &mut progress) {
+        match logdisk_run::measure_for_suite(
+            left,
+            self.verdict.max_latency_us,
+            &mut progress,
+            run.prep,
+        ) {
             Ok(done) => finished.extend(done),
             Err(why) => {
                 let note = format!("logdisk skipped: {why}");

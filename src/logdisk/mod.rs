@@ -67,6 +67,8 @@ pub struct BlockPlan<'a> {
     pub duration: Duration,
     /// Writes slower than this are counted as above the limit.
     pub limit_ns: Option<i64>,
+    /// `--samples`: each writer's sample ring (by writer index).
+    pub samples: Option<crate::stats::samples::TestSamples>,
 }
 
 /// What the live output sees while a block size runs.
@@ -136,6 +138,7 @@ pub fn run_block(
                 delay: plan.delay,
                 duration_ns,
                 limit_ns: plan.limit_ns,
+                samples: crate::stats::samples::ring_of(&plan.samples, i),
             };
             let s = shared[i].clone();
             let (go, stop) = (&go, &stop);
@@ -255,6 +258,7 @@ mod tests {
             delay: Duration::ZERO,
             duration,
             limit_ns: None,
+            samples: None,
         };
         run_block(&plan, &mut Silent, &mut |t| {
             std::thread::sleep(t);

@@ -6,7 +6,7 @@ use crate::logdisk::bandwidth::{disk_seconds, merge_intervals, rate, write_bandw
 use crate::logdisk::files::{AlignedBuf, FilePlan, FileSet, OpenFlags, PrepareError};
 use crate::logdisk::private_dir::PrivateDir;
 use crate::logdisk::{self, BlockOutcome, BlockPlan, LogdiskProgress, WriterOutcome};
-use crate::pipeline::{CommandError, FinishedTest, RunFacts};
+use crate::pipeline::{CommandError, FinishedTest, Preparation, RunFacts};
 use crate::report::SysInfo;
 use crate::report::{
     ConfigDetail, DiskSecond, DiskWriter, EndReason, LogdiskConfig, Series, SeriesDetail,
@@ -112,6 +112,7 @@ pub fn measure(
     settings: &LogdiskSettings,
     progress: &mut dyn LogdiskProgress,
     wait_for_stop: &mut dyn FnMut(Duration) -> bool,
+    prep: &Preparation,
 ) -> Result<Vec<FinishedTest>, CommandError> {
     let dirs = settings.writer_dirs();
     let file_plan = FilePlan {
@@ -164,6 +165,7 @@ pub fn measure(
             limit_ns: settings
                 .max_latency_us
                 .map(|us| us.saturating_mul(1000).min(i64::MAX as u64) as i64),
+            samples: prep.samples_for("logdisk", "disk_writer", &writer_labels(sets.len())),
         };
         let done = match logdisk::run_block(&plan, progress, wait_for_stop) {
             Ok(outcome) => finished_test(settings, block_size, &sets, outcome),
@@ -182,6 +184,16 @@ pub fn measure(
     // The files are removed here (FileSet's Drop), before anything is printed.
     drop(sets);
     Ok(finished)
+}
+
+/// The series labels of `writers` writers, as `finished_test` names them.
+fn writer_labels(writers: usize) -> Vec<(String, Option<usize>)> {
+    (0..writers)
+        .map(|i| match writers {
+            1 => ("writer".to_string(), None),
+            _ => (format!("qm {}", i + 1), None),
+        })
+        .collect()
 }
 
 fn disk_writer(
@@ -398,6 +410,7 @@ pub fn measure_for_suite(
     duration: Duration,
     max_latency_us: Option<u64>,
     progress: &mut dyn LogdiskProgress,
+    prep: &Preparation,
 ) -> Result<Vec<FinishedTest>, String> {
     let dir = PrivateDir::create()?;
     let mut wait = |timeout| stop_requested_without_snapshots(timeout, "the log-disk test");
@@ -405,12 +418,14 @@ pub fn measure_for_suite(
         &suite_settings(&dir.path, duration, true, max_latency_us),
         progress,
         &mut wait,
+        prep,
     );
     let result = match first {
         Err(CommandError::Usage(_)) => measure(
             &suite_settings(&dir.path, duration, false, max_latency_us),
             progress,
             &mut wait,
+            prep,
         ),
         other => other,
     };

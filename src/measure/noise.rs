@@ -33,6 +33,7 @@ pub fn plan_of(settings: &NoiseSettings, stop: Arc<AtomicBool>) -> NoisePlan {
             .map(|us| us.saturating_mul(1000)),
         spike_threshold_ns: settings.trace_spikes_us.map(|us| us.saturating_mul(1000)),
         stop,
+        samples: None,
     }
 }
 
@@ -102,7 +103,13 @@ pub fn measure(
     prep: &Preparation,
     progress: &mut dyn NoiseProgress,
 ) -> Result<(FinishedTest, Vec<String>), String> {
-    let plan = plan_of(settings, Arc::new(AtomicBool::new(false)));
+    let mut plan = plan_of(settings, Arc::new(AtomicBool::new(false)));
+    let series: Vec<(String, Option<usize>)> = plan
+        .cpus
+        .iter()
+        .map(|&cpu| (format!("CPU {cpu}"), Some(cpu)))
+        .collect();
+    plan.samples = prep.samples_for("noise", "noise_cpu", &series);
     let window = CpuWindow::open();
     let started = SystemTime::now();
     let outcome = noise::run(&plan, progress, &mut |timeout| {

@@ -43,6 +43,7 @@ pub fn plan_of(settings: &TimerSettings, stop: Arc<AtomicBool>) -> TimerPlan {
         spike_threshold_ns: settings.trace_spikes_us.map(|us| us.saturating_mul(1000)),
         figure: settings.figure,
         stop,
+        samples: None,
     }
 }
 
@@ -79,7 +80,13 @@ pub fn measure(
     prep: &Preparation,
     progress: &mut dyn TimerProgress,
 ) -> Result<(FinishedTest, Vec<String>, TimerOutcome), String> {
-    let plan = plan_of(settings, Arc::new(AtomicBool::new(false)));
+    let mut plan = plan_of(settings, Arc::new(AtomicBool::new(false)));
+    let series: Vec<(String, Option<usize>)> = plan
+        .cpus
+        .iter()
+        .map(|&cpu| (format!("CPU {cpu}"), Some(cpu)))
+        .collect();
+    plan.samples = prep.samples_for("timer", "timer_thread", &series);
     let window = CpuWindow::open();
     let started = SystemTime::now();
     let outcome = timer::run(&plan, progress, &mut |timeout| {

@@ -60,6 +60,8 @@ pub struct NoisePlan {
     pub spike_threshold_ns: Option<u64>,
     /// Set to stop every spinner.
     pub stop: Arc<AtomicBool>,
+    /// `--samples`: each spinner's sample ring (by CPU index).
+    pub samples: Option<crate::stats::samples::TestSamples>,
 }
 
 /// What a spinner and the controller share while the run goes on.

@@ -16,6 +16,7 @@ use super::{CpuShared, NoisePlan};
 use crate::rt::clock::{monotonic_ns, try_sleep_until_ns};
 use crate::rt::sched;
 use crate::stats::LatencyRecorder;
+use crate::stats::samples::ring_of;
 use crate::stats::window::WindowWriter;
 use std::sync::atomic::Ordering;
 
@@ -115,7 +116,9 @@ fn spin(
         .duration_ns
         .map_or(u64::MAX, |d| start.saturating_add(d));
     let duty = plan.duty;
-    let mut window = WindowWriter::new(&shared.windows, start);
+    let mut window = WindowWriter::new(&shared.windows, start).with_samples(
+        (plan.cpus.iter().position(|&c| c == cpu)).and_then(|i| ring_of(&plan.samples, i)),
+    );
     let mut noise_ns = 0u64;
     let mut measured_ns = 0u64;
     let mut above_limit = 0u64;
