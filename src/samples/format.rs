@@ -124,7 +124,11 @@ pub fn push_samples(
     samples: impl ExactSizeIterator<Item = (u64, i64)>,
 ) {
     let count = samples.len();
-    record_header(out, SAMPLES, samples_record_bytes(count) - RECORD_HEADER_BYTES);
+    record_header(
+        out,
+        SAMPLES,
+        samples_record_bytes(count) - RECORD_HEADER_BYTES,
+    );
     out.extend_from_slice(&id.to_le_bytes());
     out.extend_from_slice(&(count as u32).to_le_bytes());
     for (at, latency) in samples {
@@ -139,7 +143,11 @@ pub fn trailer_bytes(series: usize) -> usize {
 
 /// Appends the trailer.
 pub fn push_trailer(out: &mut Vec<u8>, counts: &[SeriesCounts]) {
-    record_header(out, TRAILER, trailer_bytes(counts.len()) - RECORD_HEADER_BYTES);
+    record_header(
+        out,
+        TRAILER,
+        trailer_bytes(counts.len()) - RECORD_HEADER_BYTES,
+    );
     out.extend_from_slice(&(counts.len() as u32).to_le_bytes());
     out.extend_from_slice(&0u32.to_le_bytes());
     for c in counts {

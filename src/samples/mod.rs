@@ -78,7 +78,8 @@ impl SampleFile {
     /// the drain thread, kept off `measured_cpus` when another CPU exists.
     pub fn start(path: &Path, limit_bytes: u64, measured_cpus: &[usize]) -> Result<Self, String> {
         let shown = path.display();
-        let fail = |e: std::io::Error| format!("--samples {shown}: {}", crate::rt::os_error_text(&e));
+        let fail =
+            |e: std::io::Error| format!("--samples {shown}: {}", crate::rt::os_error_text(&e));
         let (file, staged) = match outfile::classify(path).map_err(fail)? {
             Destination::Replace(p) => {
                 let dir = match p.parent() {
@@ -334,7 +335,10 @@ impl Drain {
         }
         loop {
             // A message or the sender dropped: the last pass, then the end.
-            let last = !matches!(stop.recv_timeout(DRAIN_EVERY), Err(RecvTimeoutError::Timeout));
+            let last = !matches!(
+                stop.recv_timeout(DRAIN_EVERY),
+                Err(RecvTimeoutError::Timeout)
+            );
             self.pass();
             if last {
                 break;
@@ -444,10 +448,7 @@ impl Drain {
             && !self.buf.is_empty()
             && let Err(e) = self.file.write_all(&self.buf)
         {
-            self.error = Some(format!(
-                "writing failed: {}",
-                crate::rt::os_error_text(&e)
-            ));
+            self.error = Some(format!("writing failed: {}", crate::rt::os_error_text(&e)));
         }
         self.buf.clear();
     }
@@ -482,7 +483,11 @@ mod tests {
         let d = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
         let path = d.path().join("s.bin");
         let file = SampleFile::start(&path, DEFAULT_LIMIT_BYTES, &[]).unwrap();
-        let t = file.begin_test("mq", "ipc_pair", &[("a".into(), Some(0)), ("b".into(), None)]);
+        let t = file.begin_test(
+            "mq",
+            "ipc_pair",
+            &[("a".into(), Some(0)), ("b".into(), None)],
+        );
         let (a, b) = (t.ring(0).unwrap(), t.ring(1).unwrap());
         for i in 0..10_000u64 {
             a.push(monotonic_ns(), i as i64);
@@ -522,10 +527,18 @@ mod tests {
         assert!(rec.limit_reached);
         assert_eq!(s.written + s.not_written, 1000);
         let len = std::fs::metadata(&path).unwrap().len();
-        assert!(len <= MIN_LIMIT_BYTES + format::trailer_bytes(1) as u64, "{len}");
+        assert!(
+            len <= MIN_LIMIT_BYTES + format::trailer_bytes(1) as u64,
+            "{len}"
+        );
         let (items, truncated) = read(&path);
         assert!(!truncated);
         assert_eq!(count(&items, 0) as u64, s.written);
-        assert!(report.warnings.iter().any(|w| w.contains("--samples-limit 4 KiB")));
+        assert!(
+            report
+                .warnings
+                .iter()
+                .any(|w| w.contains("--samples-limit 4 KiB"))
+        );
     }
 }

@@ -127,7 +127,13 @@ mod tests {
         assert_eq!(out, [0, 1, 2, 3]);
         // Room again after the drain.
         ring.push(9, 9);
-        assert_eq!(drained(&ring), [Sample { at_ns: 9, latency_ns: 9 }]);
+        assert_eq!(
+            drained(&ring),
+            [Sample {
+                at_ns: 9,
+                latency_ns: 9
+            }]
+        );
         assert_eq!(ring.dropped(), 3);
     }
 

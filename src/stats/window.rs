@@ -18,8 +18,8 @@ use super::window_histogram::{self as wh, HistogramRing, PackedHistogram};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Windows buffered between two drains of the monitor (it drains every 100 ms).
 const RING_SLOTS: usize = 64;
