@@ -104,12 +104,7 @@ pub fn measure(
     progress: &mut dyn NoiseProgress,
 ) -> Result<(FinishedTest, Vec<String>), String> {
     let mut plan = plan_of(settings, Arc::new(AtomicBool::new(false)));
-    let series: Vec<(String, Option<usize>)> = plan
-        .cpus
-        .iter()
-        .map(|&cpu| (format!("CPU {cpu}"), Some(cpu)))
-        .collect();
-    plan.samples = prep.samples_for("noise", "noise_cpu", &series);
+    plan.samples = prep.samples_per_cpu("noise", "noise_cpu", &plan.cpus);
     let window = CpuWindow::open();
     let started = SystemTime::now();
     let outcome = noise::run(&plan, progress, &mut |timeout| {

@@ -81,12 +81,7 @@ pub fn measure(
     progress: &mut dyn TimerProgress,
 ) -> Result<(FinishedTest, Vec<String>, TimerOutcome), String> {
     let mut plan = plan_of(settings, Arc::new(AtomicBool::new(false)));
-    let series: Vec<(String, Option<usize>)> = plan
-        .cpus
-        .iter()
-        .map(|&cpu| (format!("CPU {cpu}"), Some(cpu)))
-        .collect();
-    plan.samples = prep.samples_for("timer", "timer_thread", &series);
+    plan.samples = prep.samples_per_cpu("timer", "timer_thread", &plan.cpus);
     let window = CpuWindow::open();
     let started = SystemTime::now();
     let outcome = timer::run(&plan, progress, &mut |timeout| {

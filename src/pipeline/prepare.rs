@@ -121,4 +121,14 @@ impl Preparation {
             .as_ref()
             .map(|s| s.begin_test(test, kind, series))
     }
+
+    /// `samples_for` a test of one series per CPU, labelled `CPU n` as the
+    /// timer and noise reports label them.
+    pub fn samples_per_cpu(&self, test: &str, kind: &str, cpus: &[usize]) -> Option<TestSamples> {
+        let series: Vec<(String, Option<usize>)> = cpus
+            .iter()
+            .map(|&cpu| (format!("CPU {cpu}"), Some(cpu)))
+            .collect();
+        self.samples_for(test, kind, &series)
+    }
 }

@@ -29,7 +29,7 @@ const SERIES_FIXED_BYTES: usize = 16;
 pub const TRAILER_FIXED_BYTES: usize = RECORD_HEADER_BYTES + 8;
 pub const TRAILER_PER_SERIES_BYTES: usize = 32;
 /// Longest string of a series record (longer ones are cut at a character).
-pub const MAX_STRING_BYTES: usize = 255;
+pub const MAX_STRING_BYTES: usize = 96;
 
 const SERIES: u32 = 1;
 const SAMPLES: u32 = 2;

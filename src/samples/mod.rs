@@ -46,11 +46,11 @@ const BATCH_SAMPLES: usize = 4096;
 /// The drain thread's buffer is written out once it holds this much.
 const FLUSH_BYTES: usize = 256 * 1024;
 
-/// A series' registration: what the series record says, and its ring.
-#[derive(Clone)]
+/// A series' registration: what the series record says, and its ring
+/// until the drain thread takes it.
 struct Registered {
     info: SeriesInfo,
-    ring: Arc<SampleRing>,
+    ring: Option<Arc<SampleRing>>,
 }
 
 /// The open samples file and its drain thread (`Preparation` holds it).
@@ -164,6 +164,7 @@ impl SampleFile {
                 let ring = Arc::new(SampleRing::with_capacity(RING_SAMPLES));
                 let id = registered.len() as u32;
                 registered.push(Registered {
+                    ring: Some(ring.clone()),
                     info: SeriesInfo {
                         id,
                         test: number,
@@ -173,7 +174,6 @@ impl SampleFile {
                         kind: kind.to_string(),
                         label: label.clone(),
                     },
-                    ring: ring.clone(),
                 });
                 rings.push(ring);
             }
@@ -186,12 +186,15 @@ impl SampleFile {
     /// with a warning for lost or unwritten samples.
     pub fn finish_into(mut self, report: &mut Report) {
         let end = self.close();
-        let registered = self.series.lock().map(|s| s.clone()).unwrap_or_default();
+        let registered: Vec<SeriesInfo> = self
+            .series
+            .lock()
+            .map(|s| s.iter().map(|r| r.info.clone()).collect())
+            .unwrap_or_default();
         let mut cursor = 0;
         let mut test_of: Vec<(u32, Option<usize>)> = Vec::new();
         let mut series = Vec::with_capacity(registered.len());
-        for (r, counts) in registered.iter().zip(&end.counts) {
-            let info = &r.info;
+        for (info, counts) in registered.iter().zip(&end.counts) {
             // The report's test of each test begun, in order: a test that
             // never began (its files could not be made) is skipped.
             let test = match test_of.iter().find(|(n, _)| *n == info.test) {
@@ -300,7 +303,12 @@ pub fn warnings_of(f: &SamplesFile) -> Vec<String> {
 /// One series as the drain thread follows it.
 struct Tracked {
     id: u32,
-    ring: Arc<SampleRing>,
+    /// None once its test ended and the ring was emptied a last time: the
+    /// 1 MiB goes back (a `suite` of many tests holds only the running
+    /// test's rings).
+    ring: Option<Arc<SampleRing>>,
+    /// The ring's drop count, kept when the ring goes.
+    dropped: u64,
     written: u64,
     not_written: u64,
 }
@@ -333,6 +341,8 @@ impl Drain {
         if !free.is_empty() {
             let _ = sched::pin_current_thread_to(&free);
         }
+        // SCHED_OTHER whatever the thread that started it runs at.
+        let _ = sched::set_current_thread_policy(sched::Policy::Other, 0);
         loop {
             // A message or the sender dropped: the last pass, then the end.
             let last = !matches!(
@@ -350,7 +360,7 @@ impl Drain {
             .map(|t| SeriesCounts {
                 id: t.id,
                 written: t.written,
-                dropped: t.ring.dropped(),
+                dropped: t.ring.as_ref().map_or(t.dropped, |r| r.dropped()),
                 not_written: t.not_written,
             })
             .collect();
@@ -374,27 +384,48 @@ impl Drain {
 
     /// New series' records, then every ring emptied into the file.
     fn pass(&mut self) {
-        let new: Vec<Registered> = match self.registered.lock() {
-            Ok(r) => r[self.tracked.len().min(r.len())..].to_vec(),
+        let new: Vec<(SeriesInfo, Option<Arc<SampleRing>>)> = match self.registered.lock() {
+            Ok(mut r) => {
+                let from = self.tracked.len().min(r.len());
+                r[from..]
+                    .iter_mut()
+                    .map(|r| (r.info.clone(), r.ring.take()))
+                    .collect()
+            }
             Err(_) => Vec::new(),
         };
-        for r in new {
+        for (info, ring) in new {
             // Written past the limit too: the trailer names every series.
             let before = self.buf.len();
-            format::push_series(&mut self.buf, &r.info);
+            format::push_series(&mut self.buf, &info);
             self.bytes += (self.buf.len() - before) as u64;
             self.tracked.push(Tracked {
-                id: r.info.id,
-                ring: r.ring,
+                id: info.id,
+                ring,
+                dropped: 0,
                 written: 0,
                 not_written: 0,
             });
         }
         for i in 0..self.tracked.len() {
+            let Some(ring) = self.tracked[i].ring.clone() else {
+                continue;
+            };
+            // Only this pass's clone and the drain's own: the measuring
+            // side let go, nothing more will come after this last drain.
+            let last = Arc::strong_count(&ring) == 2;
+            if last {
+                // Pairs with the release of the producer's last Arc drop.
+                std::sync::atomic::fence(Ordering::Acquire);
+            }
             self.scratch.clear();
             let scratch = &mut self.scratch;
-            self.tracked[i].ring.drain(|s| scratch.push(s));
+            ring.drain(|s| scratch.push(s));
             self.emit(i);
+            if last {
+                self.tracked[i].dropped = ring.dropped();
+                self.tracked[i].ring = None;
+            }
         }
         self.write_out();
     }
