@@ -144,6 +144,49 @@ fn noise_samples_match_the_report_exactly() {
 }
 
 #[test]
+fn ipc_sequence_samples_match_the_report_exactly() {
+    // Two primitives in both modes, two pairs each: 8 series in 4 tests,
+    // each matched to its test and pair through samples_file.
+    let (dir, samples) = temp_file("ipc.samples");
+    let json = dir.path().join("r.json");
+    let mut cmd = latscope(120);
+    cmd.args([
+        "ipc", "--only", "mq,pipe", "-t", "2", "-l", "300", "-i", "200", "-q",
+    ])
+    .arg("--samples")
+    .arg(&samples)
+    .args(mlock_args());
+    let (_out, report) = run_with_report(cmd, &json, 0);
+    assert_eq!(
+        array_of(&report["samples_file"]["series"], "series").len(),
+        8
+    );
+    assert_file_matches_report(&report, &samples);
+}
+
+#[test]
+fn logdisk_samples_match_the_report_exactly() {
+    let work = disk_dir("samples-logdisk");
+    let samples = work.path().join("l.samples");
+    let json = work.path().join("r.json");
+    let mut cmd = latscope(120);
+    cmd.arg("logdisk")
+        .arg(format!("--dir={}", work.path().display()))
+        .args(args(
+            "--fileSize 64K --numFiles 2 --duration 1 --bsize 4K,8K -q",
+        ))
+        .arg("--samples")
+        .arg(&samples);
+    let (_out, report) = run_with_report(cmd, &json, 0);
+    // One test per block size, one writer each.
+    assert_eq!(
+        array_of(&report["samples_file"]["series"], "series").len(),
+        2
+    );
+    assert_file_matches_report(&report, &samples);
+}
+
+#[test]
 fn the_limit_is_one_line_and_a_bounded_file() {
     let (dir, samples) = temp_file("limited.samples");
     // 8000 samples are 125 KiB of samples: twice the limit.
