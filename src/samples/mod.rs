@@ -185,7 +185,7 @@ impl SampleFile {
     /// ended), completes the file and names it, and records it in `report`
     /// with a warning for lost or unwritten samples.
     pub fn finish_into(mut self, report: &mut Report) {
-        let end = self.close();
+        let end = self.close(true);
         let registered: Vec<SeriesInfo> = self
             .series
             .lock()
@@ -238,8 +238,11 @@ impl SampleFile {
         report.samples_file = Some(record);
     }
 
-    /// Stops and joins the drain thread, renames the staged file.
-    fn close(&mut self) -> DrainEnd {
+    /// Stops and joins the drain thread, renames the staged file; without
+    /// `keep_empty`, a staged file of no series (the run ended before its
+    /// first test, e.g. on bad usage) is removed instead: nothing is left
+    /// under the path for a run that measured nothing.
+    fn close(&mut self, keep_empty: bool) -> DrainEnd {
         drop(self.stop.take());
         let mut end = match self.drain.take().map(JoinHandle::join) {
             Some(Ok(end)) => end,
@@ -250,6 +253,11 @@ impl SampleFile {
                 error: Some("the drain thread ended abnormally".into()),
             },
         };
+        let empty = self.series.lock().map_or(true, |s| s.is_empty());
+        if let Some(tmp) = self.staged.take_if(|_| !keep_empty && empty) {
+            // Only the temporary file this run created.
+            let _ = std::fs::remove_file(&tmp);
+        }
         if let Some(tmp) = self.staged.take()
             && let Err(e) = std::fs::rename(&tmp, &self.path)
         {
@@ -266,10 +274,11 @@ impl SampleFile {
 
 impl Drop for SampleFile {
     /// An early end of the run (an error before the report): the file is
-    /// still completed and named, never left under its temporary name.
+    /// still completed and named (removed if it holds no series), never left
+    /// under its temporary name.
     fn drop(&mut self) {
         if self.drain.is_some() {
-            let _ = self.close();
+            let _ = self.close(false);
         }
     }
 }
@@ -538,6 +547,23 @@ mod tests {
         assert_eq!(rec.series[1].written, 5_000);
         assert_eq!(rec.bytes, std::fs::metadata(&path).unwrap().len());
         // No temporary file is left beside it.
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn an_early_end_names_a_file_with_series_and_leaves_none_without() {
+        let d = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let path = d.path().join("s.bin");
+        drop(SampleFile::start(&path, DEFAULT_LIMIT_BYTES, &[]).unwrap());
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
+        let file = SampleFile::start(&path, DEFAULT_LIMIT_BYTES, &[]).unwrap();
+        let t = file.begin_test("noise", "noise_cpu", &[("CPU 1".into(), Some(1))]);
+        t.ring(0).unwrap().push(monotonic_ns(), 5);
+        drop(t);
+        drop(file);
+        let (items, truncated) = read(&path);
+        assert!(!truncated);
+        assert_eq!(count(&items, 0), 1);
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
     }
 
