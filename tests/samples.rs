@@ -305,6 +305,16 @@ fn the_reader_refuses_other_files_and_says_when_one_is_cut() {
         &run(latscope(30).arg("samples").arg(dir.path().join("none"))),
         "No such file",
     );
+    // The CSV may not replace the file it is read from.
+    assert_usage_error(
+        &run(latscope(30)
+            .arg("samples")
+            .arg(&samples)
+            .arg("--csv")
+            .arg(&samples)),
+        "is the samples file itself",
+    );
+    assert_file_matches_report(&report, &samples);
     // Cut in the middle: the rows before the cut are written, then one
     // line and exit 1.
     let bytes = std::fs::read(&samples).unwrap();

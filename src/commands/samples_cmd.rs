@@ -26,6 +26,12 @@ pub fn run(args: &SamplesArgs) -> Result<i32, CommandError> {
     let out = args.csv.as_deref().unwrap_or(Path::new("-"));
     let target = check_output_path("--csv", out)?;
     let shown_input = shown(&args.input.to_string_lossy());
+    if crate::rt::outfile::same_file_destination(&args.input, out) {
+        return Err(UsageError(format!(
+            "--csv {shown_input} is the samples file itself: the CSV would replace it; give another file"
+        ))
+        .into());
+    }
     let file = std::fs::File::open(&args.input).map_err(|e| {
         UsageError(format!(
             "{shown_input}: {}; give a file written with --samples",
