@@ -551,6 +551,33 @@ mod tests {
     }
 
     #[test]
+    fn every_sample_is_written_or_counted_as_dropped() {
+        let d = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let path = d.path().join("s.bin");
+        let file = SampleFile::start(&path, DEFAULT_LIMIT_BYTES, &[]).unwrap();
+        let t = file.begin_test("mq", "ipc_pair", &[("pair 0".into(), None)]);
+        let ring = t.ring(0).unwrap();
+        // Three rings' worth as fast as possible: whether the drain thread
+        // keeps up or not, each sample is in the file or counted.
+        let n = 3 * RING_SAMPLES as u64;
+        for i in 0..n {
+            ring.push(i, 1);
+        }
+        drop((ring, t));
+        let mut report = crate::report::testdata::sample_report();
+        file.finish_into(&mut report);
+        let rec = report.samples_file.unwrap();
+        let s = &rec.series[0];
+        assert_eq!(s.written + s.dropped, n);
+        assert_eq!(s.not_written, 0);
+        let (items, truncated) = read(&path);
+        assert!(!truncated);
+        assert_eq!(count(&items, 0) as u64, s.written);
+        let warned = report.warnings.iter().any(|w| w.contains("were lost"));
+        assert_eq!(warned, s.dropped > 0);
+    }
+
+    #[test]
     fn an_early_end_names_a_file_with_series_and_leaves_none_without() {
         let d = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
         let path = d.path().join("s.bin");
