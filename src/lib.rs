@@ -19,6 +19,7 @@ pub mod noise;
 pub mod pipeline;
 pub mod report;
 pub mod rt;
+pub mod samples;
 pub mod settings;
 pub mod spikes;
 pub mod stats;

@@ -194,6 +194,7 @@ fn run_main() {
     match &cli.command {
         latscope::cli::Command::Report(_) => latscope::rt::signals::exit_on_stop_signal("report"),
         latscope::cli::Command::Compare(_) => latscope::rt::signals::exit_on_stop_signal("compare"),
+        latscope::cli::Command::Samples(_) => latscope::rt::signals::exit_on_stop_signal("samples"),
         _ => {}
     }
     let result = commands::dispatch(&cli.command);

@@ -101,6 +101,8 @@ pub enum Command {
     Compare(CompareArgs),
     /// Make one self-contained HTML page (tables, histograms, latency over time) from JSON reports
     Report(ReportArgs),
+    /// Read a --samples file back: every sample as CSV (series,test,label,cpu,t_ns,latency_ns)
+    Samples(SamplesArgs),
     /// Is this machine ready for real time? Each setting that decides latency, its value and the fix
     #[command(
         args_override_self = true,
@@ -275,6 +277,17 @@ pub struct ReportArgs {
     pub svg: Option<PathBuf>,
 }
 
+/// `latscope samples`: a `--samples` file in, CSV out.
+#[derive(Debug, Clone, Args)]
+pub struct SamplesArgs {
+    /// A file written with --samples
+    #[arg(value_name = "FILE")]
+    pub input: PathBuf,
+    /// Write the CSV to OUT instead of standard output ('-': standard output)
+    #[arg(long, value_name = "OUT")]
+    pub csv: Option<PathBuf>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
     /// A readable table with percentiles and automatic units
@@ -364,6 +377,14 @@ pub struct OutputArgs {
     /// goes (tags TEST.MODE.SERIES; merge hosts with HdrHistogram's tools; docs/fleet.md)
     #[arg(long = "hdr-log", value_name = "FILE")]
     pub hdr_log: Option<PathBuf>,
+    /// Write every raw sample of every series to FILE (binary, docs/samples.md; read it with
+    /// `latscope samples FILE`)
+    #[arg(long, value_name = "FILE")]
+    pub samples: Option<PathBuf>,
+    /// Stop writing --samples at SIZE (4K, 64M, 1G; at least 4K) and count the samples left out
+    /// [default: 1G]
+    #[arg(long = "samples-limit", value_name = "SIZE")]
+    pub samples_limit: Option<String>,
 }
 
 /// `--trace-spikes`, on the timer, every single IPC test and `ipc`.

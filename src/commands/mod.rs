@@ -14,6 +14,7 @@ pub mod noise_cmd;
 pub mod oslat_cmd;
 pub mod pair_test;
 pub mod report_cmd;
+pub mod samples_cmd;
 pub mod suite;
 pub mod timer_cmd;
 
@@ -86,6 +87,7 @@ pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
         Command::Suite(a) => suite::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Report(a) => report_cmd::run(a),
+        Command::Samples(a) => samples_cmd::run(a),
         Command::Doctor(a) => doctor_cmd::run(a),
         Command::Cleanup(a) => cleanup::run(a),
         Command::Completions(a) => install_files::completions(a),

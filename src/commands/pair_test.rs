@@ -115,6 +115,7 @@ impl Measurement for PairTest<'_> {
             plan: RunPlan {
                 // Peer processes lock their memory when this process could.
                 lock_memory: run.prep.memory.is_locked(),
+                samples: ipc_run::samples_for(run.prep, self.transport, &settings.plan.pairs),
                 ..settings.plan.clone()
             },
             config: config.clone(),

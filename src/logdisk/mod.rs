@@ -68,6 +68,8 @@ pub struct BlockPlan<'a> {
     pub duration: Duration,
     /// Writes slower than this are counted as above the limit.
     pub limit_ns: Option<i64>,
+    /// `--samples`: each writer's sample ring (by writer index).
+    pub samples: Option<crate::stats::samples::TestSamples>,
 }
 
 /// What the live output sees while a block size runs.
@@ -139,6 +141,7 @@ pub fn run_block(
                 delay: plan.delay,
                 duration_ns,
                 limit_ns: plan.limit_ns,
+                samples: crate::stats::samples::ring_of(&plan.samples, i),
             };
             let s = shared[i].clone();
             let (go, stop) = (&go, &stop);
@@ -265,6 +268,7 @@ mod tests {
             delay: Duration::ZERO,
             duration,
             limit_ns: None,
+            samples: None,
         };
         run_block(
             &plan,

@@ -57,6 +57,8 @@ pub struct WriterJob<'a> {
     pub duration_ns: u64,
     /// Writes slower than this are counted (`above_limit`).
     pub limit_ns: Option<i64>,
+    /// `--samples`: this writer's sample ring.
+    pub samples: Option<std::sync::Arc<crate::stats::samples::SampleRing>>,
 }
 
 /// The recorders a writer fills, built before it starts.
@@ -127,7 +129,7 @@ pub fn run(
     }
     let start = monotonic_ns();
     let deadline = start.saturating_add(job.duration_ns);
-    let mut windows = WindowWriter::new(&shared.windows, start);
+    let mut windows = WindowWriter::new(&shared.windows, start).with_samples(job.samples.clone());
     let files = &job.files.files;
     let file_size = job.files.file_size;
     let separate = job.sync.separate_sync();

@@ -15,6 +15,7 @@ use crate::rt::sched;
 use crate::rt::tracefs::BreakTrace;
 use crate::settings::{IpcSettings, PairLayout};
 use crate::stats::LatencyRecorder;
+use crate::stats::samples::TestSamples;
 use crate::units::format_run_time;
 use std::time::Duration;
 
@@ -33,6 +34,21 @@ pub fn cpus_of(pairs: &[PairPlan]) -> Vec<usize> {
     cpus.sort_unstable();
     cpus.dedup();
     cpus
+}
+
+/// With `--samples`: the sample rings of a test of `pairs`, one per pair,
+/// labelled as the report's series; None without.
+pub fn samples_for(
+    prep: &Preparation,
+    transport: &dyn Transport,
+    pairs: &[PairPlan],
+) -> Option<TestSamples> {
+    let series: Vec<(String, Option<usize>)> = pairs
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (format!("pair {i}"), p.receiver_cpu))
+        .collect();
+    prep.samples_for(transport.name(), "ipc_pair", &series)
 }
 
 /// One IPC test to run.
@@ -423,6 +439,8 @@ pub fn run_sequence(
             );
         }
         let mut progress = LiveLine::new(name, quiet);
+        // The rings of this test only, allocated as it begins.
+        item.plan.samples = samples_for(run_state.prep, item.transport.as_ref(), &item.plan.pairs);
         let plan = item.plan.clone();
         let config = item.config.clone();
         let done = run(IpcTest {

@@ -169,6 +169,9 @@ pub fn measure(
             limit_ns: settings
                 .max_latency_us
                 .map(|us| us.saturating_mul(1000).min(i64::MAX as u64) as i64),
+            samples: run
+                .prep
+                .samples_for("logdisk", "disk_writer", &writer_labels(sets.len())),
         };
         let outcome = run.measuring(Some(skeleton(settings, block_size, &sets)), |hook| {
             logdisk::run_block(&plan, progress, &mut stop_signalled, hook)
@@ -232,6 +235,15 @@ fn writer_label(several: bool, number: u64) -> String {
     } else {
         "writer".to_string()
     }
+}
+
+/// The series labels of `writers` writers, as `finished_test` names them
+/// (the `--samples` file's series).
+fn writer_labels(writers: usize) -> Vec<(String, Option<usize>)> {
+    let several = writers > 1;
+    (0..writers)
+        .map(|i| (writer_label(several, writer_number(several, i)), None))
+        .collect()
 }
 
 fn disk_writer(

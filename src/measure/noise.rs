@@ -36,6 +36,7 @@ pub fn plan_of(settings: &NoiseSettings, stop: Arc<AtomicBool>) -> NoisePlan {
         spike_threshold_ns: settings.trace_spikes_us.map(|us| us.saturating_mul(1000)),
         stop,
         counter: crate::noise::counter::Counter::detect(),
+        samples: None,
     }
 }
 
@@ -108,7 +109,8 @@ pub fn measure(
     progress: &mut dyn NoiseProgress,
 ) -> Result<(FinishedTest, Vec<String>), String> {
     let prep = run.prep;
-    let plan = plan_of(settings, Arc::new(AtomicBool::new(false)));
+    let mut plan = plan_of(settings, Arc::new(AtomicBool::new(false)));
+    plan.samples = prep.samples_per_cpu("noise", "noise_cpu", &plan.cpus);
     let window = CpuWindow::open();
     let started = SystemTime::now();
     let outcome = run.measuring(Some(skeleton(settings, prep)), |hook| {

@@ -46,6 +46,7 @@ pub fn plan_of(settings: &TimerSettings, stop: Arc<AtomicBool>) -> TimerPlan {
         spike_threshold_ns: settings.trace_spikes_us.map(|us| us.saturating_mul(1000)),
         figure: settings.figure,
         stop,
+        samples: None,
     }
 }
 
@@ -85,7 +86,8 @@ pub fn measure(
     progress: &mut dyn TimerProgress,
 ) -> Result<(FinishedTest, Vec<String>, TimerOutcome), String> {
     let prep = run.prep;
-    let plan = plan_of(settings, Arc::new(AtomicBool::new(false)));
+    let mut plan = plan_of(settings, Arc::new(AtomicBool::new(false)));
+    plan.samples = prep.samples_per_cpu("timer", "timer_thread", &plan.cpus);
     let window = CpuWindow::open();
     let started = SystemTime::now();
     let outcome = run.measuring(skeleton(settings, prep), |hook| {

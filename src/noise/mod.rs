@@ -65,6 +65,8 @@ pub struct NoisePlan {
     pub stop: Arc<AtomicBool>,
     /// What the spinners read (`Counter::detect`).
     pub counter: counter::Counter,
+    /// `--samples`: each spinner's sample ring (by CPU index).
+    pub samples: Option<crate::stats::samples::TestSamples>,
 }
 
 /// What a spinner and the controller share while the run goes on.

@@ -24,6 +24,7 @@ use super::{CpuShared, NoisePlan};
 use crate::rt::clock::{monotonic_ns, try_sleep_until_ns};
 use crate::rt::sched;
 use crate::stats::LatencyRecorder;
+use crate::stats::samples::ring_of;
 use crate::stats::window::WindowWriter;
 use std::sync::atomic::Ordering;
 
@@ -319,7 +320,9 @@ fn spin(
         limit: in_ticks(plan.limit_ns),
         spike: in_ticks(plan.spike_threshold_ns),
         recorder,
-        window: WindowWriter::new(&shared.windows, start),
+        window: WindowWriter::new(&shared.windows, start).with_samples(
+            (plan.cpus.iter().position(|&c| c == cpu)).and_then(|i| ring_of(&plan.samples, i)),
+        ),
         noise_ns: 0,
         measured_ns: 0,
         above_limit: 0,

@@ -81,6 +81,7 @@ pub fn build_report(tests: Vec<FinishedTest>, sysinfo: SysInfo, warnings: Vec<St
         loads: Vec::new(),
         kernel_log: Default::default(),
         exit_code: 0,
+        samples_file: None,
     };
     report.exit_code = super::judge::exit_code_for(&report);
     report

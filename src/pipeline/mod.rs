@@ -293,6 +293,10 @@ pub fn run(measurement: &mut dyn Measurement) -> Result<i32, CommandError> {
     measurement.check()?;
     let sysinfo = SysInfo::collect();
     let mut prep = Preparation::apply(&plan.prepare).map_err(CommandError::Runtime)?;
+    if let Some(s) = &plan.outputs.samples {
+        let file = crate::samples::SampleFile::start(&s.path, s.limit_bytes, &plan.prepare.cpus);
+        prep.samples = Some(file.map_err(CommandError::Runtime)?);
+    }
     let mut run = Run {
         prep: &prep,
         sysinfo: &sysinfo,

@@ -7,6 +7,8 @@ use crate::load::LoadSpec;
 use crate::report::Report;
 use crate::rt::dma_latency::DmaLatency;
 use crate::rt::sched;
+use crate::samples::SampleFile;
+use crate::stats::samples::TestSamples;
 
 /// What a command asks of the process before its first sample.
 #[derive(Debug, Clone, Default)]
@@ -45,6 +47,8 @@ pub struct Preparation {
     pub warnings: Vec<String>,
     /// The `--load` generators and the kernel-log follower.
     pub background: Background,
+    /// `--samples FILE`: the file and its drain thread (`pipeline::run`).
+    pub samples: Option<SampleFile>,
 }
 
 impl Preparation {
@@ -92,6 +96,7 @@ impl Preparation {
             dma_latency,
             warnings,
             background,
+            samples: None,
         })
     }
 
@@ -99,5 +104,31 @@ impl Preparation {
     /// and the kernel-log follower and records them in `report`.
     pub fn finish(&mut self, report: &mut Report) {
         self.background.finish_into(report);
+        if let Some(samples) = self.samples.take() {
+            samples.finish_into(report);
+        }
+    }
+
+    /// With `--samples`: the sample rings of a test about to begin (see
+    /// `SampleFile::begin_test`); None without.
+    pub fn samples_for(
+        &self,
+        test: &str,
+        kind: &str,
+        series: &[(String, Option<usize>)],
+    ) -> Option<TestSamples> {
+        self.samples
+            .as_ref()
+            .map(|s| s.begin_test(test, kind, series))
+    }
+
+    /// `samples_for` a test of one series per CPU, labelled `CPU n` as the
+    /// timer and noise reports label them.
+    pub fn samples_per_cpu(&self, test: &str, kind: &str, cpus: &[usize]) -> Option<TestSamples> {
+        let series: Vec<(String, Option<usize>)> = cpus
+            .iter()
+            .map(|&cpu| (format!("CPU {cpu}"), Some(cpu)))
+            .collect();
+        self.samples_for(test, kind, &series)
     }
 }

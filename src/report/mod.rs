@@ -141,6 +141,7 @@ pub(crate) mod testdata {
             loads: Vec::new(),
             kernel_log: Default::default(),
             exit_code: 0,
+            samples_file: None,
         }
     }
 

@@ -208,7 +208,7 @@ fn write_stdio(fd: i32, write: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>)
 /// Opens a character device, terminal or FIFO for writing in place: no
 /// truncation, no creation, never becomes the controlling terminal, and a
 /// FIFO without a reader fails at once (ENXIO) instead of blocking.
-fn open_in_place(path: &Path) -> io::Result<File> {
+pub fn open_in_place(path: &Path) -> io::Result<File> {
     let file = OpenOptions::new()
         .write(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)

@@ -241,6 +241,8 @@ pub struct Outputs {
     pub prom: Option<JsonTarget>,
     /// `--hdr-log`: streamed as the run goes (pipeline::hdrlog), a file only.
     pub hdr_log: Option<JsonTarget>,
+    /// `--samples FILE` and `--samples-limit SIZE` (see `samples_output`).
+    pub samples: Option<SamplesOutput>,
 }
 
 impl Outputs {
@@ -262,6 +264,7 @@ impl Outputs {
             junit: check("--junit", &args.junit)?,
             prom: check("--prom", &args.prom)?,
             hdr_log: check("--hdr-log", &args.hdr_log)?,
+            samples: samples_output(args)?,
         };
         if outputs.hdr_log == Some(JsonTarget::Stdout) {
             return Err(usage(
@@ -288,6 +291,11 @@ impl Outputs {
         let mut all: Vec<(&str, Option<&JsonTarget>)> = outputs.named().to_vec();
         all.push(("--hdr-log", outputs.hdr_log.as_ref()));
         all.extend_from_slice(others);
+        let samples = outputs
+            .samples
+            .as_ref()
+            .map(|s| JsonTarget::File(s.path.clone()));
+        all.push(("--samples", samples.as_ref()));
         check_distinct_outputs(&all)?;
         Ok(outputs)
     }
@@ -310,6 +318,60 @@ impl Outputs {
             .iter()
             .any(|(_, t)| *t == Some(&JsonTarget::Stdout))
     }
+}
+
+/// `--samples FILE`: every raw sample to FILE (docs/samples.md), at most
+/// `limit_bytes` of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SamplesOutput {
+    pub path: PathBuf,
+    pub limit_bytes: u64,
+}
+
+/// `--samples` and `--samples-limit`, checked: a file latscope can write
+/// (as every output; not standard output, which holds the console report,
+/// nor a socket), a limit of at least 4 KiB (sizes as logdisk's: 64K, 1G).
+fn samples_output(args: &OutputArgs) -> Result<Option<SamplesOutput>, UsageError> {
+    let Some(path) = &args.samples else {
+        return match &args.samples_limit {
+            Some(_) => Err(usage(
+                "--samples-limit needs --samples FILE (the file whose size it limits)",
+            )),
+            None => Ok(None),
+        };
+    };
+    let to_own_output = || {
+        usage(format!(
+            "--samples {}: the samples are binary and go to a file, a device or a FIFO, not to standard output or a socket; give a file name",
+            shown(&path.to_string_lossy())
+        ))
+    };
+    if check_output_path("--samples", path)? == JsonTarget::Stdout {
+        return Err(to_own_output());
+    }
+    if matches!(
+        crate::rt::outfile::classify(path),
+        Ok(crate::rt::outfile::Destination::Stdio(_) | crate::rt::outfile::Destination::Socket(_))
+    ) {
+        return Err(to_own_output());
+    }
+    let limit_bytes = match &args.samples_limit {
+        None => crate::samples::DEFAULT_LIMIT_BYTES,
+        Some(text) => {
+            let bytes = logdisk::parse_size("--samples-limit", text, true)?;
+            if bytes < crate::samples::MIN_LIMIT_BYTES {
+                return Err(usage(format!(
+                    "--samples-limit '{}' is below 4K: the file needs room for its header and records (e.g. --samples-limit 64M)",
+                    shown(text)
+                )));
+            }
+            bytes
+        }
+    };
+    Ok(Some(SamplesOutput {
+        path: path.clone(),
+        limit_bytes,
+    }))
 }
 
 /// `--fail-if` expressions, parsed; `relative_allowed` only where there is a

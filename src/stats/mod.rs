@@ -8,6 +8,7 @@
 #[cfg(test)]
 mod at_scale;
 pub mod live;
+pub mod samples;
 pub mod window;
 pub mod window_histogram;
 

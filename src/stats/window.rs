@@ -13,12 +13,13 @@
 //! so do the per-window percentiles, which are taken from the merged
 //! windows' histograms (`WindowSeries`, `super::window_histogram`).
 
+use super::samples::SampleRing;
 use super::window_histogram::{self as wh, HistogramRing, PackedHistogram};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Windows buffered between two drains of the monitor (it drains every 100 ms).
 const RING_SLOTS: usize = 64;
@@ -401,6 +402,8 @@ pub struct WindowWriter<'a> {
     open: OpenWindow,
     /// The open window's histogram (swapped into the ring when it closes).
     histogram: Histogram<u64>,
+    /// `--samples`: every sample also goes to this series' sample ring.
+    samples: Option<Arc<SampleRing>>,
 }
 
 impl<'a> WindowWriter<'a> {
@@ -426,7 +429,15 @@ impl<'a> WindowWriter<'a> {
                 min: i64::MAX,
                 max: i64::MIN,
             },
+            samples: None,
         }
+    }
+
+    /// With `--samples`: every recorded sample is also pushed into `ring`
+    /// (`stats::samples`; set-up only, the ring is built already).
+    pub fn with_samples(mut self, ring: Option<Arc<SampleRing>>) -> Self {
+        self.samples = ring;
+        self
     }
 
     /// Adds a sample taken at monotonic time `at_ns`.
@@ -447,6 +458,9 @@ impl<'a> WindowWriter<'a> {
         w.min = w.min.min(latency_ns);
         w.max = w.max.max(latency_ns);
         wh::record(&mut self.histogram, latency_ns);
+        if let Some(ring) = &self.samples {
+            ring.push(at_ns, latency_ns);
+        }
     }
 
     /// Publishes the open window if it holds samples (also called at the

@@ -114,6 +114,8 @@ pub struct TimerPlan {
     pub spike_threshold_ns: Option<u64>,
     /// Set to stop every thread (by the controller, or by a thread at `-b`).
     pub stop: Arc<AtomicBool>,
+    /// `--samples`: each thread's sample ring (by thread index).
+    pub samples: Option<crate::stats::samples::TestSamples>,
 }
 
 impl TimerPlan {

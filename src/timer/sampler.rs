@@ -232,6 +232,7 @@ pub fn run(
         return SamplerEnd::not_started(user);
     }
     let mut sampling = Sampling::new(plan, shared, cpu, waker, user, freeze, first);
+    sampling.samples = crate::stats::samples::ring_of(&plan.samples, index);
     sampling.sample_until_stopped();
     sampling.end()
 }
@@ -324,6 +325,8 @@ struct Sampling<'a> {
     last_now: u64,
     last_expiry: u64,
     last_loop_partial: bool,
+    /// `--samples`: every measured sample (the user-space latency) goes here too.
+    samples: Option<std::sync::Arc<crate::stats::samples::SampleRing>>,
 }
 
 impl<'a> Sampling<'a> {
@@ -371,6 +374,7 @@ impl<'a> Sampling<'a> {
             last_now: first,
             last_expiry: 0,
             last_loop_partial: true,
+            samples: None,
         }
     }
 
@@ -432,6 +436,9 @@ impl<'a> Sampling<'a> {
     #[inline]
     fn record(&mut self, latency: i64, expiry: u64, now: u64) {
         self.user.add(latency);
+        if let Some(ring) = &self.samples {
+            ring.push(now, latency);
+        }
         if self.user_is_figure {
             self.shared.live.record(latency);
         }

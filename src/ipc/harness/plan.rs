@@ -1,6 +1,7 @@
 //! What a run is asked to do: the settings of each pair and of the whole run.
 
 use crate::rt::sched::Policy;
+use crate::stats::samples::TestSamples;
 use std::time::Duration;
 
 /// How a sample is taken (see the module documentation of `harness`).
@@ -75,4 +76,6 @@ pub struct RunPlan {
     pub limit_ns: Option<u64>,
     /// Sender processes lock their memory too (`mlockall` is not inherited).
     pub lock_memory: bool,
+    /// `--samples`: each pair's sample ring (by pair index).
+    pub samples: Option<TestSamples>,
 }

@@ -11,6 +11,7 @@ use crate::ipc::{PairChannels, Wake};
 use crate::rt::clock::monotonic_ns;
 use crate::rt::sched;
 use crate::stats::LatencyRecorder;
+use crate::stats::samples::ring_of;
 use crate::stats::window::WindowWriter;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -100,7 +101,8 @@ impl<'a> ReceiverLoop<'a> {
             live,
             channels: ctx.channels(),
             latencies,
-            windows: WindowWriter::new(&live.windows, start_ns),
+            windows: WindowWriter::new(&live.windows, start_ns)
+                .with_samples(ring_of(&ctx.plan.samples, ctx.index)),
             mode: ctx.plan.mode,
             loops: unset(ctx.pair().loops),
             limit_ns: unset(ctx.plan.limit_ns),

@@ -11,6 +11,7 @@ pub mod checks;
 pub mod kernel_log;
 pub mod loads;
 pub mod noise;
+pub mod samples;
 pub mod spikes;
 pub mod sysinfo;
 pub mod thresholds;
@@ -20,6 +21,7 @@ pub use checks::*;
 pub use kernel_log::*;
 pub use loads::*;
 pub use noise::*;
+pub use samples::*;
 pub use spikes::*;
 pub use sysinfo::*;
 pub use thresholds::*;
@@ -68,6 +70,9 @@ pub struct Report {
     pub kernel_log: KernelLog,
     /// The process exit code this run ends with (0, 1, 3 or 4).
     pub exit_code: i32,
+    /// `--samples FILE`: the file of every raw sample, and what it holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples_file: Option<SamplesFile>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
