@@ -81,13 +81,33 @@ fn snapshot_of(argv: &[&str], run_for: &[&str], threads: usize, json_to_stdout: 
     let snapshot = wait_for_report(&file, &|| format!("{argv:?}"));
     let (status, out, err) = spawned.wait(Duration::from_secs(120));
     let all = dump(status, &out, &err);
-    assert_eq!(status.code(), Some(0), "{all}");
+    // With --max-latency the run ends with exit 3 (samples above it).
+    let limited = argv.contains(&"--max-latency");
+    assert_eq!(status.code(), Some(if limited { 3 } else { 0 }), "{all}");
 
     check_report_header(&snapshot);
     let test = &snapshot["tests"][0];
     assert_eq!(test["end_reason"], "running", "{all}");
     let early = test["overall"]["samples"].as_u64().unwrap();
     assert!(early > 0, "the snapshot holds no samples\n{all}");
+    // What the windows do not carry is in the snapshot too: with a limit of
+    // 1 us every series has samples above it by its first window (no IPC
+    // wake-up, timer wake-up or interruption takes under 1 us here), and a
+    // noise CPU its noise so far.
+    if limited {
+        for series in test["series"].as_array().unwrap() {
+            let above = series["above_limit"].as_u64().unwrap();
+            assert!(
+                above > 0,
+                "{} above the limit in the snapshot\n{all}",
+                series["label"]
+            );
+            if series["detail"]["kind"] == "noise_cpu" {
+                let share = series["detail"]["noise_percent"].as_f64().unwrap();
+                assert!(share > 0.0, "noise share {share} in the snapshot\n{all}");
+            }
+        }
+    }
 
     let report = read_json(&file);
     let test = &report["tests"][0];
@@ -119,7 +139,7 @@ fn snapshot_of(argv: &[&str], run_for: &[&str], threads: usize, json_to_stdout: 
 
 #[test]
 fn sigusr1_snapshots_an_mq_run_which_goes_on() {
-    snapshot_during(&["mq"], false);
+    snapshot_during(&["mq", "--max-latency", "1"], false);
 }
 
 #[test]
@@ -143,7 +163,7 @@ fn sigusr1_snapshots_a_signal_run_without_disturbing_its_wake_ups() {
 fn sigusr1_snapshots_a_timer_run_which_goes_on() {
     // One sampling thread (CPU 0) beside the main thread.
     snapshot_of(
-        &["timer", "-q", "-p", "1000", "-c", "0"],
+        &["timer", "-q", "-p", "1000", "-c", "0", "--max-latency", "1"],
         &["-T", "6s"],
         2,
         false,
@@ -153,7 +173,16 @@ fn sigusr1_snapshots_a_timer_run_which_goes_on() {
 #[test]
 fn sigusr1_snapshots_a_noise_run_at_normal_priority() {
     snapshot_of(
-        &["noise", "-q", "--policy", "other", "--cpus", "0"],
+        &[
+            "noise",
+            "-q",
+            "--policy",
+            "other",
+            "--cpus",
+            "0",
+            "--max-latency",
+            "1",
+        ],
         &["-D", "6s"],
         2,
         false,

@@ -15,7 +15,7 @@ pub mod writer;
 
 use crate::report::EndReason;
 use crate::rt::signals::take_snapshot_request;
-use crate::stats::window::{SecondStats, WindowHook, WindowSeries};
+use crate::stats::window::{LiveCounters, SecondStats, WindowHook, WindowSeries};
 use files::{AlignedBuf, FileSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -172,6 +172,13 @@ pub fn run_block(
             for (i, (s, out)) in shared.iter().zip(per_second.iter_mut()).enumerate() {
                 s.windows
                     .drain_into_with(out, &mut |w, h| hook.window(i, w, h));
+                hook.counters(
+                    i,
+                    LiveCounters {
+                        above_limit: s.above_limit.load(Ordering::Relaxed),
+                        ..LiveCounters::default()
+                    },
+                );
             }
             hook.drained();
             if !signalled && take_snapshot_request() {

@@ -30,6 +30,8 @@ pub struct WriterShared {
     pub tid: AtomicI32,
     /// Writes completed so far (the live IOPS).
     pub writes: AtomicU64,
+    /// Writes slower than `--max-latency` so far.
+    pub above_limit: AtomicU64,
     pub error: Mutex<Option<String>>,
     pub windows: WindowRing,
     pub finished: AtomicBool,
@@ -176,6 +178,7 @@ pub fn run(
         rec.intervals.on_write(t2 - start, job.block_size);
         writes += 1;
         shared.writes.store(writes, Ordering::Relaxed);
+        shared.above_limit.store(above_limit, Ordering::Relaxed);
         offset += job.block_size;
         end = t2;
         if t2 >= deadline {

@@ -20,7 +20,7 @@ use crate::report::EndReason;
 use crate::rt::sched::Policy;
 use crate::rt::signals::take_snapshot_request;
 use crate::stats::LatencyRecorder;
-use crate::stats::window::{SecondStats, WindowHook, WindowRing, WindowSeries};
+use crate::stats::window::{LiveCounters, SecondStats, WindowHook, WindowRing, WindowSeries};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -82,6 +82,8 @@ pub struct CpuShared {
     pub noise_ns: AtomicU64,
     pub max_ns: AtomicU64,
     pub measured_ns: AtomicU64,
+    /// Interruptions above `--max-latency` so far.
+    pub above_limit: AtomicU64,
     pub finished: AtomicBool,
     /// The interruptions of each second (count, sum = noise, max).
     pub windows: WindowRing,
@@ -100,6 +102,7 @@ impl Default for CpuShared {
             noise_ns: AtomicU64::new(0),
             max_ns: AtomicU64::new(0),
             measured_ns: AtomicU64::new(0),
+            above_limit: AtomicU64::new(0),
             finished: AtomicBool::new(false),
             windows: WindowRing::default(),
             spikes: crate::spikes::candidate_queue(),
@@ -272,6 +275,17 @@ impl Control {
         for (i, (s, series)) in shared.iter().zip(&mut self.per_second).enumerate() {
             s.windows
                 .drain_into_with(series, &mut |w, h| hook.window(i, w, h));
+            hook.counters(
+                i,
+                LiveCounters {
+                    above_limit: s.above_limit.load(Ordering::Relaxed),
+                    noise: Some((
+                        s.noise_ns.load(Ordering::Relaxed),
+                        s.measured_ns.load(Ordering::Relaxed),
+                    )),
+                    ..LiveCounters::default()
+                },
+            );
         }
         hook.drained();
     }

@@ -252,6 +252,9 @@ impl Visit for NoiseVisit<'_> {
             Ordering::Relaxed,
         );
         shared.measured_ns.store(spun, Ordering::Relaxed);
+        shared
+            .above_limit
+            .store(self.above_limit, Ordering::Relaxed);
         if now_ns >= self.end_ns || self.plan.stop.load(Ordering::Relaxed) {
             self.measured_ns = spun;
             return Next::Stop;

@@ -10,13 +10,17 @@
 //! skeleton the measure step gives at the start). Percentiles and buckets
 //! are the window histograms' (two significant digits, < 1 %), which the
 //! prom ladder (1-2-5 steps) does not resolve anyway; counts, min, max and
-//! mean are exact; counters the windows do not carry (overruns, loops)
-//! stay at the skeleton's zero until the test ends.
+//! mean are exact. Counters the windows do not carry (overruns, samples
+//! above the limit, an IPC pair's timeouts, a noise CPU's noise and time
+//! spun) are the measuring threads' published values, read by the monitor
+//! every tick (`WindowHook::counters`); the few figures nobody publishes
+//! while running (a timer's msw, loops per second) stay at the skeleton's
+//! zero until the test ends.
 
 use super::FinishedTest;
 use super::hdrlog::{HdrLog, tag_of};
 use crate::report::{EndReason, Series, SeriesDetail};
-use crate::stats::window::{MAX_WINDOWS, SecondStats, WindowHook, compact};
+use crate::stats::window::{LiveCounters, MAX_WINDOWS, SecondStats, WindowHook, compact};
 use crate::stats::window_histogram::{self as wh, PackedHistogram};
 use crate::stats::{Bucket, LatencySummary, Percentile, REPORTED_PERCENTILES};
 use hdrhistogram::Histogram;
@@ -88,6 +92,8 @@ struct LiveSeries {
     min: i64,
     max: i64,
     tag: String,
+    /// What the measuring thread counted so far beside its windows.
+    counters: LiveCounters,
 }
 
 impl LiveSeries {
@@ -174,6 +180,7 @@ impl LiveState {
                 min: i64::MAX,
                 max: i64::MIN,
                 tag: tag_of(&skeleton.result.test, &skeleton.result.mode, &s.label),
+                counters: LiveCounters::default(),
             })
             .collect();
         if keep_off && self.moved_from.is_none() {
@@ -251,6 +258,13 @@ impl LiveState {
         }
     }
 
+    /// The counters series `series` of the running test published so far.
+    pub fn counters(&mut self, series: usize, counters: LiveCounters) {
+        if let Some(s) = self.running.as_mut().and_then(|r| r.series.get_mut(series)) {
+            s.counters = counters;
+        }
+    }
+
     /// Whether the running test has a window yet.
     pub fn has_samples(&self) -> bool {
         self.running
@@ -283,6 +297,7 @@ impl LiveState {
                 per_second: live.windows.clone(),
                 ..series.clone()
             };
+            with_counters(series, &live.counters);
         }
         test.result.overall = summary_of(&overall, samples, sum, min, max);
         test.result.end_reason = EndReason::Running;
@@ -291,6 +306,29 @@ impl LiveState {
         test.facts.elapsed = test.elapsed;
         test.facts.max_ns = (samples > 0).then_some(max);
         Some(test)
+    }
+}
+
+/// `counters` into `series`: the core's overruns and samples above the
+/// limit, and the figures of its kind that the measuring thread counts (an
+/// IPC pair's timeouts, a noise CPU's noise and time spun).
+fn with_counters(series: &mut Series, counters: &LiveCounters) {
+    series.overruns = counters.overruns;
+    series.above_limit = counters.above_limit;
+    match &mut series.detail {
+        SeriesDetail::IpcPair(pair) => pair.timeouts = counters.timeouts,
+        SeriesDetail::NoiseCpu(cpu) => {
+            if let Some((noise_ns, measured_ns)) = counters.noise {
+                cpu.noise_ns = noise_ns;
+                cpu.measured_ns = measured_ns;
+                cpu.noise_percent = if measured_ns > 0 {
+                    noise_ns as f64 * 100.0 / measured_ns as f64
+                } else {
+                    0.0
+                };
+            }
+        }
+        _ => {}
     }
 }
 
@@ -303,6 +341,12 @@ impl WindowHook for LiveHook<'_, '_> {
     fn window(&mut self, series: usize, window: &SecondStats, histogram: Option<&PackedHistogram>) {
         if let Ok(mut live) = self.run.live.try_borrow_mut() {
             live.window(series, window, histogram);
+        }
+    }
+
+    fn counters(&mut self, series: usize, counters: LiveCounters) {
+        if let Ok(mut live) = self.run.live.try_borrow_mut() {
+            live.counters(series, counters);
         }
     }
 
@@ -343,5 +387,66 @@ mod tests {
         assert_eq!(s.percentile(99.9), Some(9_999));
         assert_eq!(s.histogram.iter().map(|b| b.count).sum::<u64>(), 4);
         assert_eq!(summary_of(&h, 0, 0.0, 0, 0), LatencySummary::default());
+    }
+
+    #[test]
+    fn the_results_so_far_carry_the_published_counters() {
+        let report = crate::report::testdata::sample_report();
+        let mut live = LiveState::default();
+        live.begin(
+            FinishedTest::not_started(report.tests[0].clone(), true),
+            false,
+        );
+        live.window(0, &SecondStats::new(0, 1, 3, 2_000, 3_000.0, 5_000), None);
+        live.counters(
+            0,
+            LiveCounters {
+                overruns: 4,
+                above_limit: 2,
+                timeouts: 1,
+                noise: None,
+            },
+        );
+        // Out of range (a series the skeleton does not have): ignored.
+        live.counters(7, LiveCounters::default());
+        let so_far = live.so_far().expect("a running test");
+        let series = &so_far.result.series[0];
+        assert_eq!((series.overruns, series.above_limit), (4, 2));
+        assert_eq!(series.timeouts(), 1);
+        assert_eq!(series.latency.samples, 3);
+        assert_eq!(so_far.result.end_reason, EndReason::Running);
+    }
+
+    #[test]
+    fn a_noise_cpu_so_far_has_its_share() {
+        let mut series = series_without_samples(
+            "CPU 1".into(),
+            vec![1],
+            (true, "other".into(), 0),
+            SeriesDetail::NoiseCpu(Box::new(crate::report::NoiseCpu {
+                cpu: 1,
+                tid: 0,
+                isolated: false,
+                measured_ns: 0,
+                noise_ns: 0,
+                noise_percent: 0.0,
+                loops: 0,
+                loops_per_s: 0.0,
+                causes: None,
+                oslat: None,
+            })),
+        );
+        with_counters(
+            &mut series,
+            &LiveCounters {
+                above_limit: 9,
+                noise: Some((5_000_000, 2_000_000_000)),
+                ..LiveCounters::default()
+            },
+        );
+        let cpu = series.noise_cpu().unwrap();
+        assert_eq!((cpu.noise_ns, cpu.measured_ns), (5_000_000, 2_000_000_000));
+        assert!((cpu.noise_percent - 0.25).abs() < 1e-12);
+        assert_eq!(series.above_limit, 9);
     }
 }

@@ -182,6 +182,20 @@ impl WindowRing {
     }
 }
 
+/// A series' counters that its windows do not carry, as the measuring
+/// thread published them so far (each test kind fills what it counts).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LiveCounters {
+    /// Periods missed (periodic tests).
+    pub overruns: u64,
+    /// Samples above `--max-latency`.
+    pub above_limit: u64,
+    /// IPC: waits that ended without a wake-up.
+    pub timeouts: u64,
+    /// OS noise: the interruptions' sum and the time spun so far, ns.
+    pub noise: Option<(u64, u64)>,
+}
+
 /// What a monitor tells of each window it drains: the window and its
 /// histogram (None when it was lost to a starved monitor).
 pub type WindowSeen<'a> = dyn FnMut(&SecondStats, Option<&PackedHistogram>) + 'a;
@@ -195,6 +209,12 @@ pub trait WindowHook {
     /// Window `window` of series `series` (the test's series index) closed,
     /// with its histogram when it has one.
     fn window(&mut self, series: usize, window: &SecondStats, histogram: Option<&PackedHistogram>);
+
+    /// The counters of series `series` so far that its windows do not carry,
+    /// as its measuring thread last published them (called every monitor
+    /// tick, before `drained`): a snapshot or a live `--prom` must not say
+    /// "no overrun" while there were some.
+    fn counters(&mut self, _series: usize, _counters: LiveCounters) {}
 
     /// The monitor drained every series once (called every monitor tick):
     /// the moment to rewrite what changed.

@@ -21,7 +21,7 @@ use crate::rt::sched::Policy;
 use crate::rt::signals::take_snapshot_request;
 use crate::rt::tracefs::BreakTrace;
 use crate::stats::live::{LiveHistogram, SpscRing};
-use crate::stats::window::{SecondStats, WindowHook, WindowSeries};
+use crate::stats::window::{LiveCounters, SecondStats, WindowHook, WindowSeries};
 use crate::stats::window_histogram::HistogramRing;
 use figure::{FigureSink, LoopStats};
 use sampler::SamplerEnd;
@@ -141,6 +141,8 @@ pub struct ThreadShared {
     /// Samples of the main figure, for the live percentile.
     pub live: LiveHistogram,
     pub overruns: AtomicU64,
+    /// Samples above `--max-latency` so far (published with `overruns`).
+    pub above_limit: AtomicU64,
     pub msw: AtomicU64,
     pub finished: AtomicBool,
     /// Samples above `--trace-spikes`, for the spike trace.
@@ -159,6 +161,7 @@ impl Default for ThreadShared {
             window_histograms: HistogramRing::default(),
             live: LiveHistogram::default(),
             overruns: AtomicU64::new(0),
+            above_limit: AtomicU64::new(0),
             msw: AtomicU64::new(0),
             finished: AtomicBool::new(false),
             spikes: crate::spikes::candidate_queue(),
@@ -389,6 +392,16 @@ impl Control {
                 }),
                 &s.window_histograms,
                 &mut |w, h| hook.window(i, w, h),
+            );
+        }
+        for (i, s) in shared.iter().enumerate() {
+            hook.counters(
+                i,
+                LiveCounters {
+                    overruns: s.overruns.load(Ordering::Relaxed),
+                    above_limit: s.above_limit.load(Ordering::Relaxed),
+                    ..LiveCounters::default()
+                },
             );
         }
         hook.drained();

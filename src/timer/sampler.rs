@@ -499,6 +499,9 @@ impl<'a> Sampling<'a> {
         self.loop_overruns = 0;
         self.shared.overruns.store(self.overruns, Ordering::Relaxed);
         self.shared
+            .above_limit
+            .store(self.above_limit, Ordering::Relaxed);
+        self.shared
             .msw
             .store(self.counters.total(), Ordering::Relaxed);
         // Stopped before the loop was complete (not at the end of -T).

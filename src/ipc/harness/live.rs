@@ -62,6 +62,16 @@ impl PairLive {
     }
 
     /// Both tasks have left their loops.
+    /// What the receiver counted so far beside its windows.
+    pub(super) fn counters(&self) -> crate::stats::window::LiveCounters {
+        crate::stats::window::LiveCounters {
+            overruns: self.overruns.load(Ordering::Relaxed),
+            above_limit: self.above_limit.load(Ordering::Relaxed),
+            timeouts: self.timeouts.load(Ordering::Relaxed),
+            noise: None,
+        }
+    }
+
     pub(super) fn done(&self) -> bool {
         self.receiver_done.load(Ordering::Acquire) && self.sender.done.load(Ordering::Acquire)
     }

@@ -47,6 +47,7 @@ pub(super) fn monitor(
         for (i, (live, out)) in state.live.iter().zip(per_second.iter_mut()).enumerate() {
             live.windows
                 .drain_into_with(out, &mut |w, h| hook.window(i, w, h));
+            hook.counters(i, live.counters());
         }
         hook.drained();
         check_senders(state, &mut tasks.sender_processes);
