@@ -2,6 +2,8 @@
 //! cyclictest (tests/golden/cyclictest/, same options): the layout must be
 //! byte-identical once the measured numbers are masked (widths and order exact).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -45,24 +47,6 @@ fn flush(out: &mut String, run: &mut String) {
     }
     out.push_str(&" ".repeat(trailing));
     run.clear();
-}
-
-/// Numbers of any width become one `N` (JSON prints them unpadded).
-fn mask_any(line: &str) -> String {
-    let mut out = String::new();
-    let mut in_num = false;
-    for c in line.chars() {
-        if c.is_ascii_digit() {
-            if !in_num {
-                out.push('N');
-            }
-            in_num = true;
-        } else {
-            in_num = false;
-            out.push(c);
-        }
-    }
-    out
 }
 
 fn run(args: &[&str]) -> (String, String, i32) {
@@ -185,7 +169,7 @@ fn assert_json(args: &[&str], golden_name: &str) {
         text.split('\n')
             .filter(|l| !(l.starts_with("        \"") && l.contains("\": ")))
             .filter(|l| !l.contains("\"cmdline:\""))
-            .map(mask_any)
+            .map(common::mask_numbers)
             .collect()
     };
     assert_eq!(keep(&ours), keep(&theirs), "{ours}");

@@ -188,6 +188,26 @@ fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// `latscope noise --cpus CPU -q ARGS --json FILE` started, once its
+/// spinner on `cpu` has run (waits up to 30 s: a busy machine starts slowly).
+fn noise_spinning(cpu: usize, args: &[&str], file: &std::path::Path) -> Spawned {
+    let mut cmd = std::process::Command::new(bin());
+    cmd.args(["noise", "--cpus", &cpu.to_string(), "-q"])
+        .args(args)
+        .args(mlock_args())
+        .arg("--json")
+        .arg(file);
+    let spawned = spawn_std(&mut cmd);
+    let pid = spawned.child.id();
+    let mut waited = 0;
+    while spinner_running(pid, cpu).is_none() {
+        assert!(waited < 3000, "the spinner never ran");
+        std::thread::sleep(Duration::from_millis(10));
+        waited += 1;
+    }
+    spawned
+}
+
 /// The spinning thread of `cpu` in latscope process `pid` has run (it has
 /// CPU time): its id, once it has.
 fn spinner_running(pid: u32, cpu: usize) -> Option<u32> {
@@ -267,22 +287,9 @@ fn a_provoked_interruption_is_measured_and_named() {
     // however busy the machine is).
     const LENGTH_NS: u64 = 60_000_000;
     let (_dir, file) = temp_file("noise.json");
-    let mut cmd = std::process::Command::new(bin());
-    cmd.args(["noise", "--cpus", &cpu.to_string(), "-D", "4", "-q"])
-        .args(["--trace-spikes", "40000"])
-        .args(mlock_args())
-        .arg("--json")
-        .arg(&file);
-    let spawned = spawn_std(&mut cmd);
-    let pid = spawned.child.id();
     // Provoked once the spinner runs (the trace is on by then), however
     // long the start took on a busy machine.
-    let mut waited = 0;
-    while spinner_running(pid, cpu).is_none() {
-        assert!(waited < 3000, "the spinner never ran");
-        std::thread::sleep(Duration::from_millis(10));
-        waited += 1;
-    }
+    let spawned = noise_spinning(cpu, &["-D", "4", "--trace-spikes", "40000"], &file);
     let (tid, spun) = provoke(cpu, LENGTH_NS);
     // The provoker by identity, its thread id: the trace may name it by the
     // name it had (its creator's) before it named itself, or by both.
@@ -362,20 +369,8 @@ fn ctrl_c_ends_the_run_with_its_results() {
     let _turn = serial();
     let cpu = measured_cpu();
     let (_dir, file) = temp_file("noise.json");
-    let mut cmd = std::process::Command::new(bin());
     // No -D: until stopped.
-    cmd.args(["noise", "--cpus", &cpu.to_string(), "-q"])
-        .args(mlock_args())
-        .arg("--json")
-        .arg(&file);
-    let spawned = spawn_std(&mut cmd);
-    let pid = spawned.child.id();
-    let mut waited = 0;
-    while spinner_running(pid, cpu).is_none() {
-        assert!(waited < 3000, "the spinner never ran");
-        std::thread::sleep(Duration::from_millis(10));
-        waited += 1;
-    }
+    let spawned = noise_spinning(cpu, &[], &file);
     spawned.signal(libc::SIGINT);
     let (status, stdout, stderr) = spawned.wait(Duration::from_secs(60));
     assert_eq!(status.code(), Some(0), "{}", dump(status, &stdout, &stderr));

@@ -145,7 +145,7 @@ impl Measurement for CyclicMeasurement<'_> {
             block.clone_from(&ran.final_block);
         }
         let cpus = measured_cpus(s, self.online);
-        let (busy_fraction, own_cpu_seconds, load_fraction) = cpu_use.of(&cpus);
+        let usage = cpu_use.of(&cpus);
         let mut overall = LatencyRecorder::signed();
         let mut series = Vec::with_capacity(ran.threads.len());
         for (i, ((t, figures), windows)) in ran
@@ -200,18 +200,9 @@ impl Measurement for CyclicMeasurement<'_> {
             });
         }
         let facts = RunFacts {
-            realtime_policy: s.policy.is_realtime(),
-            cpus_used: cpus.clone(),
-            busy_fraction,
-            own_cpu_seconds,
-            load_fraction,
             elapsed: ran.elapsed,
-            max_ns: overall.max(),
-            windows_dropped: series.iter().map(|x| x.per_second_dropped).sum(),
-            breaktrace_note: None,
             priority_option: Some("-p"),
-            scheduling_free: false,
-            throttle: Default::default(),
+            ..RunFacts::measured(s.policy.is_realtime(), &cpus, usage, &series, None)
         };
         // The timer test's names (docs/json-schema.md); -s is cyclictest's own.
         let wake = if s.posix_timers {

@@ -9,7 +9,7 @@ use crate::noise::counter::Counter;
 use crate::noise::oslat::{self as run_oslat, Buckets, OslatPlan, PhaseOutcome};
 use crate::pipeline::{
     self, CommandError, CpuWindow, FinishedTest, Measurement, Plan, PrepareSpec, Presentation,
-    RunFacts, ThrottleEvidence,
+    RunFacts,
 };
 use crate::report::classic_oslat::ClassicOslat;
 use crate::report::json::OslatJson;
@@ -241,7 +241,7 @@ impl Measurement for OslatCommand {
         } else if !s.quiet {
             print("Test completed.\n\n");
         }
-        let (busy_fraction, own_cpu_seconds, load_fraction) = cpu_use.of(&s.cpus);
+        let usage = cpu_use.of(&s.cpus);
         let figures = run_oslat::figures_of(&test);
         let elapsed = Duration::from_secs_f64(
             figures
@@ -255,18 +255,9 @@ impl Measurement for OslatCommand {
             .collect();
         let overall = overall_of(&series);
         let facts = RunFacts {
-            realtime_policy: s.rtprio.is_some(),
-            cpus_used: s.cpus.clone(),
-            busy_fraction,
-            own_cpu_seconds,
-            load_fraction,
             elapsed,
-            max_ns: (overall.samples > 0).then_some(overall.max_ns),
-            windows_dropped: 0,
-            breaktrace_note: None,
             priority_option: Some("-f"),
-            scheduling_free: false,
-            throttle: ThrottleEvidence::of(None),
+            ..RunFacts::measured(s.rtprio.is_some(), &s.cpus, usage, &series, None)
         };
         let result = TestResult {
             test: "oslat".to_string(),

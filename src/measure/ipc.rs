@@ -5,8 +5,8 @@ use crate::ipc::harness::{self, EndReason, Mode, PairOutcome, PairPlan, Progress
 use crate::ipc::{SetupError, Transport, transport_named};
 use crate::live::ipc::LiveLine;
 use crate::pipeline::{
-    CommandError, CpuUse, CpuWindow, FinishedTest, Preparation, Run, RunFacts, ThrottleEvidence,
-    running_skeleton, series_without_samples,
+    CommandError, CpuUse, CpuWindow, FinishedTest, Preparation, Run, RunFacts, running_skeleton,
+    series_without_samples,
 };
 use crate::report::{
     ConfigDetail, IpcConfig, IpcPair, Series, SeriesDetail, TestConfig, TestResult,
@@ -239,21 +239,17 @@ fn finished_of(
         .enumerate()
         .map(|(i, p)| series_of(i, p))
         .collect();
-    let (busy_fraction, own_cpu_seconds, load_fraction) = cpu_use.of(&cpus_used);
+    // priority_option is set by the pair tests, which take -p (see pair_test).
     let facts = RunFacts {
-        realtime_policy: plan.pairs.first().is_some_and(|p| p.policy.is_realtime()),
-        cpus_used: cpus_used.clone(),
-        busy_fraction,
-        own_cpu_seconds,
-        load_fraction,
         elapsed: outcome.elapsed,
-        max_ns: overall.max(),
-        windows_dropped: series.iter().map(|s| s.per_second_dropped).sum(),
         breaktrace_note: outcome.breaktrace_note.clone(),
-        // Set by the pair tests, which take -p (see pair_test).
-        priority_option: None,
-        scheduling_free: false,
-        throttle: ThrottleEvidence::of(outcome.spikes.as_ref()),
+        ..RunFacts::measured(
+            plan.pairs.first().is_some_and(|p| p.policy.is_realtime()),
+            &cpus_used,
+            cpu_use.of(&cpus_used),
+            &series,
+            outcome.spikes.as_ref(),
+        )
     };
     FinishedTest {
         result: TestResult {

@@ -2,9 +2,7 @@
 //! noise` and `latscope suite`.
 
 use crate::noise::{self, NoiseOutcome, NoisePlan, NoiseProgress};
-use crate::pipeline::{
-    CpuWindow, FinishedTest, Preparation, Run, RunFacts, ThrottleEvidence, per_cpu_skeleton,
-};
+use crate::pipeline::{CpuWindow, FinishedTest, Preparation, Run, RunFacts, per_cpu_skeleton};
 use crate::report::{
     Cause, ConfigDetail, EndReason, NoiseCauses, NoiseConfig, NoiseCpu, Series, SeriesDetail,
     SpikeTrace, TestConfig, TestResult,
@@ -127,16 +125,9 @@ pub fn measure(
             spikes.events_lost
         ));
     }
-    let (busy_fraction, own_cpu_seconds, load_fraction) = cpu_use.of(&settings.cpus);
+    let cpu_use = cpu_use.of(&settings.cpus);
     Ok((
-        finished(
-            settings,
-            prep,
-            outcome,
-            started,
-            ended,
-            (busy_fraction, own_cpu_seconds, load_fraction),
-        ),
+        finished(settings, prep, outcome, started, ended, cpu_use),
         warnings,
     ))
 }
@@ -147,7 +138,7 @@ fn finished(
     outcome: NoiseOutcome,
     started: SystemTime,
     ended: SystemTime,
-    (busy_fraction, own_cpu_seconds, load_fraction): (Option<f64>, f64, Option<f64>),
+    cpu_use: (Option<f64>, f64, Option<f64>),
 ) -> FinishedTest {
     let mut overall = LatencyRecorder::new();
     let series: Vec<Series> = outcome
@@ -191,18 +182,15 @@ fn finished(
         })
         .collect();
     let facts = RunFacts {
-        realtime_policy: settings.policy.is_realtime(),
-        cpus_used: settings.cpus.clone(),
-        busy_fraction,
-        own_cpu_seconds,
-        load_fraction,
         elapsed: outcome.measured,
-        max_ns: overall.max(),
-        windows_dropped: series.iter().map(|s| s.per_second_dropped).sum(),
-        breaktrace_note: None,
         priority_option: Some("-p"),
-        scheduling_free: false,
-        throttle: ThrottleEvidence::of(outcome.spikes.as_ref()),
+        ..RunFacts::measured(
+            settings.policy.is_realtime(),
+            &settings.cpus,
+            cpu_use,
+            &series,
+            outcome.spikes.as_ref(),
+        )
     };
     let result = TestResult {
         test: "noise".to_string(),

@@ -1,9 +1,7 @@
 //! The timer test run and turned into report data: shared by `latscope
 //! timer` and `latscope suite`.
 
-use crate::pipeline::{
-    CpuWindow, FinishedTest, Preparation, Run, RunFacts, ThrottleEvidence, per_cpu_skeleton,
-};
+use crate::pipeline::{CpuWindow, FinishedTest, Preparation, Run, RunFacts, per_cpu_skeleton};
 use crate::report::XenomaiHistogram;
 use crate::report::{
     ConfigDetail, Series, SeriesDetail, TestConfig, TestResult, TimerConfig, TimerThread,
@@ -162,20 +160,15 @@ pub fn measure(
             "the trace reader ran on the measured CPUs (no other CPU was free for it): it may add to the latencies it breaks down".to_string(),
         );
     }
-    let (busy_fraction, own_cpu_seconds, load_fraction) = cpu_use.of(&settings.cpus);
     let facts = RunFacts {
-        realtime_policy: settings.policy.is_realtime(),
-        cpus_used: settings.cpus.clone(),
-        busy_fraction,
-        own_cpu_seconds,
-        load_fraction,
         elapsed: outcome.measured,
-        max_ns: overall.max(),
-        windows_dropped: series.iter().map(|s| s.per_second_dropped).sum(),
-        breaktrace_note: None,
-        priority_option: None,
-        scheduling_free: false,
-        throttle: ThrottleEvidence::of(outcome.spikes.as_ref()),
+        ..RunFacts::measured(
+            settings.policy.is_realtime(),
+            &settings.cpus,
+            cpu_use.of(&settings.cpus),
+            &series,
+            outcome.spikes.as_ref(),
+        )
     };
     let result = TestResult {
         test: "timer".to_string(),

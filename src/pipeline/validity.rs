@@ -4,7 +4,7 @@
 use super::prepare::MemoryLock;
 use crate::doctor::cpu_list;
 use crate::load::cpu_time;
-use crate::report::{SpikeTrace, SysInfo};
+use crate::report::{Series, SpikeTrace, SysInfo};
 use crate::rt::sysinfo::{self, CpuTimes, parse_cpu_list};
 use std::time::Duration;
 
@@ -139,6 +139,35 @@ impl CpuUse {
 }
 
 impl RunFacts {
+    /// The facts every measured test has: its policy, the CPUs it measured
+    /// and what ran on them in its window (`usage`, from `CpuUse::of`), its
+    /// largest sample and lost windows (from its `series`), and what its
+    /// spike trace says of RT throttling. The caller adds the rest (its
+    /// length, the name of its priority option, a -b note).
+    pub fn measured(
+        realtime_policy: bool,
+        cpus: &[usize],
+        (busy_fraction, own_cpu_seconds, load_fraction): (Option<f64>, f64, Option<f64>),
+        series: &[Series],
+        spikes: Option<&SpikeTrace>,
+    ) -> RunFacts {
+        RunFacts {
+            realtime_policy,
+            cpus_used: cpus.to_vec(),
+            busy_fraction,
+            own_cpu_seconds,
+            load_fraction,
+            max_ns: series
+                .iter()
+                .filter(|s| s.latency.samples > 0)
+                .map(|s| s.latency.max_ns)
+                .max(),
+            windows_dropped: series.iter().map(|s| s.per_second_dropped).sum(),
+            throttle: ThrottleEvidence::of(spikes),
+            ..RunFacts::default()
+        }
+    }
+
     /// The facts of several tests run one after another (`ipc`, `suite`), so
     /// that the report warns once: busy time weighted by each test's length,
     /// the worst sample, every CPU used, real time only if every test had it.
