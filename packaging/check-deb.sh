@@ -59,6 +59,12 @@ for name in $names; do
   fi
   ! grep -q "^Commands:" <<<"$help" || fail "$name --help is latscope's top-level help: argv[0] dispatch failed"
 done
+# cyclictest is the lean drop-in binary, which hands --latscope-json to the
+# packaged /usr/bin/latscope (found as ../../bin/latscope from where it is).
+[ "$(readlink "$compat/cyclictest")" = ../latscope-cyclictest ] || fail "compat/cyclictest does not run /usr/lib/latscope/latscope-cyclictest"
+report="$root/cyclictest-report.json"
+"$compat/cyclictest" -q -l 5 --latscope-json "$report" >/dev/null 2>&1 || fail "cyclictest --latscope-json failed"
+grep -q '"test": "cyclictest"' "$report" || fail "cyclictest --latscope-json wrote no cyclictest Report"
 help=$("$compat/pmqtest" --help)
 [[ ${help%%$'\n'*} == *"replaces pmqtest"* ]] || fail "pmqtest --help is not latscope mq's help"
 help=$("$compat/ptsematest" --help)

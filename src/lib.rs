@@ -9,6 +9,7 @@
 pub mod cli;
 pub mod commands;
 pub mod doctor;
+pub mod entry;
 pub mod ipc;
 pub mod kernel_log;
 pub mod live;

@@ -7,7 +7,7 @@ use clap::Parser;
 use clap::error::ErrorKind;
 use latscope::cli::{COMPAT_NAMES, CYCLICTEST_COMPAT, Cli};
 use latscope::commands;
-use latscope::pipeline::{CommandError, EXIT_RUNTIME, EXIT_USAGE};
+use latscope::pipeline::EXIT_USAGE;
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::Path;
@@ -125,40 +125,12 @@ fn one_line(clap_message: &str) -> String {
     line
 }
 
-/// Stack of the thread that does main's work, whatever the limit latscope
-/// was started with: parsing the command line alone needs more than 64 KiB,
-/// and a main thread's stack is limited by RLIMIT_STACK (`ulimit -s 64`
-/// overflowed it); a thread's stack is not. 1 MiB, not a shell's 8 MiB:
-/// `mlockall(MCL_CURRENT)` makes the whole of it resident (8 MiB was half of
-/// a cyclictest run's RSS and a quarter of ptsematest's start-up CPU), and
-/// the deepest paths (hostile input, report parsing) need far less.
-const MAIN_STACK: usize = 1 << 20;
-
 fn main() {
-    // Before any thread exists, so every thread inherits the mask and Ctrl-C /
-    // SIGTERM are collected by the monitor loop instead of killing the process.
-    latscope::rt::signals::block_stop_signals();
-    latscope::rt::stdio::guard_standard_descriptors();
-    let worker = std::thread::Builder::new()
-        .name("latscope".into())
-        .stack_size(MAIN_STACK)
-        .spawn(run_main);
-    match worker.map(|w| w.join()) {
-        // run_main ends the process itself; a panic was already printed.
-        Ok(Ok(())) | Ok(Err(_)) => std::process::exit(EXIT_RUNTIME),
-        Err(e) => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "latscope: error: could not start the main thread ({} KiB of stack): {e}",
-                MAIN_STACK / 1024
-            );
-            std::process::exit(EXIT_RUNTIME);
-        }
-    }
+    latscope::entry::start(run_main)
 }
 
-/// Parse, dispatch, exit: on the `MAIN_STACK` thread. Never returns.
-fn run_main() {
+/// Parse and dispatch, on the `entry::MAIN_STACK` thread: the exit code.
+fn run_main() -> i32 {
     let mut raw: Vec<OsString> = std::env::args_os().collect();
     // `latscope ptsematest ARGS` is `ptsematest ARGS` (every compatibility
     // name, as `latscope cyclictest` is cyclictest): the name moves to argv[0].
@@ -197,30 +169,5 @@ fn run_main() {
         latscope::cli::Command::Samples(_) => latscope::rt::signals::exit_on_stop_signal("samples"),
         _ => {}
     }
-    let result = commands::dispatch(&cli.command);
-    // writeln!, not eprintln!: a closed standard error must not panic.
-    let code = match result {
-        Ok(code) => code,
-        Err(CommandError::Usage(e)) => {
-            let _ = writeln!(std::io::stderr(), "latscope: error: {e}");
-            EXIT_USAGE
-        }
-        Err(CommandError::Runtime(e)) => {
-            let _ = writeln!(std::io::stderr(), "latscope: error: {e}");
-            EXIT_RUNTIME
-        }
-    };
-    // A failure to write standard output (other than a closed pipe) is one
-    // line and exit 1; bad usage stays 2.
-    let code = match latscope::rt::stdio::finish() {
-        Some(why) if code != EXIT_USAGE => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "latscope: error: could not write to standard output: {why}"
-            );
-            EXIT_RUNTIME
-        }
-        _ => code,
-    };
-    std::process::exit(code);
+    latscope::entry::exit_code(commands::dispatch(&cli.command))
 }

@@ -11,6 +11,13 @@ fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_latscope"))
 }
 
+/// The lean drop-in binary the package's `cyclictest` link runs: the
+/// goldens are compared through it (tests/cyclictest_dropin.rs checks that
+/// `latscope cyclictest` prints the same).
+fn dropin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_latscope-cyclictest"))
+}
+
 fn golden(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/golden/cyclictest")
@@ -50,11 +57,7 @@ fn flush(out: &mut String, run: &mut String) {
 }
 
 fn run(args: &[&str]) -> (String, String, i32) {
-    let out = Command::new(bin())
-        .arg("cyclictest")
-        .args(args)
-        .output()
-        .unwrap();
+    let out = Command::new(dropin()).args(args).output().unwrap();
     (
         String::from_utf8(out.stdout).unwrap(),
         String::from_utf8(out.stderr).unwrap(),
@@ -218,18 +221,145 @@ fn json_cpu_of_unpinned_threads_is_cyclictests() {
     assert_eq!(v["thread"]["1"]["cpu"], 1);
 }
 
+/// A `cyclictest` link to the full binary and one to the drop-in binary
+/// (the package's) both run cyclictest.
 #[test]
 fn compat_name_runs_cyclictest() {
-    let dir = tempfile::tempdir().unwrap();
-    let link = dir.path().join("cyclictest");
-    std::os::unix::fs::symlink(bin(), &link).unwrap();
-    let out = Command::new(&link)
-        .args(["-qm", "-l10", "-i", "1000"])
+    for target in [bin(), dropin()] {
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("cyclictest");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let out = Command::new(&link)
+            .args(["-qm", "-l10", "-i", "1000"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", target.display());
+        assert!(text.lines().any(|l| l.starts_with("T: 0 (")), "{text}");
+    }
+}
+
+/// `latscope cyclictest ARGS` and the drop-in binary are one program: the
+/// same bytes (numbers masked, widths kept), the same stderr and exit code,
+/// for runs, help, getopt errors, cyclictest's own FATAL and usage lines
+/// and latscope's usage errors.
+#[test]
+fn subcommand_and_dropin_print_the_same() {
+    let cases: [&[&str]; 9] = [
+        &["-q", "-l", "20", "-i", "1000"],
+        &["-q", "-l", "20", "-t2", "-d", "100", "-N"],
+        &["-q", "-l", "20", "-h", "10"],
+        &["-q", "-l", "10", "-v"],
+        &["--help"],
+        &["-Z"],
+        &["-q", "-l", "5", "-i", "0"],
+        &["--smi", "-q", "-l", "5"],
+        &[
+            "-q",
+            "-l",
+            "5",
+            "--latscope-json",
+            "/nonexistent/dir/report.json",
+        ],
+    ];
+    for args in cases {
+        let full = Command::new(bin())
+            .arg("cyclictest")
+            .args(args)
+            .output()
+            .unwrap();
+        let lean = Command::new(dropin()).args(args).output().unwrap();
+        assert_eq!(full.status.code(), lean.status.code(), "{args:?}");
+        for (name, a, b) in [
+            ("stdout", &full.stdout, &lean.stdout),
+            ("stderr", &full.stderr, &lean.stderr),
+        ] {
+            let mask = |bytes: &[u8]| -> Vec<String> {
+                String::from_utf8_lossy(bytes)
+                    .split('\n')
+                    .map(mask_padded)
+                    .collect()
+            };
+            assert_eq!(mask(a), mask(b), "{args:?}: {name}");
+        }
+    }
+}
+
+/// An argument that is not UTF-8 gets the full binary's answer (the
+/// drop-in hands it over), not a different one.
+#[test]
+fn dropin_answers_non_utf8_as_the_full_binary() {
+    use std::os::unix::ffi::OsStrExt;
+    let bad = std::ffi::OsStr::from_bytes(b"-a\xff");
+    let full = Command::new(bin())
+        .arg("cyclictest")
+        .args(["-q", "-l", "3"])
+        .arg(bad)
         .output()
         .unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    assert!(text.lines().any(|l| l.starts_with("T: 0 (")), "{text}");
+    let lean = Command::new(dropin())
+        .args(["-q", "-l", "3"])
+        .arg(bad)
+        .output()
+        .unwrap();
+    assert_eq!(full.status.code(), Some(2));
+    assert_eq!(lean.status.code(), Some(2));
+    assert_eq!(full.stderr, lean.stderr);
+    assert!(lean.stdout.is_empty());
+}
+
+/// The drop-in does not load glibc's libm (whose start-up alone made about
+/// 340 KiB resident, more than cyclictest's whole lead): it has its own
+/// log2. Read from the running process's mappings, which hold every
+/// library once `main` runs (the dynamic loader maps them all first).
+#[test]
+fn dropin_maps_no_libm() {
+    let mut child = Command::new(dropin())
+        .args(["-q", "-D", "60"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let maps_path = format!("/proc/{}/maps", child.id());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let maps = loop {
+        let maps = std::fs::read_to_string(&maps_path).unwrap_or_default();
+        if maps.contains("libc.so") || std::time::Instant::now() > deadline {
+            break maps;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // SAFETY: signalling our own child by pid.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert!(maps.contains("libc.so"), "libc never mapped:\n{maps}");
+    assert!(!maps.contains("libm.so"), "libm is mapped:\n{maps}");
+    assert_eq!(status.code(), Some(0));
+}
+
+/// `cyclictest -- ARGS`: a `--` the user types ends the options, as in
+/// cyclictest (the words after it are ignored and the run goes on until
+/// stopped), through both binaries.
+#[test]
+fn a_typed_double_dash_ends_the_options() {
+    for (target, first) in [(bin(), Some("cyclictest")), (dropin(), None)] {
+        let mut cmd = Command::new(&target);
+        cmd.args(first).args(["-q", "--", "-l", "3"]);
+        let child = common::spawn_std(&mut cmd);
+        // -l 3 would end within milliseconds: still running after 1.5 s
+        // means it was not taken as an option.
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        child.signal(libc::SIGINT);
+        let (status, out, err) = child.wait(std::time::Duration::from_secs(60));
+        assert_eq!(status.code(), Some(0), "{err}");
+        let cycles: u64 = out
+            .lines()
+            .find_map(|l| l.split("C:").nth(1))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no T: line: {out}"));
+        assert!(cycles > 3, "{}: {out}", target.display());
+    }
 }
 
 #[test]
@@ -522,18 +652,20 @@ fn parse_time_warnings_on_stderr() {
 
 #[test]
 fn getopt_messages_name_the_program_as_invoked() {
-    let dir = tempfile::tempdir().unwrap();
-    let link = dir.path().join("cyclictest");
-    std::os::unix::fs::symlink(bin(), &link).unwrap();
-    let out = Command::new(&link).args(["--hist", "3"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    assert_eq!(
-        String::from_utf8(out.stderr).unwrap(),
-        format!(
-            "{}: option '--hist' is ambiguous; possibilities: '--histogram' '--histofall' '--histfile'\n",
-            link.display()
-        )
-    );
+    for target in [bin(), dropin()] {
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("cyclictest");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let out = Command::new(&link).args(["--hist", "3"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        assert_eq!(
+            String::from_utf8(out.stderr).unwrap(),
+            format!(
+                "{}: option '--hist' is ambiguous; possibilities: '--histogram' '--histofall' '--histfile'\n",
+                link.display()
+            )
+        );
+    }
 }
 
 /// The wake methods and clocks cyclictest offers all give the same lines.

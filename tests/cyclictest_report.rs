@@ -238,3 +238,53 @@ fn smi_without_the_counter_is_cyclictests_fatal_line() {
     assert_eq!(text(&out.stdout), "");
     assert_eq!(text(&out.stderr), golden("smi_unsupported.err"));
 }
+
+/// The lean drop-in binary (the package's `cyclictest` link) hands
+/// `--latscope-json` to the full binary next to it: the same Report, and
+/// stdout still cyclictest's.
+#[test]
+fn dropin_hands_latscope_json_to_the_full_binary() {
+    let (_dir, report_path) = temp_file("report.json");
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("cyclictest");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_latscope-cyclictest"), &link).unwrap();
+    let mut cmd = Command::new(&link);
+    cmd.args(["-q", "-l", "50", "-i", "1000", "--latscope-json"])
+        .arg(&report_path);
+    let out = run_std_with_timeout(cmd, Duration::from_secs(120));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(shape(&text(&out.stdout)), shape(&golden("q_l50.txt")));
+    let report = read_json(&report_path);
+    let found = series(&report);
+    assert_eq!(found.len(), 1, "{report}");
+    assert_eq!(found[0].1, 50, "every loop is a sample: {report}");
+}
+
+/// A drop-in binary installed without the full binary still runs
+/// cyclictest, and says in one line what `--latscope-json` needs (exit 1,
+/// nothing written) instead of failing obscurely.
+#[test]
+fn dropin_alone_says_what_latscope_json_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let alone = dir.path().join("cyclictest");
+    std::fs::copy(env!("CARGO_BIN_EXE_latscope-cyclictest"), &alone).unwrap();
+    let report_path = dir.path().join("report.json");
+    let mut cmd = Command::new(&alone);
+    cmd.args(["-q", "-l", "5", "--latscope-json"])
+        .arg(&report_path);
+    let out = run_std_with_timeout(cmd, Duration::from_secs(120));
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("latscope: error: ") && stderr.contains("full latscope binary"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    assert!(!report_path.exists());
+    let mut cmd = Command::new(&alone);
+    cmd.args(["-q", "-l", "5"]);
+    let out = run_std_with_timeout(cmd, Duration::from_secs(120));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(shape(&text(&out.stdout)), shape(&golden("q_l50.txt")));
+}

@@ -285,12 +285,22 @@ fn the_package_links_every_compat_name() {
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml")).unwrap();
     let mut linked: Vec<&str> = manifest
         .lines()
-        .filter(|l| l.contains(r#"link_name = "/usr/bin/latscope""#))
+        .filter(|l| {
+            l.contains(r#"link_name = "/usr/bin/latscope""#)
+                // cyclictest runs the lean drop-in binary, packaged beside.
+                || l.contains(r#"compat/cyclictest", link_name = "/usr/lib/latscope/latscope-cyclictest""#)
+        })
         .filter_map(|l| l.split("usr/lib/latscope/compat/").nth(1))
         .filter_map(|rest| rest.split('"').next())
         .collect();
     linked.sort();
     assert_eq!(linked, every_compat_name());
+    assert!(
+        manifest.contains(
+            r#"["target/release/packaging/latscope-cyclictest", "usr/lib/latscope/", "755"]"#
+        ),
+        "the cyclictest drop-in binary is not installed where its link points"
+    );
     assert!(
         manifest.contains(r#"["target/release/packaging/man/compat/man1/*.1.gz", "usr/lib/latscope/compat/man/man1/", "644"]"#),
         "the compatibility man pages are not installed beside the links"

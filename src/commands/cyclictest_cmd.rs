@@ -39,14 +39,23 @@ use std::time::Duration;
 /// exactly as cyclictest does (on stdout, exit 0).
 const USAGE: &str = include_str!("../../tests/golden/cyclictest/bad_opt.out");
 
-/// `latscope cyclictest ARGS`.
-pub fn run(args: &[String]) -> Result<i32, CommandError> {
-    // clap hands over the words after an explicit `--` too; the compat name
-    // always puts one first.
-    let args = match args.first().map(String::as_str) {
-        Some("--") => &args[1..],
-        _ => args,
-    };
+/// What the command line asks for once parsed.
+pub enum Start {
+    /// Already answered (help, a getopt error, a FATAL line): the exit code.
+    Answered(i32),
+    /// A run with these settings, on these CPUs (the process's allowed ones).
+    Run {
+        settings: Box<CyclicSettings>,
+        online: Vec<usize>,
+    },
+}
+
+/// Parses cyclictest's arguments; help and cyclictest's usage errors are
+/// answered here, as cyclictest answers them.
+pub fn start(args: &[String]) -> Result<Start, CommandError> {
+    // Every word as typed: the `--` the compat name puts before them is
+    // clap's, consumed there; one the user typed ends getopt's options, as
+    // in cyclictest (`cyclictest -- -l 5` runs until stopped).
     let online = crate::rt::sched::allowed_cpus();
     let usage = || {
         let mut out = crate::rt::stdio::out();
@@ -58,42 +67,67 @@ pub fn run(args: &[String]) -> Result<i32, CommandError> {
         Err(CyclicUsage::Getopt(message)) => {
             let _ = writeln!(std::io::stderr(), "{}: {message}", program_name());
             usage();
-            return Ok(0);
+            return Ok(Start::Answered(0));
         }
         Err(CyclicUsage::Help) => {
             usage();
-            return Ok(0);
+            return Ok(Start::Answered(0));
         }
         Err(CyclicUsage::Invalid(lines)) => {
             for line in lines {
                 let _ = writeln!(std::io::stderr(), "{line}");
             }
             usage();
-            return Ok(1);
+            return Ok(Start::Answered(1));
         }
         Err(CyclicUsage::Fatal(message)) => {
             let _ = writeln!(std::io::stderr(), "FATAL: {message}");
-            return Ok(1);
+            return Ok(Start::Answered(1));
         }
         Err(CyclicUsage::Bad(message)) => {
             return Err(CommandError::Usage(crate::settings::UsageError(message)));
         }
     };
+    Ok(Start::Run {
+        settings: Box::new(settings),
+        online,
+    })
+}
+
+/// `latscope cyclictest ARGS`.
+pub fn run(args: &[String]) -> Result<i32, CommandError> {
+    let (settings, online) = match start(args)? {
+        Start::Answered(code) => return Ok(code),
+        Start::Run { settings, online } => (settings, online),
+    };
+    match settings.latscope_json.clone() {
+        None => run_classic(&settings, &online),
+        Some(path) => {
+            print_warnings(&settings);
+            crate::pipeline::run(&mut CyclicMeasurement {
+                settings: &settings,
+                online: &online,
+                path,
+                final_block: std::sync::Arc::default(),
+            })
+        }
+    }
+}
+
+/// A run without `--latscope-json`: cyclictest's outputs only, no pipeline.
+/// This is all the lean drop-in binary (src/bin/latscope-cyclictest.rs)
+/// links of latscope, which is what keeps its memory at cyclictest's.
+pub fn run_classic(settings: &CyclicSettings, online: &[usize]) -> Result<i32, CommandError> {
+    print_warnings(settings);
+    let ran = measure(settings, online, true)?;
+    print(&ran.final_block);
+    Ok(0)
+}
+
+/// cyclictest's warnings about the options, on stderr before the run.
+fn print_warnings(settings: &CyclicSettings) {
     for line in &settings.warnings {
         let _ = writeln!(std::io::stderr(), "{line}");
-    }
-    match settings.latscope_json.clone() {
-        None => {
-            let ran = measure(&settings, &online, true)?;
-            print(&ran.final_block);
-            Ok(0)
-        }
-        Some(path) => crate::pipeline::run(&mut CyclicMeasurement {
-            settings: &settings,
-            online: &online,
-            path,
-            final_block: std::sync::Arc::default(),
-        }),
     }
 }
 
