@@ -41,9 +41,11 @@ impl CyclicStatus {
     /// threads. When that fails, cyclictest's `ERROR: ...` line on stderr
     /// and the run goes on without it (SIGUSR2 then says so).
     pub fn open() -> CyclicStatus {
-        CyclicStatus {
-            object: StatusObject::create(std::process::id()),
+        let mut object = StatusObject::create(std::process::id());
+        if let Some(object) = &mut object {
+            object.register();
         }
+        CyclicStatus { object }
     }
 
     /// The object's path under /dev/shm, when there is one.
@@ -128,12 +130,16 @@ impl StatusObject {
             eprintln!("ftruncate error {}", os_error_text(&e));
             return None;
         }
-        // Recorded so that `latscope cleanup` finds it after a SIGKILL.
-        object.registered = registry::path_identity(std::path::Path::new(&object.path));
-        if let Some(identity) = &object.registered {
+        Some(object)
+    }
+
+    /// Records the object so that `latscope cleanup` finds it after a
+    /// SIGKILL (the drop forgets it).
+    fn register(&mut self) {
+        self.registered = registry::path_identity(std::path::Path::new(&self.path));
+        if let Some(identity) = &self.registered {
             registry::record(registry::Kind::File, identity);
         }
-        Some(object)
     }
 
     /// cyclictest's SIGUSR2: the object truncated to nothing, then the block
@@ -164,5 +170,54 @@ impl Drop for StatusObject {
         if let Some(identity) = &self.registered {
             registry::forget(registry::Kind::File, &[identity]);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::classic_cyclictest::{CyclicThread, status_block};
+
+    #[test]
+    fn the_block_is_cyclictests_print_stat_between_two_rules() {
+        let t = CyclicThread {
+            tid: 8154,
+            priority: 80,
+            interval_us: 1000,
+            cycles: 990,
+            min: 12,
+            act: 26,
+            sum: 990 * 29,
+            max: 1534,
+            ..CyclicThread::default()
+        };
+        assert_eq!(
+            status_block(std::slice::from_ref(&t), false, false),
+            "#---------------------------\n# cyclictest current status:\n\
+             T: 0 ( 8154) P:80 I:1000 C:    990 Min:     12 Act:   26 Avg:   29 Max:    1534\n\
+             #---------------------------\n"
+        );
+        let block = status_block(&[t.clone(), t], true, true);
+        let lines: Vec<&str> = block.lines().collect();
+        assert_eq!(lines.len(), 5);
+        assert_eq!(
+            lines[3],
+            "T: 1 ( 8154) P:80 I:1000 C:    990 Min:     12 Act:      26 Avg:      29 Max:    1534 SMI:       0"
+        );
+    }
+
+    #[test]
+    fn the_object_follows_rt_tests_size_and_offset_rules_and_goes_with_the_drop() {
+        // A pid above any pid_max (4194304): no process can own this name.
+        let pid = 4_000_000_000 + std::process::id() % 1_000_000;
+        let path = std::path::PathBuf::from(format!("/dev/shm/cyclictest{pid}"));
+        let mut object = StatusObject::create(pid).expect("/dev/shm is writable");
+        assert_eq!(std::fs::read(&path).unwrap(), vec![0u8; 30]);
+        object.write("first\n");
+        assert_eq!(std::fs::read(&path).unwrap(), b"first\n");
+        object.write("second\n");
+        assert_eq!(std::fs::read(&path).unwrap(), b"\0\0\0\0\0\0second\n");
+        drop(object);
+        assert!(!path.exists());
     }
 }
