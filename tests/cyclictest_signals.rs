@@ -138,9 +138,20 @@ impl Run {
         (status, self.stdout(), self.stderr())
     }
 
-    /// Ends a run a failed test left behind, and its object (this test's
-    /// child created it: nobody else's).
+    /// Ends a run a failed test left behind: SIGINT first, so that latscope
+    /// removes its object and its registry file itself; SIGKILL and the
+    /// object removed here (this test's child created it: nobody else's)
+    /// only when it does not end.
     fn kill(child: &mut Child, pid: u32) {
+        // SAFETY: our own child, not reaped yet.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGINT) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = child.kill();
         let _ = child.wait();
         let _ = std::fs::remove_file(shm_path(pid));

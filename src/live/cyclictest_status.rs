@@ -118,7 +118,7 @@ impl StatusObject {
         }
         // SAFETY: a fresh descriptor nothing else owns.
         let file = unsafe { std::fs::File::from_raw_fd(fd) };
-        let mut object = StatusObject {
+        let object = StatusObject {
             name: c_name,
             path: format!("/dev/shm{name}"),
             file,
