@@ -164,22 +164,28 @@ pub enum Collected {
 /// the pipeline's snapshot machinery never sees them.
 pub fn wait_for_stop_or_user_signal(timeout: Duration) -> Option<Collected> {
     let mut set = stop_signals();
-    let ts = libc::timespec {
-        tv_sec: timeout.as_secs() as libc::time_t,
-        tv_nsec: timeout.subsec_nanos() as libc::c_long,
-    };
-    // SAFETY: valid set and timeout; a null siginfo pointer is allowed.
-    let sig = unsafe {
+    // SAFETY: sigaddset only writes the local set.
+    unsafe {
         libc::sigaddset(&mut set, libc::SIGUSR1);
         libc::sigaddset(&mut set, libc::SIGUSR2);
-        libc::sigtimedwait(&set, std::ptr::null_mut(), &ts)
-    };
-    match sig {
+    }
+    match timed_wait(&set, timeout) {
         libc::SIGUSR1 => Some(Collected::User1),
         libc::SIGUSR2 => Some(Collected::User2),
         s if s > 0 => Some(Collected::Stop(s)),
         _ => None,
     }
+}
+
+/// `sigtimedwait` for `set` up to `timeout`: the signal, or -1 when none
+/// came.
+fn timed_wait(set: &libc::sigset_t, timeout: Duration) -> libc::c_int {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: valid set and timeout; a null siginfo pointer is allowed.
+    unsafe { libc::sigtimedwait(set, std::ptr::null_mut(), &ts) }
 }
 
 /// The usual name of a stop signal, for messages.
