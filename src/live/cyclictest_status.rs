@@ -48,11 +48,6 @@ impl CyclicStatus {
         CyclicStatus { object }
     }
 
-    /// The object's path under /dev/shm, when there is one.
-    pub fn path(&self) -> Option<String> {
-        self.object.as_ref().map(|o| o.path.clone())
-    }
-
     /// Serves a collected SIGUSR1 or SIGUSR2 (a stop signal is the caller's).
     pub fn serve(&mut self, signal: Collected, display: &CyclicDisplay, shared: &CyclicShared) {
         match signal {
