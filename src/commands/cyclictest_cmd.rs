@@ -25,6 +25,7 @@ use crate::report::{
     ConfigDetail, EndReason, Series, SeriesDetail, TestConfig, TestResult, TimerConfig,
     TimerThread, XenomaiHistogram,
 };
+use crate::rt::signals::{Collected, wait_for_stop_or_user_signal};
 use crate::settings::cyclictest::{CyclicPolicy, CyclicSettings, CyclicUsage};
 use crate::settings::{JsonTarget, Outputs};
 use crate::stats::LatencyRecorder;
@@ -597,6 +598,10 @@ fn measure(s: &CyclicSettings, online: &[usize], lock_memory: bool) -> Result<Ra
             debugfs_tracing_dir()
         );
     }
+    // `/cyclictest<pid>` for SIGUSR2, created before the threads start as
+    // cyclictest's rstat_setup does; removed when `status` is dropped, on
+    // every way out of this function.
+    let mut status = crate::live::cyclictest_status::CyclicStatus::open();
     // Created before the threads start, as cyclictest's fifo thread does
     // first thing; removed when the run ends (only the pipe made here).
     let fifo = match &s.fifo {
@@ -639,9 +644,15 @@ fn measure(s: &CyclicSettings, online: &[usize], lock_memory: bool) -> Result<Ra
                 .threads
                 .iter()
                 .any(|t| t.cycles.load(Ordering::Acquire) >= s.loops);
-        if crate::rt::signals::wait_for_stop_signal(Duration::from_millis(10)).is_some() {
-            signalled = true;
-            shared.stop.store(true, Ordering::Relaxed);
+        // SIGUSR1/SIGUSR2 mean what they mean to cyclictest (its status on
+        // stderr, in /cyclictest<pid>): served here, and the run goes on.
+        match wait_for_stop_or_user_signal(Duration::from_millis(10)) {
+            Some(Collected::Stop(_)) => {
+                signalled = true;
+                shared.stop.store(true, Ordering::Relaxed);
+            }
+            Some(user) => status.serve(user, &display, &shared),
+            None => {}
         }
         drain(&shared, &mut windows);
         if stopped(&shared) || one_done {
@@ -655,7 +666,11 @@ fn measure(s: &CyclicSettings, online: &[usize], lock_memory: bool) -> Result<Ra
             let epoch = shared.max_epoch.load(Ordering::Relaxed);
             while shared.max_epoch.load(Ordering::Relaxed) == epoch && !stopped(&shared) {
                 drain(&shared, &mut windows);
-                if crate::rt::signals::wait_for_stop_signal(Duration::from_millis(10)).is_some()
+                let collected = wait_for_stop_or_user_signal(Duration::from_millis(10));
+                if let Some(user @ (Collected::User1 | Collected::User2)) = collected {
+                    status.serve(user, &display, &shared);
+                }
+                if matches!(collected, Some(Collected::Stop(_)))
                     || shared
                         .threads
                         .iter()
@@ -830,7 +845,6 @@ impl StatsFifo {
     ) -> std::thread::JoinHandle<()> {
         std::thread::spawn(move || {
             let (labels, form) = labels;
-            let (nsecs, smi) = (form.nsecs, form.smi);
             let display = CyclicDisplay::new(labels, form);
             while !shared.stop.load(Ordering::Relaxed) {
                 let opened = std::fs::OpenOptions::new()
@@ -839,16 +853,7 @@ impl StatsFifo {
                     .open(&self.path);
                 match opened {
                     Ok(mut f) => {
-                        let mut text = String::new();
-                        for i in 0..shared.threads.len() {
-                            text.push_str(&classic::t_line(
-                                i,
-                                &display.snapshot(&shared, i),
-                                nsecs,
-                                smi,
-                            ));
-                        }
-                        let _ = f.write_all(text.as_bytes());
+                        let _ = f.write_all(display.t_lines(&shared).as_bytes());
                         std::thread::sleep(Duration::from_micros(250));
                     }
                     // No reader yet: cyclictest retries every 0.5 s; latscope

@@ -94,6 +94,29 @@ impl CyclicDisplay {
         }
     }
 
+    /// Every thread's figures as they are now.
+    pub fn snapshots(&self, shared: &CyclicShared) -> Vec<CyclicThread> {
+        (0..self.labels.len())
+            .map(|i| self.snapshot(shared, i))
+            .collect()
+    }
+
+    /// Every thread's `T:` line as it is now (the running display's, the
+    /// `-F` pipe's).
+    pub fn t_lines(&self, shared: &CyclicShared) -> String {
+        let mut out = String::new();
+        for (i, t) in self.snapshots(shared).iter().enumerate() {
+            out.push_str(&classic::t_line(i, t, self.form.nsecs, self.form.smi));
+        }
+        out
+    }
+
+    /// cyclictest's status block of this moment (SIGUSR1, SIGUSR2: see
+    /// live::cyclictest_status).
+    pub fn status_block(&self, shared: &CyclicShared) -> String {
+        classic::status_block(&self.snapshots(shared), self.form.nsecs, self.form.smi)
+    }
+
     /// One pass of cyclictest's main loop: the block to print now.
     pub fn block(&mut self, shared: &CyclicShared) -> String {
         let mut out = String::new();
@@ -104,14 +127,7 @@ impl CyclicDisplay {
                 self.form.some_other,
                 loadavg.strip_suffix('\n').unwrap_or(&loadavg),
             ));
-            for i in 0..self.labels.len() {
-                out.push_str(&classic::t_line(
-                    i,
-                    &self.snapshot(shared, i),
-                    self.form.nsecs,
-                    self.form.smi,
-                ));
-            }
+            out.push_str(&self.t_lines(shared));
         } else if self.form.verbose {
             for i in 0..self.labels.len() {
                 self.values(shared, i, &mut out);

@@ -3,6 +3,7 @@
 //! threads fill; nothing here runs on a measuring thread.
 
 pub mod cyclictest;
+pub mod cyclictest_status;
 pub mod ipc;
 pub mod logdisk;
 pub mod noise;

@@ -79,6 +79,24 @@ pub fn t_line(index: usize, t: &CyclicThread, nsecs: bool, smi: bool) -> String 
     line
 }
 
+/// The rule around cyclictest's status block.
+const STATUS_RULE: &str = "#---------------------------\n";
+
+/// cyclictest's status block (its SIGUSR1 handler on stderr, its SIGUSR2
+/// handler into `/cyclictest<pid>`): a rule, the title, every thread's
+/// `T:` line (`print_stat` without -q or -v, whatever the run's options;
+/// -N and --smi as in the final lines) and the rule again.
+pub fn status_block(threads: &[CyclicThread], nsecs: bool, smi: bool) -> String {
+    let mut block = String::with_capacity(60 + threads.len() * 90);
+    block.push_str(STATUS_RULE);
+    block.push_str("# cyclictest current status:\n");
+    for (i, t) in threads.iter().enumerate() {
+        block.push_str(&t_line(i, t, nsecs, smi));
+    }
+    block.push_str(STATUS_RULE);
+    block
+}
+
 /// The running display's head line (`policy: fifo: loadavg: ...`) and the
 /// empty line after it. `policy` is the policy asked for; `/other` follows
 /// when some thread runs as SCHED_OTHER. `loadavg` is /proc/loadavg without

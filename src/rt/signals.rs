@@ -30,6 +30,13 @@
 //! neither a false wake-up nor lost. A SIGUSR1 that comes while nothing is
 //! measured (a command that measures nothing, or the delivery at the end)
 //! stays pending and is discarded at exit: harmless, as before.
+//!
+//! The cyclictest drop-in is the exception: cyclictest gives SIGUSR1 and
+//! SIGUSR2 meanings of its own (its status on stderr; its status written to
+//! the shared-memory object `/cyclictest<pid>`), and its main loop collects
+//! them with `wait_for_stop_or_user_signal`, which returns them instead of
+//! recording a snapshot or ending the run. Every other command keeps the
+//! meanings above.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -135,6 +142,50 @@ pub fn wait_for_stop_signal(timeout: Duration) -> Option<i32> {
 /// when a stop signal came (a SIGUSR1 is recorded for the monitor).
 pub fn stop_signalled(timeout: Duration) -> bool {
     wait_for_stop_signal(timeout).is_some()
+}
+
+/// What `wait_for_stop_or_user_signal` collected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Collected {
+    /// A stop signal (SIGUSR2 never is one here).
+    Stop(libc::c_int),
+    /// SIGUSR1.
+    User1,
+    /// SIGUSR2.
+    User2,
+}
+
+/// For a drop-in whose original tool gives SIGUSR1 and SIGUSR2 meanings of
+/// its own (cyclictest: its status on stderr, its status in shared memory):
+/// waits up to `timeout` like `wait_for_stop_signal`, but hands both user
+/// signals to the caller instead of recording a snapshot request or ending
+/// the run. The signals are blocked in every thread already
+/// (`block_stop_signals`), so only the caller's `sigtimedwait` dequeues them:
+/// the pipeline's snapshot machinery never sees them.
+pub fn wait_for_stop_or_user_signal(timeout: Duration) -> Option<Collected> {
+    let mut set = stop_signals();
+    // SAFETY: sigaddset only writes the local set.
+    unsafe {
+        libc::sigaddset(&mut set, libc::SIGUSR1);
+        libc::sigaddset(&mut set, libc::SIGUSR2);
+    }
+    match timed_wait(&set, timeout) {
+        libc::SIGUSR1 => Some(Collected::User1),
+        libc::SIGUSR2 => Some(Collected::User2),
+        s if s > 0 => Some(Collected::Stop(s)),
+        _ => None,
+    }
+}
+
+/// `sigtimedwait` for `set` up to `timeout`: the signal, or -1 when none
+/// came.
+fn timed_wait(set: &libc::sigset_t, timeout: Duration) -> libc::c_int {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: valid set and timeout; a null siginfo pointer is allowed.
+    unsafe { libc::sigtimedwait(set, std::ptr::null_mut(), &ts) }
 }
 
 /// The usual name of a stop signal, for messages.
