@@ -510,3 +510,55 @@ fn no_object_is_left_by_any_way_out() {
         assert!(!shm_path(pid).exists(), "{args:?} left it");
     }
 }
+
+/// An object named after the run's pid that the run did not create (a dead
+/// process's leftover, or a live one of another pid namespace sharing
+/// /dev/shm) is never removed or written: the run goes on without the
+/// SIGUSR2 status and says so in one line. The pid is made predictable by a
+/// new pid namespace (the drop-in is its pid 1), /dev/shm staying shared.
+#[test]
+fn an_object_it_did_not_create_is_left_alone() {
+    if !common::euid_is_root() {
+        eprintln!("skipped: a new pid namespace (unshare) needs root");
+        return;
+    }
+    let theirs = shm_path(1);
+    let content = format!("not latscope's: test {}\n", std::process::id());
+    let Ok(mut file) = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&theirs)
+    else {
+        eprintln!(
+            "skipped: {} exists already (not this test's)",
+            theirs.display()
+        );
+        return;
+    };
+    struct Remove(PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+    let _remove = Remove(theirs.clone());
+    std::io::Write::write_all(&mut file, content.as_bytes()).unwrap();
+    drop(file);
+    let mut cmd = Command::new("unshare");
+    cmd.args(["--pid", "--fork", "--"])
+        .arg(env!("CARGO_BIN_EXE_latscope-cyclictest"))
+        .args(["-q", "-l", "20"]);
+    let out = common::run_std_with_timeout(cmd, PATIENCE);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&theirs).unwrap(), content);
+    assert!(
+        stderr.contains("WARN: /dev/shm/cyclictest1 exists and was not created by this run"),
+        "{stderr}"
+    );
+    assert!(
+        text(&out.stdout).contains("T: 0 ("),
+        "{}",
+        text(&out.stdout)
+    );
+}

@@ -78,23 +78,6 @@ impl StatusObject {
     fn create(pid: u32) -> Option<StatusObject> {
         let name = format!("/cyclictest{pid}");
         let c_name = CString::new(name.clone()).ok()?;
-        // An object with this name can only be a leftover: the name holds
-        // this process's own pid, which no other live process of this pid
-        // namespace has, so it belongs to a dead process that had the pid
-        // before (a cyclictest or latscope killed with SIGKILL). cyclictest
-        // removes it first (shm_unlink, then an exclusive create), and
-        // latscope does exactly the same: left in place it would make
-        // get_cyclictest_snapshot show a dead run's figures as this run's,
-        // and the exclusive create below would fail. Nothing else is ever
-        // removed: the drop removes only the object created here.
-        // SAFETY: NUL-terminated name.
-        if unsafe { libc::shm_unlink(c_name.as_ptr()) } != 0 {
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::ENOENT) {
-                eprintln!("ERROR: shm_unlink {}", os_error_text(&e));
-                return None;
-            }
-        }
         // O_EXCL: only an object created now is ever written or removed.
         // Mode 0644 (cyclictest asks 0666, which the usual umask makes
         // 0644): clients of any user may read it, only this process writes.
@@ -108,7 +91,20 @@ impl StatusObject {
         };
         if fd < 0 {
             let e = std::io::Error::last_os_error();
-            eprintln!("ERROR: shm_open {}", os_error_text(&e));
+            if e.raw_os_error() == Some(libc::EEXIST) {
+                // An object with this process's pid in its name that latscope
+                // did not create: a leftover of a dead process that had the
+                // pid (killed with SIGKILL), or a live one of another pid
+                // namespace sharing /dev/shm. cyclictest removes it and
+                // makes its own; latscope never removes what it did not
+                // create, so it is left as it is, this run serves no SIGUSR2
+                // status, and one line says why.
+                eprintln!(
+                    "WARN: /dev/shm{name} exists and was not created by this run: left as it is; SIGUSR2 writes no status in this run"
+                );
+            } else {
+                eprintln!("ERROR: shm_open {}", os_error_text(&e));
+            }
             return None;
         }
         // SAFETY: a fresh descriptor nothing else owns.
