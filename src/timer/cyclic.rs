@@ -344,8 +344,10 @@ const PHASE_SPREAD_MAX_NS: u64 = 1_000_000;
 /// cost each other: on the 2-CPU KVM guest of docs/benchmarks.md part 7,
 /// `cyclictest -S -A 0` (all together) against `-S` (cyclictest's threads
 /// start milliseconds apart, each after its 8 MiB stack is locked, so
-/// their phases fall anywhere) cost about 12 % more CPU per wake-up and
-/// 2 us more avg, for both tools alike. Spreading the phases on purpose
+/// their phases fall anywhere), and latscope's lock step against `-A 500`,
+/// cost 4 to 15 % more CPU per wake-up (medians of 8 alternating rounds,
+/// two series on a lightly loaded machine; nothing visible when it was
+/// saturated) and up to 2 us more avg. Spreading the phases on purpose
 /// gives every run the case cyclictest gets by chance. The spread is held
 /// within 1 ms so that with `-l` the last thread is never more than 1 ms
 /// behind the first (the main loop stops the others 10 ms after the first
