@@ -62,6 +62,16 @@
 #     time), the measured threads included: on a shared machine, the others'
 #     load.
 #
+# With two threads or more, where the threads' periods fall relative to each
+# other moves both figures: wake-ups at the same instant on two CPUs cost each
+# other (on the 2-CPU KVM guest of docs/benchmarks.md part 7, 4 to 15 % more
+# CPU per wake-up and up to 2 us more avg, for both tools). cyclictest's threads
+# start milliseconds apart, so their phases fall anywhere, a new draw every
+# run (part of the run-to-run spread); latscope spreads them over the period
+# on purpose (src/timer/cyclic.rs, first_expiry). To see the effect, add
+# `-A 0` (every thread at once) or `-A 500` (half a period apart) to both by
+# hand: both tools take it.
+#
 # Needs root (SCHED_FIFO, mlockall), rt-tests (cyclictest, ptsematest), jq,
 # awk, cargo, ps, GNU time (/usr/bin/time). Bounded in time: every command runs
 # under `timeout` (the build 900 s, each run 3 S + 30 s), and on exit, Ctrl-C

@@ -45,7 +45,9 @@ pub enum CyclicWake {
 /// Where the first expiry is placed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CyclicAlign {
-    /// One interval after the thread's own start.
+    /// One interval after the thread's own start; with two threads or more
+    /// up to one interval later, their expiries spread over the period (see
+    /// `first_expiry`).
     None,
     /// `-A USEC`: all threads from one common start, thread n offset by n*USEC.
     Aligned { offset_ns: u64 },
@@ -103,7 +105,16 @@ pub struct SpikeSlot {
 }
 
 /// One thread's live figures, stored after every sample.
+///
+/// Aligned to 128 bytes (two cache lines: the adjacent-line prefetcher
+/// fetches lines in pairs) so that no two threads' figures share a line.
+/// Unpadded, the 96-byte records of threads 0 and 1 shared one: every
+/// period each thread's stores (`act`, `sum`, `cycles`) took the line away
+/// from the other, whose next loop missed on it (a cross-CPU transfer per
+/// wake-up and thread). cyclictest allocates each thread's statistics
+/// separately (numa_alloc_onnode: a page each).
 #[derive(Debug)]
+#[repr(align(128))]
 pub struct CyclicLive {
     pub tid: AtomicI32,
     pub cycles: AtomicU64,
@@ -140,16 +151,32 @@ impl CyclicLive {
     }
 }
 
+/// A value alone on its cache lines (see `CyclicLive`'s alignment): read
+/// through `Deref` like the value itself.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+pub struct OwnLine<T>(pub T);
+
+impl<T> std::ops::Deref for OwnLine<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 /// Everything the threads and the main thread share.
 pub struct CyclicShared {
     /// cyclictest's `shutdown`: set by a signal, `-D`, `-b` or a failure.
-    pub stop: AtomicBool,
+    /// Every thread reads it every period; on its own line so that the
+    /// fields the threads write now and then (`max_epoch` on a new maximum,
+    /// `spikes`) do not take it away from the others.
+    pub stop: OwnLine<AtomicBool>,
     pub threads: Vec<CyclicLive>,
     /// `-b`: the tid of the thread that broke (0 = none) and its value.
     pub break_tid: AtomicI32,
     pub break_value: AtomicI64,
     /// Bumped on every new maximum (`-M` redraws on a change).
-    pub max_epoch: AtomicU64,
+    pub max_epoch: OwnLine<AtomicU64>,
     /// `--spike`: slots claimed in order; `spikes` counts them all.
     pub spike_slots: Box<[SpikeSlot]>,
     pub spikes: AtomicUsize,
@@ -158,6 +185,9 @@ pub struct CyclicShared {
     pub windows: Vec<WindowRing>,
     /// `-A`/`--secaligned`: the common start (ns of the clock), 0 = not yet.
     start_ns: AtomicU64,
+    /// Without `-A`: the clock read before the threads start, from which
+    /// their phases are spread (`first_expiry`).
+    phase_base: u64,
     ready: AtomicUsize,
 }
 
@@ -248,14 +278,14 @@ pub fn start(plans: &[CyclicThreadPlan], opts: &CyclicOptions) -> Result<CyclicR
         None
     };
     let shared = Arc::new(CyclicShared {
-        stop: AtomicBool::new(false),
+        stop: OwnLine(AtomicBool::new(false)),
         threads: plans
             .iter()
             .map(|_| CyclicLive::new(opts.verbose, opts.smi))
             .collect(),
         break_tid: AtomicI32::new(0),
         break_value: AtomicI64::new(0),
-        max_epoch: AtomicU64::new(0),
+        max_epoch: OwnLine(AtomicU64::new(0)),
         spike_slots: (0..if opts.spike_trigger.is_some() {
             opts.spike_nodes
         } else {
@@ -271,6 +301,7 @@ pub fn start(plans: &[CyclicThreadPlan], opts: &CyclicOptions) -> Result<CyclicR
         },
         start_ns: AtomicU64::new(0),
         ready: AtomicUsize::new(0),
+        phase_base: read_clock(opts.clock),
     });
     let mut handles = Vec::with_capacity(plans.len());
     for (i, plan) in plans.iter().enumerate() {
@@ -296,6 +327,102 @@ pub fn start(plans: &[CyclicThreadPlan], opts: &CyclicOptions) -> Result<CyclicR
         }
     }
     Ok(CyclicRun { shared, handles })
+}
+
+/// How much of the period the threads' phases are spread over at most.
+/// With the default 1000 us interval: the whole period.
+const PHASE_SPREAD_MAX_NS: u64 = 1_000_000;
+
+/// Without `-A`, the first expiry of thread `index` of `threads`, which
+/// started at `now`: the first point of its own timeline that is at least
+/// one interval after its start, the timeline being `base` plus
+/// `index / threads` of the interval (of 1 ms at most) plus whole intervals.
+///
+/// Why: started one right after the other (a few to tens of us apart),
+/// the threads would otherwise wake in lock step for the whole run, every
+/// CPU's timer at the same instant. Wake-ups that coincide on two CPUs
+/// cost each other: on the 2-CPU KVM guest of docs/benchmarks.md part 7,
+/// `cyclictest -S -A 0` (all together) against `-S` (cyclictest's threads
+/// start milliseconds apart, each after its 8 MiB stack is locked, so
+/// their phases fall anywhere), and latscope's lock step against `-A 500`,
+/// cost 4 to 15 % more CPU per wake-up (medians of 8 alternating rounds,
+/// two series on a lightly loaded machine; nothing visible when it was
+/// saturated) and up to 2 us more avg. Spreading the phases on purpose
+/// gives every run the case cyclictest gets by chance. The spread is held
+/// within 1 ms so that with `-l` the last thread is never more than 1 ms
+/// behind the first (the main loop stops the others 10 ms after the first
+/// is done, as cyclictest's does). `-r` and `-s` sleep relative to each
+/// loop, so their phases are where each thread starts.
+fn first_expiry(base: u64, index: usize, threads: usize, interval: u64, now: u64) -> u64 {
+    let offset = interval.min(PHASE_SPREAD_MAX_NS) * index as u64 / threads.max(1) as u64;
+    let anchor = base + offset;
+    let earliest = now + interval;
+    if anchor >= earliest || interval == 0 {
+        return anchor.max(earliest);
+    }
+    anchor + (earliest - anchor).div_ceil(interval) * interval
+}
+
+// What the loop does for a few samples only, or only with --latscope-json,
+// is kept out of line: the loop a plain run executes every period stays a
+// few cache lines of code (the hot path of `sample`, 8 KiB with these
+// inlined, spread over three pages), which a wake-up on a CPU whose caches
+// another task has just used refetches.
+
+/// The Report's figures of one sample (with `--latscope-json` only).
+#[inline(never)]
+fn record_report(
+    report: &mut Option<ThreadReport>,
+    windows: &mut Option<WindowWriter<'_>>,
+    now: u64,
+    diff_ns: i64,
+) {
+    if let Some(r) = report {
+        r.recorder.record(diff_ns);
+    }
+    if let Some(w) = windows {
+        w.record(now, diff_ns);
+    }
+}
+
+/// `--spike`: claims the next slot (one atomic operation) and fills it.
+#[cold]
+#[inline(never)]
+fn record_spike(shared: &CyclicShared, index: usize, diff: i64, now: u64) {
+    let slot = shared.spikes.fetch_add(1, Ordering::Relaxed);
+    if let Some(s) = shared.spike_slots.get(slot) {
+        s.thread.store(index, Ordering::Relaxed);
+        s.diff.store(diff, Ordering::Relaxed);
+        s.ts_us.store((now / 1000) as i64, Ordering::Relaxed);
+    }
+}
+
+/// `-b`: a sample above the limit stops every thread; the first thread to
+/// break records itself and writes the trace mark (`--tracemark`).
+#[cold]
+#[inline(never)]
+fn break_run(
+    shared: &CyclicShared,
+    tid: i32,
+    diff: i64,
+    limit: i64,
+    trace: Option<&Mutex<BreakTrace>>,
+) {
+    shared.stop.store(true, Ordering::Relaxed);
+    if shared
+        .break_tid
+        .compare_exchange(0, tid, Ordering::AcqRel, Ordering::Acquire)
+        .is_ok()
+    {
+        if let Some(trace) = trace
+            && let Ok(mut t) = trace.try_lock()
+        {
+            let mut msg = [0u8; 96];
+            let n = break_message(&mut msg, diff, limit);
+            t.fire(&msg[..n]);
+        }
+        shared.break_value.store(diff, Ordering::Relaxed);
+    }
 }
 
 /// `hit latency threshold (%llu > %d)` into a stack buffer (no allocation).
@@ -408,6 +535,12 @@ fn sample(
         }
     };
     let mut next = now + interval;
+    if opts.align == CyclicAlign::None && n_threads > 1 {
+        next = first_expiry(shared.phase_base, index, n_threads, interval, now);
+        // The thread's own start, as -D and the windows count it, is one
+        // interval before its first expiry: -D gives it as many periods.
+        now = next - interval;
+    }
     let stop_at = opts.duration_ns.map(|d| now + d);
     // Built (and its histograms touched) before the first sample.
     let mut report = plan.report.then(|| ThreadReport {
@@ -433,7 +566,6 @@ fn sample(
     }
     let interval_ts = timespec(interval);
     let mut broke = false;
-    let mut msg = [0u8; 96];
     while !shared.stop.load(Ordering::Relaxed) {
         match opts.wake {
             CyclicWake::PosixTimer => {
@@ -511,21 +643,13 @@ fn sample(
         }
         f.sum += diff;
         live.sum.store(f.sum, Ordering::Relaxed);
-        if let Some(r) = &mut report {
-            r.recorder.record(diff_ns);
-        }
-        if let Some(w) = &mut windows {
-            w.record(now, diff_ns);
+        if report.is_some() {
+            record_report(&mut report, &mut windows, now, diff_ns);
         }
         if let Some(trigger) = opts.spike_trigger
             && diff > trigger
         {
-            let slot = shared.spikes.fetch_add(1, Ordering::Relaxed);
-            if let Some(s) = shared.spike_slots.get(slot) {
-                s.thread.store(index, Ordering::Relaxed);
-                s.diff.store(diff, Ordering::Relaxed);
-                s.ts_us.store((now / 1000) as i64, Ordering::Relaxed);
-            }
+            record_spike(shared, index, diff, now);
         }
         if stop_at.is_some_and(|s| now >= s) {
             shared.stop.store(true, Ordering::Relaxed);
@@ -535,20 +659,7 @@ fn sample(
             && diff > limit
         {
             broke = true;
-            shared.stop.store(true, Ordering::Relaxed);
-            if shared
-                .break_tid
-                .compare_exchange(0, tid, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
-                if let Some(trace) = trace
-                    && let Ok(mut t) = trace.try_lock()
-                {
-                    let n = break_message(&mut msg, diff, limit);
-                    t.fire(&msg[..n]);
-                }
-                shared.break_value.store(diff, Ordering::Relaxed);
-            }
+            break_run(shared, tid, diff, limit, trace);
         }
         f.act = diff;
         live.act.store(diff, Ordering::Relaxed);
@@ -644,5 +755,46 @@ pub fn has_smi_counter() -> bool {
     #[cfg(not(target_arch = "x86_64"))]
     {
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_expiries_spread_the_threads_over_the_period() {
+        let base = 5_000_000_000;
+        let ms = 1_000_000;
+        // Two threads started 3 us and 40 us after the base: half a period apart.
+        let t0 = first_expiry(base, 0, 2, ms, base + 3_000);
+        let t1 = first_expiry(base, 1, 2, ms, base + 40_000);
+        assert_eq!(t0, base + 2 * ms);
+        assert_eq!(t1, base + ms + ms / 2);
+        assert_eq!((t1 - base) % ms, ms / 2);
+        // Thread 0 started at the base itself: exactly one interval later.
+        assert_eq!(first_expiry(base, 0, 2, ms, base), base + ms);
+        // Always at least one interval after the thread's start, less than two.
+        for (index, start) in [(0, 0), (1, 999_999), (3, 123_456), (7, 2_500_000)] {
+            let now = base + start;
+            let first = first_expiry(base, index, 8, ms, now);
+            assert!(first >= now + ms && first < now + 2 * ms, "{index} {start}");
+            assert_eq!((first - base) % ms, index as u64 * ms / 8);
+        }
+    }
+
+    #[test]
+    fn the_spread_stays_within_one_millisecond_for_long_intervals() {
+        let base = 1_000_000_000;
+        let interval = 100_000_000;
+        let first = first_expiry(base, 1, 2, interval, base + 10_000);
+        assert_eq!(first, base + interval + 500_000);
+    }
+
+    #[test]
+    fn no_two_threads_share_a_cache_line_of_live_figures() {
+        assert_eq!(std::mem::align_of::<CyclicLive>(), 128);
+        assert_eq!(std::mem::size_of::<CyclicLive>() % 128, 0);
+        assert_eq!(std::mem::align_of::<OwnLine<AtomicBool>>(), 128);
     }
 }
