@@ -45,10 +45,12 @@ pub enum CyclicWake {
 /// Where the first expiry is placed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CyclicAlign {
-    /// One interval after the thread's own start; with two threads or more
-    /// up to one interval later, their expiries spread over the period (see
-    /// `first_expiry`).
+    /// One interval after the thread's own start.
     None,
+    /// With `-m` (and neither `-A` nor `--secaligned`): with two threads or
+    /// more, up to one interval later than `None`, their expiries spread
+    /// over the period (see `first_expiry`).
+    Spread,
     /// `-A USEC`: all threads from one common start, thread n offset by n*USEC.
     Aligned { offset_ns: u64 },
     /// `--secaligned USEC`: from the next full second (plus USEC).
@@ -333,14 +335,16 @@ pub fn start(plans: &[CyclicThreadPlan], opts: &CyclicOptions) -> Result<CyclicR
 /// With the default 1000 us interval: the whole period.
 const PHASE_SPREAD_MAX_NS: u64 = 1_000_000;
 
-/// Without `-A`, the first expiry of thread `index` of `threads`, which
+/// With `-m` and without `-A`, the first expiry of thread `index` of `threads`, which
 /// started at `now`: the first point of its own timeline that is at least
 /// one interval after its start, the timeline being `base` plus
 /// `index / threads` of the interval (of 1 ms at most) plus whole intervals.
 ///
-/// Why: started one right after the other (a few to tens of us apart),
-/// the threads would otherwise wake in lock step for the whole run, every
-/// CPU's timer at the same instant. Wake-ups that coincide on two CPUs
+/// Why: with `-m`, cyclictest's threads start milliseconds apart (each
+/// locks its 8 MiB stack first), so their wake-ups fall at unrelated
+/// phases; latscope's (MCL_ONFAULT: no stack to populate up front)
+/// start a few to tens of us apart and would wake in lock step for the
+/// whole run, every CPU's timer at the same instant. Wake-ups that coincide on two CPUs
 /// cost each other: on the 2-CPU KVM guest of docs/benchmarks.md part 7,
 /// `cyclictest -S -A 0` (all together) against `-S` (cyclictest's threads
 /// start milliseconds apart, each after its 8 MiB stack is locked, so
@@ -348,7 +352,8 @@ const PHASE_SPREAD_MAX_NS: u64 = 1_000_000;
 /// cost 4 to 15 % more CPU per wake-up (medians of 8 alternating rounds,
 /// two series on a lightly loaded machine; nothing visible when it was
 /// saturated) and up to 2 us more avg. Spreading the phases on purpose
-/// gives every run the case cyclictest gets by chance. The spread is held
+/// gives every `-m` run the case cyclictest gets by chance. Without `-m`
+/// cyclictest's threads start close together too, and so do latscope's. The spread is held
 /// within 1 ms so that with `-l` the last thread is never more than 1 ms
 /// behind the first (the main loop stops the others 10 ms after the first
 /// is done, as cyclictest's does). `-r` and `-s` sleep relative to each
@@ -502,7 +507,7 @@ fn sample(
     };
     let n_threads = shared.threads.len();
     let mut now = match opts.align {
-        CyclicAlign::None => read_clock(opts.clock),
+        CyclicAlign::None | CyclicAlign::Spread => read_clock(opts.clock),
         CyclicAlign::Aligned { offset_ns } | CyclicAlign::SecAligned { offset_ns } => {
             // Every thread waits for all, thread 0 reads the common start.
             shared.ready.fetch_add(1, Ordering::AcqRel);
@@ -535,7 +540,7 @@ fn sample(
         }
     };
     let mut next = now + interval;
-    if opts.align == CyclicAlign::None && n_threads > 1 {
+    if opts.align == CyclicAlign::Spread && n_threads > 1 {
         next = first_expiry(shared.phase_base, index, n_threads, interval, now);
         // The thread's own start, as -D and the windows count it, is one
         // interval before its first expiry: -D gives it as many periods.
