@@ -65,11 +65,12 @@
 # With two threads or more, where the threads' periods fall relative to each
 # other moves both figures: wake-ups at the same instant on two CPUs cost each
 # other (on the 2-CPU KVM guest of docs/benchmarks.md part 7, 4 to 15 % more
-# CPU per wake-up and up to 2 us more avg, for both tools). With -m (as here)
-# cyclictest's threads start milliseconds apart, so their phases fall
+# CPU per wake-up and up to 2 us more avg, for both tools). With -S -m
+# (ct-all) cyclictest's threads start milliseconds apart, so their phases fall
 # anywhere, a new draw every run (part of the run-to-run spread); latscope
 # then spreads them over the period on purpose (src/timer/cyclic.rs,
-# first_expiry). To see the effect, add
+# first_expiry). With -t2 -a (ct-2) both tools' threads wake within tens of
+# microseconds of each other. To see the effect, add
 # `-A 0` (every thread at once) or `-A 500` (half a period apart) to both by
 # hand: both tools take it.
 #

@@ -567,9 +567,9 @@ fn measure(s: &CyclicSettings, online: &[usize], lock_memory: bool) -> Result<Ra
             (None, Some(us)) => CyclicAlign::SecAligned {
                 offset_ns: us * 1000,
             },
-            // cyclictest's -m spreads its threads' phases (see
+            // cyclictest's -S -m spreads its threads' phases (see
             // timer::cyclic::first_expiry).
-            (None, None) if s.mlockall => CyclicAlign::Spread,
+            (None, None) if s.mlockall && s.smp => CyclicAlign::Spread,
             (None, None) => CyclicAlign::None,
         },
         smi: s.smi,

@@ -47,8 +47,8 @@ pub enum CyclicWake {
 pub enum CyclicAlign {
     /// One interval after the thread's own start.
     None,
-    /// With `-m` (and neither `-A` nor `--secaligned`): with two threads or
-    /// more, up to one interval later than `None`, their expiries spread
+    /// With `-S -m` (and neither `-A` nor `--secaligned`): with two threads
+    /// or more, up to one interval later than `None`, their expiries spread
     /// over the period (see `first_expiry`).
     Spread,
     /// `-A USEC`: all threads from one common start, thread n offset by n*USEC.
@@ -335,16 +335,19 @@ pub fn start(plans: &[CyclicThreadPlan], opts: &CyclicOptions) -> Result<CyclicR
 /// With the default 1000 us interval: the whole period.
 const PHASE_SPREAD_MAX_NS: u64 = 1_000_000;
 
-/// With `-m` and without `-A`, the first expiry of thread `index` of `threads`, which
+/// With `-S -m` and without `-A`, the first expiry of thread `index` of `threads`, which
 /// started at `now`: the first point of its own timeline that is at least
 /// one interval after its start, the timeline being `base` plus
 /// `index / threads` of the interval (of 1 ms at most) plus whole intervals.
 ///
-/// Why: with `-m`, cyclictest's threads start milliseconds apart (each
-/// locks its 8 MiB stack first), so their wake-ups fall at unrelated
-/// phases; latscope's (MCL_ONFAULT: no stack to populate up front)
-/// start a few to tens of us apart and would wake in lock step for the
-/// whole run, every CPU's timer at the same instant. Wake-ups that coincide on two CPUs
+/// Why: with `-S -m`, cyclictest's threads start milliseconds apart (each
+/// has its 8 MiB stack made resident first: 18.9 MB peak RSS with two
+/// threads), so their wake-ups fall at unrelated phases (traced on the
+/// 2-CPU guest: 262 and 406 us apart), while latscope's (MCL_ONFAULT:
+/// nothing to populate up front) start a few us apart and would wake in
+/// lock step for the whole run, every CPU's timer at the same instant.
+/// With `-t2 -a -m` or without `-m`, cyclictest's threads wake 0 to 62 us
+/// apart (traced), and so do latscope's: no spread there. Wake-ups that coincide on two CPUs
 /// cost each other: on the 2-CPU KVM guest of docs/benchmarks.md part 7,
 /// `cyclictest -S -A 0` (all together) against `-S` (cyclictest's threads
 /// start milliseconds apart, each after its 8 MiB stack is locked, so
@@ -352,8 +355,7 @@ const PHASE_SPREAD_MAX_NS: u64 = 1_000_000;
 /// cost 4 to 15 % more CPU per wake-up (medians of 8 alternating rounds,
 /// two series on a lightly loaded machine; nothing visible when it was
 /// saturated) and up to 2 us more avg. Spreading the phases on purpose
-/// gives every `-m` run the case cyclictest gets by chance. Without `-m`
-/// cyclictest's threads start close together too, and so do latscope's. The spread is held
+/// gives every `-S -m` run the case cyclictest gets by chance. The spread is held
 /// within 1 ms so that with `-l` the last thread is never more than 1 ms
 /// behind the first (the main loop stops the others 10 ms after the first
 /// is done, as cyclictest's does). `-r` and `-s` sleep relative to each
