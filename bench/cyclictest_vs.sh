@@ -9,7 +9,8 @@
 # --report-only rereads the runs kept in DIR (the rows, medians and verdicts
 # are made again from the raw files; nothing is built or run).
 #
-# 1. Builds latscope in release mode (cargo build --release).
+# 1. Builds latscope in release mode (cargo build --release) and the
+#    cyclictest drop-in (cargo build --profile dropin --bin latscope-cyclictest).
 # 2. Runs every comparison as N pairs of runs (default 5): pair k runs the
 #    original and latscope one after the other, the original first in odd
 #    pairs and latscope first in even ones, so that neither tool always meets
@@ -21,8 +22,10 @@
 #      ct-all  cyclictest -m -p80 -i1000 -d0 -S -l L -q          one per CPU
 #      pt-1    ptsematest -aC1 -p80 -i1000 -d0 -l L -q           one pair
 #      pt-all  ptsematest -S -p80 -i1000 -d0 -l L -q             one pair per CPU
-#    latscope runs `latscope cyclictest ARGS` / `latscope ptsematest ARGS`
-#    with the same ARGS. --only takes a comma list of these names.
+#    latscope runs `cyclictest ARGS` through a link named cyclictest to the
+#    lean drop-in binary built with the dropin profile (what the package's
+#    compat link runs: target/dropin/latscope-cyclictest) and `latscope
+#    ptsematest ARGS`, with the same ARGS. --only takes a comma list of these names.
 # 3. Prints every run, then per comparison the median over the pairs of each
 #    figure for each tool, their ratio latscope/original, and the verdict per
 #    goal:
@@ -158,6 +161,13 @@ if [ "$REPORT_ONLY" = 0 ]; then
   echo "loops per run: $LOOPS ($SECS s at $INTERVAL_US us); pairs of runs: $PAIRS"
   echo
   build_latscope "$BUILD_TIMEOUT"
+  # The cyclictest drop-in as the package ships it: the lean binary, built
+  # with the dropin profile, run through a link named cyclictest.
+  run_bounded build-dropin "$BUILD_TIMEOUT" cargo build --profile dropin \
+    --bin latscope-cyclictest --manifest-path "$REPO/Cargo.toml" \
+    || die "build of the drop-in failed (see $OUT/build-dropin.err)"
+  mkdir -p "$OUT/compat"
+  ln -sfn "$REPO/target/dropin/latscope-cyclictest" "$OUT/compat/cyclictest"
 fi
 
 # args_of NAME: sets TOOL (the original's name) and ARGS (without --json).
@@ -204,6 +214,8 @@ one_run() {
   args_of "$name"
   if [ "$who" = orig ]; then
     cmd=("$RTBIN/$TOOL")
+  elif [ "$TOOL" = cyclictest ]; then
+    cmd=("$OUT/compat/cyclictest")
   else
     cmd=("$LATSCOPE" "$TOOL")
   fi
