@@ -240,9 +240,16 @@ pub fn atoi(text: &str) -> i64 {
     if neg { -n } else { n.min(i64::from(i32::MAX)) }
 }
 
-/// Splits raw arguments into (option name, value) pairs, GNU style.
-fn tokenize(args: &[String]) -> Result<Vec<(&'static str, Option<String>)>, CyclicUsage> {
-    getopt_long(OPTIONS, &[LATSCOPE_JSON], args)
+/// Splits raw arguments into (option name, value) pairs, GNU style: the
+/// options before getopt's first complaint, and that complaint. cyclictest
+/// acts on each option as getopt returns it, so an option before the bad
+/// word can still end the run its own way (`-a -1`: libnuma's warning).
+type Tokens = (Vec<(&'static str, Option<String>)>, Option<CyclicUsage>);
+
+fn tokenize(args: &[String]) -> Tokens {
+    let mut seen = Vec::new();
+    let error = getopt_long_into(OPTIONS, &[LATSCOPE_JSON], args, &mut seen).err();
+    (seen, error)
 }
 
 /// GNU getopt_long over `options` (long name, short letter, argument), for
@@ -258,6 +265,18 @@ pub fn getopt_long(
     args: &[String],
 ) -> Result<Vec<(&'static str, Option<String>)>, CyclicUsage> {
     let mut out = Vec::new();
+    getopt_long_into(options, full_only, args, &mut out)?;
+    Ok(out)
+}
+
+/// `getopt_long`, the options found so far pushed to `out` (also when it
+/// fails).
+fn getopt_long_into(
+    options: &[(&'static str, Option<char>, Arg)],
+    full_only: &[&'static str],
+    args: &[String],
+    out: &mut Vec<(&'static str, Option<String>)>,
+) -> Result<(), CyclicUsage> {
     let mut i = 0;
     while i < args.len() {
         let word = &args[i];
@@ -366,7 +385,7 @@ pub fn getopt_long(
             out.push((found.0, value));
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// cyclictest's hand-made optional argument: it peeks at the next word and
@@ -628,7 +647,8 @@ impl CyclicSettings {
         let mut option_affinity = false;
         let mut error = false;
         let mut latscope_json = None;
-        for (name, value) in tokenize(args)? {
+        let (tokens, getopt_error) = tokenize(args);
+        for (name, value) in tokens {
             let v = value.as_deref().unwrap_or_default();
             let n = atoi(v);
             match name {
@@ -742,6 +762,9 @@ impl CyclicSettings {
                 LATSCOPE_JSON => latscope_json = value,
                 _ => unreachable!("every option of OPTIONS is handled"),
             }
+        }
+        if let Some(e) = getopt_error {
+            return Err(e);
         }
         if s.system && s.posix_timers {
             s.warnings.extend([
