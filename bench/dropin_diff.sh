@@ -12,7 +12,10 @@
 #     compared as one redraw, since how many there are depends on timing;
 #   - every file the run leaves in its directory (--json=FILE, --histfile=F,
 #     -F's pipe): names, types and masked contents (JSON numbers masked
-#     whatever their width; its non-zero histogram buckets compared as one).
+#     whatever their width; its non-zero histogram buckets compared as one);
+#   - what real consumers' parsing logic (OSADL's plot recipe, rteval, LAVA's
+#     T:-line regex, kernelci's JSON reader; bench/dropin_parsers.py) gets
+#     out of stdout and the JSON file: the same fields, rows and types.
 #
 #   bench/dropin_diff.sh [--only REGEX] [--keep DIR] [--list]
 #
@@ -21,7 +24,7 @@
 # --list prints the cases. Uses $LATSCOPE (default target/release/latscope,
 # built beforehand: this script does not build) and the real tools from
 # $RTBIN (default /usr/bin). Needs root (real-time priorities, mlockall),
-# perl, timeout. Runs are short (-l 20..200 loops, -D 1): about 2 minutes.
+# perl, python3, timeout. Runs are short (-l 20..200 loops, -D 1): about 2 minutes.
 #
 # A case whose difference is a defect of the real tool that latscope does not
 # copy (README, "Drop-in for cyclictest", what differs) is marked `known`: it
@@ -52,6 +55,7 @@ for t in cyclictest ptsematest; do
   [ -x "$RTBIN/$t" ] || { echo "error: $RTBIN/$t not found (Debian rt-tests)" >&2; exit 1; }
 done
 command -v perl >/dev/null || { echo "error: perl not found" >&2; exit 1; }
+command -v python3 >/dev/null || { echo "error: python3 not found" >&2; exit 1; }
 
 # Both sides' paths have the same length (real/ours), so a path printed in a
 # padded field keeps its width once replaced by @D@.
@@ -399,6 +403,10 @@ run_side() { # SIDE TOOL ARGVSTRING -> $WORK/SIDE/{out,err,rc,files}
   mask text "$dir" <"$base/out.raw" | squeeze_redraws >"$base/out"
   mask text "$dir" <"$base/err.raw" >"$base/err"
   files_of "$dir" >"$base/files"
+  # what the consumers' parsers (bench/dropin_parsers.py) get out of it
+  local json
+  json=$(find "$dir" -maxdepth 1 -name '*.json' -type f | LC_ALL=C sort | head -1)
+  python3 "$REPO/bench/dropin_parsers.py" "$base/out.raw" ${json:+"$json"} >"$base/parsed" 2>&1
   # a -F pipe or anything else the tool made goes with the run
   rm -rf "$dir"
 }
@@ -408,7 +416,7 @@ compare_once() { # TOOL ARGV -> 0 same, 1 different (details in $WORK/diff)
   run_side ours "$1" "$2"
   : >"$WORK/diff"
   local what
-  for what in rc out err files; do
+  for what in rc out err files parsed; do
     if ! cmp -s "$WORK/real/$what" "$WORK/ours/$what"; then
       echo "--- $what (real / ours)" >>"$WORK/diff"
       diff -a "$WORK/real/$what" "$WORK/ours/$what" | head -20 >>"$WORK/diff"
