@@ -175,7 +175,7 @@ pub enum Arg {
     No,
     Required,
     /// Attached (`-t4`, `--threads=4`) or, as cyclictest does by hand, the
-    /// next word when it looks like a value (see `take_optional`).
+    /// next word when it looks like a value (see `cyclictest_peek`).
     Optional,
 }
 
@@ -248,7 +248,7 @@ type Tokens = (Vec<(&'static str, Option<String>)>, Option<CyclicUsage>);
 
 fn tokenize(args: &[String]) -> Tokens {
     let mut seen = Vec::new();
-    let error = getopt_long_into(OPTIONS, &[LATSCOPE_JSON], args, &mut seen).err();
+    let error = getopt_long_into(OPTIONS, &[LATSCOPE_JSON], args, cyclictest_peek, &mut seen).err();
     (seen, error)
 }
 
@@ -265,16 +265,20 @@ pub fn getopt_long(
     args: &[String],
 ) -> Result<Vec<(&'static str, Option<String>)>, CyclicUsage> {
     let mut out = Vec::new();
-    getopt_long_into(options, full_only, args, &mut out)?;
+    getopt_long_into(options, full_only, args, cyclictest_peek, &mut out)?;
     Ok(out)
 }
 
 /// `getopt_long`, the options found so far pushed to `out` (also when it
 /// fails).
-fn getopt_long_into(
+/// `peek(option, next_word)`: whether an optional value not attached to its
+/// option is the next word (each tool decides by hand, see `cyclictest_peek`);
+/// that word is read by getopt afterwards all the same.
+pub fn getopt_long_into(
     options: &[(&'static str, Option<char>, Arg)],
     full_only: &[&'static str],
     args: &[String],
+    peek: fn(&str, &str) -> bool,
     out: &mut Vec<(&'static str, Option<String>)>,
 ) -> Result<(), CyclicUsage> {
     let mut i = 0;
@@ -341,7 +345,7 @@ fn getopt_long_into(
                     }
                 },
                 (Arg::Optional, Some(v)) => Some(v),
-                (Arg::Optional, None) => take_optional(found.0, args, &mut i),
+                (Arg::Optional, None) => args.get(i).filter(|next| peek(found.0, next)).cloned(),
             };
             out.push((found.0, value));
             continue;
@@ -380,7 +384,7 @@ fn getopt_long_into(
                     k = chars.len();
                     Some(rest)
                 }
-                Arg::Optional => take_optional(found.0, args, &mut i),
+                Arg::Optional => args.get(i).filter(|next| peek(found.0, next)).cloned(),
             };
             out.push((found.0, value));
         }
@@ -393,10 +397,9 @@ fn getopt_long_into(
 /// starting with `0`, `!` or `a`, as in `all`). It does not move getopt on:
 /// the word is then parsed as any other, so a value (`4`) is a skipped
 /// non-option word and `-1` is an option again (`invalid option -- '1'`).
-fn take_optional(option: &str, args: &[String], i: &mut usize) -> Option<String> {
-    let next = args.get(*i)?;
+fn cyclictest_peek(option: &str, next: &str) -> bool {
     let cpu_list = option == "affinity" && next.starts_with(['0', '!', 'a']);
-    (atoi(next) != 0 || cpu_list).then(|| next.clone())
+    atoi(next) != 0 || cpu_list
 }
 
 /// `--latscope-json`'s file, checked as every latscope output is before
