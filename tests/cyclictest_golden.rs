@@ -684,7 +684,10 @@ fn unparseable_affinity_is_libnumas_warning_then_usage() {
 #[test]
 fn bad_mainaffinity_warns_and_runs() {
     let (out, err, code) = run(&["--mainaffinity=99", "-q", "-l", "5"]);
-    assert_eq!((err.as_str(), code), (golden("mainaffinity_99.err").as_str(), 0));
+    assert_eq!(
+        (err.as_str(), code),
+        (golden("mainaffinity_99.err").as_str(), 0)
+    );
     assert_same_layout(&["--mainaffinity=99"], &out, &golden("q_l50.txt"));
 }
 

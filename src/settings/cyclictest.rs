@@ -480,7 +480,8 @@ fn strtoul0(s: &str) -> (u64, usize) {
     if matches!(b.get(k), Some(b'-' | b'+')) {
         k += 1;
     }
-    let (radix, start) = if b.get(k) == Some(&b'0') && matches!(b.get(k + 1), Some(b'x' | b'X'))
+    let (radix, start) = if b.get(k) == Some(&b'0')
+        && matches!(b.get(k + 1), Some(b'x' | b'X'))
         && b.get(k + 2).is_some_and(u8::is_ascii_hexdigit)
     {
         (16, k + 2)
@@ -500,7 +501,10 @@ fn strtoul0(s: &str) -> (u64, usize) {
         n.saturating_mul(u64::from(radix))
             .saturating_add(u64::from((*c as char).to_digit(radix).unwrap_or(0)))
     });
-    (if neg { value.wrapping_neg() } else { value }, start + digits)
+    (
+        if neg { value.wrapping_neg() } else { value },
+        start + digits,
+    )
 }
 
 /// libnuma's `numa_parse_cpustring_all`, which cyclictest's `-a LIST` and
@@ -531,7 +535,10 @@ pub fn numa_parse_cpustring(text: &str, allowed: &[usize]) -> Result<Vec<usize>,
             return (None, 0);
         }
         let n = if relative {
-            allowed.get(usize::try_from(n).unwrap_or(usize::MAX)).copied().unwrap_or(usize::MAX)
+            allowed
+                .get(usize::try_from(n).unwrap_or(usize::MAX))
+                .copied()
+                .unwrap_or(usize::MAX)
         } else {
             usize::try_from(n).unwrap_or(usize::MAX)
         };
@@ -571,7 +578,11 @@ pub fn numa_parse_cpustring(text: &str, allowed: &[usize]) -> Result<Vec<usize>,
         return Err(None);
     }
     if invert {
-        cpus = allowed.iter().copied().filter(|c| !cpus.contains(c)).collect();
+        cpus = allowed
+            .iter()
+            .copied()
+            .filter(|c| !cpus.contains(c))
+            .collect();
     }
     cpus.sort_unstable();
     cpus.dedup();
@@ -1186,15 +1197,21 @@ mod tests {
         let warning = |m: &str| format!("libnuma: Warning: {m}\n");
         assert_eq!(
             parse(&["-a", "abc"]),
-            Err(CyclicUsage::Invalid(vec![warning("unparseable cpu description `abc'")]))
+            Err(CyclicUsage::Invalid(vec![warning(
+                "unparseable cpu description `abc'"
+            )]))
         );
         assert_eq!(
             parse(&["-a99"]),
-            Err(CyclicUsage::Invalid(vec![warning("cpu argument 99 is out of range")]))
+            Err(CyclicUsage::Invalid(vec![warning(
+                "cpu argument 99 is out of range"
+            )]))
         );
         assert_eq!(
             parse(&["-a", "-1"]),
-            Err(CyclicUsage::Invalid(vec![warning("cpu argument -1 is out of range")]))
+            Err(CyclicUsage::Invalid(vec![warning(
+                "cpu argument -1 is out of range"
+            )]))
         );
         assert_eq!(parse(&["-a", "1a"]), Err(CyclicUsage::Invalid(vec![])));
         // A word after -a is its list only when it looks like one.
@@ -1204,8 +1221,14 @@ mod tests {
         assert_eq!(s.main_affinity, None);
         assert_eq!(s.warnings, vec![warning("cpu argument 99 is out of range")]);
         let s = parse(&["--mainaffinity=abc"]).unwrap();
-        assert_eq!(s.warnings, vec![warning("unparseable cpu description `abc'")]);
-        assert_eq!(parse(&["--mainaffinity=1"]).unwrap().main_affinity, Some(vec![1]));
+        assert_eq!(
+            s.warnings,
+            vec![warning("unparseable cpu description `abc'")]
+        );
+        assert_eq!(
+            parse(&["--mainaffinity=1"]).unwrap().main_affinity,
+            Some(vec![1])
+        );
     }
 
     /// An optional value is peeked at, not consumed: getopt then reads the

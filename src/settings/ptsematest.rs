@@ -31,6 +31,11 @@ const OPTIONS: &[(&str, Option<char>, Arg)] = &[
     ("help", Some('h'), Arg::No),
 ];
 
+/// latscope's own options taken under the ptsematest name, spelled in full
+/// with a value (`--format modern`: latscope's report instead of
+/// ptsematest's lines); getopt's abbreviations stay ptsematest's.
+const LATSCOPE_OWN: &[&str] = &["format"];
+
 /// ptsematest takes the next word as `-a`'s or `-t`'s value when `atoi`
 /// makes a number other than 0 of it (and getopt then reads it again).
 fn peek(_option: &str, next: &str) -> bool {
@@ -58,10 +63,19 @@ fn usage(stderr: String, code: i32) -> Answer {
 /// messages (argv[0] as typed); `cpus` is how many CPUs ptsematest would see.
 pub fn rewrite(args: &[String], program: &str, cpus: usize) -> Result<Vec<String>, Answer> {
     let mut found = Vec::new();
-    if let Err(e) = getopt_long_into(OPTIONS, &[], args, peek, &mut found) {
+    if let Err(e) = getopt_long_into(OPTIONS, LATSCOPE_OWN, args, peek, &mut found) {
         let message = match e {
             CyclicUsage::Getopt(m) => m,
-            other => format!("{other:?}"),
+            // Only latscope's own option can fail otherwise: its value
+            // is missing (one line, exit 2, as latscope's usage errors).
+            _ => {
+                return Err(Answer {
+                    stdout: String::new(),
+                    stderr: "latscope: error: --format needs a value: --format classic|modern\n"
+                        .into(),
+                    code: 2,
+                });
+            }
         };
         // ptsematest acts on --help as getopt returns it, before the bad word.
         if found.iter().any(|(name, _)| *name == "help") {
@@ -91,7 +105,7 @@ pub fn rewrite(args: &[String], program: &str, cpus: usize) -> Result<Vec<String
             ("smp", _) => words.push("-S".to_string()),
             (_, None) => words.push(format!("--{name}")),
             // Kept as typed: the duration's suffixes, the JSON file name.
-            ("duration" | "json", _) => {
+            ("duration" | "json" | "format", _) => {
                 words.push(format!("--{name}={}", value.unwrap_or_default()))
             }
             (_, Some(n)) => words.push(format!("--{name}={n}")),
@@ -133,7 +147,10 @@ mod tests {
             rw(&["--d", "5"]).unwrap_err().stderr,
             "ptsematest: option '--d' is ambiguous; possibilities: '--distance' '--duration'\n"
         );
-        assert_eq!(rw(&["-t", "-1"]).unwrap_err().stderr, "ptsematest: invalid option -- '1'\n");
+        assert_eq!(
+            rw(&["-t", "-1"]).unwrap_err().stderr,
+            "ptsematest: invalid option -- '1'\n"
+        );
     }
 
     #[test]
@@ -158,12 +175,19 @@ mod tests {
             vec!["-q", "-S", "--prio=90", "--loops=50"]
         );
         // atoi: a number's tail and words without one.
-        assert_eq!(rw(&["-i", "abc", "-l20x"]).unwrap(), vec!["--interval=0", "--loops=20"]);
+        assert_eq!(
+            rw(&["-i", "abc", "-l20x"]).unwrap(),
+            vec!["--interval=0", "--loops=20"]
+        );
         // -t/-a take the next word only when atoi makes a number of it.
         assert_eq!(rw(&["-t", "2"]).unwrap(), vec!["--threads=2"]);
         assert_eq!(rw(&["-t", "0"]).unwrap(), vec!["--threads"]);
         assert_eq!(rw(&["-a", "abc"]).unwrap(), vec!["--affinity"]);
         assert_eq!(rw(&["--affinity=1"]).unwrap(), vec!["--affinity=1"]);
+        assert_eq!(
+            rw(&["--format", "modern", "-q"]).unwrap(),
+            vec!["--format=modern", "-q"]
+        );
         assert_eq!(
             rw(&["--json=f.json", "-D", "1m"]).unwrap(),
             vec!["--json=f.json", "--duration=1m"]
