@@ -713,3 +713,27 @@ fn empty_json_name_is_no_json() {
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+/// A `--json` file that cannot be opened: rt-tests' `err_exit` (the line,
+/// `: ` and strerror's words) before the final block, exit code the errno.
+#[test]
+fn unwritable_json_is_rt_tests_err_exit() {
+    let (out, err, code) = run(&["-q", "-l", "5", "--json=/nonexistent/dir/f"]);
+    assert_eq!(err, golden("json_nodir.err"));
+    assert_eq!(out, golden("json_nodir.txt"));
+    assert_eq!(code.to_string(), golden("json_nodir.rc").trim());
+    let dir = tempfile::tempdir().unwrap();
+    let arg = format!("--json={}", dir.path().display());
+    let (out, err, code) = run(&["-q", "-l", "5", &arg]);
+    assert_eq!(
+        (err, code),
+        (
+            format!(
+                "Failed to open '{}'\n: Is a directory\n",
+                dir.path().display()
+            ),
+            libc::EISDIR
+        )
+    );
+    assert_eq!(out, golden("json_nodir.txt"));
+}

@@ -85,8 +85,18 @@ pub fn run(args: &[String]) -> Result<i32, CommandError> {
     match settings.latscope_json.clone() {
         None => {
             let ran = measure(&settings, &online, true)?;
-            print(&ran.final_block);
-            Ok(0)
+            // cyclictest writes the JSON before its final block and ends
+            // there when it cannot: no final block then.
+            match ran.json_failure {
+                Some(f) => {
+                    let _ = std::io::stderr().write_all(f.message.as_bytes());
+                    Ok(f.code)
+                }
+                None => {
+                    print(&ran.final_block);
+                    Ok(0)
+                }
+            }
         }
         Some(path) => crate::pipeline::run(&mut CyclicMeasurement {
             settings: &settings,
@@ -140,6 +150,11 @@ impl Measurement for CyclicMeasurement<'_> {
         let s = self.settings;
         let window = CpuWindow::open();
         let ran = measure(s, self.online, false)?;
+        if let Some(f) = &ran.json_failure {
+            return Err(CommandError::Runtime(
+                f.message.trim_end().replace('\n', ""),
+            ));
+        }
         let cpu_use = window.close();
         if let Ok(mut block) = self.final_block.lock() {
             block.clone_from(&ran.final_block);
@@ -290,6 +305,15 @@ struct Ran {
     started: std::time::SystemTime,
     ended: std::time::SystemTime,
     elapsed: Duration,
+    /// `--json` could not be written: what cyclictest says then.
+    json_failure: Option<JsonFailure>,
+}
+
+/// rt-tests' `err_exit(errno, "Failed to open '%s'\n", file)`: the line,
+/// `: ` and the reason, and the errno as the exit code.
+struct JsonFailure {
+    message: String,
+    code: i32,
 }
 
 /// The name getopt's messages start with: argv[0] as typed when started
@@ -676,9 +700,10 @@ fn measure(s: &CyclicSettings, online: &[usize], lock_memory: bool) -> Result<Ra
     if let Some(e) = failure {
         return Err(CommandError::Runtime(e));
     }
-    if let Some(path) = &s.json {
-        write_json(s, path, &start_time, &end_time, &threads)?;
-    }
+    let json_failure = match &s.json {
+        Some(path) => write_json(s, path, &start_time, &end_time, &threads).err(),
+        None => None,
+    };
     let mut text = String::new();
     if s.quiet && s.histogram == 0 {
         for (i, t) in threads.iter().enumerate() {
@@ -746,6 +771,7 @@ fn measure(s: &CyclicSettings, online: &[usize], lock_memory: bool) -> Result<Ra
         end_reason,
         started,
         ended,
+        json_failure,
         elapsed,
     })
 }
@@ -849,9 +875,12 @@ fn write_json(
     start_time: &str,
     end_time: &str,
     threads: &[CyclicThread],
-) -> Result<(), CommandError> {
-    let uts = nix::sys::utsname::uname()
-        .map_err(|e| CommandError::Runtime(format!("uname failed: {e}")))?;
+) -> Result<(), JsonFailure> {
+    let failed = |reason: String, code: i32| JsonFailure {
+        message: format!("Failed to open '{path}'\n: {reason}\n"),
+        code,
+    };
+    let uts = nix::sys::utsname::uname().map_err(|e| failed(e.desc().to_string(), e as i32))?;
     let text_of = |s: &std::ffi::OsStr| s.to_string_lossy().into_owned();
     let header = JsonHeader {
         cmdline: &s.cmdline,
@@ -870,7 +899,17 @@ fn write_json(
     crate::rt::outfile::write_output_file(std::path::Path::new(path), &mut |w| {
         w.write_all(body.as_bytes())
     })
-    .map_err(|e| CommandError::Runtime(format!("could not write {path}: {e}")))
+    .map_err(|e| {
+        // strerror's words and the errno, as err_exit; latscope's own
+        // refusals (rt::outfile) have none: a directory is EISDIR there.
+        let errno = e
+            .raw_os_error()
+            .or_else(|| std::path::Path::new(path).is_dir().then_some(libc::EISDIR));
+        match errno {
+            Some(n) => failed(nix::errno::Errno::from_raw(n).desc().to_string(), n),
+            None => failed(e.to_string(), 1),
+        }
+    })
 }
 
 /// Now as rt-tests writes it: `strftime("%a, %d %b %Y %T %z")`, local time.
