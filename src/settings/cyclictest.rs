@@ -492,7 +492,7 @@ fn strtoul0(s: &str) -> (u64, usize) {
     };
     let digits = b[start..]
         .iter()
-        .take_while(|c| (**c as char).to_digit(radix).is_some())
+        .take_while(|c| (**c as char).is_digit(radix))
         .count();
     if digits == 0 {
         return (0, 0);
