@@ -455,16 +455,19 @@ pub fn parse_cpu_list(value: &str, online: &[usize]) -> Option<Vec<usize>> {
         }
         cpus.extend(lo..=hi);
     }
+    let cpus = cpu_set(cpus, invert, online);
+    (!cpus.is_empty()).then_some(cpus)
+}
+
+/// The CPUs a list named, sorted and once each; with `!` every CPU of `all`
+/// it did not name.
+fn cpu_set(mut cpus: Vec<usize>, invert: bool, all: &[usize]) -> Vec<usize> {
     if invert {
-        cpus = online
-            .iter()
-            .copied()
-            .filter(|c| !cpus.contains(c))
-            .collect();
+        cpus = all.iter().copied().filter(|c| !cpus.contains(c)).collect();
     }
     cpus.sort_unstable();
     cpus.dedup();
-    (!cpus.is_empty()).then_some(cpus)
+    cpus
 }
 
 /// C's `strtoul(s, &end, 0)`: leading blanks, a sign, `0x` hex or `0`
@@ -577,16 +580,7 @@ pub fn numa_parse_cpustring(text: &str, allowed: &[usize]) -> Result<Vec<usize>,
     if !s.is_empty() {
         return Err(None);
     }
-    if invert {
-        cpus = allowed
-            .iter()
-            .copied()
-            .filter(|c| !cpus.contains(c))
-            .collect();
-    }
-    cpus.sort_unstable();
-    cpus.dedup();
-    Ok(cpus)
+    Ok(cpu_set(cpus, invert, allowed))
 }
 
 /// rt-tests' HIST_MAX: larger `-h` values are cut to it.
