@@ -129,6 +129,33 @@ fn main() {
     latscope::entry::start(run_main)
 }
 
+/// `ptsematest ARGS` -> the words latscope's parser takes for them, or
+/// ptsematest's own answer printed and the process ended with its code.
+/// Words that are not UTF-8 are left to latscope's parser (one line, exit 2).
+fn ptsematest_words(raw: Vec<OsString>) -> Vec<OsString> {
+    let Some(words) = raw[1..]
+        .iter()
+        .map(|w| w.to_str().map(str::to_string))
+        .collect::<Option<Vec<String>>>()
+    else {
+        return raw;
+    };
+    let program = latscope::cli::getopt_program_name("ptsematest");
+    let cpus = latscope::rt::sched::allowed_cpus().len();
+    match latscope::settings::ptsematest::rewrite(&words, &program, cpus) {
+        Ok(words) => std::iter::once(raw[0].clone())
+            .chain(words.into_iter().map(OsString::from))
+            .collect(),
+        Err(answer) => {
+            let _ = std::io::stderr().write_all(answer.stderr.as_bytes());
+            let mut out = std::io::stdout();
+            let _ = out.write_all(answer.stdout.as_bytes());
+            let _ = out.flush();
+            std::process::exit(answer.code);
+        }
+    }
+}
+
 /// Parse and dispatch, on the `entry::MAIN_STACK` thread: the exit code.
 fn run_main() -> i32 {
     let mut raw: Vec<OsString> = std::env::args_os().collect();
@@ -139,6 +166,11 @@ fn run_main() -> i32 {
         raw.remove(0);
     }
     let compat = compat_name(&raw);
+    // ptsematest's own command line first: its help, getopt's complaints
+    // and its refusals in its words (settings::ptsematest).
+    if compat == Some("ptsematest") {
+        raw = ptsematest_words(raw);
+    }
     // Under a compatibility name the arguments are parsed as that tool's
     // first, so that its help and its usage errors speak as that tool
     // (`Usage: pmqtest [OPTIONS]`, `--format [default: classic]`, `see

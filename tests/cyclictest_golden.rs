@@ -784,3 +784,88 @@ fn timer_offers_the_posix_timer_wake_method() {
         "{samples} samples, {overruns} overruns"
     );
 }
+
+// Differences bench/dropin_diff.sh found between rt-tests 2.40's cyclictest
+// and the drop-in, each fixed and pinned here against the real tool's output.
+
+/// With -S cyclictest does not look up NUMA nodes: `"node": -1`.
+#[test]
+fn json_smp_node_is_minus_one() {
+    assert_json(&["-q", "-S", "-l", "20"], "json_S.json");
+}
+
+/// Any -b other than 0 lists the thread ids; a negative one never breaks.
+#[test]
+fn negative_breaktrace_lists_thread_ids() {
+    assert_layout(&["-q", "-l", "20", "-b", "-5"], "b_neg.txt");
+}
+
+/// `-a LIST` libnuma refuses: libnuma's warning and an empty line on
+/// stderr, the usage on stdout, exit 1; also when the list is the next word.
+#[test]
+fn unparseable_affinity_is_libnumas_warning_then_usage() {
+    for args in [&["-a", "abc", "-q", "-l", "5"][..], &["-aabc", "-q", "-l5"]] {
+        let (out, err, code) = run(args);
+        assert_eq!(err, golden("a_abc.err"), "{args:?}");
+        assert_eq!(out, golden("bad_opt.out"), "{args:?}");
+        assert_eq!(code, 1, "{args:?}");
+    }
+}
+
+/// `--mainaffinity` libnuma refuses: the warning, and the run goes on.
+#[test]
+fn bad_mainaffinity_warns_and_runs() {
+    let (out, err, code) = run(&["--mainaffinity=99", "-q", "-l", "5"]);
+    assert_eq!(
+        (err.as_str(), code),
+        (golden("mainaffinity_99.err").as_str(), 0)
+    );
+    assert_same_layout(&["--mainaffinity=99"], &out, &golden("q_l50.txt"));
+}
+
+/// `-t -1`: cyclictest peeks at the word after -t without taking it, so
+/// getopt then reads `-1` as an option.
+#[test]
+fn optional_value_that_is_an_option() {
+    let (out, err, code) = run(&["-q", "-t", "-1", "-l", "5"]);
+    assert_eq!(err, "cyclictest: invalid option -- '1'\n");
+    assert_eq!((out.as_str(), code), (golden("bad_opt.out").as_str(), 0));
+}
+
+/// `--json=`: no JSON written, the run as without it.
+#[test]
+fn empty_json_name_is_no_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(bin())
+        .current_dir(dir.path())
+        .args(["cyclictest", "--json=", "-q", "-l", "5"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+/// A `--json` file that cannot be opened: rt-tests' `err_exit` (the line,
+/// `: ` and strerror's words) before the final block, exit code the errno.
+#[test]
+fn unwritable_json_is_rt_tests_err_exit() {
+    let (out, err, code) = run(&["-q", "-l", "5", "--json=/nonexistent/dir/f"]);
+    assert_eq!(err, golden("json_nodir.err"));
+    assert_eq!(out, golden("json_nodir.txt"));
+    assert_eq!(code.to_string(), golden("json_nodir.rc").trim());
+    let dir = tempfile::tempdir().unwrap();
+    let arg = format!("--json={}", dir.path().display());
+    let (out, err, code) = run(&["-q", "-l", "5", &arg]);
+    assert_eq!(
+        (err, code),
+        (
+            format!(
+                "Failed to open '{}'\n: Is a directory\n",
+                dir.path().display()
+            ),
+            libc::EISDIR
+        )
+    );
+    assert_eq!(out, golden("json_nodir.txt"));
+}

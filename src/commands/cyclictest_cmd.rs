@@ -121,8 +121,18 @@ pub fn run(args: &[String]) -> Result<i32, CommandError> {
 pub fn run_classic(settings: &CyclicSettings, online: &[usize]) -> Result<i32, CommandError> {
     print_warnings(settings);
     let ran = measure(settings, online, true)?;
-    print(&ran.final_block);
-    Ok(0)
+    // cyclictest writes the JSON before its final block and ends there when
+    // it cannot: no final block then.
+    match ran.json_failure {
+        Some(f) => {
+            let _ = std::io::stderr().write_all(f.message.as_bytes());
+            Ok(f.code)
+        }
+        None => {
+            print(&ran.final_block);
+            Ok(0)
+        }
+    }
 }
 
 /// cyclictest's warnings about the options, on stderr before the run.
@@ -175,6 +185,11 @@ impl Measurement for CyclicMeasurement<'_> {
         let s = self.settings;
         let window = CpuWindow::open();
         let ran = measure(s, self.online, false)?;
+        if let Some(f) = &ran.json_failure {
+            return Err(CommandError::Runtime(
+                f.message.trim_end().replace('\n', ""),
+            ));
+        }
         let cpu_use = window.close();
         if let Ok(mut block) = self.final_block.lock() {
             block.clone_from(&ran.final_block);
@@ -325,6 +340,15 @@ struct Ran {
     started: std::time::SystemTime,
     ended: std::time::SystemTime,
     elapsed: Duration,
+    /// `--json` could not be written: what cyclictest says then.
+    json_failure: Option<JsonFailure>,
+}
+
+/// rt-tests' `err_exit(errno, "Failed to open '%s'\n", file)`: the line,
+/// `: ` and the reason, and the errno as the exit code.
+struct JsonFailure {
+    message: String,
+    code: i32,
 }
 
 /// The name getopt's messages start with: argv[0] as typed when started
@@ -728,9 +752,10 @@ fn measure(s: &CyclicSettings, online: &[usize], lock_memory: bool) -> Result<Ra
     if let Some(e) = failure {
         return Err(CommandError::Runtime(e));
     }
-    if let Some(path) = &s.json {
-        write_json(s, path, &start_time, &end_time, &threads)?;
-    }
+    let json_failure = match &s.json {
+        Some(path) => write_json(s, path, &start_time, &end_time, &threads).err(),
+        None => None,
+    };
     let mut text = String::new();
     if s.quiet && s.histogram == 0 {
         for (i, t) in threads.iter().enumerate() {
@@ -767,7 +792,9 @@ fn measure(s: &CyclicSettings, online: &[usize], lock_memory: bool) -> Result<Ra
             None => text.push_str(&block),
         }
     }
-    if opts.break_limit.is_some() {
+    // cyclictest lists the thread ids for any -b other than 0, a negative
+    // one (which never breaks) included.
+    if s.breaktrace != 0 {
         let tids: Vec<i32> = threads.iter().map(|t| t.tid).collect();
         let tid = shared.break_tid.load(Ordering::Acquire);
         let broke = (tid != 0).then(|| (tid, shared.break_value.load(Ordering::Relaxed)));
@@ -796,6 +823,7 @@ fn measure(s: &CyclicSettings, online: &[usize], lock_memory: bool) -> Result<Ra
         end_reason,
         started,
         ended,
+        json_failure,
         elapsed,
     })
 }
@@ -889,9 +917,12 @@ fn write_json(
     start_time: &str,
     end_time: &str,
     threads: &[CyclicThread],
-) -> Result<(), CommandError> {
-    let uts = nix::sys::utsname::uname()
-        .map_err(|e| CommandError::Runtime(format!("uname failed: {e}")))?;
+) -> Result<(), JsonFailure> {
+    let failed = |reason: String, code: i32| JsonFailure {
+        message: format!("Failed to open '{path}'\n: {reason}\n"),
+        code,
+    };
+    let uts = nix::sys::utsname::uname().map_err(|e| failed(e.desc().to_string(), e as i32))?;
     let text_of = |s: &std::ffi::OsStr| s.to_string_lossy().into_owned();
     let header = JsonHeader {
         cmdline: &s.cmdline,
@@ -904,12 +935,23 @@ fn write_json(
         version: &text_of(uts.version()),
         machine: &text_of(uts.machine()),
         realtime: std::path::Path::new("/sys/kernel/realtime").exists(),
+        smp: s.smp,
     };
     let body = classic::json(&header, threads, s.nsecs);
     crate::rt::outfile::write_output_file(std::path::Path::new(path), &mut |w| {
         w.write_all(body.as_bytes())
     })
-    .map_err(|e| CommandError::Runtime(format!("could not write {path}: {e}")))
+    .map_err(|e| {
+        // strerror's words and the errno, as err_exit; latscope's own
+        // refusals (rt::outfile) have none: a directory is EISDIR there.
+        let errno = e
+            .raw_os_error()
+            .or_else(|| std::path::Path::new(path).is_dir().then_some(libc::EISDIR));
+        match errno {
+            Some(n) => failed(nix::errno::Errno::from_raw(n).desc().to_string(), n),
+            None => failed(e.to_string(), 1),
+        }
+    })
 }
 
 /// Now as rt-tests writes it: `strftime("%a, %d %b %Y %T %z")`, local time.

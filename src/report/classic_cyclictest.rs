@@ -263,6 +263,9 @@ pub struct JsonHeader<'a> {
     pub version: &'a str,
     pub machine: &'a str,
     pub realtime: bool,
+    /// `-S`: cyclictest does not look up the threads' NUMA nodes and
+    /// writes `"node": -1` (else the node of the thread's CPU: 0 here).
+    pub smp: bool,
 }
 
 fn json_string(s: &str) -> String {
@@ -331,7 +334,7 @@ pub fn json(h: &JsonHeader, threads: &[CyclicThread], nsecs: bool) -> String {
         let _ = writeln!(out, "      \"max\": {},", t.max);
         let _ = writeln!(out, "      \"avg\": {avg:.2},");
         let _ = writeln!(out, "      \"cpu\": {},", t.cpu);
-        let _ = writeln!(out, "      \"node\": 0");
+        let _ = writeln!(out, "      \"node\": {}", if h.smp { -1 } else { 0 });
         let comma = if i + 1 < threads.len() { "," } else { "" };
         let _ = writeln!(out, "    }}{comma}");
     }

@@ -175,7 +175,7 @@ pub enum Arg {
     No,
     Required,
     /// Attached (`-t4`, `--threads=4`) or, as cyclictest does by hand, the
-    /// next word when it looks like a value (see `take_optional`).
+    /// next word when it looks like a value (see `cyclictest_peek`).
     Optional,
 }
 
@@ -240,9 +240,16 @@ pub fn atoi(text: &str) -> i64 {
     if neg { -n } else { n.min(i64::from(i32::MAX)) }
 }
 
-/// Splits raw arguments into (option name, value) pairs, GNU style.
-fn tokenize(args: &[String]) -> Result<Vec<(&'static str, Option<String>)>, CyclicUsage> {
-    getopt_long(OPTIONS, &[LATSCOPE_JSON], args)
+/// Splits raw arguments into (option name, value) pairs, GNU style: the
+/// options before getopt's first complaint, and that complaint. cyclictest
+/// acts on each option as getopt returns it, so an option before the bad
+/// word can still end the run its own way (`-a -1`: libnuma's warning).
+type Tokens = (Vec<(&'static str, Option<String>)>, Option<CyclicUsage>);
+
+fn tokenize(args: &[String]) -> Tokens {
+    let mut seen = Vec::new();
+    let error = getopt_long_into(OPTIONS, &[LATSCOPE_JSON], args, cyclictest_peek, &mut seen).err();
+    (seen, error)
 }
 
 /// GNU getopt_long over `options` (long name, short letter, argument), for
@@ -258,6 +265,22 @@ pub fn getopt_long(
     args: &[String],
 ) -> Result<Vec<(&'static str, Option<String>)>, CyclicUsage> {
     let mut out = Vec::new();
+    getopt_long_into(options, full_only, args, cyclictest_peek, &mut out)?;
+    Ok(out)
+}
+
+/// `getopt_long`, the options found so far pushed to `out` (also when it
+/// fails).
+/// `peek(option, next_word)`: whether an optional value not attached to its
+/// option is the next word (each tool decides by hand, see `cyclictest_peek`);
+/// that word is read by getopt afterwards all the same.
+pub fn getopt_long_into(
+    options: &[(&'static str, Option<char>, Arg)],
+    full_only: &[&'static str],
+    args: &[String],
+    peek: fn(&str, &str) -> bool,
+    out: &mut Vec<(&'static str, Option<String>)>,
+) -> Result<(), CyclicUsage> {
     let mut i = 0;
     while i < args.len() {
         let word = &args[i];
@@ -322,7 +345,7 @@ pub fn getopt_long(
                     }
                 },
                 (Arg::Optional, Some(v)) => Some(v),
-                (Arg::Optional, None) => take_optional(found.0, args, &mut i),
+                (Arg::Optional, None) => args.get(i).filter(|next| peek(found.0, next)).cloned(),
             };
             out.push((found.0, value));
             continue;
@@ -361,27 +384,22 @@ pub fn getopt_long(
                     k = chars.len();
                     Some(rest)
                 }
-                Arg::Optional => take_optional(found.0, args, &mut i),
+                Arg::Optional => args.get(i).filter(|next| peek(found.0, next)).cloned(),
             };
             out.push((found.0, value));
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// cyclictest's hand-made optional argument: it peeks at the next word and
 /// uses it when `atoi` gives a number other than 0 (for `-a` also a word
-/// starting with `0` or `!`). The word is then skipped as cyclictest skips
-/// every non-option word.
-fn take_optional(option: &str, args: &[String], i: &mut usize) -> Option<String> {
-    let next = args.get(*i)?;
-    let cpu_list = option == "affinity" && (next.starts_with('0') || next.starts_with('!'));
-    if atoi(next) != 0 || cpu_list {
-        *i += 1;
-        Some(next.clone())
-    } else {
-        None
-    }
+/// starting with `0`, `!` or `a`, as in `all`). It does not move getopt on:
+/// the word is then parsed as any other, so a value (`4`) is a skipped
+/// non-option word and `-1` is an option again (`invalid option -- '1'`).
+fn cyclictest_peek(option: &str, next: &str) -> bool {
+    let cpu_list = option == "affinity" && next.starts_with(['0', '!', 'a']);
+    atoi(next) != 0 || cpu_list
 }
 
 /// `--latscope-json`'s file, checked as every latscope output is before
@@ -437,16 +455,132 @@ pub fn parse_cpu_list(value: &str, online: &[usize]) -> Option<Vec<usize>> {
         }
         cpus.extend(lo..=hi);
     }
+    let cpus = cpu_set(cpus, invert, online);
+    (!cpus.is_empty()).then_some(cpus)
+}
+
+/// The CPUs a list named, sorted and once each; with `!` every CPU of `all`
+/// it did not name.
+fn cpu_set(mut cpus: Vec<usize>, invert: bool, all: &[usize]) -> Vec<usize> {
     if invert {
-        cpus = online
-            .iter()
-            .copied()
-            .filter(|c| !cpus.contains(c))
-            .collect();
+        cpus = all.iter().copied().filter(|c| !cpus.contains(c)).collect();
     }
     cpus.sort_unstable();
     cpus.dedup();
-    (!cpus.is_empty()).then_some(cpus)
+    cpus
+}
+
+/// C's `strtoul(s, &end, 0)`: leading blanks, a sign, `0x` hex or `0`
+/// octal; the value (negative numbers wrap, as there) and the bytes used,
+/// 0 when there is no number.
+fn strtoul0(s: &str) -> (u64, usize) {
+    let b = s.as_bytes();
+    let mut k = 0;
+    while k < b.len() && matches!(b[k], b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) {
+        k += 1;
+    }
+    let neg = b.get(k) == Some(&b'-');
+    if matches!(b.get(k), Some(b'-' | b'+')) {
+        k += 1;
+    }
+    let (radix, start) = if b.get(k) == Some(&b'0')
+        && matches!(b.get(k + 1), Some(b'x' | b'X'))
+        && b.get(k + 2).is_some_and(u8::is_ascii_hexdigit)
+    {
+        (16, k + 2)
+    } else if b.get(k) == Some(&b'0') {
+        (8, k)
+    } else {
+        (10, k)
+    };
+    let digits = b[start..]
+        .iter()
+        .take_while(|c| (**c as char).is_digit(radix))
+        .count();
+    if digits == 0 {
+        return (0, 0);
+    }
+    let value = b[start..start + digits].iter().fold(0u64, |n, c| {
+        n.saturating_mul(u64::from(radix))
+            .saturating_add(u64::from((*c as char).to_digit(radix).unwrap_or(0)))
+    });
+    (
+        if neg { value.wrapping_neg() } else { value },
+        start + digits,
+    )
+}
+
+/// libnuma's `numa_parse_cpustring_all`, which cyclictest's `-a LIST` and
+/// `--mainaffinity LIST` go through: `all`, `!` (all but), `+` (the Nth
+/// allowed CPU), `N`, `N-M`, commas, numbers as `strtoul` reads them. On
+/// failure, libnuma's warning (`Err(Some(line))`, printed as it prints it:
+/// `libnuma: Warning: ` and an empty line after) or nothing (`Err(None)`:
+/// libnuma says nothing when the list ends in something else).
+pub fn numa_parse_cpustring(text: &str, allowed: &[usize]) -> Result<Vec<usize>, Option<String>> {
+    let warn = |m: String| Err(Some(format!("libnuma: Warning: {m}\n")));
+    let mut s = text;
+    let mut cpus = Vec::new();
+    if s.is_empty() {
+        return Ok(cpus);
+    }
+    let invert = s.starts_with('!');
+    if invert {
+        s = &s[1..];
+    }
+    let relative = s.starts_with('+');
+    if relative {
+        s = &s[1..];
+    }
+    // get_nr: a number, or with `+` the position among the allowed CPUs.
+    let nr = |s: &str| -> (Option<usize>, usize) {
+        let (n, used) = strtoul0(s);
+        if used == 0 {
+            return (None, 0);
+        }
+        let n = if relative {
+            allowed
+                .get(usize::try_from(n).unwrap_or(usize::MAX))
+                .copied()
+                .unwrap_or(usize::MAX)
+        } else {
+            usize::try_from(n).unwrap_or(usize::MAX)
+        };
+        (Some(n), used)
+    };
+    loop {
+        if s == "all" {
+            cpus.extend_from_slice(allowed);
+            s = "";
+            break;
+        }
+        let (Some(first), used) = nr(s) else {
+            return warn(format!("unparseable cpu description `{s}'"));
+        };
+        if !allowed.contains(&first) {
+            return warn(format!("cpu argument {s} is out of range"));
+        }
+        cpus.push(first);
+        s = &s[used..];
+        if let Some(rest) = s.strip_prefix('-') {
+            s = rest;
+            let (Some(last), used) = nr(s) else {
+                return warn(format!("missing cpu argument {s}"));
+            };
+            if !allowed.contains(&last) {
+                return warn(format!("cpu argument {s} out of range"));
+            }
+            cpus.extend((first..=last).filter(|c| allowed.contains(c)));
+            s = &s[used..];
+        }
+        match s.strip_prefix(',') {
+            Some(rest) => s = rest,
+            None => break,
+        }
+    }
+    if !s.is_empty() {
+        return Err(None);
+    }
+    Ok(cpu_set(cpus, invert, allowed))
 }
 
 /// rt-tests' HIST_MAX: larger `-h` values are cut to it.
@@ -521,7 +655,8 @@ impl CyclicSettings {
         let mut option_affinity = false;
         let mut error = false;
         let mut latscope_json = None;
-        for (name, value) in tokenize(args)? {
+        let (tokens, getopt_error) = tokenize(args);
+        for (name, value) in tokens {
             let v = value.as_deref().unwrap_or_default();
             let n = atoi(v);
             match name {
@@ -532,8 +667,8 @@ impl CyclicSettings {
                     }
                     s.affinity_listed = value.is_some();
                     s.affinity = Some(match &value {
-                        Some(list) => match parse_cpu_list(list, online) {
-                            Some(cpus) => {
+                        Some(list) => match numa_parse_cpustring(list, online) {
+                            Ok(cpus) if !cpus.is_empty() => {
                                 if s.verbose {
                                     // cyclictest says it while parsing, and
                                     // again when it starts.
@@ -541,8 +676,10 @@ impl CyclicSettings {
                                 }
                                 cpus
                             }
-                            // cyclictest: a CPU set given but empty -> usage.
-                            None => return Err(CyclicUsage::Invalid(Vec::new())),
+                            // cyclictest: a CPU set given but empty or
+                            // unparseable -> libnuma's warning, then usage.
+                            Ok(_) | Err(None) => return Err(CyclicUsage::Invalid(Vec::new())),
+                            Err(Some(line)) => return Err(CyclicUsage::Invalid(vec![line])),
                         },
                         None => online.to_vec(),
                     });
@@ -571,14 +708,20 @@ impl CyclicSettings {
                     }
                     s.interval_us = n as u64;
                 }
-                "json" => s.json = value,
+                // rt-tests writes no JSON for an empty name (`--json=`).
+                "json" => s.json = value.filter(|f| !f.is_empty()),
                 "laptop" => s.laptop = true,
                 "loops" => s.loops = n.max(0) as u64,
-                "mainaffinity" => {
-                    s.main_affinity = Some(parse_cpu_list(v, online).ok_or_else(|| {
-                        CyclicUsage::Bad(format!("invalid CPU list for --mainaffinity: '{v}'"))
-                    })?)
-                }
+                // cyclictest warns (libnuma's line) and leaves the main
+                // thread where it is when the list does not parse.
+                "mainaffinity" => match numa_parse_cpustring(v, online) {
+                    Ok(cpus) if !cpus.is_empty() => s.main_affinity = Some(cpus),
+                    Ok(_) | Err(None) => s.main_affinity = None,
+                    Err(Some(line)) => {
+                        s.main_affinity = None;
+                        s.warnings.push(line);
+                    }
+                },
                 "mlockall" => s.mlockall = true,
                 "refresh_on_max" => s.refresh_on_max = true,
                 "nsecs" => s.nsecs = true,
@@ -627,6 +770,9 @@ impl CyclicSettings {
                 LATSCOPE_JSON => latscope_json = value,
                 _ => unreachable!("every option of OPTIONS is handled"),
             }
+        }
+        if let Some(e) = getopt_error {
+            return Err(e);
         }
         if s.system && s.posix_timers {
             s.warnings.extend([
@@ -1004,6 +1150,102 @@ mod tests {
         assert!(matches!(parse(&["-i", "x"]), Err(CyclicUsage::Bad(_))));
         assert!(matches!(parse(&["--bogus"]), Err(CyclicUsage::Getopt(_))));
         assert_eq!(parse(&["-q", "--help"]), Err(CyclicUsage::Help));
+    }
+
+    /// libnuma's parser as rt-tests 2.40 cyclictest shows it (outputs of
+    /// Debian's cyclictest with `-a LIST` on a 2-CPU machine).
+    #[test]
+    fn numa_cpu_strings() {
+        let all = [0, 1];
+        let ok = |t: &str| numa_parse_cpustring(t, &all).unwrap();
+        assert_eq!(ok("1"), vec![1]);
+        assert_eq!(ok("0-1"), vec![0, 1]);
+        assert_eq!(ok("all"), vec![0, 1]);
+        assert_eq!(ok("!0"), vec![1]);
+        assert_eq!(ok("+1"), vec![1]);
+        assert_eq!(ok("0x1"), vec![1]);
+        assert_eq!(ok(" 1"), vec![1]);
+        assert_eq!(ok("1-0"), vec![1], "a reversed range keeps its first CPU");
+        assert_eq!(ok(""), Vec::<usize>::new());
+        let warn = |t: &str| numa_parse_cpustring(t, &all).unwrap_err();
+        let line = |m: &str| Some(format!("libnuma: Warning: {m}\n"));
+        assert_eq!(warn("abc"), line("unparseable cpu description `abc'"));
+        assert_eq!(warn("1,"), line("unparseable cpu description `'"));
+        assert_eq!(warn("0,,1"), line("unparseable cpu description `,1'"));
+        assert_eq!(warn("!"), line("unparseable cpu description `'"));
+        assert_eq!(warn("99"), line("cpu argument 99 is out of range"));
+        assert_eq!(warn("5,0"), line("cpu argument 5,0 is out of range"));
+        assert_eq!(warn("0,5"), line("cpu argument 5 is out of range"));
+        assert_eq!(warn("-1"), line("cpu argument -1 is out of range"));
+        assert_eq!(warn("0-5"), line("cpu argument 5 out of range"));
+        assert_eq!(warn("0-"), line("missing cpu argument "));
+        assert_eq!(warn("1-x"), line("missing cpu argument x"));
+        assert_eq!(warn("1a"), None, "libnuma fails without a word");
+        assert_eq!(warn("1 "), None);
+    }
+
+    /// `-a LIST` that libnuma refuses: its warning, then the usage (exit 1);
+    /// `--mainaffinity LIST`: the warning, and the run goes on unpinned.
+    #[test]
+    fn affinity_refusals_are_libnumas() {
+        let warning = |m: &str| format!("libnuma: Warning: {m}\n");
+        assert_eq!(
+            parse(&["-a", "abc"]),
+            Err(CyclicUsage::Invalid(vec![warning(
+                "unparseable cpu description `abc'"
+            )]))
+        );
+        assert_eq!(
+            parse(&["-a99"]),
+            Err(CyclicUsage::Invalid(vec![warning(
+                "cpu argument 99 is out of range"
+            )]))
+        );
+        assert_eq!(
+            parse(&["-a", "-1"]),
+            Err(CyclicUsage::Invalid(vec![warning(
+                "cpu argument -1 is out of range"
+            )]))
+        );
+        assert_eq!(parse(&["-a", "1a"]), Err(CyclicUsage::Invalid(vec![])));
+        // A word after -a is its list only when it looks like one.
+        assert_eq!(parse(&["-a", "x1"]).unwrap().affinity, Some(vec![0, 1]));
+        assert_eq!(parse(&["-a", "all"]).unwrap().affinity, Some(vec![0, 1]));
+        let s = parse(&["--mainaffinity=99"]).unwrap();
+        assert_eq!(s.main_affinity, None);
+        assert_eq!(s.warnings, vec![warning("cpu argument 99 is out of range")]);
+        let s = parse(&["--mainaffinity=abc"]).unwrap();
+        assert_eq!(
+            s.warnings,
+            vec![warning("unparseable cpu description `abc'")]
+        );
+        assert_eq!(
+            parse(&["--mainaffinity=1"]).unwrap().main_affinity,
+            Some(vec![1])
+        );
+    }
+
+    /// An optional value is peeked at, not consumed: getopt then reads the
+    /// word itself, so `-t -1` is `invalid option -- '1'` as in cyclictest.
+    #[test]
+    fn optional_values_do_not_move_getopt_on() {
+        assert_eq!(
+            parse(&["-q", "-t", "-1"]),
+            Err(CyclicUsage::Getopt("invalid option -- '1'".into()))
+        );
+        assert_eq!(
+            parse(&["--secaligned", "-1"]),
+            Err(CyclicUsage::Getopt("invalid option -- '1'".into()))
+        );
+        let s = parse(&["-t", "3", "-q"]).unwrap();
+        assert_eq!((s.threads, s.quiet), (3, true));
+    }
+
+    /// `--json=` (an empty name): rt-tests writes no JSON at all.
+    #[test]
+    fn empty_json_name_writes_none() {
+        assert_eq!(parse(&["--json="]).unwrap().json, None);
+        assert_eq!(parse(&["--json=f"]).unwrap().json.as_deref(), Some("f"));
     }
 
     proptest! {

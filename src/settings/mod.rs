@@ -18,6 +18,7 @@ pub mod cyclictest;
 pub mod logdisk;
 pub mod noise;
 pub mod oslat;
+pub mod ptsematest;
 pub mod report;
 pub mod timer;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,196 @@
+//! The `ptsematest` compatibility name: rt-tests 2.40 ptsematest's command
+//! line read as it reads it (GNU getopt_long with ptsematest's table, through
+//! settings::cyclictest's getopt) before latscope's own parser (clap, `latscope
+//! mutex --format classic`) sees it. What ptsematest answers by itself is
+//! answered here in its words: `--help`/`-h` and getopt's complaints (the
+//! message on stderr, the usage on stdout, exit 0), a priority outside 0..99,
+//! a negative duration or a pair count outside 1..255 (the usage, exit 1), a
+//! CPU it does not have (its `ERROR:` line, the usage, exit 1). Everything
+//! else is handed on as the options getopt found, so that what getopt skips
+//! (words that are not options, everything after `--`) is skipped, and
+//! numbers are read as ptsematest reads them (`atoi`: `-i abc` is 0).
+
+use super::cyclictest::{Arg, CyclicUsage, atoi, getopt_long_into};
+
+/// `ptsematest --help`, byte for byte (Debian's rt-tests 2.40).
+pub const USAGE: &str = include_str!("../../tests/golden/ptsematest/usage.out");
+
+/// (long name, short letter, argument): ptsematest 2.40's table.
+const OPTIONS: &[(&str, Option<char>, Arg)] = &[
+    ("affinity", Some('a'), Arg::Optional),
+    ("breaktrace", Some('b'), Arg::Required),
+    ("distance", Some('d'), Arg::Required),
+    ("duration", Some('D'), Arg::Required),
+    ("interval", Some('i'), Arg::Required),
+    ("json", None, Arg::Required),
+    ("loops", Some('l'), Arg::Required),
+    ("prio", Some('p'), Arg::Required),
+    ("quiet", Some('q'), Arg::No),
+    ("smp", Some('S'), Arg::No),
+    ("threads", Some('t'), Arg::Optional),
+    ("help", Some('h'), Arg::No),
+];
+
+/// latscope's own options taken under the ptsematest name, spelled in full
+/// with a value (`--format modern`: latscope's report instead of
+/// ptsematest's lines); getopt's abbreviations stay ptsematest's.
+const LATSCOPE_OWN: &[&str] = &["format"];
+
+/// ptsematest takes the next word as `-a`'s or `-t`'s value when `atoi`
+/// makes a number other than 0 of it (and getopt then reads it again).
+fn peek(_option: &str, next: &str) -> bool {
+    atoi(next) != 0
+}
+
+/// How ptsematest ends without measuring: what it prints and its exit code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub stdout: String,
+    pub stderr: String,
+    pub code: i32,
+}
+
+fn usage(stderr: String, code: i32) -> Answer {
+    Answer {
+        stdout: USAGE.to_string(),
+        stderr,
+        code,
+    }
+}
+
+/// ptsematest's words (without the program name) -> the words for latscope's
+/// parser, or ptsematest's own answer. `program` names the tool in getopt's
+/// messages (argv[0] as typed); `cpus` is how many CPUs ptsematest would see.
+pub fn rewrite(args: &[String], program: &str, cpus: usize) -> Result<Vec<String>, Answer> {
+    let mut found = Vec::new();
+    if let Err(e) = getopt_long_into(OPTIONS, LATSCOPE_OWN, args, peek, &mut found) {
+        let message = match e {
+            CyclicUsage::Getopt(m) => m,
+            // Only latscope's own option can fail otherwise: its value
+            // is missing (one line, exit 2, as latscope's usage errors).
+            _ => {
+                return Err(Answer {
+                    stdout: String::new(),
+                    stderr: "latscope: error: --format needs a value: --format classic|modern\n"
+                        .into(),
+                    code: 2,
+                });
+            }
+        };
+        // ptsematest acts on --help as getopt returns it, before the bad word.
+        if found.iter().any(|(name, _)| *name == "help") {
+            return Err(usage(String::new(), 0));
+        }
+        return Err(usage(format!("{program}: {message}\n"), 0));
+    }
+    let mut words = Vec::new();
+    for (name, value) in found {
+        let number = value.as_deref().map(atoi);
+        match (name, number) {
+            ("help", _) => return Err(usage(String::new(), 0)),
+            ("prio", Some(p)) if !(0..=99).contains(&p) => return Err(usage(String::new(), 1)),
+            ("threads", Some(t)) if !(1..=255).contains(&t) => {
+                return Err(usage(String::new(), 1));
+            }
+            ("affinity", Some(cpu)) if cpu < 0 || cpu >= cpus as i64 => {
+                return Err(usage(
+                    format!("ERROR: CPU #{cpu} not found, only {cpus} CPUs available\n"),
+                    1,
+                ));
+            }
+            ("duration", _) if value.as_deref().is_some_and(|d| atoi(d) < 0) => {
+                return Err(usage(String::new(), 1));
+            }
+            ("quiet", _) => words.push("-q".to_string()),
+            ("smp", _) => words.push("-S".to_string()),
+            (_, None) => words.push(format!("--{name}")),
+            // Kept as typed: the duration's suffixes, the JSON file name.
+            ("duration" | "json" | "format", _) => {
+                words.push(format!("--{name}={}", value.unwrap_or_default()))
+            }
+            (_, Some(n)) => words.push(format!("--{name}={n}")),
+        }
+    }
+    Ok(words)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rw(words: &[&str]) -> Result<Vec<String>, Answer> {
+        let args: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+        rewrite(&args, "ptsematest", 2)
+    }
+
+    #[test]
+    fn getopt_complaints_are_ptsematests() {
+        let a = rw(&["-q", "-Z"]).unwrap_err();
+        assert_eq!(
+            (a.stderr.as_str(), a.code),
+            ("ptsematest: invalid option -- 'Z'\n", 0)
+        );
+        assert_eq!(a.stdout, USAGE);
+        assert_eq!(
+            rw(&["--bogus"]).unwrap_err().stderr,
+            "ptsematest: unrecognized option '--bogus'\n"
+        );
+        assert_eq!(
+            rw(&["-l"]).unwrap_err().stderr,
+            "ptsematest: option requires an argument -- 'l'\n"
+        );
+        assert_eq!(
+            rw(&["--json"]).unwrap_err().stderr,
+            "ptsematest: option '--json' requires an argument\n"
+        );
+        assert_eq!(
+            rw(&["--d", "5"]).unwrap_err().stderr,
+            "ptsematest: option '--d' is ambiguous; possibilities: '--distance' '--duration'\n"
+        );
+        assert_eq!(
+            rw(&["-t", "-1"]).unwrap_err().stderr,
+            "ptsematest: invalid option -- '1'\n"
+        );
+    }
+
+    #[test]
+    fn help_and_refused_values() {
+        for words in [&["--help"][..], &["-h"], &["-q", "--he"]] {
+            assert_eq!(rw(words), Err(usage(String::new(), 0)), "{words:?}");
+        }
+        assert_eq!(rw(&["-p", "200"]), Err(usage(String::new(), 1)));
+        assert_eq!(rw(&["-p", "-1"]), Err(usage(String::new(), 1)));
+        assert_eq!(rw(&["-D", "-1"]), Err(usage(String::new(), 1)));
+        assert_eq!(rw(&["-t", "1000"]), Err(usage(String::new(), 1)));
+        assert_eq!(
+            rw(&["-a", "99"]).unwrap_err().stderr,
+            "ERROR: CPU #99 not found, only 2 CPUs available\n"
+        );
+    }
+
+    #[test]
+    fn words_handed_on() {
+        assert_eq!(
+            rw(&["-qSp90", "-l", "50", "foo", "--", "-Z"]).unwrap(),
+            vec!["-q", "-S", "--prio=90", "--loops=50"]
+        );
+        // atoi: a number's tail and words without one.
+        assert_eq!(
+            rw(&["-i", "abc", "-l20x"]).unwrap(),
+            vec!["--interval=0", "--loops=20"]
+        );
+        // -t/-a take the next word only when atoi makes a number of it.
+        assert_eq!(rw(&["-t", "2"]).unwrap(), vec!["--threads=2"]);
+        assert_eq!(rw(&["-t", "0"]).unwrap(), vec!["--threads"]);
+        assert_eq!(rw(&["-a", "abc"]).unwrap(), vec!["--affinity"]);
+        assert_eq!(rw(&["--affinity=1"]).unwrap(), vec!["--affinity=1"]);
+        assert_eq!(
+            rw(&["--format", "modern", "-q"]).unwrap(),
+            vec!["--format=modern", "-q"]
+        );
+        assert_eq!(
+            rw(&["--json=f.json", "-D", "1m"]).unwrap(),
+            vec!["--json=f.json", "--duration=1m"]
+        );
+    }
+}
