@@ -51,7 +51,7 @@ names=$(cd "$compat/man/man1" && ls -- *.1.gz | sed 's/\.1\.gz$//')
 for name in $names; do
   [ -L "$compat/$name" ] || fail "/usr/lib/latscope/compat/$name is not a link"
   help=$("$compat/$name" --help) || fail "$name --help failed"
-  if [ "$name" = cyclictest ] || [ "$name" = oslat ]; then
+  if [ "$name" = cyclictest ] || [ "$name" = oslat ] || [ "$name" = ptsematest ]; then
     # The tool's own usage, as rt-tests prints it (not clap's).
     grep -q "^$name <options>$" <<<"$help" || fail "$name --help shows no usage of $name"
   else
@@ -67,8 +67,11 @@ report="$root/cyclictest-report.json"
 grep -q '"test": "cyclictest"' "$report" || fail "cyclictest --latscope-json wrote no cyclictest Report"
 help=$("$compat/pmqtest" --help)
 [[ ${help%%$'\n'*} == *"replaces pmqtest"* ]] || fail "pmqtest --help is not latscope mq's help"
-help=$("$compat/ptsematest" --help)
-[[ ${help%%$'\n'*} == *"replaces ptsematest"* ]] || fail "ptsematest --help is not latscope mutex's help"
+# ptsematest's own usage (its getopt table comes first), then its run is
+# latscope mutex's: the rt-tests JSON layout of a short run.
+json="$root/ptsematest.json"
+"$compat/ptsematest" -l 5 -i 1000 -q --json="$json" >/dev/null 2>&1 || fail "ptsematest -l 5 failed"
+grep -q '"receiver"' "$json" || fail "ptsematest --json wrote no rt-tests pair layout"
 
 # `man pmqtest` finds the compatibility page exactly when the compat
 # directory is first in PATH (man-db looks in DIR/man for each DIR of PATH).
