@@ -251,9 +251,19 @@ fn check_attribution(test: &str, out: &std::process::Output, report: &Value, by:
     for spike in &made {
         // It held the CPU at a higher priority after the measured task was
         // woken (the first such task named: the maker, or a real-time task
-        // of another program sharing the CPU).
+        // of another program sharing the CPU); or, on a host so loaded that
+        // the guest's timer interrupt came late (stress-ng beside the suite
+        // in CI: the wake-up 3.6 ms late, the maker 3.57 ms of the window),
+        // before it: the spike then says the task was woken late, for most
+        // of its latency.
         let shown = || evidence("spike", &spike.to_string());
-        assert!(spike["preempted_by"].is_string(), "{test}: {}", shown());
+        let woken_late = u64_of(&spike["woken_after_ns"], "woken_after_ns") * 2
+            >= u64_of(&spike["latency_ns"], "latency_ns");
+        assert!(
+            spike["preempted_by"].is_string() || woken_late,
+            "{test}: {}",
+            shown()
+        );
         assert!(maker_ns(spike, by) > Some(0), "{test}: {}", shown());
         assert!(!array_of(&spike["events"], "events").is_empty());
         assert!(
