@@ -36,7 +36,8 @@ subcommands=$(awk '/^Commands:/ { on = 1; next } on && /^$/ { exit } on && /^  [
 has usr/share/man/man1/latscope.1.gz
 for sub in $subcommands; do
   has "usr/share/man/man1/latscope-$sub.1.gz"
-  zcat "$root/usr/share/man/man1/latscope-$sub.1.gz" | grep -q '^\.TH LATSCOPE-' || fail "latscope-$sub.1.gz is no man page"
+  page=$(zcat "$root/usr/share/man/man1/latscope-$sub.1.gz")
+  grep -q '^\.TH LATSCOPE-' <<<"$page" || fail "latscope-$sub.1.gz is no man page"
 done
 has usr/share/bash-completion/completions/latscope
 has usr/share/zsh/vendor-completions/_latscope
@@ -81,7 +82,10 @@ if command -v man >/dev/null 2>&1; then
 fi
 # The control data and the copyright file: a synopsis that fits 80 columns,
 # bash-completion recommended (it loads the completion script), the license.
-synopsis=$(dpkg-deb -f "$deb" Description | head -n 1)
+# No pipe into head: under pipefail, dpkg-deb killed by SIGPIPE when head
+# exits first (a loaded machine) would end this script with 141.
+description=$(dpkg-deb -f "$deb" Description)
+synopsis=${description%%$'\n'*}
 [ "${#synopsis}" -lt 80 ] || fail "the synopsis is ${#synopsis} characters: $synopsis"
 [[ $(dpkg-deb -f "$deb" Recommends) == *bash-completion* ]] || fail "the package does not recommend bash-completion"
 grep -qx 'License: MIT or Apache-2.0' "$root/usr/share/doc/latscope/copyright" || fail "the copyright file names no license"
