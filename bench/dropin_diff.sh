@@ -27,7 +27,7 @@
 # perl, python3, timeout. Runs are short (-l 20..200 loops, -D 1): about 2 minutes.
 #
 # A case whose difference is a defect of the real tool that latscope does not
-# copy (README, "Drop-in for cyclictest", what differs) is marked `known`: it
+# copy (docs/compat.md, "Drop-in for cyclictest", what differs) is marked `known`: it
 # is run and reported as KNOWN, with the reason, and does not fail the run.
 # A case that differs is run once more before it counts (a busy machine can
 # push a latency past a field's width once). Exit 0 when every other case is

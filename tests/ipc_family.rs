@@ -541,7 +541,7 @@ fn sigkill_of_latscope_takes_its_peers_and_leaves_only_findable_sysv_objects() {
         assert!(Instant::now() < deadline, "peer {child} outlived latscope");
         std::thread::sleep(Duration::from_millis(20));
     }
-    // What a SIGKILL can leave, as the README says: the System V set, found
+    // What a SIGKILL can leave, as docs/cleanup.md says: the System V set, found
     // by the pids of its last operations. Removed here as a user would, with
     // `latscope cleanup` (which finds it in the killed run's registry).
     let left = sysv_objects_used_by(&[pid, child]);

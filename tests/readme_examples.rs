@@ -1,4 +1,5 @@
-//! Every example command of the README runs as written: the commands of its
+//! Every example command of the README and of the documents its sections
+//! moved to (`DOCUMENTS`) runs as written: the commands of their
 //! ```sh blocks that start with `latscope` (or a compat name such as
 //! `pmqtest`) are extracted and run in order, in one scratch directory (so a
 //! later example finds the files an earlier one wrote), each shortened:
@@ -25,7 +26,22 @@ const COMPAT: [&str; 7] = [
     "ptsematest",
 ];
 
-/// One example: its README line and its words (after the shell's quoting).
+/// The documents whose examples run, in this order, in one scratch
+/// directory: the README, then the pages its sections moved to (a later
+/// example may read a file an earlier one wrote).
+const DOCUMENTS: [&str; 8] = [
+    "README.md",
+    "docs/guide.md",
+    "docs/spikes.md",
+    "docs/compat.md",
+    "docs/interpreting.md",
+    "docs/fleet.md",
+    "docs/samples.md",
+    "docs/cleanup.md",
+];
+
+/// One example: its line in its document and its words (after the shell's
+/// quoting).
 #[derive(Debug)]
 struct Example {
     line: usize,
@@ -33,6 +49,10 @@ struct Example {
     words: Vec<String>,
     /// `> FILE`: the README sends standard output to a file.
     redirected: bool,
+    /// The rows of the output block shown right after the example's block,
+    /// when that output is a table of tests (a header starting `Test `): the
+    /// first word of each row.
+    shown_rows: Option<Vec<String>>,
 }
 
 /// Splits a command line like sh for what the README uses: blanks, single
@@ -63,19 +83,47 @@ fn shell_words(line: &str) -> (Vec<String>, bool) {
     (words, redirected)
 }
 
-/// The example commands of the README's ```sh blocks, continuation lines
-/// (`\` at the end) joined.
+/// The example commands of a document's ```sh blocks, continuation lines
+/// (`\` at the end) joined; the first example of a block takes the table
+/// rows of the output block that follows the block (blank lines between).
 fn examples(readme: &str) -> Vec<Example> {
-    let mut found = Vec::new();
+    let mut found: Vec<Example> = Vec::new();
     let mut in_sh = false;
     let mut pending: Option<(usize, String)> = None;
+    // The first example of the block just closed, while only blank lines
+    // follow it.
+    let mut closed_block: Option<usize> = None;
+    // The output block being read, for that example.
+    let mut output: Option<(usize, String)> = None;
+    let mut block_first: Option<usize> = None;
     for (i, raw) in readme.lines().enumerate() {
         let line = raw.trim_end();
         if line.starts_with("```") {
-            in_sh = !in_sh && matches!(line, "```sh" | "```bash" | "```shell");
+            if let Some((example, text)) = output.take() {
+                found[example].shown_rows = table_rows(&text);
+                continue;
+            }
+            if in_sh {
+                in_sh = false;
+                closed_block = block_first.take();
+                continue;
+            }
+            in_sh = matches!(line, "```sh" | "```bash" | "```shell");
+            match closed_block.take() {
+                Some(first) if line == "```" => output = Some((first, String::new())),
+                _ => {}
+            }
+            continue;
+        }
+        if let Some((_, text)) = output.as_mut() {
+            text.push_str(line);
+            text.push('\n');
             continue;
         }
         if !in_sh {
+            if !line.is_empty() {
+                closed_block = None;
+            }
             continue;
         }
         let (start, mut text) = pending.take().unwrap_or((i + 1, String::new()));
@@ -87,15 +135,33 @@ fn examples(readme: &str) -> Vec<Example> {
         let (words, redirected) = shell_words(&text);
         let tool = words.first().map(String::as_str).unwrap_or("");
         if tool == "latscope" || COMPAT.contains(&tool) {
+            block_first.get_or_insert(found.len());
             found.push(Example {
                 line: start,
                 text,
                 words,
                 redirected,
+                shown_rows: None,
             });
         }
     }
     found
+}
+
+/// The first word of each row of a table of tests (the lines after a header
+/// starting `Test `, up to the first line that is not a row: empty, or a
+/// `warning:`-like line); None when the text has no such table.
+fn table_rows(text: &str) -> Option<Vec<String>> {
+    let mut lines = text.lines().skip_while(|l| !l.starts_with("Test "));
+    lines.next()?;
+    let rows = lines
+        .take_while(|l| {
+            let first = l.split_whitespace().next().unwrap_or("");
+            !first.is_empty() && !first.ends_with(':')
+        })
+        .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
+        .collect();
+    Some(rows)
 }
 
 /// Options whose value is a duration (`-T` is the timer's), and how long
@@ -252,10 +318,17 @@ fn acceptable(argv: &[String], code: Option<i32>) -> bool {
 
 #[test]
 fn every_readme_example_runs_as_written() {
-    let readme_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
-    let readme = std::fs::read_to_string(&readme_path).expect("README.md");
-    let all = examples(&readme);
+    let mut all = Vec::new();
+    for document in DOCUMENTS {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(document);
+        let text = std::fs::read_to_string(&path).expect(document);
+        all.extend(examples(&text).into_iter().map(|e| (document, e)));
+    }
     assert!(all.len() >= 30, "only {} examples found", all.len());
+    assert!(
+        all.iter().any(|(_, e)| e.shown_rows.is_some()),
+        "no example shows a table of tests: the row check would prove nothing"
+    );
     let scratch = disk_dir("readme-examples-");
     // The compat names are links to the binary, as the package installs them.
     let links: PathBuf = scratch.path().join("bin");
@@ -265,13 +338,13 @@ fn every_readme_example_runs_as_written() {
     }
     let mlock = mlock_args();
     let mut failures = Vec::new();
-    for example in &all {
+    for (document, example) in &all {
         let mut argv = shortened_argv(&example.words, scratch.path());
         if example.words[0] == "latscope" {
             argv = bounded(argv);
         }
         if let Some(why) = unavailable(&argv) {
-            eprintln!("SKIPPED README line {}: {why}", example.line);
+            eprintln!("SKIPPED {document} line {}: {why}", example.line);
             continue;
         }
         make_dirs(&argv);
@@ -293,9 +366,19 @@ fn every_readme_example_runs_as_written() {
         let out = run_std_with_timeout(cmd, Duration::from_secs(300));
         let code = out.status.code();
         let ok = acceptable(&argv, code) && (!example.redirected || !out.stdout.is_empty());
+        // The output the document shows has the rows the real output has.
+        if let Some(shown) = &example.shown_rows {
+            let real = table_rows(&String::from_utf8_lossy(&out.stdout));
+            if real.as_ref() != Some(shown) {
+                failures.push(format!(
+                    "{document} line {}: {}\n  shows the rows {shown:?}, the real output has {real:?}",
+                    example.line, example.text
+                ));
+            }
+        }
         if !ok {
             failures.push(format!(
-                "README line {}: {}\n  ran: {} {}\n  exit {code:?}; stderr: {}",
+                "{document} line {}: {}\n  ran: {} {}\n  exit {code:?}; stderr: {}",
                 example.line,
                 example.text,
                 example.words[0],
@@ -306,7 +389,7 @@ fn every_readme_example_runs_as_written() {
     }
     assert!(
         failures.is_empty(),
-        "{} of {} README examples failed:\n{}",
+        "{} of {} documented examples failed:\n{}",
         failures.len(),
         all.len(),
         failures.join("\n")
@@ -354,4 +437,20 @@ fn the_example_extraction_reads_quotes_comments_and_continuations() {
             "--duration=1"
         ]
     );
+}
+
+#[test]
+fn the_output_block_after_an_example_gives_its_table_rows() {
+    let doc = "```sh\nlatscope suite\nlatscope suite -D 1m\n```\n\n```\nlatscope suite on host (...)\nTest   What  Series\nmq     POSIX   2\ntimer  periodic 2\nwarning: a VM\n```\n```sh\nlatscope mq\n```\ntext\n```\nTest x\nsem 1\n```\n";
+    let found = examples(doc);
+    assert_eq!(found.len(), 3);
+    assert_eq!(
+        found[0].shown_rows,
+        Some(vec!["mq".to_string(), "timer".to_string()])
+    );
+    // Only the first example of a block, and only an output block that
+    // follows the block with nothing but blank lines between.
+    assert_eq!(found[1].shown_rows, None);
+    assert_eq!(found[2].shown_rows, None);
+    assert_eq!(table_rows("no table\n"), None);
 }

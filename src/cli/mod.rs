@@ -19,7 +19,7 @@ pub enum PolicyArg {
     version,
     about = "Measure the latencies a real-time Linux system lives by",
     long_about = "Measure the latencies a real-time Linux system lives by: task wake-up \
-through every IPC primitive (threads or processes, one way or round trip), periodic timer wake-ups, and synchronous log-disk writes, with nanosecond clocks, percentiles and HDR histograms.\n\n\
+through every IPC primitive (threads or processes, one way or round trip), periodic timer wake-ups, the OS noise a spinning thread meets (with its causes), and synchronous log-disk writes, with nanosecond clocks, percentiles and HDR histograms.\n\n\
 Exit codes: 0 ok, 1 run-time error, 2 bad usage, 3 a --max-latency or --fail-if threshold crossed (doctor: a check is bad), \
 4 skipped (this machine lacks what the test needs; the reason is printed).",
     allow_negative_numbers = true,
@@ -112,6 +112,7 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Find and remove what a killed latscope left behind: System V semaphores and
     /// message queues, log-disk test files (under --dir), tracefs instances
+    #[command(after_long_help = CLEANUP_HOW)]
     Cleanup(CleanupArgs),
     /// Print the shell completion script for SHELL (bash, zsh, fish, elvish, powershell)
     Completions(CompletionsArgs),
@@ -134,6 +135,27 @@ pub struct DoctorArgs {
     #[arg(short, long)]
     pub quiet: bool,
 }
+
+/// How `cleanup` tells latscope's objects from everything else (its man
+/// page's second half; docs/cleanup.md says the same at more length).
+const CLEANUP_HOW: &str =
+    "What it removes: every run removes its objects on every exit path it can \
+run code on (normal end, errors, Ctrl-C, SIGTERM). A SIGKILL of latscope itself can leave System V \
+semaphore sets and message queues (IPC_PRIVATE, mode 0600), log-disk test files and the suite's \
+.latscope-logdisk-XXXXXX directory, tracefs instances named latscope-<pid>-<n>, and \
+/dev/shm/cyclictest<pid>.
+
+How it knows them: when latscope creates such an object it records it in an ownership registry, \
+one file per process (/run/latscope/<pid>.<start time> for root, $XDG_RUNTIME_DIR/latscope/ or \
+/tmp/latscope-<uid>/ otherwise; LATSCOPE_RUNTIME_DIR overrides), with a fingerprint read from the \
+object (System V: key, creator, mode, change time; files: device, inode, birth time). cleanup \
+removes an object only when no process has that pid and start time and the object still has the \
+recorded fingerprint; an object of a running latscope is kept, one whose id or name another \
+program got since is left alone, and when in doubt (no birth time, another PID namespace) it is \
+kept with the reason. Files are removed only under a --dir you name. Only the caller's registry is \
+read: run it as the user who ran the tests.
+
+Exit codes: 0 done (also when nothing was found), 1 a removal failed, 2 bad usage.";
 
 /// `latscope cleanup`: leftovers of latscope processes that are gone.
 #[derive(Debug, Clone, Args)]
