@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::{mask_numbers, mask_padded};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -23,37 +24,6 @@ fn golden(name: &str) -> String {
         .join("tests/golden/cyclictest")
         .join(name);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-/// Every run of digits and spaces that ends in a digit becomes as many `N`:
-/// a number printed in a padded field keeps its field's width.
-fn mask_padded(line: &str) -> String {
-    let mut out = String::new();
-    let mut run = String::new();
-    for c in line.chars() {
-        if c.is_ascii_digit() || c == ' ' {
-            run.push(c);
-            continue;
-        }
-        flush(&mut out, &mut run);
-        out.push(c);
-    }
-    flush(&mut out, &mut run);
-    out
-}
-
-fn flush(out: &mut String, run: &mut String) {
-    let trailing = run.len() - run.trim_end_matches(' ').len();
-    let body = &run[..run.len() - trailing];
-    if body.chars().any(|c| c.is_ascii_digit()) {
-        // Padding and separating spaces are counted in, so a field's width
-        // is compared whatever the number (a pid below 10000 included).
-        out.push_str(&"N".repeat(body.len()));
-    } else {
-        out.push_str(body);
-    }
-    out.push_str(&" ".repeat(trailing));
-    run.clear();
 }
 
 fn run(args: &[&str]) -> (String, String, i32) {
@@ -93,6 +63,71 @@ fn assert_same_layout(args: &[&str], ours: &str, theirs: &str) {
             mask_padded(b),
             "{args:?}:\nours:   {a}\ntheirs: {b}"
         );
+    }
+}
+
+/// The masks hide what the environment decides, by what it is, and
+/// nothing else: a golden captured on a Tuesday in November on host `vm`
+/// compares equal to a run on a Sunday in March on host `rig-17` under
+/// another kernel build, and a difference of layout still shows.
+#[test]
+fn masks_hide_the_environment_and_nothing_else() {
+    let pairs = [
+        (
+            r#"  "start_time": "Tue, 24 Nov 2026 06:49:25 +0000","#,
+            r#"  "start_time": "Sun, 14 Mar 2027 10:00:00 +0100","#,
+        ),
+        (r#"    "nodename": "vm","#, r#"    "nodename": "rig-17","#),
+        (
+            r#"    "release": "6.18.44-fc-v669","#,
+            r#"    "release": "6.1.0-27-rt-amd64","#,
+        ),
+        (
+            r##"    "version": "#1 SMP PREEMPT_DYNAMIC @0","##,
+            r##"    "version": "#1 SMP PREEMPT_RT Debian 6.1.115-1 (2024-11-01)","##,
+        ),
+        (
+            "T: 0 (  592) P: 0 I:1000 C:     50 Min:     51",
+            "T: 0 (1234567) P: 0 I:1000 C:     50 Min:     51",
+        ),
+        (
+            "ran 2026-11-24T06:49:25Z",
+            "ran 2027-03-14T10:00:00.5+01:00",
+        ),
+        (
+            "Tue Nov 24 06:49:25 UTC 2026",
+            "Sun Mar 14 10:00:00 CET 2027",
+        ),
+    ];
+    for (golden, ours) in pairs {
+        assert_eq!(
+            mask_padded(golden),
+            mask_padded(ours),
+            "{golden:?} / {ours:?}"
+        );
+        assert_eq!(
+            mask_numbers(golden),
+            mask_numbers(ours),
+            "{golden:?} / {ours:?}"
+        );
+    }
+    // What the machine under the test has is masked wherever it is printed.
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    assert_eq!(
+        common::mask_environment(&format!("on {} now", host.trim())),
+        "on <host> now"
+    );
+    // Not the environment: still compared.
+    for (a, b) in [
+        (r#"  "sysname": "Linux","#, r#"  "sysname": "Hurd","#),
+        ("T: 0 (  592) P: 0 I:1000", "T: 0 (592) P: 0 I:1000"),
+        ("T: 0 (  592) P: 0 Min:", "T: 0 (  592) P: 0 Max:"),
+        (
+            r#"  "rt_test_version:": "2.40","#,
+            r#"  "rt_test_version:": "latscope","#,
+        ),
+    ] {
+        assert_ne!(mask_padded(a), mask_padded(b), "{a:?} / {b:?}");
     }
 }
 
@@ -172,7 +207,7 @@ fn assert_json(args: &[&str], golden_name: &str) {
         text.split('\n')
             .filter(|l| !(l.starts_with("        \"") && l.contains("\": ")))
             .filter(|l| !l.contains("\"cmdline:\""))
-            .map(common::mask_numbers)
+            .map(mask_numbers)
             .collect()
     };
     assert_eq!(keep(&ours), keep(&theirs), "{ours}");

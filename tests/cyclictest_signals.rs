@@ -230,21 +230,7 @@ fn blocks(text: &str) -> Vec<Vec<&str>> {
 /// A line with its numbers' padding dropped and every number masked: its
 /// shape whatever the numbers' widths (those are `assert_t_line`'s).
 fn shape(line: &str) -> String {
-    let mut unpadded = String::new();
-    let mut spaces = 0;
-    for c in line.chars() {
-        if c == ' ' {
-            spaces += 1;
-            continue;
-        }
-        if !c.is_ascii_digit() {
-            unpadded.extend(std::iter::repeat_n(' ', spaces));
-        }
-        spaces = 0;
-        unpadded.push(c);
-    }
-    unpadded.extend(std::iter::repeat_n(' ', spaces));
-    common::mask_numbers(&unpadded)
+    common::mask_unpadded(line)
 }
 
 /// One block has cyclictest's layout: the golden's lines, numbers masked,
