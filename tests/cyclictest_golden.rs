@@ -346,26 +346,31 @@ fn dropin_answers_non_utf8_as_the_full_binary() {
 /// The drop-in does not load glibc's libm (whose start-up alone made about
 /// 340 KiB resident, more than cyclictest's whole lead): it has its own
 /// log2. Read from the running process's mappings, which hold every
-/// library once `main` runs (the dynamic loader maps them all first).
+/// library once `main` runs (the dynamic loader maps them all first): the
+/// child says it is in `main` by blocking the signals it collects, its
+/// first act there, and only then are the mappings read and SIGINT sent.
+/// Without a library the environment preloads (faketime's links libm):
+/// the drop-in's own are the subject.
 #[test]
 fn dropin_maps_no_libm() {
     let mut child = Command::new(dropin())
+        .env_remove("LD_PRELOAD")
         .args(["-q", "-D", "60"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let maps_path = format!("/proc/{}/maps", child.id());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let maps = loop {
-        let maps = std::fs::read_to_string(&maps_path).unwrap_or_default();
-        if maps.contains("libc.so") || std::time::Instant::now() > deadline {
-            break maps;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
-    // SAFETY: signalling our own child by pid.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let pid = child.id();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !common::signal_blocked(pid, libc::SIGINT) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the drop-in never reached main"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    common::signal_when_ready(pid, libc::SIGINT);
     let status = child.wait().unwrap();
     assert!(maps.contains("libc.so"), "libc never mapped:\n{maps}");
     assert!(!maps.contains("libm.so"), "libm is mapped:\n{maps}");
@@ -405,8 +410,7 @@ fn sigint_mid_run_prints_the_final_block() {
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(300));
-    // SAFETY: signals our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    common::signal_when_ready(child.id(), libc::SIGINT);
     let out = child.wait_with_output().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(0));
@@ -506,8 +510,7 @@ fn sigint_and_sigterm_end_the_display_with_a_full_block() {
             .spawn()
             .unwrap();
         std::thread::sleep(std::time::Duration::from_millis(300));
-        // SAFETY: signals our own child.
-        unsafe { libc::kill(child.id() as i32, sig) };
+        common::signal_when_ready(child.id(), sig);
         let out = child.wait_with_output().unwrap();
         assert_eq!(out.status.code(), Some(0));
         let text = String::from_utf8(out.stdout).unwrap();
