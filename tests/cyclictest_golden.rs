@@ -740,18 +740,35 @@ fn wake_methods_and_clocks() {
 fn fifo_hands_out_t_lines_and_is_removed() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("stats");
-    let child = Command::new(bin())
+    let mut child = Command::new(bin())
         .args(["cyclictest", "-q", "-t2", "-D", "2", "-F"])
         .arg(&fifo)
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait (generously) for the pipe, then read one round of lines.
+    // Wait (generously) for the pipe, then read one round of lines. The
+    // read is on a thread: opening a pipe blocks until a writer comes, and
+    // a run that ended first (an error) would otherwise hang the test.
     let start = std::time::Instant::now();
     while !fifo.exists() && start.elapsed() < std::time::Duration::from_secs(30) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let text = std::fs::read_to_string(&fifo).unwrap();
+    let (sent, read) = std::sync::mpsc::channel();
+    let path = fifo.clone();
+    std::thread::spawn(move || sent.send(std::fs::read_to_string(path)));
+    let mut ended_since = None;
+    let text = loop {
+        if let Ok(text) = read.recv_timeout(std::time::Duration::from_millis(20)) {
+            break text.unwrap();
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            let since = *ended_since.get_or_insert_with(std::time::Instant::now);
+            assert!(
+                since.elapsed() < std::time::Duration::from_secs(5),
+                "the run ended ({status}) without writing to the pipe"
+            );
+        }
+    };
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0));
     // A reader that keeps the pipe open may get several rounds (the writer
