@@ -531,7 +531,10 @@ fn dropping_a_running_trace_removes_its_instance() {
     drop(trace);
     let took = monotonic_ns() - t0;
     assert!(!dir.exists());
-    assert!(took < 200_000_000, "drop took {took} ns");
+    // Prompt, not waiting for anything that lasts: the reader wakes every
+    // 10 ms to see the stop. Not a speed test: removing the instance took
+    // 255 ms on this machine beside stress-ng and other builds.
+    assert!(took < 2_000_000_000, "drop took {took} ns");
 }
 
 #[test]
