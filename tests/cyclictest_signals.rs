@@ -69,10 +69,15 @@ impl Run {
         Run::spawn(cmd)
     }
 
+    /// The run's ownership registry is private (in `dir`): when a failed
+    /// test has to end a run with SIGKILL (`Run::kill`), it removes the
+    /// object itself, and the registry file naming it goes with `dir`
+    /// instead of staying in /run/latscope with its process gone.
     fn spawn(mut cmd: Command) -> Run {
         let dir = tempfile::tempdir().expect("temp dir");
         let file = |name: &str| std::fs::File::create(dir.path().join(name)).expect("output file");
         let child = cmd
+            .env("LATSCOPE_RUNTIME_DIR", dir.path().join("registry"))
             .stdin(Stdio::null())
             .stdout(file("out"))
             .stderr(file("err"))
