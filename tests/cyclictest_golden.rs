@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::{mask_numbers, mask_padded};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -25,39 +26,20 @@ fn golden(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// Every run of digits and spaces that ends in a digit becomes as many `N`:
-/// a number printed in a padded field keeps its field's width.
-fn mask_padded(line: &str) -> String {
-    let mut out = String::new();
-    let mut run = String::new();
-    for c in line.chars() {
-        if c.is_ascii_digit() || c == ' ' {
-            run.push(c);
-            continue;
-        }
-        flush(&mut out, &mut run);
-        out.push(c);
-    }
-    flush(&mut out, &mut run);
-    out
-}
-
-fn flush(out: &mut String, run: &mut String) {
-    let trailing = run.len() - run.trim_end_matches(' ').len();
-    let body = &run[..run.len() - trailing];
-    if body.chars().any(|c| c.is_ascii_digit()) {
-        // Padding and separating spaces are counted in, so a field's width
-        // is compared whatever the number (a pid below 10000 included).
-        out.push_str(&"N".repeat(body.len()));
-    } else {
-        out.push_str(body);
-    }
-    out.push_str(&" ".repeat(trailing));
-    run.clear();
-}
-
 fn run(args: &[&str]) -> (String, String, i32) {
-    let out = Command::new(dropin()).args(args).output().unwrap();
+    outputs(Command::new(dropin()).args(args))
+}
+
+/// `run` without a library the environment preloads, for the tests whose
+/// subject is the measuring and never a date: under faketime (which the
+/// output tests are run under, docs/hardening.md) an absolute POSIX timer
+/// never expires and such a run would never end.
+fn run_measuring(args: &[&str]) -> (String, String, i32) {
+    outputs(Command::new(dropin()).env_remove("LD_PRELOAD").args(args))
+}
+
+fn outputs(cmd: &mut Command) -> (String, String, i32) {
+    let out = cmd.output().unwrap();
     (
         String::from_utf8(out.stdout).unwrap(),
         String::from_utf8(out.stderr).unwrap(),
@@ -93,6 +75,71 @@ fn assert_same_layout(args: &[&str], ours: &str, theirs: &str) {
             mask_padded(b),
             "{args:?}:\nours:   {a}\ntheirs: {b}"
         );
+    }
+}
+
+/// The masks hide what the environment decides, by what it is, and
+/// nothing else: a golden captured on a Tuesday in November on host `vm`
+/// compares equal to a run on a Sunday in March on host `rig-17` under
+/// another kernel build, and a difference of layout still shows.
+#[test]
+fn masks_hide_the_environment_and_nothing_else() {
+    let pairs = [
+        (
+            r#"  "start_time": "Tue, 24 Nov 2026 06:49:25 +0000","#,
+            r#"  "start_time": "Sun, 14 Mar 2027 10:00:00 +0100","#,
+        ),
+        (r#"    "nodename": "vm","#, r#"    "nodename": "rig-17","#),
+        (
+            r#"    "release": "6.18.44-fc-v669","#,
+            r#"    "release": "6.1.0-27-rt-amd64","#,
+        ),
+        (
+            r##"    "version": "#1 SMP PREEMPT_DYNAMIC @0","##,
+            r##"    "version": "#1 SMP PREEMPT_RT Debian 6.1.115-1 (2024-11-01)","##,
+        ),
+        (
+            "T: 0 (  592) P: 0 I:1000 C:     50 Min:     51",
+            "T: 0 (1234567) P: 0 I:1000 C:     50 Min:     51",
+        ),
+        (
+            "ran 2026-11-24T06:49:25Z",
+            "ran 2027-03-14T10:00:00.5+01:00",
+        ),
+        (
+            "Tue Nov 24 06:49:25 UTC 2026",
+            "Sun Mar 14 10:00:00 CET 2027",
+        ),
+    ];
+    for (golden, ours) in pairs {
+        assert_eq!(
+            mask_padded(golden),
+            mask_padded(ours),
+            "{golden:?} / {ours:?}"
+        );
+        assert_eq!(
+            mask_numbers(golden),
+            mask_numbers(ours),
+            "{golden:?} / {ours:?}"
+        );
+    }
+    // What the machine under the test has is masked wherever it is printed.
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    assert_eq!(
+        common::mask_environment(&format!("on {} now", host.trim())),
+        "on <host> now"
+    );
+    // Not the environment: still compared.
+    for (a, b) in [
+        (r#"  "sysname": "Linux","#, r#"  "sysname": "Hurd","#),
+        ("T: 0 (  592) P: 0 I:1000", "T: 0 (592) P: 0 I:1000"),
+        ("T: 0 (  592) P: 0 Min:", "T: 0 (  592) P: 0 Max:"),
+        (
+            r#"  "rt_test_version:": "2.40","#,
+            r#"  "rt_test_version:": "latscope","#,
+        ),
+    ] {
+        assert_ne!(mask_padded(a), mask_padded(b), "{a:?} / {b:?}");
     }
 }
 
@@ -172,7 +219,7 @@ fn assert_json(args: &[&str], golden_name: &str) {
         text.split('\n')
             .filter(|l| !(l.starts_with("        \"") && l.contains("\": ")))
             .filter(|l| !l.contains("\"cmdline:\""))
-            .map(common::mask_numbers)
+            .map(mask_numbers)
             .collect()
     };
     assert_eq!(keep(&ours), keep(&theirs), "{ours}");
@@ -274,11 +321,25 @@ fn subcommand_and_dropin_print_the_same() {
             ("stdout", &full.stdout, &lean.stdout),
             ("stderr", &full.stderr, &lean.stderr),
         ] {
+            // A histogram's overflow list (`# Thread 0: 00003 00017 ...
+            // # 12 others`) holds the cycles that overflowed: how many, and
+            // which, timing decides in each run. Its label stays compared.
+            // So does how many of -v's value lines come out: the main loop
+            // stops once a thread has done its loops, as cyclictest's, and
+            // whether the last value was printed before is timing's; their
+            // layout stays compared, one line per run of them.
             let mask = |bytes: &[u8]| -> Vec<String> {
-                String::from_utf8_lossy(bytes)
+                let mut lines: Vec<String> = String::from_utf8_lossy(bytes)
                     .split('\n')
-                    .map(mask_padded)
-                    .collect()
+                    .map(|line| match line.split_once(':') {
+                        Some((label, _)) if line.starts_with("# Thread ") => {
+                            format!("{}: <overflowed cycles>", mask_padded(label))
+                        }
+                        _ => mask_padded(line),
+                    })
+                    .collect();
+                lines.dedup_by(|a, b| a == b && a.as_str() == "NNNNNNNN:NNNNNNNN:NNNNNNNN");
+                lines
             };
             assert_eq!(mask(a), mask(b), "{args:?}: {name}");
         }
@@ -311,26 +372,31 @@ fn dropin_answers_non_utf8_as_the_full_binary() {
 /// The drop-in does not load glibc's libm (whose start-up alone made about
 /// 340 KiB resident, more than cyclictest's whole lead): it has its own
 /// log2. Read from the running process's mappings, which hold every
-/// library once `main` runs (the dynamic loader maps them all first).
+/// library once `main` runs (the dynamic loader maps them all first): the
+/// child says it is in `main` by blocking the signals it collects, its
+/// first act there, and only then are the mappings read and SIGINT sent.
+/// Without a library the environment preloads (faketime's links libm):
+/// the drop-in's own are the subject.
 #[test]
 fn dropin_maps_no_libm() {
     let mut child = Command::new(dropin())
+        .env_remove("LD_PRELOAD")
         .args(["-q", "-D", "60"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let maps_path = format!("/proc/{}/maps", child.id());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let maps = loop {
-        let maps = std::fs::read_to_string(&maps_path).unwrap_or_default();
-        if maps.contains("libc.so") || std::time::Instant::now() > deadline {
-            break maps;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
-    // SAFETY: signalling our own child by pid.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let pid = child.id();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !common::signal_blocked(pid, libc::SIGINT) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the drop-in never reached main"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    common::signal_when_ready(pid, libc::SIGINT);
     let status = child.wait().unwrap();
     assert!(maps.contains("libc.so"), "libc never mapped:\n{maps}");
     assert!(!maps.contains("libm.so"), "libm is mapped:\n{maps}");
@@ -370,8 +436,7 @@ fn sigint_mid_run_prints_the_final_block() {
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(300));
-    // SAFETY: signals our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    common::signal_when_ready(child.id(), libc::SIGINT);
     let out = child.wait_with_output().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(0));
@@ -471,8 +536,7 @@ fn sigint_and_sigterm_end_the_display_with_a_full_block() {
             .spawn()
             .unwrap();
         std::thread::sleep(std::time::Duration::from_millis(300));
-        // SAFETY: signals our own child.
-        unsafe { libc::kill(child.id() as i32, sig) };
+        common::signal_when_ready(child.id(), sig);
         let out = child.wait_with_output().unwrap();
         assert_eq!(out.status.code(), Some(0));
         let text = String::from_utf8(out.stdout).unwrap();
@@ -680,7 +744,7 @@ fn wake_methods_and_clocks() {
     ] {
         let mut args = vec!["-q", "-l", "20", "-i", "1000"];
         args.extend_from_slice(extra);
-        let (out, err, code) = run(&args);
+        let (out, err, code) = run_measuring(&args);
         assert_eq!(code, 0, "{args:?}: {err}");
         let t: Vec<&str> = out.lines().filter(|l| l.starts_with("T:")).collect();
         assert!(!t.is_empty(), "{args:?}: {out}");
@@ -694,18 +758,35 @@ fn wake_methods_and_clocks() {
 fn fifo_hands_out_t_lines_and_is_removed() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("stats");
-    let child = Command::new(bin())
+    let mut child = Command::new(bin())
         .args(["cyclictest", "-q", "-t2", "-D", "2", "-F"])
         .arg(&fifo)
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait (generously) for the pipe, then read one round of lines.
+    // Wait (generously) for the pipe, then read one round of lines. The
+    // read is on a thread: opening a pipe blocks until a writer comes, and
+    // a run that ended first (an error) would otherwise hang the test.
     let start = std::time::Instant::now();
     while !fifo.exists() && start.elapsed() < std::time::Duration::from_secs(30) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let text = std::fs::read_to_string(&fifo).unwrap();
+    let (sent, read) = std::sync::mpsc::channel();
+    let path = fifo.clone();
+    std::thread::spawn(move || sent.send(std::fs::read_to_string(path)));
+    let mut ended_since = None;
+    let text = loop {
+        if let Ok(text) = read.recv_timeout(std::time::Duration::from_millis(20)) {
+            break text.unwrap();
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            let since = *ended_since.get_or_insert_with(std::time::Instant::now);
+            assert!(
+                since.elapsed() < std::time::Duration::from_secs(5),
+                "the run ended ({status}) without writing to the pipe"
+            );
+        }
+    };
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0));
     // A reader that keeps the pipe open may get several rounds (the writer
@@ -751,7 +832,9 @@ fn tracemark_with_breaktrace() {
 fn timer_offers_the_posix_timer_wake_method() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("t.json");
+    // The measuring is the subject: see `run_measuring`.
     let out = Command::new(bin())
+        .env_remove("LD_PRELOAD")
         .args([
             "timer",
             "--posix-timer",

@@ -34,31 +34,7 @@ fn golden(name: &str) -> String {
 /// exact field widths are tests/cyclictest_golden.rs's subject; here the
 /// point is that the option adds, removes and reorders nothing.
 fn shape(stdout: &str) -> Vec<String> {
-    stdout
-        .split('\n')
-        .map(|line| {
-            let mut out = String::new();
-            let mut in_number = false;
-            for c in line.chars() {
-                match c {
-                    '0'..='9' if !in_number => {
-                        // The padding of a right-aligned number is part of it.
-                        while out.ends_with(' ') {
-                            out.pop();
-                        }
-                        out.push('N');
-                        in_number = true;
-                    }
-                    '0'..='9' => {}
-                    _ => {
-                        in_number = false;
-                        out.push(c);
-                    }
-                }
-            }
-            out
-        })
-        .collect()
+    stdout.split('\n').map(mask_unpadded).collect()
 }
 
 fn read_json(path: &Path) -> Value {

@@ -69,10 +69,15 @@ impl Run {
         Run::spawn(cmd)
     }
 
+    /// The run's ownership registry is private (in `dir`): when a failed
+    /// test has to end a run with SIGKILL (`Run::kill`), it removes the
+    /// object itself, and the registry file naming it goes with `dir`
+    /// instead of staying in /run/latscope with its process gone.
     fn spawn(mut cmd: Command) -> Run {
         let dir = tempfile::tempdir().expect("temp dir");
         let file = |name: &str| std::fs::File::create(dir.path().join(name)).expect("output file");
         let child = cmd
+            .env("LATSCOPE_RUNTIME_DIR", dir.path().join("registry"))
             .stdin(Stdio::null())
             .stdout(file("out"))
             .stderr(file("err"))
@@ -230,21 +235,7 @@ fn blocks(text: &str) -> Vec<Vec<&str>> {
 /// A line with its numbers' padding dropped and every number masked: its
 /// shape whatever the numbers' widths (those are `assert_t_line`'s).
 fn shape(line: &str) -> String {
-    let mut unpadded = String::new();
-    let mut spaces = 0;
-    for c in line.chars() {
-        if c == ' ' {
-            spaces += 1;
-            continue;
-        }
-        if !c.is_ascii_digit() {
-            unpadded.extend(std::iter::repeat_n(' ', spaces));
-        }
-        spaces = 0;
-        unpadded.push(c);
-    }
-    unpadded.extend(std::iter::repeat_n(' ', spaces));
-    common::mask_numbers(&unpadded)
+    common::mask_unpadded(line)
 }
 
 /// One block has cyclictest's layout: the golden's lines, numbers masked,

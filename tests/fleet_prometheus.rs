@@ -61,7 +61,9 @@ fn percent_encoded(text: &str) -> String {
         .collect()
 }
 
-/// GET `path` from 127.0.0.1:`port`: the body, or None while nothing answers.
+/// GET `path` from 127.0.0.1:`port`: the body of a 200 answer, or None
+/// while nothing answers or the answer is another status (Prometheus says
+/// 503 Service Unavailable to every request while it starts).
 fn http_get(port: u16, path: &str) -> Option<String> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
     stream
@@ -70,8 +72,9 @@ fn http_get(port: u16, path: &str) -> Option<String> {
     write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
     let mut response = String::new();
     stream.read_to_string(&mut response).ok()?;
-    let (_, body) = response.split_once("\r\n\r\n")?;
-    Some(body.to_string())
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    let status = head.lines().next()?.split_whitespace().nth(1)?;
+    (status == "200").then(|| body.to_string())
 }
 
 /// The result vector of an instant query.
@@ -80,7 +83,7 @@ fn query(port: u16, expr: &str) -> Vec<Value> {
         port,
         &format!("/api/v1/query?query={}", percent_encoded(expr)),
     )
-    .unwrap_or_else(|| panic!("Prometheus did not answer the query {expr}"));
+    .unwrap_or_else(|| panic!("Prometheus gave no 200 answer to the query {expr}"));
     let v: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
     assert_eq!(v["status"], "success", "{expr}: {body}");
     v["data"]["result"].as_array().cloned().unwrap_or_default()

@@ -29,14 +29,15 @@ fn oslat(args: &[&str]) -> std::process::Output {
 /// The measured part of a line masked: after a `:\t` label every number
 /// becomes `N` (oslat prints them unpadded: ` %d`, ` %.3f`); the bias
 /// line's number too. Labels (`    001 (us)`) and the header block, which
-/// the options decide, stay literal.
+/// the options decide, stay literal but for what the environment decides
+/// (common::mask_environment).
 fn mask(line: &str) -> String {
     if line.starts_with("Global bias set to ") {
         return mask_numbers(line);
     }
     match line.split_once(":\t ") {
         Some((label, values)) => format!("{label}:\t {}", mask_numbers(values)),
-        None => line.to_string(),
+        None => mask_environment(line),
     }
 }
 

@@ -4,7 +4,16 @@
 //! to the measured CPU, SCHED_FIFO above the measuring task, spins a few
 //! times for `SPIN` (timing itself: it never depends on another task of that
 //! CPU to stop it) and sleeps in between, so the measured task cannot run
-//! while it spins. Bounded: `BURSTS` x `SPIN` of CPU in all.
+//! while it spins. Bounded: `BURSTS` x `SPIN` of CPU in all. A spin is ten
+//! times the 1 ms threshold, so that it stands out of a busy machine's noise
+//! (the spikes kept are the worst 100) by construction. latscope's trace
+//! reader runs off the provoked CPU where another is free.
+//!
+//! Where the kernel lost trace events inside a provoked window (a reader
+//! starved on a loaded machine: 172,773 events lost once) and so no spike
+//! could be attributed, the run proved nothing either way: the test
+//! provokes again, at most `ATTEMPTS` runs in all, and says so. It passes
+//! only on a run whose provoked spike was attributed.
 
 mod common;
 
@@ -14,7 +23,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-const SPIN: Duration = Duration::from_millis(4);
+const SPIN: Duration = Duration::from_millis(10);
+const ATTEMPTS: usize = 3;
 const BURSTS: usize = 5;
 const MAKER: &str = "spike-maker";
 
@@ -181,6 +191,46 @@ fn run_disturbed(cpu: usize, args: &[&str]) -> (std::process::Output, Value, Pro
     (out, read_json(&json), provocation)
 }
 
+/// Whether the kernel lost trace events inside a window of the provocation:
+/// a spike overlapping a spin that says events were lost in its window.
+fn lost_in_provoked_window(report: &Value, by: &Provocation) -> bool {
+    array_of(&report["tests"][0]["spikes"]["spikes"], "spikes")
+        .iter()
+        .any(|s| {
+            let (from, to) = (
+                u64_of(&s["expected_ns"], "expected_ns"),
+                u64_of(&s["actual_ns"], "actual_ns"),
+            );
+            by.bursts.iter().any(|&(a, b)| from <= b && a <= to) && s["events_lost"] == true
+        })
+}
+
+/// `run_disturbed`, again while the run proved nothing because the kernel
+/// lost events inside a provoked window and no spike was attributed: at
+/// most `ATTEMPTS` runs, each repetition said on stderr. The last run is
+/// returned whatever it shows, for `check_attribution` to judge.
+fn run_provoked(
+    test: &str,
+    cpu: usize,
+    args: &[&str],
+) -> (std::process::Output, Value, Provocation) {
+    for attempt in 1.. {
+        let (out, report, by) = run_disturbed(cpu, args);
+        if attempt == ATTEMPTS
+            || !made_spikes(&report, &by).is_empty()
+            || !lost_in_provoked_window(&report, &by)
+        {
+            return (out, report, by);
+        }
+        eprintln!(
+            "{test}: run {attempt} of at most {ATTEMPTS}: the kernel lost trace events inside a \
+             provoked window ({} events lost in the run) and no spike was attributed: provoking again",
+            report["tests"][0]["spikes"]["events_lost"]
+        );
+    }
+    unreachable!("the last attempt returns")
+}
+
 /// The options of an IPC run on `cpu` at FIFO 50 for `seconds`, back to back
 /// (-i 0: a sample is in flight most of the time, so the spins land inside
 /// samples), tracing the samples above 1 ms.
@@ -300,7 +350,8 @@ fn a_provoked_timer_spike_is_attributed_to_its_task() {
         return;
     }
     let cpu = measured_cpu().to_string();
-    let (out, report, by) = run_disturbed(
+    let (out, report, by) = run_provoked(
+        test,
         measured_cpu(),
         &[
             "timer",
@@ -337,7 +388,7 @@ fn a_provoked_mq_spike_is_attributed_to_its_task() {
     }
     let cpu = measured_cpu().to_string();
     let args = [&["mq"][..], &back_to_back(&cpu, "2")].concat();
-    let (out, report, by) = run_disturbed(measured_cpu(), &args);
+    let (out, report, by) = run_provoked(test, measured_cpu(), &args);
     check_attribution(test, &out, &report, &by);
 }
 
@@ -352,7 +403,7 @@ fn ipc_traces_the_spikes_of_each_test_it_runs() {
     // bursts (0.2 to 1 s after its trace starts) fall into the first one.
     let ipc = ["ipc", "--only", "mq", "--mode", "both"];
     let args = [&ipc[..], &back_to_back(&cpu, "4")].concat();
-    let (out, report, by) = run_disturbed(measured_cpu(), &args);
+    let (out, report, by) = run_provoked(test, measured_cpu(), &args);
     check_attribution(test, &out, &report, &by);
     let tests = array_of(&report["tests"], "tests");
     assert_eq!(tests.len(), 2, "{}", describe(&out));

@@ -171,16 +171,6 @@ fn plan(rng: &mut Rng, index: usize, rt: bool, breakdown_ok: bool, cpus: u64) ->
     }
 }
 
-/// Whether `sig` is blocked in the main thread of `pid` now.
-fn blocked(pid: u32, sig: libc::c_int) -> bool {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("SigBlk:"))
-        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
-        .is_some_and(|mask| mask & (1u64 << (sig - 1)) != 0)
-}
-
 fn dev_shm_latscope() -> BTreeSet<String> {
     std::fs::read_dir("/dev/shm")
         .map(|l| {
@@ -241,7 +231,7 @@ fn run_one(plan: &Plan, instances: Option<&Path>) -> Result<String, String> {
     let status = loop {
         recorded.extend(registry_entries(&registry, None));
         if signalled_unblocked.is_none() && started.elapsed() >= plan.signal_after {
-            let was_blocked = blocked(pid, plan.signal);
+            let was_blocked = signal_blocked(pid, plan.signal);
             // SAFETY: signalling our own child (not reaped yet: no pid reuse).
             unsafe { libc::kill(pid as libc::pid_t, plan.signal) };
             signalled_unblocked = Some(!was_blocked);

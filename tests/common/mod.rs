@@ -5,6 +5,11 @@
 //! Every test module uses a different subset of these helpers.
 #![allow(dead_code)]
 
+mod mask;
+// Used by the output comparisons; the other test binaries do not.
+#[allow(unused_imports)]
+pub use mask::*;
+
 use assert_cmd::Command;
 use predicates::Predicate;
 use serde_json::Value;
@@ -703,11 +708,57 @@ pub fn spawn(args: &[&str]) -> Spawned {
     )
 }
 
+/// Whether process `pid` blocks `sig` (its main thread's mask, `SigBlk:` of
+/// /proc/PID/status).
+pub fn signal_blocked(pid: u32, sig: libc::c_int) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigBlk:"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1u64 << (sig - 1)) != 0)
+}
+
+/// Whether process `pid` has ended (a zombie not reaped yet, or gone).
+fn process_ended(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .map(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("State:"))
+                .is_some_and(|state| state.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(true)
+}
+
+/// Sends `sig` to latscope process `pid` once it collects it. latscope
+/// blocks the signals it collects first thing in `main` (and collects them
+/// with `sigtimedwait`); one sent before, while the dynamic loader still
+/// runs on a busy machine, would take its default action and kill it. So
+/// the process says it is ready by its signal mask, and the test waits for
+/// that (up to a minute, then fails), never for a fixed time. SIGKILL,
+/// SIGSTOP and SIGCONT, which no process can collect, go at once.
+pub fn signal_when_ready(pid: u32, sig: libc::c_int) {
+    if ![libc::SIGKILL, libc::SIGSTOP, libc::SIGCONT].contains(&sig) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        // A child that already ended collects nothing: the signal is
+        // then sent for nothing, as before this wait.
+        while !signal_blocked(pid, sig) && !process_ended(pid) {
+            assert!(
+                Instant::now() < deadline,
+                "process {pid} did not block signal {sig} within a minute (not latscope, or it ended?)"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    // SAFETY: signalling the caller's own child by pid (not reaped yet).
+    let rc = unsafe { libc::kill(pid as libc::pid_t, sig) };
+    assert_eq!(rc, 0, "kill failed: {}", std::io::Error::last_os_error());
+}
+
 impl Spawned {
+    /// Sends `sig` once the child collects it (`signal_when_ready`).
     pub fn signal(&self, sig: libc::c_int) {
-        // SAFETY: signalling our own child by pid.
-        let rc = unsafe { libc::kill(self.child.id() as libc::pid_t, sig) };
-        assert_eq!(rc, 0, "kill failed: {}", std::io::Error::last_os_error());
+        signal_when_ready(self.child.id(), sig);
     }
 
     /// Waits up to `timeout`; on timeout the child is killed and the test
@@ -878,23 +929,4 @@ pub fn tracefs_usable(what: &str) -> bool {
         return false;
     }
     true
-}
-
-/// Every number of `line` becomes one `N`, whatever its width (the original
-/// tools print measured numbers unpadded: ` %d`, ` %.3f` gives `N.N`).
-pub fn mask_numbers(line: &str) -> String {
-    let mut out = String::new();
-    let mut in_num = false;
-    for c in line.chars() {
-        if c.is_ascii_digit() {
-            if !in_num {
-                out.push('N');
-            }
-            in_num = true;
-        } else {
-            in_num = false;
-            out.push(c);
-        }
-    }
-    out
 }
