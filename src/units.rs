@@ -216,10 +216,16 @@ pub fn format_duration(duration: Duration) -> String {
 }
 
 /// A run time for people, in the style the console headers use (`12.0 s`):
-/// seconds with one decimal (`0.9 s`, `6.0 s`). `format_duration` is the
-/// exact form that reads back as an option value (`869ms`, `1h30m`).
+/// seconds with one decimal (`0.9 s`, `6.0 s`); below 0.1 s in whole
+/// milliseconds (`10 ms`), which one decimal of a second would show as
+/// `0.0 s`. `format_duration` is the exact form that reads back as an
+/// option value (`869ms`, `1h30m`).
 pub fn format_run_time(duration: Duration) -> String {
-    format!("{:.1} s", duration.as_secs_f64())
+    if duration < Duration::from_millis(95) {
+        format!("{} ms", duration.as_millis())
+    } else {
+        format!("{:.1} s", duration.as_secs_f64())
+    }
 }
 
 /// A size in binary units for people: `512 B`, `64 KiB`, `8 MiB`, `1.5 GiB`
@@ -442,6 +448,9 @@ mod tests {
         assert_eq!(format_duration(Duration::from_micros(100)), "100us");
         assert_eq!(format_run_time(Duration::from_millis(869)), "0.9 s");
         assert_eq!(format_run_time(Duration::from_secs(10)), "10.0 s");
+        assert_eq!(format_run_time(Duration::from_millis(95)), "0.1 s");
+        assert_eq!(format_run_time(Duration::from_millis(94)), "94 ms");
+        assert_eq!(format_run_time(Duration::from_millis(10)), "10 ms");
     }
 
     #[test]

@@ -181,3 +181,137 @@ fn suite_max_latency_judges_every_test() {
         }
     }
 }
+
+/// The overview fits a 100-column terminal and has the core columns of
+/// every table (p50 too), the noise row's share on its own line; `--wide`
+/// adds what each sample spans. A 1-second suite names its short shares in
+/// milliseconds, not as "0.0 s".
+#[test]
+fn suite_overview_fits_100_columns_and_wide_adds_the_descriptions() {
+    let out = run(latscope(30).args(args("suite --duration 1s")));
+    assert_code(&out, 0);
+    let stdout = stdout_of(&out);
+    let context = describe(&out);
+    check_suite_output(&stdout, &context);
+    let table: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("Test "))
+        .take_while(|l| !l.contains(':') || l.starts_with("Test "))
+        .collect();
+    assert!(table.len() >= 12, "no table\n{context}");
+    for line in &table {
+        assert!(
+            line.len() <= 100,
+            "{} columns: {line}\n{context}",
+            line.len()
+        );
+    }
+    let header: Vec<&str> = table[0].split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "Test", "Result", "Samples", "Min", "Avg", "P50", "P99", "P99.9", "Max", "Overruns"
+        ]
+    );
+    assert!(
+        stdout.lines().any(|l| matches(
+            r"^noise: CPU \d+ lost \d+\.\d{3} % of its time \(.* in \d+ interruptions\)$",
+            l
+        )),
+        "no noise share line\n{context}"
+    );
+    let stderr = stderr_of(&out);
+    assert!(!stderr.contains("for 0.0 s"), "{context}");
+    assert!(
+        stderr
+            .lines()
+            .any(|l| matches(r"^latscope: running timer .* for \d+ ms \.\.\.$", l)),
+        "the timer's short share not in ms\n{context}"
+    );
+
+    let wide = run(latscope(30).args(args("suite --duration 1s --wide -q")));
+    assert_code(&wide, 0);
+    let wide_out = stdout_of(&wide);
+    let header = wide_out.lines().find(|l| l.starts_with("Test ")).unwrap();
+    assert!(
+        header.contains("What one sample spans") && header.contains("P99.99"),
+        "{header}"
+    );
+    assert!(
+        wide_out
+            .lines()
+            .any(|l| l.starts_with("mq ") && l.contains("POSIX message queue")),
+        "{}",
+        describe(&wide)
+    );
+}
+
+/// Ctrl-C in the middle of the suite: the tests that ran are shown, and one
+/// line names those that did not run. The interrupt comes once the suite
+/// says it runs its second test (its stderr line), never after a guess.
+#[test]
+fn an_interrupted_suite_names_the_tests_it_did_not_run() {
+    use std::io::{BufRead, BufReader, Read};
+    let mut child = std::process::Command::new(bin())
+        .args(args("suite --duration 20s"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn latscope suite");
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        text
+    });
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    let mut line = String::new();
+    while stderr.read_line(&mut line).unwrap_or(0) > 0 {
+        seen.push_str(&line);
+        let second = line.starts_with("latscope: running sem ");
+        line.clear();
+        if second {
+            break;
+        }
+    }
+    assert!(
+        seen.contains("latscope: running sem "),
+        "never started sem:\n{seen}"
+    );
+    // SAFETY: signalling our own child by pid.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
+        0
+    );
+    let mut rest = String::new();
+    let _ = stderr.read_to_string(&mut rest);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the suite did not end within 30 s of SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = reader.join().unwrap();
+    let context = format!("--- stdout ---\n{out}--- stderr ---\n{seen}{rest}");
+    assert_eq!(status.code(), Some(0), "{context}");
+    assert!(out.lines().any(|l| l.starts_with("mq ")), "{context}");
+    let note = out
+        .lines()
+        .find(|l| l.starts_with("warning: interrupted: not run: "))
+        .unwrap_or_else(|| panic!("no not-run line\n{context}"));
+    for later in ["signal", "pipe", "timer", "noise", "logdisk"] {
+        assert!(note.contains(later), "{later} not named: {note}");
+        assert!(
+            !out.lines().any(|l| l.starts_with(&format!("{later} "))),
+            "{later} has a row but was not run\n{context}"
+        );
+    }
+    assert!(!note.contains(" mq,"), "{note}");
+}

@@ -750,6 +750,9 @@ pub struct SuiteArgs {
     /// Total time for all tests (s/m/h/d suffixes; bare number = seconds)
     #[arg(short = 'D', long, value_name = "TIME", default_value = "10s")]
     pub duration: String,
+    /// Also show what each test's sample spans, its policy, p99.99 and how it ended (a wide table)
+    #[arg(long)]
+    pub wide: bool,
     #[command(flatten)]
     pub verdict: VerdictArgs,
 }

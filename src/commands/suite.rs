@@ -61,10 +61,12 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
         policy,
         priority,
         verdict,
+        wide: args.wide,
     })
 }
 
 struct Suite {
+    wide: bool,
     total: Duration,
     started: Instant,
     policy: Policy,
@@ -86,7 +88,7 @@ impl Measurement for Suite {
             },
             fail_if: self.verdict.fail_if.clone(),
             outputs: self.verdict.outputs.clone(),
-            presentation: Presentation::modern(Box::new(SuiteOverview)),
+            presentation: Presentation::modern(Box::new(SuiteOverview { wide: self.wide })),
         }
     }
 
@@ -106,6 +108,15 @@ impl Measurement for Suite {
         }
         if !interrupted(&finished) {
             self.measure_logdisk(run, &mut finished);
+        }
+        if interrupted(&finished) {
+            let not_run = not_run(&finished);
+            if !not_run.is_empty() {
+                run.warn(format!(
+                    "interrupted: not run: {} (the table shows the tests that ran)",
+                    not_run.join(", ")
+                ));
+            }
         }
         Ok(finished)
     }
@@ -231,6 +242,21 @@ impl Suite {
             }
         }
     }
+}
+
+/// The suite's tests, in the order it runs them.
+fn suite_tests() -> impl Iterator<Item = &'static str> {
+    PRIMITIVES
+        .iter()
+        .copied()
+        .chain(["timer", "noise", "logdisk"])
+}
+
+/// The suite's tests that an interrupt left out, in their order.
+fn not_run(finished: &[FinishedTest]) -> Vec<&'static str> {
+    suite_tests()
+        .filter(|name| !finished.iter().any(|t| t.result.test == *name))
+        .collect()
 }
 
 fn interrupted(finished: &[FinishedTest]) -> bool {

@@ -3,7 +3,7 @@
 
 use super::write_footer;
 use crate::report::cells::{Table, end_reason_text, latency_cell, machine_line, percentile_cell};
-use crate::report::{Exporter, Report};
+use crate::report::{Exporter, Report, TestResult};
 use std::io::Write;
 
 /// One row per test (a primitive in one mode, all its pairs merged), sorted
@@ -64,48 +64,103 @@ impl Exporter for IpcComparison {
     }
 }
 
-/// One row per test: the overall (all pairs merged) statistics.
-pub struct SuiteOverview;
+/// One row per test: the overall (all pairs merged) statistics. The default
+/// fits a 100-column terminal: the test, its result, then the figures every
+/// test shares (p50 included); what each test's sample spans and its policy
+/// are in `wide` (`latscope suite --wide`) and the JSON.
+pub struct SuiteOverview {
+    pub wide: bool,
+}
 
 impl Exporter for SuiteOverview {
     fn write(&self, report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
         writeln!(out, "latscope suite on {}", machine_line(&report.sysinfo))?;
-        let mut table = Table::new(&[
-            "Test",
-            "What one sample spans",
-            "Series",
-            "Policy",
-            "Samples",
-            "Min",
-            "Avg",
-            "P99",
-            "P99.9",
-            "P99.99",
-            "Max",
-            "Overruns",
-            "Ended",
+        let mut headers = vec!["Test", "Result"];
+        if self.wide {
+            headers.extend(["What one sample spans", "Series", "Policy"]);
+        }
+        headers.extend([
+            "Samples", "Min", "Avg", "P50", "P99", "P99.9", "Max", "Overruns",
         ]);
+        if self.wide {
+            headers.extend(["P99.99", "Ended"]);
+        }
+        let mut table = Table::new(&headers);
         for t in &report.tests {
             let o = &t.overall;
             let v = |ns: i64| latency_cell(o, ns);
             let p = |q: f64| percentile_cell(o, q);
-            table.row(vec![
-                t.test.clone(),
-                format!("{} ({})", t.description, t.mode),
-                t.series.len().to_string(),
-                format!("{} {}", t.config.policy, t.config.priority),
+            let mut row = vec![t.test.clone(), result_word(t).to_string()];
+            if self.wide {
+                row.extend([
+                    format!("{} ({})", t.description, t.mode),
+                    t.series.len().to_string(),
+                    format!("{} {}", t.config.policy, t.config.priority),
+                ]);
+            }
+            row.extend([
                 o.samples.to_string(),
                 v(o.min_ns),
                 v(o.avg_ns.round() as i64),
+                p(50.0),
                 p(99.0),
                 p(99.9),
-                p(99.99),
                 v(o.max_ns),
                 t.series.iter().map(|s| s.overruns).sum::<u64>().to_string(),
-                end_reason_text(t).to_string(),
             ]);
+            if self.wide {
+                row.extend([p(99.99), end_reason_text(t).to_string()]);
+            }
+            table.row(row);
         }
         write!(out, "{}", table.render())?;
+        for line in noise_shares(report) {
+            writeln!(out, "{line}")?;
+        }
+        if !self.wide {
+            writeln!(
+                out,
+                "(--wide: what each test's sample spans, its policy, p99.99 and how it ended)"
+            )?;
+        }
         write_footer(report, out)
     }
+}
+
+/// A test's result in one word: whether it crossed `--max-latency`, else
+/// how it ended.
+fn result_word(test: &TestResult) -> &'static str {
+    use crate::report::EndReason::*;
+    if test.series.iter().any(|s| s.above_limit > 0) {
+        return "FAIL";
+    }
+    match test.end_reason {
+        LoopsDone | DurationElapsed => "ok",
+        Interrupted => "stopped",
+        BreakTrace | BreakOnSwitch => "break",
+        Error => "error",
+        Skipped => "skipped",
+        Running => "running",
+    }
+}
+
+/// The noise rows' share, which the latency columns cannot show: how much
+/// of each measured CPU's time the interruptions took.
+fn noise_shares(report: &Report) -> Vec<String> {
+    report
+        .tests
+        .iter()
+        .flat_map(|t| t.series.iter().map(move |s| (t, s)))
+        .filter_map(|(t, s)| {
+            let n = s.noise_cpu()?;
+            Some(format!(
+                "{}: CPU {} lost {:.3} % of its time ({} in {} interruptions)",
+                t.test,
+                n.cpu,
+                n.noise_percent,
+                crate::units::format_ns(n.noise_ns as i64),
+                s.latency.samples
+            ))
+        })
+        .collect()
 }
