@@ -139,8 +139,8 @@ mod tests {
         // _IOC(dir, type, nr, size) = dir << 30 | size << 16 | type << 8 | nr.
         let ioc =
             |dir: u64, nr: u64, size: u64| (dir << 30) | (size << 16) | (b'$' as u64) << 8 | nr;
-        assert_eq!(PERF_EVENT_IOC_ENABLE as u64, ioc(0, 0, 0));
-        assert_eq!(PERF_EVENT_IOC_SET_BPF as u64, ioc(1, 8, 4));
+        assert_eq!(u64::from(PERF_EVENT_IOC_ENABLE as u32), ioc(0, 0, 0));
+        assert_eq!(u64::from(PERF_EVENT_IOC_SET_BPF as u32), ioc(1, 8, 4));
     }
 
     #[test]

@@ -78,9 +78,8 @@ fn has_capability(capabilities: u64, cap: u32) -> bool {
 /// Why the facts alone rule BPF collection out (None: nothing against it).
 pub fn assess(facts: &Facts) -> Option<String> {
     let caps = facts.capabilities;
-    if !has_capability(caps, CAP_SYS_ADMIN)
-        && !(has_capability(caps, CAP_BPF) && has_capability(caps, CAP_PERFMON))
-    {
+    let bpf_and_perfmon = has_capability(caps, CAP_BPF) && has_capability(caps, CAP_PERFMON);
+    if !(has_capability(caps, CAP_SYS_ADMIN) || bpf_and_perfmon) {
         return Some("not permitted: needs CAP_BPF and CAP_PERFMON (or root)".to_string());
     }
     match kernel_version(&facts.release) {

@@ -297,7 +297,7 @@ impl MappedArray {
     /// The u64 at byte `offset` of entry `index`, as the programs last
     /// wrote it (a volatile load: the kernel changes it behind the compiler).
     pub fn read_u64(&self, index: usize, offset: usize) -> Option<u64> {
-        if offset % 8 != 0 || offset + 8 > self.value_size {
+        if !offset.is_multiple_of(8) || offset + 8 > self.value_size {
             return None;
         }
         let at = self.entry_ptr(index)?;
@@ -309,7 +309,7 @@ impl MappedArray {
     /// Writes the u64 at byte `offset` of entry `index` (the mapping must be
     /// writable, or this faults: only `map_memory(true)` mappings call it).
     pub fn write_u64(&self, index: usize, offset: usize, value: u64) -> Option<()> {
-        if offset % 8 != 0 || offset + 8 > self.value_size {
+        if !offset.is_multiple_of(8) || offset + 8 > self.value_size {
             return None;
         }
         let at = self.entry_ptr(index)?;
