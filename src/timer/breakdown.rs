@@ -247,6 +247,9 @@ pub struct KernelFigures {
     /// Wake-ups the slot did not hold whole (another wake-up's record, a
     /// program that did not run).
     pub missing: u64,
+    /// Complete wake-ups whose figures were out of order (irq <= thread <=
+    /// user is expected of every one).
+    pub unordered: u64,
 }
 
 impl KernelFigures {
@@ -260,18 +263,23 @@ impl KernelFigures {
             complete: 0,
             torn: 0,
             missing: 0,
+            unordered: 0,
         }
     }
 
     /// Reads the wake-up of `expiry` from the slot (plain loads) and adds
-    /// its IRQ and thread latency; returns them.
+    /// its IRQ and thread latency; returns them. `user` is the thread's own
+    /// latency of that wake-up.
     #[inline]
-    pub fn take(&mut self, expiry: u64) -> Option<(i64, i64)> {
+    pub fn take(&mut self, expiry: u64, user: i64) -> Option<(i64, i64)> {
         match self.reader.read(expiry) {
             SlotRead::Complete { irq_ns, switch_ns } => {
                 let irq = irq_ns.wrapping_sub(expiry) as i64;
                 let thread = switch_ns.wrapping_sub(expiry) as i64;
                 self.complete += 1;
+                if !(irq <= thread && thread <= user) {
+                    self.unordered += 1;
+                }
                 self.irq.add(irq);
                 self.thread.add(thread);
                 Some((irq, thread))
@@ -310,6 +318,7 @@ pub fn assign_in_kernel(
         events_lost: 0,
         collector: CollectorUsed::bpf(),
         torn_wakeups: k.torn,
+        unordered_wakeups: k.unordered,
     };
     let main = match figure {
         Figure::User => user,
@@ -342,6 +351,7 @@ pub fn assign(
         events_lost: trace.events_lost,
         collector: collector.clone(),
         torn_wakeups: 0,
+        unordered_wakeups: 0,
     };
     let main = match figure {
         Figure::User => user,

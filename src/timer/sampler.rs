@@ -457,7 +457,7 @@ impl<'a> Sampling<'a> {
         }
         // The kernel's side of this wake-up: loads from the mmapped slot.
         if let Some(kernel) = self.kernel.as_mut()
-            && let Some((irq, thread)) = kernel.take(expiry)
+            && let Some((irq, thread)) = kernel.take(expiry, latency)
         {
             match self.plan.figure {
                 Figure::Irq => self.shared.live.record(irq),

@@ -98,10 +98,14 @@ pub fn collector_line(test: &TestResult) -> Option<String> {
     let mut line = first.collector.line();
     let torn: u64 = breakdowns.iter().map(|b| b.torn_wakeups).sum();
     let missing: u64 = breakdowns.iter().map(|b| b.incomplete_wakeups).sum();
+    let unordered: u64 = breakdowns.iter().map(|b| b.unordered_wakeups).sum();
     if first.collector.name == "bpf" {
         line.push_str(&format!(
             "; wake-ups read torn: {torn}, not recorded whole: {missing}"
         ));
+        if unordered > 0 {
+            line.push_str(&format!(", figures out of order: {unordered}"));
+        }
     }
     Some(line)
 }

@@ -299,6 +299,11 @@ pub struct Breakdown {
     /// the thread read it (counted, in no kernel-side figure, never guessed).
     #[serde(default)]
     pub torn_wakeups: u64,
+    /// In-kernel collection: complete wake-ups whose figures were not in
+    /// order (IRQ <= thread <= user); 0 unless the clocks or the events
+    /// disagree. Not checked by the tracefs collector.
+    #[serde(default)]
+    pub unordered_wakeups: u64,
 }
 
 /// One measured stream of samples (an IPC pair, a timer thread): the common
