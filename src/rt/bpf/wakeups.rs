@@ -257,7 +257,7 @@ impl WakeupSlots {
         }
         // The switch-in: the scheduler's exit hook where it exists, else
         // sched_switch (see the module's notes).
-        let exit_hook = load(ProgramKind::RawTracepoint, "sched_in", switch_in_by_pid(fd))?;
+        let exit_hook = load(ProgramKind::RawTracepoint, "on_cpu", switch_in_by_pid(fd))?;
         let mut programs = vec![arm, expire];
         match Attachment::raw_tracepoint(&exit_hook, "sched_exit_tp") {
             Ok(a) => {
