@@ -322,11 +322,14 @@ fn check_attribution(test: &str, out: &std::process::Output, report: &Value, by:
             shown()
         );
     }
-    // At least one window holds most of a spin (a spin may straddle the
-    // start of a window, never more than half of it for all of them).
+    // At least one window holds a good part of a spin, far above the 1 ms
+    // threshold. Not all of it: a window starts at the expected time (the
+    // timer's expiry, the sender's stamp), and a spin may start before it;
+    // beside stress-ng the guest's timer interrupt also came late and the
+    // window held 3.5 ms of a 10 ms spin.
     let most = made.iter().filter_map(|s| maker_ns(s, by)).max();
     assert!(
-        most >= Some(SPIN.as_nanos() as u64 / 2),
+        most >= Some(SPIN.as_nanos() as u64 / 4),
         "{test}: the spike-maker's largest share is {most:?} ns"
     );
     // The console names the worst spike, whatever made it (on a busy
