@@ -97,9 +97,13 @@ fn write_csv(
                 let (test, label, cpu) = series.get(&id).map_or_else(
                     || (String::new(), String::new(), String::new()),
                     |s| {
+                        // Control characters escaped, on a terminal and
+                        // in a file alike (docs/samples.md): latscope's own
+                        // names have none, a crafted file's would drive the
+                        // terminal of whoever reads the CSV.
                         (
-                            s.test_name.clone(),
-                            s.label.clone(),
+                            crate::rt::stdio::escape_line(&s.test_name),
+                            crate::rt::stdio::escape_line(&s.label),
                             s.cpu.map_or(String::new(), |c| c.to_string()),
                         )
                     },
