@@ -1153,3 +1153,51 @@ fn input_data_in_messages_and_the_samples_csv_is_escaped() {
         "{csv}"
     );
 }
+
+/// Running out of memory is one line and exit 1, never Rust's "memory
+/// allocation of N bytes failed" and an abort (exit 134): a report whose
+/// label is 48 MB, read under an address-space limit of 64 MiB (`ulimit
+/// -v`; a small report needs under 20 MiB). No output file and no
+/// temporary file is left.
+#[test]
+fn running_out_of_memory_is_one_line_and_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, mut report, _d) = run_mq_json(&["-l", "20", "-i", "200"], 60, 0);
+    report["tests"][0]["series"][0]["label"] = "x".repeat(48 << 20).into();
+    let big = dir.path().join("big.json");
+    std::fs::write(&big, report.to_string()).unwrap();
+    drop(report);
+    let html = dir.path().join("r.html");
+    let mut cmd = std::process::Command::new(bin());
+    cmd.arg("report").arg(&big).arg("-o").arg(&html);
+    // SAFETY: only setrlimit between fork and exec.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 64 << 20,
+                rlim_max: 64 << 20,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = run(assert_cmd::Command::from_std(cmd).timeout(std::time::Duration::from_secs(60)));
+    assert_no_panic(&out, "report under ulimit -v");
+    assert_code(&out, 1);
+    let err = stderr_of(&out);
+    assert_eq!(err.lines().count(), 1, "{}", describe(&out));
+    assert!(
+        err.starts_with("latscope: error: out of memory: an allocation of "),
+        "{}",
+        describe(&out)
+    );
+    let mut left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["big.json"]);
+}

@@ -4,6 +4,7 @@
 
 pub mod clock;
 pub mod dma_latency;
+pub mod oom;
 pub mod outfile;
 pub mod procstat;
 pub mod registry;

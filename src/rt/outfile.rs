@@ -136,6 +136,17 @@ pub fn remove_pending_temporaries() {
     }
 }
 
+/// `remove_pending_temporaries` for a process that is out of memory
+/// (rt::oom): the list is taken only when free (the allocating thread may
+/// hold it), and a short path is removed without allocating.
+pub fn remove_pending_temporaries_now() {
+    if let Ok(pending) = PENDING.try_lock() {
+        for tmp in pending.iter() {
+            let _ = std::fs::remove_file(tmp);
+        }
+    }
+}
+
 fn set_pending(tmp: &Path, pending: bool) {
     if let Ok(mut list) = PENDING.lock() {
         if pending {
