@@ -305,6 +305,11 @@ fn the_reader_refuses_other_files_and_says_when_one_is_cut() {
         &run(latscope(30).arg("samples").arg(dir.path().join("none"))),
         "No such file",
     );
+    // A directory is bad input, as for `report DIR` and `compare DIR`.
+    assert_usage_error(
+        &run(latscope(30).arg("samples").arg(dir.path())),
+        "Is a directory",
+    );
     // The CSV may not replace the file it is read from.
     assert_usage_error(
         &run(latscope(30)

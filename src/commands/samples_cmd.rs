@@ -43,6 +43,15 @@ pub fn run(args: &SamplesArgs) -> Result<i32, CommandError> {
         Err(e @ (ReadError::NotSamples | ReadError::Version(_))) => {
             return Err(UsageError(format!("{shown_input} {e}")).into());
         }
+        // Its first bytes cannot be read (a directory): bad input as a file
+        // that cannot be opened, and as `report DIR` and `compare DIR`.
+        Err(ReadError::Io(e)) => {
+            return Err(UsageError(format!(
+                "{shown_input}: {}; give a file written with --samples",
+                crate::rt::os_error_text(&e)
+            ))
+            .into());
+        }
         Err(e) => return Err(CommandError::Runtime(format!("{shown_input}: {e}"))),
     };
     let mut read = Read::default();
