@@ -1201,3 +1201,49 @@ fn running_out_of_memory_is_one_line_and_exit_1() {
     left.sort();
     assert_eq!(left, ["big.json"]);
 }
+
+/// One rule for links and files in a sticky world-writable directory (the
+/// kernel's protected_symlinks and protected_regular, applied by latscope to
+/// root too): another user's regular file there, writable or 0444, is
+/// refused before measuring (exit 2, one line), never replaced; one's own
+/// file there is replaced. Needs root (to own a file as another user).
+#[test]
+fn another_user_s_file_in_a_sticky_directory_is_refused_not_replaced() {
+    if !euid_is_root() {
+        eprintln!("skipped: needs root to give a file to another user");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let public = dir.path().join("pub");
+    std::fs::create_dir(&public).unwrap();
+    std::fs::set_permissions(&public, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    for (name, mode) in [("theirs", 0o644), ("theirs_ro", 0o444)] {
+        let file = public.join(name);
+        std::fs::write(&file, "theirs\n").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+        std::os::unix::fs::chown(&file, Some(65534), Some(65534)).unwrap();
+        let out = run(mq(
+            &["-l", "10", "-q", "--json", file.to_str().unwrap()],
+            30,
+        ));
+        assert_usage_error(&out, name, "of another user in a sticky directory");
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            "theirs\n",
+            "{name}"
+        );
+    }
+    let mine = public.join("mine");
+    std::fs::write(&mine, "old\n").unwrap();
+    let out = run(mq(
+        &["-l", "10", "-q", "--json", mine.to_str().unwrap()],
+        30,
+    ));
+    assert_code(&out, 0);
+    assert!(
+        std::fs::read_to_string(&mine)
+            .unwrap()
+            .contains("\"schema\"")
+    );
+}
