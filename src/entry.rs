@@ -5,6 +5,7 @@
 //! error as one line with its exit code, a failed standard output as exit 1.
 
 use crate::pipeline::{CommandError, EXIT_RUNTIME, EXIT_USAGE};
+use crate::rt::stdio::escape_line;
 use std::io::Write;
 
 /// Stack of the thread that does main's work, whatever the limit latscope
@@ -48,11 +49,16 @@ pub fn exit_code(result: Result<i32, CommandError>) -> i32 {
     // writeln!, not eprintln!: a closed standard error must not panic.
     let code = match result {
         Ok(code) => code,
+        // Escaped here, once for every message: what a message quotes from
+        // input (a test name or label from a report, a JSON value in
+        // serde's words) can neither drive the terminal nor add a line.
         Err(CommandError::Usage(e)) => {
+            let e = escape_line(&e.to_string());
             let _ = writeln!(std::io::stderr(), "latscope: error: {e}");
             EXIT_USAGE
         }
         Err(CommandError::Runtime(e)) => {
+            let e = escape_line(&e);
             let _ = writeln!(std::io::stderr(), "latscope: error: {e}");
             EXIT_RUNTIME
         }

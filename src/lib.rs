@@ -7,6 +7,12 @@
 //! it goes on; `report` holds the result model and its exporters.
 
 pub mod cli;
+
+/// The system allocator; running out of memory is one line and exit 1
+/// (rt::oom), in both binaries.
+#[global_allocator]
+static ALLOCATOR: rt::oom::ExitOnOom = rt::oom::ExitOnOom;
+
 pub mod commands;
 pub mod doctor;
 pub mod entry;

@@ -10,19 +10,10 @@ const MAX_SHOWN_INPUT: usize = 64;
 /// escaped) and cut to a readable length, so an error stays one line whatever
 /// was typed.
 pub fn shown(input: &str) -> String {
-    let mut out = String::new();
-    for (i, c) in input.chars().enumerate() {
-        if i == MAX_SHOWN_INPUT {
-            out.push_str("...");
-            break;
-        }
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
+    match input.char_indices().nth(MAX_SHOWN_INPUT) {
+        Some((cut, _)) => crate::rt::stdio::escape_line(&input[..cut]) + "...",
+        None => crate::rt::stdio::escape_line(input),
     }
-    out
 }
 
 /// Why a duration string was refused; rendered into the one-line usage error.

@@ -553,3 +553,110 @@ fn an_object_it_did_not_create_is_left_alone() {
         text(&out.stdout)
     );
 }
+
+/// The `T:` lines of a run's output.
+fn t_lines(out: &str) -> Vec<&str> {
+    out.lines().filter(|l| l.starts_with("T:")).collect()
+}
+
+/// No wait lasts past -D, whatever the interval: cyclictest's threads sleep
+/// to their next expiry (`-i 5000000 -D 1` took 5 s, `-i 1000000000000
+/// -D 1` 11.6 days). Every wake method of the drop-in and the lean binary
+/// end at -D with no sample taken: the first expiry lies beyond the end, so
+/// every thread shows cyclictest's figures of a thread that never woke
+/// (C: 0, Min: 1000000), which a run that waited for it could not show.
+#[test]
+fn a_period_longer_than_the_run_ends_at_the_run_s_end() {
+    for (lean, interval, wake) in [
+        (false, "5000000", &[][..]),
+        (false, "1000000000000", &[][..]),
+        (false, "1000000000000", &["-r"][..]),
+        (false, "1000000000000", &["-s"][..]),
+        (false, "1000000000000", &["-x"][..]),
+        (true, "1000000000000", &[][..]),
+    ] {
+        let mut cmd = if lean {
+            Command::new(env!("CARGO_BIN_EXE_latscope-cyclictest"))
+        } else {
+            let mut c = Command::new(common::bin());
+            c.arg("cyclictest");
+            c
+        };
+        cmd.args(["-t2", "-q", "-i", interval, "-D", "1"])
+            .args(wake);
+        let run = Run::spawn(cmd);
+        let (status, out, err) = run.finish();
+        let what = format!("lean {lean} -i {interval} {wake:?}");
+        assert_eq!(status.code(), Some(0), "{what}: {err}");
+        let lines = t_lines(&out);
+        assert_eq!(lines.len(), 2, "{what}: {out}");
+        for line in lines {
+            assert_t_line(line, false);
+            let n = numbers(line);
+            // T: i (tid) P: p I: i C: c Min: min
+            assert_eq!((n[4], n[5]), (0, 1_000_000), "{what}: {line}");
+        }
+    }
+}
+
+/// A stop signal ends a run whose threads sleep in a period of 11.6 days,
+/// at once (cyclictest wakes its threads with a signal; so does latscope),
+/// with the results printed and exit 0, and nothing left: neither
+/// `/dev/shm/cyclictest<pid>` nor the run's registry file. Run under the
+/// `latscope cyclictest` name, the lean binary and with --latscope-json.
+#[test]
+fn a_stop_signal_wakes_a_thread_in_a_long_period() {
+    let registry = tempfile::tempdir().unwrap();
+    let json_dir = tempfile::tempdir().unwrap();
+    let json = json_dir.path().join("r.json");
+    let json = json.to_str().unwrap();
+    for (lean, sig, extra) in [
+        (false, libc::SIGTERM, &[][..]),
+        (false, libc::SIGINT, &["-x"][..]),
+        (true, libc::SIGTERM, &[][..]),
+        (true, libc::SIGINT, &["-r"][..]),
+        (false, libc::SIGTERM, &["--latscope-json", json][..]),
+    ] {
+        let mut cmd = if lean {
+            Command::new(env!("CARGO_BIN_EXE_latscope-cyclictest"))
+        } else {
+            let mut c = Command::new(common::bin());
+            c.arg("cyclictest");
+            c
+        };
+        cmd.env("LATSCOPE_RUNTIME_DIR", registry.path())
+            .args(["-t2", "-q", "-i", "1000000000000"])
+            .args(extra);
+        let run = Run::spawn(cmd);
+        let what = format!("lean {lean} signal {sig} {extra:?}");
+        run.wait_for_object();
+        let pid = run.pid;
+        let registered = || {
+            std::fs::read_dir(registry.path())
+                .unwrap()
+                .filter_map(|e| e.ok())
+                .any(|e| {
+                    let name = e.file_name();
+                    let name = name.to_string_lossy();
+                    name.split('.').next() == Some(&pid.to_string())
+                })
+        };
+        wait_until("the registry file", registered);
+        run.signal(sig);
+        let (status, out, err) = run.finish();
+        assert_eq!(status.code(), Some(0), "{what}: {err}");
+        if extra.first() == Some(&"--latscope-json") {
+            let report = common::read_json(Path::new(json));
+            assert_eq!(report["tests"][0]["end_reason"], "interrupted", "{what}");
+        } else {
+            let lines = t_lines(&out);
+            assert_eq!(lines.len(), 2, "{what}: {out}");
+            for line in lines {
+                assert_t_line(line, false);
+                assert_eq!(numbers(line)[4], 0, "{what}: {line}");
+            }
+        }
+        assert!(!shm_path(pid).exists(), "{what}: object left");
+        assert!(!registered(), "{what}: registry file left");
+    }
+}

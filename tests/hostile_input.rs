@@ -1056,3 +1056,194 @@ fn a_small_stack_limit_does_not_overflow() {
     assert_no_panic(&out, "ulimit -s 64");
     assert_code(&out, 0);
 }
+
+/// A report or samples file from another host may carry terminal escapes in
+/// its test names, labels and values: every message that quotes them
+/// (compare's "different tests" and "no series in common", serde's "unknown
+/// variant" from `report`) and `latscope samples`' CSV show them escaped, on
+/// one line: no ESC, BEL or line feed of the file reaches the terminal.
+#[test]
+fn input_data_in_messages_and_the_samples_csv_is_escaped() {
+    const HOSTILE: &str = "\u{1b}]0;owned\u{7}\u{1b}[2J\n";
+    let no_raw_controls = |text: &str, what: &str| {
+        assert!(
+            !text.contains(['\u{1b}', '\u{7}']),
+            "{what}: a raw control reached the output: {text:?}"
+        );
+        assert!(
+            text.contains("\\u{1b}"),
+            "{what}: not shown escaped: {text:?}"
+        );
+    };
+    let (dir, samples) = temp_file("s.samples");
+    let (_, report, _d) = run_mq_json(
+        &[
+            "-l",
+            "50",
+            "-i",
+            "200",
+            "--samples",
+            samples.to_str().unwrap(),
+        ],
+        60,
+        0,
+    );
+    let base = dir.path().join("base.json");
+    std::fs::write(&base, report.to_string()).unwrap();
+
+    // compare: another test's name.
+    let mut other = report.clone();
+    other["tests"][0]["test"] = HOSTILE.into();
+    let new = dir.path().join("new.json");
+    std::fs::write(&new, other.to_string()).unwrap();
+    let out = run(latscope(30).arg("compare").arg(&base).arg(&new));
+    assert_no_panic(&out, "compare, another test");
+    let err = stderr_of(&out);
+    assert_eq!(err.lines().count(), 1, "{}", describe(&out));
+    assert!(err.contains("different tests"), "{}", describe(&out));
+    no_raw_controls(&err, "compare, another test");
+
+    // compare: the same test, a series label in common with none.
+    let mut other = report.clone();
+    other["tests"][0]["series"][0]["label"] = HOSTILE.into();
+    std::fs::write(&new, other.to_string()).unwrap();
+    let out = run(latscope(30).arg("compare").arg(&base).arg(&new));
+    assert_no_panic(&out, "compare, another label");
+    let err = stderr_of(&out);
+    assert_eq!(err.lines().count(), 1, "{}", describe(&out));
+    assert!(err.contains("no series in common"), "{}", describe(&out));
+    no_raw_controls(&err, "compare, another label");
+
+    // report: a value serde does not know, quoted in its message.
+    let mut other = report.clone();
+    other["tests"][0]["end_reason"] = HOSTILE.into();
+    std::fs::write(&new, other.to_string()).unwrap();
+    let html = dir.path().join("r.html");
+    let out = run(latscope(30).arg("report").arg(&new).arg("-o").arg(&html));
+    assert_usage_error(&out, "report, unknown variant", "unknown variant");
+    no_raw_controls(&stderr_of(&out), "report, unknown variant");
+
+    // samples: the test name ("mq") and label ("pair 0") of the file,
+    // overwritten in place by controls of the same lengths.
+    let mut bytes = std::fs::read(&samples).unwrap();
+    let patch = |bytes: &mut Vec<u8>, from: &[u8], to: &[u8]| {
+        assert_eq!(from.len(), to.len());
+        let mut field = (from.len() as u16).to_le_bytes().to_vec();
+        field.extend_from_slice(from);
+        let at = bytes
+            .windows(field.len())
+            .position(|w| w == field.as_slice())
+            .expect("the field in the samples file");
+        bytes[at + 2..at + 2 + to.len()].copy_from_slice(to);
+    };
+    patch(&mut bytes, b"mq", b"\x1b]");
+    patch(&mut bytes, b"pair 0", b"\x1b[2J\n\x07");
+    let crafted = dir.path().join("crafted.samples");
+    std::fs::write(&crafted, &bytes).unwrap();
+    let out = run(latscope(30).arg("samples").arg(&crafted));
+    assert_code(&out, 0);
+    let csv = stdout_of(&out);
+    no_raw_controls(&csv, "samples");
+    // One header and one row per sample: the line feed added no row.
+    assert_eq!(csv.lines().count(), 51, "{csv}");
+    assert!(
+        csv.lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("0,\\u{1b}],\\u{1b}[2J\\n\\u{7},")),
+        "{csv}"
+    );
+}
+
+/// Running out of memory is one line and exit 1, never Rust's "memory
+/// allocation of N bytes failed" and an abort (exit 134): a report whose
+/// label is 48 MB, read under an address-space limit of 64 MiB (`ulimit
+/// -v`; a small report needs under 20 MiB). No output file and no
+/// temporary file is left.
+#[test]
+fn running_out_of_memory_is_one_line_and_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, mut report, _d) = run_mq_json(&["-l", "20", "-i", "200"], 60, 0);
+    report["tests"][0]["series"][0]["label"] = "x".repeat(48 << 20).into();
+    let big = dir.path().join("big.json");
+    std::fs::write(&big, report.to_string()).unwrap();
+    drop(report);
+    let html = dir.path().join("r.html");
+    let mut cmd = std::process::Command::new(bin());
+    cmd.arg("report").arg(&big).arg("-o").arg(&html);
+    // SAFETY: only setrlimit between fork and exec.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 64 << 20,
+                rlim_max: 64 << 20,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = run(assert_cmd::Command::from_std(cmd).timeout(std::time::Duration::from_secs(60)));
+    assert_no_panic(&out, "report under ulimit -v");
+    assert_code(&out, 1);
+    let err = stderr_of(&out);
+    assert_eq!(err.lines().count(), 1, "{}", describe(&out));
+    assert!(
+        err.starts_with("latscope: error: out of memory: an allocation of "),
+        "{}",
+        describe(&out)
+    );
+    let mut left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["big.json"]);
+}
+
+/// One rule for links and files in a sticky world-writable directory (the
+/// kernel's protected_symlinks and protected_regular, applied by latscope to
+/// root too): another user's regular file there, writable or 0444, is
+/// refused before measuring (exit 2, one line), never replaced; one's own
+/// file there is replaced. Needs root (to own a file as another user).
+#[test]
+fn another_user_s_file_in_a_sticky_directory_is_refused_not_replaced() {
+    if !euid_is_root() {
+        eprintln!("skipped: needs root to give a file to another user");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let public = dir.path().join("pub");
+    std::fs::create_dir(&public).unwrap();
+    std::fs::set_permissions(&public, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    for (name, mode) in [("theirs", 0o644), ("theirs_ro", 0o444)] {
+        let file = public.join(name);
+        std::fs::write(&file, "theirs\n").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+        std::os::unix::fs::chown(&file, Some(65534), Some(65534)).unwrap();
+        let out = run(mq(
+            &["-l", "10", "-q", "--json", file.to_str().unwrap()],
+            30,
+        ));
+        assert_usage_error(&out, name, "of another user in a sticky directory");
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            "theirs\n",
+            "{name}"
+        );
+    }
+    let mine = public.join("mine");
+    std::fs::write(&mine, "old\n").unwrap();
+    let out = run(mq(
+        &["-l", "10", "-q", "--json", mine.to_str().unwrap()],
+        30,
+    ));
+    assert_code(&out, 0);
+    assert!(
+        std::fs::read_to_string(&mine)
+            .unwrap()
+            .contains("\"schema\"")
+    );
+}

@@ -262,6 +262,44 @@ fn think_time_between_writes_is_not_write_latency() {
     assert!(avg < 20_000_000.0, "the delay was counted: avg {avg} ns");
 }
 
+/// The think time ends at the end of the run and on a stop, however long:
+/// `--delay` of a minute after the first write of a 1 s run ends the run at
+/// 1 s with that one write (it slept the whole minute), and a SIGINT during
+/// it ends the run with its results.
+#[test]
+fn a_long_think_time_ends_at_the_run_s_end_and_on_a_stop() {
+    let work = work_dir();
+    // latscope(60): a run that slept the minute fails on the timeout.
+    let (_, report) = logdisk_json(work.path(), work.path(), "--delay 60000000", 0);
+    let t = logdisk_test(&report, 0);
+    assert_eq!(t["end_reason"], "duration_elapsed");
+    assert_eq!(u64_of(&series(&report)[0]["samples"], "samples"), 1);
+
+    let json = work.path().join("stop.json");
+    let dir = work.path().join("d");
+    std::fs::create_dir(&dir).unwrap();
+    let child = spawn(&[
+        "logdisk",
+        &format!("--dir={}", dir.display()),
+        "--fileSize=64K",
+        "--numFiles=2",
+        "--duration=600",
+        "--delay=60000000",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let measuring = writer_has_written(child.child.id(), Duration::from_secs(120));
+    child.signal(libc::SIGINT);
+    // Far less than the minute of think time it was in.
+    let (status, stdout, stderr) = child.wait(Duration::from_secs(30));
+    assert!(measuring, "no writer thread wrote\n{stdout}{stderr}");
+    assert_eq!(status.code(), Some(0), "{stdout}{stderr}");
+    let report = read_json(&json);
+    assert_eq!(report["tests"][0]["end_reason"], "interrupted");
+    assert_eq!(u64_of(&series(&report)[0]["samples"], "samples"), 1);
+    assert!(entries(&dir).is_empty(), "{:?}", entries(&dir));
+}
+
 #[test]
 fn fdatasync_times_the_write_and_the_sync_separately() {
     let work = work_dir();

@@ -420,3 +420,24 @@ fn a_short_realtime_run_on_a_named_cpu_says_rt_throttling_bounds_it() {
         evidence("warnings", &report["warnings"].to_string())
     );
 }
+
+/// A CPU named twice is a slip, refused in one line (exit 2) rather than
+/// measured once without a word; the same list parser serves `timer`.
+#[test]
+fn a_cpu_named_twice_is_refused() {
+    for (cmd, list, bound) in [
+        ("noise", "0,0", "-D"),
+        ("noise", "0-1,1", "-D"),
+        ("timer", "0,0", "-T"),
+    ] {
+        let out = run(latscope(30).args([cmd, "--cpus", list, bound, "1"]));
+        assert_code(&out, 2);
+        let err = stderr_of(&out);
+        assert_eq!(err.lines().count(), 1, "{}", describe(&out));
+        assert!(
+            err.contains("twice"),
+            "{cmd} --cpus {list}: {}",
+            describe(&out)
+        );
+    }
+}

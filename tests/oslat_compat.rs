@@ -237,14 +237,25 @@ fn refused_values_are_oslats_lines() {
         assert_code(&out, 1);
         assert_eq!(stdout_of(&out), format!("oslat V 2.40\n{line}"), "{args:?}");
     }
-    // What oslat would run with nothing to measure: latscope's one line.
-    let out = oslat(&["-c", "4095"]);
-    assert_code(&out, 2);
-    assert!(
-        stderr_of(&out).starts_with("latscope: error: -c"),
-        "{}",
-        describe(&out)
-    );
+    // A -c list libnuma refuses ends as oslat ends (as cyclictest's -a):
+    // libnuma's warning when it gives one, oslat's FATAL line, exit 1.
+    let fatal = "FATAL: oslat: numa_parse_cpustring_all failed.\n";
+    for (list, stderr) in [
+        (
+            "4095",
+            format!("libnuma: Warning: cpu argument 4095 is out of range\n\n{fatal}"),
+        ),
+        (
+            "abc",
+            format!("libnuma: Warning: unparseable cpu description `abc'\n\n{fatal}"),
+        ),
+        ("0x", fatal.to_string()),
+    ] {
+        let out = oslat(&["-c", list, "-D", "1"]);
+        assert_code(&out, 1);
+        assert_eq!(stdout_of(&out), "oslat V 2.40\n", "-c {list}");
+        assert_eq!(stderr_of(&out), stderr, "-c {list}");
+    }
 }
 
 #[test]

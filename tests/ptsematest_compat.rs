@@ -370,3 +370,22 @@ fn mutex_across_processes() {
     let text = stdout_of(&out);
     assert!(lines(&text)[0].ends_with(", Cycles 100"), "{text}");
 }
+
+/// `-D` and `-b` are read as ptsematest reads them (parse_time_string and
+/// atoi), so what it runs with, the drop-in runs with: `-D abc` and
+/// `-b abc` are 0, no limit (they were refused); `-D 1x` is one second.
+/// Each run is bounded by its loops.
+#[test]
+fn duration_and_breaktrace_words_are_read_as_ptsematest_reads_them() {
+    for args in [&["-D", "abc"][..], &["-b", "abc"][..], &["-D", "1x"][..]] {
+        let mut all = vec!["-q", "-l", "50", "-i", "1000"];
+        all.extend_from_slice(args);
+        let out = run_named(&all);
+        assert_code(&out, 0);
+        assert!(
+            stdout_of(&out).contains("Cycles 50"),
+            "{args:?}: {}",
+            describe(&out)
+        );
+    }
+}

@@ -305,6 +305,11 @@ fn the_reader_refuses_other_files_and_says_when_one_is_cut() {
         &run(latscope(30).arg("samples").arg(dir.path().join("none"))),
         "No such file",
     );
+    // A directory is bad input, as for `report DIR` and `compare DIR`.
+    assert_usage_error(
+        &run(latscope(30).arg("samples").arg(dir.path())),
+        "Is a directory",
+    );
     // The CSV may not replace the file it is read from.
     assert_usage_error(
         &run(latscope(30)
@@ -351,4 +356,65 @@ fn sigint_leaves_a_whole_file_under_its_name() {
     assert_eq!(report["tests"][0]["end_reason"], "interrupted");
     assert_file_matches_report(&report, &samples);
     assert_only(dir.path(), &["int.samples", "r.json"]);
+}
+
+/// A `--samples` file that cannot be written (a full device, a disk that
+/// fills mid-run: here the file-size limit) is the run's error, as for
+/// `--prom` and `--hdr-log`: the results are shown, then one line on stderr
+/// names the file and why, exit 1; and a regular file cut by the failure is
+/// not named as the run's samples: nothing is left under the path, no
+/// temporary file either.
+#[test]
+fn a_failed_samples_write_is_one_line_exit_1_and_no_cut_file() {
+    let out = run(mq(
+        &["-l", "2000", "-i", "100", "-q", "--samples", "/dev/full"],
+        60,
+    ));
+    assert_code(&out, 1);
+    let err = stderr_of(&out);
+    let errors: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(errors.len(), 1, "{}", describe(&out));
+    assert!(
+        errors[0].starts_with("latscope: error: --samples /dev/full:")
+            && errors[0].contains("No space left on device"),
+        "{}",
+        describe(&out)
+    );
+    assert!(stdout_of(&out).contains("pair 0"), "{}", describe(&out));
+    assert!(!stdout_of(&out).contains("--samples"), "{}", describe(&out));
+
+    // 20000 samples are 320 KB: the limit of 64 KiB cuts the file mid-run
+    // (EFBIG: latscope blocks SIGXFSZ, so the write fails instead).
+    let dir = tempfile::tempdir().unwrap();
+    let samples = dir.path().join("s.samples");
+    let mut cmd = std::process::Command::new(bin());
+    cmd.arg("mq")
+        .args(["-l", "20000", "-i", "50", "-q", "--samples"])
+        .arg(&samples)
+        .args(mlock_args());
+    // SAFETY: only setrlimit between fork and exec.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 64 * 1024,
+                rlim_max: 64 * 1024,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = run(assert_cmd::Command::from_std(cmd).timeout(Duration::from_secs(120)));
+    assert_code(&out, 1);
+    let err = stderr_of(&out);
+    assert!(
+        err.contains("latscope: error: --samples ")
+            && err.contains("File too large")
+            && err.contains("no file was left under that name"),
+        "{}",
+        describe(&out)
+    );
+    assert_only(dir.path(), &[]);
 }

@@ -77,6 +77,10 @@ pub fn run(args: &[String]) -> Result<i32, CommandError> {
             print(&format!("{line}\n"));
             return Ok(1);
         }
+        Err(OslatUsage::Fatal(text)) => {
+            let _ = std::io::stderr().write_all(text.as_bytes());
+            return Ok(1);
+        }
         Err(OslatUsage::Bad(message)) => return Err(UsageError(message).into()),
     };
     let json = settings

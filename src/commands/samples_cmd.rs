@@ -43,6 +43,15 @@ pub fn run(args: &SamplesArgs) -> Result<i32, CommandError> {
         Err(e @ (ReadError::NotSamples | ReadError::Version(_))) => {
             return Err(UsageError(format!("{shown_input} {e}")).into());
         }
+        // Its first bytes cannot be read (a directory): bad input as a file
+        // that cannot be opened, and as `report DIR` and `compare DIR`.
+        Err(ReadError::Io(e)) => {
+            return Err(UsageError(format!(
+                "{shown_input}: {}; give a file written with --samples",
+                crate::rt::os_error_text(&e)
+            ))
+            .into());
+        }
         Err(e) => return Err(CommandError::Runtime(format!("{shown_input}: {e}"))),
     };
     let mut read = Read::default();
@@ -97,9 +106,13 @@ fn write_csv(
                 let (test, label, cpu) = series.get(&id).map_or_else(
                     || (String::new(), String::new(), String::new()),
                     |s| {
+                        // Control characters escaped, on a terminal and
+                        // in a file alike (docs/samples.md): latscope's own
+                        // names have none, a crafted file's would drive the
+                        // terminal of whoever reads the CSV.
                         (
-                            s.test_name.clone(),
-                            s.label.clone(),
+                            crate::rt::stdio::escape_line(&s.test_name),
+                            crate::rt::stdio::escape_line(&s.label),
                             s.cpu.map_or(String::new(), |c| c.to_string()),
                         )
                     },

@@ -111,6 +111,10 @@ fn sync_call(fd: i32, sync: SyncMode) -> std::io::Result<()> {
     }
 }
 
+/// Longest single sleep of the think time (`--delay`): a stop is seen
+/// within it.
+const THINK_SLICE_NS: u64 = 10_000_000;
+
 /// Waits for `go` (all writers start together), then writes until the
 /// duration has passed, `stop` is set, or a write fails.
 pub fn run(
@@ -185,9 +189,13 @@ pub fn run(
             break;
         }
         if !job.delay.is_zero() {
-            std::thread::sleep(job.delay);
+            // The think time (up to a minute) ends at the end of the run
+            // and, in slices, on a stop.
+            let resume = t2.saturating_add(crate::rt::clock::duration_ns(job.delay));
+            let slept =
+                crate::rt::clock::sleep_until_or_stop(stop, resume.min(deadline), THINK_SLICE_NS);
             end = monotonic_ns();
-            if end >= deadline {
+            if !slept || end >= deadline {
                 break;
             }
         }

@@ -21,7 +21,7 @@
 use super::counter::Tsc;
 use super::counter::{Counter, Monotonic, Scale, Ticks};
 use super::{CpuShared, NoisePlan};
-use crate::rt::clock::{monotonic_ns, try_sleep_until_ns};
+use crate::rt::clock::monotonic_ns;
 use crate::rt::sched;
 use crate::stats::LatencyRecorder;
 use crate::stats::samples::ring_of;
@@ -69,16 +69,7 @@ fn sleep_until_or_stop(plan: &NoisePlan, deadline_ns: u64) -> bool {
 /// Sleeps until `deadline_ns` in slices, returning early (false) when
 /// `stop` is set.
 pub fn sleep_until_or(stop: &std::sync::atomic::AtomicBool, deadline_ns: u64) -> bool {
-    loop {
-        if stop.load(Ordering::Relaxed) {
-            return false;
-        }
-        let now = monotonic_ns();
-        if now >= deadline_ns {
-            return true;
-        }
-        let _ = try_sleep_until_ns(deadline_ns.min(now + SLEEP_SLICE_NS));
-    }
+    crate::rt::clock::sleep_until_or_stop(stop, deadline_ns, SLEEP_SLICE_NS)
 }
 
 /// Runs the spinner of CPU `plan.cpus[index]` until the run ends.

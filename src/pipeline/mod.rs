@@ -334,7 +334,7 @@ pub fn run(measurement: &mut dyn Measurement) -> Result<i32, CommandError> {
     place_on_run_clock(&mut tests, prep.background.origin());
     let warnings = run.warnings;
     let mut report = assemble_report(tests, sysinfo, warnings, &prep.memory);
-    prep.finish(&mut report);
+    let samples = prep.finish(&mut report);
     drop(prep);
     judge(&mut report, &plan.fail_if);
     let delivered = deliver(&report, &plan.presentation, &plan.outputs);
@@ -343,6 +343,7 @@ pub fn run(measurement: &mut dyn Measurement) -> Result<i32, CommandError> {
     delivered
         .and(extras)
         .and(hdr_log)
+        .and(samples)
         .map_err(CommandError::Runtime)?;
     Ok(report.exit_code)
 }

@@ -101,11 +101,14 @@ impl Preparation {
     }
 
     /// After the last sample, before the results are shown: stops the loads
-    /// and the kernel-log follower and records them in `report`.
-    pub fn finish(&mut self, report: &mut Report) {
+    /// and the kernel-log follower and records them in `report`; completes
+    /// the `--samples` file (Err: its writing failed, the run's error line
+    /// once the results are delivered).
+    pub fn finish(&mut self, report: &mut Report) -> Result<(), String> {
         self.background.finish_into(report);
-        if let Some(samples) = self.samples.take() {
-            samples.finish_into(report);
+        match self.samples.take() {
+            Some(samples) => samples.finish_into(report),
+            None => Ok(()),
         }
     }
 

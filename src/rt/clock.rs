@@ -98,3 +98,26 @@ pub fn try_sleep_until_ns(deadline_ns: u64) -> Result<(), i32> {
         }
     }
 }
+
+/// Sleeps until the absolute CLOCK_MONOTONIC time `deadline_ns` in slices
+/// of at most `slice_ns`, looking at `stop` before each: a wait of any
+/// length (an IPC interval of an hour, a log-disk think time of a minute)
+/// ends within one slice of a stop request. Returns true when the deadline
+/// came, false (at once) when `stop` is set. A wait shorter than a slice is
+/// one `clock_nanosleep` to the deadline itself.
+pub fn sleep_until_or_stop(
+    stop: &std::sync::atomic::AtomicBool,
+    deadline_ns: u64,
+    slice_ns: u64,
+) -> bool {
+    loop {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return false;
+        }
+        let now = monotonic_ns();
+        if now >= deadline_ns {
+            return true;
+        }
+        let _ = try_sleep_until_ns(deadline_ns.min(now.saturating_add(slice_ns)));
+    }
+}

@@ -12,7 +12,9 @@
 //!   rule (a shell redirection also writes the link's target). A dangling
 //!   link is refused rather than followed into creating a file, and so is a
 //!   link owned by another user in a sticky world-writable directory (the
-//!   kernel's `protected_symlinks` rule, which a machine may have off);
+//!   kernel's `protected_symlinks` rule, which a machine may have off); by
+//!   the same rule (the kernel's `protected_regular`) a regular file of
+//!   another user there is refused, not replaced;
 //! - a path that is latscope's own standard output or error (`/dev/stdout`,
 //!   `/proc/self/fd/1`, or the very file standard output is redirected to) is
 //!   written through that descriptor, after what was printed there;
@@ -53,11 +55,16 @@ fn fd_identity(fd: i32) -> Option<(u64, u64)> {
     }
 }
 
-/// The kernel's `protected_symlinks` rule: a symbolic link in a sticky,
-/// world-writable directory (such as /tmp) is followed only when it belongs
-/// to this user or to the directory's owner. Otherwise another user could
-/// point a planted link at any file root may write.
-fn check_link_owner(path: &Path, link: &Metadata) -> io::Result<()> {
+/// The kernel's `protected_symlinks` and `protected_regular` rules, which a
+/// machine may have off: in a sticky, world-writable directory (such as
+/// /tmp), a symbolic link is followed, and an existing regular file
+/// replaced, only when it belongs to this user or to the directory's owner.
+/// Otherwise another user could point a planted link at any file root may
+/// write, or have root replace a file of theirs (a sticky directory keeps
+/// users from replacing each other's files; root is exempt, so latscope
+/// applies the rule itself). One rule for both: `what` is the refused
+/// entry's kind, for the message.
+fn check_owner(path: &Path, entry: &Metadata, what: &str) -> io::Result<()> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -67,12 +74,17 @@ fn check_link_owner(path: &Path, link: &Metadata) -> io::Result<()> {
     if let Ok(d) = std::fs::metadata(dir)
         && d.mode() & libc::S_ISVTX != 0
         && d.mode() & 0o002 != 0
-        && link.uid() != euid
-        && link.uid() != d.uid()
+        && entry.uid() != euid
+        && entry.uid() != d.uid()
     {
-        return Err(error(
-            "is a symbolic link of another user in a sticky directory: latscope does not follow it",
-        ));
+        return Err(error(format!(
+            "is {what} of another user in a sticky directory: latscope does not {}; give a path of your own",
+            if what == "a symbolic link" {
+                "follow it"
+            } else {
+                "replace it"
+            }
+        )));
     }
     Ok(())
 }
@@ -83,7 +95,7 @@ pub fn classify(path: &Path) -> io::Result<Destination> {
     let link = std::fs::symlink_metadata(path).ok();
     let is_link = link.as_ref().is_some_and(|m| m.file_type().is_symlink());
     if let Some(l) = link.as_ref().filter(|_| is_link) {
-        check_link_owner(path, l)?;
+        check_owner(path, l, "a symbolic link")?;
     }
     let target = match std::fs::metadata(path) {
         Ok(m) => m,
@@ -105,10 +117,13 @@ pub fn classify(path: &Path) -> io::Result<Destination> {
     }
     let kind = target.file_type();
     if kind.is_file() {
-        if is_link {
-            return std::fs::canonicalize(path).map(Destination::Replace);
-        }
-        Ok(Destination::Replace(path.to_path_buf()))
+        let file = if is_link {
+            std::fs::canonicalize(path)?
+        } else {
+            path.to_path_buf()
+        };
+        check_owner(&file, &target, "a file")?;
+        Ok(Destination::Replace(file))
     } else if kind.is_char_device() || kind.is_fifo() {
         Ok(Destination::InPlace(path.to_path_buf()))
     } else if kind.is_socket() {
@@ -130,6 +145,17 @@ static PENDING: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new(
 /// exit on a stop signal.
 pub fn remove_pending_temporaries() {
     if let Ok(pending) = PENDING.lock() {
+        for tmp in pending.iter() {
+            let _ = std::fs::remove_file(tmp);
+        }
+    }
+}
+
+/// `remove_pending_temporaries` for a process that is out of memory
+/// (rt::oom): the list is taken only when free (the allocating thread may
+/// hold it), and a short path is removed without allocating.
+pub fn remove_pending_temporaries_now() {
+    if let Ok(pending) = PENDING.try_lock() {
         for tmp in pending.iter() {
             let _ = std::fs::remove_file(tmp);
         }

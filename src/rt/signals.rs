@@ -232,3 +232,60 @@ pub fn exit_on_stop_signal(what: &'static str) {
     // it is only deaf to the signals.
     drop(spawned);
 }
+
+/// The signal that wakes a measuring thread out of its wait when the run
+/// stops (as cyclictest's `pthread_kill(thread, SIGTERM)`): a real-time
+/// signal latscope uses for nothing else (the POSIX timers use SIGRTMIN+2),
+/// thread-directed, with a handler that does nothing, installed without
+/// SA_RESTART so that the interrupted wait (`clock_nanosleep`, `nanosleep`,
+/// `sigtimedwait`, a timerfd's `read`) returns EINTR and the thread looks at
+/// its stop flag. A period of any length (cyclictest takes -i 1000000000000)
+/// then ends on a stop signal within a millisecond, and a short period's
+/// loop is unchanged: nothing is added to it.
+pub fn wake_signal() -> libc::c_int {
+    libc::SIGRTMIN() + 3
+}
+
+extern "C" fn on_wake(_: libc::c_int) {}
+
+/// Installs the wake signal's handler (once per process; idempotent).
+/// Call before starting the threads `wake_until` may wake.
+pub fn install_wake_handler() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: a zeroed sigaction with a valid handler and an empty mask;
+        // flags 0: no SA_RESTART, so the interrupted call returns EINTR.
+        unsafe {
+            let mut act: libc::sigaction = std::mem::zeroed();
+            act.sa_sigaction = on_wake as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            libc::sigemptyset(&mut act.sa_mask);
+            libc::sigaction(wake_signal(), &act, std::ptr::null_mut());
+        }
+    });
+}
+
+/// Wakes the thread `tid` (of this process) with the wake signal every
+/// millisecond until `finished` says it has ended: a signal that came just
+/// before the thread went to sleep (after it last looked at its stop flag)
+/// interrupts nothing, the next one does. `tid` 0 (not known yet) is never
+/// signalled: that thread has not reached its wait and sees the stop flag
+/// first. `finished` must turn true before the thread exits, so a tid is
+/// never signalled once it may have been reused.
+pub fn wake_until(tid: impl Fn() -> i32, finished: impl Fn() -> bool) {
+    install_wake_handler();
+    while !finished() {
+        let t = tid();
+        if t > 0 {
+            // SAFETY: tgkill to a thread of this process that has not finished.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_tgkill,
+                    libc::getpid(),
+                    t as libc::c_long,
+                    wake_signal() as libc::c_long,
+                )
+            };
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}

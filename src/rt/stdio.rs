@@ -123,9 +123,26 @@ pub fn finish() -> Option<String> {
 /// data (names and labels read from a report), so that a terminal escape in
 /// a file cannot drive the user's terminal.
 pub fn escape_controls(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
+    escape(text, true)
+}
+
+/// `escape_controls` for one line: the line feed escaped too (`\n`), so
+/// that input data in a message can neither drive the terminal nor start a
+/// line of its own. THE escaping of every error line (entry::exit_code:
+/// whatever a message quotes, a test name, a label, a JSON value in serde's
+/// words, a path), of input echoed in a usage error (units::shown) and of
+/// the names and labels `latscope samples` writes.
+pub fn escape_line(text: &str) -> String {
+    escape(text, false)
+}
+
+fn escape(text: &str, keep_newlines: bool) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
-        if c.is_control() && c != '\n' {
+        if c.is_control() && !(keep_newlines && c == '\n') {
             out.extend(c.escape_default());
         } else {
             out.push(c);
@@ -137,6 +154,15 @@ pub fn escape_controls(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_line_escapes_the_line_feed_too() {
+        assert_eq!(
+            escape_line("a\u{1b}]0;x\u{7}b\nc\u{85}"),
+            "a\\u{1b}]0;x\\u{7}b\\nc\\u{85}"
+        );
+        assert_eq!(escape_line("plain é"), "plain é");
+    }
 
     #[test]
     fn controls_are_escaped_lines_kept() {

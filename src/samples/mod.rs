@@ -183,8 +183,11 @@ impl SampleFile {
 
     /// Stops the drain thread after its last pass (every measuring loop has
     /// ended), completes the file and names it, and records it in `report`
-    /// with a warning for lost or unwritten samples.
-    pub fn finish_into(mut self, report: &mut Report) {
+    /// with a warning for lost or unwritten samples. A failed write (a full
+    /// disk, /dev/full) is the Err: one line, and the run exits 1 as for
+    /// `--prom` and `--hdr-log`; the cut file was not named (`close`).
+    pub fn finish_into(mut self, report: &mut Report) -> Result<(), String> {
+        let staged = self.staged.is_some();
         let end = self.close(true);
         let registered: Vec<SeriesInfo> = self
             .series
@@ -235,7 +238,20 @@ impl SampleFile {
                 report.warnings.push(warning);
             }
         }
+        let failed = record.error.as_ref().map(|e| {
+            let not_written: u64 = record.series.iter().map(|s| s.not_written).sum();
+            format!(
+                "--samples {}: {e}; {not_written} samples were not written{}",
+                crate::units::shown(&record.path),
+                if staged {
+                    ", and no file was left under that name"
+                } else {
+                    ""
+                }
+            )
+        });
         report.samples_file = Some(record);
+        failed.map_or(Ok(()), Err)
     }
 
     /// Stops and joins the drain thread, renames the staged file; without
@@ -254,7 +270,10 @@ impl SampleFile {
             },
         };
         let empty = self.series.lock().map_or(true, |s| s.is_empty());
-        if let Some(tmp) = self.staged.take_if(|_| !keep_empty && empty) {
+        // A file whose writing failed is cut (no trailer): never named as
+        // if it were the run's samples.
+        let failed = end.error.is_some();
+        if let Some(tmp) = self.staged.take_if(|_| failed || (!keep_empty && empty)) {
             // Only the temporary file this run created.
             let _ = std::fs::remove_file(&tmp);
         }
@@ -283,7 +302,8 @@ impl Drop for SampleFile {
     }
 }
 
-/// The report warnings of a samples file: lost samples, the limit, an error.
+/// The report warnings of a samples file: lost samples, the limit (an
+/// error is the run's error line instead: `finish_into`).
 pub fn warnings_of(f: &SamplesFile) -> Vec<String> {
     let mut out = Vec::new();
     let dropped: u64 = f.series.iter().map(|s| s.dropped).sum();
@@ -294,12 +314,7 @@ pub fn warnings_of(f: &SamplesFile) -> Vec<String> {
         ));
     }
     let not_written: u64 = f.series.iter().map(|s| s.not_written).sum();
-    if let Some(e) = &f.error {
-        out.push(format!(
-            "--samples {}: {e}; {not_written} samples were not written",
-            f.path
-        ));
-    } else if f.limit_reached {
+    if f.error.is_none() && f.limit_reached {
         out.push(format!(
             "--samples {} stopped at --samples-limit {}: {not_written} later samples were counted, not written",
             f.path,
@@ -538,7 +553,7 @@ mod tests {
         // The path appears only once the file is complete.
         assert!(!path.exists());
         let mut report = crate::report::testdata::sample_report();
-        file.finish_into(&mut report);
+        file.finish_into(&mut report).unwrap();
         let (items, truncated) = read(&path);
         assert!(!truncated);
         assert_eq!((count(&items, 0), count(&items, 1)), (10_000, 5_000));
@@ -565,7 +580,7 @@ mod tests {
         }
         drop((ring, t));
         let mut report = crate::report::testdata::sample_report();
-        file.finish_into(&mut report);
+        file.finish_into(&mut report).unwrap();
         let rec = report.samples_file.unwrap();
         let s = &rec.series[0];
         assert_eq!(s.written + s.dropped, n);
@@ -605,7 +620,7 @@ mod tests {
             ring.push(i, i as i64);
         }
         let mut report = crate::report::testdata::sample_report();
-        file.finish_into(&mut report);
+        file.finish_into(&mut report).unwrap();
         let rec = report.samples_file.unwrap();
         let s = &rec.series[0];
         assert!(rec.limit_reached);

@@ -4,7 +4,9 @@
 //! them (`strtol`, `parse_time_string`, `parse_mem_string`) and refused with
 //! its own lines and exit codes.
 
-use super::cyclictest::{Arg, CyclicUsage, atoi, getopt_long, parse_cpu_list, parse_duration};
+use super::cyclictest::{
+    Arg, CyclicUsage, atoi, getopt_long, numa_parse_cpustring, parse_duration,
+};
 use crate::settings::noise::{CpusFrom, check_realtime_safety};
 use std::path::PathBuf;
 
@@ -69,6 +71,9 @@ pub enum OslatUsage {
     Version,
     /// A value oslat refuses: its line on stdout, exit 1.
     Invalid(String),
+    /// A `-c` list libnuma refuses: what oslat prints on stderr (libnuma's
+    /// warning when it gives one, then oslat's `FATAL:` line), exit 1.
+    Fatal(String),
     /// A value latscope refuses where oslat would run nothing or misbehave
     /// (no usable CPU, a FIFO spinner that would lock a CPU): one line,
     /// exit 2.
@@ -245,10 +250,13 @@ impl OslatSettings {
     fn cpus_of(&self, allowed: &[usize]) -> Result<Vec<usize>, OslatUsage> {
         let listed = match self.cpu_list.as_deref() {
             None | Some("all") => allowed.to_vec(),
-            Some(list) => parse_cpu_list(list, allowed).ok_or_else(|| {
-                OslatUsage::Bad(format!(
-                    "-c '{}': not a CPU list (e.g. '1,3,5,7-15')",
-                    crate::units::shown(list)
+            // oslat reads -c with libnuma's numa_parse_cpustring_all and
+            // ends on its failure as cyclictest's -a does: libnuma's
+            // warning, then its own fatal line, exit 1.
+            Some(list) => numa_parse_cpustring(list, allowed).map_err(|warning| {
+                OslatUsage::Fatal(format!(
+                    "{}FATAL: oslat: numa_parse_cpustring_all failed.\n",
+                    warning.map_or(String::new(), |w| w + "\n")
                 ))
             })?,
         };
@@ -414,8 +422,23 @@ mod tests {
                 "Illegal bucket size: 4 (should be: 4-1024)".into()
             ))
         );
-        assert!(matches!(parse(&["-c", "7"]), Err(OslatUsage::Bad(_))));
-        assert!(matches!(parse(&["-c", "x"]), Err(OslatUsage::Bad(_))));
+        let fatal = "FATAL: oslat: numa_parse_cpustring_all failed.\n";
+        assert_eq!(
+            parse(&["-c", "7"]),
+            Err(OslatUsage::Fatal(format!(
+                "libnuma: Warning: cpu argument 7 is out of range\n\n{fatal}"
+            )))
+        );
+        assert_eq!(
+            parse(&["-c", "x"]),
+            Err(OslatUsage::Fatal(format!(
+                "libnuma: Warning: unparseable cpu description `x'\n\n{fatal}"
+            )))
+        );
+        assert_eq!(
+            parse(&["-c", "1a"]),
+            Err(OslatUsage::Fatal(fatal.to_string()))
+        );
     }
 
     #[test]

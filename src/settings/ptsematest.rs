@@ -10,7 +10,7 @@
 //! (words that are not options, everything after `--`) is skipped, and
 //! numbers are read as ptsematest reads them (`atoi`: `-i abc` is 0).
 
-use super::cyclictest::{Arg, CyclicUsage, atoi, getopt_long_into};
+use super::cyclictest::{Arg, CyclicUsage, atoi, getopt_long_into, parse_duration};
 
 /// `ptsematest --help`, byte for byte (Debian's rt-tests 2.40).
 pub const USAGE: &str = include_str!("../../tests/golden/ptsematest/usage.out");
@@ -101,13 +101,21 @@ pub fn rewrite(args: &[String], program: &str, cpus: usize) -> Result<Vec<String
             ("duration", _) if value.as_deref().is_some_and(|d| atoi(d) < 0) => {
                 return Err(usage(String::new(), 1));
             }
+            // Read as ptsematest reads them, so whatever it runs with, this
+            // runs with: -D by rt-tests' parse_time_string (`abc` is 0, `2x`
+            // is 2 s), -b by atoi; 0 is no limit for both, the option left
+            // out.
+            ("duration", _) => {
+                if let Some(d) = value.as_deref().and_then(parse_duration) {
+                    words.push(format!("--duration={}", d.as_secs()));
+                }
+            }
+            ("breaktrace", Some(0)) => {}
             ("quiet", _) => words.push("-q".to_string()),
             ("smp", _) => words.push("-S".to_string()),
             (_, None) => words.push(format!("--{name}")),
-            // Kept as typed: the duration's suffixes, the JSON file name.
-            ("duration" | "json" | "format", _) => {
-                words.push(format!("--{name}={}", value.unwrap_or_default()))
-            }
+            // Kept as typed: the JSON file name.
+            ("json" | "format", _) => words.push(format!("--{name}={}", value.unwrap_or_default())),
             (_, Some(n)) => words.push(format!("--{name}={n}")),
         }
     }
@@ -190,7 +198,19 @@ mod tests {
         );
         assert_eq!(
             rw(&["--json=f.json", "-D", "1m"]).unwrap(),
-            vec!["--json=f.json", "--duration=1m"]
+            vec!["--json=f.json", "--duration=60"]
         );
+    }
+
+    #[test]
+    fn duration_and_breaktrace_are_read_as_ptsematest_reads_them() {
+        // parse_time_string: the leading number, a unit letter, the rest
+        // ignored; atoi for -b; 0 (or no number) is no limit.
+        assert_eq!(rw(&["-D", "2x"]).unwrap(), vec!["--duration=2"]);
+        assert_eq!(rw(&["-D", "2h"]).unwrap(), vec!["--duration=7200"]);
+        assert!(rw(&["-D", "abc", "-q"]).unwrap() == vec!["-q"]);
+        assert!(rw(&["-D", "0"]).unwrap().is_empty());
+        assert!(rw(&["-b", "abc"]).unwrap().is_empty());
+        assert_eq!(rw(&["-b", "50x"]).unwrap(), vec!["--breaktrace=50"]);
     }
 }

@@ -118,7 +118,15 @@ pub fn parse_cpus(text: &str) -> Result<Vec<usize>, UsageError> {
         }
     }
     cpus.sort_unstable();
-    cpus.dedup();
+    // A CPU named twice (1,1 or 0-2,1) is a slip: refused rather than
+    // measured once without a word.
+    if let Some(w) = cpus.windows(2).find(|w| w[0] == w[1]) {
+        return Err(usage(format!(
+            "--cpus '{}' names CPU {} twice: name each CPU once",
+            shown(text),
+            w[0]
+        )));
+    }
     if cpus.is_empty() {
         return Err(bad());
     }
@@ -457,7 +465,9 @@ mod tests {
 
     #[test]
     fn cpu_lists() {
-        assert_eq!(parse_cpus("0,2-3,2").unwrap(), vec![0, 2, 3]);
+        assert_eq!(parse_cpus("0,2-3").unwrap(), vec![0, 2, 3]);
+        assert!(parse_cpus("0,2-3,2").is_err_and(|e| e.0.contains("names CPU 2 twice")));
+        assert!(parse_cpus("1,1").is_err());
         assert_eq!(parse_cpus(" 1 ").unwrap(), vec![1]);
         assert!(parse_cpus("").is_err());
         assert!(parse_cpus(",").is_err());

@@ -259,6 +259,17 @@ impl CyclicRun {
     /// Sets the stop flag and joins every thread.
     pub fn stop_and_join(self) -> Vec<Result<CyclicFigures, String>> {
         self.shared.stop.store(true, Ordering::Relaxed);
+        // A thread asleep in a long period (cyclictest takes intervals of
+        // days) is woken, as cyclictest's pthread_kill(SIGTERM) does.
+        for (i, h) in self.handles.iter().enumerate() {
+            if h.is_ok() {
+                let live = &self.shared.threads[i];
+                crate::rt::signals::wake_until(
+                    || live.tid.load(Ordering::Relaxed),
+                    || live.finished.load(Ordering::Acquire),
+                );
+            }
+        }
         self.handles
             .into_iter()
             .map(|h| match h {
@@ -571,19 +582,40 @@ fn sample(
             t.arm(next, interval, true)?;
         }
     }
+    // No wait lasts past the end of -D (cyclictest sleeps to the first
+    // expiry after it: -i 5000000 -D 1 took 5 s, and -i 1000000000000 -D 1
+    // 11.6 days): an expiry beyond it is not waited for, the thread sleeps
+    // to the end and stops there without a sample. Expiries at or before it
+    // are taken as cyclictest takes them (with an interval that divides -D,
+    // the same count). A stop signal wakes a sleeping thread
+    // (`stop_and_join`: the wake signal, EINTR here).
+    let deadline = stop_at.unwrap_or(u64::MAX);
     let interval_ts = timespec(interval);
     let mut broke = false;
     while !shared.stop.load(Ordering::Relaxed) {
         match opts.wake {
             CyclicWake::PosixTimer => {
-                if let Some(t) = &timer
-                    && t.wait().is_err()
-                {
-                    break;
+                let Some(t) = &timer else { break };
+                let fired = if next > deadline {
+                    // From the last wake-up: late by the time since it, a
+                    // few microseconds.
+                    t.wait_at_most(Some(&timespec(deadline.saturating_sub(now))))
+                } else {
+                    t.wait().map(|()| true)
+                };
+                match fired {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        shared.stop.store(true, Ordering::Relaxed);
+                        break;
+                    }
+                    Err(libc::EINTR) => continue,
+                    Err(_) => break,
                 }
             }
             CyclicWake::ClockNanosleep if !opts.relative => {
-                let ts = timespec(next);
+                let until = next.min(deadline);
+                let ts = timespec(until);
                 // SAFETY: valid timespec; null remainder with TIMER_ABSTIME.
                 let rc = unsafe {
                     libc::clock_nanosleep(
@@ -594,6 +626,10 @@ fn sample(
                     )
                 };
                 match rc {
+                    0 if until < next => {
+                        shared.stop.store(true, Ordering::Relaxed);
+                        break;
+                    }
                     0 => {}
                     libc::EINTR => continue,
                     e => {
@@ -604,25 +640,46 @@ fn sample(
                     }
                 }
             }
-            CyclicWake::ClockNanosleep => {
+            CyclicWake::ClockNanosleep | CyclicWake::Nanosleep => {
                 let before = read_clock(opts.clock);
-                // SAFETY: valid timespec; relative sleep.
-                let rc = unsafe {
-                    libc::clock_nanosleep(opts.clock, 0, &interval_ts, std::ptr::null_mut())
+                next = before + interval;
+                let cut = next > deadline;
+                let left;
+                let ts = if cut {
+                    left = timespec(deadline.saturating_sub(before));
+                    &left
+                } else {
+                    &interval_ts
                 };
-                if rc != 0 && rc != libc::EINTR {
-                    return Err(format!(
-                        "clock_nanosleep failed: {}",
-                        std::io::Error::from_raw_os_error(rc)
-                    ));
+                let rc = if opts.wake == CyclicWake::Nanosleep {
+                    // SAFETY: valid timespec; the remainder is not wanted.
+                    let failed = unsafe { libc::nanosleep(ts, std::ptr::null_mut()) } != 0;
+                    // cyclictest ignores nanosleep's result; only a wake-up
+                    // (a stop) counts here.
+                    if failed && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+                    {
+                        libc::EINTR
+                    } else {
+                        0
+                    }
+                } else {
+                    // SAFETY: valid timespec; relative sleep.
+                    unsafe { libc::clock_nanosleep(opts.clock, 0, ts, std::ptr::null_mut()) }
+                };
+                match rc {
+                    libc::EINTR => continue,
+                    0 if cut => {
+                        shared.stop.store(true, Ordering::Relaxed);
+                        break;
+                    }
+                    0 => {}
+                    e => {
+                        return Err(format!(
+                            "clock_nanosleep failed: {}",
+                            std::io::Error::from_raw_os_error(e)
+                        ));
+                    }
                 }
-                next = before + interval;
-            }
-            CyclicWake::Nanosleep => {
-                let before = read_clock(opts.clock);
-                // SAFETY: valid timespec; the remainder is not wanted.
-                unsafe { libc::nanosleep(&interval_ts, std::ptr::null_mut()) };
-                next = before + interval;
             }
         }
         now = read_clock(opts.clock);

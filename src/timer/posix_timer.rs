@@ -68,13 +68,24 @@ impl PosixTimer {
     }
 
     /// Blocks until the timer's signal comes (no allocation); the error is
-    /// sigwait's error number.
+    /// the error number: EINTR when the thread was woken
+    /// (rt::signals::wake_signal), which glibc's `sigwait` would retry.
     #[inline]
     pub fn wait(&self) -> Result<(), i32> {
-        let mut sig = 0;
-        // SAFETY: valid set and output pointer.
-        match unsafe { libc::sigwait(&self.set, &mut sig) } {
-            0 => Ok(()),
+        self.wait_at_most(None).map(|_| ())
+    }
+
+    /// `wait` for at most `timeout` (None: no limit): true when the timer
+    /// fired, false when the timeout passed first.
+    #[inline]
+    pub fn wait_at_most(&self, timeout: Option<&libc::timespec>) -> Result<bool, i32> {
+        let timeout = timeout.map_or(std::ptr::null(), |t| t as *const libc::timespec);
+        // SAFETY: valid set; a null siginfo and a null timeout are allowed.
+        if unsafe { libc::sigtimedwait(&self.set, std::ptr::null_mut(), timeout) } > 0 {
+            return Ok(true);
+        }
+        match std::io::Error::last_os_error().raw_os_error().unwrap_or(0) {
+            libc::EAGAIN => Ok(false),
             e => Err(e),
         }
     }

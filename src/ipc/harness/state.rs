@@ -6,7 +6,6 @@ use super::EndReason;
 use super::live::PairLive;
 use super::plan::{Mode, PairPlan, RunPlan};
 use crate::ipc::{Channel, PairChannels};
-use crate::rt::clock::{monotonic_ns, sleep_until_ns};
 use crate::rt::shm::SharedBox;
 use crate::rt::tracefs::BreakTrace;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -138,11 +137,5 @@ impl TaskContext {
 
 /// Sleeps until `deadline_ns` in slices, so a stop request is seen promptly.
 pub(super) fn sleep_until_or_stop(deadline_ns: u64, flags: &RunFlags) {
-    loop {
-        let now = monotonic_ns();
-        if now >= deadline_ns || flags.stop.load(Ordering::Relaxed) {
-            return;
-        }
-        sleep_until_ns(deadline_ns.min(now + MAX_SLEEP_SLICE_NS));
-    }
+    crate::rt::clock::sleep_until_or_stop(&flags.stop, deadline_ns, MAX_SLEEP_SLICE_NS);
 }
