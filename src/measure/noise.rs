@@ -227,6 +227,11 @@ pub fn causes_of(trace: &SpikeTrace, cpu: usize) -> NoiseCauses {
         out.interrupted_ns += spike.latency_ns;
         out.unexplained_ns += spike.unexplained_ns + spike.measured_ns;
         for c in &spike.causes {
+            // The spinner's own time in its gap, named by the attribution.
+            if c.kind == crate::spikes::attribution::HARDWARE_KIND {
+                out.unexplained_ns += c.ns;
+                continue;
+            }
             let entry = by_cause
                 .entry((c.kind.clone(), c.name.clone()))
                 .or_default();

@@ -239,7 +239,10 @@ fn control(
             .iter()
             .map(|s| (s.spikes.clone(), s.tid.load(Ordering::Relaxed)));
         control.spikes = Some(crate::spikes::SpikeTracer::start_per_cpu(
-            &plan.cpus, threads, threshold,
+            &plan.cpus,
+            threads,
+            crate::spikes::attribution::Wait::Gap,
+            threshold,
         )?);
     }
     let start = crate::rt::clock::monotonic_ns() + START_DELAY_NS;

@@ -13,6 +13,7 @@
 //! spikes are kept with their events; the others are counted.
 
 pub mod attribution;
+pub mod recorder;
 
 use crate::report::{Spike, SpikeTrace};
 use crate::rt::tracefs::events::{
@@ -21,7 +22,7 @@ use crate::rt::tracefs::events::{
 use crate::rt::tracefs::reader::{Consumer, LostSpan, ReaderCounts};
 use crate::rt::tracefs::{self, TraceOptions, TraceRun};
 use crate::stats::live::SpscRing;
-use attribution::{CpuHistory, Window};
+use attribution::{CpuHistory, Wait, Window};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -64,6 +65,8 @@ pub struct Source {
     pub queue: Arc<CandidateQueue>,
     /// The measuring task first, then its peer (IPC), as kernel task ids.
     pub tids: Vec<i32>,
+    /// What its samples wait for (`attribution::Wait`).
+    pub wait: Wait,
 }
 
 /// The trace events recorded, for the report.
@@ -164,10 +167,12 @@ impl SpikeTracer {
 
     /// For tests with one measuring thread per CPU (timer, noise): thread i
     /// (its candidate queue and task id) runs on `cpus[i]`, its series is
-    /// labelled `CPU n`. The error says what the option needs.
+    /// labelled `CPU n`, its samples wait for `wait`. The error says what
+    /// the option needs.
     pub fn start_per_cpu(
         cpus: &[usize],
         threads: impl Iterator<Item = (Arc<CandidateQueue>, i32)>,
+        wait: Wait,
         threshold_ns: u64,
     ) -> Result<SpikeTracer, String> {
         let sources = cpus
@@ -177,6 +182,7 @@ impl SpikeTracer {
                 label: format!("CPU {cpu}"),
                 queue,
                 tids: vec![tid],
+                wait,
             })
             .collect();
         SpikeTracer::start(sources, cpus, &[], threshold_ns)
@@ -291,6 +297,7 @@ impl Collector {
             actual_ns: c.actual_ns,
             measured: &src.tids,
             tracer: self.reader_tid,
+            wait: src.wait,
         };
         let mut spike = match self.cpus.get(&window.cpu) {
             Some(history) => attribution::attribute(history, &window),
@@ -397,6 +404,7 @@ mod tests {
             label: "thread 0".into(),
             queue: queue.clone(),
             tids: vec![42],
+            wait: Wait::Remote,
         };
         (Collector::new(vec![source], out.clone()), queue, out)
     }

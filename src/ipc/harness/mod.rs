@@ -209,6 +209,7 @@ fn start_spike_trace(
                 live.receiver_tid.load(Ordering::Relaxed),
                 live.sender.tid.load(Ordering::Relaxed),
             ],
+            wait: crate::spikes::attribution::Wait::Remote,
         })
         .collect();
     // The senders' CPUs too: a sender held up by the reader delays the

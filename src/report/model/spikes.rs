@@ -83,9 +83,12 @@ pub struct Spike {
 /// Something that ran on the CPU during a spike's window.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cause {
-    /// `irq`, `softirq`, `task`, or `tracer`: latscope's own trace reader,
+    /// `irq`, `softirq`, `task`, `tracer`: latscope's own trace reader,
     /// which competes with the measured tasks only when no other CPU was
-    /// free for it.
+    /// free for it, or `hardware`: time no recorded event explains (a gap
+    /// the noise spinner saw while it ran; an idle CPU whose due timer
+    /// interrupt came late), named "unexplained: hardware, firmware or
+    /// hypervisor (SMI, VM exit)".
     pub kind: String,
     /// `24 virtio0-input`, `NET_RX`, `kworker/1:1 (pid 42)`.
     pub name: String,
@@ -101,6 +104,8 @@ impl Cause {
         let kind = match self.kind.as_str() {
             "irq" => "IRQ",
             "tracer" => "latscope's trace reader",
+            // The name says it all ("unexplained: hardware, ...").
+            "hardware" => return format!("{} {}", self.name, format_ns(self.ns as i64)),
             other => other,
         };
         format!("{kind} {} {}", self.name, format_ns(self.ns as i64))
