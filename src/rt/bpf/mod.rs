@@ -1,0 +1,20 @@
+//! In-kernel collection with BPF, with no build-time dependency: programs
+//! are generated at run time with a small typed emitter (`insn`), loaded
+//! with the raw `bpf()` system call (`sys`), attached to tracepoints
+//! (`attach`), after `probe` has said whether this machine allows it.
+//!
+//! Field offsets come from the tracefs `format` files (`rt::tracefs::format`),
+//! never from headers or BTF, so nothing about the running kernel is needed
+//! at build time. docs/bpf.md says why no crate does this job here.
+
+pub mod attach;
+pub mod insn;
+pub mod probe;
+pub mod sys;
+
+pub use attach::{Attachment, tracepoint_id};
+pub use insn::{Alu, Asm, Cond, Helper, Insn, Label, Reg, Size};
+pub use sys::{BPF_F_MMAPABLE, LoadError, Map, MapKind, MappedArray, Program, ProgramKind};
+
+#[cfg(test)]
+mod tests_live;
