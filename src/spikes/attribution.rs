@@ -84,6 +84,17 @@ const MAX_NAMES: usize = 1024;
 const UNKNOWN_PRIO: i32 = i32::MAX;
 
 impl CpuState {
+    /// A CPU known to run task `pid` (the flight recorder's "task X since t").
+    pub fn running(pid: i32, prio: i32, comm: Comm) -> CpuState {
+        let mut names = BTreeMap::new();
+        names.insert(pid, (comm, prio));
+        CpuState {
+            task: Some(Task { pid, prio, comm }),
+            contexts: Vec::new(),
+            names,
+        }
+    }
+
     fn apply(&mut self, event: &TraceEvent) {
         // Every record names the task current when it was written: that
         // reveals switches the kernel did not trace (on this machine, a CPU

@@ -76,6 +76,46 @@ fn source_text(vectors: &[(&str, &str)]) -> String {
     format!("trace events {}", names.join(", "))
 }
 
+/// The flight recorder's events, for the report.
+fn recorder_source_text(vectors: &[(&str, &str)]) -> String {
+    source_text(vectors).replacen("trace events", "BPF flight recorder on", 1)
+}
+
+/// The tracefs collector: a private instance on `cpus` whose reader thread
+/// attributes the spikes into the returned book.
+fn start_tracefs(
+    tracefs: &Path,
+    events: &[(&'static str, &'static str)],
+    sources: Vec<Source>,
+    cpus: &[usize],
+    also_measured: &[usize],
+    tids: &[i32],
+) -> Result<(TraceRun, SharedBook), String> {
+    let decoder = EventDecoder::read_events(&tracefs.join("events"), events)?;
+    let book = Arc::new(Mutex::new(None));
+    let collector = Collector::new(sources, book.clone());
+    let run = TraceRun::start(
+        tracefs,
+        cpus,
+        TraceOptions {
+            reader_keeps_off: also_measured.to_vec(),
+            ..TraceOptions::default()
+        },
+        decoder,
+        Box::new(collector),
+        |instance| {
+            // Only the measured tasks' wake-ups matter; every switch and
+            // interrupt of the measured CPUs does.
+            instance.write(
+                "events/sched/sched_wakeup/filter",
+                &tracefs::pid_filter("pid", tids),
+            )?;
+            tracefs::enable(instance, events)
+        },
+    )?;
+    Ok((run, book))
+}
+
 /// The system vectors this kernel traces (both their entry and exit).
 fn vector_events(tracefs: &Path) -> Vec<(&'static str, &'static str)> {
     let mut found = Vec::new();
@@ -102,12 +142,47 @@ pub fn check_available() -> Result<(), String> {
     }
 }
 
+/// Which collector `--trace-spikes` uses (`--collector`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Choice {
+    /// The BPF flight recorder where it can run, else tracefs (said).
+    #[default]
+    Auto,
+    Bpf,
+    Tracefs,
+}
+
+/// The process's choice, set once by the command line before any test.
+static CHOICE: std::sync::Mutex<Choice> = std::sync::Mutex::new(Choice::Auto);
+
+/// Sets the collector every later spike trace of this process uses.
+pub fn set_choice(choice: Choice) {
+    *CHOICE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = choice;
+}
+
+fn choice() -> Choice {
+    *CHOICE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Where the events come from while a trace runs.
+enum Backend {
+    /// A tracefs instance and its reader thread, which attributes.
+    Tracefs { run: TraceRun, book: SharedBook },
+    /// The BPF flight recorder and its collector thread.
+    Bpf(recorder::run::Recorder),
+}
+
 /// A running spike trace.
 pub struct SpikeTracer {
-    run: TraceRun,
-    book: Arc<Mutex<Option<Book>>>,
+    backend: Backend,
     threshold_ns: u64,
     source: String,
+    /// Which collector runs, for people: `bpf`, `tracefs (bpf: WHY)`.
+    collector: String,
     queues: Vec<Arc<CandidateQueue>>,
 }
 
@@ -115,6 +190,7 @@ impl SpikeTracer {
     /// Starts tracing `cpus` for the spikes of `sources` above `threshold_ns`;
     /// the trace reader keeps off `cpus` and `also_measured` (CPUs of
     /// measured tasks whose wake-ups are not traced, as a pair's sender).
+    /// The collector is the process's choice (`set_choice`).
     pub fn start(
         sources: Vec<Source>,
         cpus: &[usize],
@@ -125,7 +201,6 @@ impl SpikeTracer {
         let vectors = vector_events(&tracefs);
         let mut events = ACTIVITY.to_vec();
         events.extend(&vectors);
-        let decoder = EventDecoder::read_events(&tracefs.join("events"), &events)?;
         let tids: Vec<i32> = sources
             .iter()
             .flat_map(|s| s.tids.iter().copied())
@@ -134,33 +209,41 @@ impl SpikeTracer {
         if tids.is_empty() {
             return Err("no measuring task to trace".into());
         }
-        let book = Arc::new(Mutex::new(None));
         let queues = sources.iter().map(|s| s.queue.clone()).collect();
-        let collector = Collector::new(sources, book.clone());
-        let run = TraceRun::start(
-            &tracefs,
-            cpus,
-            TraceOptions {
-                reader_keeps_off: also_measured.to_vec(),
-                ..TraceOptions::default()
-            },
-            decoder,
-            Box::new(collector),
-            |instance| {
-                // Only the measured tasks' wake-ups matter; every switch and
-                // interrupt of the measured CPUs does.
-                instance.write(
-                    "events/sched/sched_wakeup/filter",
-                    &tracefs::pid_filter("pid", &tids),
-                )?;
-                tracefs::enable(instance, &events)
-            },
-        )?;
+        let why_not_bpf = match choice() {
+            Choice::Tracefs => Some("--collector tracefs".to_string()),
+            Choice::Auto => recorder::check().err(),
+            Choice::Bpf => {
+                recorder::check().map_err(|e| format!("--collector bpf: {e}"))?;
+                None
+            }
+        };
+        let (backend, collector) = match why_not_bpf {
+            None => {
+                let mut keep_off = also_measured.to_vec();
+                keep_off.extend(cpus);
+                let run =
+                    recorder::run::Recorder::start(&tracefs, &events, sources, cpus, keep_off)?;
+                (Backend::Bpf(run), "bpf".to_string())
+            }
+            Some(why) => {
+                let (run, book) =
+                    start_tracefs(&tracefs, &events, sources, cpus, also_measured, &tids)?;
+                (
+                    Backend::Tracefs { run, book },
+                    format!("tracefs (bpf: {why})"),
+                )
+            }
+        };
+        let source = match backend {
+            Backend::Bpf(_) => recorder_source_text(&vectors),
+            Backend::Tracefs { .. } => source_text(&vectors),
+        };
         Ok(SpikeTracer {
-            run,
-            book,
+            backend,
             threshold_ns,
-            source: source_text(&vectors),
+            source,
+            collector,
             queues,
         })
     }
@@ -190,43 +273,99 @@ impl SpikeTracer {
     }
 
     /// Stops tracing, attributes what is still pending, removes the
-    /// instance; the spikes for the report.
+    /// instance or unloads the programs; the spikes for the report.
     pub fn stop(mut self) -> SpikeTrace {
-        let end = self.run.shutdown();
-        let book = self
-            .book
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
-            .unwrap_or_default();
-        let (counts, events_lost) =
-            end.map_or((ReaderCounts::default(), 0), |e| (e.counts, e.events_lost));
         let queue_dropped: u64 = self.queues.iter().map(|q| q.dropped()).sum();
+        let (book, events_read, events_lost, cpu_ns, on_measured) = match &mut self.backend {
+            Backend::Tracefs { run, book } => {
+                let end = run.shutdown();
+                let book = book
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take()
+                    .unwrap_or_default();
+                let (counts, events_lost) =
+                    end.map_or((ReaderCounts::default(), 0), |e| (e.counts, e.events_lost));
+                (
+                    book,
+                    counts.events_read,
+                    events_lost,
+                    counts.cpu_ns,
+                    counts.on_traced_cpus,
+                )
+            }
+            Backend::Bpf(recorder) => {
+                let (book, end) = recorder.stop();
+                // Events lost: those the kernel skipped (another program ran
+                // on that CPU), and, for spikes too close together for the
+                // buffer, their windows (counted per spike).
+                (
+                    book,
+                    end.records,
+                    end.missed + end.overwritten,
+                    end.cpu_ns,
+                    end.on_traced_cpus,
+                )
+            }
+        };
         let mut spikes = book.kept;
         spikes.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
         SpikeTrace {
             threshold_ns: self.threshold_ns,
             source: std::mem::take(&mut self.source),
+            collector: std::mem::take(&mut self.collector),
             max_kept: MAX_KEPT,
             spikes_seen: book.seen,
             spikes_not_kept: book.not_kept,
             spikes_dropped: queue_dropped + book.dropped,
-            events_read: counts.events_read,
+            events_read,
             events_lost,
-            reader_cpu_ns: counts.cpu_ns,
-            reader_on_measured_cpus: counts.on_traced_cpus,
+            reader_cpu_ns: cpu_ns,
+            reader_on_measured_cpus: on_measured,
             spikes,
         }
     }
 }
 
-/// What the collector found, handed over when the reader finishes.
+/// The tracefs collector's book, handed from its reader thread at the end.
+type SharedBook = Arc<Mutex<Option<Book>>>;
+
+/// What a collector found, handed over when it finishes.
 #[derive(Default)]
-struct Book {
+pub struct Book {
     kept: Vec<Spike>,
     seen: u64,
     not_kept: u64,
     dropped: u64,
+}
+
+impl Book {
+    /// Counts a spike of `latency_ns`; whether it is to be attributed and
+    /// kept (once `MAX_KEPT` are kept, only one worse than the least bad,
+    /// which it replaces).
+    pub fn admit(&mut self, latency_ns: u64) -> bool {
+        self.seen += 1;
+        if self.kept.len() < MAX_KEPT {
+            return true;
+        }
+        let (least, least_ns) = self
+            .kept
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (i, s.latency_ns))
+            .min_by_key(|&(_, ns)| ns)
+            .expect("kept is full");
+        self.not_kept += 1;
+        if latency_ns <= least_ns {
+            return false;
+        }
+        self.kept.swap_remove(least);
+        true
+    }
+
+    pub fn keep(&mut self, spike: Spike) {
+        self.kept.push(spike);
+    }
 }
 
 /// The reader's consumer: per-CPU histories, the pending candidates, the
@@ -272,23 +411,8 @@ impl Collector {
     }
 
     fn attribute(&mut self, source: usize, c: Candidate) {
-        self.book.seen += 1;
-        let latency = c.actual_ns.saturating_sub(c.expected_ns);
-        if self.book.kept.len() == MAX_KEPT {
-            // Full: the new one replaces the least bad, if it is worse.
-            let (least, least_ns) = self
-                .book
-                .kept
-                .iter()
-                .enumerate()
-                .map(|(i, s)| (i, s.latency_ns))
-                .min_by_key(|&(_, ns)| ns)
-                .expect("kept is full");
-            self.book.not_kept += 1;
-            if latency <= least_ns {
-                return;
-            }
-            self.book.kept.swap_remove(least);
+        if !self.book.admit(c.actual_ns.saturating_sub(c.expected_ns)) {
+            return;
         }
         let src = &self.sources[source];
         let window = Window {
@@ -311,7 +435,7 @@ impl Collector {
         spike.series = src.label.clone();
         spike.tid = src.tids.first().copied().unwrap_or(0);
         self.flag_lost_events(&mut spike);
-        self.book.kept.push(spike);
+        self.book.keep(spike);
     }
 
     /// Flags a spike whose window (with the margin shown before it) the

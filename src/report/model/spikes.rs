@@ -13,6 +13,10 @@ pub struct SpikeTrace {
     pub threshold_ns: u64,
     /// The trace events recorded.
     pub source: String,
+    /// The collector that ran: `bpf` (the in-kernel flight recorder), or
+    /// `tracefs (bpf: WHY)`; empty in reports from before it existed.
+    #[serde(default)]
+    pub collector: String,
     /// The most spikes kept (the worst ones); the others are only counted.
     pub max_kept: usize,
     /// Samples above the threshold the trace reader received.
@@ -151,6 +155,9 @@ impl SpikeTrace {
         }
         if self.events_lost > 0 {
             line.push_str(&format!(", {} trace events lost", self.events_lost));
+        }
+        if !self.collector.is_empty() {
+            line.push_str(&format!(" (collector: {})", self.collector));
         }
         if self.reader_on_measured_cpus {
             line.push_str(

@@ -9,3 +9,14 @@
 
 pub mod decode;
 pub mod layout;
+pub mod program;
+pub mod run;
+
+/// Whether the flight recorder can run here: BPF itself (`rt::bpf::probe`)
+/// and a CPU that keeps stores in order (see `layout.rs`). `Err` is why not.
+pub fn check() -> Result<(), String> {
+    if !cfg!(target_arch = "x86_64") {
+        return Err("the flight recorder needs x86-64's store ordering".to_string());
+    }
+    crate::rt::bpf::probe::check()
+}
