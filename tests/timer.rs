@@ -314,8 +314,22 @@ fn breakdown_splits_every_wake_up() {
     if skip_without_realtime("breakdown_splits_every_wake_up") || !tracefs_usable("breakdown") {
         return;
     }
+    // The tracefs collector (the BPF one has tests/bpf.rs).
     for wake in ["--nanosleep", "--timerfd"] {
-        let (out, report) = timer_json(&["--breakdown", wake, "-T", "1", "-p", "1000", "-q"], 0);
+        let (out, report) = timer_json(
+            &[
+                "--breakdown",
+                "--collector",
+                "tracefs",
+                wake,
+                "-T",
+                "1",
+                "-p",
+                "1000",
+                "-q",
+            ],
+            0,
+        );
         let s = &timer_series(&report)[0];
         let samples = u64_of(&s["samples"], "samples");
         let b = &s["detail"]["breakdown"];
@@ -605,7 +619,16 @@ fn sigterm_during_a_breakdown_run_removes_the_trace_instance() {
     }
     let (_dir, file) = temp_file("t.json");
     let file_arg = file.to_str().unwrap().to_string();
-    let mut a = vec!["timer", "--breakdown", "-p", "500", "--json", &file_arg];
+    let mut a = vec![
+        "timer",
+        "--breakdown",
+        "--collector",
+        "tracefs",
+        "-p",
+        "500",
+        "--json",
+        &file_arg,
+    ];
     a.extend(mlock_args());
     let child = spawn(&a);
     let pid = child.child.id();

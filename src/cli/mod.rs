@@ -13,6 +13,18 @@ pub enum PolicyArg {
     Other,
 }
 
+/// `--collector`: where the kernel events of `--breakdown` and
+/// `--trace-spikes` are gathered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CollectorArg {
+    /// BPF where it can run, else tracefs (the output says which ran and why)
+    Auto,
+    /// In the kernel with BPF (root, or CAP_BPF and CAP_PERFMON; Linux 5.8+)
+    Bpf,
+    /// Through a private tracefs instance, read in user space
+    Tracefs,
+}
+
 #[derive(Debug, Parser)]
 #[command(
     name = "latscope",
@@ -393,6 +405,10 @@ pub struct SpikeArgs {
     /// Trace the kernel (root) and name the cause of every sample above USEC microseconds
     #[arg(long = "trace-spikes", value_name = "USEC")]
     pub trace_spikes: Option<String>,
+    /// How kernel events are collected for --breakdown and --trace-spikes: bpf (in the
+    /// kernel), tracefs, or auto (bpf where it can run, else tracefs) [default: auto]
+    #[arg(long, value_enum, value_name = "HOW")]
+    pub collector: Option<CollectorArg>,
 }
 
 /// Options of every IPC test whose letters do not differ between the tools.

@@ -61,6 +61,8 @@ pub fn run(args: &IpcArgs) -> Result<i32, CommandError> {
     let pairs = layout.pairs(interval_us, distance_us, loops, args.cross_cpu)?;
     let verdict = VerdictSettings::from_args(&args.verdict)?;
     let spike_threshold_us = crate::settings::spike_threshold(&args.spikes)?;
+    // Checked here; the spike recorder reads it from the settings' Common.
+    crate::settings::collector(&args.spikes, None)?;
     for notice in &notices {
         eprintln!("latscope: warning: {notice}");
     }

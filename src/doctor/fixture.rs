@@ -9,6 +9,7 @@ pub struct FakeProbes {
     pub limits: Limits,
     pub signature: Option<String>,
     pub slack_ns: Option<u64>,
+    pub bpf: Result<(), String>,
 }
 
 impl Probes for FakeProbes {
@@ -23,6 +24,9 @@ impl Probes for FakeProbes {
     }
     fn timer_slack_ns(&self) -> Option<u64> {
         self.slack_ns
+    }
+    fn bpf(&self) -> Result<(), String> {
+        self.bpf.clone()
     }
 }
 
@@ -58,6 +62,7 @@ impl Fixture {
                 },
                 signature: None,
                 slack_ns: None,
+                bpf: Ok(()),
             },
         }
     }
@@ -140,7 +145,7 @@ impl Fixture {
             .file("/proc/sys/kernel/sched_rt_runtime_us", "-1\n")
             .file("/proc/sys/kernel/sched_rt_period_us", "1000000\n")
             .file("/proc/self/timerslack_ns", "50000\n")
-            .file("/proc/self/status", "Name:\tlatscope\nCapEff:\t0000000000000000\n")
+            .file("/proc/self/status", "Name:\tlatscope\nCapEff:\t000000c000000000\n")
             .file(
                 "/sys/kernel/mm/transparent_hugepage/enabled",
                 "always madvise [never]\n",

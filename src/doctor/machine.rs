@@ -42,12 +42,19 @@ pub trait Probes {
     fn hypervisor_signature(&self) -> Option<String>;
     /// `prctl(PR_GET_TIMERSLACK)`, for kernels without `/proc/self/timerslack_ns`.
     fn timer_slack_ns(&self) -> Option<u64>;
+    /// Whether the kernel takes a BPF map and tracepoint program from this
+    /// process (`rt::bpf::probe`): Err is why not.
+    fn bpf(&self) -> Result<(), String>;
 }
 
 /// The probes of the machine latscope runs on.
 pub struct LiveProbes;
 
 impl Probes for LiveProbes {
+    fn bpf(&self) -> Result<(), String> {
+        crate::rt::bpf::probe::try_the_system_call()
+    }
+
     fn uname(&self) -> Uname {
         match nix::sys::utsname::uname() {
             Ok(u) => Uname {

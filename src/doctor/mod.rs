@@ -87,7 +87,7 @@ impl CheckStart {
 
 /// Every check, in the order the table shows them (grouped).
 pub fn run(machine: &Machine) -> Vec<Check> {
-    let checks: [fn(&Machine) -> Check; 22] = [
+    let checks: [fn(&Machine) -> Check; 23] = [
         kernel::preemption,
         kernel::clocksource,
         cpu::governor,
@@ -110,6 +110,7 @@ pub fn run(machine: &Machine) -> Vec<Check> {
         tracing::tracefs,
         tracing::tracers,
         tracing::events,
+        tracing::bpf,
     ];
     checks.iter().map(|check| check(machine)).collect()
 }
@@ -183,15 +184,16 @@ mod tests {
             ("tracing.tracefs", Verdict::Warn),
             ("tracing.tracers", Verdict::Warn),
             ("tracing.events", Verdict::Warn),
+            ("tracing.bpf", Verdict::Warn),
         ] {
             assert_eq!(verdict_of(&stock, id), verdict, "{id}: {stock:#?}");
         }
-        assert_eq!(stock.len(), 22);
+        assert_eq!(stock.len(), 23);
         assert_eq!(
             Summary::of(&stock),
             Summary {
                 ok: 3,
-                warn: 17,
+                warn: 18,
                 bad: 2
             }
         );

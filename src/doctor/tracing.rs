@@ -154,6 +154,38 @@ pub fn events(m: &Machine) -> Check {
     }
 }
 
+/// Whether `--breakdown` (and `--trace-spikes`) can collect in the kernel
+/// with BPF, and why not: the same reason the console and the Report give.
+pub fn bpf(m: &Machine) -> Check {
+    use crate::rt::bpf::probe;
+    let check = of("tracing.bpf", "BPF collection");
+    let facts = probe::Facts::read_at(
+        m.root(),
+        &m.probes.uname().release,
+        m.effective_capabilities(),
+    );
+    match probe::assess(&facts).map_or_else(|| m.probes.bpf(), Err) {
+        Ok(()) => check.ok(
+            "possible",
+            "--breakdown and --trace-spikes collect in the kernel (BPF), at a fraction of tracefs' cost",
+        ),
+        Err(why) => {
+            let fix = if why.starts_with("not permitted") {
+                "run as root, or grant CAP_BPF and CAP_PERFMON"
+            } else if why.starts_with("kernel lockdown") {
+                "boot without lockdown=confidentiality"
+            } else {
+                "a Linux 5.8 or later kernel with CONFIG_BPF_SYSCALL and CONFIG_BPF_EVENTS"
+            };
+            check.warn(
+                format!("no: {why}"),
+                "kernel events are collected through tracefs instead (--collector auto), which costs more per event",
+                fix,
+            )
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::Verdict;
@@ -202,6 +234,67 @@ mod tests {
         assert_eq!(c.verdict, Verdict::Warn);
         assert_eq!(c.value, "unknown: /sys/kernel/tracing not readable");
         assert_eq!(c.fix.as_deref(), Some("run latscope doctor as root"));
+    }
+
+    #[test]
+    fn bpf_collection() {
+        let mut f = Fixture::empty();
+        // Root (CapEff with CAP_SYS_ADMIN), a recent kernel, the call works.
+        f.file(
+            "/proc/self/status",
+            "Name:\tlatscope\nCapEff:\t000001ffffffffff\n",
+        );
+        let c = bpf(&f.machine());
+        assert_eq!((c.verdict, c.value.as_str()), (Verdict::Ok, "possible"));
+        // Lockdown in confidentiality mode.
+        f.file(
+            "/sys/kernel/security/lockdown",
+            "none integrity [confidentiality]\n",
+        );
+        let c = bpf(&f.machine());
+        assert_eq!(c.verdict, Verdict::Warn);
+        assert_eq!(c.value, "no: kernel lockdown (confidentiality) forbids it");
+        assert_eq!(
+            c.fix.as_deref(),
+            Some("boot without lockdown=confidentiality")
+        );
+        f.file(
+            "/sys/kernel/security/lockdown",
+            "[none] integrity confidentiality\n",
+        );
+        // A user without the capabilities.
+        f.file("/proc/self/status", "CapEff:\t0000000000000000\n");
+        let c = bpf(&f.machine());
+        assert_eq!(
+            c.value,
+            "no: not permitted: needs CAP_BPF and CAP_PERFMON (or root)"
+        );
+        assert_eq!(
+            c.fix.as_deref(),
+            Some("run as root, or grant CAP_BPF and CAP_PERFMON")
+        );
+        // CAP_BPF (39) and CAP_PERFMON (38) without root, on a kernel built
+        // without BPF on trace events.
+        f.file("/proc/self/status", "CapEff:\t000000c000000000\n");
+        f.file("/boot/config-6.18.0", "# CONFIG_BPF_EVENTS is not set\n");
+        let c = bpf(&f.machine());
+        assert_eq!(
+            c.value,
+            "no: no BPF on trace events (CONFIG_BPF_EVENTS unset)"
+        );
+        std::fs::remove_file(f.machine().path("/boot/config-6.18.0")).unwrap();
+        // An old kernel.
+        f.probes.uname.release = "5.4.0".into();
+        let c = bpf(&f.machine());
+        assert_eq!(c.value, "no: kernel 5.4.0 is older than 5.8");
+        // What only the system call tells.
+        f.probes.uname.release = "6.18.0".into();
+        f.probes.bpf = Err("no bpf() system call (CONFIG_BPF_SYSCALL unset)".into());
+        let c = bpf(&f.machine());
+        assert_eq!(
+            c.value,
+            "no: no bpf() system call (CONFIG_BPF_SYSCALL unset)"
+        );
     }
 
     #[test]

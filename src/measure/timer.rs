@@ -45,6 +45,7 @@ pub fn plan_of(settings: &TimerSettings, stop: Arc<AtomicBool>) -> TimerPlan {
         figure: settings.figure,
         stop,
         samples: None,
+        collector: settings.collector,
     }
 }
 

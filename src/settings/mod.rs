@@ -433,6 +433,35 @@ impl VerdictSettings {
 }
 
 /// `--trace-spikes USEC`: a threshold of at least 1 us.
+/// `--collector`, which only means something with an option that collects
+/// kernel events: `--trace-spikes`, or `breakdown`, Some(whether it is on)
+/// in a test that has `--breakdown` (the timer), None in the others.
+pub fn collector(
+    args: &crate::cli::SpikeArgs,
+    breakdown: Option<bool>,
+) -> Result<crate::rt::bpf::CollectorChoice, UsageError> {
+    use crate::cli::CollectorArg;
+    use crate::rt::bpf::CollectorChoice;
+    let Some(choice) = args.collector else {
+        return Ok(CollectorChoice::Auto);
+    };
+    if args.trace_spikes.is_none() && breakdown != Some(true) {
+        let with = if breakdown.is_some() {
+            "--breakdown or --trace-spikes"
+        } else {
+            "--trace-spikes"
+        };
+        return Err(usage(format!(
+            "--collector chooses how kernel events are collected: it needs {with}"
+        )));
+    }
+    Ok(match choice {
+        CollectorArg::Auto => CollectorChoice::Auto,
+        CollectorArg::Bpf => CollectorChoice::Bpf,
+        CollectorArg::Tracefs => CollectorChoice::Tracefs,
+    })
+}
+
 pub fn spike_threshold(args: &crate::cli::SpikeArgs) -> Result<Option<u64>, UsageError> {
     args.trace_spikes
         .as_deref()
@@ -468,6 +497,8 @@ pub struct IpcSettings {
     pub breaktrace_us: Option<u64>,
     /// `--trace-spikes`: attribute every sample above this (us).
     pub trace_spikes_us: Option<u64>,
+    /// `--collector`: how `--trace-spikes` collects kernel events.
+    pub collector: crate::rt::bpf::CollectorChoice,
     pub cross_cpu: bool,
     pub format: OutputFormat,
     pub lock_memory: bool,
@@ -499,6 +530,7 @@ impl From<ModeArg> for Mode {
 struct Common {
     breaktrace_us: Option<u64>,
     trace_spikes_us: Option<u64>,
+    collector: crate::rt::bpf::CollectorChoice,
     duration: Option<Duration>,
     verdict: VerdictSettings,
 }
@@ -512,6 +544,7 @@ impl Common {
                 .map(|t| positive("-b/--breaktrace", t))
                 .transpose()?,
             trace_spikes_us: spike_threshold(&args.spikes)?,
+            collector: collector(&args.spikes, None)?,
             duration: args
                 .duration
                 .as_deref()
@@ -902,6 +935,7 @@ impl IpcSettings {
             loops,
             breaktrace_us: common.breaktrace_us,
             trace_spikes_us: common.trace_spikes_us,
+            collector: common.collector,
             cross_cpu: args.cross_cpu,
             format: args.format,
             lock_memory: !args.no_mlockall,

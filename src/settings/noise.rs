@@ -66,6 +66,8 @@ pub struct NoiseSettings {
     pub force: bool,
     /// `--trace-spikes`: name the causes of interruptions above this (us).
     pub trace_spikes_us: Option<u64>,
+    /// `--collector`: how `--trace-spikes` collects kernel events.
+    pub collector: crate::rt::bpf::CollectorChoice,
     pub verdict: VerdictSettings,
     pub lock_memory: bool,
     pub hold_dma_latency: bool,
@@ -159,6 +161,7 @@ impl NoiseSettings {
             rt_period_us: None,
             force: false,
             trace_spikes_us: None,
+            collector: crate::rt::bpf::CollectorChoice::Auto,
             verdict: VerdictSettings {
                 outputs: Outputs::default(),
                 max_latency_us: None,
@@ -275,6 +278,7 @@ impl NoiseSettings {
             rt_period_us: None,
             force: args.force,
             trace_spikes_us: super::spike_threshold(&args.spikes)?,
+            collector: super::collector(&args.spikes, None)?,
             verdict: VerdictSettings::from_args(&args.verdict)?,
             lock_memory: !args.no_mlockall,
             hold_dma_latency: !args.no_dma_latency,

@@ -45,6 +45,8 @@ pub struct TimerSettings {
     pub breakdown: bool,
     /// `--trace-spikes`: attribute every sample above this (us).
     pub trace_spikes_us: Option<u64>,
+    /// `--collector`: how `--breakdown` and `--trace-spikes` collect kernel events.
+    pub collector: crate::rt::bpf::CollectorChoice,
     pub freeze_trace: bool,
     pub break_on_switch: bool,
     pub format: OutputFormat,
@@ -142,6 +144,7 @@ impl TimerSettings {
             figure: Figure::User,
             breakdown: false,
             trace_spikes_us: None,
+            collector: crate::rt::bpf::CollectorChoice::Auto,
             freeze_trace: false,
             break_on_switch: false,
             format: OutputFormat::Modern,
@@ -321,6 +324,10 @@ impl TimerSettings {
             figure,
             breakdown: args.breakdown || figure != Figure::User,
             trace_spikes_us: super::spike_threshold(&args.spikes)?,
+            collector: super::collector(
+                &args.spikes,
+                Some(args.breakdown || figure != Figure::User),
+            )?,
             freeze_trace: args.freeze,
             break_on_switch: args.break_on_switch,
             format,

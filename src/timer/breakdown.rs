@@ -8,6 +8,8 @@
 use super::figure::FigureSink;
 use super::{Figure, ThreadShared, TimerPlan};
 use crate::report::Breakdown;
+use crate::rt::bpf::CollectorUsed;
+use crate::rt::bpf::wakeups::{SlotRead, SlotReader};
 use crate::rt::tracefs::{TracedThread, WakeupRecord, WakeupTrace};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::Ordering;
@@ -232,12 +234,107 @@ impl TraceSession {
     }
 }
 
+/// The in-kernel (BPF) figures of one sampling thread, filled by the thread
+/// itself after each wake-up from its CPU's slot (`rt::bpf::wakeups`).
+pub struct KernelFigures {
+    reader: SlotReader,
+    pub irq: FigureSink,
+    pub thread: FigureSink,
+    /// Wake-ups with both figures.
+    pub complete: u64,
+    /// Wake-ups whose slot was written while read.
+    pub torn: u64,
+    /// Wake-ups the slot did not hold whole (another wake-up's record, a
+    /// program that did not run).
+    pub missing: u64,
+    /// Complete wake-ups whose figures were out of order (irq <= thread <=
+    /// user is expected of every one).
+    pub unordered: u64,
+}
+
+impl KernelFigures {
+    /// `irq` and `thread` were built (and touched) before the thread became
+    /// real-time.
+    pub fn new(reader: SlotReader, irq: FigureSink, thread: FigureSink) -> KernelFigures {
+        KernelFigures {
+            reader,
+            irq,
+            thread,
+            complete: 0,
+            torn: 0,
+            missing: 0,
+            unordered: 0,
+        }
+    }
+
+    /// Reads the wake-up of `expiry` from the slot (plain loads) and adds
+    /// its IRQ and thread latency; returns them. `user` is the thread's own
+    /// latency of that wake-up.
+    #[inline]
+    pub fn take(&mut self, expiry: u64, user: i64) -> Option<(i64, i64)> {
+        match self.reader.read(expiry) {
+            SlotRead::Complete { irq_ns, switch_ns } => {
+                let irq = irq_ns.wrapping_sub(expiry) as i64;
+                let thread = switch_ns.wrapping_sub(expiry) as i64;
+                self.complete += 1;
+                if !(irq <= thread && thread <= user) {
+                    self.unordered += 1;
+                }
+                self.irq.add(irq);
+                self.thread.add(thread);
+                Some((irq, thread))
+            }
+            SlotRead::Torn => {
+                self.torn += 1;
+                None
+            }
+            SlotRead::Missing => {
+                self.missing += 1;
+                None
+            }
+        }
+    }
+}
+
+/// Builds the breakdown of a thread measured in the kernel, and picks its
+/// main figure.
+pub fn assign_in_kernel(
+    figure: Figure,
+    user: FigureSink,
+    k: KernelFigures,
+    source: &str,
+) -> (FigureSink, Breakdown) {
+    let breakdown = Breakdown {
+        source: source.to_string(),
+        irq: k.irq.recorder.summary(),
+        thread: k.thread.recorder.summary(),
+        // No return-to-user event in the kernel collection: the user
+        // figure follows the switch-in by the thread's own clock read.
+        return_to_user: crate::stats::LatencyRecorder::signed().summary(),
+        user: user.recorder.summary(),
+        traced_wakeups: k.complete,
+        without_sched_in: 0,
+        incomplete_wakeups: k.missing,
+        events_lost: 0,
+        collector: CollectorUsed::bpf(),
+        torn_wakeups: k.torn,
+        unordered_wakeups: k.unordered,
+    };
+    let main = match figure {
+        Figure::User => user,
+        Figure::Thread => k.thread,
+        Figure::Irq => k.irq,
+    };
+    (main, breakdown)
+}
+
 /// Picks the run's main figure for a thread and builds its breakdown.
 pub fn assign(
     figure: Figure,
     user: FigureSink,
     traced: Option<TracedFigures>,
     trace: Option<&TraceSummary>,
+    collector: &CollectorUsed,
 ) -> (FigureSink, Option<Breakdown>) {
     let (Some(t), Some(trace)) = (traced, trace) else {
         return (user, None);
@@ -252,6 +349,9 @@ pub fn assign(
         without_sched_in: t.without_sched_in,
         incomplete_wakeups: t.incomplete,
         events_lost: trace.events_lost,
+        collector: collector.clone(),
+        torn_wakeups: 0,
+        unordered_wakeups: 0,
     };
     let main = match figure {
         Figure::User => user,

@@ -16,6 +16,7 @@ pub mod posix_timer;
 pub mod sampler;
 
 use crate::report::EndReason;
+use crate::rt::bpf::CollectorUsed;
 use crate::rt::clock::monotonic_ns;
 use crate::rt::sched::Policy;
 use crate::rt::signals::take_snapshot_request;
@@ -116,6 +117,8 @@ pub struct TimerPlan {
     pub stop: Arc<AtomicBool>,
     /// `--samples`: each thread's sample ring (by thread index).
     pub samples: Option<crate::stats::samples::TestSamples>,
+    /// `--collector`: where the kernel events of `--breakdown` are gathered.
+    pub collector: crate::rt::bpf::CollectorChoice,
 }
 
 impl TimerPlan {
@@ -147,6 +150,9 @@ pub struct ThreadShared {
     pub finished: AtomicBool,
     /// Samples above `--trace-spikes`, for the spike trace.
     pub spikes: Arc<crate::spikes::CandidateQueue>,
+    /// `--breakdown` in the kernel: this thread's slot, set by the controller
+    /// before the first expiry.
+    pub kernel_slot: std::sync::OnceLock<crate::rt::bpf::wakeups::SlotReader>,
 }
 
 impl Default for ThreadShared {
@@ -165,6 +171,7 @@ impl Default for ThreadShared {
             msw: AtomicU64::new(0),
             finished: AtomicBool::new(false),
             spikes: crate::spikes::candidate_queue(),
+            kernel_slot: std::sync::OnceLock::new(),
         }
     }
 }
@@ -249,6 +256,20 @@ pub fn run(
             } else {
                 user
             };
+            // The in-kernel figures, if the controller starts the BPF
+            // collector (the main figure's with its per-loop window).
+            let kernel_sinks = if plan.breakdown {
+                let sink = |main: bool| {
+                    FigureSink::new(plan.histogram_cells, plan.bucket_ns)
+                        .map(|s| if main { s.with_window() } else { s })
+                };
+                Some((
+                    sink(plan.figure == Figure::Irq).map_err(give_up)?,
+                    sink(plan.figure == Figure::Thread).map_err(give_up)?,
+                ))
+            } else {
+                None
+            };
             let freeze = if plan.freeze_trace {
                 BreakTrace::open().ok()
             } else {
@@ -259,7 +280,8 @@ pub fn run(
                 .name(format!("sampling-{}", plan.cpus[index]))
                 .stack_size(SAMPLING_THREAD_STACK)
                 .spawn_scoped(scope, move || {
-                    let end = sampler::run(plan_ref, index, &thread_shared, user, freeze);
+                    let end =
+                        sampler::run(plan_ref, index, &thread_shared, user, freeze, kernel_sinks);
                     thread_shared.finished.store(true, Ordering::Release);
                     end
                 })
@@ -286,6 +308,10 @@ struct Control {
     end_reason: EndReason,
     per_second: Vec<WindowSeries>,
     trace: Option<breakdown::TraceSession>,
+    /// `--breakdown` collected in the kernel (BPF).
+    in_kernel: Option<crate::rt::bpf::wakeups::WakeupSlots>,
+    /// Which collector gathers the breakdown, and why.
+    collector: CollectorUsed,
     spikes: Option<crate::spikes::SpikeTracer>,
 }
 
@@ -300,6 +326,8 @@ fn control(
         end_reason: EndReason::DurationElapsed,
         per_second: shared.iter().map(|_| WindowSeries::default()).collect(),
         trace: None,
+        in_kernel: None,
+        collector: CollectorUsed::default(),
         spikes: None,
     };
     let set_up = crate::rt::setup::wait_until_set_up(
@@ -316,16 +344,7 @@ fn control(
     // the same phase, so that the warm-up is not spent catching up.
     let provisional = monotonic_ns() + FIRST_EXPIRY_DELAY_NS;
     if plan.breakdown {
-        let threads: Vec<breakdown::Traced> = shared
-            .iter()
-            .enumerate()
-            .map(|(i, s)| breakdown::Traced {
-                tid: s.tid.load(Ordering::Relaxed),
-                cpu: plan.cpus[i],
-                first_expiry_ns: provisional,
-            })
-            .collect();
-        control.trace = Some(breakdown::TraceSession::start(plan, &threads, shared)?);
+        control.start_breakdown(plan, shared, provisional)?;
     }
     if let Some(threshold) = plan.spike_threshold_ns {
         let threads = shared
@@ -374,6 +393,42 @@ fn control(
 }
 
 impl Control {
+    /// Starts the kernel side of `--breakdown` with the collector chosen:
+    /// BPF where it can run (and loads), else tracefs, saying why.
+    fn start_breakdown(
+        &mut self,
+        plan: &TimerPlan,
+        shared: &[Arc<ThreadShared>],
+        provisional: u64,
+    ) -> Result<(), String> {
+        use crate::rt::bpf::{CollectorChoice, collector};
+        self.collector = match collector::decide(plan.collector)? {
+            Ok(()) => match start_in_kernel(plan, shared, provisional) {
+                Ok(slots) => {
+                    self.in_kernel = Some(slots);
+                    self.collector = CollectorUsed::bpf();
+                    return Ok(());
+                }
+                Err(why) if plan.collector == CollectorChoice::Bpf => {
+                    return Err(format!("--collector bpf: {why}"));
+                }
+                Err(why) => CollectorUsed::tracefs(why),
+            },
+            Err(fallback) => fallback,
+        };
+        let threads: Vec<breakdown::Traced> = shared
+            .iter()
+            .enumerate()
+            .map(|(i, s)| breakdown::Traced {
+                tid: s.tid.load(Ordering::Relaxed),
+                cpu: plan.cpus[i],
+                first_expiry_ns: provisional,
+            })
+            .collect();
+        self.trace = Some(breakdown::TraceSession::start(plan, &threads, shared)?);
+        Ok(())
+    }
+
     /// Hands the loops completed since the last call to the live output and
     /// to the per-second series.
     fn drain(
@@ -430,6 +485,8 @@ impl Control {
             None => (Vec::new(), None),
         };
         let spikes = self.spikes.take().map(crate::spikes::SpikeTracer::stop);
+        // The threads are joined: detach and close the programs.
+        let in_kernel_source = self.in_kernel.take().map(|slots| slots.source.clone());
         // The threads and the trace are done: what the rings still hold.
         self.drain(shared, progress, hook);
         progress.finish();
@@ -448,8 +505,20 @@ impl Control {
                 measured = measured.max(Duration::from_nanos(
                     end.measuring_until_ns.saturating_sub(end.measuring_from_ns),
                 ));
-                let (figure, breakdown) =
-                    breakdown::assign(plan.figure, end.user, traced, trace_stats.as_ref());
+                let (figure, breakdown) = match (end.kernel, &in_kernel_source) {
+                    (Some(kernel), Some(source)) => {
+                        let (figure, b) =
+                            breakdown::assign_in_kernel(plan.figure, end.user, kernel, source);
+                        (figure, Some(b))
+                    }
+                    _ => breakdown::assign(
+                        plan.figure,
+                        end.user,
+                        traced,
+                        trace_stats.as_ref(),
+                        &self.collector,
+                    ),
+                };
                 ThreadOutcome {
                     cpu: plan.cpus[i],
                     tid: shared[i].tid.load(Ordering::Relaxed),
@@ -480,4 +549,40 @@ impl Control {
             spikes,
         }
     }
+}
+
+/// Loads the in-kernel breakdown for the sampling threads and hands each
+/// its slot; the error says why (with the verifier's log saved to a file).
+fn start_in_kernel(
+    plan: &TimerPlan,
+    shared: &[Arc<ThreadShared>],
+    provisional: u64,
+) -> Result<crate::rt::bpf::wakeups::WakeupSlots, String> {
+    use crate::rt::bpf::wakeups::{SlotThread, StartError, WakeupSlots};
+    let tracefs = crate::rt::tracefs::mount::find_or_mount()?;
+    let threads: Vec<SlotThread> = shared
+        .iter()
+        .enumerate()
+        .map(|(i, s)| SlotThread {
+            tid: s.tid.load(Ordering::Relaxed),
+            cpu: plan.cpus[i],
+            first_expiry_ns: provisional,
+            period_ns: plan.period_ns,
+        })
+        .collect();
+    let slots = WakeupSlots::start(&tracefs, &threads).map_err(|e| match &e {
+        StartError::Verifier { program, log } => format!(
+            "{e} ({})",
+            crate::rt::bpf::collector::save_verifier_log(program, log)
+        ),
+        StartError::Failed(_) => e.to_string(),
+    })?;
+    for (i, s) in shared.iter().enumerate() {
+        let reader = slots
+            .reader(plan.cpus[i])
+            .ok_or_else(|| format!("CPU {} has no slot", plan.cpus[i]))?;
+        // Set once per run: a second set cannot happen.
+        let _ = s.kernel_slot.set(reader);
+    }
+    Ok(slots)
 }

@@ -12,6 +12,7 @@
 //! switches and page faults are the plain-Linux events that can explain a late
 //! wake-up, reported as Xenomai's "msw" column.
 
+use super::breakdown::KernelFigures;
 use super::figure::FigureSink;
 use super::posix_timer::PosixTimer;
 use super::{Figure, ThreadShared, TimerPlan, WakeMethod};
@@ -38,6 +39,8 @@ pub struct SamplerEnd {
     pub last_loop_partial: bool,
     /// `-b` stopped the run: the counters that moved.
     pub broke_on_switch: Option<SwitchCounters>,
+    /// The in-kernel breakdown (BPF collector).
+    pub kernel: Option<KernelFigures>,
 }
 
 /// The sampling thread's own counters of events that delay a wake-up.
@@ -213,6 +216,7 @@ pub fn run(
     shared: &ThreadShared,
     user: FigureSink,
     freeze: Option<BreakTrace>,
+    kernel_sinks: Option<(FigureSink, FigureSink)>,
 ) -> SamplerEnd {
     let cpu = plan.cpus[index];
     let waker = match set_up(plan, cpu) {
@@ -233,6 +237,11 @@ pub fn run(
     }
     let mut sampling = Sampling::new(plan, shared, cpu, waker, user, freeze, first);
     sampling.samples = crate::stats::samples::ring_of(&plan.samples, index);
+    // The controller published the slot reader before the first expiry.
+    sampling.kernel = kernel_sinks.and_then(|(irq, thread)| {
+        let reader = shared.kernel_slot.get()?.clone();
+        Some(KernelFigures::new(reader, irq, thread))
+    });
     sampling.sample_until_stopped();
     sampling.end()
 }
@@ -266,6 +275,7 @@ impl SamplerEnd {
             last_expiry_ns: 0,
             last_loop_partial: true,
             broke_on_switch: None,
+            kernel: None,
         }
     }
 }
@@ -327,6 +337,8 @@ struct Sampling<'a> {
     last_loop_partial: bool,
     /// `--samples`: every measured sample (the user-space latency) goes here too.
     samples: Option<std::sync::Arc<crate::stats::samples::SampleRing>>,
+    /// `--breakdown` collected in the kernel: the slot read after each wake-up.
+    kernel: Option<KernelFigures>,
 }
 
 impl<'a> Sampling<'a> {
@@ -375,6 +387,7 @@ impl<'a> Sampling<'a> {
             last_expiry: 0,
             last_loop_partial: true,
             samples: None,
+            kernel: None,
         }
     }
 
@@ -441,6 +454,16 @@ impl<'a> Sampling<'a> {
         }
         if self.user_is_figure {
             self.shared.live.record(latency);
+        }
+        // The kernel's side of this wake-up: loads from the mmapped slot.
+        if let Some(kernel) = self.kernel.as_mut()
+            && let Some((irq, thread)) = kernel.take(expiry, latency)
+        {
+            match self.plan.figure {
+                Figure::Irq => self.shared.live.record(irq),
+                Figure::Thread => self.shared.live.record(thread),
+                Figure::User => {}
+            }
         }
         if self.plan.limit_ns.is_some_and(|limit| latency > limit) {
             self.above_limit += 1;
@@ -514,12 +537,32 @@ impl<'a> Sampling<'a> {
                 .publish_window(&self.shared.window_histograms, stats.index);
             self.shared.loops.push(stats);
         }
+        self.close_kernel_loops();
         if self.plan.break_on_switch && moved.total() > 0 {
             self.broke_on_switch = Some(moved);
             self.plan.stop.store(true, Ordering::Relaxed);
             return true;
         }
         false
+    }
+
+    /// Closes the loop of the in-kernel figures; with `-t 1`/`-t 2` one of
+    /// them is the main figure, whose loop goes to the live output.
+    fn close_kernel_loops(&mut self) {
+        let Some(k) = self.kernel.as_mut() else {
+            return;
+        };
+        let irq = k.irq.close_loop(self.last_loop_partial);
+        let thread = k.thread.close_loop(self.last_loop_partial);
+        let main = match self.plan.figure {
+            Figure::Irq => irq.map(|stats| (stats, &mut k.irq)),
+            Figure::Thread => thread.map(|stats| (stats, &mut k.thread)),
+            Figure::User => None,
+        };
+        if let Some((stats, sink)) = main {
+            sink.publish_window(&self.shared.window_histograms, stats.index);
+            self.shared.loops.push(stats);
+        }
     }
 
     /// One warm-up loop less; after the last one the measurement (and `-T`)
@@ -553,6 +596,7 @@ impl<'a> Sampling<'a> {
             last_expiry_ns: self.last_expiry,
             last_loop_partial: self.last_loop_partial,
             broke_on_switch: self.broke_on_switch,
+            kernel: self.kernel,
         }
     }
 }

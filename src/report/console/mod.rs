@@ -216,6 +216,9 @@ fn write_modern(report: &Report, histograms: bool, out: &mut dyn Write) -> std::
                         "Where the latency was spent, from the expiry: IRQ = timer interrupt handler starts, Sched = thread scheduled in, Return = thread back in user space (then it reads the clock: the table above):"
                     )?;
                     write!(out, "{}", table.render())?;
+                    if let Some(line) = timer::collector_line(test) {
+                        writeln!(out, "{line}")?;
+                    }
                 }
                 if histograms {
                     timer::write_histograms(test, out)?;

@@ -83,6 +83,33 @@ pub fn breakdown_table(test: &TestResult) -> Option<Table> {
     Some(table)
 }
 
+/// Which collector gathered the breakdown, and why not BPF when it did not
+/// (`collector: tracefs (bpf: not permitted: ...)`); torn reads are said too.
+pub fn collector_line(test: &TestResult) -> Option<String> {
+    let breakdowns: Vec<_> = test
+        .series
+        .iter()
+        .filter_map(|s| s.timer_thread()?.breakdown.as_ref())
+        .collect();
+    let first = breakdowns.first()?;
+    if first.collector.name.is_empty() {
+        return None;
+    }
+    let mut line = first.collector.line();
+    let torn: u64 = breakdowns.iter().map(|b| b.torn_wakeups).sum();
+    let missing: u64 = breakdowns.iter().map(|b| b.incomplete_wakeups).sum();
+    let unordered: u64 = breakdowns.iter().map(|b| b.unordered_wakeups).sum();
+    if first.collector.name == "bpf" {
+        line.push_str(&format!(
+            "; wake-ups read torn: {torn}, not recorded whole: {missing}"
+        ));
+        if unordered > 0 {
+            line.push_str(&format!(", figures out of order: {unordered}"));
+        }
+    }
+    Some(line)
+}
+
 /// `-h` in the modern format: per sampling thread, the non-empty cells of
 /// Xenomai's three histograms of the main figure (every sample, each
 /// one-second loop's minimum, each loop's maximum) side by side, each cell

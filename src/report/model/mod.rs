@@ -292,6 +292,18 @@ pub struct Breakdown {
     pub incomplete_wakeups: u64,
     /// Events the kernel dropped because the reader fell behind (whole run).
     pub events_lost: u64,
+    /// The collector that filled it (`bpf` or `tracefs`), and why not BPF.
+    #[serde(default)]
+    pub collector: crate::rt::bpf::CollectorUsed,
+    /// In-kernel collection: wake-ups whose slot a program was writing while
+    /// the thread read it (counted, in no kernel-side figure, never guessed).
+    #[serde(default)]
+    pub torn_wakeups: u64,
+    /// In-kernel collection: complete wake-ups whose figures were not in
+    /// order (IRQ <= thread <= user); 0 unless the clocks or the events
+    /// disagree. Not checked by the tracefs collector.
+    #[serde(default)]
+    pub unordered_wakeups: u64,
 }
 
 /// One measured stream of samples (an IPC pair, a timer thread): the common

@@ -8,11 +8,14 @@
 //! at build time. docs/bpf.md says why no crate does this job here.
 
 pub mod attach;
+pub mod collector;
 pub mod insn;
 pub mod probe;
 pub mod sys;
+pub mod wakeups;
 
 pub use attach::{Attachment, tracepoint_id};
+pub use collector::{CollectorChoice, CollectorUsed};
 pub use insn::{Alu, Asm, Cond, Helper, Insn, Label, Reg, Size};
 pub use sys::{BPF_F_MMAPABLE, LoadError, Map, MapKind, MappedArray, Program, ProgramKind};
 

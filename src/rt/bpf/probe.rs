@@ -119,7 +119,9 @@ pub fn check() -> Result<(), String> {
     try_the_system_call()
 }
 
-fn try_the_system_call() -> Result<(), String> {
+/// The live half of `check`: what the kernel says when asked (the doctor
+/// calls it after `assess`).
+pub fn try_the_system_call() -> Result<(), String> {
     if let Err(e) = Map::create(MapKind::Array, "probe", 8, 1, BPF_F_MMAPABLE) {
         return Err(match e.raw_os_error() {
             Some(libc::ENOSYS) => "no bpf() system call (CONFIG_BPF_SYSCALL unset)".to_string(),

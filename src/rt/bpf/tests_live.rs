@@ -179,3 +179,43 @@ fn switches_out_of_idle() {
         total(&mapped, 16)
     );
 }
+
+/// Not a test of latscope: which context-switch hooks see this thread come
+/// back from a sleep. `cargo test --release -- --ignored --nocapture hooks_on_the_way_back`.
+#[test]
+#[ignore]
+fn hooks_on_the_way_back() {
+    need_bpf!();
+    let tid = crate::rt::sched::current_tid();
+    let map = Map::create(
+        MapKind::Array,
+        "test_back",
+        64,
+        cpus() as u32,
+        BPF_F_MMAPABLE,
+    )
+    .unwrap();
+    let mapped = map.map_memory(false).unwrap();
+    let exit_tp = Program::load(
+        ProgramKind::RawTracepoint,
+        "test_exit",
+        &counter(&map, 0, Some(tid)),
+    )
+    .unwrap();
+    let entry_tp = Program::load(
+        ProgramKind::RawTracepoint,
+        "test_entry",
+        &counter(&map, 8, Some(tid)),
+    )
+    .unwrap();
+    let _a = Attachment::raw_tracepoint(&exit_tp, "sched_exit_tp").unwrap();
+    let _b = Attachment::raw_tracepoint(&entry_tp, "sched_entry_tp").unwrap();
+    for _ in 0..200 {
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    eprintln!(
+        "200 sleeps: sched_exit_tp in the thread {}, sched_entry_tp {}",
+        total(&mapped, 0),
+        total(&mapped, 8)
+    );
+}

@@ -1,0 +1,539 @@
+//! The timer breakdown in the kernel: small programs, generated here at run
+//! time, write each wake-up of a sampling thread into its CPU's slot of an
+//! mmapable array; the thread reads its slot after waking, with plain loads.
+//! Nothing leaves the kernel per event and no system call is made per sample.
+//!
+//! A slot (128 bytes, two cache lines, one slot per CPU so two sampling
+//! threads never share a line):
+//!
+//! | offset | written by | value |
+//! |---|---|---|
+//! | 0 | user space | the sampling thread's tid |
+//! | 8 | user space | the first expiry of its schedule (ns) |
+//! | 16 | user space | its period (ns) |
+//! | 24 | `hrtimer_start` | the timer the thread armed last (address) |
+//! | 32 | `hrtimer_start` | that arming's soft expiry |
+//! | 40 | every writer | sequence: odd while a writer is inside |
+//! | 48 | `hrtimer_expire_entry` | the expiry of the wake-up recorded below |
+//! | 56 | `hrtimer_expire_entry` | its `now`: the timer interrupt handler runs |
+//! | 64 | switch-in hook | the expiry of the wake-up the stamp below is for |
+//! | 72 | switch-in hook | the thread is back on its CPU (ktime) |
+//! | 80 | `hrtimer_start` | the thread's task (address, compared only) |
+//!
+//! Every writer of a slot runs on the slot's CPU, so the sampling thread,
+//! pinned there, sees a program's writes whole or not at all, unless a
+//! program in an interrupt writes between two of its loads: the sequence
+//! word, moved by every writer, tells. A program can itself be interrupted
+//! by another (a raw tracepoint runs with interrupts on): that is why the
+//! switch-in stamp carries the expiry it was taken for, instead of trusting
+//! that the record did not change under it.
+//!
+//! No `sched_waking` program: the switch-in is seen directly, and the
+//! figures (IRQ, thread, user) do not need the wake-up itself, while a
+//! program on it would run for every wake-up of every task on the machine.
+//!
+//! The events and why each, as the tracefs breakdown (`tracefs::wakeups`)
+//! pairs them: the thread's own arming (its pid, on its schedule: the RT
+//! bandwidth timer it arms when it becomes SCHED_FIFO is not a wake-up),
+//! the expiry of that very timer (same address, not before the soft
+//! expiry), then its return to the CPU.
+//!
+//! Unlike the tracefs reader, a program cannot tell an arming from an
+//! interrupt that ran over the thread (the tick re-arming itself): a
+//! tracepoint program may not read the record's common fields, flags
+//! included (the verifier refuses any access below byte 8). It does not
+//! need to: such a timer is taken only if its expiry falls on the thread's
+//! schedule to the nanosecond, and then it fires in the same interrupt as
+//! the thread's own timer, with the same `now`, so the IRQ figure is the
+//! same.
+//!
+//! The switch-in hook: this kernel emits no `sched_switch` (tracefs, perf or
+//! BPF, raw or not) when a CPU leaves its idle task, so on an idle CPU, the
+//! normal case of an isolated real-time CPU, the switch was never seen. The
+//! raw tracepoint `sched_exit_tp` (Linux 6.17, the scheduler's own hook at
+//! the end of `__schedule()`) runs in the context of the task that has just
+//! got the CPU, idle or not: the first one in the thread's context after the
+//! expiry is its switch-in. It needs no structure offset (the current pid
+//! comes from `bpf_get_current_pid_tgid`). Where the kernel has no
+//! `sched_exit_tp`, a raw `sched_switch` program compares its `next` task
+//! pointer with the thread's own, learnt by the arming program
+//! (`bpf_get_current_task`, compared, never dereferenced).
+
+use super::attach::{Attachment, tracepoint_id};
+use super::insn::{Alu, Asm, Cond, Helper, Insn, Reg, Size};
+use super::sys::{BPF_F_MMAPABLE, LoadError, Map, MapKind, MappedArray, Program, ProgramKind};
+use crate::rt::tracefs::format::{EventFormat, Field};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Bytes per slot.
+pub const SLOT_BYTES: usize = 128;
+const TID: i16 = 0;
+const FIRST: i16 = 8;
+const PERIOD: i16 = 16;
+const ARMED_TIMER: i16 = 24;
+const ARMED_EXPIRES: i16 = 32;
+const SEQ: i16 = 40;
+const WAKE_EXPIRES: i16 = 48;
+const IRQ_NOW: i16 = 56;
+const SWITCH_FOR: i16 = 64;
+const SWITCH_IN: i16 = 72;
+const TASK: i16 = 80;
+
+/// The tracepoints the programs read records of.
+const EVENTS: [(&str, &str); 2] = [
+    ("timer", "hrtimer_start"),
+    ("timer", "hrtimer_expire_entry"),
+];
+
+/// Why the in-kernel breakdown did not start.
+#[derive(Debug)]
+pub enum StartError {
+    /// The verifier refused a program: its log.
+    Verifier { program: String, log: String },
+    /// Anything else, one line.
+    Failed(String),
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::Verifier { program, log } => {
+                let last = log
+                    .lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("");
+                write!(f, "the verifier refused latscope_{program}: {last}")
+            }
+            StartError::Failed(why) => f.write_str(why),
+        }
+    }
+}
+
+/// A sampling thread as the programs know it.
+#[derive(Debug, Clone, Copy)]
+pub struct SlotThread {
+    pub tid: i32,
+    pub cpu: usize,
+    pub first_expiry_ns: u64,
+    pub period_ns: u64,
+}
+
+/// The running programs and their slots; detached and closed on drop.
+pub struct WakeupSlots {
+    slots: Arc<MappedArray>,
+    /// Kept open so the programs stay attached (dropped before the map).
+    _attachments: Vec<Attachment>,
+    _programs: Vec<Program>,
+    _map: Map,
+    /// The events used, for the Report.
+    pub source: String,
+}
+
+/// What a sampling thread read from its slot for one wake-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlotRead {
+    /// Timer handler start and switch-in, CLOCK_MONOTONIC ns.
+    Complete { irq_ns: u64, switch_ns: u64 },
+    /// A program wrote the slot while it was read.
+    Torn,
+    /// The slot holds another wake-up, or this one only in part.
+    Missing,
+}
+
+/// One sampling thread's view of its slot: plain loads, no system call.
+#[derive(Clone)]
+pub struct SlotReader {
+    /// Keeps the mapping alive as long as a thread reads it.
+    _slots: Arc<MappedArray>,
+    base: *const AtomicU64,
+}
+
+// SAFETY: `base` points into `slots`' mapping, which the reader keeps alive;
+// all access is atomic.
+unsafe impl Send for SlotReader {}
+// SAFETY: as above; reading through a shared reader is atomic loads only.
+unsafe impl Sync for SlotReader {}
+
+impl SlotReader {
+    /// The record of the wake-up for `expiry`, if the slot holds it whole.
+    #[inline]
+    pub fn read(&self, expiry: u64) -> SlotRead {
+        read_slot(self.base, expiry)
+    }
+}
+
+/// Reads the slot at `base` (see `SlotReader::read`): the sequence, the
+/// record, the sequence again.
+#[inline]
+fn read_slot(base: *const AtomicU64, expiry: u64) -> SlotRead {
+    // SAFETY: the callers give the start of a live 128-byte slot, and the
+    // offsets are constants inside it, 8-aligned.
+    let word = |offset: i16| unsafe { &*base.add(offset as usize / 8) };
+    let before = word(SEQ).load(Ordering::Acquire);
+    let expires = word(WAKE_EXPIRES).load(Ordering::Relaxed);
+    let irq_ns = word(IRQ_NOW).load(Ordering::Relaxed);
+    let switch_for = word(SWITCH_FOR).load(Ordering::Relaxed);
+    let switch_ns = word(SWITCH_IN).load(Ordering::Relaxed);
+    std::sync::atomic::fence(Ordering::Acquire);
+    let after = word(SEQ).load(Ordering::Relaxed);
+    if before != after || before % 2 == 1 {
+        return SlotRead::Torn;
+    }
+    if expires != expiry || switch_for != expiry {
+        return SlotRead::Missing;
+    }
+    SlotRead::Complete { irq_ns, switch_ns }
+}
+
+impl WakeupSlots {
+    /// Loads and attaches the programs for `threads` (one per CPU); the
+    /// tracefs `format` files under `tracefs` give the record layouts.
+    pub fn start(tracefs: &Path, threads: &[SlotThread]) -> Result<WakeupSlots, StartError> {
+        let failed = |what: &str, e: std::io::Error| {
+            StartError::Failed(format!("{what}: {}", crate::rt::os_error_text(&e)))
+        };
+        let cpus = super::sys::possible_cpus().map_err(|e| failed("possible CPUs", e))?;
+        let map = Map::create(
+            MapKind::Array,
+            "slots",
+            SLOT_BYTES,
+            cpus as u32,
+            BPF_F_MMAPABLE,
+        )
+        .map_err(|e| failed("creating the slot map", e))?;
+        let slots = Arc::new(
+            map.map_memory(true)
+                .map_err(|e| failed("mapping the slot map", e))?,
+        );
+        for t in threads {
+            let set = |offset: i16, value: u64| slots.write_u64(t.cpu, offset as usize, value);
+            set(TID, t.tid as u64)
+                .and(set(FIRST, t.first_expiry_ns))
+                .and(set(PERIOD, t.period_ns.max(1)))
+                .ok_or_else(|| {
+                    StartError::Failed(format!("CPU {} is not a possible CPU", t.cpu))
+                })?;
+        }
+        let format = |(system, name): (&str, &str)| {
+            EventFormat::read(
+                &tracefs
+                    .join("events")
+                    .join(system)
+                    .join(name)
+                    .join("format"),
+            )
+            .map_err(StartError::Failed)
+        };
+        let [start_fmt, expire_fmt] = EVENTS.map(format);
+        let (start_fmt, expire_fmt) = (start_fmt?, expire_fmt?);
+        let load = |kind, name: &str, insns: Result<Vec<Insn>, String>| {
+            let insns = insns.map_err(StartError::Failed)?;
+            Program::load(kind, name, &insns).map_err(|e| match e {
+                LoadError::Verifier { log, .. } => StartError::Verifier {
+                    program: name.to_string(),
+                    log,
+                },
+                other => StartError::Failed(format!("loading latscope_{name}: {other}")),
+            })
+        };
+        let fd = map.fd();
+        let arm = load(ProgramKind::Tracepoint, "arm", arm_program(fd, &start_fmt))?;
+        let expire = load(
+            ProgramKind::Tracepoint,
+            "expire",
+            expire_program(fd, &expire_fmt),
+        )?;
+        let mut attachments = Vec::new();
+        for (program, (system, name)) in [&arm, &expire].into_iter().zip(EVENTS) {
+            let id = tracepoint_id(tracefs, system, name).map_err(StartError::Failed)?;
+            let event = format!("{system}:{name}");
+            attachments.push(
+                Attachment::tracepoint(program, id, &event)
+                    .map_err(|e| failed(&format!("attaching to {event}"), e))?,
+            );
+        }
+        // The switch-in: the scheduler's exit hook where it exists, else
+        // sched_switch (see the module's notes).
+        let exit_hook = load(ProgramKind::RawTracepoint, "sched_in", switch_in_by_pid(fd))?;
+        let mut programs = vec![arm, expire];
+        match Attachment::raw_tracepoint(&exit_hook, "sched_exit_tp") {
+            Ok(a) => {
+                attachments.push(a);
+                programs.push(exit_hook);
+            }
+            Err(_) => {
+                let switch = load(ProgramKind::RawTracepoint, "switch", switch_in_by_task(fd))?;
+                attachments.push(
+                    Attachment::raw_tracepoint(&switch, "sched_switch")
+                        .map_err(|e| failed("attaching to sched_switch", e))?,
+                );
+                programs.push(switch);
+            }
+        }
+        let source = format!(
+            "bpf on {}",
+            attachments
+                .iter()
+                .map(|a| a.event.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        Ok(WakeupSlots {
+            slots,
+            _attachments: attachments,
+            _programs: programs,
+            _map: map,
+            source,
+        })
+    }
+
+    /// The reader of CPU `cpu`'s slot, for the thread sampling there.
+    pub fn reader(&self, cpu: usize) -> Option<SlotReader> {
+        let base = self.slots.entry_ptr(cpu)?;
+        Some(SlotReader {
+            _slots: self.slots.clone(),
+            base: base.cast_const().cast(),
+        })
+    }
+}
+
+/// `r6 = &slots[this CPU]`, or return 0 when there is none; clobbers r0-r5.
+fn load_slot(asm: &mut Asm, map_fd: i32) {
+    let found = asm.new_label();
+    asm.push(Insn::call(Helper::GetSmpProcessorId))
+        .push(Insn::stx(Size::W, Reg::R10, -4, Reg::R0))
+        .push(Insn::mov64_reg(Reg::R2, Reg::R10))
+        .push(Insn::alu64_imm(Alu::Add, Reg::R2, -4))
+        .extend(Insn::ld_map_fd(Reg::R1, map_fd))
+        .push(Insn::call(Helper::MapLookupElem))
+        .jump_if(Cond::Ne, Reg::R0, 0, found)
+        .push(Insn::exit());
+    asm.bind(found);
+    asm.push(Insn::mov64_reg(Reg::R6, Reg::R0));
+}
+
+/// `r0 = the current thread id`.
+fn current_tid(asm: &mut Asm) {
+    asm.push(Insn::call(Helper::GetCurrentPidTgid))
+        .push(Insn::alu64_imm(Alu::Lsh, Reg::R0, 32))
+        .push(Insn::alu64_imm(Alu::Rsh, Reg::R0, 32));
+}
+
+/// `seq += 1` in the slot at r6 (clobbers r1): around every write, so a
+/// reader sees an odd value or a change.
+fn bump_sequence(asm: &mut Asm) {
+    asm.push(Insn::ldx(Size::DW, Reg::R1, Reg::R6, SEQ))
+        .push(Insn::alu64_imm(Alu::Add, Reg::R1, 1))
+        .push(Insn::stx(Size::DW, Reg::R6, SEQ, Reg::R1));
+}
+
+/// `dst = record field` (from the context saved in r7), zero-extended.
+fn load_field(asm: &mut Asm, dst: Reg, field: &Field) -> Result<(), String> {
+    let size = Size::of_bytes(field.size)
+        .ok_or_else(|| format!("field {} has an unusual size {}", field.name, field.size))?;
+    let offset = i16::try_from(field.offset)
+        .map_err(|_| format!("field {} is too far into its record", field.name))?;
+    asm.push(Insn::ldx(size, dst, Reg::R7, offset));
+    Ok(())
+}
+
+/// The end every program shares: return 0.
+fn finish(mut asm: Asm, out: super::insn::Label) -> Result<Vec<Insn>, String> {
+    asm.bind(out);
+    asm.push(Insn::mov64_imm(Reg::R0, 0)).push(Insn::exit());
+    asm.finish()
+}
+
+/// `hrtimer_start`: the thread arms a timer on its schedule, from its own
+/// task context: remember the timer, its expiry and the thread's task.
+fn arm_program(map_fd: i32, format: &EventFormat) -> Result<Vec<Insn>, String> {
+    let mut asm = Asm::new();
+    let out = asm.new_label();
+    asm.push(Insn::mov64_reg(Reg::R7, Reg::R1));
+    current_tid(&mut asm);
+    asm.push(Insn::mov64_reg(Reg::R8, Reg::R0));
+    load_slot(&mut asm, map_fd);
+    asm.push(Insn::ldx(Size::DW, Reg::R1, Reg::R6, TID))
+        .jump_if_reg(Cond::Ne, Reg::R8, Reg::R1, out);
+    // On the schedule: soft expiry >= first and (soft - first) % period == 0.
+    load_field(&mut asm, Reg::R2, format.field("softexpires")?)?;
+    asm.push(Insn::ldx(Size::DW, Reg::R3, Reg::R6, FIRST))
+        .jump_if_reg(Cond::Lt, Reg::R2, Reg::R3, out)
+        .push(Insn::mov64_reg(Reg::R4, Reg::R2))
+        .push(Insn::alu64_reg(Alu::Sub, Reg::R4, Reg::R3))
+        .push(Insn::ldx(Size::DW, Reg::R5, Reg::R6, PERIOD))
+        .push(Insn::alu64_reg(Alu::Mod, Reg::R4, Reg::R5))
+        .jump_if(Cond::Ne, Reg::R4, 0, out)
+        .push(Insn::stx(Size::DW, Reg::R6, ARMED_EXPIRES, Reg::R2));
+    load_field(&mut asm, Reg::R1, format.field("hrtimer")?)?;
+    asm.push(Insn::stx(Size::DW, Reg::R6, ARMED_TIMER, Reg::R1))
+        .push(Insn::call(Helper::GetCurrentTask))
+        .push(Insn::stx(Size::DW, Reg::R6, TASK, Reg::R0));
+    finish(asm, out)
+}
+
+/// `hrtimer_expire_entry` of the armed timer, not before its soft expiry,
+/// and once per arming: a new wake-up record.
+fn expire_program(map_fd: i32, format: &EventFormat) -> Result<Vec<Insn>, String> {
+    let mut asm = Asm::new();
+    let out = asm.new_label();
+    asm.push(Insn::mov64_reg(Reg::R7, Reg::R1));
+    load_slot(&mut asm, map_fd);
+    load_field(&mut asm, Reg::R1, format.field("hrtimer")?)?;
+    asm.push(Insn::ldx(Size::DW, Reg::R2, Reg::R6, ARMED_TIMER))
+        .jump_if_reg(Cond::Ne, Reg::R1, Reg::R2, out);
+    load_field(&mut asm, Reg::R8, format.field("now")?)?;
+    asm.push(Insn::ldx(Size::DW, Reg::R9, Reg::R6, ARMED_EXPIRES))
+        .jump_if(Cond::Eq, Reg::R9, 0, out)
+        .jump_if_reg(Cond::SLt, Reg::R8, Reg::R9, out)
+        .push(Insn::ldx(Size::DW, Reg::R1, Reg::R6, WAKE_EXPIRES))
+        .jump_if_reg(Cond::Eq, Reg::R1, Reg::R9, out);
+    bump_sequence(&mut asm);
+    asm.push(Insn::stx(Size::DW, Reg::R6, WAKE_EXPIRES, Reg::R9))
+        .push(Insn::stx(Size::DW, Reg::R6, IRQ_NOW, Reg::R8));
+    bump_sequence(&mut asm);
+    finish(asm, out)
+}
+
+/// The switch-in stamp, once per wake-up record: ktime and the expiry it
+/// is for (clobbers r0-r5, r8, r9).
+fn stamp_switch_in(asm: &mut Asm, out: super::insn::Label) {
+    asm.push(Insn::ldx(Size::DW, Reg::R9, Reg::R6, WAKE_EXPIRES))
+        .jump_if(Cond::Eq, Reg::R9, 0, out)
+        .push(Insn::ldx(Size::DW, Reg::R1, Reg::R6, SWITCH_FOR))
+        .jump_if_reg(Cond::Eq, Reg::R1, Reg::R9, out)
+        .push(Insn::call(Helper::KtimeGetNs))
+        .push(Insn::mov64_reg(Reg::R8, Reg::R0));
+    bump_sequence(asm);
+    asm.push(Insn::stx(Size::DW, Reg::R6, SWITCH_IN, Reg::R8))
+        .push(Insn::stx(Size::DW, Reg::R6, SWITCH_FOR, Reg::R9));
+    bump_sequence(asm);
+}
+
+/// `sched_exit_tp` in the thread's own context: it has the CPU again.
+fn switch_in_by_pid(map_fd: i32) -> Result<Vec<Insn>, String> {
+    let mut asm = Asm::new();
+    let out = asm.new_label();
+    current_tid(&mut asm);
+    asm.push(Insn::mov64_reg(Reg::R7, Reg::R0));
+    load_slot(&mut asm, map_fd);
+    asm.push(Insn::ldx(Size::DW, Reg::R1, Reg::R6, TID))
+        .jump_if_reg(Cond::Ne, Reg::R7, Reg::R1, out);
+    stamp_switch_in(&mut asm, out);
+    finish(asm, out)
+}
+
+/// Raw `sched_switch(preempt, prev, next, ...)` into the thread's task.
+fn switch_in_by_task(map_fd: i32) -> Result<Vec<Insn>, String> {
+    let mut asm = Asm::new();
+    let out = asm.new_label();
+    // The third argument, `next`.
+    asm.push(Insn::ldx(Size::DW, Reg::R7, Reg::R1, 16));
+    load_slot(&mut asm, map_fd);
+    asm.push(Insn::ldx(Size::DW, Reg::R1, Reg::R6, TASK))
+        .jump_if(Cond::Eq, Reg::R1, 0, out)
+        .jump_if_reg(Cond::Ne, Reg::R7, Reg::R1, out);
+    stamp_switch_in(&mut asm, out);
+    finish(asm, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn format(text: &str) -> EventFormat {
+        EventFormat::parse(text).unwrap()
+    }
+
+    const HRTIMER_START: &str = "name: hrtimer_start\nID: 460\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\tfield:void * hrtimer;\toffset:8;\tsize:8;\tsigned:0;\n\tfield:void * function;\toffset:16;\tsize:8;\tsigned:0;\n\tfield:s64 expires;\toffset:24;\tsize:8;\tsigned:1;\n\tfield:s64 softexpires;\toffset:32;\tsize:8;\tsigned:1;\n";
+
+    /// (opcode, offset) of every load from the record (base r7).
+    fn record_loads(insns: &[Insn]) -> Vec<(u8, i16)> {
+        insns
+            .iter()
+            .filter(|i| i.src == Reg::R7 as u8 && i.code & 0x07 == 0x01)
+            .map(|i| (i.code, i.off))
+            .collect()
+    }
+
+    #[test]
+    fn the_arming_program_reads_the_fields_where_the_format_says() {
+        let insns = arm_program(3, &format(HRTIMER_START)).unwrap();
+        // softexpires and hrtimer as double words (0x79) at 32 and 8.
+        assert_eq!(record_loads(&insns), vec![(0x79, 32), (0x79, 8)]);
+        // The map is named by its descriptor: ld_imm64 with src 1, imm 3.
+        assert!(
+            insns
+                .iter()
+                .any(|i| i.code == 0x18 && i.src == 1 && i.imm == 3)
+        );
+        // Another layout moves the loads with it.
+        let moved = HRTIMER_START.replace("offset:32;", "offset:40;");
+        let insns = arm_program(3, &format(&moved)).unwrap();
+        assert_eq!(record_loads(&insns), vec![(0x79, 40), (0x79, 8)]);
+    }
+
+    #[test]
+    fn an_unusual_field_size_is_an_error_not_a_guess() {
+        let odd = HRTIMER_START.replace("offset:32;\tsize:8", "offset:32;\tsize:16");
+        let err = arm_program(3, &format(&odd)).unwrap_err();
+        assert!(err.contains("unusual size 16"), "{err}");
+        let missing = HRTIMER_START.replace("softexpires", "soft");
+        assert!(
+            arm_program(3, &format(&missing))
+                .unwrap_err()
+                .contains("no field 'softexpires'")
+        );
+    }
+
+    #[test]
+    fn every_program_ends_in_exit_and_every_jump_lands_inside() {
+        let expire = "name: hrtimer_expire_entry\nID: 459\nformat:\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:void * hrtimer;\toffset:8;\tsize:8;\tsigned:0;\n\tfield:s64 now;\toffset:16;\tsize:8;\tsigned:1;\n";
+        for insns in [
+            arm_program(3, &format(HRTIMER_START)).unwrap(),
+            expire_program(3, &format(expire)).unwrap(),
+            switch_in_by_pid(3).unwrap(),
+            switch_in_by_task(3).unwrap(),
+        ] {
+            assert_eq!(insns.last(), Some(&Insn::exit()));
+            for (at, insn) in insns.iter().enumerate() {
+                // Jumps other than call (0x85) and exit (0x95).
+                if insn.code & 0x07 == 0x05 && insn.code != 0x85 && insn.code != 0x95 {
+                    let target = at as i64 + 1 + i64::from(insn.off);
+                    assert!((0..insns.len() as i64).contains(&target), "jump at {at}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_reader_takes_only_a_whole_record_of_its_own_expiry() {
+        let slot: Vec<AtomicU64> = (0..SLOT_BYTES / 8).map(|_| AtomicU64::new(0)).collect();
+        let set =
+            |offset: i16, value: u64| slot[offset as usize / 8].store(value, Ordering::Relaxed);
+        let read = |expiry| read_slot(slot.as_ptr(), expiry);
+        assert_eq!(read(1000), SlotRead::Missing);
+        set(WAKE_EXPIRES, 1000);
+        set(IRQ_NOW, 1003);
+        assert_eq!(read(1000), SlotRead::Missing, "no switch-in yet");
+        set(SWITCH_FOR, 1000);
+        set(SWITCH_IN, 1009);
+        assert_eq!(
+            read(1000),
+            SlotRead::Complete {
+                irq_ns: 1003,
+                switch_ns: 1009
+            }
+        );
+        assert_eq!(read(2000), SlotRead::Missing, "another wake-up");
+        // A switch-in stamped for the previous record does not count.
+        set(WAKE_EXPIRES, 2000);
+        assert_eq!(read(2000), SlotRead::Missing);
+        // A writer inside (odd sequence) makes the read torn.
+        set(SEQ, 5);
+        assert_eq!(read(2000), SlotRead::Torn);
+    }
+}
