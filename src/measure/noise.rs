@@ -32,6 +32,7 @@ pub fn plan_of(settings: &NoiseSettings, stop: Arc<AtomicBool>) -> NoisePlan {
             .max_latency_us
             .map(|us| us.saturating_mul(1000)),
         spike_threshold_ns: settings.trace_spikes_us.map(|us| us.saturating_mul(1000)),
+        collector: settings.collector,
         stop,
         counter: crate::noise::counter::Counter::detect(),
         samples: None,

@@ -61,6 +61,8 @@ pub struct NoisePlan {
     pub limit_ns: Option<u64>,
     /// `--trace-spikes`: name the causes of every interruption above this (ns).
     pub spike_threshold_ns: Option<u64>,
+    /// `--collector`: how the spike trace collects kernel events.
+    pub collector: crate::rt::bpf::CollectorChoice,
     /// Set to stop every spinner.
     pub stop: Arc<AtomicBool>,
     /// What the spinners read (`Counter::detect`).
@@ -243,6 +245,7 @@ fn control(
             threads,
             crate::spikes::attribution::Wait::Gap,
             threshold,
+            plan.collector,
         )?);
     }
     let start = crate::rt::clock::monotonic_ns() + START_DELAY_NS;

@@ -16,6 +16,7 @@ pub mod attribution;
 pub mod recorder;
 
 use crate::report::{Spike, SpikeTrace};
+use crate::rt::bpf::{CollectorChoice, CollectorUsed};
 use crate::rt::tracefs::events::{
     ACTIVITY, EventDecoder, TraceEvent, VECTOR_EVENTS, VECTOR_SYSTEM,
 };
@@ -142,32 +143,6 @@ pub fn check_available() -> Result<(), String> {
     }
 }
 
-/// Which collector `--trace-spikes` uses (`--collector`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Choice {
-    /// The BPF flight recorder where it can run, else tracefs (said).
-    #[default]
-    Auto,
-    Bpf,
-    Tracefs,
-}
-
-/// The process's choice, set once by the command line before any test.
-static CHOICE: std::sync::Mutex<Choice> = std::sync::Mutex::new(Choice::Auto);
-
-/// Sets the collector every later spike trace of this process uses.
-pub fn set_choice(choice: Choice) {
-    *CHOICE
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner) = choice;
-}
-
-fn choice() -> Choice {
-    *CHOICE
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 /// Where the events come from while a trace runs.
 enum Backend {
     /// A tracefs instance and its reader thread, which attributes.
@@ -181,8 +156,7 @@ pub struct SpikeTracer {
     backend: Backend,
     threshold_ns: u64,
     source: String,
-    /// Which collector runs, for people: `bpf`, `tracefs (bpf: WHY)`.
-    collector: String,
+    collector: CollectorUsed,
     queues: Vec<Arc<CandidateQueue>>,
 }
 
@@ -190,12 +164,13 @@ impl SpikeTracer {
     /// Starts tracing `cpus` for the spikes of `sources` above `threshold_ns`;
     /// the trace reader keeps off `cpus` and `also_measured` (CPUs of
     /// measured tasks whose wake-ups are not traced, as a pair's sender).
-    /// The collector is the process's choice (`set_choice`).
+    /// `choice` says which collector (`--collector`).
     pub fn start(
         sources: Vec<Source>,
         cpus: &[usize],
         also_measured: &[usize],
         threshold_ns: u64,
+        choice: CollectorChoice,
     ) -> Result<SpikeTracer, String> {
         let tracefs = tracefs::tracefs_for(&ACTIVITY)?;
         let vectors = vector_events(&tracefs);
@@ -210,11 +185,12 @@ impl SpikeTracer {
             return Err("no measuring task to trace".into());
         }
         let queues = sources.iter().map(|s| s.queue.clone()).collect();
-        let why_not_bpf = match choice() {
-            Choice::Tracefs => Some("--collector tracefs".to_string()),
-            Choice::Auto => recorder::check().err(),
-            Choice::Bpf => {
-                recorder::check().map_err(|e| format!("--collector bpf: {e}"))?;
+        let why_not_bpf = match choice {
+            CollectorChoice::Tracefs => Some("--collector tracefs".to_string()),
+            CollectorChoice::Auto => recorder::check().err(),
+            CollectorChoice::Bpf => {
+                recorder::check()
+                    .map_err(|e| format!("--collector bpf: BPF collection cannot run here: {e}"))?;
                 None
             }
         };
@@ -224,15 +200,12 @@ impl SpikeTracer {
                 keep_off.extend(cpus);
                 let run =
                     recorder::run::Recorder::start(&tracefs, &events, sources, cpus, keep_off)?;
-                (Backend::Bpf(run), "bpf".to_string())
+                (Backend::Bpf(run), CollectorUsed::bpf())
             }
             Some(why) => {
                 let (run, book) =
                     start_tracefs(&tracefs, &events, sources, cpus, also_measured, &tids)?;
-                (
-                    Backend::Tracefs { run, book },
-                    format!("tracefs (bpf: {why})"),
-                )
+                (Backend::Tracefs { run, book }, CollectorUsed::tracefs(why))
             }
         };
         let source = match backend {
@@ -257,6 +230,7 @@ impl SpikeTracer {
         threads: impl Iterator<Item = (Arc<CandidateQueue>, i32)>,
         wait: Wait,
         threshold_ns: u64,
+        choice: CollectorChoice,
     ) -> Result<SpikeTracer, String> {
         let sources = cpus
             .iter()
@@ -268,7 +242,7 @@ impl SpikeTracer {
                 wait,
             })
             .collect();
-        SpikeTracer::start(sources, cpus, &[], threshold_ns)
+        SpikeTracer::start(sources, cpus, &[], threshold_ns, choice)
             .map_err(|e| format!("--trace-spikes needs kernel tracing: {e}"))
     }
 

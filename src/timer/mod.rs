@@ -355,6 +355,7 @@ fn control(
             threads,
             crate::spikes::attribution::Wait::Timer,
             threshold,
+            plan.collector,
         )?);
     }
     let earliest = monotonic_ns() + FIRST_EXPIRY_DELAY_NS;

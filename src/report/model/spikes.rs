@@ -13,10 +13,10 @@ pub struct SpikeTrace {
     pub threshold_ns: u64,
     /// The trace events recorded.
     pub source: String,
-    /// The collector that ran: `bpf` (the in-kernel flight recorder), or
-    /// `tracefs (bpf: WHY)`; empty in reports from before it existed.
+    /// The collector that ran: `bpf` (the in-kernel flight recorder) or
+    /// `tracefs` with why not BPF; empty in reports from before it existed.
     #[serde(default)]
-    pub collector: String,
+    pub collector: crate::rt::bpf::CollectorUsed,
     /// The most spikes kept (the worst ones); the others are only counted.
     pub max_kept: usize,
     /// Samples above the threshold the trace reader received.
@@ -156,8 +156,8 @@ impl SpikeTrace {
         if self.events_lost > 0 {
             line.push_str(&format!(", {} trace events lost", self.events_lost));
         }
-        if !self.collector.is_empty() {
-            line.push_str(&format!(" (collector: {})", self.collector));
+        if !self.collector.name.is_empty() {
+            line.push_str(&format!(" ({})", self.collector.line()));
         }
         if self.reader_on_measured_cpus {
             line.push_str(

@@ -48,18 +48,6 @@ pub struct Recorder {
     thread: Option<JoinHandle<(Book, RecorderEnd)>>,
 }
 
-/// Where a verifier's refusal is written, for the one-line error.
-fn save_verifier_log(name: &str, log: &str) -> String {
-    let path = std::env::temp_dir().join(format!(
-        "latscope-verifier-{}-{name}.log",
-        std::process::id()
-    ));
-    match std::fs::write(&path, log) {
-        Ok(()) => format!("; its log is in {}", path.display()),
-        Err(_) => String::new(),
-    }
-}
-
 impl Recorder {
     /// Loads and attaches the programs for `events` (system, name) on
     /// `cpus`, recording the wake-ups of `sources`' tasks, and starts the
@@ -112,7 +100,10 @@ impl Recorder {
             let loaded = Program::load(ProgramKind::Tracepoint, event, &insns).map_err(|e| {
                 let saved = match &e {
                     crate::rt::bpf::LoadError::Verifier { log, .. } => {
-                        save_verifier_log(event, log)
+                        format!(
+                            "; {}",
+                            crate::rt::bpf::collector::save_verifier_log(event, log)
+                        )
                     }
                     _ => String::new(),
                 };
