@@ -312,7 +312,23 @@ fn still_loaded(id: &str) -> bool {
 
 #[test]
 fn kill_9_in_the_middle_of_a_run_leaves_no_program_or_map() {
-    let test = "kill_9_in_the_middle_of_a_run_leaves_no_program_or_map";
+    check_kill_9_leaves_nothing(
+        "kill_9_in_the_middle_of_a_run_leaves_no_program_or_map",
+        "timer --breakdown --collector bpf -p 500 -T 60 -q",
+    );
+}
+
+#[test]
+fn kill_9_in_the_middle_of_a_flight_recording_leaves_nothing() {
+    check_kill_9_leaves_nothing(
+        "kill_9_in_the_middle_of_a_flight_recording_leaves_nothing",
+        "timer --trace-spikes 100 --collector bpf -p 500 -T 60 -q",
+    );
+}
+
+/// Starts latscope with `line`, kills it with SIGKILL once it holds its
+/// programs and map, and checks the kernel freed them all.
+fn check_kill_9_leaves_nothing(test: &str, line: &str) {
     if skip_without_realtime(test) || !bpf_usable(test) {
         return;
     }
@@ -324,7 +340,7 @@ fn kill_9_in_the_middle_of_a_run_leaves_no_program_or_map() {
         eprintln!("{test}: skipped: bpftool (Debian's bpftool package) is not installed");
         return;
     }
-    let mut a = args("timer --breakdown --collector bpf -p 500 -T 60 -q");
+    let mut a = args(line);
     a.extend(mlock_args());
     let child = spawn(&a);
     let pid = child.child.id();

@@ -125,26 +125,19 @@ fn spike_maker(
 /// After the samples flow, before the first spin.
 const SETTLE: Duration = Duration::from_millis(200);
 
-/// Whether a latscope trace instance exists whose owner's command line
-/// contains `marker` (tracefs instances are named `latscope-PID-N`).
+/// Whether a latscope run whose command line contains `marker` measures:
+/// its tasks exchange samples, which they only do once its spike trace
+/// (a tracefs instance, or the BPF flight recorder) is set up.
 fn traced_by_a_run_with(marker: &str) -> bool {
-    let Ok(entries) = std::fs::read_dir("/sys/kernel/tracing/instances") else {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
         return false;
     };
     entries.flatten().any(|e| {
-        let name = e.file_name().to_string_lossy().into_owned();
-        // `latscope-PID-N`, or `latscope-nsINO-PID-N` in a PID namespace.
-        let parts: Vec<&str> = name
-            .strip_prefix("latscope-")
-            .map_or_else(Vec::new, |rest| rest.split('-').collect());
-        let pid = match parts.as_slice() {
-            [ns, pid, _] if ns.starts_with("ns") => *pid,
-            [pid, _] => *pid,
-            _ => return false,
-        };
-        std::fs::read(format!("/proc/{pid}/cmdline"))
-            .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
-            && samples_flow(pid)
+        let pid = e.file_name().to_string_lossy().into_owned();
+        pid.bytes().all(|b| b.is_ascii_digit())
+            && std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
+            && samples_flow(&pid)
     })
 }
 
@@ -175,9 +168,8 @@ fn run_disturbed(cpu: usize, args: &[&str]) -> (std::process::Output, Value, Pro
     let (_dir, json) = temp_file("spikes.json");
     let stop = Arc::new(AtomicBool::new(false));
     // Above the measuring tasks (priority 50), after latscope is set up.
-    // The run is measuring once its trace instance exists and its tasks
-    // exchange samples: the process whose command line holds this run's own
-    // JSON path.
+    // The run is measuring once its tasks exchange samples: the process
+    // whose command line holds this run's own JSON path.
     let marker = json.to_string_lossy().into_owned();
     let measuring = move || traced_by_a_run_with(&marker);
     let maker = spike_maker(cpu, 80, measuring, stop.clone());
@@ -380,6 +372,81 @@ fn a_provoked_timer_spike_is_attributed_to_its_task() {
     for spike in made_spikes(&report, &by) {
         assert!(!spike["woken_after_ns"].is_null(), "{spike}");
         assert_eq!(spike["rt_throttling"], false, "{spike}");
+    }
+}
+
+/// Whether `--collector bpf` runs here; says why a test skips when not.
+fn flight_recorder_usable(test: &str) -> bool {
+    let mut cmd = latscope(20);
+    cmd.args([
+        "timer",
+        "-p",
+        "1000",
+        "-T",
+        "0.2",
+        "--trace-spikes",
+        "1000",
+        "--collector",
+        "bpf",
+        "-q",
+    ]);
+    let out = run(cmd);
+    if out.status.code() == Some(0) {
+        return true;
+    }
+    eprintln!(
+        "SKIPPED {test}: the BPF flight recorder cannot run here: {}",
+        stderr_of(&out).trim()
+    );
+    false
+}
+
+#[test]
+fn both_collectors_name_a_provoked_timer_spike_the_same_way() {
+    let test = "both_collectors_name_a_provoked_timer_spike_the_same_way";
+    if skip_without_realtime(test) || !tracefs_usable(test) || !flight_recorder_usable(test) {
+        return;
+    }
+    let cpu = measured_cpu().to_string();
+    for collector in ["bpf", "tracefs"] {
+        let (out, report, by) = run_disturbed(
+            measured_cpu(),
+            &[
+                "timer",
+                "--cpu",
+                &cpu,
+                "-P",
+                "50",
+                "-p",
+                "500",
+                "--warmup",
+                "0",
+                "-T",
+                "2",
+                "--trace-spikes",
+                "1000",
+                "--collector",
+                collector,
+                "-q",
+            ],
+        );
+        let what = format!("{test} ({collector})");
+        let spikes = &report["tests"][0]["spikes"];
+        assert_eq!(spikes["collector"]["name"], collector, "{}", describe(&out));
+        assert!(
+            stdout_of(&out).contains(&format!("(collector: {collector}"))
+                || stderr_of(&out).contains(&format!("(collector: {collector}")),
+            "{}",
+            describe(&out)
+        );
+        check_attribution(&what, &out, &report, &by);
+        // Each collector names the maker's spikes the same way: the task
+        // that held the CPU, by its pid, in the causes and the summary, as
+        // the preemptor, or before a late wake-up (check_attribution), and
+        // never as throttling.
+        for spike in made_spikes(&report, &by) {
+            assert_eq!(spike["rt_throttling"], false, "{what}: {spike}");
+        }
     }
 }
 

@@ -61,8 +61,7 @@ pub fn run(args: &IpcArgs) -> Result<i32, CommandError> {
     let pairs = layout.pairs(interval_us, distance_us, loops, args.cross_cpu)?;
     let verdict = VerdictSettings::from_args(&args.verdict)?;
     let spike_threshold_us = crate::settings::spike_threshold(&args.spikes)?;
-    // Checked here; the spike recorder reads it from the settings' Common.
-    crate::settings::collector(&args.spikes, None)?;
+    let collector = crate::settings::collector(&args.spikes, None)?;
     for notice in &notices {
         eprintln!("latscope: warning: {notice}");
     }
@@ -88,6 +87,7 @@ pub fn run(args: &IpcArgs) -> Result<i32, CommandError> {
         lock_memory: !args.no_mlockall,
         hold_dma_latency: !args.no_dma_latency,
         spike_threshold_us,
+        collector,
         verdict,
     })
 }
@@ -106,6 +106,7 @@ struct IpcCommand {
     lock_memory: bool,
     hold_dma_latency: bool,
     spike_threshold_us: Option<u64>,
+    collector: crate::rt::bpf::CollectorChoice,
     verdict: VerdictSettings,
 }
 
@@ -140,6 +141,7 @@ impl Measurement for IpcCommand {
             per_test: self.per_test,
             max_latency_us: self.verdict.max_latency_us,
             spike_threshold_ns: self.spike_threshold_us.map(|us| us.saturating_mul(1000)),
+            collector: self.collector,
             prep: run.prep,
         })?;
         Ok(ipc_run::run_sequence(

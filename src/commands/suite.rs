@@ -151,6 +151,7 @@ impl Suite {
             per_test: None,
             max_latency_us: self.verdict.max_latency_us,
             spike_threshold_ns: None,
+            collector: crate::rt::bpf::CollectorChoice::Auto,
             prep: run.prep,
         })?;
         // The timer, the noise and the log-disk tests get one share of the

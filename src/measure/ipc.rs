@@ -473,6 +473,8 @@ pub struct SequenceSpec<'a> {
     pub max_latency_us: Option<u64>,
     /// `--trace-spikes` (ns): every test traces its samples above it.
     pub spike_threshold_ns: Option<u64>,
+    /// `--collector`: how the spike traces collect kernel events.
+    pub collector: crate::rt::bpf::CollectorChoice,
     pub prep: &'a Preparation,
 }
 
@@ -498,6 +500,7 @@ pub fn sequence(spec: &SequenceSpec<'_>) -> Result<Vec<SequenceItem>, CommandErr
                 limit_ns: spec.max_latency_us.map(|us| us.saturating_mul(1000)),
                 lock_memory: spec.prep.memory.is_locked(),
                 spike_threshold_ns: spec.spike_threshold_ns,
+                spike_collector: spec.collector,
                 ..RunPlan::default()
             };
             let config = TestConfig {

@@ -32,6 +32,7 @@ pub fn plan_of(settings: &NoiseSettings, stop: Arc<AtomicBool>) -> NoisePlan {
             .max_latency_us
             .map(|us| us.saturating_mul(1000)),
         spike_threshold_ns: settings.trace_spikes_us.map(|us| us.saturating_mul(1000)),
+        collector: settings.collector,
         stop,
         counter: crate::noise::counter::Counter::detect(),
         samples: None,
@@ -227,6 +228,11 @@ pub fn causes_of(trace: &SpikeTrace, cpu: usize) -> NoiseCauses {
         out.interrupted_ns += spike.latency_ns;
         out.unexplained_ns += spike.unexplained_ns + spike.measured_ns;
         for c in &spike.causes {
+            // The spinner's own time in its gap, named by the attribution.
+            if c.kind == crate::spikes::attribution::HARDWARE_KIND {
+                out.unexplained_ns += c.ns;
+                continue;
+            }
             let entry = by_cause
                 .entry((c.kind.clone(), c.name.clone()))
                 .or_default();

@@ -61,6 +61,8 @@ pub struct NoisePlan {
     pub limit_ns: Option<u64>,
     /// `--trace-spikes`: name the causes of every interruption above this (ns).
     pub spike_threshold_ns: Option<u64>,
+    /// `--collector`: how the spike trace collects kernel events.
+    pub collector: crate::rt::bpf::CollectorChoice,
     /// Set to stop every spinner.
     pub stop: Arc<AtomicBool>,
     /// What the spinners read (`Counter::detect`).
@@ -239,7 +241,11 @@ fn control(
             .iter()
             .map(|s| (s.spikes.clone(), s.tid.load(Ordering::Relaxed)));
         control.spikes = Some(crate::spikes::SpikeTracer::start_per_cpu(
-            &plan.cpus, threads, threshold,
+            &plan.cpus,
+            threads,
+            crate::spikes::attribution::Wait::Gap,
+            threshold,
+            plan.collector,
         )?);
     }
     let start = crate::rt::clock::monotonic_ns() + START_DELAY_NS;

@@ -921,6 +921,7 @@ impl IpcSettings {
                 duration: common.duration,
                 breaktrace_ns: common.breaktrace_us.map(|us| us.saturating_mul(1000)),
                 spike_threshold_ns: common.trace_spikes_us.map(|us| us.saturating_mul(1000)),
+                spike_collector: common.collector,
                 limit_ns: common
                     .verdict
                     .max_latency_us

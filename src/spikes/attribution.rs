@@ -84,6 +84,17 @@ const MAX_NAMES: usize = 1024;
 const UNKNOWN_PRIO: i32 = i32::MAX;
 
 impl CpuState {
+    /// A CPU known to run task `pid` (the flight recorder's "task X since t").
+    pub fn running(pid: i32, prio: i32, comm: Comm) -> CpuState {
+        let mut names = BTreeMap::new();
+        names.insert(pid, (comm, prio));
+        CpuState {
+            task: Some(Task { pid, prio, comm }),
+            contexts: Vec::new(),
+            names,
+        }
+    }
+
     fn apply(&mut self, event: &TraceEvent) {
         // Every record names the task current when it was written: that
         // reveals switches the kernel did not trace (on this machine, a CPU
@@ -190,7 +201,32 @@ pub struct Window<'a> {
     /// latscope's own trace reader (0: not known): a cause like any task,
     /// but named as latscope's, so that nobody hunts for it elsewhere.
     pub tracer: i32,
+    /// What the measured task waited for: it says which time of the window
+    /// no recorded event can explain.
+    pub wait: Wait,
 }
+
+/// What a window is, as far as time no event explains goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Wait {
+    /// A wake-up by another CPU (IPC): the waker's side is not traced here,
+    /// so nothing is concluded from quiet time.
+    #[default]
+    Remote,
+    /// A wake-up by a timer of this very CPU (`timer`): from the due time
+    /// until the first recorded event, an idle CPU waited for an interrupt
+    /// that was due and came late.
+    Timer,
+    /// A gap the measured task saw while it ran (`noise`): its own time in
+    /// the window is time taken from it that no event shows.
+    Gap,
+}
+
+/// The `Cause::kind` of time no recorded event explains (see `Wait`): taken
+/// below the kernel.
+pub const HARDWARE_KIND: &str = "hardware";
+/// Its `Cause::name`.
+pub const HARDWARE_NAME: &str = "unexplained: hardware, firmware or hypervisor (SMI, VM exit)";
 
 /// Who gets a stretch of the window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -200,6 +236,8 @@ enum Owner {
     Measured,
     Idle,
     Unknown,
+    /// Nothing recorded explains it (see `Wait`).
+    Hardware,
 }
 
 /// Attributes the window of one sample from its CPU's history.
@@ -234,6 +272,8 @@ pub fn attribute_events<'e>(
     let mut verdict = Verdict::default();
     // When the task on the CPU got it (None: before the events looked at).
     let mut current_since: Option<u64> = None;
+    // Whether an event came after the due time (see `Wait::Timer`).
+    let mut seen_in_window = false;
     // Whether the task on the CPU at `time` counts as running after the
     // wake-up at `woken_at` (see the module doc on throttling).
     let after_wake = |since: Option<u64>, woken_at: u64, time: u64| {
@@ -251,8 +291,13 @@ pub fn attribute_events<'e>(
             shown.push_back(describe(event, start));
         }
         if event.time > start {
-            book.charge(owner(&state, window.measured), event.time - at);
+            let quiet_since_due = !seen_in_window;
+            book.charge(
+                unexplained(owner(&state, window.measured), window.wait, quiet_since_due),
+                event.time - at,
+            );
             at = event.time;
+            seen_in_window = true;
         }
         if event.time >= start {
             match event.kind {
@@ -298,7 +343,10 @@ pub fn attribute_events<'e>(
         }
     }
     if end > at {
-        book.charge(owner(&state, window.measured), end - at);
+        book.charge(
+            unexplained(owner(&state, window.measured), window.wait, !seen_in_window),
+            end - at,
+        );
     }
     // The task still on the CPU at the end of the window ran after the
     // wake-up too: judged by the priority it was switched in with.
@@ -365,6 +413,18 @@ impl Verdict {
     }
 }
 
+/// The owner of a stretch, or `Hardware` when the kind of wait says that
+/// nothing recorded can have taken it: the measured task's own time in a
+/// gap it saw while running, or an idle CPU from a timer's due time until
+/// the first event (`quiet_since_due`).
+fn unexplained(owner: Owner, wait: Wait, quiet_since_due: bool) -> Owner {
+    match (owner, wait) {
+        (Owner::Measured, Wait::Gap) => Owner::Hardware,
+        (Owner::Idle, Wait::Timer) if quiet_since_due => Owner::Hardware,
+        _ => owner,
+    }
+}
+
 fn owner(state: &CpuState, measured: &[i32]) -> Owner {
     if let Some(context) = state.contexts.last() {
         return Owner::Context(*context);
@@ -410,6 +470,7 @@ impl Book {
                 self.last = None;
                 return;
             }
+            Owner::Hardware => (HARDWARE_KIND, HARDWARE_NAME.to_string()),
             // No priority in the name: the one the trace gave at the switch-in
             // can be stale (see `Verdict`), and one task must stay one cause.
             Owner::Task(t) if t.pid == self.tracer && t.pid > 0 => {
@@ -677,6 +738,7 @@ mod tests {
             actual_ns,
             measured: &[ME, 43],
             tracer: 0,
+            wait: Wait::Remote,
         }
     }
 
@@ -783,6 +845,78 @@ mod tests {
         let spike = run(&[], 1_000 * US, 1_080 * US);
         assert_eq!((spike.idle_ns, spike.unexplained_ns), (0, 80 * US));
         assert!(spike.summary.contains("no kernel activity found"));
+    }
+
+    fn run_waiting(events: &[TraceEvent], expected: u64, actual: u64, wait: Wait) -> Spike {
+        let w = Window {
+            wait,
+            ..window(expected, actual)
+        };
+        attribute_events(&CpuState::default(), events.iter(), &w, false)
+    }
+
+    #[test]
+    fn a_gap_the_spinner_saw_while_it_ran_is_hardware() {
+        // The noise spinner (ME) runs; its clock jumps 300 us with only a
+        // 10 us local timer interrupt recorded in between.
+        let events = [
+            switch(100 * US, (0, 120, "swapper/1", 0), (ME, 0, "spinner-1")),
+            ev(1_100 * US, Kind::VectorEntry { vector: 0 }),
+            ev(1_110 * US, Kind::VectorExit { vector: 0 }),
+        ];
+        let spike = run_waiting(&events, 1_000 * US, 1_300 * US, Wait::Gap);
+        assert_eq!(
+            spike.causes,
+            vec![
+                cause(HARDWARE_KIND, HARDWARE_NAME, 290 * US, 2),
+                cause("irq", "local_timer", 10 * US, 1),
+            ]
+        );
+        assert_eq!(spike.measured_ns, 0);
+        assert_eq!(
+            spike.summary,
+            "worst 300 us on CPU 1: unexplained: hardware, firmware or hypervisor (SMI, VM exit) 290 us, IRQ local_timer 10.0 us"
+        );
+        // The same stretch of a woken IPC receiver is its own time.
+        let spike = run(&events, 1_000 * US, 1_300 * US);
+        assert_eq!(spike.measured_ns, 290 * US);
+        assert!(spike.causes.iter().all(|c| c.kind != HARDWARE_KIND));
+    }
+
+    #[test]
+    fn an_idle_cpu_whose_timer_interrupt_came_late_names_the_hardware() {
+        let events = [
+            switch(500 * US, (ME, 0, "sampling-1", 1), (0, 120, "swapper/1")),
+            ev(19_000 * US, Kind::VectorEntry { vector: 0 }),
+            wakeup(19_004 * US, 0),
+            ev(19_010 * US, Kind::VectorExit { vector: 0 }),
+            // Idle again after the interrupt: idle, not hardware.
+            ev_by(19_030 * US, ME, Kind::SoftirqEntry { vec: 1 }),
+        ];
+        let spike = run_waiting(&events, 1_000 * US, 19_020 * US, Wait::Timer);
+        assert_eq!(
+            spike.causes,
+            vec![
+                cause(HARDWARE_KIND, HARDWARE_NAME, 18_000 * US, 1),
+                cause("irq", "local_timer", 10 * US, 1),
+            ]
+        );
+        assert_eq!(spike.idle_ns, 10 * US);
+        assert!(
+            spike.summary.starts_with(
+                "worst 18.0 ms on CPU 1: unexplained: hardware, firmware or hypervisor (SMI, VM exit) 18.0 ms"
+            ),
+            "{}",
+            spike.summary
+        );
+        // A CPU busy with a task at the due time is that task's.
+        let events = [
+            switch(500 * US, (0, 120, "swapper/1", 0), (77, 120, "cc1")),
+            ev(1_200 * US, Kind::VectorEntry { vector: 0 }),
+        ];
+        let spike = run_waiting(&events, 1_000 * US, 1_300 * US, Wait::Timer);
+        assert_eq!(spike.causes[0], cause("task", "cc1 (pid 77)", 200 * US, 1));
+        assert!(spike.causes.iter().all(|c| c.kind != HARDWARE_KIND));
     }
 
     #[test]

@@ -13,15 +13,17 @@
 //! spikes are kept with their events; the others are counted.
 
 pub mod attribution;
+pub mod recorder;
 
 use crate::report::{Spike, SpikeTrace};
+use crate::rt::bpf::{CollectorChoice, CollectorUsed};
 use crate::rt::tracefs::events::{
     ACTIVITY, EventDecoder, TraceEvent, VECTOR_EVENTS, VECTOR_SYSTEM,
 };
 use crate::rt::tracefs::reader::{Consumer, LostSpan, ReaderCounts};
 use crate::rt::tracefs::{self, TraceOptions, TraceRun};
 use crate::stats::live::SpscRing;
-use attribution::{CpuHistory, Window};
+use attribution::{CpuHistory, Wait, Window};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -64,6 +66,8 @@ pub struct Source {
     pub queue: Arc<CandidateQueue>,
     /// The measuring task first, then its peer (IPC), as kernel task ids.
     pub tids: Vec<i32>,
+    /// What its samples wait for (`attribution::Wait`).
+    pub wait: Wait,
 }
 
 /// The trace events recorded, for the report.
@@ -71,6 +75,46 @@ fn source_text(vectors: &[(&str, &str)]) -> String {
     let mut names: Vec<String> = ACTIVITY.iter().map(|(s, e)| format!("{s}:{e}")).collect();
     names.extend(vectors.iter().map(|(s, e)| format!("{s}:{e}")));
     format!("trace events {}", names.join(", "))
+}
+
+/// The flight recorder's events, for the report.
+fn recorder_source_text(vectors: &[(&str, &str)]) -> String {
+    source_text(vectors).replacen("trace events", "BPF flight recorder on", 1)
+}
+
+/// The tracefs collector: a private instance on `cpus` whose reader thread
+/// attributes the spikes into the returned book.
+fn start_tracefs(
+    tracefs: &Path,
+    events: &[(&'static str, &'static str)],
+    sources: Vec<Source>,
+    cpus: &[usize],
+    also_measured: &[usize],
+    tids: &[i32],
+) -> Result<(TraceRun, SharedBook), String> {
+    let decoder = EventDecoder::read_events(&tracefs.join("events"), events)?;
+    let book = Arc::new(Mutex::new(None));
+    let collector = Collector::new(sources, book.clone());
+    let run = TraceRun::start(
+        tracefs,
+        cpus,
+        TraceOptions {
+            reader_keeps_off: also_measured.to_vec(),
+            ..TraceOptions::default()
+        },
+        decoder,
+        Box::new(collector),
+        |instance| {
+            // Only the measured tasks' wake-ups matter; every switch and
+            // interrupt of the measured CPUs does.
+            instance.write(
+                "events/sched/sched_wakeup/filter",
+                &tracefs::pid_filter("pid", tids),
+            )?;
+            tracefs::enable(instance, events)
+        },
+    )?;
+    Ok((run, book))
 }
 
 /// The system vectors this kernel traces (both their entry and exit).
@@ -99,12 +143,20 @@ pub fn check_available() -> Result<(), String> {
     }
 }
 
+/// Where the events come from while a trace runs.
+enum Backend {
+    /// A tracefs instance and its reader thread, which attributes.
+    Tracefs { run: TraceRun, book: SharedBook },
+    /// The BPF flight recorder and its collector thread.
+    Bpf(recorder::run::Recorder),
+}
+
 /// A running spike trace.
 pub struct SpikeTracer {
-    run: TraceRun,
-    book: Arc<Mutex<Option<Book>>>,
+    backend: Backend,
     threshold_ns: u64,
     source: String,
+    collector: CollectorUsed,
     queues: Vec<Arc<CandidateQueue>>,
 }
 
@@ -112,17 +164,18 @@ impl SpikeTracer {
     /// Starts tracing `cpus` for the spikes of `sources` above `threshold_ns`;
     /// the trace reader keeps off `cpus` and `also_measured` (CPUs of
     /// measured tasks whose wake-ups are not traced, as a pair's sender).
+    /// `choice` says which collector (`--collector`).
     pub fn start(
         sources: Vec<Source>,
         cpus: &[usize],
         also_measured: &[usize],
         threshold_ns: u64,
+        choice: CollectorChoice,
     ) -> Result<SpikeTracer, String> {
         let tracefs = tracefs::tracefs_for(&ACTIVITY)?;
         let vectors = vector_events(&tracefs);
         let mut events = ACTIVITY.to_vec();
         events.extend(&vectors);
-        let decoder = EventDecoder::read_events(&tracefs.join("events"), &events)?;
         let tids: Vec<i32> = sources
             .iter()
             .flat_map(|s| s.tids.iter().copied())
@@ -131,44 +184,53 @@ impl SpikeTracer {
         if tids.is_empty() {
             return Err("no measuring task to trace".into());
         }
-        let book = Arc::new(Mutex::new(None));
         let queues = sources.iter().map(|s| s.queue.clone()).collect();
-        let collector = Collector::new(sources, book.clone());
-        let run = TraceRun::start(
-            &tracefs,
-            cpus,
-            TraceOptions {
-                reader_keeps_off: also_measured.to_vec(),
-                ..TraceOptions::default()
-            },
-            decoder,
-            Box::new(collector),
-            |instance| {
-                // Only the measured tasks' wake-ups matter; every switch and
-                // interrupt of the measured CPUs does.
-                instance.write(
-                    "events/sched/sched_wakeup/filter",
-                    &tracefs::pid_filter("pid", &tids),
-                )?;
-                tracefs::enable(instance, &events)
-            },
-        )?;
+        let why_not_bpf = match choice {
+            CollectorChoice::Tracefs => Some("--collector tracefs".to_string()),
+            CollectorChoice::Auto => recorder::check().err(),
+            CollectorChoice::Bpf => {
+                recorder::check()
+                    .map_err(|e| format!("--collector bpf: BPF collection cannot run here: {e}"))?;
+                None
+            }
+        };
+        let (backend, collector) = match why_not_bpf {
+            None => {
+                let mut keep_off = also_measured.to_vec();
+                keep_off.extend(cpus);
+                let run =
+                    recorder::run::Recorder::start(&tracefs, &events, sources, cpus, keep_off)?;
+                (Backend::Bpf(run), CollectorUsed::bpf())
+            }
+            Some(why) => {
+                let (run, book) =
+                    start_tracefs(&tracefs, &events, sources, cpus, also_measured, &tids)?;
+                (Backend::Tracefs { run, book }, CollectorUsed::tracefs(why))
+            }
+        };
+        let source = match backend {
+            Backend::Bpf(_) => recorder_source_text(&vectors),
+            Backend::Tracefs { .. } => source_text(&vectors),
+        };
         Ok(SpikeTracer {
-            run,
-            book,
+            backend,
             threshold_ns,
-            source: source_text(&vectors),
+            source,
+            collector,
             queues,
         })
     }
 
     /// For tests with one measuring thread per CPU (timer, noise): thread i
     /// (its candidate queue and task id) runs on `cpus[i]`, its series is
-    /// labelled `CPU n`. The error says what the option needs.
+    /// labelled `CPU n`, its samples wait for `wait`. The error says what
+    /// the option needs.
     pub fn start_per_cpu(
         cpus: &[usize],
         threads: impl Iterator<Item = (Arc<CandidateQueue>, i32)>,
+        wait: Wait,
         threshold_ns: u64,
+        choice: CollectorChoice,
     ) -> Result<SpikeTracer, String> {
         let sources = cpus
             .iter()
@@ -177,50 +239,107 @@ impl SpikeTracer {
                 label: format!("CPU {cpu}"),
                 queue,
                 tids: vec![tid],
+                wait,
             })
             .collect();
-        SpikeTracer::start(sources, cpus, &[], threshold_ns)
+        SpikeTracer::start(sources, cpus, &[], threshold_ns, choice)
             .map_err(|e| format!("--trace-spikes needs kernel tracing: {e}"))
     }
 
     /// Stops tracing, attributes what is still pending, removes the
-    /// instance; the spikes for the report.
+    /// instance or unloads the programs; the spikes for the report.
     pub fn stop(mut self) -> SpikeTrace {
-        let end = self.run.shutdown();
-        let book = self
-            .book
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
-            .unwrap_or_default();
-        let (counts, events_lost) =
-            end.map_or((ReaderCounts::default(), 0), |e| (e.counts, e.events_lost));
         let queue_dropped: u64 = self.queues.iter().map(|q| q.dropped()).sum();
+        let (book, events_read, events_lost, cpu_ns, on_measured) = match &mut self.backend {
+            Backend::Tracefs { run, book } => {
+                let end = run.shutdown();
+                let book = book
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take()
+                    .unwrap_or_default();
+                let (counts, events_lost) =
+                    end.map_or((ReaderCounts::default(), 0), |e| (e.counts, e.events_lost));
+                (
+                    book,
+                    counts.events_read,
+                    events_lost,
+                    counts.cpu_ns,
+                    counts.on_traced_cpus,
+                )
+            }
+            Backend::Bpf(recorder) => {
+                let (book, end) = recorder.stop();
+                // Events lost: those the kernel skipped (another program ran
+                // on that CPU), and, for spikes too close together for the
+                // buffer, their windows (counted per spike).
+                (
+                    book,
+                    end.records,
+                    end.missed + end.overwritten,
+                    end.cpu_ns,
+                    end.on_traced_cpus,
+                )
+            }
+        };
         let mut spikes = book.kept;
         spikes.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
         SpikeTrace {
             threshold_ns: self.threshold_ns,
             source: std::mem::take(&mut self.source),
+            collector: std::mem::take(&mut self.collector),
             max_kept: MAX_KEPT,
             spikes_seen: book.seen,
             spikes_not_kept: book.not_kept,
             spikes_dropped: queue_dropped + book.dropped,
-            events_read: counts.events_read,
+            events_read,
             events_lost,
-            reader_cpu_ns: counts.cpu_ns,
-            reader_on_measured_cpus: counts.on_traced_cpus,
+            reader_cpu_ns: cpu_ns,
+            reader_on_measured_cpus: on_measured,
             spikes,
         }
     }
 }
 
-/// What the collector found, handed over when the reader finishes.
+/// The tracefs collector's book, handed from its reader thread at the end.
+type SharedBook = Arc<Mutex<Option<Book>>>;
+
+/// What a collector found, handed over when it finishes.
 #[derive(Default)]
-struct Book {
+pub struct Book {
     kept: Vec<Spike>,
     seen: u64,
     not_kept: u64,
     dropped: u64,
+}
+
+impl Book {
+    /// Counts a spike of `latency_ns`; whether it is to be attributed and
+    /// kept (once `MAX_KEPT` are kept, only one worse than the least bad,
+    /// which it replaces).
+    pub fn admit(&mut self, latency_ns: u64) -> bool {
+        self.seen += 1;
+        if self.kept.len() < MAX_KEPT {
+            return true;
+        }
+        let (least, least_ns) = self
+            .kept
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (i, s.latency_ns))
+            .min_by_key(|&(_, ns)| ns)
+            .expect("kept is full");
+        self.not_kept += 1;
+        if latency_ns <= least_ns {
+            return false;
+        }
+        self.kept.swap_remove(least);
+        true
+    }
+
+    pub fn keep(&mut self, spike: Spike) {
+        self.kept.push(spike);
+    }
 }
 
 /// The reader's consumer: per-CPU histories, the pending candidates, the
@@ -266,23 +385,8 @@ impl Collector {
     }
 
     fn attribute(&mut self, source: usize, c: Candidate) {
-        self.book.seen += 1;
-        let latency = c.actual_ns.saturating_sub(c.expected_ns);
-        if self.book.kept.len() == MAX_KEPT {
-            // Full: the new one replaces the least bad, if it is worse.
-            let (least, least_ns) = self
-                .book
-                .kept
-                .iter()
-                .enumerate()
-                .map(|(i, s)| (i, s.latency_ns))
-                .min_by_key(|&(_, ns)| ns)
-                .expect("kept is full");
-            self.book.not_kept += 1;
-            if latency <= least_ns {
-                return;
-            }
-            self.book.kept.swap_remove(least);
+        if !self.book.admit(c.actual_ns.saturating_sub(c.expected_ns)) {
+            return;
         }
         let src = &self.sources[source];
         let window = Window {
@@ -291,6 +395,7 @@ impl Collector {
             actual_ns: c.actual_ns,
             measured: &src.tids,
             tracer: self.reader_tid,
+            wait: src.wait,
         };
         let mut spike = match self.cpus.get(&window.cpu) {
             Some(history) => attribution::attribute(history, &window),
@@ -304,7 +409,7 @@ impl Collector {
         spike.series = src.label.clone();
         spike.tid = src.tids.first().copied().unwrap_or(0);
         self.flag_lost_events(&mut spike);
-        self.book.kept.push(spike);
+        self.book.keep(spike);
     }
 
     /// Flags a spike whose window (with the margin shown before it) the
@@ -397,6 +502,7 @@ mod tests {
             label: "thread 0".into(),
             queue: queue.clone(),
             tids: vec![42],
+            wait: Wait::Remote,
         };
         (Collector::new(vec![source], out.clone()), queue, out)
     }

@@ -351,7 +351,11 @@ fn control(
             .iter()
             .map(|s| (s.spikes.clone(), s.tid.load(Ordering::Relaxed)));
         control.spikes = Some(crate::spikes::SpikeTracer::start_per_cpu(
-            &plan.cpus, threads, threshold,
+            &plan.cpus,
+            threads,
+            crate::spikes::attribution::Wait::Timer,
+            threshold,
+            plan.collector,
         )?);
     }
     let earliest = monotonic_ns() + FIRST_EXPIRY_DELAY_NS;

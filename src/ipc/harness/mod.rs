@@ -209,12 +209,13 @@ fn start_spike_trace(
                 live.receiver_tid.load(Ordering::Relaxed),
                 live.sender.tid.load(Ordering::Relaxed),
             ],
+            wait: crate::spikes::attribution::Wait::Remote,
         })
         .collect();
     // The senders' CPUs too: a sender held up by the reader delays the
     // wake-up it stamps.
     let senders: Vec<usize> = plan.pairs.iter().filter_map(|p| p.sender_cpu).collect();
-    crate::spikes::SpikeTracer::start(sources, &cpus, &senders, threshold)
+    crate::spikes::SpikeTracer::start(sources, &cpus, &senders, threshold, plan.spike_collector)
         .map(Some)
         .map_err(|e| format!("--trace-spikes needs kernel tracing: {e}"))
 }

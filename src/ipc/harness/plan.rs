@@ -72,6 +72,8 @@ pub struct RunPlan {
     pub breaktrace_ns: Option<u64>,
     /// `--trace-spikes`: hand every sample above this (ns) to the spike trace.
     pub spike_threshold_ns: Option<u64>,
+    /// `--collector`: how the spike trace collects kernel events.
+    pub spike_collector: crate::rt::bpf::CollectorChoice,
     /// Count samples above this per pair (the `--max-latency` verdict).
     pub limit_ns: Option<u64>,
     /// Sender processes lock their memory too (`mlockall` is not inherited).

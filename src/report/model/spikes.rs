@@ -13,6 +13,10 @@ pub struct SpikeTrace {
     pub threshold_ns: u64,
     /// The trace events recorded.
     pub source: String,
+    /// The collector that ran: `bpf` (the in-kernel flight recorder) or
+    /// `tracefs` with why not BPF; empty in reports from before it existed.
+    #[serde(default)]
+    pub collector: crate::rt::bpf::CollectorUsed,
     /// The most spikes kept (the worst ones); the others are only counted.
     pub max_kept: usize,
     /// Samples above the threshold the trace reader received.
@@ -83,9 +87,12 @@ pub struct Spike {
 /// Something that ran on the CPU during a spike's window.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cause {
-    /// `irq`, `softirq`, `task`, or `tracer`: latscope's own trace reader,
+    /// `irq`, `softirq`, `task`, `tracer`: latscope's own trace reader,
     /// which competes with the measured tasks only when no other CPU was
-    /// free for it.
+    /// free for it, or `hardware`: time no recorded event explains (a gap
+    /// the noise spinner saw while it ran; an idle CPU whose due timer
+    /// interrupt came late), named "unexplained: hardware, firmware or
+    /// hypervisor (SMI, VM exit)".
     pub kind: String,
     /// `24 virtio0-input`, `NET_RX`, `kworker/1:1 (pid 42)`.
     pub name: String,
@@ -101,6 +108,8 @@ impl Cause {
         let kind = match self.kind.as_str() {
             "irq" => "IRQ",
             "tracer" => "latscope's trace reader",
+            // The name says it all ("unexplained: hardware, ...").
+            "hardware" => return format!("{} {}", self.name, format_ns(self.ns as i64)),
             other => other,
         };
         format!("{kind} {} {}", self.name, format_ns(self.ns as i64))
@@ -146,6 +155,9 @@ impl SpikeTrace {
         }
         if self.events_lost > 0 {
             line.push_str(&format!(", {} trace events lost", self.events_lost));
+        }
+        if !self.collector.name.is_empty() {
+            line.push_str(&format!(" ({})", self.collector.line()));
         }
         if self.reader_on_measured_cpus {
             line.push_str(

@@ -76,8 +76,11 @@ impl Attachment {
             kind: PERF_TYPE_TRACEPOINT,
             size: std::mem::size_of::<PerfEventAttr>() as u32,
             config: id,
-            sample_period: 1,
-            wakeup_events: 1,
+            // A counting event, not a sampling one: the program runs either
+            // way, and the kernel refuses sampling events on tracepoints
+            // perf itself uses (`irq_vectors:irq_work_exit`: EPERM, by
+            // TRACE_EVENT_PERF_PERM in arch/x86's irq_vectors.h).
+            sample_period: 0,
             ..PerfEventAttr::default()
         };
         // SAFETY: a valid attr; pid -1 with CPU 0 (every task on CPU 0's

@@ -1,0 +1,582 @@
+//! Reading one CPU's region of the flight recorder (see `layout.rs`) while
+//! its programs keep writing it, and decoding its records into the
+//! `TraceEvent`s that `spikes::attribution` consumes.
+
+use super::layout::{Kind as RecordKind, RECORD_SIZE, Region, header, name, record};
+use crate::rt::tracefs::events::{Comm, IrqName, Kind, Switch, TraceEvent};
+use std::collections::HashMap;
+
+/// One CPU's region in memory the kernel writes concurrently: every read
+/// is a volatile load of an aligned 64-bit word.
+pub struct RegionView {
+    base: *const u64,
+    layout: Region,
+}
+
+// SAFETY: the view only reads (volatile loads) memory that stays mapped for
+// as long as its owner (the map's mapping, or a test's buffer) lives.
+unsafe impl Send for RegionView {}
+
+impl RegionView {
+    /// # Safety
+    /// `base` must be 8-byte aligned and point to `layout.size()` readable
+    /// bytes that stay mapped for the view's lifetime.
+    pub unsafe fn new(base: *const u8, layout: Region) -> RegionView {
+        debug_assert!((base as usize).is_multiple_of(8));
+        RegionView {
+            base: base.cast(),
+            layout,
+        }
+    }
+
+    pub fn layout(&self) -> Region {
+        self.layout
+    }
+
+    fn word(&self, offset: usize) -> u64 {
+        debug_assert!(offset.is_multiple_of(8) && offset + 8 <= self.layout.size());
+        // SAFETY: in bounds and aligned (the layout's offsets are multiples
+        // of 8), and mapped for the view's lifetime (`new`'s contract).
+        unsafe { std::ptr::read_volatile(self.base.add(offset / 8)) }
+    }
+
+    fn bytes<const N: usize>(&self, offset: usize) -> [u8; N] {
+        let mut out = [0u8; N];
+        for (i, chunk) in out.chunks_mut(8).enumerate() {
+            let word = self.word(offset + 8 * i).to_ne_bytes();
+            chunk.copy_from_slice(&word[..chunk.len()]);
+        }
+        out
+    }
+
+    /// Records written so far. The fence keeps the record loads that follow
+    /// after it (and, read again after them, the loads before it).
+    pub fn head(&self) -> u64 {
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        let head = self.word(header::HEAD);
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        head
+    }
+
+    fn record(&self, index: u64) -> RawRecord {
+        RawRecord(self.bytes(self.layout.record_offset(index)))
+    }
+
+    /// The task on the CPU now and since when, as the last switch told.
+    pub fn current_task(&self) -> CurrentTask {
+        let h: [u8; header::SIZE] = self.bytes(0);
+        CurrentTask {
+            since_ns: u64_at(&h, header::TASK_SINCE),
+            pid: i32_at(&h, header::TASK_PID),
+            prio: i32_at(&h, header::TASK_PRIO),
+        }
+    }
+
+    /// The name and priority of `pid` from the name table, when its entry
+    /// is that task's (another task with the same low pid bits may have
+    /// taken it since).
+    pub fn name_of(&self, pid: i32) -> Option<(Comm, i32)> {
+        let entry: [u8; name::SIZE] = self.bytes(Region::name_offset(pid));
+        let comm: Comm = entry[name::COMM..name::COMM + 16].try_into().ok()?;
+        // An entry is valid once a switch wrote it: a name, the pid matching.
+        (i32_at(&entry, name::PID) == pid && comm[0] != 0)
+            .then(|| (comm, i32_at(&entry, name::PRIO)))
+    }
+
+    /// The records of the CPU from the last one before `from_ns` to the
+    /// newest, each checked against the writer (see `layout.rs`).
+    pub fn snapshot(&self, from_ns: u64) -> Snapshot {
+        let slots = self.layout.slots as u64;
+        let before = self.head();
+        let oldest_kept = before.saturating_sub(slots);
+        let mut records = Vec::new();
+        for index in (oldest_kept..before).rev() {
+            let r = self.record(index);
+            records.push((index, r));
+            if r.time() < from_ns {
+                break;
+            }
+        }
+        let after = self.head();
+        let first_safe = first_untouched(after, slots);
+        let copied = records.len();
+        records.retain(|(index, _)| *index >= first_safe);
+        let reached_back = records.last().is_some_and(|(_, r)| r.time() < from_ns);
+        // Everything since recording began is there when nothing was ever
+        // overwritten: then the window merely started before the recorder.
+        let from_the_start = records.len() == copied && oldest_kept == 0;
+        records.reverse();
+        let complete = reached_back || from_the_start;
+        Snapshot {
+            records: records.into_iter().map(|(_, r)| r).collect(),
+            complete,
+            overwritten: !complete,
+            head: after,
+        }
+    }
+}
+
+/// The oldest record number a writer that had written `head` records when
+/// the copy ended cannot have touched: the writer of record `head` (maybe
+/// under way) overwrites record `head - slots`.
+fn first_untouched(head: u64, slots: u64) -> u64 {
+    (head + 1).saturating_sub(slots)
+}
+
+/// What the last switch on a CPU told about its current task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CurrentTask {
+    /// 0: no switch recorded yet.
+    pub since_ns: u64,
+    pub pid: i32,
+    pub prio: i32,
+}
+
+/// A CPU's records, oldest first, as copied for one window.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub records: Vec<RawRecord>,
+    /// They reach back to before the time asked for (or to the start of
+    /// recording).
+    pub complete: bool,
+    /// Records the window needed were overwritten before they were read:
+    /// the spikes came too close together for the buffer.
+    pub overwritten: bool,
+    /// Records written on the CPU when the copy ended.
+    pub head: u64,
+}
+
+/// One record as written by a program (`layout::record`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawRecord(pub [u8; RECORD_SIZE]);
+
+impl RawRecord {
+    pub fn time(&self) -> u64 {
+        u64_at(&self.0, record::TIME)
+    }
+
+    fn int(&self, offset: usize) -> i32 {
+        i32_at(&self.0, offset)
+    }
+
+    fn small(&self, offset: usize) -> u16 {
+        u16::from_ne_bytes([self.0[offset], self.0[offset + 1]])
+    }
+
+    /// A record with these fields (the tests' writer, and the layout's
+    /// definition in one place with the decoder).
+    pub fn new(time: u64, pid: i32, kind: RecordKind, small: u16, operands: [i32; 4]) -> Self {
+        let mut b = [0u8; RECORD_SIZE];
+        b[record::TIME..record::TIME + 8].copy_from_slice(&time.to_ne_bytes());
+        b[record::PID..record::PID + 4].copy_from_slice(&pid.to_ne_bytes());
+        b[record::KIND..record::KIND + 2].copy_from_slice(&(kind as u16).to_ne_bytes());
+        b[record::SMALL..record::SMALL + 2].copy_from_slice(&small.to_ne_bytes());
+        for (at, value) in [record::A, record::B, record::C, record::D]
+            .into_iter()
+            .zip(operands)
+        {
+            b[at..at + 4].copy_from_slice(&value.to_ne_bytes());
+        }
+        RawRecord(b)
+    }
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    u64::from_ne_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
+}
+
+fn i32_at(bytes: &[u8], at: usize) -> i32 {
+    i32::from_ne_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
+}
+
+/// The names a record leaves out: task names (from the CPU's name table,
+/// else /proc) and IRQ names (from /proc/irq), looked up once each.
+#[derive(Default)]
+pub struct Names {
+    tasks: HashMap<i32, Comm>,
+    irqs: HashMap<i32, IrqName>,
+}
+
+/// A task's name when nothing tells it.
+pub const UNKNOWN_COMM: Comm = *b"<unknown>\0\0\0\0\0\0\0";
+
+impl Names {
+    /// The name of task `pid`, as its CPU's table or the system knows it.
+    pub fn task(&mut self, pid: i32, cpu: usize, region: Option<&RegionView>) -> Comm {
+        if let Some((comm, _)) = region.and_then(|r| r.name_of(pid)) {
+            self.tasks.insert(pid, comm);
+            return comm;
+        }
+        *self.tasks.entry(pid).or_insert_with(|| {
+            if pid == 0 {
+                return comm_of(&format!("swapper/{cpu}"));
+            }
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .map_or(UNKNOWN_COMM, |text| comm_of(text.trim_end_matches('\n')))
+        })
+    }
+
+    /// An IRQ's name as `irq_handler_entry` gives it: its handler's name,
+    /// the directory /proc/irq/N/ holds for each handler.
+    pub fn irq(&mut self, irq: i32) -> IrqName {
+        *self.irqs.entry(irq).or_insert_with(|| {
+            let mut handlers: Vec<String> = std::fs::read_dir(format!("/proc/irq/{irq}"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            handlers.sort();
+            // A shared line has several handlers: name them all.
+            name_of(&handlers.join(","))
+        })
+    }
+
+    /// Fixed names (tests).
+    #[cfg(test)]
+    pub fn known(tasks: &[(i32, &str)], irqs: &[(i32, &str)]) -> Names {
+        Names {
+            tasks: tasks.iter().map(|(p, n)| (*p, comm_of(n))).collect(),
+            irqs: irqs.iter().map(|(i, n)| (*i, name_of(n))).collect(),
+        }
+    }
+}
+
+fn comm_of(text: &str) -> Comm {
+    let mut comm = [0u8; 16];
+    let n = text.len().min(15);
+    comm[..n].copy_from_slice(&text.as_bytes()[..n]);
+    comm
+}
+
+fn name_of(text: &str) -> IrqName {
+    let mut out = [0u8; 32];
+    let n = text.len().min(31);
+    out[..n].copy_from_slice(&text.as_bytes()[..n]);
+    out
+}
+
+/// The event a record of `cpu` stands for (None: not a record, e.g. a slot
+/// never written).
+pub fn decode(
+    r: &RawRecord,
+    cpu: usize,
+    names: &mut Names,
+    region: Option<&RegionView>,
+) -> Option<TraceEvent> {
+    let (a, b, c, d) = (
+        r.int(record::A),
+        r.int(record::B),
+        r.int(record::C),
+        r.int(record::D),
+    );
+    let kind = match RecordKind::from_code(r.small(record::KIND))? {
+        RecordKind::Switch => Kind::Switch(Switch {
+            prev_pid: a,
+            prev_prio: c & 0xffff,
+            prev_state: u64::from(d as u32),
+            prev_comm: names.task(a, cpu, region),
+            next_pid: b,
+            next_prio: (c >> 16) & 0xffff,
+            next_comm: names.task(b, cpu, region),
+        }),
+        RecordKind::Wakeup => Kind::Wakeup {
+            pid: a,
+            prio: b,
+            target_cpu: c,
+        },
+        RecordKind::IrqEntry => Kind::IrqEntry {
+            irq: a,
+            name: names.irq(a),
+        },
+        RecordKind::IrqExit => Kind::IrqExit { irq: a },
+        RecordKind::SoftirqEntry => Kind::SoftirqEntry { vec: a as u32 },
+        RecordKind::SoftirqExit => Kind::SoftirqExit { vec: a as u32 },
+        RecordKind::VectorEntry => Kind::VectorEntry {
+            vector: r.small(record::SMALL) as u8,
+        },
+        RecordKind::VectorExit => Kind::VectorExit {
+            vector: r.small(record::SMALL) as u8,
+        },
+    };
+    Some(TraceEvent {
+        time: r.time(),
+        cpu,
+        pid: r.int(record::PID),
+        kind,
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A region in ordinary memory, written the way the programs write it.
+    pub struct FakeRegion {
+        pub words: Vec<u64>,
+        pub layout: Region,
+    }
+
+    impl FakeRegion {
+        pub fn new(slots: usize) -> FakeRegion {
+            let layout = Region::with_slots(slots);
+            FakeRegion {
+                words: vec![0; layout.size() / 8],
+                layout,
+            }
+        }
+
+        fn put(&mut self, offset: usize, bytes: &[u8]) {
+            let mut raw: Vec<u8> = self.words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+            raw[offset..offset + bytes.len()].copy_from_slice(bytes);
+            for (w, chunk) in self.words.iter_mut().zip(raw.chunks(8)) {
+                *w = u64::from_ne_bytes(chunk.try_into().unwrap());
+            }
+        }
+
+        /// Appends a record as a program does: the record, then the head.
+        pub fn push(&mut self, r: RawRecord) {
+            let head = self.words[header::HEAD / 8];
+            self.put(self.layout.record_offset(head), &r.0);
+            self.words[header::HEAD / 8] = head + 1;
+        }
+
+        pub fn name(&mut self, pid: i32, prio: i32, comm: &str) {
+            let at = Region::name_offset(pid);
+            self.put(at + name::PID, &pid.to_ne_bytes());
+            self.put(at + name::PRIO, &prio.to_ne_bytes());
+            self.put(at + name::COMM, &comm_of(comm));
+        }
+
+        pub fn view(&self) -> RegionView {
+            // SAFETY: the words are aligned and outlive the view in the tests.
+            unsafe { RegionView::new(self.words.as_ptr().cast(), self.layout) }
+        }
+    }
+
+    const CPU: usize = 1;
+
+    fn switch(time: u64, prev: (i32, i32, i32), next: (i32, i32)) -> RawRecord {
+        RawRecord::new(
+            time,
+            prev.0,
+            RecordKind::Switch,
+            0,
+            [prev.0, next.0, prev.1 | next.1 << 16, prev.2],
+        )
+    }
+
+    fn events(region: &FakeRegion, from: u64, names: &mut Names) -> (Vec<TraceEvent>, Snapshot) {
+        let view = region.view();
+        let snap = view.snapshot(from);
+        let events = snap
+            .records
+            .iter()
+            .filter_map(|r| decode(r, CPU, names, Some(&view)))
+            .collect();
+        (events, snap)
+    }
+
+    #[test]
+    fn decodes_every_kind_exactly() {
+        let mut region = FakeRegion::new(64);
+        region.name(9, 19, "spike-maker");
+        region.name(0, 120, "swapper/1");
+        region.push(switch(1_000, (0, 120, 0), (9, 19)));
+        region.push(RawRecord::new(
+            1_100,
+            9,
+            RecordKind::Wakeup,
+            0,
+            [42, 49, 1, 0],
+        ));
+        region.push(RawRecord::new(
+            1_200,
+            9,
+            RecordKind::IrqEntry,
+            0,
+            [24, 0, 0, 0],
+        ));
+        region.push(RawRecord::new(
+            1_300,
+            9,
+            RecordKind::IrqExit,
+            0,
+            [24, 0, 0, 0],
+        ));
+        region.push(RawRecord::new(
+            1_400,
+            9,
+            RecordKind::SoftirqEntry,
+            0,
+            [3, 0, 0, 0],
+        ));
+        region.push(RawRecord::new(
+            1_500,
+            9,
+            RecordKind::SoftirqExit,
+            0,
+            [3, 0, 0, 0],
+        ));
+        region.push(RawRecord::new(
+            1_600,
+            -1,
+            RecordKind::VectorEntry,
+            2,
+            [0; 4],
+        ));
+        region.push(RawRecord::new(1_700, -1, RecordKind::VectorExit, 2, [0; 4]));
+        region.push(switch(1_800, (9, 19, 0x100), (42, 49)));
+        let mut names = Names::known(&[(42, "sampling-1")], &[(24, "virtio0-input.0")]);
+        let (events, snap) = events(&region, 0, &mut names);
+        assert!(snap.complete && !snap.overwritten);
+        assert_eq!(snap.head, 9);
+        let kinds: Vec<Kind> = events.iter().map(|e| e.kind).collect();
+        let comm = |s: &str| comm_of(s);
+        assert_eq!(
+            kinds,
+            vec![
+                Kind::Switch(Switch {
+                    prev_pid: 0,
+                    prev_prio: 120,
+                    prev_state: 0,
+                    prev_comm: comm("swapper/1"),
+                    next_pid: 9,
+                    next_prio: 19,
+                    next_comm: comm("spike-maker"),
+                }),
+                Kind::Wakeup {
+                    pid: 42,
+                    prio: 49,
+                    target_cpu: 1
+                },
+                Kind::IrqEntry {
+                    irq: 24,
+                    name: name_of("virtio0-input.0")
+                },
+                Kind::IrqExit { irq: 24 },
+                Kind::SoftirqEntry { vec: 3 },
+                Kind::SoftirqExit { vec: 3 },
+                Kind::VectorEntry { vector: 2 },
+                Kind::VectorExit { vector: 2 },
+                Kind::Switch(Switch {
+                    prev_pid: 9,
+                    prev_prio: 19,
+                    prev_state: 0x100,
+                    prev_comm: comm("spike-maker"),
+                    next_pid: 42,
+                    next_prio: 49,
+                    next_comm: comm("sampling-1"),
+                }),
+            ]
+        );
+        let times: Vec<u64> = events.iter().map(|e| e.time).collect();
+        assert_eq!(times, (1..=9).map(|i| 900 + i * 100).collect::<Vec<_>>());
+        assert!(events.iter().all(|e| e.cpu == CPU));
+        assert_eq!(events[1].pid, 9);
+        assert_eq!(events[6].pid, -1);
+    }
+
+    #[test]
+    fn a_slot_never_written_is_no_event() {
+        let mut names = Names::default();
+        let empty = RawRecord([0; RECORD_SIZE]);
+        assert_eq!(decode(&empty, CPU, &mut names, None), None);
+    }
+
+    #[test]
+    fn a_snapshot_reaches_back_to_the_last_record_before_its_start() {
+        let mut region = FakeRegion::new(64);
+        for t in 1..=10u64 {
+            region.push(RawRecord::new(
+                t * 100,
+                5,
+                RecordKind::SoftirqEntry,
+                0,
+                [1, 0, 0, 0],
+            ));
+        }
+        let snap = region.view().snapshot(550);
+        let times: Vec<u64> = snap.records.iter().map(RawRecord::time).collect();
+        assert_eq!(times, vec![500, 600, 700, 800, 900, 1000]);
+        assert!(snap.complete && !snap.overwritten);
+        // Asked for before the first record: all of them, complete (nothing
+        // was ever overwritten).
+        let snap = region.view().snapshot(50);
+        assert_eq!(snap.records.len(), 10);
+        assert!(snap.complete && !snap.overwritten);
+    }
+
+    #[test]
+    fn a_wrapped_buffer_that_no_longer_reaches_the_window_says_overwritten() {
+        let mut region = FakeRegion::new(64);
+        for t in 1..=200u64 {
+            region.push(RawRecord::new(
+                t * 100,
+                5,
+                RecordKind::SoftirqEntry,
+                0,
+                [1, 0, 0, 0],
+            ));
+        }
+        // The last 64 records: 13,700 ns to 20,000 ns.
+        let snap = region.view().snapshot(15_000);
+        assert!(snap.complete && !snap.overwritten);
+        assert_eq!(snap.records.first().unwrap().time(), 14_900);
+        let snap = region.view().snapshot(10_000);
+        assert!(!snap.complete && snap.overwritten);
+        // The oldest slot is the next one written: not trusted.
+        assert_eq!(snap.records.len(), 63);
+        assert_eq!(snap.records.first().unwrap().time(), 13_800);
+        assert_eq!(snap.records.last().unwrap().time(), 20_000);
+    }
+
+    #[test]
+    fn records_a_writer_may_be_overwriting_are_not_trusted() {
+        // 64 slots, 100 records written: 36..99 kept; the writer of record
+        // 100 may be writing slot 36 already.
+        assert_eq!(first_untouched(100, 64), 37);
+        assert_eq!(first_untouched(63, 64), 0);
+        assert_eq!(first_untouched(64, 64), 1);
+        assert_eq!(first_untouched(0, 64), 0);
+    }
+
+    #[test]
+    fn names_come_from_the_table_only_when_it_is_that_task_s_entry() {
+        let mut region = FakeRegion::new(64);
+        region.name(9, 19, "spike-maker");
+        let view = region.view();
+        assert_eq!(view.name_of(9), Some((comm_of("spike-maker"), 19)));
+        // pid 265 shares pid 9's entry: not its name.
+        assert_eq!(view.name_of(9 + 256), None);
+        assert_eq!(view.name_of(10), None);
+        let mut names = Names::default();
+        // Not in the table: the system's name (this process's own).
+        let me = std::process::id() as i32;
+        let own = std::fs::read_to_string("/proc/self/comm").unwrap();
+        assert_eq!(
+            crate::rt::tracefs::format::text_of(&names.task(me, CPU, Some(&view))),
+            own.trim_end()
+        );
+        assert_eq!(names.task(0, 3, None), comm_of("swapper/3"));
+        assert_eq!(names.task(-7, 3, None), UNKNOWN_COMM);
+    }
+
+    #[test]
+    fn the_current_task_is_read_from_the_header() {
+        let mut region = FakeRegion::new(64);
+        assert_eq!(region.view().current_task(), CurrentTask::default());
+        region.put(header::TASK_SINCE, &5_000u64.to_ne_bytes());
+        region.put(header::TASK_PID, &9i32.to_ne_bytes());
+        region.put(header::TASK_PRIO, &19i32.to_ne_bytes());
+        assert_eq!(
+            region.view().current_task(),
+            CurrentTask {
+                since_ns: 5_000,
+                pid: 9,
+                prio: 19
+            }
+        );
+    }
+}

@@ -1,0 +1,185 @@
+//! The flight recorder's memory layout, shared by the BPF programs that
+//! write it (`program.rs`) and the decoder that reads it (`decode.rs`).
+//!
+//! One `BPF_F_MMAPABLE` array map holds one *region* per CPU (key = CPU
+//! number). A program only ever writes the region of the CPU it runs on, and
+//! tracepoint programs do not nest on a CPU (the kernel's `bpf_prog_active`
+//! guard), so each region has exactly one writer at a time and needs no lock.
+//!
+//! A region is, in order (every offset a multiple of 8):
+//! - a header: the count of records ever written (`head`) and the CPU's
+//!   current task with the time it got the CPU ("task X since t");
+//! - a table of task names by pid (`NAME_SLOTS` entries, indexed by the
+//!   pid's low bits), filled at each switch: a record carries pids only;
+//! - `slots` records of `RECORD_SIZE` bytes, a circular buffer: record
+//!   number `i` lives in slot `i % slots` (`slots` a power of two), so the
+//!   last `slots` records are kept.
+//!
+//! A program writes a record's fields, then stores `head = i + 1`. A reader
+//! that saw `head = h1` before copying and `head = h2` after knows record
+//! `i` is whole and unchanged when `i < h1` and `i + slots > h2` (the writer
+//! of record `i + slots` may be overwriting it otherwise). x86 keeps stores
+//! in program order, which this needs: other architectures are refused by
+//! the availability check.
+
+/// Bytes of one record.
+pub const RECORD_SIZE: usize = 32;
+/// Records kept per CPU by default: at the busiest rate seen here (126,000
+/// events/s on one CPU with other work running) about 65 ms of history,
+/// more than the longest window worth attributing (RT throttling lends the
+/// CPU for 50 ms); 256 KiB per CPU.
+pub const DEFAULT_SLOTS: usize = 8192;
+
+/// Offsets in a record.
+pub mod record {
+    /// u64: `bpf_ktime_get_ns()`, CLOCK_MONOTONIC ns.
+    pub const TIME: usize = 0;
+    /// i32: the task current when the event happened (`common_pid`).
+    pub const PID: usize = 8;
+    /// u16: `super::Kind` code.
+    pub const KIND: usize = 12;
+    /// u16: small operand (the vector's index into `VECTORS`).
+    pub const SMALL: usize = 14;
+    /// i32 operands, by kind (see `super::Kind`).
+    pub const A: usize = 16;
+    pub const B: usize = 20;
+    pub const C: usize = 24;
+    pub const D: usize = 28;
+}
+
+/// What a record is, with what its operands hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u16)]
+pub enum Kind {
+    /// `sched_switch`: A prev_pid, B next_pid, C prev_prio | next_prio << 16,
+    /// D prev_state (its low 32 bits: the sleep states and `PREEMPTED`).
+    Switch = 1,
+    /// `sched_wakeup` of a measured task: A pid, B prio, C target_cpu.
+    Wakeup = 2,
+    /// `irq_handler_entry` / `_exit`: A irq (the name is read from /proc).
+    IrqEntry = 3,
+    IrqExit = 4,
+    /// `softirq_entry` / `_exit`: A vec.
+    SoftirqEntry = 5,
+    SoftirqExit = 6,
+    /// `irq_vectors:<vector>_entry` / `_exit`: SMALL the vector's index.
+    VectorEntry = 7,
+    VectorExit = 8,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 8] = [
+        Kind::Switch,
+        Kind::Wakeup,
+        Kind::IrqEntry,
+        Kind::IrqExit,
+        Kind::SoftirqEntry,
+        Kind::SoftirqExit,
+        Kind::VectorEntry,
+        Kind::VectorExit,
+    ];
+
+    pub fn from_code(code: u16) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| *k as u16 == code)
+    }
+}
+
+/// Offsets in a region's header.
+pub mod header {
+    /// u64: records written so far (the next record's number).
+    pub const HEAD: usize = 0;
+    /// u64: when the current task got the CPU (its switch-in), 0: unknown.
+    pub const TASK_SINCE: usize = 8;
+    /// i32 pid and i32 priority of the current task, as its switch-in told.
+    pub const TASK_PID: usize = 16;
+    pub const TASK_PRIO: usize = 20;
+    /// The header's size.
+    pub const SIZE: usize = 64;
+}
+
+/// Entries of the name table (a power of two).
+pub const NAME_SLOTS: usize = 256;
+/// Offsets in one name entry.
+pub mod name {
+    /// i32 pid (the entry is that task's when it matches), i32 priority.
+    pub const PID: usize = 0;
+    pub const PRIO: usize = 4;
+    /// `comm`, 16 bytes.
+    pub const COMM: usize = 8;
+    /// One entry (a power of two: the program indexes by a shift).
+    pub const SIZE: usize = 32;
+}
+/// log2 of `name::SIZE`.
+pub const NAME_SHIFT: u32 = 5;
+/// log2 of `RECORD_SIZE`.
+pub const RECORD_SHIFT: u32 = 5;
+const _: () = assert!(1 << NAME_SHIFT == name::SIZE && 1 << RECORD_SHIFT == RECORD_SIZE);
+const _: () = assert!(NAME_SLOTS.is_power_of_two());
+// Every record field fits its record, every header field its header.
+const _: () = assert!(
+    record::D + 4 <= RECORD_SIZE
+        && header::TASK_PRIO + 4 <= header::SIZE
+        && name::COMM + 16 <= name::SIZE
+);
+
+/// Where the parts of a region are, for `slots` records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Region {
+    pub slots: usize,
+}
+
+impl Region {
+    /// `slots` rounded up to a power of two, at least 64.
+    pub fn with_slots(slots: usize) -> Region {
+        Region {
+            slots: slots.max(64).next_power_of_two(),
+        }
+    }
+
+    pub const NAMES: usize = header::SIZE;
+    pub const RECORDS: usize = header::SIZE + NAME_SLOTS * name::SIZE;
+
+    /// The region's size: the map's value size.
+    pub fn size(&self) -> usize {
+        Region::RECORDS + self.slots * RECORD_SIZE
+    }
+
+    /// Where record number `index` is in the region.
+    pub fn record_offset(&self, index: u64) -> usize {
+        Region::RECORDS + (index as usize & (self.slots - 1)) * RECORD_SIZE
+    }
+
+    /// Where the name entry of `pid` is in the region.
+    pub fn name_offset(pid: i32) -> usize {
+        Region::NAMES + (pid as u32 as usize & (NAME_SLOTS - 1)) * name::SIZE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_parts_of_a_region_do_not_overlap() {
+        let r = Region::with_slots(100);
+        assert_eq!(r.slots, 128);
+        assert_eq!(Region::NAMES, 64);
+        assert_eq!(Region::RECORDS, 64 + 256 * 32);
+        assert_eq!(r.size(), 64 + 8192 + 128 * 32);
+        assert_eq!(r.record_offset(0), Region::RECORDS);
+        assert_eq!(r.record_offset(129), Region::RECORDS + 32);
+        assert_eq!(Region::name_offset(0), 64);
+        assert_eq!(Region::name_offset(257), 64 + 32);
+        assert_eq!(Region::name_offset(-1), 64 + 255 * 32);
+        assert!(Region::with_slots(8).slots >= 64);
+    }
+
+    #[test]
+    fn kinds_round_trip_through_their_codes() {
+        for kind in Kind::ALL {
+            assert_eq!(Kind::from_code(kind as u16), Some(kind));
+        }
+        assert_eq!(Kind::from_code(0), None);
+        assert_eq!(Kind::from_code(9), None);
+    }
+}

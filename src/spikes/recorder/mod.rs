@@ -1,0 +1,22 @@
+//! The BPF flight recorder of `--trace-spikes`: programs generated at run
+//! time on the events the tracefs collector reads (`ACTIVITY` and the
+//! system vectors) append compact records to a circular buffer per CPU in
+//! one mmapped map, and keep the CPU's current task; nothing leaves the
+//! kernel per event. Only for a spike does the collector thread (normal
+//! priority, off the measured CPUs when it can) copy that CPU's window out
+//! of the map with plain loads, decode it into `TraceEvent`s and attribute
+//! it with `spikes::attribution`, as the tracefs collector does.
+
+pub mod decode;
+pub mod layout;
+pub mod program;
+pub mod run;
+
+/// Whether the flight recorder can run here: BPF itself (`rt::bpf::probe`)
+/// and a CPU that keeps stores in order (see `layout.rs`). `Err` is why not.
+pub fn check() -> Result<(), String> {
+    if !cfg!(target_arch = "x86_64") {
+        return Err("the flight recorder needs x86-64's store ordering".to_string());
+    }
+    crate::rt::bpf::probe::check()
+}

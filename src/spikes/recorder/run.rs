@@ -1,0 +1,356 @@
+//! A running flight recorder: the map and its mapping, the programs and
+//! their attachments (all file descriptors: they die with the process,
+//! nothing is pinned), and the collector thread that attributes spikes.
+
+use super::decode::{Names, RegionView, decode};
+use super::layout::{DEFAULT_SLOTS, Region};
+use super::program::{ENABLED, Recipe, program};
+use crate::rt::bpf::{Attachment, BPF_F_MMAPABLE, Map, MapKind, MappedArray, Program, ProgramKind};
+use crate::rt::tracefs::format::EventFormat;
+use crate::spikes::attribution::{self, CpuState, Window};
+use crate::spikes::{Book, Candidate, Source};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// How often the collector looks for spikes: far inside the time the
+/// buffer holds (`layout::DEFAULT_SLOTS`), so a spike's records are read
+/// long before they are overwritten, unless spikes come in a flood.
+const POLL: Duration = Duration::from_millis(2);
+
+/// What the recorder's run adds to the spike trace.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RecorderEnd {
+    /// Records written on the traced CPUs.
+    pub records: u64,
+    /// Spikes whose window was overwritten before it was read.
+    pub overwritten: u64,
+    /// Events the kernel did not hand to a program because another
+    /// program was running on that CPU (`recursion_misses`).
+    pub missed: u64,
+    pub cpu_ns: u64,
+    pub on_traced_cpus: bool,
+}
+
+/// The map, its mapping, the programs and where they are attached.
+struct Loaded {
+    _attachments: Vec<Attachment>,
+    programs: Vec<Program>,
+    mapped: Arc<MappedArray>,
+    _map: Map,
+}
+
+pub struct Recorder {
+    loaded: Option<Loaded>,
+    stop: Option<Sender<()>>,
+    thread: Option<JoinHandle<(Book, RecorderEnd)>>,
+}
+
+impl Recorder {
+    /// Loads and attaches the programs for `events` (system, name) on
+    /// `cpus`, recording the wake-ups of `sources`' tasks, and starts the
+    /// collector, which keeps off `keep_off`.
+    pub fn start(
+        tracefs: &Path,
+        events: &[(&str, &str)],
+        sources: Vec<Source>,
+        cpus: &[usize],
+        keep_off: Vec<usize>,
+    ) -> Result<Recorder, String> {
+        let region = Region::with_slots(DEFAULT_SLOTS);
+        let possible = crate::rt::bpf::sys::possible_cpus()
+            .map_err(|e| format!("cannot count the possible CPUs: {e}"))?;
+        let map = Map::create(
+            MapKind::Array,
+            "flight",
+            region.size(),
+            possible as u32,
+            BPF_F_MMAPABLE,
+        )
+        .map_err(|e| {
+            format!(
+                "cannot create the recorder's map: {}",
+                crate::rt::os_error_text(&e)
+            )
+        })?;
+        let mapped = map.map_memory(true).map_err(|e| {
+            format!(
+                "cannot map the recorder's map: {}",
+                crate::rt::os_error_text(&e)
+            )
+        })?;
+        for &cpu in cpus {
+            mapped
+                .write_u64(cpu, ENABLED, 1)
+                .ok_or_else(|| format!("CPU {cpu} is not a possible CPU"))?;
+        }
+        let tids: Vec<i32> = sources
+            .iter()
+            .flat_map(|s| s.tids.iter().copied())
+            .filter(|&t| t > 0)
+            .collect();
+        let mut programs = Vec::new();
+        let mut attachments = Vec::new();
+        for (system, event) in events {
+            let dir = tracefs.join("events").join(system).join(event);
+            let format = EventFormat::read(&dir.join("format"))?;
+            let insns = program(&Recipe::of(&format, &tids)?, &map, region)?;
+            let loaded = Program::load(ProgramKind::Tracepoint, event, &insns).map_err(|e| {
+                let saved = match &e {
+                    crate::rt::bpf::LoadError::Verifier { log, .. } => {
+                        format!(
+                            "; {}",
+                            crate::rt::bpf::collector::save_verifier_log(event, log)
+                        )
+                    }
+                    _ => String::new(),
+                };
+                format!("cannot load the program for {system}:{event}: {e}{saved}")
+            })?;
+            let id = crate::rt::bpf::tracepoint_id(tracefs, system, event)?;
+            attachments.push(
+                Attachment::tracepoint(&loaded, id, &format!("{system}:{event}")).map_err(|e| {
+                    format!(
+                        "cannot attach to {system}:{event}: {}",
+                        crate::rt::os_error_text(&e)
+                    )
+                })?,
+            );
+            programs.push(loaded);
+        }
+        let mapped = Arc::new(mapped);
+        let fds: Vec<i32> = programs.iter().map(Program::fd).collect();
+        let collector = Collector {
+            sources,
+            mapped: mapped.clone(),
+            region,
+            cpus: cpus.to_vec(),
+            keep_off,
+            program_fds: fds,
+            names: Names::default(),
+            book: Book::default(),
+            end: RecorderEnd::default(),
+            misses_seen: 0,
+        };
+        let (stop, stopped) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("latscope-rec".into())
+            .stack_size(256 * 1024)
+            .spawn(move || collector.run(stopped))
+            .map_err(|e| format!("cannot start the recorder's collector thread: {e}"))?;
+        Ok(Recorder {
+            loaded: Some(Loaded {
+                _attachments: attachments,
+                programs,
+                mapped,
+                _map: map,
+            }),
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// Detaches the programs, lets the collector attribute what is still
+    /// queued, and frees everything; the book and the counts.
+    pub fn stop(&mut self) -> (Book, RecorderEnd) {
+        // The collector reads the mapping until it returns: join first.
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let result = match self.thread.take().map(JoinHandle::join) {
+            Some(Ok(result)) => result,
+            _ => (Book::default(), RecorderEnd::default()),
+        };
+        self.loaded = None;
+        result
+    }
+
+    /// The loaded programs' descriptors (for their run-time statistics).
+    pub fn program_fds(&self) -> Vec<i32> {
+        self.loaded
+            .as_ref()
+            .map(|l| l.programs.iter().map(Program::fd).collect())
+            .unwrap_or_default()
+    }
+
+    /// Records written so far on CPU `cpu`.
+    pub fn head(&self, cpu: usize) -> Option<u64> {
+        self.loaded.as_ref()?.mapped.read_u64(cpu, 0)
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// `recursion_misses` of the program with descriptor `fd` (0 when the
+/// kernel does not count them).
+pub fn recursion_misses(fd: i32) -> u64 {
+    fdinfo_value(fd, "recursion_misses")
+}
+
+/// A number of `/proc/self/fdinfo/FD` (0 when absent).
+pub fn fdinfo_value(fd: i32, key: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}"))
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// The collector thread's state.
+struct Collector {
+    sources: Vec<Source>,
+    mapped: Arc<MappedArray>,
+    region: Region,
+    cpus: Vec<usize>,
+    keep_off: Vec<usize>,
+    program_fds: Vec<i32>,
+    names: Names,
+    book: Book,
+    end: RecorderEnd,
+    /// The programs' recursion misses when last looked at.
+    misses_seen: u64,
+}
+
+impl Collector {
+    fn run(mut self, stop: Receiver<()>) -> (Book, RecorderEnd) {
+        // Threads inherit their creator's policy; the collector must not be RT.
+        let _ = crate::rt::sched::set_current_thread_policy(crate::rt::sched::Policy::Other, 0);
+        let free: Vec<usize> = crate::rt::sched::allowed_cpus_of_process()
+            .into_iter()
+            .filter(|c| !self.keep_off.contains(c))
+            .collect();
+        self.end.on_traced_cpus =
+            free.is_empty() || crate::rt::sched::pin_current_thread_to(&free).is_err();
+        let tracer = crate::rt::sched::current_tid();
+        loop {
+            let stopping = match stop.recv_timeout(POLL) {
+                Ok(()) | Err(RecvTimeoutError::Disconnected) => true,
+                Err(RecvTimeoutError::Timeout) => false,
+            };
+            self.collect(tracer);
+            if stopping {
+                break;
+            }
+        }
+        self.end.records = self
+            .cpus
+            .iter()
+            .filter_map(|&c| self.mapped.read_u64(c, 0))
+            .sum();
+        self.end.missed = self.misses();
+        self.end.cpu_ns = crate::rt::clock::read_clock(libc::CLOCK_THREAD_CPUTIME_ID);
+        (self.book, self.end)
+    }
+
+    fn misses(&self) -> u64 {
+        self.program_fds
+            .iter()
+            .map(|&fd| recursion_misses(fd))
+            .sum()
+    }
+
+    /// Attributes every candidate queued since the last pass.
+    fn collect(&mut self, tracer: i32) {
+        let mut queued: Vec<(usize, Candidate)> = Vec::new();
+        for (index, source) in self.sources.iter().enumerate() {
+            source.queue.drain(|c| queued.push((index, c)));
+        }
+        if queued.is_empty() {
+            return;
+        }
+        // Events the kernel skipped since the last pass may be in these
+        // windows: flag them (which CPU and when is not known).
+        let misses = self.misses();
+        let missed = misses > self.misses_seen;
+        self.misses_seen = misses;
+        for (index, c) in queued {
+            let latency = c.actual_ns.saturating_sub(c.expected_ns);
+            if !self.book.admit(latency) {
+                continue;
+            }
+            let mut spike = self.attribute(index, c, tracer);
+            spike.events_lost |= missed;
+            if spike.events_lost {
+                spike.summary = attribution::summary(&spike);
+            }
+            self.book.keep(spike);
+        }
+    }
+
+    fn attribute(&mut self, source: usize, c: Candidate, tracer: i32) -> crate::report::Spike {
+        let src = &self.sources[source];
+        let cpu = c.cpu as usize;
+        let window = Window {
+            cpu,
+            expected_ns: c.expected_ns,
+            actual_ns: c.actual_ns,
+            measured: &src.tids,
+            tracer,
+            wait: src.wait,
+        };
+        let from = c.expected_ns.saturating_sub(attribution::MARGIN_BEFORE_NS);
+        let view = self
+            .mapped
+            .entry_ptr(cpu)
+            .filter(|_| self.cpus.contains(&cpu))
+            .map(|at| {
+                // SAFETY: entry `cpu` of the mapping: `region.size()` bytes,
+                // 8-aligned, mapped while `self.mapped` lives (longer than the view).
+                unsafe { RegionView::new(at, self.region) }
+            });
+        let Some(view) = view else {
+            // A CPU not traced (an IPC receiver that moved): nothing known.
+            let mut spike = attribution::attribute_events(
+                &CpuState::default(),
+                std::iter::empty(),
+                &window,
+                true,
+            );
+            spike.series = src.label.clone();
+            spike.tid = src.tids.first().copied().unwrap_or(0);
+            return spike;
+        };
+        let snapshot = view.snapshot(from);
+        let mut events: Vec<_> = snapshot
+            .records
+            .iter()
+            .filter_map(|r| decode(r, cpu, &mut self.names, Some(&view)))
+            .collect();
+        // The CPU's task since before the oldest record, when no switch came
+        // since: it ran from then on.
+        let oldest = events.first().map_or(from, |e| e.time);
+        let base = base_state(&view, oldest, &mut self.names, cpu);
+        events.retain(|e| e.time <= c.actual_ns.max(c.expected_ns));
+        let mut spike = attribution::attribute_events(&base, events.iter(), &window, false);
+        if snapshot.overwritten {
+            self.end.overwritten += 1;
+            spike.events_lost = true;
+            spike.summary = attribution::summary(&spike);
+        }
+        spike.series = src.label.clone();
+        spike.tid = src.tids.first().copied().unwrap_or(0);
+        spike
+    }
+}
+
+/// The state to start a window's records from: the task the CPU has run
+/// since before the oldest record (the header's "task X since t": no switch
+/// came since), when it got the CPU before `oldest`; else nothing known.
+fn base_state(view: &RegionView, oldest: u64, names: &mut Names, cpu: usize) -> CpuState {
+    let current = view.current_task();
+    if current.since_ns > 0 && current.since_ns <= oldest {
+        let comm = names.task(current.pid, cpu, Some(view));
+        CpuState::running(current.pid, current.prio, comm)
+    } else {
+        CpuState::default()
+    }
+}
