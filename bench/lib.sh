@@ -148,7 +148,7 @@ build_latscope() {
   echo "== build"
   run_bounded build "$1" cargo build --release --manifest-path "$REPO/Cargo.toml" \
     || die "build failed (see $OUT/build.err)"
-  LATSCOPE="$REPO/target/release/latscope"
+  LATSCOPE="${CARGO_TARGET_DIR:-$REPO/target}/release/latscope"
   [ -x "$LATSCOPE" ] || die "$LATSCOPE missing after the build"
   echo
 }

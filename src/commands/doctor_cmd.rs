@@ -162,11 +162,11 @@ mod tests {
             "{text}"
         );
         assert!(lines[4].trim_end().ends_with("tsc"), "{text}");
-        assert_eq!(lines.len(), 3 + 22 + 2, "{text}");
+        assert_eq!(lines.len(), 3 + 23 + 2, "{text}");
         assert_eq!(
             lines.last().copied(),
             Some(
-                "summary: 3 ok, 17 warn, 2 bad: not ready for real time: fix what is bad first (exit 3)"
+                "summary: 3 ok, 18 warn, 2 bad: not ready for real time: fix what is bad first (exit 3)"
             )
         );
         // -q: only the problems; --explain: what they mean.
@@ -184,7 +184,7 @@ mod tests {
         let text = render(&sysinfo, &checks, true, true);
         assert!(!text.contains("group"), "nothing to show: {text}");
         assert!(
-            text.ends_with("summary: 22 ok, 0 warn, 0 bad: ready for real time\n"),
+            text.ends_with("summary: 23 ok, 0 warn, 0 bad: ready for real time\n"),
             "{text}"
         );
         assert_eq!(exit_code_of(Summary::of(&checks)), EXIT_OK);

@@ -133,6 +133,52 @@ fn a_refused_program_comes_with_the_verifier_log() {
     }
 }
 
+#[test]
+fn every_generated_program_passes_this_kernels_verifier() {
+    need_bpf!();
+    use super::wakeups::{arm_program, expire_program, switch_in_by_pid, switch_in_by_task};
+    let tracefs = crate::rt::tracefs::mount::find_or_mount().unwrap();
+    let format = |system: &str, name: &str| {
+        crate::rt::tracefs::format::EventFormat::read(
+            &tracefs
+                .join("events")
+                .join(system)
+                .join(name)
+                .join("format"),
+        )
+        .unwrap()
+    };
+    let map = Map::create(MapKind::Array, "test_v", 128, cpus() as u32, BPF_F_MMAPABLE).unwrap();
+    let fd = map.fd();
+    let programs = [
+        (
+            ProgramKind::Tracepoint,
+            "t_arm",
+            arm_program(fd, &format("timer", "hrtimer_start")),
+        ),
+        (
+            ProgramKind::Tracepoint,
+            "t_expire",
+            expire_program(fd, &format("timer", "hrtimer_expire_entry")),
+        ),
+        (ProgramKind::RawTracepoint, "t_on_cpu", switch_in_by_pid(fd)),
+        // The fallback for kernels without sched_exit_tp, loaded and
+        // attached here too so that it is not first tried on such a kernel.
+        (
+            ProgramKind::RawTracepoint,
+            "t_switch",
+            switch_in_by_task(fd),
+        ),
+    ];
+    for (kind, name, insns) in programs {
+        let program =
+            Program::load(kind, name, &insns.unwrap()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        if name == "t_switch" {
+            Attachment::raw_tracepoint(&program, "sched_switch").unwrap();
+        }
+    }
+}
+
 /// Not a test of latscope: what this kernel does when a CPU leaves idle.
 /// `cargo test --release -- --ignored --nocapture switches_out_of_idle`.
 #[test]

@@ -257,7 +257,7 @@ impl WakeupSlots {
         }
         // The switch-in: the scheduler's exit hook where it exists, else
         // sched_switch (see the module's notes).
-        let exit_hook = load(ProgramKind::RawTracepoint, "sched_in", switch_in_by_pid(fd))?;
+        let exit_hook = load(ProgramKind::RawTracepoint, "on_cpu", switch_in_by_pid(fd))?;
         let mut programs = vec![arm, expire];
         match Attachment::raw_tracepoint(&exit_hook, "sched_exit_tp") {
             Ok(a) => {
@@ -349,7 +349,7 @@ fn finish(mut asm: Asm, out: super::insn::Label) -> Result<Vec<Insn>, String> {
 
 /// `hrtimer_start`: the thread arms a timer on its schedule, from its own
 /// task context: remember the timer, its expiry and the thread's task.
-fn arm_program(map_fd: i32, format: &EventFormat) -> Result<Vec<Insn>, String> {
+pub(super) fn arm_program(map_fd: i32, format: &EventFormat) -> Result<Vec<Insn>, String> {
     let mut asm = Asm::new();
     let out = asm.new_label();
     asm.push(Insn::mov64_reg(Reg::R7, Reg::R1));
@@ -377,7 +377,7 @@ fn arm_program(map_fd: i32, format: &EventFormat) -> Result<Vec<Insn>, String> {
 
 /// `hrtimer_expire_entry` of the armed timer, not before its soft expiry,
 /// and once per arming: a new wake-up record.
-fn expire_program(map_fd: i32, format: &EventFormat) -> Result<Vec<Insn>, String> {
+pub(super) fn expire_program(map_fd: i32, format: &EventFormat) -> Result<Vec<Insn>, String> {
     let mut asm = Asm::new();
     let out = asm.new_label();
     asm.push(Insn::mov64_reg(Reg::R7, Reg::R1));
@@ -414,7 +414,7 @@ fn stamp_switch_in(asm: &mut Asm, out: super::insn::Label) {
 }
 
 /// `sched_exit_tp` in the thread's own context: it has the CPU again.
-fn switch_in_by_pid(map_fd: i32) -> Result<Vec<Insn>, String> {
+pub(super) fn switch_in_by_pid(map_fd: i32) -> Result<Vec<Insn>, String> {
     let mut asm = Asm::new();
     let out = asm.new_label();
     current_tid(&mut asm);
@@ -427,7 +427,7 @@ fn switch_in_by_pid(map_fd: i32) -> Result<Vec<Insn>, String> {
 }
 
 /// Raw `sched_switch(preempt, prev, next, ...)` into the thread's task.
-fn switch_in_by_task(map_fd: i32) -> Result<Vec<Insn>, String> {
+pub(super) fn switch_in_by_task(map_fd: i32) -> Result<Vec<Insn>, String> {
     let mut asm = Asm::new();
     let out = asm.new_label();
     // The third argument, `next`.

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# What `timer --breakdown` costs the measured latency, for each collector: the
+# timer without and with it, in alternating pairs, in the same session; and
+# what each in-kernel program costs per run (kernel.bpf_stats_enabled).
+#
+#   bench/breakdown_cost.sh [--pairs N] [--seconds S] [--cpu C] [--out DIR]
+#
+# 1. Builds latscope in release mode (cargo build --release).
+# 2. Runs N pairs (default 8) of each collector, each pair "without" then
+#    "with" (C = --cpu, default 1; S = --seconds, default 4):
+#      latscope timer -c C -p 100 -P 99 -T S -q        [--breakdown --collector bpf|tracefs]
+# 3. During the bpf runs, kernel.bpf_stats_enabled is 1 (it adds about 20 ns
+#    per program run, so those runs are not the ones the latency diff should
+#    be read from: the script runs one extra, separate bpf run for the
+#    per-program cost and keeps the statistics off in the pairs). Near the
+#    end of that run `bpftool prog show -j` gives each latscope_ program's
+#    run_cnt and run_time_ns: the cost per run is their ratio.
+# 4. Prints per run: samples, avg, p99, max (us); per collector the median
+#    over the pairs of the differences (with - without) of avg and p99; then
+#    the per-program cost.
+#
+# Needs root, jq and bpftool. Runs one command at a time; each is bounded
+# (S + 30 s) and stopped with its process group on Ctrl-C. The sysctl is put
+# back as it was on every exit.
+set -u
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+OUT=""
+PAIRS=8
+SECONDS_EACH=4
+CPU=1
+while [ $# -gt 0 ]; do
+  case $1 in
+    --pairs) PAIRS=$2; shift 2 ;;
+    --seconds) SECONDS_EACH=$2; shift 2 ;;
+    --cpu) CPU=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    *) echo "usage: $0 [--pairs N] [--seconds S] [--cpu C] [--out DIR]" >&2; exit 2 ;;
+  esac
+done
+# shellcheck source=bench/lib.sh
+. "$REPO/bench/lib.sh"
+need jq "apt-get install jq"
+need bpftool "apt-get install bpftool"
+[ "$(id -u)" = 0 ] || die "--breakdown needs root"
+bench_out_dir
+print_machine
+build_latscope 900
+
+STATS_BEFORE=$(sysctl -n kernel.bpf_stats_enabled)
+restore_stats() { sysctl -q -w kernel.bpf_stats_enabled="$STATS_BEFORE"; }
+trap 'restore_stats' EXIT
+
+S=$SECONDS_EACH
+BASE="timer -c $CPU -p 100 -P 99 -T $S -q"
+ROWS="$OUT/rows.tsv"
+: >"$ROWS"
+row() {
+  local collector=$1 variant=$2 pair=$3 json=$4
+  jq -r --arg c "$collector" --arg v "$variant" --arg p "$pair" '
+    .tests[0].overall as $o |
+    [$c, $v, $p, $o.samples, ($o.avg_ns / 1000),
+     (($o.percentiles[] | select(.percentile == 99) | .ns) / 1000),
+     ($o.max_ns / 1000)] | @tsv' "$json" >>"$ROWS"
+}
+
+sysctl -q -w kernel.bpf_stats_enabled=0
+echo "== runs (without, with --breakdown, alternating; bpf statistics off)"
+for pair in $(seq 1 "$PAIRS"); do
+  for collector in bpf tracefs; do
+    for variant in without with; do
+      name="$collector-$variant-$pair"
+      extra=()
+      [ "$variant" = with ] && extra=(--breakdown --collector "$collector")
+      # shellcheck disable=SC2086
+      run_bounded "$name" $((S + 30)) "$LATSCOPE" $BASE "${extra[@]}" --json "$OUT/$name.json" \
+        && row "$collector" "$variant" "$pair" "$OUT/$name.json"
+    done
+  done
+done
+
+echo
+echo "== per run (us)"
+{
+  printf 'collector\tvariant\tpair\tsamples\tavg\tp99\tmax\n'
+  awk -F'\t' '{ printf "%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.1f\n", $1,$2,$3,$4,$5,$6,$7 }' "$ROWS"
+} | column -t -s $'\t'
+echo
+echo "== median over the pairs of (with - without), us"
+for collector in bpf tracefs; do
+  for column in 5 6; do
+    awk -F'\t' -v c="$collector" -v col="$column" '
+      $1 == c { v[$2" "$3] = $col; pairs[$3] = 1 }
+      END { for (p in pairs) if ((("with " p) in v) && (("without " p) in v)) print v["with " p] - v["without " p] }' "$ROWS" |
+      sort -g | awk -v c="$collector" -v col="$column" '
+        { d[NR] = $1 }
+        END {
+          what = (col == 5) ? "avg" : "p99"
+          if (NR == 0) { printf "%-8s %s: no pairs\n", c, what; exit }
+          m = (NR % 2) ? d[(NR + 1) / 2] : (d[NR / 2] + d[NR / 2 + 1]) / 2
+          printf "%-8s %s: %+.2f (%d pairs)\n", c, what, m, NR
+        }'
+  done
+done
+
+echo
+echo "== in-kernel cost per program run (kernel.bpf_stats_enabled=1, one run)"
+sysctl -q -w kernel.bpf_stats_enabled=1
+snapshot_programs() { # $1 = job pid (unused: latscope_ programs of latscope), $2 = name
+  sleep $((S - 1 > 0 ? S - 1 : 1))
+  bpftool prog show -j >"$OUT/$2.progs.json" 2>/dev/null || true
+}
+RUN_PROBE=snapshot_programs
+# shellcheck disable=SC2086
+run_bounded bpf-stats $((S + 30)) "$LATSCOPE" $BASE --breakdown --collector bpf --json "$OUT/bpf-stats.json"
+RUN_PROBE=""
+restore_stats
+if [ -s "$OUT/bpf-stats.progs.json" ]; then
+  jq -r '.[] | select(.name | startswith("latscope_"))
+         | select((.pids // [{comm: "latscope"}]) | any(.comm == "latscope"))
+         | [.name, (.run_cnt // 0), (.run_time_ns // 0),
+            (if (.run_cnt // 0) > 0 then (.run_time_ns / .run_cnt) else 0 end)] | @tsv' \
+    "$OUT/bpf-stats.progs.json" |
+    { printf 'program\truns\trun_time_ns\tns_per_run\n'; awk -F'\t' '{ printf "%s\t%s\t%s\t%.1f\n", $1,$2,$3,$4 }'; } |
+    column -t -s $'\t'
+else
+  echo "no program statistics (bpftool prog show failed)"
+fi
+echo
+echo "files: $OUT"
