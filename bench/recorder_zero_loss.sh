@@ -93,7 +93,7 @@ for collector in bpf tracefs; do
     "samples \($samples), above \($s.threshold_ns / 1000) us by the histogram \($above), " +
     "spikes received \($s.spikes_seen) + dropped \($s.spikes_dropped) = \($s.spikes_seen + $s.spikes_dropped), " +
     "kept \($s.spikes | length) of which flagged \([$s.spikes[] | select(.events_lost)] | length), " +
-    "events \($s.events_read), lost \($s.events_lost), collector CPU \($s.reader_cpu_ns / 1e6) ms, " +
+    "events \($s.events_read), lost \($s.events_lost), windows overwritten \($s.windows_overwritten // 0), collector CPU \($s.reader_cpu_ns / 1e6) ms, " +
     "collector \($s.collector.name)"' "$json"
   [ "$collector" = bpf ] && cat "$OUT/programs.txt"
 done

@@ -250,6 +250,7 @@ impl SpikeTracer {
     /// instance or unloads the programs; the spikes for the report.
     pub fn stop(mut self) -> SpikeTrace {
         let queue_dropped: u64 = self.queues.iter().map(|q| q.dropped()).sum();
+        let mut windows_overwritten = 0;
         let (book, events_read, events_lost, cpu_ns, on_measured) = match &mut self.backend {
             Backend::Tracefs { run, book } => {
                 let end = run.shutdown();
@@ -270,13 +271,11 @@ impl SpikeTracer {
             }
             Backend::Bpf(recorder) => {
                 let (book, end) = recorder.stop();
-                // Events lost: those the kernel skipped (another program ran
-                // on that CPU), and, for spikes too close together for the
-                // buffer, their windows (counted per spike).
+                windows_overwritten = end.overwritten;
                 (
                     book,
                     end.records,
-                    end.missed + end.overwritten,
+                    end.missed,
                     end.cpu_ns,
                     end.on_traced_cpus,
                 )
@@ -294,6 +293,7 @@ impl SpikeTracer {
             spikes_dropped: queue_dropped + book.dropped,
             events_read,
             events_lost,
+            windows_overwritten,
             reader_cpu_ns: cpu_ns,
             reader_on_measured_cpus: on_measured,
             spikes,

@@ -27,8 +27,13 @@ pub struct SpikeTrace {
     /// full): neither kept nor counted in `spikes_seen`.
     pub spikes_dropped: u64,
     pub events_read: u64,
-    /// Events the kernel dropped because the reader fell behind.
+    /// Events the kernel dropped because the reader fell behind (tracefs),
+    /// or did not hand to a program (BPF: another program ran on its CPU).
     pub events_lost: u64,
+    /// BPF: spikes whose window the recorder had overwritten before the
+    /// collector read it (each flagged `events_lost`).
+    #[serde(default)]
+    pub windows_overwritten: u64,
     /// CPU time of the trace reader thread.
     pub reader_cpu_ns: u64,
     /// The trace reader had no CPU of its own (every CPU it may use was
@@ -151,6 +156,12 @@ impl SpikeTrace {
             line.push_str(&format!(
                 ", {} more not handed over (queue full)",
                 self.spikes_dropped
+            ));
+        }
+        if self.windows_overwritten > 0 {
+            line.push_str(&format!(
+                ", {} windows overwritten before they were read",
+                self.windows_overwritten
             ));
         }
         if self.events_lost > 0 {
