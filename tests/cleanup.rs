@@ -150,7 +150,23 @@ fn killed_runs_are_listed_by_dry_run_and_removed_by_cleanup_while_others_stay() 
     ];
     let breakdown = euid_is_root() && tracing_on_file().is_some();
     if breakdown {
-        victims.push((start(&reg, &["timer", "--breakdown", "-T", "60", "-q"]), 1));
+        // The tracefs collector: the BPF one makes no instance, only file
+        // descriptors that die with the process (tests/bpf.rs checks that).
+        victims.push((
+            start(
+                &reg,
+                &[
+                    "timer",
+                    "--breakdown",
+                    "--collector",
+                    "tracefs",
+                    "-T",
+                    "60",
+                    "-q",
+                ],
+            ),
+            1,
+        ));
     } else {
         eprintln!("note: not root or no tracefs: the tracefs instance part is not checked");
     }
