@@ -76,8 +76,12 @@ impl Run {
     fn spawn(mut cmd: Command) -> Run {
         let dir = tempfile::tempdir().expect("temp dir");
         let file = |name: &str| std::fs::File::create(dir.path().join(name)).expect("output file");
+        // Each run keeps its registry in its own directory, unless the test
+        // names one to look into.
+        if !cmd.get_envs().any(|(key, _)| key == "LATSCOPE_RUNTIME_DIR") {
+            cmd.env("LATSCOPE_RUNTIME_DIR", dir.path().join("registry"));
+        }
         let child = cmd
-            .env("LATSCOPE_RUNTIME_DIR", dir.path().join("registry"))
             .stdin(Stdio::null())
             .stdout(file("out"))
             .stderr(file("err"))
