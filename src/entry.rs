@@ -5,7 +5,7 @@
 //! error as one line with its exit code, a failed standard output as exit 1.
 
 use crate::pipeline::{CommandError, EXIT_RUNTIME, EXIT_USAGE};
-use crate::rt::stdio::escape_line;
+use crate::units::escape_line;
 use std::io::Write;
 
 /// Stack of the thread that does main's work, whatever the limit latscope

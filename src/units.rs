@@ -11,8 +11,8 @@ const MAX_SHOWN_INPUT: usize = 64;
 /// was typed.
 pub fn shown(input: &str) -> String {
     match input.char_indices().nth(MAX_SHOWN_INPUT) {
-        Some((cut, _)) => crate::rt::stdio::escape_line(&input[..cut]) + "...",
-        None => crate::rt::stdio::escape_line(input),
+        Some((cut, _)) => escape_line(&input[..cut]) + "...",
+        None => escape_line(input),
     }
 }
 
@@ -312,9 +312,59 @@ pub fn rfc2822_local(t: SystemTime) -> String {
     String::from_utf8_lossy(&buf[..len]).into_owned()
 }
 
+/// Console text with every control character but the line feed escaped
+/// (`\u{1b}` for ESC, C1 controls included), for output that carries input
+/// data (names and labels read from a report), so that a terminal escape in
+/// a file cannot drive the user's terminal.
+pub fn escape_controls(text: &str) -> String {
+    escape(text, true)
+}
+
+/// `escape_controls` for one line: the line feed escaped too (`\n`), so
+/// that input data in a message can neither drive the terminal nor start a
+/// line of its own. THE escaping of every error line (entry::exit_code:
+/// whatever a message quotes, a test name, a label, a JSON value in serde's
+/// words, a path), of input echoed in a usage error (units::shown) and of
+/// the names and labels `latscope samples` writes.
+pub fn escape_line(text: &str) -> String {
+    escape(text, false)
+}
+
+fn escape(text: &str, keep_newlines: bool) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if c.is_control() && !(keep_newlines && c == '\n') {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_line_escapes_the_line_feed_too() {
+        assert_eq!(
+            escape_line("a\u{1b}]0;x\u{7}b\nc\u{85}"),
+            "a\\u{1b}]0;x\\u{7}b\\nc\\u{85}"
+        );
+        assert_eq!(escape_line("plain é"), "plain é");
+    }
+
+    #[test]
+    fn controls_are_escaped_lines_kept() {
+        assert_eq!(
+            escape_controls("a\u{1b}[2Jb\n\u{9b}c\td\r"),
+            "a\\u{1b}[2Jb\n\\u{9b}c\\td\\r"
+        );
+    }
 
     const SEC: u128 = 1_000_000_000;
 

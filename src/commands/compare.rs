@@ -444,7 +444,7 @@ pub fn run(args: &CompareArgs) -> Result<i32, CommandError> {
     let _ = write_text(&comparison, &mut text);
     // Test names, series labels and paths come from the reports: a control
     // character in them (a terminal escape) is shown, never obeyed.
-    let text = crate::rt::stdio::escape_controls(&String::from_utf8_lossy(&text)).into_bytes();
+    let text = crate::units::escape_controls(&String::from_utf8_lossy(&text)).into_bytes();
     if json_to_stdout {
         let _ = std::io::stderr().write_all(&text);
     } else {

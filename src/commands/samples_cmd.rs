@@ -111,8 +111,8 @@ fn write_csv(
                         // names have none, a crafted file's would drive the
                         // terminal of whoever reads the CSV.
                         (
-                            crate::rt::stdio::escape_line(&s.test_name),
-                            crate::rt::stdio::escape_line(&s.label),
+                            crate::units::escape_line(&s.test_name),
+                            crate::units::escape_line(&s.label),
                             s.cpu.map_or(String::new(), |c| c.to_string()),
                         )
                     },

@@ -75,8 +75,10 @@ fn out_of_memory(size: usize) -> ! {
         // SAFETY: writes `n` bytes of the stack buffer to standard error.
         unsafe { libc::write(2, line.as_ptr().cast(), n) };
     }
+    // 1: the run-time failure exit code (pipeline::EXIT_RUNTIME; rt/ may not
+    // import the pipeline, which is built on it).
     // SAFETY: ends the process without running anything that may allocate.
-    unsafe { libc::_exit(crate::pipeline::EXIT_RUNTIME) }
+    unsafe { libc::_exit(1) }
 }
 
 /// "latscope: error: out of memory (...)" into `buf`, without allocating.
