@@ -197,10 +197,27 @@ fn lost_in_provoked_window(report: &Value, by: &Provocation) -> bool {
         })
 }
 
-/// `run_disturbed`, again while the run proved nothing because the kernel
-/// lost events inside a provoked window and no spike was attributed: at
-/// most `ATTEMPTS` runs, each repetition said on stderr. The last run is
-/// returned whatever it shows, for `check_attribution` to judge.
+/// Whether any kept spike's window overlaps a spin: without one, no
+/// provoked delay was measured at all (on a loaded machine a spin can fall
+/// between two samples of a back-to-back pair, or real-time throttling can
+/// take the pair's CPU for the whole spin), and the run proved nothing.
+fn provoked_window_measured(report: &Value, by: &Provocation) -> bool {
+    array_of(&report["tests"][0]["spikes"]["spikes"], "spikes")
+        .iter()
+        .any(|s| {
+            let (from, to) = (
+                u64_of(&s["expected_ns"], "expected_ns"),
+                u64_of(&s["actual_ns"], "actual_ns"),
+            );
+            by.bursts.iter().any(|&(a, b)| from <= b && a <= to)
+        })
+}
+
+/// `run_disturbed`, again while the run proved nothing (the kernel lost
+/// events inside a provoked window, or no provoked window was measured) and
+/// no spike was attributed: at most `ATTEMPTS` runs, each repetition said on
+/// stderr. The last run is returned whatever it shows, for
+/// `check_attribution` to judge.
 fn run_provoked(
     test: &str,
     cpu: usize,
@@ -208,16 +225,21 @@ fn run_provoked(
 ) -> (std::process::Output, Value, Provocation) {
     for attempt in 1.. {
         let (out, report, by) = run_disturbed(cpu, args);
-        if attempt == ATTEMPTS
-            || !made_spikes(&report, &by).is_empty()
-            || !lost_in_provoked_window(&report, &by)
-        {
+        let lost = lost_in_provoked_window(&report, &by);
+        let unmeasured = !provoked_window_measured(&report, &by);
+        if attempt == ATTEMPTS || !made_spikes(&report, &by).is_empty() || !(lost || unmeasured) {
             return (out, report, by);
         }
+        let why = if lost {
+            format!(
+                "the kernel lost trace events inside a provoked window ({} events lost in the run)",
+                report["tests"][0]["spikes"]["events_lost"]
+            )
+        } else {
+            "no sample spanned a provoked window".to_string()
+        };
         eprintln!(
-            "{test}: run {attempt} of at most {ATTEMPTS}: the kernel lost trace events inside a \
-             provoked window ({} events lost in the run) and no spike was attributed: provoking again",
-            report["tests"][0]["spikes"]["events_lost"]
+            "{test}: run {attempt} of at most {ATTEMPTS}: {why} and no spike was attributed: provoking again"
         );
     }
     unreachable!("the last attempt returns")
