@@ -86,6 +86,22 @@ fn kill9(child: &mut Child) {
     assert_eq!(status.code(), None, "latscope was killed by the signal");
 }
 
+/// The runs a test started without an end (no -l, no -D): killed if the
+/// test fails before it ends them, so that a failure leaves no run behind.
+/// Their pids cannot have been reused: the test has not reaped them.
+struct EndOnPanic(Vec<u32>);
+
+impl Drop for EndOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            for &pid in &self.0 {
+                // SAFETY: signalling our own children, not yet reaped.
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            }
+        }
+    }
+}
+
 /// A semaphore set of "another program": this test.
 struct ForeignSet(i32);
 
@@ -172,6 +188,13 @@ fn killed_runs_are_listed_by_dry_run_and_removed_by_cleanup_while_others_stay() 
     }
     // A live run, left running through both cleanups.
     let mut live = start(&reg, &with(&["svsem", "-i", "1000", "-q"]));
+    let _end_on_panic = EndOnPanic(
+        victims
+            .iter()
+            .map(|(child, _)| child.id())
+            .chain([live.id()])
+            .collect(),
+    );
     let live_objects = wait_registered(&reg, live.id(), 1);
 
     let mut left = Vec::new();
