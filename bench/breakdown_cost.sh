@@ -87,18 +87,9 @@ echo "== per run (us)"
 echo
 echo "== median over the pairs of (with - without), us"
 for collector in bpf tracefs; do
-  for column in 5 6; do
-    awk -F'\t' -v c="$collector" -v col="$column" '
-      $1 == c { v[$2" "$3] = $col; pairs[$3] = 1 }
-      END { for (p in pairs) if ((("with " p) in v) && (("without " p) in v)) print v["with " p] - v["without " p] }' "$ROWS" |
-      sort -g | awk -v c="$collector" -v col="$column" '
-        { d[NR] = $1 }
-        END {
-          what = (col == 5) ? "avg" : "p99"
-          if (NR == 0) { printf "%-8s %s: no pairs\n", c, what; exit }
-          m = (NR % 2) ? d[(NR + 1) / 2] : (d[NR / 2] + d[NR / 2 + 1]) / 2
-          printf "%-8s %s: %+.2f (%d pairs)\n", c, what, m, NR
-        }'
+  for what in avg:5 p99:6; do
+    read -r diff n < <(median_pair_diff "$ROWS" "$collector" "${what#*:}")
+    printf '%-8s %s: %s (%s pairs)\n' "$collector" "${what%%:*}" "$diff" "$n"
   done
 done
 

@@ -31,6 +31,8 @@
 #                                     /proc/stat line of CPU $CPU (of all CPUs when empty)
 #   probe_threads PGID NAME           (a RUN_PROBE) two snapshots, PROBE_START s into the
 #                                     run and PROBE_LEN s later, in $OUT/NAME.probe
+#   median_pair_diff ROWS KEY COL     rows "KEY variant pair ...": the median over the
+#                                     pairs of (with - without) of column COL
 #
 # Rows (tab separated): run tool pair samples min_us avg_us max_us avg_int cpu_s wall_s
 # (avg_int: the reference tool's own rounded Avg; "-" for latscope).
@@ -372,6 +374,26 @@ probe_threads() {
     return 0
   fi
   { snapshot "$pid"; sleep "$PROBE_LEN"; snapshot "$pid"; } >"$OUT/$name.probe"
+}
+
+# median_pair_diff ROWS KEY COL: ROWS is tab separated with column 1 a key
+# (test or collector), column 2 "with" or "without", column 3 the pair number.
+# Prints the median over the complete pairs of KEY of (with - without) of
+# column COL, and the number of pairs, as "+1.23 8"; "- 0" when none.
+# The median of per-pair differences, not the difference of means: a pair's
+# two runs share the machine's state of the moment, and one noisy pair moves a
+# mean but not a median.
+median_pair_diff() {
+  awk -F'\t' -v k="$2" -v col="$3" '
+    $1 == k { v[$2" "$3] = $col; pairs[$3] = 1 }
+    END { for (p in pairs) if ((("with " p) in v) && (("without " p) in v)) print v["with " p] - v["without " p] }' "$1" |
+    sort -g | awk '
+      { d[NR] = $1 }
+      END {
+        if (NR == 0) { print "- 0"; exit }
+        m = (NR % 2) ? d[(NR + 1) / 2] : (d[NR / 2] + d[NR / 2 + 1]) / 2
+        printf "%+.2f %d\n", m, NR
+      }'
 }
 
 # The calling script's header comment (its usage), then exit with code $1.

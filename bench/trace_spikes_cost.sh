@@ -1,27 +1,29 @@
 #!/usr/bin/env bash
-# What `--trace-spikes` costs the measured latency: the same test without and
-# with it, alternating, in the same session.
+# What `--trace-spikes` costs the measured latency, for each collector: the
+# same test without and with it, in alternating pairs, in the same session.
 #
 #   bench/trace_spikes_cost.sh [--pairs N] [--seconds S] [--cpu C]
-#                              [--threshold USEC] [--out DIR]
+#                              [--threshold USEC] [--tests "timer mq"] [--out DIR]
 #
 # 1. Builds latscope in release mode (cargo build --release).
-# 2. Runs N pairs (default 3) of each test, each pair "without" then "with"
-#    (C = --cpu, default 1; S = --seconds, default 10; T = --threshold,
-#    default 50; `--json FILE` is appended to each):
-#      timer   latscope timer -c C -p 100 -P 99 -T S -q            [--trace-spikes T]
-#      mq      latscope mq -a C -p 99 -i 100 -D S -q                [--trace-spikes T]
+# 2. Runs N pairs (default 8) of each test and collector, each pair "without"
+#    then "with" (C = --cpu, default 1; S = --seconds, default 4; T =
+#    --threshold, default 50; `--json FILE` is appended to each):
+#      timer   latscope timer -c C -p 100 -P 99 -T S -q  [--trace-spikes T --collector bpf|tracefs]
+#      mq      latscope mq -a C -p 99 -i 100 -D S -q      [--trace-spikes T --collector bpf|tracefs]
 # 3. Prints per run: samples, avg, p99 and max (us), the samples above T the
-#    trace saw, and the trace reader's CPU time; then per test the mean avg
-#    and p99 without and with, and their difference (with - without).
+#    trace saw, the collector that ran, and the trace reader's CPU time; then
+#    per test and collector the median over the pairs of the differences
+#    (with - without) of avg and p99.
 #
 # Needs root (the trace), jq. Runs one command at a time; each is bounded
 # (S + 30 s) and stopped with its process group on Ctrl-C.
 set -u
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 OUT=""
-PAIRS=3
-SECONDS_EACH=10
+PAIRS=8
+SECONDS_EACH=4
+TESTS="timer mq"
 CPU=1
 THRESHOLD=50
 while [ $# -gt 0 ]; do
@@ -30,8 +32,9 @@ while [ $# -gt 0 ]; do
     --seconds) SECONDS_EACH=$2; shift 2 ;;
     --cpu) CPU=$2; shift 2 ;;
     --threshold) THRESHOLD=$2; shift 2 ;;
+    --tests) TESTS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
-    *) echo "usage: $0 [--pairs N] [--seconds S] [--cpu C] [--threshold USEC] [--out DIR]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--pairs N] [--seconds S] [--cpu C] [--threshold USEC] [--tests \"timer mq\"] [--out DIR]" >&2; exit 2 ;;
   esac
 done
 # shellcheck source=bench/lib.sh
@@ -47,30 +50,34 @@ declare -A CMD
 CMD[timer]="timer -c $CPU -p 100 -P 99 -T $S -q"
 CMD[mq]="mq -a $CPU -p 99 -i 100 -D $S -q"
 
-# One line per run: test variant pair samples avg_us p99_us max_us spikes reader_ms
+# One line per run: test/collector variant pair samples avg_us p99_us max_us
+# spikes collector reader_ms
 ROWS="$OUT/rows.tsv"
 : >"$ROWS"
 row() {
-  local test=$1 variant=$2 pair=$3 json=$4
-  jq -r --arg t "$test" --arg v "$variant" --arg p "$pair" '
+  local key=$1 variant=$2 pair=$3 json=$4
+  jq -r --arg k "$key" --arg v "$variant" --arg p "$pair" '
     .tests[0] as $x | $x.overall as $o |
-    [$t, $v, $p, $o.samples, ($o.avg_ns / 1000),
+    [$k, $v, $p, $o.samples, ($o.avg_ns / 1000),
      (($o.percentiles[] | select(.percentile == 99) | .ns) / 1000),
      ($o.max_ns / 1000),
      ($x.spikes.spikes_seen // "-"),
+     ($x.spikes.collector.name // "-"),
      (if $x.spikes then ($x.spikes.reader_cpu_ns / 1e6) else "-" end)] | @tsv' "$json" >>"$ROWS"
 }
 
-echo "== runs (without, with --trace-spikes $THRESHOLD, alternating)"
+echo "== runs (without, with --trace-spikes $THRESHOLD, alternating; tests: $TESTS)"
 for pair in $(seq 1 "$PAIRS"); do
-  for test in timer mq; do
-    for variant in without with; do
-      name="$test-$variant-$pair"
-      extra=()
-      [ "$variant" = with ] && extra=(--trace-spikes "$THRESHOLD")
-      # shellcheck disable=SC2086
-      run_bounded "$name" $((S + 30)) "$LATSCOPE" ${CMD[$test]} "${extra[@]}" --json "$OUT/$name.json" \
-        && row "$test" "$variant" "$pair" "$OUT/$name.json"
+  for test in $TESTS; do
+    for collector in bpf tracefs; do
+      for variant in without with; do
+        name="$test-$collector-$variant-$pair"
+        extra=()
+        [ "$variant" = with ] && extra=(--trace-spikes "$THRESHOLD" --collector "$collector")
+        # shellcheck disable=SC2086
+        run_bounded "$name" $((S + 30)) "$LATSCOPE" ${CMD[$test]} "${extra[@]}" --json "$OUT/$name.json" \
+          && row "$test/$collector" "$variant" "$pair" "$OUT/$name.json"
+      done
     done
   done
 done
@@ -78,24 +85,18 @@ done
 echo
 echo "== per run (us)"
 {
-  printf 'test\tvariant\tpair\tsamples\tavg\tp99\tmax\tspikes\treader_ms\n'
-  awk -F'\t' '{ printf "%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.1f\t%s\t%s\n", $1,$2,$3,$4,$5,$6,$7,$8,$9 }' "$ROWS"
+  printf 'test/collector\tvariant\tpair\tsamples\tavg\tp99\tmax\tspikes\tran\treader_ms\n'
+  awk -F'\t' '{ printf "%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.1f\t%s\t%s\t%s\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10 }' "$ROWS"
 } | column -t -s $'\t'
 echo
-echo "== mean over the pairs (us): with - without"
-awk -F'\t' '
-  { n[$1" "$2]++; avg[$1" "$2] += $5; p99[$1" "$2] += $6 }
-  END {
-    for (t in n) split(t, k, " ")
-    split("timer mq", tests, " ")
-    printf "%-6s %12s %12s %10s %12s %12s %10s\n", "test", "avg without", "avg with", "diff", "p99 without", "p99 with", "diff"
-    for (i = 1; i <= 2; i++) {
-      a = tests[i] " without"; b = tests[i] " with"
-      if (!n[a] || !n[b]) continue
-      printf "%-6s %12.2f %12.2f %+10.2f %12.2f %12.2f %+10.2f\n", tests[i],
-        avg[a]/n[a], avg[b]/n[b], avg[b]/n[b] - avg[a]/n[a],
-        p99[a]/n[a], p99[b]/n[b], p99[b]/n[b] - p99[a]/n[a]
-    }
-  }' "$ROWS"
+echo "== median over the pairs of (with - without), us"
+for test in $TESTS; do
+  for collector in bpf tracefs; do
+    for what in avg:5 p99:6; do
+      read -r diff n < <(median_pair_diff "$ROWS" "$test/$collector" "${what#*:}")
+      printf '%-14s %s: %s (%s pairs)\n' "$test/$collector" "${what%%:*}" "$diff" "$n"
+    done
+  done
+done
 echo
 echo "files: $OUT"
