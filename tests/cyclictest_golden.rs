@@ -50,8 +50,56 @@ fn outputs(cmd: &mut Command) -> (String, String, i32) {
 /// Compares line by line; `# Thread N:` overflow lists, thread ids and the
 /// break value are measured and printed unpadded, so only their prefix is
 /// compared.
+/// The slowest wake-up a cyclictest output shows, in us: the `Max:` of its
+/// thread lines (ns with `-N`) and its `# Max Latencies:` row.
+fn slowest_wake_up_us(output: &str, nanoseconds: bool) -> u64 {
+    let numbers_after = |line: &str, label: &str| -> Vec<u64> {
+        line.split(label)
+            .skip(1)
+            .flat_map(|rest| rest.split_whitespace().next())
+            .filter_map(|n| n.parse().ok())
+            .collect()
+    };
+    output
+        .split(['\n', '\x1b'])
+        .flat_map(|line| {
+            let thread = numbers_after(line, "Max:")
+                .into_iter()
+                .map(|v| if nanoseconds { v / 1000 } else { v });
+            let rows = match line.strip_prefix("# Max Latencies:") {
+                Some(rest) => rest.split_whitespace().filter_map(|n| n.parse().ok()).collect(),
+                None => Vec::new(),
+            };
+            thread.chain(rows).collect::<Vec<u64>>()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// `run`, again (at most three runs, said on stderr) while a wake-up took
+/// 100 ms or more: cyclictest's fields are fixed-width (`Act:%5`, `Max:%8`
+/// ns with `-N`, `%05` rows), so such a value widens its field, and the
+/// layout comparison would fail on what the machine did (seen beside
+/// `stress-ng --cpu 2 --io 1`, where SCHED_OTHER threads can wait that long).
+fn run_undisturbed(args: &[&str]) -> (String, String, i32) {
+    let nanoseconds = args.contains(&"-N");
+    let mut attempt = 1;
+    loop {
+        let (ours, err, code) = run(args);
+        let slowest = slowest_wake_up_us(&ours, nanoseconds);
+        if slowest < 100_000 || attempt == 3 {
+            return (ours, err, code);
+        }
+        eprintln!(
+            "{args:?}: a wake-up took {} ms, beyond what cyclictest's fields hold; running again ({attempt} of 2)",
+            slowest / 1000
+        );
+        attempt += 1;
+    }
+}
+
 fn assert_layout(args: &[&str], golden_name: &str) {
-    let (ours, err, code) = run(args);
+    let (ours, err, code) = run_undisturbed(args);
     assert_eq!(code, 0, "{args:?}: {err}");
     assert_same_layout(args, &ours, &golden(golden_name));
 }
@@ -475,7 +523,7 @@ fn mask_display(text: &str) -> String {
 /// depends on timing), the first starts after the same head lines, and what
 /// follows the last block is the same.
 fn assert_display(args: &[&str], golden_name: &str, threads: usize) {
-    let (ours, err, code) = run(args);
+    let (ours, err, code) = run_undisturbed(args);
     assert_eq!(code, 0, "{args:?}: {err}");
     let theirs = golden(golden_name);
     let up = format!("\x1b[{}A", threads + 2);
@@ -525,6 +573,16 @@ fn assert_display(args: &[&str], golden_name: &str, threads: usize) {
 #[test]
 fn running_display_redraws_with_cursor_up() {
     assert_display(&["-t2", "-l", "20", "-i", "2000"], "display_t2.txt", 2);
+}
+
+#[test]
+fn slowest_wake_up_reads_thread_lines_and_rows() {
+    let display = golden("display_h5.txt");
+    assert_eq!(slowest_wake_up_us(&display, false), 109);
+    let ns = golden("display_N.txt");
+    assert_eq!(slowest_wake_up_us(&ns, true), 603);
+    let wide = "T: 0 ( 1) P: 0 I:2000 C:      5 Min:     66 Act:123456 Avg: 9000 Max:  123456\n# Max Latencies: 00104 130000\n";
+    assert_eq!(slowest_wake_up_us(wide, false), 130_000);
 }
 
 #[test]
