@@ -26,7 +26,8 @@ use crate::report::{
     TimerThread, XenomaiHistogram,
 };
 use crate::rt::signals::{Collected, wait_for_stop_or_user_signal};
-use crate::settings::cyclictest::{CyclicPolicy, CyclicSettings, CyclicUsage};
+use crate::settings::cyclictest::{CyclicPolicy, CyclicSettings};
+use crate::settings::getopt::GetoptUsage;
 use crate::settings::{JsonTarget, Outputs};
 use crate::stats::LatencyRecorder;
 use crate::stats::window::WindowSeries;
@@ -35,10 +36,6 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
-
-/// rt-tests 2.40's `cyclictest --help` text, printed after a getopt error
-/// exactly as cyclictest does (on stdout, exit 0).
-const USAGE: &str = include_str!("../../tests/golden/cyclictest/bad_opt.out");
 
 /// What the command line asks for once parsed.
 pub enum Start {
@@ -60,32 +57,32 @@ pub fn start(args: &[String]) -> Result<Start, CommandError> {
     let online = crate::rt::sched::allowed_cpus();
     let usage = || {
         let mut out = crate::rt::stdio::out();
-        let _ = out.write_all(USAGE.as_bytes());
+        let _ = out.write_all(crate::settings::cyclictest::USAGE.as_bytes());
         let _ = out.flush();
     };
     let settings = match CyclicSettings::parse(args, &online, cyclic::has_smi_counter()) {
         Ok(s) => s,
-        Err(CyclicUsage::Getopt(message)) => {
+        Err(GetoptUsage::Getopt(message)) => {
             let _ = writeln!(std::io::stderr(), "{}: {message}", program_name());
             usage();
             return Ok(Start::Answered(0));
         }
-        Err(CyclicUsage::Help) => {
+        Err(GetoptUsage::Help) => {
             usage();
             return Ok(Start::Answered(0));
         }
-        Err(CyclicUsage::Invalid(lines)) => {
+        Err(GetoptUsage::Invalid(lines)) => {
             for line in lines {
                 let _ = writeln!(std::io::stderr(), "{line}");
             }
             usage();
             return Ok(Start::Answered(1));
         }
-        Err(CyclicUsage::Fatal(message)) => {
+        Err(GetoptUsage::Fatal(message)) => {
             let _ = writeln!(std::io::stderr(), "FATAL: {message}");
             return Ok(Start::Answered(1));
         }
-        Err(CyclicUsage::Bad(message)) => {
+        Err(GetoptUsage::Bad(message)) => {
             return Err(CommandError::Usage(crate::settings::UsageError(message)));
         }
     };

@@ -65,18 +65,20 @@ pub fn manpages(args: &ManpagesArgs) -> Result<i32, CommandError> {
         let see_also: Vec<&str> = see_also.iter().map(String::as_str).collect();
         write_page(&compat_dir, page, &see_also)?;
     }
-    write_getopt_page(&compat_dir, &cli, CYCLICTEST_COMPAT, CYCLICTEST_USAGE)?;
-    write_getopt_page(&compat_dir, &cli, OSLAT_COMPAT, OSLAT_USAGE)?;
+    write_getopt_page(
+        &compat_dir,
+        &cli,
+        CYCLICTEST_COMPAT,
+        crate::settings::cyclictest::USAGE,
+    )?;
+    write_getopt_page(
+        &compat_dir,
+        &cli,
+        OSLAT_COMPAT,
+        crate::settings::oslat::HELP,
+    )?;
     Ok(EXIT_OK)
 }
-
-/// cyclictest's usage, rt-tests 2.40's byte for byte: what `cyclictest
-/// --help` prints (commands/cyclictest_cmd.rs includes the same file).
-const CYCLICTEST_USAGE: &str = include_str!("../../tests/golden/cyclictest/bad_opt.out");
-
-/// oslat's usage, rt-tests 2.40's byte for byte: what `oslat --help` prints
-/// (commands/oslat_cmd.rs includes the same file).
-const OSLAT_USAGE: &str = include_str!("../../tests/golden/oslat/help.out");
 
 /// The page of a name whose options are not clap arguments (`cyclictest`,
 /// `oslat`: GNU getopt syntax, parsed by settings::cyclictest and

@@ -25,9 +25,6 @@ use crate::stats::LatencySummary;
 use std::io::Write;
 use std::time::{Duration, SystemTime};
 
-/// rt-tests 2.40's `oslat --help` (its version line, then the usage).
-const HELP: &str = include_str!("../../tests/golden/oslat/help.out");
-
 /// The version line oslat prints first, whatever the options: latscope
 /// stands in for rt-tests 2.40's oslat, and scripts read this line.
 const VERSION_LINE: &str = "oslat V 2.40\n";
@@ -45,7 +42,13 @@ pub fn run(args: &[String]) -> Result<i32, CommandError> {
         _ => args,
     };
     print(VERSION_LINE);
-    let usage = || print(HELP.split_once('\n').map_or("", |(_, rest)| rest));
+    let usage = || {
+        print(
+            crate::settings::oslat::HELP
+                .split_once('\n')
+                .map_or("", |(_, rest)| rest),
+        )
+    };
     let machine = crate::doctor::Machine::live();
     let isolated = crate::doctor::isolation::isolated_cpus(&machine);
     let (rt_runtime_us, rt_period_us) = crate::doctor::sched::rt_bandwidth(&machine);

@@ -5,7 +5,15 @@
 //! clap cannot express cyclictest's optional arguments, so this is its own
 //! small parser; scripts depend on exactly these spellings.
 
+use super::getopt::{
+    Arg, GetoptUsage, atoi, getopt_long_into, numa_parse_cpustring, parse_duration,
+};
 use std::time::Duration;
+
+/// rt-tests 2.40's `cyclictest --help` text, byte for byte: what `--help`
+/// prints, and what follows a getopt complaint (on stdout, exit 0). The
+/// captured goldens under tests/ are the independent expectation.
+pub const USAGE: &str = include_str!("usage/cyclictest.txt");
 
 /// Everything the options set, with cyclictest's defaults and its own
 /// adjustments made after parsing (priority defaults, -S, -h and -d).
@@ -151,34 +159,6 @@ impl CyclicPolicy {
     }
 }
 
-/// How parsing ended when it did not give settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CyclicUsage {
-    /// getopt's own complaint (`invalid option -- 'Z'`): cyclictest prints
-    /// it on stderr, then its usage on stdout, and exits 0.
-    Getopt(String),
-    /// A value cyclictest refuses (`display_help(1)`): the `WARN:` lines
-    /// given on stderr, the usage on stdout, exit 1.
-    Invalid(Vec<String>),
-    /// cyclictest's `fatal()`: `FATAL: ` and the line on stderr, exit 1.
-    Fatal(String),
-    /// A value latscope refuses where cyclictest would misbehave (an
-    /// interval of 0 spins forever): one line, exit 2.
-    Bad(String),
-    /// `--help`: the usage on stdout, exit 0, as cyclictest.
-    Help,
-}
-
-/// Whether an option takes a value.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Arg {
-    No,
-    Required,
-    /// Attached (`-t4`, `--threads=4`) or, as cyclictest does by hand, the
-    /// next word when it looks like a value (see `cyclictest_peek`).
-    Optional,
-}
-
 /// (long name, short letter, argument): rt-tests 2.40's table.
 const OPTIONS: &[(&str, Option<char>, Arg)] = &[
     ("affinity", Some('a'), Arg::Optional),
@@ -223,173 +203,16 @@ const OPTIONS: &[(&str, Option<char>, Arg)] = &[
     ("posix_timers", Some('x'), Arg::No),
 ];
 
-/// C's `atoi`, as cyclictest reads every number: leading blanks, a sign,
-/// digits up to the first other character; 0 when there are none.
-pub fn atoi(text: &str) -> i64 {
-    let t = text.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
-    let (neg, digits) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let mut n: i64 = 0;
-    for b in digits.bytes().take_while(u8::is_ascii_digit) {
-        n = n.saturating_mul(10).saturating_add(i64::from(b - b'0'));
-    }
-    let n = n.min(i64::from(i32::MAX) + 1);
-    if neg { -n } else { n.min(i64::from(i32::MAX)) }
-}
-
 /// Splits raw arguments into (option name, value) pairs, GNU style: the
 /// options before getopt's first complaint, and that complaint. cyclictest
 /// acts on each option as getopt returns it, so an option before the bad
 /// word can still end the run its own way (`-a -1`: libnuma's warning).
-type Tokens = (Vec<(&'static str, Option<String>)>, Option<CyclicUsage>);
+type Tokens = (Vec<(&'static str, Option<String>)>, Option<GetoptUsage>);
 
 fn tokenize(args: &[String]) -> Tokens {
     let mut seen = Vec::new();
     let error = getopt_long_into(OPTIONS, &[LATSCOPE_JSON], args, cyclictest_peek, &mut seen).err();
     (seen, error)
-}
-
-/// GNU getopt_long over `options` (long name, short letter, argument), for
-/// every rt-tests tool latscope stands in for (cyclictest, oslat): the
-/// options in order as (long name, value); getopt's complaints as
-/// `CyclicUsage::Getopt`. Words that are not options are skipped.
-/// `full_only`: latscope's own long options (`--latscope-json FILE`), each
-/// with a required value and matched only when spelled in full, so that
-/// every abbreviation keeps the tool's own meaning.
-pub fn getopt_long(
-    options: &[(&'static str, Option<char>, Arg)],
-    full_only: &[&'static str],
-    args: &[String],
-) -> Result<Vec<(&'static str, Option<String>)>, CyclicUsage> {
-    let mut out = Vec::new();
-    getopt_long_into(options, full_only, args, cyclictest_peek, &mut out)?;
-    Ok(out)
-}
-
-/// `getopt_long`, the options found so far pushed to `out` (also when it
-/// fails).
-/// `peek(option, next_word)`: whether an optional value not attached to its
-/// option is the next word (each tool decides by hand, see `cyclictest_peek`);
-/// that word is read by getopt afterwards all the same.
-pub fn getopt_long_into(
-    options: &[(&'static str, Option<char>, Arg)],
-    full_only: &[&'static str],
-    args: &[String],
-    peek: fn(&str, &str) -> bool,
-    out: &mut Vec<(&'static str, Option<String>)>,
-) -> Result<(), CyclicUsage> {
-    let mut i = 0;
-    while i < args.len() {
-        let word = &args[i];
-        i += 1;
-        if word == "--" {
-            break;
-        }
-        if let Some(long) = word.strip_prefix("--") {
-            let (name, attached) = match long.split_once('=') {
-                Some((n, v)) => (n, Some(v.to_string())),
-                None => (long, None),
-            };
-            if let Some(&extra) = full_only.iter().find(|&&x| x == name) {
-                let value = match attached {
-                    Some(v) => v,
-                    None => {
-                        let v = args.get(i).cloned().ok_or_else(|| {
-                            CyclicUsage::Bad(format!("--{extra} needs a file name: --{extra} FILE"))
-                        })?;
-                        i += 1;
-                        v
-                    }
-                };
-                out.push((extra, Some(value)));
-                continue;
-            }
-            let exact = options.iter().find(|o| o.0 == name);
-            let candidates: Vec<_> = options.iter().filter(|o| o.0.starts_with(name)).collect();
-            let found = match (exact, candidates.as_slice()) {
-                (Some(o), _) => o,
-                (None, [o]) => o,
-                (None, []) => {
-                    return Err(CyclicUsage::Getopt(format!("unrecognized option '{word}'")));
-                }
-                (None, many) => {
-                    let names: Vec<String> = many.iter().map(|o| format!("'--{}'", o.0)).collect();
-                    return Err(CyclicUsage::Getopt(format!(
-                        "option '--{name}' is ambiguous; possibilities: {}",
-                        names.join(" ")
-                    )));
-                }
-            };
-            let value = match (found.2, attached) {
-                (Arg::No, Some(_)) => {
-                    return Err(CyclicUsage::Getopt(format!(
-                        "option '--{}' doesn't allow an argument",
-                        found.0
-                    )));
-                }
-                (Arg::No, None) => None,
-                (Arg::Required, Some(v)) => Some(v),
-                (Arg::Required, None) => match args.get(i) {
-                    Some(v) => {
-                        i += 1;
-                        Some(v.clone())
-                    }
-                    None => {
-                        return Err(CyclicUsage::Getopt(format!(
-                            "option '--{}' requires an argument",
-                            found.0
-                        )));
-                    }
-                },
-                (Arg::Optional, Some(v)) => Some(v),
-                (Arg::Optional, None) => args.get(i).filter(|next| peek(found.0, next)).cloned(),
-            };
-            out.push((found.0, value));
-            continue;
-        }
-        let Some(cluster) = word.strip_prefix('-').filter(|c| !c.is_empty()) else {
-            // cyclictest ignores words that are not options.
-            continue;
-        };
-        let chars: Vec<char> = cluster.chars().collect();
-        let mut k = 0;
-        while k < chars.len() {
-            let letter = chars[k];
-            k += 1;
-            let Some(found) = options.iter().find(|o| o.1 == Some(letter)) else {
-                return Err(CyclicUsage::Getopt(format!("invalid option -- '{letter}'")));
-            };
-            let rest: String = chars[k..].iter().collect();
-            let value = match found.2 {
-                Arg::No => None,
-                Arg::Required if !rest.is_empty() => {
-                    k = chars.len();
-                    Some(rest)
-                }
-                Arg::Required => match args.get(i) {
-                    Some(v) => {
-                        i += 1;
-                        Some(v.clone())
-                    }
-                    None => {
-                        return Err(CyclicUsage::Getopt(format!(
-                            "option requires an argument -- '{letter}'"
-                        )));
-                    }
-                },
-                Arg::Optional if !rest.is_empty() => {
-                    k = chars.len();
-                    Some(rest)
-                }
-                Arg::Optional => args.get(i).filter(|next| peek(found.0, next)).cloned(),
-            };
-            out.push((found.0, value));
-        }
-    }
-    Ok(())
 }
 
 /// cyclictest's hand-made optional argument: it peeks at the next word and
@@ -405,182 +228,15 @@ fn cyclictest_peek(option: &str, next: &str) -> bool {
 /// `--latscope-json`'s file, checked as every latscope output is before
 /// measuring (a usage error, exit 2). Not standard output: that carries
 /// cyclictest's own lines, which a parser must find unchanged.
-fn check_latscope_json(path: &str) -> Result<std::path::PathBuf, CyclicUsage> {
+fn check_latscope_json(path: &str) -> Result<std::path::PathBuf, GetoptUsage> {
     let option = format!("--{LATSCOPE_JSON}");
     match super::check_output_path(&option, std::path::Path::new(path)) {
         Ok(super::JsonTarget::File(p)) => Ok(p),
-        Ok(super::JsonTarget::Stdout) => Err(CyclicUsage::Bad(format!(
+        Ok(super::JsonTarget::Stdout) => Err(GetoptUsage::Bad(format!(
             "{option} -: standard output carries cyclictest's own output; give a file name"
         ))),
-        Err(e) => Err(CyclicUsage::Bad(e.0)),
+        Err(e) => Err(GetoptUsage::Bad(e.0)),
     }
-}
-
-/// `-D`'s value as rt-tests' `parse_time_string`: the leading number
-/// (strtol), times 60/3600/86400 when the next character is m/h/d (either
-/// case); anything else after the number is ignored. 0 means no limit.
-pub fn parse_duration(value: &str) -> Option<Duration> {
-    let t = value.trim_start();
-    let sign_len = usize::from(t.starts_with(['-', '+']));
-    let digits = t[sign_len..].bytes().take_while(u8::is_ascii_digit).count();
-    let n = atoi(&t[..sign_len + digits]);
-    let unit = t[sign_len + digits..].chars().next();
-    let factor = match unit {
-        Some('m' | 'M') => 60,
-        Some('h' | 'H') => 3600,
-        Some('d' | 'D') => 86_400,
-        _ => 1,
-    };
-    let secs = n.saturating_mul(factor);
-    (secs > 0).then(|| Duration::from_secs(secs as u64))
-}
-
-/// A CPU list as cyclictest takes it: `2`, `0-3`, `0,2-3`, `!0` (all but).
-pub fn parse_cpu_list(value: &str, online: &[usize]) -> Option<Vec<usize>> {
-    let (invert, list) = match value.strip_prefix('!') {
-        Some(rest) => (true, rest),
-        None => (false, value),
-    };
-    let mut cpus = Vec::new();
-    for part in list.split(',') {
-        let (lo, hi) = match part.split_once('-') {
-            Some((a, b)) => (a.trim().parse::<usize>().ok()?, b.trim().parse().ok()?),
-            None => {
-                let n = part.trim().parse::<usize>().ok()?;
-                (n, n)
-            }
-        };
-        if lo > hi || hi >= 4096 {
-            return None;
-        }
-        cpus.extend(lo..=hi);
-    }
-    let cpus = cpu_set(cpus, invert, online);
-    (!cpus.is_empty()).then_some(cpus)
-}
-
-/// The CPUs a list named, sorted and once each; with `!` every CPU of `all`
-/// it did not name.
-fn cpu_set(mut cpus: Vec<usize>, invert: bool, all: &[usize]) -> Vec<usize> {
-    if invert {
-        cpus = all.iter().copied().filter(|c| !cpus.contains(c)).collect();
-    }
-    cpus.sort_unstable();
-    cpus.dedup();
-    cpus
-}
-
-/// C's `strtoul(s, &end, 0)`: leading blanks, a sign, `0x` hex or `0`
-/// octal; the value (negative numbers wrap, as there) and the bytes used,
-/// 0 when there is no number.
-fn strtoul0(s: &str) -> (u64, usize) {
-    let b = s.as_bytes();
-    let mut k = 0;
-    while k < b.len() && matches!(b[k], b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) {
-        k += 1;
-    }
-    let neg = b.get(k) == Some(&b'-');
-    if matches!(b.get(k), Some(b'-' | b'+')) {
-        k += 1;
-    }
-    let (radix, start) = if b.get(k) == Some(&b'0')
-        && matches!(b.get(k + 1), Some(b'x' | b'X'))
-        && b.get(k + 2).is_some_and(u8::is_ascii_hexdigit)
-    {
-        (16, k + 2)
-    } else if b.get(k) == Some(&b'0') {
-        (8, k)
-    } else {
-        (10, k)
-    };
-    let digits = b[start..]
-        .iter()
-        .take_while(|c| (**c as char).is_digit(radix))
-        .count();
-    if digits == 0 {
-        return (0, 0);
-    }
-    let value = b[start..start + digits].iter().fold(0u64, |n, c| {
-        n.saturating_mul(u64::from(radix))
-            .saturating_add(u64::from((*c as char).to_digit(radix).unwrap_or(0)))
-    });
-    (
-        if neg { value.wrapping_neg() } else { value },
-        start + digits,
-    )
-}
-
-/// libnuma's `numa_parse_cpustring_all`, which cyclictest's `-a LIST` and
-/// `--mainaffinity LIST` go through: `all`, `!` (all but), `+` (the Nth
-/// allowed CPU), `N`, `N-M`, commas, numbers as `strtoul` reads them. On
-/// failure, libnuma's warning (`Err(Some(line))`, printed as it prints it:
-/// `libnuma: Warning: ` and an empty line after) or nothing (`Err(None)`:
-/// libnuma says nothing when the list ends in something else).
-pub fn numa_parse_cpustring(text: &str, allowed: &[usize]) -> Result<Vec<usize>, Option<String>> {
-    let warn = |m: String| Err(Some(format!("libnuma: Warning: {m}\n")));
-    let mut s = text;
-    let mut cpus = Vec::new();
-    if s.is_empty() {
-        return Ok(cpus);
-    }
-    let invert = s.starts_with('!');
-    if invert {
-        s = &s[1..];
-    }
-    let relative = s.starts_with('+');
-    if relative {
-        s = &s[1..];
-    }
-    // get_nr: a number, or with `+` the position among the allowed CPUs.
-    let nr = |s: &str| -> (Option<usize>, usize) {
-        let (n, used) = strtoul0(s);
-        if used == 0 {
-            return (None, 0);
-        }
-        let n = if relative {
-            allowed
-                .get(usize::try_from(n).unwrap_or(usize::MAX))
-                .copied()
-                .unwrap_or(usize::MAX)
-        } else {
-            usize::try_from(n).unwrap_or(usize::MAX)
-        };
-        (Some(n), used)
-    };
-    loop {
-        if s == "all" {
-            cpus.extend_from_slice(allowed);
-            s = "";
-            break;
-        }
-        let (Some(first), used) = nr(s) else {
-            return warn(format!("unparseable cpu description `{s}'"));
-        };
-        if !allowed.contains(&first) {
-            return warn(format!("cpu argument {s} is out of range"));
-        }
-        cpus.push(first);
-        s = &s[used..];
-        if let Some(rest) = s.strip_prefix('-') {
-            s = rest;
-            let (Some(last), used) = nr(s) else {
-                return warn(format!("missing cpu argument {s}"));
-            };
-            if !allowed.contains(&last) {
-                return warn(format!("cpu argument {s} out of range"));
-            }
-            cpus.extend((first..=last).filter(|c| allowed.contains(c)));
-            s = &s[used..];
-        }
-        match s.strip_prefix(',') {
-            Some(rest) => s = rest,
-            None => break,
-        }
-    }
-    if !s.is_empty() {
-        return Err(None);
-    }
-    Ok(cpu_set(cpus, invert, allowed))
 }
 
 /// rt-tests' HIST_MAX: larger `-h` values are cut to it.
@@ -595,7 +251,7 @@ impl CyclicSettings {
         args: &[String],
         online: &[usize],
         smi_supported: bool,
-    ) -> Result<CyclicSettings, CyclicUsage> {
+    ) -> Result<CyclicSettings, GetoptUsage> {
         let mut s = CyclicSettings {
             threads: 1,
             affinity: None,
@@ -678,8 +334,8 @@ impl CyclicSettings {
                             }
                             // cyclictest: a CPU set given but empty or
                             // unparseable -> libnuma's warning, then usage.
-                            Ok(_) | Err(None) => return Err(CyclicUsage::Invalid(Vec::new())),
-                            Err(Some(line)) => return Err(CyclicUsage::Invalid(vec![line])),
+                            Ok(_) | Err(None) => return Err(GetoptUsage::Invalid(Vec::new())),
+                            Err(Some(line)) => return Err(GetoptUsage::Invalid(vec![line])),
                         },
                         None => online.to_vec(),
                     });
@@ -696,13 +352,13 @@ impl CyclicSettings {
                     s.histofall |= name == "histofall";
                     histogram = n;
                     if histogram == 0 {
-                        return Err(CyclicUsage::Invalid(Vec::new()));
+                        return Err(GetoptUsage::Invalid(Vec::new()));
                     }
                 }
                 "histfile" => s.histfile = value,
                 "interval" => {
                     if n <= 0 {
-                        return Err(CyclicUsage::Bad(format!(
+                        return Err(GetoptUsage::Bad(format!(
                             "invalid interval for -i: '{v}' (cyclictest would spin without sleeping)"
                         )));
                     }
@@ -765,7 +421,7 @@ impl CyclicSettings {
                 "verbose" => s.verbose = true,
                 "dbg_cyclictest" => s.dbg = true,
                 "policy" => s.policy = CyclicPolicy::parse(v),
-                "help" => return Err(CyclicUsage::Help),
+                "help" => return Err(GetoptUsage::Help),
                 "posix_timers" => s.posix_timers = true,
                 LATSCOPE_JSON => latscope_json = value,
                 _ => unreachable!("every option of OPTIONS is handled"),
@@ -791,12 +447,12 @@ impl CyclicSettings {
         }
         if s.smi {
             if !smi_supported {
-                return Err(CyclicUsage::Fatal(
+                return Err(GetoptUsage::Fatal(
                     "SMI counter is not supported on this processor".into(),
                 ));
             }
             if s.affinity.is_none() {
-                return Err(CyclicUsage::Fatal(
+                return Err(GetoptUsage::Fatal(
                     "SMI counter relies on thread affinity".into(),
                 ));
             }
@@ -866,10 +522,10 @@ impl CyclicSettings {
         if error {
             let mut lines = s.warnings.clone();
             lines.extend(warnings_before_usage);
-            return Err(CyclicUsage::Invalid(lines));
+            return Err(GetoptUsage::Invalid(lines));
         }
         if num_threads > 4096 {
-            return Err(CyclicUsage::Bad(format!(
+            return Err(GetoptUsage::Bad(format!(
                 "invalid number of threads: {num_threads} (at most 4096)"
             )));
         }
@@ -877,7 +533,7 @@ impl CyclicSettings {
         s.priority = priority.clamp(0, 99) as i32;
         for i in 0..s.threads {
             if s.interval_of(i) <= 0 {
-                return Err(CyclicUsage::Bad(format!(
+                return Err(GetoptUsage::Bad(format!(
                     "thread {i} would have an interval of {} us (-i {} -d {})",
                     s.interval_of(i),
                     s.interval_us,
@@ -903,7 +559,7 @@ impl CyclicSettings {
                     (option, target.as_ref()),
                     ("--latscope-json", Some(&report)),
                 ])
-                .map_err(|e| CyclicUsage::Bad(e.0))?;
+                .map_err(|e| GetoptUsage::Bad(e.0))?;
             }
             s.latscope_json = Some(checked);
         }
@@ -961,7 +617,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn parse(words: &[&str]) -> Result<CyclicSettings, CyclicUsage> {
+    fn parse(words: &[&str]) -> Result<CyclicSettings, GetoptUsage> {
         let args: Vec<String> = words.iter().map(|w| w.to_string()).collect();
         CyclicSettings::parse(&args, &[0, 1], false)
     }
@@ -1021,25 +677,25 @@ mod tests {
         assert_eq!(parse(&["--lat", "5"]).unwrap().latency_target, 5);
         assert!(matches!(
             parse(&["--latscope-js", path]),
-            Err(CyclicUsage::Getopt(m)) if m.contains("unrecognized option")
+            Err(GetoptUsage::Getopt(m)) if m.contains("unrecognized option")
         ));
         assert!(matches!(
             parse(&["--latscope-json", "-"]),
-            Err(CyclicUsage::Bad(_))
+            Err(GetoptUsage::Bad(_))
         ));
         assert!(matches!(
             parse(&["--latscope-json"]),
-            Err(CyclicUsage::Bad(_))
+            Err(GetoptUsage::Bad(_))
         ));
         // cyclictest's own refusal comes first.
         assert!(matches!(
             parse(&["-c", "7", "--latscope-json", "-"]),
-            Err(CyclicUsage::Invalid(_))
+            Err(GetoptUsage::Invalid(_))
         ));
         let same = format!("--json={path}");
         assert!(matches!(
             parse(&[same.as_str(), "--latscope-json", path]),
-            Err(CyclicUsage::Bad(m)) if m.contains("same file")
+            Err(GetoptUsage::Bad(m)) if m.contains("same file")
         ));
         assert!(!file.exists(), "checking the path leaves nothing behind");
     }
@@ -1067,7 +723,7 @@ mod tests {
         assert_eq!(s.interval_of(2), 220);
         assert_eq!(
             parse(&["--hist", "30"]),
-            Err(CyclicUsage::Getopt(
+            Err(GetoptUsage::Getopt(
                 "option '--hist' is ambiguous; possibilities: '--histogram' '--histofall' '--histfile'"
                     .into()
             ))
@@ -1087,14 +743,6 @@ mod tests {
     }
 
     #[test]
-    fn atoi_is_cs() {
-        assert_eq!(atoi("12abc"), 12);
-        assert_eq!(atoi("  -7"), -7);
-        assert_eq!(atoi("x"), 0);
-        assert_eq!(atoi("+3"), 3);
-    }
-
-    #[test]
     fn cyclictests_own_adjustments() {
         // -t 0: atoi gives 0, so one thread per CPU (the word is skipped).
         assert_eq!(parse(&["-t", "0"]).unwrap().threads, 2);
@@ -1109,22 +757,22 @@ mod tests {
         let s = parse(&["-S", "-t", "2"]).unwrap();
         assert_eq!(s.warnings, vec!["WARN: -t ignored due to smp mode"]);
         assert_eq!(s.policy_of(0), CyclicPolicy::Other);
-        assert_eq!(parse(&["-p", "100"]), Err(CyclicUsage::Invalid(vec![])));
-        assert_eq!(parse(&["-h", "0"]), Err(CyclicUsage::Invalid(vec![])));
-        assert_eq!(parse(&["-c", "5"]), Err(CyclicUsage::Invalid(vec![])));
+        assert_eq!(parse(&["-p", "100"]), Err(GetoptUsage::Invalid(vec![])));
+        assert_eq!(parse(&["-h", "0"]), Err(GetoptUsage::Invalid(vec![])));
+        assert_eq!(parse(&["-c", "5"]), Err(GetoptUsage::Invalid(vec![])));
         assert_eq!(
             parse(&["-o", "2"]),
-            Err(CyclicUsage::Invalid(vec![
+            Err(GetoptUsage::Invalid(vec![
                 "WARN: -o option only meaningful, if verbose".into()
             ]))
         );
         assert_eq!(
             parse(&["-A", "--secaligned"]),
-            Err(CyclicUsage::Invalid(vec![]))
+            Err(GetoptUsage::Invalid(vec![]))
         );
         assert_eq!(
             parse(&["--smi"]),
-            Err(CyclicUsage::Fatal(
+            Err(GetoptUsage::Fatal(
                 "SMI counter is not supported on this processor".into()
             ))
         );
@@ -1138,50 +786,18 @@ mod tests {
     fn bad_input() {
         assert_eq!(
             parse(&["-Z"]),
-            Err(CyclicUsage::Getopt("invalid option -- 'Z'".into()))
+            Err(GetoptUsage::Getopt("invalid option -- 'Z'".into()))
         );
         assert_eq!(
             parse(&["-p"]),
-            Err(CyclicUsage::Getopt(
+            Err(GetoptUsage::Getopt(
                 "option requires an argument -- 'p'".into()
             ))
         );
         assert_eq!(parse(&["-b", "100"]).unwrap().breaktrace, 100);
-        assert!(matches!(parse(&["-i", "x"]), Err(CyclicUsage::Bad(_))));
-        assert!(matches!(parse(&["--bogus"]), Err(CyclicUsage::Getopt(_))));
-        assert_eq!(parse(&["-q", "--help"]), Err(CyclicUsage::Help));
-    }
-
-    /// libnuma's parser as rt-tests 2.40 cyclictest shows it (outputs of
-    /// Debian's cyclictest with `-a LIST` on a 2-CPU machine).
-    #[test]
-    fn numa_cpu_strings() {
-        let all = [0, 1];
-        let ok = |t: &str| numa_parse_cpustring(t, &all).unwrap();
-        assert_eq!(ok("1"), vec![1]);
-        assert_eq!(ok("0-1"), vec![0, 1]);
-        assert_eq!(ok("all"), vec![0, 1]);
-        assert_eq!(ok("!0"), vec![1]);
-        assert_eq!(ok("+1"), vec![1]);
-        assert_eq!(ok("0x1"), vec![1]);
-        assert_eq!(ok(" 1"), vec![1]);
-        assert_eq!(ok("1-0"), vec![1], "a reversed range keeps its first CPU");
-        assert_eq!(ok(""), Vec::<usize>::new());
-        let warn = |t: &str| numa_parse_cpustring(t, &all).unwrap_err();
-        let line = |m: &str| Some(format!("libnuma: Warning: {m}\n"));
-        assert_eq!(warn("abc"), line("unparseable cpu description `abc'"));
-        assert_eq!(warn("1,"), line("unparseable cpu description `'"));
-        assert_eq!(warn("0,,1"), line("unparseable cpu description `,1'"));
-        assert_eq!(warn("!"), line("unparseable cpu description `'"));
-        assert_eq!(warn("99"), line("cpu argument 99 is out of range"));
-        assert_eq!(warn("5,0"), line("cpu argument 5,0 is out of range"));
-        assert_eq!(warn("0,5"), line("cpu argument 5 is out of range"));
-        assert_eq!(warn("-1"), line("cpu argument -1 is out of range"));
-        assert_eq!(warn("0-5"), line("cpu argument 5 out of range"));
-        assert_eq!(warn("0-"), line("missing cpu argument "));
-        assert_eq!(warn("1-x"), line("missing cpu argument x"));
-        assert_eq!(warn("1a"), None, "libnuma fails without a word");
-        assert_eq!(warn("1 "), None);
+        assert!(matches!(parse(&["-i", "x"]), Err(GetoptUsage::Bad(_))));
+        assert!(matches!(parse(&["--bogus"]), Err(GetoptUsage::Getopt(_))));
+        assert_eq!(parse(&["-q", "--help"]), Err(GetoptUsage::Help));
     }
 
     /// `-a LIST` that libnuma refuses: its warning, then the usage (exit 1);
@@ -1191,23 +807,23 @@ mod tests {
         let warning = |m: &str| format!("libnuma: Warning: {m}\n");
         assert_eq!(
             parse(&["-a", "abc"]),
-            Err(CyclicUsage::Invalid(vec![warning(
+            Err(GetoptUsage::Invalid(vec![warning(
                 "unparseable cpu description `abc'"
             )]))
         );
         assert_eq!(
             parse(&["-a99"]),
-            Err(CyclicUsage::Invalid(vec![warning(
+            Err(GetoptUsage::Invalid(vec![warning(
                 "cpu argument 99 is out of range"
             )]))
         );
         assert_eq!(
             parse(&["-a", "-1"]),
-            Err(CyclicUsage::Invalid(vec![warning(
+            Err(GetoptUsage::Invalid(vec![warning(
                 "cpu argument -1 is out of range"
             )]))
         );
-        assert_eq!(parse(&["-a", "1a"]), Err(CyclicUsage::Invalid(vec![])));
+        assert_eq!(parse(&["-a", "1a"]), Err(GetoptUsage::Invalid(vec![])));
         // A word after -a is its list only when it looks like one.
         assert_eq!(parse(&["-a", "x1"]).unwrap().affinity, Some(vec![0, 1]));
         assert_eq!(parse(&["-a", "all"]).unwrap().affinity, Some(vec![0, 1]));
@@ -1231,11 +847,11 @@ mod tests {
     fn optional_values_do_not_move_getopt_on() {
         assert_eq!(
             parse(&["-q", "-t", "-1"]),
-            Err(CyclicUsage::Getopt("invalid option -- '1'".into()))
+            Err(GetoptUsage::Getopt("invalid option -- '1'".into()))
         );
         assert_eq!(
             parse(&["--secaligned", "-1"]),
-            Err(CyclicUsage::Getopt("invalid option -- '1'".into()))
+            Err(GetoptUsage::Getopt("invalid option -- '1'".into()))
         );
         let s = parse(&["-t", "3", "-q"]).unwrap();
         assert_eq!((s.threads, s.quiet), (3, true));

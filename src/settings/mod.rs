@@ -15,6 +15,7 @@ use crate::units::{parse_duration, shown};
 pub mod cleanup;
 pub mod compare;
 pub mod cyclictest;
+pub mod getopt;
 pub mod logdisk;
 pub mod noise;
 pub mod oslat;

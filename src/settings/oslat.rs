@@ -1,14 +1,17 @@
 //! `latscope oslat` / the `oslat` compat name: rt-tests 2.40 oslat's
 //! command line, parsed the way it parses it (GNU getopt_long: the parser
-//! of settings::cyclictest with oslat's table), its values read as it reads
+//! of settings::getopt with oslat's table), its values read as it reads
 //! them (`strtol`, `parse_time_string`, `parse_mem_string`) and refused with
 //! its own lines and exit codes.
 
-use super::cyclictest::{
-    Arg, CyclicUsage, atoi, getopt_long, numa_parse_cpustring, parse_duration,
-};
+use super::getopt::{Arg, GetoptUsage, atoi, getopt_long, numa_parse_cpustring, parse_duration};
 use crate::settings::noise::{CpusFrom, check_realtime_safety};
 use std::path::PathBuf;
+
+/// rt-tests 2.40's `oslat --help`, byte for byte (its version line, then
+/// the usage). The captured goldens under tests/ are the independent
+/// expectation.
+pub const HELP: &str = include_str!("usage/oslat.txt");
 
 /// oslat's default number of buckets.
 pub const BUCKET_SIZE: usize = 32;
@@ -139,7 +142,7 @@ impl OslatSettings {
         // count first, so `-v -Z` exits 0 and `-Z -v` complains.
         let (options, complaint) = match getopt_long(OPTIONS, &[], args) {
             Ok(options) => (options, None),
-            Err(CyclicUsage::Getopt(message)) => {
+            Err(GetoptUsage::Getopt(message)) => {
                 let before = (0..args.len())
                     .rev()
                     .find_map(|n| getopt_long(OPTIONS, &[], &args[..n]).ok())

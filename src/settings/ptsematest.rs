@@ -1,6 +1,6 @@
 //! The `ptsematest` compatibility name: rt-tests 2.40 ptsematest's command
 //! line read as it reads it (GNU getopt_long with ptsematest's table, through
-//! settings::cyclictest's getopt) before latscope's own parser (clap, `latscope
+//! settings::getopt) before latscope's own parser (clap, `latscope
 //! mutex --format classic`) sees it. What ptsematest answers by itself is
 //! answered here in its words: `--help`/`-h` and getopt's complaints (the
 //! message on stderr, the usage on stdout, exit 0), a priority outside 0..99,
@@ -10,10 +10,10 @@
 //! (words that are not options, everything after `--`) is skipped, and
 //! numbers are read as ptsematest reads them (`atoi`: `-i abc` is 0).
 
-use super::cyclictest::{Arg, CyclicUsage, atoi, getopt_long_into, parse_duration};
+use super::getopt::{Arg, GetoptUsage, atoi, getopt_long_into, parse_duration};
 
 /// `ptsematest --help`, byte for byte (Debian's rt-tests 2.40).
-pub const USAGE: &str = include_str!("../../tests/golden/ptsematest/usage.out");
+pub const USAGE: &str = include_str!("usage/ptsematest.txt");
 
 /// (long name, short letter, argument): ptsematest 2.40's table.
 const OPTIONS: &[(&str, Option<char>, Arg)] = &[
@@ -65,7 +65,7 @@ pub fn rewrite(args: &[String], program: &str, cpus: usize) -> Result<Vec<String
     let mut found = Vec::new();
     if let Err(e) = getopt_long_into(OPTIONS, LATSCOPE_OWN, args, peek, &mut found) {
         let message = match e {
-            CyclicUsage::Getopt(m) => m,
+            GetoptUsage::Getopt(m) => m,
             // Only latscope's own option can fail otherwise: its value
             // is missing (one line, exit 2, as latscope's usage errors).
             _ => {

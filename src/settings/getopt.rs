@@ -1,0 +1,387 @@
+//! GNU `getopt_long` as the rt-tests programs latscope stands in for
+//! (cyclictest, oslat, ptsematest) read their command lines, and the
+//! parsers of the values they share: C's `atoi`, rt-tests'
+//! `parse_time_string` and libnuma's `numa_parse_cpustring_all` (the CPU
+//! lists of `-a`, `--mainaffinity` and oslat's `-c`). clap cannot express
+//! these tools' optional arguments and abbreviations; scripts depend on
+//! exactly these spellings, so each tool gives its option table to this one
+//! engine.
+
+use std::time::Duration;
+
+/// How parsing ended when it did not give settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GetoptUsage {
+    /// getopt's own complaint (`invalid option -- 'Z'`): cyclictest prints
+    /// it on stderr, then its usage on stdout, and exits 0.
+    Getopt(String),
+    /// A value cyclictest refuses (`display_help(1)`): the `WARN:` lines
+    /// given on stderr, the usage on stdout, exit 1.
+    Invalid(Vec<String>),
+    /// cyclictest's `fatal()`: `FATAL: ` and the line on stderr, exit 1.
+    Fatal(String),
+    /// A value latscope refuses where cyclictest would misbehave (an
+    /// interval of 0 spins forever): one line, exit 2.
+    Bad(String),
+    /// `--help`: the usage on stdout, exit 0, as cyclictest.
+    Help,
+}
+
+/// Whether an option takes a value.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Arg {
+    No,
+    Required,
+    /// Attached (`-t4`, `--threads=4`) or, as cyclictest does by hand, the
+    /// next word when it looks like a value (see `cyclictest_peek`).
+    Optional,
+}
+
+/// C's `atoi`, as cyclictest reads every number: leading blanks, a sign,
+/// digits up to the first other character; 0 when there are none.
+pub fn atoi(text: &str) -> i64 {
+    let t = text.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let mut n: i64 = 0;
+    for b in digits.bytes().take_while(u8::is_ascii_digit) {
+        n = n.saturating_mul(10).saturating_add(i64::from(b - b'0'));
+    }
+    let n = n.min(i64::from(i32::MAX) + 1);
+    if neg { -n } else { n.min(i64::from(i32::MAX)) }
+}
+
+/// GNU getopt_long over `options` (long name, short letter, argument), for
+/// a table without optional arguments (oslat's): the
+/// options in order as (long name, value); getopt's complaints as
+/// `GetoptUsage::Getopt`. Words that are not options are skipped.
+/// `full_only`: latscope's own long options (`--latscope-json FILE`), each
+/// with a required value and matched only when spelled in full, so that
+/// every abbreviation keeps the tool's own meaning.
+pub fn getopt_long(
+    options: &[(&'static str, Option<char>, Arg)],
+    full_only: &[&'static str],
+    args: &[String],
+) -> Result<Vec<(&'static str, Option<String>)>, GetoptUsage> {
+    debug_assert!(
+        options.iter().all(|o| o.2 != Arg::Optional),
+        "a table with optional arguments needs its tool's peek: getopt_long_into"
+    );
+    let mut out = Vec::new();
+    getopt_long_into(options, full_only, args, |_, _| false, &mut out)?;
+    Ok(out)
+}
+
+/// `getopt_long`, the options found so far pushed to `out` (also when it
+/// fails).
+/// `peek(option, next_word)`: whether an optional value not attached to its
+/// option is the next word (each tool decides by hand, as cyclictest's `cyclictest_peek` does);
+/// that word is read by getopt afterwards all the same.
+pub fn getopt_long_into(
+    options: &[(&'static str, Option<char>, Arg)],
+    full_only: &[&'static str],
+    args: &[String],
+    peek: fn(&str, &str) -> bool,
+    out: &mut Vec<(&'static str, Option<String>)>,
+) -> Result<(), GetoptUsage> {
+    let mut i = 0;
+    while i < args.len() {
+        let word = &args[i];
+        i += 1;
+        if word == "--" {
+            break;
+        }
+        if let Some(long) = word.strip_prefix("--") {
+            let (name, attached) = match long.split_once('=') {
+                Some((n, v)) => (n, Some(v.to_string())),
+                None => (long, None),
+            };
+            if let Some(&extra) = full_only.iter().find(|&&x| x == name) {
+                let value = match attached {
+                    Some(v) => v,
+                    None => {
+                        let v = args.get(i).cloned().ok_or_else(|| {
+                            GetoptUsage::Bad(format!("--{extra} needs a file name: --{extra} FILE"))
+                        })?;
+                        i += 1;
+                        v
+                    }
+                };
+                out.push((extra, Some(value)));
+                continue;
+            }
+            let exact = options.iter().find(|o| o.0 == name);
+            let candidates: Vec<_> = options.iter().filter(|o| o.0.starts_with(name)).collect();
+            let found = match (exact, candidates.as_slice()) {
+                (Some(o), _) => o,
+                (None, [o]) => o,
+                (None, []) => {
+                    return Err(GetoptUsage::Getopt(format!("unrecognized option '{word}'")));
+                }
+                (None, many) => {
+                    let names: Vec<String> = many.iter().map(|o| format!("'--{}'", o.0)).collect();
+                    return Err(GetoptUsage::Getopt(format!(
+                        "option '--{name}' is ambiguous; possibilities: {}",
+                        names.join(" ")
+                    )));
+                }
+            };
+            let value = match (found.2, attached) {
+                (Arg::No, Some(_)) => {
+                    return Err(GetoptUsage::Getopt(format!(
+                        "option '--{}' doesn't allow an argument",
+                        found.0
+                    )));
+                }
+                (Arg::No, None) => None,
+                (Arg::Required, Some(v)) => Some(v),
+                (Arg::Required, None) => match args.get(i) {
+                    Some(v) => {
+                        i += 1;
+                        Some(v.clone())
+                    }
+                    None => {
+                        return Err(GetoptUsage::Getopt(format!(
+                            "option '--{}' requires an argument",
+                            found.0
+                        )));
+                    }
+                },
+                (Arg::Optional, Some(v)) => Some(v),
+                (Arg::Optional, None) => args.get(i).filter(|next| peek(found.0, next)).cloned(),
+            };
+            out.push((found.0, value));
+            continue;
+        }
+        let Some(cluster) = word.strip_prefix('-').filter(|c| !c.is_empty()) else {
+            // cyclictest ignores words that are not options.
+            continue;
+        };
+        let chars: Vec<char> = cluster.chars().collect();
+        let mut k = 0;
+        while k < chars.len() {
+            let letter = chars[k];
+            k += 1;
+            let Some(found) = options.iter().find(|o| o.1 == Some(letter)) else {
+                return Err(GetoptUsage::Getopt(format!("invalid option -- '{letter}'")));
+            };
+            let rest: String = chars[k..].iter().collect();
+            let value = match found.2 {
+                Arg::No => None,
+                Arg::Required if !rest.is_empty() => {
+                    k = chars.len();
+                    Some(rest)
+                }
+                Arg::Required => match args.get(i) {
+                    Some(v) => {
+                        i += 1;
+                        Some(v.clone())
+                    }
+                    None => {
+                        return Err(GetoptUsage::Getopt(format!(
+                            "option requires an argument -- '{letter}'"
+                        )));
+                    }
+                },
+                Arg::Optional if !rest.is_empty() => {
+                    k = chars.len();
+                    Some(rest)
+                }
+                Arg::Optional => args.get(i).filter(|next| peek(found.0, next)).cloned(),
+            };
+            out.push((found.0, value));
+        }
+    }
+    Ok(())
+}
+
+/// `-D`'s value as rt-tests' `parse_time_string`: the leading number
+/// (strtol), times 60/3600/86400 when the next character is m/h/d (either
+/// case); anything else after the number is ignored. 0 means no limit.
+pub fn parse_duration(value: &str) -> Option<Duration> {
+    let t = value.trim_start();
+    let sign_len = usize::from(t.starts_with(['-', '+']));
+    let digits = t[sign_len..].bytes().take_while(u8::is_ascii_digit).count();
+    let n = atoi(&t[..sign_len + digits]);
+    let unit = t[sign_len + digits..].chars().next();
+    let factor = match unit {
+        Some('m' | 'M') => 60,
+        Some('h' | 'H') => 3600,
+        Some('d' | 'D') => 86_400,
+        _ => 1,
+    };
+    let secs = n.saturating_mul(factor);
+    (secs > 0).then(|| Duration::from_secs(secs as u64))
+}
+
+/// The CPUs a list named, sorted and once each; with `!` every CPU of `all`
+/// it did not name.
+fn cpu_set(mut cpus: Vec<usize>, invert: bool, all: &[usize]) -> Vec<usize> {
+    if invert {
+        cpus = all.iter().copied().filter(|c| !cpus.contains(c)).collect();
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    cpus
+}
+
+/// C's `strtoul(s, &end, 0)`: leading blanks, a sign, `0x` hex or `0`
+/// octal; the value (negative numbers wrap, as there) and the bytes used,
+/// 0 when there is no number.
+fn strtoul0(s: &str) -> (u64, usize) {
+    let b = s.as_bytes();
+    let mut k = 0;
+    while k < b.len() && matches!(b[k], b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) {
+        k += 1;
+    }
+    let neg = b.get(k) == Some(&b'-');
+    if matches!(b.get(k), Some(b'-' | b'+')) {
+        k += 1;
+    }
+    let (radix, start) = if b.get(k) == Some(&b'0')
+        && matches!(b.get(k + 1), Some(b'x' | b'X'))
+        && b.get(k + 2).is_some_and(u8::is_ascii_hexdigit)
+    {
+        (16, k + 2)
+    } else if b.get(k) == Some(&b'0') {
+        (8, k)
+    } else {
+        (10, k)
+    };
+    let digits = b[start..]
+        .iter()
+        .take_while(|c| (**c as char).is_digit(radix))
+        .count();
+    if digits == 0 {
+        return (0, 0);
+    }
+    let value = b[start..start + digits].iter().fold(0u64, |n, c| {
+        n.saturating_mul(u64::from(radix))
+            .saturating_add(u64::from((*c as char).to_digit(radix).unwrap_or(0)))
+    });
+    (
+        if neg { value.wrapping_neg() } else { value },
+        start + digits,
+    )
+}
+
+/// libnuma's `numa_parse_cpustring_all`, which cyclictest's `-a LIST` and
+/// `--mainaffinity LIST` go through: `all`, `!` (all but), `+` (the Nth
+/// allowed CPU), `N`, `N-M`, commas, numbers as `strtoul` reads them. On
+/// failure, libnuma's warning (`Err(Some(line))`, printed as it prints it:
+/// `libnuma: Warning: ` and an empty line after) or nothing (`Err(None)`:
+/// libnuma says nothing when the list ends in something else).
+pub fn numa_parse_cpustring(text: &str, allowed: &[usize]) -> Result<Vec<usize>, Option<String>> {
+    let warn = |m: String| Err(Some(format!("libnuma: Warning: {m}\n")));
+    let mut s = text;
+    let mut cpus = Vec::new();
+    if s.is_empty() {
+        return Ok(cpus);
+    }
+    let invert = s.starts_with('!');
+    if invert {
+        s = &s[1..];
+    }
+    let relative = s.starts_with('+');
+    if relative {
+        s = &s[1..];
+    }
+    // get_nr: a number, or with `+` the position among the allowed CPUs.
+    let nr = |s: &str| -> (Option<usize>, usize) {
+        let (n, used) = strtoul0(s);
+        if used == 0 {
+            return (None, 0);
+        }
+        let n = if relative {
+            allowed
+                .get(usize::try_from(n).unwrap_or(usize::MAX))
+                .copied()
+                .unwrap_or(usize::MAX)
+        } else {
+            usize::try_from(n).unwrap_or(usize::MAX)
+        };
+        (Some(n), used)
+    };
+    loop {
+        if s == "all" {
+            cpus.extend_from_slice(allowed);
+            s = "";
+            break;
+        }
+        let (Some(first), used) = nr(s) else {
+            return warn(format!("unparseable cpu description `{s}'"));
+        };
+        if !allowed.contains(&first) {
+            return warn(format!("cpu argument {s} is out of range"));
+        }
+        cpus.push(first);
+        s = &s[used..];
+        if let Some(rest) = s.strip_prefix('-') {
+            s = rest;
+            let (Some(last), used) = nr(s) else {
+                return warn(format!("missing cpu argument {s}"));
+            };
+            if !allowed.contains(&last) {
+                return warn(format!("cpu argument {s} out of range"));
+            }
+            cpus.extend((first..=last).filter(|c| allowed.contains(c)));
+            s = &s[used..];
+        }
+        match s.strip_prefix(',') {
+            Some(rest) => s = rest,
+            None => break,
+        }
+    }
+    if !s.is_empty() {
+        return Err(None);
+    }
+    Ok(cpu_set(cpus, invert, allowed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atoi_is_cs() {
+        assert_eq!(atoi("12abc"), 12);
+        assert_eq!(atoi("  -7"), -7);
+        assert_eq!(atoi("x"), 0);
+        assert_eq!(atoi("+3"), 3);
+    }
+
+    /// libnuma's parser as rt-tests 2.40 cyclictest shows it (outputs of
+    /// Debian's cyclictest with `-a LIST` on a 2-CPU machine).
+    #[test]
+    fn numa_cpu_strings() {
+        let all = [0, 1];
+        let ok = |t: &str| numa_parse_cpustring(t, &all).unwrap();
+        assert_eq!(ok("1"), vec![1]);
+        assert_eq!(ok("0-1"), vec![0, 1]);
+        assert_eq!(ok("all"), vec![0, 1]);
+        assert_eq!(ok("!0"), vec![1]);
+        assert_eq!(ok("+1"), vec![1]);
+        assert_eq!(ok("0x1"), vec![1]);
+        assert_eq!(ok(" 1"), vec![1]);
+        assert_eq!(ok("1-0"), vec![1], "a reversed range keeps its first CPU");
+        assert_eq!(ok(""), Vec::<usize>::new());
+        let warn = |t: &str| numa_parse_cpustring(t, &all).unwrap_err();
+        let line = |m: &str| Some(format!("libnuma: Warning: {m}\n"));
+        assert_eq!(warn("abc"), line("unparseable cpu description `abc'"));
+        assert_eq!(warn("1,"), line("unparseable cpu description `'"));
+        assert_eq!(warn("0,,1"), line("unparseable cpu description `,1'"));
+        assert_eq!(warn("!"), line("unparseable cpu description `'"));
+        assert_eq!(warn("99"), line("cpu argument 99 is out of range"));
+        assert_eq!(warn("5,0"), line("cpu argument 5,0 is out of range"));
+        assert_eq!(warn("0,5"), line("cpu argument 5 is out of range"));
+        assert_eq!(warn("-1"), line("cpu argument -1 is out of range"));
+        assert_eq!(warn("0-5"), line("cpu argument 5 out of range"));
+        assert_eq!(warn("0-"), line("missing cpu argument "));
+        assert_eq!(warn("1-x"), line("missing cpu argument x"));
+        assert_eq!(warn("1a"), None, "libnuma fails without a word");
+        assert_eq!(warn("1 "), None);
+    }
+}
