@@ -5,7 +5,7 @@
 #   bench/logdisk_vs_mqldt.sh [--dir DIR] [--duration S] [--rounds N]
 #                             [--bsize LIST] [--file-size BYTES] [--num-files N]
 #                             [--mqldt-src DIR] [--latscope BIN] [--baseline BIN]
-#                             [--cross] [--out DIR]
+#                             [--cross] [--rt PRIO] [--out DIR]
 #
 # 1. Builds mqldt from its reference source (--mqldt-src, default
 #    ../shared/ref/mqldt next to the repository) into a temporary directory
@@ -37,7 +37,12 @@
 #    MEASURER runs on them (latscope with --reuse; mqldt reuses files of the
 #    right size by itself). latscope@mqldt against mqldt@mqldt is then the
 #    write loop alone, mqldt@latscope against mqldt@mqldt the layout alone.
-# 5. Prints every run's IOPS and average latency as it ends, then per block
+# 5. --rt PRIO runs both tools under `chrt -f PRIO` (SCHED_FIFO; root). On a
+#    machine whose CPUs others keep busy (builds), a writer woken by its
+#    completed write otherwise waits for a CPU, up to a 4 ms tick, and both
+#    tools measure that wait, not the disk (docs/benchmarks.md, part 4: about
+#    200 IOPS instead of thousands). The same for both tools: fair.
+# 6. Prints every run's IOPS and average latency as it ends, then per block
 #    size: each round's IOPS per tool, the median IOPS per tool, and per tool
 #    against mqldt (mqldt@mqldt with --cross) the ratio of the medians and the
 #    median of the per-round ratios (the two runs of a round are minutes apart
@@ -63,6 +68,7 @@ MQLDT_SRC=""
 LATSCOPE_BIN=""
 BASELINE=""
 CROSS=""
+RT=""
 OUT=""
 BUILD_TIMEOUT=900
 PREFIX=mqldt_testfile   # both tools' default --filePrefix
@@ -83,6 +89,7 @@ while [ $# -gt 0 ]; do
     --latscope) LATSCOPE_BIN=${2:?--latscope needs a binary}; shift ;;
     --baseline) BASELINE=${2:?--baseline needs a binary}; shift ;;
     --cross) CROSS=1 ;;
+    --rt) RT=${2:?--rt needs a SCHED_FIFO priority}; shift ;;
     --out) OUT=${2:?--out needs a directory}; shift ;;
     -h|--help) usage 0 ;;
     *) echo "unknown option: $1" >&2; usage 2 >&2 ;;
@@ -103,6 +110,12 @@ for b in "${BLIST[@]}"; do
 done
 [ -n "$BASELINE" ] && { [ -x "$BASELINE" ] || die "--baseline $BASELINE is not an executable"; }
 RUN_TIMEOUT=$((DURATION + 60))
+RT_CMD=()
+if [ -n "$RT" ]; then
+  case "$RT" in *[!0-9]*) echo "--rt takes a priority 1..99" >&2; exit 2 ;; esac
+  need chrt "util-linux"
+  RT_CMD=(chrt -f "$RT")
+fi
 
 need gcc
 need awk
@@ -133,7 +146,7 @@ print_machine
 echo "== test directory"
 echo "directory: $SCRATCH ($SCRATCH_FS, mounted on $(findmnt -n -o TARGET --target "$SCRATCH" 2>/dev/null || echo '?') with $(findmnt -n -o OPTIONS --target "$SCRATCH" 2>/dev/null || echo '?'))"
 echo "latscope: $LATSCOPE${BASELINE:+, baseline: $BASELINE}; mqldt: $MQLDT_SRC"
-echo "pattern: $NUM_FILES files x $FILE_SIZE bytes, ${DURATION} s per run, block sizes ${BLIST[*]}, $ROUNDS rounds${CROSS:+, cross layouts}"
+echo "pattern: $NUM_FILES files x $FILE_SIZE bytes, ${DURATION} s per run, block sizes ${BLIST[*]}, $ROUNDS rounds${CROSS:+, cross layouts}${RT:+, SCHED_FIFO $RT}"
 echo
 
 # ---------------------------------------------------------------- runs
@@ -143,12 +156,12 @@ tool_cmd() {
   local tool=$1 secs=$2
   shift 2
   case "$tool" in
-    mqldt) CMD=("$MQLDT" --dir="$SCRATCH" --bsize="$BS" --fileSize="$FILE_SIZE"
+    mqldt) CMD=("${RT_CMD[@]}" "$MQLDT" --dir="$SCRATCH" --bsize="$BS" --fileSize="$FILE_SIZE"
                 --numFiles="$NUM_FILES" --duration="$secs") ;;
     latscope|baseline)
       local bin=$LATSCOPE
       [ "$tool" = baseline ] && bin=$BASELINE
-      CMD=("$bin" logdisk --format classic -q --dir "$SCRATCH" --bsize "$BS" --fileSize "$FILE_SIZE"
+      CMD=("${RT_CMD[@]}" "$bin" logdisk --format classic -q --dir "$SCRATCH" --bsize "$BS" --fileSize "$FILE_SIZE"
            --numFiles "$NUM_FILES" --duration "$secs" "$@") ;;
   esac
 }
