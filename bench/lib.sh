@@ -145,8 +145,10 @@ SCRATCH=""
 disk_scratch() {
   local parent=$1 name=$2
   [ -d "$parent" ] || die "$parent is not a directory"
-  SCRATCH_FS=$(findmnt -n -o FSTYPE --target "$parent" 2>/dev/null || stat -f -c %T "$parent") \
-    || die "cannot find the filesystem of $parent"
+  # The last line: where mounts are stacked (/dev/shm here lists tmpfs twice),
+  # the one mounted last is the one the path reaches.
+  SCRATCH_FS=$({ findmnt -n -o FSTYPE --target "$parent" 2>/dev/null || stat -f -c %T "$parent"; } | tail -n 1)
+  [ -n "$SCRATCH_FS" ] || die "cannot find the filesystem of $parent"
   case "$SCRATCH_FS" in tmpfs|ramfs) die "$parent is on $SCRATCH_FS: give a directory on a disk" ;; esac
   show mktemp -d "$parent/$name.XXXXXX"
   SCRATCH=$(mktemp -d "$parent/$name.XXXXXX") || die "cannot create a directory in $parent"
