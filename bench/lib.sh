@@ -14,6 +14,10 @@
 #   bench_cleanup (defined by the caller, optional)
 #                                     runs on exit, Ctrl-C and SIGTERM after the
 #                                     running command was stopped (scratch files)
+#   disk_scratch PARENT NAME          create SCRATCH=PARENT/NAME.XXXXXX, refused on
+#                                     tmpfs/ramfs (sets SCRATCH_FS); removed with all
+#                                     in it on exit, Ctrl-C and SIGTERM
+#   empty_scratch WHEN                remove (and name) what a run left in SCRATCH
 #   print_machine REFERENCE...        the machine, and the reference tools' versions
 #   build_latscope SECS               cargo build --release, sets LATSCOPE
 #   compare_run ROWS RUN TOOL NAME CMD...
@@ -77,6 +81,7 @@ on_signal() {
 on_exit() {
   stop_current
   if declare -F bench_cleanup >/dev/null; then bench_cleanup; fi
+  remove_scratch
 }
 trap on_exit EXIT
 trap on_signal INT TERM HUP
@@ -128,6 +133,41 @@ run_bounded() {
     sed 's/^/     /' "$OUT/$name.err" >&2
   fi
   return "$rc"
+}
+
+# ---------------------------------------------------------------- scratch directory
+SCRATCH=""
+
+# disk_scratch PARENT NAME: a fresh directory PARENT/NAME.XXXXXX in SCRATCH,
+# for the test files of disk benchmarks; its filesystem type in SCRATCH_FS.
+# tmpfs and ramfs are refused: the page cache is not a disk. The exit trap
+# removes it with everything in it (a tool stopped by Ctrl-C may leave files).
+disk_scratch() {
+  local parent=$1 name=$2
+  [ -d "$parent" ] || die "$parent is not a directory"
+  # The last line: where mounts are stacked (/dev/shm here lists tmpfs twice),
+  # the one mounted last is the one the path reaches.
+  SCRATCH_FS=$({ findmnt -n -o FSTYPE --target "$parent" 2>/dev/null || stat -f -c %T "$parent"; } | tail -n 1)
+  [ -n "$SCRATCH_FS" ] || die "cannot find the filesystem of $parent"
+  case "$SCRATCH_FS" in tmpfs|ramfs) die "$parent is on $SCRATCH_FS: give a directory on a disk" ;; esac
+  show mktemp -d "$parent/$name.XXXXXX"
+  SCRATCH=$(mktemp -d "$parent/$name.XXXXXX") || die "cannot create a directory in $parent"
+}
+
+remove_scratch() {
+  if [ -z "${SCRATCH:-}" ] || [ ! -d "$SCRATCH" ]; then return 0; fi
+  show rm -rf -- "$SCRATCH"
+  rm -rf -- "$SCRATCH"
+}
+
+# empty_scratch WHEN: the scratch directory must be empty between runs; a tool
+# that was stopped may have left its files: say so and remove them.
+empty_scratch() {
+  local left
+  left=$(find "$SCRATCH" -mindepth 1 -maxdepth 1 -printf '%f ' 2>/dev/null)
+  [ -z "$left" ] && return 0
+  echo "  !! files left in $SCRATCH $1: $left(removed)" >&2
+  find "$SCRATCH" -mindepth 1 -delete
 }
 
 # ---------------------------------------------------------------- machine, build

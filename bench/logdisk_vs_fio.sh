@@ -159,18 +159,8 @@ bench_out_dir
 
 # ---------------------------------------------------------------- the directory
 [ -n "$DIR" ] || { DIR="$REPO/target"; mkdir -p "$DIR" || die "cannot create $DIR"; }
-[ -d "$DIR" ] || die "--dir $DIR is not a directory"
-FSTYPE=$(findmnt -n -o FSTYPE --target "$DIR" 2>/dev/null || stat -f -c %T "$DIR") \
-  || die "cannot find the filesystem of $DIR"
-case "$FSTYPE" in tmpfs|ramfs) die "--dir $DIR is on $FSTYPE: give a directory on a disk" ;; esac
-show mktemp -d "$DIR/latscope-logdisk-bench.XXXXXX"
-SCRATCH=$(mktemp -d "$DIR/latscope-logdisk-bench.XXXXXX") || die "cannot create a directory in $DIR"
-# shellcheck disable=SC2317  # called by lib.sh's exit trap
-bench_cleanup() {
-  if [ -z "${SCRATCH:-}" ] || [ ! -d "$SCRATCH" ]; then return 0; fi
-  show rm -rf -- "$SCRATCH"
-  rm -rf -- "$SCRATCH"
-}
+disk_scratch "$DIR" latscope-logdisk-bench
+FSTYPE=$SCRATCH_FS
 # The block device under the directory, for its write counter (none: "-").
 SOURCE=$(df --output=source "$SCRATCH" | tail -1)
 DEVSTAT=""
@@ -207,16 +197,6 @@ DROPPED="$OUT/dropped.tsv"
 : >"$DROPPED"
 failed=0
 
-# empty_dir WHEN: the scratch directory must be empty between runs; a tool that
-# was stopped may have left its files: say so and remove them.
-empty_dir() {
-  local left
-  left=$(find "$SCRATCH" -mindepth 1 -maxdepth 1 -printf '%f ' 2>/dev/null)
-  [ -z "$left" ] && return 0
-  echo "  !! files left in $SCRATCH $1: $left(removed)" >&2
-  find "$SCRATCH" -mindepth 1 -delete
-}
-
 # Rows (tab separated): bsize run tool writes iops bytes_per_s avg_ns p50_ns
 # p99_ns max_ns min_ns duration_s cpu_s device_writes load1 clat_avg_ns others_s
 # device_flushes wall_s (dropped.tsv: the same, then the attempt it caused)
@@ -243,7 +223,7 @@ fio_row() {
 # SUFFIX.*), appends its row to FILE.
 one_run() {
   local tool=$1 run=$2 bs=$3 name=$1-$3-$2$4 file=$5 d0 d1 i0 i1 load row others dw df wall
-  empty_dir "before $name"
+  empty_scratch "before $name"
   local cmd
   if [ "$tool" = latscope ]; then
     cmd=("${NICE_CMD[@]}" "$LATSCOPE" logdisk --dir "$SCRATCH" --bsize "$bs" --fileSize "$FILE_BYTES"
@@ -262,7 +242,7 @@ one_run() {
   local rc=$?
   i1=$(idle_ticks)
   d1=$(dev_writes)
-  empty_dir "after $name"
+  empty_scratch "after $name"
   [ "$rc" = 0 ] || return 1
   if [ "$tool" = latscope ]; then
     row=$(latscope_row "$OUT/$name.json" 2>"$OUT/$name.parse")
