@@ -112,6 +112,8 @@ const SRC_X: u8 = 0x08;
 const MODE_IMM: u8 = 0x00;
 const MODE_MEM: u8 = 0x60;
 const MODE_ATOMIC: u8 = 0xc0;
+/// `BPF_FETCH`: an atomic operation that also returns the old value.
+const ATOMIC_FETCH: i32 = 0x01;
 // Jump operations that are not conditions.
 const JMP_JA: u8 = 0x00;
 const JMP_CALL: u8 = 0x80;
@@ -215,6 +217,16 @@ impl Insn {
             off,
             Alu::Add as i32,
         )
+    }
+
+    /// `src = *(u64 *)(dst + off); *(u64 *)(dst + off) += src`, atomically
+    /// (`BPF_ATOMIC | BPF_ADD | BPF_FETCH`, Linux 5.12): `src` gets the old
+    /// value (x86's `lock xadd`).
+    pub fn atomic_fetch_add64(dst: Reg, off: i16, src: Reg) -> Insn {
+        Insn {
+            imm: Alu::Add as i32 | ATOMIC_FETCH,
+            ..Insn::atomic_add64(dst, off, src)
+        }
     }
 
     /// `if dst COND imm goto +off`.
@@ -439,6 +451,11 @@ mod tests {
         assert_eq!(
             bytes(Insn::atomic_add64(Reg::R0, 16, Reg::R1)),
             [0xdb, 0x10, 16, 0, 0, 0, 0, 0]
+        );
+        // The same with imm BPF_ADD | BPF_FETCH = 1: r2 = fetch_add(r7 + 0, r2).
+        assert_eq!(
+            bytes(Insn::atomic_fetch_add64(Reg::R7, 0, Reg::R2)),
+            [0xdb, 0x27, 0, 0, 1, 0, 0, 0]
         );
     }
 

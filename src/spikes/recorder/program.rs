@@ -3,13 +3,15 @@
 //! offsets come from the events' tracefs `format` files.
 //!
 //! Every program: looks up this CPU's region (exit when the CPU is not
-//! traced: the kernel runs a tracepoint's programs on every CPU), reads its
-//! fields from the record the tracepoint hands over (the context), writes
-//! the record at slot `head % slots`, then `head + 1`. The switch program
-//! also writes the names of both tasks into the name table and the CPU's
-//! current task into the header.
+//! traced: the kernel runs a tracepoint's programs on every CPU), reserves
+//! record `i` with an atomic fetch-and-add on `head`, clears its `SEQ`,
+//! reads its fields from the record the tracepoint hands over (the
+//! context) into slot `i % slots`, writes how long it ran, and commits with
+//! `SEQ = i + 1` (see `layout.rs` for why this is safe under nesting). The
+//! switch program also writes the names of both tasks into the name table
+//! and the CPU's current task into the header.
 
-use super::layout::{Kind, NAME_SHIFT, RECORD_SHIFT, Region, header, name, record};
+use super::layout::{INTERRUPTED_NS, Kind, NAME_SHIFT, RECORD_SIZE, Region, header, name, record};
 use crate::rt::bpf::{Alu, Asm, Cond, Helper, Insn, Map, Reg, Size};
 use crate::rt::tracefs::format::{EventFormat, Field};
 
@@ -23,6 +25,9 @@ const CTX: Reg = Reg::R6;
 const REGION: Reg = Reg::R7;
 const SLOT: Reg = Reg::R8;
 const TIME: Reg = Reg::R9;
+/// Stack slot of the record's commit word (`SEQ`, the record number + 1):
+/// below the CPU number the map lookup reads at -4.
+const COMMIT_ON_STACK: i16 = -16;
 
 /// What one program records, with the context fields it reads.
 #[derive(Debug, Clone)]
@@ -190,13 +195,22 @@ pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, 
         .jump_if(Cond::Eq, Reg::R1, 0, out);
     asm.push(Insn::call(Helper::KtimeGetNs))
         .push(Insn::mov64_reg(TIME, Reg::R0));
-    // SLOT = REGION + (head % slots) * RECORD_SIZE: the record's fields are
+    // Reserve record i: R1 = i, head = i + 1, atomically (a program that
+    // interrupts this one reserves i + 1). Its commit word is kept on the
+    // stack for the end.
+    asm.push(Insn::mov64_imm(Reg::R1, 1))
+        .push(Insn::atomic_fetch_add64(REGION, header::HEAD as i16, Reg::R1))
+        .push(Insn::mov64_reg(Reg::R2, Reg::R1))
+        .push(Insn::alu64_imm(Alu::Add, Reg::R2, 1))
+        .push(Insn::stx(Size::DW, Reg::R10, COMMIT_ON_STACK, Reg::R2));
+    // SLOT = REGION + (i % slots) * RECORD_SIZE: the record's fields are
     // at `at_record` from it. The mask bounds the offset for the verifier.
-    asm.push(Insn::ldx(Size::DW, Reg::R1, REGION, header::HEAD as i16))
-        .push(Insn::alu64_imm(Alu::And, Reg::R1, region.slots as i32 - 1))
-        .push(Insn::alu64_imm(Alu::Lsh, Reg::R1, RECORD_SHIFT as i32))
+    asm.push(Insn::alu64_imm(Alu::And, Reg::R1, region.slots as i32 - 1))
+        .push(Insn::alu64_imm(Alu::Mul, Reg::R1, RECORD_SIZE as i32))
         .push(Insn::mov64_reg(SLOT, REGION))
         .push(Insn::alu64_reg(Alu::Add, SLOT, Reg::R1));
+    // Being written: a reader that copies the slot from now on sees it.
+    asm.push(Insn::st(Size::DW, SLOT, at_record(record::SEQ), 0));
     asm.push(Insn::stx(Size::DW, SLOT, at_record(record::TIME), TIME))
         .push(Insn::call(Helper::GetCurrentPidTgid))
         .push(Insn::stx(Size::W, SLOT, at_record(record::PID), Reg::R0));
@@ -293,10 +307,18 @@ pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, 
         }
         Recipe::Vector { .. } => {}
     }
-    // The record is whole: publish it.
-    asm.push(Insn::ldx(Size::DW, Reg::R1, REGION, header::HEAD as i16))
-        .push(Insn::alu64_imm(Alu::Add, Reg::R1, 1))
-        .push(Insn::stx(Size::DW, REGION, header::HEAD as i16, Reg::R1));
+    // How long this program ran; a long run was interrupted (counted).
+    let quick = asm.new_label();
+    asm.push(Insn::call(Helper::KtimeGetNs))
+        .push(Insn::alu64_reg(Alu::Sub, Reg::R0, TIME))
+        .push(Insn::stx(Size::W, SLOT, at_record(record::ELAPSED), Reg::R0))
+        .jump_if(Cond::Le, Reg::R0, INTERRUPTED_NS as i32, quick)
+        .push(Insn::mov64_imm(Reg::R1, 1))
+        .push(Insn::atomic_add64(REGION, header::INTERRUPTED as i16, Reg::R1));
+    asm.bind(quick);
+    // The record is whole: commit it, last.
+    asm.push(Insn::ldx(Size::DW, Reg::R1, Reg::R10, COMMIT_ON_STACK))
+        .push(Insn::stx(Size::DW, SLOT, at_record(record::SEQ), Reg::R1));
     asm.bind(out);
     asm.push(Insn::mov64_imm(Reg::R0, 0)).push(Insn::exit());
     asm.finish()
