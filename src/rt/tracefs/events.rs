@@ -41,6 +41,12 @@ pub const ACTIVITY: [(&str, &str); 6] = [
     ("irq", "softirq_exit"),
 ];
 
+/// Non-maskable interrupts, traced for the attribution where the kernel has
+/// the event: written when each NMI handler returns, with how long it ran
+/// (`delta_ns`), so an NMI's time is named instead of falling into the
+/// time no event explains.
+pub const NMI: (&str, &str) = ("nmi", "nmi_handler");
+
 /// Interrupts that do not go through `irq_handler_entry` (x86 system
 /// vectors: the local timer, IPIs), traced for the attribution where the
 /// kernel has them; each is a `<name>_entry` / `<name>_exit` pair.
@@ -153,6 +159,12 @@ pub enum Kind {
     VectorExit {
         vector: u8,
     },
+    /// `nmi_handler`: an NMI handler returned after running `delta_ns`
+    /// (the event comes at its end: the NMI began `delta_ns` before it).
+    Nmi {
+        delta_ns: u64,
+        handled: i32,
+    },
 }
 
 /// The kernel's softirq names by vector number (`softirq_to_name`, stable
@@ -231,6 +243,24 @@ enum Layout {
         index: u8,
         entry: bool,
     },
+    Nmi(NmiFields),
+}
+
+/// The fields of `nmi_handler` latscope reads (both collectors: the tracefs
+/// decoder and the flight recorder's program).
+#[derive(Debug, Clone)]
+pub struct NmiFields {
+    pub delta_ns: Field,
+    pub handled: Field,
+}
+
+impl NmiFields {
+    pub fn of(format: &EventFormat) -> Result<NmiFields, String> {
+        Ok(NmiFields {
+            delta_ns: integer(format, "delta_ns")?,
+            handled: integer(format, "handled")?,
+        })
+    }
 }
 
 impl Layout {
@@ -272,6 +302,7 @@ impl Layout {
                 vec: f("vec")?,
                 entry: format.name == "softirq_entry",
             },
+            "nmi_handler" => Layout::Nmi(NmiFields::of(format)?),
             other => {
                 let vector = |suffix: &str| {
                     let base = other.strip_suffix(suffix)?;
@@ -355,6 +386,10 @@ impl Layout {
             Layout::Vector { index, entry } => match entry {
                 true => Kind::VectorEntry { vector: *index },
                 false => Kind::VectorExit { vector: *index },
+            },
+            Layout::Nmi(NmiFields { delta_ns, handled }) => Kind::Nmi {
+                delta_ns: int(delta_ns)?.max(0) as u64,
+                handled: int(handled)? as i32,
             },
         })
     }
@@ -587,6 +622,7 @@ pub(crate) mod tests {
             include_str!("testdata/softirq_entry.format"),
             include_str!("testdata/softirq_exit.format"),
             include_str!("testdata/local_timer_entry.format"),
+            include_str!("testdata/nmi_handler.format"),
         ]
         .map(|text| EventFormat::parse(text).unwrap())
         .to_vec()
@@ -652,6 +688,22 @@ pub(crate) mod tests {
         let rec = record(&f[6], 0, &[("vector", 236)]);
         assert_eq!(kind(&rec), Kind::VectorEntry { vector: 0 });
         assert_eq!(VECTORS[0], "local_timer");
+        let rec = record(
+            &f[7],
+            0,
+            &[
+                ("handler", 0xffff_ffff_8100_0000),
+                ("delta_ns", 41_500),
+                ("handled", 1),
+            ],
+        );
+        assert_eq!(
+            kind(&rec),
+            Kind::Nmi {
+                delta_ns: 41_500,
+                handled: 1
+            }
+        );
         // A switch away from a sleeping task.
         let rec = record(&f[0], 7, &[("prev_state", 1)]);
         let Kind::Switch(s) = kind(&rec) else {

@@ -397,6 +397,10 @@ pub fn decode(
         RecordKind::VectorExit => Kind::VectorExit {
             vector: r.small(record::SMALL) as u8,
         },
+        RecordKind::Nmi => Kind::Nmi {
+            delta_ns: u64::from(a as u32),
+            handled: b,
+        },
     };
     Some(TraceEvent {
         time: r.time(),
@@ -545,10 +549,17 @@ pub(crate) mod tests {
         ));
         region.push(RawRecord::new(1_700, -1, RecordKind::VectorExit, 2, [0; 4]));
         region.push(switch(1_800, (9, 19, 0x100), (42, 49)));
+        region.push(RawRecord::new(
+            1_900,
+            42,
+            RecordKind::Nmi,
+            0,
+            [41_500, 1, 0, 0],
+        ));
         let mut names = Names::known(&[(42, "sampling-1")], &[(24, "virtio0-input.0")]);
         let (events, snap) = events(&region, 0, &mut names);
         assert!(snap.complete && !snap.overwritten);
-        assert_eq!(snap.head, 9);
+        assert_eq!(snap.head, 10);
         let kinds: Vec<Kind> = events.iter().map(|e| e.kind).collect();
         let comm = |s: &str| comm_of(s);
         assert_eq!(
@@ -586,10 +597,14 @@ pub(crate) mod tests {
                     next_prio: 49,
                     next_comm: comm("sampling-1"),
                 }),
+                Kind::Nmi {
+                    delta_ns: 41_500,
+                    handled: 1
+                },
             ]
         );
         let times: Vec<u64> = events.iter().map(|e| e.time).collect();
-        assert_eq!(times, (1..=9).map(|i| 900 + i * 100).collect::<Vec<_>>());
+        assert_eq!(times, (1..=10).map(|i| 900 + i * 100).collect::<Vec<_>>());
         assert!(events.iter().all(|e| e.cpu == CPU));
         assert_eq!(events[1].pid, 9);
         assert_eq!(events[6].pid, -1);

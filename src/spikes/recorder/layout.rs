@@ -89,10 +89,13 @@ pub enum Kind {
     /// `irq_vectors:<vector>_entry` / `_exit`: SMALL the vector's index.
     VectorEntry = 7,
     VectorExit = 8,
+    /// `nmi:nmi_handler`, written when an NMI handler returns: A its run
+    /// (`delta_ns`, ns, the low 32 bits: up to 4.2 s), B `handled`.
+    Nmi = 9,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::Switch,
         Kind::Wakeup,
         Kind::IrqEntry,
@@ -101,6 +104,7 @@ impl Kind {
         Kind::SoftirqExit,
         Kind::VectorEntry,
         Kind::VectorExit,
+        Kind::Nmi,
     ];
 
     pub fn from_code(code: u16) -> Option<Kind> {
@@ -204,6 +208,6 @@ mod tests {
             assert_eq!(Kind::from_code(kind as u16), Some(kind));
         }
         assert_eq!(Kind::from_code(0), None);
-        assert_eq!(Kind::from_code(9), None);
+        assert_eq!(Kind::from_code(10), None);
     }
 }

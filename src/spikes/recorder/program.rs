@@ -13,6 +13,7 @@
 
 use super::layout::{INTERRUPTED_NS, Kind, NAME_SHIFT, RECORD_SIZE, Region, header, name, record};
 use crate::rt::bpf::{Alu, Asm, Cond, Helper, Insn, Map, Reg, Size};
+use crate::rt::tracefs::events::NmiFields;
 use crate::rt::tracefs::format::{EventFormat, Field};
 
 /// Offset in the header of the flag user space sets for each traced CPU
@@ -52,6 +53,8 @@ pub enum Recipe {
     Operand { kind: Kind, field: Field },
     /// A system vector's entry or exit: its index into `VECTORS`.
     Vector { kind: Kind, index: u16 },
+    /// An NMI handler's end, with its run.
+    Nmi(NmiFields),
 }
 
 impl Recipe {
@@ -91,6 +94,7 @@ impl Recipe {
                 kind: Kind::SoftirqExit,
                 field: f("vec")?,
             },
+            "nmi_handler" => Recipe::Nmi(NmiFields::of(format)?),
             other => {
                 let vector = |suffix: &str| {
                     let base = other.strip_suffix(suffix)?;
@@ -218,6 +222,7 @@ pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, 
         Recipe::Switch { .. } => Kind::Switch,
         Recipe::Wakeup { .. } => Kind::Wakeup,
         Recipe::Operand { kind, .. } | Recipe::Vector { kind, .. } => *kind,
+        Recipe::Nmi(_) => Kind::Nmi,
     };
     asm.push(Insn::st(
         Size::H,
@@ -304,6 +309,12 @@ pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, 
         Recipe::Operand { field, .. } => {
             load32(&mut asm, Reg::R1, field)?;
             asm.push(Insn::stx(Size::W, SLOT, at_record(record::A), Reg::R1));
+        }
+        Recipe::Nmi(NmiFields { delta_ns, handled }) => {
+            for (field, at) in [(delta_ns, record::A), (handled, record::B)] {
+                load32(&mut asm, Reg::R1, field)?;
+                asm.push(Insn::stx(Size::W, SLOT, at_record(at), Reg::R1));
+            }
         }
         Recipe::Vector { .. } => {}
     }
