@@ -213,21 +213,9 @@ enum Layout {
         hrtimer: Field,
         now: Field,
     },
-    Switch {
-        prev_comm: Field,
-        prev_pid: Field,
-        prev_prio: Field,
-        prev_state: Field,
-        next_comm: Field,
-        next_pid: Field,
-        next_prio: Field,
-    },
+    Switch(SwitchFields),
     UserReturn,
-    Wakeup {
-        pid: Field,
-        prio: Field,
-        target_cpu: Field,
-    },
+    Wakeup(WakeupFields),
     IrqEntry {
         irq: Field,
         name: Field,
@@ -244,6 +232,66 @@ enum Layout {
         entry: bool,
     },
     Nmi(NmiFields),
+}
+
+/// The fields of `sched_switch` latscope reads (both collectors: the
+/// tracefs decoder and the flight recorder's program).
+#[derive(Debug, Clone)]
+pub struct SwitchFields {
+    pub prev_comm: Field,
+    pub prev_pid: Field,
+    pub prev_prio: Field,
+    pub prev_state: Field,
+    pub next_comm: Field,
+    pub next_pid: Field,
+    pub next_prio: Field,
+}
+
+impl SwitchFields {
+    pub fn of(format: &EventFormat) -> Result<SwitchFields, String> {
+        let f = |name: &str| integer(format, name);
+        let text = |name: &str| format.field(name).cloned();
+        Ok(SwitchFields {
+            prev_comm: text("prev_comm")?,
+            prev_pid: f("prev_pid")?,
+            prev_prio: f("prev_prio")?,
+            prev_state: f("prev_state")?,
+            next_comm: text("next_comm")?,
+            next_pid: f("next_pid")?,
+            next_prio: f("next_prio")?,
+        })
+    }
+}
+
+/// The fields of `sched_wakeup` (and `sched_waking`) latscope reads (both
+/// collectors).
+#[derive(Debug, Clone)]
+pub struct WakeupFields {
+    pub pid: Field,
+    pub prio: Field,
+    pub target_cpu: Field,
+}
+
+impl WakeupFields {
+    pub fn of(format: &EventFormat) -> Result<WakeupFields, String> {
+        Ok(WakeupFields {
+            pid: integer(format, "pid")?,
+            prio: integer(format, "prio")?,
+            target_cpu: integer(format, "target_cpu")?,
+        })
+    }
+}
+
+/// Which of `VECTORS` the event `name` (`<vector>_entry` or `_exit`) is,
+/// and whether it is the entry.
+pub fn vector_event(name: &str) -> Option<(u8, bool)> {
+    let index = |suffix: &str| {
+        let base = name.strip_suffix(suffix)?;
+        VECTORS.iter().position(|v| *v == base).map(|i| i as u8)
+    };
+    index("_entry")
+        .map(|i| (i, true))
+        .or_else(|| index("_exit").map(|i| (i, false)))
 }
 
 /// The fields of `nmi_handler` latscope reads (both collectors: the tracefs
@@ -278,21 +326,9 @@ impl Layout {
                 hrtimer: f("hrtimer")?,
                 now: f("now")?,
             },
-            "sched_switch" => Layout::Switch {
-                prev_comm: text("prev_comm")?,
-                prev_pid: f("prev_pid")?,
-                prev_prio: f("prev_prio")?,
-                prev_state: f("prev_state")?,
-                next_comm: text("next_comm")?,
-                next_pid: f("next_pid")?,
-                next_prio: f("next_prio")?,
-            },
+            "sched_switch" => Layout::Switch(SwitchFields::of(format)?),
             "rseq_update" => Layout::UserReturn,
-            "sched_wakeup" | "sched_waking" => Layout::Wakeup {
-                pid: f("pid")?,
-                prio: f("prio")?,
-                target_cpu: f("target_cpu")?,
-            },
+            "sched_wakeup" | "sched_waking" => Layout::Wakeup(WakeupFields::of(format)?),
             "irq_handler_entry" => Layout::IrqEntry {
                 irq: f("irq")?,
                 name: text("name")?,
@@ -303,23 +339,10 @@ impl Layout {
                 entry: format.name == "softirq_entry",
             },
             "nmi_handler" => Layout::Nmi(NmiFields::of(format)?),
-            other => {
-                let vector = |suffix: &str| {
-                    let base = other.strip_suffix(suffix)?;
-                    VECTORS.iter().position(|v| *v == base)
-                };
-                match (vector("_entry"), vector("_exit")) {
-                    (Some(i), _) => Layout::Vector {
-                        index: i as u8,
-                        entry: true,
-                    },
-                    (_, Some(i)) => Layout::Vector {
-                        index: i as u8,
-                        entry: false,
-                    },
-                    _ => return Err(format!("latscope does not decode trace event {other}")),
-                }
-            }
+            other => match vector_event(other) {
+                Some((index, entry)) => Layout::Vector { index, entry },
+                None => return Err(format!("latscope does not decode trace event {other}")),
+            },
         })
     }
 
@@ -340,7 +363,7 @@ impl Layout {
                 hrtimer: hrtimer.read_u64(payload)?,
                 now: int(now)?,
             },
-            Layout::Switch {
+            Layout::Switch(SwitchFields {
                 prev_comm,
                 prev_pid,
                 prev_prio,
@@ -348,7 +371,7 @@ impl Layout {
                 next_comm,
                 next_pid,
                 next_prio,
-            } => Kind::Switch(Switch {
+            }) => Kind::Switch(Switch {
                 prev_pid: int(prev_pid)? as i32,
                 prev_prio: int(prev_prio)? as i32,
                 prev_state: prev_state.read_u64(payload)?,
@@ -360,11 +383,11 @@ impl Layout {
             Layout::UserReturn => Kind::UserReturn {
                 in_interrupt: flags? & IN_INTERRUPT != 0,
             },
-            Layout::Wakeup {
+            Layout::Wakeup(WakeupFields {
                 pid,
                 prio,
                 target_cpu,
-            } => Kind::Wakeup {
+            }) => Kind::Wakeup {
                 pid: int(pid)? as i32,
                 prio: int(prio)? as i32,
                 target_cpu: int(target_cpu)? as i32,

@@ -13,7 +13,7 @@
 
 use super::layout::{INTERRUPTED_NS, Kind, NAME_SHIFT, RECORD_SIZE, Region, header, name, record};
 use crate::rt::bpf::{Alu, Asm, Cond, Helper, Insn, Map, Reg, Size};
-use crate::rt::tracefs::events::NmiFields;
+use crate::rt::tracefs::events::{NmiFields, SwitchFields, WakeupFields, vector_event};
 use crate::rt::tracefs::format::{EventFormat, Field};
 
 /// Offset in the header of the flag user space sets for each traced CPU
@@ -30,25 +30,13 @@ const TIME: Reg = Reg::R9;
 /// below the CPU number the map lookup reads at -4.
 const COMMIT_ON_STACK: i16 = -16;
 
-/// What one program records, with the context fields it reads.
+/// What one program records, with the context fields it reads (the same
+/// field tables as the tracefs decoder's, `rt::tracefs::events`).
 #[derive(Debug, Clone)]
 pub enum Recipe {
-    Switch {
-        prev_comm: Field,
-        prev_pid: Field,
-        prev_prio: Field,
-        prev_state: Field,
-        next_comm: Field,
-        next_pid: Field,
-        next_prio: Field,
-    },
+    Switch(SwitchFields),
     /// Only for the listed tasks.
-    Wakeup {
-        pid: Field,
-        prio: Field,
-        target_cpu: Field,
-        tids: Vec<i32>,
-    },
+    Wakeup { fields: WakeupFields, tids: Vec<i32> },
     /// IRQ and softirq entries and exits: one operand (irq, vec) into A.
     Operand { kind: Kind, field: Field },
     /// A system vector's entry or exit: its index into `VECTORS`.
@@ -57,63 +45,44 @@ pub enum Recipe {
     Nmi(NmiFields),
 }
 
+/// The events recorded with one operand (into A): their record kind and
+/// the field it comes from.
+const OPERANDS: [(&str, Kind, &str); 4] = [
+    ("irq_handler_entry", Kind::IrqEntry, "irq"),
+    ("irq_handler_exit", Kind::IrqExit, "irq"),
+    ("softirq_entry", Kind::SoftirqEntry, "vec"),
+    ("softirq_exit", Kind::SoftirqExit, "vec"),
+];
+
 impl Recipe {
-    /// The recipe for the event `format` describes (see `events::ACTIVITY`
-    /// and `VECTOR_EVENTS`), recording wake-ups of `tids` only.
+    /// The recipe for the event `format` describes (see `events::ACTIVITY`,
+    /// `VECTOR_EVENTS` and `NMI`), recording wake-ups of `tids` only.
     pub fn of(format: &EventFormat, tids: &[i32]) -> Result<Recipe, String> {
-        let f = |n: &str| format.field(n).cloned();
-        Ok(match format.name.as_str() {
-            "sched_switch" => Recipe::Switch {
-                prev_comm: f("prev_comm")?,
-                prev_pid: f("prev_pid")?,
-                prev_prio: f("prev_prio")?,
-                prev_state: f("prev_state")?,
-                next_comm: f("next_comm")?,
-                next_pid: f("next_pid")?,
-                next_prio: f("next_prio")?,
-            },
+        let name = format.name.as_str();
+        if let Some((_, kind, field)) = OPERANDS.iter().find(|(event, ..)| *event == name) {
+            return Ok(Recipe::Operand {
+                kind: *kind,
+                field: format.field(field)?.clone(),
+            });
+        }
+        Ok(match name {
+            "sched_switch" => Recipe::Switch(SwitchFields::of(format)?),
             "sched_wakeup" => Recipe::Wakeup {
-                pid: f("pid")?,
-                prio: f("prio")?,
-                target_cpu: f("target_cpu")?,
+                fields: WakeupFields::of(format)?,
                 tids: tids.to_vec(),
             },
-            "irq_handler_entry" => Recipe::Operand {
-                kind: Kind::IrqEntry,
-                field: f("irq")?,
-            },
-            "irq_handler_exit" => Recipe::Operand {
-                kind: Kind::IrqExit,
-                field: f("irq")?,
-            },
-            "softirq_entry" => Recipe::Operand {
-                kind: Kind::SoftirqEntry,
-                field: f("vec")?,
-            },
-            "softirq_exit" => Recipe::Operand {
-                kind: Kind::SoftirqExit,
-                field: f("vec")?,
-            },
             "nmi_handler" => Recipe::Nmi(NmiFields::of(format)?),
-            other => {
-                let vector = |suffix: &str| {
-                    let base = other.strip_suffix(suffix)?;
-                    crate::rt::tracefs::events::VECTORS
-                        .iter()
-                        .position(|v| *v == base)
-                };
-                match (vector("_entry"), vector("_exit")) {
-                    (Some(i), _) => Recipe::Vector {
-                        kind: Kind::VectorEntry,
-                        index: i as u16,
+            other => match vector_event(other) {
+                Some((index, entry)) => Recipe::Vector {
+                    kind: if entry {
+                        Kind::VectorEntry
+                    } else {
+                        Kind::VectorExit
                     },
-                    (_, Some(i)) => Recipe::Vector {
-                        kind: Kind::VectorExit,
-                        index: i as u16,
-                    },
-                    _ => return Err(format!("the recorder has no program for {other}")),
-                }
-            }
+                    index: u16::from(index),
+                },
+                None => return Err(format!("the recorder has no program for {other}")),
+            },
         })
     }
 }
@@ -174,9 +143,9 @@ pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, 
     let out = asm.new_label();
     asm.push(Insn::mov64_reg(CTX, Reg::R1));
     // A wake-up of another task: nothing to do (before any lookup).
-    if let Recipe::Wakeup { pid, tids, .. } = recipe {
+    if let Recipe::Wakeup { fields, tids } = recipe {
         let keep = asm.new_label();
-        load32(&mut asm, Reg::R2, pid)?;
+        load32(&mut asm, Reg::R2, &fields.pid)?;
         for tid in tids {
             asm.jump_if(Cond::Eq, Reg::R2, *tid, keep);
         }
@@ -184,17 +153,8 @@ pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, 
         asm.bind(keep);
     }
     // This CPU's region, if it is traced.
-    let found = asm.new_label();
-    asm.push(Insn::call(Helper::GetSmpProcessorId))
-        .push(Insn::stx(Size::W, Reg::R10, -4, Reg::R0))
-        .push(Insn::mov64_reg(Reg::R2, Reg::R10))
-        .push(Insn::alu64_imm(Alu::Add, Reg::R2, -4))
-        .extend(Insn::ld_map_fd(Reg::R1, map.fd()))
-        .push(Insn::call(Helper::MapLookupElem))
-        .jump_if(Cond::Ne, Reg::R0, 0, found)
-        .jump(out);
-    asm.bind(found);
-    asm.push(Insn::mov64_reg(REGION, Reg::R0))
+    asm.this_cpu_entry_or_return(map.fd())
+        .push(Insn::mov64_reg(REGION, Reg::R0))
         .push(Insn::ldx(Size::DW, Reg::R1, REGION, ENABLED as i16))
         .jump_if(Cond::Eq, Reg::R1, 0, out);
     asm.push(Insn::call(Helper::KtimeGetNs))
@@ -219,7 +179,7 @@ pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, 
         .push(Insn::call(Helper::GetCurrentPidTgid))
         .push(Insn::stx(Size::W, SLOT, at_record(record::PID), Reg::R0));
     let kind = match recipe {
-        Recipe::Switch { .. } => Kind::Switch,
+        Recipe::Switch(_) => Kind::Switch,
         Recipe::Wakeup { .. } => Kind::Wakeup,
         Recipe::Operand { kind, .. } | Recipe::Vector { kind, .. } => *kind,
         Recipe::Nmi(_) => Kind::Nmi,
@@ -237,7 +197,7 @@ pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, 
     asm.push(Insn::st(Size::H, SLOT, at_record(record::SMALL), small));
     let operands = [record::A, record::B, record::C, record::D];
     match recipe {
-        Recipe::Switch {
+        Recipe::Switch(SwitchFields {
             prev_comm,
             prev_pid,
             prev_prio,
@@ -245,7 +205,7 @@ pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, 
             next_comm,
             next_pid,
             next_prio,
-        } => {
+        }) => {
             for (field, at) in [(prev_pid, record::A), (next_pid, record::B)] {
                 load32(&mut asm, Reg::R1, field)?;
                 asm.push(Insn::stx(Size::W, SLOT, at_record(at), Reg::R1));
@@ -296,9 +256,12 @@ pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, 
             ));
         }
         Recipe::Wakeup {
-            pid,
-            prio,
-            target_cpu,
+            fields:
+                WakeupFields {
+                    pid,
+                    prio,
+                    target_cpu,
+                },
             ..
         } => {
             for (field, at) in [pid, prio, target_cpu].into_iter().zip(operands) {
