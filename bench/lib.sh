@@ -20,7 +20,8 @@
 #                                     runs on exit, Ctrl-C and SIGTERM after the
 #                                     running command was stopped (scratch files)
 #   print_machine REFERENCE...        the machine, and the reference tools' versions
-#   build_latscope SECS               cargo build --release, sets LATSCOPE
+#   build_latscope SECS               cargo build --release, sets LATSCOPE (LATSCOPE_BIN, when
+#                                     set, is used instead of a build)
 #   compare_run ROWS RUN TOOL NAME CMD...
 #                                     run CMD --json $OUT/NAME.json, append its rows
 #                                     (one per pair) to ROWS
@@ -39,7 +40,8 @@
 #   median_pair_diff ROWS KEY COL     rows "KEY variant pair ...": the median over the
 #                                     pairs of (with - without) of column COL
 #   bpf_stats on|off                  kernel.bpf_stats_enabled (put back as it was on exit)
-#   programs_snapshot FILE            `bpftool prog show -j` into FILE (with its time in FILE.t)
+#   programs_snapshot FILE [PGID]     `bpftool prog show -j` into FILE (with its time in FILE.t),
+#                                     only the programs of process group PGID when given
 #   program_costs BEFORE AFTER CPUS [RUNS_ONLY]
 #                                     per latscope_ program between two snapshots: runs,
 #                                     ns per run, runs per second per CPU, % of each CPU
@@ -190,6 +192,14 @@ print_machine() {
 
 build_latscope() {
   echo "== build"
+  if [ -n "${LATSCOPE_BIN:-}" ]; then
+    # A binary built before (e.g. while the tree is being edited): said so.
+    LATSCOPE=$LATSCOPE_BIN
+    [ -x "$LATSCOPE" ] || die "LATSCOPE_BIN=$LATSCOPE is not an executable"
+    echo "not built: LATSCOPE_BIN=$LATSCOPE"
+    echo
+    return
+  fi
   run_bounded build "$1" cargo build --release --manifest-path "$REPO/Cargo.toml" \
     || die "build failed (see $OUT/build.err)"
   LATSCOPE="${CARGO_TARGET_DIR:-$REPO/target}/release/latscope"
@@ -450,8 +460,15 @@ bpf_stats_restore() {
   [ -z "$BPF_STATS_BEFORE" ] || sysctl -q -w kernel.bpf_stats_enabled="$BPF_STATS_BEFORE"
 }
 
+# programs_snapshot FILE [PGID]: only the programs of the processes of
+# process group PGID when given (other latscope runs may hold programs too).
 programs_snapshot() {
-  bpftool prog show -j >"$1" 2>/dev/null || echo "[]" >"$1"
+  local pids="[]"
+  [ -z "${2:-}" ] || pids=$(pgrep -g "$2" | jq -s -c .)
+  bpftool prog show -j 2>/dev/null |
+    jq -c --argjson pids "$pids" '[.[] | select(($pids | length) == 0
+      or ((.pids // []) | any(.pid as $p | $pids | index($p) != null)))]' >"$1" ||
+    echo "[]" >"$1"
   date +%s.%N >"$1.t"
 }
 

@@ -30,12 +30,12 @@ bpf_stats on
 
 # While a run goes: the spike-making spinner from 1 s on; for bpf, the
 # programs' statistics from 1 s in to the middle of the run.
-spin_and_snapshot() { # $1 = process group (unused), $2 = run name
+spin_and_snapshot() { # $1 = process group, $2 = run name
   sleep 1
   timer_spinner 1 $((SECS - 2))
-  programs_snapshot "$OUT/$2.before.json"
+  programs_snapshot "$OUT/$2.before.json" "$1"
   sleep $((SECS / 2 - 1 > 0 ? SECS / 2 - 1 : 1))
-  programs_snapshot "$OUT/$2.after.json"
+  programs_snapshot "$OUT/$2.after.json" "$1"
 }
 
 for collector in bpf tracefs; do

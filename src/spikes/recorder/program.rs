@@ -36,11 +36,20 @@ const COMMIT_ON_STACK: i16 = -16;
 pub enum Recipe {
     Switch(SwitchFields),
     /// Only for the listed tasks.
-    Wakeup { fields: WakeupFields, tids: Vec<i32> },
+    Wakeup {
+        fields: WakeupFields,
+        tids: Vec<i32>,
+    },
     /// IRQ and softirq entries and exits: one operand (irq, vec) into A.
-    Operand { kind: Kind, field: Field },
+    Operand {
+        kind: Kind,
+        field: Field,
+    },
     /// A system vector's entry or exit: its index into `VECTORS`.
-    Vector { kind: Kind, index: u16 },
+    Vector {
+        kind: Kind,
+        index: u16,
+    },
     /// An NMI handler's end, with its run.
     Nmi(NmiFields),
 }
@@ -163,7 +172,11 @@ pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, 
     // interrupts this one reserves i + 1). Its commit word is kept on the
     // stack for the end.
     asm.push(Insn::mov64_imm(Reg::R1, 1))
-        .push(Insn::atomic_fetch_add64(REGION, header::HEAD as i16, Reg::R1))
+        .push(Insn::atomic_fetch_add64(
+            REGION,
+            header::HEAD as i16,
+            Reg::R1,
+        ))
         .push(Insn::mov64_reg(Reg::R2, Reg::R1))
         .push(Insn::alu64_imm(Alu::Add, Reg::R2, 1))
         .push(Insn::stx(Size::DW, Reg::R10, COMMIT_ON_STACK, Reg::R2));
@@ -285,10 +298,19 @@ pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, 
     let quick = asm.new_label();
     asm.push(Insn::call(Helper::KtimeGetNs))
         .push(Insn::alu64_reg(Alu::Sub, Reg::R0, TIME))
-        .push(Insn::stx(Size::W, SLOT, at_record(record::ELAPSED), Reg::R0))
+        .push(Insn::stx(
+            Size::W,
+            SLOT,
+            at_record(record::ELAPSED),
+            Reg::R0,
+        ))
         .jump_if(Cond::Le, Reg::R0, INTERRUPTED_NS as i32, quick)
         .push(Insn::mov64_imm(Reg::R1, 1))
-        .push(Insn::atomic_add64(REGION, header::INTERRUPTED as i16, Reg::R1));
+        .push(Insn::atomic_add64(
+            REGION,
+            header::INTERRUPTED as i16,
+            Reg::R1,
+        ));
     asm.bind(quick);
     // The record is whole: commit it, last.
     asm.push(Insn::ldx(Size::DW, Reg::R1, Reg::R10, COMMIT_ON_STACK))
