@@ -12,9 +12,10 @@
 # 3. During the bpf runs, kernel.bpf_stats_enabled is 1 (it adds about 20 ns
 #    per program run, so those runs are not the ones the latency diff should
 #    be read from: the script runs one extra, separate bpf run for the
-#    per-program cost and keeps the statistics off in the pairs). Near the
-#    end of that run `bpftool prog show -j` gives each latscope_ program's
-#    run_cnt and run_time_ns: the cost per run is their ratio.
+#    per-program cost and keeps the statistics off in the pairs). In that
+#    run `bpftool prog show -j`, 1 s in and 1 s before its end, gives each
+#    latscope_ program's run_cnt and run_time_ns: the cost per run is the
+#    ratio of their growth (bench/lib.sh's program_costs).
 # 4. Prints per run: samples, avg, p99, max (us); per collector the median
 #    over the pairs of the differences (with - without) of avg and p99; then
 #    the per-program cost.
@@ -24,33 +25,16 @@
 # back as it was on every exit.
 set -u
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-OUT=""
-PAIRS=8
-SECONDS_EACH=4
-CPU=1
-while [ $# -gt 0 ]; do
-  case $1 in
-    --pairs) PAIRS=$2; shift 2 ;;
-    --seconds) SECONDS_EACH=$2; shift 2 ;;
-    --cpu) CPU=$2; shift 2 ;;
-    --out) OUT=$2; shift 2 ;;
-    *) echo "usage: $0 [--pairs N] [--seconds S] [--cpu C] [--out DIR]" >&2; exit 2 ;;
-  esac
-done
 # shellcheck source=bench/lib.sh
 . "$REPO/bench/lib.sh"
-need jq "apt-get install jq"
-need bpftool "apt-get install bpftool"
-[ "$(id -u)" = 0 ] || die "--breakdown needs root"
-bench_out_dir
-print_machine
-build_latscope 900
+OUT=""
+PAIRS=8
+SECS=4
+CPU=1
+bench_options "pairs seconds cpu out" "$@"
+bench_setup "--breakdown needs root" jq bpftool
 
-STATS_BEFORE=$(sysctl -n kernel.bpf_stats_enabled)
-restore_stats() { sysctl -q -w kernel.bpf_stats_enabled="$STATS_BEFORE"; }
-trap 'restore_stats' EXIT
-
-S=$SECONDS_EACH
+S=$SECS
 BASE="timer -c $CPU -p 100 -P 99 -T $S -q"
 ROWS="$OUT/rows.tsv"
 : >"$ROWS"
@@ -63,7 +47,7 @@ row() {
      ($o.max_ns / 1000)] | @tsv' "$json" >>"$ROWS"
 }
 
-sysctl -q -w kernel.bpf_stats_enabled=0
+bpf_stats off
 echo "== runs (without, with --breakdown, alternating; bpf statistics off)"
 for pair in $(seq 1 "$PAIRS"); do
   for collector in bpf tracefs; do
@@ -95,26 +79,18 @@ done
 
 echo
 echo "== in-kernel cost per program run (kernel.bpf_stats_enabled=1, one run)"
-sysctl -q -w kernel.bpf_stats_enabled=1
-snapshot_programs() { # $1 = job pid (unused: latscope_ programs of latscope), $2 = name
-  sleep $((S - 1 > 0 ? S - 1 : 1))
-  bpftool prog show -j >"$OUT/$2.progs.json" 2>/dev/null || true
+bpf_stats on
+snapshot_programs() { # $1 = process group, $2 = run name
+  sleep 1
+  programs_snapshot "$OUT/$2.before.json" "$1"
+  sleep $((S - 2 > 0 ? S - 2 : 1))
+  programs_snapshot "$OUT/$2.after.json" "$1"
 }
 RUN_PROBE=snapshot_programs
 # shellcheck disable=SC2086
 run_bounded bpf-stats $((S + 30)) "$LATSCOPE" $BASE --breakdown --collector bpf --json "$OUT/bpf-stats.json"
 RUN_PROBE=""
-restore_stats
-if [ -s "$OUT/bpf-stats.progs.json" ]; then
-  jq -r '.[] | select(.name | startswith("latscope_"))
-         | select((.pids // [{comm: "latscope"}]) | any(.comm == "latscope"))
-         | [.name, (.run_cnt // 0), (.run_time_ns // 0),
-            (if (.run_cnt // 0) > 0 then (.run_time_ns / .run_cnt) else 0 end)] | @tsv' \
-    "$OUT/bpf-stats.progs.json" |
-    { printf 'program\truns\trun_time_ns\tns_per_run\n'; awk -F'\t' '{ printf "%s\t%s\t%s\t%.1f\n", $1,$2,$3,$4 }'; } |
-    column -t -s $'\t'
-else
-  echo "no program statistics (bpftool prog show failed)"
-fi
+bpf_stats_restore
+program_costs "$OUT/bpf-stats.before.json" "$OUT/bpf-stats.after.json" 1
 echo
 echo "files: $OUT"

@@ -6,6 +6,11 @@
 #
 #   die MSG | need CMD HINT           stop with a message / check a tool
 #   bench_out_dir                     create $OUT (mktemp when empty)
+#   bench_options "NAME..." ARGS...   the options --NAME VALUE among pairs seconds cpu
+#                                     threshold tests out, into PAIRS SECS CPU THRESHOLD
+#                                     TESTS OUT; anything else: the usage, exit 2
+#   bench_setup WHY_ROOT TOOL...      each TOOL there, root (else WHY_ROOT), $OUT, the
+#                                     machine printed, latscope built (LATSCOPE)
 #   run_bounded NAME SECS CMD...      run CMD bounded in time, in its own process
 #                                     group (stopped on exit/Ctrl-C/SIGTERM), outputs
 #                                     in $OUT/NAME.{out,err,cpu,wall}; when RUN_PROBE
@@ -19,7 +24,8 @@
 #                                     in it on exit, Ctrl-C and SIGTERM
 #   empty_scratch WHEN                remove (and name) what a run left in SCRATCH
 #   print_machine REFERENCE...        the machine, and the reference tools' versions
-#   build_latscope SECS               cargo build --release, sets LATSCOPE
+#   build_latscope SECS               cargo build --release, sets LATSCOPE (LATSCOPE_BIN, when
+#                                     set, is used instead of a build)
 #   compare_run ROWS RUN TOOL NAME CMD...
 #                                     run CMD --json $OUT/NAME.json, append its rows
 #                                     (one per pair) to ROWS
@@ -37,6 +43,14 @@
 #                                     run and PROBE_LEN s later, in $OUT/NAME.probe
 #   median_pair_diff ROWS KEY COL     rows "KEY variant pair ...": the median over the
 #                                     pairs of (with - without) of column COL
+#   bpf_stats on|off                  kernel.bpf_stats_enabled (put back as it was on exit)
+#   programs_snapshot FILE [PGID]     `bpftool prog show -j` into FILE (with its time in FILE.t),
+#                                     only the programs of process group PGID when given
+#   program_costs BEFORE AFTER CPUS [RUNS_ONLY]
+#                                     per latscope_ program between two snapshots: runs,
+#                                     ns per run, runs per second per CPU, % of each CPU
+#   timer_spinner CPU SECONDS         a bounded SCHED_FIFO 95 spinner on CPU: 2 ms every
+#                                     100 ms (python3), in the background; its pid in SPINNER
 #
 # Rows (tab separated): run tool pair samples min_us avg_us max_us avg_int cpu_s wall_s
 # (avg_int: the reference tool's own rounded Avg; "-" for latscope).
@@ -53,6 +67,35 @@ bench_out_dir() {
   else
     mkdir -p "$OUT" || die "cannot create $OUT"
   fi
+}
+
+bench_options() {
+  local allowed=" $1 " name
+  shift
+  while [ $# -gt 0 ]; do
+    name=${1#--}
+    case "$allowed" in *" $name "*) ;; *) usage 2 ;; esac
+    [ $# -ge 2 ] || usage 2
+    case $name in
+      pairs) PAIRS=$2 ;;
+      seconds) SECS=$2 ;;
+      cpu) CPU=$2 ;;
+      threshold) THRESHOLD=$2 ;;
+      tests) TESTS=$2 ;;
+      out) OUT=$2 ;;
+    esac
+    shift 2
+  done
+}
+
+bench_setup() {
+  local why=$1 tool
+  shift
+  for tool in "$@"; do need "$tool" "apt-get install $tool"; done
+  [ "$(id -u)" = 0 ] || die "$why"
+  bench_out_dir
+  print_machine
+  build_latscope 900
 }
 
 # ---------------------------------------------------------------- process control
@@ -80,6 +123,7 @@ on_signal() {
 # The caller's bench_cleanup, if it defines one, runs once the command is stopped.
 on_exit() {
   stop_current
+  bpf_stats_restore
   if declare -F bench_cleanup >/dev/null; then bench_cleanup; fi
   remove_scratch
 }
@@ -188,6 +232,14 @@ print_machine() {
 
 build_latscope() {
   echo "== build"
+  if [ -n "${LATSCOPE_BIN:-}" ]; then
+    # A binary built before (e.g. while the tree is being edited): said so.
+    LATSCOPE=$LATSCOPE_BIN
+    [ -x "$LATSCOPE" ] || die "LATSCOPE_BIN=$LATSCOPE is not an executable"
+    echo "not built: LATSCOPE_BIN=$LATSCOPE"
+    echo
+    return
+  fi
   run_bounded build "$1" cargo build --release --manifest-path "$REPO/Cargo.toml" \
     || die "build failed (see $OUT/build.err)"
   LATSCOPE="${CARGO_TARGET_DIR:-$REPO/target}/release/latscope"
@@ -436,8 +488,74 @@ median_pair_diff() {
       }'
 }
 
-# The calling script's header comment (its usage), then exit with code $1.
+# ---------------------------------------------------------------- BPF programs
+# kernel.bpf_stats_enabled=1 makes the kernel count run_cnt and run_time_ns
+# of every program (about 20 ns per run); put back as it was on exit.
+BPF_STATS_BEFORE=""
+bpf_stats() {
+  [ -n "$BPF_STATS_BEFORE" ] || BPF_STATS_BEFORE=$(sysctl -n kernel.bpf_stats_enabled)
+  sysctl -q -w kernel.bpf_stats_enabled="$([ "$1" = on ] && echo 1 || echo 0)"
+}
+bpf_stats_restore() {
+  [ -z "$BPF_STATS_BEFORE" ] || sysctl -q -w kernel.bpf_stats_enabled="$BPF_STATS_BEFORE"
+}
+
+# programs_snapshot FILE [PGID]: only the programs of the processes of
+# process group PGID when given (other latscope runs may hold programs too).
+programs_snapshot() {
+  local pids="[]"
+  [ -z "${2:-}" ] || pids=$(pgrep -g "$2" | jq -s -c .)
+  bpftool prog show -j 2>/dev/null |
+    jq -c --argjson pids "$pids" '[.[] | select(($pids | length) == 0
+      or ((.pids // []) | any(.pid as $p | $pids | index($p) != null)))]' >"$1" ||
+    echo "[]" >"$1"
+  date +%s.%N >"$1.t"
+}
+
+# The latscope_ programs of latscope processes between two snapshots: runs,
+# ns per run, runs per second per CPU over CPUS CPUs, and the share of each
+# CPU they take. Programs loaded after BEFORE count from zero.
+program_costs() {
+  local before=$1 after=$2 cpus=$3 secs
+  secs=$(awk '{ t = $1 } END { print t }' "$after.t")
+  secs=$(awk -v a="$(cat "$before.t")" -v b="$secs" 'BEGIN { print b - a }')
+  jq -r -n --slurpfile a "$before" --slurpfile b "$after" --argjson s "$secs" --argjson c "$cpus" '
+    def ours: .[] | select(.name | startswith("latscope_"))
+      | select((.pids // [{comm: "latscope"}]) | any(.comm == "latscope"));
+    ([$a[0] | ours | {key: (.id | tostring), value: .}] | from_entries) as $was |
+    $b[0] | ours | . as $p | ($was[$p.id | tostring] // {}) as $q |
+    (($p.run_cnt // 0) - ($q.run_cnt // 0)) as $n |
+    (($p.run_time_ns // 0) - ($q.run_time_ns // 0)) as $t |
+    [$p.name, $n, (if $n > 0 then $t / $n else 0 end), ($n / $s / $c), ($t / $s / $c / 1e7)] | @tsv' |
+    { printf 'program\truns\tns_per_run\truns_per_s_per_cpu\tpercent_of_each_cpu\n'
+      awk -F'\t' '{ printf "%s\t%d\t%.1f\t%.0f\t%.3f\n", $1, $2, $3, $4, $5 }'; } |
+    column -t -s $'\t'
+}
+
+SPINNER=""
+timer_spinner() {
+  python3 -c '
+import os, sys, time
+cpu, seconds = int(sys.argv[1]), float(sys.argv[2])
+os.sched_setaffinity(0, {cpu})
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(95))
+end = time.monotonic() + seconds
+while time.monotonic() < end:
+    until = time.monotonic() + 0.002
+    while time.monotonic() < until:
+        pass
+    time.sleep(0.098)
+' "$1" "$2" &
+  SPINNER=$!
+}
+
+# The calling script's header comment (its usage), then exit with code $1
+# (on stderr when that is not 0: bad usage).
 usage() {
-  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
+  if [ "${1:-0}" = 0 ]; then
+    awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
+  else
+    awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2
+  fi
   exit "${1:-0}"
 }

@@ -12,79 +12,42 @@
 # the samples above T by the histogram (`above_limit`, strictly above, as
 # the spikes) against the spikes the trace received (`spikes_seen` +
 # `spikes_dropped`), and the kept spikes flagged (`events_lost`).
-# For bpf, halfway through the run, `run_time_ns` / `run_cnt` and
-# `recursion_misses` of each program (`bpftool prog show`, the figures of
-# /proc/PID/fdinfo; kernel.bpf_stats_enabled is set to 1 for the run and
-# restored after).
+# For bpf, between 1 s into the run and its middle, `run_time_ns` / `run_cnt`
+# and the runs per second of each program (`bpftool prog show -j`;
+# kernel.bpf_stats_enabled is set to 1 for the run and restored after).
 #
-# Needs root, jq, python3. Each run is bounded (S + 30 s).
+# Needs root, jq, bpftool, python3. Each run is bounded (S + 30 s).
 set -u
 REPO=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$REPO/bench/lib.sh"
 OUT=""
 SECS=10
 THRESHOLD=100
-while [ $# -gt 0 ]; do
-  case $1 in
-    --seconds) SECS=$2; shift 2 ;;
-    --threshold) THRESHOLD=$2; shift 2 ;;
-    --out) OUT=$2; shift 2 ;;
-    *) echo "usage: $0 [--seconds S] [--threshold USEC] [--out DIR]" >&2; exit 2 ;;
-  esac
-done
-# shellcheck source=bench/lib.sh
-. "$REPO/bench/lib.sh"
-need jq "apt-get install jq"
-need python3 "apt-get install python3"
-[ "$(id -u)" = 0 ] || die "needs root (BPF, tracefs, SCHED_FIFO)"
-[ -n "$OUT" ] || OUT=$(mktemp -d /tmp/recorder-zero-loss.XXXXXX)
-mkdir -p "$OUT"
-cargo build --release --quiet --manifest-path "$REPO/Cargo.toml" || die "build failed"
-BIN="${CARGO_TARGET_DIR:-$REPO/target}/release/latscope"
-STATS_BEFORE=$(sysctl -n kernel.bpf_stats_enabled)
-trap 'sysctl -qw kernel.bpf_stats_enabled="$STATS_BEFORE"' EXIT
-sysctl -qw kernel.bpf_stats_enabled=1
+bench_options "seconds threshold out" "$@"
+bench_setup "needs root (BPF, tracefs, SCHED_FIFO)" jq bpftool python3
+bpf_stats on
 
-SPINNER='
-import os, sys, time
-cpu, seconds = int(sys.argv[1]), float(sys.argv[2])
-os.sched_setaffinity(0, {cpu})
-os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(95))
-end = time.monotonic() + seconds
-while time.monotonic() < end:
-    until = time.monotonic() + 0.002
-    while time.monotonic() < until:
-        pass
-    time.sleep(0.098)
-'
+# While a run goes: the spike-making spinner from 1 s on; for bpf, the
+# programs' statistics from 1 s in to the middle of the run.
+spin_and_snapshot() { # $1 = process group, $2 = run name
+  sleep 1
+  timer_spinner 1 $((SECS - 2))
+  programs_snapshot "$OUT/$2.before.json" "$1"
+  sleep $((SECS / 2 - 1 > 0 ? SECS / 2 - 1 : 1))
+  programs_snapshot "$OUT/$2.after.json" "$1"
+}
 
 for collector in bpf tracefs; do
   json="$OUT/$collector.json"
-  timeout $((SECS + 30)) "$BIN" timer --cpus 0,1 -p 20 -P 90 -T "$SECS" \
+  RUN_PROBE=spin_and_snapshot
+  run_bounded "$collector" $((SECS + 30)) "$LATSCOPE" timer --cpus 0,1 -p 20 -P 90 -T "$SECS" \
     --trace-spikes "$THRESHOLD" --max-latency "$THRESHOLD" --load hackbench \
-    --collector "$collector" --json "$json" -q >"$OUT/$collector.out" 2>&1 &
-  pid=$!
-  sleep 1
-  timeout $((SECS + 5)) python3 -c "$SPINNER" 1 $((SECS - 2)) &
-  spinner=$!
-  sleep $((SECS / 2))
-  if [ "$collector" = bpf ]; then
-    # Every latscope_ program loaded now (this run's): bpftool prints
-    # run_time_ns and run_cnt while kernel.bpf_stats_enabled is 1.
-    bpftool prog show | awk '
-      / name latscope_/ {
-        name = ""; t = 0; c = 0; m = 0
-        for (i = 1; i < NF; i++) {
-          if ($i == "name") name = $(i + 1)
-          if ($i == "run_time_ns") t = $(i + 1)
-          if ($i == "run_cnt") c = $(i + 1)
-          if ($i == "recursion_misses") m = $(i + 1)
-        }
-        printf "%-18s run_cnt %10d  run_time_ns %12d  ns/event %6.1f  recursion_misses %d\n", name, c, t, (c ? t / c : 0), m }
-    ' >"$OUT/programs.txt"
-  fi
-  wait "$spinner" 2>/dev/null
-  wait "$pid"
-  echo "== collector $collector (exit $?)"
+    --collector "$collector" --json "$json" -q
+  rc=$?
+  RUN_PROBE=""
+  wait "$SPINNER" 2>/dev/null
+  echo "== collector $collector (exit $rc)"
   jq -r '
     .tests[0] as $t |
     ([$t.series[].above_limit] | add) as $above |
@@ -95,6 +58,6 @@ for collector in bpf tracefs; do
     "kept \($s.spikes | length) of which flagged \([$s.spikes[] | select(.events_lost)] | length), " +
     "events \($s.events_read), lost \($s.events_lost), windows overwritten \($s.windows_overwritten // 0), collector CPU \($s.reader_cpu_ns / 1e6) ms, " +
     "collector \($s.collector.name)"' "$json"
-  [ "$collector" = bpf ] && cat "$OUT/programs.txt"
+  [ "$collector" = bpf ] && program_costs "$OUT/bpf.before.json" "$OUT/bpf.after.json" 2
 done
 echo "outputs in $OUT"

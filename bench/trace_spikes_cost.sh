@@ -20,32 +20,18 @@
 # (S + 30 s) and stopped with its process group on Ctrl-C.
 set -u
 REPO=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$REPO/bench/lib.sh"
 OUT=""
 PAIRS=8
-SECONDS_EACH=4
+SECS=4
 TESTS="timer mq"
 CPU=1
 THRESHOLD=50
-while [ $# -gt 0 ]; do
-  case $1 in
-    --pairs) PAIRS=$2; shift 2 ;;
-    --seconds) SECONDS_EACH=$2; shift 2 ;;
-    --cpu) CPU=$2; shift 2 ;;
-    --threshold) THRESHOLD=$2; shift 2 ;;
-    --tests) TESTS=$2; shift 2 ;;
-    --out) OUT=$2; shift 2 ;;
-    *) echo "usage: $0 [--pairs N] [--seconds S] [--cpu C] [--threshold USEC] [--tests \"timer mq\"] [--out DIR]" >&2; exit 2 ;;
-  esac
-done
-# shellcheck source=bench/lib.sh
-. "$REPO/bench/lib.sh"
-need jq "apt-get install jq"
-[ "$(id -u)" = 0 ] || die "--trace-spikes needs root"
-bench_out_dir
-print_machine
-build_latscope 900
+bench_options "pairs seconds cpu threshold tests out" "$@"
+bench_setup "--trace-spikes needs root" jq
 
-S=$SECONDS_EACH
+S=$SECS
 declare -A CMD
 CMD[timer]="timer -c $CPU -p 100 -P 99 -T $S -q"
 CMD[mq]="mq -a $CPU -p 99 -i 100 -D $S -q"

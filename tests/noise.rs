@@ -178,16 +178,6 @@ fn pin(cpu: usize) {
     }
 }
 
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid output pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// `latscope noise --cpus CPU -q ARGS --json FILE` started, once its
 /// spinner on `cpu` has run (waits up to 30 s: a busy machine starts slowly).
 fn noise_spinning(cpu: usize, args: &[&str], file: &std::path::Path) -> Spawned {

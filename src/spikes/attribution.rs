@@ -227,6 +227,9 @@ pub enum Wait {
 pub const HARDWARE_KIND: &str = "hardware";
 /// Its `Cause::name`.
 pub const HARDWARE_NAME: &str = "unexplained: hardware, firmware or hypervisor (SMI, VM exit)";
+/// The `Cause::kind` and `Cause::name` of time in NMI handlers.
+pub const NMI_KIND: &str = "nmi";
+pub const NMI_NAME: &str = "NMI";
 
 /// Who gets a stretch of the window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -238,6 +241,8 @@ enum Owner {
     Unknown,
     /// Nothing recorded explains it (see `Wait`).
     Hardware,
+    /// A non-maskable interrupt (`nmi_handler`).
+    Nmi,
 }
 
 /// Attributes the window of one sample from its CPU's history.
@@ -292,10 +297,17 @@ pub fn attribute_events<'e>(
         }
         if event.time > start {
             let quiet_since_due = !seen_in_window;
+            // An NMI handler's event comes at its end: back to its start
+            // the CPU was in the NMI (nothing else is traced inside one).
+            let nmi_from = match event.kind {
+                Kind::Nmi { delta_ns, .. } => event.time.saturating_sub(delta_ns).max(at),
+                _ => event.time,
+            };
             book.charge(
                 unexplained(owner(&state, window.measured), window.wait, quiet_since_due),
-                event.time - at,
+                nmi_from - at,
             );
+            book.charge(Owner::Nmi, event.time - nmi_from);
             at = event.time;
             seen_in_window = true;
         }
@@ -471,6 +483,7 @@ impl Book {
                 return;
             }
             Owner::Hardware => (HARDWARE_KIND, HARDWARE_NAME.to_string()),
+            Owner::Nmi => (NMI_KIND, NMI_NAME.to_string()),
             // No priority in the name: the one the trace gave at the switch-in
             // can be stale (see `Verdict`), and one task must stay one cause.
             Owner::Task(t) if t.pid == self.tracer && t.pid > 0 => {
@@ -639,6 +652,10 @@ fn describe(event: &TraceEvent, origin: u64) -> SpikeEvent {
                 .copied()
                 .unwrap_or("?")
                 .to_string(),
+        ),
+        Kind::Nmi { delta_ns, handled } => (
+            "nmi_handler",
+            format!("delta_ns={delta_ns} handled={handled}"),
         ),
         Kind::TimerStart { .. } => ("hrtimer_start", String::new()),
         Kind::TimerExpire { .. } => ("hrtimer_expire_entry", String::new()),
@@ -877,6 +894,38 @@ mod tests {
             spike.summary,
             "worst 300 us on CPU 1: unexplained: hardware, firmware or hypervisor (SMI, VM exit) 290 us, IRQ local_timer 10.0 us"
         );
+        // An NMI recorded in the gap is named, back to where it began.
+        let mut with_nmi = events.to_vec();
+        with_nmi.push(ev(
+            1_250 * US,
+            Kind::Nmi {
+                delta_ns: 40 * US,
+                handled: 1,
+            },
+        ));
+        let spike = run_waiting(&with_nmi, 1_000 * US, 1_300 * US, Wait::Gap);
+        assert_eq!(
+            spike.causes,
+            vec![
+                cause(HARDWARE_KIND, HARDWARE_NAME, 250 * US, 3),
+                cause(NMI_KIND, NMI_NAME, 40 * US, 1),
+                cause("irq", "local_timer", 10 * US, 1),
+            ]
+        );
+        assert_eq!(
+            spike.summary,
+            "worst 300 us on CPU 1: unexplained: hardware, firmware or hypervisor (SMI, VM exit) 250 us, NMI 40.0 us, IRQ local_timer 10.0 us"
+        );
+        // An NMI that began before the window counts from its start.
+        let early = [ev(
+            1_010 * US,
+            Kind::Nmi {
+                delta_ns: 30 * US,
+                handled: 1,
+            },
+        )];
+        let spike = run_waiting(&early, 1_000 * US, 1_100 * US, Wait::Gap);
+        assert_eq!(spike.causes[0], cause(NMI_KIND, NMI_NAME, 10 * US, 1));
         // The same stretch of a woken IPC receiver is its own time.
         let spike = run(&events, 1_000 * US, 1_300 * US);
         assert_eq!(spike.measured_ns, 290 * US);

@@ -18,7 +18,7 @@ pub mod recorder;
 use crate::report::{Spike, SpikeTrace};
 use crate::rt::bpf::{CollectorChoice, CollectorUsed};
 use crate::rt::tracefs::events::{
-    ACTIVITY, EventDecoder, TraceEvent, VECTOR_EVENTS, VECTOR_SYSTEM,
+    ACTIVITY, EventDecoder, NMI, TraceEvent, VECTOR_EVENTS, VECTOR_SYSTEM,
 };
 use crate::rt::tracefs::reader::{Consumer, LostSpan, ReaderCounts};
 use crate::rt::tracefs::{self, TraceOptions, TraceRun};
@@ -70,16 +70,21 @@ pub struct Source {
     pub wait: Wait,
 }
 
-/// The trace events recorded, for the report.
-fn source_text(vectors: &[(&str, &str)]) -> String {
+/// The trace events recorded, for the report (`optional`: those of
+/// `optional_events` this kernel has).
+fn source_text(optional: &[(&str, &str)]) -> String {
     let mut names: Vec<String> = ACTIVITY.iter().map(|(s, e)| format!("{s}:{e}")).collect();
-    names.extend(vectors.iter().map(|(s, e)| format!("{s}:{e}")));
-    format!("trace events {}", names.join(", "))
+    names.extend(optional.iter().map(|(s, e)| format!("{s}:{e}")));
+    let mut text = format!("trace events {}", names.join(", "));
+    if !optional.contains(&NMI) {
+        text.push_str(" (this kernel has no nmi:nmi_handler: time in NMIs is not named)");
+    }
+    text
 }
 
 /// The flight recorder's events, for the report.
-fn recorder_source_text(vectors: &[(&str, &str)]) -> String {
-    source_text(vectors).replacen("trace events", "BPF flight recorder on", 1)
+fn recorder_source_text(optional: &[(&str, &str)]) -> String {
+    source_text(optional).replacen("trace events", "BPF flight recorder on", 1)
 }
 
 /// The tracefs collector: a private instance on `cpus` whose reader thread
@@ -117,9 +122,13 @@ fn start_tracefs(
     Ok((run, book))
 }
 
-/// The system vectors this kernel traces (both their entry and exit).
-fn vector_events(tracefs: &Path) -> Vec<(&'static str, &'static str)> {
+/// The events beyond `ACTIVITY` this kernel traces: the system vectors
+/// (both their entry and exit) and NMIs.
+fn optional_events(tracefs: &Path) -> Vec<(&'static str, &'static str)> {
     let mut found = Vec::new();
+    if tracefs::has_event(tracefs, NMI) {
+        found.push(NMI);
+    }
     for (entry, exit) in VECTOR_EVENTS {
         if tracefs::has_event(tracefs, (VECTOR_SYSTEM, entry))
             && tracefs::has_event(tracefs, (VECTOR_SYSTEM, exit))
@@ -173,9 +182,9 @@ impl SpikeTracer {
         choice: CollectorChoice,
     ) -> Result<SpikeTracer, String> {
         let tracefs = tracefs::tracefs_for(&ACTIVITY)?;
-        let vectors = vector_events(&tracefs);
+        let optional = optional_events(&tracefs);
         let mut events = ACTIVITY.to_vec();
-        events.extend(&vectors);
+        events.extend(&optional);
         let tids: Vec<i32> = sources
             .iter()
             .flat_map(|s| s.tids.iter().copied())
@@ -209,8 +218,8 @@ impl SpikeTracer {
             }
         };
         let source = match backend {
-            Backend::Bpf(_) => recorder_source_text(&vectors),
-            Backend::Tracefs { .. } => source_text(&vectors),
+            Backend::Bpf(_) => recorder_source_text(&optional),
+            Backend::Tracefs { .. } => source_text(&optional),
         };
         Ok(SpikeTracer {
             backend,

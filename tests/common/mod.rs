@@ -21,6 +21,18 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
+/// CLOCK_MONOTONIC now, in ns: the clock of latscope's samples (and of the
+/// spikes' `expected_ns` and `actual_ns`).
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid out pointer; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// Path of the binary under test.
 pub fn bin() -> PathBuf {
     default_hangup_disposition();

@@ -92,7 +92,8 @@ pub struct Spike {
 /// Something that ran on the CPU during a spike's window.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cause {
-    /// `irq`, `softirq`, `task`, `tracer`: latscope's own trace reader,
+    /// `irq`, `softirq`, `nmi` (named "NMI": time in NMI handlers, where the
+    /// kernel has `nmi:nmi_handler`), `task`, `tracer`: latscope's own trace reader,
     /// which competes with the measured tasks only when no other CPU was
     /// free for it, or `hardware`: time no recorded event explains (a gap
     /// the noise spinner saw while it ran; an idle CPU whose due timer
@@ -114,7 +115,7 @@ impl Cause {
             "irq" => "IRQ",
             "tracer" => "latscope's trace reader",
             // The name says it all ("unexplained: hardware, ...").
-            "hardware" => return format!("{} {}", self.name, format_ns(self.ns as i64)),
+            "hardware" | "nmi" => return format!("{} {}", self.name, format_ns(self.ns as i64)),
             other => other,
         };
         format!("{kind} {} {}", self.name, format_ns(self.ns as i64))

@@ -112,6 +112,8 @@ const SRC_X: u8 = 0x08;
 const MODE_IMM: u8 = 0x00;
 const MODE_MEM: u8 = 0x60;
 const MODE_ATOMIC: u8 = 0xc0;
+/// `BPF_FETCH`: an atomic operation that also returns the old value.
+const ATOMIC_FETCH: i32 = 0x01;
 // Jump operations that are not conditions.
 const JMP_JA: u8 = 0x00;
 const JMP_CALL: u8 = 0x80;
@@ -215,6 +217,16 @@ impl Insn {
             off,
             Alu::Add as i32,
         )
+    }
+
+    /// `src = *(u64 *)(dst + off); *(u64 *)(dst + off) += src`, atomically
+    /// (`BPF_ATOMIC | BPF_ADD | BPF_FETCH`, Linux 5.12): `src` gets the old
+    /// value (x86's `lock xadd`).
+    pub fn atomic_fetch_add64(dst: Reg, off: i16, src: Reg) -> Insn {
+        Insn {
+            imm: Alu::Add as i32 | ATOMIC_FETCH,
+            ..Insn::atomic_add64(dst, off, src)
+        }
     }
 
     /// `if dst COND imm goto +off`.
@@ -332,6 +344,23 @@ impl Asm {
         self.push(Insn::ja(0))
     }
 
+    /// `r0 = &array[this CPU]` in the array map open as `map_fd`, or
+    /// `return 0` when the CPU has no entry (the kernel runs a tracepoint's
+    /// programs on every CPU). The key, the CPU number, is at `r10 - 4`;
+    /// clobbers r1-r5.
+    pub fn this_cpu_entry_or_return(&mut self, map_fd: i32) -> &mut Asm {
+        let found = self.new_label();
+        self.push(Insn::call(Helper::GetSmpProcessorId))
+            .push(Insn::stx(Size::W, Reg::R10, -4, Reg::R0))
+            .push(Insn::mov64_reg(Reg::R2, Reg::R10))
+            .push(Insn::alu64_imm(Alu::Add, Reg::R2, -4))
+            .extend(Insn::ld_map_fd(Reg::R1, map_fd))
+            .push(Insn::call(Helper::MapLookupElem))
+            .jump_if(Cond::Ne, Reg::R0, 0, found)
+            .push(Insn::exit())
+            .bind(found)
+    }
+
     /// The program, every jump resolved; an error names a label never bound
     /// or a jump too far for its 16-bit offset (a generator's bug).
     pub fn finish(mut self) -> Result<Vec<Insn>, String> {
@@ -359,6 +388,37 @@ mod tests {
     /// Bytes written as in the kernel's documentation: opcode, regs, off, imm.
     fn bytes(insn: Insn) -> [u8; 8] {
         insn.to_le_bytes()
+    }
+
+    #[test]
+    fn the_entry_of_this_cpu_or_return() {
+        let mut asm = Asm::new();
+        asm.this_cpu_entry_or_return(7)
+            .push(Insn::mov64_reg(Reg::R6, Reg::R0));
+        let insns = asm.finish().unwrap();
+        let codes: Vec<[u8; 8]> = insns.into_iter().map(bytes).collect();
+        assert_eq!(
+            codes,
+            vec![
+                // call bpf_get_smp_processor_id (8)
+                [0x85, 0x00, 0, 0, 8, 0, 0, 0],
+                // *(u32 *)(r10 - 4) = r0
+                [0x63, 0x0a, 0xfc, 0xff, 0, 0, 0, 0],
+                // r2 = r10; r2 += -4
+                [0xbf, 0xa2, 0, 0, 0, 0, 0, 0],
+                [0x07, 0x02, 0, 0, 0xfc, 0xff, 0xff, 0xff],
+                // r1 = map fd 7 (BPF_PSEUDO_MAP_FD), two slots
+                [0x18, 0x11, 0, 0, 7, 0, 0, 0],
+                [0, 0, 0, 0, 0, 0, 0, 0],
+                // call bpf_map_lookup_elem (1)
+                [0x85, 0x00, 0, 0, 1, 0, 0, 0],
+                // if r0 != 0 goto +1 (past the exit)
+                [0x55, 0x00, 1, 0, 0, 0, 0, 0],
+                [0x95, 0x00, 0, 0, 0, 0, 0, 0],
+                // r6 = r0
+                [0xbf, 0x06, 0, 0, 0, 0, 0, 0],
+            ]
+        );
     }
 
     #[test]
@@ -439,6 +499,11 @@ mod tests {
         assert_eq!(
             bytes(Insn::atomic_add64(Reg::R0, 16, Reg::R1)),
             [0xdb, 0x10, 16, 0, 0, 0, 0, 0]
+        );
+        // The same with imm BPF_ADD | BPF_FETCH = 1: r2 = fetch_add(r7 + 0, r2).
+        assert_eq!(
+            bytes(Insn::atomic_fetch_add64(Reg::R7, 0, Reg::R2)),
+            [0xdb, 0x27, 0, 0, 1, 0, 0, 0]
         );
     }
 

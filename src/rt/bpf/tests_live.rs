@@ -18,20 +18,6 @@ macro_rules! need_bpf {
     };
 }
 
-/// `r0 = &array[this CPU]` or exit 0 when out of range; clobbers r1-r5.
-pub(super) fn slot_of_this_cpu(asm: &mut Asm, map: &Map) {
-    let found = asm.new_label();
-    asm.push(Insn::call(Helper::GetSmpProcessorId))
-        .push(Insn::stx(Size::W, Reg::R10, -4, Reg::R0))
-        .push(Insn::mov64_reg(Reg::R2, Reg::R10))
-        .push(Insn::alu64_imm(Alu::Add, Reg::R2, -4))
-        .extend(Insn::ld_map_fd(Reg::R1, map.fd()))
-        .push(Insn::call(Helper::MapLookupElem))
-        .jump_if(Cond::Ne, Reg::R0, 0, found)
-        .push(Insn::exit());
-    asm.bind(found);
-}
-
 /// A program adding 1 to this CPU's u64 at `offset` in `map`, when the
 /// current task's pid is `pid` (any when None).
 fn counter(map: &Map, offset: i16, pid: Option<i32>) -> Vec<Insn> {
@@ -43,7 +29,7 @@ fn counter(map: &Map, offset: i16, pid: Option<i32>) -> Vec<Insn> {
             .push(Insn::alu64_imm(Alu::Rsh, Reg::R0, 32))
             .jump_if(Cond::Ne, Reg::R0, pid, out);
     }
-    slot_of_this_cpu(&mut asm, map);
+    asm.this_cpu_entry_or_return(map.fd());
     asm.push(Insn::mov64_imm(Reg::R1, 1))
         .push(Insn::atomic_add64(Reg::R0, offset, Reg::R1));
     asm.bind(out);

@@ -302,17 +302,8 @@ impl WakeupSlots {
 
 /// `r6 = &slots[this CPU]`, or return 0 when there is none; clobbers r0-r5.
 fn load_slot(asm: &mut Asm, map_fd: i32) {
-    let found = asm.new_label();
-    asm.push(Insn::call(Helper::GetSmpProcessorId))
-        .push(Insn::stx(Size::W, Reg::R10, -4, Reg::R0))
-        .push(Insn::mov64_reg(Reg::R2, Reg::R10))
-        .push(Insn::alu64_imm(Alu::Add, Reg::R2, -4))
-        .extend(Insn::ld_map_fd(Reg::R1, map_fd))
-        .push(Insn::call(Helper::MapLookupElem))
-        .jump_if(Cond::Ne, Reg::R0, 0, found)
-        .push(Insn::exit());
-    asm.bind(found);
-    asm.push(Insn::mov64_reg(Reg::R6, Reg::R0));
+    asm.this_cpu_entry_or_return(map_fd)
+        .push(Insn::mov64_reg(Reg::R6, Reg::R0));
 }
 
 /// `r0 = the current thread id`.

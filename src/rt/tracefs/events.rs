@@ -41,6 +41,12 @@ pub const ACTIVITY: [(&str, &str); 6] = [
     ("irq", "softirq_exit"),
 ];
 
+/// Non-maskable interrupts, traced for the attribution where the kernel has
+/// the event: written when each NMI handler returns, with how long it ran
+/// (`delta_ns`), so an NMI's time is named instead of falling into the
+/// time no event explains.
+pub const NMI: (&str, &str) = ("nmi", "nmi_handler");
+
 /// Interrupts that do not go through `irq_handler_entry` (x86 system
 /// vectors: the local timer, IPIs), traced for the attribution where the
 /// kernel has them; each is a `<name>_entry` / `<name>_exit` pair.
@@ -153,6 +159,12 @@ pub enum Kind {
     VectorExit {
         vector: u8,
     },
+    /// `nmi_handler`: an NMI handler returned after running `delta_ns`
+    /// (the event comes at its end: the NMI began `delta_ns` before it).
+    Nmi {
+        delta_ns: u64,
+        handled: i32,
+    },
 }
 
 /// The kernel's softirq names by vector number (`softirq_to_name`, stable
@@ -201,21 +213,9 @@ enum Layout {
         hrtimer: Field,
         now: Field,
     },
-    Switch {
-        prev_comm: Field,
-        prev_pid: Field,
-        prev_prio: Field,
-        prev_state: Field,
-        next_comm: Field,
-        next_pid: Field,
-        next_prio: Field,
-    },
+    Switch(SwitchFields),
     UserReturn,
-    Wakeup {
-        pid: Field,
-        prio: Field,
-        target_cpu: Field,
-    },
+    Wakeup(WakeupFields),
     IrqEntry {
         irq: Field,
         name: Field,
@@ -231,6 +231,84 @@ enum Layout {
         index: u8,
         entry: bool,
     },
+    Nmi(NmiFields),
+}
+
+/// The fields of `sched_switch` latscope reads (both collectors: the
+/// tracefs decoder and the flight recorder's program).
+#[derive(Debug, Clone)]
+pub struct SwitchFields {
+    pub prev_comm: Field,
+    pub prev_pid: Field,
+    pub prev_prio: Field,
+    pub prev_state: Field,
+    pub next_comm: Field,
+    pub next_pid: Field,
+    pub next_prio: Field,
+}
+
+impl SwitchFields {
+    pub fn of(format: &EventFormat) -> Result<SwitchFields, String> {
+        let f = |name: &str| integer(format, name);
+        let text = |name: &str| format.field(name).cloned();
+        Ok(SwitchFields {
+            prev_comm: text("prev_comm")?,
+            prev_pid: f("prev_pid")?,
+            prev_prio: f("prev_prio")?,
+            prev_state: f("prev_state")?,
+            next_comm: text("next_comm")?,
+            next_pid: f("next_pid")?,
+            next_prio: f("next_prio")?,
+        })
+    }
+}
+
+/// The fields of `sched_wakeup` (and `sched_waking`) latscope reads (both
+/// collectors).
+#[derive(Debug, Clone)]
+pub struct WakeupFields {
+    pub pid: Field,
+    pub prio: Field,
+    pub target_cpu: Field,
+}
+
+impl WakeupFields {
+    pub fn of(format: &EventFormat) -> Result<WakeupFields, String> {
+        Ok(WakeupFields {
+            pid: integer(format, "pid")?,
+            prio: integer(format, "prio")?,
+            target_cpu: integer(format, "target_cpu")?,
+        })
+    }
+}
+
+/// Which of `VECTORS` the event `name` (`<vector>_entry` or `_exit`) is,
+/// and whether it is the entry.
+pub fn vector_event(name: &str) -> Option<(u8, bool)> {
+    let index = |suffix: &str| {
+        let base = name.strip_suffix(suffix)?;
+        VECTORS.iter().position(|v| *v == base).map(|i| i as u8)
+    };
+    index("_entry")
+        .map(|i| (i, true))
+        .or_else(|| index("_exit").map(|i| (i, false)))
+}
+
+/// The fields of `nmi_handler` latscope reads (both collectors: the tracefs
+/// decoder and the flight recorder's program).
+#[derive(Debug, Clone)]
+pub struct NmiFields {
+    pub delta_ns: Field,
+    pub handled: Field,
+}
+
+impl NmiFields {
+    pub fn of(format: &EventFormat) -> Result<NmiFields, String> {
+        Ok(NmiFields {
+            delta_ns: integer(format, "delta_ns")?,
+            handled: integer(format, "handled")?,
+        })
+    }
 }
 
 impl Layout {
@@ -248,21 +326,9 @@ impl Layout {
                 hrtimer: f("hrtimer")?,
                 now: f("now")?,
             },
-            "sched_switch" => Layout::Switch {
-                prev_comm: text("prev_comm")?,
-                prev_pid: f("prev_pid")?,
-                prev_prio: f("prev_prio")?,
-                prev_state: f("prev_state")?,
-                next_comm: text("next_comm")?,
-                next_pid: f("next_pid")?,
-                next_prio: f("next_prio")?,
-            },
+            "sched_switch" => Layout::Switch(SwitchFields::of(format)?),
             "rseq_update" => Layout::UserReturn,
-            "sched_wakeup" | "sched_waking" => Layout::Wakeup {
-                pid: f("pid")?,
-                prio: f("prio")?,
-                target_cpu: f("target_cpu")?,
-            },
+            "sched_wakeup" | "sched_waking" => Layout::Wakeup(WakeupFields::of(format)?),
             "irq_handler_entry" => Layout::IrqEntry {
                 irq: f("irq")?,
                 name: text("name")?,
@@ -272,23 +338,11 @@ impl Layout {
                 vec: f("vec")?,
                 entry: format.name == "softirq_entry",
             },
-            other => {
-                let vector = |suffix: &str| {
-                    let base = other.strip_suffix(suffix)?;
-                    VECTORS.iter().position(|v| *v == base)
-                };
-                match (vector("_entry"), vector("_exit")) {
-                    (Some(i), _) => Layout::Vector {
-                        index: i as u8,
-                        entry: true,
-                    },
-                    (_, Some(i)) => Layout::Vector {
-                        index: i as u8,
-                        entry: false,
-                    },
-                    _ => return Err(format!("latscope does not decode trace event {other}")),
-                }
-            }
+            "nmi_handler" => Layout::Nmi(NmiFields::of(format)?),
+            other => match vector_event(other) {
+                Some((index, entry)) => Layout::Vector { index, entry },
+                None => return Err(format!("latscope does not decode trace event {other}")),
+            },
         })
     }
 
@@ -309,7 +363,7 @@ impl Layout {
                 hrtimer: hrtimer.read_u64(payload)?,
                 now: int(now)?,
             },
-            Layout::Switch {
+            Layout::Switch(SwitchFields {
                 prev_comm,
                 prev_pid,
                 prev_prio,
@@ -317,7 +371,7 @@ impl Layout {
                 next_comm,
                 next_pid,
                 next_prio,
-            } => Kind::Switch(Switch {
+            }) => Kind::Switch(Switch {
                 prev_pid: int(prev_pid)? as i32,
                 prev_prio: int(prev_prio)? as i32,
                 prev_state: prev_state.read_u64(payload)?,
@@ -329,11 +383,11 @@ impl Layout {
             Layout::UserReturn => Kind::UserReturn {
                 in_interrupt: flags? & IN_INTERRUPT != 0,
             },
-            Layout::Wakeup {
+            Layout::Wakeup(WakeupFields {
                 pid,
                 prio,
                 target_cpu,
-            } => Kind::Wakeup {
+            }) => Kind::Wakeup {
                 pid: int(pid)? as i32,
                 prio: int(prio)? as i32,
                 target_cpu: int(target_cpu)? as i32,
@@ -355,6 +409,10 @@ impl Layout {
             Layout::Vector { index, entry } => match entry {
                 true => Kind::VectorEntry { vector: *index },
                 false => Kind::VectorExit { vector: *index },
+            },
+            Layout::Nmi(NmiFields { delta_ns, handled }) => Kind::Nmi {
+                delta_ns: int(delta_ns)?.max(0) as u64,
+                handled: int(handled)? as i32,
             },
         })
     }
@@ -587,6 +645,7 @@ pub(crate) mod tests {
             include_str!("testdata/softirq_entry.format"),
             include_str!("testdata/softirq_exit.format"),
             include_str!("testdata/local_timer_entry.format"),
+            include_str!("testdata/nmi_handler.format"),
         ]
         .map(|text| EventFormat::parse(text).unwrap())
         .to_vec()
@@ -652,6 +711,22 @@ pub(crate) mod tests {
         let rec = record(&f[6], 0, &[("vector", 236)]);
         assert_eq!(kind(&rec), Kind::VectorEntry { vector: 0 });
         assert_eq!(VECTORS[0], "local_timer");
+        let rec = record(
+            &f[7],
+            0,
+            &[
+                ("handler", 0xffff_ffff_8100_0000),
+                ("delta_ns", 41_500),
+                ("handled", 1),
+            ],
+        );
+        assert_eq!(
+            kind(&rec),
+            Kind::Nmi {
+                delta_ns: 41_500,
+                handled: 1
+            }
+        );
         // A switch away from a sleeping task.
         let rec = record(&f[0], 7, &[("prev_state", 1)]);
         let Kind::Switch(s) = kind(&rec) else {

@@ -2,7 +2,9 @@
 //! its programs keep writing it, and decoding its records into the
 //! `TraceEvent`s that `spikes::attribution` consumes.
 
-use super::layout::{Kind as RecordKind, RECORD_SIZE, Region, header, name, record};
+use super::layout::{
+    INTERRUPTED_NS, Kind as RecordKind, RECORD_SIZE, Region, header, name, record,
+};
 use crate::rt::tracefs::events::{Comm, IrqName, Kind, Switch, TraceEvent};
 use std::collections::HashMap;
 
@@ -49,8 +51,8 @@ impl RegionView {
         out
     }
 
-    /// Records written so far. The fence keeps the record loads that follow
-    /// after it (and, read again after them, the loads before it).
+    /// Records reserved so far. The fence keeps the record loads that
+    /// follow after it.
     pub fn head(&self) -> u64 {
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         let head = self.word(header::HEAD);
@@ -58,8 +60,28 @@ impl RegionView {
         head
     }
 
-    fn record(&self, index: u64) -> RawRecord {
-        RawRecord(self.bytes(self.layout.record_offset(index)))
+    /// Records whose program was interrupted so far (`header::INTERRUPTED`).
+    pub fn interrupted(&self) -> u64 {
+        self.word(header::INTERRUPTED)
+    }
+
+    /// Record `index`, copied between two loads of its commit word (see
+    /// `layout.rs`): whole, newer (overwritten), or still being written.
+    fn slot(&self, index: u64) -> Slot {
+        let offset = self.layout.record_offset(index);
+        let committed = index + 1;
+        let before = self.word(offset + record::SEQ);
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        let copy = RawRecord(self.bytes(offset));
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        let after = self.word(offset + record::SEQ);
+        if before == committed && after == committed {
+            Slot::Whole(copy)
+        } else if before > committed || after > committed {
+            Slot::Newer
+        } else {
+            Slot::Unfinished
+        }
     }
 
     /// The task on the CPU now and since when, as the last switch told.
@@ -84,43 +106,92 @@ impl RegionView {
     }
 
     /// The records of the CPU from the last one before `from_ns` to the
-    /// newest, each checked against the writer (see `layout.rs`).
+    /// newest, each checked by its commit word (see `layout.rs`), with the
+    /// stretches in which events may be missing.
     pub fn snapshot(&self, from_ns: u64) -> Snapshot {
         let slots = self.layout.slots as u64;
-        let before = self.head();
-        let oldest_kept = before.saturating_sub(slots);
-        let mut records = Vec::new();
-        for index in (oldest_kept..before).rev() {
-            let r = self.record(index);
-            records.push((index, r));
-            if r.time() < from_ns {
-                break;
+        let head = self.head();
+        let oldest_kept = head.saturating_sub(slots);
+        let mut records: Vec<RawRecord> = Vec::new();
+        let mut doubts = Vec::new();
+        // The time of the newest whole record after a run of unfinished
+        // ones (u64::MAX: they are the newest), while such a run is open.
+        let mut unfinished_before: Option<u64> = None;
+        let mut reached_back = false;
+        let mut newer_seen = false;
+        for index in (oldest_kept..head).rev() {
+            match self.slot(index) {
+                Slot::Whole(r) => {
+                    if let Some(newer) = unfinished_before.take() {
+                        doubts.push(Doubt::between(r.time(), newer));
+                    }
+                    if r.elapsed() > INTERRUPTED_NS {
+                        doubts.push(Doubt::between(r.time(), r.time() + r.elapsed()));
+                    }
+                    records.push(r);
+                    if r.time() < from_ns {
+                        reached_back = true;
+                        break;
+                    }
+                }
+                Slot::Unfinished => {
+                    let newer = records.last().map_or(u64::MAX, RawRecord::time);
+                    unfinished_before.get_or_insert(newer);
+                }
+                // The buffer went round since `head` was read: this record
+                // and all older ones are gone.
+                Slot::Newer => {
+                    newer_seen = true;
+                    break;
+                }
             }
         }
-        let after = self.head();
-        let first_safe = first_untouched(after, slots);
-        let copied = records.len();
-        records.retain(|(index, _)| *index >= first_safe);
-        let reached_back = records.last().is_some_and(|(_, r)| r.time() < from_ns);
+        if let Some(newer) = unfinished_before {
+            // The oldest record looked at is unfinished: from the start.
+            doubts.push(Doubt::between(0, newer));
+        }
         // Everything since recording began is there when nothing was ever
         // overwritten: then the window merely started before the recorder.
-        let from_the_start = records.len() == copied && oldest_kept == 0;
+        let from_the_start = oldest_kept == 0 && !newer_seen;
+        // Nested programs may commit out of time order.
         records.reverse();
+        records.sort_by_key(RawRecord::time);
         let complete = reached_back || from_the_start;
         Snapshot {
-            records: records.into_iter().map(|(_, r)| r).collect(),
+            records,
             complete,
             overwritten: !complete,
-            head: after,
+            head,
+            doubts,
         }
     }
 }
 
-/// The oldest record number a writer that had written `head` records when
-/// the copy ended cannot have touched: the writer of record `head` (maybe
-/// under way) overwrites record `head - slots`.
-fn first_untouched(head: u64, slots: u64) -> u64 {
-    (head + 1).saturating_sub(slots)
+/// A record as copied while its writer may be at work.
+enum Slot {
+    Whole(RawRecord),
+    /// A newer record (the buffer went round).
+    Newer,
+    /// Reserved, not yet committed (or torn by the copy).
+    Unfinished,
+}
+
+/// A stretch of a CPU's time in which events may be missing from its
+/// records: around a record still being written (torn), or while a program
+/// was interrupted (what interrupted it may have been skipped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Doubt {
+    pub from_ns: u64,
+    pub to_ns: u64,
+}
+
+impl Doubt {
+    fn between(a: u64, b: u64) -> Doubt {
+        Doubt {
+            from_ns: a.min(b),
+            to_ns: a.max(b),
+        }
+    }
 }
 
 /// What the last switch on a CPU told about its current task.
@@ -135,6 +206,7 @@ pub struct CurrentTask {
 /// A CPU's records, oldest first, as copied for one window.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
+    /// Whole records only, in time order.
     pub records: Vec<RawRecord>,
     /// They reach back to before the time asked for (or to the start of
     /// recording).
@@ -142,8 +214,19 @@ pub struct Snapshot {
     /// Records the window needed were overwritten before they were read:
     /// the spikes came too close together for the buffer.
     pub overwritten: bool,
-    /// Records written on the CPU when the copy ended.
+    /// Records reserved on the CPU when the copy began.
     pub head: u64,
+    /// Where events may be missing (`Doubt`), by time on this CPU.
+    pub doubts: Vec<Doubt>,
+}
+
+impl Snapshot {
+    /// Whether events may be missing somewhere from `from_ns` to `to_ns`.
+    pub fn doubtful(&self, from_ns: u64, to_ns: u64) -> bool {
+        self.doubts
+            .iter()
+            .any(|d| d.from_ns <= to_ns && d.to_ns >= from_ns)
+    }
 }
 
 /// One record as written by a program (`layout::record`).
@@ -153,6 +236,15 @@ pub struct RawRecord(pub [u8; RECORD_SIZE]);
 impl RawRecord {
     pub fn time(&self) -> u64 {
         u64_at(&self.0, record::TIME)
+    }
+
+    /// How long its program ran (`record::ELAPSED`), ns.
+    pub fn elapsed(&self) -> u64 {
+        u64::from(u32::from_ne_bytes(
+            self.0[record::ELAPSED..record::ELAPSED + 4]
+                .try_into()
+                .expect("4 bytes"),
+        ))
     }
 
     fn int(&self, offset: usize) -> i32 {
@@ -178,6 +270,12 @@ impl RawRecord {
             b[at..at + 4].copy_from_slice(&value.to_ne_bytes());
         }
         RawRecord(b)
+    }
+
+    /// The same record, its program having run `ns` (tests).
+    pub fn ran_for(mut self, ns: u32) -> Self {
+        self.0[record::ELAPSED..record::ELAPSED + 4].copy_from_slice(&ns.to_ne_bytes());
+        self
     }
 }
 
@@ -299,6 +397,10 @@ pub fn decode(
         RecordKind::VectorExit => Kind::VectorExit {
             vector: r.small(record::SMALL) as u8,
         },
+        RecordKind::Nmi => Kind::Nmi {
+            delta_ns: u64::from(a as u32),
+            handled: b,
+        },
     };
     Some(TraceEvent {
         time: r.time(),
@@ -335,11 +437,30 @@ pub(crate) mod tests {
             }
         }
 
-        /// Appends a record as a program does: the record, then the head.
+        /// Appends a record as a program does: reserve, write, commit.
         pub fn push(&mut self, r: RawRecord) {
-            let head = self.words[header::HEAD / 8];
-            self.put(self.layout.record_offset(head), &r.0);
-            self.words[header::HEAD / 8] = head + 1;
+            let index = self.reserve();
+            self.commit(index, r);
+        }
+
+        /// Reserves the next record as a program does (the head, then the
+        /// record's commit word cleared): its number.
+        pub fn reserve(&mut self) -> u64 {
+            let index = self.words[header::HEAD / 8];
+            self.words[header::HEAD / 8] = index + 1;
+            self.set_seq(index, 0);
+            index
+        }
+
+        /// Writes record `index` and commits it.
+        pub fn commit(&mut self, index: u64, r: RawRecord) {
+            self.put(self.layout.record_offset(index), &r.0);
+            self.set_seq(index, index + 1);
+        }
+
+        /// Sets the commit word of the slot of record `index`.
+        pub fn set_seq(&mut self, index: u64, seq: u64) {
+            self.words[(self.layout.record_offset(index) + record::SEQ) / 8] = seq;
         }
 
         pub fn name(&mut self, pid: i32, prio: i32, comm: &str) {
@@ -428,10 +549,17 @@ pub(crate) mod tests {
         ));
         region.push(RawRecord::new(1_700, -1, RecordKind::VectorExit, 2, [0; 4]));
         region.push(switch(1_800, (9, 19, 0x100), (42, 49)));
+        region.push(RawRecord::new(
+            1_900,
+            42,
+            RecordKind::Nmi,
+            0,
+            [41_500, 1, 0, 0],
+        ));
         let mut names = Names::known(&[(42, "sampling-1")], &[(24, "virtio0-input.0")]);
         let (events, snap) = events(&region, 0, &mut names);
         assert!(snap.complete && !snap.overwritten);
-        assert_eq!(snap.head, 9);
+        assert_eq!(snap.head, 10);
         let kinds: Vec<Kind> = events.iter().map(|e| e.kind).collect();
         let comm = |s: &str| comm_of(s);
         assert_eq!(
@@ -469,10 +597,14 @@ pub(crate) mod tests {
                     next_prio: 49,
                     next_comm: comm("sampling-1"),
                 }),
+                Kind::Nmi {
+                    delta_ns: 41_500,
+                    handled: 1
+                },
             ]
         );
         let times: Vec<u64> = events.iter().map(|e| e.time).collect();
-        assert_eq!(times, (1..=9).map(|i| 900 + i * 100).collect::<Vec<_>>());
+        assert_eq!(times, (1..=10).map(|i| 900 + i * 100).collect::<Vec<_>>());
         assert!(events.iter().all(|e| e.cpu == CPU));
         assert_eq!(events[1].pid, 9);
         assert_eq!(events[6].pid, -1);
@@ -526,20 +658,112 @@ pub(crate) mod tests {
         assert_eq!(snap.records.first().unwrap().time(), 14_900);
         let snap = region.view().snapshot(10_000);
         assert!(!snap.complete && snap.overwritten);
-        // The oldest slot is the next one written: not trusted.
-        assert_eq!(snap.records.len(), 63);
-        assert_eq!(snap.records.first().unwrap().time(), 13_800);
+        assert_eq!(snap.records.len(), 64);
+        assert_eq!(snap.records.first().unwrap().time(), 13_700);
         assert_eq!(snap.records.last().unwrap().time(), 20_000);
+        assert!(snap.doubts.is_empty());
+    }
+
+    fn softirq(time: u64) -> RawRecord {
+        RawRecord::new(time, 5, RecordKind::SoftirqEntry, 0, [1, 0, 0, 0])
+    }
+
+    fn times(snap: &Snapshot) -> Vec<u64> {
+        snap.records.iter().map(RawRecord::time).collect()
     }
 
     #[test]
-    fn records_a_writer_may_be_overwriting_are_not_trusted() {
-        // 64 slots, 100 records written: 36..99 kept; the writer of record
-        // 100 may be writing slot 36 already.
-        assert_eq!(first_untouched(100, 64), 37);
-        assert_eq!(first_untouched(63, 64), 0);
-        assert_eq!(first_untouched(64, 64), 1);
-        assert_eq!(first_untouched(0, 64), 0);
+    fn a_record_whose_writer_was_interrupted_is_placed_between_its_neighbours() {
+        // A program reserves record 2 and is interrupted; the interrupting
+        // programs write records 3 and 4; another event follows (5).
+        let mut region = FakeRegion::new(64);
+        region.push(softirq(100));
+        region.push(softirq(200));
+        let outer = region.reserve();
+        region.push(softirq(310));
+        region.push(softirq(320));
+        region.push(softirq(400));
+        let snap = region.view().snapshot(0);
+        assert_eq!(times(&snap), vec![100, 200, 310, 320, 400]);
+        assert!(snap.complete && !snap.overwritten);
+        // Exactly the stretch between the torn record's neighbours.
+        assert_eq!(
+            snap.doubts,
+            vec![Doubt {
+                from_ns: 200,
+                to_ns: 310
+            }]
+        );
+        assert!(snap.doubtful(250, 260) && snap.doubtful(0, 200) && snap.doubtful(310, 900));
+        assert!(!snap.doubtful(0, 199) && !snap.doubtful(311, 900));
+        // Once it commits, nothing is in doubt and the records are in time
+        // order although it committed last.
+        region.commit(outer, softirq(300));
+        let snap = region.view().snapshot(0);
+        assert_eq!(times(&snap), vec![100, 200, 300, 310, 320, 400]);
+        assert!(snap.doubts.is_empty());
+    }
+
+    #[test]
+    fn the_newest_record_still_being_written_leaves_the_present_in_doubt() {
+        let mut region = FakeRegion::new(64);
+        region.push(softirq(100));
+        region.reserve();
+        let snap = region.view().snapshot(0);
+        assert_eq!(times(&snap), vec![100]);
+        assert_eq!(
+            snap.doubts,
+            vec![Doubt {
+                from_ns: 100,
+                to_ns: u64::MAX
+            }]
+        );
+        // A record reserved whose slot still holds the commit word of the
+        // record before it in that slot (record i - slots) is unfinished too.
+        let mut region = FakeRegion::new(64);
+        for t in 1..=64u64 {
+            region.push(softirq(t * 100));
+        }
+        let index = region.reserve();
+        region.set_seq(index, index + 1 - 64);
+        let snap = region.view().snapshot(0);
+        assert_eq!(snap.records.len(), 63, "record 0 is being overwritten");
+        assert_eq!(snap.doubts.len(), 1);
+        assert_eq!(snap.doubts[0].from_ns, 6_400);
+    }
+
+    #[test]
+    fn an_interrupted_program_leaves_its_own_run_in_doubt() {
+        let mut region = FakeRegion::new(64);
+        region.push(softirq(1_000));
+        region.push(softirq(2_000).ran_for(5_000));
+        region.push(softirq(9_000).ran_for(INTERRUPTED_NS as u32));
+        let snap = region.view().snapshot(0);
+        assert_eq!(times(&snap), vec![1_000, 2_000, 9_000]);
+        assert_eq!(
+            snap.doubts,
+            vec![Doubt {
+                from_ns: 2_000,
+                to_ns: 7_000
+            }]
+        );
+        assert!(snap.doubtful(6_000, 8_000) && !snap.doubtful(7_001, 9_000));
+    }
+
+    #[test]
+    fn a_record_overwritten_during_the_copy_ends_the_window() {
+        // 64 slots, 80 records: 16..79 kept. The writer of record 80 has
+        // committed into record 16's slot after the head was read.
+        let mut region = FakeRegion::new(64);
+        for t in 1..=80u64 {
+            region.push(softirq(t * 100));
+        }
+        region.set_seq(16, 16 + 64 + 1);
+        let snap = region.view().snapshot(0);
+        assert!(snap.overwritten && !snap.complete);
+        assert_eq!(snap.records.len(), 63);
+        assert_eq!(snap.records.first().unwrap().time(), 1_800);
+        assert!(snap.doubts.is_empty());
     }
 
     #[test]

@@ -2,33 +2,53 @@
 //! write it (`program.rs`) and the decoder that reads it (`decode.rs`).
 //!
 //! One `BPF_F_MMAPABLE` array map holds one *region* per CPU (key = CPU
-//! number). A program only ever writes the region of the CPU it runs on, and
-//! tracepoint programs do not nest on a CPU (the kernel's `bpf_prog_active`
-//! guard), so each region has exactly one writer at a time and needs no lock.
+//! number). A program only ever writes the region of the CPU it runs on.
 //!
 //! A region is, in order (every offset a multiple of 8):
-//! - a header: the count of records ever written (`head`) and the CPU's
-//!   current task with the time it got the CPU ("task X since t");
+//! - a header: the count of records ever reserved (`head`), the CPU's
+//!   current task with the time it got the CPU ("task X since t"), and the
+//!   count of records whose program was interrupted (`INTERRUPTED`);
 //! - a table of task names by pid (`NAME_SLOTS` entries, indexed by the
 //!   pid's low bits), filled at each switch: a record carries pids only;
 //! - `slots` records of `RECORD_SIZE` bytes, a circular buffer: record
 //!   number `i` lives in slot `i % slots` (`slots` a power of two), so the
 //!   last `slots` records are kept.
 //!
-//! A program writes a record's fields, then stores `head = i + 1`. A reader
-//! that saw `head = h1` before copying and `head = h2` after knows record
-//! `i` is whole and unchanged when `i < h1` and `i + slots > h2` (the writer
-//! of record `i + slots` may be overwriting it otherwise). x86 keeps stores
-//! in program order, which this needs: other architectures are refused by
-//! the availability check.
+//! **Writing, safe under nesting.** Programs attached through perf events
+//! do not nest on a CPU today (the kernel's `bpf_prog_active` guard skips
+//! an event whose program would interrupt another one, and counts it in
+//! `recursion_misses`), but raw tracepoint programs do, and an NMI can come
+//! at any instruction. So a program never assumes it is alone:
+//! 1. it *reserves* record `i` with an atomic fetch-and-add on `head` (a
+//!    program that interrupts it gets `i + 1`, and so on);
+//! 2. it clears the record's `SEQ` word (0: being written), then writes the
+//!    fields;
+//! 3. it writes how long it ran (`ELAPSED`, from its time to now), then
+//!    commits: `SEQ = i + 1`, last.
+//!
+//! A reader copies a record between two loads of its `SEQ`: the copy is
+//! record `i`, whole, when both say `i + 1`. Anything else is either a
+//! newer record (`SEQ` above `i + 1`: the buffer wrapped, the window was
+//! overwritten) or a record still being written (0, or the stale `SEQ` of
+//! record `i - slots`): a torn record, placed in time between its
+//! neighbours. A record whose program ran longer than `INTERRUPTED_NS` was
+//! interrupted: the events of what interrupted it may have been skipped
+//! (`recursion_misses`) and are missing from `[time, time + elapsed]`.
+//! The reader flags exactly the windows those spans touch. x86 keeps
+//! stores in program order and loads in program order, which this needs:
+//! other architectures are refused by the availability check.
 
 /// Bytes of one record.
-pub const RECORD_SIZE: usize = 32;
+pub const RECORD_SIZE: usize = 48;
 /// Records kept per CPU by default: at the busiest rate seen here (126,000
 /// events/s on one CPU with other work running) about 65 ms of history,
 /// more than the longest window worth attributing (RT throttling lends the
-/// CPU for 50 ms); 256 KiB per CPU.
+/// CPU for 50 ms); 384 KiB per CPU.
 pub const DEFAULT_SLOTS: usize = 8192;
+/// A program that ran longer than this between its time and its commit was
+/// interrupted (a run takes well under 1 us here, an interrupt on a virtual
+/// machine several): what interrupted it may be missing from the records.
+pub const INTERRUPTED_NS: u64 = 2_000;
 
 /// Offsets in a record.
 pub mod record {
@@ -45,6 +65,10 @@ pub mod record {
     pub const B: usize = 20;
     pub const C: usize = 24;
     pub const D: usize = 28;
+    /// u64: the record's number + 1 once whole, 0 while being written.
+    pub const SEQ: usize = 32;
+    /// u32: ns from `TIME` to the commit (the program's own run).
+    pub const ELAPSED: usize = 40;
 }
 
 /// What a record is, with what its operands hold.
@@ -65,10 +89,13 @@ pub enum Kind {
     /// `irq_vectors:<vector>_entry` / `_exit`: SMALL the vector's index.
     VectorEntry = 7,
     VectorExit = 8,
+    /// `nmi:nmi_handler`, written when an NMI handler returns: A its run
+    /// (`delta_ns`, ns, the low 32 bits: up to 4.2 s), B `handled`.
+    Nmi = 9,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::Switch,
         Kind::Wakeup,
         Kind::IrqEntry,
@@ -77,6 +104,7 @@ impl Kind {
         Kind::SoftirqExit,
         Kind::VectorEntry,
         Kind::VectorExit,
+        Kind::Nmi,
     ];
 
     pub fn from_code(code: u16) -> Option<Kind> {
@@ -86,13 +114,15 @@ impl Kind {
 
 /// Offsets in a region's header.
 pub mod header {
-    /// u64: records written so far (the next record's number).
+    /// u64: records reserved so far (the next record's number).
     pub const HEAD: usize = 0;
     /// u64: when the current task got the CPU (its switch-in), 0: unknown.
     pub const TASK_SINCE: usize = 8;
     /// i32 pid and i32 priority of the current task, as its switch-in told.
     pub const TASK_PID: usize = 16;
     pub const TASK_PRIO: usize = 20;
+    /// u64: records whose program ran longer than `INTERRUPTED_NS`.
+    pub const INTERRUPTED: usize = 32;
     /// The header's size.
     pub const SIZE: usize = 64;
 }
@@ -111,14 +141,12 @@ pub mod name {
 }
 /// log2 of `name::SIZE`.
 pub const NAME_SHIFT: u32 = 5;
-/// log2 of `RECORD_SIZE`.
-pub const RECORD_SHIFT: u32 = 5;
-const _: () = assert!(1 << NAME_SHIFT == name::SIZE && 1 << RECORD_SHIFT == RECORD_SIZE);
+const _: () = assert!(1 << NAME_SHIFT == name::SIZE && RECORD_SIZE.is_multiple_of(8));
 const _: () = assert!(NAME_SLOTS.is_power_of_two());
 // Every record field fits its record, every header field its header.
 const _: () = assert!(
-    record::D + 4 <= RECORD_SIZE
-        && header::TASK_PRIO + 4 <= header::SIZE
+    record::ELAPSED + 4 <= RECORD_SIZE
+        && header::INTERRUPTED + 8 <= header::SIZE
         && name::COMM + 16 <= name::SIZE
 );
 
@@ -165,9 +193,9 @@ mod tests {
         assert_eq!(r.slots, 128);
         assert_eq!(Region::NAMES, 64);
         assert_eq!(Region::RECORDS, 64 + 256 * 32);
-        assert_eq!(r.size(), 64 + 8192 + 128 * 32);
+        assert_eq!(r.size(), 64 + 8192 + 128 * 48);
         assert_eq!(r.record_offset(0), Region::RECORDS);
-        assert_eq!(r.record_offset(129), Region::RECORDS + 32);
+        assert_eq!(r.record_offset(129), Region::RECORDS + 48);
         assert_eq!(Region::name_offset(0), 64);
         assert_eq!(Region::name_offset(257), 64 + 32);
         assert_eq!(Region::name_offset(-1), 64 + 255 * 32);
@@ -180,6 +208,6 @@ mod tests {
             assert_eq!(Kind::from_code(kind as u16), Some(kind));
         }
         assert_eq!(Kind::from_code(0), None);
-        assert_eq!(Kind::from_code(9), None);
+        assert_eq!(Kind::from_code(10), None);
     }
 }

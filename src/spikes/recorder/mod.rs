@@ -12,11 +12,25 @@ pub mod layout;
 pub mod program;
 pub mod run;
 
-/// Whether the flight recorder can run here: BPF itself (`rt::bpf::probe`)
-/// and a CPU that keeps stores in order (see `layout.rs`). `Err` is why not.
+/// The oldest kernel whose verifier takes the atomic fetch-and-add that
+/// reserves a record (`BPF_FETCH`, Linux 5.12).
+pub const MIN_KERNEL: (u32, u32) = (5, 12);
+
+/// Whether the flight recorder can run here: BPF itself (`rt::bpf::probe`),
+/// a kernel with `BPF_FETCH` and a CPU that keeps stores in order (see
+/// `layout.rs`). `Err` is why not.
 pub fn check() -> Result<(), String> {
     if !cfg!(target_arch = "x86_64") {
         return Err("the flight recorder needs x86-64's store ordering".to_string());
+    }
+    let release = crate::rt::bpf::probe::Facts::live().release;
+    if let Some(version) = crate::rt::bpf::probe::kernel_version(&release)
+        && version < MIN_KERNEL
+    {
+        return Err(format!(
+            "kernel {release} is older than {}.{} (the flight recorder reserves records with BPF_FETCH)",
+            MIN_KERNEL.0, MIN_KERNEL.1
+        ));
     }
     crate::rt::bpf::probe::check()
 }

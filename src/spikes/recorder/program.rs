@@ -3,14 +3,17 @@
 //! offsets come from the events' tracefs `format` files.
 //!
 //! Every program: looks up this CPU's region (exit when the CPU is not
-//! traced: the kernel runs a tracepoint's programs on every CPU), reads its
-//! fields from the record the tracepoint hands over (the context), writes
-//! the record at slot `head % slots`, then `head + 1`. The switch program
-//! also writes the names of both tasks into the name table and the CPU's
-//! current task into the header.
+//! traced: the kernel runs a tracepoint's programs on every CPU), reserves
+//! record `i` with an atomic fetch-and-add on `head`, clears its `SEQ`,
+//! reads its fields from the record the tracepoint hands over (the
+//! context) into slot `i % slots`, writes how long it ran, and commits with
+//! `SEQ = i + 1` (see `layout.rs` for why this is safe under nesting). The
+//! switch program also writes the names of both tasks into the name table
+//! and the CPU's current task into the header.
 
-use super::layout::{Kind, NAME_SHIFT, RECORD_SHIFT, Region, header, name, record};
+use super::layout::{INTERRUPTED_NS, Kind, NAME_SHIFT, RECORD_SIZE, Region, header, name, record};
 use crate::rt::bpf::{Alu, Asm, Cond, Helper, Insn, Map, Reg, Size};
+use crate::rt::tracefs::events::{NmiFields, SwitchFields, WakeupFields, vector_event};
 use crate::rt::tracefs::format::{EventFormat, Field};
 
 /// Offset in the header of the flag user space sets for each traced CPU
@@ -23,88 +26,72 @@ const CTX: Reg = Reg::R6;
 const REGION: Reg = Reg::R7;
 const SLOT: Reg = Reg::R8;
 const TIME: Reg = Reg::R9;
+/// Stack slot of the record's commit word (`SEQ`, the record number + 1):
+/// below the CPU number the map lookup reads at -4.
+const COMMIT_ON_STACK: i16 = -16;
 
-/// What one program records, with the context fields it reads.
+/// What one program records, with the context fields it reads (the same
+/// field tables as the tracefs decoder's, `rt::tracefs::events`).
 #[derive(Debug, Clone)]
 pub enum Recipe {
-    Switch {
-        prev_comm: Field,
-        prev_pid: Field,
-        prev_prio: Field,
-        prev_state: Field,
-        next_comm: Field,
-        next_pid: Field,
-        next_prio: Field,
-    },
+    Switch(SwitchFields),
     /// Only for the listed tasks.
     Wakeup {
-        pid: Field,
-        prio: Field,
-        target_cpu: Field,
+        fields: WakeupFields,
         tids: Vec<i32>,
     },
     /// IRQ and softirq entries and exits: one operand (irq, vec) into A.
-    Operand { kind: Kind, field: Field },
+    Operand {
+        kind: Kind,
+        field: Field,
+    },
     /// A system vector's entry or exit: its index into `VECTORS`.
-    Vector { kind: Kind, index: u16 },
+    Vector {
+        kind: Kind,
+        index: u16,
+    },
+    /// An NMI handler's end, with its run.
+    Nmi(NmiFields),
 }
 
+/// The events recorded with one operand (into A): their record kind and
+/// the field it comes from.
+const OPERANDS: [(&str, Kind, &str); 4] = [
+    ("irq_handler_entry", Kind::IrqEntry, "irq"),
+    ("irq_handler_exit", Kind::IrqExit, "irq"),
+    ("softirq_entry", Kind::SoftirqEntry, "vec"),
+    ("softirq_exit", Kind::SoftirqExit, "vec"),
+];
+
 impl Recipe {
-    /// The recipe for the event `format` describes (see `events::ACTIVITY`
-    /// and `VECTOR_EVENTS`), recording wake-ups of `tids` only.
+    /// The recipe for the event `format` describes (see `events::ACTIVITY`,
+    /// `VECTOR_EVENTS` and `NMI`), recording wake-ups of `tids` only.
     pub fn of(format: &EventFormat, tids: &[i32]) -> Result<Recipe, String> {
-        let f = |n: &str| format.field(n).cloned();
-        Ok(match format.name.as_str() {
-            "sched_switch" => Recipe::Switch {
-                prev_comm: f("prev_comm")?,
-                prev_pid: f("prev_pid")?,
-                prev_prio: f("prev_prio")?,
-                prev_state: f("prev_state")?,
-                next_comm: f("next_comm")?,
-                next_pid: f("next_pid")?,
-                next_prio: f("next_prio")?,
-            },
+        let name = format.name.as_str();
+        if let Some((_, kind, field)) = OPERANDS.iter().find(|(event, ..)| *event == name) {
+            return Ok(Recipe::Operand {
+                kind: *kind,
+                field: format.field(field)?.clone(),
+            });
+        }
+        Ok(match name {
+            "sched_switch" => Recipe::Switch(SwitchFields::of(format)?),
             "sched_wakeup" => Recipe::Wakeup {
-                pid: f("pid")?,
-                prio: f("prio")?,
-                target_cpu: f("target_cpu")?,
+                fields: WakeupFields::of(format)?,
                 tids: tids.to_vec(),
             },
-            "irq_handler_entry" => Recipe::Operand {
-                kind: Kind::IrqEntry,
-                field: f("irq")?,
-            },
-            "irq_handler_exit" => Recipe::Operand {
-                kind: Kind::IrqExit,
-                field: f("irq")?,
-            },
-            "softirq_entry" => Recipe::Operand {
-                kind: Kind::SoftirqEntry,
-                field: f("vec")?,
-            },
-            "softirq_exit" => Recipe::Operand {
-                kind: Kind::SoftirqExit,
-                field: f("vec")?,
-            },
-            other => {
-                let vector = |suffix: &str| {
-                    let base = other.strip_suffix(suffix)?;
-                    crate::rt::tracefs::events::VECTORS
-                        .iter()
-                        .position(|v| *v == base)
-                };
-                match (vector("_entry"), vector("_exit")) {
-                    (Some(i), _) => Recipe::Vector {
-                        kind: Kind::VectorEntry,
-                        index: i as u16,
+            "nmi_handler" => Recipe::Nmi(NmiFields::of(format)?),
+            other => match vector_event(other) {
+                Some((index, entry)) => Recipe::Vector {
+                    kind: if entry {
+                        Kind::VectorEntry
+                    } else {
+                        Kind::VectorExit
                     },
-                    (_, Some(i)) => Recipe::Vector {
-                        kind: Kind::VectorExit,
-                        index: i as u16,
-                    },
-                    _ => return Err(format!("the recorder has no program for {other}")),
-                }
-            }
+                    index: u16::from(index),
+                },
+                None => return Err(format!("the recorder has no program for {other}")),
+            },
         })
     }
 }
@@ -165,9 +152,9 @@ pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, 
     let out = asm.new_label();
     asm.push(Insn::mov64_reg(CTX, Reg::R1));
     // A wake-up of another task: nothing to do (before any lookup).
-    if let Recipe::Wakeup { pid, tids, .. } = recipe {
+    if let Recipe::Wakeup { fields, tids } = recipe {
         let keep = asm.new_label();
-        load32(&mut asm, Reg::R2, pid)?;
+        load32(&mut asm, Reg::R2, &fields.pid)?;
         for tid in tids {
             asm.jump_if(Cond::Eq, Reg::R2, *tid, keep);
         }
@@ -175,35 +162,40 @@ pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, 
         asm.bind(keep);
     }
     // This CPU's region, if it is traced.
-    let found = asm.new_label();
-    asm.push(Insn::call(Helper::GetSmpProcessorId))
-        .push(Insn::stx(Size::W, Reg::R10, -4, Reg::R0))
-        .push(Insn::mov64_reg(Reg::R2, Reg::R10))
-        .push(Insn::alu64_imm(Alu::Add, Reg::R2, -4))
-        .extend(Insn::ld_map_fd(Reg::R1, map.fd()))
-        .push(Insn::call(Helper::MapLookupElem))
-        .jump_if(Cond::Ne, Reg::R0, 0, found)
-        .jump(out);
-    asm.bind(found);
-    asm.push(Insn::mov64_reg(REGION, Reg::R0))
+    asm.this_cpu_entry_or_return(map.fd())
+        .push(Insn::mov64_reg(REGION, Reg::R0))
         .push(Insn::ldx(Size::DW, Reg::R1, REGION, ENABLED as i16))
         .jump_if(Cond::Eq, Reg::R1, 0, out);
     asm.push(Insn::call(Helper::KtimeGetNs))
         .push(Insn::mov64_reg(TIME, Reg::R0));
-    // SLOT = REGION + (head % slots) * RECORD_SIZE: the record's fields are
+    // Reserve record i: R1 = i, head = i + 1, atomically (a program that
+    // interrupts this one reserves i + 1). Its commit word is kept on the
+    // stack for the end.
+    asm.push(Insn::mov64_imm(Reg::R1, 1))
+        .push(Insn::atomic_fetch_add64(
+            REGION,
+            header::HEAD as i16,
+            Reg::R1,
+        ))
+        .push(Insn::mov64_reg(Reg::R2, Reg::R1))
+        .push(Insn::alu64_imm(Alu::Add, Reg::R2, 1))
+        .push(Insn::stx(Size::DW, Reg::R10, COMMIT_ON_STACK, Reg::R2));
+    // SLOT = REGION + (i % slots) * RECORD_SIZE: the record's fields are
     // at `at_record` from it. The mask bounds the offset for the verifier.
-    asm.push(Insn::ldx(Size::DW, Reg::R1, REGION, header::HEAD as i16))
-        .push(Insn::alu64_imm(Alu::And, Reg::R1, region.slots as i32 - 1))
-        .push(Insn::alu64_imm(Alu::Lsh, Reg::R1, RECORD_SHIFT as i32))
+    asm.push(Insn::alu64_imm(Alu::And, Reg::R1, region.slots as i32 - 1))
+        .push(Insn::alu64_imm(Alu::Mul, Reg::R1, RECORD_SIZE as i32))
         .push(Insn::mov64_reg(SLOT, REGION))
         .push(Insn::alu64_reg(Alu::Add, SLOT, Reg::R1));
+    // Being written: a reader that copies the slot from now on sees it.
+    asm.push(Insn::st(Size::DW, SLOT, at_record(record::SEQ), 0));
     asm.push(Insn::stx(Size::DW, SLOT, at_record(record::TIME), TIME))
         .push(Insn::call(Helper::GetCurrentPidTgid))
         .push(Insn::stx(Size::W, SLOT, at_record(record::PID), Reg::R0));
     let kind = match recipe {
-        Recipe::Switch { .. } => Kind::Switch,
+        Recipe::Switch(_) => Kind::Switch,
         Recipe::Wakeup { .. } => Kind::Wakeup,
         Recipe::Operand { kind, .. } | Recipe::Vector { kind, .. } => *kind,
+        Recipe::Nmi(_) => Kind::Nmi,
     };
     asm.push(Insn::st(
         Size::H,
@@ -218,7 +210,7 @@ pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, 
     asm.push(Insn::st(Size::H, SLOT, at_record(record::SMALL), small));
     let operands = [record::A, record::B, record::C, record::D];
     match recipe {
-        Recipe::Switch {
+        Recipe::Switch(SwitchFields {
             prev_comm,
             prev_pid,
             prev_prio,
@@ -226,7 +218,7 @@ pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, 
             next_comm,
             next_pid,
             next_prio,
-        } => {
+        }) => {
             for (field, at) in [(prev_pid, record::A), (next_pid, record::B)] {
                 load32(&mut asm, Reg::R1, field)?;
                 asm.push(Insn::stx(Size::W, SLOT, at_record(at), Reg::R1));
@@ -277,9 +269,12 @@ pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, 
             ));
         }
         Recipe::Wakeup {
-            pid,
-            prio,
-            target_cpu,
+            fields:
+                WakeupFields {
+                    pid,
+                    prio,
+                    target_cpu,
+                },
             ..
         } => {
             for (field, at) in [pid, prio, target_cpu].into_iter().zip(operands) {
@@ -291,12 +286,35 @@ pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, 
             load32(&mut asm, Reg::R1, field)?;
             asm.push(Insn::stx(Size::W, SLOT, at_record(record::A), Reg::R1));
         }
+        Recipe::Nmi(NmiFields { delta_ns, handled }) => {
+            for (field, at) in [(delta_ns, record::A), (handled, record::B)] {
+                load32(&mut asm, Reg::R1, field)?;
+                asm.push(Insn::stx(Size::W, SLOT, at_record(at), Reg::R1));
+            }
+        }
         Recipe::Vector { .. } => {}
     }
-    // The record is whole: publish it.
-    asm.push(Insn::ldx(Size::DW, Reg::R1, REGION, header::HEAD as i16))
-        .push(Insn::alu64_imm(Alu::Add, Reg::R1, 1))
-        .push(Insn::stx(Size::DW, REGION, header::HEAD as i16, Reg::R1));
+    // How long this program ran; a long run was interrupted (counted).
+    let quick = asm.new_label();
+    asm.push(Insn::call(Helper::KtimeGetNs))
+        .push(Insn::alu64_reg(Alu::Sub, Reg::R0, TIME))
+        .push(Insn::stx(
+            Size::W,
+            SLOT,
+            at_record(record::ELAPSED),
+            Reg::R0,
+        ))
+        .jump_if(Cond::Le, Reg::R0, INTERRUPTED_NS as i32, quick)
+        .push(Insn::mov64_imm(Reg::R1, 1))
+        .push(Insn::atomic_add64(
+            REGION,
+            header::INTERRUPTED as i16,
+            Reg::R1,
+        ));
+    asm.bind(quick);
+    // The record is whole: commit it, last.
+    asm.push(Insn::ldx(Size::DW, Reg::R1, Reg::R10, COMMIT_ON_STACK))
+        .push(Insn::stx(Size::DW, SLOT, at_record(record::SEQ), Reg::R1));
     asm.bind(out);
     asm.push(Insn::mov64_imm(Reg::R0, 0)).push(Insn::exit());
     asm.finish()

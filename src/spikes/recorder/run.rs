@@ -3,7 +3,7 @@
 //! nothing is pinned), and the collector thread that attributes spikes.
 
 use super::decode::{Names, RegionView, decode};
-use super::layout::{DEFAULT_SLOTS, Region};
+use super::layout::{DEFAULT_SLOTS, Region, header};
 use super::program::{ENABLED, Recipe, program};
 use crate::rt::bpf::{Attachment, BPF_F_MMAPABLE, Map, MapKind, MappedArray, Program, ProgramKind};
 use crate::rt::tracefs::format::EventFormat;
@@ -19,6 +19,10 @@ use std::time::Duration;
 /// buffer holds (`layout::DEFAULT_SLOTS`), so a spike's records are read
 /// long before they are overwritten, unless spikes come in a flood.
 const POLL: Duration = Duration::from_millis(2);
+/// How long to wait before copying a window again when one of its records
+/// was still being written: a program runs for well under a microsecond,
+/// plus whatever interrupts it.
+const UNFINISHED_GRACE: Duration = Duration::from_micros(200);
 
 /// What the recorder's run adds to the spike trace.
 #[derive(Debug, Default, Clone, Copy)]
@@ -30,6 +34,10 @@ pub struct RecorderEnd {
     /// Events the kernel did not hand to a program because another
     /// program was running on that CPU (`recursion_misses`).
     pub missed: u64,
+    /// Records whose program was interrupted (`layout::INTERRUPTED_NS`):
+    /// where such misses happen when the recorder's own programs are
+    /// interrupted.
+    pub interrupted: u64,
     pub cpu_ns: u64,
     pub on_traced_cpus: bool,
 }
@@ -133,6 +141,7 @@ impl Recorder {
             book: Book::default(),
             end: RecorderEnd::default(),
             misses_seen: 0,
+            interrupted_seen: 0,
         };
         let (stop, stopped) = mpsc::channel();
         let thread = std::thread::Builder::new()
@@ -218,6 +227,8 @@ struct Collector {
     end: RecorderEnd,
     /// The programs' recursion misses when last looked at.
     misses_seen: u64,
+    /// The traced CPUs' interrupted records when last looked at.
+    interrupted_seen: u64,
 }
 
 impl Collector {
@@ -247,6 +258,7 @@ impl Collector {
             .filter_map(|&c| self.mapped.read_u64(c, 0))
             .sum();
         self.end.missed = self.misses();
+        self.end.interrupted = self.interrupted();
         self.end.cpu_ns = crate::rt::clock::read_clock(libc::CLOCK_THREAD_CPUTIME_ID);
         (self.book, self.end)
     }
@@ -255,6 +267,14 @@ impl Collector {
         self.program_fds
             .iter()
             .map(|&fd| recursion_misses(fd))
+            .sum()
+    }
+
+    /// Records of the traced CPUs whose program was interrupted.
+    fn interrupted(&self) -> u64 {
+        self.cpus
+            .iter()
+            .filter_map(|&c| self.mapped.read_u64(c, header::INTERRUPTED))
             .sum()
     }
 
@@ -267,11 +287,17 @@ impl Collector {
         if queued.is_empty() {
             return;
         }
-        // Events the kernel skipped since the last pass may be in these
-        // windows: flag them (which CPU and when is not known).
+        // Events the kernel skipped since the last pass. When one of the
+        // recorder's programs was interrupted meanwhile, the skipped events
+        // are those of what interrupted it, and its record says where and
+        // when (`Snapshot::doubts`). Otherwise another BPF program held
+        // the CPU (another tool's): which CPU and when is not known, and
+        // every window of this pass is flagged.
         let misses = self.misses();
-        let missed = misses > self.misses_seen;
+        let interrupted = self.interrupted();
+        let missed = misses > self.misses_seen && interrupted == self.interrupted_seen;
         self.misses_seen = misses;
+        self.interrupted_seen = interrupted;
         for (index, c) in queued {
             let latency = c.actual_ns.saturating_sub(c.expected_ns);
             if !self.book.admit(latency) {
@@ -319,7 +345,14 @@ impl Collector {
             spike.tid = src.tids.first().copied().unwrap_or(0);
             return spike;
         };
-        let snapshot = view.snapshot(from);
+        let end = c.actual_ns.max(c.expected_ns);
+        let mut snapshot = view.snapshot(from);
+        if snapshot.doubtful(from, end) {
+            // A record of the window may merely be under way: look again
+            // once its program has surely finished.
+            std::thread::sleep(UNFINISHED_GRACE);
+            snapshot = view.snapshot(from);
+        }
         let mut events: Vec<_> = snapshot
             .records
             .iter()
@@ -329,10 +362,12 @@ impl Collector {
         // since: it ran from then on.
         let oldest = events.first().map_or(from, |e| e.time);
         let base = base_state(&view, oldest, &mut self.names, cpu);
-        events.retain(|e| e.time <= c.actual_ns.max(c.expected_ns));
+        events.retain(|e| e.time <= end);
         let mut spike = attribution::attribute_events(&base, events.iter(), &window, false);
         if snapshot.overwritten {
             self.end.overwritten += 1;
+        }
+        if snapshot.overwritten || snapshot.doubtful(from, end) {
             spike.events_lost = true;
             spike.summary = attribution::summary(&spike);
         }
