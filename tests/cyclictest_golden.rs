@@ -67,7 +67,10 @@ fn slowest_wake_up_us(output: &str, nanoseconds: bool) -> u64 {
                 .into_iter()
                 .map(|v| if nanoseconds { v / 1000 } else { v });
             let rows = match line.strip_prefix("# Max Latencies:") {
-                Some(rest) => rest.split_whitespace().filter_map(|n| n.parse().ok()).collect(),
+                Some(rest) => rest
+                    .split_whitespace()
+                    .filter_map(|n| n.parse().ok())
+                    .collect(),
                 None => Vec::new(),
             };
             thread.chain(rows).collect::<Vec<u64>>()

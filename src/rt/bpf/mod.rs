@@ -8,6 +8,7 @@
 //! at build time. docs/bpf.md says why no crate does this job here.
 
 pub mod attach;
+pub mod btf;
 pub mod collector;
 pub mod insn;
 pub mod probe;
