@@ -365,3 +365,69 @@ fn with_btf_the_cheapest_path_runs() {
         slots.source
     );
 }
+
+/// Not a test of latscope: what each way onto a tracepoint costs the event
+/// itself, with a program that does nothing (so only the path differs):
+/// this thread's CPU time per `timerfd_settime` (one `hrtimer_start`), the
+/// cheapest chunk of 2,000 calls of 20, median over alternating rounds.
+/// `cargo test --release -- --ignored --nocapture path_cost_per_hrtimer_start`.
+#[test]
+#[ignore]
+fn path_cost_per_hrtimer_start() {
+    need_bpf!();
+    let tracefs = crate::rt::tracefs::mount::find_or_mount().unwrap();
+    let btf = btf::Btf::vmlinux().unwrap();
+    let (typedef, _) = btf.tracepoint("hrtimer_start").unwrap();
+    let id = tracepoint_id(&tracefs, "timer", "hrtimer_start").unwrap();
+    let nothing = [Insn::mov64_imm(Reg::R0, 0), Insn::exit()];
+    let classic = Program::load(ProgramKind::Tracepoint, "test_tp", &nothing).unwrap();
+    let raw = Program::load(ProgramKind::RawTracepoint, "test_raw", &nothing).unwrap();
+    let typed = Program::load_btf_raw_tracepoint("test_btf", typedef, &nothing).unwrap();
+    crate::rt::sched::pin_current_thread(*crate::rt::sched::allowed_cpus().last().unwrap())
+        .unwrap();
+    // SAFETY: a plain timerfd, closed below; the timer never fires.
+    let fd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC) };
+    assert!(fd >= 0);
+    let far = libc::itimerspec {
+        it_interval: crate::rt::clock::timespec(0),
+        it_value: crate::rt::clock::timespec(100_000_000_000),
+    };
+    let cheapest_ns_per_call = || {
+        (0..20)
+            .map(|_| {
+                let before = crate::rt::clock::read_clock(libc::CLOCK_THREAD_CPUTIME_ID);
+                for _ in 0..2000 {
+                    // SAFETY: a valid timerfd and itimerspec.
+                    unsafe { libc::timerfd_settime(fd, 0, &far, std::ptr::null_mut()) };
+                }
+                crate::rt::clock::read_clock(libc::CLOCK_THREAD_CPUTIME_ID) - before
+            })
+            .min()
+            .unwrap() as f64
+            / 2000.0
+    };
+    let names = ["none", "classic", "raw", "tp_btf"];
+    let mut seen: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
+    for _round in 0..15 {
+        for (variant, costs) in seen.iter_mut().enumerate() {
+            let _attached = match variant {
+                1 => Some(Attachment::tracepoint(&classic, id, "timer:hrtimer_start").unwrap()),
+                2 => Some(Attachment::raw_tracepoint(&raw, "hrtimer_start").unwrap()),
+                3 => Some(Attachment::btf_raw_tracepoint(&typed, "hrtimer_start").unwrap()),
+                _ => None,
+            };
+            costs.push(cheapest_ns_per_call());
+        }
+    }
+    // SAFETY: our descriptor.
+    unsafe { libc::close(fd) };
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let base = median(&mut seen[0]);
+    for (name, costs) in names.iter().zip(seen.iter_mut()) {
+        let m = median(costs);
+        eprintln!("{name:8} {m:7.1} ns per hrtimer_start ({:+.1})", m - base);
+    }
+}
