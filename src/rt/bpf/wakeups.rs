@@ -38,11 +38,18 @@
 //! the expiry of that very timer (same address, not before the soft
 //! expiry), then its return to the CPU.
 //!
+//! The arming and expiry programs run on the cheapest of three paths the
+//! kernel takes (`EventPath`): BTF-typed raw tracepoints, plain raw
+//! tracepoints, classic tracepoints; the classic ones cost about 70-80 ns
+//! more per event (the kernel builds the trace record first;
+//! docs/measurement.md). All three keep the same filters, records and
+//! sequence protocol: only how a value is read differs (`EventAccess`).
+//!
 //! Unlike the tracefs reader, a program cannot tell an arming from an
 //! interrupt that ran over the thread (the tick re-arming itself): a
-//! tracepoint program may not read the record's common fields, flags
-//! included (the verifier refuses any access below byte 8). It does not
-//! need to: such a timer is taken only if its expiry falls on the thread's
+//! classic tracepoint program may not read the record's common fields, flags
+//! included (the verifier refuses any access below byte 8), and a raw one
+//! has no record. It does not need to: such a timer is taken only if its expiry falls on the thread's
 //! schedule to the nanosecond, and then it fires in the same interrupt as
 //! the thread's own timer, with the same `now`, so the IRQ figure is the
 //! same.
