@@ -1,6 +1,6 @@
 //! Attaching programs to kernel events: classic tracepoints through
 //! `perf_event_open(PERF_TYPE_TRACEPOINT)` + `PERF_EVENT_IOC_SET_BPF`, raw
-//! tracepoints through `BPF_RAW_TRACEPOINT_OPEN`. An `Attachment` owns the
+//! tracepoints (plain or BTF-typed) through `BPF_RAW_TRACEPOINT_OPEN`. An `Attachment` owns the
 //! descriptors: dropping it (or the process dying) detaches the program.
 //!
 //! One perf event per tracepoint, not one per CPU: the kernel keeps the
@@ -121,6 +121,16 @@ impl Attachment {
         Ok(Attachment {
             _fd: program.attach_raw_tracepoint(name)?,
             event: format!("raw:{name}"),
+        })
+    }
+
+    /// Attaches `program` (loaded by `Program::load_btf_raw_tracepoint`) to
+    /// the tracepoint its BTF type names, `name` (for messages; `tp_btf:`
+    /// as libbpf names such programs' sections).
+    pub fn btf_raw_tracepoint(program: &Program, name: &str) -> io::Result<Attachment> {
+        Ok(Attachment {
+            _fd: program.attach_btf_raw_tracepoint()?,
+            event: format!("tp_btf:{name}"),
         })
     }
 }

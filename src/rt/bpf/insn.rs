@@ -134,6 +134,9 @@ pub enum Helper {
     GetCurrentPidTgid = 14,
     /// The current `task_struct` address (compared, never dereferenced).
     GetCurrentTask = 35,
+    /// `bpf_probe_read_kernel(dst, size, unsafe_ptr)`: copies kernel memory
+    /// a program may not load from directly, 0 or a negative error.
+    ProbeReadKernel = 113,
 }
 
 /// One 8-byte instruction slot.
@@ -538,6 +541,7 @@ mod tests {
         assert_eq!(bytes(Insn::call(Helper::GetCurrentPidTgid))[4], 14);
         assert_eq!(bytes(Insn::call(Helper::GetCurrentTask))[4], 35);
         assert_eq!(bytes(Insn::call(Helper::MapLookupElem))[4], 1);
+        assert_eq!(bytes(Insn::call(Helper::ProbeReadKernel))[4], 113);
         // BPF_JMP | BPF_EXIT = 0x95.
         assert_eq!(bytes(Insn::exit()), [0x95, 0, 0, 0, 0, 0, 0, 0]);
     }

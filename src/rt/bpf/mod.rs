@@ -3,11 +3,14 @@
 //! with the raw `bpf()` system call (`sys`), attached to tracepoints
 //! (`attach`), after `probe` has said whether this machine allows it.
 //!
-//! Field offsets come from the tracefs `format` files (`rt::tracefs::format`),
-//! never from headers or BTF, so nothing about the running kernel is needed
-//! at build time. docs/bpf.md says why no crate does this job here.
+//! Offsets come at run time, never from headers: from the kernel's BTF
+//! (`btf`, `/sys/kernel/btf/vmlinux`) where it has one, else from the tracefs
+//! `format` files (`rt::tracefs::format`), so nothing about the running
+//! kernel is needed at build time. docs/bpf.md says why no crate does this
+//! job here.
 
 pub mod attach;
+pub mod btf;
 pub mod collector;
 pub mod insn;
 pub mod probe;

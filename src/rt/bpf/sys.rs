@@ -44,7 +44,15 @@ pub enum ProgramKind {
     Tracepoint = 5,
     /// A raw tracepoint: the context is the tracepoint's arguments, u64 each.
     RawTracepoint = 17,
+    /// A BTF-typed program; loaded here only as a BTF-typed raw tracepoint
+    /// (`Program::load_btf_raw_tracepoint`): the same u64 arguments, but the
+    /// verifier knows their types, so members are read with plain loads.
+    Tracing = 26,
 }
+
+/// `expected_attach_type` of a BTF-typed raw tracepoint (enum
+/// bpf_attach_type).
+const BPF_TRACE_RAW_TP: u32 = 23;
 
 /// The kernel's `union bpf_attr` for BPF_MAP_CREATE (fields up to the name).
 #[repr(C)]
@@ -87,6 +95,17 @@ struct ProgLoadAttr {
     prog_name: [u8; 16],
     prog_ifindex: u32,
     expected_attach_type: u32,
+    prog_btf_fd: u32,
+    func_info_rec_size: u32,
+    func_info: u64,
+    func_info_cnt: u32,
+    line_info_rec_size: u32,
+    line_info: u64,
+    line_info_cnt: u32,
+    /// The kernel BTF type the program is for (a `btf_trace_*` typedef).
+    attach_btf_id: u32,
+    /// The BTF object holding `attach_btf_id`: 0 for vmlinux.
+    attach_btf_obj_fd: u32,
 }
 
 /// BPF_RAW_TRACEPOINT_OPEN.
@@ -383,6 +402,34 @@ impl Program {
     /// runs without a log (cheaper); when it fails the load is repeated with
     /// the verifier's log, so a refusal comes with its reason.
     pub fn load(kind: ProgramKind, name: &str, insns: &[Insn]) -> Result<Program, LoadError> {
+        Program::load_typed(kind, 0, 0, name, insns)
+    }
+
+    /// Loads `insns` as a BTF-typed raw tracepoint program for the
+    /// tracepoint whose typedef `btf_trace_<event>` has id `btf_trace_id`
+    /// in the kernel's BTF (`btf::Btf::tracepoint`); attach it with
+    /// `attach_btf_raw_tracepoint`.
+    pub fn load_btf_raw_tracepoint(
+        name: &str,
+        btf_trace_id: u32,
+        insns: &[Insn],
+    ) -> Result<Program, LoadError> {
+        Program::load_typed(
+            ProgramKind::Tracing,
+            BPF_TRACE_RAW_TP,
+            btf_trace_id,
+            name,
+            insns,
+        )
+    }
+
+    fn load_typed(
+        kind: ProgramKind,
+        expected_attach_type: u32,
+        attach_btf_id: u32,
+        name: &str,
+        insns: &[Insn],
+    ) -> Result<Program, LoadError> {
         let code = to_bytes(insns);
         let license = std::ffi::CString::new(LICENSE).expect("no NUL in the licence");
         let attempt = |log: Option<&mut Vec<u8>>| {
@@ -392,6 +439,8 @@ impl Program {
                 insns: code.as_ptr() as u64,
                 license: license.as_ptr() as u64,
                 prog_name: object_name(name),
+                expected_attach_type,
+                attach_btf_id,
                 ..ProgLoadAttr::default()
             };
             if let Some(buf) = log {
@@ -444,8 +493,20 @@ impl Program {
     pub fn attach_raw_tracepoint(&self, tracepoint: &str) -> io::Result<OwnedFd> {
         let name = std::ffi::CString::new(tracepoint)
             .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+        self.raw_tracepoint_open(name.as_ptr() as u64)
+    }
+
+    /// Attaches a program of `load_btf_raw_tracepoint` to its tracepoint:
+    /// the kernel takes the tracepoint from the program's BTF type, and
+    /// refuses a name (Linux 5.5).
+    pub fn attach_btf_raw_tracepoint(&self) -> io::Result<OwnedFd> {
+        self.raw_tracepoint_open(0)
+    }
+
+    /// BPF_RAW_TRACEPOINT_OPEN with `name` (a C string's address, or 0).
+    fn raw_tracepoint_open(&self, name: u64) -> io::Result<OwnedFd> {
         let mut attr = RawTracepointAttr {
-            name: name.as_ptr() as u64,
+            name,
             prog_fd: self.fd() as u32,
             _pad: 0,
         };
@@ -487,6 +548,13 @@ mod tests {
         assert_eq!(std::mem::offset_of!(MapCreateAttr, map_name), 28);
         assert_eq!(std::mem::offset_of!(ProgLoadAttr, prog_name), 48);
         assert_eq!(std::mem::offset_of!(ProgLoadAttr, expected_attach_type), 68);
+        // func_info and line_info are __aligned_u64; attach_btf_id at 108,
+        // attach_btf_obj_fd (a union with attach_prog_fd) at 112.
+        assert_eq!(std::mem::offset_of!(ProgLoadAttr, func_info), 80);
+        assert_eq!(std::mem::offset_of!(ProgLoadAttr, line_info), 96);
+        assert_eq!(std::mem::offset_of!(ProgLoadAttr, attach_btf_id), 108);
+        assert_eq!(std::mem::offset_of!(ProgLoadAttr, attach_btf_obj_fd), 112);
+        assert_eq!(std::mem::size_of::<ProgLoadAttr>(), 120);
         assert_eq!(std::mem::offset_of!(MapElemAttr, key), 8);
         assert_eq!(std::mem::size_of::<RawTracepointAttr>(), 16);
     }

@@ -122,7 +122,9 @@ fn a_refused_program_comes_with_the_verifier_log() {
 #[test]
 fn every_generated_program_passes_this_kernels_verifier() {
     need_bpf!();
-    use super::wakeups::{arm_program, expire_program, switch_in_by_pid, switch_in_by_task};
+    use super::wakeups::{
+        EventAccess, arm_program, expire_program, switch_in_by_pid, switch_in_by_task,
+    };
     let tracefs = crate::rt::tracefs::mount::find_or_mount().unwrap();
     let format = |system: &str, name: &str| {
         crate::rt::tracefs::format::EventFormat::read(
@@ -136,16 +138,16 @@ fn every_generated_program_passes_this_kernels_verifier() {
     };
     let map = Map::create(MapKind::Array, "test_v", 128, cpus() as u32, BPF_F_MMAPABLE).unwrap();
     let fd = map.fd();
+    let records = EventAccess::Record {
+        start: format("timer", "hrtimer_start"),
+        expire: format("timer", "hrtimer_expire_entry"),
+    };
     let programs = [
-        (
-            ProgramKind::Tracepoint,
-            "t_arm",
-            arm_program(fd, &format("timer", "hrtimer_start")),
-        ),
+        (ProgramKind::Tracepoint, "t_arm", arm_program(fd, &records)),
         (
             ProgramKind::Tracepoint,
             "t_expire",
-            expire_program(fd, &format("timer", "hrtimer_expire_entry")),
+            expire_program(fd, &records),
         ),
         (ProgramKind::RawTracepoint, "t_on_cpu", switch_in_by_pid(fd)),
         // The fallback for kernels without sched_exit_tp, loaded and
@@ -250,4 +252,168 @@ fn hooks_on_the_way_back() {
         total(&mapped, 0),
         total(&mapped, 8)
     );
+}
+
+/// The wake-ups of this thread, pinned and SCHED_FIFO, on a 1 ms schedule,
+/// with the timer programs on `path`: (complete, torn, missing) of
+/// `wakeups`, and the events the programs ran on. An expiry already close
+/// when the thread would sleep for it is skipped, not counted: no timer is
+/// armed for it, so no record could be.
+fn wakeups_seen(path: wakeups::EventPath, wakeups: u64) -> ((u64, u64, u64), String) {
+    use wakeups::{SlotRead, SlotThread, WakeupSlots};
+    let tracefs = crate::rt::tracefs::mount::find_or_mount().unwrap();
+    let cpu = *crate::rt::sched::allowed_cpus().last().unwrap();
+    crate::rt::sched::pin_current_thread(cpu).unwrap();
+    use crate::rt::sched::{Policy, set_current_thread_policy};
+    set_current_thread_policy(Policy::Fifo, 50).unwrap();
+    let period = 1_000_000;
+    let first = crate::rt::clock::monotonic_ns() + 20 * period;
+    let thread = SlotThread {
+        tid: crate::rt::sched::current_tid(),
+        cpu,
+        first_expiry_ns: first,
+        period_ns: period,
+    };
+    let slots = WakeupSlots::start_on(&tracefs, &[thread], &[path])
+        .unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    let reader = slots.reader(cpu).unwrap();
+    let mut seen = (0, 0, 0);
+    let mut expiry = first;
+    while seen.0 + seen.1 + seen.2 < wakeups {
+        expiry += period;
+        if expiry < crate::rt::clock::monotonic_ns() + period / 4 {
+            continue;
+        }
+        crate::rt::clock::sleep_until_ns(expiry);
+        match reader.read(expiry) {
+            SlotRead::Complete { irq_ns, switch_ns } => {
+                assert!(
+                    expiry <= irq_ns && irq_ns <= switch_ns,
+                    "{path:?}: {expiry} {irq_ns} {switch_ns}"
+                );
+                seen.0 += 1;
+            }
+            SlotRead::Torn => seen.1 += 1,
+            SlotRead::Missing => seen.2 += 1,
+        }
+    }
+    set_current_thread_policy(Policy::Other, 0).unwrap();
+    (seen, slots.source.clone())
+}
+
+#[test]
+fn every_event_path_records_every_wake_up() {
+    need_bpf!();
+    use wakeups::EventPath;
+    for path in EventPath::ALL {
+        if path != EventPath::Tracepoint && !std::path::Path::new(btf::VMLINUX).exists() {
+            eprintln!(
+                "{path:?} skipped: no {} (a kernel without BTF)",
+                btf::VMLINUX
+            );
+            continue;
+        }
+        let ((complete, torn, missing), source) = wakeups_seen(path, 50);
+        // A torn read needs an interrupt's program between two loads of
+        // one cache line: rare, and counted, never a missing record.
+        assert_eq!(
+            missing, 0,
+            "{path:?} ({source}): {complete} complete, {torn} torn"
+        );
+        assert!(
+            complete >= 45,
+            "{path:?} ({source}): {complete} complete, {torn} torn"
+        );
+        let expected = match path {
+            EventPath::TypedRawTracepoint => "tp_btf:hrtimer_start, tp_btf:hrtimer_expire_entry",
+            EventPath::RawTracepoint => "raw:hrtimer_start, raw:hrtimer_expire_entry",
+            EventPath::Tracepoint => "timer:hrtimer_start, timer:hrtimer_expire_entry",
+        };
+        assert!(
+            source.starts_with(&format!("bpf on {expected}, ")),
+            "{source}"
+        );
+    }
+}
+
+#[test]
+fn with_btf_the_cheapest_path_runs() {
+    need_bpf!();
+    if !std::path::Path::new(btf::VMLINUX).exists() {
+        eprintln!("skipped: no {} (a kernel without BTF)", btf::VMLINUX);
+        return;
+    }
+    let tracefs = crate::rt::tracefs::mount::find_or_mount().unwrap();
+    let slots = wakeups::WakeupSlots::start(&tracefs, &[]).unwrap();
+    assert!(
+        slots.source.starts_with("bpf on tp_btf:hrtimer_start, "),
+        "{}",
+        slots.source
+    );
+}
+
+/// Not a test of latscope: what each way onto a tracepoint costs the event
+/// itself, with a program that does nothing (so only the path differs):
+/// this thread's CPU time per `timerfd_settime` (one `hrtimer_start`), the
+/// cheapest chunk of 2,000 calls of 20, median over alternating rounds.
+/// `cargo test --release -- --ignored --nocapture path_cost_per_hrtimer_start`.
+#[test]
+#[ignore]
+fn path_cost_per_hrtimer_start() {
+    need_bpf!();
+    let tracefs = crate::rt::tracefs::mount::find_or_mount().unwrap();
+    let btf = btf::Btf::vmlinux().unwrap();
+    let (typedef, _) = btf.tracepoint("hrtimer_start").unwrap();
+    let id = tracepoint_id(&tracefs, "timer", "hrtimer_start").unwrap();
+    let nothing = [Insn::mov64_imm(Reg::R0, 0), Insn::exit()];
+    let classic = Program::load(ProgramKind::Tracepoint, "test_tp", &nothing).unwrap();
+    let raw = Program::load(ProgramKind::RawTracepoint, "test_raw", &nothing).unwrap();
+    let typed = Program::load_btf_raw_tracepoint("test_btf", typedef, &nothing).unwrap();
+    crate::rt::sched::pin_current_thread(*crate::rt::sched::allowed_cpus().last().unwrap())
+        .unwrap();
+    // SAFETY: a plain timerfd, closed below; the timer never fires.
+    let fd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC) };
+    assert!(fd >= 0);
+    let far = libc::itimerspec {
+        it_interval: crate::rt::clock::timespec(0),
+        it_value: crate::rt::clock::timespec(100_000_000_000),
+    };
+    let cheapest_ns_per_call = || {
+        (0..20)
+            .map(|_| {
+                let before = crate::rt::clock::read_clock(libc::CLOCK_THREAD_CPUTIME_ID);
+                for _ in 0..2000 {
+                    // SAFETY: a valid timerfd and itimerspec.
+                    unsafe { libc::timerfd_settime(fd, 0, &far, std::ptr::null_mut()) };
+                }
+                crate::rt::clock::read_clock(libc::CLOCK_THREAD_CPUTIME_ID) - before
+            })
+            .min()
+            .unwrap() as f64
+            / 2000.0
+    };
+    let names = ["none", "classic", "raw", "tp_btf"];
+    let mut seen: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
+    for _round in 0..15 {
+        for (variant, costs) in seen.iter_mut().enumerate() {
+            let _attached = match variant {
+                1 => Some(Attachment::tracepoint(&classic, id, "timer:hrtimer_start").unwrap()),
+                2 => Some(Attachment::raw_tracepoint(&raw, "hrtimer_start").unwrap()),
+                3 => Some(Attachment::btf_raw_tracepoint(&typed, "hrtimer_start").unwrap()),
+                _ => None,
+            };
+            costs.push(cheapest_ns_per_call());
+        }
+    }
+    // SAFETY: our descriptor.
+    unsafe { libc::close(fd) };
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let base = median(&mut seen[0]);
+    for (name, costs) in names.iter().zip(seen.iter_mut()) {
+        let m = median(costs);
+        eprintln!("{name:8} {m:7.1} ns per hrtimer_start ({:+.1})", m - base);
+    }
 }

@@ -38,11 +38,18 @@
 //! the expiry of that very timer (same address, not before the soft
 //! expiry), then its return to the CPU.
 //!
+//! The arming and expiry programs run on the cheapest of three paths the
+//! kernel takes (`EventPath`): BTF-typed raw tracepoints, plain raw
+//! tracepoints, classic tracepoints; the classic ones cost about 70-80 ns
+//! more per event (the kernel builds the trace record first;
+//! docs/measurement.md). All three keep the same filters, records and
+//! sequence protocol: only how a value is read differs (`EventAccess`).
+//!
 //! Unlike the tracefs reader, a program cannot tell an arming from an
 //! interrupt that ran over the thread (the tick re-arming itself): a
-//! tracepoint program may not read the record's common fields, flags
-//! included (the verifier refuses any access below byte 8). It does not
-//! need to: such a timer is taken only if its expiry falls on the thread's
+//! classic tracepoint program may not read the record's common fields, flags
+//! included (the verifier refuses any access below byte 8), and a raw one
+//! has no record. It does not need to: such a timer is taken only if its expiry falls on the thread's
 //! schedule to the nanosecond, and then it fires in the same interrupt as
 //! the thread's own timer, with the same `now`, so the IRQ figure is the
 //! same.
@@ -60,7 +67,8 @@
 //! (`bpf_get_current_task`, compared, never dereferenced).
 
 use super::attach::{Attachment, tracepoint_id};
-use super::insn::{Alu, Asm, Cond, Helper, Insn, Reg, Size};
+use super::btf::Btf;
+use super::insn::{Alu, Asm, Cond, Helper, Insn, Label, Reg, Size};
 use super::sys::{BPF_F_MMAPABLE, LoadError, Map, MapKind, MappedArray, Program, ProgramKind};
 use crate::rt::tracefs::format::{EventFormat, Field};
 use std::path::Path;
@@ -188,13 +196,182 @@ fn read_slot(base: *const AtomicU64, expiry: u64) -> SlotRead {
     SlotRead::Complete { irq_ns, switch_ns }
 }
 
-impl WakeupSlots {
-    /// Loads and attaches the programs for `threads` (one per CPU); the
-    /// tracefs `format` files under `tracefs` give the record layouts.
-    pub fn start(tracefs: &Path, threads: &[SlotThread]) -> Result<WakeupSlots, StartError> {
-        let failed = |what: &str, e: std::io::Error| {
-            StartError::Failed(format!("{what}: {}", crate::rt::os_error_text(&e)))
+/// How the programs on the timer events are loaded and attached, cheapest
+/// first (`EventAccess` says how each reads its event).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventPath {
+    /// BTF-typed raw tracepoints (`tp_btf`, Linux 5.5): need the kernel's BTF.
+    TypedRawTracepoint,
+    /// Plain raw tracepoints reading members at BTF offsets with
+    /// `bpf_probe_read_kernel`: where the kernel refuses the typed ones.
+    RawTracepoint,
+    /// Classic tracepoints through perf_event_open: no BTF needed, but the
+    /// kernel builds the trace record before each run (about 110 ns more per
+    /// event here, docs/measurement.md).
+    Tracepoint,
+}
+
+impl EventPath {
+    /// Every path, in the order `WakeupSlots::start` tries them.
+    pub const ALL: [EventPath; 3] = [
+        EventPath::TypedRawTracepoint,
+        EventPath::RawTracepoint,
+        EventPath::Tracepoint,
+    ];
+}
+
+/// Failures of `bpf()` and friends, one line.
+fn failed(what: &str, e: std::io::Error) -> StartError {
+    StartError::Failed(format!("{what}: {}", crate::rt::os_error_text(&e)))
+}
+
+/// Loads `insns` (or their generator's error) as `latscope_<name>` with
+/// `load`, a refusal keeping the verifier's log.
+fn load_program(
+    name: &str,
+    insns: Result<Vec<Insn>, String>,
+    load: impl FnOnce(&str, &[Insn]) -> Result<Program, LoadError>,
+) -> Result<Program, StartError> {
+    let insns = insns.map_err(StartError::Failed)?;
+    load(name, &insns).map_err(|e| match e {
+        LoadError::Verifier { log, .. } => StartError::Verifier {
+            program: name.to_string(),
+            log,
+        },
+        other => StartError::Failed(format!("loading latscope_{name}: {other}")),
+    })
+}
+
+/// The timer events' programs and their attachments.
+type Attached = (Vec<Program>, Vec<Attachment>);
+
+/// `arm_program` or `expire_program`.
+type Generator = fn(i32, &EventAccess) -> Result<Vec<Insn>, String>;
+
+/// The arming and expiry programs on the first of `paths` that loads and
+/// attaches; when none does, the last one's error (the classic
+/// tracepoints' when they are tried, as before the other paths existed).
+fn attach_timer_programs(
+    tracefs: &Path,
+    map_fd: i32,
+    paths: &[EventPath],
+) -> Result<Attached, StartError> {
+    let mut btf = None;
+    let mut last = StartError::Failed("no way to attach the timer programs".to_string());
+    for &path in paths {
+        let attempt = match path {
+            EventPath::Tracepoint => attach_to_records(tracefs, map_fd),
+            _ => match btf.get_or_insert_with(Btf::vmlinux) {
+                Ok(btf) => attach_to_arguments(btf, path, map_fd),
+                Err(why) => Err(StartError::Failed(why.clone())),
+            },
         };
+        match attempt {
+            Ok(attached) => return Ok(attached),
+            Err(why) => last = why,
+        }
+    }
+    Err(last)
+}
+
+/// The raw tracepoint paths: the tracepoints' prototypes are checked
+/// against what the programs assume (a `struct hrtimer *` first, and a
+/// pointer to the 8-byte `now` second on the expiry).
+fn attach_to_arguments(btf: &Btf, path: EventPath, map_fd: i32) -> Result<Attached, StartError> {
+    let soft_expiry = BtfMember::of(btf, "hrtimer", "_softexpires").map_err(StartError::Failed)?;
+    let access = match path {
+        EventPath::TypedRawTracepoint => EventAccess::TypedArguments { soft_expiry },
+        _ => EventAccess::ProbedArguments { soft_expiry },
+    };
+    let hrtimer = btf
+        .find("hrtimer", super::btf::Kind::Struct)
+        .map_err(StartError::Failed)?;
+    let programs: [(&str, Generator); 2] = [("arm", arm_program), ("expire", expire_program)];
+    let mut attached: Attached = (Vec::new(), Vec::new());
+    for ((program_name, generate), (_, event)) in programs.into_iter().zip(EVENTS) {
+        let (typedef, args) = btf.tracepoint(event).map_err(StartError::Failed)?;
+        let pointee = |i: usize| args.get(i).and_then(|&a| btf.pointee(a).ok());
+        let now_is_8_bytes = || pointee(1).and_then(|t| btf.size_of(t).ok()) == Some(8);
+        let reads_now = event == "hrtimer_expire_entry";
+        if pointee(0) != Some(hrtimer) || (reads_now && !now_is_8_bytes()) {
+            return Err(StartError::Failed(format!(
+                "the tracepoint {event} has arguments the programs do not expect"
+            )));
+        }
+        let insns = generate(map_fd, &access);
+        let typed = path == EventPath::TypedRawTracepoint;
+        let program = load_program(program_name, insns, |name, insns| {
+            if typed {
+                Program::load_btf_raw_tracepoint(name, typedef, insns)
+            } else {
+                Program::load(ProgramKind::RawTracepoint, name, insns)
+            }
+        })?;
+        let attachment = if typed {
+            Attachment::btf_raw_tracepoint(&program, event)
+        } else {
+            Attachment::raw_tracepoint(&program, event)
+        }
+        .map_err(|e| failed(&format!("attaching to {event}"), e))?;
+        attached.0.push(program);
+        attached.1.push(attachment);
+    }
+    Ok(attached)
+}
+
+/// The classic tracepoints, the records' layouts from tracefs.
+fn attach_to_records(tracefs: &Path, map_fd: i32) -> Result<Attached, StartError> {
+    let format = |(system, name): (&str, &str)| {
+        EventFormat::read(
+            &tracefs
+                .join("events")
+                .join(system)
+                .join(name)
+                .join("format"),
+        )
+        .map_err(StartError::Failed)
+    };
+    let [start, expire] = EVENTS.map(format);
+    let access = EventAccess::Record {
+        start: start?,
+        expire: expire?,
+    };
+    let load = |name: &str, insns| {
+        load_program(name, insns, |name, insns| {
+            Program::load(ProgramKind::Tracepoint, name, insns)
+        })
+    };
+    let programs = vec![
+        load("arm", arm_program(map_fd, &access))?,
+        load("expire", expire_program(map_fd, &access))?,
+    ];
+    let mut attachments = Vec::new();
+    for (program, (system, name)) in programs.iter().zip(EVENTS) {
+        let id = tracepoint_id(tracefs, system, name).map_err(StartError::Failed)?;
+        let event = format!("{system}:{name}");
+        attachments.push(
+            Attachment::tracepoint(program, id, &event)
+                .map_err(|e| failed(&format!("attaching to {event}"), e))?,
+        );
+    }
+    Ok((programs, attachments))
+}
+
+impl WakeupSlots {
+    /// Loads and attaches the programs for `threads` (one per CPU), on the
+    /// cheapest `EventPath` this kernel takes; the kernel's BTF gives the
+    /// arguments' types and offsets, or the tracefs `format` files under
+    /// `tracefs` the records' layouts.
+    pub fn start(tracefs: &Path, threads: &[SlotThread]) -> Result<WakeupSlots, StartError> {
+        WakeupSlots::start_on(tracefs, threads, &EventPath::ALL)
+    }
+
+    /// `start`, trying only `paths` (in order) for the timer events.
+    pub fn start_on(
+        tracefs: &Path,
+        threads: &[SlotThread],
+        paths: &[EventPath],
+    ) -> Result<WakeupSlots, StartError> {
         let cpus = super::sys::possible_cpus().map_err(|e| failed("possible CPUs", e))?;
         let map = Map::create(
             MapKind::Array,
@@ -217,55 +394,23 @@ impl WakeupSlots {
                     StartError::Failed(format!("CPU {} is not a possible CPU", t.cpu))
                 })?;
         }
-        let format = |(system, name): (&str, &str)| {
-            EventFormat::read(
-                &tracefs
-                    .join("events")
-                    .join(system)
-                    .join(name)
-                    .join("format"),
-            )
-            .map_err(StartError::Failed)
-        };
-        let [start_fmt, expire_fmt] = EVENTS.map(format);
-        let (start_fmt, expire_fmt) = (start_fmt?, expire_fmt?);
-        let load = |kind, name: &str, insns: Result<Vec<Insn>, String>| {
-            let insns = insns.map_err(StartError::Failed)?;
-            Program::load(kind, name, &insns).map_err(|e| match e {
-                LoadError::Verifier { log, .. } => StartError::Verifier {
-                    program: name.to_string(),
-                    log,
-                },
-                other => StartError::Failed(format!("loading latscope_{name}: {other}")),
+        let fd = map.fd();
+        let (mut programs, mut attachments) = attach_timer_programs(tracefs, fd, paths)?;
+        let raw = |name: &str, insns| {
+            load_program(name, insns, |name, insns| {
+                Program::load(ProgramKind::RawTracepoint, name, insns)
             })
         };
-        let fd = map.fd();
-        let arm = load(ProgramKind::Tracepoint, "arm", arm_program(fd, &start_fmt))?;
-        let expire = load(
-            ProgramKind::Tracepoint,
-            "expire",
-            expire_program(fd, &expire_fmt),
-        )?;
-        let mut attachments = Vec::new();
-        for (program, (system, name)) in [&arm, &expire].into_iter().zip(EVENTS) {
-            let id = tracepoint_id(tracefs, system, name).map_err(StartError::Failed)?;
-            let event = format!("{system}:{name}");
-            attachments.push(
-                Attachment::tracepoint(program, id, &event)
-                    .map_err(|e| failed(&format!("attaching to {event}"), e))?,
-            );
-        }
         // The switch-in: the scheduler's exit hook where it exists, else
         // sched_switch (see the module's notes).
-        let exit_hook = load(ProgramKind::RawTracepoint, "on_cpu", switch_in_by_pid(fd))?;
-        let mut programs = vec![arm, expire];
+        let exit_hook = raw("on_cpu", switch_in_by_pid(fd))?;
         match Attachment::raw_tracepoint(&exit_hook, "sched_exit_tp") {
             Ok(a) => {
                 attachments.push(a);
                 programs.push(exit_hook);
             }
             Err(_) => {
-                let switch = load(ProgramKind::RawTracepoint, "switch", switch_in_by_task(fd))?;
+                let switch = raw("switch", switch_in_by_task(fd))?;
                 attachments.push(
                     Attachment::raw_tracepoint(&switch, "sched_switch")
                         .map_err(|e| failed("attaching to sched_switch", e))?,
@@ -321,6 +466,132 @@ fn bump_sequence(asm: &mut Asm) {
         .push(Insn::stx(Size::DW, Reg::R6, SEQ, Reg::R1));
 }
 
+/// How the programs on `hrtimer_start` and `hrtimer_expire_entry` read
+/// their event (the context saved in r7), cheapest first: each is the
+/// fallback of the one before (`WakeupSlots::start`).
+#[derive(Debug, Clone)]
+pub(super) enum EventAccess {
+    /// A BTF-typed raw tracepoint (`tp_btf`): the context is the
+    /// tracepoint's arguments (`struct hrtimer *` first), and the verifier
+    /// knows the pointer's type, so a member is one plain load (turned into
+    /// a fault-safe one). `soft_expiry` is `hrtimer._softexpires`, from BTF.
+    TypedArguments { soft_expiry: BtfMember },
+    /// A plain raw tracepoint: the same arguments, untyped; a member is
+    /// copied with `bpf_probe_read_kernel` at its BTF offset.
+    ProbedArguments { soft_expiry: BtfMember },
+    /// A classic tracepoint (perf_event_open): the context is the trace
+    /// record the kernel builds first, its fields where tracefs says.
+    Record {
+        start: EventFormat,
+        expire: EventFormat,
+    },
+}
+
+/// A member of a structure: its offset and load width, from BTF.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct BtfMember {
+    offset: i16,
+    size: Size,
+}
+
+impl BtfMember {
+    /// `structure.path` as the kernel's BTF lays it out.
+    pub(super) fn of(btf: &Btf, structure: &str, path: &str) -> Result<BtfMember, String> {
+        let member = btf.member(structure, path)?;
+        Ok(BtfMember {
+            offset: i16::try_from(member.offset)
+                .map_err(|_| format!("{structure}.{path} is too far into its structure"))?,
+            size: Size::of_bytes(member.size as usize)
+                .ok_or_else(|| format!("{structure}.{path} has an unusual size {}", member.size))?,
+        })
+    }
+}
+
+/// Stack bytes `bpf_probe_read_kernel` copies into (below the CPU number
+/// `load_slot` keeps at r10 - 4).
+const PROBE_BUFFER: i16 = -16;
+
+impl EventAccess {
+    /// `dst = the timer of the event` (the first argument, or the record's
+    /// `hrtimer`): compared, never read through.
+    fn timer(&self, asm: &mut Asm, dst: Reg, event: TimerEvent) -> Result<(), String> {
+        match self {
+            EventAccess::Record { start, expire } => {
+                let format = match event {
+                    TimerEvent::Start => start,
+                    TimerEvent::ExpireEntry => expire,
+                };
+                load_field(asm, dst, format.field("hrtimer")?)
+            }
+            _ => {
+                asm.push(Insn::ldx(Size::DW, dst, Reg::R7, 0));
+                Ok(())
+            }
+        }
+    }
+
+    /// `dst = the armed timer's soft expiry` on `hrtimer_start`; clobbers
+    /// r0-r5 and leaves for `out` when the kernel's memory cannot be read.
+    fn soft_expiry(&self, asm: &mut Asm, dst: Reg, out: Label) -> Result<(), String> {
+        match self {
+            EventAccess::TypedArguments { soft_expiry } => {
+                asm.push(Insn::ldx(Size::DW, Reg::R1, Reg::R7, 0))
+                    .push(Insn::ldx(
+                        soft_expiry.size,
+                        dst,
+                        Reg::R1,
+                        soft_expiry.offset,
+                    ));
+                Ok(())
+            }
+            EventAccess::ProbedArguments { soft_expiry } => {
+                asm.push(Insn::ldx(Size::DW, Reg::R3, Reg::R7, 0))
+                    .push(Insn::alu64_imm(
+                        Alu::Add,
+                        Reg::R3,
+                        soft_expiry.offset.into(),
+                    ));
+                probe_read_u64(asm, dst, out);
+                Ok(())
+            }
+            EventAccess::Record { start, .. } => load_field(asm, dst, start.field("softexpires")?),
+        }
+    }
+
+    /// `dst = the handler's now` on `hrtimer_expire_entry` (the second
+    /// argument is a `ktime_t *`, which no program may load through even
+    /// where typed: it is copied); clobbers r0-r5, leaves for `out` when it
+    /// cannot be read.
+    fn expiry_now(&self, asm: &mut Asm, dst: Reg, out: Label) -> Result<(), String> {
+        match self {
+            EventAccess::TypedArguments { .. } | EventAccess::ProbedArguments { .. } => {
+                asm.push(Insn::ldx(Size::DW, Reg::R3, Reg::R7, 8));
+                probe_read_u64(asm, dst, out);
+                Ok(())
+            }
+            EventAccess::Record { expire, .. } => load_field(asm, dst, expire.field("now")?),
+        }
+    }
+}
+
+/// The two events whose programs `EventAccess` reads for.
+#[derive(Debug, Clone, Copy)]
+enum TimerEvent {
+    Start,
+    ExpireEntry,
+}
+
+/// `dst = *(u64 *)r3` by `bpf_probe_read_kernel`, or leave for `out` when
+/// the copy fails; clobbers r0-r5.
+fn probe_read_u64(asm: &mut Asm, dst: Reg, out: Label) {
+    asm.push(Insn::mov64_reg(Reg::R1, Reg::R10))
+        .push(Insn::alu64_imm(Alu::Add, Reg::R1, PROBE_BUFFER.into()))
+        .push(Insn::mov64_imm(Reg::R2, 8))
+        .push(Insn::call(Helper::ProbeReadKernel))
+        .jump_if(Cond::Ne, Reg::R0, 0, out)
+        .push(Insn::ldx(Size::DW, dst, Reg::R10, PROBE_BUFFER));
+}
+
 /// `dst = record field` (from the context saved in r7), zero-extended.
 fn load_field(asm: &mut Asm, dst: Reg, field: &Field) -> Result<(), String> {
     let size = Size::of_bytes(field.size)
@@ -332,7 +603,7 @@ fn load_field(asm: &mut Asm, dst: Reg, field: &Field) -> Result<(), String> {
 }
 
 /// The end every program shares: return 0.
-fn finish(mut asm: Asm, out: super::insn::Label) -> Result<Vec<Insn>, String> {
+fn finish(mut asm: Asm, out: Label) -> Result<Vec<Insn>, String> {
     asm.bind(out);
     asm.push(Insn::mov64_imm(Reg::R0, 0)).push(Insn::exit());
     asm.finish()
@@ -340,7 +611,7 @@ fn finish(mut asm: Asm, out: super::insn::Label) -> Result<Vec<Insn>, String> {
 
 /// `hrtimer_start`: the thread arms a timer on its schedule, from its own
 /// task context: remember the timer, its expiry and the thread's task.
-pub(super) fn arm_program(map_fd: i32, format: &EventFormat) -> Result<Vec<Insn>, String> {
+pub(super) fn arm_program(map_fd: i32, access: &EventAccess) -> Result<Vec<Insn>, String> {
     let mut asm = Asm::new();
     let out = asm.new_label();
     asm.push(Insn::mov64_reg(Reg::R7, Reg::R1));
@@ -350,7 +621,7 @@ pub(super) fn arm_program(map_fd: i32, format: &EventFormat) -> Result<Vec<Insn>
     asm.push(Insn::ldx(Size::DW, Reg::R1, Reg::R6, TID))
         .jump_if_reg(Cond::Ne, Reg::R8, Reg::R1, out);
     // On the schedule: soft expiry >= first and (soft - first) % period == 0.
-    load_field(&mut asm, Reg::R2, format.field("softexpires")?)?;
+    access.soft_expiry(&mut asm, Reg::R2, out)?;
     asm.push(Insn::ldx(Size::DW, Reg::R3, Reg::R6, FIRST))
         .jump_if_reg(Cond::Lt, Reg::R2, Reg::R3, out)
         .push(Insn::mov64_reg(Reg::R4, Reg::R2))
@@ -359,7 +630,7 @@ pub(super) fn arm_program(map_fd: i32, format: &EventFormat) -> Result<Vec<Insn>
         .push(Insn::alu64_reg(Alu::Mod, Reg::R4, Reg::R5))
         .jump_if(Cond::Ne, Reg::R4, 0, out)
         .push(Insn::stx(Size::DW, Reg::R6, ARMED_EXPIRES, Reg::R2));
-    load_field(&mut asm, Reg::R1, format.field("hrtimer")?)?;
+    access.timer(&mut asm, Reg::R1, TimerEvent::Start)?;
     asm.push(Insn::stx(Size::DW, Reg::R6, ARMED_TIMER, Reg::R1))
         .push(Insn::call(Helper::GetCurrentTask))
         .push(Insn::stx(Size::DW, Reg::R6, TASK, Reg::R0));
@@ -368,15 +639,15 @@ pub(super) fn arm_program(map_fd: i32, format: &EventFormat) -> Result<Vec<Insn>
 
 /// `hrtimer_expire_entry` of the armed timer, not before its soft expiry,
 /// and once per arming: a new wake-up record.
-pub(super) fn expire_program(map_fd: i32, format: &EventFormat) -> Result<Vec<Insn>, String> {
+pub(super) fn expire_program(map_fd: i32, access: &EventAccess) -> Result<Vec<Insn>, String> {
     let mut asm = Asm::new();
     let out = asm.new_label();
     asm.push(Insn::mov64_reg(Reg::R7, Reg::R1));
     load_slot(&mut asm, map_fd);
-    load_field(&mut asm, Reg::R1, format.field("hrtimer")?)?;
+    access.timer(&mut asm, Reg::R1, TimerEvent::ExpireEntry)?;
     asm.push(Insn::ldx(Size::DW, Reg::R2, Reg::R6, ARMED_TIMER))
         .jump_if_reg(Cond::Ne, Reg::R1, Reg::R2, out);
-    load_field(&mut asm, Reg::R8, format.field("now")?)?;
+    access.expiry_now(&mut asm, Reg::R8, out)?;
     asm.push(Insn::ldx(Size::DW, Reg::R9, Reg::R6, ARMED_EXPIRES))
         .jump_if(Cond::Eq, Reg::R9, 0, out)
         .jump_if_reg(Cond::SLt, Reg::R8, Reg::R9, out)
@@ -391,7 +662,7 @@ pub(super) fn expire_program(map_fd: i32, format: &EventFormat) -> Result<Vec<In
 
 /// The switch-in stamp, once per wake-up record: ktime and the expiry it
 /// is for (clobbers r0-r5, r8, r9).
-fn stamp_switch_in(asm: &mut Asm, out: super::insn::Label) {
+fn stamp_switch_in(asm: &mut Asm, out: Label) {
     asm.push(Insn::ldx(Size::DW, Reg::R9, Reg::R6, WAKE_EXPIRES))
         .jump_if(Cond::Eq, Reg::R9, 0, out)
         .push(Insn::ldx(Size::DW, Reg::R1, Reg::R6, SWITCH_FOR))
@@ -439,6 +710,16 @@ mod tests {
         EventFormat::parse(text).unwrap()
     }
 
+    const HRTIMER_EXPIRE_ENTRY: &str = "name: hrtimer_expire_entry\nID: 459\nformat:\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:void * hrtimer;\toffset:8;\tsize:8;\tsigned:0;\n\tfield:s64 now;\toffset:16;\tsize:8;\tsigned:1;\n";
+
+    /// The classic path with these records' layouts.
+    fn records(start: &str) -> EventAccess {
+        EventAccess::Record {
+            start: format(start),
+            expire: format(HRTIMER_EXPIRE_ENTRY),
+        }
+    }
+
     const HRTIMER_START: &str = "name: hrtimer_start\nID: 460\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\tfield:void * hrtimer;\toffset:8;\tsize:8;\tsigned:0;\n\tfield:void * function;\toffset:16;\tsize:8;\tsigned:0;\n\tfield:s64 expires;\toffset:24;\tsize:8;\tsigned:1;\n\tfield:s64 softexpires;\toffset:32;\tsize:8;\tsigned:1;\n";
 
     /// (opcode, offset) of every load from the record (base r7).
@@ -452,7 +733,7 @@ mod tests {
 
     #[test]
     fn the_arming_program_reads_the_fields_where_the_format_says() {
-        let insns = arm_program(3, &format(HRTIMER_START)).unwrap();
+        let insns = arm_program(3, &records(HRTIMER_START)).unwrap();
         // softexpires and hrtimer as double words (0x79) at 32 and 8.
         assert_eq!(record_loads(&insns), vec![(0x79, 32), (0x79, 8)]);
         // The map is named by its descriptor: ld_imm64 with src 1, imm 3.
@@ -463,18 +744,86 @@ mod tests {
         );
         // Another layout moves the loads with it.
         let moved = HRTIMER_START.replace("offset:32;", "offset:40;");
-        let insns = arm_program(3, &format(&moved)).unwrap();
+        let insns = arm_program(3, &records(&moved)).unwrap();
         assert_eq!(record_loads(&insns), vec![(0x79, 40), (0x79, 8)]);
+    }
+
+    /// `hrtimer._softexpires` where this kernel's BTF has it.
+    const SOFT_EXPIRY: BtfMember = BtfMember {
+        offset: 32,
+        size: Size::DW,
+    };
+
+    fn typed() -> EventAccess {
+        EventAccess::TypedArguments {
+            soft_expiry: SOFT_EXPIRY,
+        }
+    }
+
+    fn probed() -> EventAccess {
+        EventAccess::ProbedArguments {
+            soft_expiry: SOFT_EXPIRY,
+        }
+    }
+
+    fn calls(insns: &[Insn], helper: Helper) -> usize {
+        insns.iter().filter(|i| **i == Insn::call(helper)).count()
+    }
+
+    #[test]
+    fn typed_arguments_are_read_with_plain_loads() {
+        // The timer is the first argument (ctx + 0); its soft expiry one
+        // load through it, at the BTF offset; no copy helper.
+        let arm = arm_program(3, &typed()).unwrap();
+        assert_eq!(record_loads(&arm), vec![(0x79, 0), (0x79, 0)]);
+        let through = arm
+            .windows(2)
+            .find(|w| w[0] == Insn::ldx(Size::DW, Reg::R1, Reg::R7, 0))
+            .map(|w| w[1]);
+        assert_eq!(through, Some(Insn::ldx(Size::DW, Reg::R2, Reg::R1, 32)));
+        assert_eq!(calls(&arm, Helper::ProbeReadKernel), 0);
+        // `now` is behind a `ktime_t *`, which no program loads through:
+        // one copy, from the second argument (ctx + 8).
+        let expire = expire_program(3, &typed()).unwrap();
+        assert_eq!(record_loads(&expire), vec![(0x79, 0), (0x79, 8)]);
+        assert_eq!(calls(&expire, Helper::ProbeReadKernel), 1);
+    }
+
+    #[test]
+    fn probed_arguments_are_copied_from_the_btf_offset() {
+        let arm = arm_program(3, &probed()).unwrap();
+        let copy = arm
+            .iter()
+            .position(|i| *i == Insn::call(Helper::ProbeReadKernel))
+            .expect("a copy");
+        // r3 = timer + 32; r1 = r10 - 16; r2 = 8; call; then the result.
+        assert!(arm[..copy].contains(&Insn::alu64_imm(Alu::Add, Reg::R3, 32)));
+        assert_eq!(arm[copy - 1], Insn::mov64_imm(Reg::R2, 8));
+        assert_eq!(
+            arm[copy + 1],
+            Insn::jmp_imm(Cond::Ne, Reg::R0, 0, arm[copy + 1].off)
+        );
+        assert_eq!(
+            arm[copy + 2],
+            Insn::ldx(Size::DW, Reg::R2, Reg::R10, PROBE_BUFFER)
+        );
+        assert_eq!(
+            calls(
+                &expire_program(3, &probed()).unwrap(),
+                Helper::ProbeReadKernel
+            ),
+            1
+        );
     }
 
     #[test]
     fn an_unusual_field_size_is_an_error_not_a_guess() {
         let odd = HRTIMER_START.replace("offset:32;\tsize:8", "offset:32;\tsize:16");
-        let err = arm_program(3, &format(&odd)).unwrap_err();
+        let err = arm_program(3, &records(&odd)).unwrap_err();
         assert!(err.contains("unusual size 16"), "{err}");
         let missing = HRTIMER_START.replace("softexpires", "soft");
         assert!(
-            arm_program(3, &format(&missing))
+            arm_program(3, &records(&missing))
                 .unwrap_err()
                 .contains("no field 'softexpires'")
         );
@@ -482,10 +831,13 @@ mod tests {
 
     #[test]
     fn every_program_ends_in_exit_and_every_jump_lands_inside() {
-        let expire = "name: hrtimer_expire_entry\nID: 459\nformat:\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:void * hrtimer;\toffset:8;\tsize:8;\tsigned:0;\n\tfield:s64 now;\toffset:16;\tsize:8;\tsigned:1;\n";
         for insns in [
-            arm_program(3, &format(HRTIMER_START)).unwrap(),
-            expire_program(3, &format(expire)).unwrap(),
+            arm_program(3, &records(HRTIMER_START)).unwrap(),
+            expire_program(3, &records(HRTIMER_START)).unwrap(),
+            arm_program(3, &typed()).unwrap(),
+            expire_program(3, &typed()).unwrap(),
+            arm_program(3, &probed()).unwrap(),
+            expire_program(3, &probed()).unwrap(),
             switch_in_by_pid(3).unwrap(),
             switch_in_by_task(3).unwrap(),
         ] {
