@@ -210,24 +210,41 @@ pub fn format_ns(signed_ns: i64) -> String {
 }
 
 fn format_ns_magnitude(ns: u64) -> String {
-    let value = ns as f64;
-    let (scaled, unit) = if ns < 1_000 {
+    if ns < 1_000 {
         return format!("{ns} ns");
-    } else if ns < 1_000_000 {
-        (value / 1e3, "us")
+    }
+    const UNITS: [(f64, &str); 3] = [(1e3, "us"), (1e6, "ms"), (1e9, "s")];
+    let mut unit = if ns < 1_000_000 {
+        0
     } else if ns < 1_000_000_000 {
-        (value / 1e6, "ms")
-    } else {
-        (value / 1e9, "s")
-    };
-    let decimals = if scaled < 10.0 {
-        2
-    } else if scaled < 100.0 {
         1
     } else {
-        0
+        2
     };
-    format!("{scaled:.decimals$} {unit}")
+    loop {
+        let (scale, name) = UNITS[unit];
+        let shown = three_significant(ns as f64 / scale);
+        // 999,932 ns rounds to 1000 us: that is 1.00 ms.
+        if unit + 1 < UNITS.len() && shown.parse::<f64>().is_ok_and(|v| v >= 1000.0) {
+            unit += 1;
+            continue;
+        }
+        return format!("{shown} {name}");
+    }
+}
+
+/// `value` with three significant digits (at least 1): the decimals are
+/// chosen for the value as it rounds, so 9.996 is `10.0`, not `10.00`.
+fn three_significant(value: f64) -> String {
+    let two = format!("{value:.2}");
+    if two.parse::<f64>().is_ok_and(|v| v < 10.0) {
+        return two;
+    }
+    let one = format!("{value:.1}");
+    if one.parse::<f64>().is_ok_and(|v| v < 100.0) {
+        return one;
+    }
+    format!("{value:.0}")
 }
 
 /// Nanoseconds to whole microseconds, rounded to nearest (halves away from
@@ -552,6 +569,19 @@ mod tests {
         assert_eq!(format_ns(2_500_000_000), "2.50 s");
         assert_eq!(format_ns(-850), "-850 ns");
         assert_eq!(format_ns(-12_345), "-12.3 us");
+        // At a unit's end a value that rounds up takes the next unit, and
+        // one that rounds up a decade keeps three significant digits.
+        assert_eq!(format_ns(999_932), "1.00 ms");
+        assert_eq!(format_ns(999_499), "999 us");
+        assert_eq!(format_ns(999_600), "1.00 ms");
+        assert_eq!(format_ns(999_999_999), "1.00 s");
+        assert_eq!(format_ns(999_400_000), "999 ms");
+        assert_eq!(format_ns(9_994), "9.99 us");
+        assert_eq!(format_ns(9_996), "10.0 us");
+        assert_eq!(format_ns(99_949), "99.9 us");
+        assert_eq!(format_ns(99_960), "100 us");
+        assert_eq!(format_ns(-999_932), "-1.00 ms");
+        assert_eq!(format_ns(i64::MAX), "9223372037 s");
     }
 
     #[test]
