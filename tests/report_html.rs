@@ -180,7 +180,9 @@ fn the_page_starts_with_the_latencies() {
     let top = &html[glance..facts];
     assert!(top.contains("<td class=\"l\">futex</td>"), "{top}");
     assert!(
-        [" ns</td>", " us</td>", " ms</td>"].iter().any(|u| top.contains(u)),
+        [" ns</td>", " us</td>", " ms</td>"]
+            .iter()
+            .any(|u| top.contains(u)),
         "no latency at the top: {top}"
     );
 }

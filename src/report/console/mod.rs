@@ -287,7 +287,8 @@ mq latency (POSIX message queue, mq_send -> mq_receive, one-way), 1.0 s, ended: 
 Pair    CPU     Prio  Interval  Samples  Timeouts  Overruns      Min      Avg      P50      P99    P99.9      Max
 pair 0    1  fifo 99    100 us        3         2         0  2.00 us  3.33 us  3.00 us  5.00 us  5.00 us  5.00 us
 warning: kernel is not PREEMPT_RT
-context: worst wake-up latency 5.00 us (on a kernel without PREEMPT_RT): as low as PREEMPT_RT on bare metal keeps (tens of us) in this run, but nothing bounds it here (docs/interpreting.md)
+context: worst wake-up latency 5.00 us (on a kernel without PREEMPT_RT): as low as PREEMPT_RT on
+  bare metal keeps (tens of us) in this run, but nothing bounds it here (docs/interpreting.md)
 ";
         assert_eq!(text, expected);
     }
