@@ -8,7 +8,7 @@
 //! logic (the classic exporter only prints the `IntervalBandwidth` it fills).
 
 use crate::report::{DiskSecond, IntervalBandwidth};
-use crate::stats::window::{SecondStats, WindowSeries};
+use crate::stats::window::SecondStats;
 
 const SECOND_NS: u64 = 1_000_000_000;
 const HALF_SEC_NS: u64 = SECOND_NS / 2;
@@ -252,6 +252,7 @@ pub fn interval_figures(start_ns: u64, writes: &[(u64, u64)], end_ns: u64) -> Ve
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::window::WindowSeries;
 
     const MS: u64 = 1_000_000;
 
