@@ -125,6 +125,44 @@ fn one_line(clap_message: &str) -> String {
     line
 }
 
+/// The command line parsed with the letters it is written in: Xenomai's on
+/// `timer` (`-h` histograms) under the `latency` name or with `--format
+/// classic`, latscope's (`-h` help) everywhere else.
+fn parse(args: Vec<OsString>, compat: Option<&str>) -> Result<Cli, clap::Error> {
+    use clap::FromArgMatches;
+    let xenomai = || {
+        latscope::cli::command_with_xenomai_letters()
+            .try_get_matches_from(&args)
+            .and_then(|m| Cli::from_arg_matches(&m))
+    };
+    if compat == Some(latscope::cli::XENOMAI_COMPAT) {
+        return xenomai();
+    }
+    let classic = |parsed: &Result<Cli, clap::Error>| {
+        matches!(parsed, Ok(Cli { command: latscope::cli::Command::Timer(t) })
+            if t.format == latscope::cli::OutputFormat::Classic)
+    };
+    if args.get(1).is_some_and(|a| a == "timer") {
+        match xenomai() {
+            parsed @ Ok(_) if classic(&parsed) => return parsed,
+            // `--help` with `--format classic`: the help in Xenomai's
+            // letters (`-h, --histograms`).
+            Err(e) if e.kind() == ErrorKind::DisplayHelp => {
+                let without_help: Vec<OsString> =
+                    args.iter().filter(|a| *a != "--help").cloned().collect();
+                let parsed = latscope::cli::command_with_xenomai_letters()
+                    .try_get_matches_from(&without_help)
+                    .and_then(|m| Cli::from_arg_matches(&m));
+                if classic(&parsed) {
+                    return Err(e);
+                }
+            }
+            _ => {}
+        }
+    }
+    Cli::try_parse_from(args)
+}
+
 fn main() {
     latscope::entry::start(run_main)
 }
@@ -189,7 +227,7 @@ fn run_main() -> i32 {
         }
         _ => "latscope --help".to_string(),
     };
-    let cli = match Cli::try_parse_from(args) {
+    let cli = match parse(args, compat) {
         Ok(cli) => cli,
         Err(e) => exit_on_parse_error(e, &help_hint),
     };

@@ -146,6 +146,60 @@ pub fn scale_to_ns(number: &str, unit_ns: u128, below_ns: SubNanosecond) -> Opti
     int_value.checked_mul(unit_ns)?.checked_add(fraction_ns)
 }
 
+/// `n` and its noun, singular for one: `1 pair`, `2 pairs`, `0 samples`.
+pub fn counted(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// The width every warning and note of latscope's own output fits: a
+/// 100-column terminal.
+pub const TERMINAL_COLUMNS: usize = 100;
+
+/// `text` with each of its lines broken at blanks into lines of at most
+/// `TERMINAL_COLUMNS` columns (characters); continuation lines are indented
+/// by two blanks, so a wrapped warning still reads as one. A word longer
+/// than a line (a path) stays whole on a line of its own. No trailing
+/// line feed is added.
+pub fn wrap_line(text: &str) -> String {
+    wrap_to(text, TERMINAL_COLUMNS)
+}
+
+fn wrap_to(text: &str, width: usize) -> String {
+    const INDENT: &str = "  ";
+    let mut out = String::with_capacity(text.len() + 8);
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        if line.chars().count() <= width {
+            out.push_str(line);
+            continue;
+        }
+        let mut column = 0;
+        let mut words_on_line = 0;
+        for word in line.split(' ').filter(|w| !w.is_empty()) {
+            let len = word.chars().count();
+            if words_on_line > 0 && column + 1 + len > width {
+                out.push('\n');
+                out.push_str(INDENT);
+                column = INDENT.len();
+                words_on_line = 0;
+            } else if words_on_line > 0 {
+                out.push(' ');
+                column += 1;
+            }
+            out.push_str(word);
+            column += len;
+            words_on_line += 1;
+        }
+    }
+    out
+}
+
 /// Formats nanoseconds with an automatic unit and three significant digits where
 /// that helps: `850 ns`, `12.3 us`, `1.23 ms`, `2.50 s`.
 pub fn format_ns(signed_ns: i64) -> String {
@@ -156,24 +210,41 @@ pub fn format_ns(signed_ns: i64) -> String {
 }
 
 fn format_ns_magnitude(ns: u64) -> String {
-    let value = ns as f64;
-    let (scaled, unit) = if ns < 1_000 {
+    if ns < 1_000 {
         return format!("{ns} ns");
-    } else if ns < 1_000_000 {
-        (value / 1e3, "us")
+    }
+    const UNITS: [(f64, &str); 3] = [(1e3, "us"), (1e6, "ms"), (1e9, "s")];
+    let mut unit = if ns < 1_000_000 {
+        0
     } else if ns < 1_000_000_000 {
-        (value / 1e6, "ms")
-    } else {
-        (value / 1e9, "s")
-    };
-    let decimals = if scaled < 10.0 {
-        2
-    } else if scaled < 100.0 {
         1
     } else {
-        0
+        2
     };
-    format!("{scaled:.decimals$} {unit}")
+    loop {
+        let (scale, name) = UNITS[unit];
+        let shown = three_significant(ns as f64 / scale);
+        // 999,932 ns rounds to 1000 us: that is 1.00 ms.
+        if unit + 1 < UNITS.len() && shown.parse::<f64>().is_ok_and(|v| v >= 1000.0) {
+            unit += 1;
+            continue;
+        }
+        return format!("{shown} {name}");
+    }
+}
+
+/// `value` with three significant digits (at least 1): the decimals are
+/// chosen for the value as it rounds, so 9.996 is `10.0`, not `10.00`.
+fn three_significant(value: f64) -> String {
+    let two = format!("{value:.2}");
+    if two.parse::<f64>().is_ok_and(|v| v < 10.0) {
+        return two;
+    }
+    let one = format!("{value:.1}");
+    if one.parse::<f64>().is_ok_and(|v| v < 100.0) {
+        return one;
+    }
+    format!("{value:.0}")
 }
 
 /// Nanoseconds to whole microseconds, rounded to nearest (halves away from
@@ -350,6 +421,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_count_of_one_is_singular() {
+        assert_eq!(counted(1, "pair"), "1 pair");
+        assert_eq!(counted(2, "pair"), "2 pairs");
+        assert_eq!(counted(0, "sample"), "0 samples");
+    }
+
+    #[test]
+    fn lines_wrap_at_blanks_within_the_width_with_indented_continuations() {
+        assert_eq!(wrap_to("short line", 10), "short line");
+        assert_eq!(wrap_to("aaa bbb ccc ddd", 9), "aaa bbb\n  ccc ddd");
+        assert_eq!(
+            wrap_to("aaaa bbbb cccc dddd eeee", 10),
+            "aaaa bbbb\n  cccc\n  dddd\n  eeee"
+        );
+        // A word longer than the width stays whole, alone on its line.
+        assert_eq!(
+            wrap_to("a /very/long/path b", 6),
+            "a\n  /very/long/path\n  b"
+        );
+        // Each line of a text is wrapped on its own; short ones unchanged.
+        assert_eq!(wrap_to("ab\naaa bbb ccc", 7), "ab\naaa bbb\n  ccc");
+        assert_eq!(wrap_to("ab cd efgh", 6), "ab cd\n  efgh");
+        let long = format!("warning: {}", "word ".repeat(40));
+        for line in wrap_line(long.trim_end()).lines() {
+            assert!(line.chars().count() <= TERMINAL_COLUMNS, "{line}");
+        }
+        assert_eq!(wrap_line(&"x".repeat(100)), "x".repeat(100));
+    }
+
+    #[test]
     fn one_line_escapes_the_line_feed_too() {
         assert_eq!(
             escape_line("a\u{1b}]0;x\u{7}b\nc\u{85}"),
@@ -468,6 +569,19 @@ mod tests {
         assert_eq!(format_ns(2_500_000_000), "2.50 s");
         assert_eq!(format_ns(-850), "-850 ns");
         assert_eq!(format_ns(-12_345), "-12.3 us");
+        // At a unit's end a value that rounds up takes the next unit, and
+        // one that rounds up a decade keeps three significant digits.
+        assert_eq!(format_ns(999_932), "1.00 ms");
+        assert_eq!(format_ns(999_499), "999 us");
+        assert_eq!(format_ns(999_600), "1.00 ms");
+        assert_eq!(format_ns(999_999_999), "1.00 s");
+        assert_eq!(format_ns(999_400_000), "999 ms");
+        assert_eq!(format_ns(9_994), "9.99 us");
+        assert_eq!(format_ns(9_996), "10.0 us");
+        assert_eq!(format_ns(99_949), "99.9 us");
+        assert_eq!(format_ns(99_960), "100 us");
+        assert_eq!(format_ns(-999_932), "-1.00 ms");
+        assert_eq!(format_ns(i64::MAX), "9223372037 s");
     }
 
     #[test]

@@ -487,7 +487,11 @@ fn registries_of_another_pid_namespace_are_left_alone() {
         .unwrap()
         .filter_map(|e| e.ok())
         .map(|e| e.path())
-        .find(|p| !p.to_string_lossy().ends_with(".tmp"))
+        // Not a half-written file, nor the run's CPU note.
+        .find(|p| {
+            let name = p.to_string_lossy();
+            !name.ends_with(".tmp") && !name.ends_with(".cpus")
+        })
         .expect("the killed run's registry file");
     let text = std::fs::read_to_string(&registry_file).unwrap();
     let (first, rest) = text.split_once('\n').unwrap();
@@ -583,4 +587,44 @@ fn a_test_directory_renamed_during_the_run_is_still_cleaned() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(std::fs::read_dir(&after).unwrap().count(), 0, "{stderr}");
     assert!(stderr.contains("was moved during the run"), "{stderr}");
+}
+
+/// The cyclictest drop-in's status object `/dev/shm/cyclictest<pid>` of a
+/// killed run is a shared-memory object, not a test file: `cleanup` knows
+/// its kind from the registry and removes it without a `--dir`.
+#[test]
+fn a_killed_cyclictest_s_shared_memory_object_is_removed_without_dir() {
+    let _turn = turn();
+    let registry = tempfile::tempdir().unwrap();
+    let reg = registry.path().join("reg");
+    let mut child = start(&reg, &["cyclictest", "-q", "-t1", "-i", "1000"]);
+    let guard = EndOnPanic(vec![child.id()]);
+    let shm = format!("/dev/shm/cyclictest{}", child.id());
+    let objects = wait_registered(&reg, child.id(), 1);
+    assert_eq!(objects, vec![("posix-shm".to_string(), shm.clone())]);
+    kill9(&mut child);
+    drop(guard);
+    assert!(
+        exists("posix-shm", &shm),
+        "the kill left no object to clean"
+    );
+    let (code, out, err) = cleanup(&reg, &["--dry-run"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(&format!(
+            "would remove posix-shm        {shm}  (latscope pid "
+        )),
+        "{out}"
+    );
+    assert!(!out.contains("--dir"), "{out}");
+    let (code, out, err) = cleanup(&reg, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(&format!(
+            "removed      posix-shm        {shm}  (latscope pid "
+        )),
+        "{out}"
+    );
+    assert!(!exists("posix-shm", &shm), "{out}");
+    assert!(registry_entries(&reg, None).is_empty(), "registry left");
 }

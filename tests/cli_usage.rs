@@ -20,6 +20,41 @@ fn help_lists_the_subcommands() {
     }
 }
 
+/// Every subcommand's help ends with examples, as git's and hyperfine's do
+/// (cyclictest and oslat print the original tool's usage instead).
+#[test]
+fn every_subcommand_s_help_ends_with_examples() {
+    let top = stdout_of(&run(latscope(10).arg("--help")));
+    let subcommands: Vec<String> = top
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        // A subcommand's line; a wrapped description is indented further.
+        .filter(|l| !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .filter(|s| !["help", "cyclictest", "oslat"].contains(&s.as_str()))
+        .collect();
+    assert!(subcommands.len() > 15, "{top}");
+    for sub in subcommands {
+        let out = run(latscope(10).args([sub.as_str(), "--help"]));
+        assert_code(&out, 0);
+        let help = stdout_of(&out);
+        let examples = help
+            .rsplit_once("Examples:\n")
+            .map(|(_, e)| e)
+            .unwrap_or_else(|| panic!("{sub}: no examples:\n{help}"));
+        let lines: Vec<&str> = examples.lines().filter(|l| !l.is_empty()).collect();
+        assert!((2..=3).contains(&lines.len()), "{sub}: {examples}");
+        for line in lines {
+            assert!(
+                line.starts_with(&format!("  latscope {sub} ")),
+                "{sub}: {line}"
+            );
+        }
+    }
+}
+
 #[test]
 fn version_prints_name_and_version() {
     let out = run(latscope(10).arg("--version"));

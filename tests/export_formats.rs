@@ -268,11 +268,12 @@ fn unwritable_output_paths_are_refused_before_measuring() {
     for (command, run_args) in long_runs {
         for option in ["--json", "--csv", "--markdown"] {
             let mut a = run_args.to_vec();
-            a.extend([option, "/proc/version"]);
+            // A new name: an existing /proc file (0444) is refused as read-only.
+            a.extend([option, "/proc/latscope.out"]);
             assert_refused_up_front(
                 command,
                 &a,
-                &format!("{option} /proc/version: cannot create a file in /proc"),
+                &format!("{option} /proc/latscope.out: cannot create a file in /proc"),
             );
         }
     }
@@ -287,8 +288,8 @@ fn unwritable_output_paths_are_refused_before_measuring() {
     }
     assert_refused_up_front(
         "timer",
-        &["-T", "100", "-g", "/proc/version"],
-        "-g /proc/version: cannot create a file in /proc",
+        &["-T", "100", "-g", "/proc/latscope.out"],
+        "-g /proc/latscope.out: cannot create a file in /proc",
     );
     // /sys refuses new files too.
     assert_refused_up_front(

@@ -1202,6 +1202,23 @@ fn running_out_of_memory_is_one_line_and_exit_1() {
     assert_eq!(left, ["big.json"]);
 }
 
+/// A read-only file (0444) at an output path, the caller's own (root's
+/// too, whom the kernel would let replace it), is refused before measuring
+/// with one line that says so and how to go on; the file is kept.
+#[test]
+fn a_read_only_output_file_is_refused_not_replaced() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("old.json");
+    std::fs::write(&file, "old\n").unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444)).unwrap();
+    for option in ["--json", "--csv", "--markdown"] {
+        let out = run(mq(&["-l", "10", "-q", option, file.to_str().unwrap()], 30));
+        assert_usage_error(&out, option, "is read-only (mode 0444)");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "old\n", "{option}");
+    }
+}
+
 /// One rule for links and files in a sticky world-writable directory (the
 /// kernel's protected_symlinks and protected_regular, applied by latscope to
 /// root too): another user's regular file there, writable or 0444, is

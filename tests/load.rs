@@ -173,7 +173,8 @@ fn a_loaded_run_records_the_load_and_leaves_no_generator() {
     assert_eq!(load["stopped_with"], "SIGTERM");
     assert_eq!(load["ended_early"], false);
     assert!(!array_of(&load["cpus"], "cpus").is_empty());
-    let stdout = stdout_of(&out);
+    // The footer's notes wrap at 100 columns: read them whole.
+    let stdout = unwrapped(&stdout_of(&out));
     assert!(
         stdout.contains("load: ")
             && stdout.contains("--cpu 1")
@@ -493,7 +494,8 @@ fn a_kernel_warning_during_the_run_is_in_the_report() {
     let t = f64_of(&message["time_s"], "time_s");
     assert!((0.0..10.0).contains(&t), "{message}");
     assert!(
-        stdout.contains("warning: kernel log: ") && stdout.contains(&marker),
+        unwrapped(&stdout).contains("warning: kernel log: ")
+            && unwrapped(&stdout).contains(&marker),
         "{stdout}"
     );
 }

@@ -180,6 +180,48 @@ fn a_list_of_block_sizes_runs_each_in_turn() {
     assert_eq!(entries(work.path()), ["report.json"]);
 }
 
+/// `-D` is the duration, as for every other test (it was refused); mqldt
+/// has no `-D`, so the `mqldt` name takes it too, in the same meaning.
+#[test]
+fn d_is_the_duration_as_for_every_other_test() {
+    let work = work_dir();
+    for (name, words) in [
+        (
+            "latscope",
+            "logdisk --bsize 4K --fileSize 64K --numFiles 2 -q -D 1",
+        ),
+        ("mqldt", "--bsize=4K --fileSize=64K --numFiles=2 -D 2"),
+    ] {
+        let json = work.path().join(format!("{name}.json"));
+        let mut cmd = if name == "latscope" {
+            latscope(60)
+        } else {
+            let link = work.path().join("mqldt");
+            std::os::unix::fs::symlink(bin(), &link).unwrap();
+            let mut c = assert_cmd::Command::new(&link);
+            c.timeout(Duration::from_secs(60));
+            c
+        };
+        cmd.args(args(words))
+            .arg(format!("--dir={}", work.path().display()))
+            .arg("--json")
+            .arg(&json);
+        let (out, report) = run_with_report(cmd, &json, 0);
+        let t = logdisk_test(&report, 0);
+        assert_eq!(t["end_reason"], "duration_elapsed", "{}", describe(&out));
+        let seconds = if name == "latscope" { 1.0 } else { 2.0 };
+        let asked = f64_of(&t["config"]["duration_s"], "config.duration_s");
+        assert_eq!(asked, seconds, "{name}: {}", describe(&out));
+    }
+    let out = run(latscope(10).args(args("logdisk -D 0.5")));
+    assert_code(&out, 2);
+    assert!(
+        stderr_of(&out).contains("-D/--duration '0.5': at least 1 second"),
+        "{}",
+        describe(&out)
+    );
+}
+
 #[test]
 fn two_writers_in_their_own_directories_append_to_the_csv() {
     let work = work_dir();

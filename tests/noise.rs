@@ -99,6 +99,33 @@ fn a_short_run_gives_a_consistent_report() {
     }
 }
 
+/// A 2-second run has two windows, not a third of the few interruptions
+/// after its second second: their samples fold into the second window, so
+/// the per-second series (and the plots drawn from it) end at 2 s.
+#[test]
+fn a_two_second_run_has_two_windows_and_keeps_every_sample() {
+    let _turn = serial();
+    let cpu = measured_cpu().to_string();
+    let (out, report) = noise_json(&["--cpus", &cpu, "-D", "2", "-q"], 0);
+    let s = &series(&report)[0];
+    let windows = array_of(&s["per_second"], "per_second");
+    assert!(
+        windows.iter().all(|w| u64_of(&w["second"], "second") < 2),
+        "{}",
+        evidence("per_second", &s["per_second"].to_string())
+    );
+    let in_windows: u64 = windows
+        .iter()
+        .map(|w| u64_of(&w["samples"], "samples"))
+        .sum();
+    assert_eq!(
+        in_windows,
+        u64_of(&s["samples"], "samples"),
+        "{}",
+        describe(&out)
+    );
+}
+
 #[test]
 fn the_duty_cycle_spins_only_its_runtime() {
     let _turn = serial();

@@ -155,7 +155,19 @@ fn manpages_writes_a_page_per_subcommand_with_its_options() {
             text.contains("latscope\\fR(1)"),
             "latscope-{sub}.1: no SEE ALSO"
         );
+        // The examples that end its --help, in the EXTRA section.
+        assert!(
+            text.contains("\n.SH EXTRA\n") && text.contains(&roff(&format!("  latscope {sub} "))),
+            "latscope-{sub}.1 has no examples"
+        );
     }
+    // The top page says what latscope measures, OS noise included.
+    let description = top
+        .split("\n.SH DESCRIPTION\n")
+        .nth(1)
+        .and_then(|d| d.split("\n.SH ").next())
+        .unwrap_or_default();
+    assert!(description.contains("OS noise"), "{description}");
     // Exactly those pages: no hidden subcommand, no `help`.
     let mut written: Vec<String> = std::fs::read_dir(&man1)
         .unwrap()

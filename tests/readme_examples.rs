@@ -396,6 +396,37 @@ fn every_readme_example_runs_as_written() {
     );
 }
 
+/// The README's first command, run as a newcomer runs it: every line it
+/// prints, on standard output and standard error, fits a 100-column
+/// terminal (whatever the warnings this machine gets; nothing masked).
+#[test]
+fn the_first_command_s_output_fits_100_columns() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let first = examples(&readme)
+        .into_iter()
+        .next()
+        .expect("a README example");
+    assert_eq!(first.words[0], "latscope", "{first:?}");
+    let scratch = disk_dir("readme-first-");
+    let argv = bounded(shortened_argv(&first.words, scratch.path()));
+    let mut cmd = std::process::Command::new(bin());
+    cmd.args(&argv)
+        .args(mlock_args())
+        .current_dir(scratch.path());
+    let out = run_std_with_timeout(cmd, Duration::from_secs(120));
+    assert!(acceptable(&argv, out.status.code()), "{}", describe(&out));
+    let text = format!("{}{}", stdout_of(&out), stderr_of(&out));
+    assert!(text.lines().count() > 5, "{}", describe(&out));
+    let wide: Vec<&str> = text.lines().filter(|l| l.chars().count() > 100).collect();
+    assert!(
+        wide.is_empty(),
+        "{} lines wider than 100 columns:\n{}",
+        wide.len(),
+        wide.join("\n")
+    );
+}
+
 #[test]
 fn the_example_extraction_reads_quotes_comments_and_continuations() {
     let readme = "text\n```sh\nlatscope mq -D 1h30m   # a comment\nlatscope compare a.json \\\n    --fail-if 'p99>+10%' b.json\nls -l\n```\n```\nlatscope not-sh\n```\n```sh\nlatscope completions zsh > ~/.zfunc/_latscope  # dir\n```\n";

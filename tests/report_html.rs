@@ -163,6 +163,30 @@ fn real_runs_make_one_page_that_chromium_shows_with_one_svg_per_plot() {
     );
 }
 
+/// The page's first figures are the tests' latencies ("At a glance"), not
+/// some 1,100 px down below the facts of the machine and the run.
+#[test]
+fn the_page_starts_with_the_latencies() {
+    let runs = real_runs(false);
+    let out = report(
+        runs.dir.path(),
+        &[runs.files[0].as_os_str(), os("-o"), os("-")],
+    );
+    assert_code(&out, 0);
+    let html = stdout_of(&out);
+    let glance = html.find("<h2>At a glance</h2>").expect("the glance");
+    let facts = html.find("Command line").expect("the run's facts");
+    assert!(glance < facts, "the glance after the facts");
+    let top = &html[glance..facts];
+    assert!(top.contains("<td class=\"l\">futex</td>"), "{top}");
+    assert!(
+        [" ns</td>", " us</td>", " ms</td>"]
+            .iter()
+            .any(|u| top.contains(u)),
+        "no latency at the top: {top}"
+    );
+}
+
 #[test]
 fn default_output_is_report_html_and_dash_is_standard_output() {
     let runs = real_runs(false);

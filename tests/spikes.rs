@@ -473,7 +473,7 @@ fn check_attribution(test: &str, out: &std::process::Output, report: &Value, by:
     // The console names the worst spike, whatever made it (on a busy
     // machine something else may be worse than a spin).
     let worst = &spikes["spikes"][0];
-    let stderr_and_stdout = format!("{}{}", stdout_of(out), stderr_of(out));
+    let stderr_and_stdout = unwrapped(&format!("{}{}", stdout_of(out), stderr_of(out)));
     let line = stderr_and_stdout
         .lines()
         .find(|l| l.contains("worst"))

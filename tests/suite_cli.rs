@@ -302,10 +302,16 @@ fn an_interrupted_suite_names_the_tests_it_did_not_run() {
     let context = format!("--- stdout ---\n{out}--- stderr ---\n{seen}{rest}");
     assert_eq!(status.code(), Some(0), "{context}");
     assert!(out.lines().any(|l| l.starts_with("mq ")), "{context}");
-    let note = out
+    // The note with its continuation lines (notes wrap at 100 columns).
+    let note: String = out
         .lines()
-        .find(|l| l.starts_with("warning: interrupted: not run: "))
-        .unwrap_or_else(|| panic!("no not-run line\n{context}"));
+        .skip_while(|l| !l.starts_with("warning: interrupted: not run: "))
+        .enumerate()
+        .take_while(|(i, l)| *i == 0 || l.starts_with("  "))
+        .map(|(_, l)| l.trim())
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(!note.is_empty(), "no not-run line\n{context}");
     for later in ["signal", "pipe", "timer", "noise", "logdisk"] {
         assert!(note.contains(later), "{later} not named: {note}");
         assert!(

@@ -428,6 +428,42 @@ fn the_latency_symlink_behaves_as_xenomai_latency() {
     assert!(stdout_of(&help).contains("-h, --histograms"));
 }
 
+/// Under the latscope name `timer -h` is help, as everywhere else in
+/// latscope (it was Xenomai's histograms letter and started an endless run);
+/// Xenomai's meaning stays with `--format classic` and the `latency` name.
+#[test]
+fn h_is_help_under_latscope_and_histograms_in_xenomai_terms() {
+    for words in ["timer -h", "timer -h -T 1", "timer --format modern -h"] {
+        let out = run(latscope(10).args(args(words)));
+        assert_code(&out, 0);
+        let help = stdout_of(&out);
+        assert!(help.starts_with("Periodic timer"), "{words}: {help}");
+        assert!(help.contains("-h, --help"), "{words}: {help}");
+        assert!(help.contains("    --histograms"), "{words}: {help}");
+    }
+    let classic = run(latscope(10).args(args("timer --format classic --help")));
+    assert_code(&classic, 0);
+    assert!(
+        stdout_of(&classic).contains("-h, --histograms"),
+        "{}",
+        describe(&classic)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("latency");
+    std::os::unix::fs::symlink(bin(), &link).unwrap();
+    // `-h` is not help there: with an unknown option after it the refusal
+    // is about that option.
+    let mut latency = std::process::Command::new(&link);
+    latency.args(["-h", "--no-such-option"]);
+    let out = run_std_with_timeout(latency, Duration::from_secs(10));
+    assert_code(&out, 2);
+    assert!(
+        stderr_of(&out).contains("--no-such-option"),
+        "{}",
+        describe(&out)
+    );
+}
+
 #[test]
 fn sigint_mid_run_prints_the_summary_and_writes_json() {
     if skip_without_realtime("sigint_mid_run_prints_the_summary_and_writes_json") {
@@ -693,11 +729,11 @@ fn kernel_side_figures_without_privileges_are_a_clear_run_time_error() {
     );
 }
 
-/// `-h` (Xenomai's histograms) in the modern format: the histograms, as a
+/// `--histograms` (Xenomai's `-h`) in the modern format: the histograms, as a
 /// table per thread whose Samples column adds up to the thread's samples.
 #[test]
 fn histograms_in_the_modern_format_are_printed_as_tables() {
-    let (out, report) = timer_json(&["-h", "-T", "1", "-q"], 0);
+    let (out, report) = timer_json(&["--histograms", "-T", "1", "-q"], 0);
     let stdout = stdout_of(&out);
     let samples = u64_of(&timer_series(&report)[0]["samples"], "samples");
     let mut lines = stdout

@@ -4,6 +4,9 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+#[macro_use]
+mod examples;
+
 /// `--policy`: cli's own enum (cli/ only declares arguments and imports
 /// nothing of rt/); settings/ converts it into `rt::sched::Policy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -46,34 +49,34 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// POSIX message queue wake-up latency (replaces pmqtest; same options)
-    #[command(allow_negative_numbers = true, args_override_self = true)]
+    #[command(allow_negative_numbers = true, args_override_self = true, after_help = examples::MQ)]
     Mq(Box<MqArgs>),
     /// POSIX semaphore latency, round trip by default (replaces semtest; same options)
-    #[command(allow_negative_numbers = true, args_override_self = true)]
+    #[command(allow_negative_numbers = true, args_override_self = true, after_help = examples::SEM)]
     Sem(Box<SemArgs>),
     /// Signal wake-up latency, sigwait (replaces sigwaittest; same options)
-    #[command(allow_negative_numbers = true, args_override_self = true)]
+    #[command(allow_negative_numbers = true, args_override_self = true, after_help = examples::SIGNAL)]
     Signal(Box<PairTestArgs>),
     /// System V semaphore latency, semop (replaces svsematest; same options)
-    #[command(allow_negative_numbers = true, args_override_self = true)]
+    #[command(allow_negative_numbers = true, args_override_self = true, after_help = examples::SVSEM)]
     Svsem(Box<PairTestArgs>),
     /// POSIX thread mutex latency, unlock -> lock (replaces ptsematest; same options)
-    #[command(allow_negative_numbers = true, args_override_self = true)]
+    #[command(allow_negative_numbers = true, args_override_self = true, after_help = examples::MUTEX)]
     Mutex(Box<PairTestArgs>),
     /// Pipe wake-up latency, write -> read
-    #[command(allow_negative_numbers = true, args_override_self = true)]
+    #[command(allow_negative_numbers = true, args_override_self = true, after_help = examples::PIPE)]
     Pipe(Box<PairTestArgs>),
     /// eventfd wake-up latency, write -> read
-    #[command(allow_negative_numbers = true, args_override_self = true)]
+    #[command(allow_negative_numbers = true, args_override_self = true, after_help = examples::EVENTFD)]
     Eventfd(Box<PairTestArgs>),
     /// Futex wake-up latency, FUTEX_WAKE -> FUTEX_WAIT
-    #[command(allow_negative_numbers = true, args_override_self = true)]
+    #[command(allow_negative_numbers = true, args_override_self = true, after_help = examples::FUTEX)]
     Futex(Box<PairTestArgs>),
     /// Unix-domain socket wake-up latency, send -> recv
-    #[command(allow_negative_numbers = true, args_override_self = true)]
+    #[command(allow_negative_numbers = true, args_override_self = true, after_help = examples::UNIX)]
     Unix(Box<PairTestArgs>),
     /// System V message queue wake-up latency, msgsnd -> msgrcv
-    #[command(allow_negative_numbers = true, args_override_self = true)]
+    #[command(allow_negative_numbers = true, args_override_self = true, after_help = examples::SVMQ)]
     Svmq(Box<PairTestArgs>),
     /// Every IPC primitive with the same settings, one comparison table
     #[command(
@@ -83,50 +86,52 @@ pub enum Command {
         // gives their own defaults: `ipc` states its different ones.
         mut_arg("interval", |a| a.help(IPC_INTERVAL_HELP)),
         mut_arg("priority", |a| a.help(IPC_PRIORITY_HELP)),
-        mut_arg("smp", |a| a.help(IPC_SMP_HELP))
+        mut_arg("smp", |a| a.help(IPC_SMP_HELP)),
+        after_help = examples::IPC
     )]
     Ipc(Box<IpcArgs>),
-    /// Periodic timer wake-up latency (replaces Xenomai's latency; same options; help is --help)
+    /// Periodic timer wake-up latency (replaces Xenomai's latency; same options but -h, which is
+    /// help here and histograms under the name latency or with --format classic)
     #[command(
         allow_negative_numbers = true,
         args_override_self = true,
-        disable_help_flag = true
+        disable_help_flag = true,
+        after_help = examples::TIMER
     )]
     Timer(Box<TimerArgs>),
     /// Periodic timer latency with rt-tests cyclictest's options and exact output (GNU getopt syntax)
-    #[command(disable_help_flag = true)]
+    #[command(disable_help_flag = true, after_help = examples::CYCLICTEST)]
     Cyclictest(CyclictestArgs),
     /// OS latency as rt-tests oslat measures it, with its options and exact output (GNU getopt syntax)
-    #[command(disable_help_flag = true)]
+    #[command(disable_help_flag = true, after_help = examples::OSLAT)]
     Oslat(OslatArgs),
     /// OS noise: a thread spinning on each measured CPU records every interruption (like oslat and osnoise)
-    #[command(allow_negative_numbers = true, args_override_self = true)]
+    #[command(allow_negative_numbers = true, args_override_self = true, after_help = examples::NOISE)]
     Noise(Box<NoiseArgs>),
     /// Log-disk write latency and bandwidth, written as a recovery log is (replaces mqldt; same options)
-    #[command(args_override_self = true)]
+    #[command(args_override_self = true, after_help = examples::LOGDISK)]
     Logdisk(Box<LogdiskArgs>),
     /// The main job: run every test briefly and print one overview of this machine
-    #[command(allow_negative_numbers = true, args_override_self = true)]
+    #[command(allow_negative_numbers = true, args_override_self = true, after_help = examples::SUITE)]
     Suite(SuiteArgs),
     /// Compare two reports (--json files) side by side, or a new one with the median of several bases
-    #[command(args_override_self = true)]
+    #[command(args_override_self = true, after_help = examples::COMPARE)]
     Compare(CompareArgs),
     /// Make one self-contained HTML page (tables, histograms, latency over time) from JSON reports
+    #[command(after_help = examples::REPORT)]
     Report(ReportArgs),
     /// Read a --samples file back: every sample as CSV (series,test,label,cpu,t_ns,latency_ns)
+    #[command(after_help = examples::SAMPLES)]
     Samples(SamplesArgs),
     /// Is this machine ready for real time? Each setting that decides latency, its value and the fix
-    #[command(
-        args_override_self = true,
-        after_help = "Exit codes: 0 nothing is bad (warnings allowed), 3 at least one check is bad, \
-1 the JSON file could not be written, 2 bad usage. Every check is described in docs/doctor.md."
-    )]
+    #[command(args_override_self = true, after_help = examples::DOCTOR)]
     Doctor(DoctorArgs),
     /// Find and remove what a killed latscope left behind: System V semaphores and
     /// message queues, log-disk test files (under --dir), tracefs instances
-    #[command(after_long_help = CLEANUP_HOW)]
+    #[command(after_help = examples::CLEANUP, after_long_help = CLEANUP_HOW)]
     Cleanup(CleanupArgs),
     /// Print the shell completion script for SHELL (bash, zsh, fish, elvish, powershell)
+    #[command(after_help = examples::COMPLETIONS)]
     Completions(CompletionsArgs),
     /// Write the man pages (latscope, each subcommand, the compatibility names) into DIR;
     /// run by packaging/build-deb.sh, hence hidden
@@ -150,7 +155,7 @@ pub struct DoctorArgs {
 
 /// How `cleanup` tells latscope's objects from everything else (its man
 /// page's second half; docs/cleanup.md says the same at more length).
-const CLEANUP_HOW: &str =
+const CLEANUP_HOW: &str = concat!(
     "What it removes: every run removes its objects on every exit path it can \
 run code on (normal end, errors, Ctrl-C, SIGTERM). A SIGKILL of latscope itself can leave System V \
 semaphore sets and message queues (IPC_PRIVATE, mode 0600), log-disk test files and the suite's \
@@ -167,7 +172,11 @@ program got since is left alone, and when in doubt (no birth time, another PID n
 kept with the reason. Files are removed only under a --dir you name. Only the caller's registry is \
 read: run it as the user who ran the tests.
 
-Exit codes: 0 done (also when nothing was found), 1 a removal failed, 2 bad usage.";
+Exit codes: 0 done (also when nothing was found), 1 a removal failed, 2 bad usage.
+
+",
+    cleanup_examples!()
+);
 
 /// `latscope cleanup`: leftovers of latscope processes that are gone.
 #[derive(Debug, Clone, Args)]
@@ -192,7 +201,7 @@ pub const COMPAT_NAMES: [(&str, &[&str]); 8] = [
     ("svsematest", &["svsem", "--format", "classic"]),
     ("ptsematest", &["mutex", "--format", "classic"]),
     ("semtest", &["sem", "--format", "classic"]),
-    ("latency", &["timer", "--format", "classic"]),
+    (XENOMAI_COMPAT, &["timer", "--format", "classic"]),
     ("mqldt", &["logdisk", "--format", "classic"]),
     ("oslat", &[OSLAT_COMPAT, "--"]),
 ];
@@ -613,18 +622,21 @@ pub struct IpcArgs {
     pub verdict: VerdictArgs,
 }
 
-/// Xenomai `latency`'s options (its letters: -h is histograms, so help is
-/// --help), plus what latscope adds.
+/// Xenomai `latency`'s options, plus what latscope adds. Its `-h` is
+/// histograms, where everywhere else in latscope `-h` is help: declared here
+/// as help, `xenomai_letters` gives the letter back to the histograms where
+/// Xenomai's meaning is asked for (the `latency` name, `--format classic`).
 #[derive(Debug, Clone, Args)]
 pub struct TimerArgs {
-    /// Print help
-    #[arg(long, action = clap::ArgAction::Help)]
+    /// Print help (under the name latency and with --format classic: --help only)
+    #[arg(short = 'h', long, action = clap::ArgAction::Help)]
     pub help: Option<bool>,
     /// Sampling period in microseconds (up to 1 s) [default: 100]
     #[arg(short = 'p', long, value_name = "US")]
     pub period: Option<String>,
-    /// Print the histograms of loop minima, all samples and loop maxima (classic: HSD lines)
-    #[arg(short = 'h', long = "histograms")]
+    /// Print the histograms of loop minima, all samples and loop maxima (classic: HSD lines;
+    /// -h under the name latency and with --format classic, as in Xenomai)
+    #[arg(long = "histograms")]
     pub histograms: bool,
     /// Dump the all-samples histogram to FILE in gnuplot format ('-' = standard output)
     #[arg(short = 'g', long = "gnuplot", value_name = "FILE")]
@@ -806,7 +818,9 @@ pub struct LogdiskArgs {
     #[arg(long = "numFiles", alias = "num-files", value_name = "N")]
     pub num_files: Option<String>,
     /// Time per block size: seconds, or with s/m/h/d suffixes; at least 1 s [default: 10]
-    #[arg(long, value_name = "TIME")]
+    // -D as every other test's duration; mqldt has no -D (its short letters,
+    // -t for the duration among them, are not taken: its long names are).
+    #[arg(short = 'D', long, value_name = "TIME")]
     pub duration: Option<String>,
     /// Write the results as CSV to FILE (one writer: the file is replaced; --qm: rows are appended)
     #[arg(long = "csvFile", alias = "csv-file", value_name = "FILE")]
@@ -871,7 +885,36 @@ pub fn compat_command(name: &str) -> Option<clap::Command> {
             .clone();
         cmd = cmd.mut_arg(id, |a| a.default_value(*value));
     }
+    let cmd = original_letters(name, cmd);
     Some(cmd.name(*name).bin_name(*name).display_name(*name))
+}
+
+/// `timer` with Xenomai `latency`'s letters: `-h` is `--histograms`, help
+/// is `--help` alone.
+pub fn xenomai_letters(timer: clap::Command) -> clap::Command {
+    timer
+        .mut_arg("help", |a| a.short(None))
+        .mut_arg("histograms", |a| a.short('h'))
+}
+
+/// The command of compatibility name `name` with that tool's letters where
+/// latscope's own differ (only `latency`'s `-h`).
+pub fn original_letters(name: &str, cmd: clap::Command) -> clap::Command {
+    if name == XENOMAI_COMPAT {
+        xenomai_letters(cmd)
+    } else {
+        cmd
+    }
+}
+
+/// The compatibility name of Xenomai's `latency` (`latscope timer`).
+pub const XENOMAI_COMPAT: &str = "latency";
+
+/// latscope's command line with Xenomai's letters on `timer`: what
+/// `latscope timer --format classic` and the `latency` name parse with.
+pub fn command_with_xenomai_letters() -> clap::Command {
+    use clap::CommandFactory;
+    Cli::command().mut_subcommand("timer", xenomai_letters)
 }
 
 #[cfg(test)]
@@ -892,5 +935,56 @@ mod tests {
             assert!(!help.contains("[default: modern]"), "{name}: {help}");
         }
         assert!(compat_command("latscope").is_none());
+    }
+
+    /// The words of one example line: up to a comment (` #`) or a
+    /// redirection (` > `), single quotes removed.
+    fn example_words(line: &str) -> Vec<String> {
+        let command = line.split(" #").next().unwrap_or_default();
+        let command = command.split(" > ").next().unwrap_or_default();
+        command
+            .split_whitespace()
+            .map(|w| w.trim_matches('\'').to_string())
+            .collect()
+    }
+
+    #[test]
+    fn every_subcommand_s_help_ends_with_examples_that_parse() {
+        use clap::CommandFactory;
+        let mut cli = Cli::command();
+        for sub in cli.get_subcommands_mut().filter(|s| !s.is_hide_set()) {
+            let name = sub.get_name().to_string();
+            let help = sub.render_long_help().to_string();
+            let (_, examples) = help
+                .rsplit_once("Examples:\n")
+                .unwrap_or_else(|| panic!("{name}: no examples:\n{help}"));
+            let lines: Vec<&str> = examples.lines().filter(|l| !l.trim().is_empty()).collect();
+            assert!((2..=3).contains(&lines.len()), "{name}: {lines:?}");
+            for line in lines {
+                let words = example_words(line);
+                assert_eq!(words[..2], ["latscope", name.as_str()], "{line}");
+                if let Err(e) = Cli::try_parse_from(&words) {
+                    panic!("{name}: the example '{line}' does not parse: {e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn timer_h_is_help_under_latscope_and_histograms_under_latency() {
+        use clap::CommandFactory;
+        let mut latscope = Cli::command();
+        let timer = latscope.find_subcommand_mut("timer").expect("timer");
+        let xenomai = compat_command("latency").expect("latency");
+        // (the help, whether -h is its letter) for latscope's and Xenomai's.
+        for (mut cmd, h_is_help) in [(timer.clone(), true), (xenomai, false)] {
+            let help = cmd.render_help().to_string();
+            assert_eq!(help.contains("-h, --help"), h_is_help, "{help}");
+            assert_eq!(help.contains("-h, --histograms"), !h_is_help, "{help}");
+            assert!(
+                help.contains("--histograms") && help.contains("--help"),
+                "{help}"
+            );
+        }
     }
 }

@@ -182,7 +182,7 @@ fn clean_registry(file: &RegistryFile, settings: &CleanupSettings) -> Vec<Found>
             Ok(Some(now)) if registry::fingerprint_uncertain(entry.kind, &now) => Action::Kept(
                 "this filesystem keeps no birth time, so a newer file may have its inode: remove it yourself if it is latscope's".to_string(),
             ),
-            Ok(Some(_)) if instance_pid_in_use(entry) => Action::Kept(
+            Ok(Some(_)) if pid_in_name_in_use(entry) => Action::Kept(
                 "a running process now has the pid in its name: it may be that process's".to_string(),
             ),
             Ok(Some(_)) => decide(entry, settings),
@@ -235,16 +235,21 @@ fn left_to_its_namespace(file: &RegistryFile) -> Vec<Found> {
         .collect()
 }
 
-/// A tracefs instance is named after its creator's pid: when a process
-/// with that pid runs now (a later latscope may have made an instance of
-/// the same name), it is not judged a leftover.
-fn instance_pid_in_use(entry: &Entry) -> bool {
-    entry.kind == Kind::TraceInstance
-        && registry::identity_path(&entry.identity)
+/// A tracefs instance and the cyclictest drop-in's shared-memory object are
+/// named after their creator's pid: when a process with that pid runs now
+/// (a later latscope, or rt-tests' cyclictest, may have made one of the
+/// same name), the object is not judged a leftover.
+fn pid_in_name_in_use(entry: &Entry) -> bool {
+    let path = registry::identity_path(&entry.identity);
+    let pid = match entry.kind {
+        Kind::TraceInstance => path
             .file_name()
             .and_then(|n| n.to_str())
-            .and_then(instance::parse_owner)
-            .is_some_and(|pid| registry::start_time(pid).is_some())
+            .and_then(instance::parse_owner),
+        Kind::Shm => crate::live::cyclictest_status::status_object_pid(&path),
+        _ => None,
+    };
+    pid.is_some_and(|pid| registry::start_time(pid).is_some())
 }
 
 /// A recorded object of an ended run, still the one recorded: removed (or
@@ -288,7 +293,7 @@ fn remove(kind: Kind, identity: &str) -> io::Result<()> {
                 }
             }
         }
-        Kind::File => return std::fs::remove_file(registry::identity_path(identity)),
+        Kind::File | Kind::Shm => return std::fs::remove_file(registry::identity_path(identity)),
         Kind::Dir | Kind::TraceInstance => {
             return std::fs::remove_dir(registry::identity_path(identity));
         }

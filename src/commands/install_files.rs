@@ -154,7 +154,8 @@ fn compat_page(
     }
     let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
     let runs = stands_for.join(" ");
-    page = page
+    // Its letters where latscope's differ (`latency`'s -h is histograms).
+    page = crate::cli::original_letters(name, page)
         .name(name)
         .display_name(name)
         .bin_name(name)

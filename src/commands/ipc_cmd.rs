@@ -63,13 +63,13 @@ pub fn run(args: &IpcArgs) -> Result<i32, CommandError> {
     let spike_threshold_us = crate::settings::spike_threshold(&args.spikes)?;
     let collector = crate::settings::collector(&args.spikes, None)?;
     for notice in &notices {
-        eprintln!("latscope: warning: {notice}");
+        crate::rt::stdio::note_line(&format!("latscope: warning: {notice}"));
     }
     if !realtime && args.layout.priority.is_none() {
-        eprintln!(
+        crate::rt::stdio::note_line(&format!(
             "latscope: note: real-time priority is not available to this user; measuring at normal priority ({})",
             sched::RT_PRIVILEGE_FIX
-        );
+        ));
     }
     pipeline::run(&mut IpcCommand {
         primitives,

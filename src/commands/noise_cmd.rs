@@ -42,7 +42,8 @@ impl Measurement for NoiseCommand {
     }
 
     fn measure(&mut self, run: &mut Run<'_>) -> Result<Vec<FinishedTest>, CommandError> {
-        let mut progress = ProgressLine::new(self.settings.verdict.quiet);
+        let mut progress = ProgressLine::new(self.settings.verdict.quiet)
+            .until_stopped(self.settings.duration.is_none());
         let (finished, warnings) = noise_run::measure(&self.settings, run, &mut progress)
             .map_err(CommandError::Runtime)?;
         for warning in warnings {

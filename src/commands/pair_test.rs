@@ -34,7 +34,7 @@ pub fn run(
     classic: ClassicTool,
 ) -> Result<i32, CommandError> {
     for notice in &settings.notices {
-        eprintln!("latscope: warning: {notice}");
+        crate::rt::stdio::note_line(&format!("latscope: warning: {notice}"));
     }
     pipeline::run(&mut PairTest {
         transport,
@@ -108,7 +108,10 @@ impl Measurement for PairTest<'_> {
                 ClassicTool::RtTests(flavor) if self.classic_format() => Box::new(
                     ClassicLive::new(&settings.plan.pairs, flavor, settings.verdict.quiet),
                 ),
-                _ => Box::new(LiveLine::new(self.transport.name(), settings.verdict.quiet)),
+                _ => Box::new(
+                    LiveLine::new(self.transport.name(), settings.verdict.quiet)
+                        .until_stopped(settings.plan.runs_until_stopped()),
+                ),
             };
         let mut finished = match ipc_run::run(IpcTest {
             transport: self.transport,
@@ -137,7 +140,7 @@ impl Measurement for PairTest<'_> {
         };
         finished.facts.priority_option = PRIORITY_OPTION;
         if let Some(note) = &finished.facts.breaktrace_note {
-            eprintln!("latscope: break-trace limit crossed: {note}");
+            crate::rt::stdio::note_line(&format!("latscope: break-trace limit crossed: {note}"));
         }
         Ok(vec![finished])
     }

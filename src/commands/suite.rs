@@ -45,10 +45,10 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
     let started = Instant::now();
     let realtime = sched::can_use_realtime();
     if !realtime {
-        eprintln!(
+        crate::rt::stdio::note_line(&format!(
             "latscope: note: real-time priority is not available to this user; measuring at normal priority ({})",
             sched::RT_PRIVILEGE_FIX
-        );
+        ));
     }
     let (policy, priority) = if realtime {
         (Policy::Fifo, DEFAULT_RT_PRIORITY as i32)
@@ -175,11 +175,11 @@ impl Suite {
         // --max-latency judges every test of the suite, as --fail-if does.
         settings.max_latency_us = self.verdict.max_latency_us;
         if !self.verdict.quiet {
-            eprintln!(
+            crate::rt::stdio::note_line(&format!(
                 "latscope: running timer (one thread per CPU, {} us period) for {} ...",
                 settings.period_us,
                 format_run_time(left)
-            );
+            ));
         }
         let mut progress = TimerProgressLine::new(self.verdict.quiet);
         match timer_run::measure(&settings, run, &mut progress) {
@@ -201,11 +201,11 @@ impl Suite {
         let mut settings = NoiseSettings::for_suite(left);
         settings.verdict.max_latency_us = self.verdict.max_latency_us;
         if !self.verdict.quiet {
-            eprintln!(
+            crate::rt::stdio::note_line(&format!(
                 "latscope: running noise (a thread spinning on CPU {}, normal priority) for {} ...",
                 crate::units::cpu_list(&settings.cpus),
                 format_run_time(left)
-            );
+            ));
         }
         let mut progress = NoiseProgressLine::new(self.verdict.quiet);
         let mut done = match noise_run::measure(&settings, run, &mut progress) {
@@ -227,10 +227,10 @@ impl Suite {
     fn measure_logdisk(&self, run: &mut Run<'_>, finished: &mut Vec<FinishedTest>) {
         let left = self.left(LOGDISK_SETUP_RESERVE);
         if !self.verdict.quiet {
-            eprintln!(
+            crate::rt::stdio::note_line(&format!(
                 "latscope: running logdisk (4 KiB O_DSYNC writes, 2 files of 1 MiB in a private directory here) for {} ...",
                 format_run_time(left)
-            );
+            ));
         }
         let mut progress = LogdiskProgressLine::new(self.verdict.quiet);
         match logdisk_run::measure_for_suite(left, self.verdict.max_latency_us, run, &mut progress)
@@ -238,7 +238,7 @@ impl Suite {
             Ok(done) => finished.extend(done),
             Err(why) => {
                 let note = format!("logdisk skipped: {why}");
-                eprintln!("latscope: note: {note}");
+                crate::rt::stdio::note_line(&format!("latscope: note: {note}"));
                 run.warn(note);
             }
         }

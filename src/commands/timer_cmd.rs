@@ -21,7 +21,7 @@ use std::io::Write;
 pub fn run(args: &TimerArgs) -> Result<i32, CommandError> {
     let settings = TimerSettings::from_args(args)?;
     for notice in &settings.notices {
-        eprintln!("latscope: warning: {notice}");
+        crate::rt::stdio::note_line(&format!("latscope: warning: {notice}"));
     }
     pipeline::run(&mut TimerCommand { settings })
 }
@@ -39,7 +39,9 @@ impl TimerCommand {
     fn live_output(&self) -> Box<dyn TimerProgress> {
         let settings = &self.settings;
         if !self.classic() {
-            return Box::new(ProgressLine::new(settings.quiet));
+            return Box::new(
+                ProgressLine::new(settings.quiet).until_stopped(settings.duration.is_none()),
+            );
         }
         // With `--json -` (or `--csv -`, `--markdown -`) that output owns
         // standard output: Xenomai's live lines go to standard error then.
@@ -127,19 +129,19 @@ impl Measurement for TimerCommand {
             run.warn(warning);
         }
         if let Some((cpu, moved)) = outcome.break_on_switch {
-            eprintln!(
+            crate::rt::stdio::note_line(&format!(
                 "latscope: -b: the sampling thread on CPU {cpu} had {} involuntary context switch(es), {} major and {} minor page fault(s): run stopped",
                 moved.involuntary_switches, moved.major_faults, moved.minor_faults
-            );
+            ));
         }
         if settings.freeze_trace
             && let Ok(mut trace) = BreakTrace::open()
         {
             trace.stop();
-            eprintln!(
+            crate::rt::stdio::note_line(&format!(
                 "latscope: -f: tracing stopped; each new maximum is marked in {}/trace",
                 trace.dir.display()
-            );
+            ));
         }
         Ok(vec![finished])
     }

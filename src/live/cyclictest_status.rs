@@ -64,6 +64,20 @@ impl CyclicStatus {
     }
 }
 
+/// The name of cyclictest's status object before its pid.
+const SHM_PREFIX: &str = "cyclictest";
+
+/// The pid in the name of a status object (`/dev/shm/cyclictest<pid>`),
+/// for `cleanup`: while a process has that pid, the object may be its own
+/// (rt-tests' cyclictest makes the same name).
+pub fn status_object_pid(path: &std::path::Path) -> Option<u32> {
+    let digits = path.file_name()?.to_str()?.strip_prefix(SHM_PREFIX)?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
 /// The shared-memory object `/cyclictest<pid>` this process created.
 struct StatusObject {
     name: CString,
@@ -76,7 +90,7 @@ struct StatusObject {
 
 impl StatusObject {
     fn create(pid: u32) -> Option<StatusObject> {
-        let name = format!("/cyclictest{pid}");
+        let name = format!("/{SHM_PREFIX}{pid}");
         let c_name = CString::new(name.clone()).ok()?;
         // O_EXCL: only an object created now is ever written or removed.
         // Mode 0644 (cyclictest asks 0666, which the usual umask makes
@@ -129,7 +143,7 @@ impl StatusObject {
     fn register(&mut self) {
         self.registered = registry::path_identity(std::path::Path::new(&self.path));
         if let Some(identity) = &self.registered {
-            registry::record(registry::Kind::File, identity);
+            registry::record(registry::Kind::Shm, identity);
         }
     }
 
@@ -159,7 +173,7 @@ impl Drop for StatusObject {
         // SAFETY: NUL-terminated name.
         unsafe { libc::shm_unlink(self.name.as_ptr()) };
         if let Some(identity) = &self.registered {
-            registry::forget(registry::Kind::File, &[identity]);
+            registry::forget(registry::Kind::Shm, &[identity]);
         }
     }
 }

@@ -6,7 +6,7 @@
 use super::status::StatusLine;
 use crate::ipc::harness::{PairLive, PairPlan, Progress};
 use crate::report::classic_rt_tests::{ClassicPair, RtTestsFlavor, pair_lines};
-use crate::units::format_ns;
+use crate::units::{counted, format_ns};
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -24,6 +24,13 @@ impl LiveLine {
             label: label.to_string(),
             line: StatusLine::new(quiet),
         }
+    }
+
+    /// The run has no end of its own (no duration, no loop count): the
+    /// line says how to stop it.
+    pub fn until_stopped(mut self, until_stopped: bool) -> Self {
+        self.line.set_until_stopped(until_stopped);
+        self
     }
 }
 
@@ -50,10 +57,11 @@ impl Progress for LiveLine {
             .map(|l| l.overruns.load(Ordering::Relaxed))
             .sum();
         self.line.show(&format!(
-            "[{:>4}s] {}: {} pairs, {samples} samples, cur {}, max {}, timeouts {timeouts}, overruns {overruns}",
+            "[{:>4}s] {}: {}, {}, cur {}, max {}, timeouts {timeouts}, overruns {overruns}",
             elapsed.as_secs(),
             self.label,
-            live.len(),
+            counted(live.len() as u64, "pair"),
+            counted(samples, "sample"),
             format_ns(last as i64),
             format_ns(worst as i64),
         ));

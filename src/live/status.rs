@@ -6,7 +6,12 @@ use std::io::{IsTerminal, Write};
 pub struct StatusLine {
     enabled: bool,
     printed: bool,
+    until_stopped: bool,
 }
+
+/// What a status line of a run with no end of its own (no duration, no
+/// loop count) ends with: how to end it, and that the results are kept.
+pub const HOW_TO_STOP: &str = " | Ctrl-C: stop and report";
 
 impl StatusLine {
     /// Drawn only when not `quiet` and standard error is a terminal, so that
@@ -15,7 +20,13 @@ impl StatusLine {
         StatusLine {
             enabled: !quiet && std::io::stderr().is_terminal(),
             printed: false,
+            until_stopped: false,
         }
+    }
+
+    /// The run has no end of its own: every line says how to stop it.
+    pub fn set_until_stopped(&mut self, until_stopped: bool) {
+        self.until_stopped = until_stopped;
     }
 
     /// Whether `show` draws anything (callers skip building the text when not).
@@ -29,7 +40,8 @@ impl StatusLine {
             return;
         }
         let mut err = std::io::stderr().lock();
-        let _ = write!(err, "\r\x1b[2K{text}");
+        let hint = if self.until_stopped { HOW_TO_STOP } else { "" };
+        let _ = write!(err, "\r\x1b[2K{text}{hint}");
         let _ = err.flush();
         self.printed = true;
     }

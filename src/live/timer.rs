@@ -113,6 +113,13 @@ impl ProgressLine {
             last_second: 0,
         }
     }
+
+    /// The run has no end of its own (no duration, no loop count): the
+    /// line says how to stop it.
+    pub fn until_stopped(mut self, until_stopped: bool) -> Self {
+        self.line.set_until_stopped(until_stopped);
+        self
+    }
 }
 
 impl TimerProgress for ProgressLine {

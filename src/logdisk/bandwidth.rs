@@ -8,7 +8,7 @@
 //! logic (the classic exporter only prints the `IntervalBandwidth` it fills).
 
 use crate::report::{DiskSecond, IntervalBandwidth};
-use crate::stats::window::{SecondStats, WindowSeries};
+use crate::stats::window::SecondStats;
 
 const SECOND_NS: u64 = 1_000_000_000;
 const HALF_SEC_NS: u64 = SECOND_NS / 2;
@@ -76,28 +76,12 @@ pub fn rate(count: u64, ns: u64) -> f64 {
     }
 }
 
-/// A last window shorter than this is folded into the window before it: a
-/// rate over a few microseconds (the write that completes just after the
-/// deadline) says nothing about the disk. mqldt's interval rule drops such
-/// a tail for the same reason; here its writes stay counted.
-const SHORTEST_TAIL_NS: u64 = SECOND_NS / 2;
-
-/// Folds a last window that covers less than half a second of the run of
-/// `elapsed_ns` into the window right before it (when that one is adjacent),
-/// so that every window of the per-second series covers at least half a
-/// second. The folded window keeps the earlier one's span: the tail is a
-/// fraction of a second past it, which `disk_seconds` counts.
-/// The windows' histograms merge too (`WindowSeries::fold_last`).
-pub fn fold_short_tail(series: &mut WindowSeries, elapsed_ns: u64) {
-    let [.., before, last] = series.windows() else {
-        return;
-    };
-    let adjacent = before.second + before.span_s == last.second;
-    let tail_ns = elapsed_ns.saturating_sub(last.second.saturating_mul(SECOND_NS));
-    if adjacent && tail_ns < SHORTEST_TAIL_NS {
-        series.fold_last();
-    }
-}
+/// A last window shorter than half a second is folded into the one before
+/// it (`stats::window::fold_short_tail`): a rate over a few microseconds
+/// (the write that completes just after the deadline) says nothing about
+/// the disk. mqldt's interval rule drops such a tail for the same reason;
+/// here its writes stay counted.
+pub use crate::stats::window::fold_short_tail;
 
 /// The writer's per-second latency windows as writes and bandwidth. Each
 /// rate is over the time the window covers: its span, except the last
@@ -268,6 +252,7 @@ pub fn interval_figures(start_ns: u64, writes: &[(u64, u64)], end_ns: u64) -> Ve
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::window::WindowSeries;
 
     const MS: u64 = 1_000_000;
 

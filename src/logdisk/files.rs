@@ -137,7 +137,13 @@ impl FilePlan<'_> {
         for dir in self.dirs {
             for i in 0..self.num_files {
                 let path = test_file_path(dir, self.prefix, i);
-                match std::fs::symlink_metadata(&path) {
+                let found = std::fs::symlink_metadata(&path);
+                if found.is_ok()
+                    && let Some(pid) = running_owner(&path)
+                {
+                    return Err(in_use(&path, pid));
+                }
+                match found {
                     Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                     Err(e) => {
                         return Err(format!("{}: {}", path.display(), os_error_text(&e)));
@@ -154,6 +160,21 @@ impl FilePlan<'_> {
         }
         Ok(())
     }
+}
+
+/// The pid of the running latscope whose test file `path` is.
+fn running_owner(path: &Path) -> Option<u32> {
+    registry::running_owner_of(registry::Kind::File, path)
+}
+
+/// Why `path`, a test file another run is using, cannot be this run's:
+/// it is not a leftover to remove.
+fn in_use(path: &Path, pid: u32) -> String {
+    format!(
+        "{} is a test file of another latscope run (pid {pid}), which is using it: choose \
+         another --dir or --filePrefix, or wait for that run to end",
+        path.display()
+    )
 }
 
 /// A file `--reuse` may write over: regular, exactly `file_size` bytes,
@@ -437,11 +458,11 @@ impl Drop for FileSet {
             } else {
                 match current_path(&f.fd).filter(|p| is_ours(p)) {
                     Some(moved) => {
-                        eprintln!(
+                        crate::rt::stdio::note_line(&format!(
                             "latscope: warning: test file {} was moved during the run (its directory renamed?); removing it as {}",
                             f.path.display(),
                             moved.display()
-                        );
+                        ));
                         moved
                     }
                     // Removed by someone else, or its name now is another
@@ -450,11 +471,11 @@ impl Drop for FileSet {
                 }
             };
             if let Err(e) = std::fs::remove_file(&path) {
-                eprintln!(
+                crate::rt::stdio::note_line(&format!(
                     "latscope: warning: could not remove test file {}: {}",
                     path.display(),
                     os_error_text(&e)
-                );
+                ));
             }
         }
         registry::forget(registry::Kind::File, &registered);

@@ -423,7 +423,7 @@ pub fn run_sequence(
         }
         let name = item.transport.name();
         if !quiet {
-            eprintln!(
+            crate::rt::stdio::note_line(&format!(
                 "latscope: running {name} ({}, {}) ...",
                 item.plan.mode.as_str(),
                 item.plan
@@ -432,9 +432,9 @@ pub fn run_sequence(
                         "for {}",
                         format_run_time(d)
                     ))
-            );
+            ));
         }
-        let mut progress = LiveLine::new(name, quiet);
+        let mut progress = LiveLine::new(name, quiet).until_stopped(item.plan.runs_until_stopped());
         // The rings of this test only, allocated as it begins.
         item.plan.samples = samples_for(run_state.prep, item.transport.as_ref(), &item.plan.pairs);
         let plan = item.plan.clone();

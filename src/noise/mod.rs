@@ -20,7 +20,9 @@ use crate::report::EndReason;
 use crate::rt::sched::Policy;
 use crate::rt::signals::take_snapshot_request;
 use crate::stats::LatencyRecorder;
-use crate::stats::window::{LiveCounters, SecondStats, WindowHook, WindowRing, WindowSeries};
+use crate::stats::window::{
+    LiveCounters, SecondStats, WindowHook, WindowRing, WindowSeries, fold_short_tail,
+};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -314,9 +316,11 @@ impl Control {
             .into_iter()
             .enumerate()
             .map(|(i, end)| {
-                measured = measured.max(Duration::from_nanos(
-                    end.until_ns.saturating_sub(end.from_ns),
-                ));
+                let elapsed_ns = end.until_ns.saturating_sub(end.from_ns);
+                measured = measured.max(Duration::from_nanos(elapsed_ns));
+                // The last interruptions past the final whole second are no
+                // window of their own (a plot would draw a whole second).
+                fold_short_tail(&mut self.per_second[i], elapsed_ns);
                 CpuOutcome {
                     cpu: plan.cpus[i],
                     tid: shared[i].tid.load(Ordering::Relaxed),

@@ -50,7 +50,11 @@ pub fn assemble_report(
         .map(|t| t.facts.clone())
         .collect();
     if !facts.is_empty() {
-        for w in validity::warnings(&sysinfo, &RunFacts::combine(&facts), memory) {
+        let mut facts = RunFacts::combine(&facts);
+        // Asked only when it matters: the advice for a run without it.
+        facts.realtime_allowed = !facts.realtime_policy && crate::rt::sched::can_use_realtime();
+        facts.machine_warnings_quieted = validity::machine_warnings_quieted();
+        for w in validity::warnings(&sysinfo, &facts, memory) {
             if !warnings.contains(&w) {
                 warnings.push(w);
             }

@@ -56,7 +56,7 @@ pub fn write_files(outputs: &Outputs, json: &dyn Exporter, report: &Report) {
             Ok(crate::rt::outfile::Destination::Replace(_))
         )) && let Err(e) = write_output(target, exporter, report)
         {
-            eprintln!("latscope: warning: {option}: {e}");
+            crate::rt::stdio::note_line(&format!("latscope: warning: {option}: {e}"));
         }
     }
 }
@@ -98,7 +98,9 @@ pub fn deliver(
     if !stdout_taken {
         print(console, report);
     }
-    if footer_to_stderr || stdout_taken {
+    if footer_to_stderr {
+        let _ = crate::report::console::write_footer_unwrapped(report, &mut std::io::stderr());
+    } else if stdout_taken {
         let _ = crate::report::console::write_footer(report, &mut std::io::stderr());
     }
     let mut failed = Vec::new();

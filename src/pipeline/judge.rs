@@ -78,7 +78,10 @@ mod tests {
         crate::report::console::write_footer(&report, &mut buf).unwrap();
         assert_eq!(
             String::from_utf8(buf).unwrap(),
-            "warning: kernel is not PREEMPT_RT\ncontext: worst wake-up latency 5.00 us (on a kernel without PREEMPT_RT): as low as PREEMPT_RT on bare metal keeps (tens of us) in this run, but nothing bounds it here (docs/interpreting.md)\nFAIL: mq pair 0: max>4us crossed (max = 5.00 us)\n"
+            "warning: kernel is not PREEMPT_RT\n\
+             context: worst wake-up latency 5.00 us (on a kernel without PREEMPT_RT): as low as PREEMPT_RT on\n  \
+             bare metal keeps (tens of us) in this run, but nothing bounds it here (docs/interpreting.md)\n\
+             FAIL: mq pair 0: max>4us crossed (max = 5.00 us)\n"
         );
         judge(&mut report, &[parse("avg>1h")]);
         assert_eq!(report.exit_code, 0);
@@ -87,7 +90,7 @@ mod tests {
         assert!(
             String::from_utf8(buf)
                 .unwrap()
-                .ends_with("ok: every --fail-if threshold held (1 checks)\n")
+                .ends_with("ok: every --fail-if threshold held (1 check)\n")
         );
     }
 }

@@ -221,7 +221,7 @@ impl<'a> Run<'a> {
         )) {
             let report = self.report_so_far(tests);
             if let Err(e) = write_output(prom, &crate::report::prom::PromText, &report) {
-                eprintln!("latscope: warning: --prom: {e}");
+                crate::rt::stdio::note_line(&format!("latscope: warning: --prom: {e}"));
             }
         }
     }
@@ -332,7 +332,8 @@ pub fn run(measurement: &mut dyn Measurement) -> Result<i32, CommandError> {
     };
     let mut tests = measured?;
     place_on_run_clock(&mut tests, prep.background.origin());
-    let warnings = run.warnings;
+    let mut warnings = run.warnings;
+    warnings.extend(prep.shared_cpu_warnings());
     let mut report = assemble_report(tests, sysinfo, warnings, &prep.memory);
     let samples = prep.finish(&mut report);
     drop(prep);

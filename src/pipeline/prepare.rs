@@ -6,6 +6,7 @@ use super::background::Background;
 use crate::load::LoadSpec;
 use crate::report::Report;
 use crate::rt::dma_latency::DmaLatency;
+use crate::rt::registry::{CpuNote, SharingRun};
 use crate::rt::sched;
 use crate::samples::SampleFile;
 use crate::stats::samples::TestSamples;
@@ -49,6 +50,12 @@ pub struct Preparation {
     pub background: Background,
     /// `--samples FILE`: the file and its drain thread (`pipeline::run`).
     pub samples: Option<SampleFile>,
+    /// This run's CPUs, for other runs on them (removed when dropped).
+    cpu_note: CpuNote,
+    /// The CPUs the test measures on, and the other runs found on them at
+    /// the start.
+    measured_cpus: Vec<usize>,
+    sharing_at_start: Vec<SharingRun>,
 }
 
 impl Preparation {
@@ -91,13 +98,41 @@ impl Preparation {
             ));
         }
         let background = Background::start(loads, measured_cpus)?;
+        let (cpu_note, sharing_at_start) = CpuNote::announce(measured_cpus);
         Ok(Preparation {
             memory,
             dma_latency,
             warnings,
             background,
             samples: None,
+            cpu_note,
+            measured_cpus: measured_cpus.clone(),
+            sharing_at_start,
         })
+    }
+
+    /// One warning per other latscope run of this user that measured on
+    /// some of the same CPUs during this one (found at the start, running
+    /// at the end, or having found this run): each one's figures include
+    /// the other's work.
+    pub fn shared_cpu_warnings(&self) -> Vec<String> {
+        let mut runs = self.cpu_note.sharing_runs(&self.measured_cpus);
+        for run in &self.sharing_at_start {
+            if !runs.iter().any(|r| r.pid == run.pid) {
+                runs.push(run.clone());
+            }
+        }
+        runs.sort_by_key(|r| r.pid);
+        runs.iter()
+            .map(|r| {
+                format!(
+                    "another latscope run (pid {}) ran on CPU {} at the same time: each run's \
+                     figures include the other's work; run them one after the other",
+                    r.pid,
+                    crate::units::cpu_list(&r.cpus)
+                )
+            })
+            .collect()
     }
 
     /// After the last sample, before the results are shown: stops the loads

@@ -36,6 +36,23 @@ pub struct RunFacts {
     /// What the test's spike trace (`--trace-spikes`) says about RT
     /// throttling; empty without one.
     pub throttle: ThrottleEvidence,
+    /// This user may use real-time priority (root, CAP_SYS_NICE or
+    /// RLIMIT_RTPRIO): a run without it was asked to, and the advice is
+    /// the option, not privileges. Set once for the whole report
+    /// (`assemble_report`).
+    pub realtime_allowed: bool,
+    /// The user set `QUIET_MACHINE_ENV`: the machine's own findings
+    /// (`MACHINE_CHECKS`), the same for every run, are left out of the
+    /// warnings (the report keeps them in `sysinfo.checks`).
+    pub machine_warnings_quieted: bool,
+}
+
+/// The environment variable that leaves the machine-level warnings out.
+pub const QUIET_MACHINE_ENV: &str = "LATSCOPE_QUIET_MACHINE_WARNINGS";
+
+/// Whether `QUIET_MACHINE_ENV` asks for quiet: set, and neither empty nor 0.
+pub fn machine_warnings_quieted() -> bool {
+    std::env::var_os(QUIET_MACHINE_ENV).is_some_and(|v| !v.is_empty() && v != "0")
 }
 
 /// RT throttling as the kernel trace shows it. The kernel logs "RT throttling
@@ -206,6 +223,8 @@ impl RunFacts {
             breaktrace_note: all.iter().find_map(|f| f.breaktrace_note.clone()),
             scheduling_free: all.iter().all(|f| f.scheduling_free),
             throttle: ThrottleEvidence::combine(all.iter().map(|f| &f.throttle)),
+            realtime_allowed: all.iter().all(|f| f.realtime_allowed),
+            machine_warnings_quieted: all.iter().any(|f| f.machine_warnings_quieted),
         }
     }
 }
@@ -245,10 +264,17 @@ fn outside_isolated(sys: &SysInfo, cpus_used: &[usize]) -> Option<String> {
 pub fn warnings(sys: &SysInfo, facts: &RunFacts, memory: &MemoryLock) -> Vec<String> {
     let mut w = Vec::new();
     if !facts.realtime_policy {
-        // Advice that fits the command given: only the pair tests take -p.
-        let how = match facts.priority_option {
-            Some(option) => format!("run as root with {option} 1..99 (or CAP_SYS_NICE)"),
-            None => "run as root (or with CAP_SYS_NICE): it then takes SCHED_FIFO 99".to_string(),
+        // Advice that fits the command given (only some tests take -p) and
+        // the user: one who may use real-time priority is told the option.
+        let how = match (facts.priority_option, facts.realtime_allowed) {
+            (Some(option), true) => format!("give {option} 1..99 (this user may use it)"),
+            (None, true) => "leave out --policy other (this user may use real-time priority): \
+                 it then takes SCHED_FIFO 99"
+                .to_string(),
+            (Some(option), false) => format!("run as root with {option} 1..99 (or CAP_SYS_NICE)"),
+            (None, false) => {
+                "run as root (or with CAP_SYS_NICE): it then takes SCHED_FIFO 99".to_string()
+            }
         };
         w.push(format!(
             "no real-time priority (policy other): latencies include ordinary scheduling delays; {how}"
@@ -264,10 +290,22 @@ pub fn warnings(sys: &SysInfo, facts: &RunFacts, memory: &MemoryLock) -> Vec<Str
         )),
     }
     // What the machine itself does to every figure: the doctor's findings,
-    // in its words.
-    for id in MACHINE_CHECKS {
-        if let Some(check) = sys.problem(id) {
-            w.push(check.meaning.clone());
+    // in its words; the last says once how to quiet them.
+    if !facts.machine_warnings_quieted {
+        let machine: Vec<String> = MACHINE_CHECKS
+            .iter()
+            .filter_map(|id| sys.problem(id))
+            .map(|check| check.meaning.clone())
+            .collect();
+        let count = machine.len();
+        for (i, meaning) in machine.into_iter().enumerate() {
+            if i + 1 == count {
+                w.push(format!(
+                    "{meaning} ({QUIET_MACHINE_ENV}=1 leaves out these machine warnings)"
+                ));
+            } else {
+                w.push(meaning);
+            }
         }
     }
     if let Some(outside) = outside_isolated(sys, &facts.cpus_used) {
@@ -370,6 +408,8 @@ mod tests {
             scheduling_free: false,
             priority_option: Some("-p"),
             throttle: ThrottleEvidence::default(),
+            realtime_allowed: false,
+            machine_warnings_quieted: false,
         }
     }
 
@@ -462,10 +502,11 @@ mod tests {
 
     #[test]
     fn the_priority_advice_fits_the_command() {
-        let advice = |option| {
+        let advice_to = |option, realtime_allowed| {
             let facts = RunFacts {
                 realtime_policy: false,
                 priority_option: option,
+                realtime_allowed,
                 ..good_facts()
             };
             warnings(&rt_sys(), &facts, &MemoryLock::Locked)
@@ -473,10 +514,25 @@ mod tests {
                 .find(|w| w.starts_with("no real-time priority"))
                 .unwrap()
         };
+        let advice = |option| advice_to(option, false);
         assert!(advice(Some("-p")).ends_with("run as root with -p 1..99 (or CAP_SYS_NICE)"));
         let chooses = advice(None);
         assert!(!chooses.contains("-p"), "{chooses}");
         assert!(chooses.ends_with("SCHED_FIFO 99"), "{chooses}");
+        // A user who may use real-time priority (root) is not told to be
+        // root: the option, or what kept the command from taking it.
+        let allowed = |option| advice_to(option, true);
+        assert_eq!(
+            allowed(Some("-p")),
+            "no real-time priority (policy other): latencies include ordinary scheduling \
+             delays; give -p 1..99 (this user may use it)"
+        );
+        let asked_other = allowed(None);
+        assert!(!asked_other.contains("root"), "{asked_other}");
+        assert!(
+            asked_other.ends_with("leave out --policy other (this user may use real-time priority): it then takes SCHED_FIFO 99"),
+            "{asked_other}"
+        );
     }
 
     #[test]
@@ -562,9 +618,21 @@ mod tests {
             w[1..3],
             [
                 "kernel 6.18.0 is not PREEMPT_RT: worst-case latencies are not bounded",
-                "running in a virtual machine (KVM): the hypervisor adds latency the guest cannot see or control",
+                "running in a virtual machine (KVM): the hypervisor adds latency the guest cannot see or control (LATSCOPE_QUIET_MACHINE_WARNINGS=1 leaves out these machine warnings)",
             ],
             "{w:#?}"
+        );
+        // Quieted, the machine's findings are left out, the run's stay.
+        let quieted = RunFacts {
+            machine_warnings_quieted: true,
+            ..facts.clone()
+        };
+        let q = warnings(&sys, &quieted, &MemoryLock::NotRequested);
+        assert_eq!(q.len() + 2, w.len(), "{q:#?}");
+        assert!(
+            q.iter()
+                .all(|w| !w.contains("PREEMPT_RT") && !w.contains("virtual machine")),
+            "{q:#?}"
         );
         let w = w.join("\n");
         assert!(w.contains("memory not locked"), "{w}");

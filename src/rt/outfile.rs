@@ -15,6 +15,9 @@
 //!   kernel's `protected_symlinks` rule, which a machine may have off); by
 //!   the same rule (the kernel's `protected_regular`) a regular file of
 //!   another user there is refused, not replaced;
+//! - a regular file that is not writable (a 0444 file, root's own too, or
+//!   one this user may not write) is refused, not replaced: its owner
+//!   protected it;
 //! - a path that is latscope's own standard output or error (`/dev/stdout`,
 //!   `/proc/self/fd/1`, or the very file standard output is redirected to) is
 //!   written through that descriptor, after what was printed there;
@@ -89,6 +92,28 @@ fn check_owner(path: &Path, entry: &Metadata, what: &str) -> io::Result<()> {
     Ok(())
 }
 
+/// A regular file that nobody may write (no write bit, as 0444) or that
+/// this user may not write is not replaced: its owner protected it. The
+/// rename would replace it anyway (it needs only the directory), and root,
+/// whom the kernel lets write any file, would do so without a word; `rm`
+/// and `mv` ask first, latscope refuses and says how to go on.
+fn check_writable(path: &Path, entry: &Metadata) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let writable_by_mode = entry.mode() & 0o222 != 0;
+    let writable_by_us = std::ffi::CString::new(path.as_os_str().as_bytes()).is_ok_and(|c| {
+        // SAFETY: a NUL-terminated path; faccessat only reads it.
+        unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), libc::W_OK, libc::AT_EACCESS) == 0 }
+    });
+    if writable_by_mode && writable_by_us {
+        return Ok(());
+    }
+    Err(error(format!(
+        "is read-only (mode {:04o}): latscope does not replace a file that is not writable; \
+         make it writable (chmod u+w) or give another path",
+        entry.mode() & 0o7777
+    )))
+}
+
 /// Decides what writing `path` means (see the module comment). Errors are
 /// short reasons to put after the path.
 pub fn classify(path: &Path) -> io::Result<Destination> {
@@ -123,6 +148,7 @@ pub fn classify(path: &Path) -> io::Result<Destination> {
             path.to_path_buf()
         };
         check_owner(&file, &target, "a file")?;
+        check_writable(&file, &target)?;
         Ok(Destination::Replace(file))
     } else if kind.is_char_device() || kind.is_fifo() {
         Ok(Destination::InPlace(path.to_path_buf()))
@@ -387,6 +413,22 @@ mod tests {
             1,
             "no temp left"
         );
+    }
+
+    #[test]
+    fn a_read_only_file_is_refused_and_kept() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("r.json");
+        std::fs::write(&f, "kept").unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o444)).unwrap();
+        let e = write_text(&f, "new").unwrap_err().to_string();
+        assert!(e.contains("is read-only (mode 0444)"), "{e}");
+        assert!(e.contains("chmod u+w"), "{e}");
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "kept");
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+        write_text(&f, "new").unwrap();
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "new");
     }
 
     #[test]

@@ -45,6 +45,10 @@ pub enum Kind {
     SysvSem,
     /// A System V message queue (identity: its id).
     SysvMsq,
+    /// A POSIX shared-memory object (identity: its path under /dev/shm):
+    /// the cyclictest drop-in's `/cyclictest<pid>` status object. Removed
+    /// by `cleanup` without a `--dir`, as the kernel objects are.
+    Shm,
     /// A log-disk test file (identity: its absolute path).
     File,
     /// A directory latscope made for its files (the suite's private one).
@@ -54,9 +58,10 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 5] = [
+    pub const ALL: [Kind; 6] = [
         Kind::SysvSem,
         Kind::SysvMsq,
+        Kind::Shm,
         Kind::File,
         Kind::Dir,
         Kind::TraceInstance,
@@ -66,6 +71,7 @@ impl Kind {
         match self {
             Kind::SysvSem => "sysv-sem",
             Kind::SysvMsq => "sysv-msq",
+            Kind::Shm => "posix-shm",
             Kind::File => "file",
             Kind::Dir => "dir",
             Kind::TraceInstance => "tracefs-instance",
@@ -172,7 +178,7 @@ pub fn fingerprint(kind: Kind, identity: &str) -> io::Result<Option<String>> {
                 .map_err(|_| io::Error::other(format!("bad System V id '{identity}'")))?;
             sysv_fingerprint(kind, id)
         }
-        Kind::File | Kind::Dir | Kind::TraceInstance => {
+        Kind::File | Kind::Shm | Kind::Dir | Kind::TraceInstance => {
             let path = identity_path(identity);
             let m = match fs::symlink_metadata(&path) {
                 Ok(m) => m,
@@ -180,7 +186,7 @@ pub fn fingerprint(kind: Kind, identity: &str) -> io::Result<Option<String>> {
                 Err(e) => return Err(e),
             };
             let type_ok = match kind {
-                Kind::File => m.file_type().is_file(),
+                Kind::File | Kind::Shm => m.file_type().is_file(),
                 _ => m.file_type().is_dir(),
             };
             Ok(Some(if !type_ok {
@@ -425,13 +431,13 @@ fn open_file(pid: u32) -> Option<PathBuf> {
 }
 
 fn warn(dir: &Path, e: &io::Error) {
-    eprintln!(
+    crate::rt::stdio::note_line(&format!(
         "latscope: warning: cannot record this run's System V objects, test files and trace \
          instances in {} ({}); if latscope is killed, 'latscope cleanup' will not find what it \
          leaves (set {DIR_ENV} to a writable directory)",
         dir.display(),
         crate::rt::os_error_text(e)
-    );
+    ));
 }
 
 impl Registry {
@@ -459,25 +465,11 @@ impl Registry {
 /// Writes `entries` as the registry file `path` (through `path.tmp`), after
 /// a first line naming the PID namespace of their owner (`pid_ns`).
 pub fn write_entries(path: &Path, pid_ns: Option<u64>, entries: &[Entry]) -> io::Result<()> {
-    let mut tmp = path.as_os_str().to_os_string();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    // Our own half-written file of an earlier rewrite (the name is ours:
-    // `<pid>.<start time>.tmp` in a directory only we may write).
-    let _ = fs::remove_file(&tmp);
     let mut text: String = pid_ns
         .map(|ns| format!("{NAMESPACE_FIELD}\t{ns}\n"))
         .unwrap_or_default();
     text.extend(entries.iter().map(Entry::line));
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(&tmp)?;
-    f.write_all(text.as_bytes())?;
-    drop(f);
-    fs::rename(&tmp, path)
+    write_new(path, &text)
 }
 
 /// Records an object this process just created (fully set up, so that its
@@ -571,8 +563,8 @@ pub fn read_all(dir: &Path) -> io::Result<Vec<RegistryFile>> {
 }
 
 /// Half-written registry files (`<pid>.<start time>.tmp`, a kill in the
-/// middle of a rewrite) of processes of this PID namespace that are gone,
-/// for `cleanup` to remove.
+/// middle of a rewrite) and CPU notes (`<pid>.<start time>.cpus`) of
+/// processes of this PID namespace that are gone, for `cleanup` to remove.
 pub fn stale_temporaries(dir: &Path) -> Vec<PathBuf> {
     let Ok(listing) = fs::read_dir(dir) else {
         return Vec::new();
@@ -583,7 +575,11 @@ pub fn stale_temporaries(dir: &Path) -> Vec<PathBuf> {
             let name = e.file_name();
             let owner = name
                 .to_str()
-                .and_then(|n| n.strip_suffix(".tmp"))
+                .and_then(|n| {
+                    n.strip_suffix(".tmp")
+                        .or_else(|| n.strip_suffix(CPU_NOTE_SUFFIX))
+                })
+                .map(|n| n.strip_suffix(CPU_NOTE_SUFFIX).unwrap_or(n))
                 .and_then(|n| Owner::from_file_name(OsStr::new(n)));
             let here = || {
                 let text = fs::read(e.path()).unwrap_or_default();
@@ -594,6 +590,202 @@ pub fn stale_temporaries(dir: &Path) -> Vec<PathBuf> {
         })
         .map(|e| e.path())
         .collect()
+}
+
+/// The pid of a running latscope of this user that recorded `path` (an
+/// object of `kind` it created and still holds), if any: a file another run
+/// is using is not a leftover to remove.
+pub fn running_owner_of(kind: Kind, path: &Path) -> Option<u32> {
+    let identity = path_identity(&absolute(path)?)?;
+    let now = fingerprint(kind, &identity).ok()??;
+    read_all(&registry_dir())
+        .ok()?
+        .into_iter()
+        .filter(|f| !f.foreign() && owner_alive(f.owner))
+        .find(|f| {
+            f.entries
+                .iter()
+                .any(|e| e.kind == kind && e.identity == identity && e.fingerprint == now)
+        })
+        .map(|f| f.owner.pid)
+}
+
+/// The suffix of a run's CPU note, beside its registry file.
+const CPU_NOTE_SUFFIX: &str = ".cpus";
+
+/// A run's CPU note, `<dir>/<pid>.<start time>.cpus`: the CPUs it measures
+/// on, so that two runs of one user on the same CPU can tell each other
+/// (each one's figures include the other's work). First line the PID
+/// namespace, then `cpus<TAB>LIST`; a later run that finds it appends
+/// `seen<TAB>PID<TAB>LIST` (the CPUs they share), so that this run learns of
+/// a run that started and ended within it. Removed when the run ends (the
+/// drop); `cleanup` removes a killed run's (`stale_temporaries`).
+pub struct CpuNote {
+    path: Option<PathBuf>,
+    pid: u32,
+}
+
+/// Another running latscope of this user on some of the same CPUs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharingRun {
+    pub pid: u32,
+    /// The CPUs both measure on.
+    pub cpus: Vec<usize>,
+}
+
+impl CpuNote {
+    /// Writes this run's note and tells the runs already on these CPUs
+    /// (nothing when `cpus` is empty or the registry directory is not safe
+    /// to use: a help, never a reason to fail).
+    pub fn announce(cpus: &[usize]) -> (CpuNote, Vec<SharingRun>) {
+        let pid = this_pid();
+        let mut note = CpuNote { path: None, pid };
+        if cpus.is_empty() {
+            return (note, Vec::new());
+        }
+        let dir = registry_dir();
+        let Some(start) = start_time(pid) else {
+            return (note, Vec::new());
+        };
+        let path = dir.join(format!(
+            "{}{CPU_NOTE_SUFFIX}",
+            Owner {
+                pid,
+                start_time: start
+            }
+            .file_name()
+        ));
+        let text = format!(
+            "{}cpus\t{}\n",
+            pid_namespace()
+                .map(|ns| format!("{NAMESPACE_FIELD}\t{ns}\n"))
+                .unwrap_or_default(),
+            crate::units::cpu_list(cpus)
+        );
+        if ensure_dir(&dir).is_err() {
+            return (note, Vec::new());
+        }
+        if write_new(&path, &text).is_ok() {
+            note.path = Some(path);
+        }
+        let others = running_notes(&dir, pid, cpus);
+        for (other_note, run) in &others {
+            let seen = format!("seen\t{pid}\t{}\n", crate::units::cpu_list(&run.cpus));
+            // O_APPEND: one small write, whole, beside the owner's reads.
+            let _ = fs::OpenOptions::new()
+                .append(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(other_note)
+                .and_then(|mut f| f.write_all(seen.as_bytes()));
+        }
+        (note, others.into_iter().map(|(_, run)| run).collect())
+    }
+
+    /// The runs that shared a CPU with this one: those on `cpus` now, and
+    /// those that found this run's note (they may have ended since).
+    pub fn sharing_runs(&self, cpus: &[usize]) -> Vec<SharingRun> {
+        let mut runs: Vec<SharingRun> = running_notes(&registry_dir(), self.pid, cpus)
+            .into_iter()
+            .map(|(_, run)| run)
+            .collect();
+        if let Some(path) = &self.path {
+            let text = fs::read_to_string(path).unwrap_or_default();
+            for line in text.lines() {
+                let mut fields = line.split('\t');
+                if fields.next() != Some("seen") {
+                    continue;
+                }
+                let pid = fields.next().and_then(|p| p.parse().ok());
+                let shared = fields.next().and_then(crate::units::parse_cpu_list);
+                if let (Some(pid), Some(cpus)) = (pid, shared)
+                    && !runs.iter().any(|r| r.pid == pid)
+                {
+                    runs.push(SharingRun { pid, cpus });
+                }
+            }
+        }
+        runs.sort_by_key(|r| r.pid);
+        runs
+    }
+}
+
+impl Drop for CpuNote {
+    fn drop(&mut self) {
+        if let Some(path) = &self.path
+            && this_pid() == self.pid
+        {
+            let _ = fs::remove_file(path);
+        }
+    }
+}
+
+/// `path` holding `text`, written whole before its name appears (through
+/// `path.tmp` and a rename: a kill in the middle leaves the old file or the
+/// new one).
+fn write_new(path: &Path, text: &str) -> io::Result<()> {
+    let mut tmp = path.as_os_str().to_os_string();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    // Our own half-written file of an earlier write (the name is ours:
+    // `<pid>.<start time>[.cpus].tmp` in a directory only we may write).
+    let _ = fs::remove_file(&tmp);
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&tmp)?;
+    f.write_all(text.as_bytes())?;
+    drop(f);
+    fs::rename(&tmp, path)
+}
+
+/// The CPU notes in `dir` of running latscope processes of this PID
+/// namespace other than `own_pid` that measure on any of `cpus`: each
+/// note's path, and the run with the CPUs it shares.
+fn running_notes(dir: &Path, own_pid: u32, cpus: &[usize]) -> Vec<(PathBuf, SharingRun)> {
+    let Ok(listing) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for item in listing.filter_map(|e| e.ok()) {
+        let name = item.file_name();
+        let Some(owner) = name
+            .to_str()
+            .and_then(|n| n.strip_suffix(CPU_NOTE_SUFFIX))
+            .and_then(|n| Owner::from_file_name(OsStr::new(n)))
+        else {
+            continue;
+        };
+        if owner.pid == own_pid || !owner_alive(owner) {
+            continue;
+        }
+        let text = fs::read_to_string(item.path()).unwrap_or_default();
+        if namespace_of(&text).is_some_and(|ns| Some(ns) != pid_namespace()) {
+            continue;
+        }
+        let theirs = text
+            .lines()
+            .find_map(|l| l.strip_prefix("cpus\t"))
+            .and_then(crate::units::parse_cpu_list)
+            .unwrap_or_default();
+        let shared: Vec<usize> = cpus
+            .iter()
+            .copied()
+            .filter(|c| theirs.contains(c))
+            .collect();
+        if !shared.is_empty() {
+            found.push((
+                item.path(),
+                SharingRun {
+                    pid: owner.pid,
+                    cpus: shared,
+                },
+            ));
+        }
+    }
+    found.sort_by_key(|(_, run)| run.pid);
+    found
 }
 
 /// The absolute path of `path` with its directories resolved, for the

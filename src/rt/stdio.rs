@@ -100,6 +100,14 @@ impl Write for Out {
     }
 }
 
+/// One warning or note of latscope's own on standard error, wrapped to fit
+/// a 100-column terminal (`units::wrap_line`). Error lines are not notes:
+/// they stay one line (entry::exit_code). A closed standard error is no
+/// reason to panic.
+pub fn note_line(text: &str) {
+    let _ = writeln!(io::stderr(), "{}", crate::units::wrap_line(text));
+}
+
 /// Standard output for printing (see `Out`).
 pub fn out() -> Out {
     Out

@@ -481,12 +481,11 @@ impl Drain {
                 t.not_written += (chunk.len() - fit) as u64;
                 if !self.limit_reached && self.error.is_none() {
                     self.limit_reached = true;
-                    let _ = writeln!(
-                        std::io::stderr(),
+                    crate::rt::stdio::note_line(&format!(
                         "latscope: --samples-limit {} reached: {} holds the samples so far, later ones are counted in the report, not written",
                         crate::units::format_bytes(self.limit_bytes),
                         self.shown
-                    );
+                    ));
                 }
             }
             if self.buf.len() >= FLUSH_BYTES {

@@ -295,16 +295,16 @@ impl LogdiskSettings {
             None => Duration::from_secs(DEFAULT_DURATION_S),
             Some(t) => {
                 let d = parse_duration(t, 1_000_000_000)
-                    .map_err(|e| usage(format!("--duration: {e}")))?;
+                    .map_err(|e| usage(format!("-D/--duration: {e}")))?;
                 if d < Duration::from_secs(1) {
                     return Err(usage(format!(
-                        "--duration '{}': at least 1 second",
+                        "-D/--duration '{}': at least 1 second",
                         shown(t)
                     )));
                 }
                 if d > MAX_DURATION {
                     return Err(usage(format!(
-                        "--duration '{}': at most 7 days per block size",
+                        "-D/--duration '{}': at most 7 days per block size",
                         shown(t)
                     )));
                 }

@@ -1060,8 +1060,8 @@ mod tests {
             (vec!["--json", "/nonexistent-dir/x.json"], "does not exist"),
             (vec!["--json", "/"], "is a directory"),
             (
-                vec!["--json", "/proc/version"],
-                "--json /proc/version: cannot create a file in /proc",
+                vec!["--json", "/proc/latscope.json"],
+                "--json /proc/latscope.json: cannot create a file in /proc",
             ),
             (
                 vec!["--csv", "/proc/x.csv"],
@@ -1070,6 +1070,11 @@ mod tests {
             (
                 vec!["--markdown", "/nonexistent-dir/x.md"],
                 "does not exist",
+            ),
+            (
+                // A read-only file (0444) is not replaced.
+                vec!["--json", "/proc/version"],
+                "--json /proc/version: is read-only (mode 0444)",
             ),
             (
                 vec!["--json", "-", "--csv", "-", "--markdown", "-"],

@@ -333,7 +333,7 @@ impl WindowSeries {
     }
 
     /// Merges the last window into the one before it (a short tail, see
-    /// logdisk's `fold_short_tail`), histograms included; the merged window
+    /// `fold_short_tail`), histograms included; the merged window
     /// keeps the earlier one's `second` and span.
     pub fn fold_last(&mut self) {
         let n = self.windows.len();
@@ -359,6 +359,30 @@ impl WindowSeries {
         self.windows.truncate(n - 2);
         self.windows.push(folded);
         self.histograms.push(histogram);
+    }
+}
+
+/// A last window that covers less than this of the run is folded into the
+/// window before it (`fold_short_tail`).
+const SHORTEST_TAIL_NS: u64 = 500_000_000;
+
+/// Folds a last window that covers less than half a second of the run of
+/// `elapsed_ns` into the window right before it (when that one is adjacent),
+/// so that every window of the per-second series covers at least half a
+/// second: the few samples of the moment a run ends past a whole second
+/// (a log write completing after the deadline, a spinner's last
+/// interruptions) are no window of their own, which a plot would draw as a
+/// whole second. The folded window keeps the earlier one's span (the tail
+/// is a fraction of a second past it); the histograms merge too
+/// (`WindowSeries::fold_last`).
+pub fn fold_short_tail(series: &mut WindowSeries, elapsed_ns: u64) {
+    let [.., before, last] = series.windows() else {
+        return;
+    };
+    let adjacent = before.second + before.span_s == last.second;
+    let tail_ns = elapsed_ns.saturating_sub(last.second.saturating_mul(1_000_000_000));
+    if adjacent && tail_ns < SHORTEST_TAIL_NS {
+        series.fold_last();
     }
 }
 

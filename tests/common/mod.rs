@@ -300,6 +300,25 @@ pub fn skip_without_realtime(test: &str) -> bool {
     true
 }
 
+/// `text` with latscope's wrapped notes joined again: a line that starts
+/// with two blanks continues the line before it (notes wrap at 100 columns
+/// with an indent of two; no table row starts with blanks).
+pub fn unwrapped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        match line.strip_prefix("  ") {
+            Some(rest) if !out.is_empty() => {
+                out.pop();
+                out.push(' ');
+                out.push_str(rest.trim_start());
+            }
+            _ => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
 /// Lines of `text` without the trailing empty one.
 pub fn lines(text: &str) -> Vec<&str> {
     text.lines().collect()
@@ -890,7 +909,11 @@ pub fn registry_entries(dir: &Path, pid: Option<u32>) -> Vec<(String, String)> {
     let mut all = Vec::new();
     for e in listing.filter_map(|e| e.ok()) {
         let name = e.file_name().to_string_lossy().into_owned();
-        if name.ends_with(".tmp") || prefix.as_ref().is_some_and(|p| !name.starts_with(p)) {
+        // A run's CPU note (`<pid>.<start>.cpus`) records no object.
+        if name.ends_with(".tmp")
+            || name.ends_with(".cpus")
+            || prefix.as_ref().is_some_and(|p| !name.starts_with(p))
+        {
             continue;
         }
         for line in std::fs::read_to_string(e.path())

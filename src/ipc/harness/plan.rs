@@ -81,3 +81,10 @@ pub struct RunPlan {
     /// `--samples`: each pair's sample ring (by pair index).
     pub samples: Option<TestSamples>,
 }
+
+impl RunPlan {
+    /// No duration and no loop count: the run goes on until it is stopped.
+    pub fn runs_until_stopped(&self) -> bool {
+        self.duration.is_none() && self.pairs.iter().all(|p| p.loops.is_none())
+    }
+}

@@ -45,17 +45,36 @@ pub fn series_table(test: &TestResult) -> Table {
     table
 }
 
-/// Warnings, the end reason when it is not a normal end, and the limit verdict.
+/// Warnings, the end reason when it is not a normal end, and the limit
+/// verdict, each line wrapped to fit a 100-column terminal.
 pub fn write_footer(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    for line in footer_lines(report) {
+        note(out, &line)?;
+    }
+    Ok(())
+}
+
+/// `write_footer` with every note on one line, as the original tools'
+/// exact output sends it to standard error (scripts read it line by line).
+pub fn write_footer_unwrapped(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    for line in footer_lines(report) {
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
+
+/// The footer's notes, one per line (unwrapped).
+fn footer_lines(report: &Report) -> Vec<String> {
+    let mut lines = Vec::new();
     for load in &report.loads {
-        writeln!(out, "load: {}", load.describe())?;
+        lines.push(format!("load: {}", load.describe()));
     }
     for test in &report.tests {
         if let Some(error) = &test.error {
             if test.end_reason == crate::report::EndReason::Skipped {
-                writeln!(out, "skipped: {}: {error}", test.test)?;
+                lines.push(format!("skipped: {}: {error}", test.test));
             } else {
-                writeln!(out, "error: {} stopped early: {error}", test.test)?;
+                lines.push(format!("error: {} stopped early: {error}", test.test));
             }
         }
     }
@@ -64,23 +83,29 @@ pub fn write_footer(report: &Report, out: &mut dyn Write) -> std::io::Result<()>
             // `ipc --mode both` runs each primitive twice: say which run.
             let repeated = report.tests.iter().filter(|t| t.test == test.test).count() > 1;
             let name = crate::report::test_key(&test.test, &test.mode, None, repeated);
-            writeln!(out, "spikes: {name}: {}", spikes.count_line())?;
+            lines.push(format!("spikes: {name}: {}", spikes.count_line()));
             if let Some(line) = spikes.worst_line() {
-                writeln!(out, "spikes: {name}: {line}")?;
+                lines.push(format!("spikes: {name}: {line}"));
             }
         }
     }
-    for warning in &report.warnings {
-        writeln!(out, "warning: {warning}")?;
-    }
-    if let Some(line) = where_this_run_falls(report) {
-        writeln!(out, "{line}")?;
-    }
+    lines.extend(report.warnings.iter().map(|w| format!("warning: {w}")));
+    lines.extend(where_this_run_falls(report));
     let over = report.series_over_limit();
     if !over.is_empty() {
-        writeln!(out, "FAIL: latency limit crossed by {}", over.join(", "))?;
+        lines.push(format!(
+            "FAIL: latency limit crossed by {}",
+            over.join(", ")
+        ));
     }
-    write_threshold_verdict(&report.thresholds, out)
+    lines.extend(threshold_verdict(&report.thresholds));
+    lines
+}
+
+/// One note under the tables (a warning, the context line, a verdict),
+/// wrapped to fit a 100-column terminal.
+pub fn note(out: &mut dyn Write, line: &str) -> std::io::Result<()> {
+    writeln!(out, "{}", crate::units::wrap_line(line))
 }
 
 /// Worst wake-up latencies below this are what PREEMPT_RT on bare metal
@@ -148,22 +173,30 @@ pub fn where_this_run_falls(report: &Report) -> Option<String> {
 }
 
 /// One `FAIL:` line per crossed `--fail-if` check, or one `ok:` line when
-/// every check held (nothing without checks).
+/// every check held (nothing without checks), each wrapped as `note` does.
 pub fn write_threshold_verdict(
     checks: &[crate::report::ThresholdCheck],
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
-    for check in checks.iter().filter(|c| c.crossed) {
-        writeln!(out, "FAIL: {}", check.describe())?;
-    }
-    if !checks.is_empty() && checks.iter().all(|c| !c.crossed) {
-        writeln!(
-            out,
-            "ok: every --fail-if threshold held ({} checks)",
-            checks.len()
-        )?;
+    for line in threshold_verdict(checks) {
+        note(out, &line)?;
     }
     Ok(())
+}
+
+fn threshold_verdict(checks: &[crate::report::ThresholdCheck]) -> Vec<String> {
+    let mut lines: Vec<String> = checks
+        .iter()
+        .filter(|c| c.crossed)
+        .map(|c| format!("FAIL: {}", c.describe()))
+        .collect();
+    if !checks.is_empty() && checks.iter().all(|c| !c.crossed) {
+        lines.push(format!(
+            "ok: every --fail-if threshold held ({})",
+            crate::units::counted(checks.len() as u64, "check")
+        ));
+    }
+    lines
 }
 
 pub struct ModernConsole;
@@ -254,7 +287,8 @@ mq latency (POSIX message queue, mq_send -> mq_receive, one-way), 1.0 s, ended: 
 Pair    CPU     Prio  Interval  Samples  Timeouts  Overruns      Min      Avg      P50      P99    P99.9      Max
 pair 0    1  fifo 99    100 us        3         2         0  2.00 us  3.33 us  3.00 us  5.00 us  5.00 us  5.00 us
 warning: kernel is not PREEMPT_RT
-context: worst wake-up latency 5.00 us (on a kernel without PREEMPT_RT): as low as PREEMPT_RT on bare metal keeps (tens of us) in this run, but nothing bounds it here (docs/interpreting.md)
+context: worst wake-up latency 5.00 us (on a kernel without PREEMPT_RT): as low as PREEMPT_RT on
+  bare metal keeps (tens of us) in this run, but nothing bounds it here (docs/interpreting.md)
 ";
         assert_eq!(text, expected);
     }
@@ -308,10 +342,18 @@ context: worst wake-up latency 5.00 us (on a kernel without PREEMPT_RT): as low 
     fn the_footer_says_which_load_ran() {
         let report = crate::report::testdata::with_load_and_kernel_message(sample_report());
         let mut buf = Vec::new();
-        write_footer(&report, &mut buf).unwrap();
+        write_footer_unwrapped(&report, &mut buf).unwrap();
         let text = String::from_utf8(buf).unwrap();
         assert!(
             text.starts_with("load: /usr/bin/stress-ng --cpu 1 --timeout 0 (stress-ng, version 0.15.06) on CPU 0,1 at normal priority\n"),
+            "{text}"
+        );
+        // The modern footer wraps the same note to 100 columns.
+        let mut buf = Vec::new();
+        write_footer(&report, &mut buf).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        assert!(
+            text.starts_with("load: /usr/bin/stress-ng --cpu 1 --timeout 0 (stress-ng, version 0.15.06) on CPU 0,1 at normal\n  priority\n"),
             "{text}"
         );
     }

@@ -1,7 +1,7 @@
 //! One-row-per-test tables: `latscope ipc`'s comparison of the primitives
 //! and `latscope suite`'s overview of this machine.
 
-use super::write_footer;
+use super::{note, write_footer};
 use crate::report::cells::{Table, end_reason_text, latency_cell, machine_line, percentile_cell};
 use crate::report::{Exporter, Report, TestResult};
 use std::io::Write;
@@ -74,7 +74,10 @@ pub struct SuiteOverview {
 
 impl Exporter for SuiteOverview {
     fn write(&self, report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
-        writeln!(out, "latscope suite on {}", machine_line(&report.sysinfo))?;
+        note(
+            out,
+            &format!("latscope suite on {}", machine_line(&report.sysinfo)),
+        )?;
         let mut headers = vec!["Test", "Result"];
         if self.wide {
             headers.extend(["What one sample spans", "Series", "Policy"]);
@@ -115,7 +118,7 @@ impl Exporter for SuiteOverview {
         }
         write!(out, "{}", table.render())?;
         for line in noise_shares(report) {
-            writeln!(out, "{line}")?;
+            note(out, &line)?;
         }
         if !self.wide {
             writeln!(
@@ -154,12 +157,12 @@ fn noise_shares(report: &Report) -> Vec<String> {
         .filter_map(|(t, s)| {
             let n = s.noise_cpu()?;
             Some(format!(
-                "{}: CPU {} lost {:.3} % of its time ({} in {} interruptions)",
+                "{}: CPU {} lost {:.3} % of its time ({} in {})",
                 t.test,
                 n.cpu,
                 n.noise_percent,
                 crate::units::format_ns(n.noise_ns as i64),
-                s.latency.samples
+                crate::units::counted(s.latency.samples, "interruption")
             ))
         })
         .collect()

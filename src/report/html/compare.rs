@@ -204,8 +204,8 @@ fn verdict(html: &mut String, thresholds: &[ThresholdCheck]) {
     if crossed.is_empty() {
         let _ = writeln!(
             html,
-            "<p class=\"ok\">ok: every --fail-if threshold held ({} checks).</p>",
-            thresholds.len()
+            "<p class=\"ok\">ok: every --fail-if threshold held ({}).</p>",
+            crate::units::counted(thresholds.len() as u64, "check")
         );
     } else {
         let _ = writeln!(
@@ -309,7 +309,7 @@ mod tests {
         assert!(
             render(&held)
                 .unwrap()
-                .contains("ok: every --fail-if threshold held (1 checks).")
+                .contains("ok: every --fail-if threshold held (1 check).")
         );
         let none = ComparePage {
             thresholds: vec![],

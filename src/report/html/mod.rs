@@ -188,6 +188,7 @@ pub fn figure_html(svg: &str, caption: &str) -> String {
 pub fn render(runs: &[Run]) -> Result<Rendered, String> {
     let mut page = Page::default();
     page.header(runs);
+    page.at_a_glance(runs);
     let shared = page.machine_section(runs);
     for (i, run) in runs.iter().enumerate() {
         page.run_section(i, run, &shared);
@@ -631,6 +632,51 @@ impl Page {
         );
     }
 
+    /// Right under the title, before the facts of the machine and the
+    /// runs: each test's overall figures (all its series merged), so that
+    /// the page's first numbers are its latencies.
+    fn at_a_glance(&mut self, runs: &[Run]) {
+        let several = runs.len() > 1;
+        let out = &mut self.html;
+        out.push_str(
+            "<section class=\"glance\" id=\"glance\">\n<h2>At a glance</h2>\n\
+             <table class=\"summary\">\n<tr><th class=\"l\">Test</th>",
+        );
+        if several {
+            out.push_str("<th class=\"l\">Run</th>");
+        }
+        out.push_str(
+            "<th>Samples</th><th>Min</th><th>P50</th><th>P99</th><th>P99.9</th><th>Max</th>\
+             <th class=\"l\">Ended</th></tr>\n",
+        );
+        for (i, run) in runs.iter().enumerate() {
+            for (k, t) in run.report.tests.iter().enumerate() {
+                let o = &t.overall;
+                let _ = write!(
+                    out,
+                    "<tr><td class=\"l\">{}</td>",
+                    escape(&run.report.test_key_of(k))
+                );
+                if several {
+                    let _ = write!(out, "<td class=\"l\">{}</td>", escape(&run_name(i)));
+                }
+                let _ = writeln!(
+                    out,
+                    "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+                     <td class=\"l\">{}</td></tr>",
+                    o.samples,
+                    escape(&latency_cell(o, o.min_ns)),
+                    escape(&percentile_cell(o, 50.0)),
+                    escape(&percentile_cell(o, 99.0)),
+                    escape(&percentile_cell(o, 99.9)),
+                    escape(&latency_cell(o, o.max_ns)),
+                    escape(end_reason_text(t))
+                );
+            }
+        }
+        out.push_str("</table>\n</section>\n");
+    }
+
     /// The machine's facts once, when every run has the same ones (same
     /// host, kernel, CPUs, settings, doctor findings); each run's section
     /// then shows only its own facts and the machine facts that differ.
@@ -835,11 +881,12 @@ impl Page {
             .any(|(_, _, s)| s.per_second.iter().any(|w| plots::window_p99(w).is_some()));
         let mut caption = format!(
             "Over time, on a log latency axis so one spike does not flatten the rest: each \
-             window's minimum (thin), mean (medium) and maximum (thick) latency per series{}. \
+             window's minimum (thin, lightest), mean (lighter) and maximum (thick, the series' \
+             colour) latency per series{}. \
              Beyond {} windows per series, consecutive windows are merged for the plot \
              (minimum of the minima, maximum of the maxima, sample-weighted mean{}).",
             if with_p99 {
-                ", and its p99 (dashed)"
+                ", and its p99 (dashed, darker)"
             } else {
                 " (this report keeps no percentile per window, so no p99 is drawn)"
             },
@@ -1216,6 +1263,19 @@ mod tests {
         assert!(html.contains("followed: 1 message(s) while measuring"));
         let plain = render_one(&sample_report()).html;
         assert!(plain.contains("Load (--load)</th><td>none"), "{plain}");
+    }
+
+    #[test]
+    fn the_first_latency_numbers_come_before_the_machine_facts() {
+        let report = sample_report();
+        let html = render_one(&report).html;
+        let glance = html.find("<h2>At a glance</h2>").expect("the glance");
+        let facts = html.find("Command line").expect("the run's facts");
+        assert!(glance < facts, "{html}");
+        let o = &report.tests[0].overall;
+        let p99 = format!("<td>{}</td>", escape(&percentile_cell(o, 99.0)));
+        let first = html.find(&p99).expect("the p99 in the glance");
+        assert!(first < facts, "{html}");
     }
 
     #[test]

@@ -25,22 +25,18 @@ pub const HEIGHT: u32 = 420;
 /// Most per-second windows drawn per series.
 pub const MAX_TIME_POINTS: usize = 1000;
 
-/// Series colours (Tableau 10, then a few more); series beyond repeat them.
-const PALETTE: [RGBColor; 14] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-    RGBColor(188, 189, 34),
-    RGBColor(23, 190, 207),
-    RGBColor(0, 0, 128),
-    RGBColor(128, 0, 0),
-    RGBColor(0, 110, 70),
-    RGBColor(70, 70, 0),
+/// Series colours: Okabe and Ito's palette, told apart with the common
+/// forms of colour blindness (its yellow left out: too faint on white), then
+/// a grey; series beyond repeat them.
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(0, 114, 178),
+    RGBColor(213, 94, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(230, 159, 0),
+    RGBColor(86, 180, 233),
+    RGBColor(0, 0, 0),
+    RGBColor(120, 120, 120),
 ];
 
 /// The colour of the `i`-th series of a plot.
@@ -50,8 +46,31 @@ pub fn color(i: usize) -> RGBColor {
 
 /// The colour as CSS (for the tables beside the plots).
 pub fn css_color(i: usize) -> String {
-    let RGBColor(r, g, b) = color(i);
+    css(color(i))
+}
+
+fn css(c: RGBColor) -> String {
+    let RGBColor(r, g, b) = c;
     format!("#{r:02x}{g:02x}{b:02x}")
+}
+
+/// `c` moved toward `to` by `share` (0: `c`, 1: `to`).
+fn blend(c: RGBColor, to: RGBColor, share: f64) -> RGBColor {
+    let mix = |a: u8, b: u8| (a as f64 + (b as f64 - a as f64) * share).round() as u8;
+    RGBColor(mix(c.0, to.0), mix(c.1, to.1), mix(c.2, to.2))
+}
+
+/// The shades of one series' four lines over time, so that they are told
+/// apart by colour too, not only by width and dashes: the minimum light,
+/// the mean lighter than the series' colour, the maximum in it, the p99
+/// dark.
+fn figure_shades(c: RGBColor) -> [RGBColor; 4] {
+    [
+        blend(c, WHITE, 0.55),
+        blend(c, WHITE, 0.25),
+        c,
+        blend(c, BLACK, 0.45),
+    ]
 }
 
 /// One series as a plot sees it.
@@ -152,6 +171,9 @@ pub const MAX_OUTLIERS: u64 = 20;
 pub const LOG_BINS: usize = 120;
 /// The share of the x axis the body gets when outliers are drawn apart.
 const BODY_SHARE: f64 = 0.84;
+/// A histogram mark (p50, p99, max) right of this share of the x axis has
+/// its text written to its left: "max 10.0 ms" is about 10 % of the width.
+const MARK_TEXT_TO_THE_LEFT: f64 = 0.85;
 /// Where the outliers' strip starts on the x axis (after a gap that shows
 /// the axis is broken).
 const STRIP_START: f64 = 0.88;
@@ -329,10 +351,15 @@ pub fn histogram_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<St
                     BLACK.mix(0.06).filled(),
                 )))
                 .map_err(drawing_error)?;
+            // Half-way up (log): the legend takes the top right corner,
+            // the outliers' own marks are low counts (at most MAX_OUTLIERS).
             chart
                 .draw_series(std::iter::once(Text::new(
                     "outliers",
-                    (gap + 0.01, y_high / 1.6),
+                    (
+                        gap + 0.01,
+                        (floor * y_high).sqrt().max(MAX_OUTLIERS as f64 * 2.0),
+                    ),
                     text_style(BLACK),
                 )))
                 .map_err(drawing_error)?;
@@ -380,11 +407,20 @@ pub fn histogram_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<St
                         c.stroke_width(3),
                     )])
                     .map_err(drawing_error)?;
+                // A mark near the right edge is written to its left, so
+                // that the plot does not cut it ("max 686 u").
+                let mut style = text_style(c);
+                if x > MARK_TEXT_TO_THE_LEFT {
+                    style.pos = plotters::style::text_anchor::Pos::new(
+                        plotters::style::text_anchor::HPos::Right,
+                        plotters::style::text_anchor::VPos::Top,
+                    );
+                }
                 chart
                     .draw_series(std::iter::once(Text::new(
                         format!("{name} {}", crate::units::format_ns(ns)),
                         (x, floor * (2.6 + 1.6 * i as f64)),
-                        text_style(c),
+                        style,
                     )))
                     .map_err(drawing_error)?;
             }
@@ -565,9 +601,11 @@ fn over_time_svg(
     };
     let any_p99 = p99s.iter().flatten().any(|p| p.2.is_some());
     let x_desc = if any_p99 {
-        format!("time since start ({unit}); thick: max, dashed: p99, medium: avg, thin: min")
+        format!(
+            "time since start ({unit}); max: thick; p99: dashed, darker; avg: lighter; min: thin, lightest"
+        )
     } else {
-        format!("time since start ({unit}); thick: max, medium: avg, thin: min")
+        format!("time since start ({unit}); max: thick; avg: lighter; min: thin, lightest")
     };
     let (x_low, x_high) = (start as f64 / unit_s, end as f64 / unit_s);
     svg_with_overlay(|root| {
@@ -589,11 +627,11 @@ fn over_time_svg(
         draw_ticks(root, &mut chart, &[], &y_ticks)?;
         let mut overlay = Vec::new();
         for (i, (s, windows)) in series.iter().zip(&drawn).enumerate() {
-            let c = color(i);
+            let [min_shade, avg_shade, max_shade, p99_shade] = figure_shades(color(i));
             let figures: [(Figure, ShapeStyle); 3] = [
-                (|w| w.min_ns as f64, c.mix(0.6).stroke_width(1)),
-                (|w| w.avg_ns, c.mix(0.9).stroke_width(1)),
-                (|w| w.max_ns as f64, c.stroke_width(2)),
+                (|w| w.min_ns as f64, min_shade.stroke_width(1)),
+                (|w| w.avg_ns, avg_shade.stroke_width(1)),
+                (|w| w.max_ns as f64, max_shade.stroke_width(2)),
             ];
             for (k, (figure, style)) in figures.into_iter().enumerate() {
                 let points: Vec<(f64, f64)> = steps(
@@ -624,7 +662,7 @@ fn over_time_svg(
                     overlay.push(format!(
                         "<polyline class=\"p99\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" \
                          stroke-dasharray=\"6 3\" points=\"{}\"/>",
-                        css_color(i),
+                        css(p99_shade),
                         run.join(" ")
                     ));
                 }
@@ -786,24 +824,7 @@ pub fn noise_share_svg(title: &str, series: &[ShareSeries]) -> DrawResult<Option
             .map_err(drawing_error)?;
         for (i, (s, windows)) in series.iter().zip(&drawn).enumerate() {
             let style = color(i).stroke_width(2);
-            // Zero between windows (no interruption there) and to the end.
-            let mut points = steps(
-                windows.iter().map(|w| {
-                    (
-                        w.second as f64 / unit_s,
-                        (w.second + w.span_s) as f64 / unit_s,
-                        window_share_percent(w, s.duty),
-                    )
-                }),
-                0.0,
-            );
-            let last = points.last().map_or(0.0, |p| p.0);
-            if points.is_empty() {
-                points.push((0.0, 0.0));
-            }
-            if last < s.end_s / unit_s {
-                points.push((s.end_s / unit_s, 0.0));
-            }
+            let points = share_points(windows, s.duty, s.end_s, unit_s);
             chart
                 .draw_series(LineSeries::new(points, style))
                 .map_err(drawing_error)?
@@ -813,6 +834,41 @@ pub fn noise_share_svg(title: &str, series: &[ShareSeries]) -> DrawResult<Option
         draw_legend(&mut chart, SeriesLabelPosition::UpperRight)
     })
     .map(Some)
+}
+
+/// One CPU's share line: a step per window, zero between windows (no
+/// interruption there) and over whole quiet seconds up to the run's end
+/// `end_s`; x in units of `unit_s`.
+fn share_points(windows: &[SecondStats], duty: f64, end_s: f64, unit_s: f64) -> Vec<(f64, f64)> {
+    let mut points = steps(
+        windows.iter().map(|w| {
+            (
+                w.second as f64 / unit_s,
+                (w.second + w.span_s) as f64 / unit_s,
+                window_share_percent(w, duty),
+            )
+        }),
+        0.0,
+    );
+    let end_x = end_s / unit_s;
+    let last = points.last().map_or(0.0, |p| p.0);
+    let n = points.len();
+    if n >= 2 && last < end_x && end_s - last * unit_s < 1.0 {
+        // Less than a second past the last window: the run's end, whose
+        // few samples that window holds (stats::window::fold_short_tail).
+        // Its level holds to the end; a drop to zero there would show a
+        // quiet time that was not measured.
+        points[n - 2].0 = end_x;
+        points[n - 1].0 = end_x;
+    } else {
+        if points.is_empty() {
+            points.push((0.0, 0.0));
+        }
+        if last < end_x {
+            points.push((end_x, 0.0));
+        }
+    }
+    points
 }
 
 /// The colour of kernel-log marks (apart from every series colour).
@@ -1081,6 +1137,35 @@ mod tests {
     }
 
     #[test]
+    fn a_share_line_holds_its_last_level_to_an_end_within_a_second() {
+        let two_seconds = [
+            SecondStats::new(0, 1, 10, 2_000, 100_000.0, 500_000),
+            SecondStats::new(1, 1, 20, 2_000, 100_000.0, 500_000),
+        ];
+        // 10 x 100 us of a second = 0.1 %, then 0.2 % up to 2.004 s: no
+        // third second, no drop to zero before the end.
+        let points = share_points(&two_seconds, 1.0, 2.004, 1.0);
+        let rounded: Vec<(f64, f64)> = points
+            .iter()
+            .map(|&(x, y)| ((x * 1000.0).round() / 1000.0, (y * 1000.0).round() / 1000.0))
+            .collect();
+        assert_eq!(
+            rounded,
+            [
+                (0.0, 0.0),
+                (0.0, 0.1),
+                (1.0, 0.1),
+                (1.0, 0.2),
+                (2.004, 0.2),
+                (2.004, 0.0)
+            ]
+        );
+        // A whole quiet second after the last window is zero, drawn.
+        let points = share_points(&two_seconds, 1.0, 3.5, 1.0);
+        assert_eq!(points[points.len() - 2..], [(2.0, 0.0), (3.5, 0.0)]);
+    }
+
+    #[test]
     fn noise_share_axis_tops_are_round() {
         assert_eq!(share_axis_top(0.0), 0.01);
         assert_eq!(share_axis_top(0.004), 0.01);
@@ -1243,10 +1328,14 @@ mod tests {
         // The minimum (12 us) and mean (13.7 us) lines stay apart under a
         // 9.81 ms spike (on the old linear axis both lay flat on zero): on
         // 3 decades over about 320 px they are log10(13.7/12)/3 of it apart.
-        let lines: Vec<&str> = svg
-            .lines()
-            .filter(|l| l.starts_with("<polyline") && l.contains("#1F77B4"))
-            .collect();
+        let upper = |c: RGBColor| format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2);
+        let shades = figure_shades(color(0));
+        let line_of = |c: RGBColor| {
+            svg.lines()
+                .find(|l| l.starts_with("<polyline") && l.contains(&upper(c)))
+                .unwrap_or_else(|| panic!("no line in {}", upper(c)))
+        };
+        let lines = [line_of(shades[0]), line_of(shades[1])];
         let ys = |l: &str| -> Vec<f64> {
             l.split("points=\"")
                 .nth(1)
@@ -1327,7 +1416,7 @@ mod tests {
         assert!(groups[0].contains("<title>4.5 s, CPU 0: softirq &lt;NET_RX&gt; &amp; co</title>"));
         assert!(groups[1].contains("<title>kernel log: RT throttling activated</title>"));
         assert!(
-            groups[0].contains("fill=\"#1f77b4\""),
+            groups[0].contains("fill=\"#0072b2\""),
             "spike in its series' colour"
         );
         assert!(
@@ -1376,7 +1465,19 @@ mod tests {
         // Windows 0..3 (3 windows, 2 corners each), then 5..10.
         assert_eq!(attribute(lines[0], "points").split(' ').count(), 6);
         assert_eq!(attribute(lines[1], "points").split(' ').count(), 10);
-        assert!(svg.contains("dashed: p99"));
+        assert!(svg.contains("p99: dashed, darker"));
+        // Each of the series' four lines has its own shade.
+        let shades = figure_shades(color(0));
+        assert_eq!(attribute(lines[0], "stroke"), css(shades[3]));
+        for (k, shade) in shades[..3].iter().enumerate() {
+            let RGBColor(r, g, b) = *shade;
+            assert!(
+                svg.contains(&format!("stroke=\"#{r:02X}{g:02X}{b:02X}\"")),
+                "figure {k}: {svg}"
+            );
+        }
+        let distinct: std::collections::HashSet<String> = shades.iter().map(|&c| css(c)).collect();
+        assert_eq!(distinct.len(), 4);
         assert_eq!(window_p99(&windows[0]), None, "a window without its p99");
         let with = SecondStats {
             p99_ns: Some(22_000),
@@ -1613,7 +1714,7 @@ mod tests {
         // The series' step line: the points above the floor are the body.
         let line = svg
             .lines()
-            .find(|l| l.starts_with("<polyline") && l.contains("#1F77B4"))
+            .find(|l| l.starts_with("<polyline") && l.contains("#0072B2"))
             .expect("the series' line");
         let points: Vec<(f64, f64)> = line
             .split("points=\"")
@@ -1648,6 +1749,23 @@ mod tests {
         }
         assert!(svg.contains(">\np50 1"), "p50 marked");
         assert!(svg.contains(">\np99 "), "p99 marked");
+        // The max mark in the outliers' strip is written to its left (not
+        // cut at the plot's edge); the outliers label sits half-way up,
+        // below the legend in the top right corner.
+        let text_element = |text: &str| {
+            let at = svg.find(&format!(">\n{text}\n</text>")).unwrap();
+            &svg[svg[..at].rfind("<text").unwrap()..at]
+        };
+        assert!(
+            text_element("max 10.0 ms").contains("text-anchor=\"end\""),
+            "{}",
+            text_element("max 10.0 ms")
+        );
+        let label_y: f64 = attribute(text_element("outliers"), "y").parse().unwrap();
+        assert!(
+            label_y > HEIGHT as f64 / 3.0,
+            "outliers label at y {label_y}"
+        );
     }
 
     #[test]

@@ -130,21 +130,21 @@ impl Drop for Instance {
                     std::thread::sleep(Duration::from_millis(10))
                 }
                 Err(e) if e.kind() != ErrorKind::NotFound => {
-                    eprintln!(
+                    crate::rt::stdio::note_line(&format!(
                         "latscope: warning: could not remove tracing instance {}: {e}; remove it with 'rmdir {}'",
                         self.dir.display(),
                         self.dir.display()
-                    );
+                    ));
                     return;
                 }
                 _ => return self.forget(),
             }
         }
-        eprintln!(
+        crate::rt::stdio::note_line(&format!(
             "latscope: warning: tracing instance {} stayed busy; remove it with 'rmdir {}'",
             self.dir.display(),
             self.dir.display()
-        );
+        ));
     }
 }
 
