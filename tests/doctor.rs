@@ -221,13 +221,16 @@ fn every_report_carries_the_doctors_checks() {
             .collect()
     };
     assert_eq!(ids(&report["sysinfo"]["checks"]), ids(&doc["checks"]));
-    // The machine-level warnings are the doctor's findings, word for word.
+    // The machine-level warnings are the doctor's findings, word for word
+    // (the last of them then says how to quiet them).
     let warnings = array_of(&report["warnings"], "warnings");
     for id in ["kernel.preemption", "platform.virtualization"] {
         let c = check(&doc, id);
-        let meaning = &c["meaning"];
+        let meaning = c["meaning"].as_str().unwrap();
         assert_eq!(
-            warnings.contains(meaning),
+            warnings
+                .iter()
+                .any(|w| w.as_str().is_some_and(|w| w.starts_with(meaning))),
             c["verdict"] != "ok",
             "{id}: {c} vs {warnings:?}"
         );

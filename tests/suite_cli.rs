@@ -129,7 +129,8 @@ fn suite_as_an_ordinary_user_runs_at_normal_priority_and_says_so_once() {
     let out = run_std_with_timeout(cmd, Duration::from_secs(30));
     assert_code(&out, 0);
     check_suite_output(&stdout_of(&out), &describe(&out));
-    let stderr = stderr_of(&out);
+    // Notes wrap at 100 columns: count whole notes, not their lines.
+    let stderr = unwrapped(&stderr_of(&out));
     let notes = stderr
         .lines()
         .filter(|l| l.contains("real-time priority"))

@@ -107,6 +107,16 @@ fn check_writable(path: &Path, entry: &Metadata) -> io::Result<()> {
     if writable_by_mode && writable_by_us {
         return Ok(());
     }
+    // SAFETY: geteuid cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    if writable_by_mode && entry.uid() != euid {
+        // Writable by its owner, not by us: saying "read-only" would send
+        // the user to chmod a file that is not theirs.
+        return Err(error(format!(
+            "belongs to another user (uid {}) and this user may not write it: latscope does not replace it; give a path of your own",
+            entry.uid()
+        )));
+    }
     Err(error(format!(
         "is read-only (mode {:04o}): latscope does not replace a file that is not writable; \
          make it writable (chmod u+w) or give another path",
