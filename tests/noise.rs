@@ -303,11 +303,28 @@ fn a_provoked_interruption_is_measured_and_named() {
     // 40 ms keeps only gaps that long: the provoked one is among the kept
     // however busy the machine is).
     const LENGTH_NS: u64 = 60_000_000;
+    // Provoked again (at most three runs, said on stderr) when no kept
+    // spike holds the provoker and the collector flagged lost events: the
+    // run then proved nothing either way. A loss it did not flag still fails.
+    for attempt in 1..=3 {
+        if provoked_interruption_named(cpu, LENGTH_NS, attempt == 3) {
+            return;
+        }
+        eprintln!(
+            "a_provoked_interruption_is_measured_and_named: events lost around the provoked gap (run {attempt} of 3): provoking again"
+        );
+    }
+}
+
+/// One run of `a_provoked_interruption_is_measured_and_named`: false when
+/// it proved nothing (the provoker not found, with lost events flagged) and
+/// `last` is not set.
+fn provoked_interruption_named(cpu: usize, length_ns: u64, last: bool) -> bool {
     let (_dir, file) = temp_file("noise.json");
     // Provoked once the spinner runs (the trace is on by then), however
     // long the start took on a busy machine.
     let spawned = noise_spinning(cpu, &["-D", "4", "--trace-spikes", "40000"], &file);
-    let (tid, spun) = provoke(cpu, LENGTH_NS);
+    let (tid, spun) = provoke(cpu, length_ns);
     // The provoker by identity, its thread id: the trace may name it by the
     // name it had (its creator's) before it named itself, or by both.
     let is_provoker = |c: &Value| {
@@ -336,19 +353,22 @@ fn a_provoked_interruption_is_measured_and_named() {
     // reader, a normal task, fell behind on a busy machine: then the
     // switches that would place the provoker's time may be missing).
     let spikes = &report["tests"][0]["spikes"];
-    let provoked = array_of(&spikes["spikes"], "spikes")
-        .iter()
-        .find(|sp| {
-            array_of(&sp["causes"], "spike causes")
-                .iter()
-                .any(is_provoker)
-        })
-        .unwrap_or_else(|| {
-            panic!(
-                "no kept spike holds the provoker (pid {tid}): {}",
-                evidence("causes", &causes.to_string())
-            )
-        });
+    let kept = array_of(&spikes["spikes"], "spikes");
+    let found = kept.iter().find(|sp| {
+        array_of(&sp["causes"], "spike causes")
+            .iter()
+            .any(is_provoker)
+    });
+    let Some(provoked) = found else {
+        let lost = kept.iter().any(|sp| sp["events_lost"] == true);
+        if lost && !last {
+            return false;
+        }
+        panic!(
+            "no kept spike holds the provoker (pid {tid}; events lost in a kept spike: {lost}): {}",
+            evidence("causes", &causes.to_string())
+        )
+    };
     // Interrupts that ran on top of the provoker (a busy disk's IRQ and
     // BLOCK softirq: milliseconds under `stress-ng --io`) are causes of their
     // own in the attribution (the innermost context owns the time), while
@@ -367,7 +387,7 @@ fn a_provoked_interruption_is_measured_and_named() {
             "SKIPPED the 5 % check: the kernel lost trace events in the provoked window ({})",
             provoked["summary"]
         );
-        return;
+        return true;
     }
     assert!(
         within,
@@ -379,6 +399,7 @@ fn a_provoked_interruption_is_measured_and_named() {
         "{}",
         dump(status, &stdout, &stderr)
     );
+    true
 }
 
 #[test]
