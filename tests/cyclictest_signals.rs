@@ -289,13 +289,17 @@ fn sigusr1_prints_the_status_block_on_stderr_and_the_run_reaches_its_loops() {
     let cycles = numbers(found[0][2])[4];
     assert!(cycles < 400, "{err}");
     // The run went on to its -l count, and stdout is cyclictest's alone.
+    // A thread that fell behind is stopped where it is when the first
+    // reaches its loops, as cyclictest does (docs/benchmarks.md part 7:
+    // beside stress-ng thread 0 came out at 399 of 400).
     assert!(!out.contains(TITLE) && !out.contains("#---"), "{out}");
-    let t0 = out
-        .lines()
-        .find(|l| l.starts_with("T: 0 "))
-        .unwrap_or_else(|| panic!("no T: 0 line\n{out}"));
-    assert_eq!(numbers(t0)[4], 400, "{out}");
-    assert_t_line(t0, false);
+    let threads: Vec<&str> = out.lines().filter(|l| l.starts_with("T: ")).collect();
+    assert_eq!(threads.len(), 2, "{out}");
+    let most = threads.iter().map(|t| numbers(t)[4]).max();
+    assert_eq!(most, Some(400), "{out}");
+    for t in &threads {
+        assert_t_line(t, false);
+    }
 }
 
 #[test]

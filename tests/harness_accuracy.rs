@@ -116,23 +116,33 @@ fn a_known_delay_is_measured_exactly_in_both_modes() {
     for name in ["mq", "futex"] {
         let transport = || transport_named(name).expect("built in");
         for (mode, wakeups) in [(Mode::OneWay, 1), (Mode::RoundTrip, 2)] {
-            let (own, _) = median_and_min(transport().as_ref(), mode);
-            let delayed = Delayed {
-                inner: transport(),
-                delay_ns: DELAY_NS,
-            };
-            let (median, min) = median_and_min(&delayed, mode);
-            let added = (DELAY_NS * wakeups) as i64;
-            assert!(
-                min >= added,
-                "{name} {mode:?}: min {min} ns < delay {added} ns"
-            );
-            let expected = own + added;
-            let tolerance = (expected / 20).max(5_000);
-            assert!(
-                median.abs_diff(expected) <= tolerance as u64,
-                "{name} {mode:?}: median {median} ns, expected {expected} ns (own {own} + delay {added}) +- {tolerance}"
-            );
+            // Measured again (at most three times, said on stderr) when the
+            // median is off: beside `stress-ng --io` a run's wake-ups were
+            // 19 us slower than the baseline run's, the machine's doing; a
+            // harness that measured wrongly is off in every run.
+            for attempt in 1..=3 {
+                let (own, _) = median_and_min(transport().as_ref(), mode);
+                let delayed = Delayed {
+                    inner: transport(),
+                    delay_ns: DELAY_NS,
+                };
+                let (median, min) = median_and_min(&delayed, mode);
+                let added = (DELAY_NS * wakeups) as i64;
+                assert!(
+                    min >= added,
+                    "{name} {mode:?}: min {min} ns < delay {added} ns"
+                );
+                let expected = own + added;
+                let tolerance = (expected / 20).max(5_000);
+                let off = format!(
+                    "{name} {mode:?}: median {median} ns, expected {expected} ns (own {own} + delay {added}) +- {tolerance}"
+                );
+                if median.abs_diff(expected) <= tolerance as u64 {
+                    break;
+                }
+                assert!(attempt < 3, "{off}");
+                eprintln!("{off}: measuring again ({attempt} of 2)");
+            }
         }
     }
 }

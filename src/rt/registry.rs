@@ -757,11 +757,19 @@ fn running_notes(dir: &Path, own_pid: u32, cpus: &[usize]) -> Vec<(PathBuf, Shar
         else {
             continue;
         };
-        if owner.pid == own_pid || !owner_alive(owner) {
+        if owner.pid == own_pid {
             continue;
         }
         let text = fs::read_to_string(item.path()).unwrap_or_default();
         if namespace_of(&text).is_some_and(|ns| Some(ns) != pid_namespace()) {
+            continue;
+        }
+        if !owner_alive(owner) {
+            // A killed run's note (kill -9 runs no drop): this user's
+            // latscope wrote it, in this PID namespace, and its run is
+            // gone, so it says nothing any more; removed here rather than
+            // left for `cleanup`.
+            let _ = fs::remove_file(item.path());
             continue;
         }
         let theirs = text
@@ -799,6 +807,20 @@ pub fn absolute(path: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A note whose run is gone (pid 1 never had this start time) is
+    /// removed by the next run that looks, and does not count as sharing.
+    #[test]
+    fn a_dead_runs_cpu_note_is_removed_by_the_next_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let dead = dir.path().join(format!("1.1{CPU_NOTE_SUFFIX}"));
+        fs::write(&dead, "cpus\t0-1\n").unwrap();
+        let other = dir.path().join("notes.txt");
+        fs::write(&other, "not a note\n").unwrap();
+        assert!(running_notes(dir.path(), this_pid(), &[0]).is_empty());
+        assert!(!dead.exists());
+        assert!(other.exists());
+    }
 
     #[test]
     fn lines_round_trip_with_odd_paths() {
