@@ -328,6 +328,11 @@ fn sigusr2_writes_the_status_into_dev_shm_as_cyclictest_does() {
     let run = Run::start(&["-t2", "-q", "-i", "10000"]);
     run.wait_for_object();
     let path = run.shm();
+    // The object is created, then sized (shm_open, then ftruncate, as
+    // cyclictest does): beside stress-ng the test once looked in between.
+    wait_until("the object sized", || {
+        std::fs::metadata(&path).is_ok_and(|m| m.len() > 0)
+    });
     // Before any request: cyclictest's 30 NUL bytes, readable by anyone,
     // writable by nobody else.
     let meta = std::fs::metadata(&path).expect("object");
