@@ -826,16 +826,24 @@ fn both_collectors_name_an_idle_cpu_woken_late_the_same_way() {
             let report = read_json(&json);
             let spikes = &report["tests"][0]["spikes"];
             assert_eq!(spikes["collector"]["name"], collector);
-            // The late windows after the slack was raised in which no task,
-            // interrupt or softirq of 1 ms or more ran: nothing recorded
-            // explains them.
+            // The late windows after the slack was raised in which no task
+            // of 1 ms or more ran and no interrupt but the timer's came:
+            // nothing recorded explains them. (Another interrupt ends the
+            // hardware's part, the CPU then merely idle: beside
+            // `stress-ng --io` the disk's IRQ and BLOCK softirq came into
+            // such windows, which then prove nothing here.)
             let unexplained: Vec<&Value> = array_of(&spikes["spikes"], "spikes")
                 .iter()
                 .filter(|s| u64_of(&s["expected_ns"], "expected_ns") > slack_from)
                 .filter(|s| {
                     array_of(&s["causes"], "causes")
                         .iter()
-                        .all(|c| c["kind"] == "hardware" || u64_of(&c["ns"], "ns") < 1_000_000)
+                        .all(|c| match c["kind"].as_str() {
+                            Some("hardware") => true,
+                            Some("irq") => c["name"] == "local_timer",
+                            Some("task") => u64_of(&c["ns"], "ns") < 1_000_000,
+                            _ => false,
+                        })
                 })
                 .filter(|s| s["events_lost"] != true)
                 .collect();
