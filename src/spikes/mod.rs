@@ -82,9 +82,13 @@ fn source_text(optional: &[(&str, &str)]) -> String {
     text
 }
 
-/// The flight recorder's events, for the report.
-fn recorder_source_text(optional: &[(&str, &str)]) -> String {
-    source_text(optional).replacen("trace events", "BPF flight recorder on", 1)
+/// The flight recorder's events and how they were hooked, for the report.
+fn recorder_source_text(optional: &[(&str, &str)], hooks: &recorder::run::Hooks) -> String {
+    source_text(optional).replacen(
+        "trace events",
+        &format!("BPF flight recorder ({}) on", hooks.describe()),
+        1,
+    )
 }
 
 /// The tracefs collector: a private instance on `cpus` whose reader thread
@@ -217,8 +221,8 @@ impl SpikeTracer {
                 (Backend::Tracefs { run, book }, CollectorUsed::tracefs(why))
             }
         };
-        let source = match backend {
-            Backend::Bpf(_) => recorder_source_text(&optional),
+        let source = match &backend {
+            Backend::Bpf(run) => recorder_source_text(&optional, run.hooks()),
             Backend::Tracefs { .. } => source_text(&optional),
         };
         Ok(SpikeTracer {

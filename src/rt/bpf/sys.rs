@@ -15,7 +15,9 @@ const BPF_MAP_CREATE: libc::c_long = 0;
 const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
 const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
 const BPF_PROG_LOAD: libc::c_long = 5;
+const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
 const BPF_RAW_TRACEPOINT_OPEN: libc::c_long = 17;
+const BPF_ENABLE_STATS: libc::c_long = 32;
 
 /// Arrays whose values user space may `mmap` (Linux 5.5).
 pub const BPF_F_MMAPABLE: u32 = 1 << 10;
@@ -115,6 +117,42 @@ struct RawTracepointAttr {
     name: u64,
     prog_fd: u32,
     _pad: u32,
+}
+
+/// BPF_OBJ_GET_INFO_BY_FD.
+#[repr(C)]
+#[derive(Default)]
+struct InfoByFdAttr {
+    bpf_fd: u32,
+    info_len: u32,
+    info: u64,
+}
+
+/// The prefix of `struct bpf_prog_info` up to `recursion_misses` (Linux
+/// 5.12; an older kernel fills less, and the rest stays 0). Only the
+/// counters are read; the pointers stay 0 so the kernel copies nothing
+/// else out.
+#[repr(C, align(8))]
+struct ProgInfoPrefix {
+    words: [u64; PROG_INFO_WORDS],
+}
+const PROG_INFO_WORDS: usize = 27;
+/// Byte offsets in `struct bpf_prog_info` (include/uapi/linux/bpf.h).
+const PROG_INFO_ID: usize = 4;
+const PROG_INFO_RUN_TIME_NS: usize = 192;
+const PROG_INFO_RUN_CNT: usize = 200;
+const PROG_INFO_RECURSION_MISSES: usize = 208;
+
+/// A program's run-time counters, as `bpftool prog` shows them: the run
+/// time and count only while `kernel.bpf_stats_enabled` is 1.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProgramStats {
+    pub id: u32,
+    pub run_time_ns: u64,
+    pub run_cnt: u64,
+    /// Runs the kernel skipped because the program (or, for a classic
+    /// tracepoint, another program) was already running on that CPU.
+    pub recursion_misses: u64,
 }
 
 /// Calls `bpf(cmd, attr, sizeof attr)`; the new descriptor (or 0).
@@ -398,6 +436,12 @@ pub struct Program {
 }
 
 impl Program {
+    /// The program's counters, read with one `bpf()` call (no file is
+    /// opened: the collector reads them on every pass with a spike).
+    pub fn stats(&self) -> io::Result<ProgramStats> {
+        program_stats(self.fd())
+    }
+
     /// Loads `insns` as a program named `latscope_<name>`. A first attempt
     /// runs without a log (cheaper); when it fails the load is repeated with
     /// the verifier's log, so a refusal comes with its reason.
@@ -527,6 +571,38 @@ fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     usize::try_from(size).unwrap_or(4096).max(4096)
+}
+
+/// Turns on the counting of every program's run time and runs (Linux 5.8)
+/// until the returned descriptor is closed, without touching the global
+/// `kernel.bpf_stats_enabled`.
+pub fn count_run_time() -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // BPF_STATS_RUN_TIME is 0.
+    let mut attr: u32 = 0;
+    let fd = bpf(BPF_ENABLE_STATS, &mut attr)?;
+    // SAFETY: a fresh descriptor from the kernel, owned from here on.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
+/// `Program::stats` of the program behind descriptor `fd`.
+pub fn program_stats(fd: RawFd) -> io::Result<ProgramStats> {
+    let mut info = ProgInfoPrefix {
+        words: [0; PROG_INFO_WORDS],
+    };
+    let mut attr = InfoByFdAttr {
+        bpf_fd: fd as u32,
+        info_len: std::mem::size_of::<ProgInfoPrefix>() as u32,
+        info: info.words.as_mut_ptr() as u64,
+    };
+    bpf(BPF_OBJ_GET_INFO_BY_FD, &mut attr)?;
+    let word = |offset: usize| info.words[offset / 8];
+    Ok(ProgramStats {
+        id: (word(PROG_INFO_ID & !7) >> 32) as u32,
+        run_time_ns: word(PROG_INFO_RUN_TIME_NS),
+        run_cnt: word(PROG_INFO_RUN_CNT),
+        recursion_misses: word(PROG_INFO_RECURSION_MISSES),
+    })
 }
 
 #[cfg(test)]

@@ -417,3 +417,45 @@ fn path_cost_per_hrtimer_start() {
         eprintln!("{name:8} {m:7.1} ns per hrtimer_start ({:+.1})", m - base);
     }
 }
+
+/// The counters read with BPF_OBJ_GET_INFO_BY_FD are the ones the kernel
+/// prints in the program's fdinfo (this checks the structure offsets).
+#[test]
+fn program_stats_agree_with_fdinfo() {
+    need_bpf!();
+    let tracefs = crate::rt::tracefs::mount::find_or_mount().unwrap();
+    let map = Map::create(MapKind::Array, "test", 64, cpus() as u32, BPF_F_MMAPABLE).unwrap();
+    let program = Program::load(
+        ProgramKind::Tracepoint,
+        "test_stats",
+        &counter(&map, 8, None),
+    )
+    .unwrap();
+    let id = tracepoint_id(&tracefs, "sched", "sched_switch").unwrap();
+    let counting = sys::count_run_time().unwrap();
+    let attached = Attachment::tracepoint(&program, id, "sched:sched_switch").unwrap();
+    // Switches of our own, at least.
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    drop(attached);
+    drop(counting);
+    let fdinfo = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", program.fd())).unwrap();
+    let value = |key: &str| -> u64 {
+        fdinfo
+            .lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+            .map(|v| v.trim().parse().unwrap())
+            .unwrap_or_else(|| panic!("no {key} in {fdinfo}"))
+    };
+    let stats = program.stats().unwrap();
+    assert_eq!(u64::from(stats.id), value("prog_id"), "{fdinfo}");
+    assert_eq!(stats.run_time_ns, value("run_time_ns"), "{fdinfo}");
+    assert_eq!(stats.run_cnt, value("run_cnt"), "{fdinfo}");
+    assert_eq!(
+        stats.recursion_misses,
+        value("recursion_misses"),
+        "{fdinfo}"
+    );
+    assert!(stats.run_cnt >= 20 && stats.run_time_ns > 0, "{stats:?}");
+}
