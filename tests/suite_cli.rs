@@ -91,12 +91,13 @@ fn suite_prints_an_overview_and_writes_a_report() {
         .arg(&file));
     let elapsed = started.elapsed();
     assert_code(&out, 0);
-    // The whole suite ends within the duration asked: wall time with room
-    // for process start and exit on a noisy machine, and the measured time
-    // of the nine tests together (each used to overrun its share by up to a
-    // monitor tick: about 2.8 s in all).
+    // The whole suite ends within the duration asked: the measured time of
+    // the tests together (each used to overrun its share by up to a monitor
+    // tick: about 2.8 s in all), and a wall time that no hang or wait for a
+    // timeout fits in. Not a tight wall time: starting and ending eleven
+    // tests took 4 s on the 2-CPU machine at a load average of 11.
     assert!(
-        elapsed < Duration::from_millis(3_000),
+        elapsed < Duration::from_secs(10),
         "suite --duration 2s took {elapsed:?}"
     );
     let measured = read_json(&file)["duration_s"].as_f64().unwrap();
