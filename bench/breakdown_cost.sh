@@ -16,9 +16,9 @@
 #    run `bpftool prog show -j`, 1 s in and 1 s before its end, gives each
 #    latscope_ program's run_cnt and run_time_ns: the cost per run is the
 #    ratio of their growth (bench/lib.sh's program_costs).
-# 4. Prints per run: samples, avg, p99, max (us); per collector the median
-#    over the pairs of the differences (with - without) of avg and p99; then
-#    the per-program cost.
+# 4. Prints per run: samples, avg, p99, max, p50 (us); per collector the
+#    median over the pairs of the differences (with - without) of avg, p50
+#    and p99; then the per-program cost.
 #
 # Needs root, jq and bpftool. Runs one command at a time; each is bounded
 # (S + 30 s) and stopped with its process group on Ctrl-C. The sysctl is put
@@ -44,7 +44,8 @@ row() {
     .tests[0].overall as $o |
     [$c, $v, $p, $o.samples, ($o.avg_ns / 1000),
      (($o.percentiles[] | select(.percentile == 99) | .ns) / 1000),
-     ($o.max_ns / 1000)] | @tsv' "$json" >>"$ROWS"
+     ($o.max_ns / 1000),
+     (($o.percentiles[] | select(.percentile == 50) | .ns) / 1000)] | @tsv' "$json" >>"$ROWS"
 }
 
 bpf_stats off
@@ -65,13 +66,13 @@ done
 echo
 echo "== per run (us)"
 {
-  printf 'collector\tvariant\tpair\tsamples\tavg\tp99\tmax\n'
-  awk -F'\t' '{ printf "%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.1f\n", $1,$2,$3,$4,$5,$6,$7 }' "$ROWS"
+  printf 'collector\tvariant\tpair\tsamples\tavg\tp99\tmax\tp50\n'
+  awk -F'\t' '{ printf "%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.1f\t%.2f\n", $1,$2,$3,$4,$5,$6,$7,$8 }' "$ROWS"
 } | column -t -s $'\t'
 echo
 echo "== median over the pairs of (with - without), us"
 for collector in bpf tracefs; do
-  for what in avg:5 p99:6; do
+  for what in avg:5 p50:8 p99:6; do
     read -r diff n < <(median_pair_diff "$ROWS" "$collector" "${what#*:}")
     printf '%-8s %s: %s (%s pairs)\n' "$collector" "${what%%:*}" "$diff" "$n"
   done

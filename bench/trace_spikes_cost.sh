@@ -37,7 +37,7 @@ CMD[timer]="timer -c $CPU -p 100 -P 99 -T $S -q"
 CMD[mq]="mq -a $CPU -p 99 -i 100 -D $S -q"
 
 # One line per run: test/collector variant pair samples avg_us p99_us max_us
-# spikes collector reader_ms
+# spikes collector reader_ms p50_us
 ROWS="$OUT/rows.tsv"
 : >"$ROWS"
 row() {
@@ -49,7 +49,8 @@ row() {
      ($o.max_ns / 1000),
      ($x.spikes.spikes_seen // "-"),
      ($x.spikes.collector.name // "-"),
-     (if $x.spikes then ($x.spikes.reader_cpu_ns / 1e6) else "-" end)] | @tsv' "$json" >>"$ROWS"
+     (if $x.spikes then ($x.spikes.reader_cpu_ns / 1e6) else "-" end),
+     (($o.percentiles[] | select(.percentile == 50) | .ns) / 1000)] | @tsv' "$json" >>"$ROWS"
 }
 
 echo "== runs (without, with --trace-spikes $THRESHOLD, alternating; tests: $TESTS)"
@@ -71,14 +72,14 @@ done
 echo
 echo "== per run (us)"
 {
-  printf 'test/collector\tvariant\tpair\tsamples\tavg\tp99\tmax\tspikes\tran\treader_ms\n'
-  awk -F'\t' '{ printf "%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.1f\t%s\t%s\t%s\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10 }' "$ROWS"
+  printf 'test/collector\tvariant\tpair\tsamples\tavg\tp99\tmax\tspikes\tran\treader_ms\tp50\n'
+  awk -F'\t' '{ printf "%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.1f\t%s\t%s\t%s\t%.2f\n", $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11 }' "$ROWS"
 } | column -t -s $'\t'
 echo
 echo "== median over the pairs of (with - without), us"
 for test in $TESTS; do
   for collector in bpf tracefs; do
-    for what in avg:5 p99:6; do
+    for what in avg:5 p50:11 p99:6; do
       read -r diff n < <(median_pair_diff "$ROWS" "$test/$collector" "${what#*:}")
       printf '%-14s %s: %s (%s pairs)\n' "$test/$collector" "${what%%:*}" "$diff" "$n"
     done

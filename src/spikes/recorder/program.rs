@@ -397,6 +397,94 @@ fn name_entry(asm: &mut Asm) {
     .push(Insn::alu64_reg(Alu::Add, Reg::R3, Reg::R2));
 }
 
+/// A switch's record: both pids, both priorities (16 bits each), the
+/// previous task's state; both tasks' names in the name table, and the
+/// CPU's new current task in the region's header.
+fn record_switch(
+    asm: &mut Asm,
+    prev: &TaskValues,
+    next: &TaskValues,
+    state: &SwitchState,
+) -> Result<(), String> {
+    for (task, at) in [(prev, record::A), (next, record::B)] {
+        load(asm, Reg::R1, &task.pid)?;
+        asm.push(Insn::stx(Size::W, SLOT, at_record(at), Reg::R1));
+    }
+    load(asm, Reg::R1, &prev.prio)?;
+    load(asm, Reg::R2, &next.prio)?;
+    asm.push(Insn::alu64_imm(Alu::And, Reg::R1, 0xffff))
+        .push(Insn::alu64_imm(Alu::And, Reg::R2, 0xffff))
+        .push(Insn::alu64_imm(Alu::Lsh, Reg::R2, 16))
+        .push(Insn::alu64_reg(Alu::Or, Reg::R1, Reg::R2))
+        .push(Insn::stx(Size::W, SLOT, at_record(record::C), Reg::R1));
+    switch_state(asm, state)?;
+    asm.push(Insn::stx(Size::W, SLOT, at_record(record::D), Reg::R1));
+    // Both tasks' names, and the CPU's new current task.
+    for task in [prev, next] {
+        load(asm, Reg::R2, &task.pid)?;
+        name_entry(asm);
+        load(asm, Reg::R2, &task.pid)?;
+        asm.push(Insn::stx(
+            Size::W,
+            Reg::R3,
+            (Region::NAMES + name::PID) as i16,
+            Reg::R2,
+        ));
+        load(asm, Reg::R2, &task.prio)?;
+        asm.push(Insn::stx(
+            Size::W,
+            Reg::R3,
+            (Region::NAMES + name::PRIO) as i16,
+            Reg::R2,
+        ));
+        asm.push(Insn::mov64_reg(Reg::R4, Reg::R3));
+        // copy_comm uses R1 and POINTER only: R4 holds the entry.
+        copy_comm(asm, Reg::R4, Region::NAMES + name::COMM, &task.comm)?;
+    }
+    asm.push(Insn::stx(Size::DW, REGION, header::TASK_SINCE as i16, TIME));
+    load(asm, Reg::R1, &next.pid)?;
+    asm.push(Insn::stx(Size::W, REGION, header::TASK_PID as i16, Reg::R1));
+    load(asm, Reg::R1, &next.prio)?;
+    asm.push(Insn::stx(
+        Size::W,
+        REGION,
+        header::TASK_PRIO as i16,
+        Reg::R1,
+    ));
+    Ok(())
+}
+
+/// The operands of `recipe`'s record (A to D), read where its values are.
+fn record_operands(asm: &mut Asm, recipe: &Recipe) -> Result<(), String> {
+    let operands = [record::A, record::B, record::C, record::D];
+    match recipe {
+        Recipe::Switch { prev, next, state } => record_switch(asm, prev, next, state)?,
+        Recipe::Wakeup {
+            pid,
+            prio,
+            target_cpu,
+            ..
+        } => {
+            for (value, at) in [pid, prio, target_cpu].into_iter().zip(operands) {
+                load(asm, Reg::R1, value)?;
+                asm.push(Insn::stx(Size::W, SLOT, at_record(at), Reg::R1));
+            }
+        }
+        Recipe::Operand { value, .. } => {
+            load(asm, Reg::R1, value)?;
+            asm.push(Insn::stx(Size::W, SLOT, at_record(record::A), Reg::R1));
+        }
+        Recipe::Nmi { delta_ns, handled } => {
+            for (value, at) in [(delta_ns, record::A), (handled, record::B)] {
+                load(asm, Reg::R1, value)?;
+                asm.push(Insn::stx(Size::W, SLOT, at_record(at), Reg::R1));
+            }
+        }
+        Recipe::Vector { .. } => {}
+    }
+    Ok(())
+}
+
 /// The whole program of `recipe`, writing into `map` (regions of `region`).
 pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, String> {
     let mut asm = Asm::new();
@@ -459,78 +547,7 @@ pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, 
         _ => 0,
     };
     asm.push(Insn::st(Size::H, SLOT, at_record(record::SMALL), small));
-    let operands = [record::A, record::B, record::C, record::D];
-    match recipe {
-        Recipe::Switch { prev, next, state } => {
-            for (task, at) in [(prev, record::A), (next, record::B)] {
-                load(&mut asm, Reg::R1, &task.pid)?;
-                asm.push(Insn::stx(Size::W, SLOT, at_record(at), Reg::R1));
-            }
-            load(&mut asm, Reg::R1, &prev.prio)?;
-            load(&mut asm, Reg::R2, &next.prio)?;
-            asm.push(Insn::alu64_imm(Alu::And, Reg::R1, 0xffff))
-                .push(Insn::alu64_imm(Alu::And, Reg::R2, 0xffff))
-                .push(Insn::alu64_imm(Alu::Lsh, Reg::R2, 16))
-                .push(Insn::alu64_reg(Alu::Or, Reg::R1, Reg::R2))
-                .push(Insn::stx(Size::W, SLOT, at_record(record::C), Reg::R1));
-            switch_state(&mut asm, state)?;
-            asm.push(Insn::stx(Size::W, SLOT, at_record(record::D), Reg::R1));
-            // Both tasks' names, and the CPU's new current task.
-            for task in [prev, next] {
-                load(&mut asm, Reg::R2, &task.pid)?;
-                name_entry(&mut asm);
-                load(&mut asm, Reg::R2, &task.pid)?;
-                asm.push(Insn::stx(
-                    Size::W,
-                    Reg::R3,
-                    (Region::NAMES + name::PID) as i16,
-                    Reg::R2,
-                ));
-                load(&mut asm, Reg::R2, &task.prio)?;
-                asm.push(Insn::stx(
-                    Size::W,
-                    Reg::R3,
-                    (Region::NAMES + name::PRIO) as i16,
-                    Reg::R2,
-                ));
-                asm.push(Insn::mov64_reg(Reg::R4, Reg::R3));
-                // copy_comm uses R1 and POINTER only: R4 holds the entry.
-                copy_comm(&mut asm, Reg::R4, Region::NAMES + name::COMM, &task.comm)?;
-            }
-            asm.push(Insn::stx(Size::DW, REGION, header::TASK_SINCE as i16, TIME));
-            load(&mut asm, Reg::R1, &next.pid)?;
-            asm.push(Insn::stx(Size::W, REGION, header::TASK_PID as i16, Reg::R1));
-            load(&mut asm, Reg::R1, &next.prio)?;
-            asm.push(Insn::stx(
-                Size::W,
-                REGION,
-                header::TASK_PRIO as i16,
-                Reg::R1,
-            ));
-        }
-        Recipe::Wakeup {
-            pid,
-            prio,
-            target_cpu,
-            ..
-        } => {
-            for (value, at) in [pid, prio, target_cpu].into_iter().zip(operands) {
-                load(&mut asm, Reg::R1, value)?;
-                asm.push(Insn::stx(Size::W, SLOT, at_record(at), Reg::R1));
-            }
-        }
-        Recipe::Operand { value, .. } => {
-            load(&mut asm, Reg::R1, value)?;
-            asm.push(Insn::stx(Size::W, SLOT, at_record(record::A), Reg::R1));
-        }
-        Recipe::Nmi { delta_ns, handled } => {
-            for (value, at) in [(delta_ns, record::A), (handled, record::B)] {
-                load(&mut asm, Reg::R1, value)?;
-                asm.push(Insn::stx(Size::W, SLOT, at_record(at), Reg::R1));
-            }
-        }
-        Recipe::Vector { .. } => {}
-    }
+    record_operands(&mut asm, recipe)?;
     // How long this program ran; a long run was interrupted (counted).
     let quick = asm.new_label();
     asm.push(Insn::call(Helper::KtimeGetNs))
