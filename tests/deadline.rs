@@ -204,7 +204,8 @@ fn a_deadline_no_wake_up_can_meet_is_missed_by_every_sample() {
     }
     let _turn = turn();
     // 1.1 us after the expiry: the timer interrupt, the switch to the thread
-    // and its clock read take longer on any machine.
+    // and its clock read take longer on any machine. (A 1 us runtime gets
+    // the thread throttled for most periods: few samples, all late.)
     let (_, report) = with_report(
         &args("timer --policy deadline --runtime 1024ns --deadline 1100ns -p 1000 -T 1"),
         0,
@@ -212,7 +213,7 @@ fn a_deadline_no_wake_up_can_meet_is_missed_by_every_sample() {
     let samples = u64_of(&series(&report)[0]["samples"], "samples");
     let d = &deadline_entries(&report)[0];
     let missed = u64_of(&d["missed_deadlines"], "missed");
-    assert!(samples > 500, "{report}");
+    assert!(samples >= 5, "{report}");
     assert!(
         missed * 10 >= samples * 9,
         "{missed} of {samples} missed: {d}"

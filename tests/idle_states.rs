@@ -190,7 +190,7 @@ fn the_console_says_what_was_limited_and_every_measuring_test_takes_the_option()
     // measures on (the fixture's CPU 0 is among them) and restores them.
     let data = tempfile::tempdir().expect("data dir");
     let data_dir = data.path().display().to_string();
-    let mut runs: Vec<Vec<&str>> = vec![
+    let runs: Vec<Vec<&str>> = vec![
         vec!["noise", "--cpus", "0", "-D", "1"],
         vec!["pipe", "-a", "0", "-i", "1000", "-l", "100"],
         vec![
@@ -209,15 +209,16 @@ fn the_console_says_what_was_limited_and_every_measuring_test_takes_the_option()
             "--no-direct",
         ],
     ];
-    for run_args in &mut runs {
+    for base in runs {
+        let (_dir, json) = temp_file("report.json");
+        let json_arg = json.display().to_string();
+        let mut run_args = base.clone();
         run_args.extend_from_slice(&["--deepest-idle-state", "2"]);
         if run_args[0] != "logdisk" {
             run_args.extend_from_slice(mlock_args());
         }
-        let (_dir, json) = temp_file("report.json");
-        let json_arg = json.display().to_string();
         run_args.extend_from_slice(&["--json", &json_arg]);
-        let out = run(f.latscope(run_args));
+        let out = run(f.latscope(&run_args));
         assert_code(&out, 0);
         let report = json_of(&json);
         let idle = &report["idle_states"];
