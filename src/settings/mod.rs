@@ -67,7 +67,8 @@ pub fn policy_of(
             "{option} belongs to a SCHED_DEADLINE reservation: add --policy deadline"
         )));
     }
-    Ok(policy.map(|p| match p {
+    policy
+        .map(|p| match p {
         PolicyArg::Fifo => Ok(Policy::Fifo),
         PolicyArg::Rr => Ok(Policy::Rr),
         PolicyArg::Other => Ok(Policy::Other),
@@ -86,7 +87,7 @@ pub fn policy_of(
             }
         }
     })
-    .transpose()?)
+    .transpose()
 }
 
 /// `reservation` over the period `period_ns`, checked against the kernel's
