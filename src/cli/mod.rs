@@ -14,6 +14,8 @@ pub enum PolicyArg {
     Fifo,
     Rr,
     Other,
+    /// SCHED_DEADLINE: --runtime of CPU time in every period of the test, due by --deadline
+    Deadline,
 }
 
 /// `--collector`: where the kernel events of `--breakdown` and
@@ -159,8 +161,9 @@ const CLEANUP_HOW: &str = concat!(
     "What it removes: every run removes its objects on every exit path it can \
 run code on (normal end, errors, Ctrl-C, SIGTERM). A SIGKILL of latscope itself can leave System V \
 semaphore sets and message queues (IPC_PRIVATE, mode 0600), log-disk test files and the suite's \
-.latscope-logdisk-XXXXXX directory, tracefs instances named latscope-<pid>-<n>, and \
-/dev/shm/cyclictest<pid>.
+.latscope-logdisk-XXXXXX directory, tracefs instances named latscope-<pid>-<n>, \
+/dev/shm/cyclictest<pid>, and the cpuidle states --deepest-idle-state disabled (cleanup enables \
+them again).
 
 How it knows them: when latscope creates such an object it records it in an ownership registry, \
 one file per process (/run/latscope/<pid>.<start time> for root, $XDG_RUNTIME_DIR/latscope/ or \
@@ -465,6 +468,8 @@ pub struct CommonArgs {
     #[arg(long = "no-dma-latency")]
     pub no_dma_latency: bool,
     #[command(flatten)]
+    pub idle: IdleArgs,
+    #[command(flatten)]
     pub spikes: SpikeArgs,
     #[command(flatten)]
     pub verdict: VerdictArgs,
@@ -504,6 +509,8 @@ pub struct LayoutArgs {
     /// Scheduling policy [default: fifo with -p above 0, else other]
     #[arg(long, value_enum)]
     pub policy: Option<PolicyArg>,
+    #[command(flatten)]
+    pub reservation: DeadlineArgs,
     /// SMP mode: one pair per usable CPU, pinned, all at the same priority
     #[arg(short = 'S', long)]
     pub smp: bool,
@@ -617,6 +624,8 @@ pub struct IpcArgs {
     #[arg(long = "no-dma-latency")]
     pub no_dma_latency: bool,
     #[command(flatten)]
+    pub idle: IdleArgs,
+    #[command(flatten)]
     pub spikes: SpikeArgs,
     #[command(flatten)]
     pub verdict: VerdictArgs,
@@ -687,6 +696,8 @@ pub struct TimerArgs {
     /// Scheduling policy of the sampling threads [default: fifo]
     #[arg(long, value_enum)]
     pub policy: Option<PolicyArg>,
+    #[command(flatten)]
+    pub reservation: DeadlineArgs,
     /// Wake with a periodic timerfd (Xenomai's Linux build) [default in classic format]
     #[arg(long, conflicts_with_all = ["nanosleep", "posix_timer"])]
     pub timerfd: bool,
@@ -718,6 +729,8 @@ pub struct TimerArgs {
     /// Do not hold /dev/cpu_dma_latency at 0 (deep CPU idle states stay allowed)
     #[arg(long = "no-dma-latency")]
     pub no_dma_latency: bool,
+    #[command(flatten)]
+    pub idle: IdleArgs,
     #[command(flatten)]
     pub thresholds: ThresholdArgs,
     #[command(flatten)]
@@ -757,6 +770,10 @@ pub struct NoiseArgs {
     /// The period of the --runtime duty cycle (a bare number is microseconds) [default: 1s]
     #[arg(long, value_name = "TIME")]
     pub period: Option<String>,
+    /// With --policy deadline: each period's --runtime is due TIME after the period's start
+    /// (a bare number is microseconds) [default: the period]
+    #[arg(long, value_name = "TIME")]
+    pub deadline: Option<String>,
     /// Run a real-time spinner on a CPU that is not isolated even with RT throttling off
     /// (sched_rt_runtime_us = -1): nothing else runs on that CPU while it spins
     #[arg(long)]
@@ -767,6 +784,8 @@ pub struct NoiseArgs {
     /// Do not hold /dev/cpu_dma_latency at 0
     #[arg(long = "no-dma-latency")]
     pub no_dma_latency: bool,
+    #[command(flatten)]
+    pub idle: IdleArgs,
     #[command(flatten)]
     pub spikes: SpikeArgs,
     #[command(flatten)]
@@ -855,9 +874,34 @@ pub struct LogdiskArgs {
     #[arg(short, long)]
     pub quiet: bool,
     #[command(flatten)]
+    pub idle: IdleArgs,
+    #[command(flatten)]
     pub thresholds: ThresholdArgs,
     #[command(flatten)]
     pub load: LoadArgs,
+}
+
+/// `--policy deadline`'s reservation, on the timer and the IPC tests (noise
+/// has its own --runtime, the spinning time, and takes --deadline alone);
+/// the reservation's period is the test's period (each pair's interval).
+#[derive(Debug, Clone, Default, Args)]
+pub struct DeadlineArgs {
+    /// With --policy deadline: CPU time reserved in every period (a bare number is microseconds)
+    #[arg(long, value_name = "TIME")]
+    pub runtime: Option<String>,
+    /// With --policy deadline: the runtime is due TIME after each period's start (a bare
+    /// number is microseconds) [default: the period]
+    #[arg(long, value_name = "TIME")]
+    pub deadline: Option<String>,
+}
+
+/// `--deepest-idle-state`, on every measuring test.
+#[derive(Debug, Clone, Default, Args)]
+pub struct IdleArgs {
+    /// Disable the cpuidle states deeper than N on the measured CPUs while measuring (0: only
+    /// the shallowest; restored at the end, and by `latscope cleanup` after a kill)
+    #[arg(long = "deepest-idle-state", value_name = "N", value_parser = clap::value_parser!(u32))]
+    pub deepest_idle_state: Option<u32>,
 }
 
 /// The command line of a compatibility name (`pmqtest`, `latency`, ...):

@@ -37,7 +37,17 @@ enum Action {
 }
 
 impl Action {
-    fn label(&self) -> &'static str {
+    /// What the action is called for an object of `kind` (an idle state is
+    /// enabled again, not removed).
+    fn label(&self, kind: Kind) -> &'static str {
+        match (self, kind) {
+            (Action::Removed, Kind::IdleState) => "restored",
+            (Action::WouldRemove, Kind::IdleState) => "would restore",
+            _ => self.plain_label(),
+        }
+    }
+
+    fn plain_label(&self) -> &'static str {
         match self {
             Action::Removed => "removed",
             Action::WouldRemove => "would remove",
@@ -70,7 +80,7 @@ impl Found {
     fn line(&self) -> String {
         format!(
             "{:<12} {:<16} {}  ({}){}",
-            self.action.label(),
+            self.action.label(self.kind),
             self.kind.name(),
             self.identity,
             self.owner,
@@ -122,10 +132,19 @@ pub fn run(args: &CleanupArgs) -> Result<i32, CommandError> {
     for f in &found {
         let _ = writeln!(crate::rt::stdio::out(), "{}", f.line());
     }
-    let count = |pred: fn(&Action) -> bool| found.iter().filter(|f| pred(&f.action)).count();
-    let removed = count(|a| matches!(a, Action::Removed | Action::WouldRemove));
-    let kept = count(|a| matches!(a, Action::Kept(_) | Action::NotOurs));
-    let failed = count(|a| matches!(a, Action::Failed(_)));
+    let count = |pred: fn(&Found) -> bool| found.iter().filter(|f| pred(f)).count();
+    fn done(f: &Found) -> bool {
+        matches!(f.action, Action::Removed | Action::WouldRemove)
+    }
+    let removed = count(|f| done(f) && f.kind != Kind::IdleState);
+    // An idle state is enabled again, not removed: counted apart.
+    let restored = match count(|f| done(f) && f.kind == Kind::IdleState) {
+        0 => String::new(),
+        n if settings.dry_run => format!(", {n} would be restored"),
+        n => format!(", {n} restored"),
+    };
+    let kept = count(|f| matches!(f.action, Action::Kept(_) | Action::NotOurs));
+    let failed = count(|f| matches!(f.action, Action::Failed(_)));
     if found.is_empty() {
         let _ = writeln!(
             crate::rt::stdio::out(),
@@ -135,12 +154,12 @@ pub fn run(args: &CleanupArgs) -> Result<i32, CommandError> {
     } else if settings.dry_run {
         let _ = writeln!(
             crate::rt::stdio::out(),
-            "{removed} would be removed, {kept} kept; dry run: nothing was changed."
+            "{removed} would be removed{restored}, {kept} kept; dry run: nothing was changed."
         );
     } else {
         let _ = writeln!(
             crate::rt::stdio::out(),
-            "{removed} removed, {kept} kept, {failed} failed."
+            "{removed} removed{restored}, {kept} kept, {failed} failed."
         );
     }
     if failed > 0 {
@@ -296,6 +315,9 @@ fn remove(kind: Kind, identity: &str) -> io::Result<()> {
         Kind::File | Kind::Shm => return std::fs::remove_file(registry::identity_path(identity)),
         Kind::Dir | Kind::TraceInstance => {
             return std::fs::remove_dir(registry::identity_path(identity));
+        }
+        Kind::IdleState => {
+            return crate::rt::cpuidle::enable(&registry::identity_path(identity));
         }
     };
     if rc == 0 {

@@ -86,6 +86,7 @@ pub fn run(args: &IpcArgs) -> Result<i32, CommandError> {
         per_test: per_primitive.map(|d| d / modes.len() as u32),
         lock_memory: !args.no_mlockall,
         hold_dma_latency: !args.no_dma_latency,
+        deepest_idle_state: args.idle.deepest_idle_state,
         spike_threshold_us,
         collector,
         verdict,
@@ -105,12 +106,17 @@ struct IpcCommand {
     per_test: Option<Duration>,
     lock_memory: bool,
     hold_dma_latency: bool,
+    deepest_idle_state: Option<u32>,
     spike_threshold_us: Option<u64>,
     collector: crate::rt::bpf::CollectorChoice,
     verdict: VerdictSettings,
 }
 
 impl Measurement for IpcCommand {
+    fn deepest_idle_state(&self) -> Option<u32> {
+        self.deepest_idle_state
+    }
+
     fn plan(&self) -> Plan {
         Plan {
             prepare: PrepareSpec {

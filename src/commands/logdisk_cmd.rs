@@ -35,6 +35,10 @@ struct LogdiskCommand<'a> {
 }
 
 impl Measurement for LogdiskCommand<'_> {
+    fn deepest_idle_state(&self) -> Option<u32> {
+        self.args.idle.deepest_idle_state
+    }
+
     fn plan(&self) -> Plan {
         let settings = &self.settings;
         Plan {

@@ -13,14 +13,22 @@ use crate::settings::noise::NoiseSettings;
 /// `latscope noise`.
 pub fn run(args: &NoiseArgs) -> Result<i32, CommandError> {
     let settings = NoiseSettings::from_args(args)?;
-    pipeline::run(&mut NoiseCommand { settings })
+    pipeline::run(&mut NoiseCommand {
+        settings,
+        deepest_idle_state: args.idle.deepest_idle_state,
+    })
 }
 
 struct NoiseCommand {
     settings: NoiseSettings,
+    deepest_idle_state: Option<u32>,
 }
 
 impl Measurement for NoiseCommand {
+    fn deepest_idle_state(&self) -> Option<u32> {
+        self.deepest_idle_state
+    }
+
     fn plan(&self) -> Plan {
         let s = &self.settings;
         Plan {

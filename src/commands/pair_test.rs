@@ -56,6 +56,10 @@ impl PairTest<'_> {
 }
 
 impl Measurement for PairTest<'_> {
+    fn deepest_idle_state(&self) -> Option<u32> {
+        self.settings.deepest_idle_state
+    }
+
     fn plan(&self) -> Plan {
         let settings = &self.settings;
         let presentation = match (self.classic_format(), self.classic) {

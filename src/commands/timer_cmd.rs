@@ -23,11 +23,15 @@ pub fn run(args: &TimerArgs) -> Result<i32, CommandError> {
     for notice in &settings.notices {
         crate::rt::stdio::note_line(&format!("latscope: warning: {notice}"));
     }
-    pipeline::run(&mut TimerCommand { settings })
+    pipeline::run(&mut TimerCommand {
+        settings,
+        deepest_idle_state: args.idle.deepest_idle_state,
+    })
 }
 
 struct TimerCommand {
     settings: TimerSettings,
+    deepest_idle_state: Option<u32>,
 }
 
 impl TimerCommand {
@@ -65,6 +69,10 @@ impl TimerCommand {
 }
 
 impl Measurement for TimerCommand {
+    fn deepest_idle_state(&self) -> Option<u32> {
+        self.deepest_idle_state
+    }
+
     fn plan(&self) -> Plan {
         let settings = &self.settings;
         let presentation = if self.classic() {

@@ -165,13 +165,41 @@ pub fn idle(m: &Machine) -> Check {
     }
 }
 
+/// The isolated CPUs (where real-time runs measure) whose SMT siblings are
+/// not isolated: `CPU 2 with CPU 6`, one per such CPU.
+fn exposed_siblings(m: &Machine) -> Vec<String> {
+    let isolated = super::isolation::isolated_cpus(m);
+    isolated
+        .iter()
+        .filter_map(|&cpu| {
+            let siblings = m
+                .read(format!("{CPU_DIR}/cpu{cpu}/topology/thread_siblings_list"))
+                .and_then(|t| crate::rt::sysinfo::parse_cpu_list(&t))?;
+            let shared: Vec<usize> = siblings
+                .into_iter()
+                .filter(|s| *s != cpu && !isolated.contains(s))
+                .collect();
+            (!shared.is_empty()).then(|| format!("CPU {cpu} with CPU {}", cpu_list(&shared)))
+        })
+        .collect()
+}
+
 pub fn smt(m: &Machine) -> Check {
     let check = of("cpu.smt", "SMT (hyper-threading)");
     let control = m.read(format!("{CPU_DIR}/smt/control")).unwrap_or_default();
+    let exposed = exposed_siblings(m);
+    let shared_with = if exposed.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; isolated CPUs share their core with CPUs that are not isolated ({}): measure there and their load is in the figures",
+            exposed.join(", ")
+        )
+    };
     match m.read(format!("{CPU_DIR}/smt/active")).as_deref() {
         Some("1") => check.warn(
             format!("active (control {control})"),
-            "sibling hardware threads share one core's execution units: work on one slows the other",
+            format!("sibling hardware threads share one core's execution units: work on one slows the other{shared_with}"),
             format!("echo off > {CPU_DIR}/smt/control (or boot with nosmt)"),
         ),
         Some("0") if control == "on" => check.ok(
@@ -296,6 +324,23 @@ mod tests {
         assert_eq!(
             (c.verdict, c.value.as_str()),
             (Verdict::Warn, "active (control on)")
+        );
+        assert!(!c.meaning.contains("isolated"), "{}", c.meaning);
+        // Isolated CPU 2's sibling 6 is not isolated; 3's sibling 7 is.
+        f.file(&format!("{CPU_DIR}/isolated"), "2-3,7\n");
+        for (cpu, siblings) in [(2, "2,6"), (3, "3,7"), (7, "3,7")] {
+            f.file(
+                &format!("{CPU_DIR}/cpu{cpu}/topology/thread_siblings_list"),
+                &format!("{siblings}\n"),
+            );
+        }
+        let c = smt(&f.machine());
+        assert!(
+            c.meaning.ends_with(
+                "; isolated CPUs share their core with CPUs that are not isolated (CPU 2 with CPU 6): measure there and their load is in the figures"
+            ),
+            "{}",
+            c.meaning
         );
         f.file(&format!("{CPU_DIR}/smt/active"), "0\n")
             .file(&format!("{CPU_DIR}/smt/control"), "notsupported\n");

@@ -99,13 +99,37 @@ pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, SetupError> {
     if let Some(run) = run {
         run.end_test();
     }
-    Ok(finished_of(
-        transport,
-        &plan,
-        config,
-        outcome?,
-        window.close(),
-    ))
+    let outcome = outcome?;
+    let deadlines: Vec<_> = outcome
+        .pairs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| {
+            let reservation = p.plan.policy.reservation()?;
+            Some((
+                pair_label(i),
+                reservation,
+                (p.missed_deadlines, p.throttled),
+            ))
+        })
+        .collect();
+    let finished = finished_of(transport, &plan, config, outcome, window.close());
+    if let Some(run) = run {
+        run.record_deadline(
+            deadlines
+                .into_iter()
+                .map(|(label, reservation, counts)| {
+                    super::deadline_series(&finished.result, &label, reservation, counts)
+                })
+                .collect(),
+        );
+    }
+    Ok(finished)
+}
+
+/// The label of the series of pair `index`.
+fn pair_label(index: usize) -> String {
+    format!("pair {index}")
 }
 
 /// The harness run, with the snapshots turned into finished tests.
@@ -310,7 +334,7 @@ fn series_of(index: usize, p: &PairOutcome) -> Series {
         cpus.push(p.sender_cpu);
     }
     Series {
-        label: format!("pair {index}"),
+        label: pair_label(index),
         cpus,
         pinned: p.plan.receiver_cpu.is_some(),
         policy: p.plan.policy.to_string(),

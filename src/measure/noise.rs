@@ -67,7 +67,14 @@ pub fn config_of(settings: &NoiseSettings, prep: &Preparation) -> TestConfig {
 /// throttling (if on) every period, which it measures as noise.
 pub fn setup_warnings(settings: &NoiseSettings) -> Vec<String> {
     let mut warnings = Vec::new();
-    if !settings.policy.is_realtime() {
+    if settings.policy.reservation().is_some() {
+        warnings.push(format!(
+            "{}: each spinner is named after the CPU it was started for, and an interruption may be a migration",
+            crate::settings::DEADLINE_UNPINNED
+        ));
+    }
+    // RT throttling bounds FIFO and RR (a deadline task, its reservation).
+    if !settings.policy.takes_priority() {
         return warnings;
     }
     let exposed: Vec<usize> = settings
@@ -127,10 +134,28 @@ pub fn measure(
         ));
     }
     let cpu_use = cpu_use.of(&settings.cpus);
-    Ok((
-        finished(settings, prep, outcome, started, ended, cpu_use),
-        warnings,
-    ))
+    let counts: Vec<(usize, (u64, u64))> = outcome
+        .cpus
+        .iter()
+        .map(|c| (c.cpu, (c.missed_deadlines, c.throttled)))
+        .collect();
+    let finished = finished(settings, prep, outcome, started, ended, cpu_use);
+    if let Some(reservation) = settings.policy.reservation() {
+        run.record_deadline(
+            counts
+                .into_iter()
+                .map(|(cpu, counts)| {
+                    super::deadline_series(
+                        &finished.result,
+                        &format!("CPU {cpu}"),
+                        reservation,
+                        counts,
+                    )
+                })
+                .collect(),
+        );
+    }
+    Ok((finished, warnings))
 }
 
 fn finished(
@@ -151,10 +176,11 @@ fn finished(
             Series {
                 label: format!("CPU {}", c.cpu),
                 cpus: vec![c.cpu],
-                pinned: true,
+                pinned: settings.policy.may_pin(),
                 policy: settings.policy.to_string(),
                 priority: settings.priority,
-                overruns: 0,
+                // A period the kernel throttled a deadline spinner in.
+                overruns: c.throttled,
                 above_limit: c.above_limit,
                 latency: c.recorder.summary(),
                 per_second: c.per_second.clone(),

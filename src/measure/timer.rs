@@ -121,7 +121,7 @@ pub fn measure(
             Series {
                 label: format!("CPU {}", t.cpu),
                 cpus: vec![t.cpu],
-                pinned: true,
+                pinned: settings.policy.may_pin(),
                 policy: settings.policy.to_string(),
                 priority: settings.priority,
                 overruns: t.overruns,
@@ -184,6 +184,22 @@ pub fn measure(
         spikes: outcome.spikes.clone(),
         started_s: None,
     };
+    if let Some(reservation) = settings.policy.reservation() {
+        run.record_deadline(
+            outcome
+                .threads
+                .iter()
+                .map(|t| {
+                    super::deadline_series(
+                        &result,
+                        &format!("CPU {}", t.cpu),
+                        reservation,
+                        (t.missed_deadlines, t.throttled),
+                    )
+                })
+                .collect(),
+        );
+    }
     let finished = FinishedTest {
         result,
         started,

@@ -145,6 +145,10 @@ pub struct CpuOutcome {
     pub measured_ns: u64,
     pub loops: u64,
     pub above_limit: u64,
+    /// `--policy deadline`: periods whose spinning ended after the
+    /// deadline, and the periods the kernel throttled the spinner in.
+    pub missed_deadlines: u64,
+    pub throttled: u64,
     pub per_second: Vec<SecondStats>,
     pub per_second_dropped: u64,
 }
@@ -329,6 +333,8 @@ impl Control {
                     measured_ns: end.measured_ns,
                     loops: end.loops,
                     above_limit: end.above_limit,
+                    missed_deadlines: end.missed_deadlines,
+                    throttled: end.throttled,
                     per_second: std::mem::take(&mut self.per_second[i]).into_windows(),
                     per_second_dropped: shared[i].windows.dropped(),
                 }

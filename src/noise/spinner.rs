@@ -41,6 +41,10 @@ pub struct SpinEnd {
     pub measured_ns: u64,
     pub loops: u64,
     pub above_limit: u64,
+    /// `--policy deadline`: periods whose spinning ended after the
+    /// deadline, and the periods the kernel throttled the spinner in.
+    pub missed_deadlines: u64,
+    pub throttled: u64,
     /// Monotonic time of the first and the last clock read (0 if none).
     pub from_ns: u64,
     pub until_ns: u64,
@@ -54,6 +58,8 @@ impl SpinEnd {
             measured_ns: 0,
             loops: 0,
             above_limit: 0,
+            missed_deadlines: 0,
+            throttled: 0,
             from_ns: 0,
             until_ns: 0,
         }
@@ -80,8 +86,13 @@ pub fn run(
     recorder: LatencyRecorder,
 ) -> SpinEnd {
     let cpu = plan.cpus[index];
-    let set_up = sched::pin_current_thread(cpu)
-        .and_then(|()| sched::set_current_thread_policy(plan.policy, plan.priority));
+    // A deadline spinner is not pinned (see `Policy::may_pin`).
+    let pinned = if plan.policy.may_pin() {
+        sched::pin_current_thread(cpu)
+    } else {
+        Ok(())
+    };
+    let set_up = pinned.and_then(|()| sched::set_current_thread_policy(plan.policy, plan.priority));
     if let Err(e) = set_up {
         shared.fail(format!("the spinning thread on CPU {cpu}: {e}"));
         return SpinEnd::not_started(recorder);
@@ -211,6 +222,9 @@ struct NoiseVisit<'a> {
     /// The last check: counter and CLOCK_MONOTONIC read together.
     anchor_ticks: u64,
     anchor_ns: u64,
+    /// `--policy deadline`: the relative deadline of every period.
+    relative_deadline: Option<u64>,
+    missed_deadlines: u64,
 }
 
 impl NoiseVisit<'_> {
@@ -255,6 +269,12 @@ impl Visit for NoiseVisit<'_> {
         }
         // The off time of the duty cycle: not measured, not noise.
         self.measured_ns = spun;
+        if self
+            .relative_deadline
+            .is_some_and(|d| now_ns > self.period_from.saturating_add(d))
+        {
+            self.missed_deadlines += 1;
+        }
         let duty = self.plan.duty;
         let next = (self.period_from + duty.period_ns).max(now_ns);
         if !sleep_until_or_stop(self.plan, next.min(self.end_ns)) {
@@ -332,7 +352,10 @@ fn spin(
         },
         anchor_ticks: counter.now(),
         anchor_ns: from_ns,
+        relative_deadline: plan.policy.reservation().map(|r| r.deadline_ns),
+        missed_deadlines: 0,
     };
+    let throttled_before = sched::throttled_periods();
     let check_ticks = scale.ticks(CHECK_NS);
     let spun = spin_on(counter, &mut visit, check_ticks);
     let until_ns = visit.ns_at(spun.last);
@@ -343,6 +366,8 @@ fn spin(
         measured_ns: visit.measured_ns,
         loops: spun.loops,
         above_limit: visit.above_limit,
+        missed_deadlines: visit.missed_deadlines,
+        throttled: sched::throttled_periods().saturating_sub(throttled_before),
         from_ns,
         until_ns,
     }

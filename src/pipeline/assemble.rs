@@ -86,6 +86,8 @@ pub fn build_report(tests: Vec<FinishedTest>, sysinfo: SysInfo, warnings: Vec<St
         kernel_log: Default::default(),
         exit_code: 0,
         samples_file: None,
+        deadline: Vec::new(),
+        idle_states: None,
     };
     report.exit_code = super::judge::exit_code_for(&report);
     report

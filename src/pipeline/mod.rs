@@ -33,8 +33,8 @@ pub use live::{LiveHook, per_cpu_skeleton, running_skeleton, series_without_samp
 pub use prepare::{MemoryLock, Preparation, PrepareSpec};
 pub use validity::{CpuUse, CpuWindow, RunFacts, ThrottleEvidence};
 
-use crate::report::SysInfo;
 use crate::report::json::LatscopeJson;
+use crate::report::{DeadlineSeries, SysInfo};
 use crate::report::{Exporter, Report};
 use crate::settings::{Outputs, UsageError};
 use crate::threshold::Threshold;
@@ -84,6 +84,13 @@ pub trait Measurement {
     /// What to prepare, judge and deliver.
     fn plan(&self) -> Plan;
 
+    /// `--deepest-idle-state`: the deepest cpuidle state the measured CPUs
+    /// may enter while the command runs (the pipeline disables the deeper
+    /// ones and enables them again at the end; `rt::cpuidle`).
+    fn deepest_idle_state(&self) -> Option<u32> {
+        None
+    }
+
     /// Checks that must pass before anything is set up or measured.
     fn check(&self) -> Result<(), CommandError> {
         Ok(())
@@ -110,6 +117,8 @@ pub struct Run<'a> {
     fail_if: &'a [Threshold],
     /// The outputs written as the tests run (pipeline::live).
     live: std::cell::RefCell<live::LiveState>,
+    /// `--policy deadline`: each series' reservation and how it held.
+    deadline: std::cell::RefCell<Vec<DeadlineSeries>>,
 }
 
 impl<'a> Run<'a> {
@@ -120,6 +129,14 @@ impl<'a> Run<'a> {
 
     pub fn warnings(&self) -> &[String] {
         &self.warnings
+    }
+
+    /// `--policy deadline`: how the reservations of a finished test held
+    /// (the report's `deadline`).
+    pub fn record_deadline(&self, series: Vec<DeadlineSeries>) {
+        if let Ok(mut deadline) = self.deadline.try_borrow_mut() {
+            deadline.extend(series);
+        }
     }
 
     /// Writes every output file with the tests finished so far (not standard
@@ -255,6 +272,8 @@ impl<'a> Run<'a> {
             &self.prep.memory,
         );
         self.prep.background.record_into(&mut report);
+        self.prep.record_into(&mut report);
+        report.deadline = self.deadline.borrow().clone();
         // Judged as the final report will be, so that the files (--junit's
         // verdicts above all) say the truth about the tests so far.
         judge(&mut report, self.fail_if);
@@ -293,6 +312,10 @@ pub fn run(measurement: &mut dyn Measurement) -> Result<i32, CommandError> {
     measurement.check()?;
     let sysinfo = SysInfo::collect();
     let mut prep = Preparation::apply(&plan.prepare).map_err(CommandError::Runtime)?;
+    if let Some(deepest) = measurement.deepest_idle_state() {
+        prep.limit_idle_states(deepest)
+            .map_err(CommandError::Runtime)?;
+    }
     if let Some(s) = &plan.outputs.samples {
         let file = crate::samples::SampleFile::start(&s.path, s.limit_bytes, &plan.prepare.cpus);
         prep.samples = Some(file.map_err(CommandError::Runtime)?);
@@ -305,6 +328,7 @@ pub fn run(measurement: &mut dyn Measurement) -> Result<i32, CommandError> {
         presentation: &plan.presentation,
         fail_if: &plan.fail_if,
         live: Default::default(),
+        deadline: Default::default(),
     };
     if let Some(crate::settings::JsonTarget::File(path)) = &plan.outputs.hdr_log {
         let log = hdrlog::HdrLog::create(path, std::time::SystemTime::now()).map_err(|e| {
@@ -317,6 +341,7 @@ pub fn run(measurement: &mut dyn Measurement) -> Result<i32, CommandError> {
     }
     let measured = measurement.measure(&mut run);
     let mut live = run.live.into_inner();
+    let deadline = run.deadline.into_inner();
     if measured.is_err()
         && let Some(log) = live.hdr_log.take()
     {
@@ -335,6 +360,7 @@ pub fn run(measurement: &mut dyn Measurement) -> Result<i32, CommandError> {
     let mut warnings = run.warnings;
     warnings.extend(prep.shared_cpu_warnings());
     let mut report = assemble_report(tests, sysinfo, warnings, &prep.memory);
+    report.deadline = deadline;
     let samples = prep.finish(&mut report);
     drop(prep);
     judge(&mut report, &plan.fail_if);

@@ -5,6 +5,7 @@
 use super::background::Background;
 use crate::load::LoadSpec;
 use crate::report::Report;
+use crate::rt::cpuidle::IdleLimit;
 use crate::rt::dma_latency::DmaLatency;
 use crate::rt::registry::{CpuNote, SharingRun};
 use crate::rt::sched;
@@ -56,6 +57,9 @@ pub struct Preparation {
     /// the start.
     measured_cpus: Vec<usize>,
     sharing_at_start: Vec<SharingRun>,
+    /// `--deepest-idle-state`: the idle states disabled (enabled again
+    /// when this is dropped).
+    idle_limit: Option<IdleLimit>,
 }
 
 impl Preparation {
@@ -108,7 +112,29 @@ impl Preparation {
             cpu_note,
             measured_cpus: measured_cpus.clone(),
             sharing_at_start,
+            idle_limit: None,
         })
+    }
+
+    /// `--deepest-idle-state N`: disables the idle states deeper than N on
+    /// the measured CPUs until this preparation is dropped; what there was
+    /// to say (no cpuidle driver, nothing deeper) becomes a warning line.
+    pub fn limit_idle_states(&mut self, deepest: u32) -> Result<(), String> {
+        let limit = IdleLimit::apply(&self.measured_cpus, deepest)?;
+        self.warnings.extend(
+            limit
+                .record()
+                .notes
+                .iter()
+                .map(|note| format!("--deepest-idle-state {deepest}: {note}")),
+        );
+        self.idle_limit = Some(limit);
+        Ok(())
+    }
+
+    /// What the preparation did that the report records beside the tests.
+    pub fn record_into(&self, report: &mut Report) {
+        report.idle_states = self.idle_limit.as_ref().map(|l| l.record().clone());
     }
 
     /// One warning per other latscope run of this user that measured on
@@ -141,6 +167,7 @@ impl Preparation {
     /// once the results are delivered).
     pub fn finish(&mut self, report: &mut Report) -> Result<(), String> {
         self.background.finish_into(report);
+        self.record_into(report);
         match self.samples.take() {
             Some(samples) => samples.finish_into(report),
             None => Ok(()),

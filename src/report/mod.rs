@@ -142,6 +142,8 @@ pub(crate) mod testdata {
             kernel_log: Default::default(),
             exit_code: 0,
             samples_file: None,
+            deadline: Vec::new(),
+            idle_states: None,
         }
     }
 

@@ -4,6 +4,7 @@
 
 pub mod bpf;
 pub mod clock;
+pub mod cpuidle;
 pub mod dma_latency;
 pub mod oom;
 pub mod outfile;

@@ -55,16 +55,20 @@ pub enum Kind {
     Dir,
     /// A tracefs instance (identity: its directory).
     TraceInstance,
+    /// A cpuidle state disabled by `--deepest-idle-state` (identity: its
+    /// `disable` file): `cleanup` enables it again.
+    IdleState,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 7] = [
         Kind::SysvSem,
         Kind::SysvMsq,
         Kind::Shm,
         Kind::File,
         Kind::Dir,
         Kind::TraceInstance,
+        Kind::IdleState,
     ];
 
     pub fn name(self) -> &'static str {
@@ -75,6 +79,7 @@ impl Kind {
             Kind::File => "file",
             Kind::Dir => "dir",
             Kind::TraceInstance => "tracefs-instance",
+            Kind::IdleState => "cpuidle-state",
         }
     }
 
@@ -178,6 +183,7 @@ pub fn fingerprint(kind: Kind, identity: &str) -> io::Result<Option<String>> {
                 .map_err(|_| io::Error::other(format!("bad System V id '{identity}'")))?;
             sysv_fingerprint(kind, id)
         }
+        Kind::IdleState => crate::rt::cpuidle::fingerprint(&identity_path(identity)),
         Kind::File | Kind::Shm | Kind::Dir | Kind::TraceInstance => {
             let path = identity_path(identity);
             let m = match fs::symlink_metadata(&path) {

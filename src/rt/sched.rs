@@ -10,6 +10,97 @@ pub enum Policy {
     Fifo,
     Rr,
     Other,
+    /// SCHED_DEADLINE with this reservation (its period is the test's).
+    Deadline(Reservation),
+}
+
+/// A SCHED_DEADLINE reservation: `runtime_ns` of CPU time in every
+/// `period_ns`, used up within `deadline_ns` of the period's start. The
+/// kernel admits it only while the bandwidth of every deadline task of the
+/// root domain fits under its limit (`RT_RUNTIME_SYSCTL` of every
+/// `RT_PERIOD_SYSCTL`, per CPU).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reservation {
+    pub runtime_ns: u64,
+    pub deadline_ns: u64,
+    pub period_ns: u64,
+}
+
+/// The limit of real-time and deadline bandwidth, per CPU (-1: none).
+pub const RT_RUNTIME_SYSCTL: &str = "/proc/sys/kernel/sched_rt_runtime_us";
+/// The period `RT_RUNTIME_SYSCTL` is a share of.
+pub const RT_PERIOD_SYSCTL: &str = "/proc/sys/kernel/sched_rt_period_us";
+/// The kernel's bounds of a deadline period (Linux 5.4+; 100 us and
+/// 2^22 us when the files are absent).
+const DL_PERIOD_MIN_SYSCTL: &str = "/proc/sys/kernel/sched_deadline_period_min_us";
+const DL_PERIOD_MAX_SYSCTL: &str = "/proc/sys/kernel/sched_deadline_period_max_us";
+/// The policy number of SCHED_DEADLINE (not in the libc crate).
+const SCHED_DEADLINE: libc::c_int = 6;
+/// `sched_attr.sched_flags`: send SIGXCPU when the task overruns its runtime
+/// (is throttled), which `throttled_periods` counts.
+const SCHED_FLAG_DL_OVERRUN: u64 = 0x04;
+/// The kernel refuses runtimes below 2^DL_SCALE ns.
+const DL_MIN_RUNTIME_NS: u64 = 1 << 10;
+
+impl Reservation {
+    /// The kernel's rules for a reservation, checked before anything runs:
+    /// runtime <= deadline <= period, the runtime at least 1024 ns, the
+    /// period within the kernel's bounds. The message names the options.
+    pub fn check(&self) -> Result<(), String> {
+        let us = |ns: u64| ns / 1000;
+        let (runtime, deadline, period) = (self.runtime_ns, self.deadline_ns, self.period_ns);
+        if runtime < DL_MIN_RUNTIME_NS {
+            return Err(format!(
+                "--runtime {} ns is below the kernel's minimum of {DL_MIN_RUNTIME_NS} ns",
+                runtime
+            ));
+        }
+        if runtime > deadline {
+            return Err(format!(
+                "--runtime {} us is longer than the deadline ({} us): a reservation needs runtime <= deadline <= period",
+                us(runtime),
+                us(deadline)
+            ));
+        }
+        if deadline > period {
+            return Err(format!(
+                "--deadline {} us is longer than the period ({} us): a reservation needs runtime <= deadline <= period",
+                us(deadline),
+                us(period)
+            ));
+        }
+        let bound = |path: &str, default: u64| {
+            std::fs::read_to_string(path)
+                .ok()
+                .and_then(|t| t.trim().parse::<u64>().ok())
+                .unwrap_or(default)
+        };
+        let (min_us, max_us) = (
+            bound(DL_PERIOD_MIN_SYSCTL, 100),
+            bound(DL_PERIOD_MAX_SYSCTL, 1 << 22),
+        );
+        if period < min_us * 1000 || period > max_us * 1000 {
+            return Err(format!(
+                "a deadline period of {} us is outside the kernel's bounds {min_us}..{max_us} us ({DL_PERIOD_MIN_SYSCTL}, {DL_PERIOD_MAX_SYSCTL})",
+                us(period)
+            ));
+        }
+        Ok(())
+    }
+
+    /// The reservation over the test's period `period_ns` (an IPC pair's
+    /// interval); a deadline of 0 stands for "the period".
+    pub fn for_period(self, period_ns: u64) -> Reservation {
+        Reservation {
+            period_ns,
+            deadline_ns: if self.deadline_ns == 0 {
+                period_ns
+            } else {
+                self.deadline_ns
+            },
+            ..self
+        }
+    }
 }
 
 impl Policy {
@@ -18,11 +109,16 @@ impl Policy {
             Policy::Fifo => libc::SCHED_FIFO,
             Policy::Rr => libc::SCHED_RR,
             Policy::Other => libc::SCHED_OTHER,
+            Policy::Deadline(_) => SCHED_DEADLINE,
         }
     }
 
-    /// The kernel's priority range for this policy (1..=99 for FIFO/RR, 0 for OTHER).
+    /// The kernel's priority range for this policy (1..=99 for FIFO/RR, 0 for OTHER
+    /// and DEADLINE).
     pub fn priority_range(self) -> (i32, i32) {
+        if self.reservation().is_some() {
+            return (0, 0);
+        }
         // SAFETY: plain queries with a valid policy constant.
         unsafe {
             (
@@ -32,8 +128,30 @@ impl Policy {
         }
     }
 
+    /// Scheduled ahead of every normal task (FIFO, RR, DEADLINE).
     pub fn is_realtime(self) -> bool {
         self != Policy::Other
+    }
+
+    /// Whether the policy takes a real-time priority (FIFO and RR).
+    pub fn takes_priority(self) -> bool {
+        matches!(self, Policy::Fifo | Policy::Rr)
+    }
+
+    /// The SCHED_DEADLINE reservation, for that policy.
+    pub fn reservation(self) -> Option<Reservation> {
+        match self {
+            Policy::Deadline(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// Whether a task of this policy may be pinned to one CPU: not a
+    /// deadline task, which the kernel admits only with the affinity of
+    /// its whole root domain (while deadline bandwidth is limited, the
+    /// default), and which it never lets narrow that affinity later.
+    pub fn may_pin(self) -> bool {
+        self.reservation().is_none()
     }
 }
 
@@ -43,6 +161,7 @@ impl fmt::Display for Policy {
             Policy::Fifo => "fifo",
             Policy::Rr => "rr",
             Policy::Other => "other",
+            Policy::Deadline(_) => "deadline",
         })
     }
 }
@@ -61,6 +180,9 @@ pub fn set_current_thread_policy(policy: Policy, priority: i32) -> Result<(), St
 /// `set_current_thread_policy` without allocating (for forked children):
 /// the error is the errno, described later by `policy_error`.
 pub fn try_set_current_thread_policy(policy: Policy, priority: i32) -> Result<(), i32> {
+    if let Policy::Deadline(reservation) = policy {
+        return try_set_current_thread_deadline(reservation);
+    }
     let param = libc::sched_param {
         sched_priority: priority,
     };
@@ -72,8 +194,133 @@ pub fn try_set_current_thread_policy(policy: Policy, priority: i32) -> Result<()
     }
 }
 
+/// The kernel's `struct sched_attr` (the fields of its first version).
+#[repr(C)]
+struct SchedAttr {
+    size: u32,
+    sched_policy: u32,
+    sched_flags: u64,
+    sched_nice: i32,
+    sched_priority: u32,
+    sched_runtime: u64,
+    sched_deadline: u64,
+    sched_period: u64,
+}
+
+/// Makes the calling thread SCHED_DEADLINE with `reservation`, asking for
+/// SIGXCPU at every overrun (counted by `throttled_periods`).
+/// Allocation-free, for forked children; the error is the errno.
+fn try_set_current_thread_deadline(reservation: Reservation) -> Result<(), i32> {
+    count_throttles();
+    let attr = SchedAttr {
+        size: std::mem::size_of::<SchedAttr>() as u32,
+        sched_policy: SCHED_DEADLINE as u32,
+        sched_flags: SCHED_FLAG_DL_OVERRUN,
+        sched_nice: 0,
+        sched_priority: 0,
+        sched_runtime: reservation.runtime_ns,
+        sched_deadline: reservation.deadline_ns,
+        sched_period: reservation.period_ns,
+    };
+    // SAFETY: pid 0 is the calling thread; `attr` is a valid sched_attr of
+    // the size it declares; flags 0.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_sched_setattr,
+            0 as libc::c_long,
+            &attr as *const SchedAttr,
+            0 as libc::c_long,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EINVAL))
+    }
+}
+
+std::thread_local! {
+    /// SIGXCPUs this thread received as a deadline task: its throttled
+    /// periods. Const-initialised and without a destructor, so the signal
+    /// handler touches plain thread-local memory.
+    static THROTTLED: std::sync::atomic::AtomicU64 = const { std::sync::atomic::AtomicU64::new(0) };
+}
+
+extern "C" fn on_overrun(_signal: libc::c_int) {
+    THROTTLED.with(|t| t.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+}
+
+/// Installs the SIGXCPU handler that counts throttled periods (once; a
+/// deadline task with SCHED_FLAG_DL_OVERRUN gets one SIGXCPU, thread
+/// directed, each time it exhausts its runtime). SA_RESTART: a blocking
+/// wait it interrupts goes on (every wait of latscope retries EINTR).
+fn count_throttles() {
+    static INSTALLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if INSTALLED.swap(true, std::sync::atomic::Ordering::AcqRel) {
+        return;
+    }
+    // SAFETY: a zeroed sigaction with a plain handler and an empty mask.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_overrun as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGXCPU, &action, std::ptr::null_mut());
+    }
+}
+
+/// The periods in which the calling (deadline) thread exhausted its runtime
+/// and was throttled, so far.
+pub fn throttled_periods() -> u64 {
+    THROTTLED.with(|t| t.load(std::sync::atomic::Ordering::Relaxed))
+}
+
+/// A sysctl's value as text, for a message ("unreadable" when it is not).
+fn sysctl_text(path: &str) -> String {
+    std::fs::read_to_string(path)
+        .map(|t| t.trim().to_string())
+        .unwrap_or_else(|_| "unreadable".to_string())
+}
+
+/// What a refused SCHED_DEADLINE reservation means, naming the limit.
+fn deadline_error(r: Reservation, errno: i32) -> String {
+    let what = format!(
+        "SCHED_DEADLINE runtime {} us, deadline {} us, period {} us",
+        r.runtime_ns / 1000,
+        r.deadline_ns / 1000,
+        r.period_ns / 1000
+    );
+    let limit = format!(
+        "{RT_RUNTIME_SYSCTL} = {} of every {RT_PERIOD_SYSCTL} = {} us per CPU",
+        sysctl_text(RT_RUNTIME_SYSCTL),
+        sysctl_text(RT_PERIOD_SYSCTL)
+    );
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    match errno {
+        libc::EBUSY => format!(
+            "{what} refused: the root domain's deadline bandwidth is full (the reservations already admitted leave no room under {limit}); use a smaller --runtime, fewer tasks, or end the other deadline tasks"
+        ),
+        libc::EPERM if !root => {
+            format!("not permitted to use {what}: {RT_PRIVILEGE_FIX}")
+        }
+        libc::EPERM => format!(
+            "{what} refused: the kernel admits a deadline task only when its CPU affinity covers its whole root domain and the domain has deadline bandwidth ({limit}); run latscope without a narrower taskset/cpuset, or give deadline tasks bandwidth"
+        ),
+        _ => format!(
+            "could not set {what}: {}",
+            std::io::Error::from_raw_os_error(errno)
+        ),
+    }
+}
+
 /// What a failed `try_set_current_thread_policy` means, with the fix.
 pub fn policy_error(policy: Policy, priority: i32, errno: i32) -> String {
+    if let Policy::Deadline(reservation) = policy {
+        return deadline_error(reservation, errno);
+    }
     if errno == libc::EPERM {
         let mut limit = libc::rlimit {
             rlim_cur: 0,
@@ -280,4 +527,93 @@ pub fn can_use_realtime() -> bool {
     std::thread::spawn(|| set_current_thread_policy(Policy::Fifo, 1).is_ok())
         .join()
         .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const US: u64 = 1_000;
+
+    fn reservation(runtime_us: u64, deadline_us: u64, period_us: u64) -> Reservation {
+        Reservation {
+            runtime_ns: runtime_us * US,
+            deadline_ns: deadline_us * US,
+            period_ns: period_us * US,
+        }
+    }
+
+    #[test]
+    fn a_reservation_follows_the_kernel_s_rules() {
+        assert_eq!(reservation(100, 800, 1000).check(), Ok(()));
+        assert_eq!(reservation(1000, 1000, 1000).check(), Ok(()));
+        assert_eq!(
+            reservation(900, 800, 1000).check(),
+            Err("--runtime 900 us is longer than the deadline (800 us): a reservation needs runtime <= deadline <= period".to_string())
+        );
+        assert_eq!(
+            reservation(100, 2000, 1000).check(),
+            Err("--deadline 2000 us is longer than the period (1000 us): a reservation needs runtime <= deadline <= period".to_string())
+        );
+        let tiny = Reservation {
+            runtime_ns: 1023,
+            deadline_ns: 1_000_000,
+            period_ns: 1_000_000,
+        };
+        assert_eq!(
+            tiny.check(),
+            Err("--runtime 1023 ns is below the kernel's minimum of 1024 ns".to_string())
+        );
+        let short = reservation(10, 50, 50).check().unwrap_err();
+        assert!(
+            short.starts_with("a deadline period of 50 us is outside the kernel's bounds"),
+            "{short}"
+        );
+    }
+
+    #[test]
+    fn the_period_completes_a_reservation_and_a_missing_deadline_is_the_period() {
+        let asked = Reservation {
+            runtime_ns: 50 * US,
+            deadline_ns: 0,
+            period_ns: 0,
+        };
+        assert_eq!(asked.for_period(2000 * US), reservation(50, 2000, 2000));
+        let with_deadline = Reservation {
+            deadline_ns: 300 * US,
+            ..asked
+        };
+        assert_eq!(
+            with_deadline.for_period(2000 * US),
+            reservation(50, 300, 2000)
+        );
+        let deadline = Policy::Deadline(reservation(50, 300, 2000));
+        assert_eq!(deadline.to_string(), "deadline");
+        assert_eq!(deadline.priority_range(), (0, 0));
+        assert!(deadline.is_realtime() && !deadline.takes_priority() && !deadline.may_pin());
+        assert!(Policy::Fifo.may_pin() && Policy::Fifo.takes_priority());
+    }
+
+    #[test]
+    fn a_refusal_names_the_limit() {
+        let r = reservation(300, 1000, 1000);
+        let busy = deadline_error(r, libc::EBUSY);
+        assert!(
+            busy.starts_with("SCHED_DEADLINE runtime 300 us, deadline 1000 us, period 1000 us refused: the root domain's deadline bandwidth is full"),
+            "{busy}"
+        );
+        assert!(busy.contains(&format!("{RT_RUNTIME_SYSCTL} = ")), "{busy}");
+        assert!(busy.contains(&format!("{RT_PERIOD_SYSCTL} = ")), "{busy}");
+        // SAFETY: geteuid cannot fail.
+        if unsafe { libc::geteuid() } == 0 {
+            let perm = deadline_error(r, libc::EPERM);
+            assert!(perm.contains("whole root domain"), "{perm}");
+            assert!(perm.contains(RT_RUNTIME_SYSCTL), "{perm}");
+        }
+        assert_eq!(
+            policy_error(Policy::Deadline(r), 0, libc::EBUSY),
+            busy,
+            "policy_error describes a deadline refusal"
+        );
+    }
 }

@@ -3,8 +3,8 @@
 //! and what to do (exit code 2), before anything is measured.
 
 use crate::cli::{
-    CommonArgs, LayoutArgs, ModeArg, MqArgs, OutputArgs, OutputFormat, PairArgs, SemArgs,
-    ThresholdArgs, VerdictArgs,
+    CommonArgs, LayoutArgs, ModeArg, MqArgs, OutputArgs, OutputFormat, PairArgs, PolicyArg,
+    SemArgs, ThresholdArgs, VerdictArgs,
 };
 use crate::ipc::harness::{Mode, PairPlan, RunPlan, Tasks};
 use crate::rt::sched::{self, Policy};
@@ -30,15 +30,75 @@ use std::time::Duration;
 #[error("{0}")]
 pub struct UsageError(pub String);
 
-/// `--policy` as rt/ takes it.
-impl From<crate::cli::PolicyArg> for Policy {
-    fn from(p: crate::cli::PolicyArg) -> Policy {
-        match p {
-            crate::cli::PolicyArg::Fifo => Policy::Fifo,
-            crate::cli::PolicyArg::Rr => Policy::Rr,
-            crate::cli::PolicyArg::Other => Policy::Other,
-        }
+/// A time option whose bare number is microseconds (`--threshold 5`,
+/// `--runtime 500ms`), above zero, in ns.
+pub fn micros_or_unit(option: &str, text: &str) -> Result<u64, UsageError> {
+    let d = parse_duration(text, 1_000).map_err(|e| usage(format!("{option}: {e}")))?;
+    if d.is_zero() {
+        return Err(usage(format!(
+            "{option} '{}' must be longer than 0",
+            shown(text)
+        )));
     }
+    Ok(crate::rt::clock::duration_ns(d))
+}
+
+/// `--policy` as rt/ takes it, with the reservation of `--policy deadline`
+/// (`--runtime`, `--deadline`; the test's period `period_ns` completes it,
+/// checked against the kernel's rules). `period_ns` None (the IPC pairs,
+/// each with its own interval) leaves the period to
+/// `Reservation::for_period`, and an absent `--deadline` as 0, "the period".
+pub fn policy_of(
+    policy: Option<PolicyArg>,
+    runtime: Option<&str>,
+    deadline: Option<&str>,
+    period_ns: Option<u64>,
+) -> Result<Option<Policy>, UsageError> {
+    let time =
+        |option: &str, text: Option<&str>| text.map(|t| micros_or_unit(option, t)).transpose();
+    let (runtime_ns, deadline_ns) = (time("--runtime", runtime)?, time("--deadline", deadline)?);
+    if policy != Some(PolicyArg::Deadline) && (runtime_ns.is_some() || deadline_ns.is_some()) {
+        let option = if runtime_ns.is_some() {
+            "--runtime"
+        } else {
+            "--deadline"
+        };
+        return Err(usage(format!(
+            "{option} belongs to a SCHED_DEADLINE reservation: add --policy deadline"
+        )));
+    }
+    policy
+        .map(|p| match p {
+        PolicyArg::Fifo => Ok(Policy::Fifo),
+        PolicyArg::Rr => Ok(Policy::Rr),
+        PolicyArg::Other => Ok(Policy::Other),
+        PolicyArg::Deadline => {
+            let runtime_ns = runtime_ns.ok_or_else(|| {
+                usage("--policy deadline needs --runtime TIME: the CPU time reserved in every period (e.g. --runtime 100us)")
+            })?;
+            let reservation = sched::Reservation {
+                runtime_ns,
+                deadline_ns: deadline_ns.unwrap_or(0),
+                period_ns: 0,
+            };
+            match period_ns {
+                Some(period) => checked_reservation(reservation, period).map(Policy::Deadline),
+                None => Ok(Policy::Deadline(reservation)),
+            }
+        }
+    })
+    .transpose()
+}
+
+/// `reservation` over the period `period_ns`, checked against the kernel's
+/// rules (bad input: exit 2).
+pub fn checked_reservation(
+    reservation: sched::Reservation,
+    period_ns: u64,
+) -> Result<sched::Reservation, UsageError> {
+    let reservation = reservation.for_period(period_ns);
+    reservation.check().map_err(usage)?;
+    Ok(reservation)
 }
 
 /// A `--load` value that cannot be used is bad usage.
@@ -504,6 +564,8 @@ pub struct IpcSettings {
     pub format: OutputFormat,
     pub lock_memory: bool,
     pub hold_dma_latency: bool,
+    /// `--deepest-idle-state`.
+    pub deepest_idle_state: Option<u32>,
     pub verdict: VerdictSettings,
     /// Notes for the user about ignored options (pmqtest prints the same).
     pub notices: Vec<String>,
@@ -569,6 +631,11 @@ pub fn checked_priority_for(
     priority: u64,
     policy: Policy,
 ) -> Result<i32, UsageError> {
+    if policy.reservation().is_some() && priority != 0 {
+        return Err(usage(format!(
+            "--policy deadline takes no priority (its reservation, --runtime and --deadline, decides): drop {option}"
+        )));
+    }
     let (low, high) = policy.priority_range();
     if priority < low as u64 || priority > high as u64 {
         let hint = if policy.is_realtime() {
@@ -600,6 +667,9 @@ pub fn parse_priority(option: &str, text: &str) -> Result<u64, UsageError> {
         other => other,
     }
 }
+
+/// Why deadline tasks are never pinned (see `Policy::may_pin`).
+pub const DEADLINE_UNPINNED: &str = "--policy deadline: the tasks are not pinned (the kernel admits a deadline task only with the affinity of its whole root domain)";
 
 /// Pairs, placement and priority from the rt-tests options (-a, -S, -t, -p,
 /// --policy), shared by every pair test and `latscope ipc`.
@@ -647,10 +717,18 @@ impl PairLayout {
     ) -> Result<PairLayout, UsageError> {
         let (affinity, smp, threads) =
             (args.affinity.as_deref(), args.smp, args.threads.as_deref());
-        let (priority, policy) = (args.priority.as_deref(), args.policy.map(Policy::from));
+        let policy = policy_of(
+            args.policy,
+            args.reservation.runtime.as_deref(),
+            args.reservation.deadline.as_deref(),
+            None,
+        )?;
+        let priority = args.priority.as_deref();
         let allowed = sched::allowed_cpus();
         let priority = match priority {
             Some(t) => parse_priority("-p/--prio", t)?,
+            // A deadline task has no priority (its reservation decides).
+            None if policy.is_some_and(|p| p.reservation().is_some()) => 0,
             None => default_priority,
         };
         let policy = policy.unwrap_or(if priority > 0 {
@@ -690,6 +768,14 @@ impl PairLayout {
                 "-t/--threads {count} is out of range: use 1..{MAX_PAIRS} pairs"
             )));
         }
+        let placement = if policy.may_pin() {
+            placement
+        } else {
+            if !matches!(placement, Placement::Unpinned) {
+                notices.push(DEADLINE_UNPINNED.to_string());
+            }
+            Placement::Unpinned
+        };
         Ok(PairLayout {
             count,
             placement,
@@ -729,9 +815,25 @@ impl PairLayout {
                 )));
             }
         }
+        if let Some(reservation) = self.policy.reservation() {
+            if interval_us == 0 {
+                return Err(usage(
+                    "--policy deadline reserves CPU time in every period: give an interval (-i) above 0",
+                ));
+            }
+            if cross_cpu {
+                return Err(usage(format!(
+                    "--cross-cpu pins the tasks of a pair: {DEADLINE_UNPINNED}"
+                )));
+            }
+            for i in 0..self.count {
+                checked_reservation(reservation, (interval_us + distance_us * i) * 1000)?;
+            }
+        }
         let cpu_of = |i: usize| allowed[i % allowed.len()];
         Ok((0..self.count as usize)
             .map(|i| {
+                let interval_ns = (interval_us + distance_us * i as u64) * 1000;
                 let (receiver_cpu, sender_cpu) = match (self.placement, cross_cpu) {
                     (_, true) => (Some(cpu_of(i)), Some(cpu_of(i + 1))),
                     (Placement::Unpinned, false) => (None, None),
@@ -741,13 +843,16 @@ impl PairLayout {
                 PairPlan {
                     receiver_cpu,
                     sender_cpu,
-                    policy: self.policy,
+                    policy: match self.policy {
+                        Policy::Deadline(r) => Policy::Deadline(r.for_period(interval_ns)),
+                        other => other,
+                    },
                     priority: if self.same_priority || self.priority <= 1 {
                         self.priority
                     } else {
                         (self.priority - i as i32).max(1)
                     },
-                    interval_ns: (interval_us + distance_us * i as u64) * 1000,
+                    interval_ns,
                     loops,
                 }
             })
@@ -942,6 +1047,7 @@ impl IpcSettings {
             format: args.format,
             lock_memory: !args.no_mlockall,
             hold_dma_latency: !args.no_dma_latency,
+            deepest_idle_state: args.idle.deepest_idle_state,
             verdict: common.verdict,
             notices,
         }
@@ -989,6 +1095,62 @@ mod tests {
             Command::Sem(a) => IpcSettings::from_sem_args(&a),
             _ => unreachable!(),
         }
+    }
+
+    #[test]
+    fn deadline_pairs_reserve_over_their_own_interval_unpinned() {
+        let s = settings(&[
+            "--policy",
+            "deadline",
+            "--runtime",
+            "50us",
+            "-t",
+            "2",
+            "-a",
+            "-i",
+            "1000",
+            "-d",
+            "500",
+        ])
+        .unwrap();
+        let reservation = |i: usize| s.plan.pairs[i].policy.reservation().unwrap();
+        assert_eq!(
+            (
+                reservation(0).runtime_ns,
+                reservation(0).deadline_ns,
+                reservation(0).period_ns
+            ),
+            (50_000, 1_000_000, 1_000_000)
+        );
+        assert_eq!(
+            (reservation(1).deadline_ns, reservation(1).period_ns),
+            (1_500_000, 1_500_000)
+        );
+        assert!(
+            s.plan
+                .pairs
+                .iter()
+                .all(|p| p.receiver_cpu.is_none() && p.sender_cpu.is_none())
+        );
+        assert_eq!(
+            (s.priority, s.notices.clone()),
+            (0, vec![DEADLINE_UNPINNED.to_string()])
+        );
+        // A --deadline beyond the first pair's interval is refused there.
+        let err = settings(&[
+            "--policy",
+            "deadline",
+            "--runtime",
+            "50",
+            "--deadline",
+            "1200",
+            "-t",
+            "2",
+        ]);
+        assert_eq!(
+            err.err().map(|e| e.0),
+            Some("--deadline 1200 us is longer than the period (1000 us): a reservation needs runtime <= deadline <= period".to_string())
+        );
     }
 
     #[test]

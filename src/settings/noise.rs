@@ -4,13 +4,12 @@
 
 use super::timer::parse_cpus;
 use super::{
-    Outputs, UsageError, VerdictSettings, check_cpu, checked_priority, parse_priority, seconds,
-    usage,
+    Outputs, UsageError, VerdictSettings, check_cpu, checked_priority, micros_or_unit,
+    parse_priority, policy_of, seconds, usage,
 };
-use crate::cli::NoiseArgs;
+use crate::cli::{NoiseArgs, PolicyArg};
 use crate::noise::DutyCycle;
 use crate::rt::sched::{self, Policy};
-use crate::units::{parse_duration, shown};
 use std::time::Duration;
 
 /// A gap above this is an interruption unless `--threshold` says otherwise.
@@ -20,12 +19,14 @@ pub const DEFAULT_PERIOD_NS: u64 = 1_000_000_000;
 /// The shortest `--runtime`: the spinner looks at the time of its duty
 /// cycle every 0.1 ms.
 pub const MIN_RUNTIME_NS: u64 = 1_000_000;
+/// With `--policy deadline`: how much shorter than the reservation's
+/// runtime the spinner spins in every period (below `MIN_RUNTIME_NS`).
+pub const DEADLINE_SPIN_GUARD_NS: u64 = 300_000;
 /// The longest `--period` (the off time is slept in slices anyway).
 pub const MAX_PERIOD_NS: u64 = 60_000_000_000;
 /// The longest `--threshold`: an interruption longer than a second is no
 /// noise to set a threshold against.
 pub const MAX_THRESHOLD_NS: u64 = 1_000_000_000;
-const MICROSECOND_NS: u128 = 1_000;
 
 /// Where the measured CPUs come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,7 +106,8 @@ pub fn check_realtime_safety(
     rt_runtime_us: Option<i64>,
     force: bool,
 ) -> Result<(), UsageError> {
-    if !policy.is_realtime() {
+    // A deadline spinner is bounded by its admitted reservation.
+    if !policy.takes_priority() {
         return Ok(());
     }
     if cpus_from == CpusFrom::AllButOne {
@@ -125,19 +127,6 @@ pub fn check_realtime_safety(
         )));
     }
     Ok(())
-}
-
-/// A time option whose bare number is microseconds (`--threshold 5`,
-/// `--runtime 500ms`), above zero.
-fn micros_or_unit(option: &str, text: &str) -> Result<u64, UsageError> {
-    let d = parse_duration(text, MICROSECOND_NS).map_err(|e| usage(format!("{option}: {e}")))?;
-    if d.is_zero() {
-        return Err(usage(format!(
-            "{option} '{}' must be longer than 0",
-            shown(text)
-        )));
-    }
-    Ok(crate::rt::clock::duration_ns(d))
 }
 
 impl NoiseSettings {
@@ -190,19 +179,35 @@ impl NoiseSettings {
         allowed: &[usize],
         rt_runtime_us: Option<i64>,
     ) -> Result<NoiseSettings, UsageError> {
+        let period_ns = match args.period.as_deref() {
+            Some(t) => micros_or_unit("--period", t)?,
+            None => DEFAULT_PERIOD_NS,
+        };
+        if period_ns > MAX_PERIOD_NS {
+            return Err(usage("--period: at most 60 s"));
+        }
         let priority = args
             .priority
             .as_deref()
             .map(|t| parse_priority("-p", t))
             .transpose()?;
-        let policy = match args.policy {
-            Some(p) => Policy::from(p),
+        // --runtime is the spinning time; with --policy deadline also the
+        // reservation's runtime (the spinner then stops short of it).
+        let deadline_asked = args.policy == Some(PolicyArg::Deadline);
+        let asked = policy_of(
+            args.policy,
+            args.runtime.as_deref().filter(|_| deadline_asked),
+            args.deadline.as_deref(),
+            Some(period_ns),
+        )?;
+        let policy = match asked {
+            Some(p) => p,
             None if priority.is_some_and(|p| p > 0) => Policy::Fifo,
             None => Policy::Other,
         };
         let priority = match priority {
             Some(p) => checked_priority(p, policy)?,
-            None if policy.is_realtime() => 1,
+            None if policy.takes_priority() => 1,
             None => 0,
         };
         let (cpus, cpus_from) = match args.cpus.as_deref() {
@@ -236,13 +241,6 @@ impl NoiseSettings {
                 crate::units::format_ns(threshold_ns as i64)
             )));
         }
-        let period_ns = match args.period.as_deref() {
-            Some(t) => micros_or_unit("--period", t)?,
-            None => DEFAULT_PERIOD_NS,
-        };
-        if period_ns > MAX_PERIOD_NS {
-            return Err(usage("--period: at most 60 s"));
-        }
         let runtime_ns = match args.runtime.as_deref() {
             Some(t) => micros_or_unit("--runtime", t)?,
             None => period_ns,
@@ -271,7 +269,14 @@ impl NoiseSettings {
             threshold_ns,
             duration,
             duty: DutyCycle {
-                runtime_ns,
+                // A deadline spinner stops short of its reservation's
+                // runtime: the duty cycle's end is looked at only every
+                // 0.1 ms, and running past the runtime gets it throttled.
+                runtime_ns: if policy.reservation().is_some() {
+                    runtime_ns - DEADLINE_SPIN_GUARD_NS
+                } else {
+                    runtime_ns
+                },
                 period_ns,
             },
             rt_runtime_us,

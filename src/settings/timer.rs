@@ -3,7 +3,7 @@
 
 use super::{
     JsonTarget, Outputs, UsageError, check_cpu, check_output_path, checked_priority_for,
-    parse_count, parse_priority, positive, usage,
+    parse_count, parse_priority, policy_of, positive, usage,
 };
 use crate::cli::{OutputFormat, TimerArgs};
 use crate::report::classic_xenomai::{
@@ -206,16 +206,23 @@ impl TimerSettings {
         // priorities and asked for none measures at normal priority (the
         // report says so) instead of failing. An explicit -P or --policy
         // that cannot be granted stays an error naming the limit.
-        let policy = match args.policy {
-            Some(p) => Policy::from(p),
+        let asked = policy_of(
+            args.policy,
+            args.reservation.runtime.as_deref(),
+            args.reservation.deadline.as_deref(),
+            Some(period_us * 1000),
+        )?;
+        let policy = match asked {
+            Some(p) => p,
             None if args.priority.is_none() && !sched::can_use_realtime() => Policy::Other,
             None => Policy::Fifo,
         };
         let priority = match args.priority.as_deref() {
             Some(t) => checked_priority_for("-P", parse_priority("-P", t)?, policy)?,
-            None if policy.is_realtime() => 99,
+            None if policy.takes_priority() => 99,
             None => 0,
         };
+
         let allowed = sched::allowed_cpus();
         let cpus = if let Some(list) = args.cpus.as_deref() {
             let cpus = parse_cpus(list)?;

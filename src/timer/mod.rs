@@ -206,6 +206,10 @@ pub struct ThreadOutcome {
     pub figure: FigureSink,
     pub overruns: u64,
     pub above_limit: u64,
+    /// `--policy deadline`: wake-ups done after their deadline, and the
+    /// throttled periods (also in `overruns`).
+    pub missed_deadlines: u64,
+    pub throttled: u64,
     pub counters: sampler::SwitchCounters,
     pub per_second: Vec<SecondStats>,
     pub per_second_dropped: u64,
@@ -526,6 +530,8 @@ impl Control {
                     figure,
                     overruns: end.overruns,
                     above_limit: end.above_limit,
+                    missed_deadlines: end.missed_deadlines,
+                    throttled: end.throttled,
                     counters: end.counters,
                     per_second: std::mem::take(&mut self.per_second[i]).into_windows(),
                     per_second_dropped: shared[i].loops.dropped(),

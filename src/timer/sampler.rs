@@ -27,8 +27,13 @@ use std::sync::atomic::Ordering;
 pub struct SamplerEnd {
     /// The user-latency figure (the thread's own clock reads).
     pub user: FigureSink,
+    /// Missed periods, throttled ones (`--policy deadline`) included.
     pub overruns: u64,
     pub above_limit: u64,
+    /// `--policy deadline`: wake-ups whose work ended after the deadline.
+    pub missed_deadlines: u64,
+    /// `--policy deadline`: periods in which the kernel throttled the thread.
+    pub throttled: u64,
     pub counters: SwitchCounters,
     /// Monotonic time the measurement (after the warm-up) began and ended.
     pub measuring_from_ns: u64,
@@ -181,9 +186,12 @@ impl Waker {
     }
 }
 
-/// Sets the thread up as planned: CPU, policy, timer slack, waker.
+/// Sets the thread up as planned: CPU (not for a deadline thread, see
+/// `Policy::may_pin`), policy, timer slack, waker.
 fn set_up(plan: &TimerPlan, cpu: usize) -> Result<Waker, String> {
-    sched::pin_current_thread(cpu)?;
+    if plan.policy.may_pin() {
+        sched::pin_current_thread(cpu)?;
+    }
     sched::set_current_thread_policy(plan.policy, plan.priority)?;
     sched::minimal_timer_slack();
     Waker::new(plan.wake)
@@ -269,6 +277,8 @@ impl SamplerEnd {
             user,
             overruns: 0,
             above_limit: 0,
+            missed_deadlines: 0,
+            throttled: 0,
             counters: SwitchCounters::default(),
             measuring_from_ns: 0,
             measuring_until_ns: 0,
@@ -327,6 +337,15 @@ struct Sampling<'a> {
     /// Overruns of the open loop, added to `overruns` when it closes.
     loop_overruns: u64,
     above_limit: u64,
+    /// `--policy deadline`: the relative deadline of every wake-up.
+    relative_deadline: Option<u64>,
+    missed_deadlines: u64,
+    /// Throttled periods since the warm-up, and the thread's count then.
+    throttled: u64,
+    throttled_before: u64,
+    /// Whether the thread is pinned to `cpu` (else the spike candidates
+    /// name the CPU it woke on).
+    pinned: bool,
     worst: i64,
     counters: SwitchCounters,
     /// The counters at the start of the current loop.
@@ -379,6 +398,11 @@ impl<'a> Sampling<'a> {
             overruns: 0,
             loop_overruns: 0,
             above_limit: 0,
+            relative_deadline: plan.policy.reservation().map(|r| r.deadline_ns),
+            missed_deadlines: 0,
+            throttled: 0,
+            throttled_before: sched::throttled_periods(),
+            pinned: plan.policy.may_pin(),
             worst: i64::MIN,
             counters: SwitchCounters::default(),
             baseline: SwitchCounters::read(),
@@ -401,6 +425,7 @@ impl<'a> Sampling<'a> {
             if self.warmup_left == 0 {
                 self.account_overruns(expiry, ticks);
                 self.record(latency, expiry, now);
+                self.account_deadline(expiry);
             }
             let stopping = self.stop_requested();
             if (self.in_loop == self.samples_per_loop || stopping) && self.end_loop(stopping) {
@@ -444,6 +469,28 @@ impl<'a> Sampling<'a> {
         self.loop_overruns += periods_in_run(expiry, ticks, self.period, self.deadline) - 1;
     }
 
+    /// `--policy deadline`: the wake-up's work (this sample) done after
+    /// its absolute deadline, expiry + relative deadline, is a miss.
+    #[inline]
+    fn account_deadline(&mut self, expiry: u64) {
+        if let Some(deadline) = self.relative_deadline
+            && monotonic_ns() > expiry.saturating_add(deadline)
+        {
+            self.missed_deadlines += 1;
+        }
+    }
+
+    /// `--policy deadline`: the periods the kernel throttled the thread in
+    /// since the warm-up are overruns (counted in the open loop).
+    fn account_throttled(&mut self) {
+        if self.relative_deadline.is_none() {
+            return;
+        }
+        let throttled = sched::throttled_periods().saturating_sub(self.throttled_before);
+        self.loop_overruns += throttled.saturating_sub(self.throttled);
+        self.throttled = throttled;
+    }
+
     /// One measured sample into the figures, the limit count, the spike
     /// queue and the `-f` trace marker.
     #[inline]
@@ -469,9 +516,14 @@ impl<'a> Sampling<'a> {
             self.above_limit += 1;
         }
         if latency > self.spike_ns {
+            let cpu = if self.pinned {
+                self.cpu
+            } else {
+                sched::current_cpu()
+            };
             // Lock-free and allocation-free: the trace reader attributes it.
             self.shared.spikes.push(crate::spikes::Candidate {
-                cpu: self.cpu as u32,
+                cpu: cpu as u32,
                 expected_ns: expiry,
                 actual_ns: now,
             });
@@ -518,6 +570,7 @@ impl<'a> Sampling<'a> {
             return false;
         }
         self.counters.add(moved);
+        self.account_throttled();
         self.overruns += self.loop_overruns;
         self.loop_overruns = 0;
         self.shared.overruns.store(self.overruns, Ordering::Relaxed);
@@ -570,6 +623,7 @@ impl<'a> Sampling<'a> {
     fn end_warmup_loop(&mut self) {
         self.warmup_left -= 1;
         if self.warmup_left == 0 {
+            self.throttled_before = sched::throttled_periods();
             self.measuring_from = self.expected;
             self.shared
                 .measuring_from_ns
@@ -591,6 +645,8 @@ impl<'a> Sampling<'a> {
             user: self.user,
             overruns: self.overruns,
             above_limit: self.above_limit,
+            missed_deadlines: self.missed_deadlines,
+            throttled: self.throttled,
             counters: self.counters,
             measuring_from_ns: self.measuring_from,
             last_expiry_ns: self.last_expiry,

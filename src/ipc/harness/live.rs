@@ -23,7 +23,12 @@ pub struct PairLive {
     /// Sum of the samples so far (saturating), for a live mean.
     pub sum_ns: AtomicU64,
     pub timeouts: AtomicU64,
+    /// Missed periods, throttled ones (`--policy deadline`) included.
     pub overruns: AtomicU64,
+    /// `--policy deadline`: samples done after their period's deadline,
+    /// and the periods in which the kernel throttled the receiver.
+    pub missed_deadlines: AtomicU64,
+    pub throttled: AtomicU64,
     /// Samples above `--max-latency` so far (for a snapshot).
     pub above_limit: AtomicU64,
     pub receiver_tid: AtomicI32,
@@ -49,6 +54,8 @@ impl PairLive {
             sum_ns: AtomicU64::new(0),
             timeouts: AtomicU64::new(0),
             overruns: AtomicU64::new(0),
+            missed_deadlines: AtomicU64::new(0),
+            throttled: AtomicU64::new(0),
             above_limit: AtomicU64::new(0),
             receiver_tid: AtomicI32::new(0),
             receiver_cpu: AtomicUsize::new(0),

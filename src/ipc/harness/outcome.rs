@@ -21,7 +21,12 @@ pub struct PairOutcome {
     pub recorder: LatencyRecorder,
     pub sent: u64,
     pub timeouts: u64,
+    /// Missed periods, throttled ones included.
     pub overruns: u64,
+    /// `--policy deadline`: samples done after their deadline, and the
+    /// periods the kernel throttled the receiver in.
+    pub missed_deadlines: u64,
+    pub throttled: u64,
     pub above_limit: u64,
     pub receiver_tid: i32,
     /// Thread id of the sender; its process id with `Tasks::Processes`.
@@ -69,6 +74,8 @@ fn pair_outcome(
         sent: live.sender.sent.load(Ordering::Relaxed),
         timeouts: live.timeouts.load(Ordering::Relaxed),
         overruns: live.overruns.load(Ordering::Relaxed),
+        missed_deadlines: live.missed_deadlines.load(Ordering::Relaxed),
+        throttled: live.throttled.load(Ordering::Relaxed),
         receiver_tid: live.receiver_tid.load(Ordering::Relaxed),
         sender_tid: live.sender.tid.load(Ordering::Relaxed),
         receiver_cpu: live.receiver_cpu.load(Ordering::Relaxed),

@@ -86,6 +86,10 @@ struct ReceiverLoop<'a> {
     max_seen: u64,
     sum_seen: u64,
     above_limit: u64,
+    /// `--policy deadline`: the relative deadline of every period, and the
+    /// receiver's throttled periods when it began.
+    relative_deadline: Option<u64>,
+    throttled_before: u64,
 }
 
 impl<'a> ReceiverLoop<'a> {
@@ -121,6 +125,8 @@ impl<'a> ReceiverLoop<'a> {
             max_seen: 0,
             sum_seen: 0,
             above_limit: 0,
+            relative_deadline: ctx.pair().policy.reservation().map(|r| r.deadline_ns),
+            throttled_before: sched::throttled_periods(),
         }
     }
 
@@ -138,6 +144,7 @@ impl<'a> ReceiverLoop<'a> {
                 break;
             };
             self.record(sample);
+            self.account_deadline(sample);
             if self.crossed_breaktrace(sample) || self.duration_over(sample.end_ns) {
                 break;
             }
@@ -252,6 +259,24 @@ impl<'a> ReceiverLoop<'a> {
         // A snapshot asked for: copied now, after the sample, before the
         // next period's sleep or wait (rt::snapshot); else one load.
         live.snapshot.offer(self.latencies);
+    }
+
+    /// `--policy deadline`: a sample done after its period's start (paced
+    /// runs) plus the deadline missed it; the periods the kernel throttled
+    /// the receiver in since the last sample are overruns.
+    #[inline]
+    fn account_deadline(&mut self, sample: Sample) {
+        let Some(deadline) = self.relative_deadline else {
+            return;
+        };
+        let live = self.live;
+        if sample.end_ns > self.next.saturating_add(deadline) {
+            live.missed_deadlines.fetch_add(1, Ordering::Relaxed);
+        }
+        let throttled = sched::throttled_periods().saturating_sub(self.throttled_before);
+        let before = live.throttled.swap(throttled, Ordering::Relaxed);
+        live.overruns
+            .fetch_add(throttled.saturating_sub(before), Ordering::Relaxed);
     }
 
     /// Above the break-trace limit: fires the tracer and stops the run.

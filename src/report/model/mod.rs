@@ -73,6 +73,50 @@ pub struct Report {
     /// `--samples FILE`: the file of every raw sample, and what it holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub samples_file: Option<SamplesFile>,
+    /// `--policy deadline`: each series' reservation and how it held.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deadline: Vec<DeadlineSeries>,
+    /// `--deepest-idle-state`: the idle states disabled while measuring.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_states: Option<crate::rt::cpuidle::IdleStateLimit>,
+}
+
+/// `--policy deadline`: one series' SCHED_DEADLINE reservation and how it
+/// held (the series is `tests[i].series[j]` with this test, mode and label).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeadlineSeries {
+    pub test: String,
+    pub mode: String,
+    pub series: String,
+    pub runtime_ns: u64,
+    pub deadline_ns: u64,
+    pub period_ns: u64,
+    /// Periods whose work (the sample) ended after the period's start plus
+    /// the deadline.
+    pub missed_deadlines: u64,
+    /// Periods in which the kernel throttled the measuring task (it used up
+    /// its runtime: SIGXCPU, `SCHED_FLAG_DL_OVERRUN`); also counted in the
+    /// series' `overruns`.
+    pub throttled_periods: u64,
+}
+
+impl DeadlineSeries {
+    /// The console's line: the reservation, then what missed it.
+    pub fn line(&self) -> String {
+        let us = |ns: u64| crate::units::format_ns(ns as i64);
+        format!(
+            "deadline: {} {}: runtime {} every {} due in {}: {} missed deadline{}, {} throttled period{} (in Overruns)",
+            self.test,
+            self.series,
+            us(self.runtime_ns),
+            us(self.period_ns),
+            us(self.deadline_ns),
+            self.missed_deadlines,
+            if self.missed_deadlines == 1 { "" } else { "s" },
+            self.throttled_periods,
+            if self.throttled_periods == 1 { "" } else { "s" },
+        )
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -539,5 +583,28 @@ pub fn test_key(test: &str, mode: &str, block_size: Option<u64>, repeated: bool)
         (false, _) => test.to_string(),
         (true, Some(bytes)) => format!("{test} {}", crate::units::format_bytes(bytes)),
         (true, None) => format!("{test} {mode}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deadline_series_line_says_the_reservation_and_what_missed_it() {
+        let d = DeadlineSeries {
+            test: "timer".into(),
+            mode: "user".into(),
+            series: "CPU 1".into(),
+            runtime_ns: 200_000,
+            deadline_ns: 800_000,
+            period_ns: 1_000_000,
+            missed_deadlines: 1,
+            throttled_periods: 3,
+        };
+        assert_eq!(
+            d.line(),
+            "deadline: timer CPU 1: runtime 200 us every 1.00 ms due in 800 us: 1 missed deadline, 3 throttled periods (in Overruns)"
+        );
     }
 }
