@@ -5,6 +5,7 @@
 pub mod bpf;
 pub mod clock;
 pub mod dma_latency;
+pub mod fifo;
 pub mod oom;
 pub mod outfile;
 pub mod procstat;
