@@ -3,8 +3,7 @@
 //! `-z`'s `    ...` lines). Parsers depend on it. Its `--json` layout is
 //! `report::json::OslatJson`.
 //! The lines printed while oslat runs (its version, the header block,
-//! "Pre-heat ...") are the command's: settings::oslat and
-//! commands::oslat_cmd.
+//! "Pre-heat ...") are the run's: settings::oslat and measure::oslat.
 
 use super::{EndReason, Exporter, OslatCpu, Report};
 use std::fmt::Write as _;

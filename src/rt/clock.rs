@@ -121,3 +121,44 @@ pub fn sleep_until_or_stop(
         let _ = try_sleep_until_ns(deadline_ns.min(now.saturating_add(slice_ns)));
     }
 }
+
+/// The resolution `clock_getres` reports for `clock`, in ns.
+pub fn reported_resolution_ns(clock: libc::clockid_t) -> Option<u64> {
+    let mut res = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid, writable timespec.
+    if unsafe { libc::clock_getres(clock, &mut res) } != 0 {
+        return None;
+    }
+    Some(res.tv_sec as u64 * 1_000_000_000 + res.tv_nsec as u64)
+}
+
+/// Whether CLOCK_MONOTONIC has high-resolution timers behind it (a
+/// resolution of 1 ns, as cyclictest's check wants it).
+pub fn has_high_resolution_timers() -> bool {
+    reported_resolution_ns(libc::CLOCK_MONOTONIC) == Some(1)
+}
+
+/// The smallest step `clock` is seen to make in a burst of about 1 ms of
+/// reads (at least 1000, at most 100000, sized as cyclictest sizes them);
+/// None when no two reads differed.
+pub fn smallest_measured_step_ns(clock: libc::clockid_t) -> Option<u64> {
+    let read = || read_clock(clock);
+    let first = read();
+    let mut last = first;
+    for _ in 0..1000 {
+        last = read();
+    }
+    let per_call = (last - first) / 1000;
+    let times = 1_000_000u64
+        .checked_div(per_call)
+        .map_or(100_000, |t| t.clamp(1000, 100_000));
+    let stamps: Vec<u64> = (0..times).map(|_| read()).collect();
+    stamps
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .filter(|d| *d > 0)
+        .min()
+}

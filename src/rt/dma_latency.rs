@@ -16,13 +16,11 @@ pub enum DmaLatency {
 
 impl DmaLatency {
     pub fn request_zero() -> DmaLatency {
-        let attempt = OpenOptions::new().write(true).open(PATH).and_then(|mut f| {
-            f.write_all(&0i32.to_ne_bytes())?;
-            Ok(f)
-        });
-        match attempt {
+        match request(0) {
             Ok(f) => DmaLatency::Held(f),
-            Err(e) => DmaLatency::Unavailable(format!("{PATH}: {e}")),
+            Err(RequestFailed::Stat(e) | RequestFailed::Open(e) | RequestFailed::Write(e)) => {
+                DmaLatency::Unavailable(format!("{PATH}: {e}"))
+            }
         }
     }
 
@@ -33,4 +31,29 @@ impl DmaLatency {
             DmaLatency::NotRequested => "not requested".to_string(),
         }
     }
+}
+
+/// Which step of a `request` failed, with the system's error: cyclictest
+/// names each in its own words.
+#[derive(Debug)]
+pub enum RequestFailed {
+    /// The device is not there (or cannot be looked at).
+    Stat(std::io::Error),
+    Open(std::io::Error),
+    Write(std::io::Error),
+}
+
+/// Asks for at most `us` microseconds of idle-state exit latency, as
+/// cyclictest's `set_latency_target` does (stat, open read-write, write the
+/// 32-bit value): the limit holds while the returned file is open.
+pub fn request(us: i32) -> Result<File, RequestFailed> {
+    std::fs::metadata(PATH).map_err(RequestFailed::Stat)?;
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(PATH)
+        .map_err(RequestFailed::Open)?;
+    file.write_all(&us.to_ne_bytes())
+        .map_err(RequestFailed::Write)?;
+    Ok(file)
 }

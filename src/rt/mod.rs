@@ -6,6 +6,7 @@ pub mod bpf;
 pub mod clock;
 pub mod cpuidle;
 pub mod dma_latency;
+pub mod fifo;
 pub mod oom;
 pub mod outfile;
 pub mod procstat;

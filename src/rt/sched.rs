@@ -383,6 +383,16 @@ pub fn pin_current_thread_to(cpus: &[usize]) -> Result<(), String> {
         .map_err(|e| format!("could not move a task to CPUs {cpus:?}: {e}"))
 }
 
+/// Lets the calling thread run on `cpus` (CPUs beyond the system's set are
+/// left out, as cyclictest's mask leaves them); the error number on failure.
+pub fn try_pin_current_thread_to(cpus: &[usize]) -> Result<(), nix::errno::Errno> {
+    let mut set = nix::sched::CpuSet::new();
+    for &cpu in cpus {
+        let _ = set.set(cpu);
+    }
+    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
+}
+
 /// The CPUs the process (its main thread) may run on: unlike
 /// `allowed_cpus`, not narrowed by a pin of the calling thread.
 pub fn allowed_cpus_of_process() -> Vec<usize> {

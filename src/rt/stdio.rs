@@ -113,6 +113,17 @@ pub fn out() -> Out {
     Out
 }
 
+/// Writes `text` to standard output at once (the drop-ins' lines while they
+/// run, which a reader of a pipe must see before the run ends).
+pub fn print(text: &str) {
+    if text.is_empty() {
+        return;
+    }
+    let mut out = out();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
+
 /// Whether standard output has been lost to a closed pipe or a failure.
 pub fn is_dead() -> bool {
     DEAD.load(Ordering::Relaxed)

@@ -8,6 +8,49 @@ use std::fs;
 // stay for the callers that read them from here.
 pub use crate::units::{HIGHEST_KERNEL_CPU, parse_cpu_list, rfc3339};
 
+/// sysconf's configured and online processor counts (`Max CPUs`, `Online
+/// CPUs` as cyclictest -v prints them; -1 where sysconf cannot say).
+pub fn configured_and_online_cpus() -> (libc::c_long, libc::c_long) {
+    // SAFETY: sysconf has no preconditions.
+    unsafe {
+        (
+            libc::sysconf(libc::_SC_NPROCESSORS_CONF),
+            libc::sysconf(libc::_SC_NPROCESSORS_ONLN),
+        )
+    }
+}
+
+/// Whether this processor has the SMI count MSR (turbostat's check, as
+/// cyclictest's `has_smi_counter`): Intel family 6 with MSRs, listed models.
+pub fn has_smi_counter() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::__cpuid;
+        // CPUID is always available on x86_64.
+        let v = __cpuid(0);
+        if !(v.ebx == 0x756e_6547 && v.edx == 0x4965_6e69 && v.ecx == 0x6c65_746e) {
+            return false;
+        }
+        // Leaf 1 exists on every x86_64 processor.
+        let l1 = __cpuid(1);
+        let fms = l1.eax;
+        if (fms >> 8) & 0xf != 6 || l1.edx & (1 << 5) == 0 {
+            return false;
+        }
+        let model = (((fms >> 16) & 0xf) << 4) + ((fms >> 4) & 0xf);
+        const MODELS: [u32; 32] = [
+            0x1A, 0x1E, 0x1F, 0x25, 0x2C, 0x2E, 0x2F, 0x2A, 0x2D, 0x3A, 0x3E, 0x3C, 0x3F, 0x45,
+            0x46, 0x3D, 0x47, 0x4F, 0x56, 0x4E, 0x5E, 0x8E, 0x9E, 0x55, 0x37, 0x4D, 0x4C, 0x57,
+            0x5C, 0x5F, 0x7A, 0x85,
+        ];
+        MODELS.contains(&model)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// CPUs that are online now: the kernel's list, else those this process may
 /// use.
 pub fn online_cpus() -> Vec<usize> {

@@ -9,6 +9,21 @@ pub const TRACEFS_DIR: &str = "/sys/kernel/tracing";
 /// Where older systems reach it (debugfs mounts tracefs there on access).
 const DEBUGFS_DIR: &str = "/sys/kernel/debug/tracing";
 
+/// rt-tests' tracing directory (cyclictest's `INFO: debugfs mountpoint:`):
+/// `<debugfs>/tracing/` where the mount table has debugfs, else the
+/// standard tracefs place.
+pub fn debugfs_tracing_dir() -> String {
+    let mounts = fs::read_to_string("/proc/mounts").unwrap_or_default();
+    mounts
+        .lines()
+        .find_map(|l| {
+            let mut f = l.split_whitespace();
+            let (_, dir, kind) = (f.next()?, f.next()?, f.next()?);
+            (kind == "debugfs").then(|| format!("{dir}/tracing/"))
+        })
+        .unwrap_or_else(|| format!("{TRACEFS_DIR}/"))
+}
+
 pub const MOUNT_HINT: &str = "mount -t tracefs nodev /sys/kernel/tracing";
 
 pub fn is_root() -> bool {
