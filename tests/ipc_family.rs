@@ -46,15 +46,55 @@ fn sysv_table(what: &str) -> Vec<std::collections::HashMap<String, String>> {
         .collect()
 }
 
-/// The System V objects that tasks `pids` used last. Linux records no
-/// creator of a semaphore set, only the pid of the last operation on each
-/// semaphore (what `ipcs -s -i ID` shows); for a message queue, the last
-/// sender and receiver (`ipcs -q -p`). A set or queue of a finished latscope
-/// run was last used by latscope or its peer.
+/// When this test process started, in seconds since the epoch (rounded
+/// down): from its start in clock ticks after boot and the uptime.
+fn this_process_started() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
+    // Field 22 (starttime), counted after the command name in parentheses.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let ticks: f64 = after
+        .split_whitespace()
+        .nth(19)
+        .and_then(|t| t.parse().ok())
+        .expect("starttime");
+    // SAFETY: sysconf has no preconditions.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let uptime: f64 = std::fs::read_to_string("/proc/uptime")
+        .ok()
+        .and_then(|u| u.split_whitespace().next()?.parse().ok())
+        .expect("/proc/uptime");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs_f64();
+    (now - uptime + ticks / per_second).max(0.0) as u64
+}
+
+/// Whether the object was made (`ctime`) before this test process began,
+/// a second's rounding aside: then no run of this process left it, whatever
+/// pids its last users had (pids recycle: `pid_max` is 32768 here, and
+/// objects a killed run left hours earlier named pids this suite reused).
+fn older_than_this_process(object: &std::collections::HashMap<String, String>) -> bool {
+    let ctime: u64 = object
+        .get("ctime")
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(u64::MAX);
+    ctime + 1 < this_process_started()
+}
+
+/// The System V objects that tasks `pids` used last, of those made since
+/// this test process began. Linux records no creator of a semaphore set,
+/// only the pid of the last operation on each semaphore (what `ipcs -s -i
+/// ID` shows); for a message queue, the last sender and receiver (`ipcs -q
+/// -p`). A set or queue of a finished latscope run was last used by
+/// latscope or its peer.
 fn sysv_objects_used_by(pids: &[u32]) -> Vec<String> {
     let pids: Vec<String> = pids.iter().map(|p| p.to_string()).collect();
     let mut found = Vec::new();
     for queue in sysv_table("msg") {
+        if older_than_this_process(&queue) {
+            continue;
+        }
         let used = ["lspid", "lrpid"]
             .iter()
             .any(|c| queue.get(*c).is_some_and(|p| pids.contains(p)));
@@ -63,6 +103,9 @@ fn sysv_objects_used_by(pids: &[u32]) -> Vec<String> {
         }
     }
     for set in sysv_table("sem") {
+        if older_than_this_process(&set) {
+            continue;
+        }
         let id = &set["semid"];
         let Ok(out) = std::process::Command::new("ipcs")
             .args(["-s", "-i", id])
