@@ -438,7 +438,7 @@ pub fn run(args: &CompareArgs) -> Result<i32, CommandError> {
         Some(_) => Some(html_page(&comparison, &bases, &new).map_err(CommandError::Runtime)?),
         None => None,
     };
-    let stdout = Some(crate::settings::JsonTarget::Stdout);
+    let stdout = Some(crate::settings::OutputTarget::Stdout);
     let json_to_stdout = settings.json == stdout || settings.html == stdout;
     let mut text = Vec::new();
     let _ = write_text(&comparison, &mut text);

@@ -28,7 +28,7 @@ use crate::report::{
 use crate::rt::signals::{Collected, wait_for_stop_or_user_signal};
 use crate::settings::cyclictest::{CyclicPolicy, CyclicSettings};
 use crate::settings::getopt::GetoptUsage;
-use crate::settings::{JsonTarget, Outputs};
+use crate::settings::{OutputTarget, Outputs};
 use crate::stats::LatencyRecorder;
 use crate::stats::window::WindowSeries;
 use crate::timer::cyclic::{self, CyclicAlign, CyclicOptions, CyclicThreadPlan, CyclicWake};
@@ -165,7 +165,7 @@ impl Measurement for CyclicMeasurement<'_> {
             },
             fail_if: Vec::new(),
             outputs: Outputs {
-                json: Some(JsonTarget::File(self.path.clone())),
+                json: Some(OutputTarget::File(self.path.clone())),
                 ..Outputs::default()
             },
             presentation: Presentation {

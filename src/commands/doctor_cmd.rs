@@ -8,7 +8,7 @@ use crate::report::SysInfo;
 use crate::report::Tool;
 use crate::report::console::{Table, machine_line};
 use crate::rt::sysinfo::rfc3339;
-use crate::settings::{JsonTarget, check_json_path};
+use crate::settings::{OutputTarget, check_json_path};
 use serde::Serialize;
 use std::io::Write;
 
@@ -44,7 +44,7 @@ pub fn run(args: &DoctorArgs) -> Result<i32, CommandError> {
     let table = render(&sysinfo, &checks, args.explain, args.quiet);
     match &json {
         // Standard output is the JSON's: the people's part goes to standard error.
-        Some(JsonTarget::Stdout) => eprint!("{}", summary_line(summary)),
+        Some(OutputTarget::Stdout) => eprint!("{}", summary_line(summary)),
         _ => {
             let mut out = crate::rt::stdio::out();
             let _ = out.write_all(table.as_bytes()).and_then(|_| out.flush());

@@ -215,7 +215,7 @@ impl<'a> Run<'a> {
             tests.extend(live.so_far());
             tests
         };
-        if matches!(prom, crate::settings::JsonTarget::File(p) if matches!(
+        if matches!(prom, crate::settings::OutputTarget::File(p) if matches!(
             crate::rt::outfile::classify(p),
             Ok(crate::rt::outfile::Destination::Replace(_))
         )) {
@@ -304,7 +304,7 @@ pub fn run(measurement: &mut dyn Measurement) -> Result<i32, CommandError> {
         fail_if: &plan.fail_if,
         live: Default::default(),
     };
-    if let Some(crate::settings::JsonTarget::File(path)) = &plan.outputs.hdr_log {
+    if let Some(crate::settings::OutputTarget::File(path)) = &plan.outputs.hdr_log {
         let log = hdrlog::HdrLog::create(path, std::time::SystemTime::now()).map_err(|e| {
             CommandError::Runtime(format!(
                 "--hdr-log: could not write {}: {e}",
@@ -372,8 +372,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (prom, hdr) = (dir.path().join("run.prom"), dir.path().join("run.hlog"));
         let outputs = Outputs {
-            prom: Some(crate::settings::JsonTarget::File(prom.clone())),
-            hdr_log: Some(crate::settings::JsonTarget::File(hdr.clone())),
+            prom: Some(crate::settings::OutputTarget::File(prom.clone())),
+            hdr_log: Some(crate::settings::OutputTarget::File(hdr.clone())),
             ..Outputs::default()
         };
         let presentation = Presentation::modern(Box::new(LatscopeJson));

@@ -1,7 +1,7 @@
 //! `latscope logdisk`'s options (mqldt's names and meanings, plus latscope's),
 //! checked into settings before any file is created or written.
 
-use super::{JsonTarget, Outputs, UsageError, check_output_path, parse_count, usage};
+use super::{OutputTarget, Outputs, UsageError, check_output_path, parse_count, usage};
 use crate::cli::{LogdiskArgs, SyncArg};
 use crate::units::{format_bytes, parse_duration, shown};
 use std::ffi::OsString;
@@ -368,16 +368,16 @@ impl LogdiskSettings {
         let csv_file = match args.csv_file.as_deref() {
             None => None,
             Some(p) => match check_output_path("--csvFile", p)? {
-                JsonTarget::File(p) => {
+                OutputTarget::File(p) => {
                     check_appendable(&p)?;
                     Some(p)
                 }
-                JsonTarget::Stdout => {
+                OutputTarget::Stdout => {
                     return Err(usage("--csvFile needs a file name"));
                 }
             },
         };
-        let csv_target = csv_file.clone().map(JsonTarget::File);
+        let csv_target = csv_file.clone().map(OutputTarget::File);
         let outputs = Outputs::from_args(&args.outputs, &[("--csvFile", csv_target.as_ref())])?;
         if args.format == crate::cli::OutputFormat::Classic && outputs.to_stdout() {
             return Err(usage(

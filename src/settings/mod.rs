@@ -79,14 +79,16 @@ pub fn parse_count(option: &str, text: &str) -> Result<u64, UsageError> {
     })
 }
 
-/// A JSON destination: standard output, or a file in an existing, writable directory.
+/// Where one output goes (`--json`, `--csv`, `--markdown`, `--junit`,
+/// `--prom`, `--hdr-log`, a command's own files): standard output, or a
+/// file in an existing, writable directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum JsonTarget {
+pub enum OutputTarget {
     Stdout,
     File(PathBuf),
 }
 
-pub fn check_json_path(path: &Path) -> Result<JsonTarget, UsageError> {
+pub fn check_json_path(path: &Path) -> Result<OutputTarget, UsageError> {
     check_output_path("--json", path)
 }
 
@@ -95,12 +97,12 @@ pub fn check_json_path(path: &Path) -> Result<JsonTarget, UsageError> {
 /// and is writable, a file can actually be created there, and an existing
 /// file there may be replaced: see `check_replaceable`). Checked before
 /// anything is measured, without touching an existing file.
-pub fn check_output_path(option: &str, path: &Path) -> Result<JsonTarget, UsageError> {
+pub fn check_output_path(option: &str, path: &Path) -> Result<OutputTarget, UsageError> {
     /// Longest file name (NAME_MAX) and path (PATH_MAX) Linux accepts.
     const NAME_MAX: usize = 255;
     const PATH_MAX: usize = 4096;
     if path.as_os_str() == "-" {
-        return Ok(JsonTarget::Stdout);
+        return Ok(OutputTarget::Stdout);
     }
     if path.as_os_str().is_empty() {
         return Err(usage(format!(
@@ -129,7 +131,7 @@ pub fn check_output_path(option: &str, path: &Path) -> Result<JsonTarget, UsageE
     // directory, which is checked below.
     let path_checked = match crate::rt::outfile::classify(path) {
         Ok(crate::rt::outfile::Destination::Replace(p)) => p,
-        Ok(_) => return Ok(JsonTarget::File(path.to_path_buf())),
+        Ok(_) => return Ok(OutputTarget::File(path.to_path_buf())),
         Err(e) => {
             return Err(usage(format!(
                 "{option} {shown_path}: {}; choose another path",
@@ -162,7 +164,7 @@ pub fn check_output_path(option: &str, path: &Path) -> Result<JsonTarget, UsageE
     }
     check_replaceable(&path_checked, &dir)
         .map_err(|why| usage(format!("{option} {shown_path}: {why}; choose another path")))?;
-    Ok(JsonTarget::File(path.to_path_buf()))
+    Ok(OutputTarget::File(path.to_path_buf()))
 }
 
 /// Whether latscope will be able to put its file at `path` (a new path or
@@ -211,11 +213,11 @@ fn check_replaceable(path: &Path, dir: &Path) -> Result<(), String> {
 /// differently, through a link, or a hard link) are bad usage: the second
 /// would silently replace the first. Devices, FIFOs and standard streams
 /// may be named twice: both are written there.
-pub fn check_distinct_outputs(named: &[(&str, Option<&JsonTarget>)]) -> Result<(), UsageError> {
+pub fn check_distinct_outputs(named: &[(&str, Option<&OutputTarget>)]) -> Result<(), UsageError> {
     let files: Vec<(&str, &Path)> = named
         .iter()
         .filter_map(|(option, target)| match target {
-            Some(JsonTarget::File(p)) => Some((*option, p.as_path())),
+            Some(OutputTarget::File(p)) => Some((*option, p.as_path())),
             _ => None,
         })
         .collect();
@@ -232,17 +234,53 @@ pub fn check_distinct_outputs(named: &[(&str, Option<&JsonTarget>)]) -> Result<(
     Ok(())
 }
 
-/// Where the results go besides the console: `--json`, `--csv`,
-/// `--markdown`, `--junit` and `--prom`, each checked (see `check_output_path`).
+/// The formats a finished report is written in besides the console, each
+/// given by its option. `pipeline::deliver` gives each its exporter (one
+/// exhaustive match), and `Outputs::target` its destination, so a format is
+/// declared once and neither list can fall out of step with the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportFormat {
+    Json,
+    Csv,
+    Markdown,
+    Junit,
+    Prom,
+}
+
+impl ReportFormat {
+    /// Every format, in the order the files are written.
+    pub const ALL: [ReportFormat; 5] = [
+        ReportFormat::Json,
+        ReportFormat::Csv,
+        ReportFormat::Markdown,
+        ReportFormat::Junit,
+        ReportFormat::Prom,
+    ];
+
+    /// The option that asks for it.
+    pub fn option(self) -> &'static str {
+        match self {
+            ReportFormat::Json => "--json",
+            ReportFormat::Csv => "--csv",
+            ReportFormat::Markdown => "--markdown",
+            ReportFormat::Junit => "--junit",
+            ReportFormat::Prom => "--prom",
+        }
+    }
+}
+
+/// Where the results go besides the console: a destination per
+/// `ReportFormat`, `--hdr-log` and `--samples`, each checked (see
+/// `check_output_path`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Outputs {
-    pub json: Option<JsonTarget>,
-    pub csv: Option<JsonTarget>,
-    pub markdown: Option<JsonTarget>,
-    pub junit: Option<JsonTarget>,
-    pub prom: Option<JsonTarget>,
+    pub json: Option<OutputTarget>,
+    pub csv: Option<OutputTarget>,
+    pub markdown: Option<OutputTarget>,
+    pub junit: Option<OutputTarget>,
+    pub prom: Option<OutputTarget>,
     /// `--hdr-log`: streamed as the run goes (pipeline::hdrlog), a file only.
-    pub hdr_log: Option<JsonTarget>,
+    pub hdr_log: Option<OutputTarget>,
     /// `--samples FILE` and `--samples-limit SIZE` (see `samples_output`).
     pub samples: Option<SamplesOutput>,
 }
@@ -252,35 +290,36 @@ impl Outputs {
     /// (timer's `-g`) that may also claim standard output: at most one may.
     pub fn from_args(
         args: &OutputArgs,
-        others: &[(&str, Option<&JsonTarget>)],
+        others: &[(&str, Option<&OutputTarget>)],
     ) -> Result<Outputs, UsageError> {
-        let check = |option: &str, path: &Option<PathBuf>| {
+        let check = |format: Option<ReportFormat>, path: &Option<PathBuf>| {
+            let option = format.map_or("--hdr-log", ReportFormat::option);
             path.as_deref()
                 .map(|p| check_output_path(option, p))
                 .transpose()
         };
         let outputs = Outputs {
-            json: check("--json", &args.json)?,
-            csv: check("--csv", &args.csv)?,
-            markdown: check("--markdown", &args.markdown)?,
-            junit: check("--junit", &args.junit)?,
-            prom: check("--prom", &args.prom)?,
-            hdr_log: check("--hdr-log", &args.hdr_log)?,
+            json: check(Some(ReportFormat::Json), &args.json)?,
+            csv: check(Some(ReportFormat::Csv), &args.csv)?,
+            markdown: check(Some(ReportFormat::Markdown), &args.markdown)?,
+            junit: check(Some(ReportFormat::Junit), &args.junit)?,
+            prom: check(Some(ReportFormat::Prom), &args.prom)?,
+            hdr_log: check(None, &args.hdr_log)?,
             samples: samples_output(args)?,
         };
-        if outputs.hdr_log == Some(JsonTarget::Stdout) {
+        if outputs.hdr_log == Some(OutputTarget::Stdout) {
             return Err(usage(
                 "--hdr-log needs a file name: the interval log is written as the run goes, beside the console output".to_string(),
             ));
         }
         let mut to_stdout: Vec<&str> = others
             .iter()
-            .filter(|(_, t)| *t == Some(&JsonTarget::Stdout))
+            .filter(|(_, t)| *t == Some(&OutputTarget::Stdout))
             .map(|(name, _)| *name)
             .collect();
-        for (name, target) in outputs.named() {
-            if target == Some(&JsonTarget::Stdout) {
-                to_stdout.push(name);
+        for (format, target) in outputs.files() {
+            if *target == OutputTarget::Stdout {
+                to_stdout.push(format.option());
             }
         }
         if to_stdout.len() > 1 {
@@ -290,35 +329,45 @@ impl Outputs {
                 to_stdout.join(" -, ")
             )));
         }
-        let mut all: Vec<(&str, Option<&JsonTarget>)> = outputs.named().to_vec();
+        let mut all: Vec<(&str, Option<&OutputTarget>)> = outputs
+            .files()
+            .map(|(format, target)| (format.option(), Some(target)))
+            .collect();
         all.push(("--hdr-log", outputs.hdr_log.as_ref()));
         all.extend_from_slice(others);
         let samples = outputs
             .samples
             .as_ref()
-            .map(|s| JsonTarget::File(s.path.clone()));
+            .map(|s| OutputTarget::File(s.path.clone()));
         all.push(("--samples", samples.as_ref()));
         check_distinct_outputs(&all)?;
         Ok(outputs)
     }
 
-    /// The outputs by option name, in the order they are written.
-    pub fn named(&self) -> [(&'static str, Option<&JsonTarget>); 5] {
-        [
-            ("--json", self.json.as_ref()),
-            ("--csv", self.csv.as_ref()),
-            ("--markdown", self.markdown.as_ref()),
-            ("--junit", self.junit.as_ref()),
-            ("--prom", self.prom.as_ref()),
-        ]
+    /// Where `format` goes, if it was asked for.
+    pub fn target(&self, format: ReportFormat) -> Option<&OutputTarget> {
+        match format {
+            ReportFormat::Json => self.json.as_ref(),
+            ReportFormat::Csv => self.csv.as_ref(),
+            ReportFormat::Markdown => self.markdown.as_ref(),
+            ReportFormat::Junit => self.junit.as_ref(),
+            ReportFormat::Prom => self.prom.as_ref(),
+        }
+    }
+
+    /// The report files asked for, each with its destination, in the order
+    /// they are written.
+    pub fn files(&self) -> impl Iterator<Item = (ReportFormat, &OutputTarget)> {
+        ReportFormat::ALL
+            .into_iter()
+            .filter_map(|format| Some((format, self.target(format)?)))
     }
 
     /// Whether one of them writes to standard output (which the console
     /// output then leaves to it).
     pub fn to_stdout(&self) -> bool {
-        self.named()
-            .iter()
-            .any(|(_, t)| *t == Some(&JsonTarget::Stdout))
+        self.files()
+            .any(|(_, target)| *target == OutputTarget::Stdout)
     }
 }
 
@@ -348,7 +397,7 @@ fn samples_output(args: &OutputArgs) -> Result<Option<SamplesOutput>, UsageError
             shown(&path.to_string_lossy())
         ))
     };
-    if check_output_path("--samples", path)? == JsonTarget::Stdout {
+    if check_output_path("--samples", path)? == OutputTarget::Stdout {
         return Err(to_own_output());
     }
     if matches!(
@@ -1098,7 +1147,7 @@ mod tests {
         let file = dir.path().join("r.csv");
         std::fs::write(&file, "old").unwrap();
         let s = settings(&["--csv", file.to_str().unwrap(), "--markdown", "-"]).unwrap();
-        assert_eq!(s.verdict.outputs.csv, Some(JsonTarget::File(file.clone())));
+        assert_eq!(s.verdict.outputs.csv, Some(OutputTarget::File(file.clone())));
         assert!(s.verdict.outputs.to_stdout());
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "old");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);

@@ -2,7 +2,7 @@
 //! checked into settings before anything is measured.
 
 use super::{
-    JsonTarget, Outputs, UsageError, check_cpu, check_output_path, checked_priority_for,
+    OutputTarget, Outputs, UsageError, check_cpu, check_output_path, checked_priority_for,
     parse_count, parse_priority, positive, usage,
 };
 use crate::cli::{OutputFormat, TimerArgs};
@@ -52,7 +52,7 @@ pub struct TimerSettings {
     pub format: OutputFormat,
     pub print_histograms: bool,
     pub print_stats: bool,
-    pub gnuplot: Option<JsonTarget>,
+    pub gnuplot: Option<OutputTarget>,
     pub outputs: Outputs,
     pub max_latency_us: Option<u64>,
     /// `--fail-if`: absolute limits held against every thread after the run.
