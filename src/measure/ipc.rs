@@ -253,17 +253,17 @@ fn finished_of(
     };
     FinishedTest {
         result: TestResult {
-            test: transport.name().to_string(),
-            description: transport.describe().to_string(),
-            mode: plan.mode.as_str().to_string(),
-            config,
-            end_reason: outcome.end_reason,
-            error: outcome.error,
             overall: overall.summary(),
             series,
-            overall_detail: None,
             spikes: outcome.spikes,
-            started_s: None,
+            ..TestResult::new(
+                transport.name(),
+                transport.describe(),
+                plan.mode.as_str(),
+                config,
+                outcome.end_reason,
+                outcome.error,
+            )
         },
         started: outcome.started,
         ended: outcome.ended,
@@ -287,19 +287,14 @@ pub fn failed_to_start(
         harness::EndReason::Error
     };
     FinishedTest::not_started(
-        TestResult {
-            test: transport.name().to_string(),
-            description: transport.describe().to_string(),
-            mode: plan.mode.as_str().to_string(),
+        TestResult::new(
+            transport.name(),
+            transport.describe(),
+            plan.mode.as_str(),
             config,
             end_reason,
-            error: Some(error.to_string()),
-            overall: LatencyRecorder::new().summary(),
-            series: Vec::new(),
-            overall_detail: None,
-            spikes: None,
-            started_s: None,
-        },
+            Some(error.to_string()),
+        ),
         plan.pairs.first().is_some_and(|p| p.policy.is_realtime()),
     )
 }

@@ -90,19 +90,14 @@ fn not_run(
     error: Option<String>,
 ) -> FinishedTest {
     FinishedTest::not_started(
-        TestResult {
-            test: "logdisk".to_string(),
-            description: description(block_size, settings.sync, settings.direct),
-            mode: settings.sync.as_str().to_string(),
-            config: config_of(settings, block_size),
+        TestResult::new(
+            "logdisk",
+            description(block_size, settings.sync, settings.direct),
+            settings.sync.as_str(),
+            config_of(settings, block_size),
             end_reason,
             error,
-            overall: LatencySummary::default(),
-            series: Vec::new(),
-            overall_detail: None,
-            spikes: None,
-            started_s: None,
-        },
+        ),
         false,
     )
 }
@@ -376,17 +371,17 @@ fn finished_test(
     let elapsed = Duration::from_secs_f64(merged.duration_s);
     FinishedTest {
         result: TestResult {
-            test: "logdisk".to_string(),
-            description: description(block_size, settings.sync, settings.direct),
-            mode: settings.sync.as_str().to_string(),
-            config: config_of(settings, block_size),
-            end_reason: outcome.end_reason,
-            error: outcome.error,
             overall: overall_summary,
             series,
             overall_detail: Some(SeriesDetail::DiskWriter(Box::new(merged))),
-            spikes: None,
-            started_s: None,
+            ..TestResult::new(
+                "logdisk",
+                description(block_size, settings.sync, settings.direct),
+                settings.sync.as_str(),
+                config_of(settings, block_size),
+                outcome.end_reason,
+                outcome.error,
+            )
         },
         started: outcome.started,
         ended: outcome.ended,

@@ -172,17 +172,17 @@ pub fn measure(
         )
     };
     let result = TestResult {
-        test: "timer".to_string(),
-        description: description(settings.figure, settings.wake),
-        mode: settings.figure.as_str().to_string(),
-        config: config_of(settings, &plan, prep),
-        end_reason: outcome.end_reason,
-        error: outcome.error.clone(),
         overall: overall.summary(),
         series,
-        overall_detail: None,
         spikes: outcome.spikes.clone(),
-        started_s: None,
+        ..TestResult::new(
+            "timer",
+            description(settings.figure, settings.wake),
+            settings.figure.as_str(),
+            config_of(settings, &plan, prep),
+            outcome.end_reason,
+            outcome.error.clone(),
+        )
     };
     let finished = FinishedTest {
         result,
@@ -227,19 +227,14 @@ fn skeleton(settings: &TimerSettings, prep: &Preparation) -> Option<FinishedTest
 pub fn failed(settings: &TimerSettings, prep: &Preparation, error: String) -> FinishedTest {
     let plan = plan_of(settings, Arc::new(AtomicBool::new(true)));
     FinishedTest::not_started(
-        TestResult {
-            test: "timer".to_string(),
-            description: description(settings.figure, settings.wake),
-            mode: settings.figure.as_str().to_string(),
-            config: config_of(settings, &plan, prep),
-            end_reason: crate::report::EndReason::Error,
-            error: Some(error),
-            overall: LatencyRecorder::new().summary(),
-            series: Vec::new(),
-            overall_detail: None,
-            spikes: None,
-            started_s: None,
-        },
+        TestResult::new(
+            "timer",
+            description(settings.figure, settings.wake),
+            settings.figure.as_str(),
+            config_of(settings, &plan, prep),
+            crate::report::EndReason::Error,
+            Some(error),
+        ),
         settings.policy.is_realtime(),
     )
 }

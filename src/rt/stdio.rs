@@ -113,11 +113,6 @@ pub fn out() -> Out {
     Out
 }
 
-/// Whether standard output has been lost to a closed pipe or a failure.
-pub fn is_dead() -> bool {
-    DEAD.load(Ordering::Relaxed)
-}
-
 /// Once the run is done: flushes standard output and returns why writing
 /// to it failed, if it did (a closed pipe is not a failure). The caller
 /// prints it as one line and exits 1 (`main`).

@@ -12,6 +12,7 @@ use super::cells::{cpus_cell, end_reason_text, latency_cell, percentile_cell};
 pub mod compare;
 pub mod plots;
 
+use super::cells::{Markup, escape_markup};
 use super::{Report, Series, TestResult};
 use crate::stats::LatencySummary;
 use crate::units::format_ns;
@@ -38,20 +39,9 @@ pub struct Rendered {
     pub plots: Vec<Plot>,
 }
 
-/// Text for HTML content and attribute values.
+/// Text for HTML content and attribute values (and SVG's).
 pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
+    escape_markup(text, Markup::Html)
 }
 
 /// A command line as a shell would take it back (single quotes where needed).
@@ -447,7 +437,7 @@ fn time_marks(runs: &[Run], group: &TestGroup) -> Marks {
                 // The series' own start, else the test's (its series start together).
                 let start = index
                     .and_then(|i| starts[i])
-                    .or_else(|| median(starts.iter().flatten().copied().collect()));
+                    .or_else(|| lower_median(starts.iter().flatten().copied().collect()));
                 let Some(start) = start else {
                     marks.spikes_unplaced += 1;
                     continue;
@@ -519,8 +509,10 @@ fn time_marks(runs: &[Run], group: &TestGroup) -> Marks {
     marks
 }
 
-/// The middle value (of an odd count; the lower middle of an even one).
-fn median(mut values: Vec<f64>) -> Option<f64> {
+/// The lower median: the middle value of an odd count, the lower of the two
+/// middle ones of an even count; always one of `values`, unlike
+/// `threshold::median`, which averages the two middle ones.
+fn lower_median(mut values: Vec<f64>) -> Option<f64> {
     values.sort_by(f64::total_cmp);
     values.get(values.len().saturating_sub(1) / 2).copied()
 }
@@ -531,7 +523,7 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
 /// whose latency is the maximum of exactly one window of its series lies in
 /// that window, so the start lies within one window's span before it. The
 /// spans of all such spikes are intersected and the middle taken; when they
-/// do not meet (windows of loops rather than exact seconds), the median of
+/// do not meet (windows of loops rather than exact seconds), the lower median of
 /// the window middles.
 fn spike_clock_starts(test: &TestResult, trace: &crate::report::SpikeTrace) -> Vec<Option<f64>> {
     test.series
@@ -565,7 +557,7 @@ fn spike_clock_starts(test: &TestResult, trace: &crate::report::SpikeTrace) -> V
             } else if earliest <= latest {
                 Some(best_start(series, trace, earliest, latest))
             } else {
-                median(spans.iter().map(|s| (s.0 + s.1) / 2.0).collect())
+                lower_median(spans.iter().map(|s| (s.0 + s.1) / 2.0).collect())
             }
         })
         .collect()

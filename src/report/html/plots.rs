@@ -536,13 +536,6 @@ fn p99_points(
         .collect()
 }
 
-/// Text for SVG content (`<title>`).
-fn xml_text(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
 /// Per-second minimum, mean and maximum of every series over time (thick:
 /// maximum, medium: mean, thin and faint: minimum), the p99 per window
 /// (dashed) where the report has it, and `marks` (traced spikes, kernel
@@ -731,7 +724,7 @@ fn over_time_svg(
             };
             overlay.push(format!(
                 "<g class=\"mark\" data-x=\"{px}\"><title>{}</title>{shape}</g>",
-                xml_text(&mark.text)
+                super::escape(&mark.text)
             ));
         }
         draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;

@@ -423,6 +423,34 @@ pub struct IpcPair {
     pub resources: Vec<String>,
 }
 
+impl TestResult {
+    /// A test's result with no samples yet: what ran (`test`, `description`,
+    /// `mode`, `config`) and how it ended. The measure functions set the
+    /// series, the overall summary and whatever else they have.
+    pub fn new(
+        test: impl Into<String>,
+        description: impl Into<String>,
+        mode: impl Into<String>,
+        config: TestConfig,
+        end_reason: EndReason,
+        error: Option<String>,
+    ) -> TestResult {
+        TestResult {
+            test: test.into(),
+            description: description.into(),
+            mode: mode.into(),
+            config,
+            end_reason,
+            error,
+            overall: LatencySummary::default(),
+            series: Vec::new(),
+            overall_detail: None,
+            spikes: None,
+            started_s: None,
+        }
+    }
+}
+
 impl TestConfig {
     pub fn ipc(&self) -> Option<&IpcConfig> {
         match &self.detail {
