@@ -13,7 +13,7 @@ use crate::report::{
 };
 use crate::rt::sched;
 use crate::rt::tracefs::BreakTrace;
-use crate::settings::{IpcSettings, PairLayout};
+use crate::settings::{IpcSettings, PairLayout, Timing};
 use crate::stats::LatencyRecorder;
 use crate::stats::samples::TestSamples;
 use crate::units::format_run_time;
@@ -239,7 +239,7 @@ fn finished_of(
         .enumerate()
         .map(|(i, p)| series_of(i, p))
         .collect();
-    // priority_option is set by the pair tests, which take -p (see pair_test).
+    // priority_option is set by the pair tests, which take -p (see commands::primitive_cmd).
     let facts = RunFacts {
         elapsed: outcome.elapsed,
         breaktrace_note: outcome.breaktrace_note.clone(),
@@ -460,8 +460,7 @@ pub struct SequenceSpec<'a> {
     pub primitives: &'a [&'a str],
     pub modes: &'a [Mode],
     pub layout: &'a PairLayout,
-    /// Interval, distance (us) and loops.
-    pub timing: (u64, u64, Option<u64>),
+    pub timing: Timing,
     pub tasks: Tasks,
     pub cross_cpu: bool,
     pub per_test: Option<Duration>,
@@ -476,10 +475,7 @@ pub struct SequenceSpec<'a> {
 /// The tests of a sequence, each primitive in each mode, with the plan and
 /// the report's record of its settings.
 pub fn sequence(spec: &SequenceSpec<'_>) -> Result<Vec<SequenceItem>, CommandError> {
-    let (interval_us, distance_us, loops) = spec.timing;
-    let pairs = spec
-        .layout
-        .pairs(interval_us, distance_us, loops, spec.cross_cpu)?;
+    let pairs = spec.layout.pairs(spec.timing, spec.cross_cpu)?;
     let mut items = Vec::new();
     for &name in spec.primitives {
         for &mode in spec.modes {
@@ -501,7 +497,7 @@ pub fn sequence(spec: &SequenceSpec<'_>) -> Result<Vec<SequenceItem>, CommandErr
             let config = TestConfig {
                 policy: spec.layout.policy.to_string(),
                 priority: spec.layout.priority,
-                loops,
+                loops: spec.timing.loops,
                 duration_s: secs(plan.duration),
                 max_latency_us: spec.max_latency_us,
                 mlockall: spec.prep.memory.is_locked(),
@@ -511,8 +507,8 @@ pub fn sequence(spec: &SequenceSpec<'_>) -> Result<Vec<SequenceItem>, CommandErr
                     tasks: spec.tasks.as_str().to_string(),
                     cross_cpu: spec.cross_cpu,
                     same_priority: spec.layout.same_priority,
-                    interval_us,
-                    distance_us,
+                    interval_us: spec.timing.interval_us,
+                    distance_us: spec.timing.distance_us,
                     receive_timeout_s: None,
                     forced_send_delay_s: None,
                     breaktrace_us: None,

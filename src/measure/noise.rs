@@ -2,7 +2,7 @@
 //! noise` and `latscope suite`.
 
 use crate::noise::{self, NoiseOutcome, NoisePlan, NoiseProgress};
-use crate::pipeline::{CpuWindow, FinishedTest, Preparation, Run, RunFacts, per_cpu_skeleton};
+use crate::pipeline::{CpuShare, CpuWindow, FinishedTest, Preparation, Run, RunFacts, per_cpu_skeleton};
 use crate::report::{
     Cause, ConfigDetail, EndReason, NoiseCauses, NoiseConfig, NoiseCpu, Series, SeriesDetail,
     SpikeTrace, TestConfig, TestResult,
@@ -139,7 +139,7 @@ fn finished(
     outcome: NoiseOutcome,
     started: SystemTime,
     ended: SystemTime,
-    cpu_use: (Option<f64>, f64, Option<f64>),
+    cpu_use: CpuShare,
 ) -> FinishedTest {
     let mut overall = LatencyRecorder::new();
     let series: Vec<Series> = outcome

@@ -31,7 +31,7 @@ pub use judge::{
 };
 pub use live::{LiveHook, per_cpu_skeleton, running_skeleton, series_without_samples};
 pub use prepare::{MemoryLock, Preparation, PrepareSpec};
-pub use validity::{CpuUse, CpuWindow, RunFacts, ThrottleEvidence};
+pub use validity::{CpuShare, CpuUse, CpuWindow, RunFacts, ThrottleEvidence};
 
 use crate::report::SysInfo;
 use crate::report::json::LatscopeJson;

@@ -661,13 +661,18 @@ pub struct PairLayout {
 }
 
 /// Interval, distance and loop count of the rt-tests options, checked.
-pub struct Timing;
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    /// Microseconds between pair 0's samples (0: back to back).
+    pub interval_us: u64,
+    /// Microseconds each further pair adds to the interval.
+    pub distance_us: u64,
+    /// Samples per pair; None: until the duration or a signal ends the run.
+    pub loops: Option<u64>,
+}
 
 impl Timing {
-    pub fn from_args(
-        args: &LayoutArgs,
-        default_interval_us: u64,
-    ) -> Result<(u64, u64, Option<u64>), UsageError> {
+    pub fn from_args(args: &LayoutArgs, default_interval_us: u64) -> Result<Timing, UsageError> {
         let interval_us = match &args.interval {
             Some(t) => parse_interval("-i/--interval", t)?,
             None => default_interval_us,
@@ -682,7 +687,11 @@ impl Timing {
             .map(|t| parse_loops("-l/--loops", t))
             .transpose()?
             .flatten();
-        Ok((interval_us, distance_us, loops))
+        Ok(Timing {
+            interval_us,
+            distance_us,
+            loops,
+        })
     }
 }
 
@@ -750,13 +759,12 @@ impl PairLayout {
 
     /// The pairs: pair i waits `interval + i * distance` between samples and,
     /// unless all share one priority, runs at `priority - i` (at least 1).
-    pub fn pairs(
-        &self,
-        interval_us: u64,
-        distance_us: u64,
-        loops: Option<u64>,
-        cross_cpu: bool,
-    ) -> Result<Vec<PairPlan>, UsageError> {
+    pub fn pairs(&self, timing: Timing, cross_cpu: bool) -> Result<Vec<PairPlan>, UsageError> {
+        let Timing {
+            interval_us,
+            distance_us,
+            loops,
+        } = timing;
         let allowed = sched::allowed_cpus();
         let last_interval = interval_us
             .checked_add(distance_us.saturating_mul(self.count - 1))
@@ -828,16 +836,16 @@ impl IpcSettings {
         fork: bool,
     ) -> Result<IpcSettings, UsageError> {
         let mut notices = Vec::new();
-        let (interval_us, distance_us, loops) = Timing::from_args(&args.layout, 1000)?;
+        let timing = Timing::from_args(&args.layout, 1000)?;
         let common = Common::from_args(&args.common)?;
         let layout = PairLayout::from_args(&args.layout, 0, false, &mut notices)?;
-        let pairs = layout.pairs(interval_us, distance_us, loops, args.common.cross_cpu)?;
+        let pairs = layout.pairs(timing, args.common.cross_cpu)?;
         Ok(IpcSettings::assemble(
             &args.common,
             common,
             layout,
             pairs,
-            (interval_us, distance_us, loops),
+            timing,
             mode,
             fork,
             notices,
@@ -931,7 +939,12 @@ impl IpcSettings {
                 "--cross-cpu pins the two tasks of a pair to different CPUs: it cannot be combined with -A",
             ));
         }
-        let pairs = layout.pairs(interval_us, 0, loops, args.common.cross_cpu)?;
+        let timing = Timing {
+            interval_us,
+            distance_us: 0,
+            loops,
+        };
+        let pairs = layout.pairs(timing, args.common.cross_cpu)?;
         let mut notices = Vec::new();
         if args.affinity && args.no_affinity {
             notices.push("-a ignored due to -A".to_string());
@@ -941,7 +954,7 @@ impl IpcSettings {
             common,
             layout,
             pairs,
-            (interval_us, 0, loops),
+            timing,
             args.mode,
             args.fork,
             notices,
@@ -954,7 +967,7 @@ impl IpcSettings {
         common: Common,
         layout: PairLayout,
         pairs: Vec<PairPlan>,
-        (interval_us, distance_us, loops): (u64, u64, Option<u64>),
+        timing: Timing,
         mode: ModeArg,
         fork: bool,
         notices: Vec<String>,
@@ -981,9 +994,9 @@ impl IpcSettings {
             policy: layout.policy,
             priority: layout.priority,
             same_priority: layout.same_priority,
-            interval_us,
-            distance_us,
-            loops,
+            interval_us: timing.interval_us,
+            distance_us: timing.distance_us,
+            loops: timing.loops,
             breaktrace_us: common.breaktrace_us,
             trace_spikes_us: common.trace_spikes_us,
             collector: common.collector,
