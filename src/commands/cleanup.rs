@@ -15,7 +15,7 @@
 //! instance whose pid a running process now has, and everything a registry
 //! of another PID namespace (a container sharing the directory) records.
 
-use super::CommandError;
+use crate::pipeline::CommandError;
 use crate::cli::CleanupArgs;
 use crate::rt::registry::{self, Entry, Kind, RegistryFile};
 use crate::rt::tracefs::{instance, mount};
@@ -148,7 +148,7 @@ pub fn run(args: &CleanupArgs) -> Result<i32, CommandError> {
             "{failed} object(s) could not be removed (see the FAILED lines); run as their owner or root"
         )));
     }
-    Ok(super::EXIT_OK)
+    Ok(crate::pipeline::EXIT_OK)
 }
 
 /// The objects of one registry file: kept while its owner runs, else

@@ -4,17 +4,19 @@
 //! match by test and label; `--merge` compares each test's `overall` instead.
 //! `--fail-if` thresholds are held against every matched series (exit 3).
 
-use super::{CommandError, EXIT_LIMIT, EXIT_OK};
+use crate::pipeline::{CommandError, EXIT_LIMIT, EXIT_OK, write_with};
 use crate::cli::CompareArgs;
 use crate::report::cells::{change_cell, signed_ns};
-use crate::report::console::Table;
+use crate::report::cells::Table;
 use crate::report::{
     OLDEST_READ_SCHEMA_VERSION, SCHEMA_NAME, SCHEMA_VERSION, schema_version_readable,
 };
 use crate::settings::UsageError;
 use crate::settings::compare::CompareSettings;
 use crate::stats::LatencySummary;
-use crate::threshold::{self, Metric, Threshold, ThresholdCheck, median, relative_change};
+use crate::report::ThresholdCheck;
+use crate::stats::relative_change;
+use crate::threshold::{self, Metric, Threshold, median};
 use crate::units::{format_ns, shown};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -451,14 +453,14 @@ pub fn run(args: &CompareArgs) -> Result<i32, CommandError> {
         let _ = crate::rt::stdio::out().write_all(&text);
     }
     if let Some(target) = &settings.json {
-        super::write_with(target, &mut |out| {
+        write_with(target, &mut |out| {
             serde_json::to_writer_pretty(&mut *out, &comparison)?;
             out.write_all(b"\n")
         })
         .map_err(CommandError::Runtime)?;
     }
     if let (Some(target), Some(page)) = (&settings.html, &page) {
-        super::write_with(target, &mut |out| out.write_all(page.as_bytes()))
+        write_with(target, &mut |out| out.write_all(page.as_bytes()))
             .map_err(CommandError::Runtime)?;
     }
     Ok(comparison.exit_code)

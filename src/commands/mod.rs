@@ -18,18 +18,14 @@ pub mod samples_cmd;
 pub mod suite;
 pub mod timer_cmd;
 
-// What every command returns and writes with, from the pipeline.
-pub use crate::pipeline::{
-    CommandError, EXIT_LIMIT, EXIT_OK, EXIT_RUNTIME, EXIT_SKIPPED, EXIT_USAGE, print, write_output,
-    write_with,
-};
+use crate::pipeline::CommandError;
 
 use crate::cli::Command;
 use crate::settings::IpcSettings;
 
 /// Runs the subcommand the user asked for.
 pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
-    use crate::report::classic_rt_tests::RtTestsFlavor;
+    use crate::report::cells::RtTestsFlavor;
     use primitive_cmd::ClassicTool;
     let single = |name: &str, settings: IpcSettings, classic: ClassicTool| {
         let transport = crate::ipc::transport_named(name)

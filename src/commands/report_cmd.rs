@@ -1,7 +1,7 @@
 //! `latscope report`: reads JSON reports, writes one self-contained HTML page
 //! (and with `--svg` each plot as a file). Measures nothing.
 
-use super::{CommandError, EXIT_OK, write_with};
+use crate::pipeline::{CommandError, EXIT_OK, write_with};
 use crate::cli::ReportArgs;
 use crate::report::html::{self, Run};
 use crate::settings::OutputTarget;

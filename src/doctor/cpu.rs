@@ -1,7 +1,9 @@
 //! The CPUs: frequency scaling, turbo, idle states and SMT, the hardware
 //! behaviours that make the same code take a different time.
 
-use super::{Check, Machine, cpu_list, of};
+use super::{Machine, of};
+use crate::report::Check;
+use crate::units::cpu_list;
 
 const CPU_DIR: &str = "/sys/devices/system/cpu";
 
@@ -188,7 +190,7 @@ pub fn smt(m: &Machine) -> Check {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Verdict;
+    use crate::report::Verdict;
     use super::super::fixture::Fixture;
     use super::*;
 

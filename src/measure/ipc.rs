@@ -1,7 +1,7 @@
 //! One IPC latency test, or a sequence of them, run and turned into report
 //! data; shared by the pair commands (`mq`, `sem`, ...), `ipc` and `suite`.
 
-use crate::ipc::harness::{self, EndReason, Mode, PairOutcome, PairPlan, Progress, RunPlan, Tasks};
+use crate::ipc::harness::{self, Mode, PairOutcome, PairPlan, Progress, RunPlan, Tasks};
 use crate::ipc::{SetupError, Transport, transport_named};
 use crate::live::ipc::LiveLine;
 use crate::pipeline::{
@@ -9,7 +9,7 @@ use crate::pipeline::{
     series_without_samples,
 };
 use crate::report::{
-    ConfigDetail, IpcConfig, IpcPair, Series, SeriesDetail, TestConfig, TestResult,
+    ConfigDetail, EndReason, IpcConfig, IpcPair, Series, SeriesDetail, TestConfig, TestResult,
 };
 use crate::rt::sched;
 use crate::rt::tracefs::BreakTrace;
@@ -282,9 +282,9 @@ pub fn failed_to_start(
 ) -> FinishedTest {
     // A kernel without the primitive: the test is skipped, with the reason.
     let end_reason = if error.is_skip() {
-        harness::EndReason::Skipped
+        EndReason::Skipped
     } else {
-        harness::EndReason::Error
+        EndReason::Error
     };
     FinishedTest::not_started(
         TestResult::new(

@@ -17,7 +17,8 @@ use crate::report::{
 use crate::rt::dma_latency::DmaLatency;
 use crate::rt::signals::stop_signalled;
 use crate::settings::UsageError;
-use crate::settings::logdisk::{LogdiskSettings, SyncMode};
+use crate::logdisk::SyncMode;
+use crate::settings::logdisk::LogdiskSettings;
 use crate::stats::{LatencyRecorder, LatencySummary};
 use crate::units::format_bytes;
 use std::collections::BTreeMap;

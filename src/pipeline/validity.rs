@@ -2,10 +2,11 @@
 //! expects. They end the console output and are part of the JSON report.
 
 use super::prepare::MemoryLock;
-use crate::doctor::cpu_list;
+use crate::units::cpu_list;
 use crate::load::cpu_time;
 use crate::report::{Series, SpikeTrace, SysInfo};
-use crate::rt::sysinfo::{self, CpuTimes, parse_cpu_list};
+use crate::rt::sysinfo::{self, CpuTimes};
+use crate::units::parse_cpu_list;
 use std::time::Duration;
 
 /// Facts about one finished test that the checks look at.

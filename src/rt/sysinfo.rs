@@ -4,9 +4,7 @@
 
 use std::fs;
 
-// The CPU lists and the timestamps are pure formatting (units); these names
-// stay for the callers that read them from here.
-pub use crate::units::{HIGHEST_KERNEL_CPU, parse_cpu_list, rfc3339};
+use crate::units::parse_cpu_list;
 
 /// CPUs that are online now: the kernel's list, else those this process may
 /// use.

@@ -1,7 +1,9 @@
 //! `latscope logdisk`'s options (mqldt's names and meanings, plus latscope's),
 //! checked into settings before any file is created or written.
 
-use super::{OutputTarget, Outputs, UsageError, check_output_path, parse_count, usage};
+use super::{
+    OutputTarget, Outputs, UsageError, check_output_path, parse_count, parse_size, usage,
+};
 use crate::cli::{LogdiskArgs, SyncArg};
 use crate::units::{format_bytes, parse_duration, shown};
 use std::ffi::OsString;
@@ -9,12 +11,15 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-// mqldt's defaults are defined once, with the classic output that prints
-// them in its options block.
-pub use crate::report::classic_mqldt::{
-    DEFAULT_ALIGNMENT, DEFAULT_DIR, DEFAULT_DURATION_S, DEFAULT_FILE_PREFIX as DEFAULT_PREFIX,
-    DEFAULT_FILE_SIZE, DEFAULT_NUM_FILES,
-};
+/// mqldt's defaults (`--dir`, `--filePrefix`, `--fileSize`, `--numFiles`,
+/// `--duration`, `--alignment`; `--qm` 1 and `--delay` 0), which its options
+/// block prints as "specified or defaulted to".
+pub const DEFAULT_DIR: &str = ".";
+pub const DEFAULT_PREFIX: &str = "mqldt_testfile";
+pub const DEFAULT_FILE_SIZE: u64 = 1_638_400;
+pub const DEFAULT_NUM_FILES: u64 = 8;
+pub const DEFAULT_DURATION_S: u64 = 10;
+pub const DEFAULT_ALIGNMENT: u64 = 4096;
 /// mqldt does nothing without `--bsize`; latscope writes 4 KiB (a small log
 /// write, the size MQ's log page has) unless told otherwise.
 pub const DEFAULT_BLOCK_SIZE: u64 = 4096;
@@ -34,7 +39,7 @@ const MAX_PREFIX_LEN: usize = 255 - 5;
 
 // The write loop's own type lives in logdisk/ (which does not import
 // settings/); the settings convert cli's SyncArg into it.
-pub use crate::logdisk::SyncMode;
+use crate::logdisk::SyncMode;
 
 impl From<SyncArg> for SyncMode {
     fn from(a: SyncArg) -> SyncMode {
@@ -77,62 +82,6 @@ pub struct LogdiskSettings {
     /// Writes slower than this are counted as above the limit (the suite's
     /// `--max-latency`; `logdisk` itself has no such option).
     pub max_latency_us: Option<u64>,
-}
-
-/// A size as mqldt's options take it: plain bytes or a number with a `K`
-/// (KiB) or `M` (MiB) suffix, and `G` (GiB) where `allow_g`; either case;
-/// `B`, `KiB`, `MiB`, `GiB` too, with or without one blank before them.
-/// Zero, signs, other suffixes and overflow are refused.
-pub fn parse_size(option: &str, text: &str, allow_g: bool) -> Result<u64, UsageError> {
-    let t = text.trim();
-    let example = if allow_g {
-        "4096, 64K, 1M or 2G"
-    } else {
-        "4096, 64K or 1M"
-    };
-    let bad = |why: &str| {
-        usage(format!(
-            "{option} '{}' {why} (e.g. {option} {})",
-            shown(text),
-            example.split(',').next().unwrap_or("4096")
-        ))
-    };
-    let digits_end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (number, suffix) = t.split_at(digits_end);
-    if number.is_empty() {
-        return Err(bad(if t.starts_with('-') {
-            "must not be negative"
-        } else {
-            "is not a size"
-        }));
-    }
-    // `4K` as mqldt writes it, and `4 KiB` as latscope prints sizes
-    // (`units::format_bytes`), so a size copied from a table reads back.
-    let unit: u64 = match suffix.to_ascii_lowercase().as_str() {
-        "" | "b" | " b" => 1,
-        "k" | "kib" | " kib" => 1 << 10,
-        "m" | "mib" | " mib" => 1 << 20,
-        "g" | "gib" | " gib" if allow_g => 1 << 30,
-        // latscope prints 1 TiB (the largest --fileSize) as `1 TiB`.
-        "t" | "tib" | " tib" if allow_g => 1 << 40,
-        _ => {
-            return Err(usage(format!(
-                "{option} '{}': unknown size suffix '{}' (use bytes, or K or M{}: {example})",
-                shown(text),
-                shown(suffix),
-                if allow_g { " or G" } else { "" }
-            )));
-        }
-    };
-    let value = number
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(unit))
-        .ok_or_else(|| bad("is too large"))?;
-    if value == 0 {
-        return Err(bad("must be at least 1 byte"));
-    }
-    Ok(value)
 }
 
 /// The directory of each writer: `--dir` itself for one writer; `DIR1` ..

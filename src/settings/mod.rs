@@ -79,6 +79,62 @@ pub fn parse_count(option: &str, text: &str) -> Result<u64, UsageError> {
     })
 }
 
+/// A size as mqldt's options (and `--samples-limit`) take it: plain bytes or a number with a `K`
+/// (KiB) or `M` (MiB) suffix, and `G` (GiB) where `allow_g`; either case;
+/// `B`, `KiB`, `MiB`, `GiB` too, with or without one blank before them.
+/// Zero, signs, other suffixes and overflow are refused.
+pub fn parse_size(option: &str, text: &str, allow_g: bool) -> Result<u64, UsageError> {
+    let t = text.trim();
+    let example = if allow_g {
+        "4096, 64K, 1M or 2G"
+    } else {
+        "4096, 64K or 1M"
+    };
+    let bad = |why: &str| {
+        usage(format!(
+            "{option} '{}' {why} (e.g. {option} {})",
+            shown(text),
+            example.split(',').next().unwrap_or("4096")
+        ))
+    };
+    let digits_end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, suffix) = t.split_at(digits_end);
+    if number.is_empty() {
+        return Err(bad(if t.starts_with('-') {
+            "must not be negative"
+        } else {
+            "is not a size"
+        }));
+    }
+    // `4K` as mqldt writes it, and `4 KiB` as latscope prints sizes
+    // (`units::format_bytes`), so a size copied from a table reads back.
+    let unit: u64 = match suffix.to_ascii_lowercase().as_str() {
+        "" | "b" | " b" => 1,
+        "k" | "kib" | " kib" => 1 << 10,
+        "m" | "mib" | " mib" => 1 << 20,
+        "g" | "gib" | " gib" if allow_g => 1 << 30,
+        // latscope prints 1 TiB (the largest --fileSize) as `1 TiB`.
+        "t" | "tib" | " tib" if allow_g => 1 << 40,
+        _ => {
+            return Err(usage(format!(
+                "{option} '{}': unknown size suffix '{}' (use bytes, or K or M{}: {example})",
+                shown(text),
+                shown(suffix),
+                if allow_g { " or G" } else { "" }
+            )));
+        }
+    };
+    let value = number
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit))
+        .ok_or_else(|| bad("is too large"))?;
+    if value == 0 {
+        return Err(bad("must be at least 1 byte"));
+    }
+    Ok(value)
+}
+
 /// Where one output goes (`--json`, `--csv`, `--markdown`, `--junit`,
 /// `--prom`, `--hdr-log`, a command's own files): standard output, or a
 /// file in an existing, writable directory.
@@ -409,7 +465,7 @@ fn samples_output(args: &OutputArgs) -> Result<Option<SamplesOutput>, UsageError
     let limit_bytes = match &args.samples_limit {
         None => crate::samples::DEFAULT_LIMIT_BYTES,
         Some(text) => {
-            let bytes = logdisk::parse_size("--samples-limit", text, true)?;
+            let bytes = parse_size("--samples-limit", text, true)?;
             if bytes < crate::samples::MIN_LIMIT_BYTES {
                 return Err(usage(format!(
                     "--samples-limit '{}' is below 4K: the file needs room for its header and records (e.g. --samples-limit 64M)",

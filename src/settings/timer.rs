@@ -6,15 +6,19 @@ use super::{
     parse_count, parse_priority, positive, usage,
 };
 use crate::cli::{OutputFormat, TimerArgs};
-use crate::report::classic_xenomai::{
-    DEFAULT_BUCKET_NS, DEFAULT_CELLS, DEFAULT_DATA_LINES, MAX_CELLS,
-};
+use crate::report::MAX_CELLS;
 use crate::rt::sched::{self, Policy};
 use crate::timer::{Figure, WakeMethod};
 use crate::units::{parse_duration, shown};
 use std::time::Duration;
 
 pub const DEFAULT_PERIOD_US: u64 = 100;
+/// `-H`'s default: Xenomai's code uses 300 cells (its help says 200).
+pub const DEFAULT_CELLS: usize = 300;
+/// `-B`'s default cell width, in nanoseconds.
+pub const DEFAULT_BUCKET_NS: u64 = 1000;
+/// `-l`'s default: RTD lines between two RTT/RTH header pairs.
+pub const DEFAULT_DATA_LINES: u64 = 21;
 /// Xenomai refuses periods above one second.
 pub const MAX_PERIOD_US: u64 = 1_000_000;
 /// The shortest period accepted even with high-resolution timers: below it a

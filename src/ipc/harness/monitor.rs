@@ -4,7 +4,7 @@
 //! done or the duration is over, once a second shows the progress, and
 //! serves a snapshot (SIGUSR1) when one is asked for.
 
-use super::EndReason;
+use crate::report::EndReason;
 use super::live::Progress;
 use super::plan::RunPlan;
 use super::process::check_senders;

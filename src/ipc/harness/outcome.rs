@@ -2,10 +2,10 @@
 //! per-second series) and for the run (why it ended, its error, its times),
 //! assembled from the tasks' results and live values once they are joined.
 
-use super::EndReason;
+use crate::report::EndReason;
 use super::live::PairLive;
 use super::plan::PairPlan;
-use super::start::ReceiverResult;
+use super::receiver::ReceiverResult;
 use super::state::RunState;
 use crate::ipc::PairChannels;
 use crate::stats::LatencyRecorder;

@@ -9,10 +9,8 @@ pub mod timer;
 
 use super::{Exporter, Report, Series, TestResult};
 use crate::units::format_ns;
-// The shared text pieces (report/cells.rs), also by the names the commands
-// have used for them.
-pub use super::cells::{
-    Table, cpus_cell, end_reason_text, interrupted_before_measuring, latency_cell, machine_line,
+use super::cells::{
+    Table, cpus_cell, end_reason_text, interrupted_before_measuring, latency_cell,
     percentile_cell,
 };
 use std::io::Write;

@@ -460,7 +460,7 @@ fn affinity_of_threads_named(name: &str) -> Vec<Vec<usize>> {
             .lines()
             .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
         {
-            found.push(crate::rt::sysinfo::parse_cpu_list(list.trim()).unwrap_or_default());
+            found.push(crate::units::parse_cpu_list(list.trim()).unwrap_or_default());
         }
     }
     found
