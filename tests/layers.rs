@@ -80,7 +80,7 @@ fn unit_of(
             _ => (Layer::Model, "report".to_string()),
         },
         "ipc" | "timer" | "logdisk" | "noise" | "spikes" | "doctor" | "load" | "kernel_log"
-        | "threshold" | "samples" => (Layer::Measurement, first.to_string()),
+        | "threshold" | "samples" | "compare" => (Layer::Measurement, first.to_string()),
         "settings" => (Layer::Settings, first.to_string()),
         "cli" => (Layer::Cli, first.to_string()),
         "live" => (Layer::Live, first.to_string()),

@@ -2,6 +2,7 @@
 //! verdict. Units are chosen per value (ns, us, ms, s).
 
 // The console exporter's own parts: the timer's and the log-disk test's tables.
+pub mod compare;
 pub mod logdisk;
 pub mod noise;
 pub mod overview;

@@ -8,6 +8,7 @@
 //! `stats/`, which every layer may import.
 
 pub mod checks;
+pub mod compare;
 pub mod kernel_log;
 pub mod loads;
 pub mod noise;
@@ -18,6 +19,7 @@ pub mod thresholds;
 pub mod xenomai;
 
 pub use checks::*;
+pub use compare::*;
 pub use kernel_log::*;
 pub use loads::*;
 pub use noise::*;
