@@ -239,6 +239,22 @@ fn check_latscope_json(path: &str) -> Result<std::path::PathBuf, GetoptUsage> {
     }
 }
 
+/// cyclictest's numbers as its options give them, checked and turned into
+/// settings once every option is read (`CyclicSettings::resolve`).
+struct RawNumbers {
+    /// cyclictest's num_threads: -1 = one per CPU, decided after parsing.
+    num_threads: i64,
+    /// -1: not given.
+    distance: i64,
+    oscope: i64,
+    histogram: i64,
+    clock: i64,
+    priority: i64,
+    /// -a was given (ignored with -S, which says so).
+    option_affinity: bool,
+    latscope_json: Option<String>,
+}
+
 /// rt-tests' HIST_MAX: larger `-h` values are cut to it.
 const HIST_MAX: usize = 1_000_000;
 
@@ -252,7 +268,34 @@ impl CyclicSettings {
         online: &[usize],
         smi_supported: bool,
     ) -> Result<CyclicSettings, GetoptUsage> {
-        let mut s = CyclicSettings {
+        let mut s = CyclicSettings::before_options(args);
+        let mut raw = RawNumbers {
+            num_threads: 1,
+            distance: -1,
+            oscope: 1,
+            histogram: 0,
+            clock: 0,
+            priority: 0,
+            option_affinity: false,
+            latscope_json: None,
+        };
+        let (tokens, getopt_error) = tokenize(args);
+        for (name, value) in tokens {
+            s.take_option(&mut raw, name, value, online)?;
+        }
+        if let Some(e) = getopt_error {
+            return Err(e);
+        }
+        s.adjust(&raw, online, smi_supported)?;
+        s.resolve(&mut raw, online)?;
+        s.set_latscope_json(raw.latscope_json.take())?;
+        Ok(s)
+    }
+
+    /// cyclictest's settings before any option: its defaults, and the
+    /// command line `args` as its JSON records it.
+    fn before_options(args: &[String]) -> CyclicSettings {
+        CyclicSettings {
             threads: 1,
             affinity: None,
             affinity_listed: false,
@@ -299,250 +342,271 @@ impl CyclicSettings {
                 .collect::<Vec<_>>()
                 .join(" "),
             latscope_json: None,
-        };
-        let all = online.len().max(1);
-        // cyclictest's num_threads: -1 = one per CPU, decided after parsing.
-        let mut num_threads: i64 = 1;
-        let mut distance: i64 = -1;
-        let mut oscope: i64 = 1;
-        let mut histogram: i64 = 0;
-        let mut clock: i64 = 0;
-        let mut priority: i64 = 0;
-        let mut option_affinity = false;
-        let mut error = false;
-        let mut latscope_json = None;
-        let (tokens, getopt_error) = tokenize(args);
-        for (name, value) in tokens {
-            let v = value.as_deref().unwrap_or_default();
-            let n = atoi(v);
-            match name {
-                "affinity" => {
-                    option_affinity = true;
-                    if s.smp {
-                        continue;
-                    }
-                    s.affinity_listed = value.is_some();
-                    s.affinity = Some(match &value {
-                        Some(list) => match numa_parse_cpustring(list, online) {
-                            Ok(cpus) if !cpus.is_empty() => {
-                                if s.verbose {
-                                    // cyclictest says it while parsing, and
-                                    // again when it starts.
-                                    s.early_lines.push(format!("Using {} cpus.", cpus.len()));
-                                }
-                                cpus
-                            }
-                            // cyclictest: a CPU set given but empty or
-                            // unparseable -> libnuma's warning, then usage.
-                            Ok(_) | Err(None) => return Err(GetoptUsage::Invalid(Vec::new())),
-                            Err(Some(line)) => return Err(GetoptUsage::Invalid(vec![line])),
-                        },
-                        None => online.to_vec(),
-                    });
-                }
-                "aligned" => s.aligned = Some(n.max(0) as u64),
-                "breaktrace" => s.breaktrace = n,
-                "clock" => clock = n,
-                "default-system" => s.default_system = true,
-                "distance" => distance = n,
-                "duration" => s.duration = parse_duration(v),
-                "latency" => s.latency_target = n.clamp(0, i64::from(i32::MAX)) as i32,
-                "fifo" => s.fifo = value,
-                "histogram" | "histofall" => {
-                    s.histofall |= name == "histofall";
-                    histogram = n;
-                    if histogram == 0 {
-                        return Err(GetoptUsage::Invalid(Vec::new()));
-                    }
-                }
-                "histfile" => s.histfile = value,
-                "interval" => {
-                    if n <= 0 {
-                        return Err(GetoptUsage::Bad(format!(
-                            "invalid interval for -i: '{v}' (cyclictest would spin without sleeping)"
-                        )));
-                    }
-                    s.interval_us = n as u64;
-                }
-                // rt-tests writes no JSON for an empty name (`--json=`).
-                "json" => s.json = value.filter(|f| !f.is_empty()),
-                "laptop" => s.laptop = true,
-                "loops" => s.loops = n.max(0) as u64,
-                // cyclictest warns (libnuma's line) and leaves the main
-                // thread where it is when the list does not parse.
-                "mainaffinity" => match numa_parse_cpustring(v, online) {
-                    Ok(cpus) if !cpus.is_empty() => s.main_affinity = Some(cpus),
-                    Ok(_) | Err(None) => s.main_affinity = None,
-                    Err(Some(line)) => {
-                        s.main_affinity = None;
-                        s.warnings.push(line);
-                    }
-                },
-                "mlockall" => s.mlockall = true,
-                "refresh_on_max" => s.refresh_on_max = true,
-                "nsecs" => s.nsecs = true,
-                "oscope" => oscope = n,
-                "priority" => {
-                    priority = n;
-                    if !s.policy.is_realtime() {
-                        s.policy = CyclicPolicy::Fifo;
-                    }
-                }
-                "quiet" => s.quiet = true,
-                "priospread" => s.priospread = true,
-                "relative" => s.relative = true,
-                "resolution" => s.resolution = true,
-                "secaligned" => s.secaligned = Some(n.max(0) as u64),
-                "system" => s.system = true,
-                "smi" => s.smi = true,
-                "smp" => {
-                    s.smp = true;
-                    num_threads = -1;
-                }
-                "spike" => s.spike = n,
-                "spike-nodes" => {
-                    if s.spike != 0 {
-                        s.spike_nodes = n.max(0) as usize;
-                    }
-                }
-                "threads" => {
-                    if s.smp {
-                        s.warnings.push("WARN: -t ignored due to smp mode".into());
-                        continue;
-                    }
-                    num_threads = match &value {
-                        Some(_) if n != 0 => n,
-                        _ => -1,
-                    };
-                }
-                "tracemark" => s.tracemark = true,
-                // Output is written whole lines at a time already.
-                "unbuffered" => {}
-                "verbose" => s.verbose = true,
-                "dbg_cyclictest" => s.dbg = true,
-                "policy" => s.policy = CyclicPolicy::parse(v),
-                "help" => return Err(GetoptUsage::Help),
-                "posix_timers" => s.posix_timers = true,
-                LATSCOPE_JSON => latscope_json = value,
-                _ => unreachable!("every option of OPTIONS is handled"),
+        }
+    }
+
+    /// One option of cyclictest's command line, as cyclictest's getopt loop
+    /// takes it: settings set in place, numbers kept in `raw` until every
+    /// option is read.
+    fn take_option(
+        &mut self,
+        raw: &mut RawNumbers,
+        name: &str,
+        value: Option<String>,
+        online: &[usize],
+    ) -> Result<(), GetoptUsage> {
+        let v = value.as_deref().unwrap_or_default();
+        let n = atoi(v);
+        match name {
+            "affinity" => {
+                raw.option_affinity = true;
+                self.take_affinity(value, online)?;
             }
+            "aligned" => self.aligned = Some(n.max(0) as u64),
+            "breaktrace" => self.breaktrace = n,
+            "clock" => raw.clock = n,
+            "default-system" => self.default_system = true,
+            "distance" => raw.distance = n,
+            "duration" => self.duration = parse_duration(v),
+            "latency" => self.latency_target = n.clamp(0, i64::from(i32::MAX)) as i32,
+            "fifo" => self.fifo = value,
+            "histogram" | "histofall" => {
+                self.histofall |= name == "histofall";
+                raw.histogram = n;
+                if raw.histogram == 0 {
+                    return Err(GetoptUsage::Invalid(Vec::new()));
+                }
+            }
+            "histfile" => self.histfile = value,
+            "interval" => {
+                if n <= 0 {
+                    return Err(GetoptUsage::Bad(format!(
+                        "invalid interval for -i: '{v}' (cyclictest would spin without sleeping)"
+                    )));
+                }
+                self.interval_us = n as u64;
+            }
+            // rt-tests writes no JSON for an empty name (`--json=`).
+            "json" => self.json = value.filter(|f| !f.is_empty()),
+            "laptop" => self.laptop = true,
+            "loops" => self.loops = n.max(0) as u64,
+            // cyclictest warns (libnuma's line) and leaves the main
+            // thread where it is when the list does not parse.
+            "mainaffinity" => match numa_parse_cpustring(v, online) {
+                Ok(cpus) if !cpus.is_empty() => self.main_affinity = Some(cpus),
+                Ok(_) | Err(None) => self.main_affinity = None,
+                Err(Some(line)) => {
+                    self.main_affinity = None;
+                    self.warnings.push(line);
+                }
+            },
+            "mlockall" => self.mlockall = true,
+            "refresh_on_max" => self.refresh_on_max = true,
+            "nsecs" => self.nsecs = true,
+            "oscope" => raw.oscope = n,
+            "priority" => {
+                raw.priority = n;
+                if !self.policy.is_realtime() {
+                    self.policy = CyclicPolicy::Fifo;
+                }
+            }
+            "quiet" => self.quiet = true,
+            "priospread" => self.priospread = true,
+            "relative" => self.relative = true,
+            "resolution" => self.resolution = true,
+            "secaligned" => self.secaligned = Some(n.max(0) as u64),
+            "system" => self.system = true,
+            "smi" => self.smi = true,
+            "smp" => {
+                self.smp = true;
+                raw.num_threads = -1;
+            }
+            "spike" => self.spike = n,
+            "spike-nodes" => {
+                if self.spike != 0 {
+                    self.spike_nodes = n.max(0) as usize;
+                }
+            }
+            "threads" => {
+                if self.smp {
+                    self.warnings.push("WARN: -t ignored due to smp mode".into());
+                    return Ok(());
+                }
+                raw.num_threads = match &value {
+                    Some(_) if n != 0 => n,
+                    _ => -1,
+                };
+            }
+            "tracemark" => self.tracemark = true,
+            // Output is written whole lines at a time already.
+            "unbuffered" => {}
+            "verbose" => self.verbose = true,
+            "dbg_cyclictest" => self.dbg = true,
+            "policy" => self.policy = CyclicPolicy::parse(v),
+            "help" => return Err(GetoptUsage::Help),
+            "posix_timers" => self.posix_timers = true,
+            LATSCOPE_JSON => raw.latscope_json = value,
+            _ => unreachable!("every option of OPTIONS is handled"),
         }
-        if let Some(e) = getopt_error {
-            return Err(e);
+        Ok(())
+    }
+
+    /// -a [LIST]: the CPUs listed (libnuma's syntax), or every CPU this
+    /// process may use; ignored with -S.
+    fn take_affinity(&mut self, value: Option<String>, online: &[usize]) -> Result<(), GetoptUsage> {
+        if self.smp {
+            return Ok(());
         }
-        if s.system && s.posix_timers {
-            s.warnings.extend([
+        self.affinity_listed = value.is_some();
+        self.affinity = Some(match &value {
+            Some(list) => match numa_parse_cpustring(list, online) {
+                Ok(cpus) if !cpus.is_empty() => {
+                    if self.verbose {
+                        // cyclictest says it while parsing, and
+                        // again when it starts.
+                        self.early_lines.push(format!("Using {} cpus.", cpus.len()));
+                    }
+                    cpus
+                }
+                // cyclictest: a CPU set given but empty or
+                // unparseable -> libnuma's warning, then usage.
+                Ok(_) | Err(None) => return Err(GetoptUsage::Invalid(Vec::new())),
+                Err(Some(line)) => return Err(GetoptUsage::Invalid(vec![line])),
+            },
+            None => online.to_vec(),
+        });
+        Ok(())
+    }
+
+    /// cyclictest's adjustments after its options: -y with -p, -a with -S,
+    /// and what --smi needs.
+    fn adjust(&mut self, raw: &RawNumbers, online: &[usize], smi_supported: bool) -> Result<(), GetoptUsage> {
+        if self.system && self.posix_timers {
+            self.warnings.extend([
                 "WARN: The system option requires clock_nanosleep".to_string(),
                 "WARN: and is not compatible with posix_timers".to_string(),
                 "WARN: Using clock_nanosleep".to_string(),
             ]);
-            s.posix_timers = false;
+            self.posix_timers = false;
         }
-        if option_affinity && s.smp {
-            s.warnings.push("WARN: -a ignored due to smp mode".into());
+        if raw.option_affinity && self.smp {
+            self.warnings.push("WARN: -a ignored due to smp mode".into());
         }
-        if s.smp {
+        if self.smp {
             // -S: -a -t (one thread per CPU, each on its own), same priority.
-            s.affinity = Some(online.to_vec());
+            self.affinity = Some(online.to_vec());
         }
-        if s.smi {
+        if self.smi {
             if !smi_supported {
                 return Err(GetoptUsage::Fatal(
                     "SMI counter is not supported on this processor".into(),
                 ));
             }
-            if s.affinity.is_none() {
+            if self.affinity.is_none() {
                 return Err(GetoptUsage::Fatal(
                     "SMI counter relies on thread affinity".into(),
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// cyclictest's checks of its numbers and the thread count, priority
+    /// and intervals they give: a bad combination is its usage text.
+    fn resolve(&mut self, raw: &mut RawNumbers, online: &[usize]) -> Result<(), GetoptUsage> {
+        let mut error = false;
         // cyclictest accepts -c 2 (its bound check is off by one) and then
         // reads past its clock table; latscope refuses it with the rest.
-        if !(0..=1).contains(&clock) {
+        if !(0..=1).contains(&raw.clock) {
             error = true;
         }
-        s.clock = clock as usize;
+        self.clock = raw.clock as usize;
         let mut warnings_before_usage = Vec::new();
-        if oscope < 1 {
+        if raw.oscope < 1 {
             error = true;
         }
-        if oscope > 1 && !s.verbose {
+        if raw.oscope > 1 && !self.verbose {
             warnings_before_usage.push("WARN: -o option only meaningful, if verbose".to_string());
             error = true;
         }
-        s.oscope = oscope.max(1) as u64;
-        if histogram < 0 {
+        self.oscope = raw.oscope.max(1) as u64;
+        if raw.histogram < 0 {
             error = true;
         }
-        s.histogram = (histogram.max(0) as usize).min(HIST_MAX);
-        if s.histogram > 0 && distance != -1 {
-            s.warnings
+        self.histogram = (raw.histogram.max(0) as usize).min(HIST_MAX);
+        if self.histogram > 0 && raw.distance != -1 {
+            self.warnings
                 .push("WARN: distance is ignored and set to 0, if histogram enabled".into());
         }
-        if distance == -1 {
-            distance = 500;
+        if raw.distance == -1 {
+            raw.distance = 500;
         }
         // With a histogram every thread has the same interval.
-        s.distance_us = if s.histogram > 0 { 0 } else { distance };
-        if !(0..=99).contains(&priority) {
+        self.distance_us = if self.histogram > 0 { 0 } else { raw.distance };
+        if !(0..=99).contains(&raw.priority) {
             error = true;
         }
-        if num_threads == -1 {
-            num_threads = match &s.affinity {
-                Some(cpus) if !s.smp => cpus.len() as i64,
-                _ => all as i64,
+        if raw.num_threads == -1 {
+            raw.num_threads = match &self.affinity {
+                Some(cpus) if !self.smp => cpus.len() as i64,
+                _ => online.len().max(1) as i64,
             };
         }
-        if s.priospread && priority == 0 {
-            s.warnings.push(format!(
+        if self.priospread && raw.priority == 0 {
+            self.warnings.push(format!(
                 "defaulting realtime priority to {}",
-                num_threads + 1
+                raw.num_threads + 1
             ));
-            priority = num_threads + 1;
+            raw.priority = raw.num_threads + 1;
         }
-        if priority != 0 && !s.policy.is_realtime() {
-            s.warnings
+        if raw.priority != 0 && !self.policy.is_realtime() {
+            self.warnings
                 .push("policy and priority don't match: setting policy to SCHED_FIFO".to_string());
-            s.policy = CyclicPolicy::Fifo;
+            self.policy = CyclicPolicy::Fifo;
         }
-        if s.policy.is_realtime() && priority == 0 {
-            s.warnings.push(format!(
+        if self.policy.is_realtime() && raw.priority == 0 {
+            self.warnings.push(format!(
                 "defaulting realtime priority to {}",
-                num_threads + 1
+                raw.num_threads + 1
             ));
-            priority = num_threads + 1;
+            raw.priority = raw.num_threads + 1;
         }
-        if num_threads < 1 {
+        if raw.num_threads < 1 {
             error = true;
         }
-        if s.aligned.is_some() && s.secaligned.is_some() {
+        if self.aligned.is_some() && self.secaligned.is_some() {
             error = true;
         }
         if error {
-            let mut lines = s.warnings.clone();
+            let mut lines = self.warnings.clone();
             lines.extend(warnings_before_usage);
             return Err(GetoptUsage::Invalid(lines));
         }
-        if num_threads > 4096 {
+        if raw.num_threads > 4096 {
             return Err(GetoptUsage::Bad(format!(
-                "invalid number of threads: {num_threads} (at most 4096)"
+                "invalid number of threads: {} (at most 4096)",
+                raw.num_threads
             )));
         }
-        s.threads = num_threads as usize;
-        s.priority = priority.clamp(0, 99) as i32;
-        for i in 0..s.threads {
-            if s.interval_of(i) <= 0 {
+        self.threads = raw.num_threads as usize;
+        self.priority = raw.priority.clamp(0, 99) as i32;
+        for i in 0..self.threads {
+            if self.interval_of(i) <= 0 {
                 return Err(GetoptUsage::Bad(format!(
                     "thread {i} would have an interval of {} us (-i {} -d {})",
-                    s.interval_of(i),
-                    s.interval_us,
-                    s.distance_us
+                    self.interval_of(i),
+                    self.interval_us,
+                    self.distance_us
                 )));
             }
         }
-        // Last: cyclictest's own errors come first, and the probe file of
-        // the check is only made for a command line that will run.
+        Ok(())
+    }
+
+    /// `--latscope-json FILE`, checked last: cyclictest's own errors come
+    /// first, and the probe file of the check is only made for a command
+    /// line that will run.
+    fn set_latscope_json(&mut self, latscope_json: Option<String>) -> Result<(), GetoptUsage> {
         if let Some(path) = latscope_json {
             let checked = check_latscope_json(&path)?;
             // cyclictest's own files are written before the report: one of
@@ -554,16 +618,16 @@ impl CyclicSettings {
             let report = super::OutputTarget::File(checked.clone());
             // Pair by pair: --json and --histfile on one file is
             // cyclictest's business.
-            for (option, target) in [("--json", file(&s.json)), ("--histfile", file(&s.histfile))] {
+            for (option, target) in [("--json", file(&self.json)), ("--histfile", file(&self.histfile))] {
                 super::check_distinct_outputs(&[
                     (option, target.as_ref()),
                     ("--latscope-json", Some(&report)),
                 ])
                 .map_err(|e| GetoptUsage::Bad(e.0))?;
             }
-            s.latscope_json = Some(checked);
+            self.latscope_json = Some(checked);
         }
-        Ok(s)
+        Ok(())
     }
 
     /// Thread `i`'s interval: `-i + i * -d`, in us (the same for every

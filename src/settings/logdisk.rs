@@ -180,6 +180,139 @@ fn fs_block_size(dir: &Path) -> Result<u64, UsageError> {
     Ok(m.blksize().max(512))
 }
 
+/// `--filePrefix`: a file name, so that the test files stay in their directory.
+fn file_prefix_of(args: &LogdiskArgs) -> Result<String, UsageError> {
+    let file_prefix = args
+        .file_prefix
+        .clone()
+        .unwrap_or_else(|| DEFAULT_PREFIX.to_string());
+    if file_prefix.is_empty()
+        || file_prefix.contains(['/', '\0'])
+        || file_prefix == "."
+        || file_prefix == ".."
+        || file_prefix.len() > MAX_PREFIX_LEN
+    {
+        return Err(usage(format!(
+            "--filePrefix '{}': a file name of 1..{MAX_PREFIX_LEN} bytes without '/' is needed",
+            shown(&file_prefix)
+        )));
+    }
+    Ok(file_prefix)
+}
+
+/// `--bsize`: one size or a list, each within `MAX_BLOCK_SIZE`.
+fn block_sizes_of(args: &LogdiskArgs) -> Result<Vec<u64>, UsageError> {
+    let block_sizes = match args.bsize.as_deref() {
+        None => vec![DEFAULT_BLOCK_SIZE],
+        Some(list) => {
+            let sizes = list
+                .split(',')
+                .map(|t| parse_size("--bsize", t, false))
+                .collect::<Result<Vec<u64>, _>>()?;
+            if sizes.len() > MAX_BLOCK_SIZES {
+                return Err(usage(format!(
+                    "--bsize: at most {MAX_BLOCK_SIZES} block sizes in one run"
+                )));
+            }
+            sizes
+        }
+    };
+    for &b in &block_sizes {
+        if b > MAX_BLOCK_SIZE {
+            return Err(usage(format!(
+                "--bsize {b}: at most {} per write",
+                format_bytes(MAX_BLOCK_SIZE)
+            )));
+        }
+    }
+    Ok(block_sizes)
+}
+
+/// `-D/--duration`: per block size, 1 s to 7 days.
+fn duration_of(args: &LogdiskArgs) -> Result<Duration, UsageError> {
+    Ok(match args.duration.as_deref() {
+        None => Duration::from_secs(DEFAULT_DURATION_S),
+        Some(t) => {
+            let d = parse_duration(t, 1_000_000_000)
+                .map_err(|e| usage(format!("-D/--duration: {e}")))?;
+            if d < Duration::from_secs(1) {
+                return Err(usage(format!(
+                    "-D/--duration '{}': at least 1 second",
+                    shown(t)
+                )));
+            }
+            if d > MAX_DURATION {
+                return Err(usage(format!(
+                    "-D/--duration '{}': at most 7 days per block size",
+                    shown(t)
+                )));
+            }
+            d
+        }
+    })
+}
+
+/// `--alignment`: a power of two, or 0 for the block size of `dir` (the
+/// first writer's directory).
+fn alignment_of(args: &LogdiskArgs, dir: &Path) -> Result<u64, UsageError> {
+    Ok(match args.alignment.as_deref() {
+        None => DEFAULT_ALIGNMENT,
+        Some(t) => match parse_count("--alignment", t)? {
+            0 => fs_block_size(dir)?,
+            n if n.is_power_of_two() && n <= MAX_ALIGNMENT => n,
+            n => {
+                return Err(usage(format!(
+                    "--alignment {n}: a power of two up to {MAX_ALIGNMENT} (or 0 for the filesystem's block size)"
+                )));
+            }
+        },
+    })
+}
+
+/// The file size and every block size against the alignment (O_DIRECT's
+/// rule) and each other.
+fn check_layout(
+    file_size: u64,
+    alignment: u64,
+    block_sizes: &[u64],
+    direct: bool,
+) -> Result<(), UsageError> {
+    if !file_size.is_multiple_of(alignment) {
+        return Err(usage(format!(
+            "--fileSize {file_size} is not a multiple of the alignment {alignment}"
+        )));
+    }
+    for &b in block_sizes {
+        if b > file_size {
+            return Err(usage(format!(
+                "--bsize {b} is larger than --fileSize {file_size}"
+            )));
+        }
+        if direct && !b.is_multiple_of(alignment) {
+            return Err(usage(format!(
+                "--bsize {b} is not a multiple of the alignment {alignment}, which O_DIRECT needs: use a multiple, or --no-direct"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `--csvFile`: a file (written in place, appended with `--qm`).
+fn csv_file_of(args: &LogdiskArgs) -> Result<Option<PathBuf>, UsageError> {
+    Ok(match args.csv_file.as_deref() {
+        None => None,
+        Some(p) => match check_output_path("--csvFile", p)? {
+            OutputTarget::File(p) => {
+                check_appendable(&p)?;
+                Some(p)
+            }
+            OutputTarget::Stdout => {
+                return Err(usage("--csvFile needs a file name"));
+            }
+        },
+    })
+}
+
 impl LogdiskSettings {
     pub fn from_args(args: &LogdiskArgs) -> Result<LogdiskSettings, UsageError> {
         let dir = args
@@ -189,44 +322,8 @@ impl LogdiskSettings {
         if dir.as_os_str().is_empty() {
             return Err(usage("--dir needs a directory name"));
         }
-        let file_prefix = args
-            .file_prefix
-            .clone()
-            .unwrap_or_else(|| DEFAULT_PREFIX.to_string());
-        if file_prefix.is_empty()
-            || file_prefix.contains(['/', '\0'])
-            || file_prefix == "."
-            || file_prefix == ".."
-            || file_prefix.len() > MAX_PREFIX_LEN
-        {
-            return Err(usage(format!(
-                "--filePrefix '{}': a file name of 1..{MAX_PREFIX_LEN} bytes without '/' is needed",
-                shown(&file_prefix)
-            )));
-        }
-        let block_sizes = match args.bsize.as_deref() {
-            None => vec![DEFAULT_BLOCK_SIZE],
-            Some(list) => {
-                let sizes = list
-                    .split(',')
-                    .map(|t| parse_size("--bsize", t, false))
-                    .collect::<Result<Vec<u64>, _>>()?;
-                if sizes.len() > MAX_BLOCK_SIZES {
-                    return Err(usage(format!(
-                        "--bsize: at most {MAX_BLOCK_SIZES} block sizes in one run"
-                    )));
-                }
-                sizes
-            }
-        };
-        for &b in &block_sizes {
-            if b > MAX_BLOCK_SIZE {
-                return Err(usage(format!(
-                    "--bsize {b}: at most {} per write",
-                    format_bytes(MAX_BLOCK_SIZE)
-                )));
-            }
-        }
+        let file_prefix = file_prefix_of(args)?;
+        let block_sizes = block_sizes_of(args)?;
         let file_size = match args.file_size.as_deref() {
             None => DEFAULT_FILE_SIZE,
             Some(t) => parse_size("--fileSize", t, true)?,
@@ -240,26 +337,7 @@ impl LogdiskSettings {
             None => DEFAULT_NUM_FILES,
             Some(t) => bounded("--numFiles", t, 1, MAX_NUM_FILES)?,
         };
-        let duration = match args.duration.as_deref() {
-            None => Duration::from_secs(DEFAULT_DURATION_S),
-            Some(t) => {
-                let d = parse_duration(t, 1_000_000_000)
-                    .map_err(|e| usage(format!("-D/--duration: {e}")))?;
-                if d < Duration::from_secs(1) {
-                    return Err(usage(format!(
-                        "-D/--duration '{}': at least 1 second",
-                        shown(t)
-                    )));
-                }
-                if d > MAX_DURATION {
-                    return Err(usage(format!(
-                        "-D/--duration '{}': at most 7 days per block size",
-                        shown(t)
-                    )));
-                }
-                d
-            }
-        };
+        let duration = duration_of(args)?;
         let writers = match args.qm.as_deref() {
             None => 1,
             Some(t) => bounded("--qm", t, 1, MAX_WRITERS)?,
@@ -284,48 +362,10 @@ impl LogdiskSettings {
                 d,
             )?;
         }
-        let alignment = match args.alignment.as_deref() {
-            None => DEFAULT_ALIGNMENT,
-            Some(t) => match parse_count("--alignment", t)? {
-                0 => fs_block_size(&dirs[0])?,
-                n if n.is_power_of_two() && n <= MAX_ALIGNMENT => n,
-                n => {
-                    return Err(usage(format!(
-                        "--alignment {n}: a power of two up to {MAX_ALIGNMENT} (or 0 for the filesystem's block size)"
-                    )));
-                }
-            },
-        };
+        let alignment = alignment_of(args, &dirs[0])?;
         let direct = !args.no_direct;
-        if !file_size.is_multiple_of(alignment) {
-            return Err(usage(format!(
-                "--fileSize {file_size} is not a multiple of the alignment {alignment}"
-            )));
-        }
-        for &b in &block_sizes {
-            if b > file_size {
-                return Err(usage(format!(
-                    "--bsize {b} is larger than --fileSize {file_size}"
-                )));
-            }
-            if direct && !b.is_multiple_of(alignment) {
-                return Err(usage(format!(
-                    "--bsize {b} is not a multiple of the alignment {alignment}, which O_DIRECT needs: use a multiple, or --no-direct"
-                )));
-            }
-        }
-        let csv_file = match args.csv_file.as_deref() {
-            None => None,
-            Some(p) => match check_output_path("--csvFile", p)? {
-                OutputTarget::File(p) => {
-                    check_appendable(&p)?;
-                    Some(p)
-                }
-                OutputTarget::Stdout => {
-                    return Err(usage("--csvFile needs a file name"));
-                }
-            },
-        };
+        check_layout(file_size, alignment, &block_sizes, direct)?;
+        let csv_file = csv_file_of(args)?;
         let csv_target = csv_file.clone().map(OutputTarget::File);
         let outputs = Outputs::from_args(&args.outputs, &[("--csvFile", csv_target.as_ref())])?;
         if args.format == crate::cli::OutputFormat::Classic && outputs.to_stdout() {
