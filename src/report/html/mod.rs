@@ -509,6 +509,45 @@ fn time_marks(runs: &[Run], group: &TestGroup) -> Marks {
     marks
 }
 
+/// The caption of the over-time plot of `series`: what it draws, how windows
+/// merge, the marks in it (`marks`), and what the figures are for OS noise.
+fn per_second_caption(series: &[(usize, &TestResult, &Series)], marks: &Marks, noise: bool) -> String {
+    let merged = series
+        .iter()
+        .any(|(_, _, s)| s.per_second.iter().any(|w| w.span_s > 1));
+    let with_p99 = series
+        .iter()
+        .any(|(_, _, s)| s.per_second.iter().any(|w| plots::window_p99(w).is_some()));
+    let mut caption = format!(
+        "Over time, on a log latency axis so one spike does not flatten the rest: each \
+         window's minimum (thin, lightest), mean (lighter) and maximum (thick, the series' \
+         colour) latency per series{}. \
+         Beyond {} windows per series, consecutive windows are merged for the plot \
+         (minimum of the minima, maximum of the maxima, sample-weighted mean{}).",
+        if with_p99 {
+            ", and its p99 (dashed, darker)"
+        } else {
+            " (this report keeps no percentile per window, so no p99 is drawn)"
+        },
+        plots::MAX_TIME_POINTS,
+        if with_p99 { ", highest p99" } else { "" }
+    );
+    caption.push_str(&marks.caption());
+    if merged {
+        caption.push_str(
+            " Some windows already span several seconds in the report (long runs keep \
+             at most two hours of one-second windows).",
+        );
+    }
+    if noise {
+        caption.push_str(
+            " For OS noise each window's figures are its interruptions: the shortest, \
+             the mean and the longest.",
+        );
+    }
+    caption
+}
+
 /// The lower median: the middle value of an odd count, the lower of the two
 /// middle ones of an even count; always one of `values`, unlike
 /// `threshold::median`, which averages the two middle ones.
@@ -765,19 +804,9 @@ impl Page {
         out.push_str("</section>\n");
     }
 
-    /// The `section`-th test section (numbers the plot files).
-    fn test_section(
-        &mut self,
-        section: usize,
-        runs: &[Run],
-        group: &TestGroup,
-    ) -> Result<(), String> {
-        let run_count = runs.len();
-        let _ = writeln!(
-            self.html,
-            "<section class=\"test\">\n<h2>{}</h2>",
-            escape(&group.heading)
-        );
+    /// One line per run of the group's test: what it measured, how it was
+    /// set up and how it ended, and its error if any.
+    fn test_facts(&mut self, run_count: usize, group: &TestGroup) {
         for &(r, test) in &group.tests {
             let who = if run_count > 1 {
                 format!("{}: ", run_name(r))
@@ -801,6 +830,57 @@ impl Page {
                 );
             }
         }
+    }
+
+    /// OS noise's share plot: each window's share of the time spun that the
+    /// CPU lost to interruptions.
+    fn noise_share_figure(
+        &mut self,
+        (title, stem): (&str, &str),
+        series: &[(usize, &TestResult, &Series)],
+        plotted: &[PlotSeries],
+    ) -> Result<(), String> {
+        let shares: Vec<plots::ShareSeries> = series
+            .iter()
+            .zip(plotted)
+            .filter_map(|(&(_, t, s), p)| {
+                let cpu = s.noise_cpu()?;
+                Some(plots::ShareSeries {
+                    label: p.label.clone(),
+                    per_second: &s.per_second,
+                    duty: noise_duty(t),
+                    // The time spun is the run less the duty cycle's off time.
+                    end_s: cpu.measured_ns as f64 / 1e9 / noise_duty(t),
+                })
+            })
+            .collect();
+        let share = plots::noise_share_svg(title, &shares)?;
+        self.figure(
+            share,
+            format!("{stem}-noise-share"),
+            "Noise over time: the share of each window's spinning time the CPU lost to \
+             interruptions (the sum of the window's interruptions over the time spun in \
+             it), one line per CPU, on a linear axis. Zero where no interruption above \
+             the threshold happened. The table's Noise column is the same share over the \
+             whole run.",
+        );
+        Ok(())
+    }
+
+    /// The `section`-th test section (numbers the plot files).
+    fn test_section(
+        &mut self,
+        section: usize,
+        runs: &[Run],
+        group: &TestGroup,
+    ) -> Result<(), String> {
+        let run_count = runs.len();
+        let _ = writeln!(
+            self.html,
+            "<section class=\"test\">\n<h2>{}</h2>",
+            escape(&group.heading)
+        );
+        self.test_facts(run_count, group);
         let series: Vec<(usize, &TestResult, &Series)> = group
             .tests
             .iter()
@@ -865,65 +945,10 @@ impl Page {
         );
         let marks = time_marks(runs, group);
         let per_second = plots::per_second_svg(title, &plotted, &marks.marks)?;
-        let merged = series
-            .iter()
-            .any(|(_, _, s)| s.per_second.iter().any(|w| w.span_s > 1));
-        let with_p99 = series
-            .iter()
-            .any(|(_, _, s)| s.per_second.iter().any(|w| plots::window_p99(w).is_some()));
-        let mut caption = format!(
-            "Over time, on a log latency axis so one spike does not flatten the rest: each \
-             window's minimum (thin, lightest), mean (lighter) and maximum (thick, the series' \
-             colour) latency per series{}. \
-             Beyond {} windows per series, consecutive windows are merged for the plot \
-             (minimum of the minima, maximum of the maxima, sample-weighted mean{}).",
-            if with_p99 {
-                ", and its p99 (dashed, darker)"
-            } else {
-                " (this report keeps no percentile per window, so no p99 is drawn)"
-            },
-            plots::MAX_TIME_POINTS,
-            if with_p99 { ", highest p99" } else { "" }
-        );
-        caption.push_str(&marks.caption());
-        if merged {
-            caption.push_str(
-                " Some windows already span several seconds in the report (long runs keep \
-                 at most two hours of one-second windows).",
-            );
-        }
-        if noise {
-            caption.push_str(
-                " For OS noise each window's figures are its interruptions: the shortest, \
-                 the mean and the longest.",
-            );
-        }
+        let caption = per_second_caption(&series, &marks, noise);
         self.figure(per_second, format!("{stem}-per-second"), &caption);
         if noise {
-            let shares: Vec<plots::ShareSeries> = series
-                .iter()
-                .zip(&plotted)
-                .filter_map(|(&(_, t, s), p)| {
-                    let cpu = s.noise_cpu()?;
-                    Some(plots::ShareSeries {
-                        label: p.label.clone(),
-                        per_second: &s.per_second,
-                        duty: noise_duty(t),
-                        // The time spun is the run less the duty cycle's off time.
-                        end_s: cpu.measured_ns as f64 / 1e9 / noise_duty(t),
-                    })
-                })
-                .collect();
-            let share = plots::noise_share_svg(title, &shares)?;
-            self.figure(
-                share,
-                format!("{stem}-noise-share"),
-                "Noise over time: the share of each window's spinning time the CPU lost to \
-                 interruptions (the sum of the window's interruptions over the time spun in \
-                 it), one line per CPU, on a linear axis. Zero where no interruption above \
-                 the threshold happened. The table's Noise column is the same share over the \
-                 whole run.",
-            );
+            self.noise_share_figure((title, &stem), &series, &plotted)?;
         }
         for &(r, test) in &group.tests {
             if let Some(spikes) = &test.spikes {
@@ -1034,49 +1059,11 @@ impl Page {
         group: &TestGroup,
         series: &[(usize, &TestResult, &Series)],
     ) {
-        let any = |f: &dyn Fn(&Series) -> bool| series.iter().any(|(_, _, s)| f(s));
-        let ipc = any(&|s| s.ipc_pair().is_some());
-        let timer = any(&|s| s.timer_thread().is_some());
-        let disk = any(&|s| s.disk_writer().is_some());
-        let noise = any(&|s| s.noise_cpu().is_some());
-        let limit = group
-            .tests
-            .iter()
-            .any(|(_, t)| t.config.max_latency_us.is_some());
-        // A column that says nothing is left out: CPUs when no series was
-        // pinned nor placed (log-disk writers: every cell a bare `~`), and
-        // overruns where nothing is periodic and none happened.
-        let cpus = any(&|s| s.pinned || !s.cpus.is_empty());
-        let overruns = ipc || timer || any(&|s| s.overruns > 0);
-        let mut head = vec!["", "Series"];
-        if cpus {
-            head.push("CPU");
-        }
-        head.extend(["Policy", "Samples"]);
-        head.extend(["Min", "Avg", "P50", "P99", "P99.9", "P99.99", "Max"]);
-        if overruns {
-            head.push("Overruns");
-        }
-        // Left-aligned: the swatch, the names and the policy.
-        let text_columns = if cpus { 4 } else { 3 };
-        if ipc {
-            head.push("Timeouts");
-        }
-        if timer {
-            head.push("Msw");
-        }
-        if disk {
-            head.extend(["IOPS", "MB/s"]);
-        }
-        if noise {
-            head.extend(["Noise", "Loops/s", "Causes (traced)"]);
-        }
-        if limit {
-            head.push("Above limit");
-        }
+        let columns = Columns::of(group, series);
+        let text_columns = columns.text_columns();
         let out = &mut self.html;
         out.push_str("<table class=\"summary\">\n<tr>");
-        for (i, h) in head.iter().enumerate() {
+        for (i, h) in columns.head().iter().enumerate() {
             let class = if i < text_columns { " class=\"l\"" } else { "" };
             let _ = write!(out, "<th{class}>{}</th>", escape(h));
         }
@@ -1086,49 +1073,7 @@ impl Page {
                    label: &str,
                    s: Option<&Series>,
                    l: &LatencySummary| {
-            let mut cells: Vec<String> = vec![swatch.to_string(), escape(label)];
-            if cpus {
-                cells.push(s.map_or(String::new(), |s| escape(&cpus_cell(s))));
-            }
-            cells.push(s.map_or(String::new(), |s| {
-                escape(&format!("{} {}", s.policy, s.priority))
-            }));
-            cells.extend(latency_cells(l).iter().map(|c| escape(c)));
-            if overruns {
-                cells.push(s.map_or(String::new(), |s| s.overruns.to_string()));
-            }
-            if ipc {
-                cells.push(
-                    s.and_then(Series::ipc_pair)
-                        .map_or(String::new(), |p| p.timeouts.to_string()),
-                );
-            }
-            if timer {
-                cells.push(
-                    s.and_then(Series::timer_thread)
-                        .map_or(String::new(), |t| t.msw.to_string()),
-                );
-            }
-            if disk {
-                let w = s.and_then(Series::disk_writer);
-                cells.push(w.map_or(String::new(), |w| format!("{:.0}", w.iops)));
-                cells.push(w.map_or(String::new(), |w| format!("{:.1}", w.bytes_per_s / 1e6)));
-            }
-            if noise {
-                let n = s.and_then(Series::noise_cpu);
-                cells.push(n.map_or(String::new(), |n| format!("{:.4} %", n.noise_percent)));
-                cells.push(n.map_or(String::new(), |n| format!("{:.0}", n.loops_per_s)));
-                cells.push(n.map_or(String::new(), |n| {
-                    escape(
-                        &n.causes
-                            .as_ref()
-                            .map_or_else(|| "-".to_string(), |c| c.shares_line(3)),
-                    )
-                }));
-            }
-            if limit {
-                cells.push(s.map_or(String::new(), |s| s.above_limit.to_string()));
-            }
+            let cells = columns.cells(swatch, label, s, l);
             let class = if s.is_none() { " class=\"all\"" } else { "" };
             let _ = write!(out, "<tr{class}>");
             for (i, c) in cells.iter().enumerate() {
@@ -1163,6 +1108,127 @@ impl Page {
             }
         }
         out.push_str("</table>\n");
+    }
+}
+
+/// The columns of a summary table: the figures every series has, and those
+/// of the kinds of series in it. A column that says nothing is left out.
+struct Columns {
+    cpus: bool,
+    overruns: bool,
+    ipc: bool,
+    timer: bool,
+    disk: bool,
+    noise: bool,
+    limit: bool,
+}
+
+impl Columns {
+    fn of(group: &TestGroup, series: &[(usize, &TestResult, &Series)]) -> Columns {
+    let any = |f: &dyn Fn(&Series) -> bool| series.iter().any(|(_, _, s)| f(s));
+    let ipc = any(&|s| s.ipc_pair().is_some());
+    let timer = any(&|s| s.timer_thread().is_some());
+    let disk = any(&|s| s.disk_writer().is_some());
+    let noise = any(&|s| s.noise_cpu().is_some());
+    let limit = group
+        .tests
+        .iter()
+        .any(|(_, t)| t.config.max_latency_us.is_some());
+    // A column that says nothing is left out: CPUs when no series was
+    // pinned nor placed (log-disk writers: every cell a bare `~`), and
+    // overruns where nothing is periodic and none happened.
+    let cpus = any(&|s| s.pinned || !s.cpus.is_empty());
+    let overruns = ipc || timer || any(&|s| s.overruns > 0);
+        Columns {
+            cpus,
+            overruns,
+            ipc,
+            timer,
+            disk,
+            noise,
+            limit,
+        }
+    }
+
+    /// The left-aligned columns, first: the swatch, the names and the policy.
+    fn text_columns(&self) -> usize {
+        if self.cpus { 4 } else { 3 }
+    }
+
+    fn head(&self) -> Vec<&'static str> {
+    let mut head = vec!["", "Series"];
+    if self.cpus {
+        head.push("CPU");
+    }
+    head.extend(["Policy", "Samples"]);
+    head.extend(["Min", "Avg", "P50", "P99", "P99.9", "P99.99", "Max"]);
+    if self.overruns {
+        head.push("Overruns");
+    }
+    if self.ipc {
+        head.push("Timeouts");
+    }
+    if self.timer {
+        head.push("Msw");
+    }
+    if self.disk {
+        head.extend(["IOPS", "MB/s"]);
+    }
+    if self.noise {
+        head.extend(["Noise", "Loops/s", "Causes (traced)"]);
+    }
+    if self.limit {
+        head.push("Above limit");
+    }
+        head
+    }
+
+    /// One row's cells: a series (`s`), or a test's series merged (None).
+    fn cells(&self, swatch: &str, label: &str, s: Option<&Series>, l: &LatencySummary) -> Vec<String> {
+    let mut cells: Vec<String> = vec![swatch.to_string(), escape(label)];
+    if self.cpus {
+        cells.push(s.map_or(String::new(), |s| escape(&cpus_cell(s))));
+    }
+    cells.push(s.map_or(String::new(), |s| {
+        escape(&format!("{} {}", s.policy, s.priority))
+    }));
+    cells.extend(latency_cells(l).iter().map(|c| escape(c)));
+    if self.overruns {
+        cells.push(s.map_or(String::new(), |s| s.overruns.to_string()));
+    }
+    if self.ipc {
+        cells.push(
+            s.and_then(Series::ipc_pair)
+                .map_or(String::new(), |p| p.timeouts.to_string()),
+        );
+    }
+    if self.timer {
+        cells.push(
+            s.and_then(Series::timer_thread)
+                .map_or(String::new(), |t| t.msw.to_string()),
+        );
+    }
+    if self.disk {
+        let w = s.and_then(Series::disk_writer);
+        cells.push(w.map_or(String::new(), |w| format!("{:.0}", w.iops)));
+        cells.push(w.map_or(String::new(), |w| format!("{:.1}", w.bytes_per_s / 1e6)));
+    }
+    if self.noise {
+        let n = s.and_then(Series::noise_cpu);
+        cells.push(n.map_or(String::new(), |n| format!("{:.4} %", n.noise_percent)));
+        cells.push(n.map_or(String::new(), |n| format!("{:.0}", n.loops_per_s)));
+        cells.push(n.map_or(String::new(), |n| {
+            escape(
+                &n.causes
+                    .as_ref()
+                    .map_or_else(|| "-".to_string(), |c| c.shares_line(3)),
+            )
+        }));
+    }
+    if self.limit {
+        cells.push(s.map_or(String::new(), |s| s.above_limit.to_string()));
+    }
+        cells
     }
 }
 

@@ -146,6 +146,104 @@ fn name_entry(asm: &mut Asm) {
     .push(Insn::alu64_reg(Alu::Add, Reg::R3, Reg::R2));
 }
 
+/// A switch's record: both pids, both priorities (16 bits each), the
+/// previous task's state; both tasks' names in the name table, and the
+/// CPU's new current task in the region's header.
+fn record_switch(asm: &mut Asm, fields: &SwitchFields) -> Result<(), String> {
+    let SwitchFields {
+        prev_comm,
+        prev_pid,
+        prev_prio,
+        prev_state,
+        next_comm,
+        next_pid,
+        next_prio,
+    } = fields;
+    for (field, at) in [(prev_pid, record::A), (next_pid, record::B)] {
+        load32(asm, Reg::R1, field)?;
+        asm.push(Insn::stx(Size::W, SLOT, at_record(at), Reg::R1));
+    }
+    load32(asm, Reg::R1, prev_prio)?;
+    load32(asm, Reg::R2, next_prio)?;
+    asm.push(Insn::alu64_imm(Alu::And, Reg::R1, 0xffff))
+        .push(Insn::alu64_imm(Alu::And, Reg::R2, 0xffff))
+        .push(Insn::alu64_imm(Alu::Lsh, Reg::R2, 16))
+        .push(Insn::alu64_reg(Alu::Or, Reg::R1, Reg::R2))
+        .push(Insn::stx(Size::W, SLOT, at_record(record::C), Reg::R1));
+    load32(asm, Reg::R1, prev_state)?;
+    asm.push(Insn::stx(Size::W, SLOT, at_record(record::D), Reg::R1));
+    // Both tasks' names, and the CPU's new current task.
+    for (pid, prio, comm) in [
+        (prev_pid, prev_prio, prev_comm),
+        (next_pid, next_prio, next_comm),
+    ] {
+        load32(asm, Reg::R2, pid)?;
+        name_entry(asm);
+        load32(asm, Reg::R2, pid)?;
+        asm.push(Insn::stx(
+            Size::W,
+            Reg::R3,
+            (Region::NAMES + name::PID) as i16,
+            Reg::R2,
+        ));
+        load32(asm, Reg::R2, prio)?;
+        asm.push(Insn::stx(
+            Size::W,
+            Reg::R3,
+            (Region::NAMES + name::PRIO) as i16,
+            Reg::R2,
+        ));
+        asm.push(Insn::mov64_reg(Reg::R4, Reg::R3));
+        // copy_comm uses R1 only: R4 holds the entry.
+        copy_comm(asm, Reg::R4, Region::NAMES + name::COMM, comm)?;
+    }
+    asm.push(Insn::stx(Size::DW, REGION, header::TASK_SINCE as i16, TIME));
+    load32(asm, Reg::R1, next_pid)?;
+    asm.push(Insn::stx(Size::W, REGION, header::TASK_PID as i16, Reg::R1));
+    load32(asm, Reg::R1, next_prio)?;
+    asm.push(Insn::stx(
+        Size::W,
+        REGION,
+        header::TASK_PRIO as i16,
+        Reg::R1,
+    ));
+    Ok(())
+}
+
+/// The operands of `recipe`'s record (A to D), read from the context.
+fn record_operands(asm: &mut Asm, recipe: &Recipe) -> Result<(), String> {
+    let operands = [record::A, record::B, record::C, record::D];
+    match recipe {
+        Recipe::Switch(fields) => record_switch(asm, fields)?,
+        Recipe::Wakeup {
+            fields:
+                WakeupFields {
+                    pid,
+                    prio,
+                    target_cpu,
+                },
+            ..
+        } => {
+            for (field, at) in [pid, prio, target_cpu].into_iter().zip(operands) {
+                load32(asm, Reg::R1, field)?;
+                asm.push(Insn::stx(Size::W, SLOT, at_record(at), Reg::R1));
+            }
+        }
+        Recipe::Operand { field, .. } => {
+            load32(asm, Reg::R1, field)?;
+            asm.push(Insn::stx(Size::W, SLOT, at_record(record::A), Reg::R1));
+        }
+        Recipe::Nmi(NmiFields { delta_ns, handled }) => {
+            for (field, at) in [(delta_ns, record::A), (handled, record::B)] {
+                load32(asm, Reg::R1, field)?;
+                asm.push(Insn::stx(Size::W, SLOT, at_record(at), Reg::R1));
+            }
+        }
+        Recipe::Vector { .. } => {}
+    }
+    Ok(())
+}
+
 /// The whole program of `recipe`, writing into `map` (regions of `region`).
 pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, String> {
     let mut asm = Asm::new();
@@ -208,92 +306,7 @@ pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, 
         _ => 0,
     };
     asm.push(Insn::st(Size::H, SLOT, at_record(record::SMALL), small));
-    let operands = [record::A, record::B, record::C, record::D];
-    match recipe {
-        Recipe::Switch(SwitchFields {
-            prev_comm,
-            prev_pid,
-            prev_prio,
-            prev_state,
-            next_comm,
-            next_pid,
-            next_prio,
-        }) => {
-            for (field, at) in [(prev_pid, record::A), (next_pid, record::B)] {
-                load32(&mut asm, Reg::R1, field)?;
-                asm.push(Insn::stx(Size::W, SLOT, at_record(at), Reg::R1));
-            }
-            load32(&mut asm, Reg::R1, prev_prio)?;
-            load32(&mut asm, Reg::R2, next_prio)?;
-            asm.push(Insn::alu64_imm(Alu::And, Reg::R1, 0xffff))
-                .push(Insn::alu64_imm(Alu::And, Reg::R2, 0xffff))
-                .push(Insn::alu64_imm(Alu::Lsh, Reg::R2, 16))
-                .push(Insn::alu64_reg(Alu::Or, Reg::R1, Reg::R2))
-                .push(Insn::stx(Size::W, SLOT, at_record(record::C), Reg::R1));
-            load32(&mut asm, Reg::R1, prev_state)?;
-            asm.push(Insn::stx(Size::W, SLOT, at_record(record::D), Reg::R1));
-            // Both tasks' names, and the CPU's new current task.
-            for (pid, prio, comm) in [
-                (prev_pid, prev_prio, prev_comm),
-                (next_pid, next_prio, next_comm),
-            ] {
-                load32(&mut asm, Reg::R2, pid)?;
-                name_entry(&mut asm);
-                load32(&mut asm, Reg::R2, pid)?;
-                asm.push(Insn::stx(
-                    Size::W,
-                    Reg::R3,
-                    (Region::NAMES + name::PID) as i16,
-                    Reg::R2,
-                ));
-                load32(&mut asm, Reg::R2, prio)?;
-                asm.push(Insn::stx(
-                    Size::W,
-                    Reg::R3,
-                    (Region::NAMES + name::PRIO) as i16,
-                    Reg::R2,
-                ));
-                asm.push(Insn::mov64_reg(Reg::R4, Reg::R3));
-                // copy_comm uses R1 only: R4 holds the entry.
-                copy_comm(&mut asm, Reg::R4, Region::NAMES + name::COMM, comm)?;
-            }
-            asm.push(Insn::stx(Size::DW, REGION, header::TASK_SINCE as i16, TIME));
-            load32(&mut asm, Reg::R1, next_pid)?;
-            asm.push(Insn::stx(Size::W, REGION, header::TASK_PID as i16, Reg::R1));
-            load32(&mut asm, Reg::R1, next_prio)?;
-            asm.push(Insn::stx(
-                Size::W,
-                REGION,
-                header::TASK_PRIO as i16,
-                Reg::R1,
-            ));
-        }
-        Recipe::Wakeup {
-            fields:
-                WakeupFields {
-                    pid,
-                    prio,
-                    target_cpu,
-                },
-            ..
-        } => {
-            for (field, at) in [pid, prio, target_cpu].into_iter().zip(operands) {
-                load32(&mut asm, Reg::R1, field)?;
-                asm.push(Insn::stx(Size::W, SLOT, at_record(at), Reg::R1));
-            }
-        }
-        Recipe::Operand { field, .. } => {
-            load32(&mut asm, Reg::R1, field)?;
-            asm.push(Insn::stx(Size::W, SLOT, at_record(record::A), Reg::R1));
-        }
-        Recipe::Nmi(NmiFields { delta_ns, handled }) => {
-            for (field, at) in [(delta_ns, record::A), (handled, record::B)] {
-                load32(&mut asm, Reg::R1, field)?;
-                asm.push(Insn::stx(Size::W, SLOT, at_record(at), Reg::R1));
-            }
-        }
-        Recipe::Vector { .. } => {}
-    }
+    record_operands(&mut asm, recipe)?;
     // How long this program ran; a long run was interrupted (counted).
     let quick = asm.new_label();
     asm.push(Insn::call(Helper::KtimeGetNs))
