@@ -904,3 +904,107 @@ fn function_lengths_are_counted_from_fn_to_the_closing_brace() {
         ["OVERSIZED entry \"src/timer/cyclic.rs\" is within the limits now: remove it"]
     );
 }
+
+// ---- Import circles between the files of one directory (mod.rs, the
+// directory's own face, excepted; test modules, which may share test
+// helpers, too): a circle means neither file can be read, changed or tested
+// without the other (ipc/harness/start.rs and the task files that imported
+// it back were one).
+
+/// The circles among `files`: each as its files, in a stable order.
+fn sibling_circles(files: &[(String, String)]) -> Vec<Vec<String>> {
+    use std::collections::BTreeMap;
+    let module_of: BTreeMap<Vec<String>, &str> = files
+        .iter()
+        .map(|(rel, _)| (file_module(rel), rel.as_str()))
+        .collect();
+    let dir = |rel: &str| rel.rsplit_once('/').map_or("", |(d, _)| d).to_string();
+    let mut edges: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for (rel, src) in files {
+        if rel.ends_with("/mod.rs") || rel == "src/main.rs" || rel == "src/lib.rs" {
+            continue;
+        }
+        // The product code: a test module may use a sibling's test helpers.
+        let product = src.split("#[cfg(test)]\nmod tests").next().unwrap_or(src);
+        for imp in imports_of(rel, product) {
+            let mut target = imp.target.clone();
+            while !target.is_empty() && !module_of.contains_key(&target) {
+                target.pop();
+            }
+            if let Some(&to) = module_of.get(&target)
+                && to != rel.as_str()
+                && !to.ends_with("/mod.rs")
+                && dir(to) == dir(rel.as_str())
+            {
+                edges.entry(rel.as_str()).or_default().insert(to);
+            }
+        }
+    }
+    // Every file that reaches itself, grouped by the files it shares a
+    // circle with (small graphs: a search per file is enough).
+    let reach = |from: &str| -> BTreeSet<&str> {
+        let mut seen = BTreeSet::new();
+        let mut todo: Vec<&str> = edges.get(from).into_iter().flatten().copied().collect();
+        while let Some(f) = todo.pop() {
+            if seen.insert(f) {
+                todo.extend(edges.get(f).into_iter().flatten().copied());
+            }
+        }
+        seen
+    };
+    let mut circles: Vec<Vec<String>> = Vec::new();
+    for &from in edges.keys() {
+        let reached = reach(from);
+        if !reached.contains(from) {
+            continue;
+        }
+        let circle: Vec<String> = reached
+            .iter()
+            .filter(|&&f| reach(f).contains(from))
+            .map(|f| f.to_string())
+            .collect();
+        if !circles.contains(&circle) {
+            circles.push(circle);
+        }
+    }
+    circles
+}
+
+#[test]
+fn no_import_circle_between_the_files_of_a_directory() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    source_files(&root.join("src"), root, &mut files);
+    let circles = sibling_circles(&files);
+    assert!(
+        circles.is_empty(),
+        "import circles between files of one directory (move what both need into one of \
+         them, or below both):\n{}",
+        circles
+            .iter()
+            .map(|c| c.join(" -> ..."))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+#[test]
+fn a_planted_circle_is_found_and_mod_rs_is_not_one() {
+    let files = synthetic(&[
+        ("src/ipc/harness/mod.rs", "mod start;\nuse start::Started;\n"),
+        ("src/ipc/harness/start.rs", "use super::receiver::task;\nuse super::Plan;\n"),
+        ("src/ipc/harness/receiver.rs", "use super::start::Result;\n"),
+        ("src/ipc/harness/plan.rs", "use super::start::X;\n"),
+        (
+            "src/ipc/harness/sender.rs",
+            "use super::plan::Y;\n#[cfg(test)]\nmod tests {\n    use super::super::start::Z;\n}\n",
+        ),
+    ]);
+    assert_eq!(
+        sibling_circles(&files),
+        vec![vec![
+            "src/ipc/harness/receiver.rs".to_string(),
+            "src/ipc/harness/start.rs".to_string()
+        ]]
+    );
+}
