@@ -14,6 +14,9 @@ pub enum Markup {
     /// HTML (and the SVG inside it): `'` as `&#39;`, which every HTML
     /// version reads.
     Html,
+    /// Element content only (SVG `<title>` text): `&`, `<` and `>`; quotes
+    /// stay as typed, as no attribute ends there.
+    Content,
     /// XML 1.0 (JUnit): `'` as `&apos;`; a tab, line feed or carriage
     /// return as a character reference, so that it survives in an
     /// attribute; any other control character, which XML 1.0 cannot carry
@@ -21,8 +24,8 @@ pub enum Markup {
     Xml,
 }
 
-/// Text for the content and attribute values of `markup`: `&`, `<`, `>`,
-/// `"` and `'` as references, and what `Markup::Xml` says.
+/// Text for `markup`: `&`, `<` and `>` as references, and for content and
+/// attribute values (`Html`, `Xml`) `"` and `'`, and what `Markup::Xml` says.
 pub fn escape_markup(text: &str, markup: Markup) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -30,10 +33,10 @@ pub fn escape_markup(text: &str, markup: Markup) -> String {
             ('&', _) => out.push_str("&amp;"),
             ('<', _) => out.push_str("&lt;"),
             ('>', _) => out.push_str("&gt;"),
-            ('"', _) => out.push_str("&quot;"),
+            ('"', Markup::Html | Markup::Xml) => out.push_str("&quot;"),
             ('\'', Markup::Html) => out.push_str("&#39;"),
             ('\'', Markup::Xml) => out.push_str("&apos;"),
-            (c, Markup::Html) => out.push(c),
+            (c, Markup::Html | Markup::Content) => out.push(c),
             ('\n', Markup::Xml) => out.push_str("&#10;"),
             ('\t', Markup::Xml) => out.push_str("&#9;"),
             ('\r', Markup::Xml) => out.push_str("&#13;"),
@@ -244,6 +247,10 @@ mod tests {
         assert_eq!(
             escape_markup(text, Markup::Xml),
             "a&amp;b&lt;c&gt;&quot;d&apos;\u{FFFD}&#9;e"
+        );
+        assert_eq!(
+            escape_markup(text, Markup::Content),
+            "a&amp;b&lt;c&gt;\"d'\u{1}\te"
         );
     }
 }

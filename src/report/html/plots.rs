@@ -13,6 +13,7 @@
 //! merging consecutive windows with their minimum, sample-weighted mean and
 //! maximum (`stats::window::coarsened`): a spike is never averaged away.
 
+use crate::report::cells::{Markup, escape_markup};
 use crate::stats::LatencySummary;
 use crate::stats::window::{SecondStats, coarsened};
 use plotters::coord::Shift;
@@ -799,7 +800,7 @@ fn mark_shapes<Y: Ranged<ValueType = f64>>(
         };
         overlay.push(format!(
             "<g class=\"mark\" data-x=\"{px}\"><title>{}</title>{shape}</g>",
-            super::escape(&mark.text)
+            escape_markup(&mark.text, Markup::Content)
         ));
     }
     overlay
