@@ -213,8 +213,7 @@ fn list_or_none(items: &[String]) -> String {
 /// wrong is one line (a usage error to the command).
 pub fn load(path: &Path) -> Result<ReportView, String> {
     let shown_path = shown(&path.to_string_lossy());
-    let text =
-        std::fs::read(path).map_err(|e| format!("cannot read {shown_path}: {e}"))?;
+    let text = std::fs::read(path).map_err(|e| format!("cannot read {shown_path}: {e}"))?;
     // The header first, without building the whole document as a tree
     // (serde_json::Value takes several times the file's size).
     #[derive(Deserialize)]
@@ -225,9 +224,7 @@ pub fn load(path: &Path) -> Result<ReportView, String> {
         schema_version: serde_json::Value,
     }
     let value: Header = serde_json::from_slice(&text).map_err(|e| {
-        format!(
-            "{shown_path} is not JSON ({e}); give a file written by latscope --json"
-        )
+        format!("{shown_path} is not JSON ({e}); give a file written by latscope --json")
     })?;
     if value.schema != SCHEMA_NAME {
         return Err(format!(
@@ -427,6 +424,10 @@ mod tests {
         assert!(out.crossed());
         let doc = document(vec!["a.json".into()], "b.json".into(), false, out, 3);
         assert_eq!((doc.exit_code, doc.schema.as_str()), (3, COMPARE_SCHEMA));
-        assert!(!compare(&[one(10_000)], &one(10_000), &[]).unwrap().crossed());
+        assert!(
+            !compare(&[one(10_000)], &one(10_000), &[])
+                .unwrap()
+                .crossed()
+        );
     }
 }

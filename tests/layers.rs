@@ -889,7 +889,10 @@ fn function_lengths_are_counted_from_fn_to_the_closing_brace() {
             ("declared".to_string(), 13, 1)
         ]
     );
-    let long = format!("fn long() {{\n{}}}\n", "    step();\n".repeat(MAX_FN_LINES - 1));
+    let long = format!(
+        "fn long() {{\n{}}}\n",
+        "    step();\n".repeat(MAX_FN_LINES - 1)
+    );
     let files = synthetic(&[("src/commands/x.rs", long.as_str())]);
     let (over, stale) = oversized(&files, &["src/timer/cyclic.rs"]);
     assert_eq!(
@@ -991,8 +994,14 @@ fn no_import_circle_between_the_files_of_a_directory() {
 #[test]
 fn a_planted_circle_is_found_and_mod_rs_is_not_one() {
     let files = synthetic(&[
-        ("src/ipc/harness/mod.rs", "mod start;\nuse start::Started;\n"),
-        ("src/ipc/harness/start.rs", "use super::receiver::task;\nuse super::Plan;\n"),
+        (
+            "src/ipc/harness/mod.rs",
+            "mod start;\nuse start::Started;\n",
+        ),
+        (
+            "src/ipc/harness/start.rs",
+            "use super::receiver::task;\nuse super::Plan;\n",
+        ),
         ("src/ipc/harness/receiver.rs", "use super::start::Result;\n"),
         ("src/ipc/harness/plan.rs", "use super::start::X;\n"),
         (

@@ -15,8 +15,8 @@
 //! instance whose pid a running process now has, and everything a registry
 //! of another PID namespace (a container sharing the directory) records.
 
-use crate::pipeline::CommandError;
 use crate::cli::CleanupArgs;
+use crate::pipeline::CommandError;
 use crate::rt::registry::{self, Entry, Kind, RegistryFile};
 use crate::rt::tracefs::{instance, mount};
 use crate::settings::cleanup::CleanupSettings;

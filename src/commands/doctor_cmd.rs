@@ -1,14 +1,14 @@
 //! `latscope doctor`: the doctor's checks of this machine as a table (and
 //! JSON); exit 3 when a check is bad. Reads only: it changes nothing.
 
-use crate::pipeline::{CommandError, EXIT_LIMIT, EXIT_OK, write_with};
 use crate::cli::DoctorArgs;
-use crate::report::{Check, Summary, Verdict};
+use crate::pipeline::{CommandError, EXIT_LIMIT, EXIT_OK, write_with};
 use crate::report::SysInfo;
 use crate::report::Tool;
 use crate::report::cells::{Table, machine_line};
-use crate::units::rfc3339;
+use crate::report::{Check, Summary, Verdict};
 use crate::settings::{OutputTarget, check_json_path};
+use crate::units::rfc3339;
 use serde::Serialize;
 use std::io::Write;
 

@@ -2,10 +2,10 @@
 //! installs besides the binary. Both are generated from the clap definitions
 //! the binary parses its arguments with, so they cannot drift from it.
 
-use crate::pipeline::{CommandError, EXIT_OK, write_with};
 use crate::cli::{
     COMPAT_NAMES, CYCLICTEST_COMPAT, Cli, CompletionsArgs, ManpagesArgs, OSLAT_COMPAT, takes_getopt,
 };
+use crate::pipeline::{CommandError, EXIT_OK, write_with};
 use crate::settings::{OutputTarget, UsageError};
 use clap::CommandFactory;
 use std::path::Path;

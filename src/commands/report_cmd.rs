@@ -1,8 +1,8 @@
 //! `latscope report`: reads JSON reports, writes one self-contained HTML page
 //! (and with `--svg` each plot as a file). Measures nothing.
 
-use crate::pipeline::{CommandError, EXIT_OK, write_with};
 use crate::cli::ReportArgs;
+use crate::pipeline::{CommandError, EXIT_OK, write_with};
 use crate::report::html::{self, Run};
 use crate::settings::OutputTarget;
 use crate::settings::report::ReportSettings;

@@ -190,9 +190,9 @@ pub fn smt(m: &Machine) -> Check {
 
 #[cfg(test)]
 mod tests {
-    use crate::report::Verdict;
     use super::super::fixture::Fixture;
     use super::*;
+    use crate::report::Verdict;
 
     #[test]
     fn governors_by_cpu() {

@@ -68,9 +68,9 @@ pub fn swap(m: &Machine) -> Check {
 
 #[cfg(test)]
 mod tests {
-    use crate::report::Verdict;
     use super::super::fixture::Fixture;
     use super::*;
+    use crate::report::Verdict;
 
     #[test]
     fn huge_page_modes() {

@@ -133,9 +133,9 @@ pub fn container(m: &Machine) -> Check {
 
 #[cfg(test)]
 mod tests {
-    use crate::report::Verdict;
     use super::super::fixture::Fixture;
     use super::*;
+    use crate::report::Verdict;
 
     #[test]
     fn hypervisors_by_name() {

@@ -133,9 +133,9 @@ pub fn memlock(m: &Machine) -> Check {
 
 #[cfg(test)]
 mod tests {
-    use crate::report::Verdict;
     use super::super::fixture::{Fixture, MIB};
     use super::*;
+    use crate::report::Verdict;
 
     #[test]
     fn throttling_settings() {

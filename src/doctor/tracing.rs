@@ -189,9 +189,9 @@ pub fn bpf(m: &Machine) -> Check {
 
 #[cfg(test)]
 mod tests {
-    use crate::report::Verdict;
     use super::super::fixture::Fixture;
     use super::*;
+    use crate::report::Verdict;
 
     #[test]
     fn tracefs_where_and_whether() {

@@ -2,6 +2,7 @@
 //! per block size, the writers' figures merged as mqldt merges its queue
 //! managers. Shared by `latscope logdisk` and `latscope suite`.
 
+use crate::logdisk::SyncMode;
 use crate::logdisk::bandwidth::{disk_seconds, merge_intervals, rate, write_bandwidth};
 use crate::logdisk::files::{AlignedBuf, FilePlan, FileSet, OpenFlags, PrepareError};
 use crate::logdisk::private_dir::PrivateDir;
@@ -17,7 +18,6 @@ use crate::report::{
 use crate::rt::dma_latency::DmaLatency;
 use crate::rt::signals::stop_signalled;
 use crate::settings::UsageError;
-use crate::logdisk::SyncMode;
 use crate::settings::logdisk::LogdiskSettings;
 use crate::stats::{LatencyRecorder, LatencySummary};
 use crate::units::format_bytes;

@@ -2,7 +2,9 @@
 //! noise` and `latscope suite`.
 
 use crate::noise::{self, NoiseOutcome, NoisePlan, NoiseProgress};
-use crate::pipeline::{CpuShare, CpuWindow, FinishedTest, Preparation, Run, RunFacts, per_cpu_skeleton};
+use crate::pipeline::{
+    CpuShare, CpuWindow, FinishedTest, Preparation, Run, RunFacts, per_cpu_skeleton,
+};
 use crate::report::{
     Cause, ConfigDetail, EndReason, NoiseCauses, NoiseConfig, NoiseCpu, Series, SeriesDetail,
     SpikeTrace, TestConfig, TestResult,

@@ -233,7 +233,11 @@ pub fn failed(settings: &TimerSettings, prep: &Preparation, error: String) -> Fi
 }
 
 /// The timer test configured as `config` with no samples, ended by `error`.
-fn not_started(settings: &TimerSettings, config: TestConfig, error: Option<String>) -> FinishedTest {
+fn not_started(
+    settings: &TimerSettings,
+    config: TestConfig,
+    error: Option<String>,
+) -> FinishedTest {
     FinishedTest::not_started(
         TestResult::new(
             "timer",

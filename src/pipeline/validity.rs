@@ -2,10 +2,10 @@
 //! expects. They end the console output and are part of the JSON report.
 
 use super::prepare::MemoryLock;
-use crate::units::cpu_list;
 use crate::load::cpu_time;
 use crate::report::{Series, SpikeTrace, SysInfo};
 use crate::rt::sysinfo::{self, CpuTimes};
+use crate::units::cpu_list;
 use crate::units::parse_cpu_list;
 use std::time::Duration;
 

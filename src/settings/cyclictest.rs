@@ -429,7 +429,8 @@ impl CyclicSettings {
             }
             "threads" => {
                 if self.smp {
-                    self.warnings.push("WARN: -t ignored due to smp mode".into());
+                    self.warnings
+                        .push("WARN: -t ignored due to smp mode".into());
                     return Ok(());
                 }
                 raw.num_threads = match &value {
@@ -453,7 +454,11 @@ impl CyclicSettings {
 
     /// -a [LIST]: the CPUs listed (libnuma's syntax), or every CPU this
     /// process may use; ignored with -S.
-    fn take_affinity(&mut self, value: Option<String>, online: &[usize]) -> Result<(), GetoptUsage> {
+    fn take_affinity(
+        &mut self,
+        value: Option<String>,
+        online: &[usize],
+    ) -> Result<(), GetoptUsage> {
         if self.smp {
             return Ok(());
         }
@@ -480,7 +485,12 @@ impl CyclicSettings {
 
     /// cyclictest's adjustments after its options: -y with -p, -a with -S,
     /// and what --smi needs.
-    fn adjust(&mut self, raw: &RawNumbers, online: &[usize], smi_supported: bool) -> Result<(), GetoptUsage> {
+    fn adjust(
+        &mut self,
+        raw: &RawNumbers,
+        online: &[usize],
+        smi_supported: bool,
+    ) -> Result<(), GetoptUsage> {
         if self.system && self.posix_timers {
             self.warnings.extend([
                 "WARN: The system option requires clock_nanosleep".to_string(),
@@ -490,7 +500,8 @@ impl CyclicSettings {
             self.posix_timers = false;
         }
         if raw.option_affinity && self.smp {
-            self.warnings.push("WARN: -a ignored due to smp mode".into());
+            self.warnings
+                .push("WARN: -a ignored due to smp mode".into());
         }
         if self.smp {
             // -S: -a -t (one thread per CPU, each on its own), same priority.
@@ -618,7 +629,10 @@ impl CyclicSettings {
             let report = super::OutputTarget::File(checked.clone());
             // Pair by pair: --json and --histfile on one file is
             // cyclictest's business.
-            for (option, target) in [("--json", file(&self.json)), ("--histfile", file(&self.histfile))] {
+            for (option, target) in [
+                ("--json", file(&self.json)),
+                ("--histfile", file(&self.histfile)),
+            ] {
                 super::check_distinct_outputs(&[
                     (option, target.as_ref()),
                     ("--latscope-json", Some(&report)),

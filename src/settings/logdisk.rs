@@ -1,9 +1,7 @@
 //! `latscope logdisk`'s options (mqldt's names and meanings, plus latscope's),
 //! checked into settings before any file is created or written.
 
-use super::{
-    OutputTarget, Outputs, UsageError, check_output_path, parse_count, parse_size, usage,
-};
+use super::{OutputTarget, Outputs, UsageError, check_output_path, parse_count, parse_size, usage};
 use crate::cli::{LogdiskArgs, SyncArg};
 use crate::units::{format_bytes, parse_duration, shown};
 use std::ffi::OsString;

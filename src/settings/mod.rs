@@ -1216,7 +1216,10 @@ mod tests {
         let file = dir.path().join("r.csv");
         std::fs::write(&file, "old").unwrap();
         let s = settings(&["--csv", file.to_str().unwrap(), "--markdown", "-"]).unwrap();
-        assert_eq!(s.verdict.outputs.csv, Some(OutputTarget::File(file.clone())));
+        assert_eq!(
+            s.verdict.outputs.csv,
+            Some(OutputTarget::File(file.clone()))
+        );
         assert!(s.verdict.outputs.to_stdout());
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "old");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);

@@ -2,11 +2,11 @@
 //! owns its statistics. Always a thread of this process. THE IPC sample is
 //! timed in `ReceiverLoop::take_sample`.
 
-use crate::report::EndReason;
 use super::live::PairLive;
 use super::plan::Mode;
 use super::state::{RunState, StartGate, TaskContext, set_up_current_task, sleep_until_or_stop};
 use crate::ipc::{PairChannels, Wake};
+use crate::report::EndReason;
 use crate::rt::clock::monotonic_ns;
 use crate::rt::sched;
 use crate::stats::LatencyRecorder;

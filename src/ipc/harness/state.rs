@@ -2,10 +2,10 @@
 //! ended, the channels and live values of each pair, the start gate, and the
 //! per-task view of it all (`TaskContext`).
 
-use crate::report::EndReason;
 use super::live::{PairLive, SetupStep};
 use super::plan::{Mode, PairPlan, RunPlan};
 use crate::ipc::{Channel, PairChannels};
+use crate::report::EndReason;
 use crate::rt::shm::SharedBox;
 use crate::rt::tracefs::BreakTrace;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

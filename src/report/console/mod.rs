@@ -8,12 +8,11 @@ pub mod noise;
 pub mod overview;
 pub mod timer;
 
+use super::cells::{
+    Table, cpus_cell, end_reason_text, interrupted_before_measuring, latency_cell, percentile_cell,
+};
 use super::{Exporter, Report, Series, TestResult};
 use crate::units::format_ns;
-use super::cells::{
-    Table, cpus_cell, end_reason_text, interrupted_before_measuring, latency_cell,
-    percentile_cell,
-};
 use std::io::Write;
 
 pub fn series_table(test: &TestResult) -> Table {

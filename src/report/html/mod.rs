@@ -511,7 +511,11 @@ fn time_marks(runs: &[Run], group: &TestGroup) -> Marks {
 
 /// The caption of the over-time plot of `series`: what it draws, how windows
 /// merge, the marks in it (`marks`), and what the figures are for OS noise.
-fn per_second_caption(series: &[(usize, &TestResult, &Series)], marks: &Marks, noise: bool) -> String {
+fn per_second_caption(
+    series: &[(usize, &TestResult, &Series)],
+    marks: &Marks,
+    noise: bool,
+) -> String {
     let merged = series
         .iter()
         .any(|(_, _, s)| s.per_second.iter().any(|w| w.span_s > 1));
@@ -1125,20 +1129,20 @@ struct Columns {
 
 impl Columns {
     fn of(group: &TestGroup, series: &[(usize, &TestResult, &Series)]) -> Columns {
-    let any = |f: &dyn Fn(&Series) -> bool| series.iter().any(|(_, _, s)| f(s));
-    let ipc = any(&|s| s.ipc_pair().is_some());
-    let timer = any(&|s| s.timer_thread().is_some());
-    let disk = any(&|s| s.disk_writer().is_some());
-    let noise = any(&|s| s.noise_cpu().is_some());
-    let limit = group
-        .tests
-        .iter()
-        .any(|(_, t)| t.config.max_latency_us.is_some());
-    // A column that says nothing is left out: CPUs when no series was
-    // pinned nor placed (log-disk writers: every cell a bare `~`), and
-    // overruns where nothing is periodic and none happened.
-    let cpus = any(&|s| s.pinned || !s.cpus.is_empty());
-    let overruns = ipc || timer || any(&|s| s.overruns > 0);
+        let any = |f: &dyn Fn(&Series) -> bool| series.iter().any(|(_, _, s)| f(s));
+        let ipc = any(&|s| s.ipc_pair().is_some());
+        let timer = any(&|s| s.timer_thread().is_some());
+        let disk = any(&|s| s.disk_writer().is_some());
+        let noise = any(&|s| s.noise_cpu().is_some());
+        let limit = group
+            .tests
+            .iter()
+            .any(|(_, t)| t.config.max_latency_us.is_some());
+        // A column that says nothing is left out: CPUs when no series was
+        // pinned nor placed (log-disk writers: every cell a bare `~`), and
+        // overruns where nothing is periodic and none happened.
+        let cpus = any(&|s| s.pinned || !s.cpus.is_empty());
+        let overruns = ipc || timer || any(&|s| s.overruns > 0);
         Columns {
             cpus,
             overruns,
@@ -1156,78 +1160,84 @@ impl Columns {
     }
 
     fn head(&self) -> Vec<&'static str> {
-    let mut head = vec!["", "Series"];
-    if self.cpus {
-        head.push("CPU");
-    }
-    head.extend(["Policy", "Samples"]);
-    head.extend(["Min", "Avg", "P50", "P99", "P99.9", "P99.99", "Max"]);
-    if self.overruns {
-        head.push("Overruns");
-    }
-    if self.ipc {
-        head.push("Timeouts");
-    }
-    if self.timer {
-        head.push("Msw");
-    }
-    if self.disk {
-        head.extend(["IOPS", "MB/s"]);
-    }
-    if self.noise {
-        head.extend(["Noise", "Loops/s", "Causes (traced)"]);
-    }
-    if self.limit {
-        head.push("Above limit");
-    }
+        let mut head = vec!["", "Series"];
+        if self.cpus {
+            head.push("CPU");
+        }
+        head.extend(["Policy", "Samples"]);
+        head.extend(["Min", "Avg", "P50", "P99", "P99.9", "P99.99", "Max"]);
+        if self.overruns {
+            head.push("Overruns");
+        }
+        if self.ipc {
+            head.push("Timeouts");
+        }
+        if self.timer {
+            head.push("Msw");
+        }
+        if self.disk {
+            head.extend(["IOPS", "MB/s"]);
+        }
+        if self.noise {
+            head.extend(["Noise", "Loops/s", "Causes (traced)"]);
+        }
+        if self.limit {
+            head.push("Above limit");
+        }
         head
     }
 
     /// One row's cells: a series (`s`), or a test's series merged (None).
-    fn cells(&self, swatch: &str, label: &str, s: Option<&Series>, l: &LatencySummary) -> Vec<String> {
-    let mut cells: Vec<String> = vec![swatch.to_string(), escape(label)];
-    if self.cpus {
-        cells.push(s.map_or(String::new(), |s| escape(&cpus_cell(s))));
-    }
-    cells.push(s.map_or(String::new(), |s| {
-        escape(&format!("{} {}", s.policy, s.priority))
-    }));
-    cells.extend(latency_cells(l).iter().map(|c| escape(c)));
-    if self.overruns {
-        cells.push(s.map_or(String::new(), |s| s.overruns.to_string()));
-    }
-    if self.ipc {
-        cells.push(
-            s.and_then(Series::ipc_pair)
-                .map_or(String::new(), |p| p.timeouts.to_string()),
-        );
-    }
-    if self.timer {
-        cells.push(
-            s.and_then(Series::timer_thread)
-                .map_or(String::new(), |t| t.msw.to_string()),
-        );
-    }
-    if self.disk {
-        let w = s.and_then(Series::disk_writer);
-        cells.push(w.map_or(String::new(), |w| format!("{:.0}", w.iops)));
-        cells.push(w.map_or(String::new(), |w| format!("{:.1}", w.bytes_per_s / 1e6)));
-    }
-    if self.noise {
-        let n = s.and_then(Series::noise_cpu);
-        cells.push(n.map_or(String::new(), |n| format!("{:.4} %", n.noise_percent)));
-        cells.push(n.map_or(String::new(), |n| format!("{:.0}", n.loops_per_s)));
-        cells.push(n.map_or(String::new(), |n| {
-            escape(
-                &n.causes
-                    .as_ref()
-                    .map_or_else(|| "-".to_string(), |c| c.shares_line(3)),
-            )
+    fn cells(
+        &self,
+        swatch: &str,
+        label: &str,
+        s: Option<&Series>,
+        l: &LatencySummary,
+    ) -> Vec<String> {
+        let mut cells: Vec<String> = vec![swatch.to_string(), escape(label)];
+        if self.cpus {
+            cells.push(s.map_or(String::new(), |s| escape(&cpus_cell(s))));
+        }
+        cells.push(s.map_or(String::new(), |s| {
+            escape(&format!("{} {}", s.policy, s.priority))
         }));
-    }
-    if self.limit {
-        cells.push(s.map_or(String::new(), |s| s.above_limit.to_string()));
-    }
+        cells.extend(latency_cells(l).iter().map(|c| escape(c)));
+        if self.overruns {
+            cells.push(s.map_or(String::new(), |s| s.overruns.to_string()));
+        }
+        if self.ipc {
+            cells.push(
+                s.and_then(Series::ipc_pair)
+                    .map_or(String::new(), |p| p.timeouts.to_string()),
+            );
+        }
+        if self.timer {
+            cells.push(
+                s.and_then(Series::timer_thread)
+                    .map_or(String::new(), |t| t.msw.to_string()),
+            );
+        }
+        if self.disk {
+            let w = s.and_then(Series::disk_writer);
+            cells.push(w.map_or(String::new(), |w| format!("{:.0}", w.iops)));
+            cells.push(w.map_or(String::new(), |w| format!("{:.1}", w.bytes_per_s / 1e6)));
+        }
+        if self.noise {
+            let n = s.and_then(Series::noise_cpu);
+            cells.push(n.map_or(String::new(), |n| format!("{:.4} %", n.noise_percent)));
+            cells.push(n.map_or(String::new(), |n| format!("{:.0}", n.loops_per_s)));
+            cells.push(n.map_or(String::new(), |n| {
+                escape(
+                    &n.causes
+                        .as_ref()
+                        .map_or_else(|| "-".to_string(), |c| c.shares_line(3)),
+                )
+            }));
+        }
+        if self.limit {
+            cells.push(s.map_or(String::new(), |s| s.above_limit.to_string()));
+        }
         cells
     }
 }

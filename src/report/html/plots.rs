@@ -706,7 +706,7 @@ fn p99_polylines<Y: Ranged<ValueType = f64>>(
     (y_low, y_high): (f64, f64),
 ) -> Vec<String> {
     let mut overlay = Vec::new();
-        let mut run: Vec<String> = Vec::new();
+    let mut run: Vec<String> = Vec::new();
     let mut flush = |run: &mut Vec<String>| {
         if run.len() > 1 {
             overlay.push(format!(
@@ -744,8 +744,18 @@ fn mark_legend<Y: Ranged<ValueType = f64>>(
     let kernel_shape: fn(i32, i32) -> Vec<(i32, i32)> =
         |x, y| vec![(x + 10, y - 6), (x + 16, y), (x + 10, y + 6), (x + 4, y)];
     let kinds = [
-        (MarkKind::Spike, "traced spike (hover: its cause)", spike_shape, BLACK.mix(0.7)),
-        (MarkKind::KernelLog, "kernel log message (hover: its text)", kernel_shape, KERNEL_MARK.mix(1.0)),
+        (
+            MarkKind::Spike,
+            "traced spike (hover: its cause)",
+            spike_shape,
+            BLACK.mix(0.7),
+        ),
+        (
+            MarkKind::KernelLog,
+            "kernel log message (hover: its text)",
+            kernel_shape,
+            KERNEL_MARK.mix(1.0),
+        ),
     ];
     for (kind, label, shape, fill) in kinds {
         if marks.iter().any(|m| m.kind == kind) {

@@ -117,4 +117,3 @@ pub struct Comparison {
 pub const COMPARE_SCHEMA: &str = "latscope-compare";
 pub const BASE_RULE: &str =
     "per metric, the median of the bases' values (even count: the mean of the two middle values)";
-
