@@ -14,6 +14,7 @@ pub mod cli;
 static ALLOCATOR: rt::oom::ExitOnOom = rt::oom::ExitOnOom;
 
 pub mod commands;
+pub mod compare;
 pub mod doctor;
 pub mod entry;
 pub mod ipc;

@@ -120,7 +120,7 @@ impl fmt::Display for Threshold {
 }
 
 // The arithmetic is pure and the model's ThresholdCheck::describe uses it too.
-pub use crate::stats::relative_change;
+use crate::stats::relative_change;
 
 /// The median of `values`: the middle value, or for an even count the mean of
 /// the two middle values. `None` for no values.
@@ -254,7 +254,7 @@ fn duration_ns(text: &str) -> Result<u64, String> {
 
 // The checks are part of the Report model (report/model/thresholds.rs);
 // compare and the commands name them through here.
-pub use crate::report::ThresholdCheck;
+use crate::report::ThresholdCheck;
 
 /// Holds every threshold against one series (with its base for the delta
 /// forms); metrics the series does not have are not checked.

@@ -15,8 +15,8 @@
 //! instance whose pid a running process now has, and everything a registry
 //! of another PID namespace (a container sharing the directory) records.
 
-use super::CommandError;
 use crate::cli::CleanupArgs;
+use crate::pipeline::CommandError;
 use crate::rt::registry::{self, Entry, Kind, RegistryFile};
 use crate::rt::tracefs::{instance, mount};
 use crate::settings::cleanup::CleanupSettings;
@@ -167,7 +167,7 @@ pub fn run(args: &CleanupArgs) -> Result<i32, CommandError> {
             "{failed} object(s) could not be removed (see the FAILED lines); run as their owner or root"
         )));
     }
-    Ok(super::EXIT_OK)
+    Ok(crate::pipeline::EXIT_OK)
 }
 
 /// The objects of one registry file: kept while its owner runs, else

@@ -15,7 +15,7 @@ use crate::report::json::LatscopeJson;
 use crate::rt::stdio::print;
 use crate::settings::cyclictest::CyclicSettings;
 use crate::settings::getopt::GetoptUsage;
-use crate::settings::{JsonTarget, Outputs, UsageError};
+use crate::settings::{OutputTarget, Outputs, UsageError};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
@@ -138,7 +138,7 @@ impl Measurement for CyclicMeasurement<'_> {
             },
             fail_if: Vec::new(),
             outputs: Outputs {
-                json: Some(JsonTarget::File(self.path.clone())),
+                json: Some(OutputTarget::File(self.path.clone())),
                 ..Outputs::default()
             },
             presentation: Presentation {

@@ -1,14 +1,14 @@
 //! `latscope doctor`: the doctor's checks of this machine as a table (and
 //! JSON); exit 3 when a check is bad. Reads only: it changes nothing.
 
-use super::{CommandError, EXIT_LIMIT, EXIT_OK, write_with};
 use crate::cli::DoctorArgs;
-use crate::doctor::{Check, Summary, Verdict};
+use crate::pipeline::{CommandError, EXIT_LIMIT, EXIT_OK, write_with};
 use crate::report::SysInfo;
 use crate::report::Tool;
-use crate::report::console::{Table, machine_line};
-use crate::rt::sysinfo::rfc3339;
-use crate::settings::{JsonTarget, check_json_path};
+use crate::report::cells::{Table, machine_line};
+use crate::report::{Check, Summary, Verdict};
+use crate::settings::{OutputTarget, check_json_path};
+use crate::units::rfc3339;
 use serde::Serialize;
 use std::io::Write;
 
@@ -44,7 +44,7 @@ pub fn run(args: &DoctorArgs) -> Result<i32, CommandError> {
     let table = render(&sysinfo, &checks, args.explain, args.quiet);
     match &json {
         // Standard output is the JSON's: the people's part goes to standard error.
-        Some(JsonTarget::Stdout) => eprint!("{}", summary_line(summary)),
+        Some(OutputTarget::Stdout) => eprint!("{}", summary_line(summary)),
         _ => {
             let mut out = crate::rt::stdio::out();
             let _ = out.write_all(table.as_bytes()).and_then(|_| out.flush());

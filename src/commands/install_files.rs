@@ -2,11 +2,11 @@
 //! installs besides the binary. Both are generated from the clap definitions
 //! the binary parses its arguments with, so they cannot drift from it.
 
-use super::{CommandError, EXIT_OK, write_with};
 use crate::cli::{
     COMPAT_NAMES, CYCLICTEST_COMPAT, Cli, CompletionsArgs, ManpagesArgs, OSLAT_COMPAT, takes_getopt,
 };
-use crate::settings::{JsonTarget, UsageError};
+use crate::pipeline::{CommandError, EXIT_OK, write_with};
+use crate::settings::{OutputTarget, UsageError};
 use clap::CommandFactory;
 use std::path::Path;
 
@@ -14,7 +14,7 @@ pub fn completions(args: &CompletionsArgs) -> Result<i32, CommandError> {
     let mut cli = without_hidden_subcommands(Cli::command());
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut cli, "latscope", &mut script);
-    write_with(&JsonTarget::Stdout, &mut |out| out.write_all(&script))
+    write_with(&OutputTarget::Stdout, &mut |out| out.write_all(&script))
         .map_err(CommandError::Runtime)?;
     Ok(EXIT_OK)
 }
@@ -202,7 +202,7 @@ fn write_page(dir: &Path, page: clap::Command, see_also: &[&str]) -> Result<(), 
         .source(format!("latscope {}", env!("CARGO_PKG_VERSION")))
         .manual("latscope manual");
     let path = dir.join(man.get_filename());
-    write_with(&JsonTarget::File(path), &mut |out| {
+    write_with(&OutputTarget::File(path), &mut |out| {
         man.render(out)?;
         if !see_also.is_empty() {
             let names: Vec<String> = see_also

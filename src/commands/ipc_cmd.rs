@@ -27,8 +27,8 @@ pub fn run(args: &IpcArgs) -> Result<i32, CommandError> {
         true,
         &mut notices,
     )?;
-    let (interval_us, distance_us, loops) = Timing::from_args(&args.layout, DEFAULT_INTERVAL_US)?;
-    let per_primitive = match (&args.duration, loops) {
+    let timing = Timing::from_args(&args.layout, DEFAULT_INTERVAL_US)?;
+    let per_primitive = match (&args.duration, timing.loops) {
         (Some(t), _) => Some(seconds("-D/--duration", t)?),
         (None, Some(_)) => None,
         (None, None) => Some(DEFAULT_TIME_PER_PRIMITIVE),
@@ -58,7 +58,7 @@ pub fn run(args: &IpcArgs) -> Result<i32, CommandError> {
         IpcModeArg::Both => &[Mode::OneWay, Mode::RoundTrip],
     };
     // Checked now, before anything is measured.
-    let pairs = layout.pairs(interval_us, distance_us, loops, args.cross_cpu)?;
+    let pairs = layout.pairs(timing, args.cross_cpu)?;
     let verdict = VerdictSettings::from_args(&args.verdict)?;
     let spike_threshold_us = crate::settings::spike_threshold(&args.spikes)?;
     let collector = crate::settings::collector(&args.spikes, None)?;
@@ -75,7 +75,7 @@ pub fn run(args: &IpcArgs) -> Result<i32, CommandError> {
         primitives,
         modes,
         layout,
-        timing: (interval_us, distance_us, loops),
+        timing,
         cpus: ipc_run::cpus_of(&pairs),
         tasks: if args.fork {
             Tasks::Processes
@@ -98,8 +98,7 @@ struct IpcCommand {
     primitives: Vec<&'static str>,
     modes: &'static [Mode],
     layout: PairLayout,
-    /// Interval, distance (us) and loops.
-    timing: (u64, u64, Option<u64>),
+    timing: Timing,
     cpus: Vec<usize>,
     tasks: Tasks,
     cross_cpu: bool,

@@ -13,7 +13,7 @@ use crate::report::console::ModernConsole;
 use crate::report::csv_logdisk::LogdiskCsv;
 use crate::report::json::LatscopeJson;
 use crate::report::{Exporter, Report};
-use crate::settings::JsonTarget;
+use crate::settings::OutputTarget;
 use crate::settings::logdisk::LogdiskSettings;
 use std::io::Write;
 use std::path::Path;
@@ -144,7 +144,7 @@ fn write_classic_csv(path: &Path, report: &Report) -> Result<(), String> {
 pub fn write_csv(path: &Path, report: &Report, append: bool) -> Result<(), String> {
     if !append {
         return pipeline::write_output(
-            &JsonTarget::File(path.to_path_buf()),
+            &OutputTarget::File(path.to_path_buf()),
             &LogdiskCsv { header: true },
             report,
         );

@@ -12,30 +12,26 @@ pub mod ipc_cmd;
 pub mod logdisk_cmd;
 pub mod noise_cmd;
 pub mod oslat_cmd;
-pub mod pair_test;
+pub mod primitive_cmd;
 pub mod report_cmd;
 pub mod samples_cmd;
 pub mod suite;
 pub mod timer_cmd;
 
-// What every command returns and writes with, from the pipeline.
-pub use crate::pipeline::{
-    CommandError, EXIT_LIMIT, EXIT_OK, EXIT_RUNTIME, EXIT_SKIPPED, EXIT_USAGE, print, write_output,
-    write_with,
-};
+use crate::pipeline::CommandError;
 
 use crate::cli::Command;
 use crate::settings::IpcSettings;
 
 /// Runs the subcommand the user asked for.
 pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
-    use crate::report::classic_rt_tests::RtTestsFlavor;
-    use pair_test::ClassicTool;
+    use crate::report::cells::RtTestsFlavor;
+    use primitive_cmd::ClassicTool;
     let single = |name: &str, settings: IpcSettings, classic: ClassicTool| {
         let transport = crate::ipc::transport_named(name)
             .ok_or_else(|| CommandError::Runtime(format!("primitive {name} is not built in")))?;
         crate::measure::ipc::check_fork(transport.as_ref(), settings.plan.tasks)?;
-        pair_test::run(transport.as_ref(), settings, classic)
+        primitive_cmd::run(transport.as_ref(), settings, classic)
     };
     match command {
         Command::Mq(a) => single(

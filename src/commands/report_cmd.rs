@@ -1,10 +1,10 @@
 //! `latscope report`: reads JSON reports, writes one self-contained HTML page
 //! (and with `--svg` each plot as a file). Measures nothing.
 
-use super::{CommandError, EXIT_OK, write_with};
 use crate::cli::ReportArgs;
+use crate::pipeline::{CommandError, EXIT_OK, write_with};
 use crate::report::html::{self, Run};
-use crate::settings::JsonTarget;
+use crate::settings::OutputTarget;
 use crate::settings::report::ReportSettings;
 
 pub fn run(args: &ReportArgs) -> Result<i32, CommandError> {
@@ -25,7 +25,7 @@ pub fn run(args: &ReportArgs) -> Result<i32, CommandError> {
             })?;
         }
         for plot in &rendered.plots {
-            let target = JsonTarget::File(dir.join(format!("{}.svg", plot.name)));
+            let target = OutputTarget::File(dir.join(format!("{}.svg", plot.name)));
             write_with(&target, &mut |out| {
                 out.write_all(br#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
                 out.write_all(b"\n")?;
@@ -39,7 +39,7 @@ pub fn run(args: &ReportArgs) -> Result<i32, CommandError> {
         out.write_all(rendered.html.as_bytes())
     })
     .map_err(CommandError::Runtime)?;
-    if let JsonTarget::File(path) = &settings.output {
+    if let OutputTarget::File(path) = &settings.output {
         // Standard error: standard output stays free for `-o -`.
         let svg = settings
             .svg_dir

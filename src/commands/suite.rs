@@ -20,7 +20,7 @@ use crate::report::console::overview::SuiteOverview;
 use crate::rt::sched::{self, Policy};
 use crate::settings::noise::NoiseSettings;
 use crate::settings::timer::TimerSettings;
-use crate::settings::{PairLayout, Placement, UsageError, VerdictSettings};
+use crate::settings::{PairLayout, Placement, Timing, UsageError, VerdictSettings};
 use crate::units::{format_run_time, parse_duration};
 use std::time::{Duration, Instant};
 
@@ -144,7 +144,11 @@ impl Suite {
             primitives: &PRIMITIVES,
             modes: &[Mode::OneWay],
             layout: &layout,
-            timing: (DEFAULT_INTERVAL_US, 0, None),
+            timing: Timing {
+                interval_us: DEFAULT_INTERVAL_US,
+                distance_us: 0,
+                loops: None,
+            },
             tasks: Tasks::Threads,
             cross_cpu: false,
             // Set per test from the time left (see run_sequence).

@@ -12,7 +12,7 @@ use crate::report::console::{ModernConsole, ModernConsoleWithHistograms};
 use crate::report::json::LatscopeJson;
 use crate::report::{Exporter, Report};
 use crate::rt::tracefs::{self, BreakTrace};
-use crate::settings::JsonTarget;
+use crate::settings::OutputTarget;
 use crate::settings::timer::TimerSettings;
 use crate::timer::{Figure, TimerProgress};
 use std::io::Write;
@@ -81,7 +81,7 @@ impl Measurement for TimerCommand {
                     histograms: settings.print_histograms,
                     stats: settings.print_stats,
                     gnuplot: settings.gnuplot.is_some(),
-                    gnuplot_to_stdout: settings.gnuplot == Some(JsonTarget::Stdout),
+                    gnuplot_to_stdout: settings.gnuplot == Some(OutputTarget::Stdout),
                 }),
                 classic: true,
                 json: Box::new(LatscopeJson),
@@ -158,11 +158,11 @@ impl Measurement for TimerCommand {
     /// is part of the console output).
     fn write_extras(&self, report: &Report) -> Result<(), String> {
         match &self.settings.gnuplot {
-            Some(JsonTarget::Stdout) if !self.classic() => {
+            Some(OutputTarget::Stdout) if !self.classic() => {
                 pipeline::print(&XenomaiGnuplot, report);
                 Ok(())
             }
-            Some(target @ JsonTarget::File(_)) => {
+            Some(target @ OutputTarget::File(_)) => {
                 pipeline::write_output(target, &XenomaiGnuplot as &dyn Exporter, report)
             }
             _ => Ok(()),

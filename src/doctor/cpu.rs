@@ -1,7 +1,9 @@
 //! The CPUs: frequency scaling, turbo, idle states and SMT, the hardware
 //! behaviours that make the same code take a different time.
 
-use super::{Check, Machine, cpu_list, of};
+use super::{Machine, of};
+use crate::report::Check;
+use crate::units::cpu_list;
 
 const CPU_DIR: &str = "/sys/devices/system/cpu";
 
@@ -174,7 +176,7 @@ fn exposed_siblings(m: &Machine) -> Vec<String> {
         .filter_map(|&cpu| {
             let siblings = m
                 .read(format!("{CPU_DIR}/cpu{cpu}/topology/thread_siblings_list"))
-                .and_then(|t| crate::rt::sysinfo::parse_cpu_list(&t))?;
+                .and_then(|t| crate::units::parse_cpu_list(&t))?;
             let shared: Vec<usize> = siblings
                 .into_iter()
                 .filter(|s| *s != cpu && !isolated.contains(s))
@@ -216,9 +218,9 @@ pub fn smt(m: &Machine) -> Check {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Verdict;
     use super::super::fixture::Fixture;
     use super::*;
+    use crate::report::Verdict;
 
     #[test]
     fn governors_by_cpu() {

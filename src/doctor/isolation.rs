@@ -1,8 +1,10 @@
 //! CPU isolation: which CPUs are kept free of other tasks, of the scheduler
 //! tick, of RCU callbacks and of interrupts.
 
-use super::{Check, Machine, cpu_list, first_few, of};
-use crate::rt::sysinfo::parse_cpu_list;
+use super::{Machine, first_few, of};
+use crate::report::Check;
+use crate::units::cpu_list;
+use crate::units::parse_cpu_list;
 
 const ISOLATED: &str = "/sys/devices/system/cpu/isolated";
 const NOHZ_FULL: &str = "/sys/devices/system/cpu/nohz_full";
@@ -202,9 +204,9 @@ pub fn irqbalance(m: &Machine) -> Check {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Verdict;
     use super::super::fixture::Fixture;
     use super::*;
+    use crate::report::Verdict;
 
     #[test]
     fn cpu_lists_with_flags() {

@@ -1,7 +1,8 @@
 //! The kernel: its preemption model and the clocksource every time stamp
 //! comes from.
 
-use super::{Check, Machine, of};
+use super::{Machine, of};
+use crate::report::Check;
 
 /// How preemptible the kernel is, from `/sys/kernel/realtime`, the uname
 /// version string and the kernel's config in /boot when there is one.
@@ -139,9 +140,9 @@ pub fn clocksource(m: &Machine) -> Check {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Verdict;
     use super::super::fixture::Fixture;
     use super::*;
+    use crate::report::Verdict;
 
     #[test]
     fn preemption_models() {

@@ -1,7 +1,8 @@
 //! Memory: transparent huge pages and swap, the two ways memory management
 //! reaches into a running real-time task.
 
-use super::{Check, Machine, of};
+use super::{Machine, of};
+use crate::report::Check;
 use crate::units::format_bytes;
 
 const THP: &str = "/sys/kernel/mm/transparent_hugepage";
@@ -67,9 +68,9 @@ pub fn swap(m: &Machine) -> Check {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Verdict;
     use super::super::fixture::Fixture;
     use super::*;
+    use crate::report::Verdict;
 
     #[test]
     fn huge_page_modes() {

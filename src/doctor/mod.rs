@@ -25,9 +25,7 @@ pub(crate) mod fixture;
 pub use machine::Machine;
 // The findings are part of the Report model (every report's sysinfo.checks):
 // their types live there and the doctor fills them.
-pub use crate::report::{Check, Summary, Verdict};
-// The inverse of units::parse_cpu_list, with it.
-pub use crate::units::cpu_list;
+use crate::report::{Check, Verdict};
 
 pub mod sysinfo;
 
@@ -132,6 +130,8 @@ pub fn first_few(items: &[String], keep: usize) -> String {
 mod tests {
     use super::fixture::Fixture;
     use super::*;
+    use crate::report::Summary;
+    use crate::units::cpu_list;
 
     #[test]
     fn lists_for_people() {

@@ -1,6 +1,7 @@
 //! The platform: a hypervisor under the kernel, a container around latscope.
 
-use super::{Check, Machine, of};
+use super::{Machine, of};
+use crate::report::Check;
 
 /// CPUID hypervisor signatures and the names people know them by.
 const SIGNATURES: [(&str, &str); 9] = [
@@ -132,9 +133,9 @@ pub fn container(m: &Machine) -> Check {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Verdict;
     use super::super::fixture::Fixture;
     use super::*;
+    use crate::report::Verdict;
 
     #[test]
     fn hypervisors_by_name() {

@@ -2,7 +2,8 @@
 //! real-time priority and locked memory.
 
 use super::machine::Limit;
-use super::{Check, Machine, of};
+use super::{Machine, of};
+use crate::report::Check;
 
 pub const RT_RUNTIME: &str = "/proc/sys/kernel/sched_rt_runtime_us";
 pub const RT_PERIOD: &str = "/proc/sys/kernel/sched_rt_period_us";
@@ -132,9 +133,9 @@ pub fn memlock(m: &Machine) -> Check {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Verdict;
     use super::super::fixture::{Fixture, MIB};
     use super::*;
+    use crate::report::Verdict;
 
     #[test]
     fn throttling_settings() {

@@ -23,7 +23,7 @@ impl SysInfo {
             clocksource: super::kernel::current_clocksource(machine),
             cpus_online: machine.cpus_online().len(),
             cpus_allowed: crate::rt::sched::allowed_cpus(),
-            cpus_isolated: super::cpu_list(&super::isolation::isolated_cpus(machine)),
+            cpus_isolated: crate::units::cpu_list(&super::isolation::isolated_cpus(machine)),
             virtualization: super::platform::hypervisor(machine),
             rt_runtime_us,
             rt_period_us,

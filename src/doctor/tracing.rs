@@ -3,7 +3,8 @@
 //! figures are built from exist. Nothing is mounted or enabled here: the
 //! doctor only looks.
 
-use super::{Check, Machine, first_few, of};
+use super::{Machine, first_few, of};
+use crate::report::Check;
 use crate::rt::tracefs::events::{ACTIVITY, NEEDED};
 use crate::rt::tracefs::{self, mount};
 use std::path::PathBuf;
@@ -188,9 +189,9 @@ pub fn bpf(m: &Machine) -> Check {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Verdict;
     use super::super::fixture::Fixture;
     use super::*;
+    use crate::report::Verdict;
 
     #[test]
     fn tracefs_where_and_whether() {

@@ -5,7 +5,8 @@
 
 use super::status::StatusLine;
 use crate::ipc::harness::{PairLive, PairPlan, Progress};
-use crate::report::classic_rt_tests::{ClassicPair, RtTestsFlavor, pair_lines};
+use crate::report::cells::RtTestsFlavor;
+use crate::report::classic_rt_tests::{ClassicPair, pair_lines};
 use crate::units::{counted, format_ns};
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::Ordering;

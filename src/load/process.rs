@@ -33,7 +33,7 @@ const OUTPUT_TAIL: u64 = 4096;
 
 // The record is part of the Report model (report/model/loads.rs); the
 // generators fill it.
-pub use crate::report::LoadRecord;
+use crate::report::LoadRecord;
 
 struct RunningLoad {
     child: Child,

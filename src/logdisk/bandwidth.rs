@@ -76,13 +76,6 @@ pub fn rate(count: u64, ns: u64) -> f64 {
     }
 }
 
-/// A last window shorter than half a second is folded into the one before
-/// it (`stats::window::fold_short_tail`): a rate over a few microseconds
-/// (the write that completes just after the deadline) says nothing about
-/// the disk. mqldt's interval rule drops such a tail for the same reason;
-/// here its writes stay counted.
-pub use crate::stats::window::fold_short_tail;
-
 /// The writer's per-second latency windows as writes and bandwidth. Each
 /// rate is over the time the window covers: its span, except the last
 /// window, which runs from its start to the run's end at `elapsed_ns` (a
@@ -252,7 +245,7 @@ pub fn interval_figures(start_ns: u64, writes: &[(u64, u64)], end_ns: u64) -> Ve
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::window::WindowSeries;
+    use crate::stats::window::{WindowSeries, fold_short_tail};
 
     const MS: u64 = 1_000_000;
 

@@ -164,43 +164,8 @@ pub fn run_block(
         let started = SystemTime::now();
         let clock = Instant::now();
         go.store(true, Ordering::Release);
-        let mut per_second: Vec<WindowSeries> =
-            shared.iter().map(|_| WindowSeries::default()).collect();
-        let mut end_reason = EndReason::DurationElapsed;
-        loop {
-            let signalled = wait_for_stop(MONITOR_PERIOD);
-            for (i, (s, out)) in shared.iter().zip(per_second.iter_mut()).enumerate() {
-                s.windows
-                    .drain_into_with(out, &mut |w, h| hook.window(i, w, h));
-                hook.counters(
-                    i,
-                    LiveCounters {
-                        above_limit: s.above_limit.load(Ordering::Relaxed),
-                        ..LiveCounters::default()
-                    },
-                );
-            }
-            hook.drained();
-            if !signalled && take_snapshot_request() {
-                hook.snapshot();
-            }
-            let writes = shared
-                .iter()
-                .map(|s| s.writes.load(Ordering::Relaxed))
-                .sum();
-            progress.tick(plan.block_size, clock.elapsed(), plan.duration, writes);
-            if signalled {
-                end_reason = EndReason::Interrupted;
-                break;
-            }
-            if shared.iter().any(|s| s.error().is_some()) {
-                end_reason = EndReason::Error;
-                break;
-            }
-            if shared.iter().all(|s| s.finished.load(Ordering::Acquire)) {
-                break;
-            }
-        }
+        let (per_second, mut end_reason) =
+            monitor(plan, &shared, clock, progress, wait_for_stop, hook);
         stop.store(true, Ordering::Relaxed);
         let mut ends = Vec::with_capacity(handles.len());
         for h in handles {
@@ -221,7 +186,12 @@ pub fn run_block(
             .map(|(i, (end, (s, mut windows)))| {
                 s.windows
                     .drain_into_with(&mut windows, &mut |w, h| hook.window(i, w, h));
-                bandwidth::fold_short_tail(&mut windows, end.elapsed_ns);
+                // A last window shorter than half a second is folded into the
+                // one before it: a rate over a few microseconds (the write that
+                // completes just after the deadline) says nothing about the
+                // disk. mqldt's interval rule drops such a tail for the same
+                // reason; here its writes stay counted.
+                crate::stats::window::fold_short_tail(&mut windows, end.elapsed_ns);
                 WriterOutcome {
                     tid: s.tid.load(Ordering::Relaxed),
                     end,
@@ -239,6 +209,58 @@ pub fn run_block(
             elapsed: clock.elapsed(),
         })
     })
+}
+
+/// The monitor of a running block size, every `MONITOR_PERIOD`: the
+/// writers' windows drained (and handed to `hook`), the progress, a
+/// snapshot when asked; until the writers finish, one fails or a stop
+/// signal comes. Returns each writer's windows so far and why it ended.
+fn monitor(
+    plan: &BlockPlan<'_>,
+    shared: &[Arc<WriterShared>],
+    clock: Instant,
+    progress: &mut dyn LogdiskProgress,
+    wait_for_stop: &mut dyn FnMut(Duration) -> bool,
+    hook: &mut dyn WindowHook,
+) -> (Vec<WindowSeries>, EndReason) {
+    let mut per_second: Vec<WindowSeries> =
+        shared.iter().map(|_| WindowSeries::default()).collect();
+    let mut end_reason = EndReason::DurationElapsed;
+    loop {
+        let signalled = wait_for_stop(MONITOR_PERIOD);
+        for (i, (s, out)) in shared.iter().zip(per_second.iter_mut()).enumerate() {
+            s.windows
+                .drain_into_with(out, &mut |w, h| hook.window(i, w, h));
+            hook.counters(
+                i,
+                LiveCounters {
+                    above_limit: s.above_limit.load(Ordering::Relaxed),
+                    ..LiveCounters::default()
+                },
+            );
+        }
+        hook.drained();
+        if !signalled && take_snapshot_request() {
+            hook.snapshot();
+        }
+        let writes = shared
+            .iter()
+            .map(|s| s.writes.load(Ordering::Relaxed))
+            .sum();
+        progress.tick(plan.block_size, clock.elapsed(), plan.duration, writes);
+        if signalled {
+            end_reason = EndReason::Interrupted;
+            break;
+        }
+        if shared.iter().any(|s| s.error().is_some()) {
+            end_reason = EndReason::Error;
+            break;
+        }
+        if shared.iter().all(|s| s.finished.load(Ordering::Acquire)) {
+            break;
+        }
+    }
+    (per_second, end_reason)
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! One IPC latency test, or a sequence of them, run and turned into report
 //! data; shared by the pair commands (`mq`, `sem`, ...), `ipc` and `suite`.
 
-use crate::ipc::harness::{self, EndReason, Mode, PairOutcome, PairPlan, Progress, RunPlan, Tasks};
+use crate::ipc::harness::{self, Mode, PairOutcome, PairPlan, Progress, RunPlan, Tasks};
 use crate::ipc::{SetupError, Transport, transport_named};
 use crate::live::ipc::LiveLine;
 use crate::pipeline::{
@@ -9,11 +9,11 @@ use crate::pipeline::{
     series_without_samples,
 };
 use crate::report::{
-    ConfigDetail, IpcConfig, IpcPair, Series, SeriesDetail, TestConfig, TestResult,
+    ConfigDetail, EndReason, IpcConfig, IpcPair, Series, SeriesDetail, TestConfig, TestResult,
 };
 use crate::rt::sched;
 use crate::rt::tracefs::BreakTrace;
-use crate::settings::{IpcSettings, PairLayout};
+use crate::settings::{IpcSettings, PairLayout, Timing};
 use crate::stats::LatencyRecorder;
 use crate::stats::samples::TestSamples;
 use crate::units::format_run_time;
@@ -263,7 +263,7 @@ fn finished_of(
         .enumerate()
         .map(|(i, p)| series_of(i, p))
         .collect();
-    // priority_option is set by the pair tests, which take -p (see pair_test).
+    // priority_option is set by the pair tests, which take -p (see commands::primitive_cmd).
     let facts = RunFacts {
         elapsed: outcome.elapsed,
         breaktrace_note: outcome.breaktrace_note.clone(),
@@ -277,17 +277,17 @@ fn finished_of(
     };
     FinishedTest {
         result: TestResult {
-            test: transport.name().to_string(),
-            description: transport.describe().to_string(),
-            mode: plan.mode.as_str().to_string(),
-            config,
-            end_reason: outcome.end_reason,
-            error: outcome.error,
             overall: overall.summary(),
             series,
-            overall_detail: None,
             spikes: outcome.spikes,
-            started_s: None,
+            ..TestResult::new(
+                transport.name(),
+                transport.describe(),
+                plan.mode.as_str(),
+                config,
+                outcome.end_reason,
+                outcome.error,
+            )
         },
         started: outcome.started,
         ended: outcome.ended,
@@ -306,24 +306,19 @@ pub fn failed_to_start(
 ) -> FinishedTest {
     // A kernel without the primitive: the test is skipped, with the reason.
     let end_reason = if error.is_skip() {
-        harness::EndReason::Skipped
+        EndReason::Skipped
     } else {
-        harness::EndReason::Error
+        EndReason::Error
     };
     FinishedTest::not_started(
-        TestResult {
-            test: transport.name().to_string(),
-            description: transport.describe().to_string(),
-            mode: plan.mode.as_str().to_string(),
+        TestResult::new(
+            transport.name(),
+            transport.describe(),
+            plan.mode.as_str(),
             config,
             end_reason,
-            error: Some(error.to_string()),
-            overall: LatencyRecorder::new().summary(),
-            series: Vec::new(),
-            overall_detail: None,
-            spikes: None,
-            started_s: None,
-        },
+            Some(error.to_string()),
+        ),
         plan.pairs.first().is_some_and(|p| p.policy.is_realtime()),
     )
 }
@@ -489,8 +484,7 @@ pub struct SequenceSpec<'a> {
     pub primitives: &'a [&'a str],
     pub modes: &'a [Mode],
     pub layout: &'a PairLayout,
-    /// Interval, distance (us) and loops.
-    pub timing: (u64, u64, Option<u64>),
+    pub timing: Timing,
     pub tasks: Tasks,
     pub cross_cpu: bool,
     pub per_test: Option<Duration>,
@@ -505,10 +499,7 @@ pub struct SequenceSpec<'a> {
 /// The tests of a sequence, each primitive in each mode, with the plan and
 /// the report's record of its settings.
 pub fn sequence(spec: &SequenceSpec<'_>) -> Result<Vec<SequenceItem>, CommandError> {
-    let (interval_us, distance_us, loops) = spec.timing;
-    let pairs = spec
-        .layout
-        .pairs(interval_us, distance_us, loops, spec.cross_cpu)?;
+    let pairs = spec.layout.pairs(spec.timing, spec.cross_cpu)?;
     let mut items = Vec::new();
     for &name in spec.primitives {
         for &mode in spec.modes {
@@ -530,7 +521,7 @@ pub fn sequence(spec: &SequenceSpec<'_>) -> Result<Vec<SequenceItem>, CommandErr
             let config = TestConfig {
                 policy: spec.layout.policy.to_string(),
                 priority: spec.layout.priority,
-                loops,
+                loops: spec.timing.loops,
                 duration_s: secs(plan.duration),
                 max_latency_us: spec.max_latency_us,
                 mlockall: spec.prep.memory.is_locked(),
@@ -540,8 +531,8 @@ pub fn sequence(spec: &SequenceSpec<'_>) -> Result<Vec<SequenceItem>, CommandErr
                     tasks: spec.tasks.as_str().to_string(),
                     cross_cpu: spec.cross_cpu,
                     same_priority: spec.layout.same_priority,
-                    interval_us,
-                    distance_us,
+                    interval_us: spec.timing.interval_us,
+                    distance_us: spec.timing.distance_us,
                     receive_timeout_s: None,
                     forced_send_delay_s: None,
                     breaktrace_us: None,

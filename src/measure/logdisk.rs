@@ -2,6 +2,7 @@
 //! per block size, the writers' figures merged as mqldt merges its queue
 //! managers. Shared by `latscope logdisk` and `latscope suite`.
 
+use crate::logdisk::SyncMode;
 use crate::logdisk::bandwidth::{disk_seconds, merge_intervals, rate, write_bandwidth};
 use crate::logdisk::files::{AlignedBuf, FilePlan, FileSet, OpenFlags, PrepareError};
 use crate::logdisk::private_dir::PrivateDir;
@@ -17,7 +18,7 @@ use crate::report::{
 use crate::rt::dma_latency::DmaLatency;
 use crate::rt::signals::stop_signalled;
 use crate::settings::UsageError;
-use crate::settings::logdisk::{LogdiskSettings, SyncMode};
+use crate::settings::logdisk::LogdiskSettings;
 use crate::stats::{LatencyRecorder, LatencySummary};
 use crate::units::format_bytes;
 use std::collections::BTreeMap;
@@ -90,19 +91,14 @@ fn not_run(
     error: Option<String>,
 ) -> FinishedTest {
     FinishedTest::not_started(
-        TestResult {
-            test: "logdisk".to_string(),
-            description: description(block_size, settings.sync, settings.direct),
-            mode: settings.sync.as_str().to_string(),
-            config: config_of(settings, block_size),
+        TestResult::new(
+            "logdisk",
+            description(block_size, settings.sync, settings.direct),
+            settings.sync.as_str(),
+            config_of(settings, block_size),
             end_reason,
             error,
-            overall: LatencySummary::default(),
-            series: Vec::new(),
-            overall_detail: None,
-            spikes: None,
-            started_s: None,
-        },
+        ),
         false,
     )
 }
@@ -376,17 +372,17 @@ fn finished_test(
     let elapsed = Duration::from_secs_f64(merged.duration_s);
     FinishedTest {
         result: TestResult {
-            test: "logdisk".to_string(),
-            description: description(block_size, settings.sync, settings.direct),
-            mode: settings.sync.as_str().to_string(),
-            config: config_of(settings, block_size),
-            end_reason: outcome.end_reason,
-            error: outcome.error,
             overall: overall_summary,
             series,
             overall_detail: Some(SeriesDetail::DiskWriter(Box::new(merged))),
-            spikes: None,
-            started_s: None,
+            ..TestResult::new(
+                "logdisk",
+                description(block_size, settings.sync, settings.direct),
+                settings.sync.as_str(),
+                config_of(settings, block_size),
+                outcome.end_reason,
+                outcome.error,
+            )
         },
         started: outcome.started,
         ended: outcome.ended,

@@ -2,7 +2,9 @@
 //! noise` and `latscope suite`.
 
 use crate::noise::{self, NoiseOutcome, NoisePlan, NoiseProgress};
-use crate::pipeline::{CpuWindow, FinishedTest, Preparation, Run, RunFacts, per_cpu_skeleton};
+use crate::pipeline::{
+    CpuShare, CpuWindow, FinishedTest, Preparation, Run, RunFacts, per_cpu_skeleton,
+};
 use crate::report::{
     Cause, ConfigDetail, EndReason, NoiseCauses, NoiseConfig, NoiseCpu, Series, SeriesDetail,
     SpikeTrace, TestConfig, TestResult,
@@ -164,7 +166,7 @@ fn finished(
     outcome: NoiseOutcome,
     started: SystemTime,
     ended: SystemTime,
-    cpu_use: (Option<f64>, f64, Option<f64>),
+    cpu_use: CpuShare,
 ) -> FinishedTest {
     let mut overall = LatencyRecorder::new();
     let series: Vec<Series> = outcome
@@ -220,17 +222,17 @@ fn finished(
         )
     };
     let result = TestResult {
-        test: "noise".to_string(),
-        description: DESCRIPTION.to_string(),
-        mode: "interruptions".to_string(),
-        config: config_of(settings, prep),
-        end_reason: outcome.end_reason,
-        error: outcome.error.clone(),
         overall: overall.summary(),
         series,
-        overall_detail: None,
         spikes: outcome.spikes,
-        started_s: None,
+        ..TestResult::new(
+            "noise",
+            DESCRIPTION,
+            "interruptions",
+            config_of(settings, prep),
+            outcome.end_reason,
+            outcome.error.clone(),
+        )
     };
     FinishedTest {
         result,
@@ -307,19 +309,14 @@ fn skeleton(settings: &NoiseSettings, prep: &Preparation) -> FinishedTest {
 /// A noise test that could not run: reported with its error and no samples.
 pub fn failed(settings: &NoiseSettings, prep: &Preparation, error: String) -> FinishedTest {
     FinishedTest::not_started(
-        TestResult {
-            test: "noise".to_string(),
-            description: DESCRIPTION.to_string(),
-            mode: "interruptions".to_string(),
-            config: config_of(settings, prep),
-            end_reason: EndReason::Error,
-            error: Some(error),
-            overall: LatencyRecorder::new().summary(),
-            series: Vec::new(),
-            overall_detail: None,
-            spikes: None,
-            started_s: None,
-        },
+        TestResult::new(
+            "noise",
+            DESCRIPTION,
+            "interruptions",
+            config_of(settings, prep),
+            EndReason::Error,
+            Some(error),
+        ),
         settings.policy.is_realtime(),
     )
 }

@@ -87,9 +87,12 @@ pub fn measure(
     let prep = run.prep;
     let mut plan = plan_of(settings, Arc::new(AtomicBool::new(false)));
     plan.samples = prep.samples_per_cpu("timer", "timer_thread", &plan.cpus);
+    // The plan and the report's record of it, built once for the test.
+    let config = config_of(settings, &plan, prep);
+    let skeleton = skeleton(settings, not_started(settings, config.clone(), None));
     let window = CpuWindow::open();
     let started = SystemTime::now();
-    let outcome = run.measuring(skeleton(settings, prep), |hook| {
+    let outcome = run.measuring(skeleton, |hook| {
         timer::run(&plan, progress, &mut stop_signalled, hook)
     })?;
     let ended = SystemTime::now();
@@ -172,17 +175,17 @@ pub fn measure(
         )
     };
     let result = TestResult {
-        test: "timer".to_string(),
-        description: description(settings.figure, settings.wake),
-        mode: settings.figure.as_str().to_string(),
-        config: config_of(settings, &plan, prep),
-        end_reason: outcome.end_reason,
-        error: outcome.error.clone(),
         overall: overall.summary(),
         series,
-        overall_detail: None,
         spikes: outcome.spikes.clone(),
-        started_s: None,
+        ..TestResult::new(
+            "timer",
+            description(settings.figure, settings.wake),
+            settings.figure.as_str(),
+            config,
+            outcome.end_reason,
+            outcome.error.clone(),
+        )
     };
     if let Some(reservation) = settings.policy.reservation() {
         run.record_deadline(
@@ -210,14 +213,14 @@ pub fn measure(
     Ok((finished, warnings, outcome))
 }
 
-/// The test before its first sample: one series per sampling thread with
-/// no samples, filled from the loops as they complete (pipeline::Run's
-/// live outputs and snapshots). None if Xenomai's histograms cannot be
-/// built (the run itself then fails the same way).
-fn skeleton(settings: &TimerSettings, prep: &Preparation) -> Option<FinishedTest> {
+/// The test before its first sample (`not_started`): one series per
+/// sampling thread with no samples, filled from the loops as they complete
+/// (pipeline::Run's live outputs and snapshots). None if Xenomai's
+/// histograms cannot be built (the run itself then fails the same way).
+fn skeleton(settings: &TimerSettings, not_started: FinishedTest) -> Option<FinishedTest> {
     let empty = XenomaiHistogram::new(settings.histogram_cells, settings.bucket_ns).ok()?;
     Some(per_cpu_skeleton(
-        failed(settings, prep, String::new()),
+        not_started,
         &settings.cpus,
         (settings.policy.to_string(), settings.priority),
         |cpu| {
@@ -242,20 +245,24 @@ fn skeleton(settings: &TimerSettings, prep: &Preparation) -> Option<FinishedTest
 /// A timer test that could not run: reported with its error and no samples.
 pub fn failed(settings: &TimerSettings, prep: &Preparation, error: String) -> FinishedTest {
     let plan = plan_of(settings, Arc::new(AtomicBool::new(true)));
+    not_started(settings, config_of(settings, &plan, prep), Some(error))
+}
+
+/// The timer test configured as `config` with no samples, ended by `error`.
+fn not_started(
+    settings: &TimerSettings,
+    config: TestConfig,
+    error: Option<String>,
+) -> FinishedTest {
     FinishedTest::not_started(
-        TestResult {
-            test: "timer".to_string(),
-            description: description(settings.figure, settings.wake),
-            mode: settings.figure.as_str().to_string(),
-            config: config_of(settings, &plan, prep),
-            end_reason: crate::report::EndReason::Error,
-            error: Some(error),
-            overall: LatencyRecorder::new().summary(),
-            series: Vec::new(),
-            overall_detail: None,
-            spikes: None,
-            started_s: None,
-        },
+        TestResult::new(
+            "timer",
+            description(settings.figure, settings.wake),
+            settings.figure.as_str(),
+            config,
+            crate::report::EndReason::Error,
+            error,
+        ),
         settings.policy.is_realtime(),
     )
 }

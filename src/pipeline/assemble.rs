@@ -5,7 +5,6 @@ use super::prepare::MemoryLock;
 use super::validity::{self, RunFacts};
 use crate::report::SysInfo;
 use crate::report::{Report, SCHEMA_NAME, SCHEMA_VERSION, TestResult, Tool};
-use crate::rt::sysinfo;
 use std::time::{Duration, SystemTime};
 
 /// A finished IPC test: report data plus the facts the validity checks need.
@@ -75,8 +74,8 @@ pub fn build_report(tests: Vec<FinishedTest>, sysinfo: SysInfo, warnings: Vec<St
         command_line: std::env::args_os()
             .map(|a| a.to_string_lossy().into_owned())
             .collect(),
-        start_time: sysinfo::rfc3339(started),
-        end_time: sysinfo::rfc3339(ended),
+        start_time: crate::units::rfc3339(started),
+        end_time: crate::units::rfc3339(ended),
         duration_s: tests.iter().map(|t| t.elapsed.as_secs_f64()).sum(),
         sysinfo,
         tests: tests.into_iter().map(|t| t.result).collect(),

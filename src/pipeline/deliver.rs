@@ -8,14 +8,14 @@ use crate::report::junit::JunitXml;
 use crate::report::markdown::MarkdownTable;
 use crate::report::prom::PromText;
 use crate::report::{Exporter, Report};
-use crate::settings::{JsonTarget, Outputs};
+use crate::settings::{OutputTarget, Outputs, ReportFormat};
 use std::io::Write;
 
 /// Writes `report` with `exporter` to `target` (a file is written whole to a
 /// temporary name first, then renamed, so readers never see half a file and
 /// a rewrite replaces it atomically).
 pub fn write_output(
-    target: &JsonTarget,
+    target: &OutputTarget,
     exporter: &dyn Exporter,
     report: &Report,
 ) -> Result<(), String> {
@@ -25,11 +25,11 @@ pub fn write_output(
 /// Writes what `write` produces to the target: standard output, or a file
 /// written whole to a temporary name first, then renamed.
 pub fn write_with(
-    target: &JsonTarget,
+    target: &OutputTarget,
     write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<(), String> {
     match target {
-        JsonTarget::Stdout => {
+        OutputTarget::Stdout => {
             // A closed pipe or a failure is handled by rt::stdio (quiet end, or
             // one line and exit 1 at the end).
             let mut out = crate::rt::stdio::out();
@@ -38,7 +38,7 @@ pub fn write_with(
                 .map_err(|e| format!("could not write to standard output: {e}"))
         }
         // The rule for links, devices and regular files is in rt::outfile.
-        JsonTarget::File(path) => crate::rt::outfile::write_output_file(path, write)
+        OutputTarget::File(path) => crate::rt::outfile::write_output_file(path, write)
             .map_err(|e| format!("could not write {}: {e}", path.display())),
     }
 }
@@ -51,7 +51,7 @@ pub fn write_files(outputs: &Outputs, json: &dyn Exporter, report: &Report) {
     for (option, target, exporter) in exporters(outputs, json) {
         // Only files replaced whole: a device, FIFO or standard stream named
         // as a path would get one copy per test (the final `deliver` writes it).
-        if matches!(target, JsonTarget::File(p) if matches!(
+        if matches!(target, OutputTarget::File(p) if matches!(
             crate::rt::outfile::classify(p),
             Ok(crate::rt::outfile::Destination::Replace(_))
         )) && let Err(e) = write_output(target, exporter, report)
@@ -61,19 +61,26 @@ pub fn write_files(outputs: &Outputs, json: &dyn Exporter, report: &Report) {
     }
 }
 
-/// Each requested output with the exporter that writes it.
+/// The exporter that writes `format`; `json` is the presentation's JSON
+/// layout (latscope's, or the original tool's).
+fn exporter_of(format: ReportFormat, json: &dyn Exporter) -> &dyn Exporter {
+    match format {
+        ReportFormat::Json => json,
+        ReportFormat::Csv => &SeriesCsv,
+        ReportFormat::Markdown => &MarkdownTable,
+        ReportFormat::Junit => &JunitXml,
+        ReportFormat::Prom => &PromText,
+    }
+}
+
+/// Each requested output with its option and the exporter that writes it.
 fn exporters<'a>(
     outputs: &'a Outputs,
     json: &'a dyn Exporter,
-) -> Vec<(&'static str, &'a JsonTarget, &'a dyn Exporter)> {
-    // In the order of `Outputs::named`.
-    let formats: [&dyn Exporter; 5] = [json, &SeriesCsv, &MarkdownTable, &JunitXml, &PromText];
+) -> impl Iterator<Item = (&'static str, &'a OutputTarget, &'a dyn Exporter)> {
     outputs
-        .named()
-        .into_iter()
-        .zip(formats)
-        .filter_map(|((option, target), exporter)| Some((option, target?, exporter)))
-        .collect()
+        .files()
+        .map(move |(format, target)| (format.option(), target, exporter_of(format, json)))
 }
 
 /// Shows the report and writes its output files. People get the

@@ -339,24 +339,19 @@ pub struct LiveHook<'r, 'a> {
 
 impl WindowHook for LiveHook<'_, '_> {
     fn window(&mut self, series: usize, window: &SecondStats, histogram: Option<&PackedHistogram>) {
-        if let Ok(mut live) = self.run.live.try_borrow_mut() {
-            live.window(series, window, histogram);
-        }
+        self.run.live_state().window(series, window, histogram);
     }
 
     fn counters(&mut self, series: usize, counters: LiveCounters) {
-        if let Ok(mut live) = self.run.live.try_borrow_mut() {
-            live.counters(series, counters);
-        }
+        self.run.live_state().counters(series, counters);
     }
 
     fn drained(&mut self) {
         self.run.rewrite_live();
-        let due = self
-            .run
-            .live
-            .try_borrow()
-            .is_ok_and(|l| l.snapshot_pending && l.has_samples());
+        let due = {
+            let live = self.run.live_state();
+            live.snapshot_pending && live.has_samples()
+        };
         if due {
             self.run.snapshot_from_windows();
         }

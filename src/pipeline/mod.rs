@@ -31,7 +31,7 @@ pub use judge::{
 };
 pub use live::{LiveHook, per_cpu_skeleton, running_skeleton, series_without_samples};
 pub use prepare::{MemoryLock, Preparation, PrepareSpec};
-pub use validity::{CpuUse, CpuWindow, RunFacts, ThrottleEvidence};
+pub use validity::{CpuShare, CpuUse, CpuWindow, RunFacts, ThrottleEvidence};
 
 use crate::report::json::LatscopeJson;
 use crate::report::{DeadlineSeries, SysInfo};
@@ -143,9 +143,7 @@ impl<'a> Run<'a> {
     /// output): a crash or interrupt of a later test keeps the earlier
     /// results. Failures are warnings here; the final delivery reports them.
     pub fn checkpoint(&self, done: &[FinishedTest]) {
-        if let Ok(mut live) = self.live.try_borrow_mut() {
-            live.done = done.to_vec();
-        }
+        self.live_state().done = done.to_vec();
         let report = self.report_so_far(done.to_vec());
         write_files(self.outputs, self.presentation.json.as_ref(), &report);
     }
@@ -170,28 +168,23 @@ impl<'a> Run<'a> {
     pub fn begin_test(&self, skeleton: FinishedTest) {
         // Only a run that rewrites files as it goes moves its monitor.
         let keep_off = self.outputs.prom.is_some() || self.outputs.hdr_log.is_some();
-        if let Ok(mut live) = self.live.try_borrow_mut() {
-            live.begin(skeleton, keep_off);
-        }
+        self.live_state().begin(skeleton, keep_off);
     }
 
     /// The test begun last ended.
     pub fn end_test(&self) {
-        if let Ok(mut live) = self.live.try_borrow_mut() {
-            // A snapshot still waiting for a window is moot: the final
-            // report follows (as the IPC monitor drops a pending one).
-            live.snapshot_pending = false;
-            live.end();
-        }
+        let mut live = self.live_state();
+        // A snapshot still waiting for a window is moot: the final
+        // report follows (as the IPC monitor drops a pending one).
+        live.snapshot_pending = false;
+        live.end();
     }
 
     /// A test of a sequence the command does not checkpoint (the block
     /// sizes of one log-disk run) finished: the live outputs keep it while
     /// the next one runs.
     pub fn note_finished(&self, test: &FinishedTest) {
-        if let Ok(mut live) = self.live.try_borrow_mut() {
-            live.done.push(test.clone());
-        }
+        self.live_state().done.push(test.clone());
     }
 
     /// Runs `measure` as the test `skeleton` (None: without a live view),
@@ -209,6 +202,15 @@ impl<'a> Run<'a> {
         result
     }
 
+    /// The live outputs' state. Borrowed for one step at a time on the
+    /// monitor's thread, never across a call that could come back here: a
+    /// second borrow is a logic error of the pipeline, and it panics (with
+    /// RefCell's "already borrowed") rather than let `--prom`, `--hdr-log`
+    /// or a snapshot lose a window, a test's start or its end in silence.
+    fn live_state(&self) -> std::cell::RefMut<'_, live::LiveState> {
+        self.live.borrow_mut()
+    }
+
     /// What the monitors call with every window drained.
     pub fn window_hook(&self) -> LiveHook<'_, 'a> {
         LiveHook { run: self }
@@ -222,9 +224,7 @@ impl<'a> Run<'a> {
             return;
         };
         let tests = {
-            let Ok(mut live) = self.live.try_borrow_mut() else {
-                return;
-            };
+            let mut live = self.live_state();
             if !live.take_fresh() {
                 return;
             }
@@ -232,7 +232,7 @@ impl<'a> Run<'a> {
             tests.extend(live.so_far());
             tests
         };
-        if matches!(prom, crate::settings::JsonTarget::File(p) if matches!(
+        if matches!(prom, crate::settings::OutputTarget::File(p) if matches!(
             crate::rt::outfile::classify(p),
             Ok(crate::rt::outfile::Destination::Replace(_))
         )) {
@@ -248,9 +248,7 @@ impl<'a> Run<'a> {
     /// Asked before the first window closed, it waits for that window.
     fn snapshot_from_windows(&self) {
         let (done, current) = {
-            let Ok(mut live) = self.live.try_borrow_mut() else {
-                return;
-            };
+            let mut live = self.live_state();
             live.snapshot_pending = !live.has_samples();
             if live.snapshot_pending {
                 return;
@@ -330,7 +328,7 @@ pub fn run(measurement: &mut dyn Measurement) -> Result<i32, CommandError> {
         live: Default::default(),
         deadline: Default::default(),
     };
-    if let Some(crate::settings::JsonTarget::File(path)) = &plan.outputs.hdr_log {
+    if let Some(crate::settings::OutputTarget::File(path)) = &plan.outputs.hdr_log {
         let log = hdrlog::HdrLog::create(path, std::time::SystemTime::now()).map_err(|e| {
             CommandError::Runtime(format!(
                 "--hdr-log: could not write {}: {e}",
@@ -373,4 +371,73 @@ pub fn run(measurement: &mut dyn Measurement) -> Result<i32, CommandError> {
         .and(samples)
         .map_err(CommandError::Runtime)?;
     Ok(report.exit_code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::testdata::sample_report;
+    use crate::stats::window::{SecondStats, WindowHook};
+    use crate::stats::window_histogram::PackedHistogram;
+
+    /// The `_count` of the one series in a `--prom` file.
+    fn prom_count(path: &std::path::Path) -> u64 {
+        let text = std::fs::read_to_string(path).expect("the --prom file");
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("latscope_latency_seconds_count{"))
+            .unwrap_or_else(|| panic!("no _count in {text}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    }
+
+    /// Every window a monitor hands the hook reaches `--prom` (rewritten
+    /// after each drain, its count the windows' samples so far) and
+    /// `--hdr-log` (one interval per window): none is skipped on the way.
+    #[test]
+    fn every_window_reaches_prom_and_the_hdr_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let (prom, hdr) = (dir.path().join("run.prom"), dir.path().join("run.hlog"));
+        let outputs = Outputs {
+            prom: Some(crate::settings::OutputTarget::File(prom.clone())),
+            hdr_log: Some(crate::settings::OutputTarget::File(hdr.clone())),
+            ..Outputs::default()
+        };
+        let presentation = Presentation::modern(Box::new(LatscopeJson));
+        let prep = Preparation::apply(&PrepareSpec::default()).unwrap();
+        let report = sample_report();
+        let mut run = Run {
+            prep: &prep,
+            sysinfo: &report.sysinfo,
+            warnings: Vec::new(),
+            outputs: &outputs,
+            presentation: &presentation,
+            fail_if: &[],
+            live: Default::default(),
+            deadline: Default::default(),
+        };
+        run.live.get_mut().hdr_log =
+            Some(hdrlog::HdrLog::create(&hdr, std::time::SystemTime::now()).unwrap());
+        let test = FinishedTest::not_started(report.tests[0].clone(), false);
+        let series = test.result.series.clone();
+        run.begin_test(running_skeleton(test, series));
+        const WINDOWS: u64 = 5;
+        const PER_WINDOW: u64 = 10;
+        for second in 0..WINDOWS {
+            let mut h = crate::stats::window_histogram::window_histogram();
+            for k in 0..PER_WINDOW {
+                h.record(1_000 + k * 100).unwrap();
+            }
+            let window = SecondStats::new(second, 1, PER_WINDOW, 1_000, 1_450.0, 1_900);
+            let mut hook = run.window_hook();
+            hook.window(0, &window, Some(&PackedHistogram::of(&h)));
+            hook.drained();
+            assert_eq!(prom_count(&prom), (second + 1) * PER_WINDOW);
+        }
+        run.end_test();
+        let log = run.live.into_inner().hdr_log.take().unwrap();
+        log.finish().unwrap();
+        let text = std::fs::read_to_string(&hdr).unwrap();
+        let intervals = text.lines().filter(|l| l.starts_with("Tag=")).count();
+        assert_eq!(intervals as u64, WINDOWS, "{text}");
+    }
 }

@@ -2,10 +2,11 @@
 //! expects. They end the console output and are part of the JSON report.
 
 use super::prepare::MemoryLock;
-use crate::doctor::cpu_list;
 use crate::load::cpu_time;
 use crate::report::{Series, SpikeTrace, SysInfo};
-use crate::rt::sysinfo::{self, CpuTimes, parse_cpu_list};
+use crate::rt::sysinfo::{self, CpuTimes};
+use crate::units::cpu_list;
+use crate::units::parse_cpu_list;
 use std::time::Duration;
 
 /// Facts about one finished test that the checks look at.
@@ -143,15 +144,29 @@ impl CpuWindow {
     }
 }
 
+/// What used some CPUs during a `CpuWindow` (`CpuUse::of`): the
+/// `RunFacts` fields of the same names.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CpuShare {
+    /// The CPUs' busy time over their capacity in the window (None when
+    /// /proc/stat could not be read).
+    pub busy_fraction: Option<f64>,
+    /// latscope's own CPU time in the window.
+    pub own_cpu_seconds: f64,
+    /// The `--load` generators' CPU time over the CPUs' capacity.
+    pub load_fraction: Option<f64>,
+}
+
 impl CpuUse {
-    /// `busy_fraction`, `own_cpu_seconds` and `load_fraction` of `cpus`.
-    pub fn of(&self, cpus: &[usize]) -> (Option<f64>, f64, Option<f64>) {
-        (
-            self.before.busy_fraction(&self.after, cpus),
-            self.own_cpu_seconds,
-            self.load_cpu_seconds
+    /// What used `cpus` in the window.
+    pub fn of(&self, cpus: &[usize]) -> CpuShare {
+        CpuShare {
+            busy_fraction: self.before.busy_fraction(&self.after, cpus),
+            own_cpu_seconds: self.own_cpu_seconds,
+            load_fraction: self
+                .load_cpu_seconds
                 .and_then(|s| self.before.share_of(&self.after, s, cpus.len())),
-        )
+        }
     }
 }
 
@@ -164,16 +179,16 @@ impl RunFacts {
     pub fn measured(
         realtime_policy: bool,
         cpus: &[usize],
-        (busy_fraction, own_cpu_seconds, load_fraction): (Option<f64>, f64, Option<f64>),
+        usage: CpuShare,
         series: &[Series],
         spikes: Option<&SpikeTrace>,
     ) -> RunFacts {
         RunFacts {
             realtime_policy,
             cpus_used: cpus.to_vec(),
-            busy_fraction,
-            own_cpu_seconds,
-            load_fraction,
+            busy_fraction: usage.busy_fraction,
+            own_cpu_seconds: usage.own_cpu_seconds,
+            load_fraction: usage.load_fraction,
             max_ns: series
                 .iter()
                 .filter(|s| s.latency.samples > 0)

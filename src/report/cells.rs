@@ -8,6 +8,47 @@ use super::{Series, SysInfo, TestResult};
 use crate::stats::LatencySummary;
 use crate::units::format_ns;
 
+/// The markup a text is escaped for (`escape_markup`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Markup {
+    /// HTML (and the SVG inside it): `'` as `&#39;`, which every HTML
+    /// version reads.
+    Html,
+    /// Element content only (SVG `<title>` text): `&`, `<` and `>`; quotes
+    /// stay as typed, as no attribute ends there.
+    Content,
+    /// XML 1.0 (JUnit): `'` as `&apos;`; a tab, line feed or carriage
+    /// return as a character reference, so that it survives in an
+    /// attribute; any other control character, which XML 1.0 cannot carry
+    /// even escaped, as U+FFFD.
+    Xml,
+}
+
+/// Text for `markup`: `&`, `<` and `>` as references, and for content and
+/// attribute values (`Html`, `Xml`) `"` and `'`, and what `Markup::Xml` says.
+pub fn escape_markup(text: &str, markup: Markup) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match (c, markup) {
+            ('&', _) => out.push_str("&amp;"),
+            ('<', _) => out.push_str("&lt;"),
+            ('>', _) => out.push_str("&gt;"),
+            ('"', Markup::Html | Markup::Xml) => out.push_str("&quot;"),
+            ('\'', Markup::Html) => out.push_str("&#39;"),
+            ('\'', Markup::Xml) => out.push_str("&apos;"),
+            (c, Markup::Html | Markup::Content) => out.push(c),
+            ('\n', Markup::Xml) => out.push_str("&#10;"),
+            ('\t', Markup::Xml) => out.push_str("&#9;"),
+            ('\r', Markup::Xml) => out.push_str("&#13;"),
+            (c, Markup::Xml) if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => {
+                out.push('\u{FFFD}')
+            }
+            (c, Markup::Xml) => out.push(c),
+        }
+    }
+    out
+}
+
 /// A right-aligned text table (first column left-aligned), or a text table
 /// with every column left-aligned.
 pub struct Table {
@@ -189,5 +230,27 @@ pub fn change_cell(change: Option<f64>) -> String {
         Some(pct) if pct > 0.0 => format!("+{pct:.1}%"),
         Some(pct) => format!("{pct:.1}%"),
         None => "n/a".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markup_is_escaped_for_html_and_for_xml() {
+        let text = "a&b<c>\"d'\u{1}\te";
+        assert_eq!(
+            escape_markup(text, Markup::Html),
+            "a&amp;b&lt;c&gt;&quot;d&#39;\u{1}\te"
+        );
+        assert_eq!(
+            escape_markup(text, Markup::Xml),
+            "a&amp;b&lt;c&gt;&quot;d&apos;\u{FFFD}&#9;e"
+        );
+        assert_eq!(
+            escape_markup(text, Markup::Content),
+            "a&amp;b&lt;c&gt;\"d'\u{1}\te"
+        );
     }
 }

@@ -167,11 +167,6 @@ pub fn break_block(tids: &[i32], broke: Option<(i32, i64)>) -> String {
     out
 }
 
-/// The line cyclictest prints when it holds `/dev/cpu_dma_latency`.
-pub fn dma_latency_line() -> &'static str {
-    "# /dev/cpu_dma_latency set to 0us\n"
-}
-
 /// cyclictest's `-h` block (`print_hist`); `histofall` (-H) adds a column
 /// summing all threads when there are several; `smi` adds `# SMIs:`.
 pub fn histogram(threads: &[CyclicThread], cells: usize, histofall: bool, smi: bool) -> String {

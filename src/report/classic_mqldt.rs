@@ -108,15 +108,6 @@
 /// One second and half a second in nanoseconds: the interval rule's bounds.
 pub const ONE_SEC_NS: u64 = 1_000_000_000;
 
-/// mqldt's defaults (`--dir`, `--filePrefix`, `--fileSize`, `--numFiles`,
-/// `--duration`, `--alignment`; `--qm` 1 and `--delay` 0).
-pub const DEFAULT_DIR: &str = ".";
-pub const DEFAULT_FILE_PREFIX: &str = "mqldt_testfile";
-pub const DEFAULT_FILE_SIZE: u64 = 1_638_400;
-pub const DEFAULT_NUM_FILES: u64 = 8;
-pub const DEFAULT_DURATION_S: u64 = 10;
-pub const DEFAULT_ALIGNMENT: u64 = 4096;
-
 // ---- thousands separators
 
 /// Whether figures printed with `%'` carry thousands separators.
@@ -237,25 +228,6 @@ pub struct OptionsBlock<'a> {
     pub qm: u32,
     /// `--delay` in microseconds, shown when above 0.
     pub delay_us: u64,
-}
-
-impl<'a> OptionsBlock<'a> {
-    /// mqldt's defaults with this `--bsize` text.
-    pub fn with_defaults(bsize: &'a str) -> Self {
-        OptionsBlock {
-            bsize,
-            dir: DEFAULT_DIR,
-            file_prefix: DEFAULT_FILE_PREFIX,
-            num_files: DEFAULT_NUM_FILES,
-            file_size: DEFAULT_FILE_SIZE,
-            duration_s: DEFAULT_DURATION_S,
-            alignment: None,
-            background_threads: 0,
-            csv_file: None,
-            qm: 1,
-            delay_us: 0,
-        }
-    }
 }
 
 /// One option line: the label left-aligned in 28 columns, `(--name)`, then
@@ -873,6 +845,25 @@ Avg latency of write (ns)      :       4,935,648
     }
 
     // ---- options
+
+    impl<'a> OptionsBlock<'a> {
+        /// mqldt's defaults (settings/logdisk.rs) with this `--bsize` text.
+        fn with_defaults(bsize: &'a str) -> Self {
+            OptionsBlock {
+                bsize,
+                dir: ".",
+                file_prefix: "mqldt_testfile",
+                num_files: 8,
+                file_size: 1_638_400,
+                duration_s: 10,
+                alignment: None,
+                background_threads: 0,
+                csv_file: None,
+                qm: 1,
+                delay_us: 0,
+            }
+        }
+    }
 
     fn seed_options() -> OptionsBlock<'static> {
         OptionsBlock {

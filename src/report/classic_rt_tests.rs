@@ -12,7 +12,7 @@
 //! interval is printed in full (they print `I0` for one second) and latencies of
 //! a second or more are not wrapped.
 
-pub use super::cells::RtTestsFlavor;
+use super::cells::RtTestsFlavor;
 use super::{Exporter, Report, Series};
 use crate::units::ns_to_us_rounded;
 use std::io::Write;

@@ -45,14 +45,7 @@
 //!   histogram's ends (an unsigned wrap); latscope prints the three comment
 //!   lines and no data rows.
 
-pub use super::model::xenomai::{MAX_CELLS, XenomaiHistogram, XenomaiHistogramError};
-
-/// `-H`'s default: the original's code uses 300 cells (its help says 200).
-pub const DEFAULT_CELLS: usize = 300;
-/// `-B`'s default cell width, in nanoseconds.
-pub const DEFAULT_BUCKET_NS: u64 = 1000;
-/// `-l`'s default: RTD lines between two RTT/RTH header pairs.
-pub const DEFAULT_DATA_LINES: u64 = 21;
+use super::XenomaiHistogram;
 
 /// The names of the test modes (`-t 0`, `-t 1`, `-t 2`).
 pub const TEST_MODE_NAMES: [&str; 3] = [
@@ -479,6 +472,7 @@ impl crate::report::Exporter for XenomaiGnuplot {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::{MAX_CELLS, XenomaiHistogramError};
 
     fn histogram(cells: usize, bucket_ns: u64, counts: &[(usize, u64)]) -> XenomaiHistogram {
         // Through the serialized form: the cells are the model's own.
@@ -523,10 +517,14 @@ mod tests {
         (86, 1),
     ];
 
+    /// The seed run's -H and -B (Xenomai's defaults).
+    const SEED_CELLS: usize = 300;
+    const SEED_BUCKET_NS: u64 = 1000;
+
     fn seed_histograms() -> [XenomaiHistogram; 3] {
-        let mut min = XenomaiHistogram::new(DEFAULT_CELLS, DEFAULT_BUCKET_NS).unwrap();
+        let mut min = XenomaiHistogram::new(SEED_CELLS, SEED_BUCKET_NS).unwrap();
         let mut max = min.clone();
-        let avg = histogram(DEFAULT_CELLS, DEFAULT_BUCKET_NS, &SEED_AVG_CELLS);
+        let avg = histogram(SEED_CELLS, SEED_BUCKET_NS, &SEED_AVG_CELLS);
         for (lo, hi) in SEED_MINS_NS.iter().zip(SEED_MAXS_NS) {
             min.add(*lo);
             max.add(hi);
@@ -786,7 +784,7 @@ HSS|    max|         4|     66.500|     23.951
 
     #[test]
     fn header_cadence_every_21_lines() {
-        assert_eq!(due_lines(DEFAULT_DATA_LINES, 64), [0, 21, 42, 63]);
+        assert_eq!(due_lines(21, 64), [0, 21, 42, 63]);
     }
 
     #[test]

@@ -18,6 +18,7 @@
 //!
 //! tests/junit/jenkins-junit.xsd is the schema the output is checked against.
 
+use super::cells::{Markup, escape_markup};
 use super::{EndReason, Exporter, Report, TestResult};
 use crate::units::format_ns;
 use std::io::Write;
@@ -224,26 +225,9 @@ fn cases_of(report: &Report, index: usize, t: &TestResult) -> Vec<Case> {
     cases
 }
 
-/// Text for XML content and attribute values. XML 1.0 cannot carry most
-/// control characters even escaped: they become U+FFFD; tabs and newlines
-/// in attributes become character references so that they survive.
+/// Text for XML content and attribute values (see `Markup::Xml`).
 fn xml(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\n' => out.push_str("&#10;"),
-            '\t' => out.push_str("&#9;"),
-            '\r' => out.push_str("&#13;"),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
-            c => out.push(c),
-        }
-    }
-    out
+    escape_markup(text, Markup::Xml)
 }
 
 #[cfg(test)]

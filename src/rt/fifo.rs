@@ -98,7 +98,7 @@ mod tests {
         // The server may open the pipe again before this reader sees the
         // end: then the same text once more.
         assert!(
-            !text.is_empty() && text.len() % 5 == 0 && text.lines().all(|l| l == "T: 0"),
+            !text.is_empty() && text.len().is_multiple_of(5) && text.lines().all(|l| l == "T: 0"),
             "{text:?}"
         );
         stop.store(true, Ordering::Relaxed);

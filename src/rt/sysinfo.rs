@@ -4,9 +4,7 @@
 
 use std::fs;
 
-// The CPU lists and the timestamps are pure formatting (units); these names
-// stay for the callers that read them from here.
-pub use crate::units::{HIGHEST_KERNEL_CPU, parse_cpu_list, rfc3339};
+use crate::units::parse_cpu_list;
 
 /// sysconf's configured and online processor counts (`Max CPUs`, `Online
 /// CPUs` as cyclictest -v prints them; -1 where sysconf cannot say).

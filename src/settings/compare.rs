@@ -1,7 +1,7 @@
 //! `latscope compare`'s options, checked: which files are the bases and which
 //! is new, the thresholds (every form) and the JSON target.
 
-use super::{JsonTarget, UsageError, check_json_path, check_output_path, parse_thresholds};
+use super::{OutputTarget, UsageError, check_json_path, check_output_path, parse_thresholds};
 use crate::cli::CompareArgs;
 use crate::threshold::Threshold;
 use std::path::PathBuf;
@@ -13,9 +13,9 @@ pub struct CompareSettings {
     pub new: PathBuf,
     pub merge: bool,
     pub fail_if: Vec<Threshold>,
-    pub json: Option<JsonTarget>,
+    pub json: Option<OutputTarget>,
     /// `--html`: the page of the comparison.
-    pub html: Option<JsonTarget>,
+    pub html: Option<OutputTarget>,
 }
 
 impl CompareSettings {
@@ -54,7 +54,7 @@ impl CompareSettings {
             .transpose()?;
         // As `report -o`: an output must not replace one of the inputs.
         for (option, target) in [("--json", &json), ("--html", &html)] {
-            if let Some(JsonTarget::File(out)) = target
+            if let Some(OutputTarget::File(out)) = target
                 && let Some(input) = bases
                     .iter()
                     .chain(std::iter::once(&new))
@@ -68,13 +68,13 @@ impl CompareSettings {
             }
         }
         match (&json, &html) {
-            (Some(JsonTarget::Stdout), Some(JsonTarget::Stdout)) => {
+            (Some(OutputTarget::Stdout), Some(OutputTarget::Stdout)) => {
                 return Err(UsageError(
                     "--json - and --html - both to standard output: give one of them a file name"
                         .into(),
                 ));
             }
-            (Some(JsonTarget::File(a)), Some(JsonTarget::File(b)))
+            (Some(OutputTarget::File(a)), Some(OutputTarget::File(b)))
                 if crate::rt::outfile::same_file_destination(a, b) || a == b =>
             {
                 return Err(UsageError(format!(

@@ -231,8 +231,8 @@ fn cyclictest_peek(option: &str, next: &str) -> bool {
 fn check_latscope_json(path: &str) -> Result<std::path::PathBuf, GetoptUsage> {
     let option = format!("--{LATSCOPE_JSON}");
     match super::check_output_path(&option, std::path::Path::new(path)) {
-        Ok(super::JsonTarget::File(p)) => Ok(p),
-        Ok(super::JsonTarget::Stdout) => Err(GetoptUsage::Bad(format!(
+        Ok(super::OutputTarget::File(p)) => Ok(p),
+        Ok(super::OutputTarget::Stdout) => Err(GetoptUsage::Bad(format!(
             "{option} -: standard output carries cyclictest's own output; give a file name"
         ))),
         Err(e) => Err(GetoptUsage::Bad(e.0)),
@@ -296,9 +296,9 @@ impl CyclicSettings {
             // them under the same name would be replaced by it.
             let file = |p: &Option<String>| {
                 p.as_ref()
-                    .map(|p| super::JsonTarget::File(std::path::PathBuf::from(p)))
+                    .map(|p| super::OutputTarget::File(std::path::PathBuf::from(p)))
             };
-            let report = super::JsonTarget::File(checked.clone());
+            let report = super::OutputTarget::File(checked.clone());
             // Pair by pair: --json and --histfile on one file is
             // cyclictest's business.
             for (option, target) in [("--json", file(&s.json)), ("--histfile", file(&s.histfile))] {

@@ -1,7 +1,7 @@
 //! `latscope logdisk`'s options (mqldt's names and meanings, plus latscope's),
 //! checked into settings before any file is created or written.
 
-use super::{JsonTarget, Outputs, UsageError, check_output_path, parse_count, usage};
+use super::{OutputTarget, Outputs, UsageError, check_output_path, parse_count, parse_size, usage};
 use crate::cli::{LogdiskArgs, SyncArg};
 use crate::units::{format_bytes, parse_duration, shown};
 use std::ffi::OsString;
@@ -9,12 +9,15 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-// mqldt's defaults are defined once, with the classic output that prints
-// them in its options block.
-pub use crate::report::classic_mqldt::{
-    DEFAULT_ALIGNMENT, DEFAULT_DIR, DEFAULT_DURATION_S, DEFAULT_FILE_PREFIX as DEFAULT_PREFIX,
-    DEFAULT_FILE_SIZE, DEFAULT_NUM_FILES,
-};
+/// mqldt's defaults (`--dir`, `--filePrefix`, `--fileSize`, `--numFiles`,
+/// `--duration`, `--alignment`; `--qm` 1 and `--delay` 0), which its options
+/// block prints as "specified or defaulted to".
+pub const DEFAULT_DIR: &str = ".";
+pub const DEFAULT_PREFIX: &str = "mqldt_testfile";
+pub const DEFAULT_FILE_SIZE: u64 = 1_638_400;
+pub const DEFAULT_NUM_FILES: u64 = 8;
+pub const DEFAULT_DURATION_S: u64 = 10;
+pub const DEFAULT_ALIGNMENT: u64 = 4096;
 /// mqldt does nothing without `--bsize`; latscope writes 4 KiB (a small log
 /// write, the size MQ's log page has) unless told otherwise.
 pub const DEFAULT_BLOCK_SIZE: u64 = 4096;
@@ -34,7 +37,7 @@ const MAX_PREFIX_LEN: usize = 255 - 5;
 
 // The write loop's own type lives in logdisk/ (which does not import
 // settings/); the settings convert cli's SyncArg into it.
-pub use crate::logdisk::SyncMode;
+use crate::logdisk::SyncMode;
 
 impl From<SyncArg> for SyncMode {
     fn from(a: SyncArg) -> SyncMode {
@@ -77,62 +80,6 @@ pub struct LogdiskSettings {
     /// Writes slower than this are counted as above the limit (the suite's
     /// `--max-latency`; `logdisk` itself has no such option).
     pub max_latency_us: Option<u64>,
-}
-
-/// A size as mqldt's options take it: plain bytes or a number with a `K`
-/// (KiB) or `M` (MiB) suffix, and `G` (GiB) where `allow_g`; either case;
-/// `B`, `KiB`, `MiB`, `GiB` too, with or without one blank before them.
-/// Zero, signs, other suffixes and overflow are refused.
-pub fn parse_size(option: &str, text: &str, allow_g: bool) -> Result<u64, UsageError> {
-    let t = text.trim();
-    let example = if allow_g {
-        "4096, 64K, 1M or 2G"
-    } else {
-        "4096, 64K or 1M"
-    };
-    let bad = |why: &str| {
-        usage(format!(
-            "{option} '{}' {why} (e.g. {option} {})",
-            shown(text),
-            example.split(',').next().unwrap_or("4096")
-        ))
-    };
-    let digits_end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (number, suffix) = t.split_at(digits_end);
-    if number.is_empty() {
-        return Err(bad(if t.starts_with('-') {
-            "must not be negative"
-        } else {
-            "is not a size"
-        }));
-    }
-    // `4K` as mqldt writes it, and `4 KiB` as latscope prints sizes
-    // (`units::format_bytes`), so a size copied from a table reads back.
-    let unit: u64 = match suffix.to_ascii_lowercase().as_str() {
-        "" | "b" | " b" => 1,
-        "k" | "kib" | " kib" => 1 << 10,
-        "m" | "mib" | " mib" => 1 << 20,
-        "g" | "gib" | " gib" if allow_g => 1 << 30,
-        // latscope prints 1 TiB (the largest --fileSize) as `1 TiB`.
-        "t" | "tib" | " tib" if allow_g => 1 << 40,
-        _ => {
-            return Err(usage(format!(
-                "{option} '{}': unknown size suffix '{}' (use bytes, or K or M{}: {example})",
-                shown(text),
-                shown(suffix),
-                if allow_g { " or G" } else { "" }
-            )));
-        }
-    };
-    let value = number
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(unit))
-        .ok_or_else(|| bad("is too large"))?;
-    if value == 0 {
-        return Err(bad("must be at least 1 byte"));
-    }
-    Ok(value)
 }
 
 /// The directory of each writer: `--dir` itself for one writer; `DIR1` ..
@@ -231,6 +178,139 @@ fn fs_block_size(dir: &Path) -> Result<u64, UsageError> {
     Ok(m.blksize().max(512))
 }
 
+/// `--filePrefix`: a file name, so that the test files stay in their directory.
+fn file_prefix_of(args: &LogdiskArgs) -> Result<String, UsageError> {
+    let file_prefix = args
+        .file_prefix
+        .clone()
+        .unwrap_or_else(|| DEFAULT_PREFIX.to_string());
+    if file_prefix.is_empty()
+        || file_prefix.contains(['/', '\0'])
+        || file_prefix == "."
+        || file_prefix == ".."
+        || file_prefix.len() > MAX_PREFIX_LEN
+    {
+        return Err(usage(format!(
+            "--filePrefix '{}': a file name of 1..{MAX_PREFIX_LEN} bytes without '/' is needed",
+            shown(&file_prefix)
+        )));
+    }
+    Ok(file_prefix)
+}
+
+/// `--bsize`: one size or a list, each within `MAX_BLOCK_SIZE`.
+fn block_sizes_of(args: &LogdiskArgs) -> Result<Vec<u64>, UsageError> {
+    let block_sizes = match args.bsize.as_deref() {
+        None => vec![DEFAULT_BLOCK_SIZE],
+        Some(list) => {
+            let sizes = list
+                .split(',')
+                .map(|t| parse_size("--bsize", t, false))
+                .collect::<Result<Vec<u64>, _>>()?;
+            if sizes.len() > MAX_BLOCK_SIZES {
+                return Err(usage(format!(
+                    "--bsize: at most {MAX_BLOCK_SIZES} block sizes in one run"
+                )));
+            }
+            sizes
+        }
+    };
+    for &b in &block_sizes {
+        if b > MAX_BLOCK_SIZE {
+            return Err(usage(format!(
+                "--bsize {b}: at most {} per write",
+                format_bytes(MAX_BLOCK_SIZE)
+            )));
+        }
+    }
+    Ok(block_sizes)
+}
+
+/// `-D/--duration`: per block size, 1 s to 7 days.
+fn duration_of(args: &LogdiskArgs) -> Result<Duration, UsageError> {
+    Ok(match args.duration.as_deref() {
+        None => Duration::from_secs(DEFAULT_DURATION_S),
+        Some(t) => {
+            let d = parse_duration(t, 1_000_000_000)
+                .map_err(|e| usage(format!("-D/--duration: {e}")))?;
+            if d < Duration::from_secs(1) {
+                return Err(usage(format!(
+                    "-D/--duration '{}': at least 1 second",
+                    shown(t)
+                )));
+            }
+            if d > MAX_DURATION {
+                return Err(usage(format!(
+                    "-D/--duration '{}': at most 7 days per block size",
+                    shown(t)
+                )));
+            }
+            d
+        }
+    })
+}
+
+/// `--alignment`: a power of two, or 0 for the block size of `dir` (the
+/// first writer's directory).
+fn alignment_of(args: &LogdiskArgs, dir: &Path) -> Result<u64, UsageError> {
+    Ok(match args.alignment.as_deref() {
+        None => DEFAULT_ALIGNMENT,
+        Some(t) => match parse_count("--alignment", t)? {
+            0 => fs_block_size(dir)?,
+            n if n.is_power_of_two() && n <= MAX_ALIGNMENT => n,
+            n => {
+                return Err(usage(format!(
+                    "--alignment {n}: a power of two up to {MAX_ALIGNMENT} (or 0 for the filesystem's block size)"
+                )));
+            }
+        },
+    })
+}
+
+/// The file size and every block size against the alignment (O_DIRECT's
+/// rule) and each other.
+fn check_layout(
+    file_size: u64,
+    alignment: u64,
+    block_sizes: &[u64],
+    direct: bool,
+) -> Result<(), UsageError> {
+    if !file_size.is_multiple_of(alignment) {
+        return Err(usage(format!(
+            "--fileSize {file_size} is not a multiple of the alignment {alignment}"
+        )));
+    }
+    for &b in block_sizes {
+        if b > file_size {
+            return Err(usage(format!(
+                "--bsize {b} is larger than --fileSize {file_size}"
+            )));
+        }
+        if direct && !b.is_multiple_of(alignment) {
+            return Err(usage(format!(
+                "--bsize {b} is not a multiple of the alignment {alignment}, which O_DIRECT needs: use a multiple, or --no-direct"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `--csvFile`: a file (written in place, appended with `--qm`).
+fn csv_file_of(args: &LogdiskArgs) -> Result<Option<PathBuf>, UsageError> {
+    Ok(match args.csv_file.as_deref() {
+        None => None,
+        Some(p) => match check_output_path("--csvFile", p)? {
+            OutputTarget::File(p) => {
+                check_appendable(&p)?;
+                Some(p)
+            }
+            OutputTarget::Stdout => {
+                return Err(usage("--csvFile needs a file name"));
+            }
+        },
+    })
+}
+
 impl LogdiskSettings {
     pub fn from_args(args: &LogdiskArgs) -> Result<LogdiskSettings, UsageError> {
         let dir = args
@@ -240,44 +320,8 @@ impl LogdiskSettings {
         if dir.as_os_str().is_empty() {
             return Err(usage("--dir needs a directory name"));
         }
-        let file_prefix = args
-            .file_prefix
-            .clone()
-            .unwrap_or_else(|| DEFAULT_PREFIX.to_string());
-        if file_prefix.is_empty()
-            || file_prefix.contains(['/', '\0'])
-            || file_prefix == "."
-            || file_prefix == ".."
-            || file_prefix.len() > MAX_PREFIX_LEN
-        {
-            return Err(usage(format!(
-                "--filePrefix '{}': a file name of 1..{MAX_PREFIX_LEN} bytes without '/' is needed",
-                shown(&file_prefix)
-            )));
-        }
-        let block_sizes = match args.bsize.as_deref() {
-            None => vec![DEFAULT_BLOCK_SIZE],
-            Some(list) => {
-                let sizes = list
-                    .split(',')
-                    .map(|t| parse_size("--bsize", t, false))
-                    .collect::<Result<Vec<u64>, _>>()?;
-                if sizes.len() > MAX_BLOCK_SIZES {
-                    return Err(usage(format!(
-                        "--bsize: at most {MAX_BLOCK_SIZES} block sizes in one run"
-                    )));
-                }
-                sizes
-            }
-        };
-        for &b in &block_sizes {
-            if b > MAX_BLOCK_SIZE {
-                return Err(usage(format!(
-                    "--bsize {b}: at most {} per write",
-                    format_bytes(MAX_BLOCK_SIZE)
-                )));
-            }
-        }
+        let file_prefix = file_prefix_of(args)?;
+        let block_sizes = block_sizes_of(args)?;
         let file_size = match args.file_size.as_deref() {
             None => DEFAULT_FILE_SIZE,
             Some(t) => parse_size("--fileSize", t, true)?,
@@ -291,26 +335,7 @@ impl LogdiskSettings {
             None => DEFAULT_NUM_FILES,
             Some(t) => bounded("--numFiles", t, 1, MAX_NUM_FILES)?,
         };
-        let duration = match args.duration.as_deref() {
-            None => Duration::from_secs(DEFAULT_DURATION_S),
-            Some(t) => {
-                let d = parse_duration(t, 1_000_000_000)
-                    .map_err(|e| usage(format!("-D/--duration: {e}")))?;
-                if d < Duration::from_secs(1) {
-                    return Err(usage(format!(
-                        "-D/--duration '{}': at least 1 second",
-                        shown(t)
-                    )));
-                }
-                if d > MAX_DURATION {
-                    return Err(usage(format!(
-                        "-D/--duration '{}': at most 7 days per block size",
-                        shown(t)
-                    )));
-                }
-                d
-            }
-        };
+        let duration = duration_of(args)?;
         let writers = match args.qm.as_deref() {
             None => 1,
             Some(t) => bounded("--qm", t, 1, MAX_WRITERS)?,
@@ -335,49 +360,11 @@ impl LogdiskSettings {
                 d,
             )?;
         }
-        let alignment = match args.alignment.as_deref() {
-            None => DEFAULT_ALIGNMENT,
-            Some(t) => match parse_count("--alignment", t)? {
-                0 => fs_block_size(&dirs[0])?,
-                n if n.is_power_of_two() && n <= MAX_ALIGNMENT => n,
-                n => {
-                    return Err(usage(format!(
-                        "--alignment {n}: a power of two up to {MAX_ALIGNMENT} (or 0 for the filesystem's block size)"
-                    )));
-                }
-            },
-        };
+        let alignment = alignment_of(args, &dirs[0])?;
         let direct = !args.no_direct;
-        if !file_size.is_multiple_of(alignment) {
-            return Err(usage(format!(
-                "--fileSize {file_size} is not a multiple of the alignment {alignment}"
-            )));
-        }
-        for &b in &block_sizes {
-            if b > file_size {
-                return Err(usage(format!(
-                    "--bsize {b} is larger than --fileSize {file_size}"
-                )));
-            }
-            if direct && !b.is_multiple_of(alignment) {
-                return Err(usage(format!(
-                    "--bsize {b} is not a multiple of the alignment {alignment}, which O_DIRECT needs: use a multiple, or --no-direct"
-                )));
-            }
-        }
-        let csv_file = match args.csv_file.as_deref() {
-            None => None,
-            Some(p) => match check_output_path("--csvFile", p)? {
-                JsonTarget::File(p) => {
-                    check_appendable(&p)?;
-                    Some(p)
-                }
-                JsonTarget::Stdout => {
-                    return Err(usage("--csvFile needs a file name"));
-                }
-            },
-        };
-        let csv_target = csv_file.clone().map(JsonTarget::File);
+        check_layout(file_size, alignment, &block_sizes, direct)?;
+        let csv_file = csv_file_of(args)?;
+        let csv_target = csv_file.clone().map(OutputTarget::File);
         let outputs = Outputs::from_args(&args.outputs, &[("--csvFile", csv_target.as_ref())])?;
         if args.format == crate::cli::OutputFormat::Classic && outputs.to_stdout() {
             return Err(usage(

@@ -139,14 +139,72 @@ pub fn parse_count(option: &str, text: &str) -> Result<u64, UsageError> {
     })
 }
 
-/// A JSON destination: standard output, or a file in an existing, writable directory.
+/// A size as mqldt's options (and `--samples-limit`) take it: plain bytes or a number with a `K`
+/// (KiB) or `M` (MiB) suffix, and `G` (GiB) where `allow_g`; either case;
+/// `B`, `KiB`, `MiB`, `GiB` too, with or without one blank before them.
+/// Zero, signs, other suffixes and overflow are refused.
+pub fn parse_size(option: &str, text: &str, allow_g: bool) -> Result<u64, UsageError> {
+    let t = text.trim();
+    let example = if allow_g {
+        "4096, 64K, 1M or 2G"
+    } else {
+        "4096, 64K or 1M"
+    };
+    let bad = |why: &str| {
+        usage(format!(
+            "{option} '{}' {why} (e.g. {option} {})",
+            shown(text),
+            example.split(',').next().unwrap_or("4096")
+        ))
+    };
+    let digits_end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, suffix) = t.split_at(digits_end);
+    if number.is_empty() {
+        return Err(bad(if t.starts_with('-') {
+            "must not be negative"
+        } else {
+            "is not a size"
+        }));
+    }
+    // `4K` as mqldt writes it, and `4 KiB` as latscope prints sizes
+    // (`units::format_bytes`), so a size copied from a table reads back.
+    let unit: u64 = match suffix.to_ascii_lowercase().as_str() {
+        "" | "b" | " b" => 1,
+        "k" | "kib" | " kib" => 1 << 10,
+        "m" | "mib" | " mib" => 1 << 20,
+        "g" | "gib" | " gib" if allow_g => 1 << 30,
+        // latscope prints 1 TiB (the largest --fileSize) as `1 TiB`.
+        "t" | "tib" | " tib" if allow_g => 1 << 40,
+        _ => {
+            return Err(usage(format!(
+                "{option} '{}': unknown size suffix '{}' (use bytes, or K or M{}: {example})",
+                shown(text),
+                shown(suffix),
+                if allow_g { " or G" } else { "" }
+            )));
+        }
+    };
+    let value = number
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit))
+        .ok_or_else(|| bad("is too large"))?;
+    if value == 0 {
+        return Err(bad("must be at least 1 byte"));
+    }
+    Ok(value)
+}
+
+/// Where one output goes (`--json`, `--csv`, `--markdown`, `--junit`,
+/// `--prom`, `--hdr-log`, a command's own files): standard output, or a
+/// file in an existing, writable directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum JsonTarget {
+pub enum OutputTarget {
     Stdout,
     File(PathBuf),
 }
 
-pub fn check_json_path(path: &Path) -> Result<JsonTarget, UsageError> {
+pub fn check_json_path(path: &Path) -> Result<OutputTarget, UsageError> {
     check_output_path("--json", path)
 }
 
@@ -155,12 +213,12 @@ pub fn check_json_path(path: &Path) -> Result<JsonTarget, UsageError> {
 /// and is writable, a file can actually be created there, and an existing
 /// file there may be replaced: see `check_replaceable`). Checked before
 /// anything is measured, without touching an existing file.
-pub fn check_output_path(option: &str, path: &Path) -> Result<JsonTarget, UsageError> {
+pub fn check_output_path(option: &str, path: &Path) -> Result<OutputTarget, UsageError> {
     /// Longest file name (NAME_MAX) and path (PATH_MAX) Linux accepts.
     const NAME_MAX: usize = 255;
     const PATH_MAX: usize = 4096;
     if path.as_os_str() == "-" {
-        return Ok(JsonTarget::Stdout);
+        return Ok(OutputTarget::Stdout);
     }
     if path.as_os_str().is_empty() {
         return Err(usage(format!(
@@ -189,7 +247,7 @@ pub fn check_output_path(option: &str, path: &Path) -> Result<JsonTarget, UsageE
     // directory, which is checked below.
     let path_checked = match crate::rt::outfile::classify(path) {
         Ok(crate::rt::outfile::Destination::Replace(p)) => p,
-        Ok(_) => return Ok(JsonTarget::File(path.to_path_buf())),
+        Ok(_) => return Ok(OutputTarget::File(path.to_path_buf())),
         Err(e) => {
             return Err(usage(format!(
                 "{option} {shown_path}: {}; choose another path",
@@ -222,7 +280,7 @@ pub fn check_output_path(option: &str, path: &Path) -> Result<JsonTarget, UsageE
     }
     check_replaceable(&path_checked, &dir)
         .map_err(|why| usage(format!("{option} {shown_path}: {why}; choose another path")))?;
-    Ok(JsonTarget::File(path.to_path_buf()))
+    Ok(OutputTarget::File(path.to_path_buf()))
 }
 
 /// Whether latscope will be able to put its file at `path` (a new path or
@@ -271,11 +329,11 @@ fn check_replaceable(path: &Path, dir: &Path) -> Result<(), String> {
 /// differently, through a link, or a hard link) are bad usage: the second
 /// would silently replace the first. Devices, FIFOs and standard streams
 /// may be named twice: both are written there.
-pub fn check_distinct_outputs(named: &[(&str, Option<&JsonTarget>)]) -> Result<(), UsageError> {
+pub fn check_distinct_outputs(named: &[(&str, Option<&OutputTarget>)]) -> Result<(), UsageError> {
     let files: Vec<(&str, &Path)> = named
         .iter()
         .filter_map(|(option, target)| match target {
-            Some(JsonTarget::File(p)) => Some((*option, p.as_path())),
+            Some(OutputTarget::File(p)) => Some((*option, p.as_path())),
             _ => None,
         })
         .collect();
@@ -292,17 +350,53 @@ pub fn check_distinct_outputs(named: &[(&str, Option<&JsonTarget>)]) -> Result<(
     Ok(())
 }
 
-/// Where the results go besides the console: `--json`, `--csv`,
-/// `--markdown`, `--junit` and `--prom`, each checked (see `check_output_path`).
+/// The formats a finished report is written in besides the console, each
+/// given by its option. `pipeline::deliver` gives each its exporter (one
+/// exhaustive match), and `Outputs::target` its destination, so a format is
+/// declared once and neither list can fall out of step with the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportFormat {
+    Json,
+    Csv,
+    Markdown,
+    Junit,
+    Prom,
+}
+
+impl ReportFormat {
+    /// Every format, in the order the files are written.
+    pub const ALL: [ReportFormat; 5] = [
+        ReportFormat::Json,
+        ReportFormat::Csv,
+        ReportFormat::Markdown,
+        ReportFormat::Junit,
+        ReportFormat::Prom,
+    ];
+
+    /// The option that asks for it.
+    pub fn option(self) -> &'static str {
+        match self {
+            ReportFormat::Json => "--json",
+            ReportFormat::Csv => "--csv",
+            ReportFormat::Markdown => "--markdown",
+            ReportFormat::Junit => "--junit",
+            ReportFormat::Prom => "--prom",
+        }
+    }
+}
+
+/// Where the results go besides the console: a destination per
+/// `ReportFormat`, `--hdr-log` and `--samples`, each checked (see
+/// `check_output_path`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Outputs {
-    pub json: Option<JsonTarget>,
-    pub csv: Option<JsonTarget>,
-    pub markdown: Option<JsonTarget>,
-    pub junit: Option<JsonTarget>,
-    pub prom: Option<JsonTarget>,
+    pub json: Option<OutputTarget>,
+    pub csv: Option<OutputTarget>,
+    pub markdown: Option<OutputTarget>,
+    pub junit: Option<OutputTarget>,
+    pub prom: Option<OutputTarget>,
     /// `--hdr-log`: streamed as the run goes (pipeline::hdrlog), a file only.
-    pub hdr_log: Option<JsonTarget>,
+    pub hdr_log: Option<OutputTarget>,
     /// `--samples FILE` and `--samples-limit SIZE` (see `samples_output`).
     pub samples: Option<SamplesOutput>,
 }
@@ -312,35 +406,36 @@ impl Outputs {
     /// (timer's `-g`) that may also claim standard output: at most one may.
     pub fn from_args(
         args: &OutputArgs,
-        others: &[(&str, Option<&JsonTarget>)],
+        others: &[(&str, Option<&OutputTarget>)],
     ) -> Result<Outputs, UsageError> {
-        let check = |option: &str, path: &Option<PathBuf>| {
+        let check = |format: Option<ReportFormat>, path: &Option<PathBuf>| {
+            let option = format.map_or("--hdr-log", ReportFormat::option);
             path.as_deref()
                 .map(|p| check_output_path(option, p))
                 .transpose()
         };
         let outputs = Outputs {
-            json: check("--json", &args.json)?,
-            csv: check("--csv", &args.csv)?,
-            markdown: check("--markdown", &args.markdown)?,
-            junit: check("--junit", &args.junit)?,
-            prom: check("--prom", &args.prom)?,
-            hdr_log: check("--hdr-log", &args.hdr_log)?,
+            json: check(Some(ReportFormat::Json), &args.json)?,
+            csv: check(Some(ReportFormat::Csv), &args.csv)?,
+            markdown: check(Some(ReportFormat::Markdown), &args.markdown)?,
+            junit: check(Some(ReportFormat::Junit), &args.junit)?,
+            prom: check(Some(ReportFormat::Prom), &args.prom)?,
+            hdr_log: check(None, &args.hdr_log)?,
             samples: samples_output(args)?,
         };
-        if outputs.hdr_log == Some(JsonTarget::Stdout) {
+        if outputs.hdr_log == Some(OutputTarget::Stdout) {
             return Err(usage(
                 "--hdr-log needs a file name: the interval log is written as the run goes, beside the console output".to_string(),
             ));
         }
         let mut to_stdout: Vec<&str> = others
             .iter()
-            .filter(|(_, t)| *t == Some(&JsonTarget::Stdout))
+            .filter(|(_, t)| *t == Some(&OutputTarget::Stdout))
             .map(|(name, _)| *name)
             .collect();
-        for (name, target) in outputs.named() {
-            if target == Some(&JsonTarget::Stdout) {
-                to_stdout.push(name);
+        for (format, target) in outputs.files() {
+            if *target == OutputTarget::Stdout {
+                to_stdout.push(format.option());
             }
         }
         if to_stdout.len() > 1 {
@@ -350,35 +445,45 @@ impl Outputs {
                 to_stdout.join(" -, ")
             )));
         }
-        let mut all: Vec<(&str, Option<&JsonTarget>)> = outputs.named().to_vec();
+        let mut all: Vec<(&str, Option<&OutputTarget>)> = outputs
+            .files()
+            .map(|(format, target)| (format.option(), Some(target)))
+            .collect();
         all.push(("--hdr-log", outputs.hdr_log.as_ref()));
         all.extend_from_slice(others);
         let samples = outputs
             .samples
             .as_ref()
-            .map(|s| JsonTarget::File(s.path.clone()));
+            .map(|s| OutputTarget::File(s.path.clone()));
         all.push(("--samples", samples.as_ref()));
         check_distinct_outputs(&all)?;
         Ok(outputs)
     }
 
-    /// The outputs by option name, in the order they are written.
-    pub fn named(&self) -> [(&'static str, Option<&JsonTarget>); 5] {
-        [
-            ("--json", self.json.as_ref()),
-            ("--csv", self.csv.as_ref()),
-            ("--markdown", self.markdown.as_ref()),
-            ("--junit", self.junit.as_ref()),
-            ("--prom", self.prom.as_ref()),
-        ]
+    /// Where `format` goes, if it was asked for.
+    pub fn target(&self, format: ReportFormat) -> Option<&OutputTarget> {
+        match format {
+            ReportFormat::Json => self.json.as_ref(),
+            ReportFormat::Csv => self.csv.as_ref(),
+            ReportFormat::Markdown => self.markdown.as_ref(),
+            ReportFormat::Junit => self.junit.as_ref(),
+            ReportFormat::Prom => self.prom.as_ref(),
+        }
+    }
+
+    /// The report files asked for, each with its destination, in the order
+    /// they are written.
+    pub fn files(&self) -> impl Iterator<Item = (ReportFormat, &OutputTarget)> {
+        ReportFormat::ALL
+            .into_iter()
+            .filter_map(|format| Some((format, self.target(format)?)))
     }
 
     /// Whether one of them writes to standard output (which the console
     /// output then leaves to it).
     pub fn to_stdout(&self) -> bool {
-        self.named()
-            .iter()
-            .any(|(_, t)| *t == Some(&JsonTarget::Stdout))
+        self.files()
+            .any(|(_, target)| *target == OutputTarget::Stdout)
     }
 }
 
@@ -408,7 +513,7 @@ fn samples_output(args: &OutputArgs) -> Result<Option<SamplesOutput>, UsageError
             shown(&path.to_string_lossy())
         ))
     };
-    if check_output_path("--samples", path)? == JsonTarget::Stdout {
+    if check_output_path("--samples", path)? == OutputTarget::Stdout {
         return Err(to_own_output());
     }
     if matches!(
@@ -420,7 +525,7 @@ fn samples_output(args: &OutputArgs) -> Result<Option<SamplesOutput>, UsageError
     let limit_bytes = match &args.samples_limit {
         None => crate::samples::DEFAULT_LIMIT_BYTES,
         Some(text) => {
-            let bytes = logdisk::parse_size("--samples-limit", text, true)?;
+            let bytes = parse_size("--samples-limit", text, true)?;
             if bytes < crate::samples::MIN_LIMIT_BYTES {
                 return Err(usage(format!(
                     "--samples-limit '{}' is below 4K: the file needs room for its header and records (e.g. --samples-limit 64M)",
@@ -682,13 +787,18 @@ pub struct PairLayout {
 }
 
 /// Interval, distance and loop count of the rt-tests options, checked.
-pub struct Timing;
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    /// Microseconds between pair 0's samples (0: back to back).
+    pub interval_us: u64,
+    /// Microseconds each further pair adds to the interval.
+    pub distance_us: u64,
+    /// Samples per pair; None: until the duration or a signal ends the run.
+    pub loops: Option<u64>,
+}
 
 impl Timing {
-    pub fn from_args(
-        args: &LayoutArgs,
-        default_interval_us: u64,
-    ) -> Result<(u64, u64, Option<u64>), UsageError> {
+    pub fn from_args(args: &LayoutArgs, default_interval_us: u64) -> Result<Timing, UsageError> {
         let interval_us = match &args.interval {
             Some(t) => parse_interval("-i/--interval", t)?,
             None => default_interval_us,
@@ -703,7 +813,11 @@ impl Timing {
             .map(|t| parse_loops("-l/--loops", t))
             .transpose()?
             .flatten();
-        Ok((interval_us, distance_us, loops))
+        Ok(Timing {
+            interval_us,
+            distance_us,
+            loops,
+        })
     }
 }
 
@@ -787,13 +901,12 @@ impl PairLayout {
 
     /// The pairs: pair i waits `interval + i * distance` between samples and,
     /// unless all share one priority, runs at `priority - i` (at least 1).
-    pub fn pairs(
-        &self,
-        interval_us: u64,
-        distance_us: u64,
-        loops: Option<u64>,
-        cross_cpu: bool,
-    ) -> Result<Vec<PairPlan>, UsageError> {
+    pub fn pairs(&self, timing: Timing, cross_cpu: bool) -> Result<Vec<PairPlan>, UsageError> {
+        let Timing {
+            interval_us,
+            distance_us,
+            loops,
+        } = timing;
         let allowed = sched::allowed_cpus();
         let last_interval = interval_us
             .checked_add(distance_us.saturating_mul(self.count - 1))
@@ -884,16 +997,16 @@ impl IpcSettings {
         fork: bool,
     ) -> Result<IpcSettings, UsageError> {
         let mut notices = Vec::new();
-        let (interval_us, distance_us, loops) = Timing::from_args(&args.layout, 1000)?;
+        let timing = Timing::from_args(&args.layout, 1000)?;
         let common = Common::from_args(&args.common)?;
         let layout = PairLayout::from_args(&args.layout, 0, false, &mut notices)?;
-        let pairs = layout.pairs(interval_us, distance_us, loops, args.common.cross_cpu)?;
+        let pairs = layout.pairs(timing, args.common.cross_cpu)?;
         Ok(IpcSettings::assemble(
             &args.common,
             common,
             layout,
             pairs,
-            (interval_us, distance_us, loops),
+            timing,
             mode,
             fork,
             notices,
@@ -987,7 +1100,12 @@ impl IpcSettings {
                 "--cross-cpu pins the two tasks of a pair to different CPUs: it cannot be combined with -A",
             ));
         }
-        let pairs = layout.pairs(interval_us, 0, loops, args.common.cross_cpu)?;
+        let timing = Timing {
+            interval_us,
+            distance_us: 0,
+            loops,
+        };
+        let pairs = layout.pairs(timing, args.common.cross_cpu)?;
         let mut notices = Vec::new();
         if args.affinity && args.no_affinity {
             notices.push("-a ignored due to -A".to_string());
@@ -997,7 +1115,7 @@ impl IpcSettings {
             common,
             layout,
             pairs,
-            (interval_us, 0, loops),
+            timing,
             args.mode,
             args.fork,
             notices,
@@ -1010,7 +1128,7 @@ impl IpcSettings {
         common: Common,
         layout: PairLayout,
         pairs: Vec<PairPlan>,
-        (interval_us, distance_us, loops): (u64, u64, Option<u64>),
+        timing: Timing,
         mode: ModeArg,
         fork: bool,
         notices: Vec<String>,
@@ -1037,9 +1155,9 @@ impl IpcSettings {
             policy: layout.policy,
             priority: layout.priority,
             same_priority: layout.same_priority,
-            interval_us,
-            distance_us,
-            loops,
+            interval_us: timing.interval_us,
+            distance_us: timing.distance_us,
+            loops: timing.loops,
             breaktrace_us: common.breaktrace_us,
             trace_spikes_us: common.trace_spikes_us,
             collector: common.collector,
@@ -1260,7 +1378,10 @@ mod tests {
         let file = dir.path().join("r.csv");
         std::fs::write(&file, "old").unwrap();
         let s = settings(&["--csv", file.to_str().unwrap(), "--markdown", "-"]).unwrap();
-        assert_eq!(s.verdict.outputs.csv, Some(JsonTarget::File(file.clone())));
+        assert_eq!(
+            s.verdict.outputs.csv,
+            Some(OutputTarget::File(file.clone()))
+        );
         assert!(s.verdict.outputs.to_stdout());
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "old");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);

@@ -220,14 +220,21 @@ impl OslatSettings {
         if let Some(message) = complaint {
             return Err(OslatUsage::Getopt(message));
         }
-        s.cpus = s.cpus_of(machine.allowed)?;
-        if s.rtprio.is_some() {
+        s.settle(machine)?;
+        Ok(s)
+    }
+
+    /// What oslat decides once its options are read: the CPUs, and the
+    /// refusals of latscope's rules (a FIFO spinner, a memmove of nothing).
+    fn settle(&mut self, machine: &Machine<'_>) -> Result<(), OslatUsage> {
+        self.cpus = self.cpus_of(machine.allowed)?;
+        if self.rtprio.is_some() {
             // A FIFO spinner never sleeps: the rules of `latscope noise`
             // (the CPUs count as named: oslat has no "all but one" default).
             // oslat has no --force or --policy: its way out is to leave out -f.
             check_realtime_safety(
                 crate::rt::sched::Policy::Fifo,
-                &s.cpus,
+                &self.cpus,
                 CpusFrom::Named,
                 machine.isolated,
                 machine.rt_runtime_us,
@@ -240,12 +247,12 @@ impl OslatSettings {
                 ))
             })?;
         }
-        if s.workload_mem == 0 && s.memmove {
+        if self.workload_mem == 0 && self.memmove {
             return Err(OslatUsage::Bad(
                 "-m: a memmove workload needs a size above 0 (e.g. 4K)".to_string(),
             ));
         }
-        Ok(s)
+        Ok(())
     }
 
     /// The CPUs of `-c` (every CPU without it) this process may run on, as

@@ -4,7 +4,7 @@
 //! cannot be made, an input that cannot be read, is not JSON, is not a
 //! latscope report or has another schema version.
 
-use super::{JsonTarget, UsageError, check_output_path, usage};
+use super::{OutputTarget, UsageError, check_output_path, usage};
 use crate::cli::ReportArgs;
 use crate::report::{
     OLDEST_READ_SCHEMA_VERSION, Report, SCHEMA_NAME, SCHEMA_VERSION, schema_version_readable,
@@ -23,7 +23,7 @@ pub struct LoadedRun {
 }
 
 pub struct ReportSettings {
-    pub output: JsonTarget,
+    pub output: OutputTarget,
     /// `--svg`: the directory (which may not exist yet: it is created).
     pub svg_dir: Option<PathBuf>,
     pub runs: Vec<LoadedRun>,
@@ -36,7 +36,7 @@ impl ReportSettings {
             .clone()
             .unwrap_or_else(|| PathBuf::from(DEFAULT_OUTPUT));
         let output = check_output_path("-o", &output_path)?;
-        if let JsonTarget::File(out) = &output {
+        if let OutputTarget::File(out) = &output {
             for input in &args.inputs {
                 if same_file(out, input) {
                     return Err(usage(format!(

@@ -2,19 +2,23 @@
 //! checked into settings before anything is measured.
 
 use super::{
-    JsonTarget, Outputs, UsageError, check_cpu, check_output_path, checked_priority_for,
+    OutputTarget, Outputs, UsageError, check_cpu, check_output_path, checked_priority_for,
     parse_count, parse_priority, policy_of, positive, usage,
 };
 use crate::cli::{OutputFormat, TimerArgs};
-use crate::report::classic_xenomai::{
-    DEFAULT_BUCKET_NS, DEFAULT_CELLS, DEFAULT_DATA_LINES, MAX_CELLS,
-};
+use crate::report::MAX_CELLS;
 use crate::rt::sched::{self, Policy};
 use crate::timer::{Figure, WakeMethod};
 use crate::units::{parse_duration, shown};
 use std::time::Duration;
 
 pub const DEFAULT_PERIOD_US: u64 = 100;
+/// `-H`'s default: Xenomai's code uses 300 cells (its help says 200).
+pub const DEFAULT_CELLS: usize = 300;
+/// `-B`'s default cell width, in nanoseconds.
+pub const DEFAULT_BUCKET_NS: u64 = 1000;
+/// `-l`'s default: RTD lines between two RTT/RTH header pairs.
+pub const DEFAULT_DATA_LINES: u64 = 21;
 /// Xenomai refuses periods above one second.
 pub const MAX_PERIOD_US: u64 = 1_000_000;
 /// The shortest period accepted even with high-resolution timers: below it a
@@ -52,7 +56,7 @@ pub struct TimerSettings {
     pub format: OutputFormat,
     pub print_histograms: bool,
     pub print_stats: bool,
-    pub gnuplot: Option<JsonTarget>,
+    pub gnuplot: Option<OutputTarget>,
     pub outputs: Outputs,
     pub max_latency_us: Option<u64>,
     /// `--fail-if`: absolute limits held against every thread after the run.
@@ -172,36 +176,8 @@ impl TimerSettings {
 
     pub fn from_args(args: &TimerArgs) -> Result<TimerSettings, UsageError> {
         let mut notices = Vec::new();
-        let minimum_ns = minimum_period_ns();
-        let period_us = match args.period.as_deref() {
-            None => DEFAULT_PERIOD_US,
-            Some(t) => {
-                let us = positive("-p", t)?;
-                if us > MAX_PERIOD_US {
-                    return Err(usage(format!(
-                        "-p {us}: the period cannot be longer than 1 s (-p {MAX_PERIOD_US})"
-                    )));
-                }
-                us
-            }
-        };
-        if period_us * 1000 < minimum_ns {
-            return Err(usage(format!(
-                "-p {period_us}: shorter than this machine can serve; the minimum is {} us",
-                minimum_ns.div_ceil(1000)
-            )));
-        }
-        let figure = match args.mode.as_deref().map(str::trim) {
-            None | Some("0") => Figure::User,
-            Some("1") => Figure::Thread,
-            Some("2") => Figure::Irq,
-            Some(other) => {
-                return Err(usage(format!(
-                    "-t '{}' is not a test mode: use 0 (user-space wake-up), 1 (thread latency) or 2 (IRQ latency)",
-                    shown(other)
-                )));
-            }
-        };
+        let period_us = period_of(args)?;
+        let figure = figure_of(args)?;
         // Xenomai's default is FIFO 99; a user who may not use real-time
         // priorities and asked for none measures at normal priority (the
         // report says so) instead of failing. An explicit -P or --policy
@@ -222,53 +198,8 @@ impl TimerSettings {
             None if policy.takes_priority() => 99,
             None => 0,
         };
-
-        let allowed = sched::allowed_cpus();
-        let cpus = if let Some(list) = args.cpus.as_deref() {
-            let cpus = parse_cpus(list)?;
-            for &cpu in &cpus {
-                check_cpu(cpu, &allowed)?;
-            }
-            cpus
-        } else if args.smp {
-            allowed.clone()
-        } else if let Some(t) = args.cpu.as_deref() {
-            let cpu = parse_count("-c", t)?;
-            let cpu = usize::try_from(cpu)
-                .ok()
-                .filter(|&c| c <= MAX_CPU)
-                .ok_or_else(|| usage(format!("-c {cpu}: no such CPU")))?;
-            check_cpu(cpu, &allowed)?;
-            vec![cpu]
-        } else if allowed.contains(&0) {
-            vec![0]
-        } else {
-            vec![*allowed.first().ok_or_else(|| usage("no CPU is usable"))?]
-        };
-        let histogram_cells = match args.cells.as_deref() {
-            None => DEFAULT_CELLS,
-            Some(t) => {
-                let n = positive("-H", t)?;
-                if n > MAX_CELLS as u64 {
-                    return Err(usage(format!(
-                        "-H {n}: at most {MAX_CELLS} histogram cells; use a wider -B instead"
-                    )));
-                }
-                n as usize
-            }
-        };
-        let bucket_ns = match args.bucket.as_deref() {
-            None => DEFAULT_BUCKET_NS,
-            Some(t) => {
-                let n = positive("-B", t)?;
-                if n > MAX_BUCKET_NS {
-                    return Err(usage(format!(
-                        "-B {n}: a histogram cell can be at most 1 s ({MAX_BUCKET_NS} ns) wide"
-                    )));
-                }
-                n
-            }
-        };
+        let cpus = cpus_of(args)?;
+        let (histogram_cells, bucket_ns) = histogram_of(args)?;
         let data_lines = match args.lines.as_deref() {
             None => DEFAULT_DATA_LINES,
             Some(t) => parse_count("-l", t)?,
@@ -285,18 +216,7 @@ impl TimerSettings {
             notices.push("-q requires -T, ignoring -q".to_string());
             quiet = false;
         }
-        let warmup_loops = match args.warmup.as_deref() {
-            None => 1,
-            Some(t) => {
-                let n = parse_count("--warmup", t)?;
-                if n > MAX_WARMUP_LOOPS {
-                    return Err(usage(format!(
-                        "--warmup {n}: at most {MAX_WARMUP_LOOPS} loops (one hour)"
-                    )));
-                }
-                n
-            }
-        };
+        let warmup_loops = warmup_of(args)?;
         let format = args.format;
         if format == OutputFormat::Classic && cpus.len() > 1 {
             return Err(usage(
@@ -359,6 +279,118 @@ impl TimerSettings {
             notices,
         })
     }
+}
+
+/// `-p`: the period in microseconds, at most 1 s and no shorter than
+/// this machine's timers serve.
+fn period_of(args: &TimerArgs) -> Result<u64, UsageError> {
+    let minimum_ns = minimum_period_ns();
+    let period_us = match args.period.as_deref() {
+        None => DEFAULT_PERIOD_US,
+        Some(t) => {
+            let us = positive("-p", t)?;
+            if us > MAX_PERIOD_US {
+                return Err(usage(format!(
+                    "-p {us}: the period cannot be longer than 1 s (-p {MAX_PERIOD_US})"
+                )));
+            }
+            us
+        }
+    };
+    if period_us * 1000 < minimum_ns {
+        return Err(usage(format!(
+            "-p {period_us}: shorter than this machine can serve; the minimum is {} us",
+            minimum_ns.div_ceil(1000)
+        )));
+    }
+    Ok(period_us)
+}
+
+/// `-t`: which wake-up figure the test reports.
+fn figure_of(args: &TimerArgs) -> Result<Figure, UsageError> {
+    Ok(match args.mode.as_deref().map(str::trim) {
+        None | Some("0") => Figure::User,
+        Some("1") => Figure::Thread,
+        Some("2") => Figure::Irq,
+        Some(other) => {
+            return Err(usage(format!(
+                "-t '{}' is not a test mode: use 0 (user-space wake-up), 1 (thread latency) or 2 (IRQ latency)",
+                shown(other)
+            )));
+        }
+    })
+}
+
+/// `--cpus`, `--smp` or `-c`: the CPUs of the sampling threads (CPU 0, or
+/// the first one allowed, by default).
+fn cpus_of(args: &TimerArgs) -> Result<Vec<usize>, UsageError> {
+    let allowed = sched::allowed_cpus();
+    Ok(if let Some(list) = args.cpus.as_deref() {
+        let cpus = parse_cpus(list)?;
+        for &cpu in &cpus {
+            check_cpu(cpu, &allowed)?;
+        }
+        cpus
+    } else if args.smp {
+        allowed.clone()
+    } else if let Some(t) = args.cpu.as_deref() {
+        let cpu = parse_count("-c", t)?;
+        let cpu = usize::try_from(cpu)
+            .ok()
+            .filter(|&c| c <= MAX_CPU)
+            .ok_or_else(|| usage(format!("-c {cpu}: no such CPU")))?;
+        check_cpu(cpu, &allowed)?;
+        vec![cpu]
+    } else if allowed.contains(&0) {
+        vec![0]
+    } else {
+        vec![*allowed.first().ok_or_else(|| usage("no CPU is usable"))?]
+    })
+}
+
+/// `-H` and `-B`: Xenomai's histogram cells and their width in ns.
+fn histogram_of(args: &TimerArgs) -> Result<(usize, u64), UsageError> {
+    let histogram_cells = match args.cells.as_deref() {
+        None => DEFAULT_CELLS,
+        Some(t) => {
+            let n = positive("-H", t)?;
+            if n > MAX_CELLS as u64 {
+                return Err(usage(format!(
+                    "-H {n}: at most {MAX_CELLS} histogram cells; use a wider -B instead"
+                )));
+            }
+            n as usize
+        }
+    };
+    let bucket_ns = match args.bucket.as_deref() {
+        None => DEFAULT_BUCKET_NS,
+        Some(t) => {
+            let n = positive("-B", t)?;
+            if n > MAX_BUCKET_NS {
+                return Err(usage(format!(
+                    "-B {n}: a histogram cell can be at most 1 s ({MAX_BUCKET_NS} ns) wide"
+                )));
+            }
+            n
+        }
+    };
+    Ok((histogram_cells, bucket_ns))
+}
+
+/// `--warmup`: loops measured but not reported (at most one hour's).
+fn warmup_of(args: &TimerArgs) -> Result<u64, UsageError> {
+    Ok(match args.warmup.as_deref() {
+        None => 1,
+        Some(t) => {
+            let n = parse_count("--warmup", t)?;
+            if n > MAX_WARMUP_LOOPS {
+                return Err(usage(format!(
+                    "--warmup {n}: at most {MAX_WARMUP_LOOPS} loops (one hour)"
+                )));
+            }
+            n
+        }
+    })
 }
 
 #[cfg(test)]

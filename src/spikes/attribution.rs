@@ -312,26 +312,7 @@ pub fn attribute_events<'e>(
             seen_in_window = true;
         }
         if event.time >= start {
-            match event.kind {
-                Kind::Wakeup {
-                    pid,
-                    prio,
-                    target_cpu,
-                } if window.measured.contains(&pid) && target_cpu as usize == window.cpu => {
-                    woken.get_or_insert((event.time, prio));
-                }
-                // A measuring task lost the CPU while still runnable.
-                Kind::Switch(s)
-                    if window.measured.contains(&s.prev_pid)
-                        && s.prev_runnable()
-                        && !window.measured.contains(&s.next_pid) =>
-                {
-                    verdict.preempted_by.get_or_insert_with(|| {
-                        task_name(s.next_pid, s.next_prio, &s.next_comm, window.tracer)
-                    });
-                }
-                _ => {}
-            }
+            note_wakeup_or_preemption(event, window, &mut woken, &mut verdict);
         }
         // A task that ran after the measured task was woken is judged when
         // it leaves the CPU, by the priority it leaves with: its priority
@@ -392,6 +373,37 @@ pub fn attribute_events<'e>(
     };
     spike.summary = summary(&spike);
     spike
+}
+
+/// At or after the due time: the measured task's wake-up onto the window's
+/// CPU (the first one counts), or a measuring task losing the CPU while
+/// still runnable (the first task that took it).
+fn note_wakeup_or_preemption(
+    event: &TraceEvent,
+    window: &Window<'_>,
+    woken: &mut Option<(u64, i32)>,
+    verdict: &mut Verdict,
+) {
+    match event.kind {
+        Kind::Wakeup {
+            pid,
+            prio,
+            target_cpu,
+        } if window.measured.contains(&pid) && target_cpu as usize == window.cpu => {
+            woken.get_or_insert((event.time, prio));
+        }
+        // A measuring task lost the CPU while still runnable.
+        Kind::Switch(s)
+            if window.measured.contains(&s.prev_pid)
+                && s.prev_runnable()
+                && !window.measured.contains(&s.next_pid) =>
+        {
+            verdict.preempted_by.get_or_insert_with(|| {
+                task_name(s.next_pid, s.next_prio, &s.next_comm, window.tracer)
+            });
+        }
+        _ => {}
+    }
 }
 
 /// Who held off the measured task after its wake-up.

@@ -225,10 +225,10 @@ impl TraceSession {
             } else {
                 EVENTS.to_string()
             },
-            events_read: stats.events_read,
-            events_lost: stats.events_lost,
-            reader_cpu_ns: stats.reader_cpu_ns,
-            reader_on_measured_cpus: stats.reader_on_traced_cpus,
+            events_read: stats.end.counts.events_read,
+            events_lost: stats.end.events_lost,
+            reader_cpu_ns: stats.end.counts.cpu_ns,
+            reader_on_measured_cpus: stats.end.counts.on_traced_cpus,
         };
         (figures, summary)
     }

@@ -41,7 +41,7 @@ mod sender;
 mod start;
 mod state;
 
-pub use crate::report::EndReason;
+use crate::report::EndReason;
 pub use live::{PairLive, Progress, SenderLive};
 pub use outcome::{PairOutcome, RunOutcome};
 pub use plan::{Mode, PairPlan, RunPlan, Tasks};

@@ -4,12 +4,12 @@
 //! done or the duration is over, once a second shows the progress, and
 //! serves a snapshot (SIGUSR1) when one is asked for.
 
-use super::EndReason;
 use super::live::Progress;
 use super::plan::RunPlan;
 use super::process::check_senders;
 use super::start::Started;
 use super::state::RunState;
+use crate::report::EndReason;
 use crate::rt::signals::{take_snapshot_request, wait_for_stop_signal};
 use crate::stats::LatencyRecorder;
 use crate::stats::window::{WindowHook, WindowSeries};

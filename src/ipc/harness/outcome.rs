@@ -2,12 +2,12 @@
 //! per-second series) and for the run (why it ended, its error, its times),
 //! assembled from the tasks' results and live values once they are joined.
 
-use super::EndReason;
 use super::live::PairLive;
 use super::plan::PairPlan;
-use super::start::ReceiverResult;
+use super::receiver::ReceiverResult;
 use super::state::RunState;
 use crate::ipc::PairChannels;
+use crate::report::EndReason;
 use crate::stats::LatencyRecorder;
 use crate::stats::window::{SecondStats, WindowSeries};
 use std::sync::atomic::Ordering;

@@ -2,12 +2,11 @@
 //! owns its statistics. Always a thread of this process. THE IPC sample is
 //! timed in `ReceiverLoop::take_sample`.
 
-use super::EndReason;
 use super::live::PairLive;
 use super::plan::Mode;
-use super::start::{ReceiverResult, set_up_current_task};
-use super::state::{RunState, StartGate, TaskContext, sleep_until_or_stop};
+use super::state::{RunState, StartGate, TaskContext, set_up_current_task, sleep_until_or_stop};
 use crate::ipc::{PairChannels, Wake};
+use crate::report::EndReason;
 use crate::rt::clock::monotonic_ns;
 use crate::rt::sched;
 use crate::stats::LatencyRecorder;
@@ -15,6 +14,10 @@ use crate::stats::samples::ring_of;
 use crate::stats::window::WindowWriter;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
+
+/// What a receiver thread hands back: its samples and how many were above
+/// the limit.
+pub(super) type ReceiverResult = (LatencyRecorder, u64);
 
 /// The receiver thread: set up, wait for the start, sample, release the sender.
 pub(super) fn receiver_task(

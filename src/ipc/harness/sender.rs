@@ -4,8 +4,7 @@
 //! forked child (`process`): the code here is allocation-free for that.
 
 use super::plan::Mode;
-use super::start::set_up_current_task;
-use super::state::{TaskContext, sleep_until_or_stop};
+use super::state::{TaskContext, set_up_current_task, sleep_until_or_stop};
 use crate::ipc::Wake;
 use crate::rt::clock::{Deadline, monotonic_ns};
 use crate::rt::sched;

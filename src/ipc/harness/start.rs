@@ -3,13 +3,12 @@
 //! the wait until every one has reported its setup. `Started` holds what is
 //! running, so that every exit path stops and joins it all.
 
-use super::live::{SETUP_FAILED, SETUP_PENDING, SetupStep};
-use super::plan::{PairPlan, RunPlan, Tasks};
+use super::live::{SETUP_FAILED, SETUP_PENDING};
+use super::plan::{RunPlan, Tasks};
 use super::process::{SenderProcess, fork_sender};
-use super::receiver::receiver_task;
+use super::receiver::{ReceiverResult, receiver_task};
 use super::sender::sender_task;
 use super::state::{RunState, StartGate, TaskContext};
-use crate::rt::sched;
 use crate::stats::LatencyRecorder;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -20,10 +19,6 @@ use std::time::{Duration, Instant};
 const MEASURING_THREAD_STACK: usize = 256 * 1024;
 /// Longest wait for the tasks to report their setup.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// What a receiver thread hands back: its samples and how many were above
-/// the limit.
-pub(super) type ReceiverResult = (LatencyRecorder, u64);
 
 /// The tasks started so far.
 #[derive(Default)]
@@ -135,20 +130,6 @@ pub(super) fn wait_for_setup(
         }
         std::thread::sleep(Duration::from_millis(1));
     }
-}
-
-/// Affinity, timer slack, scheduling: the part of the setup every task does.
-/// Allocation-free, for forked children.
-pub(super) fn set_up_current_task(
-    cpu: Option<usize>,
-    pair: &PairPlan,
-) -> Result<(), (SetupStep, i32)> {
-    sched::minimal_timer_slack();
-    if let Some(cpu) = cpu {
-        sched::try_pin_current_thread(cpu).map_err(|e| (SetupStep::Pin, e))?;
-    }
-    sched::try_set_current_thread_policy(pair.policy, pair.priority)
-        .map_err(|e| (SetupStep::Policy, e))
 }
 
 fn spawn_measuring_thread<T: Send + 'static>(

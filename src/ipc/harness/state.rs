@@ -2,10 +2,10 @@
 //! ended, the channels and live values of each pair, the start gate, and the
 //! per-task view of it all (`TaskContext`).
 
-use super::EndReason;
-use super::live::PairLive;
+use super::live::{PairLive, SetupStep};
 use super::plan::{Mode, PairPlan, RunPlan};
 use crate::ipc::{Channel, PairChannels};
+use crate::report::EndReason;
 use crate::rt::shm::SharedBox;
 use crate::rt::tracefs::BreakTrace;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -138,4 +138,18 @@ impl TaskContext {
 /// Sleeps until `deadline_ns` in slices, so a stop request is seen promptly.
 pub(super) fn sleep_until_or_stop(deadline_ns: u64, flags: &RunFlags) {
     crate::rt::clock::sleep_until_or_stop(&flags.stop, deadline_ns, MAX_SLEEP_SLICE_NS);
+}
+
+/// Affinity, timer slack, scheduling: the part of the setup every task does.
+/// Allocation-free, for forked children.
+pub(super) fn set_up_current_task(
+    cpu: Option<usize>,
+    pair: &PairPlan,
+) -> Result<(), (SetupStep, i32)> {
+    crate::rt::sched::minimal_timer_slack();
+    if let Some(cpu) = cpu {
+        crate::rt::sched::try_pin_current_thread(cpu).map_err(|e| (SetupStep::Pin, e))?;
+    }
+    crate::rt::sched::try_set_current_thread_policy(pair.policy, pair.priority)
+        .map_err(|e| (SetupStep::Policy, e))
 }

@@ -2,19 +2,17 @@
 //! verdict. Units are chosen per value (ns, us, ms, s).
 
 // The console exporter's own parts: the timer's and the log-disk test's tables.
+pub mod compare;
 pub mod logdisk;
 pub mod noise;
 pub mod overview;
 pub mod timer;
 
+use super::cells::{
+    Table, cpus_cell, end_reason_text, interrupted_before_measuring, latency_cell, percentile_cell,
+};
 use super::{Exporter, Report, Series, TestResult};
 use crate::units::format_ns;
-// The shared text pieces (report/cells.rs), also by the names the commands
-// have used for them.
-pub use super::cells::{
-    Table, cpus_cell, end_reason_text, interrupted_before_measuring, latency_cell, machine_line,
-    percentile_cell,
-};
 use std::io::Write;
 
 pub fn series_table(test: &TestResult) -> Table {

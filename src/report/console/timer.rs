@@ -2,7 +2,7 @@
 //! merge), and with `--breakdown` where each wake-up's latency was spent.
 
 use crate::report::TestResult;
-pub use crate::report::cells::latency_cells;
+use crate::report::cells::latency_cells;
 use crate::report::cells::{Table, cpus_cell, latency_cell, percentile_cell};
 use crate::units::format_ns;
 

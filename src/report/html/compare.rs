@@ -3,8 +3,8 @@
 //! `--fail-if` threshold, per matched series the table of figures and the
 //! percentile plot of the bases and the new report overlaid.
 //!
-//! The comparison itself is `commands::compare`'s; it hands this exporter
-//! the figures as plain data (an exporter imports no command).
+//! The comparison itself is `crate::compare`'s; the command hands this
+//! exporter the figures as plain data (an exporter imports no command).
 
 use super::{escape, figure_html, page_start, plots};
 use crate::report::ThresholdCheck;

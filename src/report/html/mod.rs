@@ -12,6 +12,7 @@ use super::cells::{cpus_cell, end_reason_text, latency_cell, percentile_cell};
 pub mod compare;
 pub mod plots;
 
+use super::cells::{Markup, escape_markup};
 use super::{Report, Series, TestResult};
 use crate::stats::LatencySummary;
 use crate::units::format_ns;
@@ -38,20 +39,9 @@ pub struct Rendered {
     pub plots: Vec<Plot>,
 }
 
-/// Text for HTML content and attribute values.
+/// Text for HTML content and attribute values (and SVG's).
 pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
+    escape_markup(text, Markup::Html)
 }
 
 /// A command line as a shell would take it back (single quotes where needed).
@@ -447,7 +437,7 @@ fn time_marks(runs: &[Run], group: &TestGroup) -> Marks {
                 // The series' own start, else the test's (its series start together).
                 let start = index
                     .and_then(|i| starts[i])
-                    .or_else(|| median(starts.iter().flatten().copied().collect()));
+                    .or_else(|| lower_median(starts.iter().flatten().copied().collect()));
                 let Some(start) = start else {
                     marks.spikes_unplaced += 1;
                     continue;
@@ -519,8 +509,53 @@ fn time_marks(runs: &[Run], group: &TestGroup) -> Marks {
     marks
 }
 
-/// The middle value (of an odd count; the lower middle of an even one).
-fn median(mut values: Vec<f64>) -> Option<f64> {
+/// The caption of the over-time plot of `series`: what it draws, how windows
+/// merge, the marks in it (`marks`), and what the figures are for OS noise.
+fn per_second_caption(
+    series: &[(usize, &TestResult, &Series)],
+    marks: &Marks,
+    noise: bool,
+) -> String {
+    let merged = series
+        .iter()
+        .any(|(_, _, s)| s.per_second.iter().any(|w| w.span_s > 1));
+    let with_p99 = series
+        .iter()
+        .any(|(_, _, s)| s.per_second.iter().any(|w| plots::window_p99(w).is_some()));
+    let mut caption = format!(
+        "Over time, on a log latency axis so one spike does not flatten the rest: each \
+         window's minimum (thin, lightest), mean (lighter) and maximum (thick, the series' \
+         colour) latency per series{}. \
+         Beyond {} windows per series, consecutive windows are merged for the plot \
+         (minimum of the minima, maximum of the maxima, sample-weighted mean{}).",
+        if with_p99 {
+            ", and its p99 (dashed, darker)"
+        } else {
+            " (this report keeps no percentile per window, so no p99 is drawn)"
+        },
+        plots::MAX_TIME_POINTS,
+        if with_p99 { ", highest p99" } else { "" }
+    );
+    caption.push_str(&marks.caption());
+    if merged {
+        caption.push_str(
+            " Some windows already span several seconds in the report (long runs keep \
+             at most two hours of one-second windows).",
+        );
+    }
+    if noise {
+        caption.push_str(
+            " For OS noise each window's figures are its interruptions: the shortest, \
+             the mean and the longest.",
+        );
+    }
+    caption
+}
+
+/// The lower median: the middle value of an odd count, the lower of the two
+/// middle ones of an even count; always one of `values`, unlike
+/// `threshold::median`, which averages the two middle ones.
+fn lower_median(mut values: Vec<f64>) -> Option<f64> {
     values.sort_by(f64::total_cmp);
     values.get(values.len().saturating_sub(1) / 2).copied()
 }
@@ -531,7 +566,7 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
 /// whose latency is the maximum of exactly one window of its series lies in
 /// that window, so the start lies within one window's span before it. The
 /// spans of all such spikes are intersected and the middle taken; when they
-/// do not meet (windows of loops rather than exact seconds), the median of
+/// do not meet (windows of loops rather than exact seconds), the lower median of
 /// the window middles.
 fn spike_clock_starts(test: &TestResult, trace: &crate::report::SpikeTrace) -> Vec<Option<f64>> {
     test.series
@@ -565,7 +600,7 @@ fn spike_clock_starts(test: &TestResult, trace: &crate::report::SpikeTrace) -> V
             } else if earliest <= latest {
                 Some(best_start(series, trace, earliest, latest))
             } else {
-                median(spans.iter().map(|s| (s.0 + s.1) / 2.0).collect())
+                lower_median(spans.iter().map(|s| (s.0 + s.1) / 2.0).collect())
             }
         })
         .collect()
@@ -773,19 +808,9 @@ impl Page {
         out.push_str("</section>\n");
     }
 
-    /// The `section`-th test section (numbers the plot files).
-    fn test_section(
-        &mut self,
-        section: usize,
-        runs: &[Run],
-        group: &TestGroup,
-    ) -> Result<(), String> {
-        let run_count = runs.len();
-        let _ = writeln!(
-            self.html,
-            "<section class=\"test\">\n<h2>{}</h2>",
-            escape(&group.heading)
-        );
+    /// One line per run of the group's test: what it measured, how it was
+    /// set up and how it ended, and its error if any.
+    fn test_facts(&mut self, run_count: usize, group: &TestGroup) {
         for &(r, test) in &group.tests {
             let who = if run_count > 1 {
                 format!("{}: ", run_name(r))
@@ -809,6 +834,57 @@ impl Page {
                 );
             }
         }
+    }
+
+    /// OS noise's share plot: each window's share of the time spun that the
+    /// CPU lost to interruptions.
+    fn noise_share_figure(
+        &mut self,
+        (title, stem): (&str, &str),
+        series: &[(usize, &TestResult, &Series)],
+        plotted: &[PlotSeries],
+    ) -> Result<(), String> {
+        let shares: Vec<plots::ShareSeries> = series
+            .iter()
+            .zip(plotted)
+            .filter_map(|(&(_, t, s), p)| {
+                let cpu = s.noise_cpu()?;
+                Some(plots::ShareSeries {
+                    label: p.label.clone(),
+                    per_second: &s.per_second,
+                    duty: noise_duty(t),
+                    // The time spun is the run less the duty cycle's off time.
+                    end_s: cpu.measured_ns as f64 / 1e9 / noise_duty(t),
+                })
+            })
+            .collect();
+        let share = plots::noise_share_svg(title, &shares)?;
+        self.figure(
+            share,
+            format!("{stem}-noise-share"),
+            "Noise over time: the share of each window's spinning time the CPU lost to \
+             interruptions (the sum of the window's interruptions over the time spun in \
+             it), one line per CPU, on a linear axis. Zero where no interruption above \
+             the threshold happened. The table's Noise column is the same share over the \
+             whole run.",
+        );
+        Ok(())
+    }
+
+    /// The `section`-th test section (numbers the plot files).
+    fn test_section(
+        &mut self,
+        section: usize,
+        runs: &[Run],
+        group: &TestGroup,
+    ) -> Result<(), String> {
+        let run_count = runs.len();
+        let _ = writeln!(
+            self.html,
+            "<section class=\"test\">\n<h2>{}</h2>",
+            escape(&group.heading)
+        );
+        self.test_facts(run_count, group);
         let series: Vec<(usize, &TestResult, &Series)> = group
             .tests
             .iter()
@@ -873,65 +949,10 @@ impl Page {
         );
         let marks = time_marks(runs, group);
         let per_second = plots::per_second_svg(title, &plotted, &marks.marks)?;
-        let merged = series
-            .iter()
-            .any(|(_, _, s)| s.per_second.iter().any(|w| w.span_s > 1));
-        let with_p99 = series
-            .iter()
-            .any(|(_, _, s)| s.per_second.iter().any(|w| plots::window_p99(w).is_some()));
-        let mut caption = format!(
-            "Over time, on a log latency axis so one spike does not flatten the rest: each \
-             window's minimum (thin, lightest), mean (lighter) and maximum (thick, the series' \
-             colour) latency per series{}. \
-             Beyond {} windows per series, consecutive windows are merged for the plot \
-             (minimum of the minima, maximum of the maxima, sample-weighted mean{}).",
-            if with_p99 {
-                ", and its p99 (dashed, darker)"
-            } else {
-                " (this report keeps no percentile per window, so no p99 is drawn)"
-            },
-            plots::MAX_TIME_POINTS,
-            if with_p99 { ", highest p99" } else { "" }
-        );
-        caption.push_str(&marks.caption());
-        if merged {
-            caption.push_str(
-                " Some windows already span several seconds in the report (long runs keep \
-                 at most two hours of one-second windows).",
-            );
-        }
-        if noise {
-            caption.push_str(
-                " For OS noise each window's figures are its interruptions: the shortest, \
-                 the mean and the longest.",
-            );
-        }
+        let caption = per_second_caption(&series, &marks, noise);
         self.figure(per_second, format!("{stem}-per-second"), &caption);
         if noise {
-            let shares: Vec<plots::ShareSeries> = series
-                .iter()
-                .zip(&plotted)
-                .filter_map(|(&(_, t, s), p)| {
-                    let cpu = s.noise_cpu()?;
-                    Some(plots::ShareSeries {
-                        label: p.label.clone(),
-                        per_second: &s.per_second,
-                        duty: noise_duty(t),
-                        // The time spun is the run less the duty cycle's off time.
-                        end_s: cpu.measured_ns as f64 / 1e9 / noise_duty(t),
-                    })
-                })
-                .collect();
-            let share = plots::noise_share_svg(title, &shares)?;
-            self.figure(
-                share,
-                format!("{stem}-noise-share"),
-                "Noise over time: the share of each window's spinning time the CPU lost to \
-                 interruptions (the sum of the window's interruptions over the time spun in \
-                 it), one line per CPU, on a linear axis. Zero where no interruption above \
-                 the threshold happened. The table's Noise column is the same share over the \
-                 whole run.",
-            );
+            self.noise_share_figure((title, &stem), &series, &plotted)?;
         }
         for &(r, test) in &group.tests {
             if let Some(spikes) = &test.spikes {
@@ -1042,49 +1063,11 @@ impl Page {
         group: &TestGroup,
         series: &[(usize, &TestResult, &Series)],
     ) {
-        let any = |f: &dyn Fn(&Series) -> bool| series.iter().any(|(_, _, s)| f(s));
-        let ipc = any(&|s| s.ipc_pair().is_some());
-        let timer = any(&|s| s.timer_thread().is_some());
-        let disk = any(&|s| s.disk_writer().is_some());
-        let noise = any(&|s| s.noise_cpu().is_some());
-        let limit = group
-            .tests
-            .iter()
-            .any(|(_, t)| t.config.max_latency_us.is_some());
-        // A column that says nothing is left out: CPUs when no series was
-        // pinned nor placed (log-disk writers: every cell a bare `~`), and
-        // overruns where nothing is periodic and none happened.
-        let cpus = any(&|s| s.pinned || !s.cpus.is_empty());
-        let overruns = ipc || timer || any(&|s| s.overruns > 0);
-        let mut head = vec!["", "Series"];
-        if cpus {
-            head.push("CPU");
-        }
-        head.extend(["Policy", "Samples"]);
-        head.extend(["Min", "Avg", "P50", "P99", "P99.9", "P99.99", "Max"]);
-        if overruns {
-            head.push("Overruns");
-        }
-        // Left-aligned: the swatch, the names and the policy.
-        let text_columns = if cpus { 4 } else { 3 };
-        if ipc {
-            head.push("Timeouts");
-        }
-        if timer {
-            head.push("Msw");
-        }
-        if disk {
-            head.extend(["IOPS", "MB/s"]);
-        }
-        if noise {
-            head.extend(["Noise", "Loops/s", "Causes (traced)"]);
-        }
-        if limit {
-            head.push("Above limit");
-        }
+        let columns = Columns::of(group, series);
+        let text_columns = columns.text_columns();
         let out = &mut self.html;
         out.push_str("<table class=\"summary\">\n<tr>");
-        for (i, h) in head.iter().enumerate() {
+        for (i, h) in columns.head().iter().enumerate() {
             let class = if i < text_columns { " class=\"l\"" } else { "" };
             let _ = write!(out, "<th{class}>{}</th>", escape(h));
         }
@@ -1094,49 +1077,7 @@ impl Page {
                    label: &str,
                    s: Option<&Series>,
                    l: &LatencySummary| {
-            let mut cells: Vec<String> = vec![swatch.to_string(), escape(label)];
-            if cpus {
-                cells.push(s.map_or(String::new(), |s| escape(&cpus_cell(s))));
-            }
-            cells.push(s.map_or(String::new(), |s| {
-                escape(&format!("{} {}", s.policy, s.priority))
-            }));
-            cells.extend(latency_cells(l).iter().map(|c| escape(c)));
-            if overruns {
-                cells.push(s.map_or(String::new(), |s| s.overruns.to_string()));
-            }
-            if ipc {
-                cells.push(
-                    s.and_then(Series::ipc_pair)
-                        .map_or(String::new(), |p| p.timeouts.to_string()),
-                );
-            }
-            if timer {
-                cells.push(
-                    s.and_then(Series::timer_thread)
-                        .map_or(String::new(), |t| t.msw.to_string()),
-                );
-            }
-            if disk {
-                let w = s.and_then(Series::disk_writer);
-                cells.push(w.map_or(String::new(), |w| format!("{:.0}", w.iops)));
-                cells.push(w.map_or(String::new(), |w| format!("{:.1}", w.bytes_per_s / 1e6)));
-            }
-            if noise {
-                let n = s.and_then(Series::noise_cpu);
-                cells.push(n.map_or(String::new(), |n| format!("{:.4} %", n.noise_percent)));
-                cells.push(n.map_or(String::new(), |n| format!("{:.0}", n.loops_per_s)));
-                cells.push(n.map_or(String::new(), |n| {
-                    escape(
-                        &n.causes
-                            .as_ref()
-                            .map_or_else(|| "-".to_string(), |c| c.shares_line(3)),
-                    )
-                }));
-            }
-            if limit {
-                cells.push(s.map_or(String::new(), |s| s.above_limit.to_string()));
-            }
+            let cells = columns.cells(swatch, label, s, l);
             let class = if s.is_none() { " class=\"all\"" } else { "" };
             let _ = write!(out, "<tr{class}>");
             for (i, c) in cells.iter().enumerate() {
@@ -1171,6 +1112,133 @@ impl Page {
             }
         }
         out.push_str("</table>\n");
+    }
+}
+
+/// The columns of a summary table: the figures every series has, and those
+/// of the kinds of series in it. A column that says nothing is left out.
+struct Columns {
+    cpus: bool,
+    overruns: bool,
+    ipc: bool,
+    timer: bool,
+    disk: bool,
+    noise: bool,
+    limit: bool,
+}
+
+impl Columns {
+    fn of(group: &TestGroup, series: &[(usize, &TestResult, &Series)]) -> Columns {
+        let any = |f: &dyn Fn(&Series) -> bool| series.iter().any(|(_, _, s)| f(s));
+        let ipc = any(&|s| s.ipc_pair().is_some());
+        let timer = any(&|s| s.timer_thread().is_some());
+        let disk = any(&|s| s.disk_writer().is_some());
+        let noise = any(&|s| s.noise_cpu().is_some());
+        let limit = group
+            .tests
+            .iter()
+            .any(|(_, t)| t.config.max_latency_us.is_some());
+        // A column that says nothing is left out: CPUs when no series was
+        // pinned nor placed (log-disk writers: every cell a bare `~`), and
+        // overruns where nothing is periodic and none happened.
+        let cpus = any(&|s| s.pinned || !s.cpus.is_empty());
+        let overruns = ipc || timer || any(&|s| s.overruns > 0);
+        Columns {
+            cpus,
+            overruns,
+            ipc,
+            timer,
+            disk,
+            noise,
+            limit,
+        }
+    }
+
+    /// The left-aligned columns, first: the swatch, the names and the policy.
+    fn text_columns(&self) -> usize {
+        if self.cpus { 4 } else { 3 }
+    }
+
+    fn head(&self) -> Vec<&'static str> {
+        let mut head = vec!["", "Series"];
+        if self.cpus {
+            head.push("CPU");
+        }
+        head.extend(["Policy", "Samples"]);
+        head.extend(["Min", "Avg", "P50", "P99", "P99.9", "P99.99", "Max"]);
+        if self.overruns {
+            head.push("Overruns");
+        }
+        if self.ipc {
+            head.push("Timeouts");
+        }
+        if self.timer {
+            head.push("Msw");
+        }
+        if self.disk {
+            head.extend(["IOPS", "MB/s"]);
+        }
+        if self.noise {
+            head.extend(["Noise", "Loops/s", "Causes (traced)"]);
+        }
+        if self.limit {
+            head.push("Above limit");
+        }
+        head
+    }
+
+    /// One row's cells: a series (`s`), or a test's series merged (None).
+    fn cells(
+        &self,
+        swatch: &str,
+        label: &str,
+        s: Option<&Series>,
+        l: &LatencySummary,
+    ) -> Vec<String> {
+        let mut cells: Vec<String> = vec![swatch.to_string(), escape(label)];
+        if self.cpus {
+            cells.push(s.map_or(String::new(), |s| escape(&cpus_cell(s))));
+        }
+        cells.push(s.map_or(String::new(), |s| {
+            escape(&format!("{} {}", s.policy, s.priority))
+        }));
+        cells.extend(latency_cells(l).iter().map(|c| escape(c)));
+        if self.overruns {
+            cells.push(s.map_or(String::new(), |s| s.overruns.to_string()));
+        }
+        if self.ipc {
+            cells.push(
+                s.and_then(Series::ipc_pair)
+                    .map_or(String::new(), |p| p.timeouts.to_string()),
+            );
+        }
+        if self.timer {
+            cells.push(
+                s.and_then(Series::timer_thread)
+                    .map_or(String::new(), |t| t.msw.to_string()),
+            );
+        }
+        if self.disk {
+            let w = s.and_then(Series::disk_writer);
+            cells.push(w.map_or(String::new(), |w| format!("{:.0}", w.iops)));
+            cells.push(w.map_or(String::new(), |w| format!("{:.1}", w.bytes_per_s / 1e6)));
+        }
+        if self.noise {
+            let n = s.and_then(Series::noise_cpu);
+            cells.push(n.map_or(String::new(), |n| format!("{:.4} %", n.noise_percent)));
+            cells.push(n.map_or(String::new(), |n| format!("{:.0}", n.loops_per_s)));
+            cells.push(n.map_or(String::new(), |n| {
+                escape(
+                    &n.causes
+                        .as_ref()
+                        .map_or_else(|| "-".to_string(), |c| c.shares_line(3)),
+                )
+            }));
+        }
+        if self.limit {
+            cells.push(s.map_or(String::new(), |s| s.above_limit.to_string()));
+        }
+        cells
     }
 }
 

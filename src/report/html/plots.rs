@@ -13,6 +13,7 @@
 //! merging consecutive windows with their minimum, sample-weighted mean and
 //! maximum (`stats::window::coarsened`): a spike is never averaged away.
 
+use crate::report::cells::{Markup, escape_markup};
 use crate::stats::LatencySummary;
 use crate::stats::window::{SecondStats, coarsened};
 use plotters::coord::Shift;
@@ -300,21 +301,7 @@ pub fn histogram_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<St
     let Some(axis) = HistogramAxis::of(&all) else {
         return Ok(None);
     };
-    // Per series: the body's bin counts and the outliers (ns, count).
-    let mut binned: Vec<Binned> = Vec::new();
-    for s in series {
-        let mut counts = vec![0u64; LOG_BINS];
-        let mut outliers = Vec::new();
-        for b in &s.latency.histogram {
-            let m = middle(b);
-            if axis.strip_high_ns.is_some() && m as f64 > axis.high_ns {
-                outliers.push((m, b.count));
-            } else {
-                counts[axis.bin(m as f64)] += b.count;
-            }
-        }
-        binned.push((counts, outliers));
-    }
+    let binned = bin_series(series, &axis, middle);
     let top = binned
         .iter()
         .flat_map(|(c, o)| c.iter().copied().chain(o.iter().map(|x| x.1)))
@@ -391,39 +378,7 @@ pub fn histogram_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<St
                     .draw_series(std::iter::once(Circle::new((x, n as f64), 4, c.filled())))
                     .map_err(drawing_error)?;
             }
-            // p50, p99 and the maximum as marks on the latency axis.
-            let l = s.latency;
-            let marks = [
-                ("p50", l.percentile(50.0)),
-                ("p99", l.percentile(99.0)),
-                ("max", (l.samples > 0).then_some(l.max_ns)),
-            ];
-            for (name, value) in marks {
-                let Some(ns) = value else { continue };
-                let x = axis.position(ns as f64);
-                chart
-                    .draw_series([PathElement::new(
-                        vec![(x, floor), (x, floor * 2.2)],
-                        c.stroke_width(3),
-                    )])
-                    .map_err(drawing_error)?;
-                // A mark near the right edge is written to its left, so
-                // that the plot does not cut it ("max 686 u").
-                let mut style = text_style(c);
-                if x > MARK_TEXT_TO_THE_LEFT {
-                    style.pos = plotters::style::text_anchor::Pos::new(
-                        plotters::style::text_anchor::HPos::Right,
-                        plotters::style::text_anchor::VPos::Top,
-                    );
-                }
-                chart
-                    .draw_series(std::iter::once(Text::new(
-                        format!("{name} {}", crate::units::format_ns(ns)),
-                        (x, floor * (2.6 + 1.6 * i as f64)),
-                        style,
-                    )))
-                    .map_err(drawing_error)?;
-            }
+            draw_percentile_marks(&mut chart, (s.latency, &axis), c, i, floor)?;
         }
         if overflow > 0 {
             chart
@@ -439,6 +394,77 @@ pub fn histogram_svg(title: &str, series: &[PlotSeries]) -> DrawResult<Option<St
         draw_legend(&mut chart, SeriesLabelPosition::UpperRight)
     })
     .map(Some)
+}
+
+/// Per series: the body's bin counts on `axis` and the outliers (ns,
+/// count), each bucket counted at its `middle`.
+fn bin_series(
+    series: &[PlotSeries],
+    axis: &HistogramAxis,
+    middle: impl Fn(&crate::stats::Bucket) -> i64,
+) -> Vec<Binned> {
+    let mut binned: Vec<Binned> = Vec::new();
+    for s in series {
+        let mut counts = vec![0u64; LOG_BINS];
+        let mut outliers = Vec::new();
+        for b in &s.latency.histogram {
+            let m = middle(b);
+            if axis.strip_high_ns.is_some() && m as f64 > axis.high_ns {
+                outliers.push((m, b.count));
+            } else {
+                counts[axis.bin(m as f64)] += b.count;
+            }
+        }
+        binned.push((counts, outliers));
+    }
+    binned
+}
+
+/// A series' p50, p99 and maximum as marks on the latency axis of `chart`,
+/// in its colour `c`; series `i`'s labels on their own line.
+fn draw_percentile_marks(
+    chart: &mut ChartContext<SVGBackend, Cartesian2d<RangedCoordf64, LogCoord<f64>>>,
+    (l, axis): (&LatencySummary, &HistogramAxis),
+    c: RGBColor,
+    i: usize,
+    floor: f64,
+) -> DrawResult<()> {
+    let text_style = |c: RGBColor| TextStyle {
+        color: c.to_backend_color(),
+        ..TextStyle::from(("sans-serif", 12).into_font())
+    };
+    let marks = [
+        ("p50", l.percentile(50.0)),
+        ("p99", l.percentile(99.0)),
+        ("max", (l.samples > 0).then_some(l.max_ns)),
+    ];
+    for (name, value) in marks {
+        let Some(ns) = value else { continue };
+        let x = axis.position(ns as f64);
+        chart
+            .draw_series([PathElement::new(
+                vec![(x, floor), (x, floor * 2.2)],
+                c.stroke_width(3),
+            )])
+            .map_err(drawing_error)?;
+        // A mark near the right edge is written to its left, so
+        // that the plot does not cut it ("max 686 u").
+        let mut style = text_style(c);
+        if x > MARK_TEXT_TO_THE_LEFT {
+            style.pos = plotters::style::text_anchor::Pos::new(
+                plotters::style::text_anchor::HPos::Right,
+                plotters::style::text_anchor::VPos::Top,
+            );
+        }
+        chart
+            .draw_series(std::iter::once(Text::new(
+                format!("{name} {}", crate::units::format_ns(ns)),
+                (x, floor * (2.6 + 1.6 * i as f64)),
+                style,
+            )))
+            .map_err(drawing_error)?;
+    }
+    Ok(())
 }
 
 /// The legend of the series (and marks) in the plots' one look, at `position`.
@@ -534,13 +560,6 @@ fn p99_points(
             (first, end, chunk.iter().filter_map(p99).max())
         })
         .collect()
-}
-
-/// Text for SVG content (`<title>`).
-fn xml_text(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 /// Per-second minimum, mean and maximum of every series over time (thick:
@@ -654,90 +673,147 @@ fn over_time_svg(
                     drawn.label(s.label.as_str()).legend(legend_mark(style));
                 }
             }
-            // The p99 per window, dashed: each run of windows that has one
-            // is a polyline of its own (a window without one breaks it).
-            let mut run: Vec<String> = Vec::new();
-            let mut flush = |run: &mut Vec<String>| {
-                if run.len() > 1 {
-                    overlay.push(format!(
-                        "<polyline class=\"p99\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" \
-                         stroke-dasharray=\"6 3\" points=\"{}\"/>",
-                        css(p99_shade),
-                        run.join(" ")
-                    ));
-                }
-                run.clear();
-            };
-            for &(from, to, value) in &p99s[i] {
-                match value {
-                    Some(ns) => {
-                        let y = (ns as f64).clamp(y_low, y_high);
-                        for x in [from, to] {
-                            let (px, py) = chart.backend_coord(&(x as f64 / unit_s, y));
-                            run.push(format!("{px},{py}"));
-                        }
-                    }
-                    None => flush(&mut run),
-                }
-            }
-            flush(&mut run);
-        }
-        // A legend entry per kind of mark present (an empty series carries it).
-        let spike_shape: fn(i32, i32) -> Vec<(i32, i32)> =
-            |x, y| vec![(x + 4, y - 5), (x + 16, y - 5), (x + 10, y + 5)];
-        let kernel_shape: fn(i32, i32) -> Vec<(i32, i32)> =
-            |x, y| vec![(x + 10, y - 6), (x + 16, y), (x + 10, y + 6), (x + 4, y)];
-        let kinds = [
-            (MarkKind::Spike, "traced spike (hover: its cause)", spike_shape, BLACK.mix(0.7)),
-            (MarkKind::KernelLog, "kernel log message (hover: its text)", kernel_shape, KERNEL_MARK.mix(1.0)),
-        ];
-        for (kind, label, shape, fill) in kinds {
-            if marks.iter().any(|m| m.kind == kind) {
-                chart
-                    .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())
-                    .map_err(drawing_error)?
-                    .label(label)
-                    .legend(move |(x, y)| Polygon::new(shape(x, y), fill.filled()));
-            }
-        }
-        for mark in marks {
-            let t = (mark.second / unit_s).clamp(x_low, x_high);
-            let (px, top) = chart.backend_coord(&(t, y_high));
-            let (_, bottom) = chart.backend_coord(&(t, y_low));
-            // A spike sits at its latency (a triangle pointing at it); a
-            // kernel message has none: a diamond on the time axis and a
-            // faint line up through the plot. The wide transparent line or
-            // shape is what the pointer finds, so the hover works near the
-            // mark, not only on its few pixels.
-            let shape = match (mark.kind, mark.ns) {
-                (MarkKind::Spike, ns) => {
-                    let y = ns.map_or(y_high, |ns| (ns as f64).clamp(y_low, y_high));
-                    let (_, py) = chart.backend_coord(&(t, y));
-                    let fill = mark.series.map_or("#444444".to_string(), css_color);
-                    format!(
-                        "<path d=\"M{px},{py} l-6,-11 h12 z\" fill=\"{fill}\" stroke=\"#000000\" stroke-width=\"0.8\"/>"
-                    )
-                }
-                (MarkKind::KernelLog, _) => {
-                    let RGBColor(r, g, b) = KERNEL_MARK;
-                    let fill = format!("#{r:02x}{g:02x}{b:02x}");
-                    format!(
-                        "<line x1=\"{px}\" y1=\"{top}\" x2=\"{px}\" y2=\"{bottom}\" stroke=\"{fill}\" stroke-opacity=\"0.6\" stroke-width=\"1\" stroke-dasharray=\"3 3\"/>\
-                         <path d=\"M{px},{} l7,7 l-7,7 l-7,-7 z\" fill=\"{fill}\"/>\
-                         <line x1=\"{px}\" y1=\"{top}\" x2=\"{px}\" y2=\"{bottom}\" stroke=\"#000000\" stroke-opacity=\"0\" stroke-width=\"9\"/>",
-                        bottom - 14
-                    )
-                }
-            };
-            overlay.push(format!(
-                "<g class=\"mark\" data-x=\"{px}\"><title>{}</title>{shape}</g>",
-                xml_text(&mark.text)
+            overlay.extend(p99_polylines(
+                &chart,
+                &p99s[i],
+                p99_shade,
+                unit_s,
+                (y_low, y_high),
             ));
         }
+        mark_legend(&mut chart, marks)?;
+        overlay.extend(mark_shapes(
+            &chart,
+            marks,
+            unit_s,
+            (x_low, x_high),
+            (y_low, y_high),
+        ));
         draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         Ok(overlay)
     })
     .map(Some)
+}
+
+/// The p99 per window of one series as dashed polylines over `chart`, in
+/// `shade`: each run of windows that has one is a polyline of its own (a
+/// window without one breaks it).
+fn p99_polylines<Y: Ranged<ValueType = f64>>(
+    chart: &ChartContext<SVGBackend, Cartesian2d<RangedCoordf64, Y>>,
+    points: &[(u64, u64, Option<u64>)],
+    shade: RGBColor,
+    unit_s: f64,
+    (y_low, y_high): (f64, f64),
+) -> Vec<String> {
+    let mut overlay = Vec::new();
+    let mut run: Vec<String> = Vec::new();
+    let mut flush = |run: &mut Vec<String>| {
+        if run.len() > 1 {
+            overlay.push(format!(
+                "<polyline class=\"p99\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" \
+                 stroke-dasharray=\"6 3\" points=\"{}\"/>",
+                css(shade),
+                run.join(" ")
+            ));
+        }
+        run.clear();
+    };
+    for &(from, to, value) in points {
+        match value {
+            Some(ns) => {
+                let y = (ns as f64).clamp(y_low, y_high);
+                for x in [from, to] {
+                    let (px, py) = chart.backend_coord(&(x as f64 / unit_s, y));
+                    run.push(format!("{px},{py}"));
+                }
+            }
+            None => flush(&mut run),
+        }
+    }
+    flush(&mut run);
+    overlay
+}
+
+/// A legend entry per kind of mark in `marks` (an empty series carries it).
+fn mark_legend<Y: Ranged<ValueType = f64>>(
+    chart: &mut ChartContext<SVGBackend, Cartesian2d<RangedCoordf64, Y>>,
+    marks: &[TimeMark],
+) -> DrawResult<()> {
+    let spike_shape: fn(i32, i32) -> Vec<(i32, i32)> =
+        |x, y| vec![(x + 4, y - 5), (x + 16, y - 5), (x + 10, y + 5)];
+    let kernel_shape: fn(i32, i32) -> Vec<(i32, i32)> =
+        |x, y| vec![(x + 10, y - 6), (x + 16, y), (x + 10, y + 6), (x + 4, y)];
+    let kinds = [
+        (
+            MarkKind::Spike,
+            "traced spike (hover: its cause)",
+            spike_shape,
+            BLACK.mix(0.7),
+        ),
+        (
+            MarkKind::KernelLog,
+            "kernel log message (hover: its text)",
+            kernel_shape,
+            KERNEL_MARK.mix(1.0),
+        ),
+    ];
+    for (kind, label, shape, fill) in kinds {
+        if marks.iter().any(|m| m.kind == kind) {
+            chart
+                .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())
+                .map_err(drawing_error)?
+                .label(label)
+                .legend(move |(x, y)| Polygon::new(shape(x, y), fill.filled()));
+        }
+    }
+    Ok(())
+}
+
+/// Each of `marks` on the time axis of `chart` (x in `unit_s`, y from
+/// `y_low` to `y_high`), as SVG drawn over the plot with its hover text.
+fn mark_shapes<Y: Ranged<ValueType = f64>>(
+    chart: &ChartContext<SVGBackend, Cartesian2d<RangedCoordf64, Y>>,
+    marks: &[TimeMark],
+    unit_s: f64,
+    (x_low, x_high): (f64, f64),
+    (y_low, y_high): (f64, f64),
+) -> Vec<String> {
+    let mut overlay = Vec::new();
+    for mark in marks {
+        let t = (mark.second / unit_s).clamp(x_low, x_high);
+        let (px, top) = chart.backend_coord(&(t, y_high));
+        let (_, bottom) = chart.backend_coord(&(t, y_low));
+        // A spike sits at its latency (a triangle pointing at it); a
+        // kernel message has none: a diamond on the time axis and a
+        // faint line up through the plot. The wide transparent line or
+        // shape is what the pointer finds, so the hover works near the
+        // mark, not only on its few pixels.
+        let shape = match (mark.kind, mark.ns) {
+            (MarkKind::Spike, ns) => {
+                let y = ns.map_or(y_high, |ns| (ns as f64).clamp(y_low, y_high));
+                let (_, py) = chart.backend_coord(&(t, y));
+                let fill = mark.series.map_or("#444444".to_string(), css_color);
+                format!(
+                    "<path d=\"M{px},{py} l-6,-11 h12 z\" fill=\"{fill}\" stroke=\"#000000\" stroke-width=\"0.8\"/>"
+                )
+            }
+            (MarkKind::KernelLog, _) => {
+                let RGBColor(r, g, b) = KERNEL_MARK;
+                let fill = format!("#{r:02x}{g:02x}{b:02x}");
+                format!(
+                    "<line x1=\"{px}\" y1=\"{top}\" x2=\"{px}\" y2=\"{bottom}\" stroke=\"{fill}\" stroke-opacity=\"0.6\" stroke-width=\"1\" stroke-dasharray=\"3 3\"/>\
+                     <path d=\"M{px},{} l7,7 l-7,7 l-7,-7 z\" fill=\"{fill}\"/>\
+                     <line x1=\"{px}\" y1=\"{top}\" x2=\"{px}\" y2=\"{bottom}\" stroke=\"#000000\" stroke-opacity=\"0\" stroke-width=\"9\"/>",
+                    bottom - 14
+                )
+            }
+        };
+        overlay.push(format!(
+            "<g class=\"mark\" data-x=\"{px}\"><title>{}</title>{shape}</g>",
+            escape_markup(&mark.text, Markup::Content)
+        ));
+    }
+    overlay
 }
 
 /// One noise CPU as the share plot sees it.

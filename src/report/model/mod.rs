@@ -8,6 +8,7 @@
 //! `stats/`, which every layer may import.
 
 pub mod checks;
+pub mod compare;
 pub mod kernel_log;
 pub mod loads;
 pub mod noise;
@@ -18,6 +19,7 @@ pub mod thresholds;
 pub mod xenomai;
 
 pub use checks::*;
+pub use compare::*;
 pub use kernel_log::*;
 pub use loads::*;
 pub use noise::*;
@@ -465,6 +467,34 @@ pub struct IpcPair {
     pub timeouts: u64,
     /// Kernel objects the test used (already removed).
     pub resources: Vec<String>,
+}
+
+impl TestResult {
+    /// A test's result with no samples yet: what ran (`test`, `description`,
+    /// `mode`, `config`) and how it ended. The measure functions set the
+    /// series, the overall summary and whatever else they have.
+    pub fn new(
+        test: impl Into<String>,
+        description: impl Into<String>,
+        mode: impl Into<String>,
+        config: TestConfig,
+        end_reason: EndReason,
+        error: Option<String>,
+    ) -> TestResult {
+        TestResult {
+            test: test.into(),
+            description: description.into(),
+            mode: mode.into(),
+            config,
+            end_reason,
+            error,
+            overall: LatencySummary::default(),
+            series: Vec::new(),
+            overall_detail: None,
+            spikes: None,
+            started_s: None,
+        }
+    }
 }
 
 impl TestConfig {

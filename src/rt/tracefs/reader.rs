@@ -135,9 +135,15 @@ pub struct ReaderCounts {
     pub malformed: u64,
     /// Events that arrived behind a later one already matched.
     pub late: u64,
+    /// Failed reads of a CPU's buffer (that CPU was not read any more).
     pub read_errors: u64,
+    /// Wake-up records delivered to the sink, complete or not.
     pub records: u64,
+    /// Of those, records without the IRQ latency or without both the
+    /// thread and return latencies (see `WakeupRecord::is_complete`).
     pub incomplete: u64,
+    /// Records without a sched-in: the kernel did not trace the switch to
+    /// the thread (on this machine: every wake-up on idle CPU 1) or lost it.
     pub without_sched_in: u64,
     /// CPU time the reader thread used, ns.
     pub cpu_ns: u64,

@@ -41,39 +41,14 @@ impl Default for TraceOptions {
     }
 }
 
-/// What a session saw, for the report and its warnings.
+/// What a session saw, for the report and its warnings: how its trace run
+/// ended (the reader's counts, the kernel's losses) and whether the
+/// return-to-user events were traced.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TraceStats {
-    /// Trace records decoded (all three events, all traced CPUs).
-    pub events_read: u64,
-    /// Events the kernel lost (buffer full): the larger of the counts the
-    /// pages carried and the per-CPU `stats` (overrun + commit overrun +
-    /// dropped events) read at the end.
-    pub events_lost: u64,
-    /// Pages flagged "events lost" without a count.
-    pub lost_unknown_pages: u64,
-    /// Pages or records that could not be decoded (skipped, their events lost).
-    pub malformed: u64,
-    /// Events that arrived after later ones had been matched (out of order).
-    pub late: u64,
-    /// Failed reads of a CPU's buffer (that CPU was not read any more).
-    pub read_errors: u64,
-    /// Wake-up records delivered to the sink, complete or not.
-    pub records: u64,
-    /// Of those, records without the IRQ latency or without both the
-    /// thread and return latencies (see `WakeupRecord::is_complete`).
-    pub incomplete: u64,
-    /// Records without a sched-in: the kernel did not trace the switch to
-    /// the thread (on this machine: every wake-up on idle CPU 1) or lost it.
-    pub without_sched_in: u64,
+    pub end: RunEnd,
     /// Whether return-to-user events (`rseq_update`) were traced.
     pub return_traced: bool,
-    /// CPU time of the reader thread, ns.
-    pub reader_cpu_ns: u64,
-    /// How long tracing was on, ns.
-    pub traced_ns: u64,
-    /// The reader shared the traced CPUs (no other CPU was free for it).
-    pub reader_on_traced_cpus: bool,
 }
 
 /// A running trace of some sampling threads' wake-ups.
@@ -124,24 +99,9 @@ impl WakeupTrace {
 
     /// Stops tracing, delivers the remaining records, removes the instance.
     pub fn stop(mut self) -> TraceStats {
-        let Some(end) = self.run.shutdown() else {
-            return TraceStats::default();
-        };
-        let counts = end.counts;
         TraceStats {
-            events_read: counts.events_read,
-            events_lost: end.events_lost,
-            lost_unknown_pages: counts.lost_unknown_pages,
-            malformed: counts.malformed,
-            late: counts.late,
-            read_errors: counts.read_errors,
-            records: counts.records,
-            incomplete: counts.incomplete,
-            without_sched_in: counts.without_sched_in,
+            end: self.run.shutdown().unwrap_or_default(),
             return_traced: self.return_traced,
-            reader_cpu_ns: counts.cpu_ns,
-            traced_ns: end.traced_ns,
-            reader_on_traced_cpus: counts.on_traced_cpus,
         }
     }
 }
@@ -158,6 +118,7 @@ pub fn tracefs_for(events: &[(&str, &str)]) -> Result<PathBuf, String> {
 }
 
 /// How a trace run ended: the reader's counts and the kernel's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RunEnd {
     pub counts: ReaderCounts,
     /// Events the kernel lost (buffer full): the larger of the counts the

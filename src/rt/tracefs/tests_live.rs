@@ -278,7 +278,7 @@ fn check_run(run: &Run, loops: usize, strict: bool) -> Vec<String> {
                 .iter()
                 .filter(|r| r.irq_ns.is_some() && r.thread_ns.is_none() && r.return_ns.is_none())
                 .count();
-            let lost = run.stats.events_lost + run.stats.lost_unknown_pages;
+            let lost = run.stats.end.events_lost + run.stats.end.counts.lost_unknown_pages;
             let detail = || {
                 format!(
                     "{:?}; without irq {}, without sched-in {}, without return {}; \
@@ -368,8 +368,8 @@ fn wakeup_breakdown_on_this_machine() {
         eprintln!("{line}");
     }
     eprintln!("setup {} us, {:?}", run.setup_ns / 1000, run.stats);
-    assert_eq!(run.stats.malformed, 0);
-    assert_eq!(run.stats.read_errors, 0);
+    assert_eq!(run.stats.end.counts.malformed, 0);
+    assert_eq!(run.stats.end.counts.read_errors, 0);
 }
 
 /// Instances of this process now present.
@@ -403,17 +403,17 @@ fn losses_are_counted_not_invented() {
     for line in check_run(&run, loops, false) {
         eprintln!("{line}");
     }
-    let s = run.stats;
+    let s = run.stats.end;
     eprintln!("{s:?}");
     assert!(
         s.events_lost > 0,
         "expected losses with a 4 KiB buffer: {s:?}"
     );
     assert!(
-        s.incomplete > 0,
+        s.counts.incomplete > 0,
         "losses must leave incomplete records: {s:?}"
     );
-    assert_eq!(s.malformed, 0);
+    assert_eq!(s.counts.malformed, 0);
 }
 
 #[test]
@@ -460,7 +460,7 @@ fn affinity_of_threads_named(name: &str) -> Vec<Vec<usize>> {
             .lines()
             .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
         {
-            found.push(crate::rt::sysinfo::parse_cpu_list(list.trim()).unwrap_or_default());
+            found.push(crate::units::parse_cpu_list(list.trim()).unwrap_or_default());
         }
     }
     found
@@ -506,7 +506,7 @@ fn the_reader_keeps_off_the_traced_cpu_when_another_is_free() {
             "reader may run on traced CPU {traced}: {cpus:?}"
         );
     }
-    assert!(!stats.reader_on_traced_cpus);
+    assert!(!stats.end.counts.on_traced_cpus);
 }
 
 #[test]
@@ -560,13 +560,13 @@ fn breakdown_figures() {
         for line in check_run(&run, loops, false) {
             eprintln!("  {line}");
         }
-        let s = run.stats;
+        let s = run.stats.end;
         let secs = s.traced_ns as f64 / 1e9;
         eprintln!(
             "  {:?}\n  {:.0} events/s read, reader CPU {:.2} % of one CPU",
             s,
-            s.events_read as f64 / secs,
-            s.reader_cpu_ns as f64 / s.traced_ns as f64 * 100.0
+            s.counts.events_read as f64 / secs,
+            s.counts.cpu_ns as f64 / s.traced_ns as f64 * 100.0
         );
     }
 }

@@ -10,7 +10,8 @@ use crate::measure::ipc::{self as ipc_run, IpcTest};
 use crate::pipeline::{
     self, CommandError, FinishedTest, Measurement, Plan, PrepareSpec, Presentation, Run,
 };
-use crate::report::classic_rt_tests::{ClassicRtTests, RtTestsFlavor};
+use crate::report::cells::RtTestsFlavor;
+use crate::report::classic_rt_tests::ClassicRtTests;
 use crate::report::classic_semtest::ClassicSemtest;
 use crate::report::console::ModernConsole;
 use crate::report::json::{LatscopeJson, RtTestsJson};
