@@ -119,7 +119,7 @@ pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, SetupError> {
             deadlines
                 .into_iter()
                 .map(|(label, reservation, counts)| {
-                    super::deadline_series(&finished.result, &label, reservation, counts)
+                    crate::report::DeadlineSeries::of(&finished.result, &label, reservation, counts)
                 })
                 .collect(),
         );

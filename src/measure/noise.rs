@@ -147,7 +147,7 @@ pub fn measure(
             counts
                 .into_iter()
                 .map(|(cpu, counts)| {
-                    super::deadline_series(
+                    crate::report::DeadlineSeries::of(
                         &finished.result,
                         &format!("CPU {cpu}"),
                         reservation,

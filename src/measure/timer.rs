@@ -104,66 +104,10 @@ pub fn measure(
         .iter()
         .map(|t| {
             overall.merge(&t.figure.recorder);
-            if let Some(b) = &t.breakdown
-                && b.without_sched_in > 0
-            {
-                warnings.push(format!(
-                    "CPU {}: the kernel traced no switch into the sampling thread for {} of {} wake-ups (on some kernels a CPU leaving its idle task emits no sched_switch): Sched covers the other {}, Return covers all",
-                    t.cpu,
-                    b.without_sched_in,
-                    b.traced_wakeups,
-                    b.traced_wakeups - b.without_sched_in
-                ));
-            }
-            if t.overruns > 0 {
-                warnings.push(format!(
-                    "the sampling thread on CPU {} missed {} period{} (overruns): the period is too short for this machine, or real-time throttling or a higher-priority task stopped it",
-                    t.cpu, t.overruns, if t.overruns == 1 { "" } else { "s" }
-                ));
-            }
-            Series {
-                label: format!("CPU {}", t.cpu),
-                cpus: vec![t.cpu],
-                pinned: settings.policy.may_pin(),
-                policy: settings.policy.to_string(),
-                priority: settings.priority,
-                overruns: t.overruns,
-                above_limit: t.above_limit,
-                latency: t.figure.recorder.summary(),
-                per_second: t.per_second.clone(),
-                per_second_dropped: t.per_second_dropped,
-                detail: SeriesDetail::TimerThread(Box::new(TimerThread {
-                    cpu: t.cpu,
-                    tid: t.tid,
-                    period_us: settings.period_us,
-                    loops: t.figure.loops_done(),
-                    msw: t.counters.total(),
-                    involuntary_switches: t.counters.involuntary_switches,
-                    major_faults: t.counters.major_faults,
-                    minor_faults: t.counters.minor_faults,
-                    histogram_all: t.figure.all.clone(),
-                    histogram_loop_min: t.figure.loop_min.clone(),
-                    histogram_loop_max: t.figure.loop_max.clone(),
-                    breakdown: t.breakdown.clone(),
-                })),
-            }
+            thread_series(settings, t, &mut warnings)
         })
         .collect();
-    if let Some(stats) = &outcome.trace_stats
-        && stats.events_lost > 0
-    {
-        warnings.push(format!(
-            "the kernel trace lost {} events (the reader fell behind): the breakdown misses some wake-ups",
-            stats.events_lost
-        ));
-    }
-    if let Some(stats) = &outcome.trace_stats
-        && stats.reader_on_measured_cpus
-    {
-        warnings.push(
-            "the trace reader ran on the measured CPUs (no other CPU was free for it): it may add to the latencies it breaks down".to_string(),
-        );
-    }
+    warnings.extend(trace_warnings(&outcome));
     let facts = RunFacts {
         elapsed: outcome.measured,
         ..RunFacts::measured(
@@ -193,7 +137,7 @@ pub fn measure(
                 .threads
                 .iter()
                 .map(|t| {
-                    super::deadline_series(
+                    crate::report::DeadlineSeries::of(
                         &result,
                         &format!("CPU {}", t.cpu),
                         reservation,
@@ -211,6 +155,80 @@ pub fn measure(
         facts,
     };
     Ok((finished, warnings, outcome))
+}
+
+/// The series of one sampling thread, and the warnings about it (wake-ups
+/// the trace saw no switch-in for, missed periods).
+fn thread_series(
+    settings: &TimerSettings,
+    t: &timer::ThreadOutcome,
+    warnings: &mut Vec<String>,
+) -> Series {
+    if let Some(b) = &t.breakdown
+        && b.without_sched_in > 0
+    {
+        warnings.push(format!(
+            "CPU {}: the kernel traced no switch into the sampling thread for {} of {} wake-ups (on some kernels a CPU leaving its idle task emits no sched_switch): Sched covers the other {}, Return covers all",
+            t.cpu,
+            b.without_sched_in,
+            b.traced_wakeups,
+            b.traced_wakeups - b.without_sched_in
+        ));
+    }
+    if t.overruns > 0 {
+        warnings.push(format!(
+            "the sampling thread on CPU {} missed {} period{} (overruns): the period is too short for this machine, or real-time throttling or a higher-priority task stopped it",
+            t.cpu, t.overruns, if t.overruns == 1 { "" } else { "s" }
+        ));
+    }
+    Series {
+        label: format!("CPU {}", t.cpu),
+        cpus: vec![t.cpu],
+        pinned: settings.policy.may_pin(),
+        policy: settings.policy.to_string(),
+        priority: settings.priority,
+        overruns: t.overruns,
+        above_limit: t.above_limit,
+        latency: t.figure.recorder.summary(),
+        per_second: t.per_second.clone(),
+        per_second_dropped: t.per_second_dropped,
+        detail: SeriesDetail::TimerThread(Box::new(TimerThread {
+            cpu: t.cpu,
+            tid: t.tid,
+            period_us: settings.period_us,
+            loops: t.figure.loops_done(),
+            msw: t.counters.total(),
+            involuntary_switches: t.counters.involuntary_switches,
+            major_faults: t.counters.major_faults,
+            minor_faults: t.counters.minor_faults,
+            histogram_all: t.figure.all.clone(),
+            histogram_loop_min: t.figure.loop_min.clone(),
+            histogram_loop_max: t.figure.loop_max.clone(),
+            breakdown: t.breakdown.clone(),
+        })),
+    }
+}
+
+/// The warnings about the tracefs breakdown's reader: events lost, or the
+/// reader on the measured CPUs.
+fn trace_warnings(outcome: &TimerOutcome) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if let Some(stats) = &outcome.trace_stats
+        && stats.events_lost > 0
+    {
+        warnings.push(format!(
+            "the kernel trace lost {} events (the reader fell behind): the breakdown misses some wake-ups",
+            stats.events_lost
+        ));
+    }
+    if let Some(stats) = &outcome.trace_stats
+        && stats.reader_on_measured_cpus
+    {
+        warnings.push(
+            "the trace reader ran on the measured CPUs (no other CPU was free for it): it may add to the latencies it breaks down".to_string(),
+        );
+    }
+    warnings
 }
 
 /// The test before its first sample (`not_started`): one series per

@@ -142,20 +142,6 @@ fn write_disable(path: &Path, value: &str) -> io::Result<()> {
         .write_all(value.as_bytes())
 }
 
-/// The registry's fingerprint of a state's `disable` file: `disabled` while
-/// it is (the state latscope disabled), None once enabled or gone (nothing
-/// left to restore).
-pub fn fingerprint(path: &Path) -> io::Result<Option<String>> {
-    match fs::read_to_string(path) {
-        Ok(t) if t.trim() == "1" => Ok(Some(DISABLED.to_string())),
-        Ok(_) => Ok(None),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-const DISABLED: &str = "disabled";
-
 /// Enables again a state a killed run left disabled (`latscope cleanup`):
 /// only a cpuidle `disable` file, never another path a registry names.
 pub fn enable(path: &Path) -> io::Result<()> {
@@ -399,8 +385,11 @@ mod tests {
         let other = dir.path().join("cpu0/cpuidle/state1/name");
         assert!(enable(&other).is_err());
         assert_eq!(fs::read_to_string(&other).unwrap(), "C1\n");
-        assert_eq!(fingerprint(&state).unwrap(), None);
+        // The registry's fingerprint: nothing to restore once enabled.
+        let identity = registry::path_identity(&state).unwrap();
+        let fingerprint = || registry::fingerprint(Kind::IdleState, &identity).unwrap();
+        assert_eq!(fingerprint(), None);
         fs::write(&state, "1\n").unwrap();
-        assert_eq!(fingerprint(&state).unwrap().as_deref(), Some("disabled"));
+        assert_eq!(fingerprint().as_deref(), Some("disabled"));
     }
 }

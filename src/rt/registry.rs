@@ -173,6 +173,18 @@ fn unescape(text: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// A cpuidle state's `disable` file (`rt::cpuidle` records them): `disabled`
+/// while it is (the state latscope disabled), None once enabled or gone
+/// (nothing left to restore).
+fn idle_state_fingerprint(path: &Path) -> io::Result<Option<String>> {
+    match fs::read_to_string(path) {
+        Ok(t) if t.trim() == "1" => Ok(Some("disabled".to_string())),
+        Ok(_) => Ok(None),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// The object as it is now: `Ok(None)` when it no longer exists, else its
 /// fingerprint (the same text `record` stored when it is the same object).
 pub fn fingerprint(kind: Kind, identity: &str) -> io::Result<Option<String>> {
@@ -183,7 +195,7 @@ pub fn fingerprint(kind: Kind, identity: &str) -> io::Result<Option<String>> {
                 .map_err(|_| io::Error::other(format!("bad System V id '{identity}'")))?;
             sysv_fingerprint(kind, id)
         }
-        Kind::IdleState => crate::rt::cpuidle::fingerprint(&identity_path(identity)),
+        Kind::IdleState => idle_state_fingerprint(&identity_path(identity)),
         Kind::File | Kind::Shm | Kind::Dir | Kind::TraceInstance => {
             let path = identity_path(identity);
             let m = match fs::symlink_metadata(&path) {

@@ -103,6 +103,26 @@ pub struct DeadlineSeries {
 }
 
 impl DeadlineSeries {
+    /// The record of the series `label` of `test`, run under
+    /// `reservation`, with its missed deadlines and throttled periods.
+    pub fn of(
+        test: &TestResult,
+        label: &str,
+        reservation: crate::rt::sched::Reservation,
+        (missed_deadlines, throttled_periods): (u64, u64),
+    ) -> DeadlineSeries {
+        DeadlineSeries {
+            test: test.test.clone(),
+            mode: test.mode.clone(),
+            series: label.to_string(),
+            runtime_ns: reservation.runtime_ns,
+            deadline_ns: reservation.deadline_ns,
+            period_ns: reservation.period_ns,
+            missed_deadlines,
+            throttled_periods,
+        }
+    }
+
     /// The console's line: the reservation, then what missed it.
     pub fn line(&self) -> String {
         let us = |ns: u64| crate::units::format_ns(ns as i64);
