@@ -5,7 +5,7 @@
 use clap::CommandFactory;
 use clap::Parser;
 use clap::error::ErrorKind;
-use latscope::cli::{COMPAT_NAMES, CYCLICTEST_COMPAT, Cli};
+use latscope::cli::{COMPAT_NAMES, Cli, CompatName, Dialect, Letters};
 use latscope::commands;
 use latscope::pipeline::EXIT_USAGE;
 use std::ffi::OsString;
@@ -13,32 +13,20 @@ use std::io::Write;
 use std::path::Path;
 
 /// The compatibility name latscope was started under (argv[0]), if any.
-fn compat_name(args: &[OsString]) -> Option<&'static str> {
+fn compat_name(args: &[OsString]) -> Option<&'static CompatName> {
     let invoked_as = args
         .first()
         .and_then(|a| Path::new(a).file_name())
         .map(|n| n.to_string_lossy().into_owned())?;
-    COMPAT_NAMES
-        .iter()
-        .find(|(name, _)| *name == invoked_as)
-        .map(|(name, _)| *name)
+    CompatName::named(&invoked_as)
 }
 
-/// The arguments as `latscope SUBCOMMAND PRESETS... ARGS...`.
-fn effective_args(mut args: Vec<OsString>, compat: Option<&str>) -> Vec<OsString> {
-    if let Some((_, prefix)) = COMPAT_NAMES.iter().find(|(name, _)| Some(*name) == compat) {
+/// The arguments as `latscope SUBCOMMAND PRESETS... ARGS...` (a getopt
+/// tool's: `latscope SUBCOMMAND -- ARGS...`, so that clap takes none).
+fn effective_args(mut args: Vec<OsString>, compat: Option<&CompatName>) -> Vec<OsString> {
+    if let Some(compat) = compat {
         let rest = args.split_off(1);
-        args.extend(prefix.iter().map(OsString::from));
-        args.extend(rest);
-    } else if args
-        .first()
-        .and_then(|a| Path::new(a).file_name())
-        .is_some_and(|n| n == CYCLICTEST_COMPAT)
-    {
-        // Every word goes to cyclictest's own getopt parser, after `--` so
-        // clap takes none of them (not even `--help`).
-        let rest = args.split_off(1);
-        args.extend([OsString::from("cyclictest"), OsString::from("--")]);
+        args.extend(compat.stands_for().into_iter().map(OsString::from));
         args.extend(rest);
     }
     args
@@ -128,14 +116,14 @@ fn one_line(clap_message: &str) -> String {
 /// The command line parsed with the letters it is written in: Xenomai's on
 /// `timer` (`-h` histograms) under the `latency` name or with `--format
 /// classic`, latscope's (`-h` help) everywhere else.
-fn parse(args: Vec<OsString>, compat: Option<&str>) -> Result<Cli, clap::Error> {
+fn parse(args: Vec<OsString>, compat: Option<&CompatName>) -> Result<Cli, clap::Error> {
     use clap::FromArgMatches;
     let xenomai = || {
         latscope::cli::command_with_xenomai_letters()
             .try_get_matches_from(&args)
             .and_then(|m| Cli::from_arg_matches(&m))
     };
-    if compat == Some(latscope::cli::XENOMAI_COMPAT) {
+    if compat.is_some_and(|c| c.letters() == Letters::Xenomai) {
         return xenomai();
     }
     let classic = |parsed: &Result<Cli, clap::Error>| {
@@ -167,10 +155,11 @@ fn main() {
     latscope::entry::start(run_main)
 }
 
-/// `ptsematest ARGS` -> the words latscope's parser takes for them, or
-/// ptsematest's own answer printed and the process ended with its code.
-/// Words that are not UTF-8 are left to latscope's parser (one line, exit 2).
-fn ptsematest_words(raw: Vec<OsString>) -> Vec<OsString> {
+/// A `GetoptThenClap` tool's words (ptsematest's) read by its getopt table
+/// -> the words latscope's parser takes for them, or the tool's own answer
+/// printed and the process ended with its code. Words that are not UTF-8
+/// are left to latscope's parser (one line, exit 2).
+fn getopt_then_clap_words(compat: &CompatName, raw: Vec<OsString>) -> Vec<OsString> {
     let Some(words) = raw[1..]
         .iter()
         .map(|w| w.to_str().map(str::to_string))
@@ -178,7 +167,7 @@ fn ptsematest_words(raw: Vec<OsString>) -> Vec<OsString> {
     else {
         return raw;
     };
-    let program = latscope::cli::getopt_program_name("ptsematest");
+    let program = latscope::cli::getopt_program_name(compat.name);
     let cpus = latscope::rt::sched::allowed_cpus().len();
     match latscope::settings::ptsematest::rewrite(&words, &program, cpus) {
         Ok(words) => std::iter::once(raw[0].clone())
@@ -198,30 +187,37 @@ fn ptsematest_words(raw: Vec<OsString>) -> Vec<OsString> {
 fn run_main() -> i32 {
     let mut raw: Vec<OsString> = std::env::args_os().collect();
     // `latscope ptsematest ARGS` is `ptsematest ARGS` (every compatibility
-    // name, as `latscope cyclictest` is cyclictest): the name moves to argv[0].
-    let named = |a: &OsString| COMPAT_NAMES.iter().any(|(name, _)| a == name);
-    if compat_name(&raw).is_none() && raw.get(1).is_some_and(named) {
+    // name whose words clap reads; a getopt tool's subcommand takes every
+    // word as it is): the name moves to argv[0].
+    let moved = |a: &OsString| {
+        COMPAT_NAMES
+            .iter()
+            .any(|c| a == c.name && c.parsed_by_clap())
+    };
+    if compat_name(&raw).is_none() && raw.get(1).is_some_and(moved) {
         raw.remove(0);
     }
     let compat = compat_name(&raw);
-    // ptsematest's own command line first: its help, getopt's complaints
-    // and its refusals in its words (settings::ptsematest).
-    if compat == Some("ptsematest") {
-        raw = ptsematest_words(raw);
+    // A getopt table first where the tool has one before clap: its help,
+    // getopt's complaints and its refusals in its words.
+    if let Some(c) = compat
+        && matches!(c.dialect, Dialect::GetoptThenClap { .. })
+    {
+        raw = getopt_then_clap_words(c, raw);
     }
     // Under a compatibility name the arguments are parsed as that tool's
     // first, so that its help and its usage errors speak as that tool
     // (`Usage: pmqtest [OPTIONS]`, `--format [default: classic]`, `see
     // 'pmqtest --help'`).
-    if let Some(name) = compat
-        && let Some(cmd) = latscope::cli::compat_command(name)
+    if let Some(c) = compat
+        && let Some(cmd) = latscope::cli::compat_command(c.name)
         && let Err(e) = cmd.try_get_matches_from(&raw)
     {
-        exit_on_parse_error(e, &format!("{name} --help"));
+        exit_on_parse_error(e, &format!("{} --help", c.name));
     }
     let args = effective_args(raw, compat);
     let help_hint = match (compat, args.get(1).and_then(|a| a.to_str())) {
-        (Some(name), _) => format!("{name} --help"),
+        (Some(c), _) => format!("{} --help", c.name),
         (None, Some(sub)) if Cli::command().find_subcommand(sub).is_some() => {
             format!("latscope {sub} --help")
         }

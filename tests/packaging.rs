@@ -190,11 +190,12 @@ fn manpages_writes_a_page_per_compatibility_name() {
     let dir = tempfile::tempdir().unwrap();
     write_manpages(dir.path());
     let subcommands = subcommands_and_options();
-    for (name, stands_for) in COMPAT_NAMES {
-        if latscope::cli::takes_getopt(stands_for) {
+    for compat in COMPAT_NAMES {
+        if !compat.parsed_by_clap() {
             // Its page is its usage (manpages_getopt_pages_show_their_usage).
             continue;
         }
+        let (name, stands_for) = (compat.name, compat.stands_for());
         let sub = stands_for[0];
         let text = page(&dir.path().join("compat/man1").join(format!("{name}.1")));
         assert!(
@@ -228,10 +229,10 @@ fn manpages_writes_a_page_per_compatibility_name() {
 }
 
 /// Every name latscope answers to as another tool: COMPAT_NAMES (oslat
-/// among them) and cyclictest.
+/// and cyclictest among them).
 fn every_compat_name() -> Vec<&'static str> {
-    let mut names: Vec<&str> = COMPAT_NAMES.iter().map(|(name, _)| *name).collect();
-    names.push(CYCLICTEST_COMPAT);
+    let mut names: Vec<&str> = COMPAT_NAMES.iter().map(|c| c.name).collect();
+    assert!(names.contains(&CYCLICTEST_COMPAT) && names.contains(&OSLAT_COMPAT));
     names.sort();
     names
 }

@@ -193,21 +193,119 @@ pub struct CleanupArgs {
     pub dry_run: bool,
 }
 
-/// Names under which latscope behaves as the original tool (argv[0]), and
-/// the arguments that stand for that tool; also the compatibility man pages.
-/// A tool whose arguments end with `--` (oslat) takes GNU getopt syntax:
-/// every word goes to its own parser, none to clap (`compat_command` has
-/// none for it).
-pub const COMPAT_NAMES: [(&str, &[&str]); 8] = [
-    ("pmqtest", &["mq", "--format", "classic"]),
-    ("sigwaittest", &["signal", "--format", "classic"]),
-    ("svsematest", &["svsem", "--format", "classic"]),
-    ("ptsematest", &["mutex", "--format", "classic"]),
-    ("semtest", &["sem", "--format", "classic"]),
-    (XENOMAI_COMPAT, &["timer", "--format", "classic"]),
-    ("mqldt", &["logdisk", "--format", "classic"]),
-    ("oslat", &[OSLAT_COMPAT, "--"]),
+/// How a compatibility name's words reach latscope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// clap parses them as `latscope SUBCOMMAND PRESETS... WORDS`, under the
+    /// tool's name and in its letters (`compat_command`: its help and usage
+    /// errors say `pmqtest`, `--format [default: classic]`).
+    Clap {
+        presets: &'static [&'static str],
+        letters: Letters,
+    },
+    /// The tool's GNU getopt table reads them first (its help, getopt's
+    /// complaints and its refusals in its words; settings/<tool>.rs), then
+    /// hands the options found to clap as `Clap`'s words.
+    GetoptThenClap { presets: &'static [&'static str] },
+    /// The tool's GNU getopt table reads every word: `latscope SUBCOMMAND --
+    /// WORDS`, clap takes none of them (not even `--help`).
+    Getopt,
+}
+
+/// Whose letters a clap dialect's short options are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Letters {
+    Latscope,
+    /// Xenomai `latency`'s: `-h` is `--histograms`, help is `--help` alone.
+    Xenomai,
+}
+
+/// A name under which latscope behaves as the original tool (argv[0]):
+/// the subcommand that stands for it and how its words are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompatName {
+    pub name: &'static str,
+    pub subcommand: &'static str,
+    pub dialect: Dialect,
+}
+
+const CLASSIC: &[&str] = &["--format", "classic"];
+
+const fn classic(name: &'static str, subcommand: &'static str) -> CompatName {
+    CompatName {
+        name,
+        subcommand,
+        dialect: Dialect::Clap {
+            presets: CLASSIC,
+            letters: Letters::Latscope,
+        },
+    }
+}
+
+/// Every compatibility name, one entry each (also one man page each).
+pub const COMPAT_NAMES: [CompatName; 9] = [
+    classic("pmqtest", "mq"),
+    classic("sigwaittest", "signal"),
+    classic("svsematest", "svsem"),
+    CompatName {
+        name: "ptsematest",
+        subcommand: "mutex",
+        dialect: Dialect::GetoptThenClap { presets: CLASSIC },
+    },
+    classic("semtest", "sem"),
+    CompatName {
+        name: XENOMAI_COMPAT,
+        subcommand: "timer",
+        dialect: Dialect::Clap {
+            presets: CLASSIC,
+            letters: Letters::Xenomai,
+        },
+    },
+    classic("mqldt", "logdisk"),
+    CompatName {
+        name: OSLAT_COMPAT,
+        subcommand: "oslat",
+        dialect: Dialect::Getopt,
+    },
+    CompatName {
+        name: CYCLICTEST_COMPAT,
+        subcommand: "cyclictest",
+        dialect: Dialect::Getopt,
+    },
 ];
+
+impl CompatName {
+    /// The entry of `name`, if it is a compatibility name.
+    pub fn named(name: &str) -> Option<&'static CompatName> {
+        COMPAT_NAMES.iter().find(|c| c.name == name)
+    }
+
+    /// The words latscope's parser takes before the tool's own:
+    /// `SUBCOMMAND PRESETS...`, or `SUBCOMMAND --` for a getopt tool.
+    pub fn stands_for(&self) -> Vec<&'static str> {
+        let tail: &[&str] = match self.dialect {
+            Dialect::Clap { presets, .. } | Dialect::GetoptThenClap { presets } => presets,
+            Dialect::Getopt => &["--"],
+        };
+        std::iter::once(self.subcommand)
+            .chain(tail.iter().copied())
+            .collect()
+    }
+
+    /// Whether clap reads the words (after the tool's getopt table, for
+    /// `GetoptThenClap`), so that it has a command under this name.
+    pub fn parsed_by_clap(&self) -> bool {
+        !matches!(self.dialect, Dialect::Getopt)
+    }
+
+    /// The letters clap reads its words in.
+    pub fn letters(&self) -> Letters {
+        match self.dialect {
+            Dialect::Clap { letters, .. } => letters,
+            _ => Letters::Latscope,
+        }
+    }
+}
 
 /// The compatibility name that runs `latscope oslat` (GNU getopt syntax).
 pub const OSLAT_COMPAT: &str = "oslat";
@@ -227,12 +325,6 @@ pub fn getopt_program_name(name: &str) -> String {
         .unwrap_or_else(|| name.to_string())
 }
 
-/// Whether the arguments a compatibility name stands for hand every word to
-/// the tool's own getopt parser (they end with `--`).
-pub fn takes_getopt(stands_for: &[&str]) -> bool {
-    stands_for.last() == Some(&"--")
-}
-
 /// `latscope oslat [oslat options]`: the words are parsed by
 /// settings::oslat (GNU getopt), not by clap.
 #[derive(Debug, Clone, Args)]
@@ -242,9 +334,8 @@ pub struct OslatArgs {
     pub args: Vec<String>,
 }
 
-/// The compatibility name that runs `latscope cyclictest`. Not in
-/// `COMPAT_NAMES`: cyclictest's arguments bypass clap (GNU getopt syntax) and
-/// it has no `--format`.
+/// The compatibility name that runs `latscope cyclictest` (GNU getopt
+/// syntax; the lean drop-in binary answers to it too).
 pub const CYCLICTEST_COMPAT: &str = "cyclictest";
 
 /// `latscope cyclictest [cyclictest options]`: the words are parsed by
@@ -911,12 +1002,12 @@ pub struct IdleArgs {
 /// Used to parse, and so to print help and usage errors, as that tool.
 pub fn compat_command(name: &str) -> Option<clap::Command> {
     use clap::CommandFactory;
-    let (name, stands_for) = COMPAT_NAMES.iter().find(|(n, _)| *n == name)?;
-    if takes_getopt(stands_for) {
-        return None;
-    }
-    let (sub, presets) = stands_for.split_first()?;
-    let mut cmd = Cli::command().find_subcommand(sub)?.clone();
+    let compat = CompatName::named(name)?;
+    let presets = match compat.dialect {
+        Dialect::Clap { presets, .. } | Dialect::GetoptThenClap { presets } => presets,
+        Dialect::Getopt => return None,
+    };
+    let mut cmd = Cli::command().find_subcommand(compat.subcommand)?.clone();
     for preset in presets.chunks(2) {
         let [option, value] = preset else {
             return None;
@@ -929,8 +1020,9 @@ pub fn compat_command(name: &str) -> Option<clap::Command> {
             .clone();
         cmd = cmd.mut_arg(id, |a| a.default_value(*value));
     }
-    let cmd = original_letters(name, cmd);
-    Some(cmd.name(*name).bin_name(*name).display_name(*name))
+    let cmd = in_letters(compat.letters(), cmd);
+    let name = compat.name;
+    Some(cmd.name(name).bin_name(name).display_name(name))
 }
 
 /// `timer` with Xenomai `latency`'s letters: `-h` is `--histograms`, help
@@ -941,13 +1033,11 @@ pub fn xenomai_letters(timer: clap::Command) -> clap::Command {
         .mut_arg("histograms", |a| a.short('h'))
 }
 
-/// The command of compatibility name `name` with that tool's letters where
-/// latscope's own differ (only `latency`'s `-h`).
-pub fn original_letters(name: &str, cmd: clap::Command) -> clap::Command {
-    if name == XENOMAI_COMPAT {
-        xenomai_letters(cmd)
-    } else {
-        cmd
+/// A subcommand's command in `letters` (only Xenomai's differ: `-h`).
+pub fn in_letters(letters: Letters, cmd: clap::Command) -> clap::Command {
+    match letters {
+        Letters::Latscope => cmd,
+        Letters::Xenomai => xenomai_letters(cmd),
     }
 }
 
@@ -967,8 +1057,9 @@ mod tests {
 
     #[test]
     fn every_compat_name_has_its_command_with_classic_by_default() {
-        for (name, stands_for) in COMPAT_NAMES {
-            if takes_getopt(stands_for) {
+        for compat in COMPAT_NAMES {
+            let name = compat.name;
+            if !compat.parsed_by_clap() {
                 assert!(compat_command(name).is_none(), "{name}: getopt, not clap");
                 continue;
             }

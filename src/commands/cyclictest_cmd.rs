@@ -17,7 +17,6 @@ use crate::settings::cyclictest::CyclicSettings;
 use crate::settings::getopt::GetoptUsage;
 use crate::settings::{OutputTarget, Outputs, UsageError};
 use std::io::Write;
-use std::sync::{Arc, Mutex};
 
 /// What the command line asks for once parsed.
 pub enum Start {
@@ -84,7 +83,6 @@ pub fn run(args: &[String]) -> Result<i32, CommandError> {
         settings: &settings,
         online: &online,
         path,
-        final_block: Arc::default(),
     })
 }
 
@@ -118,9 +116,6 @@ struct CyclicMeasurement<'a> {
     settings: &'a CyclicSettings,
     online: &'a [usize],
     path: std::path::PathBuf,
-    /// cyclictest's final block from the measure step, printed by the
-    /// console exporter at delivery.
-    final_block: Arc<Mutex<String>>,
 }
 
 impl Measurement for CyclicMeasurement<'_> {
@@ -142,7 +137,7 @@ impl Measurement for CyclicMeasurement<'_> {
                 ..Outputs::default()
             },
             presentation: Presentation {
-                console: Box::new(classic::FinalBlock(Arc::clone(&self.final_block))),
+                console: Box::new(classic::FinalBlock),
                 classic: true,
                 json: Box::new(LatscopeJson),
             },
@@ -150,10 +145,6 @@ impl Measurement for CyclicMeasurement<'_> {
     }
 
     fn measure(&mut self, run: &mut Run<'_>) -> Result<Vec<FinishedTest>, CommandError> {
-        let (test, block) = measure::measure(self.settings, self.online, run)?;
-        if let Ok(mut kept) = self.final_block.lock() {
-            *kept = block;
-        }
-        Ok(vec![test])
+        Ok(vec![measure::measure(self.settings, self.online, run)?])
     }
 }

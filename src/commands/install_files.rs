@@ -3,7 +3,8 @@
 //! the binary parses its arguments with, so they cannot drift from it.
 
 use crate::cli::{
-    COMPAT_NAMES, CYCLICTEST_COMPAT, Cli, CompletionsArgs, ManpagesArgs, OSLAT_COMPAT, takes_getopt,
+    COMPAT_NAMES, CYCLICTEST_COMPAT, Cli, CompatName, CompletionsArgs, Dialect, ManpagesArgs,
+    OSLAT_COMPAT,
 };
 use crate::pipeline::{CommandError, EXIT_OK, write_with};
 use crate::settings::{OutputTarget, UsageError};
@@ -57,27 +58,25 @@ pub fn manpages(args: &ManpagesArgs) -> Result<i32, CommandError> {
     for sub in cli.get_subcommands().filter(|s| !s.is_hide_set()) {
         write_page(&latscope_dir, sub.clone(), &["latscope"])?;
     }
-    for (name, stands_for) in COMPAT_NAMES {
-        if takes_getopt(stands_for) {
+    for compat in &COMPAT_NAMES {
+        if compat.dialect == Dialect::Getopt {
+            write_getopt_page(&compat_dir, &cli, compat.name)?;
             continue;
         }
-        let (page, see_also) = compat_page(&cli, name, stands_for)?;
+        let (page, see_also) = compat_page(&cli, compat)?;
         let see_also: Vec<&str> = see_also.iter().map(String::as_str).collect();
         write_page(&compat_dir, page, &see_also)?;
     }
-    write_getopt_page(
-        &compat_dir,
-        &cli,
-        CYCLICTEST_COMPAT,
-        crate::settings::cyclictest::USAGE,
-    )?;
-    write_getopt_page(
-        &compat_dir,
-        &cli,
-        OSLAT_COMPAT,
-        crate::settings::oslat::HELP,
-    )?;
     Ok(EXIT_OK)
+}
+
+/// The usage a getopt tool prints for `--help`.
+fn getopt_usage(name: &str) -> Option<&'static str> {
+    match name {
+        CYCLICTEST_COMPAT => Some(crate::settings::cyclictest::USAGE),
+        OSLAT_COMPAT => Some(crate::settings::oslat::HELP),
+        _ => None,
+    }
 }
 
 /// The page of a name whose options are not clap arguments (`cyclictest`,
@@ -88,8 +87,9 @@ fn write_getopt_page(
     dir: &Path,
     cli: &clap::Command,
     name: &'static str,
-    usage: &str,
 ) -> Result<(), CommandError> {
+    let usage = getopt_usage(name)
+        .ok_or_else(|| CommandError::Runtime(format!("man page of {name}: no usage text")))?;
     let sub = cli.find_subcommand(name).ok_or_else(|| {
         CommandError::Runtime(format!("man page of {name}: no subcommand {name}"))
     })?;
@@ -127,9 +127,10 @@ fn write_getopt_page(
 /// with the defaults its preset arguments give (`--format classic`).
 fn compat_page(
     cli: &clap::Command,
-    name: &'static str,
-    stands_for: &'static [&'static str],
+    compat: &CompatName,
 ) -> Result<(clap::Command, Vec<String>), CommandError> {
+    let name = compat.name;
+    let stands_for = compat.stands_for();
     let internal = |what: String| CommandError::Runtime(format!("man page of {name}: {what}"));
     let (sub_name, presets) = stands_for
         .split_first()
@@ -155,7 +156,7 @@ fn compat_page(
     let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
     let runs = stands_for.join(" ");
     // Its letters where latscope's differ (`latency`'s -h is histograms).
-    page = crate::cli::original_letters(name, page)
+    page = crate::cli::in_letters(compat.letters(), page)
         .name(name)
         .display_name(name)
         .bin_name(name)

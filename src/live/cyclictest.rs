@@ -6,7 +6,8 @@
 //! With `-v` the values of every cycle instead (`-o` keeps the largest of
 //! each group), with `-q` nothing until the end.
 
-use crate::report::classic_cyclictest::{self as classic, CyclicThread};
+use crate::report::CyclicThread;
+use crate::report::classic_cyclictest as classic;
 use crate::timer::cyclic::{CyclicShared, VALBUF_SIZE};
 use std::sync::atomic::Ordering;
 

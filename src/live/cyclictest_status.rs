@@ -181,7 +181,8 @@ impl Drop for StatusObject {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::classic_cyclictest::{CyclicThread, status_block};
+    use crate::report::CyclicThread;
+    use crate::report::classic_cyclictest::status_block;
 
     #[test]
     fn the_block_is_cyclictests_print_stat_between_two_rules() {

@@ -11,10 +11,10 @@
 use crate::live::cyclictest::{CyclicDisplay, DisplayForm, ThreadLabel};
 use crate::live::cyclictest_status::CyclicStatus;
 use crate::pipeline::{CommandError, CpuUse, CpuWindow, FinishedTest, Run, RunFacts};
-use crate::report::classic_cyclictest::{self as classic, CyclicThread, JsonHeader};
+use crate::report::classic_cyclictest::{self as classic, JsonHeader};
 use crate::report::{
-    ConfigDetail, EndReason, Series, SeriesDetail, TestConfig, TestResult, TimerConfig,
-    TimerThread, XenomaiHistogram,
+    ConfigDetail, CyclicOutput, CyclicSpike, CyclicThread, EndReason, Series, SeriesDetail,
+    TestConfig, TestResult, TimerConfig, TimerThread,
 };
 use crate::rt::dma_latency::{self, RequestFailed};
 use crate::rt::fifo::OwnFifo;
@@ -135,7 +135,8 @@ pub fn run(
     let end_time = crate::units::rfc2822_local(SystemTime::now());
     let figured = figures_of(s, online, controlled.results);
     drop(dma);
-    let (threads, figures) = figured?;
+    let (mut threads, figures) = figured?;
+    spikes_and_break_into(&shared, &mut threads);
     let json_failure = match &s.json {
         Some(path) => write_json(s, path, &start_time, &end_time, &threads).err(),
         None => None,
@@ -150,7 +151,7 @@ pub fn run(
         EndReason::DurationElapsed
     };
     Ok(CyclicRan {
-        final_block: final_block(s, &opts, &shared, &threads),
+        final_block: final_block(s, &threads),
         threads,
         figures,
         windows: controlled.windows,
@@ -436,6 +437,8 @@ fn figures_of(
                     overflows: f.overflows,
                     outliers: f.outliers,
                     smi_count: f.smi_count,
+                    spikes_seen: f.spikes_seen,
+                    ..CyclicThread::default()
                 })
             }
             Err(e) => failure = failure.or(Some(e)),
@@ -447,59 +450,55 @@ fn figures_of(
     }
 }
 
-/// cyclictest's block after the run: -q's `T:` lines, `--spike`'s, the
-/// histogram (or into `--histfile`), `-b`'s thread list.
-fn final_block(
-    s: &CyclicSettings,
-    opts: &CyclicOptions,
-    shared: &CyclicShared,
-    threads: &[CyclicThread],
-) -> String {
-    let mut text = String::new();
-    if s.quiet && s.histogram == 0 {
-        for (i, t) in threads.iter().enumerate() {
-            text.push_str(&classic::t_line(i, t, s.nsecs, s.smi));
-        }
-    }
-    if opts.spike_trigger.is_some() {
-        let count = shared.spikes.load(Ordering::Relaxed);
-        let kept: Vec<classic::Spike> = shared
-            .spike_slots
-            .iter()
-            .take(count)
-            .map(|slot| classic::Spike {
-                thread: slot.thread.load(Ordering::Relaxed),
+/// The spikes kept (`--spike`) and the break (`-b`) into the figures of
+/// the threads they came from.
+fn spikes_and_break_into(shared: &CyclicShared, threads: &mut [CyclicThread]) {
+    let recorded = shared.spikes.load(Ordering::Relaxed);
+    for (order, slot) in shared.spike_slots.iter().take(recorded).enumerate() {
+        if let Some(t) = threads.get_mut(slot.thread.load(Ordering::Relaxed)) {
+            t.spikes.push(CyclicSpike {
+                order,
                 diff: slot.diff.load(Ordering::Relaxed),
                 ts_us: slot.ts_us.load(Ordering::Relaxed),
-            })
-            .collect();
-        text.push_str(&classic::spikes(&kept, count));
-    }
-    if s.histogram > 0 {
-        let block = classic::histogram(threads, s.histogram, s.histofall, s.smi);
-        match &s.histfile {
-            Some(path) => {
-                let written =
-                    crate::rt::outfile::write_output_file(std::path::Path::new(path), &mut |w| {
-                        w.write_all(block.as_bytes())
-                    });
-                if let Err(e) = written {
-                    // cyclictest's perror, and the run still ends with 0.
-                    eprintln!("opening histogram file:: {}", os_error_text(&e));
-                }
-            }
-            None => text.push_str(&block),
+            });
         }
     }
-    // cyclictest lists the thread ids for any -b other than 0, a negative
-    // one (which never breaks) included.
-    if s.breaktrace != 0 {
-        let tids: Vec<i32> = threads.iter().map(|t| t.tid).collect();
-        let tid = shared.break_tid.load(Ordering::Acquire);
-        let broke = (tid != 0).then(|| (tid, shared.break_value.load(Ordering::Relaxed)));
-        text.push_str(&classic::break_block(&tids, broke));
+    let tid = shared.break_tid.load(Ordering::Acquire);
+    if let Some(t) = threads.iter_mut().find(|t| tid != 0 && t.tid == tid) {
+        t.broke_at = Some(shared.break_value.load(Ordering::Relaxed));
     }
-    text
+}
+
+/// What shapes cyclictest's final block.
+fn output_of(s: &CyclicSettings) -> CyclicOutput {
+    CyclicOutput {
+        quiet: s.quiet,
+        histogram_cells: s.histogram,
+        histofall: s.histofall,
+        histogram_to_file: s.histfile.is_some(),
+        smi: s.smi,
+        nsecs: s.nsecs,
+        lists_threads: s.breaktrace != 0,
+        spikes: s.spike > 0,
+    }
+}
+
+/// cyclictest's block after the run (report::classic_cyclictest's
+/// final_block); with `--histfile` the histogram written to that file.
+fn final_block(s: &CyclicSettings, threads: &[CyclicThread]) -> String {
+    if let Some(path) = &s.histfile
+        && s.histogram > 0
+    {
+        let block = classic::histogram(threads, s.histogram, s.histofall, s.smi);
+        let written = crate::rt::outfile::write_output_file(std::path::Path::new(path), &mut |w| {
+            w.write_all(block.as_bytes())
+        });
+        if let Err(e) = written {
+            // cyclictest's perror, and the run still ends with 0.
+            eprintln!("opening histogram file:: {}", os_error_text(&e));
+        }
+    }
+    classic::final_block(&output_of(s), threads)
 }
 
 /// `--json FILE`: cyclictest's JSON, or its failure line and exit code.
@@ -547,22 +546,22 @@ fn write_json(
 }
 
 /// With `--latscope-json` (the pipeline has prepared the process): the run,
-/// as a `FinishedTest`, and cyclictest's final block.
+/// as a `FinishedTest` whose figures hold cyclictest's too (its final block
+/// is printed from them: report::classic_cyclictest::FinalBlock).
 pub fn measure(
     s: &CyclicSettings,
     online: &[usize],
     run: &mut Run<'_>,
-) -> Result<(FinishedTest, String), CommandError> {
+) -> Result<FinishedTest, CommandError> {
     let window = CpuWindow::open();
-    let mut ran = self::run(s, online, false)?;
+    let ran = self::run(s, online, false)?;
     if let Some(f) = &ran.json_failure {
         return Err(CommandError::Runtime(
             f.message.trim_end().replace('\n', ""),
         ));
     }
     let cpu_use = window.close();
-    let block = std::mem::take(&mut ran.final_block);
-    Ok((finished_test(s, online, ran, &cpu_use, run), block))
+    Ok(finished_test(s, online, ran, &cpu_use, run))
 }
 
 /// The run as a `FinishedTest`: one timer series per thread (latscope's ns
@@ -595,9 +594,7 @@ fn finished_test(
                 if r.overruns == 1 { "" } else { "s" }
             ));
         }
-        if let Some(one) = series_of(s, i, t, r, windows) {
-            series.push(one);
-        }
+        series.push(series_of(s, i, t, r, windows));
     }
     let facts = RunFacts {
         elapsed: ran.elapsed,
@@ -649,10 +646,8 @@ fn series_of(
     t: &CyclicThread,
     r: ThreadReport,
     (per_second, dropped): (WindowSeries, u64),
-) -> Option<Series> {
-    let empty = || XenomaiHistogram::new(1, 1000).ok();
-    let (all, loop_min, loop_max) = (empty()?, empty()?, empty()?);
-    Some(Series {
+) -> Series {
+    Series {
         label: format!("thread {i}"),
         cpus: vec![s.cpu_of(i).unwrap_or(r.cpu)],
         pinned: s.cpu_of(i).is_some(),
@@ -673,13 +668,14 @@ fn series_of(
             major_faults: r.major_faults,
             minor_faults: r.minor_faults,
             // Xenomai's histograms are the timer test's; cyclictest's own
-            // -h histogram is in its output.
-            histogram_all: all,
-            histogram_loop_min: loop_min,
-            histogram_loop_max: loop_max,
+            // -h histogram is in its figures.
+            histogram_all: None,
+            histogram_loop_min: None,
+            histogram_loop_max: None,
             breakdown: None,
+            cyclictest: Some(t.clone()),
         })),
-    })
+    }
 }
 
 /// The test's configuration as the timer test's (docs/json-schema.md).
@@ -710,6 +706,7 @@ fn config_of(
             breakdown: false,
             freeze_trace: false,
             break_on_switch: false,
+            cyclictest: Some(output_of(s)),
         }),
     }
 }

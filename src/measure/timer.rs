@@ -71,6 +71,7 @@ pub fn config_of(settings: &TimerSettings, plan: &TimerPlan, prep: &Preparation)
             breakdown: settings.breakdown,
             freeze_trace: settings.freeze_trace,
             break_on_switch: settings.break_on_switch,
+            cyclictest: None,
         }),
     }
 }
@@ -201,10 +202,11 @@ fn thread_series(
             involuntary_switches: t.counters.involuntary_switches,
             major_faults: t.counters.major_faults,
             minor_faults: t.counters.minor_faults,
-            histogram_all: t.figure.all.clone(),
-            histogram_loop_min: t.figure.loop_min.clone(),
-            histogram_loop_max: t.figure.loop_max.clone(),
+            histogram_all: Some(t.figure.all.clone()),
+            histogram_loop_min: Some(t.figure.loop_min.clone()),
+            histogram_loop_max: Some(t.figure.loop_max.clone()),
             breakdown: t.breakdown.clone(),
+            cyclictest: None,
         })),
     }
 }
@@ -251,10 +253,11 @@ fn skeleton(settings: &TimerSettings, not_started: FinishedTest) -> Option<Finis
                 involuntary_switches: 0,
                 major_faults: 0,
                 minor_faults: 0,
-                histogram_all: empty.clone(),
-                histogram_loop_min: empty.clone(),
-                histogram_loop_max: empty.clone(),
+                histogram_all: Some(empty.clone()),
+                histogram_loop_min: Some(empty.clone()),
+                histogram_loop_max: Some(empty.clone()),
                 breakdown: None,
+                cyclictest: None,
             }))
         },
     ))

@@ -3,46 +3,84 @@
 //! colons of its JSON keys are kept as cyclictest prints them (its
 //! `print_stat`, `print_hist` and `rt_write_json`): parsers depend on them.
 
+use super::{ConfigDetail, CyclicOutput, CyclicThread, Exporter, Report, SeriesDetail};
 use std::fmt::Write;
 
 /// The console of `cyclictest --latscope-json`: cyclictest's final block,
-/// exactly as a run without the option prints it. The block holds what the
-/// Report does not (whole-us histogram cells, outlier cycle numbers, the
-/// thread that broke), so the measure step renders it into the shared
-/// string and this exporter only prints it, at the pipeline's delivery.
-pub struct FinalBlock(pub std::sync::Arc<std::sync::Mutex<String>>);
+/// exactly as a run without the option prints it, from the Report (each
+/// timer thread's `cyclictest` figures, the config's `cyclictest` options).
+pub struct FinalBlock;
 
-impl crate::report::Exporter for FinalBlock {
-    fn write(
-        &self,
-        _report: &crate::report::Report,
-        out: &mut dyn std::io::Write,
-    ) -> std::io::Result<()> {
-        let block = self.0.lock().map(|b| b.clone()).unwrap_or_default();
-        out.write_all(block.as_bytes())
+impl Exporter for FinalBlock {
+    fn write(&self, report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        for test in &report.tests {
+            let ConfigDetail::Timer(config) = &test.config.detail else {
+                continue;
+            };
+            let Some(output) = &config.cyclictest else {
+                continue;
+            };
+            let threads: Vec<CyclicThread> = test
+                .series
+                .iter()
+                .filter_map(|s| match &s.detail {
+                    SeriesDetail::TimerThread(t) => t.cyclictest.clone(),
+                    _ => None,
+                })
+                .collect();
+            out.write_all(final_block(output, &threads).as_bytes())?;
+        }
+        Ok(())
     }
 }
 
-/// One thread's figures, in cyclictest's units (us, or ns with `-N`).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct CyclicThread {
-    pub tid: i32,
-    pub priority: i32,
-    pub interval_us: u64,
-    pub cycles: u64,
-    pub min: i64,
-    pub act: i64,
-    /// Sum of every latency (for cyclictest's truncating average).
-    pub sum: i64,
-    pub max: i64,
-    pub cpu: usize,
-    /// `-h` cells (empty without `-h`).
-    pub hist: Vec<u64>,
-    pub overflows: u64,
-    /// Cycle numbers of the first overflows (at most one per histogram cell).
-    pub outliers: Vec<u64>,
-    /// `--smi`: SMIs counted while measuring.
-    pub smi_count: u64,
+/// cyclictest's block after the run: -q's `T:` lines, `--spike`'s, the
+/// histogram (unless it went to `--histfile`), `-b`'s thread list.
+pub fn final_block(output: &CyclicOutput, threads: &[CyclicThread]) -> String {
+    let mut text = String::new();
+    if output.quiet && output.histogram_cells == 0 {
+        for (i, t) in threads.iter().enumerate() {
+            text.push_str(&t_line(i, t, output.nsecs, output.smi));
+        }
+    }
+    if output.spikes {
+        let mut kept: Vec<(usize, Spike)> = threads
+            .iter()
+            .enumerate()
+            .flat_map(|(thread, t)| {
+                t.spikes.iter().map(move |s| {
+                    let spike = Spike {
+                        thread,
+                        diff: s.diff,
+                        ts_us: s.ts_us,
+                    };
+                    (s.order, spike)
+                })
+            })
+            .collect();
+        kept.sort_by_key(|(order, _)| *order);
+        let kept: Vec<Spike> = kept.into_iter().map(|(_, s)| s).collect();
+        let count: u64 = threads.iter().map(|t| t.spikes_seen).sum();
+        text.push_str(&spikes(&kept, count as usize));
+    }
+    if output.histogram_cells > 0 && !output.histogram_to_file {
+        text.push_str(&histogram(
+            threads,
+            output.histogram_cells,
+            output.histofall,
+            output.smi,
+        ));
+    }
+    // cyclictest lists the thread ids for any -b other than 0, a negative
+    // one (which never breaks) included.
+    if output.lists_threads {
+        let tids: Vec<i32> = threads.iter().map(|t| t.tid).collect();
+        let broke = threads
+            .iter()
+            .find_map(|t| t.broke_at.map(|value| (t.tid, value)));
+        text.push_str(&break_block(&tids, broke));
+    }
+    text
 }
 
 impl CyclicThread {

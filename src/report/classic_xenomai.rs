@@ -418,18 +418,12 @@ impl crate::report::Exporter for ClassicXenomai {
         let Some(totals) = run_totals(report) else {
             return Ok(());
         };
-        if let Some(thread) = timer_run(report).and_then(|(_, _, s)| s?.timer_thread())
+        if let Some((all, loop_min, loop_max)) = timer_run(report)
+            .and_then(|(_, _, s)| s?.timer_thread())
+            .and_then(|t| t.xenomai_histograms())
             && (self.histograms || self.stats || self.gnuplot)
         {
-            out.write_all(
-                histogram_part(
-                    &thread.histogram_loop_min,
-                    &thread.histogram_all,
-                    &thread.histogram_loop_max,
-                    self.histograms,
-                )
-                .as_bytes(),
-            )?;
+            out.write_all(histogram_part(loop_min, all, loop_max, self.histograms).as_bytes())?;
             if self.gnuplot_to_stdout {
                 XenomaiGnuplot.write(report, out)?;
             }
@@ -453,12 +447,12 @@ impl crate::report::Exporter for XenomaiGnuplot {
         else {
             return Ok(());
         };
-        let Some(thread) = series.timer_thread() else {
+        let Some(all) = series.timer_thread().and_then(|t| t.histogram_all.as_ref()) else {
             return Ok(());
         };
         out.write_all(
             gnuplot_dump(
-                &thread.histogram_all,
+                all,
                 &totals,
                 usize::from(config.test_mode),
                 config.period_us,

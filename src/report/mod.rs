@@ -230,10 +230,11 @@ pub(crate) mod testdata {
                 involuntary_switches: 0,
                 major_faults: 0,
                 minor_faults: 0,
-                histogram_all: histogram.clone(),
-                histogram_loop_min: histogram.clone(),
-                histogram_loop_max: histogram.clone(),
+                histogram_all: Some(histogram.clone()),
+                histogram_loop_min: Some(histogram.clone()),
+                histogram_loop_max: Some(histogram.clone()),
                 breakdown: None,
+                cyclictest: None,
             })),
         };
         let mut all = LatencyRecorder::signed();
@@ -268,6 +269,7 @@ pub(crate) mod testdata {
                     breakdown: false,
                     freeze_trace: false,
                     break_on_switch: false,
+                    cyclictest: None,
                 }),
             },
             end_reason: EndReason::DurationElapsed,

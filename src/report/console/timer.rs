@@ -117,8 +117,10 @@ pub fn collector_line(test: &TestResult) -> Option<String> {
 /// beyond it.
 pub fn write_histograms(test: &TestResult, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     for s in &test.series {
-        let Some(t) = s.timer_thread() else { continue };
-        let all = &t.histogram_all;
+        let Some((all, loop_min, loop_max)) = s.timer_thread().and_then(|t| t.xenomai_histograms())
+        else {
+            continue;
+        };
         let bucket = all.bucket_ns();
         let last = all.cells().saturating_sub(1);
         writeln!(
@@ -129,7 +131,7 @@ pub fn write_histograms(test: &TestResult, out: &mut dyn std::io::Write) -> std:
             format_ns(bucket as i64)
         )?;
         let mut table = Table::new(&["From", "To", "Samples", "Loop minima", "Loop maxima"]);
-        let mut cells: Vec<usize> = [all, &t.histogram_loop_min, &t.histogram_loop_max]
+        let mut cells: Vec<usize> = [all, loop_min, loop_max]
             .iter()
             .flat_map(|h| h.non_empty().map(|(cell, _)| cell))
             .collect();
@@ -146,8 +148,8 @@ pub fn write_histograms(test: &TestResult, out: &mut dyn std::io::Write) -> std:
                 format_ns(from as i64),
                 to,
                 all.count(cell).to_string(),
-                t.histogram_loop_min.count(cell).to_string(),
-                t.histogram_loop_max.count(cell).to_string(),
+                loop_min.count(cell).to_string(),
+                loop_max.count(cell).to_string(),
             ]);
         }
         write!(out, "{}", table.render())?;

@@ -9,6 +9,7 @@
 
 pub mod checks;
 pub mod compare;
+pub mod cyclictest;
 pub mod kernel_log;
 pub mod loads;
 pub mod noise;
@@ -20,6 +21,7 @@ pub mod xenomai;
 
 pub use checks::*;
 pub use compare::*;
+pub use cyclictest::*;
 pub use kernel_log::*;
 pub use loads::*;
 pub use noise::*;
@@ -307,6 +309,9 @@ pub struct TimerConfig {
     pub freeze_trace: bool,
     /// `-b`: stop at the first context switch or page fault.
     pub break_on_switch: bool,
+    /// `cyclictest --latscope-json`: what shapes cyclictest's final block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cyclictest: Option<CyclicOutput>,
 }
 
 /// One sampling thread of a timer test.
@@ -325,12 +330,32 @@ pub struct TimerThread {
     pub minor_faults: u64,
     /// Xenomai's three histograms of the main figure: every sample, each
     /// loop's minimum, each loop's maximum (cells of |latency| / bucket; the
-    /// last cell also holds everything beyond).
-    pub histogram_all: XenomaiHistogram,
-    pub histogram_loop_min: XenomaiHistogram,
-    pub histogram_loop_max: XenomaiHistogram,
+    /// last cell also holds everything beyond). The timer test's only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram_all: Option<XenomaiHistogram>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram_loop_min: Option<XenomaiHistogram>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram_loop_max: Option<XenomaiHistogram>,
     /// With `--breakdown`: every wake-up split into its kernel-side parts.
     pub breakdown: Option<Breakdown>,
+    /// `cyclictest --latscope-json`: cyclictest's own figures of the thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cyclictest: Option<CyclicThread>,
+}
+
+impl TimerThread {
+    /// Xenomai's three histograms (every sample, loop minima, loop maxima)
+    /// when the thread has them (the timer test's threads).
+    pub fn xenomai_histograms(
+        &self,
+    ) -> Option<(&XenomaiHistogram, &XenomaiHistogram, &XenomaiHistogram)> {
+        Some((
+            self.histogram_all.as_ref()?,
+            self.histogram_loop_min.as_ref()?,
+            self.histogram_loop_max.as_ref()?,
+        ))
+    }
 }
 
 /// The kernel side of one sampling thread's wake-ups.

@@ -207,6 +207,8 @@ pub struct CyclicFigures {
     pub overflows: u64,
     pub outliers: Vec<u64>,
     pub smi_count: u64,
+    /// `--spike`: samples above the trigger, kept or not.
+    pub spikes_seen: u64,
     /// latscope's figures of the thread, when its plan asked for them.
     pub report: Option<ThreadReport>,
 }

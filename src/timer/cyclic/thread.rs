@@ -499,6 +499,7 @@ impl<'a> CyclicLoop<'a> {
         if let Some(trigger) = opts.spike_trigger
             && diff > trigger
         {
+            self.f.spikes_seen += 1;
             record_spike(shared, self.index, diff, now);
         }
         if self.stop_at.is_some_and(|s| now >= s) {
