@@ -123,7 +123,7 @@ fn a_refused_program_comes_with_the_verifier_log() {
 fn every_generated_program_passes_this_kernels_verifier() {
     need_bpf!();
     use super::wakeups::{
-        EventAccess, arm_program, expire_program, switch_in_by_pid, switch_in_by_task,
+        Arming, EventAccess, arm_program, expire_program, switch_in_by_pid, switch_in_by_task,
     };
     let tracefs = crate::rt::tracefs::mount::find_or_mount().unwrap();
     let format = |system: &str, name: &str| {
@@ -147,7 +147,7 @@ fn every_generated_program_passes_this_kernels_verifier() {
         (
             ProgramKind::Tracepoint,
             "t_expire",
-            expire_program(fd, &records),
+            expire_program(fd, &records, Arming::Watched),
         ),
         (ProgramKind::RawTracepoint, "t_on_cpu", switch_in_by_pid(fd)),
         // The fallback for kernels without sched_exit_tp, loaded and
@@ -259,7 +259,11 @@ fn hooks_on_the_way_back() {
 /// `wakeups`, and the events the programs ran on. An expiry already close
 /// when the thread would sleep for it is skipped, not counted: no timer is
 /// armed for it, so no record could be.
-fn wakeups_seen(path: wakeups::EventPath, wakeups: u64) -> ((u64, u64, u64), String) {
+fn wakeups_seen(
+    path: wakeups::EventPath,
+    arming: wakeups::Arming,
+    wakeups: u64,
+) -> ((u64, u64, u64), String) {
     use wakeups::{SlotRead, SlotThread, WakeupSlots};
     let tracefs = crate::rt::tracefs::mount::find_or_mount().unwrap();
     let cpu = *crate::rt::sched::allowed_cpus().last().unwrap();
@@ -274,8 +278,8 @@ fn wakeups_seen(path: wakeups::EventPath, wakeups: u64) -> ((u64, u64, u64), Str
         first_expiry_ns: first,
         period_ns: period,
     };
-    let slots = WakeupSlots::start_on(&tracefs, &[thread], &[path])
-        .unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    let slots = WakeupSlots::start_on(&tracefs, &[thread], &[path], arming)
+        .unwrap_or_else(|e| panic!("{path:?}, {arming:?}: {e}"));
     let reader = slots.reader(cpu).unwrap();
     let mut seen = (0, 0, 0);
     let mut expiry = first;
@@ -304,7 +308,12 @@ fn wakeups_seen(path: wakeups::EventPath, wakeups: u64) -> ((u64, u64, u64), Str
 #[test]
 fn every_event_path_records_every_wake_up() {
     need_bpf!();
-    use wakeups::EventPath;
+    use wakeups::{Arming, EventPath};
+    // Where the scheduler's exit hook is, the raw paths run without an
+    // arming program; each path is also tried with one (what a kernel
+    // without the hook runs), and the classic path always has one.
+    let has_exit_hook = std::path::Path::new("/sys/kernel/btf/vmlinux").exists()
+        && btf::Btf::vmlinux().is_ok_and(|b| b.tracepoint("sched_exit_tp").is_ok());
     for path in EventPath::ALL {
         if path != EventPath::Tracepoint && !std::path::Path::new(btf::VMLINUX).exists() {
             eprintln!(
@@ -313,26 +322,26 @@ fn every_event_path_records_every_wake_up() {
             );
             continue;
         }
-        let ((complete, torn, missing), source) = wakeups_seen(path, 50);
-        // A torn read needs an interrupt's program between two loads of
-        // one cache line: rare, and counted, never a missing record.
-        assert_eq!(
-            missing, 0,
-            "{path:?} ({source}): {complete} complete, {torn} torn"
-        );
-        assert!(
-            complete >= 45,
-            "{path:?} ({source}): {complete} complete, {torn} torn"
-        );
-        let expected = match path {
-            EventPath::TypedRawTracepoint => "tp_btf:hrtimer_start, tp_btf:hrtimer_expire_entry",
-            EventPath::RawTracepoint => "raw:hrtimer_start, raw:hrtimer_expire_entry",
-            EventPath::Tracepoint => "timer:hrtimer_start, timer:hrtimer_expire_entry",
-        };
-        assert!(
-            source.starts_with(&format!("bpf on {expected}, ")),
-            "{source}"
-        );
+        for arming in [Arming::Inferred, Arming::Watched] {
+            let ((complete, torn, missing), source) = wakeups_seen(path, arming, 50);
+            let what = format!("{path:?}, {arming:?} ({source})");
+            // A torn read needs an interrupt's program between two loads of
+            // one cache line: rare, and counted, never a missing record.
+            assert_eq!(missing, 0, "{what}: {complete} complete, {torn} torn");
+            assert!(complete >= 45, "{what}: {complete} complete, {torn} torn");
+            let (prefix, watched) = match path {
+                EventPath::TypedRawTracepoint => ("tp_btf", arming == Arming::Watched),
+                EventPath::RawTracepoint => ("raw", arming == Arming::Watched),
+                EventPath::Tracepoint => ("timer", true),
+            };
+            let watched = watched || !has_exit_hook;
+            let expected = if watched {
+                format!("bpf on {prefix}:hrtimer_start, {prefix}:hrtimer_expire_entry, ")
+            } else {
+                format!("bpf on {prefix}:hrtimer_expire_entry, raw:sched_exit_tp")
+            };
+            assert!(source.starts_with(&expected), "{what}: {expected}");
+        }
     }
 }
 
@@ -345,9 +354,16 @@ fn with_btf_the_cheapest_path_runs() {
     }
     let tracefs = crate::rt::tracefs::mount::find_or_mount().unwrap();
     let slots = wakeups::WakeupSlots::start(&tracefs, &[]).unwrap();
+    // With the scheduler's exit hook no arming program runs at all.
+    let has_exit_hook = btf::Btf::vmlinux().is_ok_and(|b| b.tracepoint("sched_exit_tp").is_ok());
+    let expected = if has_exit_hook {
+        "bpf on tp_btf:hrtimer_expire_entry, raw:sched_exit_tp"
+    } else {
+        "bpf on tp_btf:hrtimer_start, "
+    };
     assert!(
-        slots.source.starts_with("bpf on tp_btf:hrtimer_start, "),
-        "{}",
+        slots.source.starts_with(expected),
+        "{}: {expected}",
         slots.source
     );
 }

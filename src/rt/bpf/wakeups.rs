@@ -11,14 +11,14 @@
 //! | 0 | user space | the sampling thread's tid |
 //! | 8 | user space | the first expiry of its schedule (ns) |
 //! | 16 | user space | its period (ns) |
-//! | 24 | `hrtimer_start` | the timer the thread armed last (address) |
-//! | 32 | `hrtimer_start` | that arming's soft expiry |
+//! | 24 | `hrtimer_start` (`Arming::Watched` only) | the timer the thread armed last (address) |
+//! | 32 | `hrtimer_start` (`Arming::Watched` only) | that arming's soft expiry |
 //! | 40 | every writer | sequence: odd while a writer is inside |
 //! | 48 | `hrtimer_expire_entry` | the expiry of the wake-up recorded below |
 //! | 56 | `hrtimer_expire_entry` | its `now`: the timer interrupt handler runs |
 //! | 64 | switch-in hook | the expiry of the wake-up the stamp below is for |
 //! | 72 | switch-in hook | the thread is back on its CPU (ktime) |
-//! | 80 | `hrtimer_start` | the thread's task (address, compared only) |
+//! | 80 | `hrtimer_start` (`Arming::Watched` only) | the thread's task (address, compared only) |
 //!
 //! Every writer of a slot runs on the slot's CPU, so the sampling thread,
 //! pinned there, sees a program's writes whole or not at all, unless a
@@ -33,10 +33,15 @@
 //! program on it would run for every wake-up of every task on the machine.
 //!
 //! The events and why each, as the tracefs breakdown (`tracefs::wakeups`)
-//! pairs them: the thread's own arming (its pid, on its schedule: the RT
-//! bandwidth timer it arms when it becomes SCHED_FIFO is not a wake-up),
-//! the expiry of that very timer (same address, not before the soft
-//! expiry), then its return to the CPU.
+//! pairs them: the expiry of the thread's timer (on its schedule, not
+//! before the soft expiry), then its return to the CPU. Where the kernel
+//! has the scheduler's exit hook and the timer's soft expiry can be read
+//! from the expiry's arguments, that is all (`Arming::Inferred`): no
+//! program runs when a timer is armed, which the idle loop does on the
+//! measured CPU too. Otherwise a program on the thread's own arming (its
+//! pid, on its schedule: the RT bandwidth timer it arms when it becomes
+//! SCHED_FIFO is not a wake-up) remembers the timer, and the expiry must be
+//! that very timer's (same address) (`Arming::Watched`).
 //!
 //! The arming and expiry programs run on the cheapest of three paths the
 //! kernel takes (`EventPath`): BTF-typed raw tracepoints, plain raw
@@ -245,9 +250,6 @@ fn load_program(
 /// The timer events' programs and their attachments.
 type Attached = (Vec<Program>, Vec<Attachment>);
 
-/// `arm_program` or `expire_program`.
-type Generator = fn(i32, &EventAccess) -> Result<Vec<Insn>, String>;
-
 /// The arming and expiry programs on the first of `paths` that loads and
 /// attaches; when none does, the last one's error (the classic
 /// tracepoints' when they are tried, as before the other paths existed).
@@ -255,6 +257,7 @@ fn attach_timer_programs(
     tracefs: &Path,
     map_fd: i32,
     paths: &[EventPath],
+    arming: Arming,
 ) -> Result<Attached, StartError> {
     let mut btf = None;
     let mut last = StartError::Failed("no way to attach the timer programs".to_string());
@@ -262,7 +265,7 @@ fn attach_timer_programs(
         let attempt = match path {
             EventPath::Tracepoint => attach_to_records(tracefs, map_fd),
             _ => match btf.get_or_insert_with(Btf::vmlinux) {
-                Ok(btf) => attach_to_arguments(btf, path, map_fd),
+                Ok(btf) => attach_to_arguments(btf, path, map_fd, arming),
                 Err(why) => Err(StartError::Failed(why.clone())),
             },
         };
@@ -276,8 +279,14 @@ fn attach_timer_programs(
 
 /// The raw tracepoint paths: the tracepoints' prototypes are checked
 /// against what the programs assume (a `struct hrtimer *` first, and a
-/// pointer to the 8-byte `now` second on the expiry).
-fn attach_to_arguments(btf: &Btf, path: EventPath, map_fd: i32) -> Result<Attached, StartError> {
+/// pointer to the 8-byte `now` second on the expiry). Without an arming
+/// program (`Arming::Inferred`) only the expiry's.
+fn attach_to_arguments(
+    btf: &Btf,
+    path: EventPath,
+    map_fd: i32,
+    arming: Arming,
+) -> Result<Attached, StartError> {
     let soft_expiry = BtfMember::of(btf, "hrtimer", "_softexpires").map_err(StartError::Failed)?;
     let access = match path {
         EventPath::TypedRawTracepoint => EventAccess::TypedArguments { soft_expiry },
@@ -286,9 +295,14 @@ fn attach_to_arguments(btf: &Btf, path: EventPath, map_fd: i32) -> Result<Attach
     let hrtimer = btf
         .find("hrtimer", super::btf::Kind::Struct)
         .map_err(StartError::Failed)?;
-    let programs: [(&str, Generator); 2] = [("arm", arm_program), ("expire", expire_program)];
+    let [(_, start), (_, expire)] = EVENTS;
+    let mut programs = Vec::new();
+    if arming == Arming::Watched {
+        programs.push(("arm", start, arm_program(map_fd, &access)));
+    }
+    programs.push(("expire", expire, expire_program(map_fd, &access, arming)));
     let mut attached: Attached = (Vec::new(), Vec::new());
-    for ((program_name, generate), (_, event)) in programs.into_iter().zip(EVENTS) {
+    for (program_name, event, insns) in programs {
         let (typedef, args) = btf.tracepoint(event).map_err(StartError::Failed)?;
         let pointee = |i: usize| args.get(i).and_then(|&a| btf.pointee(a).ok());
         let now_is_8_bytes = || pointee(1).and_then(|t| btf.size_of(t).ok()) == Some(8);
@@ -298,7 +312,6 @@ fn attach_to_arguments(btf: &Btf, path: EventPath, map_fd: i32) -> Result<Attach
                 "the tracepoint {event} has arguments the programs do not expect"
             )));
         }
-        let insns = generate(map_fd, &access);
         let typed = path == EventPath::TypedRawTracepoint;
         let program = load_program(program_name, insns, |name, insns| {
             if typed {
@@ -343,7 +356,7 @@ fn attach_to_records(tracefs: &Path, map_fd: i32) -> Result<Attached, StartError
     };
     let programs = vec![
         load("arm", arm_program(map_fd, &access))?,
-        load("expire", expire_program(map_fd, &access))?,
+        load("expire", expire_program(map_fd, &access, Arming::Watched))?,
     ];
     let mut attachments = Vec::new();
     for (program, (system, name)) in programs.iter().zip(EVENTS) {
@@ -363,14 +376,17 @@ impl WakeupSlots {
     /// arguments' types and offsets, or the tracefs `format` files under
     /// `tracefs` the records' layouts.
     pub fn start(tracefs: &Path, threads: &[SlotThread]) -> Result<WakeupSlots, StartError> {
-        WakeupSlots::start_on(tracefs, threads, &EventPath::ALL)
+        WakeupSlots::start_on(tracefs, threads, &EventPath::ALL, Arming::Inferred)
     }
 
-    /// `start`, trying only `paths` (in order) for the timer events.
+    /// `start`, trying only `paths` (in order) for the timer events, and
+    /// without an arming program only if `arming` is `Inferred` and the
+    /// kernel has the scheduler's exit hook.
     pub fn start_on(
         tracefs: &Path,
         threads: &[SlotThread],
         paths: &[EventPath],
+        arming: Arming,
     ) -> Result<WakeupSlots, StartError> {
         let cpus = super::sys::possible_cpus().map_err(|e| failed("possible CPUs", e))?;
         let map = Map::create(
@@ -395,29 +411,27 @@ impl WakeupSlots {
                 })?;
         }
         let fd = map.fd();
-        let (mut programs, mut attachments) = attach_timer_programs(tracefs, fd, paths)?;
         let raw = |name: &str, insns| {
             load_program(name, insns, |name, insns| {
                 Program::load(ProgramKind::RawTracepoint, name, insns)
             })
         };
         // The switch-in: the scheduler's exit hook where it exists, else
-        // sched_switch (see the module's notes).
+        // sched_switch, which needs the thread's task from the arming
+        // program (see the module's notes).
         let exit_hook = raw("on_cpu", switch_in_by_pid(fd))?;
-        match Attachment::raw_tracepoint(&exit_hook, "sched_exit_tp") {
-            Ok(a) => {
-                attachments.push(a);
-                programs.push(exit_hook);
-            }
+        let (switch_in, arming) = match Attachment::raw_tracepoint(&exit_hook, "sched_exit_tp") {
+            Ok(a) => ((exit_hook, a), arming),
             Err(_) => {
                 let switch = raw("switch", switch_in_by_task(fd))?;
-                attachments.push(
-                    Attachment::raw_tracepoint(&switch, "sched_switch")
-                        .map_err(|e| failed("attaching to sched_switch", e))?,
-                );
-                programs.push(switch);
+                let a = Attachment::raw_tracepoint(&switch, "sched_switch")
+                    .map_err(|e| failed("attaching to sched_switch", e))?;
+                ((switch, a), Arming::Watched)
             }
-        }
+        };
+        let (mut programs, mut attachments) = attach_timer_programs(tracefs, fd, paths, arming)?;
+        programs.push(switch_in.0);
+        attachments.push(switch_in.1);
         let source = format!(
             "bpf on {}",
             attachments
@@ -530,7 +544,8 @@ impl EventAccess {
         }
     }
 
-    /// `dst = the armed timer's soft expiry` on `hrtimer_start`; clobbers
+    /// `dst = the timer's soft expiry` (the argument's member; the record's
+    /// field only on `hrtimer_start`); clobbers
     /// r0-r5 and leaves for `out` when the kernel's memory cannot be read.
     fn soft_expiry(&self, asm: &mut Asm, dst: Reg, out: Label) -> Result<(), String> {
         match self {
@@ -620,16 +635,9 @@ pub(super) fn arm_program(map_fd: i32, access: &EventAccess) -> Result<Vec<Insn>
     load_slot(&mut asm, map_fd);
     asm.push(Insn::ldx(Size::DW, Reg::R1, Reg::R6, TID))
         .jump_if_reg(Cond::Ne, Reg::R8, Reg::R1, out);
-    // On the schedule: soft expiry >= first and (soft - first) % period == 0.
     access.soft_expiry(&mut asm, Reg::R2, out)?;
-    asm.push(Insn::ldx(Size::DW, Reg::R3, Reg::R6, FIRST))
-        .jump_if_reg(Cond::Lt, Reg::R2, Reg::R3, out)
-        .push(Insn::mov64_reg(Reg::R4, Reg::R2))
-        .push(Insn::alu64_reg(Alu::Sub, Reg::R4, Reg::R3))
-        .push(Insn::ldx(Size::DW, Reg::R5, Reg::R6, PERIOD))
-        .push(Insn::alu64_reg(Alu::Mod, Reg::R4, Reg::R5))
-        .jump_if(Cond::Ne, Reg::R4, 0, out)
-        .push(Insn::stx(Size::DW, Reg::R6, ARMED_EXPIRES, Reg::R2));
+    leave_unless_on_schedule(&mut asm, Reg::R2, out);
+    asm.push(Insn::stx(Size::DW, Reg::R6, ARMED_EXPIRES, Reg::R2));
     access.timer(&mut asm, Reg::R1, TimerEvent::Start)?;
     asm.push(Insn::stx(Size::DW, Reg::R6, ARMED_TIMER, Reg::R1))
         .push(Insn::call(Helper::GetCurrentTask))
@@ -637,20 +645,73 @@ pub(super) fn arm_program(map_fd: i32, access: &EventAccess) -> Result<Vec<Insn>
     finish(asm, out)
 }
 
-/// `hrtimer_expire_entry` of the armed timer, not before its soft expiry,
-/// and once per arming: a new wake-up record.
-pub(super) fn expire_program(map_fd: i32, access: &EventAccess) -> Result<Vec<Insn>, String> {
+/// Leaves for `out` unless `soft` (a soft expiry) is on the thread's
+/// schedule: `soft >= first` and `(soft - first) % period == 0`, from the
+/// slot at r6 (clobbers r3-r5).
+fn leave_unless_on_schedule(asm: &mut Asm, soft: Reg, out: Label) {
+    asm.push(Insn::ldx(Size::DW, Reg::R3, Reg::R6, FIRST))
+        .jump_if_reg(Cond::Lt, soft, Reg::R3, out)
+        .push(Insn::mov64_reg(Reg::R4, soft))
+        .push(Insn::alu64_reg(Alu::Sub, Reg::R4, Reg::R3))
+        .push(Insn::ldx(Size::DW, Reg::R5, Reg::R6, PERIOD))
+        .push(Insn::alu64_reg(Alu::Mod, Reg::R4, Reg::R5))
+        .jump_if(Cond::Ne, Reg::R4, 0, out);
+}
+
+/// How the expiry program knows the thread's timer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arming {
+    /// The arming program on `hrtimer_start` remembers the timer the
+    /// thread armed and its soft expiry: the classic path, whose
+    /// `hrtimer_expire_entry` record has no soft expiry, and kernels whose
+    /// switch-in program needs the thread's task, which only the arming
+    /// (in the thread's context) can learn.
+    Watched,
+    /// No program on `hrtimer_start`: the expiring timer's own soft expiry
+    /// (an argument's member) must fall on the thread's schedule. That
+    /// takes one program run off every hrtimer armed on the CPU, the idle
+    /// loop's tick included, some of them on the measured wake-up's path
+    /// (docs/measurement.md). Another timer of that CPU due on the schedule
+    /// to the nanosecond expires in the same interrupt, with the same
+    /// `now`: the IRQ figure is the same.
+    Inferred,
+}
+
+/// `hrtimer_expire_entry` of the thread's timer, not before its soft
+/// expiry, and once per expiry: a new wake-up record.
+pub(super) fn expire_program(
+    map_fd: i32,
+    access: &EventAccess,
+    arming: Arming,
+) -> Result<Vec<Insn>, String> {
     let mut asm = Asm::new();
     let out = asm.new_label();
     asm.push(Insn::mov64_reg(Reg::R7, Reg::R1));
     load_slot(&mut asm, map_fd);
-    access.timer(&mut asm, Reg::R1, TimerEvent::ExpireEntry)?;
-    asm.push(Insn::ldx(Size::DW, Reg::R2, Reg::R6, ARMED_TIMER))
-        .jump_if_reg(Cond::Ne, Reg::R1, Reg::R2, out);
-    access.expiry_now(&mut asm, Reg::R8, out)?;
-    asm.push(Insn::ldx(Size::DW, Reg::R9, Reg::R6, ARMED_EXPIRES))
-        .jump_if(Cond::Eq, Reg::R9, 0, out)
-        .jump_if_reg(Cond::SLt, Reg::R8, Reg::R9, out)
+    match (arming, access) {
+        (Arming::Watched, _) => {
+            access.timer(&mut asm, Reg::R1, TimerEvent::ExpireEntry)?;
+            asm.push(Insn::ldx(Size::DW, Reg::R2, Reg::R6, ARMED_TIMER))
+                .jump_if_reg(Cond::Ne, Reg::R1, Reg::R2, out);
+            access.expiry_now(&mut asm, Reg::R8, out)?;
+            asm.push(Insn::ldx(Size::DW, Reg::R9, Reg::R6, ARMED_EXPIRES))
+                .jump_if(Cond::Eq, Reg::R9, 0, out);
+        }
+        (Arming::Inferred, EventAccess::Record { .. }) => {
+            return Err(
+                "the classic hrtimer_expire_entry record has no soft expiry: it needs the arming program"
+                    .to_string(),
+            );
+        }
+        (Arming::Inferred, _) => {
+            // The cheap test first: most expiries on the CPU are other
+            // timers', and leave before `now` is copied.
+            access.soft_expiry(&mut asm, Reg::R9, out)?;
+            leave_unless_on_schedule(&mut asm, Reg::R9, out);
+            access.expiry_now(&mut asm, Reg::R8, out)?;
+        }
+    }
+    asm.jump_if_reg(Cond::SLt, Reg::R8, Reg::R9, out)
         .push(Insn::ldx(Size::DW, Reg::R1, Reg::R6, WAKE_EXPIRES))
         .jump_if_reg(Cond::Eq, Reg::R1, Reg::R9, out);
     bump_sequence(&mut asm);
@@ -784,9 +845,39 @@ mod tests {
         assert_eq!(calls(&arm, Helper::ProbeReadKernel), 0);
         // `now` is behind a `ktime_t *`, which no program loads through:
         // one copy, from the second argument (ctx + 8).
-        let expire = expire_program(3, &typed()).unwrap();
-        assert_eq!(record_loads(&expire), vec![(0x79, 0), (0x79, 8)]);
-        assert_eq!(calls(&expire, Helper::ProbeReadKernel), 1);
+        for arming in [Arming::Watched, Arming::Inferred] {
+            let expire = expire_program(3, &typed(), arming).unwrap();
+            assert_eq!(record_loads(&expire), vec![(0x79, 0), (0x79, 8)]);
+            assert_eq!(calls(&expire, Helper::ProbeReadKernel), 1);
+        }
+    }
+
+    #[test]
+    fn without_arming_the_expiring_timer_must_be_on_the_schedule_before_now_is_copied() {
+        let expire = expire_program(3, &typed(), Arming::Inferred).unwrap();
+        // No use of what an arming program would have written.
+        for armed in [ARMED_TIMER, ARMED_EXPIRES, TASK] {
+            assert!(
+                !expire
+                    .iter()
+                    .any(|i| i.src == Reg::R6 as u8 && i.off == armed),
+                "reads slot offset {armed}"
+            );
+        }
+        // r9 = timer->_softexpires; then the schedule (first, period, mod)
+        // and only then the copy of `now`.
+        let soft = expire
+            .iter()
+            .position(|i| *i == Insn::ldx(Size::DW, Reg::R9, Reg::R1, 32))
+            .expect("the soft expiry through the timer");
+        let at = |want: Insn| expire.iter().position(|i| *i == want).unwrap();
+        let first = at(Insn::ldx(Size::DW, Reg::R3, Reg::R6, FIRST));
+        let modulo = at(Insn::alu64_reg(Alu::Mod, Reg::R4, Reg::R5));
+        let copy = at(Insn::call(Helper::ProbeReadKernel));
+        assert!(soft < first && first < modulo && modulo < copy);
+        // The classic record has no soft expiry: that path keeps its arming.
+        let err = expire_program(3, &records(HRTIMER_START), Arming::Inferred).unwrap_err();
+        assert!(err.contains("needs the arming program"), "{err}");
     }
 
     #[test]
@@ -809,7 +900,7 @@ mod tests {
         );
         assert_eq!(
             calls(
-                &expire_program(3, &probed()).unwrap(),
+                &expire_program(3, &probed(), Arming::Watched).unwrap(),
                 Helper::ProbeReadKernel
             ),
             1
@@ -833,11 +924,13 @@ mod tests {
     fn every_program_ends_in_exit_and_every_jump_lands_inside() {
         for insns in [
             arm_program(3, &records(HRTIMER_START)).unwrap(),
-            expire_program(3, &records(HRTIMER_START)).unwrap(),
+            expire_program(3, &records(HRTIMER_START), Arming::Watched).unwrap(),
             arm_program(3, &typed()).unwrap(),
-            expire_program(3, &typed()).unwrap(),
+            expire_program(3, &typed(), Arming::Watched).unwrap(),
+            expire_program(3, &typed(), Arming::Inferred).unwrap(),
             arm_program(3, &probed()).unwrap(),
-            expire_program(3, &probed()).unwrap(),
+            expire_program(3, &probed(), Arming::Watched).unwrap(),
+            expire_program(3, &probed(), Arming::Inferred).unwrap(),
             switch_in_by_pid(3).unwrap(),
             switch_in_by_task(3).unwrap(),
         ] {
