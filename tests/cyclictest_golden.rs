@@ -403,8 +403,12 @@ fn subcommand_and_dropin_print_the_same() {
 fn dropin_answers_non_utf8_as_the_full_binary() {
     use std::os::unix::ffi::OsStrExt;
     let bad = std::ffi::OsStr::from_bytes(b"-a\xff");
-    let full = Command::new(bin())
-        .arg("cyclictest")
+    // The full binary under the compatibility name, as the package links it:
+    // both then name `cyclictest --help` (the name the user typed).
+    let links = tempfile::tempdir().unwrap();
+    let linked = links.path().join("cyclictest");
+    std::os::unix::fs::symlink(bin(), &linked).unwrap();
+    let full = Command::new(&linked)
         .args(["-q", "-l", "3"])
         .arg(bad)
         .output()
@@ -417,6 +421,11 @@ fn dropin_answers_non_utf8_as_the_full_binary() {
     assert_eq!(full.status.code(), Some(2));
     assert_eq!(lean.status.code(), Some(2));
     assert_eq!(full.stderr, lean.stderr);
+    assert!(
+        String::from_utf8_lossy(&lean.stderr).contains("(see 'cyclictest --help')"),
+        "{}",
+        String::from_utf8_lossy(&lean.stderr)
+    );
     assert!(lean.stdout.is_empty());
 }
 
