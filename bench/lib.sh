@@ -502,12 +502,15 @@ bpf_stats_restore() {
 
 # programs_snapshot FILE [PGID]: only the programs of the processes of
 # process group PGID when given (other latscope runs may hold programs too).
+# (A bpftool built without its pid iterator lists no `pids`: then every
+# program is kept, and program_costs keeps the latscope_ ones.)
 programs_snapshot() {
   local pids="[]"
   [ -z "${2:-}" ] || pids=$(pgrep -g "$2" | jq -s -c .)
   bpftool prog show -j 2>/dev/null |
     jq -c --argjson pids "$pids" '[.[] | select(($pids | length) == 0
-      or ((.pids // []) | any(.pid as $p | $pids | index($p) != null)))]' >"$1" ||
+      or .pids == null
+      or (.pids | any(.pid as $p | $pids | index($p) != null)))]' >"$1" ||
     echo "[]" >"$1"
   date +%s.%N >"$1.t"
 }

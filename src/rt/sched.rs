@@ -177,6 +177,19 @@ pub fn set_current_thread_policy(policy: Policy, priority: i32) -> Result<(), St
         .map_err(|errno| policy_error(policy, priority, errno))
 }
 
+/// Sets the nice value of the calling thread alone (Linux keeps one per
+/// thread: `setpriority(PRIO_PROCESS, tid)`). Lowering it below 0 needs
+/// CAP_SYS_NICE.
+pub fn set_current_thread_nice(nice: i32) -> std::io::Result<()> {
+    let tid = current_tid() as libc::id_t;
+    // SAFETY: plain system call on this thread's id.
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, nice) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// `set_current_thread_policy` without allocating (for forked children):
 /// the error is the errno, described later by `policy_error`.
 pub fn try_set_current_thread_policy(policy: Policy, priority: i32) -> Result<(), i32> {

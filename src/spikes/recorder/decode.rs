@@ -109,9 +109,31 @@ impl RegionView {
     /// newest, each checked by its commit word (see `layout.rs`), with the
     /// stretches in which events may be missing.
     pub fn snapshot(&self, from_ns: u64) -> Snapshot {
+        self.snapshot_between(from_ns, u64::MAX)
+    }
+
+    /// `snapshot`, but without the records newer than `to_ns`: a collector
+    /// that comes late to a window steps over what came after it reading
+    /// only each record's time, instead of copying and checking thousands
+    /// of records (a ring holds 32 ms at 256,000 events/s) while the oldest
+    /// ones, the window's, are being overwritten. A time read torn there
+    /// merely starts the careful walk earlier or later by one record: it
+    /// is checked like every record kept.
+    pub fn snapshot_between(&self, from_ns: u64, to_ns: u64) -> Snapshot {
         let slots = self.layout.slots as u64;
         let head = self.head();
         let oldest_kept = head.saturating_sub(slots);
+        let mut start = head;
+        // The time of the oldest record stepped over (newer than the window).
+        let mut stepped_over: Option<u64> = None;
+        while start > oldest_kept {
+            let time = self.word(self.layout.record_offset(start - 1) + record::TIME);
+            if time <= to_ns {
+                break;
+            }
+            stepped_over = Some(time);
+            start -= 1;
+        }
         let mut records: Vec<RawRecord> = Vec::new();
         let mut doubts = Vec::new();
         // The time of the newest whole record after a run of unfinished
@@ -119,7 +141,7 @@ impl RegionView {
         let mut unfinished_before: Option<u64> = None;
         let mut reached_back = false;
         let mut newer_seen = false;
-        for index in (oldest_kept..head).rev() {
+        for index in (oldest_kept..start).rev() {
             match self.slot(index) {
                 Slot::Whole(r) => {
                     if let Some(newer) = unfinished_before.take() {
@@ -128,6 +150,12 @@ impl RegionView {
                     if r.elapsed() > INTERRUPTED_NS {
                         doubts.push(Doubt::between(r.time(), r.time() + r.elapsed()));
                     }
+                    if r.time() > to_ns {
+                        // After the window (a record whose time read torn
+                        // above stopped the stepping over early).
+                        stepped_over = Some(r.time());
+                        continue;
+                    }
                     records.push(r);
                     if r.time() < from_ns {
                         reached_back = true;
@@ -135,7 +163,11 @@ impl RegionView {
                     }
                 }
                 Slot::Unfinished => {
-                    let newer = records.last().map_or(u64::MAX, RawRecord::time);
+                    let newer = records
+                        .last()
+                        .map(RawRecord::time)
+                        .or(stepped_over)
+                        .unwrap_or(u64::MAX);
                     unfinished_before.get_or_insert(newer);
                 }
                 // The buffer went round since `head` was read: this record
@@ -638,6 +670,40 @@ pub(crate) mod tests {
         let snap = region.view().snapshot(50);
         assert_eq!(snap.records.len(), 10);
         assert!(snap.complete && !snap.overwritten);
+    }
+
+    #[test]
+    fn a_snapshot_between_keeps_nothing_newer_than_the_window() {
+        let mut region = FakeRegion::new(64);
+        for t in 1..=10u64 {
+            region.push(softirq(t * 100));
+        }
+        // An unfinished record after the window is no doubt about it.
+        let late = region.reserve();
+        region.push(softirq(1_200));
+        let snap = region.view().snapshot_between(350, 620);
+        assert_eq!(times(&snap), vec![300, 400, 500, 600]);
+        assert!(snap.complete && !snap.overwritten);
+        assert!(!snap.doubtful(350, 620), "{:?}", snap.doubts);
+        // One inside the window is, between its neighbours.
+        let mut region = FakeRegion::new(64);
+        region.push(softirq(100));
+        let _inside = region.reserve();
+        region.push(softirq(300));
+        region.push(softirq(400));
+        let snap = region.view().snapshot_between(0, 350);
+        assert_eq!(times(&snap), vec![100, 300]);
+        assert_eq!(
+            snap.doubts,
+            vec![Doubt {
+                from_ns: 100,
+                to_ns: 300
+            }]
+        );
+        // The window's end before every record: only the one before it.
+        let snap = region.view().snapshot_between(0, 50);
+        assert!(snap.records.is_empty());
+        let _ = late;
     }
 
     #[test]
