@@ -325,6 +325,11 @@ mask() { # MODE(text|json) DIR < in > out
       print join("\n", @out);
       exit;
     }
+    # Every text substitution below stays within one line: they run line by
+    # line, since on one 14 MB string (-h 99999999999: a million rows) the
+    # multi-line matching took minutes.
+    my @lines = split /(?<=\n)/, $s;
+    for my $s (@lines) {
     $s =~ s/loadavg: [^\n]*/loadavg: L/g;
     # cyclictest T: lines (tid, cycles, latencies, SMIs) and spike lines
     $s =~ s/(T:[ \d]*\d \()( *\d+)\)/$1.$w->($2).")"/ge;
@@ -350,7 +355,8 @@ mask() { # MODE(text|json) DIR < in > out
     $s =~ s/\bID\d+/IDN/g;
     $s =~ s/(Cycles )\d+/$1N/g;
     $s =~ s/((?:Min|Cur|Avg|Max) )( *\d+)/$1.$w->($2)/ge;
-    print $s;
+    }
+    print @lines;
   ' "$1" "$2"
 }
 
