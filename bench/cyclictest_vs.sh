@@ -167,7 +167,7 @@ if [ "$REPORT_ONLY" = 0 ]; then
     --bin latscope-cyclictest --manifest-path "$REPO/Cargo.toml" \
     || die "build of the drop-in failed (see $OUT/build-dropin.err)"
   mkdir -p "$OUT/compat"
-  ln -sfn "$REPO/target/dropin/latscope-cyclictest" "$OUT/compat/cyclictest"
+  ln -sfn "${CARGO_TARGET_DIR:-$REPO/target}/dropin/latscope-cyclictest" "$OUT/compat/cyclictest"
 fi
 
 # args_of NAME: sets TOOL (the original's name) and ARGS (without --json).
