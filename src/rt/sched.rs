@@ -181,7 +181,8 @@ pub fn set_current_thread_policy(policy: Policy, priority: i32) -> Result<(), St
 /// the error is the errno, described later by `policy_error`.
 pub fn try_set_current_thread_policy(policy: Policy, priority: i32) -> Result<(), i32> {
     if let Policy::Deadline(reservation) = policy {
-        return try_set_current_thread_deadline(reservation);
+        count_throttles();
+        return try_set_current_thread_deadline(reservation, SCHED_FLAG_DL_OVERRUN);
     }
     let param = libc::sched_param {
         sched_priority: priority,
@@ -207,15 +208,15 @@ struct SchedAttr {
     sched_period: u64,
 }
 
-/// Makes the calling thread SCHED_DEADLINE with `reservation`, asking for
-/// SIGXCPU at every overrun (counted by `throttled_periods`).
-/// Allocation-free, for forked children; the error is the errno.
-fn try_set_current_thread_deadline(reservation: Reservation) -> Result<(), i32> {
-    count_throttles();
+/// Makes the calling thread SCHED_DEADLINE with `reservation` and
+/// `sched_flags` (SCHED_FLAG_DL_OVERRUN: SIGXCPU at every overrun, counted
+/// by `throttled_periods`). Allocation-free, for forked children; the error
+/// is the errno.
+fn try_set_current_thread_deadline(reservation: Reservation, sched_flags: u64) -> Result<(), i32> {
     let attr = SchedAttr {
         size: std::mem::size_of::<SchedAttr>() as u32,
         sched_policy: SCHED_DEADLINE as u32,
-        sched_flags: SCHED_FLAG_DL_OVERRUN,
+        sched_flags,
         sched_nice: 0,
         sched_priority: 0,
         sched_runtime: reservation.runtime_ns,
@@ -239,6 +240,16 @@ fn try_set_current_thread_deadline(reservation: Reservation) -> Result<(), i32> 
             .raw_os_error()
             .unwrap_or(libc::EINVAL))
     }
+}
+
+/// Makes the calling thread SCHED_DEADLINE with `reservation` for a task
+/// that gives up its runtime every period with `sched_yield` (rt-tests'
+/// cyclicdeadline): without SCHED_FLAG_DL_OVERRUN, since the kernel counts a
+/// yield as the runtime used up, so every period would bring a SIGXCPU. The
+/// error names the limit, as `set_current_thread_policy`'s.
+pub fn set_current_thread_yielding_deadline(reservation: Reservation) -> Result<(), String> {
+    try_set_current_thread_deadline(reservation, 0)
+        .map_err(|errno| deadline_error(reservation, errno))
 }
 
 std::thread_local! {
