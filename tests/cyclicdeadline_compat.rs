@@ -436,7 +436,8 @@ fn a_full_bandwidth_refuses_in_one_line_naming_the_limit() {
     assert_eq!(error_lines.len(), 1, "{}", describe(&out));
     assert!(
         stderr.contains("SCHED_DEADLINE runtime 2400 us, deadline 4000 us, period 4000 us refused")
-            && stderr.contains("/proc/sys/kernel/sched_rt_runtime_us"),
+            && stderr.contains("/proc/sys/kernel/sched_rt_runtime_us")
+            && stderr.contains("use fewer threads (-t)"),
         "{}",
         describe(&out)
     );
