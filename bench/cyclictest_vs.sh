@@ -22,10 +22,12 @@
 #      ct-all  cyclictest -m -p80 -i1000 -d0 -S -l L -q          one per CPU
 #      pt-1    ptsematest -aC1 -p80 -i1000 -d0 -l L -q           one pair
 #      pt-all  ptsematest -S -p80 -i1000 -d0 -l L -q             one pair per CPU
+#      cd-2    cyclicdeadline -t2 -i4000 -s0 -D S -q             two SCHED_DEADLINE threads
+#              (4 ms: Debian's cyclicdeadline needs HRTICK below 3334 us)
 #    latscope runs `cyclictest ARGS` through a link named cyclictest to the
 #    lean drop-in binary built with the dropin profile (what the package's
 #    compat link runs: target/dropin/latscope-cyclictest) and `latscope
-#    ptsematest ARGS`, with the same ARGS. --only takes a comma list of these names.
+#    ptsematest ARGS` (`latscope cyclicdeadline ARGS`), with the same ARGS. --only takes a comma list of these names.
 # 3. Prints every run, then per comparison the median over the pairs of each
 #    figure for each tool, their ratio latscope/original, and the verdict per
 #    goal:
@@ -34,6 +36,8 @@
 #        threads not higher (ratio <= 1.0); peak RSS not higher; the same
 #        sample counts for -l in every pair.
 #      ptsematest: avg within 15 % or 1 us; CPU time per sample not higher.
+#      cyclicdeadline: avg within 5 % or 1 us; CPU time per wake-up of the
+#        measuring (SCHED_DEADLINE) threads within 5 %.
 #
 # Where each figure comes from:
 #   Latencies and samples: the --json file, which both tools write in
@@ -88,8 +92,8 @@
 RTBIN=${RTBIN:-/usr/bin}
 PAIRS=5
 SECS=10
-ONLY="ct-1,ct-2,ct-all,pt-1,pt-all"
-ORDER="ct-1 ct-2 ct-all pt-1 pt-all"
+ONLY="ct-1,ct-2,ct-all,pt-1,pt-all,cd-2"
+ORDER="ct-1 ct-2 ct-all pt-1 pt-all cd-2"
 OUT=""
 REPORT_ONLY=0
 BUILD_TIMEOUT=900
@@ -134,7 +138,7 @@ if [ "$REPORT_ONLY" = 1 ]; then
   [ -n "$OUT" ] && [ -d "$OUT" ] || die "--report-only needs --out DIR, a directory of earlier runs"
 fi
 [ "$REPORT_ONLY" = 1 ] || [ "$(id -u)" = 0 ] || die "run as root (SCHED_FIFO priority 80, mlockall)"
-for t in cyclictest ptsematest; do
+for t in cyclictest ptsematest cyclicdeadline; do
   [ -x "$RTBIN/$t" ] || die "$RTBIN/$t not found (apt-get install rt-tests)"
 done
 need jq "apt-get install jq"
@@ -170,25 +174,28 @@ if [ "$REPORT_ONLY" = 0 ]; then
   ln -sfn "${CARGO_TARGET_DIR:-$REPO/target}/dropin/latscope-cyclictest" "$OUT/compat/cyclictest"
 fi
 
-# args_of NAME: sets TOOL (the original's name) and ARGS (without --json).
+# args_of NAME: sets TOOL (the original's name), ARGS (without --json) and
+# IV, every thread's period in us.
 args_of() {
   local common=(-p80 -i"$INTERVAL_US" -d0)
+  IV=$INTERVAL_US
   case "$1" in
     ct-1)   TOOL=cyclictest; ARGS=(-m "${common[@]}" -t1 -a "$C1" -l "$LOOPS" -q) ;;
     ct-2)   TOOL=cyclictest; ARGS=(-m "${common[@]}" -t2 -a -l "$LOOPS" -q) ;;
     ct-all) TOOL=cyclictest; ARGS=(-m "${common[@]}" -S -l "$LOOPS" -q) ;;
     pt-1)   TOOL=ptsematest; ARGS=(-a"$C1" "${common[@]}" -l "$LOOPS" -q) ;;
     pt-all) TOOL=ptsematest; ARGS=(-S "${common[@]}" -l "$LOOPS" -q) ;;
+    cd-2)   TOOL=cyclicdeadline; IV=4000; ARGS=(-t2 -i"$IV" -s0 -D "$SECS" -q) ;;
   esac
 }
 
 # probe_fields NAME: "window_s rt_threads rt_run_ns rt_switchins busy_pct"
-# from $OUT/NAME.probe ("-" when missing), over the SCHED_FIFO/RR threads
+# from $OUT/NAME.probe ("-" when missing), over the SCHED_FIFO/RR/DEADLINE threads
 # present in both snapshots.
 probe_fields() {
   awk -v hz="$CLK_TCK" -v ncpu="$NCPU" '
     $1 == "t" { nt++; if (nt % 2) t0 = $2; else tm[nt / 2] = (t0 + $2) / 2; next }
-    $1 == "task" { s = int(nt / 2) + 1; if ($4 == 1 || $4 == 2) { run[s, $2] = $5; pc[s, $2] = $7; tids[$2] = 1 }; next }
+    $1 == "task" { s = int(nt / 2) + 1; if ($4 == 1 || $4 == 2 || $4 == 6) { run[s, $2] = $5; pc[s, $2] = $7; tids[$2] = 1 }; next }
     $1 == "cpu" { s = int(nt / 2) + 1; idle[s] = $5 + $6 }
     END {
       if (nt < 4) { print "- - - - -"; exit }
@@ -243,7 +250,7 @@ make_row() {
   [ -s "$OUT/$base.perf" ] && task_ms=$(awk -F, '/task-clock/ { print $1 }' "$OUT/$base.perf")
   jq -r --arg c "$name" --arg p "$pair" --arg tool "$label" --arg probe "${probe_f[*]}" \
      --arg time "$(tail -n 1 "$OUT/$base.time" 2>/dev/null)" --arg task_ms "${task_ms:--}" \
-     --argjson per "$per" --argjson interval "$INTERVAL_US" '
+     --argjson per "$per" --argjson interval "$IV" '
     [.thread[] | if .receiver then
         {n: .sender.samples, min: .receiver.min, avg: .receiver.avg, max: .receiver.max}
       else {n: .cycles, min: .min, avg: .avg, max: .max} end] as $t |
@@ -316,7 +323,10 @@ awk -F'\t' '
         printf "  %-26s %12s %12s %8s\n", label[j], L, R, ratio
       }
       L = m["avg", "L"]; R = m["avg", "R"]; d = L - R; ad = d < 0 ? -d : d
-      if (c ~ /^ct/) {
+      if (c ~ /^cd/) {
+        printf "  avg within 5%% or 1 us: %s (%+.2f us, %+.1f %%)\n", (ad <= 0.05 * R || ad <= 1) ? "MET" : "NOT MET", d, pct(d, R)
+        printf "  CPU per wake-up within 5%%: %s\n", (m["cpu", "R"] > 0 && m["cpu", "L"] <= 1.05 * m["cpu", "R"]) ? "MET" : "NOT MET"
+      } else if (c ~ /^ct/) {
         printf "  avg within 5%% or 1 us: %s (%+.2f us, %+.1f %%)\n", (ad <= 0.05 * R || ad <= 1) ? "MET" : "NOT MET", d, pct(d, R)
         printf "  min not higher (1 us slack): %s\n", (m["min", "L"] <= m["min", "R"] + 1) ? "MET" : "NOT MET"
         printf "  CPU per wake-up ratio <= 1.0: %s\n", (m["cpu", "R"] > 0 && m["cpu", "L"] <= m["cpu", "R"]) ? "MET" : "NOT MET"

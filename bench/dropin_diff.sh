@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Differential test of latscope's cyclictest and ptsematest drop-ins against
+# Differential test of latscope's cyclictest, ptsematest and cyclicdeadline drop-ins against
 # the real rt-tests tools: the same argument vector is run by both, each
 # through a link with the real name (argv[0] is `cyclictest`/`ptsematest` in
 # both cases, as scripts run them), in its own scratch directory, one after
@@ -51,7 +51,7 @@ while [ $# -gt 0 ]; do
 done
 
 [ -x "$LATSCOPE" ] || { echo "error: $LATSCOPE not built (cargo build --release)" >&2; exit 1; }
-for t in cyclictest ptsematest; do
+for t in cyclictest ptsematest cyclicdeadline; do
   [ -x "$RTBIN/$t" ] || { echo "error: $RTBIN/$t not found (Debian rt-tests)" >&2; exit 1; }
 done
 command -v perl >/dev/null || { echo "error: perl not found" >&2; exit 1; }
@@ -69,7 +69,7 @@ fi
 for side in real ours; do
   mkdir -p "$WORK/$side/bin"
 done
-for t in cyclictest ptsematest; do
+for t in cyclictest ptsematest cyclicdeadline; do
   ln -sf "$RTBIN/$t" "$WORK/real/bin/$t"
   ln -sf "$LATSCOPE" "$WORK/ours/bin/$t"
 done
@@ -83,6 +83,7 @@ case_() {
 }
 ct() { case_ "ct:$1" cyclictest "$2" "${3:-}"; }
 pt() { case_ "pt:$1" ptsematest "$2" "${3:-}"; }
+cdl() { case_ "cdl:$1" cyclicdeadline "$2" "${3:-}"; }
 
 L="-l 100 -i 1000"   # a short run: 0.1 s
 # --- cyclictest: every option of --help alone (with a short run)
@@ -287,6 +288,39 @@ pt positional         "-q foo $P"
 pt cluster            "-qSp90 -l 50"
 pt huge-l             "-l 99999999999999999999 -q -D 1"
 
+# --- cyclicdeadline: intervals of 4 ms and more (Debian's needs HRTICK for
+# runtimes under 2 ms, 60 % of the interval, and cannot turn it on where
+# debugfs' sched features are closed); never -a with some CPUs only, for
+# which cyclicdeadline moves every task of the machine into its cpusets.
+C="-i 4000 -D 1"
+cdl help              "--help"
+cdl help-short        "-h"
+cdl help-prefix       "--he"
+cdl quiet             "-q $C"
+cdl live              "$C"
+cdl live-t2           "-t 2 $C"
+cdl threads-2         "-t 2 -s 1000 -q $C"
+cdl threads-3         "-t 3 -q $C"
+cdl threads-long      "--threads=2 --step=1000 --interval=4000 --duration=1 --quiet"
+cdl json              "--json=@D@/dl.json -t 2 -q $C"
+cdl affinity-all      "-a 0-1 -q $C"
+cdl affinity-bare     "-q $C -a"
+cdl breaktrace        "-b 100000 -q $C"
+cdl lkft              "-q -i 4000 -s 500 -t 2 -D 1 --json=@D@/ci.json"
+cdl default           "-q -D 1" "Debian's cyclicdeadline needs HRTICK for runtimes under 2 ms and fails where it cannot turn it on; latscope neither needs nor sets it"
+cdl unknown           "-Z"
+cdl unknown-long      "--bogus"
+cdl missing-i         "-i"
+cdl missing-json      "--json"
+cdl ambiguous         "--t 2"
+cdl noarg-long        "--quiet=1"
+cdl c-missing         "-c"
+cdl bad-cpu           "-a 5"
+cdl bad-cpu-abc       "-a abc"
+cdl bad-cpu-eq        "--affinity=9"
+cdl a-then-option     "-a -D"
+cdl json-nodir        "--json=/nonexistent/dir/f -q $C"
+
 if [ "$LIST" = 1 ]; then
   for i in "${!NAMES[@]}"; do
     printf '%-28s %s %s\n' "${NAMES[$i]}" "${TOOLS[$i]}" "${ARGVS[$i]}"
@@ -351,6 +385,13 @@ mask() { # MODE(text|json) DIR < in > out
     $s =~ s/^(# Thread Ids:).*$/$1 LIST/mg;
     $s =~ s/^(# Thread \d+:).*$/$1 LIST/mg;
     $s =~ s/(# Break (?:value|thread): )\d+/$1N/g;
+    # cyclicdeadline: thread ids and its own check before the run
+    $s =~ s/(deadline thread |main thread )\d+/$1N/g;
+    $s =~ s/thread\[\d+\]/thread[N]/g;
+    $s =~ s/(Tested at )\d+us/$1Nus/g;
+    # its threads and main thread print these as they start, in an order
+    # that varies from run to run: compared as a set
+    $s =~ s/((?:^(?:deadline thread|thread\[|main thread)[^\n]*\n)+)/join("", sort split(m{(?<=\n)}, $1))/mge;
     # ptsematest
     $s =~ s/\bID\d+/IDN/g;
     $s =~ s/(Cycles )\d+/$1N/g;

@@ -37,6 +37,7 @@
 #                                     cyclictest JSON file
 #   taskclock_summary FILE REF        all runs: us per sample and the ratio
 #   find_rt_pid PGID                  the process of group PGID with a real-time thread
+#                                     (SCHED_FIFO, SCHED_RR or SCHED_DEADLINE)
 #   snapshot PID                      every thread's policy and schedstat, and the
 #                                     /proc/stat line of CPU $CPU (of all CPUs when empty)
 #   probe_threads PGID NAME           (a RUN_PROBE) two snapshots, PROBE_START s into the
@@ -427,7 +428,7 @@ find_rt_pid() {
     for t in /proc/"$pid"/task/*; do
       read -r rest 2>/dev/null <"$t/stat" || continue
       read -r -a f <<<"${rest##*) }"
-      case "${f[38]:-}" in 1|2) echo "$pid"; return 0 ;; esac
+      case "${f[38]:-}" in 1|2|6) echo "$pid"; return 0 ;; esac
     done
   done
   return 1

@@ -58,6 +58,10 @@ pub const CYCLICTEST: &str = "Examples:
   latscope cyclictest -m -Sp90 -i200 -l10000 -q
   latscope cyclictest -t1 -p 80 -D 10 -h 100";
 
+pub const CYCLICDEADLINE: &str = "Examples:
+  latscope cyclicdeadline -D 10 -q          # one thread, 1 ms deadline, 10 s
+  latscope cyclicdeadline -t 2 -i 4000 -s 1000 -D 1m --json=dl.json";
+
 pub const OSLAT: &str = "Examples:
   latscope oslat -D 10 -c 1                 # CPU 1 for 10 s
   latscope oslat -D 30 -c 1 -z              # without the empty buckets";

@@ -104,6 +104,9 @@ pub enum Command {
     /// Periodic timer latency with rt-tests cyclictest's options and exact output (GNU getopt syntax)
     #[command(disable_help_flag = true, after_help = examples::CYCLICTEST)]
     Cyclictest(CyclictestArgs),
+    /// SCHED_DEADLINE wake-up latency as rt-tests cyclicdeadline measures it, with its options and exact output (GNU getopt syntax)
+    #[command(disable_help_flag = true, after_help = examples::CYCLICDEADLINE)]
+    Cyclicdeadline(CyclicdeadlineArgs),
     /// OS latency as rt-tests oslat measures it, with its options and exact output (GNU getopt syntax)
     #[command(disable_help_flag = true, after_help = examples::OSLAT)]
     Oslat(OslatArgs),
@@ -243,7 +246,7 @@ const fn classic(name: &'static str, subcommand: &'static str) -> CompatName {
 }
 
 /// Every compatibility name, one entry each (also one man page each).
-pub const COMPAT_NAMES: [CompatName; 9] = [
+pub const COMPAT_NAMES: [CompatName; 10] = [
     classic("pmqtest", "mq"),
     classic("sigwaittest", "signal"),
     classic("svsematest", "svsem"),
@@ -270,6 +273,11 @@ pub const COMPAT_NAMES: [CompatName; 9] = [
     CompatName {
         name: CYCLICTEST_COMPAT,
         subcommand: "cyclictest",
+        dialect: Dialect::Getopt,
+    },
+    CompatName {
+        name: CYCLICDEADLINE_COMPAT,
+        subcommand: "cyclicdeadline",
         dialect: Dialect::Getopt,
     },
 ];
@@ -343,6 +351,19 @@ pub const CYCLICTEST_COMPAT: &str = "cyclictest";
 #[derive(Debug, Clone, Args)]
 pub struct CyclictestArgs {
     /// cyclictest's options, as rt-tests 2.x takes them
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    pub args: Vec<String>,
+}
+
+/// The compatibility name that runs `latscope cyclicdeadline` (GNU getopt
+/// syntax).
+pub const CYCLICDEADLINE_COMPAT: &str = "cyclicdeadline";
+
+/// `latscope cyclicdeadline [cyclicdeadline options]`: the words are parsed
+/// by settings::cyclicdeadline (GNU getopt), not by clap.
+#[derive(Debug, Clone, Args)]
+pub struct CyclicdeadlineArgs {
+    /// cyclicdeadline's options, as rt-tests 2.x takes them
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
     pub args: Vec<String>,
 }

@@ -3,8 +3,8 @@
 //! the binary parses its arguments with, so they cannot drift from it.
 
 use crate::cli::{
-    COMPAT_NAMES, CYCLICTEST_COMPAT, Cli, CompatName, CompletionsArgs, Dialect, ManpagesArgs,
-    OSLAT_COMPAT,
+    COMPAT_NAMES, CYCLICDEADLINE_COMPAT, CYCLICTEST_COMPAT, Cli, CompatName, CompletionsArgs,
+    Dialect, ManpagesArgs, OSLAT_COMPAT,
 };
 use crate::pipeline::{CommandError, EXIT_OK, write_with};
 use crate::settings::{OutputTarget, UsageError};
@@ -75,6 +75,7 @@ fn getopt_usage(name: &str) -> Option<&'static str> {
     match name {
         CYCLICTEST_COMPAT => Some(crate::settings::cyclictest::USAGE),
         OSLAT_COMPAT => Some(crate::settings::oslat::HELP),
+        CYCLICDEADLINE_COMPAT => Some(crate::settings::cyclicdeadline::USAGE),
         _ => None,
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod cleanup;
 pub mod compare;
+pub mod cyclicdeadline_cmd;
 pub mod cyclictest_cmd;
 pub mod doctor_cmd;
 pub mod install_files;
@@ -78,6 +79,7 @@ pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
         Command::Timer(a) => timer_cmd::run(a),
         Command::Cyclictest(a) => cyclictest_cmd::run(&a.args),
         Command::Noise(a) => noise_cmd::run(a),
+        Command::Cyclicdeadline(a) => cyclicdeadline_cmd::run(&a.args),
         Command::Oslat(a) => oslat_cmd::run(&a.args),
         Command::Logdisk(a) => logdisk_cmd::run(a),
         Command::Suite(a) => suite::run(a),

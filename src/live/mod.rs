@@ -2,6 +2,7 @@
 //! original tools' live lines. Read from atomics and channels the measuring
 //! threads fill; nothing here runs on a measuring thread.
 
+pub mod cyclicdeadline;
 pub mod cyclictest;
 pub mod cyclictest_status;
 pub mod ipc;

@@ -6,6 +6,7 @@
 //! with the facts the validity checks need. A command reaches its test
 //! through here (tests/layers.rs).
 
+pub mod cyclicdeadline;
 pub mod cyclictest;
 pub mod ipc;
 pub mod logdisk;

@@ -3,6 +3,7 @@
 //! failed test.
 
 use super::Presentation;
+use crate::report::cells::{JsonHeader, rt_tests_json_header};
 use crate::report::csv::SeriesCsv;
 use crate::report::junit::JunitXml;
 use crate::report::markdown::MarkdownTable;
@@ -10,6 +11,61 @@ use crate::report::prom::PromText;
 use crate::report::{Exporter, Report};
 use crate::settings::{OutputTarget, Outputs, ReportFormat};
 use std::io::Write;
+
+/// rt-tests' `err_exit(errno, "Failed to open '%s'\n", file)`: the line,
+/// `: ` and the reason, and the errno as the exit code.
+#[derive(Debug)]
+pub struct JsonFailure {
+    pub message: String,
+    pub code: i32,
+}
+
+/// What an rt-tests tool's JSON says of its run.
+pub struct RunTimes<'a> {
+    /// The command line as typed.
+    pub cmdline: &'a str,
+    pub start_time: &'a str,
+    pub end_time: &'a str,
+}
+
+/// An rt-tests 2.40 tool's `--json` file (its `rt_write_json`): the header
+/// (the run, uname, /sys/kernel/realtime) then the tool's own part, `body`;
+/// or what the tool says when it cannot write it.
+pub fn write_rt_tests_json(path: &str, run: &RunTimes, body: &str) -> Result<(), JsonFailure> {
+    let failed = |reason: String, code: i32| JsonFailure {
+        message: format!("Failed to open '{path}'\n: {reason}\n"),
+        code,
+    };
+    let uts = nix::sys::utsname::uname().map_err(|e| failed(e.desc().to_string(), e as i32))?;
+    let text_of = |s: &std::ffi::OsStr| s.to_string_lossy().into_owned();
+    let header = JsonHeader {
+        cmdline: run.cmdline,
+        start_time: run.start_time,
+        end_time: run.end_time,
+        return_code: 0,
+        sysname: &text_of(uts.sysname()),
+        nodename: &text_of(uts.nodename()),
+        release: &text_of(uts.release()),
+        version: &text_of(uts.version()),
+        machine: &text_of(uts.machine()),
+        realtime: std::path::Path::new("/sys/kernel/realtime").exists(),
+    };
+    let text = rt_tests_json_header(&header) + body;
+    crate::rt::outfile::write_output_file(std::path::Path::new(path), &mut |w| {
+        w.write_all(text.as_bytes())
+    })
+    .map_err(|e| {
+        // strerror's words and the errno, as err_exit; latscope's own
+        // refusals (rt::outfile) have none: a directory is EISDIR there.
+        let errno = e
+            .raw_os_error()
+            .or_else(|| std::path::Path::new(path).is_dir().then_some(libc::EISDIR));
+        match errno {
+            Some(n) => failed(nix::errno::Errno::from_raw(n).desc().to_string(), n),
+            None => failed(e.to_string(), 1),
+        }
+    })
+}
 
 /// Writes `report` with `exporter` to `target` (a file is written whole to a
 /// temporary name first, then renamed, so readers never see half a file and

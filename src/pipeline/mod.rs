@@ -24,6 +24,8 @@ mod live;
 mod prepare;
 mod validity;
 
+pub use deliver::{JsonFailure, RunTimes, write_rt_tests_json};
+
 pub use assemble::{FinishedTest, assemble_report, build_report};
 pub use deliver::{deliver, print, write_files, write_output, write_with};
 pub use judge::{

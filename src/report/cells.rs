@@ -233,6 +233,61 @@ pub fn change_cell(change: Option<f64>) -> String {
     }
 }
 
+/// What an rt-tests tool's `--json` file says first, about the run and the
+/// machine (rt-tests' `rt_write_json`, shared by its tools).
+pub struct JsonHeader<'a> {
+    pub cmdline: &'a str,
+    pub start_time: &'a str,
+    pub end_time: &'a str,
+    pub return_code: i32,
+    pub sysname: &'a str,
+    pub nodename: &'a str,
+    pub release: &'a str,
+    pub version: &'a str,
+    pub machine: &'a str,
+    pub realtime: bool,
+}
+
+fn json_string(s: &str) -> String {
+    use std::fmt::Write;
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The `--json` file of an rt-tests 2.40 tool up to its own part:
+/// `rt_write_json`'s opening brace and header lines, byte for byte (the
+/// stray colons of `cmdline:` and `rt_test_version:` are rt-tests').
+pub fn rt_tests_json_header(h: &JsonHeader) -> String {
+    use std::fmt::Write;
+    let mut out = String::from("{\n");
+    let _ = writeln!(out, "  \"file_version\": 1,");
+    let _ = writeln!(out, "  \"cmdline:\": {},", json_string(h.cmdline));
+    let _ = writeln!(out, "  \"rt_test_version:\": \"2.40\",");
+    let _ = writeln!(out, "  \"start_time\": {},", json_string(h.start_time));
+    let _ = writeln!(out, "  \"end_time\": {},", json_string(h.end_time));
+    let _ = writeln!(out, "  \"return_code\": {},", h.return_code);
+    out.push_str("  \"sysinfo\": {\n");
+    let _ = writeln!(out, "    \"sysname\": {},", json_string(h.sysname));
+    let _ = writeln!(out, "    \"nodename\": {},", json_string(h.nodename));
+    let _ = writeln!(out, "    \"release\": {},", json_string(h.release));
+    let _ = writeln!(out, "    \"version\": {},", json_string(h.version));
+    let _ = writeln!(out, "    \"machine\": {},", json_string(h.machine));
+    let _ = writeln!(out, "    \"realtime\": {}", u8::from(h.realtime));
+    out.push_str("  },\n");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@
 //! (tests/layers.rs).
 
 pub mod cells;
+pub mod classic_cyclicdeadline;
 pub mod classic_cyclictest;
 pub mod classic_mqldt;
 pub mod classic_oslat;

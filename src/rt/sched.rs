@@ -194,7 +194,8 @@ pub fn set_current_thread_nice(nice: i32) -> std::io::Result<()> {
 /// the error is the errno, described later by `policy_error`.
 pub fn try_set_current_thread_policy(policy: Policy, priority: i32) -> Result<(), i32> {
     if let Policy::Deadline(reservation) = policy {
-        return try_set_current_thread_deadline(reservation);
+        count_throttles();
+        return try_set_current_thread_deadline(reservation, SCHED_FLAG_DL_OVERRUN);
     }
     let param = libc::sched_param {
         sched_priority: priority,
@@ -220,15 +221,15 @@ struct SchedAttr {
     sched_period: u64,
 }
 
-/// Makes the calling thread SCHED_DEADLINE with `reservation`, asking for
-/// SIGXCPU at every overrun (counted by `throttled_periods`).
-/// Allocation-free, for forked children; the error is the errno.
-fn try_set_current_thread_deadline(reservation: Reservation) -> Result<(), i32> {
-    count_throttles();
+/// Makes the calling thread SCHED_DEADLINE with `reservation` and
+/// `sched_flags` (SCHED_FLAG_DL_OVERRUN: SIGXCPU at every overrun, counted
+/// by `throttled_periods`). Allocation-free, for forked children; the error
+/// is the errno.
+fn try_set_current_thread_deadline(reservation: Reservation, sched_flags: u64) -> Result<(), i32> {
     let attr = SchedAttr {
         size: std::mem::size_of::<SchedAttr>() as u32,
         sched_policy: SCHED_DEADLINE as u32,
-        sched_flags: SCHED_FLAG_DL_OVERRUN,
+        sched_flags,
         sched_nice: 0,
         sched_priority: 0,
         sched_runtime: reservation.runtime_ns,
@@ -252,6 +253,16 @@ fn try_set_current_thread_deadline(reservation: Reservation) -> Result<(), i32> 
             .raw_os_error()
             .unwrap_or(libc::EINVAL))
     }
+}
+
+/// Makes the calling thread SCHED_DEADLINE with `reservation` for a task
+/// that gives up its runtime every period with `sched_yield` (rt-tests'
+/// cyclicdeadline): without SCHED_FLAG_DL_OVERRUN, since the kernel counts a
+/// yield as the runtime used up, so every period would bring a SIGXCPU. The
+/// error names the limit, as `set_current_thread_policy`'s.
+pub fn set_current_thread_yielding_deadline(reservation: Reservation) -> Result<(), String> {
+    try_set_current_thread_deadline(reservation, 0)
+        .map_err(|errno| deadline_error(reservation, errno, YIELDING_FIX))
 }
 
 std::thread_local! {
@@ -297,8 +308,15 @@ fn sysctl_text(path: &str) -> String {
         .unwrap_or_else(|_| "unreadable".to_string())
 }
 
-/// What a refused SCHED_DEADLINE reservation means, naming the limit.
-fn deadline_error(r: Reservation, errno: i32) -> String {
+/// What frees bandwidth for a `--policy deadline` test.
+const POLICY_FIX: &str = "use a smaller --runtime, fewer tasks, or end the other deadline tasks";
+/// What frees bandwidth for cyclicdeadline's threads (whose runtime is a
+/// share of their deadline).
+const YIELDING_FIX: &str = "use fewer threads (-t), or end the other deadline tasks";
+
+/// What a refused SCHED_DEADLINE reservation means, naming the limit;
+/// `fix`: what frees bandwidth, in the options of the test asking.
+fn deadline_error(r: Reservation, errno: i32, fix: &str) -> String {
     let what = format!(
         "SCHED_DEADLINE runtime {} us, deadline {} us, period {} us",
         r.runtime_ns / 1000,
@@ -314,7 +332,7 @@ fn deadline_error(r: Reservation, errno: i32) -> String {
     let root = unsafe { libc::geteuid() } == 0;
     match errno {
         libc::EBUSY => format!(
-            "{what} refused: the root domain's deadline bandwidth is full (the reservations already admitted leave no room under {limit}); use a smaller --runtime, fewer tasks, or end the other deadline tasks"
+            "{what} refused: the root domain's deadline bandwidth is full (the reservations already admitted leave no room under {limit}); {fix}"
         ),
         libc::EPERM if !root => {
             format!("not permitted to use {what}: {RT_PRIVILEGE_FIX}")
@@ -332,7 +350,7 @@ fn deadline_error(r: Reservation, errno: i32) -> String {
 /// What a failed `try_set_current_thread_policy` means, with the fix.
 pub fn policy_error(policy: Policy, priority: i32, errno: i32) -> String {
     if let Policy::Deadline(reservation) = policy {
-        return deadline_error(reservation, errno);
+        return deadline_error(reservation, errno, POLICY_FIX);
     }
     if errno == libc::EPERM {
         let mut limit = libc::rlimit {
@@ -620,7 +638,8 @@ mod tests {
     #[test]
     fn a_refusal_names_the_limit() {
         let r = reservation(300, 1000, 1000);
-        let busy = deadline_error(r, libc::EBUSY);
+        let busy = deadline_error(r, libc::EBUSY, POLICY_FIX);
+        assert!(busy.ends_with(POLICY_FIX), "{busy}");
         assert!(
             busy.starts_with("SCHED_DEADLINE runtime 300 us, deadline 1000 us, period 1000 us refused: the root domain's deadline bandwidth is full"),
             "{busy}"
@@ -629,7 +648,7 @@ mod tests {
         assert!(busy.contains(&format!("{RT_PERIOD_SYSCTL} = ")), "{busy}");
         // SAFETY: geteuid cannot fail.
         if unsafe { libc::geteuid() } == 0 {
-            let perm = deadline_error(r, libc::EPERM);
+            let perm = deadline_error(r, libc::EPERM, POLICY_FIX);
             assert!(perm.contains("whole root domain"), "{perm}");
             assert!(perm.contains(RT_RUNTIME_SYSCTL), "{perm}");
         }

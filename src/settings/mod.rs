@@ -14,6 +14,7 @@ use crate::units::{parse_duration, shown};
 
 pub mod cleanup;
 pub mod compare;
+pub mod cyclicdeadline;
 pub mod cyclictest;
 pub mod getopt;
 pub mod logdisk;

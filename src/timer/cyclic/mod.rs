@@ -16,6 +16,7 @@
 //! the loop, and only then: a plain cyclictest run carries none of it.
 
 pub mod control;
+mod deadline;
 mod thread;
 
 use crate::rt::clock::read_clock;
@@ -41,6 +42,9 @@ pub enum CyclicWake {
     Nanosleep,
     /// `-x`: a POSIX interval timer signalling the thread, taken by `sigwait`.
     PosixTimer,
+    /// cyclicdeadline: a SCHED_DEADLINE task (the plan's `reservation`)
+    /// yielding the rest of every period (timer::cyclic::deadline).
+    DeadlineYield,
 }
 
 /// Where the first expiry is placed.
@@ -73,6 +77,9 @@ pub struct CyclicThreadPlan {
     pub nsecs: bool,
     /// Keep latscope's Report figures (`ThreadReport`) beside cyclictest's.
     pub report: bool,
+    /// `CyclicWake::DeadlineYield`: the thread's SCHED_DEADLINE reservation
+    /// (its deadline is its period; `policy` and `priority` are unused).
+    pub reservation: Option<crate::rt::sched::Reservation>,
 }
 
 /// What every thread shares.
@@ -316,7 +323,11 @@ pub fn start(plans: &[CyclicThreadPlan], opts: &CyclicOptions) -> Result<CyclicR
             .name(format!("cyclic{i}"))
             .stack_size(256 * 1024)
             .spawn(move || {
-                let result = thread::sample(i, &plan, &opts, &shared_t, trace.as_deref());
+                let result = if opts.wake == CyclicWake::DeadlineYield {
+                    deadline::sample(i, &plan, &opts, &shared_t, trace.as_deref())
+                } else {
+                    thread::sample(i, &plan, &opts, &shared_t, trace.as_deref())
+                };
                 if result.is_err() {
                     // A failed thread ends the run, as cyclictest's fatal().
                     shared_t.stop.store(true, Ordering::Relaxed);

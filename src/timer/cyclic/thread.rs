@@ -95,7 +95,7 @@ fn record_spike(shared: &CyclicShared, index: usize, diff: i64, now: u64) {
 /// break records itself and writes the trace mark (`--tracemark`).
 #[cold]
 #[inline(never)]
-fn break_run(
+pub(super) fn break_run(
     shared: &CyclicShared,
     tid: i32,
     diff: i64,
@@ -417,6 +417,8 @@ impl<'a> CyclicLoop<'a> {
                 }
             }
             CyclicWake::ClockNanosleep | CyclicWake::Nanosleep => self.wait_relative(),
+            // Its own loop (timer::cyclic::deadline) runs instead of this one.
+            CyclicWake::DeadlineYield => Ok(Woke::Ended),
         }
     }
 
