@@ -48,11 +48,11 @@ has usr/share/fish/vendor_completions.d/latscope.fish
 # dispatch on the name it would be latscope's own, listing subcommands).
 compat="$root/usr/lib/latscope/compat"
 names=$(cd "$compat/man/man1" && ls -- *.1.gz | sed 's/\.1\.gz$//')
-[ "$(wc -w <<<"$names")" -ge 9 ] || fail "expected 9 compatibility man pages, found: $names"
+[ "$(wc -w <<<"$names")" -ge 10 ] || fail "expected 10 compatibility man pages, found: $names"
 for name in $names; do
   [ -L "$compat/$name" ] || fail "/usr/lib/latscope/compat/$name is not a link"
   help=$("$compat/$name" --help) || fail "$name --help failed"
-  if [ "$name" = cyclictest ] || [ "$name" = oslat ] || [ "$name" = ptsematest ]; then
+  if [ "$name" = cyclictest ] || [ "$name" = oslat ] || [ "$name" = ptsematest ] || [ "$name" = signaltest ]; then
     # The tool's own usage, as rt-tests prints it (not clap's).
     grep -q "^$name <options>$" <<<"$help" || fail "$name --help shows no usage of $name"
   else

@@ -243,7 +243,6 @@ const ALLOWED: &[(&str, &str)] = &[
     ("src/commands/mod.rs", "ipc"),
     ("src/commands/ipc_cmd.rs", "ipc"),
     ("src/commands/suite.rs", "ipc"),
-    ("src/commands/pair_test.rs", "ipc"),
     ("src/commands/logdisk_cmd.rs", "logdisk"),
     ("src/commands/timer_cmd.rs", "timer"),
     ("src/commands/primitive_cmd.rs", "ipc"),

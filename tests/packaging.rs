@@ -7,7 +7,7 @@ mod common;
 
 use clap::CommandFactory;
 use common::*;
-use latscope::cli::{COMPAT_NAMES, CYCLICTEST_COMPAT, Cli, OSLAT_COMPAT};
+use latscope::cli::{COMPAT_NAMES, CYCLICTEST_COMPAT, Cli, OSLAT_COMPAT, SIGNALTEST_COMPAT};
 use std::path::Path;
 use std::process::Output;
 
@@ -255,13 +255,17 @@ fn manpages_compat_pages_are_exactly_the_compat_names() {
     assert_eq!(written, expected);
 }
 
-/// cyclictest's and oslat's options are not clap arguments: each page shows
+/// cyclictest's, oslat's and signaltest's options are not clap arguments: each page shows
 /// the usage `NAME --help` prints, every option of it, in no-fill lines.
 #[test]
 fn manpages_getopt_pages_show_their_usage() {
     let dir = tempfile::tempdir().unwrap();
     write_manpages(dir.path());
-    for (name, options) in [(CYCLICTEST_COMPAT, 20), (OSLAT_COMPAT, 14)] {
+    for (name, options) in [
+        (CYCLICTEST_COMPAT, 20),
+        (OSLAT_COMPAT, 14),
+        (SIGNALTEST_COMPAT, 11),
+    ] {
         let text = page(&dir.path().join(format!("compat/man1/{name}.1")));
         assert!(
             text.contains(&format!("\n.TH {} 1 ", name.to_uppercase())),

@@ -4,7 +4,7 @@
 
 use crate::cli::{
     COMPAT_NAMES, CYCLICTEST_COMPAT, Cli, CompatName, CompletionsArgs, Dialect, ManpagesArgs,
-    OSLAT_COMPAT,
+    OSLAT_COMPAT, SIGNALTEST_COMPAT,
 };
 use crate::pipeline::{CommandError, EXIT_OK, write_with};
 use crate::settings::{OutputTarget, UsageError};
@@ -75,6 +75,7 @@ fn getopt_usage(name: &str) -> Option<&'static str> {
     match name {
         CYCLICTEST_COMPAT => Some(crate::settings::cyclictest::USAGE),
         OSLAT_COMPAT => Some(crate::settings::oslat::HELP),
+        SIGNALTEST_COMPAT => Some(crate::settings::signaltest::USAGE),
         _ => None,
     }
 }

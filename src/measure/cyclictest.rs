@@ -10,8 +10,11 @@
 
 use crate::live::cyclictest::{CyclicDisplay, DisplayForm, ThreadLabel};
 use crate::live::cyclictest_status::CyclicStatus;
-use crate::pipeline::{CommandError, CpuUse, CpuWindow, FinishedTest, Run, RunFacts};
-use crate::report::classic_cyclictest::{self as classic, JsonHeader};
+use crate::pipeline::{
+    CommandError, CpuUse, CpuWindow, FinishedTest, JsonFailure, RtJsonRun, Run, RunFacts,
+    write_rt_tests_json,
+};
+use crate::report::classic_cyclictest as classic;
 use crate::report::{
     ConfigDetail, CyclicOutput, CyclicSpike, CyclicThread, EndReason, Series, SeriesDetail,
     TestConfig, TestResult, TimerConfig, TimerThread,
@@ -51,13 +54,6 @@ pub struct CyclicRan {
     pub elapsed: Duration,
     /// `--json` could not be written: what cyclictest says then.
     pub json_failure: Option<JsonFailure>,
-}
-
-/// rt-tests' `err_exit(errno, "Failed to open '%s'\n", file)`: the line,
-/// `: ` and the reason, and the errno as the exit code.
-pub struct JsonFailure {
-    pub message: String,
-    pub code: i32,
 }
 
 /// The CPUs the threads measure on: their own when pinned, else every CPU
@@ -509,40 +505,14 @@ fn write_json(
     end_time: &str,
     threads: &[CyclicThread],
 ) -> Result<(), JsonFailure> {
-    let failed = |reason: String, code: i32| JsonFailure {
-        message: format!("Failed to open '{path}'\n: {reason}\n"),
-        code,
-    };
-    let uts = nix::sys::utsname::uname().map_err(|e| failed(e.desc().to_string(), e as i32))?;
-    let text_of = |s: &std::ffi::OsStr| s.to_string_lossy().into_owned();
-    let header = JsonHeader {
+    let run = RtJsonRun {
         cmdline: &s.cmdline,
         start_time,
         end_time,
         return_code: 0,
-        sysname: &text_of(uts.sysname()),
-        nodename: &text_of(uts.nodename()),
-        release: &text_of(uts.release()),
-        version: &text_of(uts.version()),
-        machine: &text_of(uts.machine()),
-        realtime: std::path::Path::new("/sys/kernel/realtime").exists(),
-        smp: s.smp,
     };
-    let body = classic::json(&header, threads, s.nsecs);
-    crate::rt::outfile::write_output_file(std::path::Path::new(path), &mut |w| {
-        w.write_all(body.as_bytes())
-    })
-    .map_err(|e| {
-        // strerror's words and the errno, as err_exit; latscope's own
-        // refusals (rt::outfile) have none: a directory is EISDIR there.
-        let errno = e
-            .raw_os_error()
-            .or_else(|| std::path::Path::new(path).is_dir().then_some(libc::EISDIR));
-        match errno {
-            Some(n) => failed(nix::errno::Errno::from_raw(n).desc().to_string(), n),
-            None => failed(e.to_string(), 1),
-        }
-    })
+    let body = classic::json_body(threads, s.nsecs, s.smp);
+    write_rt_tests_json(path, &run, &body)
 }
 
 /// With `--latscope-json` (the pipeline has prepared the process): the run,

@@ -11,4 +11,5 @@ pub mod ipc;
 pub mod logdisk;
 pub mod noise;
 pub mod oslat;
+pub mod signaltest;
 pub mod timer;

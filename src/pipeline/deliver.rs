@@ -170,3 +170,59 @@ pub fn print(exporter: &dyn Exporter, report: &Report) {
     let _ = exporter.write(report, &mut out);
     let _ = out.flush();
 }
+
+/// rt-tests' `err_exit(errno, "Failed to open '%s'\n", file)` when its
+/// `--json` file cannot be written: the line, `: ` and the reason, and the
+/// errno as the exit code.
+pub struct JsonFailure {
+    pub message: String,
+    pub code: i32,
+}
+
+/// What an rt-tests tool's JSON header says about the run; the machine's
+/// part (uname, `/sys/kernel/realtime`) is read by `write_rt_tests_json`.
+pub struct RtJsonRun<'a> {
+    pub cmdline: &'a str,
+    pub start_time: &'a str,
+    pub end_time: &'a str,
+    pub return_code: i32,
+}
+
+/// rt-tests' `rt_write_json`: its header, the tool's `body` (its keys,
+/// without the closing brace), `}`; written to `path` as every output file
+/// is (rt::outfile), or the failure as the tool reports it.
+pub fn write_rt_tests_json(path: &str, run: &RtJsonRun, body: &str) -> Result<(), JsonFailure> {
+    let failed = |reason: String, code: i32| JsonFailure {
+        message: format!("Failed to open '{path}'\n: {reason}\n"),
+        code,
+    };
+    let uts = nix::sys::utsname::uname().map_err(|e| failed(e.desc().to_string(), e as i32))?;
+    let text_of = |s: &std::ffi::OsStr| s.to_string_lossy().into_owned();
+    let header = crate::report::cells::RtJsonHeader {
+        cmdline: run.cmdline,
+        start_time: run.start_time,
+        end_time: run.end_time,
+        return_code: run.return_code,
+        sysname: &text_of(uts.sysname()),
+        nodename: &text_of(uts.nodename()),
+        release: &text_of(uts.release()),
+        version: &text_of(uts.version()),
+        machine: &text_of(uts.machine()),
+        realtime: std::path::Path::new("/sys/kernel/realtime").exists(),
+    };
+    let text = crate::report::cells::rt_json_head(&header) + body + "}\n";
+    crate::rt::outfile::write_output_file(std::path::Path::new(path), &mut |w| {
+        w.write_all(text.as_bytes())
+    })
+    .map_err(|e| {
+        // strerror's words and the errno, as err_exit; latscope's own
+        // refusals (rt::outfile) have none: a directory is EISDIR there.
+        let errno = e
+            .raw_os_error()
+            .or_else(|| std::path::Path::new(path).is_dir().then_some(libc::EISDIR));
+        match errno {
+            Some(n) => failed(nix::errno::Errno::from_raw(n).desc().to_string(), n),
+            None => failed(e.to_string(), 1),
+        }
+    })
+}

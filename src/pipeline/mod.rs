@@ -25,7 +25,10 @@ mod prepare;
 mod validity;
 
 pub use assemble::{FinishedTest, assemble_report, build_report};
-pub use deliver::{deliver, print, write_files, write_output, write_with};
+pub use deliver::{
+    JsonFailure, RtJsonRun, deliver, print, write_files, write_output, write_rt_tests_json,
+    write_with,
+};
 pub use judge::{
     EXIT_LIMIT, EXIT_OK, EXIT_RUNTIME, EXIT_SKIPPED, EXIT_USAGE, exit_code_for, judge,
 };

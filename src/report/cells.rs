@@ -233,6 +233,61 @@ pub fn change_cell(change: Option<f64>) -> String {
     }
 }
 
+/// What rt-tests' `rt_write_json` says about the run and the machine
+/// before each tool's own part (cyclictest's, signaltest's).
+pub struct RtJsonHeader<'a> {
+    pub cmdline: &'a str,
+    pub start_time: &'a str,
+    pub end_time: &'a str,
+    pub return_code: i32,
+    pub sysname: &'a str,
+    pub nodename: &'a str,
+    pub release: &'a str,
+    pub version: &'a str,
+    pub machine: &'a str,
+    pub realtime: bool,
+}
+
+/// A JSON string as rt-tests writes one (quotes, backslashes and control
+/// characters escaped).
+fn rt_json_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// rt-tests' JSON file up to the tool's own part: `{`, the run's keys (the
+/// stray colons of `cmdline:` and `rt_test_version:` kept, as parsers
+/// read them) and the `sysinfo` block. The tool's part follows, then `}`.
+pub fn rt_json_head(h: &RtJsonHeader) -> String {
+    let lines = [
+        "{".to_string(),
+        "  \"file_version\": 1,".to_string(),
+        format!("  \"cmdline:\": {},", rt_json_string(h.cmdline)),
+        "  \"rt_test_version:\": \"2.40\",".to_string(),
+        format!("  \"start_time\": {},", rt_json_string(h.start_time)),
+        format!("  \"end_time\": {},", rt_json_string(h.end_time)),
+        format!("  \"return_code\": {},", h.return_code),
+        "  \"sysinfo\": {".to_string(),
+        format!("    \"sysname\": {},", rt_json_string(h.sysname)),
+        format!("    \"nodename\": {},", rt_json_string(h.nodename)),
+        format!("    \"release\": {},", rt_json_string(h.release)),
+        format!("    \"version\": {},", rt_json_string(h.version)),
+        format!("    \"machine\": {},", rt_json_string(h.machine)),
+        format!("    \"realtime\": {}", u8::from(h.realtime)),
+        "  },".to_string(),
+    ];
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -284,57 +284,12 @@ pub fn histogram(threads: &[CyclicThread], cells: usize, histofall: bool, smi: b
     out
 }
 
-/// What the JSON's header says about the run and the machine.
-pub struct JsonHeader<'a> {
-    pub cmdline: &'a str,
-    pub start_time: &'a str,
-    pub end_time: &'a str,
-    pub return_code: i32,
-    pub sysname: &'a str,
-    pub nodename: &'a str,
-    pub release: &'a str,
-    pub version: &'a str,
-    pub machine: &'a str,
-    pub realtime: bool,
-    /// `-S`: cyclictest does not look up the threads' NUMA nodes and
-    /// writes `"node": -1` (else the node of the thread's CPU: 0 here).
-    pub smp: bool,
-}
-
-fn json_string(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// cyclictest's `--json` file (rt-tests' `rt_write_json` plus
-/// cyclictest's per-thread part), byte for byte in layout.
-pub fn json(h: &JsonHeader, threads: &[CyclicThread], nsecs: bool) -> String {
-    let mut out = String::from("{\n");
-    let _ = writeln!(out, "  \"file_version\": 1,");
-    let _ = writeln!(out, "  \"cmdline:\": {},", json_string(h.cmdline));
-    let _ = writeln!(out, "  \"rt_test_version:\": \"2.40\",");
-    let _ = writeln!(out, "  \"start_time\": {},", json_string(h.start_time));
-    let _ = writeln!(out, "  \"end_time\": {},", json_string(h.end_time));
-    let _ = writeln!(out, "  \"return_code\": {},", h.return_code);
-    out.push_str("  \"sysinfo\": {\n");
-    let _ = writeln!(out, "    \"sysname\": {},", json_string(h.sysname));
-    let _ = writeln!(out, "    \"nodename\": {},", json_string(h.nodename));
-    let _ = writeln!(out, "    \"release\": {},", json_string(h.release));
-    let _ = writeln!(out, "    \"version\": {},", json_string(h.version));
-    let _ = writeln!(out, "    \"machine\": {},", json_string(h.machine));
-    let _ = writeln!(out, "    \"realtime\": {}", u8::from(h.realtime));
-    out.push_str("  },\n");
+/// cyclictest's part of its `--json` file (after rt-tests' header,
+/// report::cells::rt_json_head), byte for byte in layout. `smp` (`-S`):
+/// cyclictest does not look up the threads' NUMA nodes and writes
+/// `"node": -1` (else the node of the thread's CPU: 0 here).
+pub fn json_body(threads: &[CyclicThread], nsecs: bool, smp: bool) -> String {
+    let mut out = String::new();
     let _ = writeln!(out, "  \"num_threads\": {},", threads.len());
     let _ = writeln!(out, "  \"resolution_in_ns\": {},", u8::from(nsecs));
     out.push_str("  \"thread\": {\n");
@@ -367,10 +322,10 @@ pub fn json(h: &JsonHeader, threads: &[CyclicThread], nsecs: bool) -> String {
         let _ = writeln!(out, "      \"max\": {},", t.max);
         let _ = writeln!(out, "      \"avg\": {avg:.2},");
         let _ = writeln!(out, "      \"cpu\": {},", t.cpu);
-        let _ = writeln!(out, "      \"node\": {}", if h.smp { -1 } else { 0 });
+        let _ = writeln!(out, "      \"node\": {}", if smp { -1 } else { 0 });
         let comma = if i + 1 < threads.len() { "," } else { "" };
         let _ = writeln!(out, "    }}{comma}");
     }
-    out.push_str("  }\n}\n");
+    out.push_str("  }\n");
     out
 }

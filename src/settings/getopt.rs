@@ -1,5 +1,5 @@
 //! GNU `getopt_long` as the rt-tests programs latscope stands in for
-//! (cyclictest, oslat, ptsematest) read their command lines, and the
+//! (cyclictest, oslat, ptsematest, signaltest) read their command lines, and the
 //! parsers of the values they share: C's `atoi`, rt-tests'
 //! `parse_time_string` and libnuma's `numa_parse_cpustring_all` (the CPU
 //! lists of `-a`, `--mainaffinity` and oslat's `-c`). clap cannot express
@@ -25,6 +25,40 @@ pub enum GetoptUsage {
     Bad(String),
     /// `--help`: the usage on stdout, exit 0, as cyclictest.
     Help,
+}
+
+/// How a getopt tool ends without measuring: what it prints and its exit
+/// code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub stdout: String,
+    pub stderr: String,
+    pub code: i32,
+}
+
+impl GetoptUsage {
+    /// How cyclictest and signaltest answer help and their usage errors:
+    /// getopt's complaint (after `program: `), refused values' lines or
+    /// `FATAL: ` on stderr, `usage` on stdout (not after FATAL), the exit
+    /// code; `Err`: latscope's own refusal (one line, exit 2).
+    pub fn answer(self, program: &str, usage: &str) -> Result<Answer, String> {
+        let (lines, with_usage, code) = match self {
+            GetoptUsage::Getopt(message) => (vec![format!("{program}: {message}")], true, 0),
+            GetoptUsage::Help => (Vec::new(), true, 0),
+            GetoptUsage::Invalid(lines) => (lines, true, 1),
+            GetoptUsage::Fatal(message) => (vec![format!("FATAL: {message}")], false, 1),
+            GetoptUsage::Bad(message) => return Err(message),
+        };
+        Ok(Answer {
+            stdout: if with_usage {
+                usage.to_string()
+            } else {
+                String::new()
+            },
+            stderr: lines.iter().map(|l| format!("{l}\n")).collect(),
+            code,
+        })
+    }
 }
 
 /// Whether an option takes a value.
