@@ -372,7 +372,8 @@ mask() { # MODE(text|json) DIR < in > out
     }
     $s =~ s/loadavg: [^\n]*/loadavg: L/g;
     # signaltest: its running display starts with /proc/loadavg itself
-    $s =~ s/^\d+\.\d+ \d+\.\d+ \d+\.\d+ \d+\/\d+ \d+(?= {10}$)/L/mg;
+    # (after the cursor-up escape of every redraw but the first)
+    $s =~ s/^(\e\[\d+A)?\d+\.\d+ \d+\.\d+ \d+\.\d+ \d+\/\d+ \d+(?= {10}$)/($1 \/\/ "")."L"/mge;
     # cyclictest T: lines (tid, cycles, latencies, SMIs) and spike lines
     $s =~ s/(T:[ \d]*\d \()( *\d+)\)/$1.$w->($2).")"/ge;
     $s =~ s/((?:C|Min|Act|Avg|Max|SMI|Spike):)( *-?\d+)/$1.$w->($2)/ge;
