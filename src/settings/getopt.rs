@@ -387,6 +387,35 @@ mod tests {
         assert_eq!(atoi("+3"), 3);
     }
 
+    #[test]
+    fn answers_are_the_tools() {
+        let usage = "USAGE\n";
+        let got = GetoptUsage::Getopt("invalid option -- 'Z'".into())
+            .answer("signaltest", usage)
+            .unwrap();
+        assert_eq!(
+            (got.stdout.as_str(), got.stderr.as_str(), got.code),
+            (usage, "signaltest: invalid option -- 'Z'\n", 0)
+        );
+        let got = GetoptUsage::Invalid(vec!["libnuma: Warning: x\n".into()])
+            .answer("p", usage)
+            .unwrap();
+        assert_eq!(
+            (got.stderr.as_str(), got.code),
+            ("libnuma: Warning: x\n\n", 1)
+        );
+        let got = GetoptUsage::Fatal("no".into()).answer("p", usage).unwrap();
+        assert_eq!(
+            (got.stdout.as_str(), got.stderr.as_str(), got.code),
+            ("", "FATAL: no\n", 1)
+        );
+        assert_eq!(GetoptUsage::Help.answer("p", usage).unwrap().code, 0);
+        assert_eq!(
+            GetoptUsage::Bad("one line".into()).answer("p", usage),
+            Err("one line".to_string())
+        );
+    }
+
     /// libnuma's parser as rt-tests 2.40 cyclictest shows it (outputs of
     /// Debian's cyclictest with `-a LIST` on a 2-CPU machine).
     #[test]
