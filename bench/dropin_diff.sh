@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Differential test of latscope's cyclictest, ptsematest and cyclicdeadline drop-ins against
+# Differential test of latscope's cyclictest, ptsematest, cyclicdeadline and signaltest drop-ins against
 # the real rt-tests tools: the same argument vector is run by both, each
-# through a link with the real name (argv[0] is `cyclictest`/`ptsematest` in
+# through a link with the real name (argv[0] is `cyclictest`/`ptsematest`/`signaltest` in
 # both cases, as scripts run them), in its own scratch directory, one after
 # the other, and everything they produce is compared:
 #   - the exit code;
@@ -51,7 +51,7 @@ while [ $# -gt 0 ]; do
 done
 
 [ -x "$LATSCOPE" ] || { echo "error: $LATSCOPE not built (cargo build --release)" >&2; exit 1; }
-for t in cyclictest ptsematest cyclicdeadline; do
+for t in cyclictest ptsematest cyclicdeadline signaltest; do
   [ -x "$RTBIN/$t" ] || { echo "error: $RTBIN/$t not found (Debian rt-tests)" >&2; exit 1; }
 done
 command -v perl >/dev/null || { echo "error: perl not found" >&2; exit 1; }
@@ -69,7 +69,7 @@ fi
 for side in real ours; do
   mkdir -p "$WORK/$side/bin"
 done
-for t in cyclictest ptsematest cyclicdeadline; do
+for t in cyclictest ptsematest cyclicdeadline signaltest; do
   ln -sf "$RTBIN/$t" "$WORK/real/bin/$t"
   ln -sf "$LATSCOPE" "$WORK/ours/bin/$t"
 done
@@ -84,6 +84,7 @@ case_() {
 ct() { case_ "ct:$1" cyclictest "$2" "${3:-}"; }
 pt() { case_ "pt:$1" ptsematest "$2" "${3:-}"; }
 cdl() { case_ "cdl:$1" cyclicdeadline "$2" "${3:-}"; }
+st() { case_ "st:$1" signaltest "$2" "${3:-}"; }
 
 L="-l 100 -i 1000"   # a short run: 0.1 s
 # --- cyclictest: every option of --help alone (with a short run)
@@ -287,6 +288,50 @@ pt dashdash           "-q -- -l 20 $P"
 pt positional         "-q foo $P"
 pt cluster            "-qSp90 -l 50"
 pt huge-l             "-l 99999999999999999999 -q -D 1"
+# --- signaltest: every option of --help (and -S), bad values, JSON
+S="-l 100"   # 100 laps: about 0.1 s
+OWN_CPU="each thread's JSON cpu is its own (signaltest writes thread 0's for all)"
+st help               "--help"
+st help-h             "-h"
+st help-prefix        "-q --he"
+st plain              "$S"
+st quiet              "-q $S"
+st verbose            "-v -l 50"
+st verbose-q          "-q -v -l 50"
+st threads-3          "-t 3 -q $S"
+st threads-eq         "--threads=3 -q $S"
+st prio               "-p 80 -q $S"
+st prio-long          "--prio=80 -q $S"
+st cluster            "-qp90 -l 50"
+st affinity           "-a -q $S"
+st affinity-1         "-a 1 -q $S"
+st affinity-eq        "--affinity=0 -q $S"
+st affinity-v         "-v -a 0-1 -q -l 40"
+st smp                "-S -q $S"
+st smp-a              "-S -a 1 -q $S"
+st breaktrace-hit     "-b 1 -q"
+st breaktrace         "-b 1000000 -q $S"
+st duration           "-D 1 -q"
+st mlockall           "-m -q $S"
+st json               "--json=@D@/st.json -q $S" "$OWN_CPU"
+st json-t3            "--json=@D@/st.json -t 3 -p 80 -q $S" "$OWN_CPU"
+st json-nodir         "--json=/nonexistent/dir/f -q $S"
+st unknown            "-Z"
+st unknown-long       "--bogus"
+st missing-l          "-l"
+st missing-json       "--json"
+st p-200              "-p 200 -q $S"
+st p-neg              "-p -1 -q $S"
+st t-1                "-t 1 -q $S"
+st D-neg              "-D -1 -q $S"
+st a-99               "-a 99 -q $S"
+st a-abc              "-a abc -q $S"
+st a-S                "-a -S -q $S"
+st l-abc              "-l abc -q -D 1"
+st l-neg              "-l -5 -q -D 1"
+st dashdash           "-q $S -- -Z"
+st positional         "-q foo $S"
+st empty-arg          "'' -q $S"
 
 # --- cyclicdeadline: intervals of 4 ms and more (Debian's needs HRTICK for
 # runtimes under 2 ms, 60 % of the interval, and cannot turn it on where
@@ -365,6 +410,9 @@ mask() { # MODE(text|json) DIR < in > out
     my @lines = split /(?<=\n)/, $s;
     for my $s (@lines) {
     $s =~ s/loadavg: [^\n]*/loadavg: L/g;
+    # signaltest: its running display starts with /proc/loadavg itself
+    # (after the cursor-up escape of every redraw but the first)
+    $s =~ s/^(\e\[\d+A)?\d+\.\d+ \d+\.\d+ \d+\.\d+ \d+\/\d+ \d+(?= {10}$)/($1 \/\/ "")."L"/mge;
     # cyclictest T: lines (tid, cycles, latencies, SMIs) and spike lines
     $s =~ s/(T:[ \d]*\d \()( *\d+)\)/$1.$w->($2).")"/ge;
     $s =~ s/((?:C|Min|Act|Avg|Max|SMI|Spike):)( *-?\d+)/$1.$w->($2)/ge;

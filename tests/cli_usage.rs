@@ -21,8 +21,8 @@ fn help_lists_the_subcommands() {
 }
 
 /// Every subcommand's help ends with examples, as git's and hyperfine's do
-/// (cyclictest, cyclicdeadline and oslat print the original tool's usage
-/// instead).
+/// (cyclictest, cyclicdeadline, oslat and signaltest print the original
+/// tool's usage instead).
 #[test]
 fn every_subcommand_s_help_ends_with_examples() {
     let top = stdout_of(&run(latscope(10).arg("--help")));
@@ -34,7 +34,16 @@ fn every_subcommand_s_help_ends_with_examples() {
         // A subcommand's line; a wrapped description is indented further.
         .filter(|l| !l.starts_with("   "))
         .filter_map(|l| l.split_whitespace().next().map(str::to_string))
-        .filter(|s| !["help", "cyclictest", "cyclicdeadline", "oslat"].contains(&s.as_str()))
+        .filter(|s| {
+            ![
+                "help",
+                "cyclictest",
+                "cyclicdeadline",
+                "oslat",
+                "signaltest",
+            ]
+            .contains(&s.as_str())
+        })
         .collect();
     assert!(subcommands.len() > 15, "{top}");
     for sub in subcommands {

@@ -7,7 +7,9 @@ mod common;
 
 use clap::CommandFactory;
 use common::*;
-use latscope::cli::{COMPAT_NAMES, CYCLICDEADLINE_COMPAT, CYCLICTEST_COMPAT, Cli, OSLAT_COMPAT};
+use latscope::cli::{
+    COMPAT_NAMES, CYCLICDEADLINE_COMPAT, CYCLICTEST_COMPAT, Cli, OSLAT_COMPAT, SIGNALTEST_COMPAT,
+};
 use std::path::Path;
 use std::process::Output;
 
@@ -255,7 +257,7 @@ fn manpages_compat_pages_are_exactly_the_compat_names() {
     assert_eq!(written, expected);
 }
 
-/// cyclictest's and oslat's options are not clap arguments: each page shows
+/// cyclictest's, oslat's and signaltest's options are not clap arguments: each page shows
 /// the usage `NAME --help` prints, every option of it, in no-fill lines.
 #[test]
 fn manpages_getopt_pages_show_their_usage() {
@@ -265,6 +267,7 @@ fn manpages_getopt_pages_show_their_usage() {
         (CYCLICTEST_COMPAT, 20),
         (OSLAT_COMPAT, 14),
         (CYCLICDEADLINE_COMPAT, 9),
+        (SIGNALTEST_COMPAT, 11),
     ] {
         let text = page(&dir.path().join(format!("compat/man1/{name}.1")));
         assert!(

@@ -66,6 +66,10 @@ pub const OSLAT: &str = "Examples:
   latscope oslat -D 10 -c 1                 # CPU 1 for 10 s
   latscope oslat -D 30 -c 1 -z              # without the empty buckets";
 
+pub const SIGNALTEST: &str = "Examples:
+  latscope signaltest -p 90 -l 10000 -q     # two threads at SCHED_FIFO 90
+  latscope signaltest -t 4 -p 80 -D 10 --json=signal.json";
+
 pub const NOISE: &str = "Examples:
   latscope noise --cpus 1 -D 10s            # what the system takes from CPU 1
   latscope noise --cpus 1-3 -D 1m --trace-spikes 20 --json noise.json";

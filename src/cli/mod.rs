@@ -110,6 +110,10 @@ pub enum Command {
     /// OS latency as rt-tests oslat measures it, with its options and exact output (GNU getopt syntax)
     #[command(disable_help_flag = true, after_help = examples::OSLAT)]
     Oslat(OslatArgs),
+    /// Signal round trip through a ring of threads as rt-tests signaltest measures it, with its
+    /// options and exact output (GNU getopt syntax)
+    #[command(disable_help_flag = true, after_help = examples::SIGNALTEST)]
+    Signaltest(SignaltestArgs),
     /// OS noise: a thread spinning on each measured CPU records every interruption (like oslat and osnoise)
     #[command(allow_negative_numbers = true, args_override_self = true, after_help = examples::NOISE)]
     Noise(Box<NoiseArgs>),
@@ -246,7 +250,7 @@ const fn classic(name: &'static str, subcommand: &'static str) -> CompatName {
 }
 
 /// Every compatibility name, one entry each (also one man page each).
-pub const COMPAT_NAMES: [CompatName; 10] = [
+pub const COMPAT_NAMES: [CompatName; 11] = [
     classic("pmqtest", "mq"),
     classic("sigwaittest", "signal"),
     classic("svsematest", "svsem"),
@@ -278,6 +282,11 @@ pub const COMPAT_NAMES: [CompatName; 10] = [
     CompatName {
         name: CYCLICDEADLINE_COMPAT,
         subcommand: "cyclicdeadline",
+        dialect: Dialect::Getopt,
+    },
+    CompatName {
+        name: SIGNALTEST_COMPAT,
+        subcommand: "signaltest",
         dialect: Dialect::Getopt,
     },
 ];
@@ -364,6 +373,19 @@ pub const CYCLICDEADLINE_COMPAT: &str = "cyclicdeadline";
 #[derive(Debug, Clone, Args)]
 pub struct CyclicdeadlineArgs {
     /// cyclicdeadline's options, as rt-tests 2.x takes them
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    pub args: Vec<String>,
+}
+
+/// The compatibility name that runs `latscope signaltest` (GNU getopt
+/// syntax).
+pub const SIGNALTEST_COMPAT: &str = "signaltest";
+
+/// `latscope signaltest [signaltest options]`: the words are parsed by
+/// settings::signaltest (GNU getopt), not by clap.
+#[derive(Debug, Clone, Args)]
+pub struct SignaltestArgs {
+    /// signaltest's options, as rt-tests 2.x takes them
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
     pub args: Vec<String>,
 }

@@ -46,27 +46,17 @@ pub fn start(args: &[String]) -> Result<Start, CommandError> {
     }
 }
 
-/// How cyclictest answers help and its usage errors: lines on stderr, its
-/// usage on stdout, the exit code; latscope's own refusals are exit 2.
+/// How cyclictest answers help and its usage errors (settings::getopt's
+/// `GetoptUsage::answer`, with argv[0] as typed under the `cyclictest`
+/// name, as GNU getopt says it); latscope's own refusals are exit 2.
 fn answer(usage: GetoptUsage) -> Result<i32, CommandError> {
-    let (lines, with_usage, code) = match usage {
-        GetoptUsage::Getopt(message) => {
-            // argv[0] as typed under the `cyclictest` name, as GNU getopt says it.
-            let program = crate::cli::getopt_program_name(crate::cli::CYCLICTEST_COMPAT);
-            (vec![format!("{program}: {message}")], true, 0)
-        }
-        GetoptUsage::Help => (Vec::new(), true, 0),
-        GetoptUsage::Invalid(lines) => (lines, true, 1),
-        GetoptUsage::Fatal(message) => (vec![format!("FATAL: {message}")], false, 1),
-        GetoptUsage::Bad(message) => return Err(UsageError(message).into()),
-    };
-    for line in lines {
-        let _ = writeln!(std::io::stderr(), "{line}");
-    }
-    if with_usage {
-        print(crate::settings::cyclictest::USAGE);
-    }
-    Ok(code)
+    let program = crate::cli::getopt_program_name(crate::cli::CYCLICTEST_COMPAT);
+    let answer = usage
+        .answer(&program, crate::settings::cyclictest::USAGE)
+        .map_err(UsageError)?;
+    let _ = std::io::stderr().write_all(answer.stderr.as_bytes());
+    print(&answer.stdout);
+    Ok(answer.code)
 }
 
 /// `latscope cyclictest ARGS`.

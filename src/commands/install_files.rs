@@ -4,7 +4,7 @@
 
 use crate::cli::{
     COMPAT_NAMES, CYCLICDEADLINE_COMPAT, CYCLICTEST_COMPAT, Cli, CompatName, CompletionsArgs,
-    Dialect, ManpagesArgs, OSLAT_COMPAT,
+    Dialect, ManpagesArgs, OSLAT_COMPAT, SIGNALTEST_COMPAT,
 };
 use crate::pipeline::{CommandError, EXIT_OK, write_with};
 use crate::settings::{OutputTarget, UsageError};
@@ -76,6 +76,7 @@ fn getopt_usage(name: &str) -> Option<&'static str> {
         CYCLICTEST_COMPAT => Some(crate::settings::cyclictest::USAGE),
         OSLAT_COMPAT => Some(crate::settings::oslat::HELP),
         CYCLICDEADLINE_COMPAT => Some(crate::settings::cyclicdeadline::USAGE),
+        SIGNALTEST_COMPAT => Some(crate::settings::signaltest::USAGE),
         _ => None,
     }
 }

@@ -16,6 +16,7 @@ pub mod oslat_cmd;
 pub mod primitive_cmd;
 pub mod report_cmd;
 pub mod samples_cmd;
+pub mod signaltest_cmd;
 pub mod suite;
 pub mod timer_cmd;
 
@@ -81,6 +82,7 @@ pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
         Command::Noise(a) => noise_cmd::run(a),
         Command::Cyclicdeadline(a) => cyclicdeadline_cmd::run(&a.args),
         Command::Oslat(a) => oslat_cmd::run(&a.args),
+        Command::Signaltest(a) => signaltest_cmd::run(&a.args),
         Command::Logdisk(a) => logdisk_cmd::run(a),
         Command::Suite(a) => suite::run(a),
         Command::Compare(a) => compare::run(a),

@@ -14,6 +14,7 @@ pub mod harness;
 pub mod mq;
 pub mod mutex;
 pub mod pipe;
+pub mod ring;
 pub mod sem;
 pub mod signal;
 pub mod slot;

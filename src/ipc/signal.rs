@@ -60,6 +60,12 @@ pub fn transport() -> AnonymousPairs {
     }
 }
 
+/// One channel between two threads of this process (signaltest's ring,
+/// ipc/ring.rs): `pthread_kill` -> `sigwait`.
+pub fn thread_channel() -> Result<Box<dyn super::Channel>, String> {
+    Ok(Box::new(SlotChannel::new(SignalBell::new(false)?)?))
+}
+
 /// The waiter's pid (high half) and tid (low half) in one word, so `ring`
 /// reads a consistent pair with one load. 0: no waiter attached yet (no task
 /// has pid 0).

@@ -12,4 +12,5 @@ pub mod ipc;
 pub mod logdisk;
 pub mod noise;
 pub mod oslat;
+pub mod signaltest;
 pub mod timer;

@@ -14,6 +14,7 @@ pub mod classic_mqldt;
 pub mod classic_oslat;
 pub mod classic_rt_tests;
 pub mod classic_semtest;
+pub mod classic_signaltest;
 pub mod classic_xenomai;
 pub mod console;
 pub mod csv;

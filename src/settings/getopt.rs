@@ -1,5 +1,5 @@
 //! GNU `getopt_long` as the rt-tests programs latscope stands in for
-//! (cyclictest, oslat, ptsematest) read their command lines, and the
+//! (cyclictest, oslat, ptsematest, signaltest) read their command lines, and the
 //! parsers of the values they share: C's `atoi`, rt-tests'
 //! `parse_time_string` and libnuma's `numa_parse_cpustring_all` (the CPU
 //! lists of `-a`, `--mainaffinity` and oslat's `-c`). clap cannot express
@@ -25,6 +25,40 @@ pub enum GetoptUsage {
     Bad(String),
     /// `--help`: the usage on stdout, exit 0, as cyclictest.
     Help,
+}
+
+/// How a getopt tool ends without measuring: what it prints and its exit
+/// code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub stdout: String,
+    pub stderr: String,
+    pub code: i32,
+}
+
+impl GetoptUsage {
+    /// How cyclictest and signaltest answer help and their usage errors:
+    /// getopt's complaint (after `program: `), refused values' lines or
+    /// `FATAL: ` on stderr, `usage` on stdout (not after FATAL), the exit
+    /// code; `Err`: latscope's own refusal (one line, exit 2).
+    pub fn answer(self, program: &str, usage: &str) -> Result<Answer, String> {
+        let (lines, with_usage, code) = match self {
+            GetoptUsage::Getopt(message) => (vec![format!("{program}: {message}")], true, 0),
+            GetoptUsage::Help => (Vec::new(), true, 0),
+            GetoptUsage::Invalid(lines) => (lines, true, 1),
+            GetoptUsage::Fatal(message) => (vec![format!("FATAL: {message}")], false, 1),
+            GetoptUsage::Bad(message) => return Err(message),
+        };
+        Ok(Answer {
+            stdout: if with_usage {
+                usage.to_string()
+            } else {
+                String::new()
+            },
+            stderr: lines.iter().map(|l| format!("{l}\n")).collect(),
+            code,
+        })
+    }
 }
 
 /// Whether an option takes a value.
@@ -351,6 +385,35 @@ mod tests {
         assert_eq!(atoi("  -7"), -7);
         assert_eq!(atoi("x"), 0);
         assert_eq!(atoi("+3"), 3);
+    }
+
+    #[test]
+    fn answers_are_the_tools() {
+        let usage = "USAGE\n";
+        let got = GetoptUsage::Getopt("invalid option -- 'Z'".into())
+            .answer("signaltest", usage)
+            .unwrap();
+        assert_eq!(
+            (got.stdout.as_str(), got.stderr.as_str(), got.code),
+            (usage, "signaltest: invalid option -- 'Z'\n", 0)
+        );
+        let got = GetoptUsage::Invalid(vec!["libnuma: Warning: x\n".into()])
+            .answer("p", usage)
+            .unwrap();
+        assert_eq!(
+            (got.stderr.as_str(), got.code),
+            ("libnuma: Warning: x\n\n", 1)
+        );
+        let got = GetoptUsage::Fatal("no".into()).answer("p", usage).unwrap();
+        assert_eq!(
+            (got.stdout.as_str(), got.stderr.as_str(), got.code),
+            ("", "FATAL: no\n", 1)
+        );
+        assert_eq!(GetoptUsage::Help.answer("p", usage).unwrap().code, 0);
+        assert_eq!(
+            GetoptUsage::Bad("one line".into()).answer("p", usage),
+            Err("one line".to_string())
+        );
     }
 
     /// libnuma's parser as rt-tests 2.40 cyclictest shows it (outputs of

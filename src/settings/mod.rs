@@ -22,6 +22,7 @@ pub mod noise;
 pub mod oslat;
 pub mod ptsematest;
 pub mod report;
+pub mod signaltest;
 pub mod timer;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

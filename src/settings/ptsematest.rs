@@ -43,12 +43,7 @@ fn peek(_option: &str, next: &str) -> bool {
 }
 
 /// How ptsematest ends without measuring: what it prints and its exit code.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Answer {
-    pub stdout: String,
-    pub stderr: String,
-    pub code: i32,
-}
+pub use super::getopt::Answer;
 
 fn usage(stderr: String, code: i32) -> Answer {
     Answer {
