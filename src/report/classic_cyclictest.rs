@@ -327,6 +327,6 @@ pub fn json_threads(threads: &[CyclicThread], nsecs: bool, smp: bool) -> String 
         let comma = if i + 1 < threads.len() { "," } else { "" };
         let _ = writeln!(out, "    }}{comma}");
     }
-    out.push_str("  }\n");
+    out.push_str("  }\n}\n");
     out
 }
