@@ -22,6 +22,7 @@
 //! `LATSCOPE_TORTURE_RUNS=N` changes the number of runs. Runs go in parallel
 //! batches of three to keep the whole under a minute or two.
 
+#[path = "suite/common/mod.rs"]
 mod common;
 
 use common::*;

@@ -44,17 +44,17 @@ pub fn run(args: &[String]) -> Result<i32, CommandError> {
 fn answer(usage: GetoptUsage, program: &str) -> Result<i32, CommandError> {
     match usage {
         GetoptUsage::Help => {
-            print(USAGE);
+            print(&USAGE);
             Ok(0)
         }
         GetoptUsage::Getopt(message) => {
             let _ = writeln!(std::io::stderr(), "{program}: {message}");
-            print(USAGE);
+            print(&USAGE);
             Ok(1)
         }
         GetoptUsage::Invalid(lines) => {
             lines.iter().for_each(|l| eprintln!("{l}"));
-            print(USAGE);
+            print(&USAGE);
             Ok(1)
         }
         GetoptUsage::Fatal(message) => {

@@ -52,7 +52,7 @@ pub fn start(args: &[String]) -> Result<Start, CommandError> {
 fn answer(usage: GetoptUsage) -> Result<i32, CommandError> {
     let program = crate::cli::getopt_program_name(crate::cli::CYCLICTEST_COMPAT);
     let answer = usage
-        .answer(&program, crate::settings::cyclictest::USAGE)
+        .answer(&program, &crate::settings::cyclictest::USAGE)
         .map_err(UsageError)?;
     let _ = std::io::stderr().write_all(answer.stderr.as_bytes());
     print(&answer.stdout);

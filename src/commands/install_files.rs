@@ -73,10 +73,10 @@ pub fn manpages(args: &ManpagesArgs) -> Result<i32, CommandError> {
 /// The usage a getopt tool prints for `--help`.
 fn getopt_usage(name: &str) -> Option<&'static str> {
     match name {
-        CYCLICTEST_COMPAT => Some(crate::settings::cyclictest::USAGE),
-        OSLAT_COMPAT => Some(crate::settings::oslat::HELP),
-        CYCLICDEADLINE_COMPAT => Some(crate::settings::cyclicdeadline::USAGE),
-        SIGNALTEST_COMPAT => Some(crate::settings::signaltest::USAGE),
+        CYCLICTEST_COMPAT => Some(&crate::settings::cyclictest::USAGE),
+        OSLAT_COMPAT => Some(&crate::settings::oslat::HELP),
+        CYCLICDEADLINE_COMPAT => Some(&crate::settings::cyclicdeadline::USAGE),
+        SIGNALTEST_COMPAT => Some(&crate::settings::signaltest::USAGE),
         _ => None,
     }
 }

@@ -27,7 +27,7 @@ pub fn run(args: &[String]) -> Result<i32, CommandError> {
 /// How signaltest answers help and its usage errors (settings::getopt's
 /// `GetoptUsage::answer`); latscope's own refusals are exit 2.
 fn answer(usage: GetoptUsage, program: &str) -> Result<i32, CommandError> {
-    let answer = usage.answer(program, USAGE).map_err(UsageError)?;
+    let answer = usage.answer(program, &USAGE).map_err(UsageError)?;
     let _ = std::io::stderr().write_all(answer.stderr.as_bytes());
     print(&answer.stdout);
     Ok(answer.code)

@@ -4,7 +4,7 @@
 //! `noise` (cyclictest's threads in `timer::cyclic`, oslat's phases in
 //! `noise::oslat`); here their outcomes become `Series` and `TestResult`s
 //! with the facts the validity checks need. A command reaches its test
-//! through here (tests/layers.rs).
+//! through here (tests/suite/layers.rs).
 
 pub mod cyclicdeadline;
 pub mod cyclictest;

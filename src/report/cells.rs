@@ -1,7 +1,7 @@
 //! The text pieces several exporters share: the aligned table, the cells of
 //! a latency figure, the machine line, the end reason, and which rt-tests
 //! tool an output imitates. Exporters import only the model, `stats/`,
-//! `units` and this file (tests/layers.rs), so that no exporter depends on
+//! `units` and this file (tests/suite/layers.rs), so that no exporter depends on
 //! another (console <-> console_timer was an import circle).
 
 use super::{Series, SysInfo, TestResult};

@@ -5,7 +5,7 @@
 //! console table, the latscope JSON, and the original tools' classic formats
 //! (rt-tests' pmqtest, sigwaittest and svsematest lines and JSON; semtest's
 //! summary). An exporter imports only the model, `stats/` and `units`
-//! (tests/layers.rs).
+//! (tests/suite/layers.rs).
 
 pub mod cells;
 pub mod classic_cyclicdeadline;

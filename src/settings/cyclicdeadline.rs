@@ -6,13 +6,16 @@
 //! threads than CPUs share 80 % of the CPUs, thread n's deadline is the
 //! interval plus n steps, its runtime a share of that deadline.
 
-use super::getopt::{Arg, GetoptUsage, atoi, getopt_long_into, parse_duration};
+use super::getopt::{
+    Arg, GetoptOption, GetoptUsage, UsagePart, atoi, getopt_long_into, parse_duration, render_usage,
+};
 use crate::rt::sched::Reservation;
+use std::sync::LazyLock;
 use std::time::Duration;
 
 /// rt-tests 2.40's `cyclicdeadline --help` text, byte for byte: what
 /// `--help` prints, and what follows a getopt complaint (stdout, exit 1).
-pub const USAGE: &str = include_str!("usage/cyclicdeadline.txt");
+pub static USAGE: LazyLock<String> = LazyLock::new(|| render_usage(OPTIONS, LAYOUT));
 
 /// The most threads latscope starts (cyclicdeadline takes any count and
 /// fails on its allocations or the kernel's admission).
@@ -23,19 +26,119 @@ pub const MAX_THREADS: usize = 1024;
 /// on a command line starts with NUL, so `--c...` never reaches it.
 const LETTER_C: &str = "\0c";
 
-/// (long name, short letter, argument): rt-tests 2.40's table.
-const OPTIONS: &[(&str, Option<char>, Arg)] = &[
-    ("affinity", Some('a'), Arg::Optional),
-    (LETTER_C, Some('c'), Arg::Required),
-    ("duration", Some('D'), Arg::Required),
-    ("help", Some('h'), Arg::No),
-    ("interval", Some('i'), Arg::Required),
-    ("json", None, Arg::Required),
-    ("step", Some('s'), Arg::Required),
-    ("threads", Some('t'), Arg::Required),
-    ("quiet", Some('q'), Arg::No),
-    ("breaktrace", Some('b'), Arg::Required),
-    ("tracemark", None, Arg::No),
+/// Each option (long name, short letter, argument, its lines in the usage
+/// text) in getopt's order, which orders an ambiguous abbreviation's
+/// possibilities: rt-tests 2.40's table.
+const OPTIONS: &[GetoptOption] = &[
+    GetoptOption::new(
+        "affinity",
+        Some('a'),
+        Arg::Optional,
+        "\
+-a [CPUSET] --affinity     Comma/hyphen separated list of CPUs to run deadline
+                           tasks on. An empty CPUSET runs on all CPUs a deadline
+                           task.
+                           on CPU 4, and thread #5 on CPU 5.
+",
+    ),
+    GetoptOption::new(LETTER_C, Some('c'), Arg::Required, ""),
+    GetoptOption::new(
+        "duration",
+        Some('D'),
+        Arg::Required,
+        "\
+-D TIME  --duration        Specify a length for the test run.
+                           Append 'm', 'h', or 'd' to specify minutes, hours or
+                           days
+",
+    ),
+    GetoptOption::new(
+        "help",
+        Some('h'),
+        Arg::No,
+        "\
+-h       --help            Show this help menu.
+",
+    ),
+    GetoptOption::new(
+        "interval",
+        Some('i'),
+        Arg::Required,
+        "\
+-i INTV  --interval        The shortest deadline for the tasks in us
+                           (default 1000us).
+",
+    ),
+    GetoptOption::new(
+        "json",
+        None,
+        Arg::Required,
+        "         --json=FILENAME   write final results into FILENAME, JSON formatted
+",
+    ),
+    GetoptOption::new(
+        "step",
+        Some('s'),
+        Arg::Required,
+        "\
+-s STEP  --step            The amount to increase the deadline for each task in us
+                           (default 500us).
+",
+    ),
+    GetoptOption::new(
+        "threads",
+        Some('t'),
+        Arg::Required,
+        "\
+-t NUM   --threads         The number of threads to run as deadline (default 1).
+",
+    ),
+    GetoptOption::new(
+        "quiet",
+        Some('q'),
+        Arg::No,
+        "\
+-q       --quiet           print a summary only on exit
+",
+    ),
+    GetoptOption::new(
+        "breaktrace",
+        Some('b'),
+        Arg::Required,
+        "\
+-b USEC  --breaktrace=USEC send break trace command when latency > USEC
+",
+    ),
+    GetoptOption::new(
+        "tracemark",
+        None,
+        Arg::No,
+        "         --tracemark       write a trace mark when -b latency is exceeded
+",
+    ),
+];
+
+/// The usage text as the tool prints it: its own words, and each option's
+/// lines from `OPTIONS` where the tool lists it.
+const LAYOUT: &[UsagePart] = &[
+    UsagePart::Text(
+        "\
+cyclicdeadline V 2.40
+Usage:
+cyclicdeadline <options>
+
+",
+    ),
+    UsagePart::Option("affinity"),
+    UsagePart::Option("duration"),
+    UsagePart::Option("help"),
+    UsagePart::Option("interval"),
+    UsagePart::Option("json"),
+    UsagePart::Option("step"),
+    UsagePart::Option("threads"),
+    UsagePart::Option("quiet"),
+    UsagePart::Option("breaktrace"),
+    UsagePart::Option("tracemark"),
 ];
 
 /// One measuring thread's reservation, in us as cyclicdeadline prints it.
@@ -272,6 +375,14 @@ pub fn cpu_list(text: &str, cpu_count: usize) -> Option<Vec<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_usage_layout_prints_every_listed_option_once() {
+        assert_eq!(
+            super::super::getopt::check_usage_layout(OPTIONS, LAYOUT),
+            Vec::<String>::new()
+        );
+    }
 
     const TWO: DeadlineMachine = DeadlineMachine { cpu_count: 2 };
 

@@ -6,14 +6,16 @@
 //! small parser; scripts depend on exactly these spellings.
 
 use super::getopt::{
-    Arg, GetoptUsage, atoi, getopt_long_into, numa_parse_cpustring, parse_duration,
+    Arg, GetoptOption, GetoptUsage, UsagePart, atoi, getopt_long_into, numa_parse_cpustring,
+    parse_duration, render_usage,
 };
+use std::sync::LazyLock;
 use std::time::Duration;
 
 /// rt-tests 2.40's `cyclictest --help` text, byte for byte: what `--help`
 /// prints, and what follows a getopt complaint (on stdout, exit 0). The
 /// captured goldens under tests/ are the independent expectation.
-pub const USAGE: &str = include_str!("usage/cyclictest.txt");
+pub static USAGE: LazyLock<String> = LazyLock::new(|| render_usage(OPTIONS, LAYOUT));
 
 /// Everything the options set, with cyclictest's defaults and its own
 /// adjustments made after parsing (priority defaults, -S, -h and -d).
@@ -159,48 +161,399 @@ impl CyclicPolicy {
     }
 }
 
-/// (long name, short letter, argument): rt-tests 2.40's table.
-const OPTIONS: &[(&str, Option<char>, Arg)] = &[
-    ("affinity", Some('a'), Arg::Optional),
-    ("aligned", Some('A'), Arg::Optional),
-    ("breaktrace", Some('b'), Arg::Required),
-    ("clock", Some('c'), Arg::Required),
-    ("default-system", None, Arg::No),
-    ("distance", Some('d'), Arg::Required),
-    ("duration", Some('D'), Arg::Required),
-    ("latency", None, Arg::Required),
-    ("fifo", Some('F'), Arg::Required),
-    ("histogram", Some('h'), Arg::Required),
-    ("histofall", Some('H'), Arg::Required),
-    ("histfile", None, Arg::Required),
-    ("interval", Some('i'), Arg::Required),
-    ("json", None, Arg::Required),
-    ("laptop", None, Arg::No),
-    ("loops", Some('l'), Arg::Required),
-    ("mainaffinity", None, Arg::Required),
-    ("mlockall", Some('m'), Arg::No),
-    ("refresh_on_max", Some('M'), Arg::No),
-    ("nsecs", Some('N'), Arg::No),
-    ("oscope", Some('o'), Arg::Required),
-    ("priority", Some('p'), Arg::Required),
-    ("quiet", Some('q'), Arg::No),
-    ("priospread", None, Arg::No),
-    ("relative", Some('r'), Arg::No),
-    ("resolution", Some('R'), Arg::No),
-    ("secaligned", None, Arg::Optional),
-    ("system", Some('s'), Arg::No),
-    ("smi", None, Arg::No),
-    ("smp", Some('S'), Arg::No),
-    ("spike", None, Arg::Required),
-    ("spike-nodes", None, Arg::Required),
-    ("threads", Some('t'), Arg::Optional),
-    ("tracemark", None, Arg::No),
-    ("unbuffered", Some('u'), Arg::No),
-    ("verbose", Some('v'), Arg::No),
-    ("dbg_cyclictest", None, Arg::No),
-    ("policy", None, Arg::Required),
-    ("help", None, Arg::No),
-    ("posix_timers", Some('x'), Arg::No),
+/// Each option (long name, short letter, argument, its lines in the usage
+/// text) in getopt's order, which orders an ambiguous abbreviation's
+/// possibilities: rt-tests 2.40's table.
+const OPTIONS: &[GetoptOption] = &[
+    GetoptOption::new(
+        "affinity",
+        Some('a'),
+        Arg::Optional,
+        "\
+-a [CPUSET] --affinity     Run thread #N on processor #N, if possible, or if CPUSET
+                           given, pin threads to that set of processors in round-
+                           robin order.  E.g. -a 2 pins all threads to CPU 2,
+                           but -a 3-5,0 -t 5 will run the first and fifth
+                           threads on CPU (0),thread #2 on CPU 3, thread #3
+                           on CPU 4, and thread #5 on CPU 5.
+",
+    ),
+    GetoptOption::new(
+        "aligned",
+        Some('A'),
+        Arg::Optional,
+        "\
+-A USEC  --aligned=USEC    align thread wakeups to a specific offset
+",
+    ),
+    GetoptOption::new(
+        "breaktrace",
+        Some('b'),
+        Arg::Required,
+        "\
+-b USEC  --breaktrace=USEC send break trace command when latency > USEC
+",
+    ),
+    GetoptOption::new(
+        "clock",
+        Some('c'),
+        Arg::Required,
+        "\
+-c CLOCK --clock=CLOCK     select clock
+                           0 = CLOCK_MONOTONIC (default)
+                           1 = CLOCK_REALTIME
+",
+    ),
+    GetoptOption::new(
+        "default-system",
+        None,
+        Arg::No,
+        "         --default-system  Don't attempt to tune the system from cyclictest.
+                           Power management is not suppressed.
+                           This might give poorer results, but will allow you
+                           to discover if you need to tune the system
+",
+    ),
+    GetoptOption::new(
+        "distance",
+        Some('d'),
+        Arg::Required,
+        "\
+-d DIST  --distance=DIST   distance of thread intervals in us, default=500
+",
+    ),
+    GetoptOption::new(
+        "duration",
+        Some('D'),
+        Arg::Required,
+        "\
+-D       --duration=TIME   specify a length for the test run.
+                           Append 'm', 'h', or 'd' to specify minutes, hours or days.
+",
+    ),
+    GetoptOption::new(
+        "latency",
+        None,
+        Arg::Required,
+        "         --latency=PM_QOS  power management latency target value
+                           This value is written to /dev/cpu_dma_latency
+                           and affects c-states. The default is 0
+",
+    ),
+    GetoptOption::new(
+        "fifo",
+        Some('F'),
+        Arg::Required,
+        "\
+-F       --fifo=<path>     create a named pipe at path and write stats to it
+",
+    ),
+    GetoptOption::new(
+        "histogram",
+        Some('h'),
+        Arg::Required,
+        "\
+-h       --histogram=US    dump a latency histogram to stdout after the run
+                           US is the max latency time to be tracked in microseconds
+\t\t\t   This option runs all threads at the same priority.
+",
+    ),
+    GetoptOption::new(
+        "histofall",
+        Some('H'),
+        Arg::Required,
+        "\
+-H       --histofall=US    same as -h except with an additional summary column
+",
+    ),
+    GetoptOption::new(
+        "histfile",
+        None,
+        Arg::Required,
+        "\
+\t --histfile=<path> dump the latency histogram to <path> instead of stdout
+",
+    ),
+    GetoptOption::new(
+        "interval",
+        Some('i'),
+        Arg::Required,
+        "\
+-i INTV  --interval=INTV   base interval of thread in us default=1000
+",
+    ),
+    GetoptOption::new(
+        "json",
+        None,
+        Arg::Required,
+        "         --json=FILENAME   write final results into FILENAME, JSON formatted
+",
+    ),
+    GetoptOption::new(
+        "laptop",
+        None,
+        Arg::No,
+        "\
+\t --laptop\t   Save battery when running cyclictest
+\t\t\t   This will give you poorer realtime results
+\t\t\t   but will not drain your battery so quickly
+",
+    ),
+    GetoptOption::new(
+        "loops",
+        Some('l'),
+        Arg::Required,
+        "\
+-l LOOPS --loops=LOOPS     number of loops: default=0(endless)
+",
+    ),
+    GetoptOption::new(
+        "mainaffinity",
+        None,
+        Arg::Required,
+        "         --mainaffinity=CPUSET
+\t\t\t   Run the main thread on CPU #N. This only affects
+                           the main thread and not the measurement threads
+",
+    ),
+    GetoptOption::new(
+        "mlockall",
+        Some('m'),
+        Arg::No,
+        "\
+-m       --mlockall        lock current and future memory allocations
+",
+    ),
+    GetoptOption::new(
+        "refresh_on_max",
+        Some('M'),
+        Arg::No,
+        "\
+-M       --refresh_on_max  delay updating the screen until a new max
+\t\t\t   latency is hit. Useful for low bandwidth.
+",
+    ),
+    GetoptOption::new(
+        "nsecs",
+        Some('N'),
+        Arg::No,
+        "\
+-N       --nsecs           print results in ns instead of us (default us)
+",
+    ),
+    GetoptOption::new(
+        "oscope",
+        Some('o'),
+        Arg::Required,
+        "\
+-o RED   --oscope=RED      oscilloscope mode, reduce verbose output by RED
+",
+    ),
+    GetoptOption::new(
+        "priority",
+        Some('p'),
+        Arg::Required,
+        "\
+-p PRIO  --priority=PRIO   priority of highest prio thread
+",
+    ),
+    GetoptOption::new(
+        "quiet",
+        Some('q'),
+        Arg::No,
+        "\
+-q       --quiet           print a summary only on exit
+",
+    ),
+    GetoptOption::new(
+        "priospread",
+        None,
+        Arg::No,
+        "\
+\t --priospread      spread priority levels starting at specified value
+",
+    ),
+    GetoptOption::new(
+        "relative",
+        Some('r'),
+        Arg::No,
+        "\
+-r       --relative        use relative timer instead of absolute
+",
+    ),
+    GetoptOption::new(
+        "resolution",
+        Some('R'),
+        Arg::No,
+        "\
+-R       --resolution      check clock resolution, calling clock_gettime() many
+                           times.  List of clock_gettime() values will be
+                           reported with -X
+",
+    ),
+    GetoptOption::new(
+        "secaligned",
+        None,
+        Arg::Optional,
+        "         --secaligned [USEC] align thread wakeups to the next full second
+                           and apply the optional offset
+",
+    ),
+    GetoptOption::new(
+        "system",
+        Some('s'),
+        Arg::No,
+        "\
+-s       --system          use sys_nanosleep and sys_setitimer
+",
+    ),
+    GetoptOption::new(
+        "smi",
+        None,
+        Arg::No,
+        "         --smi             Enable SMI counting
+",
+    ),
+    GetoptOption::new(
+        "smp",
+        Some('S'),
+        Arg::No,
+        "\
+-S       --smp             Standard SMP testing: options -a -t and same priority
+                           of all threads
+",
+    ),
+    GetoptOption::new(
+        "spike",
+        None,
+        Arg::Required,
+        "\
+\t--spike=<trigger>  record all spikes > trigger
+",
+    ),
+    GetoptOption::new(
+        "spike-nodes",
+        None,
+        Arg::Required,
+        "\
+\t--spike-nodes=[num of nodes]
+\t\t\t   These are the maximum number of spikes we can record.
+\t\t\t   The default is 1024 if not specified
+",
+    ),
+    GetoptOption::new(
+        "threads",
+        Some('t'),
+        Arg::Optional,
+        "\
+-t       --threads         one thread per available processor
+-t [NUM] --threads=NUM     number of threads:
+                           without NUM, threads = max_cpus
+                           without -t default = 1
+",
+    ),
+    GetoptOption::new(
+        "tracemark",
+        None,
+        Arg::No,
+        "         --tracemark       write a trace mark when -b latency is exceeded
+",
+    ),
+    GetoptOption::new(
+        "unbuffered",
+        Some('u'),
+        Arg::No,
+        "\
+-u       --unbuffered      force unbuffered output for live processing
+",
+    ),
+    GetoptOption::new(
+        "verbose",
+        Some('v'),
+        Arg::No,
+        "\
+-v       --verbose         output values on stdout for statistics
+                           format: n:c:v n=tasknum c=count v=value in us
+",
+    ),
+    GetoptOption::new(
+        "dbg_cyclictest",
+        None,
+        Arg::No,
+        "\
+\t --dbg_cyclictest  print info useful for debugging cyclictest
+",
+    ),
+    GetoptOption::new(
+        "policy",
+        None,
+        Arg::Required,
+        "\
+\t --policy=NAME     policy of measurement thread, where NAME may be one
+                           of: other, normal, batch, idle, fifo or rr.
+",
+    ),
+    GetoptOption::new("help", None, Arg::No, ""),
+    GetoptOption::new(
+        "posix_timers",
+        Some('x'),
+        Arg::No,
+        "\
+-x\t --posix_timers    use POSIX timers instead of clock_nanosleep.
+",
+    ),
+];
+
+/// The usage text as the tool prints it: its own words, and each option's
+/// lines from `OPTIONS` where the tool lists it.
+const LAYOUT: &[UsagePart] = &[
+    UsagePart::Text(
+        "\
+cyclictest V 2.40
+Usage:
+cyclictest <options>
+
+",
+    ),
+    UsagePart::Option("affinity"),
+    UsagePart::Option("aligned"),
+    UsagePart::Option("breaktrace"),
+    UsagePart::Option("clock"),
+    UsagePart::Option("default-system"),
+    UsagePart::Option("distance"),
+    UsagePart::Option("duration"),
+    UsagePart::Option("fifo"),
+    UsagePart::Option("histogram"),
+    UsagePart::Option("histofall"),
+    UsagePart::Option("histfile"),
+    UsagePart::Option("interval"),
+    UsagePart::Option("json"),
+    UsagePart::Option("laptop"),
+    UsagePart::Option("latency"),
+    UsagePart::Option("loops"),
+    UsagePart::Option("mainaffinity"),
+    UsagePart::Option("mlockall"),
+    UsagePart::Option("refresh_on_max"),
+    UsagePart::Option("nsecs"),
+    UsagePart::Option("oscope"),
+    UsagePart::Option("priority"),
+    UsagePart::Option("policy"),
+    UsagePart::Option("priospread"),
+    UsagePart::Option("quiet"),
+    UsagePart::Option("relative"),
+    UsagePart::Option("resolution"),
+    UsagePart::Option("secaligned"),
+    UsagePart::Option("system"),
+    UsagePart::Option("smp"),
+    UsagePart::Option("spike"),
+    UsagePart::Option("spike-nodes"),
+    UsagePart::Option("smi"),
+    UsagePart::Option("threads"),
+    UsagePart::Option("tracemark"),
+    UsagePart::Option("unbuffered"),
+    UsagePart::Option("verbose"),
+    UsagePart::Option("dbg_cyclictest"),
+    UsagePart::Option("posix_timers"),
 ];
 
 /// Splits raw arguments into (option name, value) pairs, GNU style: the
@@ -686,6 +1039,14 @@ impl CyclicSettings {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn the_usage_layout_prints_every_listed_option_once() {
+        assert_eq!(
+            super::super::getopt::check_usage_layout(OPTIONS, LAYOUT),
+            Vec::<String>::new()
+        );
+    }
 
     fn parse(words: &[&str]) -> Result<CyclicSettings, GetoptUsage> {
         let args: Vec<String> = words.iter().map(|w| w.to_string()).collect();

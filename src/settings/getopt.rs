@@ -71,6 +71,90 @@ pub enum Arg {
     Optional,
 }
 
+/// One option of a getopt tool: how getopt reads it, and its lines in the
+/// tool's usage text (as ripgrep's flag table drives parsing and help, so
+/// that an option and its documentation are written once, side by side).
+pub struct GetoptOption {
+    pub long: &'static str,
+    pub short: Option<char>,
+    pub arg: Arg,
+    /// Its lines in the usage, byte for byte as the tool prints them
+    /// (padding, tabs and typos included); empty when the usage does not
+    /// list it.
+    pub usage: &'static str,
+}
+
+impl GetoptOption {
+    pub const fn new(
+        long: &'static str,
+        short: Option<char>,
+        arg: Arg,
+        usage: &'static str,
+    ) -> GetoptOption {
+        GetoptOption {
+            long,
+            short,
+            arg,
+            usage,
+        }
+    }
+}
+
+/// A piece of a tool's usage text, in the order the tool prints them: its
+/// own words, or the lines of the option of that long name.
+pub enum UsagePart {
+    Text(&'static str),
+    Option(&'static str),
+}
+
+/// The usage text of `layout`, each option's part taken from `options`.
+/// A layout naming an option the table lacks is a programming error, which
+/// each tool's unit tests catch (`check_usage_layout`).
+pub fn render_usage(options: &[GetoptOption], layout: &[UsagePart]) -> String {
+    layout
+        .iter()
+        .map(|part| match part {
+            UsagePart::Text(text) => *text,
+            UsagePart::Option(name) => options
+                .iter()
+                .find(|o| o.long == *name)
+                .map_or("", |o| o.usage),
+        })
+        .collect()
+}
+
+/// What is wrong with a tool's usage layout: an option the layout names
+/// that the table lacks, one listed twice, or a table row with usage lines
+/// that the layout never prints. Empty when the two agree.
+pub fn check_usage_layout(options: &[GetoptOption], layout: &[UsagePart]) -> Vec<String> {
+    let named: Vec<&str> = layout
+        .iter()
+        .filter_map(|p| match p {
+            UsagePart::Option(name) => Some(*name),
+            UsagePart::Text(_) => None,
+        })
+        .collect();
+    let mut faults = Vec::new();
+    for (i, name) in named.iter().enumerate() {
+        match options.iter().find(|o| o.long == *name) {
+            None => faults.push(format!("the layout names --{name}, which the table lacks")),
+            Some(o) if o.usage.is_empty() => faults.push(format!(
+                "the layout names --{name}, which has no usage lines"
+            )),
+            Some(_) if named[..i].contains(name) => {
+                faults.push(format!("the layout names --{name} twice"))
+            }
+            Some(_) => {}
+        }
+    }
+    for o in options {
+        if !o.usage.is_empty() && !named.contains(&o.long) {
+            faults.push(format!("--{}'s usage lines are never printed", o.long));
+        }
+    }
+    faults
+}
+
 /// C's `atoi`, as cyclictest reads every number: leading blanks, a sign,
 /// digits up to the first other character; 0 when there are none.
 pub fn atoi(text: &str) -> i64 {
@@ -96,12 +180,12 @@ pub fn atoi(text: &str) -> i64 {
 /// with a required value and matched only when spelled in full, so that
 /// every abbreviation keeps the tool's own meaning.
 pub fn getopt_long(
-    options: &[(&'static str, Option<char>, Arg)],
+    options: &[GetoptOption],
     full_only: &[&'static str],
     args: &[String],
 ) -> Result<Vec<(&'static str, Option<String>)>, GetoptUsage> {
     debug_assert!(
-        options.iter().all(|o| o.2 != Arg::Optional),
+        options.iter().all(|o| o.arg != Arg::Optional),
         "a table with optional arguments needs its tool's peek: getopt_long_into"
     );
     let mut out = Vec::new();
@@ -115,7 +199,7 @@ pub fn getopt_long(
 /// option is the next word (each tool decides by hand, as cyclictest's `cyclictest_peek` does);
 /// that word is read by getopt afterwards all the same.
 pub fn getopt_long_into(
-    options: &[(&'static str, Option<char>, Arg)],
+    options: &[GetoptOption],
     full_only: &[&'static str],
     args: &[String],
     peek: fn(&str, &str) -> bool,
@@ -147,8 +231,11 @@ pub fn getopt_long_into(
                 out.push((extra, Some(value)));
                 continue;
             }
-            let exact = options.iter().find(|o| o.0 == name);
-            let candidates: Vec<_> = options.iter().filter(|o| o.0.starts_with(name)).collect();
+            let exact = options.iter().find(|o| o.long == name);
+            let candidates: Vec<_> = options
+                .iter()
+                .filter(|o| o.long.starts_with(name))
+                .collect();
             let found = match (exact, candidates.as_slice()) {
                 (Some(o), _) => o,
                 (None, [o]) => o,
@@ -156,18 +243,19 @@ pub fn getopt_long_into(
                     return Err(GetoptUsage::Getopt(format!("unrecognized option '{word}'")));
                 }
                 (None, many) => {
-                    let names: Vec<String> = many.iter().map(|o| format!("'--{}'", o.0)).collect();
+                    let names: Vec<String> =
+                        many.iter().map(|o| format!("'--{}'", o.long)).collect();
                     return Err(GetoptUsage::Getopt(format!(
                         "option '--{name}' is ambiguous; possibilities: {}",
                         names.join(" ")
                     )));
                 }
             };
-            let value = match (found.2, attached) {
+            let value = match (found.arg, attached) {
                 (Arg::No, Some(_)) => {
                     return Err(GetoptUsage::Getopt(format!(
                         "option '--{}' doesn't allow an argument",
-                        found.0
+                        found.long
                     )));
                 }
                 (Arg::No, None) => None,
@@ -180,14 +268,14 @@ pub fn getopt_long_into(
                     None => {
                         return Err(GetoptUsage::Getopt(format!(
                             "option '--{}' requires an argument",
-                            found.0
+                            found.long
                         )));
                     }
                 },
                 (Arg::Optional, Some(v)) => Some(v),
-                (Arg::Optional, None) => args.get(i).filter(|next| peek(found.0, next)).cloned(),
+                (Arg::Optional, None) => args.get(i).filter(|next| peek(found.long, next)).cloned(),
             };
-            out.push((found.0, value));
+            out.push((found.long, value));
             continue;
         }
         let Some(cluster) = word.strip_prefix('-').filter(|c| !c.is_empty()) else {
@@ -199,11 +287,11 @@ pub fn getopt_long_into(
         while k < chars.len() {
             let letter = chars[k];
             k += 1;
-            let Some(found) = options.iter().find(|o| o.1 == Some(letter)) else {
+            let Some(found) = options.iter().find(|o| o.short == Some(letter)) else {
                 return Err(GetoptUsage::Getopt(format!("invalid option -- '{letter}'")));
             };
             let rest: String = chars[k..].iter().collect();
-            let value = match found.2 {
+            let value = match found.arg {
                 Arg::No => None,
                 Arg::Required if !rest.is_empty() => {
                     k = chars.len();
@@ -224,9 +312,9 @@ pub fn getopt_long_into(
                     k = chars.len();
                     Some(rest)
                 }
-                Arg::Optional => args.get(i).filter(|next| peek(found.0, next)).cloned(),
+                Arg::Optional => args.get(i).filter(|next| peek(found.long, next)).cloned(),
             };
-            out.push((found.0, value));
+            out.push((found.long, value));
         }
     }
     Ok(())
@@ -378,6 +466,51 @@ pub fn numa_parse_cpustring(text: &str, allowed: &[usize]) -> Result<Vec<usize>,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const TABLE: &[GetoptOption] = &[
+        GetoptOption::new("beta", Some('b'), Arg::No, "-b  --beta   B\n"),
+        GetoptOption::new(
+            "alpha",
+            Some('a'),
+            Arg::Required,
+            "-a  --alpha  A\n     more\n",
+        ),
+        GetoptOption::new("hidden", None, Arg::No, ""),
+    ];
+
+    #[test]
+    fn usage_is_the_layout_with_each_options_lines() {
+        let layout = &[
+            UsagePart::Text("tool V 1\n\n"),
+            UsagePart::Option("alpha"),
+            UsagePart::Option("beta"),
+            UsagePart::Text("end\n"),
+        ];
+        assert_eq!(
+            render_usage(TABLE, layout),
+            "tool V 1\n\n-a  --alpha  A\n     more\n-b  --beta   B\nend\n"
+        );
+        assert!(check_usage_layout(TABLE, layout).is_empty());
+    }
+
+    #[test]
+    fn a_layout_that_disagrees_with_its_table_is_named() {
+        let layout = &[
+            UsagePart::Option("alpha"),
+            UsagePart::Option("alpha"),
+            UsagePart::Option("gamma"),
+            UsagePart::Option("hidden"),
+        ];
+        assert_eq!(
+            check_usage_layout(TABLE, layout),
+            [
+                "the layout names --alpha twice",
+                "the layout names --gamma, which the table lacks",
+                "the layout names --hidden, which has no usage lines",
+                "--beta's usage lines are never printed",
+            ]
+        );
+    }
 
     #[test]
     fn atoi_is_cs() {

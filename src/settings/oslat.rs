@@ -4,38 +4,182 @@
 //! them (`strtol`, `parse_time_string`, `parse_mem_string`) and refused with
 //! its own lines and exit codes.
 
-use super::getopt::{Arg, GetoptUsage, atoi, getopt_long, numa_parse_cpustring, parse_duration};
+use super::getopt::{
+    Arg, GetoptOption, GetoptUsage, UsagePart, atoi, getopt_long, numa_parse_cpustring,
+    parse_duration, render_usage,
+};
 use crate::settings::noise::{CpusFrom, check_realtime_safety};
 use std::path::PathBuf;
+use std::sync::LazyLock;
 
 /// rt-tests 2.40's `oslat --help`, byte for byte (its version line, then
 /// the usage). The captured goldens under tests/ are the independent
 /// expectation.
-pub const HELP: &str = include_str!("usage/oslat.txt");
+pub static HELP: LazyLock<String> = LazyLock::new(|| render_usage(OPTIONS, LAYOUT));
 
 /// oslat's default number of buckets.
 pub const BUCKET_SIZE: usize = 32;
 /// oslat's default workload memory: 16 KiB per buffer.
 pub const WORKLOAD_MEM: u64 = 16 << 10;
 
-/// (long name, short letter, argument): rt-tests 2.40 oslat's table
+/// Each option (long name, short letter, argument, its lines in the usage
+/// text) in getopt's order, which orders an ambiguous abbreviation's
+/// possibilities: rt-tests 2.40 oslat's table
 /// (`b:Bc:C:D:f:hm:qsw:T:vz`).
-const OPTIONS: &[(&str, Option<char>, Arg)] = &[
-    ("bucket-size", Some('b'), Arg::Required),
-    ("cpu-list", Some('c'), Arg::Required),
-    ("cpu-main-thread", Some('C'), Arg::Required),
-    ("duration", Some('D'), Arg::Required),
-    ("json", None, Arg::Required),
-    ("rtprio", Some('f'), Arg::Required),
-    ("help", Some('h'), Arg::No),
-    ("trace-threshold", Some('T'), Arg::Required),
-    ("workload", Some('w'), Arg::Required),
-    ("workload-mem", Some('m'), Arg::Required),
-    ("bias", Some('B'), Arg::No),
-    ("quiet", Some('q'), Arg::No),
-    ("single-preheat", Some('s'), Arg::No),
-    ("zero-omit", Some('z'), Arg::No),
-    ("version", Some('v'), Arg::No),
+const OPTIONS: &[GetoptOption] = &[
+    GetoptOption::new(
+        "bucket-size",
+        Some('b'),
+        Arg::Required,
+        "\
+-b, --bucket-size      Specify the number of the buckets (4-1024)
+",
+    ),
+    GetoptOption::new(
+        "cpu-list",
+        Some('c'),
+        Arg::Required,
+        "\
+-c, --cpu-list         Specify CPUs to run on, e.g. '1,3,5,7-15'
+",
+    ),
+    GetoptOption::new(
+        "cpu-main-thread",
+        Some('C'),
+        Arg::Required,
+        "\
+-C, --cpu-main-thread  Specify which CPU the main thread runs on.  Default is cpu0.
+",
+    ),
+    GetoptOption::new(
+        "duration",
+        Some('D'),
+        Arg::Required,
+        "\
+-D, --duration         Specify test duration, e.g., 60, 20m, 2H
+                       (m/M: minutes, h/H: hours, d/D: days)
+",
+    ),
+    GetoptOption::new(
+        "json",
+        None,
+        Arg::Required,
+        "    --json=FILENAME    write final results into FILENAME, JSON formatted
+",
+    ),
+    GetoptOption::new(
+        "rtprio",
+        Some('f'),
+        Arg::Required,
+        "\
+-f, --rtprio           Using SCHED_FIFO priority (1-99)
+",
+    ),
+    GetoptOption::new("help", Some('h'), Arg::No, ""),
+    GetoptOption::new(
+        "trace-threshold",
+        Some('T'),
+        Arg::Required,
+        "\
+-T, --trace-threshold  Stop the test when threshold triggered (in us),
+                       print a marker in ftrace and stop ftrace too.
+",
+    ),
+    GetoptOption::new(
+        "workload",
+        Some('w'),
+        Arg::Required,
+        "\
+-w, --workload         Specify a kind of workload, default is no workload
+                       (options: no, memmove)
+",
+    ),
+    GetoptOption::new(
+        "workload-mem",
+        Some('m'),
+        Arg::Required,
+        "\
+-m, --workload-mem     Size of the memory to use for the workload (e.g., 4K, 1M).
+                       Total memory usage will be this value multiplies 2*N,
+                       because there will be src/dst buffers for each thread, and
+                       N is the number of processors for testing.
+",
+    ),
+    GetoptOption::new(
+        "bias",
+        Some('B'),
+        Arg::No,
+        "\
+-B, --bias             Add a bias to all the buckets using the estimated mininum
+",
+    ),
+    GetoptOption::new(
+        "quiet",
+        Some('q'),
+        Arg::No,
+        "\
+-q  --quiet            print a summary only on exit
+",
+    ),
+    GetoptOption::new(
+        "single-preheat",
+        Some('s'),
+        Arg::No,
+        "\
+-s, --single-preheat   Use a single thread when measuring latency at preheat stage
+                       NOTE: please make sure the CPU frequency on all testing cores
+                       are locked before using this parmater.  If you don't know how
+                       to lock the freq then please don't use this parameter.
+",
+    ),
+    GetoptOption::new(
+        "zero-omit",
+        Some('z'),
+        Arg::No,
+        "\
+-z, --zero-omit        Don't display buckets in the output histogram if all zeros.
+",
+    ),
+    GetoptOption::new(
+        "version",
+        Some('v'),
+        Arg::No,
+        "\
+-v, --version          Display the version of the software.
+",
+    ),
+];
+
+/// The usage text as the tool prints it: its own words, and each option's
+/// lines from `OPTIONS` where the tool lists it.
+const LAYOUT: &[UsagePart] = &[
+    UsagePart::Text(
+        "\
+oslat V 2.40
+Usage:
+oslat <options>
+
+This is an OS latency detector by running busy loops on specified cores.
+Please run this tool using root.
+
+Available options:
+
+",
+    ),
+    UsagePart::Option("bucket-size"),
+    UsagePart::Option("bias"),
+    UsagePart::Option("cpu-list"),
+    UsagePart::Option("cpu-main-thread"),
+    UsagePart::Option("duration"),
+    UsagePart::Option("json"),
+    UsagePart::Option("rtprio"),
+    UsagePart::Option("workload-mem"),
+    UsagePart::Option("quiet"),
+    UsagePart::Option("single-preheat"),
+    UsagePart::Option("trace-threshold"),
+    UsagePart::Option("version"),
+    UsagePart::Option("workload"),
+    UsagePart::Option("zero-omit"),
 ];
 
 /// Everything the options set, with oslat's defaults.
@@ -315,6 +459,14 @@ impl OslatSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_usage_layout_prints_every_listed_option_once() {
+        assert_eq!(
+            super::super::getopt::check_usage_layout(OPTIONS, LAYOUT),
+            Vec::<String>::new()
+        );
+    }
 
     fn args(words: &[&str]) -> Vec<String> {
         words.iter().map(|w| w.to_string()).collect()

@@ -10,25 +10,140 @@
 //! (words that are not options, everything after `--`) is skipped, and
 //! numbers are read as ptsematest reads them (`atoi`: `-i abc` is 0).
 
-use super::getopt::{Arg, GetoptUsage, atoi, getopt_long_into, parse_duration};
+use super::getopt::{
+    Arg, GetoptOption, GetoptUsage, UsagePart, atoi, getopt_long_into, parse_duration, render_usage,
+};
+use std::sync::LazyLock;
 
 /// `ptsematest --help`, byte for byte (Debian's rt-tests 2.40).
-pub const USAGE: &str = include_str!("usage/ptsematest.txt");
+pub static USAGE: LazyLock<String> = LazyLock::new(|| render_usage(OPTIONS, LAYOUT));
 
-/// (long name, short letter, argument): ptsematest 2.40's table.
-const OPTIONS: &[(&str, Option<char>, Arg)] = &[
-    ("affinity", Some('a'), Arg::Optional),
-    ("breaktrace", Some('b'), Arg::Required),
-    ("distance", Some('d'), Arg::Required),
-    ("duration", Some('D'), Arg::Required),
-    ("interval", Some('i'), Arg::Required),
-    ("json", None, Arg::Required),
-    ("loops", Some('l'), Arg::Required),
-    ("prio", Some('p'), Arg::Required),
-    ("quiet", Some('q'), Arg::No),
-    ("smp", Some('S'), Arg::No),
-    ("threads", Some('t'), Arg::Optional),
-    ("help", Some('h'), Arg::No),
+/// Each option (long name, short letter, argument, its lines in the usage
+/// text) in getopt's order, which orders an ambiguous abbreviation's
+/// possibilities: ptsematest 2.40's table.
+const OPTIONS: &[GetoptOption] = &[
+    GetoptOption::new(
+        "affinity",
+        Some('a'),
+        Arg::Optional,
+        "\
+-a [NUM] --affinity        run thread #N on processor #N, if possible
+                           with NUM pin all threads to the processor NUM
+",
+    ),
+    GetoptOption::new(
+        "breaktrace",
+        Some('b'),
+        Arg::Required,
+        "\
+-b USEC  --breaktrace=USEC send break trace command when latency > USEC
+",
+    ),
+    GetoptOption::new(
+        "distance",
+        Some('d'),
+        Arg::Required,
+        "\
+-d DIST  --distance=DIST   distance of thread intervals in us default=500
+",
+    ),
+    GetoptOption::new(
+        "duration",
+        Some('D'),
+        Arg::Required,
+        "\
+-D       --duration=TIME   specify a length for the test run.
+                           Append 'm', 'h', or 'd' to specify minutes, hours or
+                           days.
+",
+    ),
+    GetoptOption::new(
+        "interval",
+        Some('i'),
+        Arg::Required,
+        "\
+-i INTV  --interval=INTV   base interval of thread in us default=1000
+",
+    ),
+    GetoptOption::new(
+        "json",
+        None,
+        Arg::Required,
+        "         --json=FILENAME   write final results into FILENAME, JSON formatted
+",
+    ),
+    GetoptOption::new(
+        "loops",
+        Some('l'),
+        Arg::Required,
+        "\
+-l LOOPS --loops=LOOPS     number of loops: default=0(endless)
+",
+    ),
+    GetoptOption::new(
+        "prio",
+        Some('p'),
+        Arg::Required,
+        "\
+-p PRIO  --prio=PRIO       priority
+",
+    ),
+    GetoptOption::new(
+        "quiet",
+        Some('q'),
+        Arg::No,
+        "\
+-q       --quiet           print a summary only on exit
+",
+    ),
+    GetoptOption::new(
+        "smp",
+        Some('S'),
+        Arg::No,
+        "\
+-S       --smp             SMP testing: options -a -t and same priority
+                           of all threads
+",
+    ),
+    GetoptOption::new(
+        "threads",
+        Some('t'),
+        Arg::Optional,
+        "\
+-t       --threads         one thread per available processor
+-t [NUM] --threads=NUM     number of threads:
+                           without NUM, threads = max_cpus
+                           without -t default = 1
+",
+    ),
+    GetoptOption::new("help", Some('h'), Arg::No, ""),
+];
+
+/// The usage text as the tool prints it: its own words, and each option's
+/// lines from `OPTIONS` where the tool lists it.
+const LAYOUT: &[UsagePart] = &[
+    UsagePart::Text(
+        "\
+ptsematest V 2.40
+Usage:
+ptsematest <options>
+
+Function: test POSIX threads mutex latency
+
+Available options:
+",
+    ),
+    UsagePart::Option("affinity"),
+    UsagePart::Option("breaktrace"),
+    UsagePart::Option("distance"),
+    UsagePart::Option("duration"),
+    UsagePart::Option("interval"),
+    UsagePart::Option("json"),
+    UsagePart::Option("loops"),
+    UsagePart::Option("prio"),
+    UsagePart::Option("quiet"),
+    UsagePart::Option("smp"),
+    UsagePart::Option("threads"),
 ];
 
 /// latscope's own options taken under the ptsematest name, spelled in full
@@ -121,6 +236,14 @@ pub fn rewrite(args: &[String], program: &str, cpus: usize) -> Result<Vec<String
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_usage_layout_prints_every_listed_option_once() {
+        assert_eq!(
+            super::super::getopt::check_usage_layout(OPTIONS, LAYOUT),
+            Vec::<String>::new()
+        );
+    }
+
     fn rw(words: &[&str]) -> Result<Vec<String>, Answer> {
         let args: Vec<String> = words.iter().map(|w| w.to_string()).collect();
         rewrite(&args, "ptsematest", 2)
@@ -133,7 +256,7 @@ mod tests {
             (a.stderr.as_str(), a.code),
             ("ptsematest: invalid option -- 'Z'\n", 0)
         );
-        assert_eq!(a.stdout, USAGE);
+        assert_eq!(a.stdout, *USAGE);
         assert_eq!(
             rw(&["--bogus"]).unwrap_err().stderr,
             "ptsematest: unrecognized option '--bogus'\n"

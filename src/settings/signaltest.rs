@@ -5,34 +5,142 @@
 //! refusals answered in its words, and the CPU each thread is pinned to.
 
 use super::getopt::{
-    Arg, GetoptUsage, atoi, getopt_long_into, numa_parse_cpustring, parse_duration,
+    Arg, GetoptOption, GetoptUsage, UsagePart, atoi, getopt_long_into, numa_parse_cpustring,
+    parse_duration, render_usage,
 };
+use std::sync::LazyLock;
 use std::time::Duration;
 
 /// rt-tests 2.40's `signaltest --help`, byte for byte: what `--help` and a
-/// getopt complaint print on stdout. tests/signaltest_compat.rs compares it
+/// getopt complaint print on stdout. tests/suite/signaltest_compat.rs compares it
 /// with Debian's signaltest where that is installed.
-pub const USAGE: &str = include_str!("usage/signaltest.txt");
+pub static USAGE: LazyLock<String> = LazyLock::new(|| render_usage(OPTIONS, LAYOUT));
 
 /// More threads than this are refused (exit 2): signaltest has no limit
 /// and would try to start any number, each a real-time thread of the ring.
 pub const MAX_THREADS: i64 = 4096;
 
-/// (long name, short letter, argument): signaltest 2.40's table. `-S`
+/// Each option (long name, short letter, argument, its lines in the usage
+/// text) in getopt's order, which orders an ambiguous abbreviation's
+/// possibilities: signaltest 2.40's table. `-S`
 /// (`--smp`) is in it though its help does not list it.
-const OPTIONS: &[(&str, Option<char>, Arg)] = &[
-    ("affinity", Some('a'), Arg::Optional),
-    ("breaktrace", Some('b'), Arg::Required),
-    ("duration", Some('D'), Arg::Required),
-    ("help", Some('h'), Arg::No),
-    ("json", None, Arg::Required),
-    ("loops", Some('l'), Arg::Required),
-    ("mlockall", Some('m'), Arg::No),
-    ("priority", Some('p'), Arg::Required),
-    ("quiet", Some('q'), Arg::No),
-    ("smp", Some('S'), Arg::No),
-    ("threads", Some('t'), Arg::Required),
-    ("verbose", Some('v'), Arg::No),
+const OPTIONS: &[GetoptOption] = &[
+    GetoptOption::new(
+        "affinity",
+        Some('a'),
+        Arg::Optional,
+        "\
+-a [NUM] --affinity        run thread #N on processor #N, if possible
+                           with NUM pin all threads to the processor NUM
+",
+    ),
+    GetoptOption::new(
+        "breaktrace",
+        Some('b'),
+        Arg::Required,
+        "\
+-b USEC  --breaktrace=USEC send break trace command when latency > USEC
+",
+    ),
+    GetoptOption::new(
+        "duration",
+        Some('D'),
+        Arg::Required,
+        "\
+-D       --duration=TIME   specify a length for the test run.
+                           Append 'm', 'h', or 'd' to specify minutes, hours or
+                           days.
+",
+    ),
+    GetoptOption::new(
+        "help",
+        Some('h'),
+        Arg::No,
+        "\
+-h       --help            display usage information
+",
+    ),
+    GetoptOption::new(
+        "json",
+        None,
+        Arg::Required,
+        "         --json=FILENAME   write final results into FILENAME, JSON formatted
+",
+    ),
+    GetoptOption::new(
+        "loops",
+        Some('l'),
+        Arg::Required,
+        "\
+-l LOOPS --loops=LOOPS     number of loops: default=0(endless)
+",
+    ),
+    GetoptOption::new(
+        "mlockall",
+        Some('m'),
+        Arg::No,
+        "\
+-m       --mlockall        lock current and future memory allocations
+",
+    ),
+    GetoptOption::new(
+        "priority",
+        Some('p'),
+        Arg::Required,
+        "\
+-p PRIO  --prio=PRIO       priority of highest prio thread
+",
+    ),
+    GetoptOption::new(
+        "quiet",
+        Some('q'),
+        Arg::No,
+        "\
+-q       --quiet           print a summary only on exit
+",
+    ),
+    GetoptOption::new("smp", Some('S'), Arg::No, ""),
+    GetoptOption::new(
+        "threads",
+        Some('t'),
+        Arg::Required,
+        "\
+-t NUM   --threads=NUM     number of threads: default=2
+",
+    ),
+    GetoptOption::new(
+        "verbose",
+        Some('v'),
+        Arg::No,
+        "\
+-v       --verbose         output values on stdout for statistics
+                           format: n:c:v n=tasknum c=count v=value in us
+",
+    ),
+];
+
+/// The usage text as the tool prints it: its own words, and each option's
+/// lines from `OPTIONS` where the tool lists it.
+const LAYOUT: &[UsagePart] = &[
+    UsagePart::Text(
+        "\
+signaltest V 2.40
+Usage:
+signaltest <options>
+
+",
+    ),
+    UsagePart::Option("affinity"),
+    UsagePart::Option("breaktrace"),
+    UsagePart::Option("duration"),
+    UsagePart::Option("help"),
+    UsagePart::Option("json"),
+    UsagePart::Option("loops"),
+    UsagePart::Option("mlockall"),
+    UsagePart::Option("priority"),
+    UsagePart::Option("quiet"),
+    UsagePart::Option("threads"),
+    UsagePart::Option("verbose"),
 ];
 
 /// Everything the options set, with signaltest's defaults.
@@ -245,6 +353,14 @@ impl SignalSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_usage_layout_prints_every_listed_option_once() {
+        assert_eq!(
+            super::super::getopt::check_usage_layout(OPTIONS, LAYOUT),
+            Vec::<String>::new()
+        );
+    }
 
     fn parse(words: &[&str]) -> Result<SignalSettings, GetoptUsage> {
         let args: Vec<String> = words.iter().map(|w| w.to_string()).collect();

@@ -3,7 +3,7 @@
 //! Producers (the tests, the doctor, the load generators, the kernel-log
 //! follower, `--fail-if`) fill it; exporters (the rest of `report/`) only read
 //! it. It is plain data and imports only `rt/`, `stats/` and `units`
-//! (tests/layers.rs checks that), so no exporter depends on a producer through
+//! (tests/suite/layers.rs checks that), so no exporter depends on a producer through
 //! it. The pure statistics it embeds (`LatencySummary`, `SecondStats`) stay in
 //! `stats/`, which every layer may import.
 

@@ -1,0 +1,69 @@
+//! latscope's integration tests, one crate (as ripgrep's): the shared helpers
+//! of `common` are compiled once and the whole suite is linked once, where 48
+//! test programs each compiled and linked them before.
+//!
+//! Two tiers, chosen here by where a module is declared:
+//! - the modules at the top run in seconds each: parsers, usage, goldens of
+//!   the fast tools, short real runs. `cargo test-quick` runs them with the
+//!   library's unit tests, for everyday work (.cargo/config.toml);
+//! - `slow::` holds the live runs of many seconds (timers, noise, tracing,
+//!   loads, the drop-ins against the real rt-tests, the README's examples).
+//!
+//! `cargo test` runs everything, as CI does. tests/torture.rs stays a program
+//! of its own: it makes itself the subreaper of every orphan and kills what
+//! outlives a run, which would take the children of tests running beside it.
+//!
+//! Modules now run beside modules of other files (libtest runs two tests at a
+//! time here, from anywhere in the crate). What two files must not do at once
+//! takes a turn from `common::turns`.
+
+mod common;
+
+mod advice;
+mod cleanup;
+mod cli_usage;
+mod compare;
+mod compare_html;
+mod cyclictest_report;
+mod doctor;
+mod export_formats;
+mod fleet_junit;
+mod harness_accuracy;
+mod idle_states;
+mod ipc_classic;
+mod layers;
+mod mq_classic;
+mod mq_report;
+mod packaging;
+mod parse_props;
+mod parse_props_more;
+mod ptsematest_compat;
+mod signals;
+mod signaltest_compat;
+mod suite_cli;
+
+/// Live runs of many seconds each: `cargo test-quick` leaves them out.
+mod slow {
+    mod bpf;
+    mod cyclicdeadline_compat;
+    mod cyclictest_golden;
+    mod cyclictest_signals;
+    mod deadline;
+    mod fleet_ansible;
+    mod fleet_hdrlog;
+    mod fleet_prometheus;
+    mod fleet_snapshot;
+    mod fleet_windows;
+    mod hostile_input;
+    mod ipc_family;
+    mod load;
+    mod logdisk;
+    mod noise;
+    mod oslat_compat;
+    mod readme_examples;
+    mod report_html;
+    mod samples;
+    mod spikes;
+    mod stress_runs;
+    mod timer;
+}

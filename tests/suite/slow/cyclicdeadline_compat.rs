@@ -1,0 +1,459 @@
+//! `latscope cyclicdeadline` against Debian's rt-tests 2.40 cyclicdeadline,
+//! run side by side in the same test where it is installed (said on stderr
+//! where it is not: then against what it printed when these tests were
+//! written): help and usage errors byte for byte, runs line for line with
+//! the measured numbers (tids, latencies, counts) masked and the
+//! reservations exact, the `--json` file in layout and as LKFT's and
+//! KernelCI's parsers read it, Ctrl-C/SIGTERM, `-b`, and the kernel's
+//! admission control refusing a thread when the bandwidth is full.
+//!
+//! The runs need SCHED_DEADLINE (root or CAP_SYS_NICE); they say why they
+//! skip without. rt-tests' cyclicdeadline needs HRTICK for runtimes under
+//! 2 ms (a runtime is 60 % of the interval), which it cannot turn on where
+//! debugfs' sched features are closed, so the runs compared use intervals
+//! of 4 ms and more.
+
+use crate::common::*;
+use regex::Regex;
+use serde_json::Value;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The runs of this file reserve deadline bandwidth, as the other
+/// deadline tests do: one at a time, so that the refusal test alone fills it.
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    crate::common::turns::deadline_bandwidth()
+}
+
+/// Debian's cyclicdeadline, when installed.
+fn real_tool() -> Option<&'static str> {
+    let found = std::path::Path::new("/usr/bin/cyclicdeadline").exists();
+    found.then_some("cyclicdeadline")
+}
+
+fn ours(args: &[&str]) -> Output {
+    run(latscope(60).arg("cyclicdeadline").args(args))
+}
+
+fn theirs(tool: &str, args: &[&str]) -> Output {
+    Command::new(tool)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run cyclicdeadline")
+}
+
+/// SCHED_DEADLINE needs root or CAP_SYS_NICE (FIFO stands for the same
+/// privilege).
+fn skip_without_deadline(test: &str) -> bool {
+    skip_without_realtime(test)
+}
+
+/// What a run prints that is measured (tids, latencies, counts, the time of
+/// its own check) masked; the reservations, indexes and every other byte
+/// kept. The running display's redraws that are equal once masked are one.
+fn masked(text: &str) -> String {
+    let rules: [(&str, &str); 5] = [
+        (r"deadline thread \d+", "deadline thread TID"),
+        (r"thread\[\d+\]", "thread[TID]"),
+        (r"main thread \d+", "main thread TID"),
+        (r"Tested at \d+us", "Tested at Nus"),
+        (r"# Break (thread|value): \d+", "# Break $1: N"),
+    ];
+    let mut text = text.to_string();
+    for (pattern, with) in rules {
+        text = Regex::new(pattern)
+            .unwrap()
+            .replace_all(&text, with)
+            .into_owned();
+    }
+    // A measured value wider than its printf field (`Act:%5ld` of 100 ms
+    // and more on a busy machine) widens the line by how late the run was:
+    // each field is compared up to its width, a narrower one still differs.
+    let fields = Regex::new(r"\b(C|Min|Act|Avg|Max):( *-?\d+)").unwrap();
+    text = fields
+        .replace_all(&text, |c: &regex::Captures| {
+            let width = match &c[1] {
+                "Act" | "Avg" => 5,
+                "C" | "Min" => 7,
+                _ => 8,
+            };
+            format!("{}:{}", &c[1], "N".repeat(c[2].len().min(width)))
+        })
+        .into_owned();
+    let tid = Regex::new(r"^(T: *\d+ )\( *\d+\)").unwrap();
+    let mut lines: Vec<String> = text
+        .split_inclusive('\n')
+        .map(|l| mask_padded(&tid.replace(l, "${1}(TID)")))
+        .collect();
+    // The threads and the main thread print these as they start, in an
+    // order that varies from run to run in cyclicdeadline: compared as a set.
+    let starting = |l: &String| {
+        ["deadline thread", "thread[", "main thread"]
+            .iter()
+            .any(|p| l.starts_with(p))
+    };
+    if let Some(first) = lines.iter().position(starting) {
+        let count = lines[first..].iter().take_while(|l| starting(l)).count();
+        lines[first..first + count].sort();
+    }
+    squeeze_redraws(&lines.concat())
+}
+
+/// Consecutive redraws (each starting at a cursor-up escape) that are the
+/// same once masked count as one: how many there are depends on timing.
+fn squeeze_redraws(text: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest[1.min(rest.len())..].find("\x1b[").map(|i| i + 1) {
+        out.push(&rest[..at]);
+        rest = &rest[at..];
+    }
+    out.push(rest);
+    out.dedup();
+    out.concat()
+}
+
+/// The `T:` lines of an output: (index, cycles, min, avg, max).
+fn t_lines(text: &str) -> Vec<(u64, u64, i64, i64, i64)> {
+    let re = Regex::new(
+        r"T: *(\d+) \( *\d+\) I:\d+ C: *(\d+) Min: *(-?\d+) Act: *-?\d+ Avg: *(-?\d+) Max: *(-?\d+)",
+    )
+    .unwrap();
+    re.captures_iter(text)
+        .map(|c| {
+            let n = |i: usize| c[i].parse::<i64>().unwrap();
+            (n(1) as u64, n(2) as u64, n(3), n(4), n(5))
+        })
+        .collect()
+}
+
+#[test]
+fn help_and_usage_errors_are_cyclicdeadlines() {
+    let vectors: [&[&str]; 14] = [
+        &["--help"],
+        &["-h"],
+        &["--he"],
+        &["-Z"],
+        &["--bogus"],
+        &["-i"],
+        &["--json"],
+        &["--t", "2"],
+        &["--quiet=1"],
+        &["-c"],
+        &["-a", "5"],
+        &["-a", "abc"],
+        &["--affinity=9"],
+        &["-a", "-D"],
+    ];
+    let real = real_tool();
+    if real.is_none() {
+        eprintln!(
+            "cyclicdeadline (Debian's rt-tests) is not installed: checked against the outputs it gave when written"
+        );
+    }
+    for args in vectors {
+        let out = ours(args);
+        let (stdout, stderr, code) = (stdout_of(&out), stderr_of(&out), out.status.code());
+        if let Some(tool) = real {
+            let t = theirs(tool, args);
+            assert_eq!(stdout, stdout_of(&t), "{args:?}: stdout");
+            assert_eq!(stderr, stderr_of(&t), "{args:?}: stderr");
+            assert_eq!(code, t.status.code(), "{args:?}: exit code");
+            continue;
+        }
+        let usage = golden("cyclicdeadline", "help.out");
+        let usage = usage.as_str();
+        match args[0] {
+            "--help" | "-h" | "--he" => {
+                assert_eq!((stdout.as_str(), code), (usage, Some(0)), "{args:?}")
+            }
+            "-a" | "--affinity=9" if args.get(1) != Some(&"-D") => {
+                assert!(stderr.starts_with("FATAL: Invalid cpu input '"), "{args:?}");
+                assert_eq!((stdout.as_str(), code), ("", Some(1)), "{args:?}");
+            }
+            _ => {
+                assert!(stderr.starts_with("cyclicdeadline: "), "{args:?}: {stderr}");
+                assert_eq!((stdout.as_str(), code), (usage, Some(1)), "{args:?}");
+            }
+        }
+    }
+}
+
+/// latscope's own refusals, where cyclicdeadline would misbehave or change
+/// the machine: one line, exit 2.
+#[test]
+fn refusals_are_one_line_and_exit_2() {
+    for (args, says) in [
+        (&["-a", "1"][..], "exclusive cpuset"),
+        (&["-i", "0"], "runtime"),
+        (&["-t", "-1"], "thread count"),
+        (&["-i", "9000000"], "bounds"),
+    ] {
+        let out = ours(args);
+        assert_code(&out, 2);
+        let stderr = stderr_of(&out);
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {}", describe(&out));
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(stdout_of(&out).is_empty(), "{args:?}: {}", describe(&out));
+    }
+}
+
+/// Runs cyclicdeadline can make here (intervals of 4 ms and more) print the
+/// same lines as Debian's, measured numbers masked; each run's figures are
+/// those of its duration.
+#[test]
+fn runs_print_cyclicdeadlines_lines() {
+    let test = "runs_print_cyclicdeadlines_lines";
+    if skip_without_deadline(test) {
+        return;
+    }
+    let _turn = turn();
+    let vectors: [&[&str]; 4] = [
+        &["-q", "-i", "4000", "-D", "1"],
+        &["-t", "2", "-i", "4000", "-s", "1000", "-D", "1", "-q"],
+        &["-i", "5000", "-D", "1"],
+        &["-t", "3", "-i", "4000", "-D", "1", "-q"],
+    ];
+    let real = real_tool();
+    for args in vectors {
+        let out = ours(args);
+        assert_code(&out, 0);
+        let stdout = stdout_of(&out);
+        let threads = t_lines(&stdout);
+        let expected_threads = match args[0] {
+            "-t" => args[1].parse::<u64>().unwrap(),
+            _ => 1,
+        };
+        let last: Vec<_> = threads
+            .iter()
+            .rev()
+            .take(expected_threads as usize)
+            .collect();
+        for (index, cycles, min, avg, max) in last {
+            // Thread n's period is -i + n * -s; in 1 s it wakes about
+            // 1 s / period times (the first sample at its start).
+            let step: u64 = if args.contains(&"-s") { 1000 } else { 500 };
+            let interval: u64 = args[args.iter().position(|a| *a == "-i").unwrap() + 1]
+                .parse()
+                .unwrap();
+            let period = interval + index * step;
+            let expected = 1_000_000 / period;
+            // Never more than the periods of the run; fewer when the
+            // machine is busy: a thread woken a period late carries the lag,
+            // as rt-tests' timeline does (beside stress-ng: 226 of 250).
+            // At least half: a run whose thread barely ran is a defect.
+            assert!(
+                *cycles * 2 >= expected && *cycles <= expected + 2,
+                "{args:?}: thread {index}: {cycles} cycles, about {expected} expected\n{stdout}"
+            );
+            assert!(
+                0 <= *min && *min <= *avg && *avg <= *max,
+                "{args:?}: {stdout}"
+            );
+        }
+        let Some(tool) = real else {
+            eprintln!("{test}: cyclicdeadline is not installed: layout not compared");
+            continue;
+        };
+        let t = theirs(tool, args);
+        assert_eq!(
+            t.status.code(),
+            Some(0),
+            "cyclicdeadline {args:?}: {}",
+            describe(&t)
+        );
+        assert_eq!(masked(&stdout), masked(&stdout_of(&t)), "{args:?}: stdout");
+        assert_eq!(stderr_of(&out), stderr_of(&t), "{args:?}: stderr");
+    }
+}
+
+/// `--json`: rt-tests' layout (Debian's file beside it, numbers masked),
+/// and what LKFT's and KernelCI's parsers read: `num_threads`, each
+/// thread's `min`, `avg`, `max`, and `return_code`.
+#[test]
+fn json_is_rt_tests_and_reads_as_lkft_reads_it() {
+    let test = "json_is_rt_tests_and_reads_as_lkft_reads_it";
+    if skip_without_deadline(test) {
+        return;
+    }
+    let _turn = turn();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dl.json");
+    let json_arg = format!("--json={}", path.display());
+    let args = ["-t", "2", "-i", "4000", "-D", "1", "-q", json_arg.as_str()];
+    assert_code(&ours(&args), 0);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let parsed: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    // LKFT's reading: the thread count, then each thread's figures.
+    assert_eq!(parsed["return_code"], 0, "{text}");
+    assert_eq!(parsed["num_threads"], 2, "{text}");
+    for i in 0..2 {
+        let thread = &parsed["thread"][i.to_string()];
+        let figure = |k: &str| {
+            thread[k]
+                .as_f64()
+                .unwrap_or_else(|| panic!("thread {i} {k}: {text}"))
+        };
+        let (min, avg, max) = (figure("min"), figure("avg"), figure("max"));
+        assert!(0.0 <= min && min <= avg && avg <= max, "{text}");
+        assert!(figure("cycles") > 100.0, "{text}");
+    }
+    let Some(tool) = real_tool() else {
+        eprintln!("{test}: cyclicdeadline is not installed: layout not compared");
+        return;
+    };
+    let theirs_path = dir.path().join("real.json");
+    let theirs_arg = format!("--json={}", theirs_path.display());
+    let t = theirs(
+        tool,
+        &[
+            "-t",
+            "2",
+            "-i",
+            "4000",
+            "-D",
+            "1",
+            "-q",
+            theirs_arg.as_str(),
+        ],
+    );
+    assert_eq!(t.status.code(), Some(0), "{}", describe(&t));
+    let theirs_text = std::fs::read_to_string(&theirs_path).unwrap();
+    let mask_json = |s: &str| {
+        let s = Regex::new(r#"("(?:start_time|end_time|cmdline:)": )"[^"]*""#)
+            .unwrap()
+            .replace_all(s, "$1\"T\"")
+            .into_owned();
+        Regex::new(r#"("(?:min|max|avg|cycles)": )-?\d+(\.\d+)?"#)
+            .unwrap()
+            .replace_all(&s, "${1}N")
+            .into_owned()
+    };
+    assert_eq!(mask_json(&text), mask_json(&theirs_text));
+}
+
+/// SIGTERM (as Ctrl-C) ends the run with cyclicdeadline's final lines and
+/// exit 0.
+#[test]
+fn sigterm_prints_the_final_lines() {
+    let test = "sigterm_prints_the_final_lines";
+    if skip_without_deadline(test) {
+        return;
+    }
+    let _turn = turn();
+    let child = std::process::Command::new(bin())
+        .args(["cyclicdeadline", "-q", "-i", "4000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_code(&out, 0);
+    let threads = t_lines(&stdout_of(&out));
+    assert_eq!(threads.len(), 1, "{}", describe(&out));
+    assert!(threads[0].1 > 50, "{}", describe(&out));
+}
+
+/// `-b USEC`: a latency above it ends the run; the break lines name the
+/// thread and its maximum (a limit of 0 us: the first late wake-up).
+#[test]
+fn breaktrace_names_the_thread_and_value() {
+    let test = "breaktrace_names_the_thread_and_value";
+    if skip_without_deadline(test) {
+        return;
+    }
+    let _turn = turn();
+    let out = ours(&["-b", "1", "-q", "-i", "4000", "-D", "5"]);
+    assert_code(&out, 0);
+    let stdout = stdout_of(&out);
+    let re = Regex::new(r"# Break thread: (\d+)\n# Break value: (\d+)\n$").unwrap();
+    let c = re
+        .captures(&stdout)
+        .unwrap_or_else(|| panic!("{}", describe(&out)));
+    let value: i64 = c[2].parse().unwrap();
+    let threads = t_lines(&stdout);
+    assert!(value > 1 && threads[0].4 == value, "{stdout}");
+}
+
+/// The kernel's admission control: with another run holding 90 % of every
+/// CPU's deadline bandwidth, cyclicdeadline's 60 % thread is refused, in one
+/// line naming the limit, exit 1.
+#[test]
+fn a_full_bandwidth_refuses_in_one_line_naming_the_limit() {
+    let test = "a_full_bandwidth_refuses_in_one_line_naming_the_limit";
+    if skip_without_deadline(test) {
+        return;
+    }
+    let read = |name: &str| {
+        std::fs::read_to_string(format!("/proc/sys/kernel/{name}"))
+            .ok()
+            .and_then(|t| t.trim().parse::<i64>().ok())
+            .unwrap_or(-1)
+    };
+    let (rt_runtime, rt_period) = (read("sched_rt_runtime_us"), read("sched_rt_period_us"));
+    if rt_runtime < 0 || rt_period <= 0 {
+        eprintln!("SKIPPED {test}: deadline admission control is off (sched_rt_runtime_us = -1)");
+        return;
+    }
+    let _turn = turn();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let share = rt_runtime as f64 / rt_period as f64;
+    let held_us = (share * 900.0) as i64;
+    // What is left of the root domain's bandwidth, in CPUs: less than 0.6.
+    if cpus * share * (1.0 - 0.9) >= 0.6 {
+        eprintln!("SKIPPED {test}: {cpus} CPUs leave room for a 60 % thread");
+        return;
+    }
+    let mut holder = std::process::Command::new(bin())
+        .args(["timer", "--policy", "deadline", "--runtime"])
+        .arg(held_us.to_string())
+        .args(["-p", "1000", "--smp"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Until its threads hold their reservations.
+    let held = Instant::now();
+    while !std::fs::read_dir(format!("/proc/{}/task", holder.id()))
+        .map(|tasks| {
+            tasks
+                .filter_map(|t| t.ok())
+                .filter(|t| {
+                    let sched = std::fs::read_to_string(t.path().join("sched")).unwrap_or_default();
+                    sched
+                        .lines()
+                        .any(|l| l.starts_with("policy") && l.trim_end().ends_with(" 6"))
+                })
+                .count() as f64
+                >= cpus
+        })
+        .unwrap_or(false)
+    {
+        assert!(
+            held.elapsed() < Duration::from_secs(20),
+            "the holder never held its bandwidth"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = ours(&["-q", "-i", "4000", "-D", "1"]);
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(holder.id() as libc::pid_t, libc::SIGTERM) };
+    let _ = holder.wait();
+    assert_code(&out, 1);
+    let stderr = stderr_of(&out);
+    let error_lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(error_lines.len(), 1, "{}", describe(&out));
+    assert!(
+        stderr.contains("SCHED_DEADLINE runtime 2400 us, deadline 4000 us, period 4000 us refused")
+            && stderr.contains("/proc/sys/kernel/sched_rt_runtime_us")
+            && stderr.contains("use fewer threads (-t)"),
+        "{}",
+        describe(&out)
+    );
+}

@@ -1,0 +1,323 @@
+//! `latscope suite`: the overview of this machine, as root and as an ordinary
+//! user (who gets normal priority and is told so once).
+
+use crate::common::*;
+use std::time::Duration;
+
+fn check_suite_output(stdout: &str, context: &str) {
+    assert!(
+        stdout.lines().any(|l| l.starts_with("mq ")),
+        "no overview row for mq\n{context}"
+    );
+    assert!(
+        stdout.lines().any(|l| l.starts_with("Test ")),
+        "no overview header\n{context}"
+    );
+    assert!(
+        stdout.lines().any(|l| l.starts_with("timer ")),
+        "no overview row for the timer\n{context}"
+    );
+}
+
+fn check_suite_report(report: &serde_json::Value) {
+    check_report_header(report);
+    let tests = report["tests"].as_array().unwrap();
+    let mut names: Vec<&str> = tests.iter().map(|t| t["test"].as_str().unwrap()).collect();
+    // The log-disk test runs where the current directory is writable;
+    // elsewhere (an ordinary user in the repository) it is skipped, saying so.
+    if names.last() == Some(&"logdisk") {
+        names.pop();
+        let disk = tests.last().unwrap();
+        assert_eq!(disk["config"]["detail"]["kind"], "logdisk");
+        check_summary(&disk["series"][0], "logdisk series", true);
+    } else {
+        let warnings = report["warnings"].as_array().unwrap();
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.as_str().unwrap().starts_with("logdisk skipped: ")),
+            "no logdisk row and no note why: {warnings:?}"
+        );
+    }
+    assert_eq!(
+        names,
+        [
+            "mq", "sem", "svsem", "signal", "pipe", "eventfd", "futex", "unix", "svmq", "timer",
+            "noise"
+        ],
+        "every primitive in order, then the timer, the noise (then logdisk)"
+    );
+    for t in tests {
+        assert_eq!(t["end_reason"], "duration_elapsed", "{}", t["test"]);
+        let expected_mode = match t["test"].as_str() {
+            Some("timer") => "user",
+            Some("noise") => "interruptions",
+            Some("logdisk") => "dsync",
+            _ => "one-way",
+        };
+        assert_eq!(t["mode"], expected_mode);
+    }
+    // The timer test: one thread per usable CPU, each with samples.
+    let timer = &tests[9];
+    assert_eq!(timer["config"]["detail"]["kind"], "timer");
+    let threads = timer["series"].as_array().unwrap();
+    assert_eq!(threads.len(), allowed_cpus().len());
+    for (i, s) in threads.iter().enumerate() {
+        check_summary(s, &format!("timer series {i}"), true);
+    }
+    // The noise row: one CPU at normal priority, its time spun recorded.
+    let noise = &tests[10];
+    assert_eq!(noise["config"]["detail"]["kind"], "noise");
+    assert_eq!(noise["config"]["policy"], "other");
+    let spinners = noise["series"].as_array().unwrap();
+    assert_eq!(spinners.len(), 1);
+    assert!(u64_of(&spinners[0]["detail"]["measured_ns"], "measured_ns") > 0);
+    assert_eq!(tests[0]["test"], "mq");
+    assert_eq!(tests[0]["end_reason"], "duration_elapsed");
+    check_summary(&tests[0]["overall"], "tests[0].overall", false);
+    for (i, s) in series(report).iter().enumerate() {
+        check_summary(s, &format!("tests[0].series[{i}]"), true);
+    }
+}
+
+#[test]
+fn suite_prints_an_overview_and_writes_a_report() {
+    let (_dir, file) = temp_file("suite.json");
+    let started = std::time::Instant::now();
+    let out = run(latscope(30)
+        .args(args("suite --duration 2s --json"))
+        .arg(&file));
+    let elapsed = started.elapsed();
+    assert_code(&out, 0);
+    // The whole suite ends within the duration asked: the measured time of
+    // the tests together (each used to overrun its share by up to a monitor
+    // tick: about 2.8 s in all), and a wall time that no hang or wait for a
+    // timeout fits in. Not a tight wall time: starting and ending eleven
+    // tests took 4 s on the 2-CPU machine at a load average of 11.
+    assert!(
+        elapsed < Duration::from_secs(10),
+        "suite --duration 2s took {elapsed:?}"
+    );
+    let measured = read_json(&file)["duration_s"].as_f64().unwrap();
+    assert!(
+        measured <= 2.1,
+        "the tests of suite --duration 2s took {measured} s"
+    );
+    check_suite_output(&stdout_of(&out), &describe(&out));
+    let report = read_json(&file);
+    check_suite_report(&report);
+    if can_use_realtime() {
+        assert_eq!(report["tests"][0]["config"]["policy"], "fifo");
+    }
+}
+
+#[test]
+fn suite_as_an_ordinary_user_runs_at_normal_priority_and_says_so_once() {
+    let mut cmd = match nobody_runner() {
+        Ok(c) => c,
+        Err(why) => {
+            eprintln!("SKIPPED suite as an ordinary user: {why}");
+            return;
+        }
+    };
+    let dir = temp_dir_with_mode(0o1777);
+    let file = dir.path().join("suite-nobody.json");
+    cmd.arg(bin())
+        .args(args("suite --duration 1s --json"))
+        .arg(&file);
+    let out = run_std_with_timeout(cmd, Duration::from_secs(30));
+    assert_code(&out, 0);
+    check_suite_output(&stdout_of(&out), &describe(&out));
+    // Notes wrap at 100 columns: count whole notes, not their lines.
+    let stderr = unwrapped(&stderr_of(&out));
+    let notes = stderr
+        .lines()
+        .filter(|l| l.contains("real-time priority"))
+        .count();
+    assert_eq!(
+        notes,
+        1,
+        "expected one note about real-time priority on stderr\n{}",
+        describe(&out)
+    );
+    let report = read_json(&file);
+    check_suite_report(&report);
+    assert_eq!(report["tests"][0]["config"]["policy"], "other");
+}
+
+/// `--max-latency` judges every test of the suite (the IPC rows, the timer
+/// and the log-disk writer), as `--fail-if` does: a 1 us limit is crossed by
+/// every test on any machine, so each must count samples above it.
+#[test]
+fn suite_max_latency_judges_every_test() {
+    let (_dir, file) = temp_file("suite-limit.json");
+    let out = run(latscope(60)
+        .args(args("suite --duration 1s --max-latency 1 --json"))
+        .arg(&file));
+    assert_code(&out, 3);
+    let report = read_json(&file);
+    let tests = report["tests"].as_array().unwrap();
+    assert!(
+        tests.iter().any(|t| t["test"] == "timer"),
+        "no timer test in the suite"
+    );
+    for t in tests
+        .iter()
+        .filter(|t| !t["series"].as_array().unwrap().is_empty())
+    {
+        let name = t["test"].as_str().unwrap();
+        assert_eq!(
+            t["config"]["max_latency_us"], 1,
+            "{name}: limit not recorded"
+        );
+        for s in t["series"].as_array().unwrap() {
+            let samples = s["samples"].as_u64().unwrap();
+            let above = s["above_limit"].as_u64().unwrap();
+            assert!(
+                samples == 0 || above > 0,
+                "{name} {}: {samples} samples, none above a 1 us limit",
+                s["label"]
+            );
+        }
+    }
+}
+
+/// The overview fits a 100-column terminal and has the core columns of
+/// every table (p50 too), the noise row's share on its own line; `--wide`
+/// adds what each sample spans. A 1-second suite names its short shares in
+/// milliseconds, not as "0.0 s".
+#[test]
+fn suite_overview_fits_100_columns_and_wide_adds_the_descriptions() {
+    let out = run(latscope(30).args(args("suite --duration 1s")));
+    assert_code(&out, 0);
+    let stdout = stdout_of(&out);
+    let context = describe(&out);
+    check_suite_output(&stdout, &context);
+    let table: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("Test "))
+        .take_while(|l| !l.contains(':') || l.starts_with("Test "))
+        .collect();
+    assert!(table.len() >= 12, "no table\n{context}");
+    for line in &table {
+        assert!(
+            line.len() <= 100,
+            "{} columns: {line}\n{context}",
+            line.len()
+        );
+    }
+    let header: Vec<&str> = table[0].split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "Test", "Result", "Samples", "Min", "Avg", "P50", "P99", "P99.9", "Max", "Overruns"
+        ]
+    );
+    assert!(
+        stdout.lines().any(|l| matches(
+            r"^noise: CPU \d+ lost \d+\.\d{3} % of its time \(.* in \d+ interruptions\)$",
+            l
+        )),
+        "no noise share line\n{context}"
+    );
+    let stderr = stderr_of(&out);
+    assert!(!stderr.contains("for 0.0 s"), "{context}");
+    assert!(
+        stderr
+            .lines()
+            .any(|l| matches(r"^latscope: running timer .* for \d+ ms \.\.\.$", l)),
+        "the timer's short share not in ms\n{context}"
+    );
+
+    let wide = run(latscope(30).args(args("suite --duration 1s --wide -q")));
+    assert_code(&wide, 0);
+    let wide_out = stdout_of(&wide);
+    let header = wide_out.lines().find(|l| l.starts_with("Test ")).unwrap();
+    assert!(
+        header.contains("What one sample spans") && header.contains("P99.99"),
+        "{header}"
+    );
+    assert!(
+        wide_out
+            .lines()
+            .any(|l| l.starts_with("mq ") && l.contains("POSIX message queue")),
+        "{}",
+        describe(&wide)
+    );
+}
+
+/// Ctrl-C in the middle of the suite: the tests that ran are shown, and one
+/// line names those that did not run. The interrupt comes once the suite
+/// says it runs its second test (its stderr line), never after a guess.
+#[test]
+fn an_interrupted_suite_names_the_tests_it_did_not_run() {
+    use std::io::{BufRead, BufReader, Read};
+    let mut child = std::process::Command::new(bin())
+        .args(args("suite --duration 20s"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn latscope suite");
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        text
+    });
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    let mut line = String::new();
+    while stderr.read_line(&mut line).unwrap_or(0) > 0 {
+        seen.push_str(&line);
+        let second = line.starts_with("latscope: running sem ");
+        line.clear();
+        if second {
+            break;
+        }
+    }
+    assert!(
+        seen.contains("latscope: running sem "),
+        "never started sem:\n{seen}"
+    );
+    // SAFETY: signalling our own child by pid.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
+        0
+    );
+    let mut rest = String::new();
+    let _ = stderr.read_to_string(&mut rest);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the suite did not end within 30 s of SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = reader.join().unwrap();
+    let context = format!("--- stdout ---\n{out}--- stderr ---\n{seen}{rest}");
+    assert_eq!(status.code(), Some(0), "{context}");
+    assert!(out.lines().any(|l| l.starts_with("mq ")), "{context}");
+    // The note with its continuation lines (notes wrap at 100 columns).
+    let note: String = out
+        .lines()
+        .skip_while(|l| !l.starts_with("warning: interrupted: not run: "))
+        .enumerate()
+        .take_while(|(i, l)| *i == 0 || l.starts_with("  "))
+        .map(|(_, l)| l.trim())
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(!note.is_empty(), "no not-run line\n{context}");
+    for later in ["signal", "pipe", "timer", "noise", "logdisk"] {
+        assert!(note.contains(later), "{later} not named: {note}");
+        assert!(
+            !out.lines().any(|l| l.starts_with(&format!("{later} "))),
+            "{later} has a row but was not run\n{context}"
+        );
+    }
+    assert!(!note.contains(" mq,"), "{note}");
+}
