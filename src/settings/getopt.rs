@@ -213,69 +213,9 @@ pub fn getopt_long_into(
             break;
         }
         if let Some(long) = word.strip_prefix("--") {
-            let (name, attached) = match long.split_once('=') {
-                Some((n, v)) => (n, Some(v.to_string())),
-                None => (long, None),
-            };
-            if let Some(&extra) = full_only.iter().find(|&&x| x == name) {
-                let value = match attached {
-                    Some(v) => v,
-                    None => {
-                        let v = args.get(i).cloned().ok_or_else(|| {
-                            GetoptUsage::Bad(format!("--{extra} needs a file name: --{extra} FILE"))
-                        })?;
-                        i += 1;
-                        v
-                    }
-                };
-                out.push((extra, Some(value)));
-                continue;
-            }
-            let exact = options.iter().find(|o| o.long == name);
-            let candidates: Vec<_> = options
-                .iter()
-                .filter(|o| o.long.starts_with(name))
-                .collect();
-            let found = match (exact, candidates.as_slice()) {
-                (Some(o), _) => o,
-                (None, [o]) => o,
-                (None, []) => {
-                    return Err(GetoptUsage::Getopt(format!("unrecognized option '{word}'")));
-                }
-                (None, many) => {
-                    let names: Vec<String> =
-                        many.iter().map(|o| format!("'--{}'", o.long)).collect();
-                    return Err(GetoptUsage::Getopt(format!(
-                        "option '--{name}' is ambiguous; possibilities: {}",
-                        names.join(" ")
-                    )));
-                }
-            };
-            let value = match (found.arg, attached) {
-                (Arg::No, Some(_)) => {
-                    return Err(GetoptUsage::Getopt(format!(
-                        "option '--{}' doesn't allow an argument",
-                        found.long
-                    )));
-                }
-                (Arg::No, None) => None,
-                (Arg::Required, Some(v)) => Some(v),
-                (Arg::Required, None) => match args.get(i) {
-                    Some(v) => {
-                        i += 1;
-                        Some(v.clone())
-                    }
-                    None => {
-                        return Err(GetoptUsage::Getopt(format!(
-                            "option '--{}' requires an argument",
-                            found.long
-                        )));
-                    }
-                },
-                (Arg::Optional, Some(v)) => Some(v),
-                (Arg::Optional, None) => args.get(i).filter(|next| peek(found.long, next)).cloned(),
-            };
-            out.push((found.long, value));
+            out.push(long_option(
+                options, full_only, args, &mut i, word, long, peek,
+            )?);
             continue;
         }
         let Some(cluster) = word.strip_prefix('-').filter(|c| !c.is_empty()) else {
@@ -318,6 +258,85 @@ pub fn getopt_long_into(
         }
     }
     Ok(())
+}
+
+/// One `--name[=value]` word (`long` without its dashes) of `args`, read as
+/// GNU getopt_long does: latscope's full-only options, an exact name, or an
+/// unambiguous prefix; `next` is the index of the word after it, moved past
+/// a value taken from there.
+fn long_option(
+    options: &[GetoptOption],
+    full_only: &[&'static str],
+    args: &[String],
+    next: &mut usize,
+    word: &str,
+    long: &str,
+    peek: fn(&str, &str) -> bool,
+) -> Result<(&'static str, Option<String>), GetoptUsage> {
+    let (name, attached) = match long.split_once('=') {
+        Some((n, v)) => (n, Some(v.to_string())),
+        None => (long, None),
+    };
+    if let Some(&extra) = full_only.iter().find(|&&x| x == name) {
+        let value = match attached {
+            Some(v) => v,
+            None => {
+                let v = args.get(*next).cloned().ok_or_else(|| {
+                    GetoptUsage::Bad(format!("--{extra} needs a file name: --{extra} FILE"))
+                })?;
+                *next += 1;
+                v
+            }
+        };
+        return Ok((extra, Some(value)));
+    }
+    let exact = options.iter().find(|o| o.long == name);
+    let candidates: Vec<_> = options
+        .iter()
+        .filter(|o| o.long.starts_with(name))
+        .collect();
+    let found = match (exact, candidates.as_slice()) {
+        (Some(o), _) => o,
+        (None, [o]) => o,
+        (None, []) => {
+            return Err(GetoptUsage::Getopt(format!("unrecognized option '{word}'")));
+        }
+        (None, many) => {
+            let names: Vec<String> = many.iter().map(|o| format!("'--{}'", o.long)).collect();
+            return Err(GetoptUsage::Getopt(format!(
+                "option '--{name}' is ambiguous; possibilities: {}",
+                names.join(" ")
+            )));
+        }
+    };
+    let value = match (found.arg, attached) {
+        (Arg::No, Some(_)) => {
+            return Err(GetoptUsage::Getopt(format!(
+                "option '--{}' doesn't allow an argument",
+                found.long
+            )));
+        }
+        (Arg::No, None) => None,
+        (Arg::Required, Some(v)) => Some(v),
+        (Arg::Required, None) => match args.get(*next) {
+            Some(v) => {
+                *next += 1;
+                Some(v.clone())
+            }
+            None => {
+                return Err(GetoptUsage::Getopt(format!(
+                    "option '--{}' requires an argument",
+                    found.long
+                )));
+            }
+        },
+        (Arg::Optional, Some(v)) => Some(v),
+        (Arg::Optional, None) => args
+            .get(*next)
+            .filter(|next| peek(found.long, next))
+            .cloned(),
+    };
+    Ok((found.long, value))
 }
 
 /// `-D`'s value as rt-tests' `parse_time_string`: the leading number

@@ -16,7 +16,7 @@
 //! ```
 
 use crate::common::*;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! cyclictest (tests/golden/cyclictest/, same options): the layout must be
 //! byte-identical once the measured numbers are masked (widths and order exact).
 
-use crate::common::{mask_numbers, mask_padded};
+use crate::common::{golden, mask_numbers, mask_padded};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

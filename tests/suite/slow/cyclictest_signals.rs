@@ -13,6 +13,7 @@
 //! SCHED_OTHER, as cyclictest's do without -p. Waits are for what the run
 //! shows (the object, a line), with generous limits, never fixed sleeps.
 
+use crate::common::golden_bytes;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
