@@ -122,7 +122,7 @@ pub enum Command {
     Logdisk(Box<LogdiskArgs>),
     /// The main job: run every test briefly and print one overview of this machine
     #[command(allow_negative_numbers = true, args_override_self = true, after_help = examples::SUITE)]
-    Suite(SuiteArgs),
+    Suite(Box<SuiteArgs>),
     /// Compare two reports (--json files) side by side, or a new one with the median of several bases
     #[command(args_override_self = true, after_help = examples::COMPARE)]
     Compare(CompareArgs),
