@@ -374,6 +374,27 @@ mod tests {
     }
 
     #[test]
+    fn an_error_quoting_a_newline_stays_one_line() {
+        for text in [
+            "tra\nce",
+            "signal,num=1\n,pid=1",
+            "signal,num=1,pid=1\r\n",
+            "x\n=1",
+        ] {
+            let error = refused(text);
+            assert!(!error.contains('\n') && !error.contains('\r'), "{error:?}");
+        }
+        // A shell command may span lines: it is the shell's text.
+        assert_eq!(
+            parsed("shell,command=true\necho two"),
+            Action::Shell {
+                command: "true\necho two".into(),
+                timeout: DEFAULT_SHELL_TIMEOUT
+            }
+        );
+    }
+
+    #[test]
     fn the_run_level_rules() {
         let texts = |t: &[&str]| t.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let err = from_args(&texts(&["continue"]), &[], None).unwrap_err();
