@@ -122,7 +122,7 @@ pub enum Command {
     Logdisk(Box<LogdiskArgs>),
     /// The main job: run every test briefly and print one overview of this machine
     #[command(allow_negative_numbers = true, args_override_self = true, after_help = examples::SUITE)]
-    Suite(SuiteArgs),
+    Suite(Box<SuiteArgs>),
     /// Compare two reports (--json files) side by side, or a new one with the median of several bases
     #[command(args_override_self = true, after_help = examples::COMPARE)]
     Compare(CompareArgs),
@@ -528,7 +528,23 @@ pub struct VerdictArgs {
     #[command(flatten)]
     pub thresholds: ThresholdArgs,
     #[command(flatten)]
+    pub actions: ActionArgs,
+    #[command(flatten)]
     pub load: LoadArgs,
+}
+
+/// `--on-threshold` and `--on-end` (rtla's actions; src/settings/actions.rs).
+#[derive(Debug, Clone, Default, Args)]
+pub struct ActionArgs {
+    /// When a sample first crosses --max-latency, run ACTION (repeatable, run in order):
+    /// trace[,file=F], signal,num=N,pid=PID|parent, shell[,timeout=T],command=CMD, or
+    /// continue (act again on later crossings, at most once a second) (docs/guide.md)
+    #[arg(long = "on-threshold", value_name = "ACTION", action = clap::ArgAction::Append)]
+    pub on_threshold: Vec<String>,
+    /// When the run ends (also by Ctrl-C or SIGTERM, before the results are written), run
+    /// ACTION: trace[,file=F], signal,num=N,pid=PID|parent or shell[,timeout=T],command=CMD
+    #[arg(long = "on-end", value_name = "ACTION", action = clap::ArgAction::Append)]
+    pub on_end: Vec<String>,
 }
 
 /// The result files every test and `suite` can write besides the console
@@ -867,6 +883,8 @@ pub struct TimerArgs {
     pub idle: IdleArgs,
     #[command(flatten)]
     pub thresholds: ThresholdArgs,
+    #[command(flatten)]
+    pub actions: ActionArgs,
     #[command(flatten)]
     pub load: LoadArgs,
 }

@@ -122,6 +122,7 @@ impl Measurement for CyclicMeasurement<'_> {
                 cpus: measured_cpus(s, self.online),
             },
             fail_if: Vec::new(),
+            actions: Default::default(),
             outputs: Outputs {
                 json: Some(OutputTarget::File(self.path.clone())),
                 ..Outputs::default()

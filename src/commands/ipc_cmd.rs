@@ -126,6 +126,7 @@ impl Measurement for IpcCommand {
                 cpus: self.cpus.clone(),
             },
             fail_if: self.verdict.fail_if.clone(),
+            actions: self.verdict.actions.clone(),
             outputs: self.verdict.outputs.clone(),
             presentation: Presentation::modern(Box::new(IpcComparison)),
         }

@@ -50,6 +50,7 @@ impl Measurement for LogdiskCommand<'_> {
                 ..PrepareSpec::default()
             },
             fail_if: settings.fail_if.clone(),
+            actions: Default::default(),
             outputs: settings.outputs.clone(),
             presentation: Presentation {
                 // In classic format each block size's results are printed as

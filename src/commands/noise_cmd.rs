@@ -40,6 +40,7 @@ impl Measurement for NoiseCommand {
                 cpus: s.cpus.clone(),
             },
             fail_if: s.verdict.fail_if.clone(),
+            actions: s.verdict.actions.clone(),
             outputs: s.verdict.outputs.clone(),
             presentation: Presentation::modern(Box::new(ModernConsole)),
         }

@@ -112,6 +112,7 @@ impl Measurement for OslatCommand {
                 cpus: self.settings.cpus.clone(),
             },
             fail_if: Vec::new(),
+            actions: Default::default(),
             outputs: self.outputs.clone(),
             presentation: Presentation {
                 console: Box::new(ClassicOslat {

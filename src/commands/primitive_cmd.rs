@@ -86,6 +86,7 @@ impl Measurement for PairTest<'_> {
                 cpus: ipc_run::cpus_of(&settings.plan.pairs),
             },
             fail_if: settings.verdict.fail_if.clone(),
+            actions: settings.verdict.actions.clone(),
             outputs: settings.verdict.outputs.clone(),
             presentation,
         }

@@ -87,6 +87,7 @@ impl Measurement for Suite {
                 cpus: sched::allowed_cpus(),
             },
             fail_if: self.verdict.fail_if.clone(),
+            actions: self.verdict.actions.clone(),
             outputs: self.verdict.outputs.clone(),
             presentation: Presentation::modern(Box::new(SuiteOverview { wide: self.wide })),
         }

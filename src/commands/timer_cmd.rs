@@ -100,6 +100,7 @@ impl Measurement for TimerCommand {
                 cpus: settings.cpus.clone(),
             },
             fail_if: settings.fail_if.clone(),
+            actions: settings.actions.clone(),
             outputs: settings.outputs.clone(),
             presentation,
         }

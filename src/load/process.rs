@@ -145,7 +145,7 @@ impl Drop for Loads {
     }
 }
 
-fn describe_status(status: std::process::ExitStatus) -> String {
+pub fn describe_status(status: std::process::ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(code), _) => format!("exit code {code}"),
@@ -156,7 +156,7 @@ fn describe_status(status: std::process::ExitStatus) -> String {
 
 /// Sends `signal` to the process group led by `leader`; a group already
 /// gone is fine.
-fn signal_group(leader: i32, signal: i32) {
+pub fn signal_group(leader: i32, signal: i32) {
     // SAFETY: kill has no memory preconditions; a negative pid names a group.
     unsafe { libc::kill(-leader, signal) };
 }
@@ -194,12 +194,20 @@ fn last_line(output: &File) -> String {
         .to_string()
 }
 
-fn memory_file() -> Result<File, String> {
+/// A child's standard output or error into `output` (a `memory_file`).
+pub fn output_to(output: &File) -> Result<Stdio, String> {
+    output
+        .try_clone()
+        .map(Stdio::from)
+        .map_err(|e| format!("could not share a child's output file: {e}"))
+}
+
+pub fn memory_file() -> Result<File, String> {
     // SAFETY: a valid C string; the returned descriptor is ours.
     let fd = unsafe { libc::memfd_create(c"latscope-load".as_ptr(), libc::MFD_CLOEXEC) };
     if fd < 0 {
         return Err(format!(
-            "could not create a file for the load's output: {}",
+            "could not create a memory file for a child's output: {}",
             std::io::Error::last_os_error()
         ));
     }
@@ -210,31 +218,14 @@ fn memory_file() -> Result<File, String> {
 fn spawn(spec: &LoadSpec, cpus: &[usize]) -> Result<RunningLoad, String> {
     let command_line = spec.command_line(cpus.len());
     let output = memory_file()?;
-    let stdio = || {
-        output
-            .try_clone()
-            .map(Stdio::from)
-            .map_err(|e| format!("could not share the load's output file: {e}"))
-    };
-    // SAFETY: an all-zero cpu_set_t is an empty set; CPU_SET writes in it.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &cpu in cpus {
-        // SAFETY: CPU_SET ignores CPUs beyond the set's size.
-        unsafe { libc::CPU_SET(cpu, &mut set) };
-    }
-    // SAFETY: getpid cannot fail.
-    let parent = unsafe { libc::getpid() };
     let mut command = Command::new(&command_line[0]);
     command
         .args(&command_line[1..])
-        .env(OWNER_ENV, parent.to_string())
+        .env(OWNER_ENV, std::process::id().to_string())
         .stdin(Stdio::null())
-        .stdout(stdio()?)
-        .stderr(stdio()?)
-        .process_group(0);
-    // SAFETY: the closure makes only async-signal-safe system calls on data
-    // prepared before the fork.
-    unsafe { command.pre_exec(move || prepare_child(parent, &set)) };
+        .stdout(output_to(&output)?)
+        .stderr(output_to(&output)?);
+    at_normal_priority(&mut command, cpus);
     let child = command.spawn().map_err(|e| {
         format!(
             "--load {}: could not start {}: {e}",
@@ -257,6 +248,25 @@ fn spawn(spec: &LoadSpec, cpus: &[usize]) -> Result<RunningLoad, String> {
         record,
         output,
     })
+}
+
+/// Makes `command` start as a child of its own (its own process group, a
+/// parent-death signal) at normal priority on `cpus`, with the signal state
+/// of a fresh process, whatever the thread that spawns it has: the load
+/// generators, and the shell of `--on-threshold shell`.
+pub fn at_normal_priority(command: &mut Command, cpus: &[usize]) {
+    // SAFETY: an all-zero cpu_set_t is an empty set; CPU_SET writes in it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &cpu in cpus {
+        // SAFETY: CPU_SET ignores CPUs beyond the set's size.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    // SAFETY: getpid cannot fail.
+    let parent = unsafe { libc::getpid() };
+    command.process_group(0);
+    // SAFETY: the closure makes only async-signal-safe system calls on data
+    // prepared before the fork.
+    unsafe { command.pre_exec(move || prepare_child(parent, &set)) };
 }
 
 /// Runs in the generator between fork and exec: parent-death signal, normal

@@ -87,6 +87,7 @@ pub fn build_report(tests: Vec<FinishedTest>, sysinfo: SysInfo, warnings: Vec<St
         samples_file: None,
         deadline: Vec::new(),
         idle_states: None,
+        actions: None,
     };
     report.exit_code = super::judge::exit_code_for(&report);
     report

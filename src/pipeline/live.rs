@@ -192,11 +192,7 @@ impl LiveState {
                 .chain(skeleton.facts.cpus_used.iter().copied())
                 .collect();
             let allowed = crate::rt::sched::allowed_cpus();
-            let free: Vec<usize> = allowed
-                .iter()
-                .copied()
-                .filter(|c| !measured.contains(c))
-                .collect();
+            let free = crate::rt::sched::allowed_cpus_except(&measured);
             if !free.is_empty() && crate::rt::sched::pin_current_thread_to(&free).is_ok() {
                 self.moved_from = Some(allowed);
             }
@@ -262,6 +258,22 @@ impl LiveState {
     pub fn counters(&mut self, series: usize, counters: LiveCounters) {
         if let Some(s) = self.running.as_mut().and_then(|r| r.series.get_mut(series)) {
             s.counters = counters;
+        }
+    }
+
+    /// Where series `series` of the running test is, for an action on its
+    /// crossing: the test, the series' label and CPU (when pinned to one).
+    pub fn crossing_in(&self, series: usize) -> super::actions::Crossing {
+        let Some(running) = self.running.as_ref() else {
+            return super::actions::Crossing::default();
+        };
+        let result = &running.skeleton.result;
+        let s = result.series.get(series);
+        super::actions::Crossing {
+            test: Some(result.test.clone()),
+            series: s.map(|s| s.label.clone()),
+            cpu: s.filter(|s| s.pinned).and_then(|s| s.cpus.first().copied()),
+            ..Default::default()
         }
     }
 
@@ -344,6 +356,7 @@ impl WindowHook for LiveHook<'_, '_> {
 
     fn counters(&mut self, series: usize, counters: LiveCounters) {
         self.run.live_state().counters(series, counters);
+        self.run.watch_crossings(series, counters.above_limit);
     }
 
     fn drained(&mut self) {

@@ -15,6 +15,7 @@
 //! A command supplies a `Measurement`: its settings, its measure function
 //! (usually one from `crate::measure`) and how its report is shown.
 
+mod actions;
 mod assemble;
 mod background;
 mod deliver;
@@ -79,6 +80,8 @@ pub struct Plan {
     pub fail_if: Vec<Threshold>,
     pub outputs: Outputs,
     pub presentation: Presentation,
+    /// `--on-threshold`, `--on-end` (pipeline::actions).
+    pub actions: crate::settings::actions::Actions,
 }
 
 /// A measuring command, as the pipeline runs it.
@@ -121,6 +124,8 @@ pub struct Run<'a> {
     live: std::cell::RefCell<live::LiveState>,
     /// `--policy deadline`: each series' reservation and how it held.
     deadline: std::cell::RefCell<Vec<DeadlineSeries>>,
+    /// `--on-threshold`, `--on-end`: the crossings watched, the runner.
+    actions: std::cell::RefCell<Option<actions::ActionRunner>>,
 }
 
 impl<'a> Run<'a> {
@@ -171,6 +176,19 @@ impl<'a> Run<'a> {
         // Only a run that rewrites files as it goes moves its monitor.
         let keep_off = self.outputs.prom.is_some() || self.outputs.hdr_log.is_some();
         self.live_state().begin(skeleton, keep_off);
+        if let Some(runner) = self.actions.borrow_mut().as_mut() {
+            runner.begin_test();
+        }
+    }
+
+    /// Series `series` of the running test counts `above_limit` samples
+    /// above `--max-latency` so far: `--on-threshold` acts on a new one.
+    fn watch_crossings(&self, series: usize, above_limit: u64) {
+        if let Some(runner) = self.actions.borrow_mut().as_mut() {
+            runner.saw(series, above_limit, || {
+                self.live_state().crossing_in(series)
+            });
+        }
     }
 
     /// The test begun last ended.
@@ -329,7 +347,10 @@ pub fn run(measurement: &mut dyn Measurement) -> Result<i32, CommandError> {
         fail_if: &plan.fail_if,
         live: Default::default(),
         deadline: Default::default(),
+        actions: Default::default(),
     };
+    *run.actions.get_mut() = actions::ActionRunner::start(&plan.actions, &plan.prepare.cpus)
+        .map_err(CommandError::Runtime)?;
     if let Some(crate::settings::OutputTarget::File(path)) = &plan.outputs.hdr_log {
         let log = hdrlog::HdrLog::create(path, std::time::SystemTime::now()).map_err(|e| {
             CommandError::Runtime(format!(
@@ -342,6 +363,7 @@ pub fn run(measurement: &mut dyn Measurement) -> Result<i32, CommandError> {
     let measured = measurement.measure(&mut run);
     let mut live = run.live.into_inner();
     let deadline = run.deadline.into_inner();
+    let action_runner = run.actions.into_inner();
     if measured.is_err()
         && let Some(log) = live.hdr_log.take()
     {
@@ -361,6 +383,8 @@ pub fn run(measurement: &mut dyn Measurement) -> Result<i32, CommandError> {
     warnings.extend(prep.shared_cpu_warnings());
     let mut report = assemble_report(tests, sysinfo, warnings, &prep.memory);
     report.deadline = deadline;
+    // The end actions see the results, before they are judged and written.
+    report.actions = action_runner.map(|runner| runner.finish(&report));
     let samples = prep.finish(&mut report);
     drop(prep);
     judge(&mut report, &plan.fail_if);
@@ -416,6 +440,7 @@ mod tests {
             fail_if: &[],
             live: Default::default(),
             deadline: Default::default(),
+            actions: Default::default(),
         };
         run.live.get_mut().hdr_log =
             Some(hdrlog::HdrLog::create(&hdr, std::time::SystemTime::now()).unwrap());

@@ -146,6 +146,7 @@ pub(crate) mod testdata {
             samples_file: None,
             deadline: Vec::new(),
             idle_states: None,
+            actions: None,
         }
     }
 

@@ -430,6 +430,16 @@ pub fn allowed_cpus_of_process() -> Vec<usize> {
     affinity_of(nix::unistd::Pid::this()).unwrap_or_else(allowed_cpus)
 }
 
+/// The CPUs the calling thread may run on that are not in `measured`
+/// (empty when every allowed CPU is measured): where work beside the
+/// measurement goes.
+pub fn allowed_cpus_except(measured: &[usize]) -> Vec<usize> {
+    allowed_cpus()
+        .into_iter()
+        .filter(|c| !measured.contains(c))
+        .collect()
+}
+
 /// The CPUs this process may run on (its affinity mask, which reflects cpusets
 /// and taskset), in ascending order.
 pub fn allowed_cpus() -> Vec<usize> {

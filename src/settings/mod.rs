@@ -12,6 +12,7 @@ use crate::rt::sysinfo::online_cpus;
 use crate::threshold::Threshold;
 use crate::units::{parse_duration, shown};
 
+pub mod actions;
 pub mod cleanup;
 pub mod compare;
 pub mod cyclicdeadline;
@@ -581,6 +582,8 @@ pub struct VerdictSettings {
     pub fail_if: Vec<Threshold>,
     /// `--load`: the background load generators, checked.
     pub loads: Vec<crate::load::LoadSpec>,
+    /// `--on-threshold`, `--on-end`.
+    pub actions: actions::Actions,
 }
 
 impl VerdictSettings {
@@ -596,6 +599,11 @@ impl VerdictSettings {
             quiet: args.quiet,
             fail_if: test_thresholds(&args.thresholds)?,
             loads: crate::load::from_args(&args.load.load)?,
+            actions: actions::from_args(
+                &args.actions.on_threshold,
+                &args.actions.on_end,
+                max_latency_us,
+            )?,
         })
     }
 }

@@ -157,6 +157,7 @@ impl NoiseSettings {
                 quiet: true,
                 fail_if: Vec::new(),
                 loads: Vec::new(),
+                actions: Default::default(),
             },
             lock_memory: true,
             hold_dma_latency: true,

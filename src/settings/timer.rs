@@ -61,6 +61,8 @@ pub struct TimerSettings {
     pub max_latency_us: Option<u64>,
     /// `--fail-if`: absolute limits held against every thread after the run.
     pub fail_if: Vec<crate::threshold::Threshold>,
+    /// `--on-threshold`, `--on-end`.
+    pub actions: super::actions::Actions,
     /// `--load`: the background load generators, checked.
     pub loads: Vec<crate::load::LoadSpec>,
     pub quiet: bool,
@@ -166,6 +168,7 @@ impl TimerSettings {
             outputs: Outputs::default(),
             max_latency_us: None,
             fail_if: Vec::new(),
+            actions: Default::default(),
             loads: Vec::new(),
             quiet: true,
             lock_memory: true,
@@ -272,6 +275,11 @@ impl TimerSettings {
             outputs,
             max_latency_us,
             fail_if: super::test_thresholds(&args.thresholds)?,
+            actions: super::actions::from_args(
+                &args.actions.on_threshold,
+                &args.actions.on_end,
+                max_latency_us,
+            )?,
             loads: crate::load::from_args(&args.load.load)?,
             quiet,
             lock_memory: !args.no_mlockall,

@@ -13,6 +13,7 @@
 //! spikes are kept with their events; the others are counted.
 
 pub mod attribution;
+pub mod recent;
 pub mod recorder;
 
 use crate::report::{Spike, SpikeTrace};

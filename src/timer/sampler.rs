@@ -514,6 +514,11 @@ impl<'a> Sampling<'a> {
         }
         if self.plan.limit_ns.is_some_and(|limit| latency > limit) {
             self.above_limit += 1;
+            // Published at once (not only at the loop's end): the monitor
+            // acts on a crossing within its tick (`--on-threshold`).
+            self.shared
+                .above_limit
+                .store(self.above_limit, Ordering::Relaxed);
         }
         if latency > self.spike_ns {
             let cpu = if self.pinned {

@@ -89,6 +89,7 @@ fn footer_lines(report: &Report) -> Vec<String> {
     }
     lines.extend(report.deadline.iter().map(|d| d.line()));
     lines.extend(report.idle_states.iter().map(|i| i.line()));
+    lines.extend(report.actions.iter().flat_map(|a| a.lines()));
     lines.extend(report.warnings.iter().map(|w| format!("warning: {w}")));
     lines.extend(where_this_run_falls(report));
     let over = report.series_over_limit();

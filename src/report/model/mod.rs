@@ -7,6 +7,7 @@
 //! it. The pure statistics it embeds (`LatencySummary`, `SecondStats`) stay in
 //! `stats/`, which every layer may import.
 
+pub mod actions;
 pub mod checks;
 pub mod compare;
 pub mod cyclictest;
@@ -19,6 +20,7 @@ pub mod sysinfo;
 pub mod thresholds;
 pub mod xenomai;
 
+pub use actions::*;
 pub use checks::*;
 pub use compare::*;
 pub use cyclictest::*;
@@ -83,6 +85,9 @@ pub struct Report {
     /// `--deepest-idle-state`: the idle states disabled while measuring.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_states: Option<crate::rt::cpuidle::IdleStateLimit>,
+    /// `--on-threshold`, `--on-end`: the actions asked for and those run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actions: Option<ActionLog>,
 }
 
 /// `--policy deadline`: one series' SCHED_DEADLINE reservation and how it

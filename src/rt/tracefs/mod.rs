@@ -38,6 +38,6 @@ mod tests_live;
 pub use breaktrace::BreakTrace;
 pub use session::{
     RunEnd, TraceOptions, TraceRun, TraceStats, WakeupTrace, check_available, check_tracefs,
-    enable, has_event, pid_filter, tracefs_for,
+    cpumask, enable, has_event, pid_filter, tracefs_for,
 };
 pub use wakeups::{TracedThread, WakeupRecord};

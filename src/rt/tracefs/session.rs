@@ -401,7 +401,7 @@ pub fn pid_filter(field: &str, tids: &[i32]) -> String {
 
 /// A CPU set in the kernel's bitmap syntax: 32-bit hex groups, most
 /// significant first, separated by commas (`3`, `1,00000000`).
-fn cpumask(cpus: &[usize]) -> String {
+pub fn cpumask(cpus: &[usize]) -> String {
     let groups = cpus.iter().max().map_or(1, |&m| m / 32 + 1);
     let mut words = vec![0u32; groups];
     for &cpu in cpus {

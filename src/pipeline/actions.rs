@@ -1,0 +1,482 @@
+//! `--on-threshold` and `--on-end` (rtla's actions): the runner thread.
+//!
+//! The monitor thread of every test hands the pipeline each series' count of
+//! samples above `--max-latency` every tick (`WindowHook::counters`); when a
+//! count grows, `ActionRunner::saw` queues a `Crossing` for the runner thread
+//! without waiting: the queue holds one crossing, and a crossing that finds
+//! it full is counted (`crossings_not_acted`), never waited for. Without
+//! `continue` only the first crossing of the run acts; with it, at most one
+//! crossing per window (second) of a test.
+//!
+//! The runner thread is SCHED_OTHER, kept off the measured CPUs while
+//! another CPU is allowed, and runs the actions in the order given: a shell
+//! command through `/bin/sh -c` as a child at normal priority on the
+//! runner's CPUs (`load::process::at_normal_priority`), killed with its
+//! process group after its timeout; a signal with kill(2); a trace copied
+//! from the run's `spikes::recent::RecentTrace`. At the end of the run
+//! (also after Ctrl-C or SIGTERM, before the results are written) the
+//! pipeline queues the `--on-end` actions, waits for the runner (each
+//! action is bounded) and puts the records in the report.
+
+use crate::load::process::{
+    at_normal_priority, describe_status, memory_file, output_to, signal_group,
+};
+use crate::report::{ActionLog, ActionOutcome, ActionRun, ActionTrigger, Report};
+use crate::settings::actions::{Action, Actions, SignalTarget};
+use crate::spikes::recent::RecentTrace;
+use std::os::unix::fs::FileExt;
+use std::process::{Command, Stdio};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The lines of a shell command's output kept in the report.
+pub const OUTPUT_LINES: usize = 10;
+/// The longest output line kept, in characters.
+const OUTPUT_LINE_CHARS: usize = 200;
+/// The bytes of a command's output read for those lines.
+const OUTPUT_READ: usize = 64 * 1024;
+/// How often a running command is checked for its end.
+const POLL: Duration = Duration::from_millis(10);
+
+/// Where a crossing happened, as the monitor knows it.
+#[derive(Debug, Clone, Default)]
+pub struct Crossing {
+    pub test: Option<String>,
+    pub series: Option<String>,
+    pub cpu: Option<usize>,
+    /// The series' samples above the limit so far.
+    pub above_limit: u64,
+    /// The second of the test the crossing was seen in.
+    pub window: Option<u64>,
+}
+
+/// What the runner thread is asked to do.
+enum Event {
+    Crossing(Crossing),
+    /// The run ended; its results so far (the environment of the commands).
+    End {
+        above_limit: u64,
+        max_ns: Option<i64>,
+    },
+}
+
+/// The monitor's side of the actions, and the runner thread.
+pub(super) struct ActionRunner {
+    acts_on_threshold: bool,
+    repeat: bool,
+    /// Per series of the running test: its count above the limit so far.
+    seen: Vec<u64>,
+    /// A crossing was queued in this run.
+    acted: bool,
+    /// The window (second of the running test) of the last crossing queued.
+    last_window: Option<u64>,
+    test_started: Instant,
+    queue: Option<SyncSender<Event>>,
+    /// Crossings that found the queue full.
+    not_acted: u64,
+    thread: Option<JoinHandle<Vec<ActionRun>>>,
+    given: (Vec<String>, Vec<String>),
+}
+
+impl ActionRunner {
+    /// Starts the runner thread for `actions` (None without any), off
+    /// `measured` where another CPU is allowed; with a `trace` action, the
+    /// recent trace of `measured` too.
+    pub fn start(actions: &Actions, measured: &[usize]) -> Result<Option<ActionRunner>, String> {
+        if actions.is_empty() {
+            return Ok(None);
+        }
+        let trace = if actions.need_trace() {
+            Some(RecentTrace::start(measured).map_err(|e| format!("the trace action: {e}"))?)
+        } else {
+            None
+        };
+        let free = crate::rt::sched::allowed_cpus_except(measured);
+        let cpus = if free.is_empty() {
+            crate::rt::sched::allowed_cpus()
+        } else {
+            free
+        };
+        let (queue, events) = sync_channel(1);
+        let runner = Runner {
+            actions: actions.clone(),
+            trace,
+            run_started: Instant::now(),
+            cpus,
+        };
+        let thread = std::thread::Builder::new()
+            .name("latscope-actions".into())
+            .spawn(move || runner.serve(events))
+            .map_err(|e| format!("cannot start the thread of the actions: {e}"))?;
+        Ok(Some(ActionRunner {
+            acts_on_threshold: !actions.on_threshold.is_empty(),
+            repeat: actions.repeat(),
+            seen: Vec::new(),
+            acted: false,
+            last_window: None,
+            test_started: Instant::now(),
+            queue: Some(queue),
+            not_acted: 0,
+            thread: Some(thread),
+            given: (
+                actions.given_on_threshold.clone(),
+                actions.given_on_end.clone(),
+            ),
+        }))
+    }
+
+    /// A test begins: its series' counts start from 0, its windows anew.
+    pub fn begin_test(&mut self) {
+        self.seen.clear();
+        self.last_window = None;
+        self.test_started = Instant::now();
+    }
+
+    /// Series `series` counts `above_limit` samples above the limit so far
+    /// (called on the monitor thread every tick): a new crossing is queued
+    /// when the rules let it act. `crossing` says where it is.
+    pub fn saw(&mut self, series: usize, above_limit: u64, crossing: impl FnOnce() -> Crossing) {
+        if !self.acts_on_threshold {
+            return;
+        }
+        if self.seen.len() <= series {
+            self.seen.resize(series + 1, 0);
+        }
+        if above_limit <= self.seen[series] {
+            return;
+        }
+        self.seen[series] = above_limit;
+        let window = self.test_started.elapsed().as_secs();
+        if self.acted && (!self.repeat || self.last_window == Some(window)) {
+            return;
+        }
+        let Some(queue) = &self.queue else {
+            return;
+        };
+        match queue.try_send(Event::Crossing(Crossing {
+            above_limit,
+            window: Some(window),
+            ..crossing()
+        })) {
+            Ok(()) => {
+                self.acted = true;
+                self.last_window = Some(window);
+            }
+            Err(TrySendError::Full(_)) => {
+                self.not_acted += 1;
+            }
+            Err(TrySendError::Disconnected(_)) => {}
+        }
+    }
+
+    /// The run ended with `report` (assembled, not yet judged or written):
+    /// the `--on-end` actions run, the runner is waited for, and its records
+    /// are the report's `actions`.
+    pub fn finish(mut self, report: &Report) -> ActionLog {
+        let series = report.tests.iter().flat_map(|t| &t.series);
+        let above_limit = series.clone().map(|s| s.above_limit).sum();
+        let max_ns = series
+            .filter(|s| s.latency.samples > 0)
+            .map(|s| s.latency.max_ns)
+            .max();
+        if let Some(queue) = self.queue.take() {
+            // Blocking: the runner takes it once the crossing before is done.
+            let _ = queue.send(Event::End {
+                above_limit,
+                max_ns,
+            });
+        }
+        let runs = self.join();
+        ActionLog {
+            on_threshold: std::mem::take(&mut self.given.0),
+            on_end: std::mem::take(&mut self.given.1),
+            runs,
+            crossings_not_acted: self.not_acted,
+        }
+    }
+
+    /// Closes the queue and waits for the runner (its actions are bounded).
+    fn join(&mut self) -> Vec<ActionRun> {
+        self.queue = None;
+        self.thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for ActionRunner {
+    /// A run that failed: no end actions, but no thread (nor trace
+    /// instance) left behind.
+    fn drop(&mut self) {
+        self.join();
+    }
+}
+
+/// The runner thread's state.
+struct Runner {
+    actions: Actions,
+    trace: Option<RecentTrace>,
+    run_started: Instant,
+    /// The CPUs it and its commands run on.
+    cpus: Vec<usize>,
+}
+
+impl Runner {
+    fn serve(self, events: Receiver<Event>) -> Vec<ActionRun> {
+        // Never beside a measuring thread, never at real-time priority,
+        // whatever the thread that started it had.
+        let _ = crate::rt::sched::pin_current_thread_to(&self.cpus);
+        let _ = crate::rt::sched::set_current_thread_policy(crate::rt::sched::Policy::Other, 0);
+        let mut runs = Vec::new();
+        for event in events {
+            let (trigger, actions, crossing, env) = match event {
+                Event::Crossing(c) => (
+                    ActionTrigger::Threshold,
+                    &self.actions.on_threshold,
+                    c.clone(),
+                    self.crossing_env(&c),
+                ),
+                Event::End {
+                    above_limit,
+                    max_ns,
+                } => (
+                    ActionTrigger::End,
+                    &self.actions.on_end,
+                    Crossing::default(),
+                    self.end_env(above_limit, max_ns),
+                ),
+            };
+            for action in actions.iter().filter(|a| **a != Action::Continue) {
+                let run = self.act(action, trigger, &crossing, &env);
+                note_failure(&run);
+                runs.push(run);
+            }
+        }
+        runs
+    }
+
+    /// The environment of a shell command run on a crossing.
+    fn crossing_env(&self, c: &Crossing) -> Vec<(&'static str, String)> {
+        let mut env = self.common_env("threshold");
+        env.push(("LATSCOPE_TEST", c.test.clone().unwrap_or_default()));
+        env.push(("LATSCOPE_SERIES", c.series.clone().unwrap_or_default()));
+        env.push((
+            "LATSCOPE_CPU",
+            c.cpu.map(|c| c.to_string()).unwrap_or_default(),
+        ));
+        env.push(("LATSCOPE_ABOVE_LIMIT", c.above_limit.to_string()));
+        env
+    }
+
+    /// The environment of a shell command run at the end.
+    fn end_env(&self, above_limit: u64, max_ns: Option<i64>) -> Vec<(&'static str, String)> {
+        let mut env = self.common_env("end");
+        env.push(("LATSCOPE_ABOVE_LIMIT", above_limit.to_string()));
+        env.push((
+            "LATSCOPE_MAX_NS",
+            max_ns.map(|m| m.to_string()).unwrap_or_default(),
+        ));
+        env
+    }
+
+    fn common_env(&self, event: &str) -> Vec<(&'static str, String)> {
+        vec![
+            ("LATSCOPE_EVENT", event.to_string()),
+            ("LATSCOPE_PID", std::process::id().to_string()),
+            (
+                "LATSCOPE_LIMIT_US",
+                self.actions
+                    .limit_us
+                    .map(|l| l.to_string())
+                    .unwrap_or_default(),
+            ),
+        ]
+    }
+
+    /// Runs one action and records it.
+    fn act(
+        &self,
+        action: &Action,
+        trigger: ActionTrigger,
+        crossing: &Crossing,
+        env: &[(&'static str, String)],
+    ) -> ActionRun {
+        let started = Instant::now();
+        let mut run = ActionRun {
+            trigger,
+            action: action.kind().to_string(),
+            at_s: started.duration_since(self.run_started).as_secs_f64(),
+            test: crossing.test.clone(),
+            series: crossing.series.clone(),
+            cpu: crossing.cpu,
+            window: crossing.window,
+            outcome: ActionOutcome::Ok,
+            detail: String::new(),
+            exit_status: None,
+            output: Vec::new(),
+            duration_s: 0.0,
+        };
+        let done = match action {
+            Action::Trace { file } => match &self.trace {
+                Some(trace) => trace.save(crossing.cpu, file),
+                None => Err("no trace is recorded".to_string()),
+            },
+            Action::Signal { signal, target } => send_signal(*signal, *target),
+            Action::Shell { command, timeout } => {
+                run_shell(command, *timeout, env, &self.cpus, &mut run)
+            }
+            Action::Continue => Ok(String::new()),
+        };
+        match done {
+            Ok(detail) => run.detail = detail,
+            Err(why) => {
+                if run.outcome == ActionOutcome::Ok {
+                    run.outcome = ActionOutcome::Failed;
+                }
+                run.detail = why;
+            }
+        }
+        run.duration_s = started.elapsed().as_secs_f64();
+        run
+    }
+}
+
+/// A failed action is said at once, on standard error (the run goes on).
+fn note_failure(run: &ActionRun) {
+    if run.outcome != ActionOutcome::Ok {
+        let option = match run.trigger {
+            ActionTrigger::Threshold => "--on-threshold",
+            ActionTrigger::End => "--on-end",
+        };
+        crate::rt::stdio::note_line(&format!(
+            "latscope: warning: {option} {}: {}",
+            run.action, run.detail
+        ));
+    }
+}
+
+/// kill(2) of `signal` to `target`.
+fn send_signal(signal: i32, target: SignalTarget) -> Result<String, String> {
+    let pid = match target {
+        SignalTarget::Pid(pid) => pid,
+        // SAFETY: getppid cannot fail.
+        SignalTarget::Parent => match unsafe { libc::getppid() } {
+            // Adopted by init: the process that started latscope is gone,
+            // and init is not whom the user meant.
+            1 => {
+                return Err(format!(
+                    "signal {signal} to the parent: it is gone (latscope's parent is now pid 1), not sent"
+                ));
+            }
+            ppid => ppid,
+        },
+    };
+    let what = format!("signal {signal} to pid {pid}");
+    // SAFETY: kill has no memory preconditions; pid is above 0.
+    if unsafe { libc::kill(pid, signal) } == 0 {
+        Ok(what)
+    } else {
+        Err(format!("{what}: {}", std::io::Error::last_os_error()))
+    }
+}
+
+/// Runs `command` with `/bin/sh -c` on `cpus` at normal priority, its
+/// output into a memory file, for at most `timeout`; its exit status and
+/// first lines go into `run` (`TimedOut` when it was killed).
+fn run_shell(
+    command: &str,
+    timeout: Duration,
+    env: &[(&'static str, String)],
+    cpus: &[usize],
+    run: &mut ActionRun,
+) -> Result<String, String> {
+    let output = memory_file()?;
+    let mut shell = Command::new("/bin/sh");
+    shell
+        .arg("-c")
+        .arg(command)
+        .envs(env.iter().map(|(k, v)| (*k, v)))
+        .stdin(Stdio::null())
+        .stdout(output_to(&output)?)
+        .stderr(output_to(&output)?);
+    at_normal_priority(&mut shell, cpus);
+    let mut child = shell
+        .spawn()
+        .map_err(|e| format!("cannot run /bin/sh: {e}"))?;
+    let deadline = Instant::now() + timeout;
+    let mut timed_out = false;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Ok(status),
+            Ok(None) if Instant::now() >= deadline => {
+                // The command and whatever it started (its process group).
+                signal_group(child.id() as i32, libc::SIGKILL);
+                timed_out = true;
+                break child.wait();
+            }
+            Ok(None) => std::thread::sleep(POLL),
+            Err(e) => break Err(e),
+        }
+    }
+    .map_err(|e| format!("cannot wait for /bin/sh: {e}"))?;
+    run.exit_status = Some(describe_status(status));
+    run.output = first_lines(&output);
+    if timed_out {
+        run.outcome = ActionOutcome::TimedOut;
+        return Err(format!(
+            "'{}' still ran after {}: killed",
+            crate::units::escape_line(command),
+            crate::units::format_duration(timeout)
+        ));
+    }
+    let ended = format!(
+        "'{}' ended with {}",
+        crate::units::escape_line(command),
+        describe_status(status)
+    );
+    if status.success() {
+        Ok(ended)
+    } else {
+        Err(ended)
+    }
+}
+
+/// The first `OUTPUT_LINES` lines written to `output`, each cut at
+/// `OUTPUT_LINE_CHARS` characters, control characters escaped.
+fn first_lines(output: &std::fs::File) -> Vec<String> {
+    let mut bytes = vec![0u8; OUTPUT_READ];
+    let read = output.read_at(&mut bytes, 0).unwrap_or(0);
+    lines_of(&bytes[..read])
+}
+
+fn lines_of(bytes: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .take(OUTPUT_LINES)
+        .map(|l| crate::units::escape_line(&l.chars().take(OUTPUT_LINE_CHARS).collect::<String>()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_output_kept_is_the_first_lines_cut_and_escaped() {
+        let mut text = String::new();
+        for i in 0..15 {
+            text.push_str(&format!("line {i}\n"));
+        }
+        let lines = lines_of(text.as_bytes());
+        assert_eq!(lines.len(), OUTPUT_LINES);
+        assert_eq!((lines[0].as_str(), lines[9].as_str()), ("line 0", "line 9"));
+        let long = "x".repeat(500);
+        assert_eq!(lines_of(long.as_bytes())[0].len(), OUTPUT_LINE_CHARS);
+        let escaped = lines_of(b"a\x1bb\n");
+        assert_eq!(escaped, vec![crate::units::escape_line("a\x1bb")]);
+        assert!(!escaped[0].contains('\x1b'));
+        assert!(lines_of(b"").is_empty());
+    }
+}
