@@ -65,5 +65,6 @@ mod slow {
     mod samples;
     mod spikes;
     mod stress_runs;
+    mod threshold_actions;
     mod timer;
 }

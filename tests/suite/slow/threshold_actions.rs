@@ -11,9 +11,8 @@
 //! What an action did is identified by identity (the pid, the file it wrote,
 //! the series and CPU of the report), never by rank.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
