@@ -88,7 +88,63 @@ pub fn atoi(text: &str) -> i64 {
     if neg { -n } else { n.min(i64::from(i32::MAX)) }
 }
 
-/// GNU getopt_long over `options` (long name, short letter, argument), for
+/// One option of a table: (long name, short letter, argument).
+pub type OptionSpec = (&'static str, Option<char>, Arg);
+
+/// A tool's option table: the options of the version spoken, and those a
+/// later version added. A later option is found by its letter, its full
+/// name, or an abbreviation the version spoken does not know, so that every
+/// word the version spoken took keeps its meaning (oslat 2.40's `--bucket`
+/// stays `--bucket-size` beside 2.8's `--bucket-width`, where 2.8 calls it
+/// ambiguous).
+#[derive(Clone, Copy)]
+pub struct Table<'a> {
+    pub options: &'a [OptionSpec],
+    pub later: &'a [OptionSpec],
+}
+
+impl<'a> Table<'a> {
+    /// A table without later options.
+    pub fn of(options: &'a [OptionSpec]) -> Table<'a> {
+        Table {
+            options,
+            later: &[],
+        }
+    }
+
+    fn short(&self, letter: char) -> Option<&'a OptionSpec> {
+        self.options
+            .iter()
+            .chain(self.later)
+            .find(|o| o.1 == Some(letter))
+    }
+
+    /// The option `--name` names (`word` as typed, for the complaint).
+    fn long(&self, name: &str, word: &str) -> Result<&'a OptionSpec, GetoptUsage> {
+        let exact = |table: &'a [OptionSpec]| table.iter().find(|o| o.0 == name);
+        if let Some(found) = exact(self.options).or_else(|| exact(self.later)) {
+            return Ok(found);
+        }
+        for table in [self.options, self.later] {
+            let candidates: Vec<&OptionSpec> =
+                table.iter().filter(|o| o.0.starts_with(name)).collect();
+            match candidates.as_slice() {
+                [] => continue,
+                [found] => return Ok(*found),
+                many => {
+                    let names: Vec<String> = many.iter().map(|o| format!("'--{}'", o.0)).collect();
+                    return Err(GetoptUsage::Getopt(format!(
+                        "option '--{name}' is ambiguous; possibilities: {}",
+                        names.join(" ")
+                    )));
+                }
+            }
+        }
+        Err(GetoptUsage::Getopt(format!("unrecognized option '{word}'")))
+    }
+}
+
+/// GNU getopt_long over `table` (long name, short letter, argument), for
 /// a table without optional arguments (oslat's): the
 /// options in order as (long name, value); getopt's complaints as
 /// `GetoptUsage::Getopt`. Words that are not options are skipped.
@@ -96,26 +152,41 @@ pub fn atoi(text: &str) -> i64 {
 /// with a required value and matched only when spelled in full, so that
 /// every abbreviation keeps the tool's own meaning.
 pub fn getopt_long(
-    options: &[(&'static str, Option<char>, Arg)],
+    table: &Table<'_>,
     full_only: &[&'static str],
     args: &[String],
 ) -> Result<Vec<(&'static str, Option<String>)>, GetoptUsage> {
     debug_assert!(
-        options.iter().all(|o| o.2 != Arg::Optional),
+        table
+            .options
+            .iter()
+            .chain(table.later)
+            .all(|o| o.2 != Arg::Optional),
         "a table with optional arguments needs its tool's peek: getopt_long_into"
     );
     let mut out = Vec::new();
-    getopt_long_into(options, full_only, args, |_, _| false, &mut out)?;
+    getopt_table_into(table, full_only, args, |_, _| false, &mut out)?;
     Ok(out)
 }
 
-/// `getopt_long`, the options found so far pushed to `out` (also when it
-/// fails).
+/// `getopt_long` over a table without later options, the options found so
+/// far pushed to `out` (also when it fails).
 /// `peek(option, next_word)`: whether an optional value not attached to its
 /// option is the next word (each tool decides by hand, as cyclictest's `cyclictest_peek` does);
 /// that word is read by getopt afterwards all the same.
 pub fn getopt_long_into(
     options: &[(&'static str, Option<char>, Arg)],
+    full_only: &[&'static str],
+    args: &[String],
+    peek: fn(&str, &str) -> bool,
+    out: &mut Vec<(&'static str, Option<String>)>,
+) -> Result<(), GetoptUsage> {
+    getopt_table_into(&Table::of(options), full_only, args, peek, out)
+}
+
+/// `getopt_long_into` over a table with later options.
+pub fn getopt_table_into(
+    table: &Table<'_>,
     full_only: &[&'static str],
     args: &[String],
     peek: fn(&str, &str) -> bool,
@@ -147,22 +218,7 @@ pub fn getopt_long_into(
                 out.push((extra, Some(value)));
                 continue;
             }
-            let exact = options.iter().find(|o| o.0 == name);
-            let candidates: Vec<_> = options.iter().filter(|o| o.0.starts_with(name)).collect();
-            let found = match (exact, candidates.as_slice()) {
-                (Some(o), _) => o,
-                (None, [o]) => o,
-                (None, []) => {
-                    return Err(GetoptUsage::Getopt(format!("unrecognized option '{word}'")));
-                }
-                (None, many) => {
-                    let names: Vec<String> = many.iter().map(|o| format!("'--{}'", o.0)).collect();
-                    return Err(GetoptUsage::Getopt(format!(
-                        "option '--{name}' is ambiguous; possibilities: {}",
-                        names.join(" ")
-                    )));
-                }
-            };
+            let found = table.long(name, word)?;
             let value = match (found.2, attached) {
                 (Arg::No, Some(_)) => {
                     return Err(GetoptUsage::Getopt(format!(
@@ -199,7 +255,7 @@ pub fn getopt_long_into(
         while k < chars.len() {
             let letter = chars[k];
             k += 1;
-            let Some(found) = options.iter().find(|o| o.1 == Some(letter)) else {
+            let Some(found) = table.short(letter) else {
                 return Err(GetoptUsage::Getopt(format!("invalid option -- '{letter}'")));
             };
             let rest: String = chars[k..].iter().collect();
@@ -446,5 +502,45 @@ mod tests {
         assert_eq!(warn("1-x"), line("missing cpu argument x"));
         assert_eq!(warn("1a"), None, "libnuma fails without a word");
         assert_eq!(warn("1 "), None);
+    }
+
+    #[test]
+    fn later_options_never_change_what_the_version_spoken_took() {
+        const OPTIONS: &[OptionSpec] = &[
+            ("default-system", None, Arg::No),
+            ("distance", Some('d'), Arg::Required),
+        ];
+        const LATER: &[OptionSpec] = &[("deepest-idle-state", Some('E'), Arg::Required)];
+        let table = Table {
+            options: OPTIONS,
+            later: LATER,
+        };
+        let parse = |words: &[&str]| {
+            let args: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+            getopt_long(&table, &[], &args)
+        };
+        type Found = Result<Vec<(&'static str, Option<String>)>, GetoptUsage>;
+        let one = |name: &'static str, value: Option<&str>| -> Found {
+            Ok(vec![(name, value.map(String::from))])
+        };
+        // The version spoken's abbreviation, ambiguous in the later table.
+        assert_eq!(parse(&["--de"]), one("default-system", None));
+        assert_eq!(
+            parse(&["--d"]),
+            Err(GetoptUsage::Getopt(
+                "option '--d' is ambiguous; possibilities: '--default-system' '--distance'".into()
+            ))
+        );
+        // What it did not know: the later option, in full or abbreviated.
+        assert_eq!(parse(&["--dee", "2"]), one("deepest-idle-state", Some("2")));
+        assert_eq!(
+            parse(&["--deepest-idle-state=-1"]),
+            one("deepest-idle-state", Some("-1"))
+        );
+        assert_eq!(parse(&["-E1"]), one("deepest-idle-state", Some("1")));
+        assert_eq!(
+            parse(&["--dx"]),
+            Err(GetoptUsage::Getopt("unrecognized option '--dx'".into()))
+        );
     }
 }
