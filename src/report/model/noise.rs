@@ -12,7 +12,7 @@ pub struct NoiseConfig {
     pub cpus: Vec<usize>,
     /// How the CPUs were chosen: `named` (--cpus), `isolated` (the kernel's
     /// isolated CPUs), or `all-but-one` (every usable CPU but the first,
-    /// which the rest of the process keeps).
+    /// which the rest of the process keeps, and its SMT siblings).
     pub cpus_from: String,
     /// A gap between two clock reads above this is an interruption, ns.
     pub threshold_ns: u64,
