@@ -893,7 +893,8 @@ pub struct TimerArgs {
 #[derive(Debug, Clone, Args)]
 pub struct NoiseArgs {
     /// The CPUs to measure, one spinning thread each (e.g. 1,3-5) [default: the isolated
-    /// CPUs, else every usable CPU but the first, which the rest of latscope keeps]
+    /// CPUs, else every usable CPU but the first, which the rest of latscope keeps; either way
+    /// without the first CPU's SMT siblings]
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
     /// A gap between two clock reads longer than TIME is an interruption (ns/us/ms;

@@ -186,15 +186,37 @@ fn exposed_siblings(m: &Machine) -> Vec<String> {
         .collect()
 }
 
+/// The first online CPU (where latscope's main thread stays when the
+/// measured CPUs are chosen for it) and the other CPUs of its core.
+fn main_core(m: &Machine) -> Option<(usize, Vec<usize>)> {
+    let first = *m.cpus_online().first()?;
+    let siblings: Vec<usize> = m
+        .read(format!(
+            "{CPU_DIR}/cpu{first}/topology/thread_siblings_list"
+        ))
+        .and_then(|t| crate::units::parse_cpu_list(&t))?
+        .into_iter()
+        .filter(|&s| s != first)
+        .collect();
+    (!siblings.is_empty()).then_some((first, siblings))
+}
+
 pub fn smt(m: &Machine) -> Check {
     let check = of("cpu.smt", "SMT (hyper-threading)");
     let control = m.read(format!("{CPU_DIR}/smt/control")).unwrap_or_default();
     let exposed = exposed_siblings(m);
+    let main = match main_core(m) {
+        Some((first, siblings)) => format!(
+            "; CPU {first}, where latscope's main thread stays, shares its core with CPU {}: without --cpus `latscope noise` measures neither (give oslat's -c the other CPUs to do the same)",
+            cpu_list(&siblings)
+        ),
+        None => String::new(),
+    };
     let shared_with = if exposed.is_empty() {
-        String::new()
+        main
     } else {
         format!(
-            "; isolated CPUs share their core with CPUs that are not isolated ({}): measure there and their load is in the figures",
+            "{main}; isolated CPUs share their core with CPUs that are not isolated ({}): measure there and their load is in the figures",
             exposed.join(", ")
         )
     };
@@ -340,6 +362,19 @@ mod tests {
         assert!(
             c.meaning.ends_with(
                 "; isolated CPUs share their core with CPUs that are not isolated (CPU 2 with CPU 6): measure there and their load is in the figures"
+            ),
+            "{}",
+            c.meaning
+        );
+        // The first online CPU's core: CPU 0 with CPU 4.
+        f.file(&format!("{CPU_DIR}/online"), "0-7\n").file(
+            &format!("{CPU_DIR}/cpu0/topology/thread_siblings_list"),
+            "0,4\n",
+        );
+        let c = smt(&f.machine());
+        assert!(
+            c.meaning.contains(
+                "; CPU 0, where latscope's main thread stays, shares its core with CPU 4: without --cpus `latscope noise` measures neither (give oslat's -c the other CPUs to do the same); isolated CPUs share"
             ),
             "{}",
             c.meaning

@@ -17,6 +17,7 @@ use crate::report::{
     ConfigDetail, CyclicOutput, CyclicSpike, CyclicThread, EndReason, Series, SeriesDetail,
     TestConfig, TestResult, TimerConfig, TimerThread,
 };
+use crate::rt::cpuidle::IdleLimit;
 use crate::rt::dma_latency::{self, RequestFailed};
 use crate::rt::fifo::OwnFifo;
 use crate::rt::os_error_text;
@@ -76,11 +77,15 @@ pub fn run(
     online: &[usize],
     lock_memory: bool,
 ) -> Result<CyclicRan, CommandError> {
-    // Held for the whole run; dropped (closed) at the end, as cyclictest does.
-    let dma = before_threads(s, lock_memory);
+    // Held for the whole run; dropped (closed) at the end, as cyclictest
+    // does. The idle states disabled are enabled again when `_idle` drops,
+    // on every way out of this function.
+    let (dma, _idle) = before_threads(s, lock_memory)?;
     let dma_latency = match &dma {
         Some(_) => format!("held at {} us", s.latency_target),
-        None if s.laptop || s.default_system => "not requested".to_string(),
+        None if s.laptop || s.default_system || s.deepest_idle_state.is_some() => {
+            "not requested".to_string()
+        }
         None => "not set (see the WARN line on stderr)".to_string(),
     };
     let plans = plans_of(s);
@@ -160,9 +165,13 @@ pub fn run(
 
 /// What cyclictest does before it starts its threads: its early lines,
 /// `-v`'s CPU counts, the main thread on the affinity CPUs, `-m`, the
-/// `/dev/cpu_dma_latency` request (returned, held while the run lasts),
-/// the high-resolution timer check and `-R`.
-fn before_threads(s: &CyclicSettings, lock_memory: bool) -> Option<std::fs::File> {
+/// `/dev/cpu_dma_latency` request or `--deepest-idle-state`'s limit (both
+/// returned, held while the run lasts), the high-resolution timer check
+/// and `-R`.
+fn before_threads(
+    s: &CyclicSettings,
+    lock_memory: bool,
+) -> Result<(Option<std::fs::File>, Option<IdleLimit>), CommandError> {
     for line in &s.early_lines {
         print(&format!("{line}\n"));
     }
@@ -188,6 +197,7 @@ fn before_threads(s: &CyclicSettings, lock_memory: bool) -> Option<std::fs::File
         }
     }
     let dma = latency_target(s);
+    let idle = limit_idle_states(s)?;
     if !crate::rt::clock::has_high_resolution_timers() {
         warn("High resolution timers not available");
     }
@@ -208,7 +218,30 @@ fn before_threads(s: &CyclicSettings, lock_memory: bool) -> Option<std::fs::File
         }
         print(&text);
     }
-    dma
+    Ok((dma, idle))
+}
+
+/// `--deepest-idle-state N` as cyclictest 2.8 does it: on the CPUs of `-a`
+/// (every CPU without it), the states deeper than N disabled (all for -1),
+/// each recorded in the registry for `latscope cleanup`. What cyclictest
+/// passes over in silence (no cpuidle driver, nothing deeper) is said in
+/// latscope's warning lines on stderr.
+fn limit_idle_states(s: &CyclicSettings) -> Result<Option<IdleLimit>, CommandError> {
+    let Some(deepest) = s.deepest_idle_state else {
+        return Ok(None);
+    };
+    let cpus = match &s.affinity {
+        Some(cpus) => cpus.clone(),
+        None => {
+            let (configured, _) = crate::rt::sysinfo::configured_and_online_cpus();
+            (0..configured.max(1) as usize).collect()
+        }
+    };
+    let limit = IdleLimit::apply(&cpus, deepest).map_err(CommandError::Runtime)?;
+    for note in &limit.record().notes {
+        eprintln!("latscope: warning: --deepest-idle-state {deepest}: {note}");
+    }
+    Ok(Some(limit))
 }
 
 fn warn(line: &str) {
@@ -235,6 +268,10 @@ fn latency_target(s: &CyclicSettings) -> Option<std::fs::File> {
     }
     if s.default_system {
         warn("not setting cpu_dma_latency from cyclictest");
+        return None;
+    }
+    if s.deepest_idle_state.is_some() {
+        warn("not setting cpu_dma_latency, --deepest-idle-state is set instead");
         return None;
     }
     let path = dma_latency::PATH;

@@ -21,8 +21,8 @@ use std::io::Write;
 use std::time::{Duration, SystemTime};
 
 /// What a sample is, for the report.
-const DESCRIPTION: &str =
-    "oslat: every gap between two counter reads of a spinning thread, in whole microseconds";
+const DESCRIPTION: &str = "oslat: every gap between two counter reads of a spinning thread, \
+     in whole microseconds (with -W, in its bucket width's unit)";
 
 /// The machine's facts oslat's options are checked against (read before
 /// parsing) and its report records.
@@ -96,15 +96,15 @@ pub fn measure(
     let window = CpuWindow::open();
     let started = SystemTime::now();
     let (test, end_reason) = if preheat.interrupted {
-        (nothing_ran(s, &plan), EndReason::Interrupted)
+        (nothing_ran(&plan), EndReason::Interrupted)
     } else {
         test_phase(s, &plan, &preheat, trace, app_name)?
     };
     let ended = SystemTime::now();
     let cpu_use = window.close();
     let triggered = match (test.triggered, s.trace_threshold_us) {
-        (Some((cpu, us)), Some(threshold)) => {
-            let message = run_oslat::trigger_message(app_name, threshold, cpu, us);
+        (Some((cpu, units)), Some(threshold)) => {
+            let message = run_oslat::trigger_message(app_name, threshold, cpu, units, s.scale);
             let _ = std::io::stderr().write_all(message.as_bytes());
             true
         }
@@ -178,6 +178,7 @@ fn plan_of(s: &OslatSettings) -> OslatPlan {
         cpus: s.cpus.clone(),
         rtprio: s.rtprio,
         bucket_size: s.bucket_size,
+        scale: s.scale,
         bias: s.bias,
         single_preheat: s.single_preheat,
         memmove_bytes: s.memmove_bytes(),
@@ -188,7 +189,7 @@ fn plan_of(s: &OslatSettings) -> OslatPlan {
 }
 
 /// Stopped in the pre-heat: no test; its block says nothing ran.
-fn nothing_ran(s: &OslatSettings, plan: &OslatPlan) -> PhaseOutcome {
+fn nothing_ran(plan: &OslatPlan) -> PhaseOutcome {
     PhaseOutcome {
         threads: plan
             .cpus
@@ -196,7 +197,13 @@ fn nothing_ran(s: &OslatSettings, plan: &OslatPlan) -> PhaseOutcome {
             .map(|&c| {
                 (
                     c,
-                    Buckets::new(plan.counter.scale().mhz(), s.bucket_size, 0, None),
+                    Buckets::new(
+                        plan.counter.scale().mhz(),
+                        plan.scale,
+                        plan.bucket_size,
+                        0,
+                        None,
+                    ),
                     0,
                 )
             })
@@ -215,9 +222,12 @@ fn test_phase(
     trace: Option<BreakTrace>,
     app_name: &str,
 ) -> Result<(PhaseOutcome, EndReason), CommandError> {
-    let bias = if s.bias { preheat.min_us() } else { 0 };
+    let bias = if s.bias { preheat.min_gap() } else { 0 };
     if s.bias {
-        print(&format!("Global bias set to {bias} (us)\n"));
+        print(&format!(
+            "Global bias set to {} (us)\n",
+            s.scale.us_text(bias)
+        ));
     }
     if !s.quiet {
         print("Test starts...\n");
@@ -272,10 +282,10 @@ fn config_of(
 fn series_of(s: &OslatSettings, facts: &OslatFacts, cpu: usize, f: OslatCpu) -> Series {
     let (policy, priority) = policy(s);
     let loops: u64 = f.buckets.iter().sum();
-    let first_label_us = f.bias_us + 1;
+    let first_label_us = f.scale.label_us(0, f.bias);
     // The time in gaps above the first bucket (oslat's resolution).
     let noise_us = (f.average_us * loops as f64
-        - f.buckets.first().copied().unwrap_or(0) as f64 * first_label_us as f64)
+        - f.buckets.first().copied().unwrap_or(0) as f64 * first_label_us)
         .max(0.0);
     let measured_ns = (f.duration_s * 1e9) as u64;
     let noise_ns = (noise_us * 1000.0) as u64;
@@ -313,15 +323,16 @@ fn series_of(s: &OslatSettings, facts: &OslatFacts, cpu: usize, f: OslatCpu) -> 
     }
 }
 
-/// A series' summary from oslat's figures (us resolution; the buckets as
-/// the histogram, no percentiles: oslat keeps none).
+/// A series' summary from oslat's figures (its unit's resolution; the
+/// buckets as the histogram, no percentiles: oslat keeps none).
 fn summary_of(f: &OslatCpu, loops: u64) -> LatencySummary {
-    let us = |n: u64| i64::try_from(n.saturating_mul(1000)).unwrap_or(i64::MAX);
+    let ns = |units: u64| i64::try_from(f.scale.ns(units)).unwrap_or(i64::MAX);
+    let width = f.scale.bucket_width;
     LatencySummary {
         samples: loops,
-        min_ns: us(f.min_us),
+        min_ns: ns(f.min),
         avg_ns: f.average_us * 1000.0,
-        max_ns: us(f.max_us),
+        max_ns: ns(f.max),
         stddev_ns: 0.0,
         min_at_sample: 0,
         max_at_sample: 0,
@@ -333,13 +344,13 @@ fn summary_of(f: &OslatCpu, loops: u64) -> LatencySummary {
             .enumerate()
             .filter(|(_, n)| **n > 0)
             .map(|(j, &count)| {
-                let low = f.bias_us + j as u64;
+                let low = f.bias + j as u64 * width;
                 crate::stats::Bucket {
-                    low_ns: us(low),
+                    low_ns: ns(low),
                     high_ns: if j + 1 == f.buckets.len() {
-                        us(f.max_us.max(low + 1))
+                        ns(f.max.max(low + width))
                     } else {
-                        us(low + 1)
+                        ns(low + width)
                     },
                     count,
                 }

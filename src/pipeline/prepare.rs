@@ -120,7 +120,11 @@ impl Preparation {
     /// the measured CPUs until this preparation is dropped; what there was
     /// to say (no cpuidle driver, nothing deeper) becomes a warning line.
     pub fn limit_idle_states(&mut self, deepest: u32) -> Result<(), String> {
-        let limit = IdleLimit::apply(&self.measured_cpus, deepest)?;
+        // A state index beyond i32 names no state: as good as the deepest.
+        let limit = IdleLimit::apply(
+            &self.measured_cpus,
+            i32::try_from(deepest).unwrap_or(i32::MAX),
+        )?;
         self.warnings.extend(
             limit
                 .record()

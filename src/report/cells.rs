@@ -288,6 +288,17 @@ pub fn rt_tests_json_header(h: &JsonHeader) -> String {
     out
 }
 
+/// An rt-tests thread's average for its `--json` part: `sum / cycles`, and
+/// 0 for a thread without a sample, where the tools divide 0 by 0 and print
+/// `-nan`, which no JSON reader takes.
+pub fn rt_tests_json_average(sum: i64, cycles: u64) -> f64 {
+    if cycles == 0 {
+        0.0
+    } else {
+        sum as f64 / cycles as f64
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,6 +5,7 @@
 //! read these; the layout is cyclicdeadline's, byte for byte.
 
 use super::CyclicThread;
+use super::cells::rt_tests_json_average;
 use std::fmt::Write;
 
 /// cyclicdeadline's `T:` line of thread `index` (`print_stat`): the
@@ -64,22 +65,20 @@ pub fn break_lines(tid: i32, value: i64) -> String {
 
 /// cyclicdeadline's part of its `--json` file, after rt-tests' header
 /// (report::cells::rt_tests_json_header) to the closing brace. The average
-/// of a thread without a sample is C's 0.0/0.0, printed `-nan`.
+/// of a thread without a sample is 0.00, as the signaltest drop-in writes
+/// it: cyclicdeadline divides 0 by 0 there and prints `-nan`, which no JSON
+/// reader takes.
 pub fn json_threads(threads: &[CyclicThread]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "  \"num_threads\": {},", threads.len());
     out.push_str("  \"resolution_in_ns\": 0,\n  \"thread\": {\n");
     for (i, t) in threads.iter().enumerate() {
-        let avg = if t.cycles == 0 {
-            "-nan".to_string()
-        } else {
-            format!("{:.2}", t.sum as f64 / t.cycles as f64)
-        };
+        let avg = rt_tests_json_average(t.sum, t.cycles);
         let _ = writeln!(out, "    \"{i}\": {{");
         let _ = writeln!(out, "\t \"cycles\": {},", t.cycles);
         let _ = writeln!(out, "\t \"min\": {},", t.min);
         let _ = writeln!(out, "\t \"max\": {},", t.max);
-        let _ = writeln!(out, "\t \"avg\": {avg}");
+        let _ = writeln!(out, "\t \"avg\": {avg:.2}");
         let comma = if i + 1 < threads.len() { "," } else { "" };
         let _ = writeln!(out, "    }}{comma}");
     }
@@ -123,8 +122,10 @@ mod tests {
         let text = json_threads(&[thread(1, 4000, 4, 2, 10, 5), thread(2, 4500, 0, 0, 0, 0)]);
         assert_eq!(
             text,
-            "  \"num_threads\": 2,\n  \"resolution_in_ns\": 0,\n  \"thread\": {\n    \"0\": {\n\t \"cycles\": 4,\n\t \"min\": 2,\n\t \"max\": 5,\n\t \"avg\": 2.50\n    },\n    \"1\": {\n\t \"cycles\": 0,\n\t \"min\": 0,\n\t \"max\": 0,\n\t \"avg\": -nan\n    }\n  }\n}\n"
+            "  \"num_threads\": 2,\n  \"resolution_in_ns\": 0,\n  \"thread\": {\n    \"0\": {\n\t \"cycles\": 4,\n\t \"min\": 2,\n\t \"max\": 5,\n\t \"avg\": 2.50\n    },\n    \"1\": {\n\t \"cycles\": 0,\n\t \"min\": 0,\n\t \"max\": 0,\n\t \"avg\": 0.00\n    }\n  }\n}\n"
         );
+        let parsed: serde_json::Value = serde_json::from_str(&format!("{{\n{text}")).unwrap();
+        assert_eq!(parsed["thread"]["1"]["avg"], 0.0);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! rt-tests 2.40 oslat's final block, exactly (`write_summary`: `%12s:\t`
 //! labels, one ` value` column per thread, the `%03lu (us)` bucket rows,
-//! `-z`'s `    ...` lines). Parsers depend on it. Its `--json` layout is
-//! `report::json::OslatJson`.
+//! `-z`'s `    ...` lines); with `-W`, rt-tests 2.8's (`%03.*f (us)` rows,
+//! minimum and maximum in us with the scale's decimals, `(MHz)`). Parsers
+//! depend on it. Its `--json` layout is `report::json::OslatJson`.
 //! The lines printed while oslat runs (its version, the header block,
 //! "Pre-heat ...") are the run's: settings::oslat and measure::oslat.
 
@@ -40,18 +41,22 @@ pub fn summary(threads: &[(usize, &OslatCpu)], zero_omit: bool) -> String {
             .collect::<Vec<_>>(),
         "",
     );
+    let scale = threads
+        .first()
+        .map_or_else(Default::default, |(_, t)| t.scale);
     field(
         &mut out,
         "Counter Freq",
         &each(&|t| t.counter_mhz.to_string()),
-        " (Mhz)",
+        // rt-tests 2.7 corrected the unit's spelling.
+        if scale.classic { " (Mhz)" } else { " (MHz)" },
     );
     let size = threads
         .iter()
         .map(|(_, t)| t.buckets.len())
         .max()
         .unwrap_or(0);
-    let bias = threads.first().map_or(0, |(_, t)| t.bias_us);
+    let bias = threads.first().map_or(0, |(_, t)| t.bias);
     let count = |t: &OslatCpu, j: usize| t.buckets.get(j).copied().unwrap_or(0);
     let mut dots = false;
     for j in 0..size {
@@ -63,7 +68,7 @@ pub fn summary(threads: &[(usize, &OslatCpu)], zero_omit: bool) -> String {
             out.push_str("    ...\n");
             dots = false;
         }
-        let label = format!("{:03} (us)", bias + j as u64 + 1);
+        let label = format!("{:0>3} (us)", scale.label(j, bias));
         let end = if j + 1 == size {
             " (including overflows)"
         } else {
@@ -74,7 +79,7 @@ pub fn summary(threads: &[(usize, &OslatCpu)], zero_omit: bool) -> String {
     field(
         &mut out,
         "Minimum",
-        &each(&|t| t.min_us.to_string()),
+        &each(&|t| scale.us_text(t.min)),
         " (us)",
     );
     field(
@@ -86,13 +91,13 @@ pub fn summary(threads: &[(usize, &OslatCpu)], zero_omit: bool) -> String {
     field(
         &mut out,
         "Maximum",
-        &each(&|t| t.max_us.to_string()),
+        &each(&|t| scale.us_text(t.max)),
         " (us)",
     );
     field(
         &mut out,
         "Max-Min",
-        &each(&|t| t.max_us.saturating_sub(t.min_us).to_string()),
+        &each(&|t| scale.us_text(t.max.saturating_sub(t.min))),
         " (us)",
     );
     field(
@@ -123,14 +128,16 @@ impl Exporter for ClassicOslat {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::OslatScale;
 
-    fn cpu(buckets: Vec<u64>, bias_us: u64) -> OslatCpu {
+    fn cpu(buckets: Vec<u64>, bias: u64) -> OslatCpu {
         OslatCpu {
             counter_mhz: 2597,
-            bias_us,
+            scale: OslatScale::CLASSIC,
+            bias,
             buckets,
-            min_us: 1,
-            max_us: 10060,
+            min: 1,
+            max: 10060,
             average_us: 1.0436,
             duration_s: 1.997,
         }
@@ -153,5 +160,46 @@ mod tests {
         let other = cpu(vec![5, 0, 1, 0, 0, 0], 1);
         let text = summary(&[(1, &z), (2, &other)], true);
         assert!(text.starts_with("        Core:\t 1 2\nCounter Freq:\t 2597 2597 (Mhz)\n    002 (us):\t 5 5\n    ...\n    004 (us):\t 0 1\n    005 (us):\t 2 0\n    ...\n    007 (us):\t 0 0 (including overflows)\n"), "{text}");
+    }
+
+    #[test]
+    fn the_block_as_rt_tests_2_8_prints_it_with_a_bucket_width() {
+        // -W 500: rows labelled in us with 3 decimals, min and max too.
+        let ns = OslatCpu {
+            scale: OslatScale {
+                unit_per_us: 1000,
+                bucket_width: 500,
+                classic: false,
+            },
+            min: 412,
+            max: 15_873,
+            ..cpu(vec![7, 3, 0, 1], 0)
+        };
+        assert_eq!(
+            summary(&[(1, &ns)], true),
+            "        Core:\t 1\nCounter Freq:\t 2597 (MHz)\n  0.500 (us):\t 7\n  1.000 (us):\t 3\n    ...\n  2.000 (us):\t 1 (including overflows)\n     Minimum:\t 0.412 (us)\n     Average:\t 1.044 (us)\n     Maximum:\t 15.873 (us)\n     Max-Min:\t 15.461 (us)\n    Duration:\t 1.997 (sec)\n\n"
+        );
+        // -W 2000: whole us, two per row; 2.8 rounds down, so 0 can show.
+        let us = OslatCpu {
+            scale: OslatScale {
+                unit_per_us: 1,
+                bucket_width: 2,
+                classic: false,
+            },
+            min: 0,
+            max: 7,
+            ..cpu(vec![9, 1, 0, 2], 0)
+        };
+        let text = summary(&[(0, &us)], false);
+        assert!(
+            text.contains("    002 (us):\t 9\n    004 (us):\t 1\n    006 (us):\t 0\n    008 (us):\t 2 (including overflows)\n     Minimum:\t 0 (us)\n"),
+            "{text}"
+        );
+        // With a bias of 1.250 us (units: ns), the labels start above it.
+        let biased = OslatCpu {
+            bias: 1250,
+            ..ns.clone()
+        };
+        assert!(summary(&[(1, &biased)], false).contains("  1.750 (us):\t 7\n  2.250 (us):\t 3\n"));
     }
 }

@@ -4,6 +4,7 @@
 //! signaltest prints them (its `print_stat` and `write_stats`): parsers
 //! depend on them.
 
+use super::cells::rt_tests_json_average;
 use std::fmt::Write;
 
 /// One thread's figures as signaltest keeps them (whole us).
@@ -81,13 +82,7 @@ pub fn json_body(threads: &[SignalThread]) -> String {
     let _ = writeln!(out, "  \"num_threads\": {},", threads.len());
     out.push_str("  \"thread\": {\n");
     for (i, t) in threads.iter().enumerate() {
-        // signaltest divides by zero here (`-nan`, which no JSON reader
-        // takes): a thread without laps has an average of 0.
-        let avg = if t.cycles == 0 {
-            0.0
-        } else {
-            t.sum as f64 / t.cycles as f64
-        };
+        let avg = rt_tests_json_average(t.sum, t.cycles);
         let _ = writeln!(out, "    \"{i}\": {{");
         let _ = writeln!(out, "      \"cycles\": {},", t.cycles);
         let _ = writeln!(out, "      \"min\": {},", t.min);

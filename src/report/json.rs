@@ -170,7 +170,10 @@ fn write_rt_tests_layout(
 }
 
 /// oslat's `--json` layout (rt-tests 2.40 `rt_write_json` plus oslat's
-/// `write_summary_json`), from the `OslatCpu` figures of the report.
+/// `write_summary_json`), from the `OslatCpu` figures of the report. With
+/// `-W` as rt-tests 2.8 writes it: `min` and `max` are integers in the
+/// scale's unit (ns when the width is not a multiple of 1000), the
+/// histogram's keys the rows' labels in us (`%.*f`), `avg` stays in us.
 pub struct OslatJson;
 
 impl Exporter for OslatJson {
@@ -182,7 +185,7 @@ impl Exporter for OslatJson {
             let mut histogram = Map::new();
             for (j, &n) in t.buckets.iter().enumerate() {
                 if n > 0 {
-                    histogram.insert((t.bias_us + j as u64 + 1).to_string(), json!(n));
+                    histogram.insert(t.scale.label(j, t.bias), json!(n));
                 }
             }
             // oslat prints `%3lf` (6 decimals) and `%.3f`.
@@ -190,9 +193,9 @@ impl Exporter for OslatJson {
             let mut one = Map::new();
             one.insert("cpu".into(), json!(cpu));
             one.insert("freq".into(), json!(t.counter_mhz));
-            one.insert("min".into(), json!(t.min_us));
+            one.insert("min".into(), json!(t.min));
             one.insert("avg".into(), json!(rounded(t.average_us, 1e6)));
-            one.insert("max".into(), json!(t.max_us));
+            one.insert("max".into(), json!(t.max));
             one.insert("duration".into(), json!(rounded(t.duration_s, 1e3)));
             one.insert("histogram".into(), Value::Object(histogram));
             thread.insert(i.to_string(), Value::Object(one));
@@ -333,5 +336,69 @@ mod tests {
         assert_eq!(v["tests"][0]["series"][0]["detail"]["kind"], "ipc_pair");
         assert_eq!(v["tests"][0]["config"]["detail"]["kind"], "ipc");
         assert_eq!(v["tests"][0]["series"][0]["max_ns"], 5_000);
+    }
+
+    /// `sample_report` as the oslat drop-in's run of CPU 1 with `figures`.
+    fn oslat_report(figures: crate::report::OslatCpu) -> Report {
+        let mut report = sample_report();
+        report.tests[0].series[0].detail =
+            crate::report::SeriesDetail::NoiseCpu(Box::new(crate::report::NoiseCpu {
+                cpu: 1,
+                tid: 0,
+                isolated: false,
+                measured_ns: 1_000_000_000,
+                noise_ns: 0,
+                noise_percent: 0.0,
+                loops: 10,
+                loops_per_s: 10.0,
+                causes: None,
+                oslat: Some(figures),
+            }));
+        report
+    }
+
+    #[test]
+    fn oslats_thread_part_in_2_40s_units_and_with_a_bucket_width() {
+        let classic = crate::report::OslatCpu {
+            counter_mhz: 2000,
+            scale: crate::report::OslatScale::CLASSIC,
+            bias: 0,
+            buckets: vec![7, 0, 3],
+            min: 1,
+            max: 12,
+            average_us: 2.5,
+            duration_s: 1.0,
+        };
+        let thread = |figures: &crate::report::OslatCpu| {
+            let mut buf = Vec::new();
+            OslatJson
+                .write(&oslat_report(figures.clone()), &mut buf)
+                .unwrap();
+            let v: serde_json::Value = serde_json::from_slice(&buf).unwrap();
+            assert_eq!(v["num_threads"], 1);
+            v["thread"]["0"].clone()
+        };
+        let t = thread(&classic);
+        assert_eq!(
+            serde_json::to_string(&t).unwrap(),
+            r#"{"cpu":1,"freq":2000,"min":1,"avg":2.5,"max":12,"duration":1.0,"histogram":{"1":7,"3":3}}"#
+        );
+        // -W 500: min and max in ns, the histogram's keys in us with 3
+        // decimals, avg in us, as rt-tests 2.8 writes them.
+        let ns = crate::report::OslatCpu {
+            scale: crate::report::OslatScale {
+                unit_per_us: 1000,
+                bucket_width: 500,
+                classic: false,
+            },
+            min: 412,
+            max: 15_873,
+            ..classic
+        };
+        let t = thread(&ns);
+        assert_eq!(
+            serde_json::to_string(&t).unwrap(),
+            r#"{"cpu":1,"freq":2000,"min":412,"avg":2.5,"max":15873,"duration":1.0,"histogram":{"0.500":7,"1.500":3}}"#
+        );
     }
 }

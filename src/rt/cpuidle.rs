@@ -17,7 +17,8 @@
 //! says so in one line and goes on.
 //!
 //! The API is what any measuring command needs: `IdleLimit::apply` with the
-//! measured CPUs, `IdleLimit::record` for the report, then drop it.
+//! measured CPUs, `IdleLimit::record` for the report, then drop it. N is -1
+//! for cyclictest 2.8's "disable every idle state".
 
 use crate::rt::registry::{self, Kind};
 use serde::{Deserialize, Serialize};
@@ -41,7 +42,8 @@ pub fn sysfs_root() -> PathBuf {
 /// `idle_states`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IdleStateLimit {
-    pub deepest: u32,
+    /// The deepest state left enabled; -1: none.
+    pub deepest: i32,
     pub cpus: Vec<usize>,
     /// The states disabled for the run (and enabled again at its end).
     pub disabled: Vec<DisabledIdleState>,
@@ -80,10 +82,19 @@ impl IdleStateLimit {
         states.dedup();
         let names: Vec<&str> = states.iter().map(|(_, name)| *name).collect();
         format!(
-            "idle states: {} (deeper than state{}) disabled on CPU {cpus} while measuring, enabled again at the end",
+            "idle states: {} ({}) disabled on CPU {cpus} while measuring, enabled again at the end",
             names.join(", "),
-            self.deepest
+            self.deeper_than()
         )
+    }
+
+    /// Which states were to be disabled, in words.
+    fn deeper_than(&self) -> String {
+        if self.deepest < 0 {
+            "every state".to_string()
+        } else {
+            format!("deeper than state{}", self.deepest)
+        }
     }
 }
 
@@ -173,12 +184,12 @@ impl IdleLimit {
     /// Disables the states deeper than `deepest` on `cpus` (sysfs, or
     /// `LATSCOPE_CPU_SYSFS`). Err: one line (a state could not be disabled;
     /// what was done is undone).
-    pub fn apply(cpus: &[usize], deepest: u32) -> Result<IdleLimit, String> {
+    pub fn apply(cpus: &[usize], deepest: i32) -> Result<IdleLimit, String> {
         Self::apply_under(&sysfs_root(), cpus, deepest)
     }
 
     /// `apply` under the CPU directory `root`.
-    pub fn apply_under(root: &Path, cpus: &[usize], deepest: u32) -> Result<IdleLimit, String> {
+    pub fn apply_under(root: &Path, cpus: &[usize], deepest: i32) -> Result<IdleLimit, String> {
         let mut limit = IdleLimit {
             written: Vec::new(),
             record: IdleStateLimit {
@@ -202,7 +213,10 @@ impl IdleLimit {
                 without_driver.push(cpu);
                 continue;
             };
-            let deeper: Vec<IdleState> = states.into_iter().filter(|s| s.index > deepest).collect();
+            let deeper: Vec<IdleState> = states
+                .into_iter()
+                .filter(|s| i64::from(s.index) > i64::from(deepest))
+                .collect();
             if deeper.is_empty() {
                 nothing_deeper.push(cpu);
             }
@@ -242,10 +256,12 @@ impl IdleLimit {
             ));
         }
         if !nothing_deeper.is_empty() {
-            limit.record.notes.push(format!(
-                "CPU {} has no idle state deeper than state{deepest}: nothing to limit",
-                crate::units::cpu_list(&nothing_deeper)
-            ));
+            let cpus = crate::units::cpu_list(&nothing_deeper);
+            limit.record.notes.push(if deepest < 0 {
+                format!("CPU {cpus} has no idle state: nothing to limit")
+            } else {
+                format!("CPU {cpus} has no idle state deeper than state{deepest}: nothing to limit")
+            });
         }
         Ok(limit)
     }
@@ -355,6 +371,27 @@ mod tests {
         );
         drop(limit);
         assert!(!disabled(root, 0, 1) && disabled(root, 0, 2));
+    }
+
+    #[test]
+    fn minus_one_disables_every_state_as_cyclictest_2_8s() {
+        let dir = tree(&[0], 3);
+        let root = dir.path();
+        let limit = IdleLimit::apply_under(root, &[0], -1).unwrap();
+        assert!((0..3).all(|s| disabled(root, 0, s)));
+        assert_eq!(
+            limit.record().line(),
+            "idle states: C0, C1, C2 (every state) disabled on CPU 0 while measuring, enabled again at the end"
+        );
+        drop(limit);
+        assert!((0..3).all(|s| !disabled(root, 0, s)));
+        let empty = tree(&[], 0);
+        fs::create_dir_all(empty.path().join("cpu0/cpuidle")).unwrap();
+        let limit = IdleLimit::apply_under(empty.path(), &[0], -1).unwrap();
+        assert_eq!(
+            limit.record().notes,
+            ["CPU 0 has no idle state: nothing to limit"]
+        );
     }
 
     #[test]

@@ -18,6 +18,25 @@ pub fn configured_and_online_cpus() -> (libc::c_long, libc::c_long) {
     }
 }
 
+/// `cpu` and its SMT siblings (the CPUs that share its core), as the kernel
+/// lists them in `cpuN/topology/thread_siblings_list` under the sysfs CPU
+/// directory (`LATSCOPE_CPU_SYSFS` when set: tests point it at a fixture
+/// tree); just `cpu` where the file is missing or unreadable.
+pub fn smt_siblings(cpu: usize) -> Vec<usize> {
+    let path = crate::rt::cpuidle::sysfs_root()
+        .join(format!("cpu{cpu}"))
+        .join("topology/thread_siblings_list");
+    let mut cpus = fs::read_to_string(path)
+        .ok()
+        .and_then(|t| parse_cpu_list(&t))
+        .unwrap_or_default();
+    if !cpus.contains(&cpu) {
+        cpus.push(cpu);
+        cpus.sort_unstable();
+    }
+    cpus
+}
+
 /// Whether this processor has the SMI count MSR (turbostat's check, as
 /// cyclictest's `has_smi_counter`): Intel family 6 with MSRs, listed models.
 pub fn has_smi_counter() -> bool {

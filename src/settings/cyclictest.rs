@@ -6,8 +6,8 @@
 //! small parser; scripts depend on exactly these spellings.
 
 use super::getopt::{
-    Arg, GetoptOption, GetoptUsage, UsagePart, atoi, getopt_long_into, numa_parse_cpustring,
-    parse_duration, render_usage,
+    Arg, GetoptOption, GetoptUsage, Table, UsagePart, atoi, getopt_table_into,
+    numa_parse_cpustring, parse_duration, render_usage,
 };
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -61,6 +61,11 @@ pub struct CyclicSettings {
     pub default_system: bool,
     /// `--latency`: the value written to `/dev/cpu_dma_latency`.
     pub latency_target: i32,
+    /// `--deepest-idle-state N` (rt-tests 2.8): the idle states deeper
+    /// than N (every one for -1) disabled on the CPUs of `-a` (every CPU
+    /// without it) while measuring, instead of `/dev/cpu_dma_latency`.
+    /// None: not given, or below -1 (cyclictest 2.8 then ignores it).
+    pub deepest_idle_state: Option<i32>,
     /// `-b`: stop when a latency exceeds this (figure units), 0 = off.
     pub breaktrace: i64,
     pub tracemark: bool,
@@ -556,6 +561,20 @@ cyclictest <options>
     UsagePart::Option("posix_timers"),
 ];
 
+/// What rt-tests 2.8 added to the table: found by abbreviations 2.40 did
+/// not know (`--de` is still `--default-system`, ambiguous in 2.8).
+const LATER: &[GetoptOption] = &[GetoptOption::new(
+    "deepest-idle-state",
+    None,
+    Arg::Required,
+    "",
+)];
+
+const TABLE: Table<'static> = Table {
+    options: OPTIONS,
+    later: LATER,
+};
+
 /// Splits raw arguments into (option name, value) pairs, GNU style: the
 /// options before getopt's first complaint, and that complaint. cyclictest
 /// acts on each option as getopt returns it, so an option before the bad
@@ -564,7 +583,7 @@ type Tokens = (Vec<(&'static str, Option<String>)>, Option<GetoptUsage>);
 
 fn tokenize(args: &[String]) -> Tokens {
     let mut seen = Vec::new();
-    let error = getopt_long_into(OPTIONS, &[LATSCOPE_JSON], args, cyclictest_peek, &mut seen).err();
+    let error = getopt_table_into(&TABLE, &[LATSCOPE_JSON], args, cyclictest_peek, &mut seen).err();
     (seen, error)
 }
 
@@ -691,6 +710,7 @@ impl CyclicSettings {
             laptop: false,
             default_system: false,
             latency_target: 0,
+            deepest_idle_state: None,
             breaktrace: 0,
             tracemark: false,
             spike: 0,
@@ -737,6 +757,10 @@ impl CyclicSettings {
             "distance" => p.distance = n,
             "duration" => self.duration = parse_duration(v),
             "latency" => self.latency_target = n.clamp(0, i64::from(i32::MAX)) as i32,
+            // 2.8 keeps the last value and acts on it when it is -1 or more.
+            "deepest-idle-state" => {
+                self.deepest_idle_state = (n >= -1).then_some(n as i32);
+            }
             "fifo" => self.fifo = value,
             "histogram" | "histofall" => {
                 self.histofall |= name == "histofall";
@@ -1062,6 +1086,30 @@ mod tests {
         );
         assert_eq!((s.loops, s.histogram, s.quiet), (0, 0, false));
         assert_eq!(s.cmdline, "cyclictest");
+    }
+
+    #[test]
+    fn deepest_idle_state_as_cyclictest_2_8_reads_it() {
+        let deepest = |w: &[&str]| parse(w).unwrap().deepest_idle_state;
+        assert_eq!(deepest(&[]), None);
+        assert_eq!(deepest(&["--deepest-idle-state", "1"]), Some(1));
+        assert_eq!(deepest(&["--deepest-idle-state=-1"]), Some(-1));
+        // atoi: junk is 0; below -1 is no limit; the last one counts.
+        assert_eq!(deepest(&["--deepest-idle-state", "x"]), Some(0));
+        assert_eq!(deepest(&["--deepest-idle-state", "-2"]), None);
+        assert_eq!(
+            deepest(&["--deepest-idle-state", "2", "--deepest-idle-state", "-5"]),
+            None
+        );
+        // An abbreviation 2.40 did not know.
+        assert_eq!(deepest(&["--deep", "3"]), Some(3));
+        // 2.40's abbreviation keeps its meaning.
+        let s = parse(&["--de"]).unwrap();
+        assert!(s.default_system && s.deepest_idle_state.is_none());
+        assert!(matches!(
+            parse(&["--deepest-idle-state"]),
+            Err(GetoptUsage::Getopt(m)) if m == "option '--deepest-idle-state' requires an argument"
+        ));
     }
 
     #[test]

@@ -172,7 +172,61 @@ pub fn atoi(text: &str) -> i64 {
     if neg { -n } else { n.min(i64::from(i32::MAX)) }
 }
 
-/// GNU getopt_long over `options` (long name, short letter, argument), for
+/// A tool's option table: the options of the version spoken, and those a
+/// later version added. A later option is found by its letter, its full
+/// name, or an abbreviation the version spoken does not know, so that every
+/// word the version spoken took keeps its meaning (oslat 2.40's `--bucket`
+/// stays `--bucket-size` beside 2.8's `--bucket-width`, where 2.8 calls it
+/// ambiguous).
+#[derive(Clone, Copy)]
+pub struct Table<'a> {
+    pub options: &'a [GetoptOption],
+    pub later: &'a [GetoptOption],
+}
+
+impl<'a> Table<'a> {
+    /// A table without later options.
+    pub fn of(options: &'a [GetoptOption]) -> Table<'a> {
+        Table {
+            options,
+            later: &[],
+        }
+    }
+
+    fn short(&self, letter: char) -> Option<&'a GetoptOption> {
+        self.options
+            .iter()
+            .chain(self.later)
+            .find(|o| o.short == Some(letter))
+    }
+
+    /// The option `--name` names (`word` as typed, for the complaint).
+    fn long(&self, name: &str, word: &str) -> Result<&'a GetoptOption, GetoptUsage> {
+        let exact = |table: &'a [GetoptOption]| table.iter().find(|o| o.long == name);
+        if let Some(found) = exact(self.options).or_else(|| exact(self.later)) {
+            return Ok(found);
+        }
+        for table in [self.options, self.later] {
+            let candidates: Vec<&GetoptOption> =
+                table.iter().filter(|o| o.long.starts_with(name)).collect();
+            match candidates.as_slice() {
+                [] => continue,
+                [found] => return Ok(*found),
+                many => {
+                    let names: Vec<String> =
+                        many.iter().map(|o| format!("'--{}'", o.long)).collect();
+                    return Err(GetoptUsage::Getopt(format!(
+                        "option '--{name}' is ambiguous; possibilities: {}",
+                        names.join(" ")
+                    )));
+                }
+            }
+        }
+        Err(GetoptUsage::Getopt(format!("unrecognized option '{word}'")))
+    }
+}
+
+/// GNU getopt_long over `table` (long name, short letter, argument), for
 /// a table without optional arguments (oslat's): the
 /// options in order as (long name, value); getopt's complaints as
 /// `GetoptUsage::Getopt`. Words that are not options are skipped.
@@ -180,26 +234,41 @@ pub fn atoi(text: &str) -> i64 {
 /// with a required value and matched only when spelled in full, so that
 /// every abbreviation keeps the tool's own meaning.
 pub fn getopt_long(
-    options: &[GetoptOption],
+    table: &Table<'_>,
     full_only: &[&'static str],
     args: &[String],
 ) -> Result<Vec<(&'static str, Option<String>)>, GetoptUsage> {
     debug_assert!(
-        options.iter().all(|o| o.arg != Arg::Optional),
+        table
+            .options
+            .iter()
+            .chain(table.later)
+            .all(|o| o.arg != Arg::Optional),
         "a table with optional arguments needs its tool's peek: getopt_long_into"
     );
     let mut out = Vec::new();
-    getopt_long_into(options, full_only, args, |_, _| false, &mut out)?;
+    getopt_table_into(table, full_only, args, |_, _| false, &mut out)?;
     Ok(out)
 }
 
-/// `getopt_long`, the options found so far pushed to `out` (also when it
-/// fails).
+/// `getopt_long` over a table without later options, the options found so
+/// far pushed to `out` (also when it fails).
 /// `peek(option, next_word)`: whether an optional value not attached to its
 /// option is the next word (each tool decides by hand, as cyclictest's `cyclictest_peek` does);
 /// that word is read by getopt afterwards all the same.
 pub fn getopt_long_into(
     options: &[GetoptOption],
+    full_only: &[&'static str],
+    args: &[String],
+    peek: fn(&str, &str) -> bool,
+    out: &mut Vec<(&'static str, Option<String>)>,
+) -> Result<(), GetoptUsage> {
+    getopt_table_into(&Table::of(options), full_only, args, peek, out)
+}
+
+/// `getopt_long_into` over a table with later options.
+pub fn getopt_table_into(
+    table: &Table<'_>,
     full_only: &[&'static str],
     args: &[String],
     peek: fn(&str, &str) -> bool,
@@ -213,9 +282,50 @@ pub fn getopt_long_into(
             break;
         }
         if let Some(long) = word.strip_prefix("--") {
-            out.push(long_option(
-                options, full_only, args, &mut i, word, long, peek,
-            )?);
+            let (name, attached) = match long.split_once('=') {
+                Some((n, v)) => (n, Some(v.to_string())),
+                None => (long, None),
+            };
+            if let Some(&extra) = full_only.iter().find(|&&x| x == name) {
+                let value = match attached {
+                    Some(v) => v,
+                    None => {
+                        let v = args.get(i).cloned().ok_or_else(|| {
+                            GetoptUsage::Bad(format!("--{extra} needs a file name: --{extra} FILE"))
+                        })?;
+                        i += 1;
+                        v
+                    }
+                };
+                out.push((extra, Some(value)));
+                continue;
+            }
+            let found = table.long(name, word)?;
+            let value = match (found.arg, attached) {
+                (Arg::No, Some(_)) => {
+                    return Err(GetoptUsage::Getopt(format!(
+                        "option '--{}' doesn't allow an argument",
+                        found.long
+                    )));
+                }
+                (Arg::No, None) => None,
+                (Arg::Required, Some(v)) => Some(v),
+                (Arg::Required, None) => match args.get(i) {
+                    Some(v) => {
+                        i += 1;
+                        Some(v.clone())
+                    }
+                    None => {
+                        return Err(GetoptUsage::Getopt(format!(
+                            "option '--{}' requires an argument",
+                            found.long
+                        )));
+                    }
+                },
+                (Arg::Optional, Some(v)) => Some(v),
+                (Arg::Optional, None) => args.get(i).filter(|next| peek(found.long, next)).cloned(),
+            };
+            out.push((found.long, value));
             continue;
         }
         let Some(cluster) = word.strip_prefix('-').filter(|c| !c.is_empty()) else {
@@ -227,7 +337,7 @@ pub fn getopt_long_into(
         while k < chars.len() {
             let letter = chars[k];
             k += 1;
-            let Some(found) = options.iter().find(|o| o.short == Some(letter)) else {
+            let Some(found) = table.short(letter) else {
                 return Err(GetoptUsage::Getopt(format!("invalid option -- '{letter}'")));
             };
             let rest: String = chars[k..].iter().collect();
@@ -258,85 +368,6 @@ pub fn getopt_long_into(
         }
     }
     Ok(())
-}
-
-/// One `--name[=value]` word (`long` without its dashes) of `args`, read as
-/// GNU getopt_long does: latscope's full-only options, an exact name, or an
-/// unambiguous prefix; `next` is the index of the word after it, moved past
-/// a value taken from there.
-fn long_option(
-    options: &[GetoptOption],
-    full_only: &[&'static str],
-    args: &[String],
-    next: &mut usize,
-    word: &str,
-    long: &str,
-    peek: fn(&str, &str) -> bool,
-) -> Result<(&'static str, Option<String>), GetoptUsage> {
-    let (name, attached) = match long.split_once('=') {
-        Some((n, v)) => (n, Some(v.to_string())),
-        None => (long, None),
-    };
-    if let Some(&extra) = full_only.iter().find(|&&x| x == name) {
-        let value = match attached {
-            Some(v) => v,
-            None => {
-                let v = args.get(*next).cloned().ok_or_else(|| {
-                    GetoptUsage::Bad(format!("--{extra} needs a file name: --{extra} FILE"))
-                })?;
-                *next += 1;
-                v
-            }
-        };
-        return Ok((extra, Some(value)));
-    }
-    let exact = options.iter().find(|o| o.long == name);
-    let candidates: Vec<_> = options
-        .iter()
-        .filter(|o| o.long.starts_with(name))
-        .collect();
-    let found = match (exact, candidates.as_slice()) {
-        (Some(o), _) => o,
-        (None, [o]) => o,
-        (None, []) => {
-            return Err(GetoptUsage::Getopt(format!("unrecognized option '{word}'")));
-        }
-        (None, many) => {
-            let names: Vec<String> = many.iter().map(|o| format!("'--{}'", o.long)).collect();
-            return Err(GetoptUsage::Getopt(format!(
-                "option '--{name}' is ambiguous; possibilities: {}",
-                names.join(" ")
-            )));
-        }
-    };
-    let value = match (found.arg, attached) {
-        (Arg::No, Some(_)) => {
-            return Err(GetoptUsage::Getopt(format!(
-                "option '--{}' doesn't allow an argument",
-                found.long
-            )));
-        }
-        (Arg::No, None) => None,
-        (Arg::Required, Some(v)) => Some(v),
-        (Arg::Required, None) => match args.get(*next) {
-            Some(v) => {
-                *next += 1;
-                Some(v.clone())
-            }
-            None => {
-                return Err(GetoptUsage::Getopt(format!(
-                    "option '--{}' requires an argument",
-                    found.long
-                )));
-            }
-        },
-        (Arg::Optional, Some(v)) => Some(v),
-        (Arg::Optional, None) => args
-            .get(*next)
-            .filter(|next| peek(found.long, next))
-            .cloned(),
-    };
-    Ok((found.long, value))
 }
 
 /// `-D`'s value as rt-tests' `parse_time_string`: the leading number
@@ -598,5 +629,50 @@ mod tests {
         assert_eq!(warn("1-x"), line("missing cpu argument x"));
         assert_eq!(warn("1a"), None, "libnuma fails without a word");
         assert_eq!(warn("1 "), None);
+    }
+
+    #[test]
+    fn later_options_never_change_what_the_version_spoken_took() {
+        const OPTIONS: &[GetoptOption] = &[
+            GetoptOption::new("default-system", None, Arg::No, ""),
+            GetoptOption::new("distance", Some('d'), Arg::Required, ""),
+        ];
+        const LATER: &[GetoptOption] = &[GetoptOption::new(
+            "deepest-idle-state",
+            Some('E'),
+            Arg::Required,
+            "",
+        )];
+        let table = Table {
+            options: OPTIONS,
+            later: LATER,
+        };
+        let parse = |words: &[&str]| {
+            let args: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+            getopt_long(&table, &[], &args)
+        };
+        type Found = Result<Vec<(&'static str, Option<String>)>, GetoptUsage>;
+        let one = |name: &'static str, value: Option<&str>| -> Found {
+            Ok(vec![(name, value.map(String::from))])
+        };
+        // The version spoken's abbreviation, ambiguous in the later table.
+        assert_eq!(parse(&["--de"]), one("default-system", None));
+        assert_eq!(
+            parse(&["--d"]),
+            Err(GetoptUsage::Getopt(
+                "option '--d' is ambiguous; possibilities: '--default-system' '--distance'".into()
+            ))
+        );
+        // What it did not know: the later option, in full or abbreviated.
+        assert_eq!(parse(&["--dee", "2"]), one("deepest-idle-state", Some("2")));
+        assert_eq!(
+            parse(&["--deepest-idle-state=-1"]),
+            one("deepest-idle-state", Some("-1"))
+        );
+        assert_eq!(parse(&["-E1"]), one("deepest-idle-state", Some("1")));
+        assert_eq!(
+            parse(&["--dx"]),
+            Err(GetoptUsage::Getopt("unrecognized option '--dx'".into()))
+        );
     }
 }

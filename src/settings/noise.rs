@@ -35,7 +35,7 @@ pub enum CpusFrom {
     Named,
     /// The kernel's isolated CPUs.
     Isolated,
-    /// Every usable CPU but the first.
+    /// Every usable CPU but the first and its SMT siblings.
     AllButOne,
 }
 
@@ -76,22 +76,38 @@ pub struct NoiseSettings {
 
 /// The CPUs measured without `--cpus`: the isolated ones that may be used,
 /// else every usable CPU but the first (where the main thread, the monitor
-/// and the trace reader run), or the only one.
-pub fn default_cpus(isolated: &[usize], allowed: &[usize]) -> (Vec<usize>, CpusFrom) {
+/// and the trace reader run), or the only one. Either way without the SMT
+/// siblings of that first CPU (`main_core`: it and the CPUs sharing its
+/// core, rt::sysinfo::smt_siblings), as the RT tuning flows' runners leave
+/// them out: a spinner there would share a core with the main thread's work
+/// and count it as noise. Where that leaves nothing, the siblings stay.
+pub fn default_cpus(
+    isolated: &[usize],
+    allowed: &[usize],
+    main_core: &[usize],
+) -> (Vec<usize>, CpusFrom) {
+    let off_main_core = |cpus: Vec<usize>| -> Vec<usize> {
+        let apart: Vec<usize> = cpus
+            .iter()
+            .copied()
+            .filter(|c| !main_core.contains(c))
+            .collect();
+        if apart.is_empty() { cpus } else { apart }
+    };
     let usable_isolated: Vec<usize> = isolated
         .iter()
         .copied()
         .filter(|c| allowed.contains(c))
         .collect();
     if !usable_isolated.is_empty() {
-        return (usable_isolated, CpusFrom::Isolated);
+        return (off_main_core(usable_isolated), CpusFrom::Isolated);
     }
     let rest = if allowed.len() > 1 {
         allowed[1..].to_vec()
     } else {
         allowed.to_vec()
     };
-    (rest, CpusFrom::AllButOne)
+    (off_main_core(rest), CpusFrom::AllButOne)
 }
 
 /// The safety rules of real-time spinners (a spinner never sleeps: at a
@@ -168,16 +184,22 @@ impl NoiseSettings {
         let machine = crate::doctor::Machine::live();
         let isolated = crate::doctor::isolation::isolated_cpus(&machine);
         let (rt_runtime_us, rt_period_us) = crate::doctor::sched::rt_bandwidth(&machine);
-        Self::from_args_on(args, &isolated, &sched::allowed_cpus(), rt_runtime_us)
+        let allowed = sched::allowed_cpus();
+        let main_core = allowed
+            .first()
+            .map_or_else(Vec::new, |&cpu| crate::rt::sysinfo::smt_siblings(cpu));
+        Self::from_args_on(args, &isolated, &allowed, &main_core, rt_runtime_us)
             .map(|s| NoiseSettings { rt_period_us, ..s })
     }
 
     /// `from_args` on a machine described by its isolated CPUs, the CPUs
-    /// this process may use and `sched_rt_runtime_us`.
+    /// this process may use, the first one's core (it and its SMT
+    /// siblings) and `sched_rt_runtime_us`.
     pub fn from_args_on(
         args: &NoiseArgs,
         isolated: &[usize],
         allowed: &[usize],
+        main_core: &[usize],
         rt_runtime_us: Option<i64>,
     ) -> Result<NoiseSettings, UsageError> {
         let period_ns = match args.period.as_deref() {
@@ -219,7 +241,7 @@ impl NoiseSettings {
                 }
                 (cpus, CpusFrom::Named)
             }
-            None => default_cpus(isolated, allowed),
+            None => default_cpus(isolated, allowed, main_core),
         };
         if cpus.is_empty() {
             return Err(usage("no CPU is usable"));
@@ -307,7 +329,7 @@ mod tests {
             Cli::try_parse_from(["latscope", "noise"].iter().chain(args)).expect("clap accepts");
         match cli.command {
             Command::Noise(a) => {
-                NoiseSettings::from_args_on(&a, isolated, &[0, 1, 2, 3], rt_runtime)
+                NoiseSettings::from_args_on(&a, isolated, &[0, 1, 2, 3], &[0], rt_runtime)
             }
             _ => unreachable!(),
         }
@@ -326,7 +348,45 @@ mod tests {
         assert!(!s.duty.sleeps() && s.duration.is_none());
         let s = on(&[], &[2, 3], Some(950_000)).unwrap();
         assert_eq!((s.cpus, s.cpus_from), (vec![2, 3], CpusFrom::Isolated));
-        assert_eq!(default_cpus(&[], &[5]), (vec![5], CpusFrom::AllButOne));
+        assert_eq!(
+            default_cpus(&[], &[5], &[5]),
+            (vec![5], CpusFrom::AllButOne)
+        );
+    }
+
+    #[test]
+    fn the_default_leaves_out_the_main_threads_core() {
+        // Two threads per core, siblings N and N+4 (as Intel numbers them):
+        // CPU 0's core is 0 and 4.
+        let allowed = [0, 1, 2, 3, 4, 5, 6, 7];
+        assert_eq!(
+            default_cpus(&[], &allowed, &[0, 4]),
+            (vec![1, 2, 3, 5, 6, 7], CpusFrom::AllButOne)
+        );
+        // Siblings next to each other (0-1): the second core on.
+        assert_eq!(
+            default_cpus(&[], &[0, 1, 2, 3], &[0, 1]),
+            (vec![2, 3], CpusFrom::AllButOne)
+        );
+        // An isolated sibling of the main CPU is left out too.
+        assert_eq!(
+            default_cpus(&[2, 3, 4, 6], &allowed, &[0, 4]),
+            (vec![2, 3, 6], CpusFrom::Isolated)
+        );
+        // Where the core is all there is, its other thread is measured.
+        assert_eq!(
+            default_cpus(&[], &[0, 1], &[0, 1]),
+            (vec![1], CpusFrom::AllButOne)
+        );
+        assert_eq!(
+            default_cpus(&[4], &allowed, &[0, 4]),
+            (vec![4], CpusFrom::Isolated)
+        );
+        // No SMT: every CPU but the first, as before.
+        assert_eq!(
+            default_cpus(&[], &[0, 1], &[0]),
+            (vec![1], CpusFrom::AllButOne)
+        );
     }
 
     #[test]

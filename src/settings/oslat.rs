@@ -2,12 +2,14 @@
 //! command line, parsed the way it parses it (GNU getopt_long: the parser
 //! of settings::getopt with oslat's table), its values read as it reads
 //! them (`strtol`, `parse_time_string`, `parse_mem_string`) and refused with
-//! its own lines and exit codes.
+//! its own lines and exit codes; plus `-W/--bucket-width`, the one option
+//! rt-tests 2.5 to 2.8 added, read as 2.8 reads it (docs/compat.md).
 
 use super::getopt::{
-    Arg, GetoptOption, GetoptUsage, UsagePart, atoi, getopt_long, numa_parse_cpustring,
+    Arg, GetoptOption, GetoptUsage, Table, UsagePart, atoi, getopt_long, numa_parse_cpustring,
     parse_duration, render_usage,
 };
+use crate::report::OslatScale;
 use crate::settings::noise::{CpusFrom, check_realtime_safety};
 use std::path::PathBuf;
 use std::sync::LazyLock;
@@ -182,10 +184,27 @@ Available options:
     UsagePart::Option("zero-omit"),
 ];
 
+/// What rt-tests 2.5 to 2.8 added to the table (`W:`): abbreviations
+/// 2.40 took keep their meaning (`--bucket` is still `--bucket-size`).
+const LATER: &[GetoptOption] = &[GetoptOption::new(
+    "bucket-width",
+    Some('W'),
+    Arg::Required,
+    "",
+)];
+
+const TABLE: Table<'static> = Table {
+    options: OPTIONS,
+    later: LATER,
+};
+
 /// Everything the options set, with oslat's defaults.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OslatSettings {
     pub bucket_size: usize,
+    /// rt-tests 2.40's whole microseconds, or `-W`'s width and unit (then
+    /// the output is 2.8's: docs/compat.md).
+    pub scale: OslatScale,
     pub bias: bool,
     /// `-c` as given (the header prints it); None = every CPU ("all").
     pub cpu_list: Option<String>,
@@ -251,6 +270,30 @@ pub fn parse_mem(text: &str) -> Option<u64> {
     n.checked_mul(1 << shift)
 }
 
+/// `-W NS` as rt-tests 2.8 reads it onto the scale so far: a width that is
+/// not a multiple of 1000 switches to ns for good (a later `-W 2000` is then
+/// 2 ns wide, as in 2.8); a multiple of 1000 is whole microseconds.
+fn bucket_width(scale: OslatScale, text: &str) -> Result<OslatScale, OslatUsage> {
+    let ns = strtol(text);
+    if ns <= 0 {
+        return Err(OslatUsage::Invalid(format!("Illegal bucket width: {text}")));
+    }
+    let ns = ns as u64;
+    Ok(if !ns.is_multiple_of(1000) {
+        OslatScale {
+            unit_per_us: 1000,
+            bucket_width: ns,
+            classic: false,
+        }
+    } else {
+        OslatScale {
+            bucket_width: ns / 1000,
+            classic: false,
+            ..scale
+        }
+    })
+}
+
 /// The machine facts parsing needs (fixed in tests).
 pub struct Machine<'a> {
     /// CPUs this process may run on.
@@ -267,6 +310,7 @@ impl OslatSettings {
     pub fn parse(args: &[String], machine: &Machine<'_>) -> Result<OslatSettings, OslatUsage> {
         let mut s = OslatSettings {
             bucket_size: BUCKET_SIZE,
+            scale: OslatScale::CLASSIC,
             bias: false,
             cpu_list: None,
             cpus: Vec::new(),
@@ -284,18 +328,19 @@ impl OslatSettings {
         // getopt hands options over one at a time and oslat acts on each
         // (`-v` exits there): on a complaint, the options before it still
         // count first, so `-v -Z` exits 0 and `-Z -v` complains.
-        let (options, complaint) = match getopt_long(OPTIONS, &[], args) {
+        let (options, complaint) = match getopt_long(&TABLE, &[], args) {
             Ok(options) => (options, None),
             Err(GetoptUsage::Getopt(message)) => {
                 let before = (0..args.len())
                     .rev()
-                    .find_map(|n| getopt_long(OPTIONS, &[], &args[..n]).ok())
+                    .find_map(|n| getopt_long(&TABLE, &[], &args[..n]).ok())
                     .unwrap_or_default();
                 (before, Some(message))
             }
             Err(other) => return Err(OslatUsage::Bad(format!("{other:?}"))),
         };
         let invalid = |line: String| Err(OslatUsage::Invalid(line));
+        let mut bucket_size_given = false;
         for (name, value) in options {
             let v = value.unwrap_or_default();
             match name {
@@ -306,7 +351,9 @@ impl OslatSettings {
                         return invalid(format!("Illegal bucket size: {v} (should be: 4-1024)"));
                     }
                     s.bucket_size = n as usize;
+                    bucket_size_given = true;
                 }
+                "bucket-width" => s.scale = bucket_width(s.scale, &v)?,
                 "bias" => s.bias = true,
                 "cpu-list" => s.cpu_list = Some(v),
                 "cpu-main-thread" => {
@@ -363,6 +410,11 @@ impl OslatSettings {
         }
         if let Some(message) = complaint {
             return Err(OslatUsage::Getopt(message));
+        }
+        // rt-tests 2.8: sub-microsecond buckets without -b cover the same
+        // 32 us as the default's (-W 500: 64 buckets).
+        if !bucket_size_given && s.scale.unit_per_us == 1000 && s.scale.bucket_width < 1000 {
+            s.bucket_size = BUCKET_SIZE * 1000 / s.scale.bucket_width as usize;
         }
         s.settle(machine)?;
         Ok(s)
@@ -600,6 +652,43 @@ mod tests {
         assert_eq!(
             parse(&["-c", "1a"]),
             Err(OslatUsage::Fatal(fatal.to_string()))
+        );
+    }
+
+    #[test]
+    fn bucket_width_as_rt_tests_2_8_reads_it() {
+        let scale = |w: &[&str]| {
+            let s = parse(w).unwrap();
+            (
+                s.scale.unit_per_us,
+                s.scale.bucket_width,
+                s.scale.classic,
+                s.bucket_size,
+            )
+        };
+        assert_eq!(scale(&[]), (1, 1, true, 32), "2.40's by default");
+        // Not a multiple of 1000: ns, and 32 us worth of buckets without -b.
+        assert_eq!(scale(&["-W", "500"]), (1000, 500, false, 64));
+        assert_eq!(scale(&["--bucket-width=250"]), (1000, 250, false, 128));
+        assert_eq!(scale(&["-W", "1500"]), (1000, 1500, false, 32));
+        assert_eq!(scale(&["-W500", "-b", "16"]), (1000, 500, false, 16));
+        // A multiple of 1000: whole us.
+        assert_eq!(scale(&["-W", "2000"]), (1, 2, false, 32));
+        assert_eq!(scale(&["--bucket-w", "1000"]), (1, 1, false, 32));
+        // 2.40's abbreviation keeps its meaning (2.8 finds it ambiguous).
+        assert_eq!(scale(&["--bucket", "8"]), (1, 1, true, 8));
+        // 2.8 keeps ns once switched to it: the later 2000 is 2 ns.
+        assert_eq!(scale(&["-W", "500", "-W", "2000"]), (1000, 2, false, 16000));
+        let invalid = |w: &[&str]| parse(w).unwrap_err();
+        for bad in ["0", "-5", "x"] {
+            assert_eq!(
+                invalid(&["-W", bad]),
+                OslatUsage::Invalid(format!("Illegal bucket width: {bad}"))
+            );
+        }
+        assert_eq!(
+            invalid(&["-W"]),
+            OslatUsage::Getopt("option requires an argument -- 'W'".into())
         );
     }
 

@@ -353,3 +353,79 @@ fn a_bad_state_number_is_a_usage_error() {
         );
     }
 }
+
+/// The cyclictest drop-in's `--deepest-idle-state N` (rt-tests 2.8's): at
+/// SCHED_OTHER on CPU 0, a short interval.
+fn cyclictest_args<'a>(deepest: &'a str, duration: &'a str) -> Vec<&'a str> {
+    vec![
+        "cyclictest",
+        "-q",
+        "-a",
+        "0",
+        "-i",
+        "10000",
+        "-D",
+        duration,
+        "--deepest-idle-state",
+        deepest,
+    ]
+}
+
+#[test]
+fn the_cyclictest_drop_in_limits_the_cpus_of_a_instead_of_cpu_dma_latency() {
+    let f = Fixture::new(&[0, 1]);
+    let mut child = f.start(&cyclictest_args("1", "3"));
+    f.wait_limited(child.id(), 0);
+    assert_eq!(f.disabled(1), [false; 4], "CPU 1 is not in -a");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().expect("stderr"), &mut stderr)
+        .expect("read stderr");
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert_eq!(f.disabled(0), [false; 4], "enabled again at the end");
+    assert!(registry_entries(f.registry.path(), None).is_empty());
+    // As cyclictest 2.8: the option replaces the cpu_dma_latency request.
+    assert_eq!(
+        stderr,
+        "WARN: not setting cpu_dma_latency, --deepest-idle-state is set instead\n"
+    );
+}
+
+#[test]
+fn the_cyclictest_drop_in_with_minus_one_disables_every_state() {
+    let f = Fixture::new(&[0]);
+    let mut child = f.start(&cyclictest_args("-1", "30"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while f.disabled(0) != [true; 4] {
+        assert!(Instant::now() < deadline, "{:?}", f.disabled(0));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(f.disabled(0), [false; 4], "enabled again after SIGTERM");
+    assert!(registry_entries(f.registry.path(), None).is_empty());
+}
+
+#[test]
+fn the_cyclictest_drop_in_says_when_there_is_nothing_to_limit() {
+    let f = Fixture::new(&[]);
+    let out = run(f.latscope(&cyclictest_args("1", "1")));
+    assert_code(&out, 0);
+    let line = format!(
+        "latscope: warning: --deepest-idle-state 1: CPU 0 has no cpuidle driver (no {}/cpuN/cpuidle): there are no idle states to limit",
+        f.root.path().display()
+    );
+    let stderr = stderr_of(&out);
+    assert_eq!(stderr.matches(&line).count(), 1, "{line}\n{stderr}");
+    assert!(
+        !stdout_of(&out).contains("cpu_dma_latency"),
+        "{}",
+        describe(&out)
+    );
+    // Below -1, cyclictest 2.8 does nothing: cpu_dma_latency as usual.
+    let out = run(f.latscope(&cyclictest_args("-2", "1")));
+    assert_code(&out, 0);
+    assert!(!stderr_of(&out).contains("deepest"), "{}", describe(&out));
+}

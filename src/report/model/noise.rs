@@ -12,7 +12,7 @@ pub struct NoiseConfig {
     pub cpus: Vec<usize>,
     /// How the CPUs were chosen: `named` (--cpus), `isolated` (the kernel's
     /// isolated CPUs), or `all-but-one` (every usable CPU but the first,
-    /// which the rest of the process keeps).
+    /// which the rest of the process keeps, and its SMT siblings).
     pub cpus_from: String,
     /// A gap between two clock reads above this is an interruption, ns.
     pub threshold_ns: u64,
@@ -75,23 +75,127 @@ impl super::Report {
     }
 }
 
-/// oslat's figures of one CPU, in its units: every loop's gap in whole
-/// microseconds (`floor(ticks / MHz) + 1`), counted in `buckets` (the
-/// first is `bias_us + 1` us, the last takes everything above).
+/// oslat's figures of one CPU, in its units (`scale`): every loop's gap,
+/// counted in `buckets` (bucket j is labelled with its upper edge,
+/// `scale.label_us(j, bias)`; the last takes everything above).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct OslatCpu {
     /// The counter's ticks per microsecond ("Counter Freq").
     pub counter_mhz: u64,
-    /// `-B`: the smallest gap of the pre-heat, taken off every bucket.
-    pub bias_us: u64,
+    /// How a gap became a figure: rt-tests 2.40's whole microseconds, or
+    /// `-W`'s bucket width (rt-tests 2.5 and later). Older reports: 2.40's.
+    #[serde(default)]
+    pub scale: OslatScale,
+    /// `-B`: the smallest gap of the pre-heat, taken off every bucket, in
+    /// `scale`'s unit.
+    #[serde(alias = "bias_us")]
+    pub bias: u64,
     pub buckets: Vec<u64>,
-    pub min_us: u64,
-    pub max_us: u64,
+    /// The smallest and largest gap, in `scale`'s unit.
+    #[serde(alias = "min_us")]
+    pub min: u64,
+    #[serde(alias = "max_us")]
+    pub max: u64,
     /// oslat's average: each bucket's count times its label, plus what the
-    /// last bucket's gaps exceed it by, over the loops.
+    /// last bucket's gaps exceed it by, over the loops; us.
     pub average_us: f64,
     /// From the first read to the last, by the counter, seconds.
     pub duration_s: f64,
+}
+
+/// How oslat turns a gap of counter ticks into its figures.
+///
+/// rt-tests 2.40 (`classic`): `floor(ticks / MHz) + 1` whole microseconds,
+/// 1 us buckets. rt-tests 2.5 added `-W/--bucket-width NS` and 2.7 made the
+/// conversion a plain floor: a gap is `floor(ticks * unit_per_us / MHz)`
+/// units, where the unit is the microsecond, or the nanosecond when the
+/// width is not a multiple of 1000 (then every figure is printed in us
+/// with 3 decimals, and the JSON's `min`/`max` are integers of ns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OslatScale {
+    /// Units per microsecond: 1 (us) or 1000 (ns).
+    pub unit_per_us: u64,
+    /// One bucket's width, in units.
+    pub bucket_width: u64,
+    /// rt-tests 2.40's conversion (no `-W`).
+    pub classic: bool,
+}
+
+impl Default for OslatScale {
+    fn default() -> OslatScale {
+        OslatScale::CLASSIC
+    }
+}
+
+impl OslatScale {
+    /// rt-tests 2.40 oslat's.
+    pub const CLASSIC: OslatScale = OslatScale {
+        unit_per_us: 1,
+        bucket_width: 1,
+        classic: true,
+    };
+
+    /// A gap of `ticks` of a `mhz` counter, in units.
+    #[inline]
+    pub fn gap(&self, ticks: u64, mhz: u64) -> u64 {
+        let mhz = mhz.max(1);
+        if self.classic {
+            ticks / mhz + 1
+        } else {
+            let units = u128::from(ticks) * u128::from(self.unit_per_us) / u128::from(mhz);
+            u64::try_from(units).unwrap_or(u64::MAX)
+        }
+    }
+
+    /// The bucket of a gap of `units`, `bias` (units) taken off first. Both
+    /// versions put a gap below the bias in the smallest bucket: 2.40
+    /// clamps the index at 0; 2.8 makes the gap 1 unit before dividing by
+    /// the width (where its unsigned subtraction wraps for a gap below the
+    /// bias, this stays at 1 unit, as its comment intends).
+    #[inline]
+    pub fn bucket(&self, units: u64, bias: u64) -> u64 {
+        if self.classic {
+            (units - 1).saturating_sub(bias)
+        } else {
+            let units = match bias {
+                0 => units,
+                _ if units > bias => units - bias,
+                _ => 1,
+            };
+            units / self.bucket_width.max(1)
+        }
+    }
+
+    /// Digits after the point of every figure printed in us.
+    pub fn decimals(&self) -> usize {
+        if self.unit_per_us == 1 { 0 } else { 3 }
+    }
+
+    /// The upper edge of bucket `j` (its label), us.
+    pub fn label_us(&self, j: usize, bias: u64) -> f64 {
+        (bias as f64 + (j as f64 + 1.0) * self.bucket_width as f64) / self.unit_per_us as f64
+    }
+
+    /// Bucket `j`'s label as oslat writes it in its JSON (`%.*f`; 2.40's
+    /// `%lu`).
+    pub fn label(&self, j: usize, bias: u64) -> String {
+        format!("{:.*}", self.decimals(), self.label_us(j, bias))
+    }
+
+    /// `units` in us as oslat prints its minimum, maximum and bias (`%.*f`
+    /// of units / unit_per_us; 2.40's `%lu`).
+    pub fn us_text(&self, units: u64) -> String {
+        if self.unit_per_us == 1 {
+            units.to_string()
+        } else {
+            format!("{:.3}", units as f64 / self.unit_per_us as f64)
+        }
+    }
+
+    /// `units` in ns.
+    pub fn ns(&self, units: u64) -> u64 {
+        units.saturating_mul(1000) / self.unit_per_us.max(1)
+    }
 }
 
 /// The causes of one CPU's traced interruptions (those above `--trace-spikes`

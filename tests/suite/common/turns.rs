@@ -4,22 +4,17 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-fn take(lock: &'static Mutex<()>) -> MutexGuard<'static, ()> {
+/// The real-time side of the machine, for one test at a time among those
+/// that change it or need it undisturbed:
+/// - the deadline tests reserve SCHED_DEADLINE bandwidth, and one fills it
+///   on purpose to see the refusal (another reservation would then fail);
+/// - the spike tests provoke stalls with a SCHED_FIFO spike-maker on the
+///   measured CPU and attribute them, and one needs that CPU idle; a
+///   deadline task or a noise spinner beside them is seen as throttling or
+///   taken for the provocation (a helper's full run saw the first);
+/// - the noise tests run a SCHED_FIFO spinner on the measured CPU.
+pub fn realtime_turn() -> MutexGuard<'static, ()> {
+    static REALTIME: Mutex<()> = Mutex::new(());
     // A test that failed while holding its turn must not fail the others.
-    lock.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// SCHED_DEADLINE bandwidth: a test that fills it on purpose (to see the
-/// refusal) must not run beside another that reserves some.
-pub fn deadline_bandwidth() -> MutexGuard<'static, ()> {
-    static DEADLINE_BANDWIDTH: Mutex<()> = Mutex::new(());
-    take(&DEADLINE_BANDWIDTH)
-}
-
-/// The measured CPU (the last allowed one): tests that provoke a stall there
-/// with a SCHED_FIFO spinner, or that need it idle to see a provoked effect,
-/// take turns, so that none measures another's provocation.
-pub fn measured_cpu() -> MutexGuard<'static, ()> {
-    static MEASURED_CPU: Mutex<()> = Mutex::new(());
-    take(&MEASURED_CPU)
+    REALTIME.lock().unwrap_or_else(|e| e.into_inner())
 }

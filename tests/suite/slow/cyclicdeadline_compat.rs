@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 /// The runs of this file reserve deadline bandwidth, as the other
 /// deadline tests do: one at a time, so that the refusal test alone fills it.
 fn turn() -> std::sync::MutexGuard<'static, ()> {
-    crate::common::turns::deadline_bandwidth()
+    crate::common::turns::realtime_turn()
 }
 
 /// Debian's cyclicdeadline, when installed.
@@ -271,6 +271,20 @@ fn runs_print_cyclicdeadlines_lines() {
 /// `--json`: rt-tests' layout (Debian's file beside it, numbers masked),
 /// and what LKFT's and KernelCI's parsers read: `num_threads`, each
 /// thread's `min`, `avg`, `max`, and `return_code`.
+/// latscope cyclicdeadline ARGS --json=FILE: the output, the file's text
+/// and the file as JSON.
+fn ours_with_json(args: &[&str]) -> (Output, String, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dl.json");
+    let json_arg = format!("--json={}", path.display());
+    let mut all = args.to_vec();
+    all.push(&json_arg);
+    let out = ours(&all);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}: {}", describe(&out)));
+    let parsed: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    (out, text, parsed)
+}
+
 #[test]
 fn json_is_rt_tests_and_reads_as_lkft_reads_it() {
     let test = "json_is_rt_tests_and_reads_as_lkft_reads_it";
@@ -278,13 +292,8 @@ fn json_is_rt_tests_and_reads_as_lkft_reads_it() {
         return;
     }
     let _turn = turn();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("dl.json");
-    let json_arg = format!("--json={}", path.display());
-    let args = ["-t", "2", "-i", "4000", "-D", "1", "-q", json_arg.as_str()];
-    assert_code(&ours(&args), 0);
-    let text = std::fs::read_to_string(&path).unwrap();
-    let parsed: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let (out, text, parsed) = ours_with_json(&["-t", "2", "-i", "4000", "-D", "1", "-q"]);
+    assert_code(&out, 0);
     // LKFT's reading: the thread count, then each thread's figures.
     assert_eq!(parsed["return_code"], 0, "{text}");
     assert_eq!(parsed["num_threads"], 2, "{text}");
@@ -303,6 +312,7 @@ fn json_is_rt_tests_and_reads_as_lkft_reads_it() {
         eprintln!("{test}: cyclicdeadline is not installed: layout not compared");
         return;
     };
+    let dir = tempfile::tempdir().unwrap();
     let theirs_path = dir.path().join("real.json");
     let theirs_arg = format!("--json={}", theirs_path.display());
     let t = theirs(
@@ -455,5 +465,31 @@ fn a_full_bandwidth_refuses_in_one_line_naming_the_limit() {
             && stderr.contains("use fewer threads (-t)"),
         "{}",
         describe(&out)
+    );
+}
+
+/// A thread that never woke before the end (its period of 2.01 s is beyond
+/// `-D 1`, which thread 0 ends) has `"avg": 0.00` in the JSON, as the
+/// signaltest drop-in writes it, where cyclicdeadline writes `-nan`.
+#[test]
+fn a_thread_without_samples_has_an_average_of_zero_in_the_json() {
+    let test = "a_thread_without_samples_has_an_average_of_zero_in_the_json";
+    if skip_without_deadline(test) {
+        return;
+    }
+    let _turn = turn();
+    let (out, text, parsed) =
+        ours_with_json(&["-t", "2", "-i", "10000", "-s", "2000000", "-D", "1", "-q"]);
+    assert_code(&out, 0);
+    let threads = t_lines(&stdout_of(&out));
+    assert_eq!(threads.len(), 2, "{}", describe(&out));
+    assert!(text.contains("\t \"avg\": 0.00\n"), "{text}");
+    assert!(!text.contains("nan"), "{text}");
+    let slow = &parsed["thread"]["1"];
+    assert_eq!(slow["cycles"], 0, "{text}");
+    assert_eq!(slow["avg"], 0.0, "{text}");
+    assert!(
+        parsed["thread"]["0"]["cycles"].as_u64().unwrap() > 50,
+        "{text}"
     );
 }

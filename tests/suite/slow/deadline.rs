@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 /// The runs of this file reserve deadline bandwidth, as the other
 /// deadline tests do: one at a time, so that the refusal test alone fills it.
 fn turn() -> std::sync::MutexGuard<'static, ()> {
-    crate::common::turns::deadline_bandwidth()
+    crate::common::turns::realtime_turn()
 }
 
 /// SCHED_DEADLINE needs root or CAP_SYS_NICE (checked as the kernel sees

@@ -12,7 +12,7 @@ use std::time::Duration;
 /// real-time spinner there: they take turns with each other and with the
 /// spike tests, so that none measures another.
 fn serial() -> std::sync::MutexGuard<'static, ()> {
-    crate::common::turns::measured_cpu()
+    crate::common::turns::realtime_turn()
 }
 
 /// The CPU these tests measure: the last usable one (never the only one the

@@ -283,15 +283,15 @@ fn sigint_mid_run_prints_the_final_block() {
     assert!(seen.ends_with(" (sec)\n\n"), "{seen}");
 }
 
-#[test]
-fn trace_threshold_stops_the_test_with_oslats_message() {
-    // -T stops the system tracer as oslat does: put it back as found.
+/// oslat ARGS, which `-T` must stop (exit 1), with the system tracer put
+/// back as found (-T stops it as oslat does): the output, its stderr and
+/// the `Trace threshold` line.
+fn stopped_by_trace_threshold(args: &[&str]) -> (std::process::Output, String, String) {
     let tracing_on = tracing_on_file();
     let before = tracing_on
         .as_ref()
         .and_then(|p| std::fs::read_to_string(p).ok());
-    // Every gap is at least 1 us in oslat's units: -T 1 fires at once.
-    let out = oslat(&["-c", "1", "-D", "30", "-T", "1"]);
+    let out = oslat(args);
     if let (Some(path), Some(before)) = (&tracing_on, &before) {
         let _ = std::fs::write(path, before.trim());
     }
@@ -300,11 +300,19 @@ fn trace_threshold_stops_the_test_with_oslats_message() {
     let line = err
         .lines()
         .find(|l| l.contains("Trace threshold"))
-        .unwrap_or_else(|| panic!("{}", describe(&out)));
+        .unwrap_or_else(|| panic!("{}", describe(&out)))
+        .to_string();
+    (out, err, line)
+}
+
+#[test]
+fn trace_threshold_stops_the_test_with_oslats_message() {
+    // Every gap is at least 1 us in oslat's units: -T 1 fires at once.
+    let (out, err, line) = stopped_by_trace_threshold(&["-c", "1", "-D", "30", "-T", "1"]);
     assert!(
         matches(
             r"^oslat: Trace threshold \(1 us\) triggered on cpu 1 with \d+ us!$",
-            line
+            &line
         ),
         "{line}"
     );
@@ -370,4 +378,173 @@ fn fifo_priority_run_on_cpu_1() {
         !text.contains("WARNING: Running SCHED_FIFO workload on CPU 0"),
         "{text}"
     );
+}
+
+/// The bucket rows of oslat's final block: (label, counts, the rest).
+fn bucket_rows(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .skip_while(|l| !l.starts_with("Counter Freq"))
+        .skip(1)
+        .take_while(|l| !l.trim_start().starts_with("Minimum"))
+        .filter(|l| *l != "    ...")
+        .map(|l| {
+            let (label, rest) = l
+                .split_once(" (us):\t ")
+                .unwrap_or_else(|| panic!("row {l:?}\n{text}"));
+            (label.to_string(), rest.to_string())
+        })
+        .collect()
+}
+
+/// The value of a `Minimum:`/`Maximum:` row of one thread.
+fn figure_row<'a>(text: &'a str, name: &str) -> &'a str {
+    text.lines()
+        .find_map(|l| l.trim_start().strip_prefix(&format!("{name}:\t ")))
+        .and_then(|l| l.strip_suffix(" (us)"))
+        .unwrap_or_else(|| panic!("no {name} row\n{text}"))
+}
+
+#[test]
+fn bucket_width_of_500_ns_as_microshifts_ci_runs_it() {
+    // MicroShift's line but --rtprio (fifo_priority_run_on_cpu_1 has it)
+    // and -D 1800.
+    let (_dir, file) = temp_file("w500.json");
+    let json = format!("--json={}", file.display());
+    let out = oslat(&[
+        "-D",
+        "1",
+        "--cpu-list",
+        "1",
+        "--cpu-main-thread",
+        "0",
+        &json,
+        "--bucket-width",
+        "500",
+        "--zero-omit",
+    ]);
+    assert_code(&out, 0);
+    let text = stdout_of(&out);
+    // The header and the lines before the block are 2.40's.
+    let theirs = golden("oslat", "c1_D1_z.txt");
+    let head = |t: &str| -> Vec<String> {
+        t.lines()
+            .take_while(|l| !l.starts_with("        Core"))
+            .map(mask)
+            .collect()
+    };
+    assert_eq!(head(&text), head(&theirs), "{text}");
+    assert!(
+        matches(r"(?m)^Counter Freq:\t \d+ \(MHz\)$", &text),
+        "{text}"
+    );
+    // 64 rows of 0.5 us, labelled in us with 3 decimals, the last 32.000.
+    let rows = bucket_rows(&text);
+    let mut last = 0.0;
+    for (label, _) in &rows {
+        assert!(matches(r"^ *\d+\.\d{3}$", label), "{label:?}\n{text}");
+        // `%12s` of "N.NNN (us)".
+        assert_eq!(label.len() + " (us)".len(), 12, "{label:?}");
+        let us: f64 = label.trim().parse().unwrap();
+        assert!(us > last && (us * 2.0).fract() == 0.0, "{text}");
+        last = us;
+    }
+    assert_eq!(rows.last().unwrap().0, " 32.000", "{text}");
+    // Minimum and maximum in us with ns precision; the JSON's in ns.
+    let (min, max) = (figure_row(&text, "Minimum"), figure_row(&text, "Maximum"));
+    for v in [min, max] {
+        assert!(matches(r"^\d+\.\d{3}$", v), "{v:?}\n{text}");
+    }
+    let ns = |us: &str| {
+        us.replace('.', "")
+            .trim_start_matches('0')
+            .parse::<u64>()
+            .unwrap_or(0)
+    };
+    let v = read_json(&file);
+    let t = &v["thread"]["0"];
+    assert_eq!(t["cpu"], 1);
+    assert_eq!(u64_of(&t["min"], "min"), ns(min), "{text}");
+    assert_eq!(u64_of(&t["max"], "max"), ns(max), "{text}");
+    // avg stays in us: between the smallest label and the largest gap.
+    let avg = f64_of(&t["avg"], "avg");
+    assert!(
+        avg >= 0.5 && avg <= max.parse::<f64>().unwrap() + 0.5,
+        "{avg}"
+    );
+    let keys: Vec<&String> = t["histogram"].as_object().unwrap().keys().collect();
+    assert!(!keys.is_empty());
+    for k in keys {
+        assert!(matches(r"^\d+\.\d{3}$", k), "{k}");
+    }
+}
+
+#[test]
+fn bucket_width_of_2000_ns_counts_two_microseconds_a_row() {
+    let (_dir, file) = temp_file("w2000.json");
+    let out = oslat(&[
+        "-c",
+        "1",
+        "-D",
+        "1",
+        "-W",
+        "2000",
+        "--json",
+        file.to_str().unwrap(),
+    ]);
+    assert_code(&out, 0);
+    let text = stdout_of(&out);
+    let rows = bucket_rows(&text);
+    let labels: Vec<&str> = rows.iter().map(|(l, _)| l.as_str()).collect();
+    let expected: Vec<String> = (1..=32).map(|n| format!("    {:03}", 2 * n)).collect();
+    assert_eq!(labels, expected, "{text}");
+    // Whole us: 2.8 rounds a gap down, so the minimum may be 0.
+    for name in ["Minimum", "Maximum", "Max-Min"] {
+        assert!(matches(r"^\d+$", figure_row(&text, name)), "{text}");
+    }
+    let v = read_json(&file);
+    let t = &v["thread"]["0"];
+    assert_eq!(
+        u64_of(&t["max"], "max").to_string(),
+        figure_row(&text, "Maximum")
+    );
+    for k in t["histogram"].as_object().unwrap().keys() {
+        let n: u64 = k.parse().unwrap_or_else(|_| panic!("{k}"));
+        assert!(n.is_multiple_of(2) && (2..=64).contains(&n), "{k}");
+    }
+}
+
+#[test]
+fn bad_bucket_widths_are_oslats_lines() {
+    for bad in ["0", "-500", "abc"] {
+        let out = oslat(&["-c", "1", "-W", bad]);
+        assert_code(&out, 1);
+        assert_eq!(
+            stdout_of(&out),
+            format!("oslat V 2.40\nIllegal bucket width: {bad}\n")
+        );
+        assert_eq!(stderr_of(&out), "");
+    }
+    // No value: getopt's complaint, then the usage (2.40's, as by default).
+    let out = oslat(&["-W"]);
+    assert_code(&out, 1);
+    assert_eq!(
+        stderr_of(&out),
+        "oslat: option requires an argument -- 'W'\n"
+    );
+    assert_eq!(stdout_of(&out), golden("oslat", "bad_opt.out"));
+}
+
+#[test]
+fn trace_threshold_with_a_bucket_width_is_rt_tests_2_8s_message() {
+    // A gap of 1 us comes within the first timer tick.
+    let (_, err, line) =
+        stopped_by_trace_threshold(&["-c", "1", "-D", "30", "-T", "1", "-W", "500"]);
+    assert!(
+        matches(
+            r"^oslat: Trace threshold \(1 us\) triggered on cpu 1 with \d+\.\d{3} us!$",
+            &line
+        ),
+        "{line}"
+    );
+    assert!(!err.contains("Stopping the test."), "{err}");
 }

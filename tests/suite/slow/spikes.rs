@@ -282,7 +282,7 @@ fn samples_flow(pid: &str) -> bool {
 /// needs idle makes it busy (CI saw its window name `spike-maker` beside the
 /// late timer).
 fn measured_cpu_turn() -> std::sync::MutexGuard<'static, ()> {
-    crate::common::turns::measured_cpu()
+    crate::common::turns::realtime_turn()
 }
 
 /// Runs latscope with `args` while `provoke` disturbs `cpu`; returns its

@@ -11,7 +11,6 @@
 //! What an action did is identified by identity (the pid, the file it wrote,
 //! the series and CPU of the report), never by rank.
 
-
 use crate::common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
