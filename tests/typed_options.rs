@@ -160,12 +160,19 @@ fn classic_spellings_still_read() {
 /// is left out: the help of each command says the constant's value.
 #[test]
 fn the_help_prints_the_defaults_the_code_uses() {
-    let help = |sub: &str| stdout_of(&run(latscope(10).args([sub, "--help"])));
+    // The short help (-h), where clap prints a default after the text, not
+    // as a paragraph of its own.
+    let help = |sub: &str| stdout_of(&run(latscope(10).args([sub, "-h"])));
     // The help of `option`: its line and the lines its text wraps onto,
     // joined.
     let line_of = |text: &str, option: &str| {
         let mut lines = text.lines().skip_while(|l| {
-            !(l.trim_start().starts_with('-') && l.split([' ', ',']).any(|w| w == option))
+            // The option's own line: its name among the first two words
+            // (`-p, --period`), not in another option's text.
+            !(l.trim_start().starts_with('-')
+                && l.split_whitespace()
+                    .take(2)
+                    .any(|w| w.trim_end_matches(',') == option))
         });
         let first = lines.next().unwrap_or_else(|| panic!("{option}: {text}"));
         let wrapped =
