@@ -1,5 +1,7 @@
-//! Command-line declarations only (clap derive). Validation into typed
-//! settings happens in `settings`; measuring happens in `commands`.
+//! Command-line declarations only (clap derive). Every value is typed as
+//! clap reads it (`parsers::Checked` over `units::values`), every printed
+//! default comes from the constant the code uses; the checks across options
+//! happen in `settings`, measuring in `commands`.
 
 use crate::units::values::{self, BlockSizes, CpuList, NumberOrAll};
 use clap::{Args, Parser, Subcommand, ValueEnum};

@@ -1,6 +1,10 @@
-//! Turns raw command-line values into typed, checked settings. Every rule a
-//! user can break is here, and each breaks with one line saying what is wrong
-//! and what to do (exit code 2), before anything is measured.
+//! Turns the typed command-line values into checked settings. A value on
+//! its own is read once, where clap reads it (`units::values`: a number, a
+//! duration, a size, a CPU list, with its bounds); the rules here are those
+//! that need several options together or the machine (CPUs online, a
+//! policy's priority range, outputs that can be written). Each breaks with
+//! one line saying what is wrong and what to do (exit code 2), before
+//! anything is measured.
 
 use crate::cli::{
     CommonArgs, LayoutArgs, ModeArg, MqArgs, OutputArgs, OutputFormat, PairArgs, PolicyArg,
