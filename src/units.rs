@@ -3,6 +3,8 @@
 
 use std::time::{Duration, SystemTime};
 
+pub mod values;
+
 /// Longest piece of user input echoed back in an error message.
 const MAX_SHOWN_INPUT: usize = 64;
 

@@ -1,11 +1,17 @@
-//! Command-line declarations only (clap derive). Validation into typed
-//! settings happens in `settings`; measuring happens in `commands`.
+//! Command-line declarations only (clap derive). Every value is typed as
+//! clap reads it (`parsers::Checked` over `units::values`), every printed
+//! default comes from the constant the code uses; the checks across options
+//! happen in `settings`, measuring in `commands`.
 
+use crate::units::values::{self, BlockSizes, CpuList, NumberOrAll};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use parsers::{Checked, with_default};
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[macro_use]
 mod examples;
+pub mod parsers;
 
 /// `--policy`: cli's own enum (cli/ only declares arguments and imports
 /// nothing of rt/); settings/ converts it into `rt::sched::Policy`.
@@ -86,8 +92,11 @@ pub enum Command {
         args_override_self = true,
         // The pair options are shared with the single tests, whose help
         // gives their own defaults: `ipc` states its different ones.
-        mut_arg("interval", |a| a.help(IPC_INTERVAL_HELP)),
-        mut_arg("priority", |a| a.help(IPC_PRIORITY_HELP)),
+        mut_arg("interval", |a| a.help(with_default(INTERVAL_HELP, values::DEFAULT_INTERVAL_US))),
+        mut_arg("priority", |a| a.help(with_default(
+            PRIORITY_HELP,
+            format_args!("{} when allowed, else {}", values::DEFAULT_RT_PRIORITY, values::DEFAULT_PAIR_PRIORITY)
+        ))),
         mut_arg("smp", |a| a.help(IPC_SMP_HELP)),
         after_help = examples::IPC
     )]
@@ -518,8 +527,8 @@ pub struct LoadArgs {
 #[derive(Debug, Clone, Args)]
 pub struct VerdictArgs {
     /// Exit with code 3 after the report if any sample exceeds USEC microseconds
-    #[arg(long = "max-latency", value_name = "USEC")]
-    pub max_latency: Option<String>,
+    #[arg(long = "max-latency", value_name = "USEC", value_parser = Checked(values::positive))]
+    pub max_latency: Option<u64>,
     #[command(flatten)]
     pub outputs: OutputArgs,
     /// Print only the final summary (no live progress line)
@@ -577,18 +586,25 @@ pub struct OutputArgs {
     /// `latscope samples FILE`)
     #[arg(long, value_name = "FILE")]
     pub samples: Option<PathBuf>,
-    /// Stop writing --samples at SIZE (4K, 64M, 1G; at least 4K) and count the samples left out
-    /// [default: 1G]
-    #[arg(long = "samples-limit", value_name = "SIZE")]
-    pub samples_limit: Option<String>,
+    // Optional (it needs --samples): the help says the default.
+    #[arg(
+        long = "samples-limit",
+        value_name = "SIZE",
+        value_parser = Checked(values::samples_limit),
+        help = with_default(
+            "Stop writing --samples at SIZE (4K, 64M, 1G; at least 4K) and count the samples left out",
+            crate::units::format_bytes(values::DEFAULT_SAMPLES_LIMIT_BYTES)
+        )
+    )]
+    pub samples_limit: Option<u64>,
 }
 
 /// `--trace-spikes`, on the timer, every single IPC test and `ipc`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct SpikeArgs {
     /// Trace the kernel (root) and name the cause of every sample above USEC microseconds
-    #[arg(long = "trace-spikes", value_name = "USEC")]
-    pub trace_spikes: Option<String>,
+    #[arg(long = "trace-spikes", value_name = "USEC", value_parser = Checked(values::positive))]
+    pub trace_spikes: Option<u64>,
     /// How kernel events are collected for --breakdown and --trace-spikes: bpf (in the
     /// kernel), tracefs, or auto (bpf where it can run, else tracefs) [default: auto]
     #[arg(long, value_enum, value_name = "HOW")]
@@ -599,11 +615,11 @@ pub struct SpikeArgs {
 #[derive(Debug, Clone, Args)]
 pub struct CommonArgs {
     /// Stop the run and the kernel tracer when a sample exceeds USEC microseconds
-    #[arg(short = 'b', long, value_name = "USEC")]
-    pub breaktrace: Option<String>,
+    #[arg(short = 'b', long, value_name = "USEC", value_parser = Checked(values::positive))]
+    pub breaktrace: Option<u64>,
     /// Run for TIME: a number of seconds, or with s/m/h/d suffixes (10s, 5m, 1h30m, 0.5m)
-    #[arg(short = 'D', long, value_name = "TIME")]
-    pub duration: Option<String>,
+    #[arg(short = 'D', long, value_name = "TIME", value_parser = Checked(values::seconds))]
+    pub duration: Option<Duration>,
     /// Put the two tasks of each pair on different CPUs (the receiver on the pair's
     /// CPU, the sender on the next usable one): measures the cross-CPU wake-up
     #[arg(long = "cross-cpu")]
@@ -625,10 +641,12 @@ pub struct CommonArgs {
     pub verdict: VerdictArgs,
 }
 
-/// `latscope ipc`'s help for the pair options whose defaults differ there.
-const IPC_INTERVAL_HELP: &str =
-    "Base interval between samples in microseconds; 0 = back to back [default: 100]";
-const IPC_PRIORITY_HELP: &str = "Real-time priority of pair 0; pair N gets PRIO-N (at least 1) unless -S [default: 99 when allowed, else 0]";
+/// The help of the pair options whose defaults differ between the pair
+/// tests and `latscope ipc` (each adds its own `[default: ...]`).
+const INTERVAL_HELP: &str = "Base interval between samples in microseconds; 0 = back to back";
+const PRIORITY_HELP: &str =
+    "Real-time priority of pair 0; pair N gets PRIO-N (at least 1) unless -S";
+/// `latscope ipc`'s help for -S, which is its default.
 const IPC_SMP_HELP: &str =
     "SMP mode: one pair per usable CPU, pinned, all at the same priority (the default)";
 
@@ -637,25 +655,52 @@ const IPC_SMP_HELP: &str =
 #[derive(Debug, Clone, Args)]
 pub struct LayoutArgs {
     /// Pin pair N to CPU N (bare -a), or all pairs to CPU PROC (-a PROC)
-    #[arg(short = 'a', long, value_name = "PROC", num_args = 0..=1, default_missing_value = "all")]
-    pub affinity: Option<String>,
-    /// Added to the interval of each further pair, in microseconds [default: 500]
-    #[arg(short = 'd', long, value_name = "DIST")]
-    pub distance: Option<String>,
-    /// Base interval between samples in microseconds; 0 = back to back [default: 1000]
-    #[arg(short = 'i', long, value_name = "INTV")]
-    pub interval: Option<String>,
-    /// Samples per pair (0 = until stopped) [default: 0]
-    #[arg(short = 'l', long, value_name = "LOOPS")]
-    pub loops: Option<String>,
-    /// Real-time priority of pair 0; pair N gets PRIO-N (at least 1) unless -S [default: 0]
+    #[arg(
+        short = 'a',
+        long,
+        value_name = "PROC",
+        num_args = 0..=1,
+        default_missing_value = values::ALL,
+        value_parser = Checked(values::number_or_all)
+    )]
+    pub affinity: Option<NumberOrAll>,
+    /// Added to the interval of each further pair, in microseconds
+    #[arg(
+        short = 'd',
+        long,
+        value_name = "DIST",
+        default_value_t = values::DEFAULT_DISTANCE_US,
+        value_parser = Checked(values::count)
+    )]
+    pub distance: u64,
+    // The pair tests' default here, `latscope ipc`'s by mut_arg.
+    #[arg(
+        short = 'i',
+        long,
+        value_name = "INTV",
+        value_parser = Checked(values::interval_us),
+        help = with_default(INTERVAL_HELP, values::DEFAULT_PAIR_INTERVAL_US)
+    )]
+    pub interval: Option<u64>,
+    /// Samples per pair (0 = until stopped)
+    #[arg(
+        short = 'l',
+        long,
+        value_name = "LOOPS",
+        default_value_t = values::DEFAULT_LOOPS,
+        value_parser = Checked(values::count)
+    )]
+    pub loops: u64,
+    // The pair tests' default here, `latscope ipc`'s by mut_arg.
     #[arg(
         short = 'p',
         long = "prio",
         visible_alias = "priority",
-        value_name = "PRIO"
+        value_name = "PRIO",
+        value_parser = Checked(values::priority),
+        help = with_default(PRIORITY_HELP, values::DEFAULT_PAIR_PRIORITY)
     )]
-    pub priority: Option<String>,
+    pub priority: Option<u64>,
     /// Scheduling policy [default: fifo with -p above 0, else other]
     #[arg(long, value_enum)]
     pub policy: Option<PolicyArg>,
@@ -664,9 +709,17 @@ pub struct LayoutArgs {
     /// SMP mode: one pair per usable CPU, pinned, all at the same priority
     #[arg(short = 'S', long)]
     pub smp: bool,
-    /// Number of pairs; bare -t: one per usable CPU [default: 1]
-    #[arg(short = 't', long, value_name = "NUM", num_args = 0..=1, default_missing_value = "all")]
-    pub threads: Option<String>,
+    // Optional: without -a/-S/-t, `latscope ipc` runs one pair per CPU.
+    #[arg(
+        short = 't',
+        long,
+        value_name = "NUM",
+        num_args = 0..=1,
+        default_missing_value = values::ALL,
+        value_parser = Checked(values::number_or_all),
+        help = with_default("Number of pairs; bare -t: one per usable CPU", values::DEFAULT_PAIRS)
+    )]
+    pub threads: Option<NumberOrAll>,
 }
 
 /// Everything a single rt-tests style pair test takes.
@@ -683,11 +736,11 @@ pub struct MqArgs {
     #[command(flatten)]
     pub pairs: PairArgs,
     /// Delay each send by TO seconds to force receive timeouts (requires -T)
-    #[arg(short = 'f', long = "forcetimeout", value_name = "TO")]
-    pub force_timeout: Option<String>,
+    #[arg(short = 'f', long = "forcetimeout", value_name = "TO", value_parser = Checked(values::seconds))]
+    pub force_timeout: Option<Duration>,
     /// Use mq_timedreceive with a timeout of TO seconds; timeouts are counted
-    #[arg(short = 'T', long, value_name = "TO")]
-    pub timeout: Option<String>,
+    #[arg(short = 'T', long, value_name = "TO", value_parser = Checked(values::seconds))]
+    pub timeout: Option<Duration>,
     /// Run the sender of each pair in a child process instead of a thread
     #[arg(long)]
     pub fork: bool,
@@ -718,23 +771,36 @@ pub struct SemArgs {
     /// Do not pin: let the scheduler move the tasks
     #[arg(short = 'A', long = "no_affinity", visible_alias = "no-affinity")]
     pub no_affinity: bool,
-    /// Samples per pair (0 = until stopped) [default: 10000]
-    #[arg(short = 'i', long, value_name = "N")]
-    pub iterations: Option<String>,
-    /// Interval between samples in microseconds, absolute periods; 0 = back to back [default: 1000]
-    #[arg(short = 'I', long, value_name = "US")]
-    pub interval: Option<String>,
+    /// Samples per pair (0 = until stopped)
+    #[arg(
+        short = 'i',
+        long,
+        value_name = "N",
+        default_value_t = values::DEFAULT_SEM_ITERATIONS,
+        value_parser = Checked(values::count)
+    )]
+    pub iterations: u64,
+    /// Interval between samples in microseconds, absolute periods; 0 = back to back
+    #[arg(
+        short = 'I',
+        long,
+        value_name = "US",
+        default_value_t = values::DEFAULT_SEM_INTERVAL_US,
+        value_parser = Checked(values::interval_us)
+    )]
+    pub interval: u64,
     /// Number of pairs, one per CPU [default: every usable CPU]
     #[arg(
         short = 'n',
         long = "num_cpus",
         visible_alias = "num-cpus",
-        value_name = "N"
+        value_name = "N",
+        value_parser = Checked(values::count)
     )]
-    pub num_cpus: Option<String>,
+    pub num_cpus: Option<u64>,
     /// Real-time priority of every task (switches to SCHED_FIFO)
-    #[arg(short = 'p', long, value_name = "PRIO")]
-    pub priority: Option<String>,
+    #[arg(short = 'p', long, value_name = "PRIO", value_parser = Checked(values::priority))]
+    pub priority: Option<u64>,
     /// SCHED_RR instead of SCHED_FIFO (with -p)
     #[arg(short = 'r', long = "policy_rr", visible_alias = "policy-rr")]
     pub policy_rr: bool,
@@ -752,9 +818,18 @@ pub struct SemArgs {
 pub struct IpcArgs {
     #[command(flatten)]
     pub layout: LayoutArgs,
-    /// Time per primitive, shared by its modes (s/m/h/d suffixes) [default: 6s]
-    #[arg(short = 'D', long, value_name = "TIME")]
-    pub duration: Option<String>,
+    // Optional: with -l alone the loops end each primitive.
+    #[arg(
+        short = 'D',
+        long,
+        value_name = "TIME",
+        value_parser = Checked(values::seconds),
+        help = with_default(
+            "Time per primitive, shared by its modes (s/m/h/d suffixes)",
+            crate::units::format_duration(values::DEFAULT_TIME_PER_PRIMITIVE)
+        )
+    )]
+    pub duration: Option<Duration>,
     /// Modes to run for every primitive
     #[arg(long, value_enum, default_value = "both")]
     pub mode: IpcModeArg,
@@ -790,9 +865,15 @@ pub struct TimerArgs {
     /// Print help (under the name latency and with --format classic: --help only)
     #[arg(short = 'h', long, action = clap::ArgAction::Help)]
     pub help: Option<bool>,
-    /// Sampling period in microseconds (up to 1 s) [default: 100]
-    #[arg(short = 'p', long, value_name = "US")]
-    pub period: Option<String>,
+    /// Sampling period in microseconds (up to 1 s)
+    #[arg(
+        short = 'p',
+        long,
+        value_name = "US",
+        default_value_t = values::DEFAULT_PERIOD_US,
+        value_parser = Checked(values::period_us)
+    )]
+    pub period: u64,
     /// Print the histograms of loop minima, all samples and loop maxima (classic: HSD lines;
     /// -h under the name latency and with --format classic, as in Xenomai)
     #[arg(long = "histograms")]
@@ -803,18 +884,42 @@ pub struct TimerArgs {
     /// Print statistics of the three histograms (classic: HSS lines)
     #[arg(short = 's', long = "stats")]
     pub stats: bool,
-    /// Number of histogram cells; everything beyond lands in the last one [default: 300]
-    #[arg(short = 'H', long = "cells", value_name = "N")]
-    pub cells: Option<String>,
-    /// Histogram cell width in nanoseconds [default: 1000]
-    #[arg(short = 'B', long = "bucket", value_name = "NS")]
-    pub bucket: Option<String>,
-    /// Loop lines between two headers in classic output, 0 = no headers [default: 21]
-    #[arg(short = 'l', long = "lines", value_name = "N")]
-    pub lines: Option<String>,
-    /// Measuring time after the warm-up: seconds, or with s/m/h/d suffixes; 0 = until Ctrl-C [default: 0]
-    #[arg(short = 'T', long = "duration", value_name = "TIME")]
-    pub duration: Option<String>,
+    /// Number of histogram cells; everything beyond lands in the last one
+    #[arg(
+        short = 'H',
+        long = "cells",
+        value_name = "N",
+        default_value_t = values::DEFAULT_CELLS,
+        value_parser = Checked(values::histogram_cells)
+    )]
+    pub cells: usize,
+    /// Histogram cell width in nanoseconds
+    #[arg(
+        short = 'B',
+        long = "bucket",
+        value_name = "NS",
+        default_value_t = values::DEFAULT_BUCKET_NS,
+        value_parser = Checked(values::bucket_ns)
+    )]
+    pub bucket: u64,
+    /// Loop lines between two headers in classic output, 0 = no headers
+    #[arg(
+        short = 'l',
+        long = "lines",
+        value_name = "N",
+        default_value_t = values::DEFAULT_DATA_LINES,
+        value_parser = Checked(values::count)
+    )]
+    pub lines: u64,
+    /// Measuring time after the warm-up: seconds, or with s/m/h/d suffixes; 0 = until Ctrl-C
+    #[arg(
+        short = 'T',
+        long = "duration",
+        value_name = "TIME",
+        default_value = values::UNTIL_STOPPED,
+        value_parser = Checked(values::duration)
+    )]
+    pub duration: Duration,
     /// Only the final summary (needs -T, as in Xenomai; ignored with a warning otherwise)
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -822,24 +927,51 @@ pub struct TimerArgs {
     // A long name too: clap_mangen's synopsis of a short-only option is `[-D ]`.
     #[arg(short = 'D', long = "device", value_name = "DEV")]
     pub device: Option<String>,
-    /// Test mode: 0 user-space wake-up, 1 thread latency (scheduled in), 2 IRQ latency; 1 and 2 trace the kernel [default: 0]
-    #[arg(short = 't', long = "mode", value_name = "MODE")]
-    pub mode: Option<String>,
+    /// Test mode: 0 user-space wake-up, 1 thread latency (scheduled in), 2 IRQ latency; 1 and 2 trace the kernel
+    #[arg(
+        short = 't',
+        long = "mode",
+        value_name = "MODE",
+        default_value_t = values::DEFAULT_TEST_MODE,
+        value_parser = Checked(values::test_mode)
+    )]
+    pub mode: u8,
     /// Freeze the kernel trace: mark each new maximum in it, stop tracing at the end
     #[arg(short = 'f', long = "freeze")]
     pub freeze: bool,
-    /// CPU of the sampling thread [default: 0, or the first usable CPU]
-    #[arg(short = 'c', long = "cpu", value_name = "CPU")]
-    pub cpu: Option<String>,
-    /// Real-time priority of the sampling threads [default: 99]
-    #[arg(short = 'P', long = "priority", value_name = "PRIO")]
-    pub priority: Option<String>,
+    // Optional: --cpus and --smp conflict with it.
+    #[arg(
+        short = 'c',
+        long = "cpu",
+        value_name = "CPU",
+        value_parser = Checked(values::cpu),
+        help = with_default(
+            "CPU of the sampling thread",
+            format_args!("{}, or the first usable CPU", values::DEFAULT_TIMER_CPU)
+        )
+    )]
+    pub cpu: Option<usize>,
+    // Optional: none asked and no right to real-time priorities, the test
+    // runs at normal priority.
+    #[arg(
+        short = 'P',
+        long = "priority",
+        value_name = "PRIO",
+        value_parser = Checked(values::priority),
+        help = with_default("Real-time priority of the sampling threads", values::DEFAULT_RT_PRIORITY)
+    )]
+    pub priority: Option<u64>,
     /// Stop at the first involuntary context switch or page fault of a sampling thread
     #[arg(short = 'b', long = "break-on-switch")]
     pub break_on_switch: bool,
     /// One pinned sampling thread per CPU in LIST (e.g. 0,2-3)
-    #[arg(long, value_name = "LIST", conflicts_with_all = ["cpu", "smp"])]
-    pub cpus: Option<String>,
+    #[arg(
+        long,
+        value_name = "LIST",
+        conflicts_with_all = ["cpu", "smp"],
+        value_parser = Checked(values::cpus)
+    )]
+    pub cpus: Option<CpuList>,
     /// One pinned sampling thread per usable CPU (like cyclictest -S)
     #[arg(long, conflicts_with = "cpu")]
     pub smp: bool,
@@ -857,9 +989,14 @@ pub struct TimerArgs {
     /// Wake with a POSIX interval timer signalling the thread, taken by sigwait (cyclictest -x)
     #[arg(long)]
     pub posix_timer: bool,
-    /// Loops (of one second) discarded at the start [default: 1]
-    #[arg(long, value_name = "N")]
-    pub warmup: Option<String>,
+    /// Loops (of one second) discarded at the start
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = values::DEFAULT_WARMUP_LOOPS,
+        value_parser = Checked(values::warmup_loops)
+    )]
+    pub warmup: u64,
     /// Split every wake-up into IRQ, thread and user latency with kernel tracing (root)
     #[arg(long)]
     pub breakdown: bool,
@@ -869,8 +1006,8 @@ pub struct TimerArgs {
     #[arg(long, value_enum, default_value = "modern")]
     pub format: OutputFormat,
     /// Exit with code 3 after the report if any sample exceeds USEC microseconds
-    #[arg(long = "max-latency", value_name = "USEC")]
-    pub max_latency: Option<String>,
+    #[arg(long = "max-latency", value_name = "USEC", value_parser = Checked(values::positive))]
+    pub max_latency: Option<u64>,
     #[command(flatten)]
     pub outputs: OutputArgs,
     /// Do not lock memory with mlockall (page faults may then show up as latency)
@@ -895,38 +1032,53 @@ pub struct NoiseArgs {
     /// The CPUs to measure, one spinning thread each (e.g. 1,3-5) [default: the isolated
     /// CPUs, else every usable CPU but the first, which the rest of latscope keeps; either way
     /// without the first CPU's SMT siblings]
-    #[arg(long, value_name = "LIST")]
-    pub cpus: Option<String>,
+    #[arg(long, value_name = "LIST", value_parser = Checked(values::cpus))]
+    pub cpus: Option<CpuList>,
     /// A gap between two clock reads longer than TIME is an interruption (ns/us/ms;
-    /// a bare number is microseconds) [default: 1us]
-    #[arg(long, value_name = "TIME")]
-    pub threshold: Option<String>,
+    /// a bare number is microseconds)
+    #[arg(
+        long,
+        value_name = "TIME",
+        default_value = values::DEFAULT_NOISE_THRESHOLD,
+        value_parser = Checked(values::noise_threshold_ns)
+    )]
+    pub threshold: u64,
     /// Run for TIME: a number of seconds, or with s/m/h/d suffixes (10s, 5m, 1h30m) [default: until Ctrl-C]
-    #[arg(short = 'D', long, value_name = "TIME")]
-    pub duration: Option<String>,
-    /// Real-time priority of the spinning threads (alone, -p above 0 means --policy fifo) [default: 0]
+    #[arg(short = 'D', long, value_name = "TIME", value_parser = Checked(values::seconds))]
+    pub duration: Option<Duration>,
+    // Optional: -p alone (above 0) chooses --policy fifo.
     #[arg(
         short = 'p',
         long = "prio",
         visible_alias = "priority",
-        value_name = "PRIO"
+        value_name = "PRIO",
+        value_parser = Checked(values::priority),
+        help = with_default(
+            "Real-time priority of the spinning threads (alone, -p above 0 means --policy fifo)",
+            values::DEFAULT_NOISE_PRIORITY
+        )
     )]
-    pub priority: Option<String>,
+    pub priority: Option<u64>,
     /// Scheduling policy of the spinning threads; fifo and rr only on CPUs named with
     /// --cpus or isolated [default: other; fifo with -p above 0]
     #[arg(long, value_enum)]
     pub policy: Option<PolicyArg>,
     /// Spin for TIME of every --period and sleep the rest, as osnoise's runtime
     /// (a bare number is microseconds) [default: the whole period]
-    #[arg(long, value_name = "TIME")]
-    pub runtime: Option<String>,
-    /// The period of the --runtime duty cycle (a bare number is microseconds) [default: 1s]
-    #[arg(long, value_name = "TIME")]
-    pub period: Option<String>,
+    #[arg(long, value_name = "TIME", value_parser = Checked(values::micros_or_unit))]
+    pub runtime: Option<u64>,
+    /// The period of the --runtime duty cycle (a bare number is microseconds)
+    #[arg(
+        long,
+        value_name = "TIME",
+        default_value = values::DEFAULT_NOISE_PERIOD,
+        value_parser = Checked(values::noise_period_ns)
+    )]
+    pub period: u64,
     /// With --policy deadline: each period's --runtime is due TIME after the period's start
     /// (a bare number is microseconds) [default: the period]
-    #[arg(long, value_name = "TIME")]
-    pub deadline: Option<String>,
+    #[arg(long, value_name = "TIME", value_parser = Checked(values::micros_or_unit))]
+    pub deadline: Option<u64>,
     /// Run a real-time spinner on a CPU that is not isolated even with RT throttling off
     /// (sched_rt_runtime_us = -1): nothing else runs on that CPU while it spins
     #[arg(long)]
@@ -948,8 +1100,14 @@ pub struct NoiseArgs {
 #[derive(Debug, Clone, Args)]
 pub struct SuiteArgs {
     /// Total time for all tests (s/m/h/d suffixes; bare number = seconds)
-    #[arg(short = 'D', long, value_name = "TIME", default_value = "10s")]
-    pub duration: String,
+    #[arg(
+        short = 'D',
+        long,
+        value_name = "TIME",
+        default_value = values::DEFAULT_SUITE_DURATION,
+        value_parser = Checked(values::suite_duration)
+    )]
+    pub duration: Duration,
     /// Also show what each test's sample spans, its policy, p99.99 and how it ended (a wide table)
     #[arg(long)]
     pub wide: bool,
@@ -980,32 +1138,73 @@ pub struct LogdiskArgs {
     /// Prefix of the test files: PREFIX.0000, PREFIX.0001, ... [default: mqldt_testfile]
     #[arg(long = "filePrefix", alias = "file-prefix", value_name = "PREFIX")]
     pub file_prefix: Option<String>,
-    /// Write size(s): one size or a comma list, bytes or with K/M suffixes (4K,64K,1M); each runs for the full duration [default: 4K]
-    #[arg(long, value_name = "SIZES")]
-    pub bsize: Option<String>,
-    /// Size of each test file, a multiple of the alignment (K/M/G suffixes) [default: 1638400]
-    #[arg(long = "fileSize", alias = "file-size", value_name = "BYTES")]
-    pub file_size: Option<String>,
-    /// Number of test files per writer, 1..10000 [default: 8]
-    #[arg(long = "numFiles", alias = "num-files", value_name = "N")]
-    pub num_files: Option<String>,
-    /// Time per block size: seconds, or with s/m/h/d suffixes; at least 1 s [default: 10]
+    /// Write size(s): one size or a comma list, bytes or with K/M suffixes (4K,64K,1M); each runs for the full duration
+    #[arg(
+        long,
+        value_name = "SIZES",
+        default_value = values::DEFAULT_BLOCK_SIZES,
+        value_parser = Checked(values::block_sizes)
+    )]
+    pub bsize: BlockSizes,
+    /// Size of each test file, a multiple of the alignment (K/M/G suffixes)
+    #[arg(
+        long = "fileSize",
+        alias = "file-size",
+        value_name = "BYTES",
+        default_value_t = values::DEFAULT_FILE_SIZE,
+        value_parser = Checked(values::file_size)
+    )]
+    pub file_size: u64,
+    /// Number of test files per writer, 1..10000
+    #[arg(
+        long = "numFiles",
+        alias = "num-files",
+        value_name = "N",
+        default_value_t = values::DEFAULT_NUM_FILES,
+        value_parser = Checked(values::num_files)
+    )]
+    pub num_files: u64,
+    /// Time per block size: seconds, or with s/m/h/d suffixes; at least 1 s
     // -D as every other test's duration; mqldt has no -D (its short letters,
     // -t for the duration among them, are not taken: its long names are).
-    #[arg(short = 'D', long, value_name = "TIME")]
-    pub duration: Option<String>,
+    #[arg(
+        short = 'D',
+        long,
+        value_name = "TIME",
+        default_value = values::DEFAULT_LOGDISK_DURATION,
+        value_parser = Checked(values::logdisk_duration)
+    )]
+    pub duration: Duration,
     /// Write the results as CSV to FILE (one writer: the file is replaced; --qm: rows are appended)
     #[arg(long = "csvFile", alias = "csv-file", value_name = "FILE")]
     pub csv_file: Option<PathBuf>,
-    /// Concurrent writers (queue managers), 1..10, each with its own directory DIR1..DIRN [default: 1]
-    #[arg(long, value_name = "N")]
-    pub qm: Option<String>,
-    /// Think time between two writes in microseconds (not counted in the write latency) [default: 0]
-    #[arg(long, value_name = "US")]
-    pub delay: Option<String>,
-    /// Alignment of buffers, sizes and offsets: a power of two, 0 = the filesystem's block size [default: 4096]
-    #[arg(long, value_name = "BYTES")]
-    pub alignment: Option<String>,
+    /// Concurrent writers (queue managers), 1..10, each with its own directory DIR1..DIRN
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = values::DEFAULT_WRITERS,
+        value_parser = Checked(values::writers)
+    )]
+    pub qm: u64,
+    /// Think time between two writes in microseconds (not counted in the write latency)
+    #[arg(
+        long,
+        value_name = "US",
+        default_value_t = values::DEFAULT_DELAY_US,
+        value_parser = Checked(values::delay_us)
+    )]
+    pub delay: u64,
+    // Optional: mqldt's options block shows it only when given.
+    #[arg(
+        long,
+        value_name = "BYTES",
+        value_parser = Checked(values::alignment),
+        help = with_default(
+            "Alignment of buffers, sizes and offsets: a power of two, 0 = the filesystem's block size",
+            values::DEFAULT_ALIGNMENT
+        )
+    )]
+    pub alignment: Option<u64>,
     /// How each write is made durable
     #[arg(long, value_enum, default_value = "dsync")]
     pub sync: SyncArg,
@@ -1040,12 +1239,12 @@ pub struct LogdiskArgs {
 #[derive(Debug, Clone, Default, Args)]
 pub struct DeadlineArgs {
     /// With --policy deadline: CPU time reserved in every period (a bare number is microseconds)
-    #[arg(long, value_name = "TIME")]
-    pub runtime: Option<String>,
+    #[arg(long, value_name = "TIME", value_parser = Checked(values::micros_or_unit))]
+    pub runtime: Option<u64>,
     /// With --policy deadline: the runtime is due TIME after each period's start (a bare
     /// number is microseconds) [default: the period]
-    #[arg(long, value_name = "TIME")]
-    pub deadline: Option<String>,
+    #[arg(long, value_name = "TIME", value_parser = Checked(values::micros_or_unit))]
+    pub deadline: Option<u64>,
 }
 
 /// `--deepest-idle-state`, on every measuring test.
@@ -1164,6 +1363,193 @@ mod tests {
                     panic!("{name}: the example '{line}' does not parse: {e}");
                 }
             }
+        }
+    }
+
+    /// The `[default: ...]` an optional argument's help states, built from
+    /// the constant the code uses (`with_default`); None where the help may
+    /// state none, or only a default in words (`[default: fifo]`).
+    fn stated_default(subcommand: &str, long: &str) -> Option<String> {
+        use crate::units::{format_bytes, format_duration};
+        Some(match (subcommand, long) {
+            ("ipc", "interval") => values::DEFAULT_INTERVAL_US.to_string(),
+            (_, "interval") => values::DEFAULT_PAIR_INTERVAL_US.to_string(),
+            ("ipc", "prio") => format!(
+                "{} when allowed, else {}",
+                values::DEFAULT_RT_PRIORITY,
+                values::DEFAULT_PAIR_PRIORITY
+            ),
+            ("noise", "prio") => values::DEFAULT_NOISE_PRIORITY.to_string(),
+            (_, "prio") => values::DEFAULT_PAIR_PRIORITY.to_string(),
+            (_, "threads") => values::DEFAULT_PAIRS.to_string(),
+            ("ipc", "duration") => format_duration(values::DEFAULT_TIME_PER_PRIMITIVE),
+            ("timer", "cpu") => format!("{}, or the first usable CPU", values::DEFAULT_TIMER_CPU),
+            ("timer", "priority") => values::DEFAULT_RT_PRIORITY.to_string(),
+            (_, "samples-limit") => format_bytes(values::DEFAULT_SAMPLES_LIMIT_BYTES),
+            ("logdisk", "alignment") => values::DEFAULT_ALIGNMENT.to_string(),
+            _ => return None,
+        })
+    }
+
+    /// Every `[default: ...]` the help prints is the default the code uses:
+    /// clap prints an argument's default value (read by the same parser as
+    /// a typed one), or the help of an optional argument states it from the
+    /// constant (`stated_default`). A number typed by hand into a help text
+    /// could drift from the constant: a default that is a number, not
+    /// printed by clap and not in `stated_default`, fails; so does a help
+    /// that states a default besides clap's.
+    #[test]
+    fn every_printed_default_is_the_one_the_code_uses() {
+        use clap::CommandFactory;
+        let cli = Cli::command();
+        let mut checked = 0;
+        for sub in cli.get_subcommands() {
+            let name = sub.get_name();
+            for arg in sub.get_arguments() {
+                let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+                let long = arg.get_long().unwrap_or_default();
+                let Some((_, after)) = help.split_once("[default: ") else {
+                    assert!(
+                        stated_default(name, long).is_none()
+                            || !arg.get_default_values().is_empty(),
+                        "{name} --{long}: its help lost its default: {help}"
+                    );
+                    continue;
+                };
+                let stated = after.split_once(']').map_or(after, |(d, _)| d);
+                assert!(
+                    arg.get_default_values().is_empty(),
+                    "{name} --{long}: clap prints the default, the help states another: {help}"
+                );
+                match stated_default(name, long) {
+                    Some(expected) => {
+                        assert_eq!(stated, expected, "{name} --{long}: {help}");
+                        checked += 1;
+                    }
+                    None => assert!(
+                        !stated.starts_with(|c: char| c.is_ascii_digit()),
+                        "{name} --{long}: a number typed into the help ({help}): \
+                         give the argument a default_value_t, or state it with with_default"
+                    ),
+                }
+            }
+        }
+        // The pair options of ten tests, ipc's, the timer's, noise's,
+        // --samples-limit everywhere: the walk saw them.
+        assert!(checked > 40, "{checked}");
+    }
+
+    #[test]
+    fn the_defaults_clap_prints_are_the_constants() {
+        use clap::CommandFactory;
+        let cli = Cli::command();
+        for (sub, long, default) in [
+            ("timer", "period", values::DEFAULT_PERIOD_US.to_string()),
+            ("timer", "cells", values::DEFAULT_CELLS.to_string()),
+            ("timer", "bucket", values::DEFAULT_BUCKET_NS.to_string()),
+            ("timer", "lines", values::DEFAULT_DATA_LINES.to_string()),
+            ("timer", "warmup", values::DEFAULT_WARMUP_LOOPS.to_string()),
+            ("timer", "mode", values::DEFAULT_TEST_MODE.to_string()),
+            ("timer", "duration", values::UNTIL_STOPPED.to_string()),
+            ("logdisk", "fileSize", values::DEFAULT_FILE_SIZE.to_string()),
+            ("logdisk", "numFiles", values::DEFAULT_NUM_FILES.to_string()),
+            ("logdisk", "bsize", values::DEFAULT_BLOCK_SIZES.to_string()),
+            ("logdisk", "qm", values::DEFAULT_WRITERS.to_string()),
+            ("logdisk", "delay", values::DEFAULT_DELAY_US.to_string()),
+            (
+                "logdisk",
+                "duration",
+                values::DEFAULT_LOGDISK_DURATION.to_string(),
+            ),
+            ("mq", "distance", values::DEFAULT_DISTANCE_US.to_string()),
+            ("mq", "loops", values::DEFAULT_LOOPS.to_string()),
+            (
+                "sem",
+                "iterations",
+                values::DEFAULT_SEM_ITERATIONS.to_string(),
+            ),
+            (
+                "sem",
+                "interval",
+                values::DEFAULT_SEM_INTERVAL_US.to_string(),
+            ),
+            (
+                "noise",
+                "threshold",
+                values::DEFAULT_NOISE_THRESHOLD.to_string(),
+            ),
+            ("noise", "period", values::DEFAULT_NOISE_PERIOD.to_string()),
+            (
+                "suite",
+                "duration",
+                values::DEFAULT_SUITE_DURATION.to_string(),
+            ),
+        ] {
+            let arg = cli
+                .find_subcommand(sub)
+                .and_then(|s| s.get_arguments().find(|a| a.get_long() == Some(long)))
+                .unwrap_or_else(|| panic!("{sub} --{long}"));
+            assert_eq!(
+                arg.get_default_values(),
+                [default.as_str()],
+                "{sub} --{long}"
+            );
+            // ... and the help shows it.
+            let mut cmd = cli.find_subcommand(sub).expect(sub).clone();
+            let help = cmd.render_help().to_string();
+            assert!(
+                help.contains(&format!("[default: {default}]")),
+                "{sub} --{long}: {help}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_bad_value_is_refused_by_clap_in_the_parser_s_words() {
+        for (words, expected) in [
+            (
+                "latscope mq -i 99999999999999999999",
+                "-i/--interval '99999999999999999999' is too large (at most 18446744073709551615)",
+            ),
+            (
+                "latscope mq -l -5",
+                "-l/--loops '-5' must not be negative (e.g. -l/--loops 100)",
+            ),
+            (
+                "latscope mq -D 5x",
+                "-D/--duration: unknown unit 'x' in '5x' (use s, m, h or d)",
+            ),
+            ("latscope timer -p 0", "-p/--period must be at least 1"),
+            (
+                "latscope logdisk --bsize 4X",
+                "--bsize '4X': unknown size suffix 'X' (use bytes, or K or M: 4096, 64K or 1M)",
+            ),
+            (
+                "latscope noise --cpus 1,1",
+                "--cpus '1,1' names CPU 1 twice: name each CPU once",
+            ),
+        ] {
+            let err = Cli::try_parse_from(words.split(' ')).expect_err(words);
+            assert_eq!(
+                err.kind(),
+                clap::error::ErrorKind::ValueValidation,
+                "{words}"
+            );
+            let message = err.to_string();
+            assert_eq!(
+                message.lines().next(),
+                Some(format!("error: {expected}").as_str()),
+                "{words}"
+            );
+        }
+        // The classic forms still read: -i100, --interval=100, bare -t and -a.
+        for words in [
+            "latscope mq -i100 -l5 -t -a",
+            "latscope mq --interval=100 --loops=5 -t 2 -a 0",
+            "latscope sem -i 5 -I 100 -n 1",
+            "latscope timer -p1000 -T1 -H50 -B500",
+        ] {
+            Cli::try_parse_from(words.split(' ')).unwrap_or_else(|e| panic!("{words}: {e}"));
         }
     }
 

@@ -4,19 +4,15 @@
 use crate::cli::{IpcArgs, IpcModeArg};
 use crate::ipc::PRIMITIVES;
 use crate::ipc::harness::{Mode, Tasks};
-use crate::measure::ipc::{
-    self as ipc_run, DEFAULT_INTERVAL_US, DEFAULT_RT_PRIORITY, SequenceSpec,
-};
+use crate::measure::ipc::{self as ipc_run, SequenceSpec};
 use crate::pipeline::{
     self, CommandError, FinishedTest, Measurement, Plan, PrepareSpec, Presentation, Run,
 };
 use crate::report::console::overview::IpcComparison;
 use crate::rt::sched;
-use crate::settings::{PairLayout, Timing, UsageError, VerdictSettings, seconds};
+use crate::settings::{PairLayout, Timing, UsageError, VerdictSettings};
+use crate::units::values::{DEFAULT_INTERVAL_US, DEFAULT_RT_PRIORITY, DEFAULT_TIME_PER_PRIMITIVE};
 use std::time::Duration;
-
-/// Time per primitive when -D is not given: nine primitives in about a minute.
-const DEFAULT_TIME_PER_PRIMITIVE: Duration = Duration::from_secs(6);
 
 pub fn run(args: &IpcArgs) -> Result<i32, CommandError> {
     let mut notices = Vec::new();
@@ -27,9 +23,9 @@ pub fn run(args: &IpcArgs) -> Result<i32, CommandError> {
         true,
         &mut notices,
     )?;
-    let timing = Timing::from_args(&args.layout, DEFAULT_INTERVAL_US)?;
-    let per_primitive = match (&args.duration, timing.loops) {
-        (Some(t), _) => Some(seconds("-D/--duration", t)?),
+    let timing = Timing::from_args(&args.layout, DEFAULT_INTERVAL_US);
+    let per_primitive = match (args.duration, timing.loops) {
+        (Some(d), _) => Some(d),
         (None, Some(_)) => None,
         (None, None) => Some(DEFAULT_TIME_PER_PRIMITIVE),
     };
@@ -60,7 +56,7 @@ pub fn run(args: &IpcArgs) -> Result<i32, CommandError> {
     // Checked now, before anything is measured.
     let pairs = layout.pairs(timing, args.cross_cpu)?;
     let verdict = VerdictSettings::from_args(&args.verdict)?;
-    let spike_threshold_us = crate::settings::spike_threshold(&args.spikes)?;
+    let spike_threshold_us = args.spikes.trace_spikes;
     let collector = crate::settings::collector(&args.spikes, None)?;
     for notice in &notices {
         crate::rt::stdio::note_line(&format!("latscope: warning: {notice}"));

@@ -97,7 +97,7 @@ impl Measurement for LogdiskCommand<'_> {
 
 /// mqldt's options block for these settings (`--bsize` as typed).
 fn classic_options(args: &LogdiskArgs, settings: &LogdiskSettings) -> String {
-    let bsize = args.bsize.as_deref().unwrap_or("4K");
+    let bsize = args.bsize.text.as_str();
     let dir = settings.dir.display().to_string();
     let csv = settings.csv_file.as_ref().map(|p| p.display().to_string());
     let mut text = classic_mqldt::options_block(&classic_mqldt::OptionsBlock {

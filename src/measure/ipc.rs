@@ -395,11 +395,6 @@ pub fn check_fork(
     Ok(())
 }
 
-/// Interval when -i is not given: pmqtest's usual `-i100`.
-pub const DEFAULT_INTERVAL_US: u64 = 100;
-/// Priority when -p is not given and real-time scheduling is allowed.
-pub const DEFAULT_RT_PRIORITY: u64 = 99;
-
 /// One test of a sequence: a primitive in one mode with its plan.
 pub struct SequenceItem {
     pub transport: Box<dyn Transport>,

@@ -466,7 +466,8 @@ impl crate::report::Exporter for XenomaiGnuplot {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{MAX_CELLS, XenomaiHistogramError};
+    use crate::report::XenomaiHistogramError;
+    use crate::units::values::MAX_CELLS;
 
     fn histogram(cells: usize, bucket_ns: u64, counts: &[(usize, u64)]) -> XenomaiHistogram {
         // Through the serialized form: the cells are the model's own.

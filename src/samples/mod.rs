@@ -37,10 +37,6 @@ use std::time::Duration;
 
 /// How often the drain thread empties the rings.
 pub const DRAIN_EVERY: Duration = Duration::from_millis(20);
-/// `--samples-limit`'s default: 1 GiB, about 67 million samples.
-pub const DEFAULT_LIMIT_BYTES: u64 = 1 << 30;
-/// The smallest `--samples-limit`: the header and a few records.
-pub const MIN_LIMIT_BYTES: u64 = 4096;
 /// Samples per samples record (64 KiB of samples).
 const BATCH_SAMPLES: usize = 4096;
 /// The drain thread's buffer is written out once it holds this much.
@@ -511,6 +507,7 @@ impl Drain {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::units::values::{DEFAULT_SAMPLES_LIMIT_BYTES, MIN_SAMPLES_LIMIT_BYTES};
     use format::{Item, Reader};
 
     fn read(path: &Path) -> (Vec<Item>, bool) {
@@ -536,7 +533,7 @@ mod tests {
     fn samples_of_every_series_reach_the_file_with_a_trailer() {
         let d = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
         let path = d.path().join("s.bin");
-        let file = SampleFile::start(&path, DEFAULT_LIMIT_BYTES, &[]).unwrap();
+        let file = SampleFile::start(&path, DEFAULT_SAMPLES_LIMIT_BYTES, &[]).unwrap();
         let t = file.begin_test(
             "mq",
             "ipc_pair",
@@ -568,7 +565,7 @@ mod tests {
     fn every_sample_is_written_or_counted_as_dropped() {
         let d = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
         let path = d.path().join("s.bin");
-        let file = SampleFile::start(&path, DEFAULT_LIMIT_BYTES, &[]).unwrap();
+        let file = SampleFile::start(&path, DEFAULT_SAMPLES_LIMIT_BYTES, &[]).unwrap();
         let t = file.begin_test("mq", "ipc_pair", &[("pair 0".into(), None)]);
         let ring = t.ring(0).unwrap();
         // Three rings' worth as fast as possible: whether the drain thread
@@ -595,9 +592,9 @@ mod tests {
     fn an_early_end_names_a_file_with_series_and_leaves_none_without() {
         let d = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
         let path = d.path().join("s.bin");
-        drop(SampleFile::start(&path, DEFAULT_LIMIT_BYTES, &[]).unwrap());
+        drop(SampleFile::start(&path, DEFAULT_SAMPLES_LIMIT_BYTES, &[]).unwrap());
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
-        let file = SampleFile::start(&path, DEFAULT_LIMIT_BYTES, &[]).unwrap();
+        let file = SampleFile::start(&path, DEFAULT_SAMPLES_LIMIT_BYTES, &[]).unwrap();
         let t = file.begin_test("noise", "noise_cpu", &[("CPU 1".into(), Some(1))]);
         t.ring(0).unwrap().push(monotonic_ns(), 5);
         drop(t);
@@ -612,7 +609,7 @@ mod tests {
     fn the_limit_stops_the_samples_and_counts_the_rest() {
         let d = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
         let path = d.path().join("s.bin");
-        let file = SampleFile::start(&path, MIN_LIMIT_BYTES, &[]).unwrap();
+        let file = SampleFile::start(&path, MIN_SAMPLES_LIMIT_BYTES, &[]).unwrap();
         let t = file.begin_test("timer", "timer_thread", &[("CPU 0".into(), Some(0))]);
         let ring = t.ring(0).unwrap();
         for i in 0..1000 {
@@ -626,7 +623,7 @@ mod tests {
         assert_eq!(s.written + s.not_written, 1000);
         let len = std::fs::metadata(&path).unwrap().len();
         assert!(
-            len <= MIN_LIMIT_BYTES + format::trailer_bytes(1) as u64,
+            len <= MIN_SAMPLES_LIMIT_BYTES + format::trailer_bytes(1) as u64,
             "{len}"
         );
         let (items, truncated) = read(&path);

@@ -1,37 +1,19 @@
 //! `latscope logdisk`'s options (mqldt's names and meanings, plus latscope's),
 //! checked into settings before any file is created or written.
 
-use super::{OutputTarget, Outputs, UsageError, check_output_path, parse_count, parse_size, usage};
+use super::{OutputTarget, Outputs, UsageError, check_output_path, usage};
 use crate::cli::{LogdiskArgs, SyncArg};
-use crate::units::{format_bytes, parse_duration, shown};
+use crate::units::shown;
+use crate::units::values::DEFAULT_ALIGNMENT;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// mqldt's defaults (`--dir`, `--filePrefix`, `--fileSize`, `--numFiles`,
-/// `--duration`, `--alignment`; `--qm` 1 and `--delay` 0), which its options
-/// block prints as "specified or defaulted to".
+/// mqldt's defaults for `--dir` and `--filePrefix` (the numeric ones are in
+/// `units::values`, where the command line reads them).
 pub const DEFAULT_DIR: &str = ".";
 pub const DEFAULT_PREFIX: &str = "mqldt_testfile";
-pub const DEFAULT_FILE_SIZE: u64 = 1_638_400;
-pub const DEFAULT_NUM_FILES: u64 = 8;
-pub const DEFAULT_DURATION_S: u64 = 10;
-pub const DEFAULT_ALIGNMENT: u64 = 4096;
-/// mqldt does nothing without `--bsize`; latscope writes 4 KiB (a small log
-/// write, the size MQ's log page has) unless told otherwise.
-pub const DEFAULT_BLOCK_SIZE: u64 = 4096;
-/// Bounds, so that hostile input cannot allocate or write without limit.
-pub const MAX_BLOCK_SIZE: u64 = 64 << 20;
-pub const MAX_FILE_SIZE: u64 = 1 << 40;
-pub const MAX_NUM_FILES: u64 = 10_000;
-pub const MAX_WRITERS: u64 = 10;
-pub const MAX_BLOCK_SIZES: usize = 64;
-pub const MAX_ALIGNMENT: u64 = 1 << 20;
-/// Longest think time between writes: one minute.
-pub const MAX_DELAY_US: u64 = 60_000_000;
-/// Longest run per block size: one week.
-pub const MAX_DURATION: Duration = Duration::from_secs(7 * 86_400);
 /// Longest file prefix: NAME_MAX less the `.NNNN` suffix.
 const MAX_PREFIX_LEN: usize = 255 - 5;
 
@@ -95,14 +77,6 @@ pub fn writer_dirs(dir: &Path, writers: u64) -> Vec<PathBuf> {
             PathBuf::from(name)
         })
         .collect()
-}
-
-fn bounded(option: &str, text: &str, low: u64, high: u64) -> Result<u64, UsageError> {
-    let n = parse_count(option, text)?;
-    if !(low..=high).contains(&n) {
-        return Err(usage(format!("{option} {n}: must be {low}..{high}")));
-    }
-    Ok(n)
 }
 
 fn check_dir(option: &str, dir: &Path) -> Result<(), UsageError> {
@@ -198,73 +172,14 @@ fn file_prefix_of(args: &LogdiskArgs) -> Result<String, UsageError> {
     Ok(file_prefix)
 }
 
-/// `--bsize`: one size or a list, each within `MAX_BLOCK_SIZE`.
-fn block_sizes_of(args: &LogdiskArgs) -> Result<Vec<u64>, UsageError> {
-    let block_sizes = match args.bsize.as_deref() {
-        None => vec![DEFAULT_BLOCK_SIZE],
-        Some(list) => {
-            let sizes = list
-                .split(',')
-                .map(|t| parse_size("--bsize", t, false))
-                .collect::<Result<Vec<u64>, _>>()?;
-            if sizes.len() > MAX_BLOCK_SIZES {
-                return Err(usage(format!(
-                    "--bsize: at most {MAX_BLOCK_SIZES} block sizes in one run"
-                )));
-            }
-            sizes
-        }
-    };
-    for &b in &block_sizes {
-        if b > MAX_BLOCK_SIZE {
-            return Err(usage(format!(
-                "--bsize {b}: at most {} per write",
-                format_bytes(MAX_BLOCK_SIZE)
-            )));
-        }
-    }
-    Ok(block_sizes)
-}
-
-/// `-D/--duration`: per block size, 1 s to 7 days.
-fn duration_of(args: &LogdiskArgs) -> Result<Duration, UsageError> {
-    Ok(match args.duration.as_deref() {
-        None => Duration::from_secs(DEFAULT_DURATION_S),
-        Some(t) => {
-            let d = parse_duration(t, 1_000_000_000)
-                .map_err(|e| usage(format!("-D/--duration: {e}")))?;
-            if d < Duration::from_secs(1) {
-                return Err(usage(format!(
-                    "-D/--duration '{}': at least 1 second",
-                    shown(t)
-                )));
-            }
-            if d > MAX_DURATION {
-                return Err(usage(format!(
-                    "-D/--duration '{}': at most 7 days per block size",
-                    shown(t)
-                )));
-            }
-            d
-        }
-    })
-}
-
-/// `--alignment`: a power of two, or 0 for the block size of `dir` (the
-/// first writer's directory).
+/// `--alignment`: as given (clap checked it), or for 0 the block size of
+/// `dir` (the first writer's directory).
 fn alignment_of(args: &LogdiskArgs, dir: &Path) -> Result<u64, UsageError> {
-    Ok(match args.alignment.as_deref() {
-        None => DEFAULT_ALIGNMENT,
-        Some(t) => match parse_count("--alignment", t)? {
-            0 => fs_block_size(dir)?,
-            n if n.is_power_of_two() && n <= MAX_ALIGNMENT => n,
-            n => {
-                return Err(usage(format!(
-                    "--alignment {n}: a power of two up to {MAX_ALIGNMENT} (or 0 for the filesystem's block size)"
-                )));
-            }
-        },
-    })
+    match args.alignment {
+        None => Ok(DEFAULT_ALIGNMENT),
+        Some(0) => fs_block_size(dir),
+        Some(n) => Ok(n),
+    }
 }
 
 /// The file size and every block size against the alignment (O_DIRECT's
@@ -321,34 +236,15 @@ impl LogdiskSettings {
             return Err(usage("--dir needs a directory name"));
         }
         let file_prefix = file_prefix_of(args)?;
-        let block_sizes = block_sizes_of(args)?;
-        let file_size = match args.file_size.as_deref() {
-            None => DEFAULT_FILE_SIZE,
-            Some(t) => parse_size("--fileSize", t, true)?,
-        };
-        if file_size > MAX_FILE_SIZE {
-            return Err(usage(format!(
-                "--fileSize {file_size}: at most {MAX_FILE_SIZE} (1 TiB)"
-            )));
-        }
-        let num_files = match args.num_files.as_deref() {
-            None => DEFAULT_NUM_FILES,
-            Some(t) => bounded("--numFiles", t, 1, MAX_NUM_FILES)?,
-        };
-        let duration = duration_of(args)?;
-        let writers = match args.qm.as_deref() {
-            None => 1,
-            Some(t) => bounded("--qm", t, 1, MAX_WRITERS)?,
-        };
+        let block_sizes = args.bsize.sizes.clone();
+        let (file_size, num_files, duration) = (args.file_size, args.num_files, args.duration);
+        let writers = args.qm;
         if writers > 1 && block_sizes.len() > 1 {
             return Err(usage(
                 "--qm above 1 runs one block size only (as mqldt): give --bsize a single size",
             ));
         }
-        let delay_us = match args.delay.as_deref() {
-            None => 0,
-            Some(t) => bounded("--delay", t, 0, MAX_DELAY_US)?,
-        };
+        let delay_us = args.delay;
         let dirs = writer_dirs(&dir, writers);
         for d in &dirs {
             check_dir(
@@ -402,60 +298,7 @@ impl LogdiskSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn size(t: &str) -> Result<u64, UsageError> {
-        parse_size("--bsize", t, false)
-    }
-
-    #[test]
-    fn sizes_parse_exactly() {
-        assert_eq!(size("4096"), Ok(4096));
-        assert_eq!(size("4K"), Ok(4096));
-        assert_eq!(size("64k"), Ok(65536));
-        assert_eq!(size("1M"), Ok(1_048_576));
-        assert_eq!(size("1m"), Ok(1_048_576));
-        assert_eq!(size(" 5K "), Ok(5120));
-        assert_eq!(size("1"), Ok(1));
-        assert_eq!(parse_size("--fileSize", "2G", true), Ok(2 << 30));
-    }
-
-    #[test]
-    fn bad_sizes_are_refused_with_the_option_named() {
-        for bad in [
-            "4X",
-            "-1",
-            "0",
-            "0K",
-            "",
-            "K",
-            "4KB",
-            "4 K",
-            "4  KiB",
-            "1.5K",
-            "2G",
-            "+4",
-            "4K4",
-            "99999999999999999999",
-            "18014398509481984K",
-        ] {
-            let e = size(bad).expect_err(bad);
-            assert!(e.0.starts_with("--bsize '"), "{bad}: {}", e.0);
-            assert!(!e.0.contains('\n'));
-        }
-        assert!(size("-1").unwrap_err().0.contains("negative"));
-        assert!(
-            size("4X")
-                .unwrap_err()
-                .0
-                .contains("unknown size suffix 'X'")
-        );
-        assert!(
-            size("99999999999999999999")
-                .unwrap_err()
-                .0
-                .contains("too large")
-        );
-    }
+    use crate::units::format_bytes;
 
     #[test]
     fn sizes_are_shown_in_binary_units() {

@@ -1,6 +1,10 @@
-//! Turns raw command-line values into typed, checked settings. Every rule a
-//! user can break is here, and each breaks with one line saying what is wrong
-//! and what to do (exit code 2), before anything is measured.
+//! Turns the typed command-line values into checked settings. A value on
+//! its own is read once, where clap reads it (`units::values`: a number, a
+//! duration, a size, a CPU list, with its bounds); the rules here are those
+//! that need several options together or the machine (CPUs online, a
+//! policy's priority range, outputs that can be written). Each breaks with
+//! one line saying what is wrong and what to do (exit code 2), before
+//! anything is measured.
 
 use crate::cli::{
     CommonArgs, LayoutArgs, ModeArg, MqArgs, OutputArgs, OutputFormat, PairArgs, PolicyArg,
@@ -10,7 +14,8 @@ use crate::ipc::harness::{Mode, PairPlan, RunPlan, Tasks};
 use crate::rt::sched::{self, Policy};
 use crate::rt::sysinfo::online_cpus;
 use crate::threshold::Threshold;
-use crate::units::{parse_duration, shown};
+use crate::units::shown;
+use crate::units::values::{self, MAX_INTERVAL_US, MAX_PAIRS, NumberOrAll};
 
 pub mod actions;
 pub mod cleanup;
@@ -33,33 +38,17 @@ use std::time::Duration;
 #[error("{0}")]
 pub struct UsageError(pub String);
 
-/// A time option whose bare number is microseconds (`--threshold 5`,
-/// `--runtime 500ms`), above zero, in ns.
-pub fn micros_or_unit(option: &str, text: &str) -> Result<u64, UsageError> {
-    let d = parse_duration(text, 1_000).map_err(|e| usage(format!("{option}: {e}")))?;
-    if d.is_zero() {
-        return Err(usage(format!(
-            "{option} '{}' must be longer than 0",
-            shown(text)
-        )));
-    }
-    Ok(crate::rt::clock::duration_ns(d))
-}
-
 /// `--policy` as rt/ takes it, with the reservation of `--policy deadline`
-/// (`--runtime`, `--deadline`; the test's period `period_ns` completes it,
+/// (`--runtime`, `--deadline`, in ns; the test's period `period_ns` completes it,
 /// checked against the kernel's rules). `period_ns` None (the IPC pairs,
 /// each with its own interval) leaves the period to
 /// `Reservation::for_period`, and an absent `--deadline` as 0, "the period".
 pub fn policy_of(
     policy: Option<PolicyArg>,
-    runtime: Option<&str>,
-    deadline: Option<&str>,
+    runtime_ns: Option<u64>,
+    deadline_ns: Option<u64>,
     period_ns: Option<u64>,
 ) -> Result<Option<Policy>, UsageError> {
-    let time =
-        |option: &str, text: Option<&str>| text.map(|t| micros_or_unit(option, t)).transpose();
-    let (runtime_ns, deadline_ns) = (time("--runtime", runtime)?, time("--deadline", deadline)?);
     if policy != Some(PolicyArg::Deadline) && (runtime_ns.is_some() || deadline_ns.is_some()) {
         let option = if runtime_ns.is_some() {
             "--runtime"
@@ -113,89 +102,6 @@ impl From<crate::load::LoadSpecError> for UsageError {
 
 fn usage(message: impl Into<String>) -> UsageError {
     UsageError(message.into())
-}
-
-pub const MAX_PAIRS: u64 = 255;
-/// Longest interval accepted: one hour (longer is surely a typo in microseconds).
-pub const MAX_INTERVAL_US: u64 = 3_600_000_000;
-const SECOND_NS: u128 = 1_000_000_000;
-
-/// A whole non-negative number, with a message naming the option.
-pub fn parse_count(option: &str, text: &str) -> Result<u64, UsageError> {
-    let t = text.trim();
-    let text = shown(text);
-    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
-        let why = if t.starts_with('-') {
-            "must not be negative"
-        } else {
-            "must be a whole number"
-        };
-        return Err(usage(format!(
-            "{option} '{text}' {why} (e.g. {option} 100)"
-        )));
-    }
-    t.parse().map_err(|_| {
-        usage(format!(
-            "{option} '{text}' is too large (at most {})",
-            u64::MAX
-        ))
-    })
-}
-
-/// A size as mqldt's options (and `--samples-limit`) take it: plain bytes or a number with a `K`
-/// (KiB) or `M` (MiB) suffix, and `G` (GiB) where `allow_g`; either case;
-/// `B`, `KiB`, `MiB`, `GiB` too, with or without one blank before them.
-/// Zero, signs, other suffixes and overflow are refused.
-pub fn parse_size(option: &str, text: &str, allow_g: bool) -> Result<u64, UsageError> {
-    let t = text.trim();
-    let example = if allow_g {
-        "4096, 64K, 1M or 2G"
-    } else {
-        "4096, 64K or 1M"
-    };
-    let bad = |why: &str| {
-        usage(format!(
-            "{option} '{}' {why} (e.g. {option} {})",
-            shown(text),
-            example.split(',').next().unwrap_or("4096")
-        ))
-    };
-    let digits_end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (number, suffix) = t.split_at(digits_end);
-    if number.is_empty() {
-        return Err(bad(if t.starts_with('-') {
-            "must not be negative"
-        } else {
-            "is not a size"
-        }));
-    }
-    // `4K` as mqldt writes it, and `4 KiB` as latscope prints sizes
-    // (`units::format_bytes`), so a size copied from a table reads back.
-    let unit: u64 = match suffix.to_ascii_lowercase().as_str() {
-        "" | "b" | " b" => 1,
-        "k" | "kib" | " kib" => 1 << 10,
-        "m" | "mib" | " mib" => 1 << 20,
-        "g" | "gib" | " gib" if allow_g => 1 << 30,
-        // latscope prints 1 TiB (the largest --fileSize) as `1 TiB`.
-        "t" | "tib" | " tib" if allow_g => 1 << 40,
-        _ => {
-            return Err(usage(format!(
-                "{option} '{}': unknown size suffix '{}' (use bytes, or K or M{}: {example})",
-                shown(text),
-                shown(suffix),
-                if allow_g { " or G" } else { "" }
-            )));
-        }
-    };
-    let value = number
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(unit))
-        .ok_or_else(|| bad("is too large"))?;
-    if value == 0 {
-        return Err(bad("must be at least 1 byte"));
-    }
-    Ok(value)
 }
 
 /// Where one output goes (`--json`, `--csv`, `--markdown`, `--junit`,
@@ -525,22 +431,11 @@ fn samples_output(args: &OutputArgs) -> Result<Option<SamplesOutput>, UsageError
     ) {
         return Err(to_own_output());
     }
-    let limit_bytes = match &args.samples_limit {
-        None => crate::samples::DEFAULT_LIMIT_BYTES,
-        Some(text) => {
-            let bytes = parse_size("--samples-limit", text, true)?;
-            if bytes < crate::samples::MIN_LIMIT_BYTES {
-                return Err(usage(format!(
-                    "--samples-limit '{}' is below 4K: the file needs room for its header and records (e.g. --samples-limit 64M)",
-                    shown(text)
-                )));
-            }
-            bytes
-        }
-    };
     Ok(Some(SamplesOutput {
         path: path.clone(),
-        limit_bytes,
+        limit_bytes: args
+            .samples_limit
+            .unwrap_or(values::DEFAULT_SAMPLES_LIMIT_BYTES),
     }))
 }
 
@@ -588,21 +483,16 @@ pub struct VerdictSettings {
 
 impl VerdictSettings {
     pub fn from_args(args: &VerdictArgs) -> Result<VerdictSettings, UsageError> {
-        let max_latency_us = args
-            .max_latency
-            .as_deref()
-            .map(|t| positive("--max-latency", t))
-            .transpose()?;
         Ok(VerdictSettings {
             outputs: Outputs::from_args(&args.outputs, &[])?,
-            max_latency_us,
+            max_latency_us: args.max_latency,
             quiet: args.quiet,
             fail_if: test_thresholds(&args.thresholds)?,
             loads: crate::load::from_args(&args.load.load)?,
             actions: actions::from_args(
                 &args.actions.on_threshold,
                 &args.actions.on_end,
-                max_latency_us,
+                args.max_latency,
             )?,
         })
     }
@@ -636,28 +526,6 @@ pub fn collector(
         CollectorArg::Bpf => CollectorChoice::Bpf,
         CollectorArg::Tracefs => CollectorChoice::Tracefs,
     })
-}
-
-pub fn spike_threshold(args: &crate::cli::SpikeArgs) -> Result<Option<u64>, UsageError> {
-    args.trace_spikes
-        .as_deref()
-        .map(|t| positive("--trace-spikes", t))
-        .transpose()
-}
-
-pub fn positive(option: &str, text: &str) -> Result<u64, UsageError> {
-    match parse_count(option, text)? {
-        0 => Err(usage(format!("{option} must be at least 1"))),
-        n => Ok(n),
-    }
-}
-
-pub fn seconds(option: &str, text: &str) -> Result<Duration, UsageError> {
-    let d = parse_duration(text, SECOND_NS).map_err(|e| usage(format!("{option}: {e}")))?;
-    if d.is_zero() {
-        return Err(usage(format!("{option} must be longer than 0")));
-    }
-    Ok(d)
 }
 
 /// Everything one IPC test needs, checked.
@@ -716,18 +584,10 @@ struct Common {
 impl Common {
     fn from_args(args: &CommonArgs) -> Result<Common, UsageError> {
         Ok(Common {
-            breaktrace_us: args
-                .breaktrace
-                .as_deref()
-                .map(|t| positive("-b/--breaktrace", t))
-                .transpose()?,
-            trace_spikes_us: spike_threshold(&args.spikes)?,
+            breaktrace_us: args.breaktrace,
+            trace_spikes_us: args.spikes.trace_spikes,
             collector: collector(&args.spikes, None)?,
-            duration: args
-                .duration
-                .as_deref()
-                .map(|t| seconds("-D/--duration", t))
-                .transpose()?,
+            duration: args.duration,
             verdict: VerdictSettings::from_args(&args.verdict)?,
         })
     }
@@ -765,24 +625,6 @@ pub fn checked_priority_for(
     Ok(priority as i32)
 }
 
-/// `parse_count` for a priority: a whole number too large to read is not
-/// "too large (at most 18446744073709551615)": it is outside the priority
-/// range of every policy, and the error says that range.
-pub fn parse_priority(option: &str, text: &str) -> Result<u64, UsageError> {
-    let t = text.trim();
-    match parse_count(option, text) {
-        Err(_) if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) => {
-            let (low, high) = Policy::Fifo.priority_range();
-            let short = option.split('/').next().unwrap_or(option);
-            Err(usage(format!(
-                "priority {} is outside the real-time range {low}..{high}: use {short} {low}..{high}",
-                shown(t)
-            )))
-        }
-        other => other,
-    }
-}
-
 /// Why deadline tasks are never pinned (see `Policy::may_pin`).
 pub const DEADLINE_UNPINNED: &str = "--policy deadline: the tasks are not pinned (the kernel admits a deadline task only with the affinity of its whole root domain)";
 
@@ -808,26 +650,12 @@ pub struct Timing {
 }
 
 impl Timing {
-    pub fn from_args(args: &LayoutArgs, default_interval_us: u64) -> Result<Timing, UsageError> {
-        let interval_us = match &args.interval {
-            Some(t) => parse_interval("-i/--interval", t)?,
-            None => default_interval_us,
-        };
-        let distance_us = match &args.distance {
-            Some(t) => parse_count("-d/--distance", t)?,
-            None => 500,
-        };
-        let loops = args
-            .loops
-            .as_deref()
-            .map(|t| parse_loops("-l/--loops", t))
-            .transpose()?
-            .flatten();
-        Ok(Timing {
-            interval_us,
-            distance_us,
-            loops,
-        })
+    pub fn from_args(args: &LayoutArgs, default_interval_us: u64) -> Timing {
+        Timing {
+            interval_us: args.interval.unwrap_or(default_interval_us),
+            distance_us: args.distance,
+            loops: loops(args.loops),
+        }
     }
 }
 
@@ -839,18 +667,16 @@ impl PairLayout {
         default_smp: bool,
         notices: &mut Vec<String>,
     ) -> Result<PairLayout, UsageError> {
-        let (affinity, smp, threads) =
-            (args.affinity.as_deref(), args.smp, args.threads.as_deref());
+        let (affinity, smp, threads) = (args.affinity, args.smp, args.threads);
         let policy = policy_of(
             args.policy,
-            args.reservation.runtime.as_deref(),
-            args.reservation.deadline.as_deref(),
+            args.reservation.runtime,
+            args.reservation.deadline,
             None,
         )?;
-        let priority = args.priority.as_deref();
         let allowed = sched::allowed_cpus();
-        let priority = match priority {
-            Some(t) => parse_priority("-p/--prio", t)?,
+        let priority = match args.priority {
+            Some(p) => p,
             // A deadline task has no priority (its reservation decides).
             None if policy.is_some_and(|p| p.reservation().is_some()) => 0,
             None => default_priority,
@@ -872,15 +698,15 @@ impl PairLayout {
             (allowed.len() as u64, Placement::Spread)
         } else {
             let count = match threads {
-                None => 1,
-                Some("all") => allowed.len() as u64,
-                Some(t) => parse_count("-t/--threads", t)?,
+                None => values::DEFAULT_PAIRS,
+                Some(NumberOrAll::All) => allowed.len() as u64,
+                Some(NumberOrAll::Number(n)) => n,
             };
             let placement = match affinity {
                 None => Placement::Unpinned,
-                Some("all") => Placement::Spread,
-                Some(t) => {
-                    let cpu = parse_count("-a/--affinity", t)? as usize;
+                Some(NumberOrAll::All) => Placement::Spread,
+                Some(NumberOrAll::Number(cpu)) => {
+                    let cpu = usize::try_from(cpu).unwrap_or(usize::MAX);
                     check_cpu(cpu, &allowed)?;
                     Placement::AllOn(cpu)
                 }
@@ -983,20 +809,10 @@ impl PairLayout {
     }
 }
 
-/// A whole number of microseconds for an interval (0 = back to back).
-pub fn parse_interval(option: &str, text: &str) -> Result<u64, UsageError> {
-    let us = parse_count(option, text)?;
-    if us > MAX_INTERVAL_US {
-        return Err(usage(format!(
-            "{option} {us} us exceeds one hour: use a smaller interval"
-        )));
-    }
-    Ok(us)
-}
-
-/// A loop count; 0 means "until stopped".
-pub fn parse_loops(option: &str, text: &str) -> Result<Option<u64>, UsageError> {
-    Ok(Some(parse_count(option, text)?).filter(|&n| n > 0))
+/// A loop count as the options take it (0: until stopped) -> None for
+/// "until stopped".
+pub fn loops(count: u64) -> Option<u64> {
+    Some(count).filter(|&n| n > 0)
 }
 
 impl IpcSettings {
@@ -1007,9 +823,14 @@ impl IpcSettings {
         fork: bool,
     ) -> Result<IpcSettings, UsageError> {
         let mut notices = Vec::new();
-        let timing = Timing::from_args(&args.layout, 1000)?;
+        let timing = Timing::from_args(&args.layout, values::DEFAULT_PAIR_INTERVAL_US);
         let common = Common::from_args(&args.common)?;
-        let layout = PairLayout::from_args(&args.layout, 0, false, &mut notices)?;
+        let layout = PairLayout::from_args(
+            &args.layout,
+            values::DEFAULT_PAIR_PRIORITY,
+            false,
+            &mut notices,
+        )?;
         let pairs = layout.pairs(timing, args.common.cross_cpu)?;
         Ok(IpcSettings::assemble(
             &args.common,
@@ -1026,16 +847,7 @@ impl IpcSettings {
     /// `latscope mq`: the pair options plus pmqtest's -T and -f.
     pub fn from_mq_args(args: &MqArgs) -> Result<IpcSettings, UsageError> {
         let mut settings = IpcSettings::from_pair_args(&args.pairs, args.mode, args.fork)?;
-        let timeout = args
-            .timeout
-            .as_deref()
-            .map(|t| seconds("-T/--timeout", t))
-            .transpose()?;
-        let force = args
-            .force_timeout
-            .as_deref()
-            .map(|t| seconds("-f/--forcetimeout", t))
-            .transpose()?;
+        let (timeout, force) = (args.timeout, args.force_timeout);
         if force.is_some() && timeout.is_none() {
             return Err(usage(
                 "-f/--forcetimeout requires -T/--timeout (e.g. -T 1 -f 2)",
@@ -1056,9 +868,8 @@ impl IpcSettings {
     /// -r to SCHED_RR), -i iterations, -I interval.
     pub fn from_sem_args(args: &SemArgs) -> Result<IpcSettings, UsageError> {
         let allowed = sched::allowed_cpus();
-        let count = match &args.num_cpus {
-            Some(t) => {
-                let n = parse_count("-n/--num_cpus", t)?;
+        let count = match args.num_cpus {
+            Some(n) => {
                 if n == 0 || n > allowed.len() as u64 {
                     return Err(usage(format!(
                         "-n/--num_cpus {n} is out of range: this process can use {} CPUs (use 1..{})",
@@ -1070,10 +881,7 @@ impl IpcSettings {
             }
             None => allowed.len() as u64,
         };
-        let priority = match &args.priority {
-            Some(t) => parse_priority("-p/--priority", t)?,
-            None => 0,
-        };
+        let priority = args.priority.unwrap_or(0);
         if args.policy_rr && args.priority.is_none() {
             return Err(usage(
                 "-r/--policy_rr applies to real-time priorities: give one with -p (e.g. -r -p 80)",
@@ -1085,14 +893,7 @@ impl IpcSettings {
             (false, false) => Policy::Other,
         };
         let priority = checked_priority(priority, policy)?;
-        let interval_us = match &args.interval {
-            Some(t) => parse_interval("-I/--interval", t)?,
-            None => 1000,
-        };
-        let loops = match &args.iterations {
-            Some(t) => parse_loops("-i/--iterations", t)?,
-            None => Some(10_000),
-        };
+        let (interval_us, loops) = (args.interval, loops(args.iterations));
         let common = Common::from_args(&args.common)?;
         let layout = PairLayout {
             count,
@@ -1202,6 +1003,15 @@ pub fn check_cpu(cpu: usize, allowed: &[usize]) -> Result<(), UsageError> {
     }
 }
 
+/// A value clap refused (the options' values are read there), as the
+/// usage error the user sees: clap's first line without its `error: `.
+#[cfg(test)]
+pub fn refusal(e: clap::Error) -> UsageError {
+    let message = e.to_string();
+    let first = message.lines().next().unwrap_or_default();
+    UsageError(first.trim_start_matches("error: ").to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1209,7 +1019,7 @@ mod tests {
     use clap::Parser;
 
     fn settings(args: &[&str]) -> Result<IpcSettings, UsageError> {
-        let cli = Cli::try_parse_from(["latscope", "mq"].iter().chain(args)).expect("clap accepts");
+        let cli = Cli::try_parse_from(["latscope", "mq"].iter().chain(args)).map_err(refusal)?;
         match cli.command {
             Command::Mq(a) => IpcSettings::from_mq_args(&a),
             _ => unreachable!(),
@@ -1217,8 +1027,7 @@ mod tests {
     }
 
     fn sem_settings(args: &[&str]) -> Result<IpcSettings, UsageError> {
-        let cli =
-            Cli::try_parse_from(["latscope", "sem"].iter().chain(args)).expect("clap accepts");
+        let cli = Cli::try_parse_from(["latscope", "sem"].iter().chain(args)).map_err(refusal)?;
         match cli.command {
             Command::Sem(a) => IpcSettings::from_sem_args(&a),
             _ => unreachable!(),

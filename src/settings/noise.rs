@@ -2,31 +2,19 @@
 //! measured: the CPUs (and the safety rules for real-time spinners), the
 //! threshold, the duty cycle, the policy.
 
-use super::timer::parse_cpus;
-use super::{
-    Outputs, UsageError, VerdictSettings, check_cpu, checked_priority, micros_or_unit,
-    parse_priority, policy_of, seconds, usage,
-};
+use super::{Outputs, UsageError, VerdictSettings, check_cpu, checked_priority, policy_of, usage};
 use crate::cli::{NoiseArgs, PolicyArg};
 use crate::noise::DutyCycle;
 use crate::rt::sched::{self, Policy};
+use crate::units::values::{DEFAULT_NOISE_PERIOD_NS, DEFAULT_THRESHOLD_NS};
 use std::time::Duration;
 
-/// A gap above this is an interruption unless `--threshold` says otherwise.
-pub const DEFAULT_THRESHOLD_NS: u64 = 1_000;
-/// The duty cycle's period unless `--period` says otherwise (osnoise's).
-pub const DEFAULT_PERIOD_NS: u64 = 1_000_000_000;
 /// The shortest `--runtime`: the spinner looks at the time of its duty
 /// cycle every 0.1 ms.
 pub const MIN_RUNTIME_NS: u64 = 1_000_000;
 /// With `--policy deadline`: how much shorter than the reservation's
 /// runtime the spinner spins in every period (below `MIN_RUNTIME_NS`).
 pub const DEADLINE_SPIN_GUARD_NS: u64 = 300_000;
-/// The longest `--period` (the off time is slept in slices anyway).
-pub const MAX_PERIOD_NS: u64 = 60_000_000_000;
-/// The longest `--threshold`: an interruption longer than a second is no
-/// noise to set a threshold against.
-pub const MAX_THRESHOLD_NS: u64 = 1_000_000_000;
 
 /// Where the measured CPUs come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,8 +147,8 @@ impl NoiseSettings {
             threshold_ns: DEFAULT_THRESHOLD_NS,
             duration: Some(duration),
             duty: DutyCycle {
-                runtime_ns: DEFAULT_PERIOD_NS,
-                period_ns: DEFAULT_PERIOD_NS,
+                runtime_ns: DEFAULT_NOISE_PERIOD_NS,
+                period_ns: DEFAULT_NOISE_PERIOD_NS,
             },
             rt_runtime_us: None,
             rt_period_us: None,
@@ -202,25 +190,14 @@ impl NoiseSettings {
         main_core: &[usize],
         rt_runtime_us: Option<i64>,
     ) -> Result<NoiseSettings, UsageError> {
-        let period_ns = match args.period.as_deref() {
-            Some(t) => micros_or_unit("--period", t)?,
-            None => DEFAULT_PERIOD_NS,
-        };
-        if period_ns > MAX_PERIOD_NS {
-            return Err(usage("--period: at most 60 s"));
-        }
-        let priority = args
-            .priority
-            .as_deref()
-            .map(|t| parse_priority("-p", t))
-            .transpose()?;
+        let (period_ns, priority) = (args.period, args.priority);
         // --runtime is the spinning time; with --policy deadline also the
         // reservation's runtime (the spinner then stops short of it).
         let deadline_asked = args.policy == Some(PolicyArg::Deadline);
         let asked = policy_of(
             args.policy,
-            args.runtime.as_deref().filter(|_| deadline_asked),
-            args.deadline.as_deref(),
+            args.runtime.filter(|_| deadline_asked),
+            args.deadline,
             Some(period_ns),
         )?;
         let policy = match asked {
@@ -233,13 +210,12 @@ impl NoiseSettings {
             None if policy.takes_priority() => 1,
             None => 0,
         };
-        let (cpus, cpus_from) = match args.cpus.as_deref() {
+        let (cpus, cpus_from) = match &args.cpus {
             Some(list) => {
-                let cpus = parse_cpus(list)?;
-                for &cpu in &cpus {
+                for &cpu in &list.0 {
                     check_cpu(cpu, allowed)?;
                 }
-                (cpus, CpusFrom::Named)
+                (list.0.clone(), CpusFrom::Named)
             }
             None => default_cpus(isolated, allowed, main_core),
         };
@@ -254,20 +230,8 @@ impl NoiseSettings {
             rt_runtime_us,
             args.force,
         )?;
-        let threshold_ns = match args.threshold.as_deref() {
-            Some(t) => micros_or_unit("--threshold", t)?,
-            None => DEFAULT_THRESHOLD_NS,
-        };
-        if threshold_ns > MAX_THRESHOLD_NS {
-            return Err(usage(format!(
-                "--threshold: at most 1 s, not {}",
-                crate::units::format_ns(threshold_ns as i64)
-            )));
-        }
-        let runtime_ns = match args.runtime.as_deref() {
-            Some(t) => micros_or_unit("--runtime", t)?,
-            None => period_ns,
-        };
+        let threshold_ns = args.threshold;
+        let runtime_ns = args.runtime.unwrap_or(period_ns);
         if runtime_ns > period_ns {
             return Err(usage(format!(
                 "--runtime {} is longer than --period {}: the spinner runs at most the whole period",
@@ -278,11 +242,7 @@ impl NoiseSettings {
         if runtime_ns < MIN_RUNTIME_NS {
             return Err(usage("--runtime: at least 1 ms"));
         }
-        let duration = args
-            .duration
-            .as_deref()
-            .map(|t| seconds("-D", t))
-            .transpose()?;
+        let duration = args.duration;
         Ok(NoiseSettings {
             cpus,
             cpus_from,
@@ -305,7 +265,7 @@ impl NoiseSettings {
             rt_runtime_us,
             rt_period_us: None,
             force: args.force,
-            trace_spikes_us: super::spike_threshold(&args.spikes)?,
+            trace_spikes_us: args.spikes.trace_spikes,
             collector: super::collector(&args.spikes, None)?,
             verdict: VerdictSettings::from_args(&args.verdict)?,
             lock_memory: !args.no_mlockall,
@@ -325,8 +285,8 @@ mod tests {
         isolated: &[usize],
         rt_runtime: Option<i64>,
     ) -> Result<NoiseSettings, UsageError> {
-        let cli =
-            Cli::try_parse_from(["latscope", "noise"].iter().chain(args)).expect("clap accepts");
+        let cli = Cli::try_parse_from(["latscope", "noise"].iter().chain(args))
+            .map_err(crate::settings::refusal)?;
         match cli.command {
             Command::Noise(a) => {
                 NoiseSettings::from_args_on(&a, isolated, &[0, 1, 2, 3], &[0], rt_runtime)

@@ -3,34 +3,21 @@
 
 use super::{
     OutputTarget, Outputs, UsageError, check_cpu, check_output_path, checked_priority_for,
-    parse_count, parse_priority, policy_of, positive, usage,
+    policy_of, usage,
 };
 use crate::cli::{OutputFormat, TimerArgs};
-use crate::report::MAX_CELLS;
 use crate::rt::sched::{self, Policy};
 use crate::timer::{Figure, WakeMethod};
-use crate::units::{parse_duration, shown};
+use crate::units::values::{
+    DEFAULT_BUCKET_NS, DEFAULT_CELLS, DEFAULT_DATA_LINES, DEFAULT_PERIOD_US, DEFAULT_RT_PRIORITY,
+    DEFAULT_TIMER_CPU,
+};
 use std::time::Duration;
 
-pub const DEFAULT_PERIOD_US: u64 = 100;
-/// `-H`'s default: Xenomai's code uses 300 cells (its help says 200).
-pub const DEFAULT_CELLS: usize = 300;
-/// `-B`'s default cell width, in nanoseconds.
-pub const DEFAULT_BUCKET_NS: u64 = 1000;
-/// `-l`'s default: RTD lines between two RTT/RTH header pairs.
-pub const DEFAULT_DATA_LINES: u64 = 21;
-/// Xenomai refuses periods above one second.
-pub const MAX_PERIOD_US: u64 = 1_000_000;
 /// The shortest period accepted even with high-resolution timers: below it a
 /// sampling thread spends most of its CPU on waking up (a FIFO thread that
 /// never sleeps would starve the CPU).
 pub const MIN_PERIOD_NS: u64 = 10_000;
-/// Widest histogram cell: one second.
-pub const MAX_BUCKET_NS: u64 = 1_000_000_000;
-/// At most this many warm-up loops (one hour).
-pub const MAX_WARMUP_LOOPS: u64 = 3600;
-/// Highest CPU number `--cpus` accepts (the kernel's CPU_SETSIZE).
-const MAX_CPU: usize = 1023;
 
 /// Everything `latscope timer` needs, checked.
 #[derive(Debug, Clone)]
@@ -89,56 +76,6 @@ pub fn minimum_period_ns() -> u64 {
     resolution.max(MIN_PERIOD_NS)
 }
 
-/// A CPU list (`0,2-3`), bounded so that a hostile range cannot allocate.
-pub fn parse_cpus(text: &str) -> Result<Vec<usize>, UsageError> {
-    let bad = || {
-        usage(format!(
-            "--cpus '{}' is not a CPU list (e.g. --cpus 0,2-3)",
-            shown(text)
-        ))
-    };
-    let number = |t: &str| -> Result<usize, UsageError> {
-        let t = t.trim();
-        if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(bad());
-        }
-        match t.parse::<usize>() {
-            Ok(n) if n <= MAX_CPU => Ok(n),
-            _ => Err(usage(format!(
-                "--cpus: CPU {} is beyond the highest CPU number {MAX_CPU}",
-                shown(t)
-            ))),
-        }
-    };
-    let mut cpus = Vec::new();
-    for part in text.split(',') {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b) = (number(a)?, number(b)?);
-                if a > b {
-                    return Err(bad());
-                }
-                cpus.extend(a..=b);
-            }
-            None => cpus.push(number(part)?),
-        }
-    }
-    cpus.sort_unstable();
-    // A CPU named twice (1,1 or 0-2,1) is a slip: refused rather than
-    // measured once without a word.
-    if let Some(w) = cpus.windows(2).find(|w| w[0] == w[1]) {
-        return Err(usage(format!(
-            "--cpus '{}' names CPU {} twice: name each CPU once",
-            shown(text),
-            w[0]
-        )));
-    }
-    if cpus.is_empty() {
-        return Err(bad());
-    }
-    Ok(cpus)
-}
-
 impl TimerSettings {
     /// The timer test of `latscope suite`: one thread per usable CPU at the
     /// default period, no warm-up (the suite's time is short), no output of
@@ -180,15 +117,19 @@ impl TimerSettings {
     pub fn from_args(args: &TimerArgs) -> Result<TimerSettings, UsageError> {
         let mut notices = Vec::new();
         let period_us = period_of(args)?;
-        let figure = figure_of(args)?;
+        let figure = match args.mode {
+            1 => Figure::Thread,
+            2 => Figure::Irq,
+            _ => Figure::User,
+        };
         // Xenomai's default is FIFO 99; a user who may not use real-time
         // priorities and asked for none measures at normal priority (the
         // report says so) instead of failing. An explicit -P or --policy
         // that cannot be granted stays an error naming the limit.
         let asked = policy_of(
             args.policy,
-            args.reservation.runtime.as_deref(),
-            args.reservation.deadline.as_deref(),
+            args.reservation.runtime,
+            args.reservation.deadline,
             Some(period_us * 1000),
         )?;
         let policy = match asked {
@@ -196,30 +137,21 @@ impl TimerSettings {
             None if args.priority.is_none() && !sched::can_use_realtime() => Policy::Other,
             None => Policy::Fifo,
         };
-        let priority = match args.priority.as_deref() {
-            Some(t) => checked_priority_for("-P", parse_priority("-P", t)?, policy)?,
-            None if policy.takes_priority() => 99,
+        let priority = match args.priority {
+            Some(p) => checked_priority_for("-P", p, policy)?,
+            None if policy.takes_priority() => DEFAULT_RT_PRIORITY as i32,
             None => 0,
         };
         let cpus = cpus_of(args)?;
-        let (histogram_cells, bucket_ns) = histogram_of(args)?;
-        let data_lines = match args.lines.as_deref() {
-            None => DEFAULT_DATA_LINES,
-            Some(t) => parse_count("-l", t)?,
-        };
-        let duration = match args.duration.as_deref() {
-            None => None,
-            Some(t) => {
-                let d = parse_duration(t, 1_000_000_000).map_err(|e| usage(format!("-T: {e}")))?;
-                (!d.is_zero()).then_some(d)
-            }
-        };
+        let (histogram_cells, bucket_ns, data_lines) = (args.cells, args.bucket, args.lines);
+        // 0: until Ctrl-C.
+        let duration = Some(args.duration).filter(|d| !d.is_zero());
         let mut quiet = args.quiet;
         if quiet && duration.is_none() {
             notices.push("-q requires -T, ignoring -q".to_string());
             quiet = false;
         }
-        let warmup_loops = warmup_of(args)?;
+        let warmup_loops = args.warmup;
         let format = args.format;
         if format == OutputFormat::Classic && cpus.len() > 1 {
             return Err(usage(
@@ -243,11 +175,7 @@ impl TimerSettings {
             .map(|p| check_output_path("-g", p))
             .transpose()?;
         let outputs = Outputs::from_args(&args.outputs, &[("-g", gnuplot.as_ref())])?;
-        let max_latency_us = args
-            .max_latency
-            .as_deref()
-            .map(|t| positive("--max-latency", t))
-            .transpose()?;
+        let max_latency_us = args.max_latency;
         Ok(TimerSettings {
             cpus,
             policy,
@@ -261,7 +189,7 @@ impl TimerSettings {
             data_lines,
             figure,
             breakdown: args.breakdown || figure != Figure::User,
-            trace_spikes_us: super::spike_threshold(&args.spikes)?,
+            trace_spikes_us: args.spikes.trace_spikes,
             collector: super::collector(
                 &args.spikes,
                 Some(args.breakdown || figure != Figure::User),
@@ -289,22 +217,11 @@ impl TimerSettings {
     }
 }
 
-/// `-p`: the period in microseconds, at most 1 s and no shorter than
-/// this machine's timers serve.
+/// `-p`: the period in microseconds (at most 1 s, clap checked), no
+/// shorter than this machine's timers serve.
 fn period_of(args: &TimerArgs) -> Result<u64, UsageError> {
     let minimum_ns = minimum_period_ns();
-    let period_us = match args.period.as_deref() {
-        None => DEFAULT_PERIOD_US,
-        Some(t) => {
-            let us = positive("-p", t)?;
-            if us > MAX_PERIOD_US {
-                return Err(usage(format!(
-                    "-p {us}: the period cannot be longer than 1 s (-p {MAX_PERIOD_US})"
-                )));
-            }
-            us
-        }
-    };
+    let period_us = args.period;
     if period_us * 1000 < minimum_ns {
         return Err(usage(format!(
             "-p {period_us}: shorter than this machine can serve; the minimum is {} us",
@@ -314,90 +231,24 @@ fn period_of(args: &TimerArgs) -> Result<u64, UsageError> {
     Ok(period_us)
 }
 
-/// `-t`: which wake-up figure the test reports.
-fn figure_of(args: &TimerArgs) -> Result<Figure, UsageError> {
-    Ok(match args.mode.as_deref().map(str::trim) {
-        None | Some("0") => Figure::User,
-        Some("1") => Figure::Thread,
-        Some("2") => Figure::Irq,
-        Some(other) => {
-            return Err(usage(format!(
-                "-t '{}' is not a test mode: use 0 (user-space wake-up), 1 (thread latency) or 2 (IRQ latency)",
-                shown(other)
-            )));
-        }
-    })
-}
-
 /// `--cpus`, `--smp` or `-c`: the CPUs of the sampling threads (CPU 0, or
 /// the first one allowed, by default).
 fn cpus_of(args: &TimerArgs) -> Result<Vec<usize>, UsageError> {
     let allowed = sched::allowed_cpus();
-    Ok(if let Some(list) = args.cpus.as_deref() {
-        let cpus = parse_cpus(list)?;
-        for &cpu in &cpus {
+    Ok(if let Some(list) = &args.cpus {
+        for &cpu in &list.0 {
             check_cpu(cpu, &allowed)?;
         }
-        cpus
+        list.0.clone()
     } else if args.smp {
         allowed.clone()
-    } else if let Some(t) = args.cpu.as_deref() {
-        let cpu = parse_count("-c", t)?;
-        let cpu = usize::try_from(cpu)
-            .ok()
-            .filter(|&c| c <= MAX_CPU)
-            .ok_or_else(|| usage(format!("-c {cpu}: no such CPU")))?;
+    } else if let Some(cpu) = args.cpu {
         check_cpu(cpu, &allowed)?;
         vec![cpu]
-    } else if allowed.contains(&0) {
-        vec![0]
+    } else if allowed.contains(&DEFAULT_TIMER_CPU) {
+        vec![DEFAULT_TIMER_CPU]
     } else {
         vec![*allowed.first().ok_or_else(|| usage("no CPU is usable"))?]
-    })
-}
-
-/// `-H` and `-B`: Xenomai's histogram cells and their width in ns.
-fn histogram_of(args: &TimerArgs) -> Result<(usize, u64), UsageError> {
-    let histogram_cells = match args.cells.as_deref() {
-        None => DEFAULT_CELLS,
-        Some(t) => {
-            let n = positive("-H", t)?;
-            if n > MAX_CELLS as u64 {
-                return Err(usage(format!(
-                    "-H {n}: at most {MAX_CELLS} histogram cells; use a wider -B instead"
-                )));
-            }
-            n as usize
-        }
-    };
-    let bucket_ns = match args.bucket.as_deref() {
-        None => DEFAULT_BUCKET_NS,
-        Some(t) => {
-            let n = positive("-B", t)?;
-            if n > MAX_BUCKET_NS {
-                return Err(usage(format!(
-                    "-B {n}: a histogram cell can be at most 1 s ({MAX_BUCKET_NS} ns) wide"
-                )));
-            }
-            n
-        }
-    };
-    Ok((histogram_cells, bucket_ns))
-}
-
-/// `--warmup`: loops measured but not reported (at most one hour's).
-fn warmup_of(args: &TimerArgs) -> Result<u64, UsageError> {
-    Ok(match args.warmup.as_deref() {
-        None => 1,
-        Some(t) => {
-            let n = parse_count("--warmup", t)?;
-            if n > MAX_WARMUP_LOOPS {
-                return Err(usage(format!(
-                    "--warmup {n}: at most {MAX_WARMUP_LOOPS} loops (one hour)"
-                )));
-            }
-            n
-        }
     })
 }
 
@@ -408,8 +259,8 @@ mod tests {
     use clap::Parser;
 
     fn settings(args: &[&str]) -> Result<TimerSettings, UsageError> {
-        let cli =
-            Cli::try_parse_from(["latscope", "timer"].iter().chain(args)).expect("clap accepts");
+        let cli = Cli::try_parse_from(["latscope", "timer"].iter().chain(args))
+            .map_err(super::super::refusal)?;
         match cli.command {
             Command::Timer(a) => TimerSettings::from_args(&a),
             _ => unreachable!(),
@@ -473,15 +324,17 @@ mod tests {
     #[test]
     fn bad_values_are_refused_with_the_fix() {
         for (args, expected) in [
-            (vec!["-p", "0"], "-p must be at least 1"),
+            (vec!["-p", "0"], "-p/--period must be at least 1"),
             (vec!["-p", "-5"], "must not be negative"),
             (vec!["-p", "1000001"], "cannot be longer than 1 s"),
             (vec!["-p", "1"], "the minimum is"),
             (vec!["-p", "abc"], "must be a whole number"),
-            (vec!["-H", "0"], "-H must be at least 1"),
-            (vec!["-B", "0"], "-B must be at least 1"),
+            (vec!["-p", ""], "-p/--period '' must be a whole number"),
+            (vec!["-H", "0"], "-H/--cells must be at least 1"),
+            (vec!["-B", "0"], "-B/--bucket must be at least 1"),
             (vec!["-H", "99999999"], "at most"),
             (vec!["-t", "3"], "is not a test mode"),
+            (vec!["-l", "-1"], "-l/--lines '-1' must not be negative"),
             (vec!["-P", "100"], "outside the fifo range 1..99"),
             (vec!["-P", "0"], "outside the fifo range"),
             (vec!["-c", "4096"], "no such CPU"),
@@ -489,7 +342,7 @@ mod tests {
             (vec!["--cpus", "0-"], "is not a CPU list"),
             (vec!["--cpus", "1-0"], "is not a CPU list"),
             (vec!["--cpus", "0-99999999999"], "beyond the highest CPU"),
-            (vec!["-T", "x"], "-T:"),
+            (vec!["-T", "x"], "-T/--duration:"),
             (vec!["-g", "/nonexistent-dir/g.txt"], "does not exist"),
             (vec!["-g", "-", "--json", "-"], "both want standard output"),
             (vec!["--warmup", "99999"], "at most 3600"),
@@ -508,16 +361,5 @@ mod tests {
             assert!(error(&["--format", "classic", "--smp"]).contains("one sampling thread"));
         }
         assert_eq!(settings(&["--smp"]).unwrap().cpus, cpus);
-    }
-
-    #[test]
-    fn cpu_lists() {
-        assert_eq!(parse_cpus("0,2-3").unwrap(), vec![0, 2, 3]);
-        assert!(parse_cpus("0,2-3,2").is_err_and(|e| e.0.contains("names CPU 2 twice")));
-        assert!(parse_cpus("1,1").is_err());
-        assert_eq!(parse_cpus(" 1 ").unwrap(), vec![1]);
-        assert!(parse_cpus("").is_err());
-        assert!(parse_cpus(",").is_err());
-        assert!(parse_cpus("a").is_err());
     }
 }

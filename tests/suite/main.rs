@@ -41,6 +41,7 @@ mod ptsematest_compat;
 mod signals;
 mod signaltest_compat;
 mod suite_cli;
+mod typed_options;
 
 /// Live runs of many seconds each: `cargo test-quick` leaves them out.
 mod slow {

@@ -5,8 +5,9 @@
 use crate::common::proptest_config as config;
 use clap::Parser;
 use latscope::cli::{Cli, Command};
-use latscope::settings::{IpcSettings, parse_count};
+use latscope::settings::IpcSettings;
 use latscope::units::parse_duration;
+use latscope::units::values::count as parse_count;
 use proptest::prelude::*;
 use std::time::Duration;
 
@@ -120,7 +121,7 @@ proptest! {
             (Ok(v), Some(e)) => prop_assert_eq!(v, e),
             (Ok(v), None) => prop_assert!(false, "{text:?} accepted as {v}"),
             (Err(e), Some(v)) => prop_assert!(false, "{text:?} ({v}) refused: {e}"),
-            (Err(e), None) => prop_assert!(!e.0.trim().is_empty(), "{text:?}: empty message"),
+            (Err(e), None) => prop_assert!(!e.trim().is_empty(), "{text:?}: empty message"),
         }
     }
 
@@ -133,7 +134,7 @@ proptest! {
     fn parse_count_refuses_numbers_beyond_u64(extra in 1..=u128::from(u64::MAX)) {
         let n = u128::from(u64::MAX) + extra;
         let err = parse_count("-l/--loops", &n.to_string()).expect_err("beyond u64");
-        prop_assert!(err.0.contains("-l/--loops"), "{}", err.0);
+        prop_assert!(err.contains("-l/--loops"), "{}", err);
     }
 
     #[test]
@@ -169,10 +170,18 @@ proptest! {
         for (option, value) in &values {
             argv.push(format!("{option}={value}"));
         }
-        if let Ok(Cli { command: Command::Mq(args) }) = Cli::try_parse_from(&argv)
-            && let Err(e) = IpcSettings::from_mq_args(&args)
-        {
-            prop_assert!(!e.0.trim().is_empty(), "{argv:?}: empty message");
+        match Cli::try_parse_from(&argv) {
+            Ok(Cli { command: Command::Mq(args) }) => {
+                if let Err(e) = IpcSettings::from_mq_args(&args) {
+                    prop_assert!(!e.0.trim().is_empty(), "{argv:?}: empty message");
+                }
+            }
+            Ok(_) => prop_assert!(false, "{argv:?} parsed as another subcommand"),
+            Err(e) => {
+                if let Some(message) = crate::common::value_refusal(&e) {
+                    prop_assert!(!message.trim().is_empty(), "{argv:?}: empty message");
+                }
+            }
         }
     }
 }
@@ -251,8 +260,10 @@ fn option_name() -> impl Strategy<Value = &'static str> {
 }
 
 /// Parses `latscope mq --OPTION=VALUE` with clap (the `=` form passes any
-/// value verbatim) and validates it. `None` when clap itself refuses it.
-/// `-f` needs `-T`, so it comes with a valid one.
+/// value verbatim; clap reads the value with its parser) and validates it.
+/// A refused value is its one-line error, wherever it was found; `None`
+/// when clap refuses the line for another reason. `-f` needs `-T`, so it
+/// comes with a valid one.
 fn mq_settings(option: &str, value: &str) -> Option<Result<IpcSettings, String>> {
     let mut argv = vec![
         "latscope".to_string(),
@@ -267,7 +278,7 @@ fn mq_settings(option: &str, value: &str) -> Option<Result<IpcSettings, String>>
             command: Command::Mq(args),
         }) => Some(IpcSettings::from_mq_args(&args).map_err(|e| e.0)),
         Ok(_) => panic!("{argv:?} parsed as another subcommand"),
-        Err(_) => None,
+        Err(e) => crate::common::value_refusal(&e).map(Err),
     }
 }
 

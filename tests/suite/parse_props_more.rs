@@ -12,10 +12,10 @@ use clap::Parser;
 use latscope::cli::{Cli, Command};
 use latscope::settings::IpcSettings;
 use latscope::settings::logdisk::LogdiskSettings;
-use latscope::settings::parse_size;
-use latscope::settings::timer::{TimerSettings, parse_cpus};
+use latscope::settings::timer::TimerSettings;
 use latscope::threshold::{self, Limit, METRICS};
 use latscope::units::format_bytes;
+use latscope::units::values::{cpu_list, size};
 use latscope::units::{HIGHEST_KERNEL_CPU, parse_cpu_list};
 use latscope::units::{format_duration, parse_duration};
 use proptest::prelude::*;
@@ -86,8 +86,8 @@ proptest! {
 
     #[test]
     fn sizes_never_panic_and_refuse_in_one_line(text in hostile_text(), allow_g in any::<bool>()) {
-        if let Err(e) = parse_size("--bsize", &text, allow_g) {
-            assert_clear(&e.0, &text);
+        if let Err(e) = size("--bsize", &text, allow_g) {
+            assert_clear(&e, &text);
         }
     }
 
@@ -97,7 +97,7 @@ proptest! {
             ("KiB", 1 << 10), (" MiB", 1 << 20), ("G", 1 << 30)][unit];
         let text = format!("{n}{suffix}");
         prop_assert_eq!(
-            parse_size("--fileSize", &text, true).ok(),
+            size("--fileSize", &text, true).ok(),
             n.checked_mul(bytes),
             "{}", text
         );
@@ -109,7 +109,7 @@ proptest! {
         let printed = format_bytes(bytes);
         // Sizes that print with a fraction (1.5 MiB) are rounded for people.
         if !printed.contains('.') {
-            prop_assert_eq!(parse_size("--fileSize", &printed, true), Ok(bytes), "{}", printed);
+            prop_assert_eq!(size("--fileSize", &printed, true), Ok(bytes), "{}", printed);
         }
     }
 
@@ -130,8 +130,8 @@ proptest! {
 
     #[test]
     fn timer_cpus_never_panic_and_refuse_in_one_line(text in hostile_text()) {
-        match parse_cpus(&text) {
-            Err(e) => assert_clear(&e.0, &text),
+        match cpu_list("--cpus", &text) {
+            Err(e) => assert_clear(&e, &text),
             Ok(cpus) => prop_assert!(!cpus.is_empty() && cpus.windows(2).all(|w| w[0] < w[1])),
         }
     }
@@ -139,7 +139,7 @@ proptest! {
     #[test]
     fn timer_cpus_read_back(cpus in cpu_set(1023)) {
         let text = cpu_list_text(&cpus);
-        prop_assert_eq!(parse_cpus(&text).ok(), Some(cpus), "{}", text);
+        prop_assert_eq!(cpu_list("--cpus", &text).ok(), Some(cpus), "{}", text);
     }
 
     // --fail-if thresholds.
@@ -234,10 +234,14 @@ const VALUED: [(&str, Option<char>, &str); 24] = [
     ("logdisk", None, "delay"),
 ];
 
-/// What the settings of `argv` are (their Debug text), or the usage error;
-/// `None` when clap itself refused the line.
+/// What the settings of `argv` are (their Debug text), or the usage error
+/// (a value's, which clap reports in the value parser's words, or the
+/// settings'); `None` when clap refused the line otherwise.
 fn settings_of(argv: &[String]) -> Option<Result<String, String>> {
-    let cli = Cli::try_parse_from(argv).ok()?;
+    let cli = match Cli::try_parse_from(argv) {
+        Ok(cli) => cli,
+        Err(e) => return crate::common::value_refusal(&e).map(Err),
+    };
     let debug = |r: Result<String, latscope::settings::UsageError>| r.map_err(|e| e.0);
     Some(debug(match &cli.command {
         Command::Mq(a) => IpcSettings::from_mq_args(a).map(|s| format!("{s:?}")),

@@ -4,10 +4,7 @@
 
 use serde::{Deserialize, Serialize, Serializer};
 
-/// The most cells a histogram may have (8 MiB of counts each). The original
-/// has no limit but memory; latscope refuses more, so that neither a typo in
-/// `-H` nor a JSON document can ask for gigabytes.
-pub const MAX_CELLS: usize = 1 << 20;
+use crate::units::values::MAX_CELLS;
 
 /// Why a histogram cannot be built, merged or read back.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

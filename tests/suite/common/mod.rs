@@ -981,3 +981,15 @@ pub fn tracefs_usable(what: &str) -> bool {
     }
     true
 }
+
+/// A value clap refused (the options' values are read by their parsers
+/// there): the message the user sees, clap's first line without its
+/// `error: `. None for clap's other refusals (an unknown option...).
+pub fn value_refusal(e: &clap::Error) -> Option<String> {
+    if e.kind() != clap::error::ErrorKind::ValueValidation {
+        return None;
+    }
+    let message = e.to_string();
+    let first = message.lines().next().unwrap_or_default();
+    Some(first.trim_start_matches("error: ").to_string())
+}
