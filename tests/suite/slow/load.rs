@@ -448,6 +448,11 @@ fn run_with_kernel_warning(
         eprintln!("skipping {test}: writing to /dev/kmsg needs root");
         return None;
     }
+    // One such run at a time: each run reports every kernel warning of its
+    // time, and its console line names the first, which must be its own
+    // (two of these tests ran together once and each saw the other's).
+    static ONE_WRITER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_WRITER.lock().unwrap_or_else(|e| e.into_inner());
     let (dir, file) = temp_file("report.json");
     let mut argv = args(argv);
     argv.push("--json");
