@@ -7,6 +7,7 @@
 use super::{Series, SysInfo, TestResult};
 use crate::stats::LatencySummary;
 use crate::units::format_ns;
+use std::fmt::Write;
 
 /// The markup a text is escaped for (`escape_markup`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -297,6 +298,25 @@ pub fn rt_tests_json_average(sum: i64, cycles: u64) -> f64 {
     } else {
         sum as f64 / cycles as f64
     }
+}
+
+/// rt-tests' `"thread"` object of a `--json` file, to the file's closing
+/// brace: one member per thread, each field (name, value as the tool prints
+/// it) on its own line after `indent`, the tool's own indentation
+/// (cyclicdeadline's `"\t "`, signaltest's six blanks).
+pub fn rt_tests_json_threads(threads: &[Vec<(&str, String)>], indent: &str) -> String {
+    let mut out = String::from("  \"thread\": {\n");
+    for (i, fields) in threads.iter().enumerate() {
+        let _ = writeln!(out, "    \"{i}\": {{");
+        for (k, (name, value)) in fields.iter().enumerate() {
+            let comma = if k + 1 < fields.len() { "," } else { "" };
+            let _ = writeln!(out, "{indent}\"{name}\": {value}{comma}");
+        }
+        let comma = if i + 1 < threads.len() { "," } else { "" };
+        let _ = writeln!(out, "    }}{comma}");
+    }
+    out.push_str("  }\n}\n");
+    out
 }
 
 #[cfg(test)]

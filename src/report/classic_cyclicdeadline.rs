@@ -5,7 +5,7 @@
 //! read these; the layout is cyclicdeadline's, byte for byte.
 
 use super::CyclicThread;
-use super::cells::rt_tests_json_average;
+use super::cells::{rt_tests_json_average, rt_tests_json_threads};
 use std::fmt::Write;
 
 /// cyclicdeadline's `T:` line of thread `index` (`print_stat`): the
@@ -71,18 +71,20 @@ pub fn break_lines(tid: i32, value: i64) -> String {
 pub fn json_threads(threads: &[CyclicThread]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "  \"num_threads\": {},", threads.len());
-    out.push_str("  \"resolution_in_ns\": 0,\n  \"thread\": {\n");
-    for (i, t) in threads.iter().enumerate() {
-        let avg = rt_tests_json_average(t.sum, t.cycles);
-        let _ = writeln!(out, "    \"{i}\": {{");
-        let _ = writeln!(out, "\t \"cycles\": {},", t.cycles);
-        let _ = writeln!(out, "\t \"min\": {},", t.min);
-        let _ = writeln!(out, "\t \"max\": {},", t.max);
-        let _ = writeln!(out, "\t \"avg\": {avg:.2}");
-        let comma = if i + 1 < threads.len() { "," } else { "" };
-        let _ = writeln!(out, "    }}{comma}");
-    }
-    out.push_str("  }\n}\n");
+    out.push_str("  \"resolution_in_ns\": 0,\n");
+    let fields: Vec<Vec<(&str, String)>> = threads
+        .iter()
+        .map(|t| {
+            let avg = rt_tests_json_average(t.sum, t.cycles);
+            vec![
+                ("cycles", t.cycles.to_string()),
+                ("min", t.min.to_string()),
+                ("max", t.max.to_string()),
+                ("avg", format!("{avg:.2}")),
+            ]
+        })
+        .collect();
+    out.push_str(&rt_tests_json_threads(&fields, "\t "));
     out
 }
 

@@ -4,7 +4,7 @@
 //! signaltest prints them (its `print_stat` and `write_stats`): parsers
 //! depend on them.
 
-use super::cells::rt_tests_json_average;
+use super::cells::{rt_tests_json_average, rt_tests_json_threads};
 use std::fmt::Write;
 
 /// One thread's figures as signaltest keeps them (whole us).
@@ -80,19 +80,20 @@ pub fn thread_cpu_line(index: usize, cpu: usize) -> String {
 pub fn json_body(threads: &[SignalThread]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "  \"num_threads\": {},", threads.len());
-    out.push_str("  \"thread\": {\n");
-    for (i, t) in threads.iter().enumerate() {
-        let avg = rt_tests_json_average(t.sum, t.cycles);
-        let _ = writeln!(out, "    \"{i}\": {{");
-        let _ = writeln!(out, "      \"cycles\": {},", t.cycles);
-        let _ = writeln!(out, "      \"min\": {},", t.min);
-        let _ = writeln!(out, "      \"max\": {},", t.max);
-        let _ = writeln!(out, "      \"avg\": {avg:.2},");
-        let _ = writeln!(out, "      \"cpu\": {}", t.cpu);
-        let comma = if i + 1 < threads.len() { "," } else { "" };
-        let _ = writeln!(out, "    }}{comma}");
-    }
-    out.push_str("  }\n}\n");
+    let fields: Vec<Vec<(&str, String)>> = threads
+        .iter()
+        .map(|t| {
+            let avg = rt_tests_json_average(t.sum, t.cycles);
+            vec![
+                ("cycles", t.cycles.to_string()),
+                ("min", t.min.to_string()),
+                ("max", t.max.to_string()),
+                ("avg", format!("{avg:.2}")),
+                ("cpu", t.cpu.to_string()),
+            ]
+        })
+        .collect();
+    out.push_str(&rt_tests_json_threads(&fields, "      "));
     out
 }
 
