@@ -350,7 +350,10 @@ fn laps(index: usize, shared: &RingShared) -> Result<(), ChannelError> {
     let plan = &shared.plan;
     let mut sent_at: Option<u64> = None;
     let mut cycles = 0u64;
-    loop {
+    // signaltest's `while (!shutdown)`: after thread 0's break (or a
+    // failure) no thread starts another lap, so thread 0 ends on the lap
+    // that crossed `-b` and the others on the lap they were in.
+    while !shared.stopping.load(Ordering::Acquire) {
         match mine.wait(None)? {
             Wake::Message(_) => {}
             Wake::Interrupted | Wake::TimedOut => return Ok(()),
@@ -380,6 +383,7 @@ fn laps(index: usize, shared: &RingShared) -> Result<(), ChannelError> {
             return Ok(());
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -414,6 +414,11 @@ fn break_duration_and_affinity() {
         out.starts_with("Thread 0 exceeded trace limit.\nT: 0 "),
         "{out}"
     );
+    // As signaltest's `while (!shutdown)`: thread 0 ends on that first lap,
+    // and thread 1 after the one lap it was in (which held thread 0's
+    // 10 ms pause of its first wake-ups).
+    let laps: Vec<u64> = t_lines(&out).iter().map(|t| t.1).collect();
+    assert_eq!(laps, [1, 1], "{out}");
     let started = std::time::Instant::now();
     let (code, out, _) = seen(&run_as_signaltest(&link.path(), &["-q", "-D", "1"], here));
     let took = started.elapsed();
