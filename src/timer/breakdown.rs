@@ -245,8 +245,11 @@ pub struct KernelFigures {
     /// Wake-ups whose slot was written while read.
     pub torn: u64,
     /// Wake-ups the slot did not hold whole (another wake-up's record, a
-    /// program that did not run).
+    /// program that did not run), `unscheduled` included.
     pub missing: u64,
+    /// Of those, wake-ups whose timer fired before the thread slept: no
+    /// scheduling, so no thread figure (`SlotRead::Unscheduled`).
+    pub unscheduled: u64,
     /// Complete wake-ups whose figures were out of order (irq <= thread <=
     /// user is expected of every one).
     pub unordered: u64,
@@ -263,6 +266,7 @@ impl KernelFigures {
             complete: 0,
             torn: 0,
             missing: 0,
+            unscheduled: 0,
             unordered: 0,
         }
     }
@@ -286,6 +290,11 @@ impl KernelFigures {
             }
             SlotRead::Torn => {
                 self.torn += 1;
+                None
+            }
+            SlotRead::Unscheduled { .. } => {
+                self.missing += 1;
+                self.unscheduled += 1;
                 None
             }
             SlotRead::Missing => {
@@ -319,6 +328,7 @@ pub fn assign_in_kernel(
         collector: CollectorUsed::bpf(),
         torn_wakeups: k.torn,
         unordered_wakeups: k.unordered,
+        unscheduled_wakeups: k.unscheduled,
     };
     let main = match figure {
         Figure::User => user,
@@ -352,6 +362,8 @@ pub fn assign(
         collector: collector.clone(),
         torn_wakeups: 0,
         unordered_wakeups: 0,
+        // Not told apart by the tracefs collector (in `incomplete_wakeups`).
+        unscheduled_wakeups: 0,
     };
     let main = match figure {
         Figure::User => user,

@@ -99,10 +99,16 @@ pub fn collector_line(test: &TestResult) -> Option<String> {
     let torn: u64 = breakdowns.iter().map(|b| b.torn_wakeups).sum();
     let missing: u64 = breakdowns.iter().map(|b| b.incomplete_wakeups).sum();
     let unordered: u64 = breakdowns.iter().map(|b| b.unordered_wakeups).sum();
+    let unscheduled: u64 = breakdowns.iter().map(|b| b.unscheduled_wakeups).sum();
     if first.collector.name == "bpf" {
         line.push_str(&format!(
             "; wake-ups read torn: {torn}, not recorded whole: {missing}"
         ));
+        if unscheduled > 0 {
+            line.push_str(&format!(
+                " ({unscheduled} woken before they slept: no scheduling)"
+            ));
+        }
         if unordered > 0 {
             line.push_str(&format!(", figures out of order: {unordered}"));
         }

@@ -400,6 +400,12 @@ pub struct Breakdown {
     /// disagree. Not checked by the tracefs collector.
     #[serde(default)]
     pub unordered_wakeups: u64,
+    /// In-kernel collection: of `incomplete_wakeups`, those whose timer
+    /// fired before the thread went to sleep (its period was nearly over
+    /// when it asked to sleep): the scheduler never ran, so there is no
+    /// thread figure, only the IRQ's.
+    #[serde(default)]
+    pub unscheduled_wakeups: u64,
 }
 
 /// One measured stream of samples (an IPC pair, a timer thread): the common

@@ -298,7 +298,7 @@ fn wakeups_seen(
                 seen.0 += 1;
             }
             SlotRead::Torn => seen.1 += 1,
-            SlotRead::Missing => seen.2 += 1,
+            SlotRead::Missing | SlotRead::Unscheduled { .. } => seen.2 += 1,
         }
     }
     set_current_thread_policy(Policy::Other, 0).unwrap();

@@ -150,6 +150,12 @@ pub struct WakeupSlots {
 pub enum SlotRead {
     /// Timer handler start and switch-in, CLOCK_MONOTONIC ns.
     Complete { irq_ns: u64, switch_ns: u64 },
+    /// The expiry was recorded, but the thread never got the CPU back
+    /// through the scheduler after it: the timer fired while the thread was
+    /// still on its way to sleep, so `schedule()` was never called (the
+    /// period was nearly over when it asked to sleep). No thread figure
+    /// exists for such a wake-up.
+    Unscheduled { irq_ns: u64 },
     /// A program wrote the slot while it was read.
     Torn,
     /// The slot holds another wake-up, or this one only in part.
@@ -195,8 +201,11 @@ fn read_slot(base: *const AtomicU64, expiry: u64) -> SlotRead {
     if before != after || before % 2 == 1 {
         return SlotRead::Torn;
     }
-    if expires != expiry || switch_for != expiry {
+    if expires != expiry {
         return SlotRead::Missing;
+    }
+    if switch_for != expiry {
+        return SlotRead::Unscheduled { irq_ns };
     }
     SlotRead::Complete { irq_ns, switch_ns }
 }
@@ -954,7 +963,11 @@ mod tests {
         assert_eq!(read(1000), SlotRead::Missing);
         set(WAKE_EXPIRES, 1000);
         set(IRQ_NOW, 1003);
-        assert_eq!(read(1000), SlotRead::Missing, "no switch-in yet");
+        assert_eq!(
+            read(1000),
+            SlotRead::Unscheduled { irq_ns: 1003 },
+            "no switch-in yet"
+        );
         set(SWITCH_FOR, 1000);
         set(SWITCH_IN, 1009);
         assert_eq!(
@@ -967,7 +980,7 @@ mod tests {
         assert_eq!(read(2000), SlotRead::Missing, "another wake-up");
         // A switch-in stamped for the previous record does not count.
         set(WAKE_EXPIRES, 2000);
-        assert_eq!(read(2000), SlotRead::Missing);
+        assert_eq!(read(2000), SlotRead::Unscheduled { irq_ns: 1003 });
         // A writer inside (odd sequence) makes the read torn.
         set(SEQ, 5);
         assert_eq!(read(2000), SlotRead::Torn);

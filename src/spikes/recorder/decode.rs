@@ -148,7 +148,7 @@ impl RegionView {
                         doubts.push(Doubt::between(r.time(), newer));
                     }
                     if r.elapsed() > INTERRUPTED_NS {
-                        doubts.push(Doubt::between(r.time(), r.time() + r.elapsed()));
+                        doubts.push(Doubt::interrupted(&r));
                     }
                     if r.time() > to_ns {
                         // After the window (a record whose time read torn
@@ -215,6 +215,11 @@ enum Slot {
 pub struct Doubt {
     pub from_ns: u64,
     pub to_ns: u64,
+    /// A recorder program ran longer than INTERRUPTED_NS here: something
+    /// interrupted it (an NMI or IRQ, or the hypervisor). Events were lost
+    /// only if the kernel skipped a program meanwhile (its recursion
+    /// misses grew); an unfinished record is a doubt whatever the misses.
+    pub interrupted: bool,
 }
 
 impl Doubt {
@@ -222,6 +227,14 @@ impl Doubt {
         Doubt {
             from_ns: a.min(b),
             to_ns: a.max(b),
+            interrupted: false,
+        }
+    }
+
+    fn interrupted(record: &RawRecord) -> Doubt {
+        Doubt {
+            interrupted: true,
+            ..Doubt::between(record.time(), record.time() + record.elapsed())
         }
     }
 }
@@ -697,7 +710,8 @@ pub(crate) mod tests {
             snap.doubts,
             vec![Doubt {
                 from_ns: 100,
-                to_ns: 300
+                to_ns: 300,
+                interrupted: false,
             }]
         );
         // The window's end before every record: only the one before it.
@@ -757,7 +771,8 @@ pub(crate) mod tests {
             snap.doubts,
             vec![Doubt {
                 from_ns: 200,
-                to_ns: 310
+                to_ns: 310,
+                interrupted: false,
             }]
         );
         assert!(snap.doubtful(250, 260) && snap.doubtful(0, 200) && snap.doubtful(310, 900));
@@ -781,7 +796,8 @@ pub(crate) mod tests {
             snap.doubts,
             vec![Doubt {
                 from_ns: 100,
-                to_ns: u64::MAX
+                to_ns: u64::MAX,
+                interrupted: false,
             }]
         );
         // A record reserved whose slot still holds the commit word of the
@@ -810,7 +826,8 @@ pub(crate) mod tests {
             snap.doubts,
             vec![Doubt {
                 from_ns: 2_000,
-                to_ns: 7_000
+                to_ns: 7_000,
+                interrupted: true,
             }]
         );
         assert!(snap.doubtful(6_000, 8_000) && !snap.doubtful(7_001, 9_000));

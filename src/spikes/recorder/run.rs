@@ -220,6 +220,7 @@ impl Recorder {
             end: RecorderEnd::default(),
             misses_seen: 0,
             interrupted_seen: 0,
+            miss_spans: MissSpans::since(crate::rt::clock::monotonic_ns()),
         };
         let (stop, stopped) = mpsc::channel();
         let thread = std::thread::Builder::new()
@@ -305,6 +306,60 @@ struct Collector {
     misses_seen: u64,
     /// The traced CPUs' interrupted records when last looked at.
     interrupted_seen: u64,
+    /// When the misses grew: an interrupted record is a doubt only there.
+    miss_spans: MissSpans,
+}
+
+/// The stretches of time in which the kernel skipped a program (its
+/// `recursion_misses` grew between two reads), the latest MAX_SPANS of
+/// them: a recorder program that ran long was interrupted, but lost
+/// nothing unless a skip falls in its time. Interruptions by an IRQ whose
+/// program ran nested (each program has its own recursion guard) or by
+/// the hypervisor leave the misses as they were.
+#[derive(Debug)]
+struct MissSpans {
+    /// (after, up to]: the reads that saw the misses grow.
+    spans: std::collections::VecDeque<(u64, u64)>,
+    /// When the misses were last read (or the programs attached).
+    last_read_ns: u64,
+}
+
+impl MissSpans {
+    /// More than the passes between a spike and its collection.
+    const MAX_SPANS: usize = 1024;
+
+    fn since(attached_ns: u64) -> MissSpans {
+        MissSpans {
+            spans: Default::default(),
+            last_read_ns: attached_ns,
+        }
+    }
+
+    /// The misses were read at `read_ns`; `grew`: more than at the last read.
+    fn read(&mut self, read_ns: u64, grew: bool) {
+        if grew {
+            if self.spans.len() == Self::MAX_SPANS {
+                self.spans.pop_front();
+            }
+            self.spans.push_back((self.last_read_ns, read_ns));
+        }
+        self.last_read_ns = read_ns;
+    }
+
+    /// A skip may lie within [from_ns, to_ns]. Before the oldest span kept
+    /// nothing is known: a doubt there stands.
+    fn may_have_skipped(&self, from_ns: u64, to_ns: u64) -> bool {
+        let known_from = if self.spans.len() == Self::MAX_SPANS {
+            self.spans.front().map_or(0, |s| s.0)
+        } else {
+            0
+        };
+        from_ns < known_from
+            || self
+                .spans
+                .iter()
+                .any(|&(after, up_to)| from_ns <= up_to && to_ns > after)
+    }
 }
 
 impl Collector {
@@ -380,6 +435,9 @@ impl Collector {
         // every window of this pass is flagged.
         let misses = self.misses();
         let interrupted = self.interrupted();
+        // After the read: every skip counted happened before this time.
+        self.miss_spans
+            .read(crate::rt::clock::monotonic_ns(), misses > self.misses_seen);
         let missed = misses > self.misses_seen && interrupted == self.interrupted_seen;
         self.misses_seen = misses;
         self.interrupted_seen = interrupted;
@@ -431,12 +489,20 @@ impl Collector {
             return spike;
         };
         let end = c.actual_ns.max(c.expected_ns);
-        let mut snapshot = view.snapshot_between(from, end);
+        let spans = &self.miss_spans;
+        let snapshot_now = || {
+            let mut snapshot = view.snapshot_between(from, end);
+            snapshot
+                .doubts
+                .retain(|d| !d.interrupted || spans.may_have_skipped(d.from_ns, d.to_ns));
+            snapshot
+        };
+        let mut snapshot = snapshot_now();
         if snapshot.doubtful(from, end) {
             // A record of the window may merely be under way: look again
             // once its program has surely finished.
             std::thread::sleep(UNFINISHED_GRACE);
-            snapshot = view.snapshot_between(from, end);
+            snapshot = snapshot_now();
         }
         let mut events: Vec<_> = snapshot
             .records
@@ -472,6 +538,43 @@ fn base_state(view: &RegionView, oldest: u64, names: &mut Names, cpu: usize) -> 
         CpuState::running(current.pid, current.prio, comm)
     } else {
         CpuState::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MissSpans;
+
+    #[test]
+    fn an_interruption_lost_events_only_where_the_misses_grew() {
+        let mut spans = MissSpans::since(1_000);
+        spans.read(2_000, false);
+        spans.read(3_000, true);
+        spans.read(4_000, false);
+        // Before, across and after the read span (2000, 3000].
+        assert!(!spans.may_have_skipped(1_500, 1_900));
+        assert!(!spans.may_have_skipped(1_500, 2_000));
+        assert!(spans.may_have_skipped(1_500, 2_001));
+        assert!(spans.may_have_skipped(2_500, 2_600));
+        assert!(spans.may_have_skipped(3_000, 3_500));
+        assert!(!spans.may_have_skipped(3_001, 3_900));
+    }
+
+    #[test]
+    fn beyond_the_spans_kept_a_doubt_stands() {
+        let mut spans = MissSpans::since(0);
+        // Every other read grew: more spans than are kept.
+        for k in 1..=(2 * MissSpans::MAX_SPANS as u64 + 20) {
+            spans.read(k * 10, k % 2 == 0);
+        }
+        assert_eq!(spans.spans.len(), MissSpans::MAX_SPANS);
+        // Before the oldest span kept, whether a program was skipped is no
+        // longer known...
+        let oldest = spans.spans.front().unwrap().0;
+        assert!(spans.may_have_skipped(oldest - 5, oldest - 4));
+        // ...and between two kept spans nothing was skipped.
+        let (a, b) = (spans.spans[5], spans.spans[6]);
+        assert!(!spans.may_have_skipped(a.1 + 1, b.0));
     }
 }
 
