@@ -106,7 +106,7 @@ fn confine_threads(s: &DeadlineSettings) -> Option<Vec<usize>> {
     } else {
         let list = crate::units::cpu_list(listed);
         eprintln!(
-            "latscope: warning: cyclicdeadline -a {list}: the deadline threads run on CPUs {}, not on {list} alone: the kernel takes a deadline task only with the affinity of its whole root domain, and latscope does not make {list} a domain of its own by moving every task of the machine into cpusets as cyclicdeadline does; make it a partition first (isolcpus=, a cpuset partition) to confine them",
+            "latscope: warning: cyclicdeadline -a {list}: the deadline threads run on CPUs {} rather than on {list} only: the kernel takes a deadline task only with the affinity of its whole root domain, and latscope does not make {list} a domain of its own by moving every task of the machine into cpusets as cyclicdeadline does; make it a partition first (isolcpus=, a cpuset partition) to confine them",
             crate::units::cpu_list(&allowed)
         );
     }

@@ -342,6 +342,7 @@ fn some_cpus_only_run_as_cyclicdeadline_without_its_cpusets() {
         return;
     }
     let _turn = turn();
+    let main_thread = Regex::new(r"main thread (\d+)").unwrap();
     for (args, golden_file, listed) in [
         (
             &["-a", "1", "-t", "2", "-i", "10000", "-D", "1", "-q"][..],
@@ -392,14 +393,13 @@ fn some_cpus_only_run_as_cyclicdeadline_without_its_cpusets() {
             assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
             assert!(
                 stderr.contains(&format!(
-                    "cyclicdeadline -a {listed}: the deadline threads run on CPUs 0-1"
+                    "cyclicdeadline -a {listed}: the deadline threads run on CPUs 0-1 rather than on {listed} only"
                 )) && stderr.contains("partition"),
                 "{args:?}: {stderr}"
             );
         }
         let stdout = stdout_of(&out);
-        let main_tid = Regex::new(r"main thread (\d+)")
-            .unwrap()
+        let main_tid = main_thread
             .captures(&stdout)
             .unwrap_or_else(|| panic!("{args:?}: {}", describe(&out)))[1]
             .parse::<i32>()
