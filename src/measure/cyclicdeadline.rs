@@ -36,11 +36,17 @@ pub struct DeadlineRan {
 /// them. A thread the kernel refuses (admission control) ends the run with
 /// the reason (one line, naming the limit).
 pub fn run(s: &DeadlineSettings) -> Result<DeadlineRan, CommandError> {
+    let main_thread_cpus = confine_threads(s);
     before_threads(s);
     let plans = plans_of(s);
     let opts = options_of(s);
     let start_time = crate::units::rfc2822_local(SystemTime::now());
     let threads_run = cyclic::start(&plans, &opts).map_err(CommandError::Runtime)?;
+    // The threads took the affinity they were created with; the main
+    // thread (the display) goes where cyclicdeadline puts every other task.
+    if let Some(others) = main_thread_cpus.filter(|o| !o.is_empty()) {
+        let _ = crate::rt::sched::pin_current_thread_to(&others);
+    }
     let shared = std::sync::Arc::clone(&threads_run.shared);
     announce_threads(s, &shared);
     let deadlines: Vec<u64> = s.threads.iter().map(|t| t.deadline_us).collect();
@@ -72,6 +78,39 @@ pub fn run(s: &DeadlineSettings) -> Result<DeadlineRan, CommandError> {
         threads,
         json_failure,
     })
+}
+
+/// `-a` with some CPUs only. cyclicdeadline runs its threads there by
+/// making those CPUs a scheduling partition of their own: it turns off the
+/// root cpuset's load balancing and moves every task of the machine into a
+/// cpuset of the other CPUs, its threads into an exclusive one of the
+/// listed CPUs (and back at the end, not after a SIGKILL). latscope changes
+/// no cpuset. Where the listed CPUs already are a partition (isolcpus=, a
+/// cpuset partition made by the admin), the kernel takes deadline threads
+/// confined to them: the main thread takes the list now, for its threads to
+/// inherit. Elsewhere it takes a deadline task only with the affinity of
+/// its whole root domain: the threads run there, and one line says so.
+/// Returns the CPUs for the main thread once the threads have started (the
+/// others of the machine it may use), None without such a list.
+fn confine_threads(s: &DeadlineSettings) -> Option<Vec<usize>> {
+    use crate::rt::sched;
+    let listed = s.some_cpus_only.as_deref()?;
+    let allowed = sched::allowed_cpus();
+    let others: Vec<usize> = allowed
+        .iter()
+        .copied()
+        .filter(|c| !listed.contains(c))
+        .collect();
+    if sched::deadline_confinable_to(listed) {
+        let _ = sched::pin_current_thread_to(listed);
+    } else {
+        let list = crate::units::cpu_list(listed);
+        eprintln!(
+            "latscope: warning: cyclicdeadline -a {list}: the deadline threads run on CPUs {} rather than on {list} only: the kernel takes a deadline task only with the affinity of its whole root domain, and latscope does not make {list} a domain of its own by moving every task of the machine into cpusets as cyclicdeadline does; make it a partition first (isolcpus=, a cpuset partition) to confine them",
+            crate::units::cpu_list(&allowed)
+        );
+    }
+    Some(others)
 }
 
 /// What cyclicdeadline does before its threads start: "Using all CPUS",

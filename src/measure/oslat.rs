@@ -58,6 +58,7 @@ impl OslatFacts {
             configured: self.configured,
             isolated: &self.isolated,
             rt_runtime_us: self.rt_runtime_us,
+            smt_siblings: crate::rt::sysinfo::smt_siblings,
         }
     }
 }

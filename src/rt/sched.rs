@@ -265,6 +265,33 @@ pub fn set_current_thread_yielding_deadline(reservation: Reservation) -> Result<
         .map_err(|errno| deadline_error(reservation, errno, YIELDING_FIX))
 }
 
+/// Whether the kernel takes a SCHED_DEADLINE task whose affinity is `cpus`
+/// only. With admission control on (`sched_rt_runtime_us` not -1) it takes
+/// one only when its affinity covers its whole root domain: `cpus` must be a
+/// scheduling partition of their own already (isolcpus=, a cpuset partition).
+/// A short-lived thread tries it with a reservation of 0.01 % (its bandwidth
+/// is given back when it ends); a refusal for lack of bandwidth (EBUSY)
+/// still says yes, the kernel checks the affinity first.
+pub fn deadline_confinable_to(cpus: &[usize]) -> bool {
+    let probe = Reservation {
+        runtime_ns: 100_000,
+        deadline_ns: 1_000_000_000,
+        period_ns: 1_000_000_000,
+    };
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                try_pin_current_thread_to(cpus).is_ok()
+                    && matches!(
+                        try_set_current_thread_deadline(probe, 0),
+                        Ok(()) | Err(libc::EBUSY)
+                    )
+            })
+            .join()
+            .unwrap_or(false)
+    })
+}
+
 std::thread_local! {
     /// SIGXCPUs this thread received as a deadline task: its throttled
     /// periods. Const-initialised and without a destructor, so the signal

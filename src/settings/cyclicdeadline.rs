@@ -154,9 +154,12 @@ pub struct DeadlineThread {
 pub struct DeadlineSettings {
     /// Thread n: interval + n * step, its runtime a share of it.
     pub threads: Vec<DeadlineThread>,
-    /// The CPUs named by `-a LIST` when they are all of the machine's
-    /// (cyclicdeadline then says "Using all CPUS"); None without a list.
+    /// The CPUs named by `-a LIST`; None without a list.
     pub cpu_list: Option<Vec<usize>>,
+    /// `-a LIST` naming some of the machine's CPUs only: where
+    /// cyclicdeadline runs its threads (in an exclusive cpuset of them);
+    /// None when they run on every CPU.
+    pub some_cpus_only: Option<Vec<usize>>,
     /// cyclicdeadline prints "Using all CPUS" (no `-a`, or a list of them all).
     pub says_all_cpus: bool,
     /// `-D`: stop after this long; None: until stopped.
@@ -201,6 +204,7 @@ impl DeadlineSettings {
         let mut s = DeadlineSettings {
             threads: Vec::new(),
             cpu_list: None,
+            some_cpus_only: None,
             says_all_cpus: false,
             duration: None,
             quiet: false,
@@ -281,12 +285,10 @@ impl DeadlineSettings {
             }
             None => machine.cpu_count,
         };
-        if let Some(list) = given.list.as_deref()
-            && nr_cpus < machine.cpu_count
-        {
-            return Err(GetoptUsage::Bad(format!(
-                "cyclicdeadline -a '{list}': deadline tasks on some CPUs only need an exclusive cpuset, for which cyclicdeadline moves every task of the machine into cpusets of its own; latscope does not: run on all CPUs (leave out -a, or list them all)"
-            )));
+        // Some CPUs only: cyclicdeadline's threads run there (how latscope
+        // keeps them there without cpusets: measure::cyclicdeadline).
+        if nr_cpus < machine.cpu_count {
+            self.some_cpus_only = self.cpu_list.clone();
         }
         self.says_all_cpus = !given.all_cpus && nr_cpus == machine.cpu_count;
         if threads < 1 || threads as usize > MAX_THREADS {
@@ -487,8 +489,31 @@ mod tests {
             fatal(&["-c", "7"]),
             GetoptUsage::Fatal("Invalid cpu input '7'".into())
         );
-        // Some CPUs only: latscope's refusal (no cpusets), exit 2.
-        assert!(matches!(fatal(&["-a", "1"]), GetoptUsage::Bad(m) if m.contains("cpuset")));
+    }
+
+    /// Some CPUs only: the threads' count and share as cyclicdeadline
+    /// reckons them from the list (`-a` without `-t`: one per CPU of the
+    /// machine, here 2 on 1 CPU: 80 % / 2 each).
+    #[test]
+    fn some_cpus_only() {
+        let s = parse(&["-a", "1", "-i", "10000"]).unwrap();
+        assert_eq!(s.some_cpus_only, Some(vec![1]));
+        assert!(!s.says_all_cpus);
+        assert_eq!(reservations(&s), vec![(4000, 10000), (4200, 10500)]);
+        let s = parse(&["-a", "1", "-t", "3", "-i", "10000"]).unwrap();
+        assert_eq!(
+            reservations(&s),
+            vec![(2600, 10000), (2730, 10500), (2860, 11000)]
+        );
+        let s = parse(&["-t", "1", "-a", "0", "-i", "10000"]).unwrap();
+        assert_eq!(s.some_cpus_only, Some(vec![0]));
+        assert_eq!(reservations(&s), vec![(6000, 10000)]);
+        // Every CPU, or -a alone: not confined.
+        for words in [&["-a", "0-1"][..], &["-a", "1,0"], &["-a"], &[]] {
+            assert_eq!(parse(words).unwrap().some_cpus_only, None, "{words:?}");
+        }
+        // An empty list names no CPU: no runtime is left for the threads.
+        assert!(matches!(parse(&["-a", ""]), Err(GetoptUsage::Bad(m)) if m.contains("runtime")));
     }
 
     #[test]

@@ -62,6 +62,25 @@ pub struct NoiseSettings {
     pub hold_dma_latency: bool,
 }
 
+/// `cpus` without the main thread's core (`main_core`: its CPU and that
+/// CPU's SMT siblings, rt::sysinfo::smt_siblings), as the RT tuning flows'
+/// runners leave it out: a spinner there would share a core with the main
+/// thread's work and count it as noise. `cpus` itself where that leaves
+/// nothing (one CPU, or one core). The default CPU lists of `noise` and of
+/// the oslat drop-in (settings::oslat).
+pub fn apart_from_main_core(cpus: &[usize], main_core: &[usize]) -> Vec<usize> {
+    let apart: Vec<usize> = cpus
+        .iter()
+        .copied()
+        .filter(|c| !main_core.contains(c))
+        .collect();
+    if apart.is_empty() {
+        cpus.to_vec()
+    } else {
+        apart
+    }
+}
+
 /// The CPUs measured without `--cpus`: the isolated ones that may be used,
 /// else every usable CPU but the first (where the main thread, the monitor
 /// and the trace reader run), or the only one. Either way without the SMT
@@ -74,14 +93,7 @@ pub fn default_cpus(
     allowed: &[usize],
     main_core: &[usize],
 ) -> (Vec<usize>, CpusFrom) {
-    let off_main_core = |cpus: Vec<usize>| -> Vec<usize> {
-        let apart: Vec<usize> = cpus
-            .iter()
-            .copied()
-            .filter(|c| !main_core.contains(c))
-            .collect();
-        if apart.is_empty() { cpus } else { apart }
-    };
+    let off_main_core = |cpus: Vec<usize>| apart_from_main_core(&cpus, main_core);
     let usable_isolated: Vec<usize> = isolated
         .iter()
         .copied()

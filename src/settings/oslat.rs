@@ -10,7 +10,7 @@ use super::getopt::{
     parse_duration, render_usage,
 };
 use crate::report::OslatScale;
-use crate::settings::noise::{CpusFrom, check_realtime_safety};
+use crate::settings::noise::{CpusFrom, apart_from_main_core, check_realtime_safety};
 use std::path::PathBuf;
 use std::sync::LazyLock;
 
@@ -206,9 +206,10 @@ pub struct OslatSettings {
     /// the output is 2.8's: docs/compat.md).
     pub scale: OslatScale,
     pub bias: bool,
-    /// `-c` as given (the header prints it); None = every CPU ("all").
+    /// `-c` as given (the header prints it); None: the default list.
     pub cpu_list: Option<String>,
-    /// The CPUs measured: those of the list this process may run on.
+    /// The CPUs measured: those of the list this process may run on;
+    /// without `-c`, those but the main thread's core (`cpus_of`).
     pub cpus: Vec<usize>,
     pub cpu_main_thread: usize,
     /// `-D`, seconds (default 1).
@@ -303,6 +304,8 @@ pub struct Machine<'a> {
     pub isolated: &'a [usize],
     /// `sched_rt_runtime_us`.
     pub rt_runtime_us: Option<i64>,
+    /// A CPU's core: it and its SMT siblings (rt::sysinfo::smt_siblings).
+    pub smt_siblings: fn(usize) -> Vec<usize>,
 }
 
 impl OslatSettings {
@@ -423,7 +426,7 @@ impl OslatSettings {
     /// What oslat decides once its options are read: the CPUs, and the
     /// refusals of latscope's rules (a FIFO spinner, a memmove of nothing).
     fn settle(&mut self, machine: &Machine<'_>) -> Result<(), OslatUsage> {
-        self.cpus = self.cpus_of(machine.allowed)?;
+        self.cpus = self.cpus_of(machine)?;
         if self.rtprio.is_some() {
             // A FIFO spinner never sleeps: the rules of `latscope noise`
             // (the CPUs count as named: oslat has no "all but one" default).
@@ -451,11 +454,17 @@ impl OslatSettings {
         Ok(())
     }
 
-    /// The CPUs of `-c` (every CPU without it) this process may run on, as
-    /// oslat keeps those it can move to.
-    fn cpus_of(&self, allowed: &[usize]) -> Result<Vec<usize>, OslatUsage> {
+    /// The CPUs of `-c` this process may run on, as oslat keeps those it can
+    /// move to. Without `-c`, oslat measures every CPU, the main thread's
+    /// (`-C`, 0 by default) too, where its spinner shares a CPU or a core
+    /// with the main thread's work: latscope leaves out that CPU and its SMT
+    /// siblings, as `noise` does and the RT tuning flows' runners do (all of
+    /// them where that leaves none). `-c all` and any other `-c` are exact.
+    fn cpus_of(&self, machine: &Machine<'_>) -> Result<Vec<usize>, OslatUsage> {
+        let allowed = machine.allowed;
         let listed = match self.cpu_list.as_deref() {
-            None | Some("all") => allowed.to_vec(),
+            None => apart_from_main_core(allowed, &(machine.smt_siblings)(self.cpu_main_thread)),
+            Some("all") => allowed.to_vec(),
             // oslat reads -c with libnuma's numa_parse_cpustring_all and
             // ends on its failure as cyclictest's -a does: libnuma's
             // warning, then its own fatal line, exit 1.
@@ -488,10 +497,17 @@ impl OslatSettings {
             Some(p) => format!("SCHED_FIFO:{p}"),
             None => "default".to_string(),
         };
+        // oslat prints `-c` as given, "all" without it; latscope's default
+        // leaves out the main thread's core, so a run without `-c` prints
+        // the list it measures, in `-c`'s form (`1`, `1-3,5-7`): the
+        // header stays true and reads as a `-c` that would measure the same.
+        let cpu_list = match self.cpu_list.as_deref() {
+            Some(list) => list.to_string(),
+            None => crate::units::cpu_list(&self.cpus),
+        };
         format!(
-            "Total runtime: \t\t{} seconds\nThread priority: \t{priority}\nCPU list: \t\t{}\nCPU for main thread: \t{}\nWorkload: \t\t{}\nWorkload mem: \t\t{} (KiB)\nPreheat cores: \t\t{}\n\n",
+            "Total runtime: \t\t{} seconds\nThread priority: \t{priority}\nCPU list: \t\t{cpu_list}\nCPU for main thread: \t{}\nWorkload: \t\t{}\nWorkload mem: \t\t{} (KiB)\nPreheat cores: \t\t{}\n\n",
             self.runtime_s,
-            self.cpu_list.as_deref().unwrap_or("all"),
             self.cpu_main_thread,
             if self.memmove { "memmove" } else { "no" },
             if self.memmove {
@@ -529,7 +545,13 @@ mod tests {
         configured: 2,
         isolated: &[],
         rt_runtime_us: Some(950_000),
+        smt_siblings: no_smt,
     };
+
+    /// A machine without SMT: each CPU a core of its own.
+    fn no_smt(cpu: usize) -> Vec<usize> {
+        vec![cpu]
+    }
 
     fn parse(words: &[&str]) -> Result<OslatSettings, OslatUsage> {
         OslatSettings::parse(&args(words), &MACHINE)
@@ -540,7 +562,7 @@ mod tests {
         let s = parse(&[]).unwrap();
         assert_eq!(
             (s.bucket_size, s.runtime_s, s.cpus.clone()),
-            (32, 1, vec![0, 1])
+            (32, 1, vec![1])
         );
         assert_eq!(s.workload_mem, 16384);
         let s = parse(&[
@@ -716,6 +738,69 @@ mod tests {
         assert_eq!(parse_mem("100"), Some(100));
         assert_eq!(parse_mem("K"), None);
         assert_eq!(parse_mem("4KB"), None);
+    }
+
+    /// 8 CPUs, CPU N and N+4 on one core.
+    fn siblings_n_and_n_plus_4(cpu: usize) -> Vec<usize> {
+        vec![cpu % 4, cpu % 4 + 4]
+    }
+
+    /// The CPUs measured and the header's `CPU list:` value.
+    fn cpus_and_header_list(words: &[&str], machine: &Machine<'_>) -> (Vec<usize>, String) {
+        let s = OslatSettings::parse(&args(words), machine).unwrap();
+        let header = s.header();
+        let list = header
+            .lines()
+            .find_map(|l| l.strip_prefix("CPU list: \t\t"))
+            .unwrap()
+            .to_string();
+        (s.cpus, list)
+    }
+
+    /// Without `-c`: every allowed CPU but the main thread's (`-C`, 0 by
+    /// default) and its SMT siblings, or all of them where that leaves
+    /// none; the header names the CPUs measured. `-c` is exact.
+    #[test]
+    fn the_default_cpu_list_leaves_out_the_main_threads_core() {
+        let two = |w: &[&str]| cpus_and_header_list(w, &MACHINE);
+        assert_eq!(two(&[]), (vec![1], "1".to_string()));
+        assert_eq!(two(&["-C", "1"]), (vec![0], "0".to_string()));
+        assert_eq!(two(&["-c", "all"]), (vec![0, 1], "all".to_string()));
+        assert_eq!(two(&["-c", "0-1"]), (vec![0, 1], "0-1".to_string()));
+        assert_eq!(two(&["-c", "0"]), (vec![0], "0".to_string()));
+        let eight_cpus: Vec<usize> = (0..8).collect();
+        let eight = Machine {
+            allowed: &eight_cpus,
+            configured: 8,
+            smt_siblings: siblings_n_and_n_plus_4,
+            ..MACHINE
+        };
+        let on_eight = |w: &[&str]| cpus_and_header_list(w, &eight);
+        assert_eq!(
+            on_eight(&[]),
+            (vec![1, 2, 3, 5, 6, 7], "1-3,5-7".to_string())
+        );
+        assert_eq!(
+            on_eight(&["-C", "3"]),
+            (vec![0, 1, 2, 4, 5, 6], "0-2,4-6".to_string())
+        );
+        assert_eq!(on_eight(&["-c", "all"]).0, eight_cpus);
+        assert_eq!(on_eight(&["-c", "0,4"]).0, vec![0, 4]);
+        // One CPU, or one core: all of them, as oslat measures them.
+        let one = Machine {
+            allowed: &[0],
+            configured: 1,
+            ..MACHINE
+        };
+        assert_eq!(cpus_and_header_list(&[], &one), (vec![0], "0".to_string()));
+        let one_core = Machine {
+            smt_siblings: |_| vec![0, 1],
+            ..MACHINE
+        };
+        assert_eq!(
+            cpus_and_header_list(&[], &one_core),
+            (vec![0, 1], "0-1".to_string())
+        );
     }
 
     #[test]

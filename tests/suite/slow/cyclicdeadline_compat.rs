@@ -130,7 +130,7 @@ fn t_lines(text: &str) -> Vec<(u64, u64, i64, i64, i64)> {
 
 #[test]
 fn help_and_usage_errors_are_cyclicdeadlines() {
-    let vectors: [&[&str]; 14] = [
+    let vectors: [&[&str]; 19] = [
         &["--help"],
         &["-h"],
         &["--he"],
@@ -145,6 +145,12 @@ fn help_and_usage_errors_are_cyclicdeadlines() {
         &["-a", "abc"],
         &["--affinity=9"],
         &["-a", "-D"],
+        // Lists cyclicdeadline refuses before it changes anything.
+        &["-a", "0-2"],
+        &["-a", "1-0"],
+        &["-a", "0,,1"],
+        &["-a", ","],
+        &["-c", "2"],
     ];
     let real = real_tool();
     if real.is_none() {
@@ -168,7 +174,7 @@ fn help_and_usage_errors_are_cyclicdeadlines() {
             "--help" | "-h" | "--he" => {
                 assert_eq!((stdout.as_str(), code), (usage, Some(0)), "{args:?}")
             }
-            "-a" | "--affinity=9" if args.get(1) != Some(&"-D") => {
+            "-a" | "-c" | "--affinity=9" if args.get(1) != Some(&"-D") => {
                 assert!(stderr.starts_with("FATAL: Invalid cpu input '"), "{args:?}");
                 assert_eq!((stdout.as_str(), code), ("", Some(1)), "{args:?}");
             }
@@ -185,8 +191,9 @@ fn help_and_usage_errors_are_cyclicdeadlines() {
 #[test]
 fn refusals_are_one_line_and_exit_2() {
     for (args, says) in [
-        (&["-a", "1"][..], "exclusive cpuset"),
-        (&["-i", "0"], "runtime"),
+        (&["-i", "0"][..], "runtime"),
+        // An empty list: no CPU, so no runtime for the threads.
+        (&["-a", ""], "runtime"),
         (&["-t", "-1"], "thread count"),
         (&["-i", "9000000"], "bounds"),
     ] {
@@ -209,22 +216,28 @@ fn runs_print_cyclicdeadlines_lines() {
         return;
     }
     let _turn = turn();
-    let vectors: [&[&str]; 4] = [
+    let vectors: [&[&str]; 7] = [
         &["-q", "-i", "4000", "-D", "1"],
         &["-t", "2", "-i", "4000", "-s", "1000", "-D", "1", "-q"],
         &["-i", "5000", "-D", "1"],
         &["-t", "3", "-i", "4000", "-D", "1", "-q"],
+        // Lists of every CPU: "Using all CPUS", no cpuset (a list of some
+        // CPUs only: some_cpus_only_run_as_cyclicdeadline_without_its_cpusets).
+        &["-a", "0-1", "-i", "10000", "-D", "1", "-q"],
+        &["-a", "1,0", "-t", "3", "-i", "10000", "-D", "1", "-q"],
+        &["-i", "10000", "-D", "1", "-q", "-a"],
     ];
+    if cpu_count() != 2 {
+        eprintln!("SKIPPED {test}: its lists name the CPUs of a 2-CPU machine");
+        return;
+    }
     let real = real_tool();
     for args in vectors {
         let out = ours(args);
         assert_code(&out, 0);
         let stdout = stdout_of(&out);
         let threads = t_lines(&stdout);
-        let expected_threads = match args[0] {
-            "-t" => args[1].parse::<u64>().unwrap(),
-            _ => 1,
-        };
+        let expected_threads = expected_thread_count(args);
         let last: Vec<_> = threads
             .iter()
             .rev()
@@ -267,6 +280,155 @@ fn runs_print_cyclicdeadlines_lines() {
         );
         assert_eq!(masked(&stdout), masked(&stdout_of(&t)), "{args:?}: stdout");
         assert_eq!(stderr_of(&out), stderr_of(&t), "{args:?}: stderr");
+    }
+}
+
+/// cyclicdeadline's output with a list of some CPUs only, less what it
+/// says of the cpusets it makes (latscope makes none): `Creating cpuset`,
+/// `Removing`, `Moving N out of`, and the threads' tids that its
+/// `cat .../my_cpuset/tasks` prints.
+fn without_cpuset_lines(text: &str) -> String {
+    let said =
+        Regex::new(r"(Creating cpuset '[^']*'|Removing my_cpuset(_all)?|Moving \d+ out of \S+)\n")
+            .unwrap();
+    let tids = Regex::new(r"(?m)^\d+\n").unwrap();
+    tids.replace_all(&said.replace_all(text, ""), "")
+        .into_owned()
+}
+
+/// The affinity of each task of a process while it runs: (tid, CPUs,
+/// scheduling policy), read from /proc.
+fn tasks_of(pid: u32) -> Vec<(i32, String, i32)> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(|t| t.ok())
+        .filter_map(|t| {
+            let tid = t.file_name().to_str()?.parse().ok()?;
+            let status = std::fs::read_to_string(t.path().join("status")).ok()?;
+            let cpus = status
+                .lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?
+                .trim()
+                .to_string();
+            let sched = std::fs::read_to_string(t.path().join("sched")).ok()?;
+            let policy = sched
+                .lines()
+                .find(|l| l.starts_with("policy"))?
+                .rsplit(' ')
+                .next()?
+                .parse()
+                .ok()?;
+            Some((tid, cpus, policy))
+        })
+        .collect()
+}
+
+/// `-a` with some CPUs only: cyclicdeadline's lines (the golden captures of
+/// tests/golden/cyclicdeadline/, measured numbers masked) without those of
+/// its cpusets, exit 0; its deadline threads on the listed CPUs where the
+/// kernel lets a deadline task stay there (they are a partition already),
+/// else on every CPU with one line on stderr saying so; the thread that
+/// prints (cyclicdeadline's main thread) on the other CPUs, as
+/// cyclicdeadline's. The real tool is not run here: it moves every task of
+/// the machine into cpusets of its own for the run.
+#[test]
+fn some_cpus_only_run_as_cyclicdeadline_without_its_cpusets() {
+    let test = "some_cpus_only_run_as_cyclicdeadline_without_its_cpusets";
+    if skip_without_deadline(test) {
+        return;
+    }
+    if cpu_count() != 2 {
+        eprintln!("SKIPPED {test}: the captures are of a 2-CPU machine");
+        return;
+    }
+    let _turn = turn();
+    let main_thread = Regex::new(r"main thread (\d+)").unwrap();
+    for (args, golden_file, listed) in [
+        (
+            &["-a", "1", "-t", "2", "-i", "10000", "-D", "1", "-q"][..],
+            "affinity_1_t2_q.out",
+            "1",
+        ),
+        (
+            &["-t", "1", "-a", "0", "-i", "10000", "-D", "1"],
+            "t1_affinity_0.out",
+            "0",
+        ),
+    ] {
+        let child = Command::new(bin())
+            .arg("cyclicdeadline")
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Once every deadline thread holds its reservation.
+        let started = Instant::now();
+        let expected_threads = expected_thread_count(args) as usize;
+        let mut tasks = tasks_of(child.id());
+        while tasks.iter().filter(|t| t.2 == 6).count() < expected_threads
+            && started.elapsed() < Duration::from_millis(900)
+        {
+            std::thread::sleep(Duration::from_millis(20));
+            tasks = tasks_of(child.id());
+        }
+        let out = child.wait_with_output().unwrap();
+        assert_code(&out, 0);
+        let stderr = stderr_of(&out);
+        let confined = stderr.is_empty();
+        let deadline: Vec<&String> = tasks.iter().filter(|t| t.2 == 6).map(|t| &t.1).collect();
+        assert_eq!(deadline.len(), expected_threads, "{args:?}: {tasks:?}");
+        let everywhere = "0-1".to_string();
+        let expected_cpus = if confined {
+            listed
+        } else {
+            everywhere.as_str()
+        };
+        assert!(
+            deadline.iter().all(|c| *c == expected_cpus),
+            "{args:?}: {tasks:?}\n{stderr}"
+        );
+        if !confined {
+            assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+            assert!(
+                stderr.contains(&format!(
+                    "cyclicdeadline -a {listed}: the deadline threads run on CPUs 0-1 rather than on {listed} only"
+                )) && stderr.contains("partition"),
+                "{args:?}: {stderr}"
+            );
+        }
+        let stdout = stdout_of(&out);
+        let main_tid = main_thread
+            .captures(&stdout)
+            .unwrap_or_else(|| panic!("{args:?}: {}", describe(&out)))[1]
+            .parse::<i32>()
+            .unwrap();
+        let other = if listed == "1" { "0" } else { "1" };
+        assert!(
+            tasks.iter().any(|t| t.0 == main_tid && t.1 == other),
+            "{args:?}: main thread {main_tid}: {tasks:?}"
+        );
+        let expected = without_cpuset_lines(&golden("cyclicdeadline", golden_file));
+        assert_eq!(masked(&stdout), masked(&expected), "{args:?}: stdout");
+    }
+}
+
+/// The configured CPUs (cyclicdeadline's `cpu_count`).
+fn cpu_count() -> usize {
+    // SAFETY: sysconf has no side effects.
+    unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1) as usize
+}
+
+/// cyclicdeadline's thread count for ARGS: `-t`'s, else one per CPU with
+/// `-a` (before any `-t`), else 1.
+fn expected_thread_count(args: &[&str]) -> u64 {
+    match args.iter().position(|a| *a == "-t") {
+        Some(at) => args[at + 1].parse().unwrap(),
+        None if args.contains(&"-a") => cpu_count() as u64,
+        None => 1,
     }
 }
 

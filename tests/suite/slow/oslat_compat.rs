@@ -95,6 +95,46 @@ fn two_seconds_on_cpu_1_with_json() {
     );
 }
 
+/// Without `-c`, latscope leaves out the main thread's CPU (0) and its
+/// SMT siblings (oslat measures every CPU): on 2 CPUs without SMT it
+/// measures CPU 1 alone, one column, and its output is that of
+/// `oslat -c 1 -D 2` (the golden capture), the header's `CPU list:` too.
+#[test]
+fn without_a_cpu_list_the_main_threads_core_is_left_out() {
+    let test = "without_a_cpu_list_the_main_threads_core_is_left_out";
+    let siblings =
+        std::fs::read_to_string("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list")
+            .unwrap_or_else(|_| "0".into());
+    let allowed = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("Cpus_allowed_list:")
+                .map(|v| v.trim().to_string())
+        })
+        .unwrap();
+    if allowed != "0-1" || siblings.trim() != "0" {
+        eprintln!(
+            "SKIPPED {test}: it expects CPUs 0-1 without SMT (allowed {allowed}, CPU 0's core {})",
+            siblings.trim()
+        );
+        return;
+    }
+    let (_dir, file) = temp_file("default.json");
+    let out = oslat(&["-D", "2", "--json", file.to_str().unwrap()]);
+    assert_code(&out, 0);
+    let text = stdout_of(&out);
+    assert!(text.contains("\nCPU list: \t\t1\n"), "{text}");
+    assert!(
+        matches(r"(?m)^        Core:\t 1$", &text),
+        "one column, CPU 1's: {text}"
+    );
+    assert_same_layout("-D 2 (no -c)", &text, &golden("oslat", "c1_D2.txt"));
+    let v = read_json(&file);
+    assert_eq!(v["thread"].as_object().map(|t| t.len()), Some(1), "{v}");
+    assert_eq!(v["thread"]["0"]["cpu"], 1, "{v}");
+}
+
 #[test]
 fn quiet_eight_buckets_prints_only_the_version_and_the_block() {
     let (_dir, file) = temp_file("q.json");
