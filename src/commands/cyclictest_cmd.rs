@@ -123,6 +123,7 @@ impl Measurement for CyclicMeasurement<'_> {
             },
             fail_if: Vec::new(),
             actions: Default::default(),
+            breaks: None,
             outputs: Outputs {
                 json: Some(OutputTarget::File(self.path.clone())),
                 ..Outputs::default()

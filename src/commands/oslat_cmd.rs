@@ -113,6 +113,7 @@ impl Measurement for OslatCommand {
             },
             fail_if: Vec::new(),
             actions: Default::default(),
+            breaks: None,
             outputs: self.outputs.clone(),
             presentation: Presentation {
                 console: Box::new(ClassicOslat {

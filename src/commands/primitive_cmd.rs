@@ -87,6 +87,7 @@ impl Measurement for PairTest<'_> {
             },
             fail_if: settings.verdict.fail_if.clone(),
             actions: settings.verdict.actions.clone(),
+            breaks: None,
             outputs: settings.verdict.outputs.clone(),
             presentation,
         }

@@ -64,14 +64,28 @@ impl Action {
     }
 }
 
+/// What a crossing crosses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Trigger {
+    /// latscope's `--max-latency`: the pipeline watches the samples above it.
+    #[default]
+    MaxLatency,
+    /// A drop-in's break value (`-b USEC`, oslat's `-T USEC`): the drop-in
+    /// counts its crossings (`stats::crossings`); without `continue` the
+    /// first one ends the run, as in the original tool.
+    Break,
+}
+
 /// Every action of a run, in the order given.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Actions {
     /// `--on-threshold`, `continue` included.
     pub on_threshold: Vec<Action>,
     pub on_end: Vec<Action>,
-    /// `--max-latency` (us): what a crossing crosses.
+    /// `--max-latency` or the break value (us): what a crossing crosses.
     pub limit_us: Option<u64>,
+    /// Which of the two `limit_us` is.
+    pub trigger: Trigger,
     /// The texts as given, for the report.
     pub given_on_threshold: Vec<String>,
     pub given_on_end: Vec<String>,
@@ -94,6 +108,17 @@ impl Actions {
     pub fn repeat(&self) -> bool {
         self.on_threshold.contains(&Action::Continue)
     }
+
+    /// The drop-in's break value is the trigger and `--on-threshold`
+    /// acts on it.
+    pub fn on_break(&self) -> bool {
+        self.trigger == Trigger::Break && !self.on_threshold.is_empty()
+    }
+
+    /// `continue` on the break value: a crossing does not end the run.
+    pub fn break_keeps_running(&self) -> bool {
+        self.on_break() && self.repeat()
+    }
 }
 
 /// `--on-threshold` and `--on-end` as given, checked against `--max-latency`
@@ -104,12 +129,56 @@ pub fn from_args(
     on_end: &[String],
     limit_us: Option<u64>,
 ) -> Result<Actions, UsageError> {
-    if !on_threshold.is_empty() && limit_us.is_none() {
-        return Err(usage(
-            "--on-threshold acts when a sample crosses --max-latency: give --max-latency USEC"
-                .to_string(),
-        ));
+    checked(
+        on_threshold,
+        on_end,
+        limit_us.map(|us| (us, Trigger::MaxLatency)),
+        "--max-latency USEC",
+    )
+}
+
+/// `--on-threshold` and `--on-end` of a test with a break value: the
+/// crossing of `--max-latency` (`max_latency_us`) when given, else of the
+/// break value `break_us` (`break_option`, `-b` or `-T`). `wanted` says
+/// what to give when neither is (`-b USEC`, `--max-latency USEC or -b USEC`).
+pub fn from_break_args(
+    on_threshold: &[String],
+    on_end: &[String],
+    max_latency_us: Option<u64>,
+    break_us: Option<u64>,
+    wanted: &str,
+) -> Result<Actions, UsageError> {
+    let limit = match (max_latency_us, break_us) {
+        (Some(us), _) => Some((us, Trigger::MaxLatency)),
+        (None, Some(us)) => Some((us, Trigger::Break)),
+        (None, None) => None,
+    };
+    checked(on_threshold, on_end, limit, wanted)
+}
+
+/// The actions as given, checked: a threshold action needs `limit` (else
+/// `wanted` is named), `continue` belongs to `--on-threshold`, and `trace`
+/// needs a kernel this process can trace.
+fn checked(
+    on_threshold: &[String],
+    on_end: &[String],
+    limit: Option<(u64, Trigger)>,
+    wanted: &str,
+) -> Result<Actions, UsageError> {
+    if !on_threshold.is_empty() && limit.is_none() {
+        let crosses = if wanted.starts_with("--max-latency") {
+            "--max-latency".to_string()
+        } else {
+            format!("the break value ({})", wanted.trim_end_matches(" USEC"))
+        };
+        return Err(usage(format!(
+            "--on-threshold acts when a sample crosses {crosses}: give {wanted}"
+        )));
     }
+    let (limit_us, trigger) = match limit {
+        Some((us, trigger)) => (Some(us), trigger),
+        None => (None, Trigger::default()),
+    };
     let parse_all = |option: &str, texts: &[String]| -> Result<Vec<Action>, UsageError> {
         texts.iter().map(|t| parse_action(option, t)).collect()
     };
@@ -119,6 +188,7 @@ pub fn from_args(
         limit_us,
         given_on_threshold: on_threshold.to_vec(),
         given_on_end: on_end.to_vec(),
+        trigger,
     };
     if actions.on_end.contains(&Action::Continue) {
         return Err(usage(

@@ -483,8 +483,17 @@ pub struct VerdictSettings {
 
 impl VerdictSettings {
     pub fn from_args(args: &VerdictArgs) -> Result<VerdictSettings, UsageError> {
+        VerdictSettings::from_args_beside(args, &[])
+    }
+
+    /// As `from_args`, for a test with its own output files `others`
+    /// (`logdisk --csvFile`): at most one of all of them is `-`.
+    pub fn from_args_beside(
+        args: &VerdictArgs,
+        others: &[(&str, Option<&OutputTarget>)],
+    ) -> Result<VerdictSettings, UsageError> {
         Ok(VerdictSettings {
-            outputs: Outputs::from_args(&args.outputs, &[])?,
+            outputs: Outputs::from_args(&args.outputs, others)?,
             max_latency_us: args.max_latency,
             quiet: args.quiet,
             fail_if: test_thresholds(&args.thresholds)?,
