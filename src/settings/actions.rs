@@ -13,6 +13,7 @@
 //!
 //! The actions themselves run in `pipeline::actions`.
 
+use super::getopt::Own;
 use super::{UsageError, check_output_path, usage};
 use crate::units::{parse_duration, shown};
 use std::path::PathBuf;
@@ -209,6 +210,51 @@ fn checked(
         })?;
     }
     Ok(actions)
+}
+
+/// `--on-threshold ACTION` and `--on-end ACTION` as the drop-ins of tools
+/// with a break value take them (`settings::getopt`'s own options: spelled
+/// in full only, repeatable).
+pub const GETOPT_OPTIONS: [Own; 2] = [
+    Own {
+        name: "on-threshold",
+        needs: "an action: --on-threshold ACTION (docs/guide.md)",
+    },
+    Own {
+        name: "on-end",
+        needs: "an action: --on-end ACTION (docs/guide.md)",
+    },
+];
+
+/// Whether `name` (as getopt found it) is one of `GETOPT_OPTIONS`.
+pub fn is_getopt_option(name: &str) -> bool {
+    GETOPT_OPTIONS.iter().any(|o| o.name == name)
+}
+
+/// The actions of a drop-in from the options its getopt found (`found`,
+/// in order; the others are ignored): `--on-threshold` acts on the break
+/// value `break_us` (`break_option`: `-b`, `-T`).
+pub fn from_getopt<'a>(
+    found: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+    break_us: Option<u64>,
+    break_option: &str,
+) -> Result<Actions, UsageError> {
+    let (mut on_threshold, mut on_end) = (Vec::new(), Vec::new());
+    for (name, value) in found {
+        let value = value.unwrap_or_default().to_string();
+        match name {
+            "on-threshold" => on_threshold.push(value),
+            "on-end" => on_end.push(value),
+            _ => {}
+        }
+    }
+    from_break_args(
+        &on_threshold,
+        &on_end,
+        None,
+        break_us,
+        &format!("{break_option} USEC"),
+    )
 }
 
 /// One ACTION text of `option` (`--on-threshold`, `--on-end`).
