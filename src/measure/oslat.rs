@@ -5,6 +5,8 @@
 //! oslat's lines while it runs (the header, "Pre-heat ...", the bias,
 //! "Test starts...", "Test completed.", -T's stderr lines) are printed here.
 
+use crate::stats::crossings::{BreakCrossings, CrossingSeries};
+use std::sync::Arc;
 use crate::noise::counter::Counter;
 use crate::noise::oslat::{self as run_oslat, Buckets, OslatPlan, PhaseOutcome};
 use crate::pipeline::{CommandError, CpuWindow, FinishedTest, Run, RunFacts};
@@ -64,12 +66,14 @@ impl OslatFacts {
 
 /// The test on the prepared process (memory locked): the `FinishedTest`,
 /// and whether `-T` stopped it (oslat then exits 1). `app_name`: the name
-/// oslat's messages start with.
+/// oslat's messages start with. `breaks`: `-T`'s crossings, counted for
+/// `--on-threshold` (`break_crossings`).
 pub fn measure(
     s: &OslatSettings,
     facts: &OslatFacts,
     app_name: &str,
     run: &mut Run<'_>,
+    breaks: Option<Arc<BreakCrossings>>,
 ) -> Result<(FinishedTest, bool), CommandError> {
     if s.rtprio.is_some() && s.cpus.contains(&0) {
         print("WARNING: Running SCHED_FIFO workload on CPU 0 may hang the thread\n");
@@ -86,7 +90,10 @@ pub fn measure(
             }
         },
     };
-    let plan = plan_of(s);
+    let plan = OslatPlan {
+        breaks,
+        ..plan_of(s)
+    };
     if !s.quiet {
         print(&s.header());
         print("Pre-heat for 1 seconds...\n");
@@ -173,6 +180,26 @@ fn wait_for_stop(timeout: Duration) -> bool {
     stop
 }
 
+/// `-T` as the trigger of `--on-threshold`: the crossings of the CPUs,
+/// each named as its series (None when it is not the trigger).
+pub fn break_crossings(s: &OslatSettings) -> Option<Arc<BreakCrossings>> {
+    s.actions.on_break().then(|| {
+        let series = s
+            .cpus
+            .iter()
+            .map(|&cpu| CrossingSeries {
+                label: format!("CPU {cpu}"),
+                cpu: Some(cpu),
+            })
+            .collect();
+        Arc::new(BreakCrossings::new(
+            "oslat",
+            series,
+            s.actions.break_keeps_running(),
+        ))
+    })
+}
+
 fn plan_of(s: &OslatSettings) -> OslatPlan {
     OslatPlan {
         cpus: s.cpus.clone(),
@@ -183,6 +210,7 @@ fn plan_of(s: &OslatSettings) -> OslatPlan {
         single_preheat: s.single_preheat,
         memmove_bytes: s.memmove_bytes(),
         trace_threshold_us: s.trace_threshold_us,
+        breaks: None,
         duration_ns: s.runtime_s.saturating_mul(1_000_000_000),
         counter: Counter::detect(),
     }

@@ -224,6 +224,9 @@ pub struct OslatSettings {
     pub single_preheat: bool,
     pub trace_threshold_us: Option<u64>,
     pub zero_omit: bool,
+    /// `--on-threshold ACTION`, `--on-end ACTION` (latscope's): acting on
+    /// the crossing of `-T`'s threshold and at the end.
+    pub actions: super::actions::Actions,
 }
 
 /// How parsing ended when it did not give settings.
@@ -324,21 +327,26 @@ impl OslatSettings {
             single_preheat: false,
             trace_threshold_us: None,
             zero_omit: false,
+            actions: Default::default(),
         };
         // getopt hands options over one at a time and oslat acts on each
         // (`-v` exits there): on a complaint, the options before it still
         // count first, so `-v -Z` exits 0 and `-Z -v` complains.
-        let (options, complaint) = match getopt_long(&TABLE, &[], args) {
+        let own = &super::actions::GETOPT_OPTIONS;
+        let (options, complaint) = match getopt_long(&TABLE, own, args) {
             Ok(options) => (options, None),
             Err(GetoptUsage::Getopt(message)) => {
                 let before = (0..args.len())
                     .rev()
-                    .find_map(|n| getopt_long(&TABLE, &[], &args[..n]).ok())
+                    .find_map(|n| getopt_long(&TABLE, own, &args[..n]).ok())
                     .unwrap_or_default();
                 (before, Some(message))
             }
+            // latscope's own option without its value.
+            Err(GetoptUsage::Bad(message)) => return Err(OslatUsage::Bad(message)),
             Err(other) => return Err(OslatUsage::Bad(format!("{other:?}"))),
         };
+        let mut actions = Vec::new();
         let invalid = |line: String| Err(OslatUsage::Invalid(line));
         let mut bucket_size_given = false;
         for (name, value) in options {
@@ -403,6 +411,7 @@ impl OslatSettings {
                 "quiet" => s.quiet = true,
                 "single-preheat" => s.single_preheat = true,
                 "zero-omit" => s.zero_omit = true,
+                own if super::actions::is_getopt_option(own) => actions.push((own, v)),
                 // oslat exits at once: its version line is out already.
                 "version" => return Err(OslatUsage::Version),
                 _ => return Err(OslatUsage::Help),
@@ -417,6 +426,12 @@ impl OslatSettings {
             s.bucket_size = BUCKET_SIZE * 1000 / s.scale.bucket_width as usize;
         }
         s.settle(machine)?;
+        s.actions = super::actions::from_getopt(
+            actions.iter().map(|(n, v)| (*n, Some(v.as_str()))),
+            s.trace_threshold_us,
+            "-T",
+        )
+        .map_err(|e| OslatUsage::Bad(e.0))?;
         Ok(s)
     }
 

@@ -42,8 +42,13 @@ impl BreakCrossings {
     /// of range is ignored: the run must not stop for a count).
     #[cold]
     pub fn crossed(&self, series: usize) {
+        self.add(series, 1);
+    }
+
+    /// `n` samples of series `series` crossed it since the last call.
+    pub fn add(&self, series: usize, n: u64) {
         if let Some(count) = self.counts.get(series) {
-            count.fetch_add(1, Ordering::Release);
+            count.fetch_add(n, Ordering::Release);
         }
     }
 
