@@ -531,4 +531,51 @@ mod tests {
         );
         assert!(from_args(&[], &[], None).unwrap().is_empty());
     }
+
+    /// A test with a break value: `--max-latency` first, else the break.
+    #[test]
+    fn the_break_value_triggers_without_max_latency() {
+        let on = vec!["shell,command=true".to_string(), "continue".to_string()];
+        let wanted = "--max-latency USEC or -b USEC";
+        let by_limit = from_break_args(&on, &[], Some(7), Some(3), wanted).unwrap();
+        assert_eq!(
+            (by_limit.trigger, by_limit.limit_us, by_limit.on_break()),
+            (Trigger::MaxLatency, Some(7), false)
+        );
+        let by_break = from_break_args(&on, &[], None, Some(3), wanted).unwrap();
+        assert_eq!((by_break.trigger, by_break.limit_us), (Trigger::Break, Some(3)));
+        assert!(by_break.on_break() && by_break.break_keeps_running());
+        let err = from_break_args(&on, &[], None, None, wanted).unwrap_err();
+        assert_eq!(
+            err.0,
+            "--on-threshold acts when a sample crosses --max-latency: give --max-latency USEC or -b USEC"
+        );
+        // Only --on-end: the break value is not acted on, the run not kept.
+        let end_only = from_break_args(&[], &on[..1], None, Some(3), wanted).unwrap();
+        assert!(!end_only.on_break() && !end_only.break_keeps_running());
+    }
+
+    /// The drop-ins' options as their getopt found them, in order.
+    #[test]
+    fn from_getopt_keeps_the_order_and_names_the_break_option() {
+        let found = [
+            ("on-end", Some("shell,command=a")),
+            ("quiet", None),
+            ("on-threshold", Some("shell,command=b")),
+            ("on-threshold", Some("continue")),
+        ];
+        let actions = from_getopt(found, Some(5), "-T").unwrap();
+        assert_eq!(
+            actions.given_on_threshold,
+            ["shell,command=b", "continue"].map(String::from)
+        );
+        assert_eq!(actions.given_on_end, ["shell,command=a"].map(String::from));
+        assert!(actions.break_keeps_running());
+        let err = from_getopt([("on-threshold", Some("continue"))], None, "-T").unwrap_err();
+        assert_eq!(
+            err.0,
+            "--on-threshold acts when a sample crosses the break value (-T): give -T USEC"
+        );
+        assert!(is_getopt_option("on-end") && !is_getopt_option("on-thr"));
+    }
 }

@@ -333,6 +333,30 @@ mod tests {
             rw(&["--json=f.json", "-D", "1m"]).unwrap(),
             vec!["--json=f.json", "--duration=60"]
         );
+        // latscope's actions, spelled in full, handed on as typed (commas,
+        // blanks and all); latscope's parser checks them.
+        assert_eq!(
+            rw(&["-b", "9", "--on-threshold", "shell,command=a b,c", "--on-end=continue"]).unwrap(),
+            vec![
+                "--breaktrace=9",
+                "--on-threshold=shell,command=a b,c",
+                "--on-end=continue"
+            ]
+        );
+        // Abbreviated, they are unknown options to ptsematest.
+        let a = rw(&["--on-thr", "x"]).unwrap_err();
+        assert_eq!(
+            (a.stderr.as_str(), a.code),
+            ("ptsematest: unrecognized option '--on-thr'\n", 0)
+        );
+        let a = rw(&["--on-end"]).unwrap_err();
+        assert_eq!(
+            (a.stderr.as_str(), a.code),
+            (
+                "latscope: error: --on-end needs an action: --on-end ACTION (docs/guide.md)\n",
+                2
+            )
+        );
     }
 
     #[test]
