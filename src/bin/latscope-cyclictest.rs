@@ -49,9 +49,7 @@ fn run() -> i32 {
     };
     match cyclictest_cmd::start(&args) {
         Ok(Start::Answered(code)) => exit_code(Ok(code)),
-        Ok(Start::Run { settings, .. }) if settings.needs_pipeline() => {
-            run_full_binary(&raw)
-        }
+        Ok(Start::Run { settings, .. }) if settings.needs_pipeline() => run_full_binary(&raw),
         Ok(Start::Run { settings, online }) => {
             exit_code(cyclictest_cmd::run_classic(&settings, &online))
         }

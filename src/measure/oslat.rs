@@ -5,8 +5,6 @@
 //! oslat's lines while it runs (the header, "Pre-heat ...", the bias,
 //! "Test starts...", "Test completed.", -T's stderr lines) are printed here.
 
-use crate::stats::crossings::{BreakCrossings, CrossingSeries};
-use std::sync::Arc;
 use crate::noise::counter::Counter;
 use crate::noise::oslat::{self as run_oslat, Buckets, OslatPlan, PhaseOutcome};
 use crate::pipeline::{CommandError, CpuWindow, FinishedTest, Run, RunFacts};
@@ -19,7 +17,9 @@ use crate::rt::stdio::print;
 use crate::rt::tracefs::BreakTrace;
 use crate::settings::oslat::{Machine, OslatSettings};
 use crate::stats::LatencySummary;
+use crate::stats::crossings::{BreakCrossings, CrossingSeries};
 use std::io::Write;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 /// What a sample is, for the report.

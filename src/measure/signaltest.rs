@@ -9,11 +9,11 @@
 
 use crate::ipc::ring::{Ring, RingFigures, RingPlan};
 use crate::pipeline::{ActionRunner, CommandError, RunTimes, write_rt_tests_json};
-use crate::stats::crossings::{BreakCrossings, CrossingSeries};
-use std::sync::Arc;
 use crate::report::classic_signaltest::{self as classic, SignalThread};
 use crate::rt::stdio::print;
 use crate::settings::signaltest::SignalSettings;
+use crate::stats::crossings::{BreakCrossings, CrossingSeries};
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -64,8 +64,8 @@ pub fn run(s: &SignalSettings) -> Result<i32, CommandError> {
     let breaks = break_crossings(s);
     // Outside the pipeline (signaltest's output and exit codes are its
     // own): the actions' runner is started and ended here.
-    let actions = ActionRunner::start(&s.actions, &s.cpus, breaks.clone())
-        .map_err(CommandError::Runtime)?;
+    let actions =
+        ActionRunner::start(&s.actions, &s.cpus, breaks.clone()).map_err(CommandError::Runtime)?;
     let plan = RingPlan {
         cpus: s.cpus.clone(),
         priority: s.priority,

@@ -353,12 +353,9 @@ pub fn run(measurement: &mut dyn Measurement) -> Result<i32, CommandError> {
         deadline: Default::default(),
         actions: Default::default(),
     };
-    *run.actions.get_mut() = actions::ActionRunner::start(
-        &plan.actions,
-        &plan.prepare.cpus,
-        plan.breaks.clone(),
-    )
-        .map_err(CommandError::Runtime)?;
+    *run.actions.get_mut() =
+        actions::ActionRunner::start(&plan.actions, &plan.prepare.cpus, plan.breaks.clone())
+            .map_err(CommandError::Runtime)?;
     if let Some(crate::settings::OutputTarget::File(path)) = &plan.outputs.hdr_log {
         let log = hdrlog::HdrLog::create(path, std::time::SystemTime::now()).map_err(|e| {
             CommandError::Runtime(format!(

@@ -543,7 +543,10 @@ mod tests {
             (Trigger::MaxLatency, Some(7), false)
         );
         let by_break = from_break_args(&on, &[], None, Some(3), wanted).unwrap();
-        assert_eq!((by_break.trigger, by_break.limit_us), (Trigger::Break, Some(3)));
+        assert_eq!(
+            (by_break.trigger, by_break.limit_us),
+            (Trigger::Break, Some(3))
+        );
         assert!(by_break.on_break() && by_break.break_keeps_running());
         let err = from_break_args(&on, &[], None, None, wanted).unwrap_err();
         assert_eq!(

@@ -308,6 +308,29 @@ pub struct Machine<'a> {
     pub rt_runtime_us: Option<i64>,
 }
 
+/// The options getopt finds in `args`, in order, and its complaint: on a
+/// complaint, the options before the bad word (oslat acts on each as
+/// getopt hands it over). latscope's own options (`--on-threshold`,
+/// `--on-end`) are matched only when spelled in full.
+type Found = (Vec<(&'static str, Option<String>)>, Option<String>);
+
+fn options_of(args: &[String]) -> Result<Found, OslatUsage> {
+    let own = &super::actions::GETOPT_OPTIONS;
+    match getopt_long(&TABLE, own, args) {
+        Ok(options) => Ok((options, None)),
+        Err(GetoptUsage::Getopt(message)) => {
+            let before = (0..args.len())
+                .rev()
+                .find_map(|n| getopt_long(&TABLE, own, &args[..n]).ok())
+                .unwrap_or_default();
+            Ok((before, Some(message)))
+        }
+        // latscope's own option without its value.
+        Err(GetoptUsage::Bad(message)) => Err(OslatUsage::Bad(message)),
+        Err(other) => Err(OslatUsage::Bad(format!("{other:?}"))),
+    }
+}
+
 impl OslatSettings {
     /// Parses oslat's arguments (without the program name).
     pub fn parse(args: &[String], machine: &Machine<'_>) -> Result<OslatSettings, OslatUsage> {
@@ -332,20 +355,7 @@ impl OslatSettings {
         // getopt hands options over one at a time and oslat acts on each
         // (`-v` exits there): on a complaint, the options before it still
         // count first, so `-v -Z` exits 0 and `-Z -v` complains.
-        let own = &super::actions::GETOPT_OPTIONS;
-        let (options, complaint) = match getopt_long(&TABLE, own, args) {
-            Ok(options) => (options, None),
-            Err(GetoptUsage::Getopt(message)) => {
-                let before = (0..args.len())
-                    .rev()
-                    .find_map(|n| getopt_long(&TABLE, own, &args[..n]).ok())
-                    .unwrap_or_default();
-                (before, Some(message))
-            }
-            // latscope's own option without its value.
-            Err(GetoptUsage::Bad(message)) => return Err(OslatUsage::Bad(message)),
-            Err(other) => return Err(OslatUsage::Bad(format!("{other:?}"))),
-        };
+        let (options, complaint) = options_of(args)?;
         let mut actions = Vec::new();
         let invalid = |line: String| Err(OslatUsage::Invalid(line));
         let mut bucket_size_given = false;

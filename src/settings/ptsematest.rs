@@ -336,7 +336,14 @@ mod tests {
         // latscope's actions, spelled in full, handed on as typed (commas,
         // blanks and all); latscope's parser checks them.
         assert_eq!(
-            rw(&["-b", "9", "--on-threshold", "shell,command=a b,c", "--on-end=continue"]).unwrap(),
+            rw(&[
+                "-b",
+                "9",
+                "--on-threshold",
+                "shell,command=a b,c",
+                "--on-end=continue"
+            ])
+            .unwrap(),
             vec![
                 "--breaktrace=9",
                 "--on-threshold=shell,command=a b,c",

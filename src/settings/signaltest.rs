@@ -241,8 +241,7 @@ impl SignalSettings {
         // signaltest acts on each option as getopt returns it, so one before
         // a bad word still ends the run its own way (`-a abc -Z`).
         let mut found = Vec::new();
-        let getopt_error =
-            getopt_long_into(OPTIONS, &GETOPT_ACTIONS, args, peek, &mut found).err();
+        let getopt_error = getopt_long_into(OPTIONS, &GETOPT_ACTIONS, args, peek, &mut found).err();
         let mut actions = Vec::new();
         for (name, value) in found {
             if is_getopt_option(name) {

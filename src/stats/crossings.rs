@@ -87,7 +87,10 @@ mod tests {
         b.crossed(1);
         b.crossed(1);
         b.crossed(7);
-        assert_eq!((b.count(0), b.count(1), b.count(7), b.total()), (0, 2, 0, 2));
+        assert_eq!(
+            (b.count(0), b.count(1), b.count(7), b.total()),
+            (0, 2, 0, 2)
+        );
         assert_eq!(b.series()[1].label, "thread 1");
     }
 }

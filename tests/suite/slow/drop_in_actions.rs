@@ -184,7 +184,10 @@ fn cyclictest_continue_keeps_the_run_going() {
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|c| c.parse().ok())
         .unwrap_or_else(|| panic!("no C: in {stdout}"));
-    assert!(cycles > 2000, "the run went on for its 3 s: {cycles} cycles");
+    assert!(
+        cycles > 2000,
+        "the run went on for its 3 s: {cycles} cycles"
+    );
     let acted = lines_of(&threshold).len();
     // One per window (second) of a 3 s run, the last one possibly at the end.
     assert!((2..=4).contains(&acted), "{acted} runs");
@@ -214,7 +217,10 @@ fn cyclictest_takes_the_options_in_full_only() {
             &["--on-threshold", "shell,command=true"][..],
             "give -b USEC",
         ),
-        (&["-b", "5", "--on-threshold", "bogus"][..], "unknown action"),
+        (
+            &["-b", "5", "--on-threshold", "bogus"][..],
+            "unknown action",
+        ),
         (&["--on-end"][..], "--on-end needs an action"),
         (&["--on-end", "continue"][..], "--on-end continue"),
     ] {
