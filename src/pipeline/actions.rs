@@ -357,30 +357,29 @@ impl Runner {
         self.serve_event(Event::Crossing(crossing), runs);
     }
 
+    /// Runs the actions of `event` in order, each recorded in `runs`.
     fn serve_event(&self, event: Event, runs: &mut Vec<ActionRun>) {
-        {
-            let (trigger, actions, crossing, env) = match event {
-                Event::Crossing(c) => (
-                    ActionTrigger::Threshold,
-                    &self.actions.on_threshold,
-                    c.clone(),
-                    self.crossing_env(&c),
-                ),
-                Event::End {
-                    above_limit,
-                    max_ns,
-                } => (
-                    ActionTrigger::End,
-                    &self.actions.on_end,
-                    Crossing::default(),
-                    self.end_env(above_limit, max_ns),
-                ),
-            };
-            for action in actions.iter().filter(|a| **a != Action::Continue) {
-                let run = self.act(action, trigger, &crossing, &env);
-                note_failure(&run);
-                runs.push(run);
-            }
+        let (trigger, actions, crossing, env) = match event {
+            Event::Crossing(c) => (
+                ActionTrigger::Threshold,
+                &self.actions.on_threshold,
+                c.clone(),
+                self.crossing_env(&c),
+            ),
+            Event::End {
+                above_limit,
+                max_ns,
+            } => (
+                ActionTrigger::End,
+                &self.actions.on_end,
+                Crossing::default(),
+                self.end_env(above_limit, max_ns),
+            ),
+        };
+        for action in actions.iter().filter(|a| **a != Action::Continue) {
+            let run = self.act(action, trigger, &crossing, &env);
+            note_failure(&run);
+            runs.push(run);
         }
     }
 
@@ -589,6 +588,50 @@ fn lines_of(bytes: &[u8]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::crossings::CrossingSeries;
+
+    fn two_threads() -> Arc<BreakCrossings> {
+        let series = |i: usize| CrossingSeries {
+            label: format!("thread {i}"),
+            cpu: Some(i),
+        };
+        Arc::new(BreakCrossings::new(
+            "cyclictest",
+            vec![series(0), series(1)],
+            true,
+        ))
+    }
+
+    /// Without `continue` the run's first crossing acts, and no other.
+    #[test]
+    fn a_break_acts_once_without_continue() {
+        let crossings = two_threads();
+        let mut watch = BreakWatch::new(Arc::clone(&crossings));
+        assert!(watch.next(false, 0).is_none(), "nothing crossed yet");
+        crossings.crossed(1);
+        crossings.crossed(1);
+        let first = watch.next(false, 0).expect("the first crossing acts");
+        assert_eq!(first.series.as_deref(), Some("thread 1"));
+        assert_eq!((first.cpu, first.above_limit), (Some(1), 2));
+        assert_eq!(first.test.as_deref(), Some("cyclictest"));
+        crossings.crossed(0);
+        assert!(watch.next(false, 5).is_none(), "only the first acts");
+    }
+
+    /// With `continue`: at most one crossing per window, a new window acts.
+    #[test]
+    fn continue_acts_once_per_window() {
+        let crossings = two_threads();
+        let mut watch = BreakWatch::new(Arc::clone(&crossings));
+        crossings.crossed(0);
+        assert!(watch.next(true, 0).is_some());
+        crossings.crossed(1);
+        assert!(watch.next(true, 0).is_none(), "window 0 acted already");
+        assert!(watch.next(true, 1).is_none(), "nothing new since");
+        crossings.crossed(0);
+        let again = watch.next(true, 1).expect("a new window acts");
+        assert_eq!((again.window, again.above_limit), (Some(1), 2));
+    }
 
     #[test]
     fn the_output_kept_is_the_first_lines_cut_and_escaped() {

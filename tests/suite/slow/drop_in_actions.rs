@@ -264,6 +264,32 @@ fn oslat_trace_threshold_runs_the_actions_once() {
     assert_abbreviations_refused(&["oslat"], "unrecognized option '--zz-unknown'");
 }
 
+/// `continue`: -T no longer stops oslat (its run completes, exit 0) and
+/// the action runs again, at most once per second.
+#[test]
+fn oslat_continue_completes_the_run() {
+    if !can_mlock() {
+        eprintln!("SKIPPED oslat_continue_completes_the_run: oslat locks its memory");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let threshold = dir.path().join("t");
+    let cpu = allowed_cpus()[0].to_string();
+    let out = run(latscope(60)
+        .args(["oslat", "-D", "3", "-T", "1", "-c", &cpu])
+        .args(["--on-threshold", &marker(&threshold)])
+        .args(["--on-threshold", "continue"]));
+    assert_code(&out, 0);
+    assert!(
+        stdout_of(&out).contains("Test completed."),
+        "{}",
+        describe(&out)
+    );
+    assert!(!stderr_of(&out).contains("Trace threshold"));
+    let acted = lines_of(&threshold).len();
+    assert!((2..=4).contains(&acted), "{acted} runs");
+}
+
 #[test]
 fn ptsematest_break_runs_the_actions_once() {
     let dir = tempfile::tempdir().unwrap();
