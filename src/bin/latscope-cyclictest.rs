@@ -6,7 +6,8 @@
 //! (docs/benchmarks.md part 7). The output is the same code's, byte for
 //! byte, as `latscope cyclictest`'s.
 //!
-//! What needs the rest of latscope (`--latscope-json FILE`: the pipeline,
+//! What needs the rest of latscope (`--latscope-json FILE`, `--on-threshold`,
+//! `--on-end`: the pipeline,
 //! the machine facts, the Report) and arguments that are not UTF-8 (whose
 //! answer is the full binary's) are handed to the full binary by `exec`,
 //! with the same arguments: the `latscope` next to this one, or the one in
@@ -48,9 +49,7 @@ fn run() -> i32 {
     };
     match cyclictest_cmd::start(&args) {
         Ok(Start::Answered(code)) => exit_code(Ok(code)),
-        Ok(Start::Run { settings, .. }) if settings.latscope_json.is_some() => {
-            run_full_binary(&raw)
-        }
+        Ok(Start::Run { settings, .. }) if settings.needs_pipeline() => run_full_binary(&raw),
         Ok(Start::Run { settings, online }) => {
             exit_code(cyclictest_cmd::run_classic(&settings, &online))
         }

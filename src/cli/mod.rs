@@ -1221,16 +1221,11 @@ pub struct LogdiskArgs {
     #[arg(long, value_enum, default_value = "modern")]
     pub format: OutputFormat,
     #[command(flatten)]
-    pub outputs: OutputArgs,
-    /// Print only the final summary (no live progress line)
-    #[arg(short, long)]
-    pub quiet: bool,
-    #[command(flatten)]
     pub idle: IdleArgs,
+    /// --max-latency (each write's latency), the outputs, -q, --fail-if,
+    /// --on-threshold/--on-end and --load, as every test has them.
     #[command(flatten)]
-    pub thresholds: ThresholdArgs,
-    #[command(flatten)]
-    pub load: LoadArgs,
+    pub verdict: VerdictArgs,
 }
 
 /// `--policy deadline`'s reservation, on the timer and the IPC tests (noise

@@ -1,10 +1,11 @@
 //! `latscope cyclictest` and the `cyclictest` compat name: its command
 //! line (settings::cyclictest through settings::getopt), help and usage
 //! errors answered as cyclictest answers them, then the run
-//! (measure::cyclictest). With `--latscope-json FILE` through
-//! `pipeline::run` (`CyclicMeasurement`: the full Report in FILE, latscope's
-//! warnings on stderr); without it not, so that stderr, the memory and the
-//! start-up time stay cyclictest's.
+//! (measure::cyclictest). With `--latscope-json FILE` or latscope's
+//! `--on-threshold`/`--on-end` through `pipeline::run`
+//! (`CyclicMeasurement`: the full Report in FILE, the actions run by the
+//! pipeline, latscope's warnings on stderr); without them not, so that
+//! stderr, the memory and the start-up time stay cyclictest's.
 
 use crate::measure::cyclictest::{self as measure, measured_cpus};
 use crate::pipeline::{
@@ -65,14 +66,15 @@ pub fn run(args: &[String]) -> Result<i32, CommandError> {
         Start::Answered(code) => return Ok(code),
         Start::Run { settings, online } => (settings, online),
     };
-    let Some(path) = settings.latscope_json.clone() else {
+    if !settings.needs_pipeline() {
         return run_classic(&settings, &online);
-    };
+    }
     print_warnings(&settings);
     crate::pipeline::run(&mut CyclicMeasurement {
         settings: &settings,
         online: &online,
-        path,
+        path: settings.latscope_json.clone(),
+        breaks: measure::break_crossings(&settings),
     })
 }
 
@@ -81,7 +83,7 @@ pub fn run(args: &[String]) -> Result<i32, CommandError> {
 /// links of latscope, which is what keeps its memory at cyclictest's.
 pub fn run_classic(settings: &CyclicSettings, online: &[usize]) -> Result<i32, CommandError> {
     print_warnings(settings);
-    let ran = measure::run(settings, online, true)?;
+    let ran = measure::run(settings, online, true, None)?;
     // cyclictest writes the JSON before its final block and ends there when
     // it cannot: no final block then.
     match ran.json_failure {
@@ -101,11 +103,14 @@ fn print_warnings(settings: &CyclicSettings) {
     settings.warnings.iter().for_each(|l| eprintln!("{l}"));
 }
 
-/// `--latscope-json`: the run as a pipeline `Measurement`.
+/// `--latscope-json`, the actions: the run as a pipeline `Measurement`.
 struct CyclicMeasurement<'a> {
     settings: &'a CyclicSettings,
     online: &'a [usize],
-    path: std::path::PathBuf,
+    /// `--latscope-json`'s file.
+    path: Option<std::path::PathBuf>,
+    /// `-b` as the trigger of `--on-threshold`: its crossings.
+    breaks: Option<std::sync::Arc<crate::stats::crossings::BreakCrossings>>,
 }
 
 impl Measurement for CyclicMeasurement<'_> {
@@ -122,9 +127,10 @@ impl Measurement for CyclicMeasurement<'_> {
                 cpus: measured_cpus(s, self.online),
             },
             fail_if: Vec::new(),
-            actions: Default::default(),
+            actions: s.actions.clone(),
+            breaks: self.breaks.clone(),
             outputs: Outputs {
-                json: Some(OutputTarget::File(self.path.clone())),
+                json: self.path.clone().map(OutputTarget::File),
                 ..Outputs::default()
             },
             presentation: Presentation {
@@ -136,6 +142,11 @@ impl Measurement for CyclicMeasurement<'_> {
     }
 
     fn measure(&mut self, run: &mut Run<'_>) -> Result<Vec<FinishedTest>, CommandError> {
-        Ok(vec![measure::measure(self.settings, self.online, run)?])
+        Ok(vec![measure::measure(
+            self.settings,
+            self.online,
+            run,
+            self.breaks.clone(),
+        )?])
     }
 }

@@ -123,6 +123,7 @@ impl Measurement for IpcCommand {
             },
             fail_if: self.verdict.fail_if.clone(),
             actions: self.verdict.actions.clone(),
+            breaks: None,
             outputs: self.verdict.outputs.clone(),
             presentation: Presentation::modern(Box::new(IpcComparison)),
         }

@@ -50,7 +50,8 @@ impl Measurement for LogdiskCommand<'_> {
                 ..PrepareSpec::default()
             },
             fail_if: settings.fail_if.clone(),
-            actions: Default::default(),
+            actions: settings.actions.clone(),
+            breaks: None,
             outputs: settings.outputs.clone(),
             presentation: Presentation {
                 // In classic format each block size's results are printed as

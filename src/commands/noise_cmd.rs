@@ -41,6 +41,7 @@ impl Measurement for NoiseCommand {
             },
             fail_if: s.verdict.fail_if.clone(),
             actions: s.verdict.actions.clone(),
+            breaks: None,
             outputs: s.verdict.outputs.clone(),
             presentation: Presentation::modern(Box::new(ModernConsole)),
         }

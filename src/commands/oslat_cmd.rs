@@ -44,6 +44,7 @@ pub fn run(args: &[String]) -> Result<i32, CommandError> {
             ..Outputs::default()
         },
         facts,
+        breaks: measure::break_crossings(&settings),
         settings,
         triggered: false,
     };
@@ -96,6 +97,8 @@ struct OslatCommand {
     facts: OslatFacts,
     /// `-T` stopped the test.
     triggered: bool,
+    /// `-T` as the trigger of `--on-threshold`: its crossings.
+    breaks: Option<std::sync::Arc<crate::stats::crossings::BreakCrossings>>,
 }
 
 impl Measurement for OslatCommand {
@@ -112,7 +115,8 @@ impl Measurement for OslatCommand {
                 cpus: self.settings.cpus.clone(),
             },
             fail_if: Vec::new(),
-            actions: Default::default(),
+            actions: self.settings.actions.clone(),
+            breaks: self.breaks.clone(),
             outputs: self.outputs.clone(),
             presentation: Presentation {
                 console: Box::new(ClassicOslat {
@@ -126,7 +130,13 @@ impl Measurement for OslatCommand {
 
     fn measure(&mut self, run: &mut pipeline::Run<'_>) -> Result<Vec<FinishedTest>, CommandError> {
         let app_name = program_name();
-        let (test, triggered) = measure::measure(&self.settings, &self.facts, &app_name, run)?;
+        let (test, triggered) = measure::measure(
+            &self.settings,
+            &self.facts,
+            &app_name,
+            run,
+            self.breaks.clone(),
+        )?;
         self.triggered = triggered;
         Ok(vec![test])
     }

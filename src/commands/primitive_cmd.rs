@@ -37,10 +37,16 @@ pub fn run(
     for notice in &settings.notices {
         crate::rt::stdio::note_line(&format!("latscope: warning: {notice}"));
     }
+    let breaks = ipc_run::break_crossings(
+        &settings.verdict.actions,
+        transport.name(),
+        &settings.plan.pairs,
+    );
     pipeline::run(&mut PairTest {
         transport,
         settings,
         classic,
+        breaks,
     })
 }
 
@@ -48,6 +54,8 @@ struct PairTest<'a> {
     transport: &'a dyn Transport,
     settings: IpcSettings,
     classic: ClassicTool,
+    /// `-b` as the trigger of `--on-threshold`: its crossings.
+    breaks: Option<std::sync::Arc<crate::stats::crossings::BreakCrossings>>,
 }
 
 impl PairTest<'_> {
@@ -87,6 +95,7 @@ impl Measurement for PairTest<'_> {
             },
             fail_if: settings.verdict.fail_if.clone(),
             actions: settings.verdict.actions.clone(),
+            breaks: self.breaks.clone(),
             outputs: settings.verdict.outputs.clone(),
             presentation,
         }
@@ -125,6 +134,7 @@ impl Measurement for PairTest<'_> {
                 // Peer processes lock their memory when this process could.
                 lock_memory: run.prep.memory.is_locked(),
                 samples: ipc_run::samples_for(run.prep, self.transport, &settings.plan.pairs),
+                breaks: self.breaks.clone(),
                 ..settings.plan.clone()
             },
             config: config.clone(),

@@ -83,6 +83,7 @@ impl Measurement for Suite {
             },
             fail_if: self.verdict.fail_if.clone(),
             actions: self.verdict.actions.clone(),
+            breaks: None,
             outputs: self.verdict.outputs.clone(),
             presentation: Presentation::modern(Box::new(SuiteOverview { wide: self.wide })),
         }

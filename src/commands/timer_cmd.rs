@@ -101,6 +101,7 @@ impl Measurement for TimerCommand {
             },
             fail_if: settings.fail_if.clone(),
             actions: settings.actions.clone(),
+            breaks: None,
             outputs: settings.outputs.clone(),
             presentation,
         }

@@ -48,6 +48,9 @@ pub struct RingPlan {
     pub loops: u64,
     /// Stop when thread 0 measures a lap longer than this (us).
     pub break_us: Option<i64>,
+    /// `-b` as the trigger of `--on-threshold`: thread 0's laps above it
+    /// are counted there (series 0); with `continue` none stops the ring.
+    pub breaks: Option<std::sync::Arc<crate::stats::crossings::BreakCrossings>>,
     /// Keep every lap for a reader (`-v`).
     pub keep_values: bool,
 }
@@ -376,8 +379,14 @@ fn laps(index: usize, shared: &RingShared) -> Result<(), ChannelError> {
         me.record(lap);
         cycles += 1;
         if index == 0 && plan.break_us.is_some_and(|limit| lap > limit) {
-            shared.broke.store(true, Ordering::Release);
-            shared.stopping.store(true, Ordering::Release);
+            let keep_running = plan.breaks.as_ref().is_some_and(|breaks| {
+                breaks.crossed(0);
+                breaks.keep_running
+            });
+            if !keep_running {
+                shared.broke.store(true, Ordering::Release);
+                shared.stopping.store(true, Ordering::Release);
+            }
         }
         if last_lap {
             return Ok(());
@@ -417,6 +426,7 @@ mod tests {
             loops: 40,
             break_us: None,
             keep_values: true,
+            breaks: None,
         };
         let ring = Ring::start(plan, thread_channel).unwrap();
         let start = Instant::now();
@@ -448,6 +458,7 @@ mod tests {
             loops: 0,
             break_us: None,
             keep_values: false,
+            breaks: None,
         };
         let ring = Ring::start(plan, thread_channel).unwrap();
         std::thread::sleep(Duration::from_millis(50));
@@ -465,6 +476,7 @@ mod tests {
             // Every lap of thread 0 is longer than -1 us.
             break_us: Some(-1),
             keep_values: false,
+            breaks: None,
         };
         let ring = Ring::start(plan, thread_channel).unwrap();
         let start = Instant::now();

@@ -186,6 +186,8 @@ fn plans_of(s: &DeadlineSettings) -> Vec<CyclicThreadPlan> {
 /// What every thread shares: cyclicdeadline's clock, `-D`, `-b`.
 fn options_of(s: &DeadlineSettings) -> CyclicOptions {
     CyclicOptions {
+        // cyclicdeadline's drop-in has no actions.
+        breaks: None,
         clock: CLOCK,
         wake: CyclicWake::DeadlineYield,
         relative: false,

@@ -25,6 +25,7 @@ use crate::rt::signals::Collected;
 use crate::rt::stdio::print;
 use crate::settings::cyclictest::{CyclicPolicy, CyclicSettings};
 use crate::stats::LatencyRecorder;
+use crate::stats::crossings::{BreakCrossings, CrossingSeries};
 use crate::stats::window::WindowSeries;
 use crate::timer::cyclic::control::{self, Control, CyclicScreen};
 use crate::timer::cyclic::{
@@ -76,6 +77,7 @@ pub fn run(
     s: &CyclicSettings,
     online: &[usize],
     lock_memory: bool,
+    breaks: Option<Arc<BreakCrossings>>,
 ) -> Result<CyclicRan, CommandError> {
     // Held for the whole run; dropped (closed) at the end, as cyclictest
     // does. The idle states disabled are enabled again when `_idle` drops,
@@ -89,7 +91,10 @@ pub fn run(
         None => "not set (see the WARN line on stderr)".to_string(),
     };
     let plans = plans_of(s);
-    let opts = options_of(s);
+    let opts = CyclicOptions {
+        breaks,
+        ..options_of(s)
+    };
     let display = display_of(s);
     if opts.tracemark && opts.break_limit.is_some() {
         // rt-tests names the debugfs tracing directory it uses.
@@ -338,10 +343,28 @@ fn plans_of(s: &CyclicSettings) -> Vec<CyclicThreadPlan> {
             loops: s.loops,
             hist_cells: s.histogram,
             nsecs: s.nsecs,
-            report: s.latscope_json.is_some(),
+            report: s.needs_pipeline(),
             reservation: None,
         })
         .collect()
+}
+
+/// `-b` as the trigger of `--on-threshold`: the crossings of the threads,
+/// each named as its series (None when it is not the trigger).
+pub fn break_crossings(s: &CyclicSettings) -> Option<Arc<BreakCrossings>> {
+    s.actions.on_break().then(|| {
+        let series = (0..s.threads)
+            .map(|i| CrossingSeries {
+                label: format!("thread {i}"),
+                cpu: s.cpu_of(i),
+            })
+            .collect();
+        Arc::new(BreakCrossings::new(
+            "cyclictest",
+            series,
+            s.actions.break_keeps_running(),
+        ))
+    })
 }
 
 /// What every thread shares.
@@ -358,6 +381,7 @@ fn options_of(s: &CyclicSettings) -> CyclicOptions {
         relative: s.relative,
         duration_ns: s.duration.map(|d| d.as_nanos() as u64),
         break_limit: (s.breaktrace > 0).then_some(s.breaktrace),
+        breaks: None,
         tracemark: s.tracemark,
         spike_trigger: (s.spike > 0).then_some(s.spike),
         spike_nodes: s.spike_nodes,
@@ -560,9 +584,10 @@ pub fn measure(
     s: &CyclicSettings,
     online: &[usize],
     run: &mut Run<'_>,
+    breaks: Option<Arc<BreakCrossings>>,
 ) -> Result<FinishedTest, CommandError> {
     let window = CpuWindow::open();
-    let ran = self::run(s, online, false)?;
+    let ran = self::run(s, online, false, breaks)?;
     if let Some(f) = &ran.json_failure {
         return Err(CommandError::Runtime(
             f.message.trim_end().replace('\n', ""),

@@ -132,6 +132,31 @@ fn pair_label(index: usize) -> String {
     format!("pair {index}")
 }
 
+/// `-b` as the trigger of `--on-threshold` (`actions`): the crossings of
+/// `pairs`, each named as its series (None when `-b` is not the trigger).
+pub fn break_crossings(
+    actions: &crate::settings::actions::Actions,
+    test: &str,
+    pairs: &[crate::ipc::harness::PairPlan],
+) -> Option<std::sync::Arc<crate::stats::crossings::BreakCrossings>> {
+    use crate::stats::crossings::{BreakCrossings, CrossingSeries};
+    actions.on_break().then(|| {
+        let series = pairs
+            .iter()
+            .enumerate()
+            .map(|(i, p)| CrossingSeries {
+                label: pair_label(i),
+                cpu: p.receiver_cpu,
+            })
+            .collect();
+        std::sync::Arc::new(BreakCrossings::new(
+            test,
+            series,
+            actions.break_keeps_running(),
+        ))
+    })
+}
+
 /// The harness run, with the snapshots turned into finished tests.
 #[allow(clippy::too_many_arguments)]
 fn run_harness(

@@ -444,6 +444,8 @@ pub fn suite_settings(
         fail_if: Vec::new(),
         loads: Vec::new(),
         max_latency_us,
+        // The suite's actions are the suite's run's (its Plan).
+        actions: Default::default(),
     }
 }
 

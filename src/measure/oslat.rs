@@ -17,7 +17,9 @@ use crate::rt::stdio::print;
 use crate::rt::tracefs::BreakTrace;
 use crate::settings::oslat::{Machine, OslatSettings};
 use crate::stats::LatencySummary;
+use crate::stats::crossings::{BreakCrossings, CrossingSeries};
 use std::io::Write;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 /// What a sample is, for the report.
@@ -65,12 +67,14 @@ impl OslatFacts {
 
 /// The test on the prepared process (memory locked): the `FinishedTest`,
 /// and whether `-T` stopped it (oslat then exits 1). `app_name`: the name
-/// oslat's messages start with.
+/// oslat's messages start with. `breaks`: `-T`'s crossings, counted for
+/// `--on-threshold` (`break_crossings`).
 pub fn measure(
     s: &OslatSettings,
     facts: &OslatFacts,
     app_name: &str,
     run: &mut Run<'_>,
+    breaks: Option<Arc<BreakCrossings>>,
 ) -> Result<(FinishedTest, bool), CommandError> {
     if s.rtprio.is_some() && s.cpus.contains(&0) {
         print("WARNING: Running SCHED_FIFO workload on CPU 0 may hang the thread\n");
@@ -87,7 +91,10 @@ pub fn measure(
             }
         },
     };
-    let plan = plan_of(s);
+    let plan = OslatPlan {
+        breaks,
+        ..plan_of(s)
+    };
     if !s.quiet {
         print(&s.header());
         print("Pre-heat for 1 seconds...\n");
@@ -174,6 +181,26 @@ fn wait_for_stop(timeout: Duration) -> bool {
     stop
 }
 
+/// `-T` as the trigger of `--on-threshold`: the crossings of the CPUs,
+/// each named as its series (None when it is not the trigger).
+pub fn break_crossings(s: &OslatSettings) -> Option<Arc<BreakCrossings>> {
+    s.actions.on_break().then(|| {
+        let series = s
+            .cpus
+            .iter()
+            .map(|&cpu| CrossingSeries {
+                label: format!("CPU {cpu}"),
+                cpu: Some(cpu),
+            })
+            .collect();
+        Arc::new(BreakCrossings::new(
+            "oslat",
+            series,
+            s.actions.break_keeps_running(),
+        ))
+    })
+}
+
 fn plan_of(s: &OslatSettings) -> OslatPlan {
     OslatPlan {
         cpus: s.cpus.clone(),
@@ -184,6 +211,7 @@ fn plan_of(s: &OslatSettings) -> OslatPlan {
         single_preheat: s.single_preheat,
         memmove_bytes: s.memmove_bytes(),
         trace_threshold_us: s.trace_threshold_us,
+        breaks: None,
         duration_ns: s.runtime_s.saturating_mul(1_000_000_000),
         counter: Counter::detect(),
     }

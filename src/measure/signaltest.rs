@@ -8,10 +8,12 @@
 //! exit code is returned.
 
 use crate::ipc::ring::{Ring, RingFigures, RingPlan};
-use crate::pipeline::{CommandError, RunTimes, write_rt_tests_json};
+use crate::pipeline::{ActionRunner, CommandError, RunTimes, write_rt_tests_json};
 use crate::report::classic_signaltest::{self as classic, SignalThread};
 use crate::rt::stdio::print;
 use crate::settings::signaltest::SignalSettings;
+use crate::stats::crossings::{BreakCrossings, CrossingSeries};
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -59,12 +61,18 @@ pub fn run(s: &SignalSettings) -> Result<i32, CommandError> {
         }
     }
     let start_time = crate::units::rfc2822_local(SystemTime::now());
+    let breaks = break_crossings(s);
+    // Outside the pipeline (signaltest's output and exit codes are its
+    // own): the actions' runner is started and ended here.
+    let actions =
+        ActionRunner::start(&s.actions, &s.cpus, breaks.clone()).map_err(CommandError::Runtime)?;
     let plan = RingPlan {
         cpus: s.cpus.clone(),
         priority: s.priority,
         loops: s.loops,
         break_us: s.break_us,
         keep_values: s.verbose,
+        breaks,
     };
     let ring = Ring::start(plan, crate::ipc::signal::thread_channel)
         .map_err(|e| CommandError::Runtime(format!("signaltest: {e}")))?;
@@ -85,6 +93,12 @@ pub fn run(s: &SignalSettings) -> Result<i32, CommandError> {
         .join()
         .map_err(|e| CommandError::Runtime(format!("signaltest: {e}")))?;
     let threads: Vec<SignalThread> = figures.iter().map(|f| thread_of(f, s.priority)).collect();
+    if let Some(actions) = actions {
+        // The break's actions and the end's, before the final lines (their
+        // records have no report to go to; a failure was said on stderr).
+        let max_ns = figures.iter().map(|f| f.max.saturating_mul(1000)).max();
+        actions.finish_with(0, max_ns);
+    }
     print(&final_lines(&threads, broke));
     if let Some(path) = &s.json {
         let end_time = crate::units::rfc2822_local(SystemTime::now());
@@ -99,6 +113,22 @@ pub fn run(s: &SignalSettings) -> Result<i32, CommandError> {
         }
     }
     Ok(0)
+}
+
+/// `-b` as the trigger of `--on-threshold`: thread 0's crossings (only
+/// thread 0 checks `-b`, as in signaltest); None when it is not the trigger.
+fn break_crossings(s: &SignalSettings) -> Option<Arc<BreakCrossings>> {
+    s.actions.on_break().then(|| {
+        let series = vec![CrossingSeries {
+            label: "thread 0".to_string(),
+            cpu: s.cpus.first().copied(),
+        }];
+        Arc::new(BreakCrossings::new(
+            "signaltest",
+            series,
+            s.actions.break_keeps_running(),
+        ))
+    })
 }
 
 /// signaltest's main loop: every 10 ms its display (the load average and

@@ -49,6 +49,9 @@ pub struct OslatPlan {
     pub memmove_bytes: Option<usize>,
     /// `-T`, in us.
     pub trace_threshold_us: Option<u64>,
+    /// `-T` as the trigger of `--on-threshold`: each CPU's crossings (by
+    /// its index in `cpus`); with `continue` none stops the test.
+    pub breaks: Option<std::sync::Arc<crate::stats::crossings::BreakCrossings>>,
     /// `-D`.
     pub duration_ns: u64,
     pub counter: Counter,
@@ -79,6 +82,8 @@ pub struct Buckets {
     trace_units: u64,
     /// The first gap at or above `-T`, in units.
     pub triggered: Option<u64>,
+    /// Gaps at or above `-T` so far (all of them, not only the first).
+    pub crossings: u64,
 }
 
 impl Buckets {
@@ -108,6 +113,7 @@ impl Buckets {
             overflow_sum: 0,
             trace_units,
             triggered: None,
+            crossings: 0,
         };
         b.fast_below = b.fast_path_end();
         b.fast_bucket = b.index_of(scale.gap(0, mhz)).0;
@@ -172,8 +178,11 @@ impl Buckets {
     #[inline(never)]
     fn insert_slow(&mut self, ticks: u64) {
         let units = self.scale.gap(ticks, self.mhz);
-        if units >= self.trace_units && self.triggered.is_none() {
-            self.triggered = Some(units);
+        if units >= self.trace_units {
+            self.crossings += 1;
+            if self.triggered.is_none() {
+                self.triggered = Some(units);
+            }
         }
         self.max = self.max.max(units);
         self.min = self.min.min(units);
@@ -274,6 +283,10 @@ struct OslatVisit<'a, W: Workload> {
     cpu: usize,
     shared: &'a PhaseShared,
     app_name: &'a str,
+    /// `-T` triggers `--on-threshold`: where the crossings are counted,
+    /// this thread's series there, and its count already handed over.
+    breaks: Option<(&'a crate::stats::crossings::BreakCrossings, usize)>,
+    published: u64,
 }
 
 impl<W: Workload> Visit for OslatVisit<'_, W> {
@@ -288,7 +301,18 @@ impl<W: Workload> Visit for OslatVisit<'_, W> {
     }
 
     fn check(&mut self, now: u64) -> Next {
-        if let Some(us) = self.buckets.triggered {
+        let mut keep_running = false;
+        if let Some((breaks, series)) = self.breaks {
+            let crossings = self.buckets.crossings;
+            if crossings > self.published {
+                breaks.add(series, crossings - self.published);
+                self.published = crossings;
+            }
+            keep_running = breaks.keep_running;
+        }
+        if let Some(us) = self.buckets.triggered
+            && !keep_running
+        {
             self.fire(us);
             return Next::Stop;
         }
@@ -568,6 +592,11 @@ impl ThreadPlan<'_> {
         end: u64,
         check: u64,
     ) -> (Buckets, super::spinner::Spun) {
+        // Not in the pre-heat, which has no -T.
+        let breaks = self
+            .trace_us
+            .and(self.plan.breaks.as_deref())
+            .zip(self.plan.cpus.iter().position(|&c| c == cpu));
         let mut visit = OslatVisit {
             buckets,
             work,
@@ -575,6 +604,8 @@ impl ThreadPlan<'_> {
             cpu,
             shared: self.shared,
             app_name: self.app_name,
+            breaks,
+            published: 0,
         };
         let spun = spin_on(self.plan.counter, &mut visit, check);
         (visit.buckets, spun)

@@ -8,6 +8,13 @@
 //! `continue` only the first crossing of the run acts; with it, at most one
 //! crossing per window (second) of a test.
 //!
+//! A drop-in whose break value (`-b`, oslat's `-T`) is the trigger counts
+//! its crossings per series instead (`stats::crossings::BreakCrossings`),
+//! and the runner thread polls those counts every `BREAK_POLL` between
+//! actions, with the same rules (the first crossing of the run; with
+//! `continue` one per window); it polls once more when the run ends, so
+//! that the crossing that ended it acts before the `--on-end` actions.
+//!
 //! The runner thread is SCHED_OTHER, kept off the measured CPUs while
 //! another CPU is allowed, and runs the actions in the order given: a shell
 //! command through `/bin/sh -c` as a child at normal priority on the
@@ -24,9 +31,11 @@ use crate::load::process::{
 use crate::report::{ActionLog, ActionOutcome, ActionRun, ActionTrigger, Report};
 use crate::settings::actions::{Action, Actions, SignalTarget};
 use crate::spikes::recent::RecentTrace;
+use crate::stats::crossings::BreakCrossings;
 use std::os::unix::fs::FileExt;
 use std::process::{Command, Stdio};
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError, sync_channel};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -38,6 +47,8 @@ const OUTPUT_LINE_CHARS: usize = 200;
 const OUTPUT_READ: usize = 64 * 1024;
 /// How often a running command is checked for its end.
 const POLL: Duration = Duration::from_millis(10);
+/// How often the runner looks at a drop-in's break crossings.
+const BREAK_POLL: Duration = Duration::from_millis(10);
 
 /// Where a crossing happened, as the monitor knows it.
 #[derive(Debug, Clone, Default)]
@@ -61,8 +72,11 @@ enum Event {
     },
 }
 
-/// The monitor's side of the actions, and the runner thread.
-pub(super) struct ActionRunner {
+/// The monitor's side of the actions, and the runner thread. The pipeline
+/// runs one for every test with actions; a drop-in that runs outside the
+/// pipeline (cyclictest without `--latscope-json`, signaltest) starts its
+/// own and ends it with `finish_with`.
+pub struct ActionRunner {
     acts_on_threshold: bool,
     repeat: bool,
     /// Per series of the running test: its count above the limit so far.
@@ -75,18 +89,30 @@ pub(super) struct ActionRunner {
     queue: Option<SyncSender<Event>>,
     /// Crossings that found the queue full.
     not_acted: u64,
-    thread: Option<JoinHandle<Vec<ActionRun>>>,
+    thread: Option<JoinHandle<Served>>,
     given: (Vec<String>, Vec<String>),
+    /// The drop-in's break crossings, when they are the trigger.
+    breaks: Option<Arc<BreakCrossings>>,
 }
+
+/// What the runner thread did: its records.
+type Served = Vec<ActionRun>;
 
 impl ActionRunner {
     /// Starts the runner thread for `actions` (None without any), off
     /// `measured` where another CPU is allowed; with a `trace` action, the
-    /// recent trace of `measured` too.
-    pub fn start(actions: &Actions, measured: &[usize]) -> Result<Option<ActionRunner>, String> {
+    /// recent trace of `measured` too. `breaks`: the drop-in's break
+    /// crossings, which the thread polls when the break value is the
+    /// trigger (`Actions::on_break`).
+    pub fn start(
+        actions: &Actions,
+        measured: &[usize],
+        breaks: Option<Arc<BreakCrossings>>,
+    ) -> Result<Option<ActionRunner>, String> {
         if actions.is_empty() {
             return Ok(None);
         }
+        let breaks = breaks.filter(|_| actions.on_break());
         let trace = if actions.need_trace() {
             Some(RecentTrace::start(measured).map_err(|e| format!("the trace action: {e}"))?)
         } else {
@@ -104,6 +130,7 @@ impl ActionRunner {
             trace,
             run_started: Instant::now(),
             cpus,
+            breaks: breaks.clone().map(BreakWatch::new),
         };
         let thread = std::thread::Builder::new()
             .name("latscope-actions".into())
@@ -123,6 +150,7 @@ impl ActionRunner {
                 actions.given_on_threshold.clone(),
                 actions.given_on_end.clone(),
             ),
+            breaks,
         }))
     }
 
@@ -137,7 +165,9 @@ impl ActionRunner {
     /// (called on the monitor thread every tick): a new crossing is queued
     /// when the rules let it act. `crossing` says where it is.
     pub fn saw(&mut self, series: usize, above_limit: u64, crossing: impl FnOnce() -> Crossing) {
-        if !self.acts_on_threshold {
+        // With the break value as the trigger the runner polls the
+        // crossings itself (above_limit stays 0 then anyway).
+        if !self.acts_on_threshold || self.breaks.is_some() {
             return;
         }
         if self.seen.len() <= series {
@@ -173,13 +203,21 @@ impl ActionRunner {
     /// The run ended with `report` (assembled, not yet judged or written):
     /// the `--on-end` actions run, the runner is waited for, and its records
     /// are the report's `actions`.
-    pub fn finish(mut self, report: &Report) -> ActionLog {
+    pub fn finish(self, report: &Report) -> ActionLog {
         let series = report.tests.iter().flat_map(|t| &t.series);
         let above_limit = series.clone().map(|s| s.above_limit).sum();
         let max_ns = series
             .filter(|s| s.latency.samples > 0)
             .map(|s| s.latency.max_ns)
             .max();
+        self.finish_with(above_limit, max_ns)
+    }
+
+    /// The run ended without a report (a drop-in outside the pipeline):
+    /// `max_ns` its largest sample, if known. As `finish`.
+    pub fn finish_with(mut self, above_limit: u64, max_ns: Option<i64>) -> ActionLog {
+        // With the break value as the trigger, its crossings are the count.
+        let above_limit = self.breaks.as_ref().map_or(above_limit, |b| b.total());
         if let Some(queue) = self.queue.take() {
             // Blocking: the runner takes it once the crossing before is done.
             let _ = queue.send(Event::End {
@@ -197,7 +235,7 @@ impl ActionRunner {
     }
 
     /// Closes the queue and waits for the runner (its actions are bounded).
-    fn join(&mut self) -> Vec<ActionRun> {
+    fn join(&mut self) -> Served {
         self.queue = None;
         self.thread
             .take()
@@ -214,6 +252,57 @@ impl Drop for ActionRunner {
     }
 }
 
+/// The runner's view of a drop-in's break crossings: what it acted on.
+struct BreakWatch {
+    crossings: Arc<BreakCrossings>,
+    /// Per series: its count when last looked at.
+    seen: Vec<u64>,
+    /// A crossing was acted on in this run.
+    acted: bool,
+    /// The window of the last crossing acted on.
+    last_window: Option<u64>,
+}
+
+impl BreakWatch {
+    fn new(crossings: Arc<BreakCrossings>) -> BreakWatch {
+        BreakWatch {
+            seen: vec![0; crossings.series().len()],
+            crossings,
+            acted: false,
+            last_window: None,
+        }
+    }
+
+    /// The crossing to act on now, if any (`repeat`: `continue`; `window`:
+    /// the second of the run now). A crossing seen while the actions of
+    /// an earlier one ran acts late, in its own window; others of a window
+    /// already acted in are passed over, as the monitors' are.
+    fn next(&mut self, repeat: bool, window: u64) -> Option<Crossing> {
+        let mut found = None;
+        for (i, seen) in self.seen.iter_mut().enumerate() {
+            let count = self.crossings.count(i);
+            if count <= *seen {
+                continue;
+            }
+            *seen = count;
+            let may_act = !self.acted || (repeat && self.last_window != Some(window));
+            if found.is_none() && may_act {
+                let series = &self.crossings.series()[i];
+                found = Some(Crossing {
+                    test: Some(self.crossings.test.clone()),
+                    series: Some(series.label.clone()),
+                    cpu: series.cpu,
+                    above_limit: count,
+                    window: Some(window),
+                });
+                self.acted = true;
+                self.last_window = Some(window);
+            }
+        }
+        found
+    }
+}
+
 /// The runner thread's state.
 struct Runner {
     actions: Actions,
@@ -221,40 +310,77 @@ struct Runner {
     run_started: Instant,
     /// The CPUs it and its commands run on.
     cpus: Vec<usize>,
+    /// The drop-in's break crossings, polled (the break value is the trigger).
+    breaks: Option<BreakWatch>,
 }
 
 impl Runner {
-    fn serve(self, events: Receiver<Event>) -> Vec<ActionRun> {
+    fn serve(mut self, events: Receiver<Event>) -> Served {
         // Never beside a measuring thread, never at real-time priority,
         // whatever the thread that started it had.
         let _ = crate::rt::sched::pin_current_thread_to(&self.cpus);
         let _ = crate::rt::sched::set_current_thread_policy(crate::rt::sched::Policy::Other, 0);
         let mut runs = Vec::new();
-        for event in events {
-            let (trigger, actions, crossing, env) = match event {
-                Event::Crossing(c) => (
-                    ActionTrigger::Threshold,
-                    &self.actions.on_threshold,
-                    c.clone(),
-                    self.crossing_env(&c),
-                ),
-                Event::End {
-                    above_limit,
-                    max_ns,
-                } => (
-                    ActionTrigger::End,
-                    &self.actions.on_end,
-                    Crossing::default(),
-                    self.end_env(above_limit, max_ns),
-                ),
+        loop {
+            let event = if self.breaks.is_some() {
+                match events.recv_timeout(BREAK_POLL) {
+                    Ok(event) => event,
+                    Err(RecvTimeoutError::Timeout) => {
+                        self.act_on_breaks(&mut runs);
+                        continue;
+                    }
+                    Err(RecvTimeoutError::Disconnected) => break,
+                }
+            } else {
+                match events.recv() {
+                    Ok(event) => event,
+                    Err(_) => break,
+                }
             };
-            for action in actions.iter().filter(|a| **a != Action::Continue) {
-                let run = self.act(action, trigger, &crossing, &env);
-                note_failure(&run);
-                runs.push(run);
+            if matches!(event, Event::End { .. }) {
+                // The crossing that ended the run acts before the end.
+                self.act_on_breaks(&mut runs);
             }
+            self.serve_event(event, &mut runs);
         }
         runs
+    }
+
+    /// A new break crossing, if the rules let it act: the `--on-threshold`
+    /// actions run for it.
+    fn act_on_breaks(&mut self, runs: &mut Vec<ActionRun>) {
+        let repeat = self.actions.repeat();
+        let window = self.run_started.elapsed().as_secs();
+        let Some(crossing) = self.breaks.as_mut().and_then(|b| b.next(repeat, window)) else {
+            return;
+        };
+        self.serve_event(Event::Crossing(crossing), runs);
+    }
+
+    /// Runs the actions of `event` in order, each recorded in `runs`.
+    fn serve_event(&self, event: Event, runs: &mut Vec<ActionRun>) {
+        let (trigger, actions, crossing, env) = match event {
+            Event::Crossing(c) => (
+                ActionTrigger::Threshold,
+                &self.actions.on_threshold,
+                c.clone(),
+                self.crossing_env(&c),
+            ),
+            Event::End {
+                above_limit,
+                max_ns,
+            } => (
+                ActionTrigger::End,
+                &self.actions.on_end,
+                Crossing::default(),
+                self.end_env(above_limit, max_ns),
+            ),
+        };
+        for action in actions.iter().filter(|a| **a != Action::Continue) {
+            let run = self.act(action, trigger, &crossing, &env);
+            note_failure(&run);
+            runs.push(run);
+        }
     }
 
     /// The environment of a shell command run on a crossing.
@@ -462,6 +588,50 @@ fn lines_of(bytes: &[u8]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::crossings::CrossingSeries;
+
+    fn two_threads() -> Arc<BreakCrossings> {
+        let series = |i: usize| CrossingSeries {
+            label: format!("thread {i}"),
+            cpu: Some(i),
+        };
+        Arc::new(BreakCrossings::new(
+            "cyclictest",
+            vec![series(0), series(1)],
+            true,
+        ))
+    }
+
+    /// Without `continue` the run's first crossing acts, and no other.
+    #[test]
+    fn a_break_acts_once_without_continue() {
+        let crossings = two_threads();
+        let mut watch = BreakWatch::new(Arc::clone(&crossings));
+        assert!(watch.next(false, 0).is_none(), "nothing crossed yet");
+        crossings.crossed(1);
+        crossings.crossed(1);
+        let first = watch.next(false, 0).expect("the first crossing acts");
+        assert_eq!(first.series.as_deref(), Some("thread 1"));
+        assert_eq!((first.cpu, first.above_limit), (Some(1), 2));
+        assert_eq!(first.test.as_deref(), Some("cyclictest"));
+        crossings.crossed(0);
+        assert!(watch.next(false, 5).is_none(), "only the first acts");
+    }
+
+    /// With `continue`: at most one crossing per window, a new window acts.
+    #[test]
+    fn continue_acts_once_per_window() {
+        let crossings = two_threads();
+        let mut watch = BreakWatch::new(Arc::clone(&crossings));
+        crossings.crossed(0);
+        assert!(watch.next(true, 0).is_some());
+        crossings.crossed(1);
+        assert!(watch.next(true, 0).is_none(), "window 0 acted already");
+        assert!(watch.next(true, 1).is_none(), "nothing new since");
+        crossings.crossed(0);
+        let again = watch.next(true, 1).expect("a new window acts");
+        assert_eq!((again.window, again.above_limit), (Some(1), 2));
+    }
 
     #[test]
     fn the_output_kept_is_the_first_lines_cut_and_escaped() {

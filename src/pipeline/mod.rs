@@ -25,6 +25,7 @@ mod live;
 mod prepare;
 mod validity;
 
+pub use actions::ActionRunner;
 pub use deliver::{JsonFailure, RunTimes, write_rt_tests_json};
 
 pub use assemble::{FinishedTest, assemble_report, build_report};
@@ -82,6 +83,9 @@ pub struct Plan {
     pub presentation: Presentation,
     /// `--on-threshold`, `--on-end` (pipeline::actions).
     pub actions: crate::settings::actions::Actions,
+    /// A drop-in's break crossings, which its measuring threads count and
+    /// the actions' runner polls when the break value is the trigger.
+    pub breaks: Option<std::sync::Arc<crate::stats::crossings::BreakCrossings>>,
 }
 
 /// A measuring command, as the pipeline runs it.
@@ -349,8 +353,9 @@ pub fn run(measurement: &mut dyn Measurement) -> Result<i32, CommandError> {
         deadline: Default::default(),
         actions: Default::default(),
     };
-    *run.actions.get_mut() = actions::ActionRunner::start(&plan.actions, &plan.prepare.cpus)
-        .map_err(CommandError::Runtime)?;
+    *run.actions.get_mut() =
+        actions::ActionRunner::start(&plan.actions, &plan.prepare.cpus, plan.breaks.clone())
+            .map_err(CommandError::Runtime)?;
     if let Some(crate::settings::OutputTarget::File(path)) = &plan.outputs.hdr_log {
         let log = hdrlog::HdrLog::create(path, std::time::SystemTime::now()).map_err(|e| {
             CommandError::Runtime(format!(

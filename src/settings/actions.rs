@@ -13,6 +13,7 @@
 //!
 //! The actions themselves run in `pipeline::actions`.
 
+use super::getopt::Own;
 use super::{UsageError, check_output_path, usage};
 use crate::units::{parse_duration, shown};
 use std::path::PathBuf;
@@ -64,14 +65,28 @@ impl Action {
     }
 }
 
+/// What a crossing crosses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Trigger {
+    /// latscope's `--max-latency`: the pipeline watches the samples above it.
+    #[default]
+    MaxLatency,
+    /// A drop-in's break value (`-b USEC`, oslat's `-T USEC`): the drop-in
+    /// counts its crossings (`stats::crossings`); without `continue` the
+    /// first one ends the run, as in the original tool.
+    Break,
+}
+
 /// Every action of a run, in the order given.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Actions {
     /// `--on-threshold`, `continue` included.
     pub on_threshold: Vec<Action>,
     pub on_end: Vec<Action>,
-    /// `--max-latency` (us): what a crossing crosses.
+    /// `--max-latency` or the break value (us): what a crossing crosses.
     pub limit_us: Option<u64>,
+    /// Which of the two `limit_us` is.
+    pub trigger: Trigger,
     /// The texts as given, for the report.
     pub given_on_threshold: Vec<String>,
     pub given_on_end: Vec<String>,
@@ -94,6 +109,17 @@ impl Actions {
     pub fn repeat(&self) -> bool {
         self.on_threshold.contains(&Action::Continue)
     }
+
+    /// The drop-in's break value is the trigger and `--on-threshold`
+    /// acts on it.
+    pub fn on_break(&self) -> bool {
+        self.trigger == Trigger::Break && !self.on_threshold.is_empty()
+    }
+
+    /// `continue` on the break value: a crossing does not end the run.
+    pub fn break_keeps_running(&self) -> bool {
+        self.on_break() && self.repeat()
+    }
 }
 
 /// `--on-threshold` and `--on-end` as given, checked against `--max-latency`
@@ -104,12 +130,56 @@ pub fn from_args(
     on_end: &[String],
     limit_us: Option<u64>,
 ) -> Result<Actions, UsageError> {
-    if !on_threshold.is_empty() && limit_us.is_none() {
-        return Err(usage(
-            "--on-threshold acts when a sample crosses --max-latency: give --max-latency USEC"
-                .to_string(),
-        ));
+    checked(
+        on_threshold,
+        on_end,
+        limit_us.map(|us| (us, Trigger::MaxLatency)),
+        "--max-latency USEC",
+    )
+}
+
+/// `--on-threshold` and `--on-end` of a test with a break value: the
+/// crossing of `--max-latency` (`max_latency_us`) when given, else of the
+/// break value `break_us` (`break_option`, `-b` or `-T`). `wanted` says
+/// what to give when neither is (`-b USEC`, `--max-latency USEC or -b USEC`).
+pub fn from_break_args(
+    on_threshold: &[String],
+    on_end: &[String],
+    max_latency_us: Option<u64>,
+    break_us: Option<u64>,
+    wanted: &str,
+) -> Result<Actions, UsageError> {
+    let limit = match (max_latency_us, break_us) {
+        (Some(us), _) => Some((us, Trigger::MaxLatency)),
+        (None, Some(us)) => Some((us, Trigger::Break)),
+        (None, None) => None,
+    };
+    checked(on_threshold, on_end, limit, wanted)
+}
+
+/// The actions as given, checked: a threshold action needs `limit` (else
+/// `wanted` is named), `continue` belongs to `--on-threshold`, and `trace`
+/// needs a kernel this process can trace.
+fn checked(
+    on_threshold: &[String],
+    on_end: &[String],
+    limit: Option<(u64, Trigger)>,
+    wanted: &str,
+) -> Result<Actions, UsageError> {
+    if !on_threshold.is_empty() && limit.is_none() {
+        let crosses = if wanted.starts_with("--max-latency") {
+            "--max-latency".to_string()
+        } else {
+            format!("the break value ({})", wanted.trim_end_matches(" USEC"))
+        };
+        return Err(usage(format!(
+            "--on-threshold acts when a sample crosses {crosses}: give {wanted}"
+        )));
     }
+    let (limit_us, trigger) = match limit {
+        Some((us, trigger)) => (Some(us), trigger),
+        None => (None, Trigger::default()),
+    };
     let parse_all = |option: &str, texts: &[String]| -> Result<Vec<Action>, UsageError> {
         texts.iter().map(|t| parse_action(option, t)).collect()
     };
@@ -119,6 +189,7 @@ pub fn from_args(
         limit_us,
         given_on_threshold: on_threshold.to_vec(),
         given_on_end: on_end.to_vec(),
+        trigger,
     };
     if actions.on_end.contains(&Action::Continue) {
         return Err(usage(
@@ -139,6 +210,51 @@ pub fn from_args(
         })?;
     }
     Ok(actions)
+}
+
+/// `--on-threshold ACTION` and `--on-end ACTION` as the drop-ins of tools
+/// with a break value take them (`settings::getopt`'s own options: spelled
+/// in full only, repeatable).
+pub const GETOPT_OPTIONS: [Own; 2] = [
+    Own {
+        name: "on-threshold",
+        needs: "an action: --on-threshold ACTION (docs/guide.md)",
+    },
+    Own {
+        name: "on-end",
+        needs: "an action: --on-end ACTION (docs/guide.md)",
+    },
+];
+
+/// Whether `name` (as getopt found it) is one of `GETOPT_OPTIONS`.
+pub fn is_getopt_option(name: &str) -> bool {
+    GETOPT_OPTIONS.iter().any(|o| o.name == name)
+}
+
+/// The actions of a drop-in from the options its getopt found (`found`,
+/// in order; the others are ignored): `--on-threshold` acts on the break
+/// value `break_us` (`break_option`: `-b`, `-T`).
+pub fn from_getopt<'a>(
+    found: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+    break_us: Option<u64>,
+    break_option: &str,
+) -> Result<Actions, UsageError> {
+    let (mut on_threshold, mut on_end) = (Vec::new(), Vec::new());
+    for (name, value) in found {
+        let value = value.unwrap_or_default().to_string();
+        match name {
+            "on-threshold" => on_threshold.push(value),
+            "on-end" => on_end.push(value),
+            _ => {}
+        }
+    }
+    from_break_args(
+        &on_threshold,
+        &on_end,
+        None,
+        break_us,
+        &format!("{break_option} USEC"),
+    )
 }
 
 /// One ACTION text of `option` (`--on-threshold`, `--on-end`).
@@ -414,5 +530,55 @@ mod tests {
             texts(&["shell,command=true", "continue"])
         );
         assert!(from_args(&[], &[], None).unwrap().is_empty());
+    }
+
+    /// A test with a break value: `--max-latency` first, else the break.
+    #[test]
+    fn the_break_value_triggers_without_max_latency() {
+        let on = vec!["shell,command=true".to_string(), "continue".to_string()];
+        let wanted = "--max-latency USEC or -b USEC";
+        let by_limit = from_break_args(&on, &[], Some(7), Some(3), wanted).unwrap();
+        assert_eq!(
+            (by_limit.trigger, by_limit.limit_us, by_limit.on_break()),
+            (Trigger::MaxLatency, Some(7), false)
+        );
+        let by_break = from_break_args(&on, &[], None, Some(3), wanted).unwrap();
+        assert_eq!(
+            (by_break.trigger, by_break.limit_us),
+            (Trigger::Break, Some(3))
+        );
+        assert!(by_break.on_break() && by_break.break_keeps_running());
+        let err = from_break_args(&on, &[], None, None, wanted).unwrap_err();
+        assert_eq!(
+            err.0,
+            "--on-threshold acts when a sample crosses --max-latency: give --max-latency USEC or -b USEC"
+        );
+        // Only --on-end: the break value is not acted on, the run not kept.
+        let end_only = from_break_args(&[], &on[..1], None, Some(3), wanted).unwrap();
+        assert!(!end_only.on_break() && !end_only.break_keeps_running());
+    }
+
+    /// The drop-ins' options as their getopt found them, in order.
+    #[test]
+    fn from_getopt_keeps_the_order_and_names_the_break_option() {
+        let found = [
+            ("on-end", Some("shell,command=a")),
+            ("quiet", None),
+            ("on-threshold", Some("shell,command=b")),
+            ("on-threshold", Some("continue")),
+        ];
+        let actions = from_getopt(found, Some(5), "-T").unwrap();
+        assert_eq!(
+            actions.given_on_threshold,
+            ["shell,command=b", "continue"].map(String::from)
+        );
+        assert_eq!(actions.given_on_end, ["shell,command=a"].map(String::from));
+        assert!(actions.break_keeps_running());
+        let err = from_getopt([("on-threshold", Some("continue"))], None, "-T").unwrap_err();
+        assert_eq!(
+            err.0,
+            "--on-threshold acts when a sample crosses the break value (-T): give -T USEC"
+        );
+        assert!(is_getopt_option("on-end") && !is_getopt_option("on-thr"));
     }
 }

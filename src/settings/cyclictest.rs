@@ -6,7 +6,7 @@
 //! small parser; scripts depend on exactly these spellings.
 
 use super::getopt::{
-    Arg, GetoptOption, GetoptUsage, Table, UsagePart, atoi, getopt_table_into,
+    Arg, GetoptOption, GetoptUsage, Own, Table, UsagePart, atoi, getopt_table_into,
     numa_parse_cpustring, parse_duration, render_usage,
 };
 use std::sync::LazyLock;
@@ -104,12 +104,25 @@ pub struct CyclicSettings {
     /// `--latscope-json FILE` (latscope's, not cyclictest's): the full
     /// latscope Report of the run, checked like every latscope output.
     pub latscope_json: Option<std::path::PathBuf>,
+    /// `--on-threshold ACTION`, `--on-end ACTION` (latscope's): acting on
+    /// the crossing of `-b`'s break value and at the end.
+    pub actions: super::actions::Actions,
 }
 
 /// latscope's own option among cyclictest's. Matched only when spelled out
 /// in full: getopt's abbreviations stay those of cyclictest's table
 /// (`--lat` is still `--latency`).
 pub const LATSCOPE_JSON: &str = "latscope-json";
+
+/// latscope's own options, each spelled out in full only.
+const LATSCOPE_OWN: [Own; 3] = [
+    Own {
+        name: LATSCOPE_JSON,
+        needs: "a file name: --latscope-json FILE",
+    },
+    super::actions::GETOPT_OPTIONS[0],
+    super::actions::GETOPT_OPTIONS[1],
+];
 
 /// cyclictest's `--policy` names (unknown names mean other, as there).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -583,7 +596,7 @@ type Tokens = (Vec<(&'static str, Option<String>)>, Option<GetoptUsage>);
 
 fn tokenize(args: &[String]) -> Tokens {
     let mut seen = Vec::new();
-    let error = getopt_table_into(&TABLE, &[LATSCOPE_JSON], args, cyclictest_peek, &mut seen).err();
+    let error = getopt_table_into(&TABLE, &LATSCOPE_OWN, args, cyclictest_peek, &mut seen).err();
     (seen, error)
 }
 
@@ -628,6 +641,8 @@ struct Pending {
     /// `-a` was given (ignored with -S, which warns then).
     option_affinity: bool,
     latscope_json: Option<String>,
+    /// `--on-threshold`, `--on-end` as given, in order.
+    actions: Vec<(&'static str, Option<String>)>,
 }
 
 impl CyclicSettings {
@@ -650,6 +665,7 @@ impl CyclicSettings {
             priority: 0,
             option_affinity: false,
             latscope_json: None,
+            actions: Vec::new(),
         };
         let (tokens, getopt_error) = tokenize(args);
         for (name, value) in tokens {
@@ -659,7 +675,14 @@ impl CyclicSettings {
             return Err(e);
         }
         let latscope_json = p.latscope_json.take();
+        let actions = std::mem::take(&mut p.actions);
         s.settle(p, online, smi_supported)?;
+        s.actions = super::actions::from_getopt(
+            actions.iter().map(|(n, v)| (*n, v.as_deref())),
+            u64::try_from(s.breaktrace).ok().filter(|&us| us > 0),
+            "-b",
+        )
+        .map_err(|e| GetoptUsage::Bad(e.0))?;
         // Last: cyclictest's own errors come first, and the probe file of
         // the check is only made for a command line that will run.
         if let Some(path) = latscope_json {
@@ -683,6 +706,12 @@ impl CyclicSettings {
             s.latscope_json = Some(checked);
         }
         Ok(s)
+    }
+
+    /// latscope's own options ask for latscope's pipeline (the Report, the
+    /// actions' runner): the full binary runs them.
+    pub fn needs_pipeline(&self) -> bool {
+        self.latscope_json.is_some() || !self.actions.is_empty()
     }
 
     /// cyclictest's defaults, before any option.
@@ -735,6 +764,7 @@ impl CyclicSettings {
                 .collect::<Vec<_>>()
                 .join(" "),
             latscope_json: None,
+            actions: Default::default(),
         }
     }
 
@@ -839,6 +869,11 @@ impl CyclicSettings {
             "help" => return Err(GetoptUsage::Help),
             "posix_timers" => self.posix_timers = true,
             LATSCOPE_JSON => p.latscope_json = value,
+            own if super::actions::is_getopt_option(own) => {
+                if let Some(own) = LATSCOPE_OWN.iter().find(|o| o.name == own) {
+                    p.actions.push((own.name, value));
+                }
+            }
             _ => unreachable!("every option of OPTIONS is handled"),
         }
         Ok(())

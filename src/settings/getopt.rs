@@ -172,6 +172,16 @@ pub fn atoi(text: &str) -> i64 {
     if neg { -n } else { n.min(i64::from(i32::MAX)) }
 }
 
+/// One of latscope's own long options taken by a getopt tool: matched
+/// only when spelled in full (every abbreviation keeps the tool's own
+/// meaning), always with a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Own {
+    pub name: &'static str,
+    /// What a missing value is said to be: `a file name: --latscope-json FILE`.
+    pub needs: &'static str,
+}
+
 /// A tool's option table: the options of the version spoken, and those a
 /// later version added. A later option is found by its letter, its full
 /// name, or an abbreviation the version spoken does not know, so that every
@@ -235,7 +245,7 @@ impl<'a> Table<'a> {
 /// every abbreviation keeps the tool's own meaning.
 pub fn getopt_long(
     table: &Table<'_>,
-    full_only: &[&'static str],
+    full_only: &[Own],
     args: &[String],
 ) -> Result<Vec<(&'static str, Option<String>)>, GetoptUsage> {
     debug_assert!(
@@ -258,7 +268,7 @@ pub fn getopt_long(
 /// that word is read by getopt afterwards all the same.
 pub fn getopt_long_into(
     options: &[GetoptOption],
-    full_only: &[&'static str],
+    full_only: &[Own],
     args: &[String],
     peek: fn(&str, &str) -> bool,
     out: &mut Vec<(&'static str, Option<String>)>,
@@ -269,7 +279,7 @@ pub fn getopt_long_into(
 /// `getopt_long_into` over a table with later options.
 pub fn getopt_table_into(
     table: &Table<'_>,
-    full_only: &[&'static str],
+    full_only: &[Own],
     args: &[String],
     peek: fn(&str, &str) -> bool,
     out: &mut Vec<(&'static str, Option<String>)>,
@@ -286,18 +296,18 @@ pub fn getopt_table_into(
                 Some((n, v)) => (n, Some(v.to_string())),
                 None => (long, None),
             };
-            if let Some(&extra) = full_only.iter().find(|&&x| x == name) {
+            if let Some(own) = full_only.iter().find(|o| o.name == name) {
                 let value = match attached {
                     Some(v) => v,
                     None => {
                         let v = args.get(i).cloned().ok_or_else(|| {
-                            GetoptUsage::Bad(format!("--{extra} needs a file name: --{extra} FILE"))
+                            GetoptUsage::Bad(format!("--{} needs {}", own.name, own.needs))
                         })?;
                         i += 1;
                         v
                     }
                 };
-                out.push((extra, Some(value)));
+                out.push((own.name, Some(value)));
                 continue;
             }
             let found = table.long(name, word)?;

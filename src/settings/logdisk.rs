@@ -59,9 +59,11 @@ pub struct LogdiskSettings {
     pub fail_if: Vec<crate::threshold::Threshold>,
     /// `--load`: the background load generators, checked.
     pub loads: Vec<crate::load::LoadSpec>,
-    /// Writes slower than this are counted as above the limit (the suite's
-    /// `--max-latency`; `logdisk` itself has no such option).
+    /// `--max-latency` (also the suite's): writes slower than this are
+    /// counted as above the limit.
     pub max_latency_us: Option<u64>,
+    /// `--on-threshold`, `--on-end`.
+    pub actions: super::actions::Actions,
 }
 
 /// The directory of each writer: `--dir` itself for one writer; `DIR1` ..
@@ -261,7 +263,11 @@ impl LogdiskSettings {
         check_layout(file_size, alignment, &block_sizes, direct)?;
         let csv_file = csv_file_of(args)?;
         let csv_target = csv_file.clone().map(OutputTarget::File);
-        let outputs = Outputs::from_args(&args.outputs, &[("--csvFile", csv_target.as_ref())])?;
+        let verdict = super::VerdictSettings::from_args_beside(
+            &args.verdict,
+            &[("--csvFile", csv_target.as_ref())],
+        )?;
+        let outputs = verdict.outputs;
         if args.format == crate::cli::OutputFormat::Classic && outputs.to_stdout() {
             return Err(usage(
                 "--format classic prints mqldt's lines on standard output as the run goes: send --json/--csv/--markdown to a file",
@@ -283,10 +289,11 @@ impl LogdiskSettings {
             keep: args.keep,
             csv_file,
             outputs,
-            quiet: args.quiet,
-            fail_if: super::test_thresholds(&args.thresholds)?,
-            loads: crate::load::from_args(&args.load.load)?,
-            max_latency_us: None,
+            quiet: verdict.quiet,
+            fail_if: verdict.fail_if,
+            loads: verdict.loads,
+            max_latency_us: verdict.max_latency_us,
+            actions: verdict.actions,
         })
     }
 

@@ -483,17 +483,52 @@ pub struct VerdictSettings {
 
 impl VerdictSettings {
     pub fn from_args(args: &VerdictArgs) -> Result<VerdictSettings, UsageError> {
+        VerdictSettings::from_args_beside(args, &[])
+    }
+
+    /// As `from_args`, for a test with its own output files `others`
+    /// (`logdisk --csvFile`): at most one of all of them is `-`.
+    pub fn from_args_beside(
+        args: &VerdictArgs,
+        others: &[(&str, Option<&OutputTarget>)],
+    ) -> Result<VerdictSettings, UsageError> {
+        let actions = actions::from_args(
+            &args.actions.on_threshold,
+            &args.actions.on_end,
+            args.max_latency,
+        )?;
+        VerdictSettings::with_actions(args, others, actions)
+    }
+
+    /// As `from_args`, for a test whose `-b` (`break_us`) stops it:
+    /// `--on-threshold` acts on the crossing of `--max-latency`, or without
+    /// it of `-b` (as in the pair tests' drop-ins, which have only `-b`).
+    pub fn from_args_with_break(
+        args: &VerdictArgs,
+        break_us: Option<u64>,
+    ) -> Result<VerdictSettings, UsageError> {
+        let actions = actions::from_break_args(
+            &args.actions.on_threshold,
+            &args.actions.on_end,
+            args.max_latency,
+            break_us,
+            "--max-latency USEC or -b USEC",
+        )?;
+        VerdictSettings::with_actions(args, &[], actions)
+    }
+
+    fn with_actions(
+        args: &VerdictArgs,
+        others: &[(&str, Option<&OutputTarget>)],
+        actions: actions::Actions,
+    ) -> Result<VerdictSettings, UsageError> {
         Ok(VerdictSettings {
-            outputs: Outputs::from_args(&args.outputs, &[])?,
+            outputs: Outputs::from_args(&args.outputs, others)?,
             max_latency_us: args.max_latency,
             quiet: args.quiet,
             fail_if: test_thresholds(&args.thresholds)?,
             loads: crate::load::from_args(&args.load.load)?,
-            actions: actions::from_args(
-                &args.actions.on_threshold,
-                &args.actions.on_end,
-                args.max_latency,
-            )?,
+            actions,
         })
     }
 }
@@ -588,7 +623,7 @@ impl Common {
             trace_spikes_us: args.spikes.trace_spikes,
             collector: collector(&args.spikes, None)?,
             duration: args.duration,
-            verdict: VerdictSettings::from_args(&args.verdict)?,
+            verdict: VerdictSettings::from_args_with_break(&args.verdict, args.breaktrace)?,
         })
     }
 }

@@ -225,6 +225,9 @@ pub struct OslatSettings {
     pub single_preheat: bool,
     pub trace_threshold_us: Option<u64>,
     pub zero_omit: bool,
+    /// `--on-threshold ACTION`, `--on-end ACTION` (latscope's): acting on
+    /// the crossing of `-T`'s threshold and at the end.
+    pub actions: super::actions::Actions,
 }
 
 /// How parsing ended when it did not give settings.
@@ -308,6 +311,29 @@ pub struct Machine<'a> {
     pub smt_siblings: fn(usize) -> Vec<usize>,
 }
 
+/// The options getopt finds in `args`, in order, and its complaint: on a
+/// complaint, the options before the bad word (oslat acts on each as
+/// getopt hands it over). latscope's own options (`--on-threshold`,
+/// `--on-end`) are matched only when spelled in full.
+type Found = (Vec<(&'static str, Option<String>)>, Option<String>);
+
+fn options_of(args: &[String]) -> Result<Found, OslatUsage> {
+    let own = &super::actions::GETOPT_OPTIONS;
+    match getopt_long(&TABLE, own, args) {
+        Ok(options) => Ok((options, None)),
+        Err(GetoptUsage::Getopt(message)) => {
+            let before = (0..args.len())
+                .rev()
+                .find_map(|n| getopt_long(&TABLE, own, &args[..n]).ok())
+                .unwrap_or_default();
+            Ok((before, Some(message)))
+        }
+        // latscope's own option without its value.
+        Err(GetoptUsage::Bad(message)) => Err(OslatUsage::Bad(message)),
+        Err(other) => Err(OslatUsage::Bad(format!("{other:?}"))),
+    }
+}
+
 impl OslatSettings {
     /// Parses oslat's arguments (without the program name).
     pub fn parse(args: &[String], machine: &Machine<'_>) -> Result<OslatSettings, OslatUsage> {
@@ -327,21 +353,13 @@ impl OslatSettings {
             single_preheat: false,
             trace_threshold_us: None,
             zero_omit: false,
+            actions: Default::default(),
         };
         // getopt hands options over one at a time and oslat acts on each
         // (`-v` exits there): on a complaint, the options before it still
         // count first, so `-v -Z` exits 0 and `-Z -v` complains.
-        let (options, complaint) = match getopt_long(&TABLE, &[], args) {
-            Ok(options) => (options, None),
-            Err(GetoptUsage::Getopt(message)) => {
-                let before = (0..args.len())
-                    .rev()
-                    .find_map(|n| getopt_long(&TABLE, &[], &args[..n]).ok())
-                    .unwrap_or_default();
-                (before, Some(message))
-            }
-            Err(other) => return Err(OslatUsage::Bad(format!("{other:?}"))),
-        };
+        let (options, complaint) = options_of(args)?;
+        let mut actions = Vec::new();
         let invalid = |line: String| Err(OslatUsage::Invalid(line));
         let mut bucket_size_given = false;
         for (name, value) in options {
@@ -406,6 +424,7 @@ impl OslatSettings {
                 "quiet" => s.quiet = true,
                 "single-preheat" => s.single_preheat = true,
                 "zero-omit" => s.zero_omit = true,
+                own if super::actions::is_getopt_option(own) => actions.push((own, v)),
                 // oslat exits at once: its version line is out already.
                 "version" => return Err(OslatUsage::Version),
                 _ => return Err(OslatUsage::Help),
@@ -420,6 +439,12 @@ impl OslatSettings {
             s.bucket_size = BUCKET_SIZE * 1000 / s.scale.bucket_width as usize;
         }
         s.settle(machine)?;
+        s.actions = super::actions::from_getopt(
+            actions.iter().map(|(n, v)| (*n, Some(v.as_str()))),
+            s.trace_threshold_us,
+            "-T",
+        )
+        .map_err(|e| OslatUsage::Bad(e.0))?;
         Ok(s)
     }
 

@@ -10,8 +10,10 @@
 //! (words that are not options, everything after `--`) is skipped, and
 //! numbers are read as ptsematest reads them (`atoi`: `-i abc` is 0).
 
+use super::actions::GETOPT_OPTIONS as GETOPT_ACTIONS;
 use super::getopt::{
-    Arg, GetoptOption, GetoptUsage, UsagePart, atoi, getopt_long_into, parse_duration, render_usage,
+    Arg, GetoptOption, GetoptUsage, Own, UsagePart, atoi, getopt_long_into, parse_duration,
+    render_usage,
 };
 use std::sync::LazyLock;
 
@@ -148,8 +150,16 @@ Available options:
 
 /// latscope's own options taken under the ptsematest name, spelled in full
 /// with a value (`--format modern`: latscope's report instead of
-/// ptsematest's lines); getopt's abbreviations stay ptsematest's.
-const LATSCOPE_OWN: &[&str] = &["format"];
+/// ptsematest's lines; `--on-threshold`, `--on-end`: the actions, which
+/// latscope's parser checks); getopt's abbreviations stay ptsematest's.
+const LATSCOPE_OWN: &[Own] = &[
+    Own {
+        name: "format",
+        needs: "a value: --format classic|modern",
+    },
+    GETOPT_ACTIONS[0],
+    GETOPT_ACTIONS[1],
+];
 
 /// ptsematest takes the next word as `-a`'s or `-t`'s value when `atoi`
 /// makes a number other than 0 of it (and getopt then reads it again).
@@ -176,13 +186,16 @@ pub fn rewrite(args: &[String], program: &str, cpus: usize) -> Result<Vec<String
     if let Err(e) = getopt_long_into(OPTIONS, LATSCOPE_OWN, args, peek, &mut found) {
         let message = match e {
             GetoptUsage::Getopt(m) => m,
-            // Only latscope's own option can fail otherwise: its value
+            // Only latscope's own options can fail otherwise: a value
             // is missing (one line, exit 2, as latscope's usage errors).
-            _ => {
+            other => {
+                let m = match other {
+                    GetoptUsage::Bad(m) => m,
+                    _ => "a latscope option lacks its value".to_string(),
+                };
                 return Err(Answer {
                     stdout: String::new(),
-                    stderr: "latscope: error: --format needs a value: --format classic|modern\n"
-                        .into(),
+                    stderr: format!("latscope: error: {m}\n"),
                     code: 2,
                 });
             }
@@ -224,8 +237,10 @@ pub fn rewrite(args: &[String], program: &str, cpus: usize) -> Result<Vec<String
             ("quiet", _) => words.push("-q".to_string()),
             ("smp", _) => words.push("-S".to_string()),
             (_, None) => words.push(format!("--{name}")),
-            // Kept as typed: the JSON file name.
-            ("json" | "format", _) => words.push(format!("--{name}={}", value.unwrap_or_default())),
+            // Kept as typed: the JSON file name, latscope's own values.
+            ("json" | "format" | "on-threshold" | "on-end", _) => {
+                words.push(format!("--{name}={}", value.unwrap_or_default()))
+            }
             (_, Some(n)) => words.push(format!("--{name}={n}")),
         }
     }
@@ -317,6 +332,37 @@ mod tests {
         assert_eq!(
             rw(&["--json=f.json", "-D", "1m"]).unwrap(),
             vec!["--json=f.json", "--duration=60"]
+        );
+        // latscope's actions, spelled in full, handed on as typed (commas,
+        // blanks and all); latscope's parser checks them.
+        assert_eq!(
+            rw(&[
+                "-b",
+                "9",
+                "--on-threshold",
+                "shell,command=a b,c",
+                "--on-end=continue"
+            ])
+            .unwrap(),
+            vec![
+                "--breaktrace=9",
+                "--on-threshold=shell,command=a b,c",
+                "--on-end=continue"
+            ]
+        );
+        // Abbreviated, they are unknown options to ptsematest.
+        let a = rw(&["--on-thr", "x"]).unwrap_err();
+        assert_eq!(
+            (a.stderr.as_str(), a.code),
+            ("ptsematest: unrecognized option '--on-thr'\n", 0)
+        );
+        let a = rw(&["--on-end"]).unwrap_err();
+        assert_eq!(
+            (a.stderr.as_str(), a.code),
+            (
+                "latscope: error: --on-end needs an action: --on-end ACTION (docs/guide.md)\n",
+                2
+            )
         );
     }
 

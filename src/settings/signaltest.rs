@@ -4,6 +4,7 @@
 //! `-D` by `parse_time_string`, CPU lists by libnuma), its help and its
 //! refusals answered in its words, and the CPU each thread is pinned to.
 
+use super::actions::{GETOPT_OPTIONS as GETOPT_ACTIONS, is_getopt_option};
 use super::getopt::{
     Arg, GetoptOption, GetoptUsage, UsagePart, atoi, getopt_long_into, numa_parse_cpustring,
     parse_duration, render_usage,
@@ -176,6 +177,9 @@ pub struct SignalSettings {
     pub warnings: Vec<String>,
     /// The command line as typed, for the JSON's `cmdline:`.
     pub cmdline: String,
+    /// `--on-threshold ACTION`, `--on-end ACTION` (latscope's): acting on
+    /// the crossing of `-b`'s break value and at the end.
+    pub actions: super::actions::Actions,
 }
 
 /// What signaltest keeps aside while reading its options.
@@ -224,6 +228,7 @@ impl SignalSettings {
                 .chain(args.iter().cloned())
                 .collect::<Vec<_>>()
                 .join(" "),
+            actions: Default::default(),
         };
         let mut p = Pending {
             threads: 2,
@@ -236,14 +241,25 @@ impl SignalSettings {
         // signaltest acts on each option as getopt returns it, so one before
         // a bad word still ends the run its own way (`-a abc -Z`).
         let mut found = Vec::new();
-        let getopt_error = getopt_long_into(OPTIONS, &[], args, peek, &mut found).err();
+        let getopt_error = getopt_long_into(OPTIONS, &GETOPT_ACTIONS, args, peek, &mut found).err();
+        let mut actions = Vec::new();
         for (name, value) in found {
+            if is_getopt_option(name) {
+                actions.push((name, value));
+                continue;
+            }
             s.apply(name, value, allowed, &mut p)?;
         }
         if let Some(e) = getopt_error {
             return Err(e);
         }
         s.settle(p, allowed)?;
+        s.actions = super::actions::from_getopt(
+            actions.iter().map(|(n, v)| (*n, v.as_deref())),
+            s.break_us.map(|us| us.max(0) as u64),
+            "-b",
+        )
+        .map_err(|e| GetoptUsage::Bad(e.0))?;
         Ok(s)
     }
 

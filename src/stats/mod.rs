@@ -7,6 +7,7 @@
 
 #[cfg(test)]
 mod at_scale;
+pub mod crossings;
 pub mod live;
 pub mod samples;
 pub mod window;

@@ -50,6 +50,7 @@ mod slow {
     mod cyclictest_golden;
     mod cyclictest_signals;
     mod deadline;
+    mod drop_in_actions;
     mod fleet_ansible;
     mod fleet_hdrlog;
     mod fleet_prometheus;

@@ -70,6 +70,9 @@ pub struct RunPlan {
     pub forced_send_delay: Option<Duration>,
     /// Stop the run (and the kernel tracer) at the first sample above this.
     pub breaktrace_ns: Option<u64>,
+    /// `-b` as the trigger of `--on-threshold`: every sample above
+    /// `breaktrace_ns` is counted there; with `continue` it stops nothing.
+    pub breaks: Option<std::sync::Arc<crate::stats::crossings::BreakCrossings>>,
     /// `--trace-spikes`: hand every sample above this (ns) to the spike trace.
     pub spike_threshold_ns: Option<u64>,
     /// `--collector`: how the spike trace collects kernel events.

@@ -282,10 +282,18 @@ impl<'a> ReceiverLoop<'a> {
             .fetch_add(throttled.saturating_sub(before), Ordering::Relaxed);
     }
 
-    /// Above the break-trace limit: fires the tracer and stops the run.
+    /// Above the break-trace limit: fires the tracer and stops the run;
+    /// counted first when it triggers `--on-threshold`, and with its
+    /// `continue` only counted (the run goes on).
     fn crossed_breaktrace(&self, sample: Sample) -> bool {
         if sample.latency_ns <= self.breaktrace_ns {
             return false;
+        }
+        if let Some(breaks) = &self.ctx.plan.breaks {
+            breaks.crossed(self.ctx.index);
+            if breaks.keep_running {
+                return false;
+            }
         }
         fire_breaktrace(self.ctx, sample.latency_ns);
         true

@@ -92,6 +92,9 @@ pub struct CyclicOptions {
     pub duration_ns: Option<u64>,
     /// `-b`: a sample above this stops all threads (figure units).
     pub break_limit: Option<i64>,
+    /// `-b` as the trigger of `--on-threshold`: every crossing is counted
+    /// there (by thread index); with `continue` none stops the run.
+    pub breaks: Option<Arc<crate::stats::crossings::BreakCrossings>>,
     /// `--tracemark` with `-b`: the trace mark is written here.
     pub tracemark: bool,
     /// `--spike`: samples above this are recorded (figure units).
