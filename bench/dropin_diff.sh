@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Differential test of latscope's cyclictest, ptsematest, cyclicdeadline and signaltest drop-ins against
-# the real rt-tests tools: the same argument vector is run by both, each
-# through a link with the real name (argv[0] is `cyclictest`/`ptsematest`/`signaltest` in
+# Differential test of latscope's cyclictest, ptsematest, cyclicdeadline, signaltest and oslat
+# drop-ins against the real rt-tests tools: the same argument vector is run by both, each
+# through a link with the real name (argv[0] is `cyclictest`/`ptsematest`/`oslat`/... in
 # both cases, as scripts run them), in its own scratch directory, one after
 # the other, and everything they produce is compared:
 #   - the exit code;
@@ -14,7 +14,8 @@
 #     -F's pipe): names, types and masked contents (JSON numbers masked
 #     whatever their width; its non-zero histogram buckets compared as one);
 #   - what real consumers' parsing logic (OSADL's plot recipe, rteval, LAVA's
-#     T:-line regex, kernelci's JSON reader; bench/dropin_parsers.py) gets
+#     T:-line regex, kernelci's JSON reader, OpenShift's oslat `Maximum:`
+#     regex, MicroShift's per-thread JSON `max`; bench/dropin_parsers.py) gets
 #     out of stdout and the JSON file: the same fields, rows and types.
 #
 #   bench/dropin_diff.sh [--only REGEX] [--keep DIR] [--list]
@@ -24,7 +25,8 @@
 # --list prints the cases. Uses $LATSCOPE (default target/release/latscope,
 # built beforehand: this script does not build) and the real tools from
 # $RTBIN (default /usr/bin). Needs root (real-time priorities, mlockall),
-# perl, python3, timeout. Runs are short (-l 20..200 loops, -D 1): about 2 minutes.
+# perl, python3, timeout. Runs are short (-l 20..200 loops, -D 1): about 4 minutes
+# (oslat's runs are the longest: a 1 s pre-heat, then -D 1).
 #
 # A case whose difference is a defect of the real tool that latscope does not
 # copy (docs/compat.md, "Drop-in for cyclictest", what differs) is marked `known`: it
@@ -51,7 +53,7 @@ while [ $# -gt 0 ]; do
 done
 
 [ -x "$LATSCOPE" ] || { echo "error: $LATSCOPE not built (cargo build --release)" >&2; exit 1; }
-for t in cyclictest ptsematest cyclicdeadline signaltest; do
+for t in cyclictest ptsematest cyclicdeadline signaltest oslat; do
   [ -x "$RTBIN/$t" ] || { echo "error: $RTBIN/$t not found (Debian rt-tests)" >&2; exit 1; }
 done
 command -v perl >/dev/null || { echo "error: perl not found" >&2; exit 1; }
@@ -69,7 +71,7 @@ fi
 for side in real ours; do
   mkdir -p "$WORK/$side/bin"
 done
-for t in cyclictest ptsematest cyclicdeadline signaltest; do
+for t in cyclictest ptsematest cyclicdeadline signaltest oslat; do
   ln -sf "$RTBIN/$t" "$WORK/real/bin/$t"
   ln -sf "$LATSCOPE" "$WORK/ours/bin/$t"
 done
@@ -85,6 +87,7 @@ ct() { case_ "ct:$1" cyclictest "$2" "${3:-}"; }
 pt() { case_ "pt:$1" ptsematest "$2" "${3:-}"; }
 cdl() { case_ "cdl:$1" cyclicdeadline "$2" "${3:-}"; }
 st() { case_ "st:$1" signaltest "$2" "${3:-}"; }
+os() { case_ "os:$1" oslat "$2" "${3:-}"; }
 
 L="-l 100 -i 1000"   # a short run: 0.1 s
 # --- cyclictest: every option of --help alone (with a short run)
@@ -366,6 +369,81 @@ cdl bad-cpu-eq        "--affinity=9"
 cdl a-then-option     "-a -D"
 cdl json-nodir        "--json=/nonexistent/dir/f -q $C"
 
+# --- oslat (2.40): every option of --help, bad values, JSON. A run is a 1 s
+# pre-heat then -D 1; every run names its CPUs (-c), since without -c the
+# drop-in leaves out the main thread's CPU on purpose (os:default).
+O="-c 1 -D 1"
+os help               "--help"
+os help-h             "-h"
+os help-prefix        "--he"
+os version            "-v"
+os version-long       "--version"
+os plain              "$O"
+os quiet              "-q $O"
+os quiet-long         "--quiet $O"
+os zero-omit          "-z $O"
+os zero-omit-long     "--zero-omit -c 0-1 -D 1"
+os bias               "-B $O"
+os bias-long          "--bias -c 0-1 -D 1"
+os bias-z             "-B -z $O"
+os bucket-size        "-b 8 $O"
+os bucket-size-long   "--bucket-size=100 $O"
+os bucket-size-1024   "-b 1024 $O"
+os cpus-0-1           "-c 0-1 -D 1"
+os cpus-comma         "-c 0,1 -D 1"
+os cpus-all           "-c all -D 1"
+os cpu-list-long      "--cpu-list=1 -D 1"
+os main-cpu           "-C 1 -c 0 -D 1"
+os main-cpu-long      "--cpu-main-thread 1 -c 0 -D 1"
+os duration-long      "--duration=1 -c 1"
+os duration-suffix    "-D 1x -c 1"
+os json               "--json=@D@/os.json $O"
+os json-2cpus         "--json=@D@/os.json -c 0-1 -D 1 -z"
+os json-prefix        "--js=@D@/os.json $O"
+os rtprio             "-f 1 $O"
+os rtprio-long        "--rtprio=1 $O"
+os memmove            "-w memmove -m 4K $O"
+os memmove-long       "--workload=memmove --workload-mem=1M $O"
+os workload-no        "-w no $O"
+os workload-mem-only  "-m 4K $O"
+os single-preheat     "-s -c 0-1 -D 1"
+os single-preheat-long "--single-preheat -c 0-1 -D 1"
+os trace              "-T 1 $O"
+os trace-long         "--trace-threshold=1 $O"
+os trace-not-hit      "-T 1000000 $O"
+os cluster            "-zqBc1 -D1"
+os positional         "$O foo"
+os dashdash           "$O -- -Z"
+os empty-arg          "'' $O"
+os openshift          "--duration 1 --rtprio 1 --cpu-list 1 --cpu-main-thread 0"
+os microshift         "-D 1 --rtprio 1 --cpu-list 1 --cpu-main-thread 0 --json=@D@/ms.json --zero-omit"
+os default            "-D 1" "without -c oslat measures every CPU (CPU list: all), the main thread's CPU 0 too; the drop-in leaves out the main thread's CPU and its SMT siblings and prints the list it measures (docs/compat.md, oslat)"
+os bucket-width       "-W 500 $O" "-W/--bucket-width is rt-tests 2.5's option: oslat 2.40 refuses it, the drop-in takes it as 2.8 does"
+# --- oslat: hostile and bad input
+os unknown            "-Z"
+os unknown-long       "--bogus"
+os unknown-after      "$O -Z"
+os missing-D          "-D"
+os missing-c          "-c"
+os missing-json       "--json"
+os missing-m          "-m"
+os D-0                "-D 0"
+os D-abc              "-D abc"
+os b-4                "-b 4 $O"
+os b-1025             "-b 1025 $O"
+os f-100              "-f 100 $O"
+os f-0                "-f 0 $O"
+os w-foo              "-w foo $O"
+os m-foo              "-m foo $O"
+os T-0                "-T 0 $O"
+os c-9                "-c 9 -D 1"
+os c-abc              "-c abc -D 1"
+os c-0x               "-c 0x -D 1"
+os c-4095             "-c 4095 -D 1"
+os C-9                "-C 9 $O"
+os C-abc              "-C abc $O"
+os json-nodir         "--json=/nonexistent/dir/f $O" "oslat measures the whole run, then cannot open the file (its two lines, exit 2); latscope refuses the path before the run (one line, exit 2)"
+
 if [ "$LIST" = 1 ]; then
   for i in "${!NAMES[@]}"; do
     printf '%-28s %s %s\n' "${NAMES[$i]}" "${TOOLS[$i]}" "${ARGVS[$i]}"
@@ -391,7 +469,8 @@ mask() { # MODE(text|json) DIR < in > out
     my $w = sub { "N" x length($_[0]) };
     if ($mode eq "json") {
       $s =~ s/("(?:start_time|end_time)": )"[^"]*"/$1"T"/g;
-      $s =~ s/("(?:min|max|avg|cycles|samples)": )-?\d+(\.\d+)?/$1N/g;
+      # (oslat: freq is the measured MHz of the counter, duration the time of the thread)
+      $s =~ s/("(?:min|max|avg|cycles|samples|freq|duration)": )-?\d+(\.\d+)?/$1N/g;
       # whether a thread has buckets at all depends on the run too
       $s =~ s/^(\s*)"histogram": \{      \}/$1"histogram": {\n$1  "0": 0\n$1}/mg;
       my @out; my $prev = "";
@@ -408,6 +487,7 @@ mask() { # MODE(text|json) DIR < in > out
     # line, since on one 14 MB string (-h 99999999999: a million rows) the
     # multi-line matching took minutes.
     my @lines = split /(?<=\n)/, $s;
+    my $bias;
     for my $s (@lines) {
     $s =~ s/loadavg: [^\n]*/loadavg: L/g;
     # signaltest: its running display starts with /proc/loadavg itself
@@ -437,15 +517,70 @@ mask() { # MODE(text|json) DIR < in > out
     $s =~ s/(deadline thread |main thread )\d+/$1N/g;
     $s =~ s/thread\[\d+\]/thread[N]/g;
     $s =~ s/(Tested at )\d+us/$1Nus/g;
-    # its threads and main thread print these as they start, in an order
-    # that varies from run to run: compared as a set
-    $s =~ s/((?:^(?:deadline thread|thread\[|main thread)[^\n]*\n)+)/join("", sort split(m{(?<=\n)}, $1))/mge;
     # ptsematest
     $s =~ s/\bID\d+/IDN/g;
     $s =~ s/(Cycles )\d+/$1N/g;
     $s =~ s/((?:Min|Cur|Avg|Max) )( *\d+)/$1.$w->($2)/ge;
+    # oslat: "%12s:\t" then " %value" per CPU, unpadded: each value is one
+    # N, the label, tab, spaces, column count and unit compared exactly
+    if ($s =~ /^( *(?:Counter Freq|Minimum|Average|Maximum|Max-Min|Duration):\t)((?: \d+(?:\.\d+)?)+)( .*\n)$/) {
+      my ($label, $values, $unit) = ($1, $2, $3);
+      $values =~ s/\d+(?:\.\d+)?/N/g;
+      $s = "$label$values$unit";
     }
-    print @lines;
+    # -B: the bias is measured; the label of row j is bias + j + 1, so it is
+    # compared as b+(j + 1), which checks it against the bias printed
+    if ($s =~ s/^(Global bias set to )(\d+)( \(us\))$/$1N$3/) { $bias = $2; }
+    # bucket rows: "%03d (us)" right-aligned in 12 columns, then the counts
+    if ($s =~ /^( *)(\d{3,}) \(us\):\t((?: \d+)+)( \(including overflows\))?$/) {
+      my ($pad, $label, $counts, $last) = ($1, $2, $3, $4 // "");
+      $counts =~ s/\d+/N/g;
+      if (length($pad) + length($label) == 7) {
+        $label = defined $bias ? sprintf("%7s", "b+" . ($label - $bias)) : "$pad$label";
+        # -z: which rows appear is measured (a row is left out when every
+        # CPU counted 0 there); the index of such a row is masked, and the
+        # run of rows and `    ...` lines is compared as one line below
+        $label = "      Z" if $ENV{MASK_ZERO_OMIT} && !$last;
+        $s = "$label (us):\t$counts$last\n";
+      } else {
+        $s = "$pad$label (us):\t$counts$last\n";
+      }
+    }
+    $s =~ s/(Trace threshold \(\d+ us\) triggered on cpu \d+ with )\d+( us!)/$1N$2/;
+    # the oslat of latscope prints its own warnings (not isolated, no RT, a VM)
+    # on stderr, on purpose (docs/compat.md, oslat); oslat prints no
+    # `warning: ` line, so they are left out of both sides
+    $s = "" if $ENV{MASK_WARNINGS} && $s =~ /^warning: /;
+    }
+    # -z: a run of rows with a masked index and `    ...` lines (each line of
+    # it checked above for its exact shape: label width, tab, one count per
+    # CPU) counts as one line; how many rows it has is measured.
+    # The last row (including overflows), always printed, stays exact.
+    if ($ENV{MASK_ZERO_OMIT}) {
+      # Two `    ...` lines in a row (oslat prints one per gap) stay apart.
+      my @out; my $in_run = 0; my $prev = "";
+      for my $l (@lines) {
+        if ($l =~ /^      Z \(us\):\t(?: N)+\n$/ || ($l eq "    ...\n" && $prev ne $l)) {
+          push @out, "    [-z rows]\n" unless $in_run;
+          $in_run = 1;
+        } else {
+          push @out, $l;
+          $in_run = 0;
+        }
+        $prev = $l;
+      }
+      @lines = @out;
+    }
+    # cyclicdeadline: its threads and main thread print these as they start,
+    # in an order that varies from run to run: each run of them is compared
+    # as a set (across lines, so after the line-by-line masks above)
+    my @sorted; my @set;
+    for my $l (@lines, "") {
+      if ($l =~ /^(?:deadline thread|thread\[|main thread)/) { push @set, $l; next; }
+      push @sorted, sort @set; @set = ();
+      push @sorted, $l;
+    }
+    print @sorted;
   ' "$1" "$2"
 }
 
@@ -479,6 +614,7 @@ files_of() { # DIR
   done
 }
 
+TRACING_ON=/sys/kernel/tracing/tracing_on
 run_side() { # SIDE TOOL ARGVSTRING -> $WORK/SIDE/{out,err,rc,files}
   local side=$1 tool=$2 argv=$3
   local base="$WORK/$side" dir="$WORK/$side/run"
@@ -486,15 +622,24 @@ run_side() { # SIDE TOOL ARGVSTRING -> $WORK/SIDE/{out,err,rc,files}
   local -a args
   eval "args=(${argv//@D@/$dir})"
   # which values are measured depends on the options (see mask)
-  MASK_COUNTS=""; MASK_CPU=""
+  MASK_COUNTS=""; MASK_CPU=""; MASK_ZERO_OMIT=""; MASK_WARNINGS=""
   case " $argv " in *" -o "*) MASK_COUNTS=1 ;; esac
   if [ "$tool" = ptsematest ]; then
     case " $argv " in *" -a"*|*" --aff"*|*" -S"*|*" --smp"*|*-qS*) ;; *) MASK_CPU=1 ;; esac
   fi
-  export MASK_COUNTS MASK_CPU
+  if [ "$tool" = oslat ]; then
+    MASK_WARNINGS=1
+    # -z alone, in a cluster (-zqB) or long (--zero-omit, --z...)
+    if [[ " $argv " =~ \ -[A-Za-z0-9]*z || " $argv " =~ \ --z ]]; then MASK_ZERO_OMIT=1; fi
+  fi
+  export MASK_COUNTS MASK_CPU MASK_ZERO_OMIT MASK_WARNINGS
+  local tracing_was=""
+  [ -r "$TRACING_ON" ] && tracing_was=$(cat "$TRACING_ON" 2>/dev/null)
   ( cd "$dir" && exec env PATH="$base/bin:$PATH" timeout -k 2 15 "$tool" "${args[@]}" \
       </dev/null >"$base/out.raw" 2>"$base/err.raw" )
   echo $? >"$base/rc"
+  # oslat's -T (and cyclictest's -b) stop the kernel tracer: put it back
+  [ -n "$tracing_was" ] && echo "$tracing_was" >"$TRACING_ON" 2>/dev/null
   mask text "$dir" <"$base/out.raw" | squeeze_redraws >"$base/out"
   mask text "$dir" <"$base/err.raw" >"$base/err"
   files_of "$dir" >"$base/files"

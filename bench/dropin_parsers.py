@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What real consumers of cyclictest/ptsematest output get out of a run.
+"""What real consumers of rt-tests output (cyclictest, ptsematest, oslat, ...) get out of a run.
 
 bench/dropin_diff.sh runs this on the real tool's and on latscope's outputs
 of the same command line and compares what it prints: the parsed values'
@@ -20,6 +20,12 @@ logic re-stated here, not their code):
            for ptsematest the `#N -> #M, Min, Cur, Avg, Max` lines.
   json     kernelci / LAVA's rt-tests JSON: the header keys (stray colons
            included), num_threads, and per thread the keys and value types.
+  openshift  Red Hat's OpenShift latency test (cnf-features-deploy) on oslat:
+           the first match of `Maximum:\t*([\s\d]*)\(us\)`, split on
+           spaces, each non-empty word read as an integer (the test fails
+           when one is not).
+  microshift  MicroShift's CI on oslat's --json: every thread's `max`, an
+           integer it compares with its threshold.
 
   dropin_parsers.py STDOUT_FILE [JSON_FILE]
 """
@@ -88,6 +94,27 @@ def lava(text):
     }
 
 
+OSLAT_MAXIMUM = re.compile(r"Maximum:\t*([\s\d]*)\(us\)")
+
+
+def openshift(text):
+    found = OSLAT_MAXIMUM.search(text)
+    if not found:
+        return {"found": False}
+    words = [w for w in found.group(1).split(" ") if w]
+    return {"found": True, "values": len(words), "integers": all(w.isdigit() for w in words)}
+
+
+def microshift(data):
+    threads = data.get("thread")
+    if not isinstance(threads, dict):
+        return {"threads": None}
+    return {
+        "threads": sorted(threads),
+        "max": [kind(t.get("max")) if isinstance(t, dict) else None for t in threads.values()],
+    }
+
+
 def shape(value):
     if isinstance(value, dict):
         # histogram buckets: which ones exist depends on the run
@@ -104,7 +131,12 @@ def shape(value):
 def json_file(path):
     with open(path, encoding="utf-8") as f:
         data = json.load(f)
-    return {"keys": list(data), "num_threads": data.get("num_threads"), "shape": shape(data)}
+    return {
+        "keys": list(data),
+        "num_threads": data.get("num_threads"),
+        "shape": shape(data),
+        "microshift": microshift(data),
+    }
 
 
 def main():
@@ -113,7 +145,7 @@ def main():
         return 2
     with open(sys.argv[1], encoding="utf-8", errors="surrogateescape") as f:
         text = f.read()
-    out = {"osadl": osadl(text), "rteval": rteval(text), "lava": lava(text)}
+    out = {"osadl": osadl(text), "rteval": rteval(text), "lava": lava(text), "openshift": openshift(text)}
     if len(sys.argv) == 3:
         try:
             out["json"] = json_file(sys.argv[2])

@@ -98,11 +98,7 @@ pub fn run(
     let display = display_of(s);
     if opts.tracemark && opts.break_limit.is_some() {
         // rt-tests names the debugfs tracing directory it uses.
-        let _ = writeln!(
-            std::io::stderr(),
-            "INFO: debugfs mountpoint: {}",
-            crate::rt::tracefs::mount::debugfs_tracing_dir()
-        );
+        crate::rt::tracefs::mount::print_debugfs_mountpoint_info();
     }
     // `/cyclictest<pid>` for SIGUSR2, created before the threads start as
     // cyclictest's rstat_setup does; removed when the screen is dropped, on

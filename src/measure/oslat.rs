@@ -81,16 +81,13 @@ pub fn measure(
     }
     crate::rt::sched::pin_current_thread(s.cpu_main_thread)
         .map_err(|e| CommandError::Runtime(format!("-C {}: {e}", s.cpu_main_thread)))?;
-    let trace = match s.trace_threshold_us {
-        None => None,
-        Some(_) => match BreakTrace::open() {
-            Ok(t) => Some(t),
-            Err(why) => {
-                run.warn(format!("-T: {why}; the run still stops at the threshold"));
-                None
-            }
-        },
-    };
+    let trace = s.trace_threshold_us.and_then(|_| {
+        // oslat names the debugfs tracing directory as it opens its marker.
+        crate::rt::tracefs::mount::print_debugfs_mountpoint_info();
+        BreakTrace::open()
+            .map_err(|why| run.warn(format!("-T: {why}; the run still stops at the threshold")))
+            .ok()
+    });
     let plan = OslatPlan {
         breaks,
         ..plan_of(s)

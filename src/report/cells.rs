@@ -266,6 +266,10 @@ fn json_string(s: &str) -> String {
     out
 }
 
+/// The rt-tests release the classic drop-ins stand in for: their `--json`
+/// files' `rt_test_version:` (rt-tests' `%1.2f` of its version).
+pub const RT_TESTS_VERSION: &str = "2.40";
+
 /// The `--json` file of an rt-tests 2.40 tool up to its own part:
 /// `rt_write_json`'s opening brace and header lines, byte for byte (the
 /// stray colons of `cmdline:` and `rt_test_version:` are rt-tests').
@@ -274,7 +278,7 @@ pub fn rt_tests_json_header(h: &JsonHeader) -> String {
     let mut out = String::from("{\n");
     let _ = writeln!(out, "  \"file_version\": 1,");
     let _ = writeln!(out, "  \"cmdline:\": {},", json_string(h.cmdline));
-    let _ = writeln!(out, "  \"rt_test_version:\": \"2.40\",");
+    let _ = writeln!(out, "  \"rt_test_version:\": \"{RT_TESTS_VERSION}\",");
     let _ = writeln!(out, "  \"start_time\": {},", json_string(h.start_time));
     let _ = writeln!(out, "  \"end_time\": {},", json_string(h.end_time));
     let _ = writeln!(out, "  \"return_code\": {},", h.return_code);

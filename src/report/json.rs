@@ -2,7 +2,7 @@
 //! (pmqtest, sigwaittest, svsematest; oslat) for parsers written against the
 //! originals.
 
-use super::cells::RtTestsFlavor;
+use super::cells::{RT_TESTS_VERSION, RtTestsFlavor};
 use super::{Exporter, Report};
 use crate::units::ns_to_us_rounded;
 use crate::units::rfc2822_local;
@@ -133,15 +133,18 @@ impl Exporter for RtTestsJson {
             };
             thread.insert(i.to_string(), serde_json::to_value(pair)?);
         }
-        write_rt_tests_layout(report, series.len(), thread, out)
+        let version = rt_style_version(&report.tool.version);
+        write_rt_tests_layout(report, &version, series.len(), thread, out)
     }
 }
 
 /// rt-tests' `rt_write_json` for `report`: its header (with the stray
 /// colons), then `num_threads` and the tool's `thread` part. Every rt-tests
-/// layout of this file (pmqtest's family, oslat's) goes through it.
+/// layout of this file (pmqtest's family, oslat's) goes through it;
+/// `rt_test_version` is what its `rt_test_version:` says.
 fn write_rt_tests_layout(
     report: &Report,
+    rt_test_version: &str,
     num_threads: usize,
     thread: serde_json::Map<String, serde_json::Value>,
     out: &mut dyn Write,
@@ -150,7 +153,7 @@ fn write_rt_tests_layout(
     let header = RtHeader {
         file_version: 1,
         cmdline: report.command_line.join(" "),
-        rt_test_version: rt_style_version(&report.tool.version),
+        rt_test_version: rt_test_version.to_string(),
         start_time: local_time(&report.start_time),
         end_time: local_time(&report.end_time),
         return_code: report.exit_code,
@@ -200,7 +203,9 @@ impl Exporter for OslatJson {
             one.insert("histogram".into(), Value::Object(histogram));
             thread.insert(i.to_string(), Value::Object(one));
         }
-        write_rt_tests_layout(report, threads.len(), thread, out)
+        // The drop-in is oslat 2.40 (its version line says so): a script
+        // that checks the JSON's version sees the same.
+        write_rt_tests_layout(report, RT_TESTS_VERSION, threads.len(), thread, out)
     }
 }
 
@@ -376,6 +381,8 @@ mod tests {
                 .unwrap();
             let v: serde_json::Value = serde_json::from_slice(&buf).unwrap();
             assert_eq!(v["num_threads"], 1);
+            // oslat 2.40's, as the drop-in's version line.
+            assert_eq!(v["rt_test_version:"], "2.40");
             v["thread"]["0"].clone()
         };
         let t = thread(&classic);

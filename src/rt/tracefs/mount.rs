@@ -24,6 +24,18 @@ pub fn debugfs_tracing_dir() -> String {
         .unwrap_or_else(|| format!("{TRACEFS_DIR}/"))
 }
 
+/// The line rt-tests prints on stderr as it opens its trace marker
+/// (cyclictest's `-b --tracemark`, oslat's `-T`): its `info()` of the
+/// debugfs tracing directory.
+pub fn print_debugfs_mountpoint_info() {
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "INFO: debugfs mountpoint: {}",
+        debugfs_tracing_dir()
+    );
+}
+
 pub const MOUNT_HINT: &str = "mount -t tracefs nodev /sys/kernel/tracing";
 
 pub fn is_root() -> bool {

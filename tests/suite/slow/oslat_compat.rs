@@ -360,6 +360,8 @@ fn trace_threshold_stops_the_test_with_oslats_message() {
         err.contains(&format!("{line}\nStopping the test.\n")),
         "{err}"
     );
+    // First, as oslat opens its trace marker: rt-tests' info line.
+    assert!(err.starts_with("INFO: debugfs mountpoint: "), "{err}");
     // oslat quits there: no "Test completed.", no block.
     assert!(
         stdout_of(&out).ends_with("Test starts...\n"),
