@@ -297,8 +297,11 @@ fn wakeups_seen(
                 );
                 seen.0 += 1;
             }
-            SlotRead::Torn => seen.1 += 1,
-            SlotRead::Missing | SlotRead::Unscheduled { .. } => seen.2 += 1,
+            // Counted, never a missing record: a torn read, or a thread held
+            // off its CPU (by another test's real-time thread) until its
+            // timer had fired before it slept.
+            SlotRead::Torn | SlotRead::Unscheduled { .. } => seen.1 += 1,
+            SlotRead::Missing => seen.2 += 1,
         }
     }
     set_current_thread_policy(Policy::Other, 0).unwrap();
@@ -326,9 +329,11 @@ fn every_event_path_records_every_wake_up() {
             let ((complete, torn, missing), source) = wakeups_seen(path, arming, 50);
             let what = format!("{path:?}, {arming:?} ({source})");
             // A torn read needs an interrupt's program between two loads of
-            // one cache line: rare, and counted, never a missing record.
-            assert_eq!(missing, 0, "{what}: {complete} complete, {torn} torn");
-            assert!(complete >= 45, "{what}: {complete} complete, {torn} torn");
+            // one cache line: rare, and counted, never a missing record; so
+            // is a wake-up whose timer fired before the thread slept.
+            let counts = format!("{complete} complete, {torn} torn or unscheduled");
+            assert_eq!(missing, 0, "{what}: {counts}");
+            assert!(complete >= 45, "{what}: {counts}");
             let (prefix, watched) = match path {
                 EventPath::TypedRawTracepoint => ("tp_btf", arming == Arming::Watched),
                 EventPath::RawTracepoint => ("raw", arming == Arming::Watched),
