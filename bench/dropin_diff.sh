@@ -243,19 +243,19 @@ ct h-d                "-h 5 -d 100 -q $L"
 # --- ptsematest
 P="-l 100 -i 1000"
 pt help               "--help"
-pt plain              "$P"
+pt plain              "$P" "the running display shows the pairs values from its first redraw, not ptsematest unset ones, and a short run may end before a redraw (docs/compat.md, ptsematest)"
 pt quiet              "-q $P"
 pt affinity           "-a -q $P"
 pt affinity-1         "-a 1 -q $P"
 pt affinity-eq        "--affinity=0 -q $P"
 pt breaktrace         "-b 100000 -q $P"
-pt breaktrace-hit     "-b 1 -q $P -t 2"
+pt breaktrace-hit     "-b 1 -q $P -t 2" "latscope says on stderr where it stopped the kernel tracer at the break"
 pt distance           "-t 2 -d 100 -q $P"
 pt duration           "-D 1 -q"
 pt interval           "-i 500 -q -l 100"
-pt json               "--json=@D@/pt.json -q $P"
-pt json-t2            "--json=@D@/pt.json -t2 -p80 -q $P"
-pt loops              "-l 20"
+pt json               "--json=@D@/pt.json -q $P" "rt_test_version: is latscope version (0.01) and an unpinned pair shows the CPU it was placed on, not the one it ran on last (docs/compat.md, ptsematest)"
+pt json-t2            "--json=@D@/pt.json -t2 -p80 -q $P" "rt_test_version: is latscope version (0.01) and an unpinned pair shows the CPU it was placed on, not the one it ran on last (docs/compat.md, ptsematest)"
+pt loops              "-l 20" "the running display shows the pairs values from its first redraw, not ptsematest unset ones, and a short run may end before a redraw (docs/compat.md, ptsematest)"
 pt prio               "-p 80 -q $P"
 pt prio-long          "--prio=80 -q $P"
 pt smp                "-S -q $P"
@@ -264,15 +264,15 @@ pt threads            "-t -q $P"
 pt threads-2          "-t 2 -q $P"
 pt threads-eq         "--threads=2 -q $P"
 pt all                "-a -t -p99 -i100 -d25 -l 200 -q"
-pt live               "-t 2 -l 200 -i 1000"
+pt live               "-t 2 -l 200 -i 1000" "the running display shows the pairs values from its first redraw, not ptsematest unset ones, and a short run may end before a redraw (docs/compat.md, ptsematest)"
 pt unknown            "-Z"
 pt unknown-long       "--bogus"
 pt missing-l          "-l"
 pt missing-json       "--json"
-pt json-nodir         "--json=/nonexistent/dir/f -q $P"
-pt json-is-dir        "--json=@D@ -q $P"
+pt json-nodir         "--json=/nonexistent/dir/f -q $P" "a value ptsematest takes but mishandles is refused with one line and exit 2 (docs/compat.md, ptsematest)"
+pt json-is-dir        "--json=@D@ -q $P" "a value ptsematest takes but mishandles is refused with one line and exit 2 (docs/compat.md, ptsematest)"
 pt i-0                "-i 0 -q -l 20"
-pt i-neg              "-i -5 -q -l 20"
+pt i-neg              "-i -5 -q -l 20" "a value ptsematest takes but mishandles is refused with one line and exit 2 (docs/compat.md, ptsematest)"
 pt i-abc              "-i abc -q -l 20"
 pt t-0                "-t 0 -q $P"
 pt t-1000             "-t 1000 -q -l 2"
@@ -283,10 +283,10 @@ pt p-neg              "-p -1 -q $P"
 pt D-1x               "-D 1x -q"
 pt D-neg              "-D -1 -q -l 50"
 pt l-abc              "-l abc -q -D 1"
-pt l-neg              "-l -5 -q -D 1"
-pt d-neg              "-t 2 -d -600 -q $P"
+pt l-neg              "-l -5 -q -D 1" "a value ptsematest takes but mishandles is refused with one line and exit 2 (docs/compat.md, ptsematest)"
+pt d-neg              "-t 2 -d -600 -q $P" "a value ptsematest takes but mishandles is refused with one line and exit 2 (docs/compat.md, ptsematest)"
 pt empty-arg          "'' -q $P"
-pt non-utf8           "$'\\xff' -q $P"
+pt non-utf8           "$'\\xff' -q $P" "a gap of the drop-in: a stray word that is not UTF-8 is refused (exit 2), where ptsematest ignores every stray word"
 pt dashdash           "-q -- -l 20 $P"
 pt positional         "-q foo $P"
 pt cluster            "-qSp90 -l 50"
@@ -547,10 +547,11 @@ mask() { # MODE(text|json) DIR < in > out
       }
     }
     $s =~ s/(Trace threshold \(\d+ us\) triggered on cpu \d+ with )\d+( us!)/$1N$2/;
-    # the oslat of latscope prints its own warnings (not isolated, no RT, a VM)
-    # on stderr, on purpose (docs/compat.md, oslat); oslat prints no
-    # `warning: ` line, so they are left out of both sides
-    $s = "" if $ENV{MASK_WARNINGS} && $s =~ /^warning: /;
+    # the oslat and ptsematest of latscope print its validity warnings (not
+    # isolated, no RT, a VM) and its `context:` line on stderr, on purpose
+    # (docs/compat.md, oslat and ptsematest); neither original prints a
+    # `warning: ` or `context: ` line, so they are left out of both sides
+    $s = "" if $ENV{MASK_WARNINGS} && $s =~ /^(?:warning|context): /;
     }
     # -z: a run of rows with a masked index and `    ...` lines (each line of
     # it checked above for its exact shape: label width, tab, one count per
@@ -625,6 +626,7 @@ run_side() { # SIDE TOOL ARGVSTRING -> $WORK/SIDE/{out,err,rc,files}
   MASK_COUNTS=""; MASK_CPU=""; MASK_ZERO_OMIT=""; MASK_WARNINGS=""
   case " $argv " in *" -o "*) MASK_COUNTS=1 ;; esac
   if [ "$tool" = ptsematest ]; then
+    MASK_WARNINGS=1
     case " $argv " in *" -a"*|*" --aff"*|*" -S"*|*" --smp"*|*-qS*) ;; *) MASK_CPU=1 ;; esac
   fi
   if [ "$tool" = oslat ]; then
