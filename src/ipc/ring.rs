@@ -378,15 +378,12 @@ fn laps(index: usize, shared: &RingShared) -> Result<(), ChannelError> {
         let lap = lap_us(woke, before);
         me.record(lap);
         cycles += 1;
-        if index == 0 && plan.break_us.is_some_and(|limit| lap > limit) {
-            let keep_running = plan.breaks.as_ref().is_some_and(|breaks| {
-                breaks.crossed(0);
-                breaks.keep_running
-            });
-            if !keep_running {
-                shared.broke.store(true, Ordering::Release);
-                shared.stopping.store(true, Ordering::Release);
-            }
+        if index == 0
+            && plan.break_us.is_some_and(|limit| lap > limit)
+            && crate::stats::crossings::break_stops_run(plan.breaks.as_deref(), 0)
+        {
+            shared.broke.store(true, Ordering::Release);
+            shared.stopping.store(true, Ordering::Release);
         }
         if last_lap {
             return Ok(());

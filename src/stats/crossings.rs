@@ -69,6 +69,23 @@ impl BreakCrossings {
     }
 }
 
+/// A sample of `series` crossed a drop-in's break value: counted where
+/// `--on-threshold` watches it (`breaks`, when the break is its trigger);
+/// whether the crossing stops the run, as the original tool's break does
+/// (always, but with `--on-threshold continue`). A cold path: the
+/// measuring loops call it only for a sample above the value.
+#[cold]
+#[inline(never)]
+pub fn break_stops_run(breaks: Option<&BreakCrossings>, series: usize) -> bool {
+    match breaks {
+        Some(breaks) => {
+            breaks.crossed(series);
+            !breaks.keep_running
+        }
+        None => true,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,5 +109,14 @@ mod tests {
             (0, 2, 0, 2)
         );
         assert_eq!(b.series()[1].label, "thread 1");
+    }
+
+    #[test]
+    fn a_break_stops_the_run_unless_continue() {
+        assert!(break_stops_run(None, 0));
+        let stopping = BreakCrossings::new("signaltest", vec![], false);
+        let going_on = BreakCrossings::new("signaltest", vec![], true);
+        assert!(break_stops_run(Some(&stopping), 0));
+        assert!(!break_stops_run(Some(&going_on), 0));
     }
 }

@@ -286,14 +286,13 @@ impl<'a> ReceiverLoop<'a> {
     /// counted first when it triggers `--on-threshold`, and with its
     /// `continue` only counted (the run goes on).
     fn crossed_breaktrace(&self, sample: Sample) -> bool {
-        if sample.latency_ns <= self.breaktrace_ns {
+        if sample.latency_ns <= self.breaktrace_ns
+            || !crate::stats::crossings::break_stops_run(
+                self.ctx.plan.breaks.as_deref(),
+                self.ctx.index,
+            )
+        {
             return false;
-        }
-        if let Some(breaks) = &self.ctx.plan.breaks {
-            breaks.crossed(self.ctx.index);
-            if breaks.keep_running {
-                return false;
-            }
         }
         fire_breaktrace(self.ctx, sample.latency_ns);
         true

@@ -91,21 +91,6 @@ fn record_spike(shared: &CyclicShared, index: usize, diff: i64, now: u64) {
     }
 }
 
-/// `-b`: a sample of thread `index` crossed the limit: counted when it
-/// triggers `--on-threshold`; whether it stops the run (not with that
-/// option's `continue`).
-#[cold]
-#[inline(never)]
-pub(super) fn crossed_break(opts: &super::CyclicOptions, index: usize) -> bool {
-    match &opts.breaks {
-        Some(breaks) => {
-            breaks.crossed(index);
-            !breaks.keep_running
-        }
-        None => true,
-    }
-}
-
 /// `-b`: a sample above the limit stops every thread; the first thread to
 /// break records itself and writes the trace mark (`--tracemark`).
 #[cold]
@@ -524,7 +509,7 @@ impl<'a> CyclicLoop<'a> {
         }
         if let Some(limit) = opts.break_limit
             && diff > limit
-            && crossed_break(opts, self.index)
+            && crate::stats::crossings::break_stops_run(opts.breaks.as_deref(), self.index)
             && !self.broke
         {
             self.broke = true;

@@ -12,8 +12,9 @@
 //! run of the action.
 
 use crate::common::*;
+use assert_cmd::Command;
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// `shell,command=...` appending `$$` (the action's own shell) and
@@ -34,8 +35,34 @@ fn lines_of(file: &Path) -> Vec<String> {
         .collect()
 }
 
+/// The files a run's marker actions append to, in a directory of their own.
+struct Markers {
+    dir: tempfile::TempDir,
+    threshold: PathBuf,
+    end: PathBuf,
+}
+
+impl Markers {
+    fn new() -> Markers {
+        let dir = tempfile::tempdir().unwrap();
+        let (threshold, end) = (dir.path().join("t"), dir.path().join("e"));
+        Markers {
+            dir,
+            threshold,
+            end,
+        }
+    }
+
+    /// `cmd` with a marker action on the threshold and one on the end.
+    fn acting<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
+        cmd.args(["--on-threshold", &marker(&self.threshold)])
+            .args(["--on-end", &marker(&self.end)])
+    }
+}
+
 /// One threshold action ran (for `series`) and one end action.
-fn assert_acted_once(threshold: &Path, end: &Path, series: &str, out: &std::process::Output) {
+fn assert_acted_once(markers: &Markers, series: &str, out: &std::process::Output) {
+    let (threshold, end) = (&markers.threshold, &markers.end);
     let t = lines_of(threshold);
     assert_eq!(t.len(), 1, "{t:?}\n{}", describe(out));
     let words: Vec<&str> = t[0].split(' ').collect();
@@ -93,16 +120,15 @@ fn assert_abbreviations_refused(tool: &[&str], unrecognized: &str) {
 #[test]
 fn logdisk_max_latency_acts_and_exits_3() {
     let dir = disk_dir("act-logdisk");
-    let (threshold, end) = (dir.path().join("t"), dir.path().join("e"));
+    let markers = Markers::new();
     let json = dir.path().join("run.json");
     let mut cmd = latscope(60);
     cmd.arg("logdisk")
         .arg("--dir")
         .arg(dir.path())
         .args(["-D", "1", "--numFiles", "2", "--fileSize", "1M", "-q"])
-        .args(["--max-latency", "1"])
-        .args(["--on-threshold", &marker(&threshold)])
-        .args(["--on-end", &marker(&end)]);
+        .args(["--max-latency", "1"]);
+    markers.acting(&mut cmd);
     let (out, report) = run_with_report(cmd, &json, 3);
     let above: u64 = series(&report)
         .iter()
@@ -110,7 +136,7 @@ fn logdisk_max_latency_acts_and_exits_3() {
         .sum();
     assert!(above > 0, "no write above 1 us: nothing was provoked");
     assert_eq!(report["tests"][0]["config"]["max_latency_us"], 1);
-    assert_acted_once(&threshold, &end, "writer", &out);
+    assert_acted_once(&markers, "writer", &out);
     assert_recorded(&report, "logdisk", "writer");
 }
 
@@ -132,15 +158,14 @@ fn logdisk_on_threshold_needs_max_latency() {
 
 #[test]
 fn cyclictest_break_runs_the_actions_once_and_they_are_recorded() {
-    let dir = tempfile::tempdir().unwrap();
-    let (threshold, end) = (dir.path().join("t"), dir.path().join("e"));
-    let report = dir.path().join("r.json");
-    let out = run(latscope(60)
-        .args(["cyclictest", "-q", "-D", "5", "-i", "1000", "-b", "1"])
-        .args(["--on-threshold", &marker(&threshold)])
-        .args(["--on-end", &marker(&end)])
-        .arg("--latscope-json")
-        .arg(&report));
+    let markers = Markers::new();
+    let report = markers.dir.path().join("r.json");
+    let out = run(markers.acting(
+        latscope(60)
+            .args(["cyclictest", "-q", "-D", "5", "-i", "1000", "-b", "1"])
+            .arg("--latscope-json")
+            .arg(&report),
+    ));
     assert_code(&out, 0);
     // cyclictest's own end of a break.
     assert!(
@@ -148,21 +173,26 @@ fn cyclictest_break_runs_the_actions_once_and_they_are_recorded() {
         "{}",
         describe(&out)
     );
-    assert_acted_once(&threshold, &end, "thread 0", &out);
+    assert_acted_once(&markers, "thread 0", &out);
     assert_recorded(&read_json(&report), "cyclictest", "thread 0");
 }
 
 #[test]
 fn cyclictest_actions_without_latscope_json() {
-    let dir = tempfile::tempdir().unwrap();
-    let (threshold, end) = (dir.path().join("t"), dir.path().join("e"));
-    let out = run(latscope(60)
-        .args(["cyclictest", "-q", "-D", "5", "-i", "1000", "-b", "1"])
-        .args(["--on-threshold", &marker(&threshold)])
-        .args(["--on-end", &marker(&end)]));
+    let markers = Markers::new();
+    let out = run(markers.acting(latscope(60).args([
+        "cyclictest",
+        "-q",
+        "-D",
+        "5",
+        "-i",
+        "1000",
+        "-b",
+        "1",
+    ])));
     assert_code(&out, 0);
     assert!(stdout_of(&out).contains("# Break value: "));
-    assert_acted_once(&threshold, &end, "thread 0", &out);
+    assert_acted_once(&markers, "thread 0", &out);
 }
 
 /// `continue`: the break stops nothing (the run lasts its -D, no break
@@ -246,13 +276,10 @@ fn oslat_trace_threshold_runs_the_actions_once() {
         eprintln!("SKIPPED oslat_trace_threshold_runs_the_actions_once: oslat locks its memory");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let (threshold, end) = (dir.path().join("t"), dir.path().join("e"));
+    let markers = Markers::new();
     let cpu = allowed_cpus()[0].to_string();
-    let out = run(latscope(60)
-        .args(["oslat", "-q", "-D", "3", "-T", "1", "-c", &cpu])
-        .args(["--on-threshold", &marker(&threshold)])
-        .args(["--on-end", &marker(&end)]));
+    let out =
+        run(markers.acting(latscope(60).args(["oslat", "-q", "-D", "3", "-T", "1", "-c", &cpu])));
     // oslat quits with 1 after -T stopped it.
     assert_code(&out, 1);
     assert!(
@@ -260,7 +287,7 @@ fn oslat_trace_threshold_runs_the_actions_once() {
         "{}",
         describe(&out)
     );
-    assert_acted_once(&threshold, &end, &format!("CPU {cpu}"), &out);
+    assert_acted_once(&markers, &format!("CPU {cpu}"), &out);
     assert_abbreviations_refused(&["oslat"], "unrecognized option '--zz-unknown'");
 }
 
@@ -292,33 +319,28 @@ fn oslat_continue_completes_the_run() {
 
 #[test]
 fn ptsematest_break_runs_the_actions_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let (threshold, end) = (dir.path().join("t"), dir.path().join("e"));
-    let out = run(latscope(60)
-        .args(["ptsematest", "-q", "-D", "5", "-b", "1"])
-        .args(["--on-threshold", &marker(&threshold)])
-        .args(["--on-end", &marker(&end)]));
+    let markers = Markers::new();
+    let out = run(markers.acting(latscope(60).args(["ptsematest", "-q", "-D", "5", "-b", "1"])));
     assert_code(&out, 0);
     assert!(
         stderr_of(&out).contains("break-trace limit crossed"),
         "{}",
         describe(&out)
     );
-    assert_acted_once(&threshold, &end, "pair 0", &out);
+    assert_acted_once(&markers, "pair 0", &out);
     assert_abbreviations_refused(&["ptsematest"], "unrecognized option '--zz-unknown'");
 }
 
 #[test]
 fn pmqtest_break_runs_the_actions_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let (threshold, end) = (dir.path().join("t"), dir.path().join("e"));
-    let out = run(latscope(60)
-        .args(["pmqtest", "-q", "-D", "5", "-i", "1000", "-b", "1"])
-        .args(mlock_args())
-        .args(["--on-threshold", &marker(&threshold)])
-        .args(["--on-end", &marker(&end)]));
+    let markers = Markers::new();
+    let out = run(markers.acting(
+        latscope(60)
+            .args(["pmqtest", "-q", "-D", "5", "-i", "1000", "-b", "1"])
+            .args(mlock_args()),
+    ));
     assert_code(&out, 0);
-    assert_acted_once(&threshold, &end, "pair 0", &out);
+    assert_acted_once(&markers, "pair 0", &out);
     // pmqtest's words are clap's: an abbreviation is an unexpected
     // argument, as every unknown option is (clap suggests the full name).
     for abbreviation in ["--on-thr", "--on-e"] {
@@ -339,18 +361,23 @@ fn signaltest_break_runs_the_actions_once() {
     if skip_without_realtime("signaltest_break_runs_the_actions_once") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let (threshold, end) = (dir.path().join("t"), dir.path().join("e"));
-    let out = run(latscope(60)
-        .args(["signaltest", "-q", "-D", "5", "-p", "1", "-b", "1"])
-        .args(["--on-threshold", &marker(&threshold)])
-        .args(["--on-end", &marker(&end)]));
+    let markers = Markers::new();
+    let out = run(markers.acting(latscope(60).args([
+        "signaltest",
+        "-q",
+        "-D",
+        "5",
+        "-p",
+        "1",
+        "-b",
+        "1",
+    ])));
     assert_code(&out, 0);
     assert!(
         stdout_of(&out).starts_with("Thread 0 exceeded trace limit."),
         "{}",
         describe(&out)
     );
-    assert_acted_once(&threshold, &end, "thread 0", &out);
+    assert_acted_once(&markers, "thread 0", &out);
     assert_abbreviations_refused(&["signaltest"], "unrecognized option '--zz-unknown'");
 }
