@@ -31,6 +31,8 @@ pub mod samples;
 pub mod settings;
 pub mod spikes;
 pub mod stats;
+#[doc(hidden)]
+pub mod testing;
 pub mod threshold;
 pub mod timer;
 pub mod units;

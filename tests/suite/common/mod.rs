@@ -310,8 +310,9 @@ pub fn skip_without_realtime(test: &str) -> bool {
     if can_use_realtime() {
         return false;
     }
-    eprintln!(
-        "SKIPPED {test}: SCHED_FIFO is not permitted for this user (run the tests as root or with CAP_SYS_NICE)"
+    latscope::testing::skip(
+        test,
+        "SCHED_FIFO is not permitted for this user (run the tests as root or with CAP_SYS_NICE)",
     );
     true
 }
