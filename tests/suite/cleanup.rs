@@ -342,11 +342,17 @@ fn a_registry_directory_others_can_write_is_refused() {
 fn unregistered_instances_go_only_when_their_pid_is_gone() {
     let _turn = turn();
     let Some(tracefs) = tracing_on_file().and_then(|f| f.parent().map(Path::to_path_buf)) else {
-        eprintln!("SKIPPED unregistered_instances_go_only_when_their_pid_is_gone: no tracefs");
+        latscope::testing::skip(
+            "cleanup::unregistered_instances_go_only_when_their_pid_is_gone",
+            "no tracefs",
+        );
         return;
     };
     if !euid_is_root() {
-        eprintln!("SKIPPED unregistered_instances_go_only_when_their_pid_is_gone: needs root");
+        latscope::testing::skip(
+            "cleanup::unregistered_instances_go_only_when_their_pid_is_gone",
+            "needs root",
+        );
         return;
     }
     // A pid nobody has (pid_max is at most 2^22), and this test's own pid.

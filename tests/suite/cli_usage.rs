@@ -203,8 +203,9 @@ fn json_path_in_a_read_only_directory_is_a_usage_error() {
     let mut cmd = match nobody_runner() {
         Ok(c) => c,
         Err(why) => {
-            eprintln!(
-                "SKIPPED read-only JSON directory: running as root, which may write anywhere, and {why}"
+            latscope::testing::skip(
+                "cli_usage::json_path_in_a_read_only_directory_is_a_usage_error",
+                &format!("running as root, which may write anywhere, and {why}"),
             );
             return;
         }

@@ -203,7 +203,10 @@ fn getopt_abbreviations_stay_cyclictests() {
 fn smi_without_the_counter_is_cyclictests_fatal_line() {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     if cpuinfo.contains("GenuineIntel") {
-        eprintln!("skipped: an Intel processor may have the SMI counter");
+        latscope::testing::skip(
+            "cyclictest_report::smi_without_the_counter_is_cyclictests_fatal_line",
+            "an Intel processor may have the SMI counter",
+        );
         return;
     }
     let out = cyclictest(&["--smi", "-a", "0", "-l", "5", "-q"]);

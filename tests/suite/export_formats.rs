@@ -463,7 +463,10 @@ fn a_read_only_filesystem_is_refused_up_front() {
     let ro = match ReadOnlyMount::new() {
         Ok(m) => m,
         Err(why) => {
-            eprintln!("SKIPPED a_read_only_filesystem_is_refused_up_front: {why}");
+            latscope::testing::skip(
+                "export_formats::a_read_only_filesystem_is_refused_up_front",
+                &why.to_string(),
+            );
             return;
         }
     };
@@ -483,7 +486,10 @@ fn another_users_file_in_a_sticky_directory_is_refused_up_front() {
     let mut cmd = match nobody_runner() {
         Ok(c) => c,
         Err(why) => {
-            eprintln!("SKIPPED another_users_file_in_a_sticky_directory: {why}");
+            latscope::testing::skip(
+                "export_formats::another_users_file_in_a_sticky_directory_is_refused_up_front",
+                &why.to_string(),
+            );
             return;
         }
     };

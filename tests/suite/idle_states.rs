@@ -316,7 +316,10 @@ fn without_a_cpuidle_driver_there_is_nothing_to_limit_and_the_run_goes_on() {
 #[test]
 fn a_state_that_cannot_be_read_ends_the_run_and_undoes_the_others() {
     if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
-        eprintln!("SKIPPED: needs two CPUs (the fixture's CPU 1 is measured)");
+        latscope::testing::skip(
+            "idle_states::a_state_that_cannot_be_read_ends_the_run_and_undoes_the_others",
+            "needs two CPUs (the fixture's CPU 1 is measured)",
+        );
         return;
     }
     let f = Fixture::new(&[0, 1]);

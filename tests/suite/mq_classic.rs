@@ -219,8 +219,9 @@ fn classic_forced_timeouts_show_in_to_field() {
 #[test]
 fn classic_breaktrace_keeps_stdout_exact_and_warns_on_stderr() {
     if tracing_on_file().is_some() {
-        eprintln!(
-            "SKIPPED classic_breaktrace_keeps_stdout_exact_and_warns_on_stderr: tracefs is usable here, so -b would stop the system tracer"
+        latscope::testing::skip(
+            "mq_classic::classic_breaktrace_keeps_stdout_exact_and_warns_on_stderr",
+            "tracefs is usable here, so -b would stop the system tracer",
         );
         return;
     }

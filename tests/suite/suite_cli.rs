@@ -116,7 +116,10 @@ fn suite_as_an_ordinary_user_runs_at_normal_priority_and_says_so_once() {
     let mut cmd = match nobody_runner() {
         Ok(c) => c,
         Err(why) => {
-            eprintln!("SKIPPED suite as an ordinary user: {why}");
+            latscope::testing::skip(
+                "suite_cli::suite_as_an_ordinary_user_runs_at_normal_priority_and_says_so_once",
+                &why.to_string(),
+            );
             return;
         }
     };

@@ -967,7 +967,7 @@ pub fn registry_object_exists(kind: &str, identity: &str) -> bool {
 /// says why `what` is skipped when not.
 pub fn tracefs_usable(what: &str) -> bool {
     if !euid_is_root() {
-        eprintln!("SKIPPED {what}: kernel tracing needs root");
+        latscope::testing::skip(what, "kernel tracing needs root");
         return false;
     }
     let instances = std::path::Path::new("/sys/kernel/tracing/instances");
@@ -977,7 +977,7 @@ pub fn tracefs_usable(what: &str) -> bool {
             .status();
     }
     if !instances.exists() {
-        eprintln!("SKIPPED {what}: tracefs cannot be mounted here");
+        latscope::testing::skip(what, "tracefs cannot be mounted here");
         return false;
     }
     true
@@ -993,4 +993,64 @@ pub fn value_refusal(e: &clap::Error) -> Option<String> {
     let message = e.to_string();
     let first = message.lines().next().unwrap_or_default();
     Some(first.trim_start_matches("error: ").to_string())
+}
+
+// Kernel collection, shared by the spike tests (slow::spikes) and the
+// tests that need the machine to themselves (tests/exclusive).
+
+/// The CPU the live tests measure: the last this process may use (CPU 1
+/// on a 2-CPU machine), never the only one the test process and the
+/// machine's other work would have.
+pub fn measured_cpu() -> usize {
+    // SAFETY: a zeroed cpu_set_t is a valid output buffer.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the size matches the buffer.
+    unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    (0..libc::CPU_SETSIZE as usize)
+        .rev()
+        // SAFETY: reads a bit of the set.
+        .find(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .unwrap_or(0)
+}
+
+/// Whether `--collector bpf` runs here; says why a test skips when not.
+pub fn flight_recorder_usable(test: &str) -> bool {
+    let mut cmd = latscope(20);
+    cmd.args([
+        "timer",
+        "-p",
+        "1000",
+        "-T",
+        "0.2",
+        "--trace-spikes",
+        "1000",
+        "--collector",
+        "bpf",
+        "-q",
+    ]);
+    let out = run(cmd);
+    if out.status.code() == Some(0) {
+        return true;
+    }
+    latscope::testing::skip(
+        test,
+        &format!(
+            "the BPF flight recorder cannot run here: {}",
+            stderr_of(&out).trim()
+        ),
+    );
+    false
+}
+
+/// Whether both collectors can run here (says why a test skips when not).
+pub fn both_collectors_usable(test: &str) -> bool {
+    !skip_without_realtime(test) && tracefs_usable(test) && flight_recorder_usable(test)
+}
+
+/// The kept spikes of a report, as evidence for a failure.
+pub fn kept_spikes(report: &Value) -> String {
+    evidence(
+        "spikes",
+        &serde_json::to_string_pretty(&report["tests"][0]["spikes"]["spikes"]).unwrap(),
+    )
 }

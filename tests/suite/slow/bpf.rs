@@ -28,9 +28,12 @@ fn bpf_usable(test: &str) -> bool {
         )
     };
     if fd < 0 {
-        eprintln!(
-            "{test}: skipped: BPF maps cannot be created here ({}): needs root or CAP_BPF",
-            std::io::Error::last_os_error()
+        latscope::testing::skip(
+            test,
+            &format!(
+                "BPF maps cannot be created here ({}): needs root or CAP_BPF",
+                std::io::Error::last_os_error()
+            ),
         );
         return false;
     }
@@ -202,7 +205,10 @@ fn setpriv_usable(test: &str) -> bool {
             .output()
             .is_ok_and(|o| o.status.success());
     if !ok {
-        eprintln!("{test}: skipped: needs root and setpriv (util-linux) to drop capabilities");
+        latscope::testing::skip(
+            test,
+            "needs root and setpriv (util-linux) to drop capabilities",
+        );
     }
     ok
 }
@@ -263,8 +269,11 @@ fn collector_tracefs_is_said_and_collector_alone_is_bad_usage() {
     );
     let out = run(latscope(30).args(args("timer --breakdown --collector ebpf")));
     assert_code(&out, 2);
-    if skip_without_realtime(test) || !euid_is_root() {
+    if skip_without_realtime(test) {
         return;
+    }
+    if !euid_is_root() {
+        return latscope::testing::skip_part(test, "tracefs as root", "needs root");
     }
     let mut a = args("timer --breakdown --collector tracefs -T 1 -p 1000 -q");
     a.extend(mlock_args());
@@ -340,7 +349,7 @@ fn check_kill_9_leaves_nothing(test: &str, line: &str, programs: usize) {
         .output()
         .is_ok_and(|o| o.status.success())
     {
-        eprintln!("{test}: skipped: bpftool (Debian's bpftool package) is not installed");
+        latscope::testing::skip(test, "bpftool (Debian's bpftool package) is not installed");
         return;
     }
     let mut a = args(line);

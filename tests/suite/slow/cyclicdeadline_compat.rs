@@ -228,7 +228,7 @@ fn runs_print_cyclicdeadlines_lines() {
         &["-i", "10000", "-D", "1", "-q", "-a"],
     ];
     if cpu_count() != 2 {
-        eprintln!("SKIPPED {test}: its lists name the CPUs of a 2-CPU machine");
+        latscope::testing::skip(test, "its lists name the CPUs of a 2-CPU machine");
         return;
     }
     let real = real_tool();
@@ -340,7 +340,7 @@ fn some_cpus_only_run_as_cyclicdeadline_without_its_cpusets() {
         return;
     }
     if cpu_count() != 2 {
-        eprintln!("SKIPPED {test}: the captures are of a 2-CPU machine");
+        latscope::testing::skip(test, "the captures are of a 2-CPU machine");
         return;
     }
     let _turn = turn();
@@ -479,8 +479,11 @@ fn json_is_rt_tests_and_reads_as_lkft_reads_it() {
         assert!(figure("cycles") > 100.0, "{text}");
     }
     let Some(tool) = real_tool() else {
-        eprintln!("{test}: cyclicdeadline is not installed: layout not compared");
-        return;
+        return latscope::testing::skip_part(
+            test,
+            "layout against the real tool",
+            "cyclicdeadline (rt-tests) is not installed",
+        );
     };
     let dir = tempfile::tempdir().unwrap();
     let theirs_path = dir.path().join("real.json");
@@ -578,7 +581,10 @@ fn a_full_bandwidth_refuses_in_one_line_naming_the_limit() {
     };
     let (rt_runtime, rt_period) = (read("sched_rt_runtime_us"), read("sched_rt_period_us"));
     if rt_runtime < 0 || rt_period <= 0 {
-        eprintln!("SKIPPED {test}: deadline admission control is off (sched_rt_runtime_us = -1)");
+        latscope::testing::skip(
+            test,
+            "deadline admission control is off (sched_rt_runtime_us = -1)",
+        );
         return;
     }
     let _turn = turn();
@@ -587,7 +593,7 @@ fn a_full_bandwidth_refuses_in_one_line_naming_the_limit() {
     let held_us = (share * 900.0) as i64;
     // What is left of the root domain's bandwidth, in CPUs: less than 0.6.
     if cpus * share * (1.0 - 0.9) >= 0.6 {
-        eprintln!("SKIPPED {test}: {cpus} CPUs leave room for a 60 % thread");
+        latscope::testing::skip(test, &format!("{cpus} CPUs leave room for a 60 % thread"));
         return;
     }
     let mut holder = std::process::Command::new(bin())

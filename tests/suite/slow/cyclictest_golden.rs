@@ -893,7 +893,10 @@ fn fifo_hands_out_t_lines_and_is_removed() {
 fn tracemark_with_breaktrace() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 || !Path::new("/sys/kernel/tracing/trace_marker").exists() {
-        eprintln!("skipped: needs root and tracefs at /sys/kernel/tracing");
+        latscope::testing::skip(
+            "slow::cyclictest_golden::tracemark_with_breaktrace",
+            "needs root and tracefs at /sys/kernel/tracing",
+        );
         return;
     }
     let (out, err, code) = run(&["-q", "-b", "1", "--tracemark", "-l", "50", "-i", "2000"]);
@@ -927,7 +930,10 @@ fn timer_offers_the_posix_timer_wake_method() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     if out.status.code() == Some(4) {
-        eprintln!("skipped: no real-time scheduling here: {err}");
+        latscope::testing::skip(
+            "slow::cyclictest_golden::timer_offers_the_posix_timer_wake_method",
+            &format!("no real-time scheduling here: {err}"),
+        );
         return;
     }
     assert_eq!(out.status.code(), Some(0), "{err}");

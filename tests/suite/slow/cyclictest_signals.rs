@@ -410,7 +410,10 @@ fn with_latscope_json_the_signals_keep_cyclictests_meaning() {
 fn get_cyclictest_snapshot_reads_the_drop_in() {
     let client = Path::new("/usr/sbin/get_cyclictest_snapshot");
     if !client.exists() || Command::new("python3").arg("-V").output().is_err() {
-        eprintln!("SKIPPED: rt-tests' get_cyclictest_snapshot (and python3) not installed");
+        latscope::testing::skip(
+            "slow::cyclictest_signals::get_cyclictest_snapshot_reads_the_drop_in",
+            "rt-tests' get_cyclictest_snapshot (and python3) not installed",
+        );
         return;
     }
     // Started under the compat name, as real clients start it.
@@ -515,7 +518,10 @@ fn no_object_is_left_by_any_way_out() {
 #[test]
 fn an_object_it_did_not_create_is_left_alone() {
     if !crate::common::euid_is_root() {
-        eprintln!("skipped: a new pid namespace (unshare) needs root");
+        latscope::testing::skip(
+            "slow::cyclictest_signals::an_object_it_did_not_create_is_left_alone",
+            "a new pid namespace (unshare) needs root",
+        );
         return;
     }
     let theirs = shm_path(1);
@@ -525,9 +531,9 @@ fn an_object_it_did_not_create_is_left_alone() {
         .create_new(true)
         .open(&theirs)
     else {
-        eprintln!(
-            "skipped: {} exists already (not this test's)",
-            theirs.display()
+        latscope::testing::skip(
+            "slow::cyclictest_signals::an_object_it_did_not_create_is_left_alone",
+            &format!("{} exists already (not this test's)", theirs.display()),
         );
         return;
     };

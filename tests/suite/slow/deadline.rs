@@ -298,7 +298,10 @@ fn a_reservation_beyond_the_bandwidth_left_is_refused_in_one_line() {
     }
     let (rt_runtime, rt_period) = rt_bandwidth();
     if rt_runtime < 0 || rt_period <= 0 {
-        eprintln!("SKIPPED {test}: deadline admission control is off (sched_rt_runtime_us = -1)");
+        latscope::testing::skip(
+            test,
+            "deadline admission control is off (sched_rt_runtime_us = -1)",
+        );
         return;
     }
     let _turn = turn();
@@ -310,7 +313,10 @@ fn a_reservation_beyond_the_bandwidth_left_is_refused_in_one_line() {
     let left_us = (cpus as f64 * share * 1000.0) as i64 - cpus * first_us;
     let second_us = left_us + 100;
     if second_us > 1000 {
-        eprintln!("SKIPPED {test}: {cpus} CPUs leave more than one period's bandwidth free");
+        latscope::testing::skip(
+            test,
+            &format!("{cpus} CPUs leave more than one period's bandwidth free"),
+        );
         return;
     }
     let first_runtime = first_us.to_string();

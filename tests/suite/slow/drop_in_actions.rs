@@ -273,7 +273,10 @@ fn cyclictest_takes_the_options_in_full_only() {
 #[test]
 fn oslat_trace_threshold_runs_the_actions_once() {
     if !can_mlock() {
-        eprintln!("SKIPPED oslat_trace_threshold_runs_the_actions_once: oslat locks its memory");
+        latscope::testing::skip(
+            "slow::drop_in_actions::oslat_trace_threshold_runs_the_actions_once",
+            "oslat locks its memory",
+        );
         return;
     }
     let markers = Markers::new();
@@ -296,7 +299,10 @@ fn oslat_trace_threshold_runs_the_actions_once() {
 #[test]
 fn oslat_continue_completes_the_run() {
     if !can_mlock() {
-        eprintln!("SKIPPED oslat_continue_completes_the_run: oslat locks its memory");
+        latscope::testing::skip(
+            "slow::drop_in_actions::oslat_continue_completes_the_run",
+            "oslat locks its memory",
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();

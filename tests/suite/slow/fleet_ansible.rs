@@ -18,7 +18,10 @@ fn on_path(program: &str) -> bool {
 #[test]
 fn the_fleet_playbook_measures_fetches_reports_and_compares() {
     if !on_path("ansible-playbook") {
-        eprintln!("skipped: ansible-playbook is not installed (Debian: apt-get install ansible)");
+        latscope::testing::skip(
+            "slow::fleet_ansible::the_fleet_playbook_measures_fetches_reports_and_compares",
+            "ansible-playbook is not installed (Debian: apt-get install ansible)",
+        );
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");

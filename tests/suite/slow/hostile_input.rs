@@ -1225,7 +1225,10 @@ fn a_read_only_output_file_is_refused_not_replaced() {
 #[test]
 fn another_user_s_file_in_a_sticky_directory_is_refused_not_replaced() {
     if !euid_is_root() {
-        eprintln!("skipped: needs root to give a file to another user");
+        latscope::testing::skip(
+            "slow::hostile_input::another_user_s_file_in_a_sticky_directory_is_refused_not_replaced",
+            "needs root to give a file to another user",
+        );
         return;
     }
     use std::os::unix::fs::PermissionsExt;

@@ -19,7 +19,10 @@ fn have(program: &str, test: &str) -> bool {
     let found = std::env::var_os("PATH")
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()));
     if !found {
-        eprintln!("skipping {test}: {program} is not installed (.ci/run installs it)");
+        latscope::testing::skip(
+            test,
+            &format!("{program} is not installed (.ci/run installs it)"),
+        );
     }
     found
 }
@@ -445,7 +448,7 @@ fn run_with_kernel_warning(
     after: Duration,
 ) -> Option<(Value, String, String, tempfile::TempDir)> {
     if !euid_is_root() {
-        eprintln!("skipping {test}: writing to /dev/kmsg needs root");
+        latscope::testing::skip(test, "writing to /dev/kmsg needs root");
         return None;
     }
     // One such run at a time: each run reports every kernel warning of its
@@ -562,15 +565,19 @@ fn an_unreadable_kernel_log_is_a_note_not_an_error() {
     let restricted =
         std::fs::read_to_string("/proc/sys/kernel/dmesg_restrict").is_ok_and(|v| v.trim() == "1");
     if !restricted {
-        eprintln!(
-            "skipping an_unreadable_kernel_log: kernel.dmesg_restrict is not 1, so every user may read /dev/kmsg"
+        latscope::testing::skip(
+            "slow::load::an_unreadable_kernel_log_is_a_note_not_an_error",
+            "kernel.dmesg_restrict is not 1, so every user may read /dev/kmsg",
         );
         return;
     }
     let mut cmd = match nobody_runner() {
         Ok(cmd) => cmd,
         Err(why) => {
-            eprintln!("skipping an_unreadable_kernel_log: {why}");
+            latscope::testing::skip(
+                "slow::load::an_unreadable_kernel_log_is_a_note_not_an_error",
+                &why.to_string(),
+            );
             return;
         }
     };

@@ -628,7 +628,7 @@ fn a_full_disk_is_a_clear_error_and_leaves_no_files() {
     let finished = run.and_then(|r| r.finish(NS_HANG_GUARD));
     let (status, stdout, err, left) = match finished {
         Ok(f) => f,
-        Err(why) => return eprintln!("SKIPPED {test}: {why}"),
+        Err(why) => return latscope::testing::skip(test, &why.to_string()),
     };
     let all = dump(status, &stdout, &err);
     assert_eq!(status.code(), Some(1), "{all}");
@@ -765,7 +765,7 @@ step mount -o loop "$w/backing/ext4.img" "$w/disk""#;
     );
     let mut run = match started {
         Ok(r) => r,
-        Err(why) => return eprintln!("SKIPPED {test}: {why}"),
+        Err(why) => return latscope::testing::skip(test, &why.to_string()),
     };
     // Measuring starts once both files are written out: each has all its
     // 256 blocks. No fixed sleep: a busy machine may take longer.
@@ -790,7 +790,7 @@ step mount -o loop "$w/backing/ext4.img" "$w/disk""#;
             unsafe { libc::kill(pid, libc::SIGINT) };
         }
         match run.finish(NS_HANG_GUARD) {
-            Err(why) => return eprintln!("SKIPPED {test}: {why}"),
+            Err(why) => return latscope::testing::skip(test, &why.to_string()),
             Ok((status, stdout, stderr, _)) => panic!(
                 "the test files were never fully written out\n{}",
                 dump(status, &stdout, &stderr)
@@ -855,7 +855,7 @@ fn a_filesystem_without_direct_io_is_refused_with_the_way_out() {
     };
     let (status, stdout, err, left) = match logdisk_in_ramfs(&[]) {
         Ok(f) => f,
-        Err(why) => return eprintln!("SKIPPED {test}: {why}"),
+        Err(why) => return latscope::testing::skip(test, &why.to_string()),
     };
     let all = dump(status, &stdout, &err);
     assert_eq!(status.code(), Some(2), "{all}");

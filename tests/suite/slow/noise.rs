@@ -15,12 +15,6 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     crate::common::turns::realtime_turn()
 }
 
-/// The CPU these tests measure: the last usable one (never the only one the
-/// test process and the machine's other work would have).
-fn measured_cpu() -> usize {
-    *allowed_cpus().last().expect("a usable CPU")
-}
-
 fn noise(args: &[&str], timeout_s: u64) -> assert_cmd::Command {
     let mut cmd = latscope(timeout_s);
     cmd.arg("noise").args(args).args(mlock_args());
@@ -175,7 +169,10 @@ fn a_realtime_spinner_needs_named_or_isolated_cpus() {
     let _turn = serial();
     let isolated = std::fs::read_to_string("/sys/devices/system/cpu/isolated").unwrap_or_default();
     if !isolated.trim().is_empty() {
-        eprintln!("SKIPPED: this machine has isolated CPUs, the default would be them");
+        latscope::testing::skip(
+            "slow::noise::a_realtime_spinner_needs_named_or_isolated_cpus",
+            "this machine has isolated CPUs, the default would be them",
+        );
         return;
     }
     let out = run(noise(&args("--policy fifo -D 1"), 10));
@@ -402,9 +399,13 @@ fn provoked_interruption_named(cpu: usize, length_ns: u64, last: bool) -> bool {
     let held_ns = spun.saturating_sub(interrupts_ns);
     let within = ns.abs_diff(held_ns) <= spun / 20;
     if !within && provoked["events_lost"] == true {
-        eprintln!(
-            "SKIPPED the 5 % check: the kernel lost trace events in the provoked window ({})",
-            provoked["summary"]
+        latscope::testing::skip_part(
+            "slow::noise (a provoked interruption)",
+            "the 5 % check",
+            &format!(
+                "the kernel lost trace events in the provoked window ({})",
+                provoked["summary"]
+            ),
         );
         return true;
     }
@@ -452,13 +453,19 @@ fn a_short_realtime_run_on_a_named_cpu_says_rt_throttling_bounds_it() {
         .ok()
         .and_then(|t| t.trim().parse::<i64>().ok());
     let (Some(runtime), Some(period)) = (runtime, period) else {
-        eprintln!("SKIPPED: no RT bandwidth control here");
+        latscope::testing::skip(
+            "slow::noise::a_short_realtime_run_on_a_named_cpu_says_rt_throttling_bounds_it",
+            "no RT bandwidth control here",
+        );
         return;
     };
     let isolated = std::fs::read_to_string("/sys/devices/system/cpu/isolated").unwrap_or_default();
     let cpu = measured_cpu();
     if runtime < 0 || runtime >= period || !isolated.trim().is_empty() {
-        eprintln!("SKIPPED: RT throttling off, or isolated CPUs here");
+        latscope::testing::skip(
+            "slow::noise::a_short_realtime_run_on_a_named_cpu_says_rt_throttling_bounds_it",
+            "RT throttling off, or isolated CPUs here",
+        );
         return;
     }
     // One bounded second at FIFO 1 on a named CPU: allowed, and the report

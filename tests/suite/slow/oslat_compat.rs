@@ -114,9 +114,12 @@ fn without_a_cpu_list_the_main_threads_core_is_left_out() {
         })
         .unwrap();
     if allowed != "0-1" || siblings.trim() != "0" {
-        eprintln!(
-            "SKIPPED {test}: it expects CPUs 0-1 without SMT (allowed {allowed}, CPU 0's core {})",
-            siblings.trim()
+        latscope::testing::skip(
+            test,
+            &format!(
+                "it expects CPUs 0-1 without SMT (allowed {allowed}, CPU 0's core {})",
+                siblings.trim()
+            ),
         );
         return;
     }

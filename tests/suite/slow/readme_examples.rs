@@ -342,7 +342,11 @@ fn every_readme_example_runs_as_written() {
             argv = bounded(argv);
         }
         if let Some(why) = unavailable(&argv) {
-            eprintln!("SKIPPED {document} line {}: {why}", example.line);
+            latscope::testing::skip_part(
+                "slow::readme_examples::every_readme_example_runs_as_written",
+                &format!("{document} line {}", example.line),
+                &why.to_string(),
+            );
             continue;
         }
         make_dirs(&argv);

@@ -130,7 +130,11 @@ fn real_runs_make_one_page_that_chromium_shows_with_one_svg_per_plot() {
     let browser = match chromium() {
         Ok(b) => b,
         Err(why) => {
-            eprintln!("SKIPPED the Chromium part: {why}");
+            latscope::testing::skip_part(
+                "slow::report_html::real_runs_make_one_page_that_chromium_shows_with_one_svg_per_plot",
+                "Chromium",
+                &why.to_string(),
+            );
             return;
         }
     };
@@ -324,7 +328,10 @@ fn every_plot_kind_has_drawn_content_at_1280_px() {
     let browser = match chromium() {
         Ok(b) => b,
         Err(why) => {
-            eprintln!("SKIPPED every_plot_kind_has_drawn_content_at_1280_px: {why}");
+            latscope::testing::skip(
+                "slow::report_html::every_plot_kind_has_drawn_content_at_1280_px",
+                &why.to_string(),
+            );
             return;
         }
     };

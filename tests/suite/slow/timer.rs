@@ -719,7 +719,10 @@ fn kernel_side_figures_without_privileges_are_a_clear_run_time_error() {
     let mut cmd = match nobody_runner() {
         Ok(c) => c,
         Err(why) => {
-            eprintln!("SKIPPED kernel_side_figures_without_privileges: {why}");
+            latscope::testing::skip(
+                "slow::timer::kernel_side_figures_without_privileges_are_a_clear_run_time_error",
+                &why.to_string(),
+            );
             return;
         }
     };
