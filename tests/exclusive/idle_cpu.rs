@@ -69,7 +69,7 @@ fn idle_when_due(spike: &Value) -> bool {
 /// its case shows what the CPU did instead.
 fn rejected_because(s: &Value) -> Option<String> {
     if s["events_lost"] == true {
-        return Some("events lost".into());
+        return Some("trace events lost".into());
     }
     let mut busy_ns = 0;
     for c in array_of(&s["causes"], "causes") {
@@ -78,6 +78,7 @@ fn rejected_because(s: &Value) -> Option<String> {
             Some("hardware") => {}
             Some("irq") if c["name"] == "local_timer" => {}
             Some("task") if ns < 1_000_000 => busy_ns += ns,
+            Some("task") => return Some("a task of 1 ms or more".into()),
             kind => {
                 return Some(format!(
                     "{} {}",
@@ -91,10 +92,10 @@ fn rejected_because(s: &Value) -> Option<String> {
     // window, so that it was idle by far (beside stress-ng, several short
     // tasks can fill a window).
     if busy_ns * 4 >= u64_of(&s["latency_ns"], "latency_ns") {
-        return Some("short tasks".into());
+        return Some("short tasks filling a quarter".into());
     }
     if !idle_when_due(s) {
-        return Some("a task ran when due".into());
+        return Some("a task running when due".into());
     }
     None
 }
@@ -170,18 +171,18 @@ fn provoke_once(collector: &str, cpu: usize) -> Result<(), String> {
         );
     }
     if idle.is_empty() {
+        eprintln!("{what}: {}", kept_spikes(&report));
         let seen: Vec<String> = rejected
             .iter()
-            .map(|(why, n)| format!("{n} {why}"))
+            .map(|(why, n)| format!("{n} with {why}"))
             .collect();
         return Err(format!(
-            "late windows: {}{}",
+            "late windows: {}",
             if seen.is_empty() {
                 "none".to_string()
             } else {
                 seen.join(", ")
-            },
-            kept_spikes(&report)
+            }
         ));
     }
     Ok(())
