@@ -9,8 +9,9 @@
 //! - `slow::` holds the live runs of many seconds (timers, noise, tracing,
 //!   loads, the drop-ins against the real rt-tests, the README's examples).
 //!
-//! `cargo test` runs everything, as CI does. tests/torture.rs stays a program
-//! of its own: it makes itself the subreaper of every orphan and kills what
+//! `cargo test` runs everything, as CI does. tests/exclusive/ is a program of
+//! its own, run while no other test runs (what it provokes is an absence:
+//! an idle CPU). tests/torture.rs stays a program of its own: it makes itself the subreaper of every orphan and kills what
 //! outlives a run, which would take the children of tests running beside it.
 //!
 //! Modules now run beside modules of other files (libtest runs two tests at a
