@@ -113,17 +113,13 @@ pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, SetupError> {
             ))
         })
         .collect();
-    let finished = finished_of(transport, &plan, config, outcome, window.close());
-    if let Some(run) = run {
-        run.record_deadline(
-            deadlines
-                .into_iter()
-                .map(|(label, reservation, counts)| {
-                    crate::report::DeadlineSeries::of(&finished.result, &label, reservation, counts)
-                })
-                .collect(),
-        );
-    }
+    let mut finished = finished_of(transport, &plan, config, outcome, window.close());
+    finished.deadline = deadlines
+        .into_iter()
+        .map(|(label, reservation, counts)| {
+            crate::report::DeadlineSeries::of(&finished.result, &label, reservation, counts)
+        })
+        .collect();
     Ok(finished)
 }
 
@@ -318,6 +314,7 @@ fn finished_of(
         ended: outcome.ended,
         elapsed: outcome.elapsed,
         facts,
+        deadline: Vec::new(),
     }
 }
 

@@ -393,6 +393,7 @@ fn finished_test(
             scheduling_free: true,
             ..RunFacts::default()
         },
+        deadline: Vec::new(),
     }
 }
 

@@ -132,28 +132,28 @@ pub fn measure(
             outcome.error.clone(),
         )
     };
-    if let Some(reservation) = settings.policy.reservation() {
-        run.record_deadline(
-            outcome
-                .threads
-                .iter()
-                .map(|t| {
-                    crate::report::DeadlineSeries::of(
-                        &result,
-                        &format!("CPU {}", t.cpu),
-                        reservation,
-                        (t.missed_deadlines, t.throttled),
-                    )
-                })
-                .collect(),
-        );
-    }
+    let deadline = match settings.policy.reservation() {
+        Some(reservation) => outcome
+            .threads
+            .iter()
+            .map(|t| {
+                crate::report::DeadlineSeries::of(
+                    &result,
+                    &format!("CPU {}", t.cpu),
+                    reservation,
+                    (t.missed_deadlines, t.throttled),
+                )
+            })
+            .collect(),
+        None => Vec::new(),
+    };
     let finished = FinishedTest {
         result,
         started,
         ended,
         elapsed: outcome.measured,
         facts,
+        deadline,
     };
     Ok((finished, warnings, outcome))
 }
