@@ -73,7 +73,6 @@ pub fn run(args: &[String]) -> Result<i32, CommandError> {
     crate::pipeline::run(&mut CyclicMeasurement {
         settings: &settings,
         online: &online,
-        path: settings.latscope_json.clone(),
         breaks: measure::break_crossings(&settings),
     })
 }
@@ -107,8 +106,6 @@ fn print_warnings(settings: &CyclicSettings) {
 struct CyclicMeasurement<'a> {
     settings: &'a CyclicSettings,
     online: &'a [usize],
-    /// `--latscope-json`'s file.
-    path: Option<std::path::PathBuf>,
     /// `-b` as the trigger of `--on-threshold`: its crossings.
     breaks: Option<std::sync::Arc<crate::stats::crossings::BreakCrossings>>,
 }
@@ -130,7 +127,7 @@ impl Measurement for CyclicMeasurement<'_> {
             actions: s.actions.clone(),
             breaks: self.breaks.clone(),
             outputs: Outputs {
-                json: self.path.clone().map(OutputTarget::File),
+                json: s.latscope_json.clone().map(OutputTarget::File),
                 ..Outputs::default()
             },
             presentation: Presentation {

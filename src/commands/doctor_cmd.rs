@@ -3,10 +3,8 @@
 
 use crate::cli::DoctorArgs;
 use crate::pipeline::{CommandError, EXIT_LIMIT, EXIT_OK, write_with};
-use crate::report::SysInfo;
-use crate::report::Tool;
-use crate::report::cells::{Table, machine_line};
-use crate::report::{Check, Summary, Verdict};
+use crate::report::doctor_table::{render, summary_line};
+use crate::report::{Check, Summary, SysInfo, Tool};
 use crate::settings::{OutputTarget, check_json_path};
 use crate::units::rfc3339;
 use serde::Serialize;
@@ -68,66 +66,6 @@ pub fn run(args: &DoctorArgs) -> Result<i32, CommandError> {
         .map_err(CommandError::Runtime)?;
     }
     Ok(exit_code)
-}
-
-/// The table: group (on its first row), verdict, check, value, fix; then,
-/// with `explain`, what each finding that is not ok means; then the summary.
-pub fn render(sysinfo: &SysInfo, checks: &[Check], explain: bool, quiet: bool) -> String {
-    let mut out = format!("latscope doctor: {}\n\n", machine_line(sysinfo));
-    let shown: Vec<&Check> = checks
-        .iter()
-        .filter(|c| !quiet || c.verdict != Verdict::Ok)
-        .collect();
-    if !shown.is_empty() {
-        let mut table = Table::of_text(&["group", "verdict", "check", "value", "fix"]);
-        let mut last_group = "";
-        for check in &shown {
-            let group = check.group();
-            table.row(vec![
-                if group == last_group {
-                    String::new()
-                } else {
-                    group.to_string()
-                },
-                check.verdict.as_str().to_string(),
-                check.title.clone(),
-                check.value.clone(),
-                check.fix.clone().unwrap_or_default(),
-            ]);
-            last_group = group;
-        }
-        out.push_str(&table.render());
-        out.push('\n');
-    }
-    let problems: Vec<&&Check> = shown.iter().filter(|c| c.verdict != Verdict::Ok).collect();
-    if explain && !problems.is_empty() {
-        out.push_str("what the findings mean:\n");
-        for check in problems {
-            out.push_str(&format!(
-                "  {} ({}): {}\n",
-                check.title,
-                check.verdict.as_str(),
-                check.meaning
-            ));
-        }
-        out.push('\n');
-    }
-    out.push_str(&summary_line(Summary::of(checks)));
-    out
-}
-
-fn summary_line(s: Summary) -> String {
-    let verdict = if s.bad > 0 {
-        "not ready for real time: fix what is bad first (exit 3)"
-    } else if s.warn > 0 {
-        "nothing bad; each warning costs latency or trust in the figures"
-    } else {
-        "ready for real time"
-    };
-    format!(
-        "summary: {} ok, {} warn, {} bad: {verdict}\n",
-        s.ok, s.warn, s.bad
-    )
 }
 
 #[cfg(test)]

@@ -3,8 +3,7 @@
 
 use crate::cli::{LogdiskArgs, OutputFormat};
 use crate::live::logdisk::{ClassicProgress, ProgressLine};
-use crate::logdisk::LogdiskProgress;
-use crate::measure::logdisk as logdisk_run;
+use crate::measure::logdisk::{self as logdisk_run, LogdiskProgress};
 use crate::pipeline::{
     self, CommandError, FinishedTest, Measurement, Plan, PrepareSpec, Presentation, Run,
 };
@@ -12,7 +11,7 @@ use crate::report::classic_mqldt;
 use crate::report::console::ModernConsole;
 use crate::report::csv_logdisk::LogdiskCsv;
 use crate::report::json::LatscopeJson;
-use crate::report::{Exporter, Report};
+use crate::report::{Exporter, PrintedLive, Report};
 use crate::settings::OutputTarget;
 use crate::settings::logdisk::LogdiskSettings;
 use std::io::Write;
@@ -57,7 +56,7 @@ impl Measurement for LogdiskCommand<'_> {
                 // In classic format each block size's results are printed as
                 // it ends.
                 console: if self.classic {
-                    Box::new(Nothing)
+                    Box::new(PrintedLive)
                 } else {
                     Box::new(ModernConsole)
                 },
@@ -118,15 +117,6 @@ fn classic_options(args: &LogdiskArgs, settings: &LogdiskSettings) -> String {
         text.push_str(&classic_mqldt::qm_simulation_line(settings.writers as u32));
     }
     text
-}
-
-/// An exporter that writes nothing (the output was printed live).
-struct Nothing;
-
-impl Exporter for Nothing {
-    fn write(&self, _: &Report, _: &mut dyn Write) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 /// mqldt's exact CSV: truncated for one writer, appended with `--qm`.

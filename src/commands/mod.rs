@@ -30,7 +30,7 @@ pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
     use crate::report::cells::RtTestsFlavor;
     use primitive_cmd::ClassicTool;
     let single = |name: &str, settings: IpcSettings, classic: ClassicTool| {
-        let transport = crate::ipc::transport_named(name)
+        let transport = crate::measure::ipc::transport_named(name)
             .ok_or_else(|| CommandError::Runtime(format!("primitive {name} is not built in")))?;
         crate::measure::ipc::check_fork(transport.as_ref(), settings.plan.tasks)?;
         primitive_cmd::run(transport.as_ref(), settings, classic)

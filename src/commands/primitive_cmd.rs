@@ -3,10 +3,8 @@
 //! transport and in which original tool's classic output they print.
 
 use crate::cli::OutputFormat;
-use crate::ipc::harness::{Progress, RunPlan};
-use crate::ipc::{SetupError, Transport};
 use crate::live::ipc::{ClassicLive, LiveLine};
-use crate::measure::ipc::{self as ipc_run, IpcTest};
+use crate::measure::ipc::{self as ipc_run, Progress, Transport};
 use crate::pipeline::{
     self, CommandError, FinishedTest, Measurement, Plan, PrepareSpec, Presentation, Run,
 };
@@ -15,8 +13,7 @@ use crate::report::classic_rt_tests::ClassicRtTests;
 use crate::report::classic_semtest::ClassicSemtest;
 use crate::report::console::ModernConsole;
 use crate::report::json::{LatscopeJson, RtTestsJson};
-use crate::rt::tracefs::BreakTrace;
-use crate::settings::{IpcSettings, UsageError};
+use crate::settings::IpcSettings;
 
 /// The original tool whose exact output `--format classic` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,9 +22,6 @@ pub enum ClassicTool {
     RtTests(RtTestsFlavor),
     Semtest,
 }
-
-/// A pair test runs at the priority -p gives (0, normal, by default).
-const PRIORITY_OPTION: Option<&'static str> = Some("-p");
 
 pub fn run(
     transport: &dyn Transport,
@@ -42,7 +36,7 @@ pub fn run(
         transport.name(),
         &settings.plan.pairs,
     );
-    pipeline::run(&mut PairTest {
+    pipeline::run(&mut PairCommand {
         transport,
         settings,
         classic,
@@ -50,7 +44,7 @@ pub fn run(
     })
 }
 
-struct PairTest<'a> {
+struct PairCommand<'a> {
     transport: &'a dyn Transport,
     settings: IpcSettings,
     classic: ClassicTool,
@@ -58,13 +52,13 @@ struct PairTest<'a> {
     breaks: Option<std::sync::Arc<crate::stats::crossings::BreakCrossings>>,
 }
 
-impl PairTest<'_> {
+impl PairCommand<'_> {
     fn classic_format(&self) -> bool {
         self.settings.format == OutputFormat::Classic
     }
 }
 
-impl Measurement for PairTest<'_> {
+impl Measurement for PairCommand<'_> {
     fn deepest_idle_state(&self) -> Option<u32> {
         self.settings.deepest_idle_state
     }
@@ -107,17 +101,6 @@ impl Measurement for PairTest<'_> {
 
     fn measure(&mut self, run: &mut Run<'_>) -> Result<Vec<FinishedTest>, CommandError> {
         let settings = &self.settings;
-        let breaktrace = match settings.breaktrace_us {
-            None => None,
-            Some(_) => match BreakTrace::open() {
-                Ok(t) => Some(t),
-                Err(why) => {
-                    run.warn(format!("-b: {why}; the run still stops at the limit"));
-                    None
-                }
-            },
-        };
-        let config = ipc_run::config_of(settings, run.prep);
         let mut progress: Box<dyn Progress> =
             match self.classic {
                 ClassicTool::RtTests(flavor) if self.classic_format() => Box::new(
@@ -128,36 +111,11 @@ impl Measurement for PairTest<'_> {
                         .until_stopped(settings.plan.runs_until_stopped()),
                 ),
             };
-        let mut finished = match ipc_run::run(IpcTest {
+        let test = ipc_run::PairTest {
             transport: self.transport,
-            plan: RunPlan {
-                // Peer processes lock their memory when this process could.
-                lock_memory: run.prep.memory.is_locked(),
-                samples: ipc_run::samples_for(run.prep, self.transport, &settings.plan.pairs),
-                breaks: self.breaks.clone(),
-                ..settings.plan.clone()
-            },
-            config: config.clone(),
-            breaktrace,
-            progress: progress.as_mut(),
-            on_snapshot: Some(&mut |mut so_far| {
-                so_far.facts.priority_option = PRIORITY_OPTION;
-                run.snapshot(&[], so_far)
-            }),
-            run: Some(run),
-        }) {
-            Ok(finished) => finished,
-            // The kernel lacks the primitive: a skipped test (exit 4), reported.
-            Err(e @ SetupError::KernelLacksFeature(_)) => {
-                ipc_run::failed_to_start(self.transport, &settings.plan, config, e)
-            }
-            Err(SetupError::Usage(e)) => return Err(UsageError(e).into()),
-            Err(e) => return Err(CommandError::Runtime(e.to_string())),
+            settings,
+            breaks: self.breaks.clone(),
         };
-        finished.facts.priority_option = PRIORITY_OPTION;
-        if let Some(note) = &finished.facts.breaktrace_note {
-            crate::rt::stdio::note_line(&format!("latscope: break-trace limit crossed: {note}"));
-        }
-        Ok(vec![finished])
+        Ok(vec![ipc_run::measure_pair(test, progress.as_mut(), run)?])
     }
 }

@@ -3,19 +3,17 @@
 
 use crate::cli::{OutputFormat, TimerArgs};
 use crate::live::timer::{ProgressLine, RtdLines};
-use crate::measure::timer as timer_run;
+use crate::measure::timer::{self as timer_run, TimerProgress};
 use crate::pipeline::{
     self, CommandError, FinishedTest, Measurement, Plan, PrepareSpec, Presentation, Run,
 };
-use crate::report::classic_xenomai::{self, ClassicXenomai, XenomaiGnuplot};
+use crate::report::classic_xenomai::{ClassicXenomai, XenomaiGnuplot};
 use crate::report::console::{ModernConsole, ModernConsoleWithHistograms};
 use crate::report::json::LatscopeJson;
 use crate::report::{Exporter, Report};
-use crate::rt::tracefs::{self, BreakTrace};
+use crate::rt::tracefs::BreakTrace;
 use crate::settings::OutputTarget;
 use crate::settings::timer::TimerSettings;
-use crate::timer::{Figure, TimerProgress};
-use std::io::Write;
 
 /// `latscope timer`.
 pub fn run(args: &TimerArgs) -> Result<i32, CommandError> {
@@ -47,24 +45,7 @@ impl TimerCommand {
                 ProgressLine::new(settings.quiet).until_stopped(settings.duration.is_none()),
             );
         }
-        // With `--json -` (or `--csv -`, `--markdown -`) that output owns
-        // standard output: Xenomai's live lines go to standard error then.
-        let live_to_stderr = settings.outputs.to_stdout();
-        let header =
-            classic_xenomai::startup_header(settings.period_us, settings.figure.test_mode());
-        if live_to_stderr {
-            eprint!("{header}");
-        } else {
-            let _ = write!(crate::rt::stdio::out(), "{header}");
-        }
-        if settings.quiet {
-            eprint!(
-                "{}",
-                classic_xenomai::quiet_notice(settings.duration.map_or(0, |d| d.as_secs()))
-            );
-        }
-        let _ = crate::rt::stdio::out().flush();
-        Box::new(RtdLines::new(settings, live_to_stderr))
+        Box::new(RtdLines::start(settings))
     }
 }
 
@@ -108,20 +89,7 @@ impl Measurement for TimerCommand {
     }
 
     fn check(&self) -> Result<(), CommandError> {
-        let settings = &self.settings;
-        if settings.breakdown {
-            tracefs::check_available().map_err(|e| {
-                CommandError::Runtime(format!(
-                    "{} needs kernel tracing: {e}",
-                    if settings.figure == Figure::User {
-                        "--breakdown".to_string()
-                    } else {
-                        format!("-t {}", settings.figure.test_mode())
-                    }
-                ))
-            })?;
-        }
-        pipeline::check_spike_tracing(settings.trace_spikes_us)
+        timer_run::check_tracing(&self.settings)
     }
 
     fn measure(&mut self, run: &mut Run<'_>) -> Result<Vec<FinishedTest>, CommandError> {

@@ -27,6 +27,29 @@ pub struct RtdLines {
 }
 
 impl RtdLines {
+    /// Xenomai's start: its header (and `-q`'s notice) printed, then the
+    /// RTD lines as the loops come. With `--json -` (or `--csv -`,
+    /// `--markdown -`) that output owns standard output: the live lines go
+    /// to standard error then.
+    pub fn start(settings: &TimerSettings) -> RtdLines {
+        let live_to_stderr = settings.outputs.to_stdout();
+        let header =
+            classic_xenomai::startup_header(settings.period_us, settings.figure.test_mode());
+        if live_to_stderr {
+            eprint!("{header}");
+        } else {
+            let _ = write!(crate::rt::stdio::out(), "{header}");
+        }
+        if settings.quiet {
+            eprint!(
+                "{}",
+                classic_xenomai::quiet_notice(settings.duration.map_or(0, |d| d.as_secs()))
+            );
+        }
+        let _ = crate::rt::stdio::out().flush();
+        RtdLines::new(settings, live_to_stderr)
+    }
+
     pub fn new(settings: &TimerSettings, to_stderr: bool) -> RtdLines {
         let period_ns = settings.period_us * 1000;
         RtdLines {

@@ -653,6 +653,7 @@ fn finished_test(
         ended: ran.ended,
         elapsed: ran.elapsed,
         facts,
+        deadline: Vec::new(),
     }
 }
 

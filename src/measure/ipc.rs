@@ -1,8 +1,7 @@
 //! One IPC latency test, or a sequence of them, run and turned into report
 //! data; shared by the pair commands (`mq`, `sem`, ...), `ipc` and `suite`.
 
-use crate::ipc::harness::{self, Mode, PairOutcome, PairPlan, Progress, RunPlan, Tasks};
-use crate::ipc::{SetupError, Transport, transport_named};
+use crate::ipc::harness::{self, PairOutcome, PairPlan};
 use crate::live::ipc::LiveLine;
 use crate::pipeline::{
     CommandError, CpuUse, CpuWindow, FinishedTest, Preparation, Run, RunFacts, running_skeleton,
@@ -13,11 +12,18 @@ use crate::report::{
 };
 use crate::rt::sched;
 use crate::rt::tracefs::BreakTrace;
-use crate::settings::{IpcSettings, PairLayout, Timing};
+use crate::settings::{IpcSettings, PairLayout, Timing, UsageError};
 use crate::stats::LatencyRecorder;
 use crate::stats::samples::TestSamples;
 use crate::units::format_run_time;
 use std::time::Duration;
+
+// The words a command plans an IPC test with: the primitives and how to
+// find one, the modes and kinds of task, what its live display implements,
+// and how setting up a pair fails. A command takes them from here, so that
+// it reaches the test only through its measure module (tests/suite/layers.rs).
+pub use crate::ipc::harness::{Mode, Progress, RunPlan, Tasks};
+pub use crate::ipc::{PRIMITIVES, SetupError, Transport, transport_named};
 
 /// The CPUs the pairs run on: their pinned CPUs, or every usable CPU when
 /// one of them is left to the scheduler.
@@ -113,16 +119,79 @@ pub fn run(test: IpcTest<'_>) -> Result<FinishedTest, SetupError> {
             ))
         })
         .collect();
-    let finished = finished_of(transport, &plan, config, outcome, window.close());
-    if let Some(run) = run {
-        run.record_deadline(
-            deadlines
-                .into_iter()
-                .map(|(label, reservation, counts)| {
-                    crate::report::DeadlineSeries::of(&finished.result, &label, reservation, counts)
-                })
-                .collect(),
-        );
+    let mut finished = finished_of(transport, &plan, config, outcome, window.close());
+    finished.deadline = deadlines
+        .into_iter()
+        .map(|(label, reservation, counts)| {
+            crate::report::DeadlineSeries::of(&finished.result, &label, reservation, counts)
+        })
+        .collect();
+    Ok(finished)
+}
+
+/// A pair command's one test (`mq`, `sem`, ...): its primitive, its
+/// settings and `-b`'s crossings as the trigger of `--on-threshold`.
+pub struct PairTest<'a> {
+    pub transport: &'a dyn Transport,
+    pub settings: &'a IpcSettings,
+    pub breaks: Option<std::sync::Arc<crate::stats::crossings::BreakCrossings>>,
+}
+
+/// A pair test runs at the priority -p gives (0, normal, by default).
+const PRIORITY_OPTION: Option<&'static str> = Some("-p");
+
+/// Runs a pair command's test on the prepared process, `progress` showing
+/// it: a kernel without the primitive makes it a skipped test (exit 4),
+/// reported; a pair that cannot be set up ends the run.
+pub fn measure_pair(
+    test: PairTest<'_>,
+    progress: &mut dyn Progress,
+    run: &mut Run<'_>,
+) -> Result<FinishedTest, CommandError> {
+    let PairTest {
+        transport,
+        settings,
+        breaks,
+    } = test;
+    let breaktrace = match settings.breaktrace_us {
+        None => None,
+        Some(_) => match BreakTrace::open() {
+            Ok(t) => Some(t),
+            Err(why) => {
+                run.warn(format!("-b: {why}; the run still stops at the limit"));
+                None
+            }
+        },
+    };
+    let config = config_of(settings, run.prep);
+    let mut finished = match self::run(IpcTest {
+        transport,
+        plan: RunPlan {
+            // Peer processes lock their memory when this process could.
+            lock_memory: run.prep.memory.is_locked(),
+            samples: samples_for(run.prep, transport, &settings.plan.pairs),
+            breaks,
+            ..settings.plan.clone()
+        },
+        config: config.clone(),
+        breaktrace,
+        progress,
+        on_snapshot: Some(&mut |mut so_far| {
+            so_far.facts.priority_option = PRIORITY_OPTION;
+            run.snapshot(&[], so_far)
+        }),
+        run: Some(run),
+    }) {
+        Ok(finished) => finished,
+        Err(e @ SetupError::KernelLacksFeature(_)) => {
+            failed_to_start(transport, &settings.plan, config, e)
+        }
+        Err(SetupError::Usage(e)) => return Err(UsageError(e).into()),
+        Err(e) => return Err(CommandError::Runtime(e.to_string())),
+    };
+    finished.facts.priority_option = PRIORITY_OPTION;
+    if let Some(note) = &finished.facts.breaktrace_note {
+        crate::rt::stdio::note_line(&format!("latscope: break-trace limit crossed: {note}"));
     }
     Ok(finished)
 }
@@ -288,7 +357,7 @@ fn finished_of(
         .enumerate()
         .map(|(i, p)| series_of(i, p))
         .collect();
-    // priority_option is set by the pair tests, which take -p (see commands::primitive_cmd).
+    // priority_option is set by the pair tests, which take -p (see `measure_pair`).
     let facts = RunFacts {
         elapsed: outcome.elapsed,
         breaktrace_note: outcome.breaktrace_note.clone(),
@@ -318,6 +387,7 @@ fn finished_of(
         ended: outcome.ended,
         elapsed: outcome.elapsed,
         facts,
+        deadline: Vec::new(),
     }
 }
 

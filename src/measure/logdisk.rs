@@ -6,7 +6,7 @@ use crate::logdisk::SyncMode;
 use crate::logdisk::bandwidth::{disk_seconds, merge_intervals, rate, write_bandwidth};
 use crate::logdisk::files::{AlignedBuf, FilePlan, FileSet, OpenFlags, PrepareError};
 use crate::logdisk::private_dir::PrivateDir;
-use crate::logdisk::{self, BlockOutcome, BlockPlan, LogdiskProgress, WriterOutcome};
+use crate::logdisk::{self, BlockOutcome, BlockPlan, WriterOutcome};
 use crate::pipeline::{
     CommandError, FinishedTest, Run, RunFacts, running_skeleton, series_without_samples,
 };
@@ -24,6 +24,10 @@ use crate::units::format_bytes;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
+
+// What a command's live display of a log-disk test implements
+// (tests/suite/layers.rs: a command reaches its test through here).
+pub use crate::logdisk::LogdiskProgress;
 
 /// What one sample spans, for the report and the suite's overview.
 pub fn description(block_size: u64, sync: SyncMode, direct: bool) -> String {
@@ -393,6 +397,7 @@ fn finished_test(
             scheduling_free: true,
             ..RunFacts::default()
         },
+        deadline: Vec::new(),
     }
 }
 

@@ -141,21 +141,19 @@ pub fn measure(
         .iter()
         .map(|c| (c.cpu, (c.missed_deadlines, c.throttled)))
         .collect();
-    let finished = finished(settings, prep, outcome, started, ended, cpu_use);
+    let mut finished = finished(settings, prep, outcome, started, ended, cpu_use);
     if let Some(reservation) = settings.policy.reservation() {
-        run.record_deadline(
-            counts
-                .into_iter()
-                .map(|(cpu, counts)| {
-                    crate::report::DeadlineSeries::of(
-                        &finished.result,
-                        &format!("CPU {cpu}"),
-                        reservation,
-                        counts,
-                    )
-                })
-                .collect(),
-        );
+        finished.deadline = counts
+            .into_iter()
+            .map(|(cpu, counts)| {
+                crate::report::DeadlineSeries::of(
+                    &finished.result,
+                    &format!("CPU {cpu}"),
+                    reservation,
+                    counts,
+                )
+            })
+            .collect();
     }
     Ok((finished, warnings))
 }
@@ -240,6 +238,7 @@ fn finished(
         ended,
         elapsed: outcome.measured,
         facts,
+        deadline: Vec::new(),
     }
 }
 

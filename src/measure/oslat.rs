@@ -161,6 +161,7 @@ pub fn measure(
         ended,
         elapsed,
         facts: facts_of_run,
+        deadline: Vec::new(),
     };
     Ok((test, triggered))
 }

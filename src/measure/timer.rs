@@ -1,7 +1,9 @@
 //! The timer test run and turned into report data: shared by `latscope
 //! timer` and `latscope suite`.
 
-use crate::pipeline::{CpuWindow, FinishedTest, Preparation, Run, RunFacts, per_cpu_skeleton};
+use crate::pipeline::{
+    CommandError, CpuWindow, FinishedTest, Preparation, Run, RunFacts, per_cpu_skeleton,
+};
 use crate::report::XenomaiHistogram;
 use crate::report::{
     ConfigDetail, Series, SeriesDetail, TestConfig, TestResult, TimerConfig, TimerThread,
@@ -9,10 +11,34 @@ use crate::report::{
 use crate::rt::signals::stop_signalled;
 use crate::settings::timer::TimerSettings;
 use crate::stats::LatencyRecorder;
-use crate::timer::{self, Figure, TimerOutcome, TimerPlan, TimerProgress};
+use crate::timer::{self, TimerOutcome, TimerPlan};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::SystemTime;
+
+// The words a command plans a timer test with: what a sample measures, and
+// what its live display implements (tests/suite/layers.rs: a command
+// reaches its test through here).
+pub use crate::timer::{Figure, TimerProgress};
+
+/// Whether this machine can trace what `settings` ask (`--breakdown` or a
+/// kernel-traced figure, `--trace-spikes`), checked before anything is set
+/// up or measured.
+pub fn check_tracing(settings: &TimerSettings) -> Result<(), CommandError> {
+    if settings.breakdown {
+        crate::rt::tracefs::check_available().map_err(|e| {
+            CommandError::Runtime(format!(
+                "{} needs kernel tracing: {e}",
+                if settings.figure == Figure::User {
+                    "--breakdown".to_string()
+                } else {
+                    format!("-t {}", settings.figure.test_mode())
+                }
+            ))
+        })?;
+    }
+    crate::pipeline::check_spike_tracing(settings.trace_spikes_us)
+}
 
 /// What one sample spans, for the report.
 pub fn description(figure: Figure, wake: timer::WakeMethod) -> String {
@@ -132,28 +158,28 @@ pub fn measure(
             outcome.error.clone(),
         )
     };
-    if let Some(reservation) = settings.policy.reservation() {
-        run.record_deadline(
-            outcome
-                .threads
-                .iter()
-                .map(|t| {
-                    crate::report::DeadlineSeries::of(
-                        &result,
-                        &format!("CPU {}", t.cpu),
-                        reservation,
-                        (t.missed_deadlines, t.throttled),
-                    )
-                })
-                .collect(),
-        );
-    }
+    let deadline = match settings.policy.reservation() {
+        Some(reservation) => outcome
+            .threads
+            .iter()
+            .map(|t| {
+                crate::report::DeadlineSeries::of(
+                    &result,
+                    &format!("CPU {}", t.cpu),
+                    reservation,
+                    (t.missed_deadlines, t.throttled),
+                )
+            })
+            .collect(),
+        None => Vec::new(),
+    };
     let finished = FinishedTest {
         result,
         started,
         ended,
         elapsed: outcome.measured,
         facts,
+        deadline,
     };
     Ok((finished, warnings, outcome))
 }

@@ -3,7 +3,7 @@
 
 use super::prepare::MemoryLock;
 use super::validity::{self, RunFacts};
-use crate::report::SysInfo;
+use crate::report::{DeadlineSeries, SysInfo};
 use crate::report::{Report, SCHEMA_NAME, SCHEMA_VERSION, TestResult, Tool};
 use std::time::{Duration, SystemTime};
 
@@ -15,6 +15,10 @@ pub struct FinishedTest {
     pub ended: SystemTime,
     pub elapsed: Duration,
     pub facts: RunFacts,
+    /// `--policy deadline`: how each series' reservation held (the report's
+    /// `deadline`). It travels with its test, so that a report made of
+    /// finished tests (final, checkpoint or snapshot) has every one of them.
+    pub deadline: Vec<DeadlineSeries>,
 }
 
 impl FinishedTest {
@@ -31,6 +35,7 @@ impl FinishedTest {
                 realtime_policy,
                 ..RunFacts::default()
             },
+            deadline: Vec::new(),
         }
     }
 }
@@ -78,6 +83,7 @@ pub fn build_report(tests: Vec<FinishedTest>, sysinfo: SysInfo, warnings: Vec<St
         end_time: crate::units::rfc3339(ended),
         duration_s: tests.iter().map(|t| t.elapsed.as_secs_f64()).sum(),
         sysinfo,
+        deadline: tests.iter().flat_map(|t| t.deadline.clone()).collect(),
         tests: tests.into_iter().map(|t| t.result).collect(),
         warnings,
         thresholds: Vec::new(),
@@ -85,7 +91,6 @@ pub fn build_report(tests: Vec<FinishedTest>, sysinfo: SysInfo, warnings: Vec<St
         kernel_log: Default::default(),
         exit_code: 0,
         samples_file: None,
-        deadline: Vec::new(),
         idle_states: None,
         actions: None,
     };

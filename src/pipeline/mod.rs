@@ -37,8 +37,8 @@ pub use live::{LiveHook, per_cpu_skeleton, running_skeleton, series_without_samp
 pub use prepare::{MemoryLock, Preparation, PrepareSpec};
 pub use validity::{CpuShare, CpuUse, CpuWindow, RunFacts, ThrottleEvidence};
 
+use crate::report::SysInfo;
 use crate::report::json::LatscopeJson;
-use crate::report::{DeadlineSeries, SysInfo};
 use crate::report::{Exporter, Report};
 use crate::settings::{Outputs, UsageError};
 use crate::threshold::Threshold;
@@ -126,8 +126,6 @@ pub struct Run<'a> {
     fail_if: &'a [Threshold],
     /// The outputs written as the tests run (pipeline::live).
     live: std::cell::RefCell<live::LiveState>,
-    /// `--policy deadline`: each series' reservation and how it held.
-    deadline: std::cell::RefCell<Vec<DeadlineSeries>>,
     /// `--on-threshold`, `--on-end`: the crossings watched, the runner.
     actions: std::cell::RefCell<Option<actions::ActionRunner>>,
 }
@@ -140,14 +138,6 @@ impl<'a> Run<'a> {
 
     pub fn warnings(&self) -> &[String] {
         &self.warnings
-    }
-
-    /// `--policy deadline`: how the reservations of a finished test held
-    /// (the report's `deadline`).
-    pub fn record_deadline(&self, series: Vec<DeadlineSeries>) {
-        if let Ok(mut deadline) = self.deadline.try_borrow_mut() {
-            deadline.extend(series);
-        }
     }
 
     /// Writes every output file with the tests finished so far (not standard
@@ -295,7 +285,6 @@ impl<'a> Run<'a> {
         );
         self.prep.background.record_into(&mut report);
         self.prep.record_into(&mut report);
-        report.deadline = self.deadline.borrow().clone();
         // Judged as the final report will be, so that the files (--junit's
         // verdicts above all) say the truth about the tests so far.
         judge(&mut report, self.fail_if);
@@ -350,7 +339,6 @@ pub fn run(measurement: &mut dyn Measurement) -> Result<i32, CommandError> {
         presentation: &plan.presentation,
         fail_if: &plan.fail_if,
         live: Default::default(),
-        deadline: Default::default(),
         actions: Default::default(),
     };
     *run.actions.get_mut() =
@@ -367,7 +355,6 @@ pub fn run(measurement: &mut dyn Measurement) -> Result<i32, CommandError> {
     }
     let measured = measurement.measure(&mut run);
     let mut live = run.live.into_inner();
-    let deadline = run.deadline.into_inner();
     let action_runner = run.actions.into_inner();
     if measured.is_err()
         && let Some(log) = live.hdr_log.take()
@@ -387,7 +374,6 @@ pub fn run(measurement: &mut dyn Measurement) -> Result<i32, CommandError> {
     let mut warnings = run.warnings;
     warnings.extend(prep.shared_cpu_warnings());
     let mut report = assemble_report(tests, sysinfo, warnings, &prep.memory);
-    report.deadline = deadline;
     // The end actions see the results, before they are judged and written.
     report.actions = action_runner.map(|runner| runner.finish(&report));
     let samples = prep.finish(&mut report);
@@ -421,6 +407,25 @@ mod tests {
         line.rsplit(' ').next().unwrap().parse().unwrap()
     }
 
+    /// A run for the tests of this module: nothing prepared, no thresholds.
+    fn test_run<'a>(
+        prep: &'a Preparation,
+        sysinfo: &'a SysInfo,
+        outputs: &'a Outputs,
+        presentation: &'a Presentation,
+    ) -> Run<'a> {
+        Run {
+            prep,
+            sysinfo,
+            warnings: Vec::new(),
+            outputs,
+            presentation,
+            fail_if: &[],
+            live: Default::default(),
+            actions: Default::default(),
+        }
+    }
+
     /// Every window a monitor hands the hook reaches `--prom` (rewritten
     /// after each drain, its count the windows' samples so far) and
     /// `--hdr-log` (one interval per window): none is skipped on the way.
@@ -436,17 +441,7 @@ mod tests {
         let presentation = Presentation::modern(Box::new(LatscopeJson));
         let prep = Preparation::apply(&PrepareSpec::default()).unwrap();
         let report = sample_report();
-        let mut run = Run {
-            prep: &prep,
-            sysinfo: &report.sysinfo,
-            warnings: Vec::new(),
-            outputs: &outputs,
-            presentation: &presentation,
-            fail_if: &[],
-            live: Default::default(),
-            deadline: Default::default(),
-            actions: Default::default(),
-        };
+        let mut run = test_run(&prep, &report.sysinfo, &outputs, &presentation);
         run.live.get_mut().hdr_log =
             Some(hdrlog::HdrLog::create(&hdr, std::time::SystemTime::now()).unwrap());
         let test = FinishedTest::not_started(report.tests[0].clone(), false);
@@ -471,5 +466,35 @@ mod tests {
         let text = std::fs::read_to_string(&hdr).unwrap();
         let intervals = text.lines().filter(|l| l.starts_with("Tag=")).count();
         assert_eq!(intervals as u64, WINDOWS, "{text}");
+    }
+
+    /// `--policy deadline`: a finished test's reservations are in every
+    /// report made of it, the checkpoints' and snapshots' (beside a test
+    /// still running) as the final one. They travel with the test: nothing
+    /// the run holds meanwhile can drop them, as a borrowed cell of the run
+    /// once did (`record_deadline`'s `try_borrow_mut`).
+    #[test]
+    fn a_deadline_series_travels_with_its_test_into_every_report() {
+        let outputs = Outputs::default();
+        let presentation = Presentation::modern(Box::new(LatscopeJson));
+        let prep = Preparation::apply(&PrepareSpec::default()).unwrap();
+        let report = sample_report();
+        let run = test_run(&prep, &report.sysinfo, &outputs, &presentation);
+        let reservation = crate::rt::sched::Reservation {
+            runtime_ns: 100_000,
+            deadline_ns: 500_000,
+            period_ns: 1_000_000,
+        };
+        let mut done = FinishedTest::not_started(report.tests[0].clone(), true);
+        let series = crate::report::DeadlineSeries::of(&done.result, "CPU 0", reservation, (3, 1));
+        done.deadline = vec![series.clone()];
+        let running = running_skeleton(
+            FinishedTest::not_started(report.tests[0].clone(), true),
+            Vec::new(),
+        );
+        let snapshot = run.report_so_far(vec![done.clone(), running]);
+        assert_eq!(snapshot.deadline, std::slice::from_ref(&series));
+        let last = assemble_report(vec![done], report.sysinfo.clone(), Vec::new(), &prep.memory);
+        assert_eq!(last.deadline, [series]);
     }
 }

@@ -19,6 +19,7 @@ pub mod classic_xenomai;
 pub mod console;
 pub mod csv;
 pub mod csv_logdisk;
+pub mod doctor_table;
 pub mod html;
 pub mod json;
 pub mod junit;
@@ -33,6 +34,16 @@ use std::io::Write;
 /// A way to write a report for people or programs.
 pub trait Exporter {
     fn write(&self, report: &Report, out: &mut dyn Write) -> std::io::Result<()>;
+}
+
+/// The console of a run whose results were printed as it went (mqldt's
+/// classic lines, one block size at a time): nothing is left to write.
+pub struct PrintedLive;
+
+impl Exporter for PrintedLive {
+    fn write(&self, _: &Report, _: &mut dyn Write) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ pub mod compare;
 pub mod cyclicdeadline;
 pub mod cyclictest;
 pub mod getopt;
+pub mod ipc_sequence;
 pub mod logdisk;
 pub mod noise;
 pub mod oslat;

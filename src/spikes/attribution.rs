@@ -264,115 +264,204 @@ pub fn attribute_events<'e>(
     window: &Window<'_>,
     truncated: bool,
 ) -> Spike {
-    let (start, end) = (window.expected_ns, window.actual_ns.max(window.expected_ns));
-    let mut state = base.clone();
-    let mut book = Book {
-        tracer: window.tracer,
-        ..Book::default()
-    };
-    let mut shown: VecDeque<SpikeEvent> = VecDeque::new();
-    let mut omitted = 0u64;
-    let mut at = start;
-    let mut woken: Option<(u64, i32)> = None;
-    let mut verdict = Verdict::default();
-    // When the task on the CPU got it (None: before the events looked at).
-    let mut current_since: Option<u64> = None;
-    // Whether an event came after the due time (see `Wait::Timer`).
-    let mut seen_in_window = false;
-    // Whether the task on the CPU at `time` counts as running after the
-    // wake-up at `woken_at` (see the module doc on throttling).
-    let after_wake = |since: Option<u64>, woken_at: u64, time: u64| {
-        since.is_some_and(|t| t > woken_at) || time.saturating_sub(woken_at) > THROTTLE_GRACE_NS
-    };
+    let mut attribution = Attribution::new(base, window);
     for event in events {
-        if event.time > end {
+        if attribution.step(event) == Step::PastTheWindow {
             break;
         }
-        if event.time >= start.saturating_sub(MARGIN_BEFORE_NS) {
-            if shown.len() == MAX_EVENTS_PER_SPIKE {
-                shown.pop_front();
-                omitted += 1;
-            }
-            shown.push_back(describe(event, start));
+    }
+    attribution.finish(truncated)
+}
+
+/// What `Attribution::step` made of an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Taken into the window's account.
+    Taken,
+    /// After the window's end: it and every later event change nothing.
+    PastTheWindow,
+}
+
+/// The attribution of one window, fed its CPU's events one at a time in
+/// time order (`step`) and closed at the window's end (`finish`). It keeps
+/// the CPU's state as the events change it, the time charged to each owner
+/// up to the last event (`at`), and who held off the measured task.
+pub struct Attribution<'w> {
+    window: Window<'w>,
+    /// The window: from the due time to the moment the measured task ran.
+    start: u64,
+    end: u64,
+    state: CpuState,
+    times: TimePerOwner,
+    /// The events shown with the spike (the latest `MAX_EVENTS_PER_SPIKE`),
+    /// and how many earlier ones were left out.
+    shown: VecDeque<SpikeEvent>,
+    omitted: u64,
+    /// Time is charged up to here.
+    at: u64,
+    /// The measured task's wake-up onto the window's CPU: when, and the
+    /// priority it was woken with.
+    woken: Option<(u64, i32)>,
+    verdict: Verdict,
+    /// When the task on the CPU got it (None: before the events looked at).
+    current_since: Option<u64>,
+    /// Whether an event came after the due time (see `Wait::Timer`).
+    seen_in_window: bool,
+    /// An event after the window's end came: the account is closed.
+    past_end: bool,
+}
+
+impl<'w> Attribution<'w> {
+    /// The attribution of `window`, on a CPU in state `base` before the
+    /// first event to come.
+    pub fn new(base: &CpuState, window: &Window<'w>) -> Attribution<'w> {
+        let start = window.expected_ns;
+        Attribution {
+            window: *window,
+            start,
+            end: window.actual_ns.max(start),
+            state: base.clone(),
+            times: TimePerOwner {
+                tracer: window.tracer,
+                ..TimePerOwner::default()
+            },
+            shown: VecDeque::new(),
+            omitted: 0,
+            at: start,
+            woken: None,
+            verdict: Verdict::default(),
+            current_since: None,
+            seen_in_window: false,
+            past_end: false,
         }
-        if event.time > start {
-            let quiet_since_due = !seen_in_window;
-            // An NMI handler's event comes at its end: back to its start
-            // the CPU was in the NMI (nothing else is traced inside one).
-            let nmi_from = match event.kind {
-                Kind::Nmi { delta_ns, .. } => event.time.saturating_sub(delta_ns).max(at),
-                _ => event.time,
-            };
-            book.charge(
-                unexplained(owner(&state, window.measured), window.wait, quiet_since_due),
-                nmi_from - at,
+    }
+
+    /// Takes the next event of the CPU into the account.
+    pub fn step(&mut self, event: &TraceEvent) -> Step {
+        if self.past_end || event.time > self.end {
+            self.past_end = true;
+            return Step::PastTheWindow;
+        }
+        if event.time >= self.start.saturating_sub(MARGIN_BEFORE_NS) {
+            self.show(event);
+        }
+        if event.time > self.start {
+            self.charge_until(event);
+        }
+        if event.time >= self.start {
+            note_wakeup_or_preemption(event, &self.window, &mut self.woken, &mut self.verdict);
+        }
+        self.judge_a_task_leaving(event);
+        let before = self.state.task.map(|t| t.pid);
+        self.state.apply(event);
+        if self.state.task.map(|t| t.pid) != before || matches!(event.kind, Kind::Switch(_)) {
+            self.current_since = Some(event.time);
+        }
+        Step::Taken
+    }
+
+    /// Closes the account at the window's end: the spike, with its causes
+    /// largest first. `truncated`: the history did not reach back to the
+    /// due time.
+    pub fn finish(mut self, truncated: bool) -> Spike {
+        let end = self.end;
+        if end > self.at {
+            let owner = self.owner_of_quiet_time(!self.seen_in_window);
+            self.times.charge(owner, end - self.at);
+        }
+        // The task still on the CPU at the end of the window ran after the
+        // wake-up too: judged by the priority it was switched in with.
+        if let (Some((woken_at, prio)), Some(task)) = (self.woken, self.state.task) {
+            let ran_after_wake = ran_after_wake(self.current_since, woken_at, end);
+            self.verdict.judge(
+                &self.window,
+                prio,
+                (task.pid, task.prio, &task.comm),
+                ran_after_wake,
             );
-            book.charge(Owner::Nmi, event.time - nmi_from);
-            at = event.time;
-            seen_in_window = true;
         }
-        if event.time >= start {
-            note_wakeup_or_preemption(event, window, &mut woken, &mut verdict);
+        let mut causes = self.times.causes;
+        causes.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.name.cmp(&b.name)));
+        let mut spike = Spike {
+            cpu: self.window.cpu,
+            expected_ns: self.window.expected_ns,
+            actual_ns: self.window.actual_ns,
+            latency_ns: end - self.start,
+            woken_after_ns: self.woken.map(|(t, _)| t - self.start),
+            causes,
+            idle_ns: self.times.idle_ns,
+            unexplained_ns: self.times.unknown_ns,
+            measured_ns: self.times.measured_ns,
+            preempted_by: self.verdict.preempted_by,
+            rt_throttling: self.verdict.rt_throttling,
+            window_truncated: truncated,
+            events_omitted: self.omitted,
+            events: self.shown.into(),
+            ..Spike::default()
+        };
+        spike.summary = summary(&spike);
+        spike
+    }
+
+    /// Keeps `event` among those shown with the spike (the latest
+    /// `MAX_EVENTS_PER_SPIKE`; the earlier are counted).
+    fn show(&mut self, event: &TraceEvent) {
+        if self.shown.len() == MAX_EVENTS_PER_SPIKE {
+            self.shown.pop_front();
+            self.omitted += 1;
         }
-        // A task that ran after the measured task was woken is judged when
-        // it leaves the CPU, by the priority it leaves with: its priority
-        // at its switch-in may be stale (a task that changed its own policy
-        // while running keeps the old one in the trace until it leaves).
-        if let (Some((woken_at, prio)), Kind::Switch(s)) = (woken, event.kind)
+        self.shown.push_back(describe(event, self.start));
+    }
+
+    /// Charges the time from `at` to `event` (inside the window) to whoever
+    /// held the CPU in it.
+    fn charge_until(&mut self, event: &TraceEvent) {
+        // An NMI handler's event comes at its end: back to its start the
+        // CPU was in the NMI (nothing else is traced inside one).
+        let nmi_from = match event.kind {
+            Kind::Nmi { delta_ns, .. } => event.time.saturating_sub(delta_ns).max(self.at),
+            _ => event.time,
+        };
+        let owner = self.owner_of_quiet_time(!self.seen_in_window);
+        self.times.charge(owner, nmi_from - self.at);
+        self.times.charge(Owner::Nmi, event.time - nmi_from);
+        self.at = event.time;
+        self.seen_in_window = true;
+    }
+
+    /// Who gets the time since the last event (see `unexplained`).
+    fn owner_of_quiet_time(&self, quiet_since_due: bool) -> Owner {
+        unexplained(
+            owner(&self.state, self.window.measured),
+            self.window.wait,
+            quiet_since_due,
+        )
+    }
+
+    /// A task that ran after the measured task was woken is judged when it
+    /// leaves the CPU, by the priority it leaves with: its priority at its
+    /// switch-in may be stale (a task that changed its own policy while
+    /// running keeps the old one in the trace until it leaves).
+    fn judge_a_task_leaving(&mut self, event: &TraceEvent) {
+        if let (Some((woken_at, prio)), Kind::Switch(s)) = (self.woken, event.kind)
             && event.time > woken_at
         {
-            let ran_after_wake = after_wake(current_since, woken_at, event.time);
-            verdict.judge(
-                window,
+            let ran_after_wake = ran_after_wake(self.current_since, woken_at, event.time);
+            self.verdict.judge(
+                &self.window,
                 prio,
                 (s.prev_pid, s.prev_prio, &s.prev_comm),
                 ran_after_wake,
             );
         }
-        let before = state.task.map(|t| t.pid);
-        state.apply(event);
-        if state.task.map(|t| t.pid) != before || matches!(event.kind, Kind::Switch(_)) {
-            current_since = Some(event.time);
-        }
     }
-    if end > at {
-        book.charge(
-            unexplained(owner(&state, window.measured), window.wait, !seen_in_window),
-            end - at,
-        );
-    }
-    // The task still on the CPU at the end of the window ran after the
-    // wake-up too: judged by the priority it was switched in with.
-    if let (Some((woken_at, prio)), Some(task)) = (woken, state.task) {
-        let ran_after_wake = after_wake(current_since, woken_at, end);
-        verdict.judge(
-            window,
-            prio,
-            (task.pid, task.prio, &task.comm),
-            ran_after_wake,
-        );
-    }
-    let mut causes = book.causes;
-    causes.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.name.cmp(&b.name)));
-    let mut spike = Spike {
-        cpu: window.cpu,
-        expected_ns: window.expected_ns,
-        actual_ns: window.actual_ns,
-        latency_ns: end - start,
-        woken_after_ns: woken.map(|(t, _)| t - start),
-        causes,
-        idle_ns: book.idle_ns,
-        unexplained_ns: book.unknown_ns,
-        measured_ns: book.measured_ns,
-        preempted_by: verdict.preempted_by,
-        rt_throttling: verdict.rt_throttling,
-        window_truncated: truncated,
-        events_omitted: omitted,
-        events: shown.into(),
-        ..Spike::default()
-    };
-    spike.summary = summary(&spike);
-    spike
+}
+
+/// Whether the task on the CPU at `time`, there since `since`, counts as
+/// running after the wake-up at `woken_at` (see the module doc on
+/// throttling).
+fn ran_after_wake(since: Option<u64>, woken_at: u64, time: u64) -> bool {
+    since.is_some_and(|t| t > woken_at) || time.saturating_sub(woken_at) > THROTTLE_GRACE_NS
 }
 
 /// At or after the due time: the measured task's wake-up onto the window's
@@ -463,7 +552,7 @@ fn owner(state: &CpuState, measured: &[i32]) -> Owner {
 
 /// Time per owner within the window.
 #[derive(Default)]
-struct Book {
+struct TimePerOwner {
     causes: Vec<Cause>,
     idle_ns: u64,
     unknown_ns: u64,
@@ -473,7 +562,7 @@ struct Book {
     tracer: i32,
 }
 
-impl Book {
+impl TimePerOwner {
     fn charge(&mut self, owner: Owner, ns: u64) {
         if ns == 0 {
             return;
@@ -1214,5 +1303,211 @@ mod tests {
         // A switch closes whatever was left open (its exits were lost).
         state.apply(&switch(1, (0, 120, "swapper/1", 0), (9, 19, "x")));
         assert!(state.contexts.is_empty());
+    }
+
+    // ---- The stepper, event by event: each transition of the account.
+
+    fn stepper(expected: u64, actual: u64) -> Attribution<'static> {
+        Attribution::new(&CpuState::default(), &window(expected, actual))
+    }
+
+    /// The causes charged so far, by name, in the order first charged.
+    fn charged(a: &Attribution<'_>) -> Vec<(String, u64)> {
+        a.times
+            .causes
+            .iter()
+            .map(|c| (c.name.clone(), c.ns))
+            .collect()
+    }
+
+    fn hog_runs(a: &mut Attribution<'_>, time: u64) {
+        a.step(&switch(time, (0, 120, "swapper/1", 0), (9, 120, "hog")));
+    }
+
+    const HOG: &str = "hog (pid 9)";
+
+    fn virtio_entry(time: u64) -> TraceEvent {
+        ev(
+            time,
+            Kind::IrqEntry {
+                irq: 24,
+                name: irq_name("virtio0-input"),
+            },
+        )
+    }
+
+    #[test]
+    fn a_switch_before_the_window_only_says_who_runs() {
+        let mut a = stepper(1_000 * US, 2_000 * US);
+        hog_runs(&mut a, 100 * US);
+        assert_eq!(a.state.task.map(|t| t.pid), Some(9));
+        assert_eq!(a.current_since, Some(100 * US));
+        // Further than MARGIN_BEFORE_NS before the due time: not shown.
+        assert!(a.shown.is_empty());
+        assert_eq!((a.at, charged(&a)), (1_000 * US, vec![]));
+        hog_runs(&mut a, 900 * US);
+        assert_eq!(a.shown.len(), 1);
+        assert_eq!(a.shown[0].at_ns, -100_000);
+    }
+
+    #[test]
+    fn an_irq_entry_charges_the_task_and_its_exit_charges_the_irq() {
+        let mut a = stepper(1_000 * US, 2_000 * US);
+        hog_runs(&mut a, 900 * US);
+        assert_eq!(a.step(&virtio_entry(1_100 * US)), Step::Taken);
+        assert_eq!(charged(&a), [(HOG.into(), 100 * US)]);
+        assert_eq!(a.state.contexts.len(), 1);
+        a.step(&ev(1_400 * US, Kind::IrqExit { irq: 24 }));
+        assert_eq!(
+            charged(&a),
+            [
+                (HOG.into(), 100 * US),
+                ("24 virtio0-input".into(), 300 * US)
+            ]
+        );
+        assert!(a.state.contexts.is_empty());
+        // Back to the task: a second stint of the same cause.
+        assert_eq!(
+            a.finish(false).causes,
+            [
+                cause("task", HOG, 700 * US, 2),
+                cause("irq", "24 virtio0-input", 300 * US, 1)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_softirq_nested_in_an_irq_takes_the_time_from_it() {
+        let mut a = stepper(1_000 * US, 2_000 * US);
+        hog_runs(&mut a, 900 * US);
+        a.step(&virtio_entry(1_100 * US));
+        a.step(&ev(1_200 * US, Kind::SoftirqEntry { vec: 3 }));
+        assert_eq!(a.state.contexts.len(), 2);
+        a.step(&ev(1_500 * US, Kind::SoftirqExit { vec: 3 }));
+        assert_eq!(
+            charged(&a)[2],
+            (softirq_name(3), 300 * US),
+            "the innermost context gets its time"
+        );
+        a.step(&ev(1_600 * US, Kind::IrqExit { irq: 24 }));
+        let spike = a.finish(false);
+        assert_eq!(
+            spike.causes,
+            [
+                cause("task", HOG, 500 * US, 2),
+                cause("softirq", &softirq_name(3), 300 * US, 1),
+                cause("irq", "24 virtio0-input", 200 * US, 2)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_task_switch_moves_the_charge_to_the_next_task() {
+        let mut a = stepper(1_000 * US, 2_000 * US);
+        hog_runs(&mut a, 900 * US);
+        a.step(&switch(1_500 * US, (9, 120, "hog", 1), (10, 120, "other")));
+        assert_eq!(a.state.task.map(|t| t.pid), Some(10));
+        assert_eq!(a.current_since, Some(1_500 * US));
+        assert_eq!(charged(&a), [(HOG.into(), 500 * US)]);
+        let spike = a.finish(false);
+        assert_eq!(
+            spike.causes[1],
+            cause("task", "other (pid 10)", 500 * US, 1)
+        );
+    }
+
+    #[test]
+    fn a_wakeup_then_a_higher_priority_task_leaving_is_preemption() {
+        let mut a = stepper(1_000 * US, 2_000 * US);
+        a.step(&switch(900 * US, (0, 120, "swapper/1", 0), (9, 19, "hog")));
+        a.step(&wakeup(1_200 * US, 49));
+        assert_eq!(a.woken, Some((1_200 * US, 49)));
+        assert_eq!(a.verdict.preempted_by, None);
+        a.step(&switch(
+            1_900 * US,
+            (9, 19, "hog", 1),
+            (ME, 49, "sampling-1"),
+        ));
+        assert_eq!(
+            a.verdict.preempted_by.as_deref(),
+            Some("hog (pid 9, prio 19)")
+        );
+        let spike = a.finish(false);
+        assert_eq!(spike.woken_after_ns, Some(200 * US));
+        assert_eq!(spike.measured_ns, 100 * US);
+    }
+
+    #[test]
+    fn the_window_edges_bound_the_account() {
+        let mut a = stepper(1_000 * US, 2_000 * US);
+        hog_runs(&mut a, 900 * US);
+        // At the due time: shown, its wake-up noted, no time to charge yet.
+        a.step(&wakeup(1_000 * US, 49));
+        assert_eq!((a.at, charged(&a)), (1_000 * US, vec![]));
+        assert_eq!(a.woken, Some((1_000 * US, 49)));
+        // At the end: still taken.
+        assert_eq!(a.step(&virtio_entry(2_000 * US)), Step::Taken);
+        assert_eq!(charged(&a), [(HOG.into(), 1_000 * US)]);
+        // After it: neither this event nor any later one counts.
+        assert_eq!(
+            a.step(&ev(2_001 * US, Kind::IrqExit { irq: 24 })),
+            Step::PastTheWindow
+        );
+        assert_eq!(a.step(&virtio_entry(2_002 * US)), Step::PastTheWindow);
+        assert_eq!(a.shown.len(), 3);
+        let spike = a.finish(false);
+        assert_eq!(spike.latency_ns, 1_000 * US);
+        assert_eq!(spike.causes, [cause("task", HOG, 1_000 * US, 1)]);
+    }
+
+    #[test]
+    fn an_irq_still_open_at_the_end_gets_the_rest_of_the_window() {
+        let mut a = stepper(1_000 * US, 2_000 * US);
+        hog_runs(&mut a, 900 * US);
+        a.step(&virtio_entry(1_800 * US));
+        let spike = a.finish(true);
+        assert_eq!(
+            spike.causes,
+            [
+                cause("task", HOG, 800 * US, 1),
+                cause("irq", "24 virtio0-input", 200 * US, 1)
+            ]
+        );
+        assert!(spike.window_truncated);
+    }
+
+    #[test]
+    fn an_nmi_event_charges_back_to_the_start_of_its_handler() {
+        let mut a = stepper(1_000 * US, 2_000 * US);
+        hog_runs(&mut a, 900 * US);
+        a.step(&ev(
+            1_300 * US,
+            Kind::Nmi {
+                delta_ns: 50 * US,
+                handled: 1,
+            },
+        ));
+        assert_eq!(
+            charged(&a),
+            [(HOG.into(), 250 * US), (NMI_NAME.into(), 50 * US)]
+        );
+    }
+
+    #[test]
+    fn a_window_without_events_is_time_the_trace_cannot_place() {
+        let spike = stepper(1_000 * US, 1_300 * US).finish(false);
+        assert_eq!(spike.unexplained_ns, 300 * US);
+        assert!(spike.causes.is_empty());
+        assert_eq!(spike.woken_after_ns, None);
+    }
+
+    #[test]
+    fn stepping_gives_what_attributing_the_whole_history_gives() {
+        let events = provoked();
+        let mut a = stepper(1_000 * US, 4_000 * US);
+        for event in &events {
+            a.step(event);
+        }
+        assert_eq!(a.finish(false), run(&events, 1_000 * US, 4_000 * US));
     }
 }

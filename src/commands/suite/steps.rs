@@ -1,27 +1,20 @@
-//! `latscope suite`: the main job. Runs every available test briefly (the
-//! IPC primitives, the timer, the OS noise of one CPU, a log-disk writer)
-//! and prints one overview table of this machine's latencies.
+//! The suite's four steps: the IPC primitives, the timer, the noise of one
+//! CPU and a log-disk writer, each in its share of `--duration`.
 
-use crate::cli::SuiteArgs;
-use crate::ipc::PRIMITIVES;
-use crate::ipc::harness::{Mode, Tasks};
+use super::Suite;
 use crate::live::logdisk::ProgressLine as LogdiskProgressLine;
 use crate::live::noise::ProgressLine as NoiseProgressLine;
 use crate::live::timer::ProgressLine as TimerProgressLine;
-use crate::measure::ipc::{self as ipc_run, SequenceSpec};
+use crate::measure::ipc::{self as ipc_run, Mode, PRIMITIVES, SequenceSpec, Tasks};
 use crate::measure::{logdisk as logdisk_run, noise as noise_run, timer as timer_run};
-use crate::pipeline::{
-    self, CommandError, FinishedTest, Measurement, Plan, PrepareSpec, Presentation, Run,
-};
-use crate::report::EndReason;
-use crate::report::console::overview::SuiteOverview;
-use crate::rt::sched::{self, Policy};
+use crate::pipeline::{CommandError, FinishedTest, Run};
+use crate::rt::sched;
 use crate::settings::noise::NoiseSettings;
 use crate::settings::timer::TimerSettings;
-use crate::settings::{PairLayout, Placement, Timing, VerdictSettings};
+use crate::settings::{PairLayout, Placement, Timing};
 use crate::units::format_run_time;
-use crate::units::values::{DEFAULT_INTERVAL_US, DEFAULT_RT_PRIORITY};
-use std::time::{Duration, Instant};
+use crate::units::values::DEFAULT_INTERVAL_US;
+use std::time::Duration;
 
 /// Time the timer test needs besides measuring (threads, report).
 const TIMER_SETUP_RESERVE: Duration = Duration::from_millis(20);
@@ -33,102 +26,8 @@ const NOISE_AT_MOST: Duration = Duration::from_secs(1);
 /// out and removed).
 const LOGDISK_SETUP_RESERVE: Duration = Duration::from_millis(60);
 
-pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
-    let total = args.duration;
-    let verdict = VerdictSettings::from_args(&args.verdict)?;
-    // The whole command, checks included, ends within --duration.
-    let started = Instant::now();
-    let realtime = sched::can_use_realtime();
-    if !realtime {
-        crate::rt::stdio::note_line(&format!(
-            "latscope: note: real-time priority is not available to this user; measuring at normal priority ({})",
-            sched::RT_PRIVILEGE_FIX
-        ));
-    }
-    let (policy, priority) = if realtime {
-        (Policy::Fifo, DEFAULT_RT_PRIORITY as i32)
-    } else {
-        (Policy::Other, 0)
-    };
-    pipeline::run(&mut Suite {
-        total,
-        started,
-        policy,
-        priority,
-        verdict,
-        wide: args.wide,
-    })
-}
-
-struct Suite {
-    wide: bool,
-    total: Duration,
-    started: Instant,
-    policy: Policy,
-    priority: i32,
-    verdict: VerdictSettings,
-}
-
-impl Measurement for Suite {
-    fn plan(&self) -> Plan {
-        Plan {
-            // A failing mlockall is reported, not fatal: the overview runs
-            // for any user.
-            prepare: PrepareSpec {
-                lock_memory: true,
-                require_mlock: false,
-                hold_dma_latency: true,
-                loads: self.verdict.loads.clone(),
-                cpus: sched::allowed_cpus(),
-            },
-            fail_if: self.verdict.fail_if.clone(),
-            actions: self.verdict.actions.clone(),
-            breaks: None,
-            outputs: self.verdict.outputs.clone(),
-            presentation: Presentation::modern(Box::new(SuiteOverview { wide: self.wide })),
-        }
-    }
-
-    /// Every IPC primitive one-way, then the timer, then the OS noise of
-    /// one CPU, then a log-disk writer, each in one share of the time (the
-    /// noise at most a second); every output file is rewritten after each
-    /// test, so a crash of a later test leaves the earlier results.
-    fn measure(&mut self, run: &mut Run<'_>) -> Result<Vec<FinishedTest>, CommandError> {
-        let mut finished = self.measure_ipc(run)?;
-        if !interrupted(&finished) {
-            finished.push(self.measure_timer(run));
-            run.checkpoint(&finished);
-        }
-        if !interrupted(&finished) {
-            finished.push(self.measure_noise(run));
-            run.checkpoint(&finished);
-        }
-        if !interrupted(&finished) {
-            self.measure_logdisk(run, &mut finished);
-        }
-        if interrupted(&finished) {
-            let not_run = not_run(&finished);
-            if !not_run.is_empty() {
-                run.warn(format!(
-                    "interrupted: not run: {} (the table shows the tests that ran)",
-                    not_run.join(", ")
-                ));
-            }
-        }
-        Ok(finished)
-    }
-}
-
 impl Suite {
-    /// The time left, less `reserve`, but at least 10 ms.
-    fn left(&self, reserve: Duration) -> Duration {
-        self.total
-            .saturating_sub(self.started.elapsed())
-            .saturating_sub(reserve)
-            .max(Duration::from_millis(10))
-    }
-
-    fn measure_ipc(&self, run: &mut Run<'_>) -> Result<Vec<FinishedTest>, CommandError> {
+    pub(super) fn measure_ipc(&self, run: &mut Run<'_>) -> Result<Vec<FinishedTest>, CommandError> {
         // One pinned pair per usable CPU, all at the same priority (-S).
         let layout = PairLayout {
             count: sched::allowed_cpus().len() as u64,
@@ -169,7 +68,7 @@ impl Suite {
         ))
     }
 
-    fn measure_timer(&self, run: &mut Run<'_>) -> FinishedTest {
+    pub(super) fn measure_timer(&self, run: &mut Run<'_>) -> FinishedTest {
         let left = self.left(TIMER_SETUP_RESERVE + NOISE_SETUP_RESERVE + LOGDISK_SETUP_RESERVE) / 3;
         let left = left.max(Duration::from_millis(10));
         let mut settings = TimerSettings::for_suite(self.policy, self.priority, left);
@@ -196,7 +95,7 @@ impl Suite {
 
     /// The noise of one CPU (the last usable one) at SCHED_OTHER: what the
     /// system takes from a task that never sleeps.
-    fn measure_noise(&self, run: &mut Run<'_>) -> FinishedTest {
+    pub(super) fn measure_noise(&self, run: &mut Run<'_>) -> FinishedTest {
         let left = (self.left(NOISE_SETUP_RESERVE + LOGDISK_SETUP_RESERVE) / 2)
             .clamp(Duration::from_millis(10), NOISE_AT_MOST);
         let mut settings = NoiseSettings::for_suite(left);
@@ -225,7 +124,7 @@ impl Suite {
         done
     }
 
-    fn measure_logdisk(&self, run: &mut Run<'_>, finished: &mut Vec<FinishedTest>) {
+    pub(super) fn measure_logdisk(&self, run: &mut Run<'_>, finished: &mut Vec<FinishedTest>) {
         let left = self.left(LOGDISK_SETUP_RESERVE);
         if !self.verdict.quiet {
             crate::rt::stdio::note_line(&format!(
@@ -244,25 +143,4 @@ impl Suite {
             }
         }
     }
-}
-
-/// The suite's tests, in the order it runs them.
-fn suite_tests() -> impl Iterator<Item = &'static str> {
-    PRIMITIVES
-        .iter()
-        .copied()
-        .chain(["timer", "noise", "logdisk"])
-}
-
-/// The suite's tests that an interrupt left out, in their order.
-fn not_run(finished: &[FinishedTest]) -> Vec<&'static str> {
-    suite_tests()
-        .filter(|name| !finished.iter().any(|t| t.result.test == *name))
-        .collect()
-}
-
-fn interrupted(finished: &[FinishedTest]) -> bool {
-    finished
-        .last()
-        .is_some_and(|t| t.result.end_reason == EndReason::Interrupted)
 }

@@ -1,73 +1,25 @@
-//! `latscope completions` and `latscope manpages`: the files a package
-//! installs besides the binary. Both are generated from the clap definitions
-//! the binary parses its arguments with, so they cannot drift from it.
+//! The man pages of the compatibility names (`pmqtest`, `cyclictest`,
+//! ...): each the page of the subcommand it runs, under its own name.
 
+use super::write_page;
 use crate::cli::{
-    COMPAT_NAMES, CYCLICDEADLINE_COMPAT, CYCLICTEST_COMPAT, Cli, CompatName, CompletionsArgs,
-    Dialect, ManpagesArgs, OSLAT_COMPAT, SIGNALTEST_COMPAT,
+    CYCLICDEADLINE_COMPAT, CYCLICTEST_COMPAT, CompatName, Dialect, OSLAT_COMPAT, SIGNALTEST_COMPAT,
 };
-use crate::pipeline::{CommandError, EXIT_OK, write_with};
-use crate::settings::{OutputTarget, UsageError};
-use clap::CommandFactory;
+use crate::pipeline::CommandError;
 use std::path::Path;
 
-pub fn completions(args: &CompletionsArgs) -> Result<i32, CommandError> {
-    let mut cli = without_hidden_subcommands(Cli::command());
-    let mut script = Vec::new();
-    clap_complete::generate(args.shell, &mut cli, "latscope", &mut script);
-    write_with(&OutputTarget::Stdout, &mut |out| out.write_all(&script))
-        .map_err(CommandError::Runtime)?;
-    Ok(EXIT_OK)
-}
-
-/// The command line with its visible subcommands only: clap_complete would
-/// offer hidden ones (`manpages`) too, and clap cannot remove a subcommand,
-/// so the top level is made again around the visible ones (it has no options
-/// of its own but --help and --version).
-fn without_hidden_subcommands(cli: clap::Command) -> clap::Command {
-    let visible: Vec<clap::Command> = cli
-        .get_subcommands()
-        .filter(|s| !s.is_hide_set())
-        .cloned()
-        .collect();
-    clap::Command::new("latscope")
-        .version(env!("CARGO_PKG_VERSION"))
-        .subcommands(visible)
-}
-
-/// Writes `latscope.1` and `latscope-SUBCOMMAND.1` for every visible
-/// subcommand into `DIR/man1/`, and one page per compatibility name into
-/// `DIR/compat/man1/` (kept apart: installed in /usr/share/man, `pmqtest.1`
-/// would come before rt-tests' `pmqtest.8` for `man pmqtest`).
-pub fn manpages(args: &ManpagesArgs) -> Result<i32, CommandError> {
-    let latscope_dir = args.out.join("man1");
-    let compat_dir = args.out.join("compat").join("man1");
-    for dir in [&latscope_dir, &compat_dir] {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            UsageError(format!(
-                "--out: could not create {}: {e}; give a directory you can write to",
-                dir.display()
-            ))
-        })?;
+/// Writes the page of compatibility name `compat` into `dir`.
+pub(super) fn write(
+    dir: &Path,
+    cli: &clap::Command,
+    compat: &CompatName,
+) -> Result<(), CommandError> {
+    if compat.dialect == Dialect::Getopt {
+        return write_getopt_page(dir, cli, compat.name);
     }
-    let mut cli = Cli::command().disable_help_subcommand(true);
-    // Gives every subcommand its full name (display name "latscope-mq",
-    // usage "latscope mq"), as the pages show them.
-    cli.build();
-    write_page(&latscope_dir, cli.clone(), &[])?;
-    for sub in cli.get_subcommands().filter(|s| !s.is_hide_set()) {
-        write_page(&latscope_dir, sub.clone(), &["latscope"])?;
-    }
-    for compat in &COMPAT_NAMES {
-        if compat.dialect == Dialect::Getopt {
-            write_getopt_page(&compat_dir, &cli, compat.name)?;
-            continue;
-        }
-        let (page, see_also) = compat_page(&cli, compat)?;
-        let see_also: Vec<&str> = see_also.iter().map(String::as_str).collect();
-        write_page(&compat_dir, page, &see_also)?;
-    }
-    Ok(EXIT_OK)
+    let (page, see_also) = compat_page(cli, compat)?;
+    let see_also: Vec<&str> = see_also.iter().map(String::as_str).collect();
+    write_page(dir, page, &see_also)
 }
 
 /// The usage a getopt tool prints for `--help`.
@@ -191,30 +143,4 @@ fn compat_long_about(name: &str, runs: &str, about: &str, takes: &str) -> String
          The original tool's own manual page, where it is installed, stays reachable \
          with `man -a {name}`."
     )
-}
-
-/// Renders one page to `dir/NAME.1`, with a SEE ALSO section naming the
-/// section-1 pages in `see_also`.
-fn write_page(dir: &Path, page: clap::Command, see_also: &[&str]) -> Result<(), CommandError> {
-    let title = page
-        .get_display_name()
-        .unwrap_or_else(|| page.get_name())
-        .to_uppercase();
-    let man = clap_mangen::Man::new(page)
-        .title(title)
-        .source(format!("latscope {}", env!("CARGO_PKG_VERSION")))
-        .manual("latscope manual");
-    let path = dir.join(man.get_filename());
-    write_with(&OutputTarget::File(path), &mut |out| {
-        man.render(out)?;
-        if !see_also.is_empty() {
-            let names: Vec<String> = see_also
-                .iter()
-                .map(|n| format!("\\fB{}\\fR(1)", n.replace('-', "\\-")))
-                .collect();
-            writeln!(out, ".SH \"SEE ALSO\"\n{}", names.join(", "))?;
-        }
-        Ok(())
-    })
-    .map_err(CommandError::Runtime)
 }
