@@ -5,12 +5,16 @@
 //! kernel per event. Only for a spike does the collector thread (normal
 //! priority, off the measured CPUs when it can) copy that CPU's window out
 //! of the map with plain loads, decode it into `TraceEvent`s and attribute
-//! it with `spikes::attribution`, as the tracefs collector does.
+//! it with `spikes::attribution`, as the tracefs collector does
+//! (`spikes::flight`).
 
 pub mod decode;
 pub mod layout;
+pub mod load;
 pub mod program;
-pub mod run;
+
+#[cfg(test)]
+mod tests_live;
 
 /// The oldest kernel whose verifier takes the atomic fetch-and-add that
 /// reserves a record (`BPF_FETCH`, Linux 5.12).

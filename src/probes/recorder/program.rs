@@ -21,8 +21,9 @@
 //! and the CPU's current task into the header.
 
 use super::layout::{INTERRUPTED_NS, Kind, NAME_SHIFT, RECORD_SIZE, Region, header, name, record};
+use crate::probes::ProbeError;
 use crate::rt::bpf::btf::{self, Btf};
-use crate::rt::bpf::{Alu, Asm, Cond, Helper, Insn, Label, Map, Reg, Size};
+use crate::rt::bpf::{Alu, Asm, Code, Cond, Helper, Insn, Label, Reg, Size};
 use crate::rt::tracefs::events::{NmiFields, Switch, SwitchFields, WakeupFields, vector_event};
 use crate::rt::tracefs::format::{EventFormat, Field};
 
@@ -130,15 +131,21 @@ fn vector_recipe(name: &str) -> Option<Recipe> {
     })
 }
 
-fn no_program(event: &str) -> String {
-    format!("the recorder has no program for {event}")
+/// The name the recorder's errors give the family.
+const FAMILY: &str = "recorder";
+
+fn no_program(event: &str) -> ProbeError {
+    ProbeError::NoProgram {
+        event: event.to_string(),
+        family: FAMILY,
+    }
 }
 
 impl Recipe {
     /// The recipe for the classic tracepoint whose record `format`
     /// describes (see `events::ACTIVITY`, `VECTOR_EVENTS` and `NMI`),
     /// recording wake-ups of `tids` only.
-    pub fn of(format: &EventFormat, tids: &[i32]) -> Result<Recipe, String> {
+    pub fn of(format: &EventFormat, tids: &[i32]) -> Result<Recipe, ProbeError> {
         let name = format.name.as_str();
         if let Some((_, kind, field)) = OPERANDS.iter().find(|(event, ..)| *event == name) {
             return Ok(Recipe::Operand {
@@ -185,85 +192,133 @@ impl Recipe {
     /// of the tasks they point to, at their BTF offsets. An error where the
     /// prototype is not the one the recipe assumes (the caller then uses
     /// the classic tracepoint).
-    pub fn of_arguments(btf: &Btf, event: &str, tids: &[i32]) -> Result<Recipe, String> {
-        let (_, args) = btf.tracepoint(event)?;
-        let unexpected =
-            || format!("the tracepoint {event} has arguments the recorder does not expect");
-        // Argument `i`, checked to be an integer of at most 8 bytes.
-        let int_arg = |i: usize| -> Result<usize, String> {
-            match args.get(i).and_then(|&t| btf.size_of(t).ok()) {
-                Some(1..=8) => Ok(i),
-                _ => Err(unexpected()),
-            }
-        };
-        let task = btf.find("task_struct", btf::Kind::Struct)?;
-        let task_at = |i: usize| -> Result<usize, String> {
-            match args.get(i).map(|&a| btf.pointee(a)) {
-                Some(Ok(t)) if btf.resolve(t).ok() == Some(task) => Ok(i),
-                _ => Err(unexpected()),
-            }
-        };
-        let member = |arg: usize, paths: &[&str]| -> Result<Value, String> {
-            let mut last = String::new();
-            for path in paths {
-                match btf.member("task_struct", path) {
-                    Ok(m) => {
-                        return Ok(Value::Member {
-                            arg,
-                            offset: m.offset as usize,
-                            size: m.size as usize,
-                        });
-                    }
-                    Err(why) => last = why,
-                }
-            }
-            Err(last)
-        };
-        let task_values = |arg: usize| -> Result<TaskValues, String> {
-            Ok(TaskValues {
-                pid: member(arg, &["pid"])?,
-                prio: member(arg, &["prio"])?,
-                comm: member(arg, &["comm"])?,
-            })
-        };
+    pub fn of_arguments(btf: &Btf, event: &str, tids: &[i32]) -> Result<Recipe, ProbeError> {
+        check_prototype(btf, event)?;
+        Recipe::typed(event, &TaskMembers::read(btf)?, tids)
+    }
+
+    /// The recipe of a BTF-typed program on `event` whose prototype is the
+    /// one assumed (`check_prototype`), its tasks' members at `members`.
+    pub fn typed(event: &str, members: &TaskMembers, tids: &[i32]) -> Result<Recipe, ProbeError> {
         if let Some((_, kind, _)) = OPERANDS.iter().find(|(e, ..)| *e == event) {
             return Ok(Recipe::Operand {
                 kind: *kind,
-                value: Value::Arg(int_arg(0)?),
+                value: Value::Arg(0),
             });
         }
         Ok(match event {
             // (bool preempt, prev, next, unsigned int prev_state): Linux
             // 5.18 added the state; before it the kernel read it itself.
-            "sched_switch" if args.len() == 4 => Recipe::Switch {
-                prev: task_values(task_at(1)?)?,
-                next: task_values(task_at(2)?)?,
+            "sched_switch" => Recipe::Switch {
+                prev: members.task(1),
+                next: members.task(2),
                 state: SwitchState::Arguments {
-                    preempt: int_arg(0)?,
-                    state: int_arg(3)?,
-                    exit_state: member(1, &["exit_state"])?,
+                    preempt: 0,
+                    state: 3,
+                    exit_state: TaskMembers::at(1, members.exit_state, "exit_state")?,
                 },
             },
-            "sched_switch" => return Err(unexpected()),
-            "sched_wakeup" => {
-                let p = task_at(0)?;
-                Recipe::Wakeup {
-                    pid: member(p, &["pid"])?,
-                    prio: member(p, &["prio"])?,
-                    // task_cpu(): in thread_info since Linux 5.16, in the
-                    // task itself from 5.3 to 5.15.
-                    target_cpu: member(p, &["thread_info.cpu", "cpu"])?,
-                    tids: tids.to_vec(),
-                }
-            }
+            "sched_wakeup" => Recipe::Wakeup {
+                pid: TaskMembers::at(0, Some(members.pid), "pid")?,
+                prio: TaskMembers::at(0, Some(members.prio), "prio")?,
+                target_cpu: TaskMembers::at(0, members.cpu, "cpu")?,
+                tids: tids.to_vec(),
+            },
             // (void *handler, s64 delta_ns, int handled)
-            "nmi_handler" if args.len() == 3 => Recipe::Nmi {
-                delta_ns: Value::Arg(int_arg(1)?),
-                handled: Value::Arg(int_arg(2)?),
+            "nmi_handler" => Recipe::Nmi {
+                delta_ns: Value::Arg(1),
+                handled: Value::Arg(2),
             },
             other => vector_recipe(other).ok_or_else(|| no_program(other))?,
         })
     }
+}
+
+/// A member of `task_struct`: (offset, size) in bytes, from BTF.
+pub type TaskMember = (usize, usize);
+
+/// The members of `task_struct` the typed programs read.
+#[derive(Debug, Clone, Copy)]
+pub struct TaskMembers {
+    pub pid: TaskMember,
+    pub prio: TaskMember,
+    pub comm: TaskMember,
+    /// Only the switch's program reads it.
+    pub exit_state: Option<TaskMember>,
+    /// `task_cpu()`: only the wake-up's program reads it.
+    pub cpu: Option<TaskMember>,
+}
+
+impl TaskMembers {
+    /// Where this kernel's BTF puts them.
+    pub fn read(btf: &Btf) -> Result<TaskMembers, ProbeError> {
+        let member = |paths: &[&str]| -> Result<TaskMember, ProbeError> {
+            let mut last = ProbeError::Kernel(String::new());
+            for path in paths {
+                match btf.member("task_struct", path) {
+                    Ok(m) => return Ok((m.offset as usize, m.size as usize)),
+                    Err(why) => last = ProbeError::kernel(why),
+                }
+            }
+            Err(last)
+        };
+        Ok(TaskMembers {
+            pid: member(&["pid"])?,
+            prio: member(&["prio"])?,
+            comm: member(&["comm"])?,
+            exit_state: member(&["exit_state"]).ok(),
+            // In thread_info since Linux 5.16, in the task itself from 5.3
+            // to 5.15.
+            cpu: member(&["thread_info.cpu", "cpu"]).ok(),
+        })
+    }
+
+    /// The member `name` of the task argument `arg` points to.
+    fn at(arg: usize, member: Option<TaskMember>, name: &str) -> Result<Value, ProbeError> {
+        let (offset, size) = member.ok_or_else(|| {
+            ProbeError::Kernel(format!("struct task_struct has no member '{name}'"))
+        })?;
+        Ok(Value::Member { arg, offset, size })
+    }
+
+    /// The pid, priority and name of the task argument `arg` points to.
+    fn task(&self, arg: usize) -> TaskValues {
+        let value = |(offset, size): TaskMember| Value::Member { arg, offset, size };
+        TaskValues {
+            pid: value(self.pid),
+            prio: value(self.prio),
+            comm: value(self.comm),
+        }
+    }
+}
+
+/// Checks that `event`'s prototype is the one `Recipe::typed` assumes: an
+/// integer of at most 8 bytes or a `task_struct` pointer where it reads
+/// one.
+fn check_prototype(btf: &Btf, event: &str) -> Result<(), ProbeError> {
+    let (_, args) = btf.tracepoint(event)?;
+    let unexpected = || ProbeError::Arguments {
+        event: event.to_string(),
+        family: FAMILY,
+    };
+    let task = btf.find("task_struct", btf::Kind::Struct)?;
+    let is_int = |i: usize| matches!(args.get(i).and_then(|&t| btf.size_of(t).ok()), Some(1..=8));
+    let is_task = |i: usize| matches!(args.get(i).map(|&a| btf.pointee(a)), Some(Ok(t)) if btf.resolve(t).ok() == Some(task));
+    let fits = if OPERANDS.iter().any(|(e, ..)| *e == event) {
+        is_int(0)
+    } else {
+        match event {
+            "sched_switch" => args.len() == 4 && is_int(0) && is_task(1) && is_task(2) && is_int(3),
+            "sched_wakeup" => is_task(0),
+            "nmi_handler" => args.len() == 3 && is_int(1) && is_int(2),
+            other => {
+                return vector_recipe(other)
+                    .map(|_| ())
+                    .ok_or_else(|| no_program(other));
+            }
+        }
+    };
+    if fits { Ok(()) } else { Err(unexpected()) }
 }
 
 /// Scratch register of `load`: the structure pointer of a `Value::Member`.
@@ -273,7 +328,7 @@ const POINTER: Reg = Reg::R5;
 /// `POINTER`). A record's field or a member is loaded where it starts
 /// (little-endian: the low bytes of a wider one), aligned as the kernel
 /// requires.
-fn load(asm: &mut Asm, dst: Reg, value: &Value) -> Result<(), String> {
+fn load(asm: &mut Asm, dst: Reg, value: &Value) -> Result<(), ProbeError> {
     let (base, offset, size, name) = match value {
         Value::Field(field) => (CTX, field.offset, field.size, field.name.as_str()),
         Value::Arg(n) => {
@@ -289,11 +344,19 @@ fn load(asm: &mut Asm, dst: Reg, value: &Value) -> Result<(), String> {
         1 => Size::B,
         2 => Size::H,
         _ if size >= 4 => Size::W,
-        n => return Err(format!("field {name} has size {n}")),
+        n => {
+            return Err(ProbeError::Field {
+                field: name.to_string(),
+                problem: format!("has size {n}"),
+            });
+        }
     };
     let bytes = size.min(4);
     if !offset.is_multiple_of(bytes) || offset > i16::MAX as usize {
-        return Err(format!("field {name} is not aligned"));
+        return Err(ProbeError::Field {
+            field: name.to_string(),
+            problem: "is not aligned".to_string(),
+        });
     }
     asm.push(Insn::ldx(width, dst, base, offset as i16));
     Ok(())
@@ -308,14 +371,14 @@ fn at_record(field: usize) -> i16 {
 /// Copies the 16-byte name `comm` (a record's field or a task's member) to
 /// `offset` from `dst`, in the widest loads its alignment allows (clobbers
 /// R1 and `POINTER`).
-fn copy_comm(asm: &mut Asm, dst: Reg, offset: usize, comm: &Value) -> Result<(), String> {
+fn copy_comm(asm: &mut Asm, dst: Reg, offset: usize, comm: &Value) -> Result<(), ProbeError> {
     let (base, from) = match comm {
         Value::Field(field) => (CTX, field.offset),
         Value::Member { arg, offset, .. } => {
             asm.push(Insn::ldx(Size::DW, POINTER, CTX, (8 * arg) as i16));
             (POINTER, *offset)
         }
-        Value::Arg(_) => return Err("a task name is not an argument".to_string()),
+        Value::Arg(_) => return Err(ProbeError::Unsuited("a task name is not an argument")),
     };
     let width = [8usize, 4, 2, 1]
         .into_iter()
@@ -342,7 +405,7 @@ const TASK_UNINTERRUPTIBLE: i32 = 0x2;
 /// `POINTER`): preempted is `PREEMPTED`; else the highest reported state
 /// bit (`1 << (fls(state) - 1)`), idle and RT-lock waits mapped as the
 /// kernel maps them.
-fn switch_state(asm: &mut Asm, state: &SwitchState) -> Result<(), String> {
+fn switch_state(asm: &mut Asm, state: &SwitchState) -> Result<(), ProbeError> {
     let (preempt, raw, exit_state) = match state {
         SwitchState::Field(field) => return load(asm, Reg::R1, &Value::Field(field.clone())),
         SwitchState::Arguments {
@@ -352,6 +415,7 @@ fn switch_state(asm: &mut Asm, state: &SwitchState) -> Result<(), String> {
         } => (*preempt, *state, exit_state),
     };
     let done = asm.new_label();
+    asm.note("r1 = prev_state as __trace_sched_switch_state reports it");
     asm.push(Insn::ldx(Size::DW, Reg::R2, CTX, (8 * preempt) as i16))
         .push(Insn::alu64_imm(Alu::And, Reg::R2, 0xff))
         .push(Insn::mov64_imm(Reg::R1, Switch::PREEMPTED as i32))
@@ -369,6 +433,7 @@ fn switch_state(asm: &mut Asm, state: &SwitchState) -> Result<(), String> {
     load(asm, Reg::R1, exit_state)?;
     asm.push(Insn::alu64_reg(Alu::Or, Reg::R1, Reg::R2))
         .push(Insn::alu64_imm(Alu::And, Reg::R1, TASK_REPORT));
+    asm.note("r1 = its highest reported bit");
     // Keep the highest bit: tested from the top, the first set one wins
     // (none set: the task was running, 0 stays).
     let bits: Vec<(i32, Label)> = (0..7).rev().map(|b| (1i32 << b, asm.new_label())).collect();
@@ -405,7 +470,7 @@ fn record_switch(
     prev: &TaskValues,
     next: &TaskValues,
     state: &SwitchState,
-) -> Result<(), String> {
+) -> Result<(), ProbeError> {
     for (task, at) in [(prev, record::A), (next, record::B)] {
         load(asm, Reg::R1, &task.pid)?;
         asm.push(Insn::stx(Size::W, SLOT, at_record(at), Reg::R1));
@@ -455,7 +520,7 @@ fn record_switch(
 }
 
 /// The operands of `recipe`'s record (A to D), read where its values are.
-fn record_operands(asm: &mut Asm, recipe: &Recipe) -> Result<(), String> {
+fn record_operands(asm: &mut Asm, recipe: &Recipe) -> Result<(), ProbeError> {
     let operands = [record::A, record::B, record::C, record::D];
     match recipe {
         Recipe::Switch { prev, next, state } => record_switch(asm, prev, next, state)?,
@@ -486,7 +551,7 @@ fn record_operands(asm: &mut Asm, recipe: &Recipe) -> Result<(), String> {
 }
 
 /// The whole program of `recipe`, writing into `map` (regions of `region`).
-pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, String> {
+pub fn program(recipe: &Recipe, map_fd: i32, region: Region) -> Result<Code, ProbeError> {
     let mut asm = Asm::new();
     let out = asm.new_label();
     asm.push(Insn::mov64_reg(CTX, Reg::R1));
@@ -501,12 +566,14 @@ pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, 
         asm.bind(keep);
     }
     // This CPU's region, if it is traced.
-    asm.this_cpu_entry_or_return(map.fd())
+    asm.note("r7 = this CPU's region, or return")
+        .this_cpu_entry_or_return(map_fd)
         .push(Insn::mov64_reg(REGION, Reg::R0))
         .push(Insn::ldx(Size::DW, Reg::R1, REGION, ENABLED as i16))
         .jump_if(Cond::Eq, Reg::R1, 0, out);
     asm.push(Insn::call(Helper::KtimeGetNs))
         .push(Insn::mov64_reg(TIME, Reg::R0));
+    asm.note("reserve record i: r1 = i, head = i + 1, commit word i + 1 on the stack");
     // Reserve record i: R1 = i, head = i + 1, atomically (a program that
     // interrupts this one reserves i + 1). Its commit word is kept on the
     // stack for the end.
@@ -519,6 +586,7 @@ pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, 
         .push(Insn::mov64_reg(Reg::R2, Reg::R1))
         .push(Insn::alu64_imm(Alu::Add, Reg::R2, 1))
         .push(Insn::stx(Size::DW, Reg::R10, COMMIT_ON_STACK, Reg::R2));
+    asm.note("r8 = &region.records[i % slots] - RECORDS");
     // SLOT = REGION + (i % slots) * RECORD_SIZE: the record's fields are
     // at `at_record` from it. The mask bounds the offset for the verifier.
     asm.push(Insn::alu64_imm(Alu::And, Reg::R1, region.slots as i32 - 1))
@@ -548,6 +616,7 @@ pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, 
     };
     asm.push(Insn::st(Size::H, SLOT, at_record(record::SMALL), small));
     record_operands(&mut asm, recipe)?;
+    asm.note("ELAPSED = now - TIME; a long run counts as interrupted");
     // How long this program ran; a long run was interrupted (counted).
     let quick = asm.new_label();
     asm.push(Insn::call(Helper::KtimeGetNs))
@@ -566,10 +635,11 @@ pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, 
             Reg::R1,
         ));
     asm.bind(quick);
+    asm.note("commit: SEQ = i + 1");
     // The record is whole: commit it, last.
     asm.push(Insn::ldx(Size::DW, Reg::R1, Reg::R10, COMMIT_ON_STACK))
         .push(Insn::stx(Size::DW, SLOT, at_record(record::SEQ), Reg::R1));
     asm.bind(out);
     asm.push(Insn::mov64_imm(Reg::R0, 0)).push(Insn::exit());
-    asm.finish()
+    Ok(asm.finish()?)
 }
