@@ -36,6 +36,13 @@ pub fn exit_code_of(summary: Summary) -> i32 {
 }
 
 pub fn run(args: &DoctorArgs) -> Result<i32, CommandError> {
+    if args.bpf {
+        return write_with(&OutputTarget::Stdout, &mut |out| {
+            out.write_all(crate::doctor::programs::listings_text().as_bytes())
+        })
+        .map(|()| EXIT_OK)
+        .map_err(CommandError::Runtime);
+    }
     let json = args.json.as_deref().map(check_json_path).transpose()?;
     let mut sysinfo = SysInfo::collect();
     let checks = std::mem::take(&mut sysinfo.checks);

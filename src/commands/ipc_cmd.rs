@@ -130,7 +130,7 @@ impl Measurement for IpcCommand {
     }
 
     fn check(&self) -> Result<(), CommandError> {
-        pipeline::check_spike_tracing(self.spike_threshold_us)
+        pipeline::check_spike_tracing(self.spike_threshold_us, self.collector)
     }
 
     fn measure(&mut self, run: &mut Run<'_>) -> Result<Vec<FinishedTest>, CommandError> {

@@ -11,7 +11,7 @@ use crate::report::classic_xenomai::{self, ClassicXenomai, XenomaiGnuplot};
 use crate::report::console::{ModernConsole, ModernConsoleWithHistograms};
 use crate::report::json::LatscopeJson;
 use crate::report::{Exporter, Report};
-use crate::rt::tracefs::{self, BreakTrace};
+use crate::rt::tracefs::BreakTrace;
 use crate::settings::OutputTarget;
 use crate::settings::timer::TimerSettings;
 use crate::timer::{Figure, TimerProgress};
@@ -110,18 +110,18 @@ impl Measurement for TimerCommand {
     fn check(&self) -> Result<(), CommandError> {
         let settings = &self.settings;
         if settings.breakdown {
-            tracefs::check_available().map_err(|e| {
-                CommandError::Runtime(format!(
-                    "{} needs kernel tracing: {e}",
+            crate::probes::wakeups::check_before_run(settings.collector).map_err(|e| {
+                CommandError::Runtime(e.with_need(&format!(
+                    "{} needs kernel tracing",
                     if settings.figure == Figure::User {
                         "--breakdown".to_string()
                     } else {
                         format!("-t {}", settings.figure.test_mode())
                     }
-                ))
+                )))
             })?;
         }
-        pipeline::check_spike_tracing(settings.trace_spikes_us)
+        pipeline::check_spike_tracing(settings.trace_spikes_us, settings.collector)
     }
 
     fn measure(&mut self, run: &mut Run<'_>) -> Result<Vec<FinishedTest>, CommandError> {

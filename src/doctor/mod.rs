@@ -16,6 +16,7 @@ pub mod kernel;
 pub mod machine;
 pub mod memory;
 pub mod platform;
+pub mod programs;
 pub mod sched;
 pub mod tracing;
 

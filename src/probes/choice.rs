@@ -64,6 +64,17 @@ pub fn check_before_run(
     }
 }
 
+impl CheckError {
+    /// The user's line: the `--collector bpf` line whole, or `need: why`
+    /// (`--breakdown needs kernel tracing: kernel tracing needs root ...`).
+    pub fn with_need(&self, need: &str) -> String {
+        match self {
+            CheckError::Bpf(line) => line.to_string(),
+            CheckError::Tracefs(why) => format!("{need}: {why}"),
+        }
+    }
+}
+
 /// Why `check_before_run` says no.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CheckError {

@@ -58,6 +58,12 @@ impl From<String> for ProbeError {
     }
 }
 
+impl From<crate::rt::bpf::btf::BtfError> for ProbeError {
+    fn from(why: crate::rt::bpf::btf::BtfError) -> ProbeError {
+        ProbeError::Kernel(why.0)
+    }
+}
+
 impl ProbeError {
     pub fn kernel(why: impl std::fmt::Display) -> ProbeError {
         ProbeError::Kernel(why.to_string())

@@ -29,6 +29,8 @@ pub use error::ProbeError;
 pub use hook::{AttachWay, Event, EventView, Hooked, KernelTypes, hook};
 
 #[cfg(test)]
+mod interpreter;
+#[cfg(test)]
 mod tests_live;
 
 #[cfg(test)]

@@ -148,6 +148,15 @@ fn optional_events(tracefs: &Path) -> Vec<(&'static str, &'static str)> {
     found
 }
 
+/// Whether `--trace-spikes` can run here with `collector`, creating
+/// nothing: tracefs (`check_available`), or BPF itself with
+/// `--collector bpf`.
+pub fn check_before_run(
+    collector: crate::rt::bpf::CollectorChoice,
+) -> Result<(), choice::CheckError> {
+    choice::check_before_run(collector, recorder::check, check_available)
+}
+
 /// Whether this machine can trace spikes, creating nothing.
 pub fn check_available() -> Result<(), String> {
     match tracefs::mount::find() {

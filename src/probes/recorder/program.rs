@@ -643,3 +643,331 @@ pub fn program(recipe: &Recipe, map_fd: i32, region: Region) -> Result<Code, Pro
     asm.push(Insn::mov64_imm(Reg::R0, 0)).push(Insn::exit());
     Ok(asm.finish()?)
 }
+
+#[cfg(test)]
+mod tests {
+    //! The generated programs run in user space (`probes::interpreter`) on
+    //! fixture inputs: the switch's state against the kernel's own
+    //! computation, and whole programs whose records are decoded back.
+    use super::*;
+    use crate::probes::interpreter::{Memory, run};
+    use crate::probes::recorder::decode::{Names, RegionView, decode};
+    use crate::rt::tracefs::events::{Kind as Event, TraceEvent};
+
+    const CTX_AT: u64 = 0x1000_0000;
+    const PREV_AT: u64 = 0x2000_0000;
+    const NEXT_AT: u64 = 0x3000_0000;
+    const REGION_AT: u64 = 0x4000_0000;
+    const TASK_BYTES: usize = 4096;
+
+    /// `task_struct` as the goldens fix it (`probes::golden`).
+    fn members() -> TaskMembers {
+        TaskMembers {
+            pid: (2504, 4),
+            prio: (124, 4),
+            comm: (3024, 16),
+            exit_state: Some((2460, 4)),
+            cpu: Some((24, 4)),
+        }
+    }
+
+    /// The kernel's `__trace_sched_switch_state` (include/trace/events/
+    /// sched.h, Linux >= 5.18) with `__task_state_index`
+    /// (include/linux/sched.h), written from their text: preempted is
+    /// TASK_REPORT_MAX; else `(state | exit_state) & TASK_REPORT`, TASK_IDLE
+    /// reported as TASK_REPORT_IDLE, then RT-lock waits and frozen tasks as
+    /// TASK_UNINTERRUPTIBLE; the result `1 << (fls(state) - 1)`, or 0.
+    fn kernel_switch_state(preempt: bool, prev_state: u32, exit_state: u32) -> u64 {
+        const TASK_REPORT: u32 = 0x7f;
+        const TASK_IDLE: u32 = 0x402;
+        const TASK_REPORT_IDLE: u32 = TASK_REPORT + 1;
+        const TASK_REPORT_MAX: u64 = (TASK_REPORT_IDLE as u64) << 1;
+        const TASK_RTLOCK_WAIT: u32 = 0x1000;
+        const TASK_FROZEN: u32 = 0x8000;
+        if preempt {
+            return TASK_REPORT_MAX;
+        }
+        let mut state = (prev_state | exit_state) & TASK_REPORT;
+        if prev_state & TASK_IDLE == TASK_IDLE {
+            state = TASK_REPORT_IDLE;
+        }
+        if prev_state & TASK_RTLOCK_WAIT != 0 || prev_state & TASK_FROZEN != 0 {
+            state = 2;
+        }
+        let fls = 32 - state.leading_zeros();
+        if fls == 0 { 0 } else { 1 << (fls - 1) }
+    }
+
+    /// The program part that computes the state, alone: r0 = its result.
+    fn switch_state_code() -> Code {
+        let mut asm = Asm::new();
+        asm.push(Insn::mov64_reg(CTX, Reg::R1));
+        let exit_state = TaskMembers::at(1, members().exit_state, "exit_state").unwrap();
+        let state = SwitchState::Arguments {
+            preempt: 0,
+            state: 3,
+            exit_state,
+        };
+        switch_state(&mut asm, &state).unwrap();
+        asm.push(Insn::mov64_reg(Reg::R0, Reg::R1))
+            .push(Insn::exit());
+        asm.finish().unwrap()
+    }
+
+    /// Runs it on the raw tracepoint's arguments (preempt, prev, next,
+    /// prev_state) with `prev->exit_state`.
+    fn program_switch_state(code: &Code, preempt: bool, prev_state: u32, exit_state: u32) -> u64 {
+        let mut memory = Memory::new();
+        memory.add(CTX_AT, 32);
+        memory.add(PREV_AT, TASK_BYTES);
+        let args = [u64::from(preempt), PREV_AT, NEXT_AT, u64::from(prev_state)];
+        for (i, arg) in args.into_iter().enumerate() {
+            memory.store(CTX_AT + 8 * i as u64, 8, arg).unwrap();
+        }
+        let at = PREV_AT + members().exit_state.unwrap().0 as u64;
+        memory.store(at, 4, u64::from(exit_state)).unwrap();
+        run(code, CTX_AT, &mut memory, &mut |id, _, _| {
+            panic!("call {id}")
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn the_switch_state_of_each_kernel_state_bit() {
+        let code = switch_state_code();
+        // (prev_state, exit_state, what tracefs prints): Linux 6.x values.
+        let cases = [
+            (0x0000, 0, 0x00),    // TASK_RUNNING (R)
+            (0x0001, 0, 0x01),    // TASK_INTERRUPTIBLE (S)
+            (0x0002, 0, 0x02),    // TASK_UNINTERRUPTIBLE (D)
+            (0x0004, 0, 0x04),    // __TASK_STOPPED (T)
+            (0x0008, 0, 0x08),    // __TASK_TRACED (t)
+            (0x0000, 0x10, 0x10), // EXIT_DEAD (X), in exit_state
+            (0x0000, 0x20, 0x20), // EXIT_ZOMBIE (Z), in exit_state
+            (0x0040, 0, 0x40),    // TASK_PARKED (P)
+            (0x0080, 0, 0x00),    // TASK_DEAD: not a reported state
+            (0x0080, 0x20, 0x20), // TASK_DEAD of a zombie
+            (0x0102, 0, 0x02),    // TASK_KILLABLE (WAKEKILL | UNINTERRUPTIBLE)
+            (0x0402, 0, 0x80),    // TASK_IDLE (I)
+            (0x1000, 0, 0x02),    // TASK_RTLOCK_WAIT: as D
+            (0x8000, 0, 0x02),    // TASK_FROZEN: as D
+            (0x000c, 0, 0x08),    // two bits: the highest
+            (0x8402, 0, 0x02),    // idle but frozen: frozen wins, as in the kernel
+        ];
+        for (state, exit, want) in cases {
+            assert_eq!(kernel_switch_state(false, state, exit), want, "{state:#x}");
+            assert_eq!(
+                program_switch_state(&code, false, state, exit),
+                want,
+                "prev_state {state:#x}, exit_state {exit:#x}"
+            );
+        }
+        // Preempted: TASK_REPORT_MAX whatever the state.
+        for state in [0, 1, 0x402] {
+            assert_eq!(
+                program_switch_state(&code, true, state, 0),
+                Switch::PREEMPTED
+            );
+        }
+    }
+
+    #[test]
+    fn the_switch_state_agrees_with_the_kernel_on_every_16_bit_state() {
+        let code = switch_state_code();
+        for exit in [0, 0x10, 0x20, 0x30] {
+            for state in 0..=0xffff_u32 {
+                let want = kernel_switch_state(false, state, exit);
+                let got = program_switch_state(&code, false, state, exit);
+                assert_eq!(got, want, "prev_state {state:#x}, exit_state {exit:#x}");
+            }
+        }
+    }
+
+    /// What one run of `recipe`'s whole program wrote, decoded: the
+    /// context at CTX_AT is laid out by `set_context`; this CPU is 0, the
+    /// current task 77, the clock 1050 then 1100.
+    fn run_program(recipe: &Recipe, set_context: &dyn Fn(&mut Memory)) -> Vec<TraceEvent> {
+        let region = Region::with_slots(64);
+        let code = program(recipe, 3, region).unwrap();
+        let mut memory = Memory::new();
+        memory.add(CTX_AT, 256);
+        memory.add(PREV_AT, TASK_BYTES);
+        memory.add(NEXT_AT, TASK_BYTES);
+        memory.add(REGION_AT, region.size());
+        memory.store(REGION_AT + ENABLED as u64, 8, 1).unwrap();
+        set_context(&mut memory);
+        let mut clock = 1000;
+        let r0 = run(&code, CTX_AT, &mut memory, &mut |id, r, memory| match id {
+            8 => 0,
+            1 => {
+                assert_eq!(r[1], 3, "the map's descriptor");
+                assert_eq!(memory.load(r[2], 4), Ok(0), "CPU 0's key");
+                REGION_AT
+            }
+            5 => {
+                clock += 50;
+                clock
+            }
+            14 => 77 << 32 | 77,
+            other => panic!("helper {other}"),
+        })
+        .unwrap();
+        assert_eq!(r0, 0);
+        let bytes = memory.bytes(REGION_AT);
+        // SAFETY: the region's bytes, alive while `view` is used.
+        let view = unsafe { RegionView::new(bytes.as_ptr(), region) };
+        let mut names = Names::known(&[], &[(11, "eth0")]);
+        let snapshot = view.snapshot(0);
+        snapshot
+            .records
+            .iter()
+            .filter_map(|r| decode(r, 0, &mut names, Some(&view)))
+            .collect()
+    }
+
+    fn comm(text: &str) -> [u8; 16] {
+        let mut comm = [0u8; 16];
+        comm[..text.len()].copy_from_slice(text.as_bytes());
+        comm
+    }
+
+    fn event(kind: Event) -> Vec<TraceEvent> {
+        vec![TraceEvent {
+            time: 1050,
+            cpu: 0,
+            pid: 77,
+            kind,
+        }]
+    }
+
+    fn format(text: &str) -> EventFormat {
+        EventFormat::parse(text).unwrap()
+    }
+
+    const SWITCH: &str = include_str!("../../rt/tracefs/testdata/sched_switch.format");
+    const WAKEUP: &str = include_str!("../../rt/tracefs/testdata/sched_wakeup.format");
+
+    /// prev 1234 "sampler" prio 19, asleep; next 0 "swapper/0" prio 120.
+    fn expected_switch() -> Vec<TraceEvent> {
+        event(Event::Switch(Switch {
+            prev_pid: 1234,
+            prev_prio: 19,
+            prev_state: 1,
+            prev_comm: comm("sampler"),
+            next_pid: 0,
+            next_prio: 120,
+            next_comm: comm("swapper/0"),
+        }))
+    }
+
+    #[test]
+    fn a_typed_switch_is_recorded_and_decoded_whole() {
+        let m = members();
+        let recipe = Recipe::typed("sched_switch", &m, &[1234]).unwrap();
+        let events = run_program(&recipe, &|memory| {
+            for (i, arg) in [0, PREV_AT, NEXT_AT, 1].into_iter().enumerate() {
+                memory.store(CTX_AT + 8 * i as u64, 8, arg).unwrap();
+            }
+            for (task, pid, prio, name) in [
+                (PREV_AT, 1234, 19, "sampler"),
+                (NEXT_AT, 0, 120, "swapper/0"),
+            ] {
+                memory.store(task + m.pid.0 as u64, 4, pid).unwrap();
+                memory.store(task + m.prio.0 as u64, 4, prio).unwrap();
+                for (k, b) in comm(name).into_iter().enumerate() {
+                    memory
+                        .store(task + (m.comm.0 + k) as u64, 1, u64::from(b))
+                        .unwrap();
+                }
+            }
+        });
+        assert_eq!(events, expected_switch());
+    }
+
+    #[test]
+    fn a_classic_switch_is_recorded_and_decoded_whole() {
+        let f = format(SWITCH);
+        let recipe = Recipe::of(&f, &[1234]).unwrap();
+        let set = |memory: &mut Memory, name: &str, value: u64| {
+            let field = f.field(name).unwrap();
+            memory
+                .store(CTX_AT + field.offset as u64, field.size.min(8), value)
+                .unwrap();
+        };
+        let events = run_program(&recipe, &|memory| {
+            set(memory, "prev_pid", 1234);
+            set(memory, "prev_prio", 19);
+            set(memory, "prev_state", 1);
+            set(memory, "next_pid", 0);
+            set(memory, "next_prio", 120);
+            for (field, name) in [("prev_comm", "sampler"), ("next_comm", "swapper/0")] {
+                let at = f.field(field).unwrap().offset as u64;
+                for (k, b) in comm(name).into_iter().enumerate() {
+                    memory
+                        .store(CTX_AT + at + k as u64, 1, u64::from(b))
+                        .unwrap();
+                }
+            }
+        });
+        assert_eq!(events, expected_switch());
+    }
+
+    #[test]
+    fn a_wake_up_is_recorded_only_for_the_measured_tasks() {
+        let f = format(WAKEUP);
+        let recipe = Recipe::of(&f, &[1234, 1300]).unwrap();
+        let woken = |pid: u64| {
+            run_program(&recipe, &|memory| {
+                for (name, value) in [("pid", pid), ("prio", 19), ("target_cpu", 1)] {
+                    let field = f.field(name).unwrap();
+                    memory
+                        .store(CTX_AT + field.offset as u64, field.size, value)
+                        .unwrap();
+                }
+            })
+        };
+        assert_eq!(
+            woken(1300),
+            event(Event::Wakeup {
+                pid: 1300,
+                prio: 19,
+                target_cpu: 1
+            })
+        );
+        assert_eq!(woken(999), vec![], "another task's wake-up");
+    }
+
+    #[test]
+    fn irq_vector_and_nmi_records_decode_to_their_events() {
+        let irq = Recipe::Operand {
+            kind: Kind::IrqEntry,
+            value: Value::Arg(0),
+        };
+        let set_args = |args: [u64; 3]| {
+            move |memory: &mut Memory| {
+                for (i, arg) in args.into_iter().enumerate() {
+                    memory.store(CTX_AT + 8 * i as u64, 8, arg).unwrap();
+                }
+            }
+        };
+        let events = run_program(&irq, &set_args([11, 0, 0]));
+        let Event::IrqEntry { irq, .. } = events[0].kind else {
+            panic!("{events:?}")
+        };
+        assert_eq!(irq, 11);
+        let vector = Recipe::typed("local_timer_entry", &members(), &[]).unwrap();
+        let (index, _) = vector_event("local_timer_entry").unwrap();
+        assert_eq!(
+            run_program(&vector, &set_args([0, 0, 0])),
+            event(Event::VectorEntry { vector: index })
+        );
+        let nmi = Recipe::typed("nmi_handler", &members(), &[]).unwrap();
+        assert_eq!(
+            run_program(&nmi, &set_args([0xffff_0000, 4_500, 1])),
+            event(Event::Nmi {
+                delta_ns: 4_500,
+                handled: 1
+            })
+        );
+    }
+}

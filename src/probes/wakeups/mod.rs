@@ -76,6 +76,7 @@ pub mod program;
 pub use program::{Arming, BtfMember, EventAccess};
 
 use super::ProbeError;
+use super::choice::{CheckError, check_before_run as check_collection};
 use super::hook::{AttachWay, Event, EventView, Hooked, KernelTypes, hook};
 use crate::rt::bpf::{BPF_F_MMAPABLE, Code, Map, MapKind, MappedArray};
 use std::path::Path;
@@ -318,6 +319,17 @@ fn hook_timer_programs(
         }
     }
     Err(last)
+}
+
+/// Whether `--breakdown` can run here with `collector`, creating
+/// nothing: tracefs (root, the events), or BPF itself with
+/// `--collector bpf` (an ordinary user gets the `--collector bpf` line).
+pub fn check_before_run(collector: crate::rt::bpf::CollectorChoice) -> Result<(), CheckError> {
+    check_collection(
+        collector,
+        crate::rt::bpf::probe::check,
+        crate::rt::tracefs::check_available,
+    )
 }
 
 impl WakeupSlots {
