@@ -3,6 +3,7 @@
 //! them, in the words the console and the Report show
 //! (`collector: tracefs (bpf: not permitted: needs CAP_BPF and CAP_PERFMON (or root))`).
 
+use crate::rt::bpf::probe::Unavailable;
 use crate::rt::bpf::{CollectorChoice, CollectorUsed};
 
 /// `--collector bpf` where BPF collection cannot run: the documented line
@@ -26,16 +27,18 @@ pub enum Plan {
 /// `recorder::check`).
 pub fn plan(
     choice: CollectorChoice,
-    can_run: impl FnOnce() -> Result<(), String>,
+    can_run: impl FnOnce() -> Result<(), Unavailable>,
 ) -> Result<Plan, CannotCollect> {
     match choice {
         CollectorChoice::Tracefs => {
             Ok(Plan::Tracefs(CollectorUsed::tracefs("--collector tracefs")))
         }
-        CollectorChoice::Bpf => can_run().map(|()| Plan::Bpf).map_err(CannotCollect),
+        CollectorChoice::Bpf => can_run()
+            .map(|()| Plan::Bpf)
+            .map_err(|why| CannotCollect(why.0)),
         CollectorChoice::Auto => Ok(match can_run() {
             Ok(()) => Plan::Bpf,
-            Err(why) => Plan::Tracefs(CollectorUsed::tracefs(why)),
+            Err(why) => Plan::Tracefs(CollectorUsed::tracefs(why.0)),
         }),
     }
 }
@@ -53,14 +56,14 @@ pub fn fall_back(choice: CollectorChoice, why: String) -> Result<CollectorUsed, 
 /// `tracefs_ok` (root, tracefs, the events) decides, except with
 /// `--collector bpf`, which needs BPF, not tracefs: its own line where BPF
 /// cannot run (an ordinary user gets that line, not the tracefs one).
-pub fn check_before_run(
+pub fn check_before_run<E: std::fmt::Display>(
     choice: CollectorChoice,
-    can_run: impl FnOnce() -> Result<(), String>,
-    tracefs_ok: impl FnOnce() -> Result<(), String>,
+    can_run: impl FnOnce() -> Result<(), Unavailable>,
+    tracefs_ok: impl FnOnce() -> Result<(), E>,
 ) -> Result<(), CheckError> {
     match choice {
-        CollectorChoice::Bpf => can_run().map_err(|why| CheckError::Bpf(CannotCollect(why))),
-        _ => tracefs_ok().map_err(CheckError::Tracefs),
+        CollectorChoice::Bpf => can_run().map_err(|why| CheckError::Bpf(CannotCollect(why.0))),
+        _ => tracefs_ok().map_err(|why| CheckError::Tracefs(why.to_string())),
     }
 }
 
@@ -90,8 +93,10 @@ pub enum CheckError {
 mod tests {
     use super::*;
 
-    fn cannot() -> Result<(), String> {
-        Err("not permitted: needs CAP_BPF and CAP_PERFMON (or root)".to_string())
+    fn cannot() -> Result<(), Unavailable> {
+        Err(Unavailable(
+            "not permitted: needs CAP_BPF and CAP_PERFMON (or root)".to_string(),
+        ))
     }
 
     #[test]
@@ -129,7 +134,7 @@ mod tests {
 
     #[test]
     fn collector_bpf_is_checked_for_bpf_not_for_tracefs() {
-        let no_root = || Err("kernel tracing needs root".to_string());
+        let no_root = || Err::<(), _>("kernel tracing needs root");
         let err = check_before_run(CollectorChoice::Bpf, cannot, no_root).unwrap_err();
         assert_eq!(
             err.to_string(),

@@ -15,7 +15,7 @@
 //! listing (`rt::bpf::refusal`) and names the file in the error's line.
 
 use super::error::ProbeError;
-use crate::rt::bpf::btf::Btf;
+use crate::rt::bpf::btf::{Btf, BtfError};
 use crate::rt::bpf::{Attachment, Code, LoadError, Program, ProgramKind, tracepoint_id};
 use crate::rt::tracefs::format::EventFormat;
 use std::cell::OnceCell;
@@ -70,7 +70,7 @@ pub enum EventView<'a> {
 /// ids) and the kernel's BTF (read at the first need: it is megabytes).
 pub struct KernelTypes {
     pub tracefs: PathBuf,
-    btf: OnceCell<Result<Btf, String>>,
+    btf: OnceCell<Result<Btf, BtfError>>,
 }
 
 impl KernelTypes {
@@ -81,19 +81,12 @@ impl KernelTypes {
         }
     }
 
-    /// With a BTF already read (tests, `doctor --bpf`).
-    pub fn with_btf(tracefs: &Path, btf: Result<Btf, String>) -> KernelTypes {
-        let types = KernelTypes::new(tracefs);
-        let _ = types.btf.set(btf);
-        types
-    }
-
     /// The kernel's BTF, or why it cannot be read.
     pub fn btf(&self) -> Result<&Btf, ProbeError> {
         self.btf
-            .get_or_init(|| Btf::vmlinux().map_err(|e| e.to_string()))
+            .get_or_init(Btf::vmlinux)
             .as_ref()
-            .map_err(ProbeError::kernel)
+            .map_err(|e| ProbeError::Kernel(e.0.clone()))
     }
 
     /// The record layout of `system:name`.

@@ -7,6 +7,11 @@
 
 use crate::rt::bpf::Insn;
 
+/// What stopped a program: where, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Fault(String);
+
 /// Memory a program may touch: regions at made-up addresses, backed by
 /// `u64`s (8-aligned, as a BPF map value is).
 #[derive(Debug, Default)]
@@ -41,7 +46,7 @@ impl Memory {
         unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast(), words.len() * 8) }
     }
 
-    fn slot(&mut self, address: u64, size: usize) -> Result<&mut [u8], String> {
+    fn slot(&mut self, address: u64, size: usize) -> Result<&mut [u8], Fault> {
         for (base, words) in &mut self.regions {
             let len = words.len() as u64 * 8;
             if address >= *base && address + size as u64 <= *base + len {
@@ -53,18 +58,18 @@ impl Memory {
                 return Ok(&mut bytes[at..at + size]);
             }
         }
-        Err(format!(
+        Err(Fault(format!(
             "access of {size} bytes at {address:#x} outside memory"
-        ))
+        )))
     }
 
-    pub fn load(&mut self, address: u64, size: usize) -> Result<u64, String> {
+    pub fn load(&mut self, address: u64, size: usize) -> Result<u64, Fault> {
         let mut word = [0u8; 8];
         word[..size].copy_from_slice(self.slot(address, size)?);
         Ok(u64::from_le_bytes(word))
     }
 
-    pub fn store(&mut self, address: u64, size: usize, value: u64) -> Result<(), String> {
+    pub fn store(&mut self, address: u64, size: usize, value: u64) -> Result<(), Fault> {
         self.slot(address, size)?
             .copy_from_slice(&value.to_le_bytes()[..size]);
         Ok(())
@@ -80,7 +85,7 @@ fn size_of(code: u8) -> usize {
     }
 }
 
-fn alu(op: u8, dst: u64, src: u64) -> Result<u64, String> {
+fn alu(op: u8, dst: u64, src: u64) -> Result<u64, Fault> {
     Ok(match op {
         0x00 => dst.wrapping_add(src),
         0x10 => dst.wrapping_sub(src),
@@ -95,11 +100,11 @@ fn alu(op: u8, dst: u64, src: u64) -> Result<u64, String> {
         0xa0 => dst ^ src,
         0xb0 => src,
         0xc0 => ((dst as i64) >> (src & 63)) as u64,
-        other => return Err(format!("ALU operation {other:#x} not interpreted")),
+        other => return Err(Fault(format!("ALU operation {other:#x} not interpreted"))),
     })
 }
 
-fn condition(op: u8, a: u64, b: u64) -> Result<bool, String> {
+fn condition(op: u8, a: u64, b: u64) -> Result<bool, Fault> {
     let (sa, sb) = (a as i64, b as i64);
     Ok(match op {
         0x10 => a == b,
@@ -113,7 +118,7 @@ fn condition(op: u8, a: u64, b: u64) -> Result<bool, String> {
         0xb0 => a <= b,
         0xc0 => sa < sb,
         0xd0 => sa <= sb,
-        other => return Err(format!("jump {other:#x} not interpreted")),
+        other => return Err(Fault(format!("jump {other:#x} not interpreted"))),
     })
 }
 
@@ -125,15 +130,15 @@ pub fn run(
     context: u64,
     memory: &mut Memory,
     helper: &mut dyn FnMut(i32, &[u64; 11], &mut Memory) -> u64,
-) -> Result<u64, String> {
+) -> Result<u64, Fault> {
     let mut r = [0u64; 11];
     r[1] = context;
     r[10] = STACK;
     let mut pc = 0usize;
     for _ in 0..100_000 {
-        let insn = *code.get(pc).ok_or(format!("pc {pc} past the end"))?;
+        let insn = *code.get(pc).ok_or(Fault(format!("pc {pc} past the end")))?;
         let here = pc;
-        let at = |e: String| format!("{here}: {insn}: {e}");
+        let at = |e: Fault| Fault(format!("{here}: {insn}: {e}"));
         let (dst, src) = (insn.dst as usize, insn.src as usize);
         let imm = insn.imm as i64 as u64;
         pc += 1;
@@ -186,8 +191,8 @@ pub fn run(
                     }
                 }
             },
-            _ => return Err(at("class not interpreted".to_string())),
+            _ => return Err(at(Fault("class not interpreted".to_string()))),
         }
     }
-    Err("more than 100,000 instructions: a loop".to_string())
+    Err(Fault("more than 100,000 instructions: a loop".to_string()))
 }

@@ -13,6 +13,7 @@
 //! spikes are kept with their events; the others are counted.
 
 pub mod attribution;
+pub mod error;
 pub mod flight;
 pub mod recent;
 
@@ -27,6 +28,7 @@ use crate::rt::tracefs::reader::{Consumer, LostSpan, ReaderCounts};
 use crate::rt::tracefs::{self, TraceOptions, TraceRun};
 use crate::stats::live::SpscRing;
 use attribution::{CpuHistory, Wait, Window};
+pub use error::SpikeError;
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -104,7 +106,7 @@ fn start_tracefs(
     cpus: &[usize],
     also_measured: &[usize],
     tids: &[i32],
-) -> Result<(TraceRun, SharedBook), String> {
+) -> Result<(TraceRun, SharedBook), SpikeError> {
     let decoder = EventDecoder::read_events(&tracefs.join("events"), events)?;
     let book = Arc::new(Mutex::new(None));
     let collector = TracefsSpikeCollector::new(sources, book.clone());
@@ -158,14 +160,15 @@ pub fn check_before_run(
 }
 
 /// Whether this machine can trace spikes, creating nothing.
-pub fn check_available() -> Result<(), String> {
+pub fn check_available() -> Result<(), SpikeError> {
     match tracefs::mount::find() {
         Some(tracefs) if tracefs::mount::is_root() => {
             tracefs::check_tracefs(&tracefs, &ACTIVITY)?;
-            EventDecoder::read_events(&tracefs.join("events"), &ACTIVITY).map(|_| ())
+            EventDecoder::read_events(&tracefs.join("events"), &ACTIVITY)?;
+            Ok(())
         }
         // Not root, or tracefs not mounted yet: the base check says which.
-        _ => tracefs::check_available(),
+        _ => Ok(tracefs::check_available()?),
     }
 }
 
@@ -197,7 +200,7 @@ impl SpikeTracer {
         also_measured: &[usize],
         threshold_ns: u64,
         choice: CollectorChoice,
-    ) -> Result<SpikeTracer, String> {
+    ) -> Result<SpikeTracer, SpikeError> {
         let tracefs = tracefs::tracefs_for(&ACTIVITY)?;
         let optional = optional_events(&tracefs);
         let mut events = ACTIVITY.to_vec();
@@ -208,14 +211,13 @@ impl SpikeTracer {
             .filter(|&t| t > 0)
             .collect();
         if tids.is_empty() {
-            return Err("no measuring task to trace".into());
+            return Err(SpikeError::NoTask);
         }
         let queues = sources.iter().map(|s| s.queue.clone()).collect();
-        let mut collector =
-            match choice::plan(choice, recorder::check).map_err(|e| e.to_string())? {
-                choice::Plan::Bpf => CollectorUsed::bpf(),
-                choice::Plan::Tracefs(used) => used,
-            };
+        let mut collector = match choice::plan(choice, recorder::check)? {
+            choice::Plan::Bpf => CollectorUsed::bpf(),
+            choice::Plan::Tracefs(used) => used,
+        };
         if collector.bpf_unavailable.is_none() {
             let mut keep_off = also_measured.to_vec();
             keep_off.extend(cpus);
@@ -233,8 +235,7 @@ impl SpikeTracer {
                     });
                 }
                 Err(why) => {
-                    collector =
-                        choice::fall_back(choice, why.to_string()).map_err(|e| e.to_string())?;
+                    collector = choice::fall_back(choice, why.to_string())?;
                 }
             }
         }
@@ -263,7 +264,7 @@ impl SpikeTracer {
         wait: Wait,
         threshold_ns: u64,
         choice: CollectorChoice,
-    ) -> Result<SpikeTracer, String> {
+    ) -> Result<SpikeTracer, SpikeError> {
         let sources = cpus
             .iter()
             .zip(threads)
@@ -274,8 +275,12 @@ impl SpikeTracer {
                 wait,
             })
             .collect();
-        SpikeTracer::start(sources, cpus, &[], threshold_ns, choice)
-            .map_err(|e| format!("--trace-spikes needs kernel tracing: {e}"))
+        SpikeTracer::start(sources, cpus, &[], threshold_ns, choice).map_err(|e| {
+            SpikeError::Needs {
+                need: "--trace-spikes needs kernel tracing",
+                why: Box::new(e),
+            }
+        })
     }
 
     /// Stops tracing, attributes what is still pending, removes the

@@ -420,7 +420,12 @@ fn switch_state(asm: &mut Asm, state: &SwitchState) -> Result<(), ProbeError> {
         .push(Insn::alu64_imm(Alu::And, Reg::R2, 0xff))
         .push(Insn::mov64_imm(Reg::R1, Switch::PREEMPTED as i32))
         .jump_if(Cond::Ne, Reg::R2, 0, done);
+    // RT-lock waits and frozen tasks first: the kernel reports them as
+    // TASK_UNINTERRUPTIBLE even when the idle bits are set too (its
+    // override comes after the idle one).
     asm.push(Insn::ldx(Size::DW, Reg::R2, CTX, (8 * raw) as i16))
+        .push(Insn::mov64_imm(Reg::R1, TASK_UNINTERRUPTIBLE))
+        .jump_if(Cond::Set, Reg::R2, REPORTED_UNINTERRUPTIBLE, done)
         .push(Insn::mov64_reg(Reg::R1, Reg::R2))
         .push(Insn::alu64_imm(Alu::And, Reg::R1, TASK_IDLE));
     let not_idle = asm.new_label();
@@ -428,8 +433,6 @@ fn switch_state(asm: &mut Asm, state: &SwitchState) -> Result<(), ProbeError> {
         .push(Insn::mov64_imm(Reg::R1, TASK_REPORT_IDLE))
         .jump(done);
     asm.bind(not_idle);
-    asm.push(Insn::mov64_imm(Reg::R1, TASK_UNINTERRUPTIBLE))
-        .jump_if(Cond::Set, Reg::R2, REPORTED_UNINTERRUPTIBLE, done);
     load(asm, Reg::R1, exit_state)?;
     asm.push(Insn::alu64_reg(Alu::Or, Reg::R1, Reg::R2))
         .push(Insn::alu64_imm(Alu::And, Reg::R1, TASK_REPORT));
