@@ -29,6 +29,7 @@ pub use machine::Machine;
 use crate::report::{Check, Verdict};
 
 pub mod sysinfo;
+pub mod table;
 
 /// Starts a check: `of("kernel.preemption", "preemption model").bad(...)`.
 pub fn of(id: &str, title: &str) -> CheckStart {
