@@ -16,6 +16,7 @@ use super::recorder::program::{Recipe, TaskMembers, program};
 use super::wakeups::{Arming, BtfMember, EventAccess, TimerProgram};
 use crate::rt::bpf::Code;
 use crate::rt::bpf::btf::Btf;
+use crate::rt::tracefs::events::{ACTIVITY, NMI, VECTOR_EVENTS, VECTOR_SYSTEM};
 use crate::rt::tracefs::format::EventFormat;
 use std::path::Path;
 
@@ -34,20 +35,15 @@ pub struct Facts {
     pub tids: Vec<i32>,
 }
 
-/// The events of the recorder's programs (`--trace-spikes` hooks those of
-/// them this kernel has).
-pub const RECORDER_EVENTS: [(&str, &str); 8] = [
-    ("sched", "sched_switch"),
-    ("sched", "sched_wakeup"),
-    ("irq", "irq_handler_entry"),
-    ("irq", "irq_handler_exit"),
-    ("irq", "softirq_entry"),
-    ("irq", "softirq_exit"),
-    ("nmi", "nmi_handler"),
-    // One system vector stands for all: their programs differ only in
-    // the vector's index.
-    ("irq_vectors", "local_timer_entry"),
-];
+/// The events of the recorder's programs: the scheduler, IRQ and softirq
+/// events (`ACTIVITY`), the NMI handler's end, and one system vector for
+/// all (their programs differ only in the vector's index).
+pub fn recorder_events() -> Vec<(&'static str, &'static str)> {
+    let mut events = ACTIVITY.to_vec();
+    events.push(NMI);
+    events.push((VECTOR_SYSTEM, VECTOR_EVENTS[0].0));
+    events
+}
 
 impl Facts {
     /// This kernel's facts (what cannot be read stays None or absent: the
@@ -57,7 +53,7 @@ impl Facts {
         let events = timer_events
             .iter()
             .map(|e| (e.system, e.name))
-            .chain(RECORDER_EVENTS);
+            .chain(recorder_events());
         let formats = events
             .filter_map(|(system, name)| {
                 let path = tracefs
@@ -192,7 +188,7 @@ fn wakeups(facts: &Facts) -> Vec<Listing> {
 fn recorder(facts: &Facts) -> Vec<Listing> {
     let region = Region::with_slots(DEFAULT_SLOTS);
     let mut out = Vec::new();
-    for (system, name) in RECORDER_EVENTS {
+    for (system, name) in recorder_events() {
         for way in super::recorder::load::LADDER {
             let recipe = match way {
                 AttachWay::Tracepoint => facts

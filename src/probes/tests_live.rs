@@ -3,7 +3,7 @@
 //! cannot run they say so with a counted skip (`crate::testing::skip`).
 
 use super::hook::{AttachWay, Event, KernelTypes, hook};
-use super::listings::{Facts, RECORDER_EVENTS};
+use super::listings::{Facts, recorder_events};
 use super::wakeups::{Arming, TimerProgram};
 use crate::rt::bpf::btf;
 use crate::rt::bpf::{Alu, Asm, BPF_F_MMAPABLE, Insn, Map, MapKind, Reg};
@@ -85,7 +85,7 @@ fn every_generated_program_passes_this_kernels_verifier() {
         BPF_F_MMAPABLE,
     )
     .unwrap();
-    for (system, name) in RECORDER_EVENTS {
+    for (system, name) in recorder_events() {
         if !tracefs.join("events").join(system).join(name).exists() {
             crate::testing::skip_part(TEST, name, "this kernel has no such event");
             continue;
