@@ -130,14 +130,6 @@ const RULES: &[Rule] = &[
         broken: |f, t| f.layer == Layer::Os && t.layer > Layer::Os,
     },
     Rule {
-        name: "probes/ imports only rt/, stats/ and units",
-        reason: "probes/ holds the kernel programs every test and service shares (the \
-                 timer's wake-up slots, the flight recorder, the next family); a program \
-                 that imported a test or a service would serve only it, and the services \
-                 (spikes/, timer/) that use the programs would form a circle with it",
-        broken: |f, t| f.layer == Layer::Probes && t.layer > Layer::Probes,
-    },
-    Rule {
         name: "the Report model imports only rt/, stats/ and units",
         reason: "the model is the data every producer fills and every exporter reads; \
                  if it imported a producer or an exporter, exporters would depend on \
@@ -240,6 +232,14 @@ const RULES: &[Rule] = &[
         broken: |f, t| {
             f.component.starts_with("commands::") && t.component.starts_with("commands::")
         },
+    },
+    Rule {
+        name: "probes/ imports only rt/, stats/ and units",
+        reason: "probes/ holds the kernel programs every test and service shares (the \
+                 timer's wake-up slots, the flight recorder, the next family); a program \
+                 that imported a test or a service would serve only it, and the services \
+                 (spikes/, timer/) that use the programs would form a circle with it",
+        broken: |f, t| f.layer == Layer::Probes && t.layer > Layer::Probes,
     },
 ];
 
