@@ -25,6 +25,7 @@ pub mod logdisk;
 pub mod measure;
 pub mod noise;
 pub mod pipeline;
+pub mod probes;
 pub mod report;
 pub mod rt;
 pub mod samples;

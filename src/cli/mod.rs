@@ -169,6 +169,9 @@ pub struct DoctorArgs {
     /// Show only the checks that are not ok, then the summary
     #[arg(short, long)]
     pub quiet: bool,
+    /// Print instead the listing of every BPF program latscope generates for this kernel (each family, each way of attaching it), as the verifier numbers instructions
+    #[arg(long, conflicts_with_all = ["json", "explain", "quiet"])]
+    pub bpf: bool,
 }
 
 /// How `cleanup` tells latscope's objects from everything else (its man

@@ -57,7 +57,7 @@ impl Measurement for IpcCommand {
     }
 
     fn check(&self) -> Result<(), CommandError> {
-        pipeline::check_spike_tracing(self.settings.spike_threshold_us)
+        pipeline::check_spike_tracing(self.settings.spike_threshold_us, self.settings.collector)
     }
 
     fn measure(&mut self, run: &mut Run<'_>) -> Result<Vec<FinishedTest>, CommandError> {

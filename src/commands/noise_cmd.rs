@@ -48,7 +48,7 @@ impl Measurement for NoiseCommand {
     }
 
     fn check(&self) -> Result<(), CommandError> {
-        pipeline::check_spike_tracing(self.settings.trace_spikes_us)
+        pipeline::check_spike_tracing(self.settings.trace_spikes_us, self.settings.collector)
     }
 
     fn measure(&mut self, run: &mut Run<'_>) -> Result<Vec<FinishedTest>, CommandError> {

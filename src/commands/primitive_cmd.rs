@@ -96,7 +96,7 @@ impl Measurement for PairCommand<'_> {
     }
 
     fn check(&self) -> Result<(), CommandError> {
-        pipeline::check_spike_tracing(self.settings.trace_spikes_us)
+        pipeline::check_spike_tracing(self.settings.trace_spikes_us, self.settings.collector)
     }
 
     fn measure(&mut self, run: &mut Run<'_>) -> Result<Vec<FinishedTest>, CommandError> {

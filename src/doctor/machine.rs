@@ -52,7 +52,7 @@ pub struct LiveProbes;
 
 impl Probes for LiveProbes {
     fn bpf(&self) -> Result<(), String> {
-        crate::rt::bpf::probe::try_the_system_call()
+        crate::rt::bpf::probe::try_the_system_call().map_err(|why| why.0)
     }
 
     fn uname(&self) -> Uname {

@@ -16,6 +16,7 @@ pub mod kernel;
 pub mod machine;
 pub mod memory;
 pub mod platform;
+pub mod programs;
 pub mod sched;
 pub mod tracing;
 
@@ -28,6 +29,7 @@ pub use machine::Machine;
 use crate::report::{Check, Verdict};
 
 pub mod sysinfo;
+pub mod table;
 
 /// Starts a check: `of("kernel.preemption", "preemption model").bad(...)`.
 pub fn of(id: &str, title: &str) -> CheckStart {

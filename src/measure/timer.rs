@@ -26,18 +26,18 @@ pub use crate::timer::{Figure, TimerProgress};
 /// up or measured.
 pub fn check_tracing(settings: &TimerSettings) -> Result<(), CommandError> {
     if settings.breakdown {
-        crate::rt::tracefs::check_available().map_err(|e| {
-            CommandError::Runtime(format!(
-                "{} needs kernel tracing: {e}",
+        crate::probes::wakeups::check_before_run(settings.collector).map_err(|e| {
+            CommandError::Runtime(e.with_need(&format!(
+                "{} needs kernel tracing",
                 if settings.figure == Figure::User {
                     "--breakdown".to_string()
                 } else {
                     format!("-t {}", settings.figure.test_mode())
                 }
-            ))
+            )))
         })?;
     }
-    crate::pipeline::check_spike_tracing(settings.trace_spikes_us)
+    crate::pipeline::check_spike_tracing(settings.trace_spikes_us, settings.collector)
 }
 
 /// What one sample spans, for the report.

@@ -446,7 +446,7 @@ impl Runner {
         };
         let done = match action {
             Action::Trace { file } => match &self.trace {
-                Some(trace) => trace.save(crossing.cpu, file),
+                Some(trace) => trace.save(crossing.cpu, file).map_err(String::from),
                 None => Err("no trace is recorded".to_string()),
             },
             Action::Signal { signal, target } => send_signal(*signal, *target),

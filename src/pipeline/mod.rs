@@ -307,11 +307,15 @@ fn place_on_run_clock(tests: &mut [FinishedTest], origin: std::time::SystemTime)
 }
 
 /// With `--trace-spikes`: whether this machine can trace, checked before
-/// anything is set up or measured (root, tracefs, the events).
-pub fn check_spike_tracing(threshold_us: Option<u64>) -> Result<(), CommandError> {
+/// anything is set up or measured (root, tracefs, the events; BPF itself
+/// with `--collector bpf`, whose line is its own).
+pub fn check_spike_tracing(
+    threshold_us: Option<u64>,
+    collector: crate::rt::bpf::CollectorChoice,
+) -> Result<(), CommandError> {
     if threshold_us.is_some() {
-        crate::spikes::check_available().map_err(|e| {
-            CommandError::Runtime(format!("--trace-spikes needs kernel tracing: {e}"))
+        crate::spikes::check_before_run(collector).map_err(|e| {
+            CommandError::Runtime(e.with_need("--trace-spikes needs kernel tracing"))
         })?;
     }
     Ok(())

@@ -19,7 +19,6 @@ pub mod classic_xenomai;
 pub mod console;
 pub mod csv;
 pub mod csv_logdisk;
-pub mod doctor_table;
 pub mod html;
 pub mod json;
 pub mod junit;

@@ -229,10 +229,21 @@ fn random_suffix() -> String {
 /// never opened; another name is tried). `mode` is filtered by the umask.
 /// The caller owns the file and is the only one who may remove it.
 pub fn create_temp(dir: &Path, mode: u32) -> io::Result<(File, PathBuf)> {
+    // Short, so that it fits wherever a valid name does (NAME_MAX).
+    create_unpredictable(dir, ".latscope-", ".tmp", mode)
+}
+
+/// `create_temp` with the name `PREFIX<16 random hex digits>SUFFIX`: a new
+/// file a user is meant to find (a verifier's log), created as exclusively.
+pub fn create_unpredictable(
+    dir: &Path,
+    prefix: &str,
+    suffix: &str,
+    mode: u32,
+) -> io::Result<(File, PathBuf)> {
     let mut last = error("no free temporary name");
     for _ in 0..16 {
-        // Short, so that it fits wherever a valid name does (NAME_MAX).
-        let tmp = dir.join(format!(".latscope-{}.tmp", random_suffix()));
+        let tmp = dir.join(format!("{prefix}{}{suffix}", random_suffix()));
         match OpenOptions::new()
             .write(true)
             .create_new(true)

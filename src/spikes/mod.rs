@@ -13,9 +13,12 @@
 //! spikes are kept with their events; the others are counted.
 
 pub mod attribution;
+pub mod error;
+pub mod flight;
 pub mod recent;
-pub mod recorder;
 
+use crate::probes::choice;
+use crate::probes::recorder::{self, load::Hooks};
 use crate::report::{Spike, SpikeTrace};
 use crate::rt::bpf::{CollectorChoice, CollectorUsed};
 use crate::rt::tracefs::events::{
@@ -25,6 +28,7 @@ use crate::rt::tracefs::reader::{Consumer, LostSpan, ReaderCounts};
 use crate::rt::tracefs::{self, TraceOptions, TraceRun};
 use crate::stats::live::SpscRing;
 use attribution::{CpuHistory, Wait, Window};
+pub use error::SpikeError;
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -61,6 +65,7 @@ pub fn candidate_queue() -> Arc<CandidateQueue> {
 
 /// One measured series: where its candidates come from and whose time is
 /// its own.
+#[derive(Clone)]
 pub struct Source {
     /// The series' label in the report.
     pub label: String,
@@ -84,7 +89,7 @@ fn source_text(optional: &[(&str, &str)]) -> String {
 }
 
 /// The flight recorder's events and how they were hooked, for the report.
-fn recorder_source_text(optional: &[(&str, &str)], hooks: &recorder::run::Hooks) -> String {
+fn recorder_source_text(optional: &[(&str, &str)], hooks: &Hooks) -> String {
     source_text(optional).replacen(
         "trace events",
         &format!("BPF flight recorder ({}) on", hooks.describe()),
@@ -101,10 +106,10 @@ fn start_tracefs(
     cpus: &[usize],
     also_measured: &[usize],
     tids: &[i32],
-) -> Result<(TraceRun, SharedBook), String> {
+) -> Result<(TraceRun, SharedBook), SpikeError> {
     let decoder = EventDecoder::read_events(&tracefs.join("events"), events)?;
     let book = Arc::new(Mutex::new(None));
-    let collector = Collector::new(sources, book.clone());
+    let collector = TracefsSpikeCollector::new(sources, book.clone());
     let run = TraceRun::start(
         tracefs,
         cpus,
@@ -145,15 +150,25 @@ fn optional_events(tracefs: &Path) -> Vec<(&'static str, &'static str)> {
     found
 }
 
+/// Whether `--trace-spikes` can run here with `collector`, creating
+/// nothing: tracefs (`check_available`), or BPF itself with
+/// `--collector bpf`.
+pub fn check_before_run(
+    collector: crate::rt::bpf::CollectorChoice,
+) -> Result<(), choice::CheckError> {
+    choice::check_before_run(collector, recorder::check, check_available)
+}
+
 /// Whether this machine can trace spikes, creating nothing.
-pub fn check_available() -> Result<(), String> {
+pub fn check_available() -> Result<(), SpikeError> {
     match tracefs::mount::find() {
         Some(tracefs) if tracefs::mount::is_root() => {
             tracefs::check_tracefs(&tracefs, &ACTIVITY)?;
-            EventDecoder::read_events(&tracefs.join("events"), &ACTIVITY).map(|_| ())
+            EventDecoder::read_events(&tracefs.join("events"), &ACTIVITY)?;
+            Ok(())
         }
         // Not root, or tracefs not mounted yet: the base check says which.
-        _ => tracefs::check_available(),
+        _ => Ok(tracefs::check_available()?),
     }
 }
 
@@ -162,7 +177,7 @@ enum Backend {
     /// A tracefs instance and its reader thread, which attributes.
     Tracefs { run: TraceRun, book: SharedBook },
     /// The BPF flight recorder and its collector thread.
-    Bpf(recorder::run::Recorder),
+    Bpf(flight::Recorder),
 }
 
 /// A running spike trace.
@@ -185,7 +200,7 @@ impl SpikeTracer {
         also_measured: &[usize],
         threshold_ns: u64,
         choice: CollectorChoice,
-    ) -> Result<SpikeTracer, String> {
+    ) -> Result<SpikeTracer, SpikeError> {
         let tracefs = tracefs::tracefs_for(&ACTIVITY)?;
         let optional = optional_events(&tracefs);
         let mut events = ACTIVITY.to_vec();
@@ -196,36 +211,40 @@ impl SpikeTracer {
             .filter(|&t| t > 0)
             .collect();
         if tids.is_empty() {
-            return Err("no measuring task to trace".into());
+            return Err(SpikeError::NoTask);
         }
         let queues = sources.iter().map(|s| s.queue.clone()).collect();
-        let why_not_bpf = match choice {
-            CollectorChoice::Tracefs => Some("--collector tracefs".to_string()),
-            CollectorChoice::Auto => recorder::check().err(),
-            CollectorChoice::Bpf => {
-                recorder::check()
-                    .map_err(|e| format!("--collector bpf: BPF collection cannot run here: {e}"))?;
-                None
-            }
+        let mut collector = match choice::plan(choice, recorder::check)? {
+            choice::Plan::Bpf => CollectorUsed::bpf(),
+            choice::Plan::Tracefs(used) => used,
         };
-        let (backend, collector) = match why_not_bpf {
-            None => {
-                let mut keep_off = also_measured.to_vec();
-                keep_off.extend(cpus);
-                let run =
-                    recorder::run::Recorder::start(&tracefs, &events, sources, cpus, keep_off)?;
-                (Backend::Bpf(run), CollectorUsed::bpf())
+        if collector.bpf_unavailable.is_none() {
+            let mut keep_off = also_measured.to_vec();
+            keep_off.extend(cpus);
+            let started =
+                flight::Recorder::start(&tracefs, &events, sources.clone(), cpus, keep_off);
+            match started {
+                Ok(run) => {
+                    let source = recorder_source_text(&optional, &run.hooks());
+                    return Ok(SpikeTracer {
+                        backend: Backend::Bpf(run),
+                        threshold_ns,
+                        source,
+                        collector,
+                        queues,
+                    });
+                }
+                Err(why) => {
+                    collector = choice::fall_back(choice, why.to_string())?;
+                }
             }
-            Some(why) => {
-                let (run, book) =
-                    start_tracefs(&tracefs, &events, sources, cpus, also_measured, &tids)?;
-                (Backend::Tracefs { run, book }, CollectorUsed::tracefs(why))
-            }
+        }
+        let backend = {
+            let (run, book) =
+                start_tracefs(&tracefs, &events, sources, cpus, also_measured, &tids)?;
+            Backend::Tracefs { run, book }
         };
-        let source = match &backend {
-            Backend::Bpf(run) => recorder_source_text(&optional, run.hooks()),
-            Backend::Tracefs { .. } => source_text(&optional),
-        };
+        let source = source_text(&optional);
         Ok(SpikeTracer {
             backend,
             threshold_ns,
@@ -245,7 +264,7 @@ impl SpikeTracer {
         wait: Wait,
         threshold_ns: u64,
         choice: CollectorChoice,
-    ) -> Result<SpikeTracer, String> {
+    ) -> Result<SpikeTracer, SpikeError> {
         let sources = cpus
             .iter()
             .zip(threads)
@@ -256,8 +275,12 @@ impl SpikeTracer {
                 wait,
             })
             .collect();
-        SpikeTracer::start(sources, cpus, &[], threshold_ns, choice)
-            .map_err(|e| format!("--trace-spikes needs kernel tracing: {e}"))
+        SpikeTracer::start(sources, cpus, &[], threshold_ns, choice).map_err(|e| {
+            SpikeError::Needs {
+                need: "--trace-spikes needs kernel tracing",
+                why: Box::new(e),
+            }
+        })
     }
 
     /// Stops tracing, attributes what is still pending, removes the
@@ -316,18 +339,18 @@ impl SpikeTracer {
 }
 
 /// The tracefs collector's book, handed from its reader thread at the end.
-type SharedBook = Arc<Mutex<Option<Book>>>;
+type SharedBook = Arc<Mutex<Option<SpikeBook>>>;
 
 /// What a collector found, handed over when it finishes.
 #[derive(Default)]
-pub struct Book {
+pub struct SpikeBook {
     kept: Vec<Spike>,
     seen: u64,
     not_kept: u64,
     dropped: u64,
 }
 
-impl Book {
+impl SpikeBook {
     /// Counts a spike of `latency_ns`; whether it is to be attributed and
     /// kept (once `MAX_KEPT` are kept, only one worse than the least bad,
     /// which it replaces).
@@ -358,7 +381,7 @@ impl Book {
 
 /// The reader's consumer: per-CPU histories, the pending candidates, the
 /// kept spikes.
-struct Collector {
+struct TracefsSpikeCollector {
     sources: Vec<Source>,
     cpus: BTreeMap<usize, CpuHistory>,
     /// (source index, candidate), waiting for the trace to pass their time.
@@ -366,19 +389,19 @@ struct Collector {
     gaps: VecDeque<LostSpan>,
     /// The trace reader's task id (the thread this collector runs in).
     reader_tid: i32,
-    book: Book,
-    out: Arc<Mutex<Option<Book>>>,
+    book: SpikeBook,
+    out: Arc<Mutex<Option<SpikeBook>>>,
 }
 
-impl Collector {
-    fn new(sources: Vec<Source>, out: Arc<Mutex<Option<Book>>>) -> Collector {
-        Collector {
+impl TracefsSpikeCollector {
+    fn new(sources: Vec<Source>, out: Arc<Mutex<Option<SpikeBook>>>) -> TracefsSpikeCollector {
+        TracefsSpikeCollector {
             sources,
             cpus: BTreeMap::new(),
             pending: Vec::new(),
             gaps: VecDeque::new(),
             reader_tid: 0,
-            book: Book::default(),
+            book: SpikeBook::default(),
             out,
         }
     }
@@ -456,7 +479,7 @@ impl Collector {
     }
 }
 
-impl Consumer for Collector {
+impl Consumer for TracefsSpikeCollector {
     fn started(&mut self, reader_tid: i32) {
         self.reader_tid = reader_tid;
     }
@@ -509,7 +532,11 @@ mod tests {
 
     const MS: u64 = 1_000_000;
 
-    fn collector() -> (Collector, Arc<CandidateQueue>, Arc<Mutex<Option<Book>>>) {
+    fn collector() -> (
+        TracefsSpikeCollector,
+        Arc<CandidateQueue>,
+        Arc<Mutex<Option<SpikeBook>>>,
+    ) {
         let queue = candidate_queue();
         let out = Arc::new(Mutex::new(None));
         let source = Source {
@@ -518,7 +545,11 @@ mod tests {
             tids: vec![42],
             wait: Wait::Remote,
         };
-        (Collector::new(vec![source], out.clone()), queue, out)
+        (
+            TracefsSpikeCollector::new(vec![source], out.clone()),
+            queue,
+            out,
+        )
     }
 
     fn event_at(time: u64, cpu: usize) -> TraceEvent {
@@ -534,7 +565,7 @@ mod tests {
         }
     }
 
-    fn finish(mut c: Collector, out: &Arc<Mutex<Option<Book>>>) -> Vec<Spike> {
+    fn finish(mut c: TracefsSpikeCollector, out: &Arc<Mutex<Option<SpikeBook>>>) -> Vec<Spike> {
         c.finish(0, &mut ReaderCounts::default());
         out.lock().unwrap().take().unwrap().kept
     }

@@ -7,6 +7,7 @@
 //! file. Nothing runs on a measuring thread; dropping it removes the
 //! instance (it is in the ownership registry until then).
 
+use super::error::SpikeError;
 use super::optional_events;
 use crate::rt::tracefs::events::ACTIVITY;
 use crate::rt::tracefs::{self, instance::Instance};
@@ -24,7 +25,7 @@ pub struct RecentTrace {
 
 impl RecentTrace {
     /// Starts recording on `cpus` (every online CPU when empty).
-    pub fn start(cpus: &[usize]) -> Result<RecentTrace, String> {
+    pub fn start(cpus: &[usize]) -> Result<RecentTrace, SpikeError> {
         let tracefs = tracefs::tracefs_for(&ACTIVITY)?;
         let mut events = ACTIVITY.to_vec();
         events.extend(optional_events(&tracefs));
@@ -50,7 +51,7 @@ impl RecentTrace {
 
     /// Copies the recent trace of `cpu` (of every traced CPU when None or
     /// not traced) to `path`; says what was saved.
-    pub fn save(&self, cpu: Option<usize>, path: &Path) -> Result<String, String> {
+    pub fn save(&self, cpu: Option<usize>, path: &Path) -> Result<String, SpikeError> {
         let (file, whose) = match cpu {
             Some(cpu) if self.cpus.contains(&cpu) => {
                 (format!("per_cpu/cpu{cpu}/trace"), format!("CPU {cpu}'s"))
@@ -63,7 +64,10 @@ impl RecentTrace {
         let text = self.instance.read(&file)?;
         let events = text.lines().filter(|l| !l.starts_with('#')).count();
         crate::rt::outfile::write_output_file(path, &mut |w| w.write_all(text.as_bytes()))
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            .map_err(|why| SpikeError::Write {
+                path: path.display().to_string(),
+                why,
+            })?;
         Ok(format!(
             "{whose} recent trace ({events} events) saved to {}",
             path.display()

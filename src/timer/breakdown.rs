@@ -7,9 +7,9 @@
 
 use super::figure::FigureSink;
 use super::{Figure, ThreadShared, TimerPlan};
+use crate::probes::wakeups::{SlotRead, SlotReader};
 use crate::report::Breakdown;
 use crate::rt::bpf::CollectorUsed;
-use crate::rt::bpf::wakeups::{SlotRead, SlotReader};
 use crate::rt::tracefs::{TracedThread, WakeupRecord, WakeupTrace};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::Ordering;
@@ -65,7 +65,7 @@ const EVENTS_WITH_RETURN: &str = "trace events timer:hrtimer_start, timer:hrtime
 /// Incomplete wake-ups remembered per thread (8 bytes each).
 const MAX_INCOMPLETE_LISTED: usize = 4096;
 
-struct Collector {
+struct BreakdownRecords {
     figures: Vec<TracedFigures>,
     shared: Vec<Arc<ThreadShared>>,
     figure: Figure,
@@ -73,7 +73,7 @@ struct Collector {
     samples_per_loop: u64,
 }
 
-impl Collector {
+impl BreakdownRecords {
     fn take(&mut self, record: WakeupRecord) {
         let Some(i) = self.figures.iter().position(|f| f.tid == record.tid) else {
             return;
@@ -138,7 +138,7 @@ fn close_loop(f: &mut TracedFigures, figure: Figure, shared: &ThreadShared, part
 /// A running trace of the sampling threads' wake-ups.
 pub struct TraceSession {
     trace: WakeupTrace,
-    collector: Arc<Mutex<Collector>>,
+    collector: Arc<Mutex<BreakdownRecords>>,
 }
 
 impl TraceSession {
@@ -168,7 +168,7 @@ impl TraceSession {
                 open_loop: 0,
             });
         }
-        let collector = Arc::new(Mutex::new(Collector {
+        let collector = Arc::new(Mutex::new(BreakdownRecords {
             figures,
             shared: shared.to_vec(),
             figure: plan.figure,

@@ -152,7 +152,7 @@ pub struct ThreadShared {
     pub spikes: Arc<crate::spikes::CandidateQueue>,
     /// `--breakdown` in the kernel: this thread's slot, set by the controller
     /// before the first expiry.
-    pub kernel_slot: std::sync::OnceLock<crate::rt::bpf::wakeups::SlotReader>,
+    pub kernel_slot: std::sync::OnceLock<crate::probes::wakeups::SlotReader>,
 }
 
 impl Default for ThreadShared {
@@ -313,7 +313,7 @@ struct Control {
     per_second: Vec<WindowSeries>,
     trace: Option<breakdown::TraceSession>,
     /// `--breakdown` collected in the kernel (BPF).
-    in_kernel: Option<crate::rt::bpf::wakeups::WakeupSlots>,
+    in_kernel: Option<crate::probes::wakeups::WakeupSlots>,
     /// Which collector gathers the breakdown, and why.
     collector: CollectorUsed,
     spikes: Option<crate::spikes::SpikeTracer>,
@@ -406,20 +406,19 @@ impl Control {
         shared: &[Arc<ThreadShared>],
         provisional: u64,
     ) -> Result<(), String> {
-        use crate::rt::bpf::{CollectorChoice, collector};
-        self.collector = match collector::decide(plan.collector)? {
-            Ok(()) => match start_in_kernel(plan, shared, provisional) {
+        use crate::probes::choice::{self, Plan};
+        let plan_of_collection = choice::plan(plan.collector, crate::rt::bpf::probe::check)
+            .map_err(|e| e.to_string())?;
+        self.collector = match plan_of_collection {
+            Plan::Bpf => match start_in_kernel(plan, shared, provisional) {
                 Ok(slots) => {
                     self.in_kernel = Some(slots);
                     self.collector = CollectorUsed::bpf();
                     return Ok(());
                 }
-                Err(why) if plan.collector == CollectorChoice::Bpf => {
-                    return Err(format!("--collector bpf: {why}"));
-                }
-                Err(why) => CollectorUsed::tracefs(why),
+                Err(why) => choice::fall_back(plan.collector, why).map_err(|e| e.to_string())?,
             },
-            Err(fallback) => fallback,
+            Plan::Tracefs(used) => used,
         };
         let threads: Vec<breakdown::Traced> = shared
             .iter()
@@ -564,8 +563,8 @@ fn start_in_kernel(
     plan: &TimerPlan,
     shared: &[Arc<ThreadShared>],
     provisional: u64,
-) -> Result<crate::rt::bpf::wakeups::WakeupSlots, String> {
-    use crate::rt::bpf::wakeups::{SlotThread, StartError, WakeupSlots};
+) -> Result<crate::probes::wakeups::WakeupSlots, String> {
+    use crate::probes::wakeups::{SlotThread, WakeupSlots};
     let tracefs = crate::rt::tracefs::mount::find_or_mount()?;
     let threads: Vec<SlotThread> = shared
         .iter()
@@ -577,13 +576,8 @@ fn start_in_kernel(
             period_ns: plan.period_ns,
         })
         .collect();
-    let slots = WakeupSlots::start(&tracefs, &threads).map_err(|e| match &e {
-        StartError::Verifier { program, log } => format!(
-            "{e} ({})",
-            crate::rt::bpf::collector::save_verifier_log(program, log)
-        ),
-        StartError::Failed(_) => e.to_string(),
-    })?;
+    // A verifier's refusal names the file of its log and listing.
+    let slots = WakeupSlots::start(&tracefs, &threads).map_err(|e| e.to_string())?;
     for (i, s) in shared.iter().enumerate() {
         let reader = slots
             .reader(plan.cpus[i])

@@ -277,3 +277,45 @@ fn doctor_writes_a_json_file_and_the_table() {
         "checks only once: {doc:#}"
     );
 }
+
+#[test]
+fn doctor_bpf_lists_every_program_of_every_family_for_this_kernel() {
+    let out = run(latscope(60).args(["doctor", "--bpf"]));
+    assert_code(&out, 0);
+    let text = stdout_of(&out);
+    assert!(
+        text.starts_with("latscope doctor --bpf: the programs latscope generates for Linux "),
+        "{text}"
+    );
+    // Each family, its programs by name and event; the classic ones only
+    // where tracefs's format files can be read (root).
+    for header in [
+        "; latscope_expire on timer:hrtimer_expire_entry (tp_btf), arming Inferred",
+        "; latscope_on_cpu on sched:sched_exit_tp (raw_tp)",
+        "; latscope_sched_switch on sched:sched_switch (tp_btf)",
+    ] {
+        if Path::new("/sys/kernel/btf/vmlinux").exists() {
+            assert!(text.contains(header), "{header}: {text}");
+        }
+    }
+    // In the verifier's words and numbering: the map load takes two slots.
+    assert!(
+        text.contains("   5: (18) r1 = map[fd:3]\n   7: (85) call bpf_map_lookup_elem#1\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n; r6 = &slots[this CPU], or return\n"),
+        "{text}"
+    );
+    // As root every program is generated; nothing is loaded either way.
+    if euid_is_root() && mounted_tracefs().is_some() {
+        assert!(!text.contains("not generated"), "{text}");
+        assert!(
+            text.contains("; latscope_arm on timer:hrtimer_start (tracepoint)"),
+            "{text}"
+        );
+    }
+    // It does not mix with the checks' options.
+    let out = run(latscope(30).args(["doctor", "--bpf", "--json", "-"]));
+    assert_code(&out, 2);
+}

@@ -20,6 +20,9 @@ enum Layer {
     Pure,
     /// rt/: the OS layer.
     Os,
+    /// probes/: the programs latscope runs in the kernel, every family, on
+    /// rt/bpf's mechanism (and the tracefs twins they are chosen against).
+    Probes,
     /// report/mod.rs and report/model/: the Report model (serialized data).
     Model,
     /// ipc/, timer/, logdisk/ (the tests), spikes/, doctor/, load/ (services the
@@ -72,6 +75,7 @@ fn unit_of(
     let (layer, component) = match first {
         "units" | "stats" => (Layer::Pure, first.to_string()),
         "rt" => (Layer::Os, first.to_string()),
+        "probes" => (Layer::Probes, first.to_string()),
         // `crate::report::Report` names the model through report/mod.rs's
         // re-export; only a path through an exporter's own module is that exporter.
         "report" => match second {
@@ -228,6 +232,14 @@ const RULES: &[Rule] = &[
         broken: |f, t| {
             f.component.starts_with("commands::") && t.component.starts_with("commands::")
         },
+    },
+    Rule {
+        name: "probes/ imports only rt/, stats/ and units",
+        reason: "probes/ holds the kernel programs every test and service shares (the \
+                 timer's wake-up slots, the flight recorder, the next family); a program \
+                 that imported a test or a service would serve only it, and the services \
+                 (spikes/, timer/) that use the programs would form a circle with it",
+        broken: |f, t| f.layer == Layer::Probes && t.layer > Layer::Probes,
     },
 ];
 
@@ -1091,4 +1103,45 @@ fn a_planted_try_borrow_mut_is_found_outside_comments_and_tests() {
                fn g(c: &RefCell<u8>) { let _ = c.try_borrow_mut(); }\n}\n";
     let files = synthetic(&[("src/pipeline/x.rs", src)]);
     assert_eq!(try_borrow_muts(&files), ["src/pipeline/x.rs:3"]);
+}
+
+/// The files of rt/ that may assemble a BPF program: the emitter itself, its
+/// text form and the mechanism's own tests (a counter, a broken program).
+const OS_PROGRAM_FILES: &[&str] = &[
+    "src/rt/bpf/insn.rs",
+    "src/rt/bpf/text.rs",
+    "src/rt/bpf/tests_live.rs",
+];
+
+/// The files under src/rt/ that assemble a program (`Asm::new`) without
+/// being one of `OS_PROGRAM_FILES`.
+fn programs_in_the_os_layer(files: &[(String, String)]) -> Vec<String> {
+    files
+        .iter()
+        .filter(|(rel, src)| {
+            rel.starts_with("src/rt/")
+                && !OS_PROGRAM_FILES.contains(&rel.as_str())
+                && src.contains("Asm::new(")
+        })
+        .map(|(rel, _)| rel.clone())
+        .collect()
+}
+
+#[test]
+fn the_os_layer_holds_no_tests_programs() {
+    // rt/bpf is the mechanism (emitter, system calls, BTF, attachment); a
+    // program a test or a service runs in the kernel, and the choice of how
+    // it is attached, belong in probes/ (the timer's wake-up programs once
+    // lived in rt/bpf/wakeups.rs, beside a second loader in spikes/).
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    source_files(&root.join("src"), root, &mut files);
+    let found = programs_in_the_os_layer(&files);
+    assert!(
+        found.is_empty(),
+        "programs in the OS layer: move them to src/probes/ (rt/bpf keeps the mechanism): {found:?}"
+    );
+    // The check sees a program planted in rt/.
+    let planted = synthetic(&[("src/rt/bpf/slots.rs", "fn p() { let a = Asm::new(); }")]);
+    assert_eq!(programs_in_the_os_layer(&planted), ["src/rt/bpf/slots.rs"]);
 }

@@ -17,7 +17,7 @@
 use super::sys::Program;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 const PERF_TYPE_TRACEPOINT: u32 = 2;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
@@ -44,19 +44,25 @@ struct PerfEventAttr {
     config1: u64,
 }
 
+/// Why a tracepoint's id could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum TracepointIdError {
+    #[error("cannot read {}: {}", .path.display(), crate::rt::os_error_text(.why))]
+    Unreadable { path: PathBuf, why: io::Error },
+    #[error("{} holds no number", .0.display())]
+    NotANumber(PathBuf),
+}
+
 /// The numeric id of tracepoint `system:name` (`events/SYS/NAME/id`).
-pub fn tracepoint_id(tracefs: &Path, system: &str, name: &str) -> Result<u64, String> {
+pub fn tracepoint_id(tracefs: &Path, system: &str, name: &str) -> Result<u64, TracepointIdError> {
     let path = tracefs.join("events").join(system).join(name).join("id");
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        format!(
-            "cannot read {}: {}",
-            path.display(),
-            crate::rt::os_error_text(&e)
-        )
+    let text = std::fs::read_to_string(&path).map_err(|why| TracepointIdError::Unreadable {
+        path: path.clone(),
+        why,
     })?;
     text.trim()
         .parse()
-        .map_err(|_| format!("{} holds no number", path.display()))
+        .map_err(|_| TracepointIdError::NotANumber(path))
 }
 
 /// A program attached to an event; detached when dropped.
@@ -162,16 +168,21 @@ mod tests {
         let event = dir.path().join("events/sched/sched_waking");
         std::fs::create_dir_all(&event).unwrap();
         std::fs::write(event.join("id"), "375\n").unwrap();
-        assert_eq!(tracepoint_id(dir.path(), "sched", "sched_waking"), Ok(375));
+        assert_eq!(
+            tracepoint_id(dir.path(), "sched", "sched_waking").unwrap(),
+            375
+        );
         std::fs::write(event.join("id"), "x\n").unwrap();
         assert!(
             tracepoint_id(dir.path(), "sched", "sched_waking")
                 .unwrap_err()
+                .to_string()
                 .contains("no number")
         );
         assert!(
             tracepoint_id(dir.path(), "sched", "nope")
                 .unwrap_err()
+                .to_string()
                 .contains("cannot read")
         );
     }

@@ -22,6 +22,24 @@ const HEADER_BYTES: usize = 24;
 const TYPE_BYTES: usize = 12;
 
 /// The kinds of BTF types (`BTF_KIND_*`).
+/// Why the kernel's BTF could not be read or does not say what is asked:
+/// one line (`no Struct named 'hrtimer' in the kernel's BTF`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BtfError(pub String);
+
+impl From<String> for BtfError {
+    fn from(why: String) -> BtfError {
+        BtfError(why)
+    }
+}
+
+impl From<&str> for BtfError {
+    fn from(why: &str) -> BtfError {
+        BtfError(why.to_string())
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Int = 1,
@@ -135,38 +153,42 @@ fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
 
 impl Btf {
     /// The running kernel's BTF.
-    pub fn vmlinux() -> Result<Btf, String> {
+    pub fn vmlinux() -> Result<Btf, BtfError> {
         Btf::read(Path::new(VMLINUX))
     }
 
-    pub fn read(path: &Path) -> Result<Btf, String> {
+    pub fn read(path: &Path) -> Result<Btf, BtfError> {
         let bytes = std::fs::read(path).map_err(|e| {
-            format!(
+            BtfError::from(format!(
                 "cannot read {}: {}",
                 path.display(),
                 crate::rt::os_error_text(&e)
-            )
+            ))
         })?;
-        Btf::parse(&bytes).map_err(|why| format!("{}: {why}", path.display()))
+        Btf::parse(&bytes).map_err(|why| BtfError::from(format!("{}: {why}", path.display())))
     }
 
     /// Parses a little-endian BTF blob (the kernel's byte order here).
-    pub fn parse(bytes: &[u8]) -> Result<Btf, String> {
+    pub fn parse(bytes: &[u8]) -> Result<Btf, BtfError> {
         if u16_at(bytes, 0) != Some(MAGIC) {
-            return Err("not BTF (bad magic, or another byte order)".to_string());
+            return Err(BtfError::from(
+                "not BTF (bad magic, or another byte order)".to_string(),
+            ));
         }
         let field = |at| u32_at(bytes, at).ok_or("truncated header");
         let header_len = field(4)? as usize;
         if header_len < HEADER_BYTES {
-            return Err(format!("header of {header_len} bytes is too short"));
+            return Err(BtfError::from(format!(
+                "header of {header_len} bytes is too short"
+            )));
         }
-        let section = |off_at, len_at| -> Result<Vec<u8>, String> {
+        let section = |off_at, len_at| -> Result<Vec<u8>, BtfError> {
             let start = header_len + field(off_at)? as usize;
             let len = field(len_at)? as usize;
             bytes
                 .get(start..start + len)
                 .map(<[u8]>::to_vec)
-                .ok_or_else(|| "a section runs past the end".to_string())
+                .ok_or_else(|| BtfError::from("a section runs past the end".to_string()))
         };
         let types = section(8, 12)?;
         let strings = section(16, 20)?;
@@ -174,10 +196,10 @@ impl Btf {
         let mut at = 0;
         while at < types.len() {
             let bad = || {
-                format!(
+                BtfError::from(format!(
                     "type {} is truncated or of an unknown kind",
                     entries.len() + 1
-                )
+                ))
             };
             let name_off = u32_at(&types, at).ok_or_else(bad)?;
             let info = u32_at(&types, at + 4).ok_or_else(bad)?;
@@ -205,10 +227,10 @@ impl Btf {
         })
     }
 
-    fn entry(&self, id: u32) -> Result<&TypeEntry, String> {
+    fn entry(&self, id: u32) -> Result<&TypeEntry, BtfError> {
         id.checked_sub(1)
             .and_then(|i| self.entries.get(i as usize))
-            .ok_or_else(|| format!("no BTF type {id}"))
+            .ok_or_else(|| BtfError::from(format!("no BTF type {id}")))
     }
 
     fn name_at(&self, offset: u32) -> &str {
@@ -218,25 +240,27 @@ impl Btf {
     }
 
     /// The name of type `id` ("" when anonymous).
-    pub fn name(&self, id: u32) -> Result<&str, String> {
+    pub fn name(&self, id: u32) -> Result<&str, BtfError> {
         Ok(self.name_at(self.entry(id)?.name_off))
     }
 
-    pub fn kind(&self, id: u32) -> Result<Kind, String> {
+    pub fn kind(&self, id: u32) -> Result<Kind, BtfError> {
         Ok(self.entry(id)?.kind)
     }
 
     /// The id of the type of kind `kind` named `name`.
-    pub fn find(&self, name: &str, kind: Kind) -> Result<u32, String> {
+    pub fn find(&self, name: &str, kind: Kind) -> Result<u32, BtfError> {
         self.entries
             .iter()
             .position(|e| e.kind == kind && self.name_at(e.name_off) == name)
             .map(|i| i as u32 + 1)
-            .ok_or_else(|| format!("no {kind:?} named '{name}' in the kernel's BTF"))
+            .ok_or_else(|| {
+                BtfError::from(format!("no {kind:?} named '{name}' in the kernel's BTF"))
+            })
     }
 
     /// `id` with typedefs and qualifiers taken off.
-    pub fn resolve(&self, mut id: u32) -> Result<u32, String> {
+    pub fn resolve(&self, mut id: u32) -> Result<u32, BtfError> {
         // A chain longer than the table would be a loop.
         for _ in 0..=self.entries.len() {
             if id == 0 {
@@ -248,25 +272,25 @@ impl Btf {
             }
             id = entry.size_or_type;
         }
-        Err(format!("BTF type {id} refers to itself"))
+        Err(BtfError::from(format!("BTF type {id} refers to itself")))
     }
 
     /// The type a pointer `id` points to, qualifiers and typedefs taken off
     /// (0 for `void *`).
-    pub fn pointee(&self, id: u32) -> Result<u32, String> {
+    pub fn pointee(&self, id: u32) -> Result<u32, BtfError> {
         let id = self.resolve(id)?;
         let entry = self.entry(id)?;
         if entry.kind != Kind::Ptr {
-            return Err(format!(
+            return Err(BtfError::from(format!(
                 "BTF type {id} is a {:?}, not a pointer",
                 entry.kind
-            ));
+            )));
         }
         self.resolve(entry.size_or_type)
     }
 
     /// Bytes of type `id` (pointers are 8: the kernel's BTF is 64-bit here).
-    pub fn size_of(&self, id: u32) -> Result<u32, String> {
+    pub fn size_of(&self, id: u32) -> Result<u32, BtfError> {
         let id = self.resolve(id)?;
         let entry = self.entry(id)?;
         match entry.kind {
@@ -279,18 +303,20 @@ impl Btf {
                 let count = u32_at(&self.types, entry.data + 8).unwrap_or(0);
                 Ok(self.size_of(element)?.saturating_mul(count))
             }
-            other => Err(format!("BTF type {id} ({other:?}) has no size")),
+            other => Err(BtfError::from(format!(
+                "BTF type {id} ({other:?}) has no size"
+            ))),
         }
     }
 
     /// The members of structure or union `id`: (name, type, bit offset).
-    fn members(&self, id: u32) -> Result<Vec<(&str, u32, u32)>, String> {
+    fn members(&self, id: u32) -> Result<Vec<(&str, u32, u32)>, BtfError> {
         let entry = self.entry(id)?;
         if !matches!(entry.kind, Kind::Struct | Kind::Union) {
-            return Err(format!(
+            return Err(BtfError::from(format!(
                 "BTF type {id} is a {:?}, not a structure",
                 entry.kind
-            ));
+            )));
         }
         (0..entry.vlen)
             .map(|i| {
@@ -311,7 +337,7 @@ impl Btf {
 
     /// Member `name` of structure `id`, looking into anonymous structures
     /// and unions as C does: (type, bit offset from `id`'s start).
-    fn find_member(&self, id: u32, name: &str) -> Result<Option<(u32, u32)>, String> {
+    fn find_member(&self, id: u32, name: &str) -> Result<Option<(u32, u32)>, BtfError> {
         for (member, type_id, bits) in self.members(id)? {
             if member == name {
                 return Ok(Some((type_id, bits)));
@@ -329,7 +355,7 @@ impl Btf {
 
     /// The member at dotted `path` (e.g. `node.expires`) of the structure
     /// named `structure`: its byte offset and size. Bit fields are refused.
-    pub fn member(&self, structure: &str, path: &str) -> Result<Member, String> {
+    pub fn member(&self, structure: &str, path: &str) -> Result<Member, BtfError> {
         let mut container = self.find(structure, Kind::Struct)?;
         let mut bits = 0u32;
         let mut type_id = container;
@@ -337,19 +363,19 @@ impl Btf {
             if depth > 0 {
                 container = self.resolve(type_id)?;
                 if !matches!(self.kind(container)?, Kind::Struct | Kind::Union) {
-                    return Err(format!(
+                    return Err(BtfError::from(format!(
                         "{structure}.{path}: '{name}' is inside no structure"
-                    ));
+                    )));
                 }
             }
-            let (found, offset) = self
-                .find_member(container, name)?
-                .ok_or_else(|| format!("struct {structure} has no member '{path}'"))?;
+            let (found, offset) = self.find_member(container, name)?.ok_or_else(|| {
+                BtfError::from(format!("struct {structure} has no member '{path}'"))
+            })?;
             type_id = found;
             bits += offset;
         }
         if !bits.is_multiple_of(8) {
-            return Err(format!("{structure}.{path} is a bit field"));
+            return Err(BtfError::from(format!("{structure}.{path} is a bit field")));
         }
         Ok(Member {
             offset: bits / 8,
@@ -363,12 +389,14 @@ impl Btf {
     /// `btf_trace_<event>` (the program's `attach_btf_id`) and the type of
     /// each argument, in order (the prototype's leading `void *` data
     /// pointer is the kernel's, not an argument).
-    pub fn tracepoint(&self, event: &str) -> Result<(u32, Vec<u32>), String> {
+    pub fn tracepoint(&self, event: &str) -> Result<(u32, Vec<u32>), BtfError> {
         let typedef = self.find(&format!("btf_trace_{event}"), Kind::Typedef)?;
         let proto = self.pointee(typedef)?;
         let entry = self.entry(proto)?;
         if entry.kind != Kind::FuncProto || entry.vlen == 0 {
-            return Err(format!("btf_trace_{event} is not a pointer to a prototype"));
+            return Err(BtfError::from(format!(
+                "btf_trace_{event} is not a pointer to a prototype"
+            )));
         }
         let args = (1..entry.vlen)
             .map(|i| u32_at(&self.types, entry.data + 8 * i + 4).ok_or("truncated prototype"))
@@ -504,9 +532,10 @@ mod tests {
         assert!(
             btf.find("hrtimer", Kind::Typedef)
                 .unwrap_err()
+                .0
                 .contains("no Typedef named 'hrtimer'")
         );
-        assert!(btf.name(16).unwrap_err().contains("no BTF type 16"));
+        assert!(btf.name(16).unwrap_err().0.contains("no BTF type 16"));
         assert!(btf.name(0).is_err(), "void has no entry");
     }
 
@@ -516,8 +545,8 @@ mod tests {
         assert_eq!(btf.resolve(15), Ok(1), "const ktime_t is long long");
         assert_eq!(btf.pointee(7), Ok(5));
         assert_eq!(btf.pointee(9), Ok(0), "void *");
-        assert!(btf.pointee(5).unwrap_err().contains("not a pointer"));
-        assert!(btf.resolve(14).unwrap_err().contains("refers to itself"));
+        assert!(btf.pointee(5).unwrap_err().0.contains("not a pointer"));
+        assert!(btf.resolve(14).unwrap_err().0.contains("refers to itself"));
         assert_eq!(btf.size_of(2), Ok(8));
         assert_eq!(btf.size_of(7), Ok(8));
         assert_eq!(btf.size_of(10), Ok(4));
@@ -549,17 +578,20 @@ mod tests {
         assert!(
             btf.member("hrtimer", "node.nope")
                 .unwrap_err()
+                .0
                 .contains("no member 'node.nope'")
         );
         assert!(
             btf.member("hrtimer", "_softexpires.x")
                 .unwrap_err()
+                .0
                 .contains("inside no structure")
         );
         // With kind_flag, the offset's low 24 bits: bit 3 is a bit field.
         assert!(
             btf.member("flags", "high")
                 .unwrap_err()
+                .0
                 .contains("bit field")
         );
         assert_eq!(btf.member("flags", "low").map(|m| m.offset), Ok(0));
@@ -578,10 +610,10 @@ mod tests {
     #[test]
     fn broken_blobs_are_errors_not_panics() {
         let good = sample();
-        assert!(Btf::parse(&good[..1]).unwrap_err().contains("magic"));
+        assert!(Btf::parse(&good[..1]).unwrap_err().0.contains("magic"));
         let mut swapped = good.clone();
         swapped.swap(0, 1);
-        assert!(Btf::parse(&swapped).unwrap_err().contains("magic"));
+        assert!(Btf::parse(&swapped).unwrap_err().0.contains("magic"));
         // Cut anywhere: never a panic, always an error.
         for len in 4..good.len() {
             assert!(Btf::parse(&good[..len]).is_err(), "cut at {len}");
@@ -589,7 +621,7 @@ mod tests {
         // An unknown kind (31).
         let mut odd = good.clone();
         odd[HEADER_BYTES + 7] = 31 | 0x80;
-        assert!(Btf::parse(&odd).unwrap_err().contains("unknown kind"));
+        assert!(Btf::parse(&odd).unwrap_err().0.contains("unknown kind"));
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! Which collector gathers the kernel events of `--breakdown` and
-//! `--trace-spikes`: in the kernel with BPF, or through tracefs, and why,
-//! in words the console and the Report show:
+//! The collector of the kernel events of `--breakdown` and `--trace-spikes`
+//! as the command line asks for it and as the Report records it: in the
+//! kernel with BPF, or through tracefs, and why, in words the console and
+//! the Report show (the decision itself is `probes::choice`):
 //! `collector: tracefs (bpf: not permitted: needs CAP_BPF and CAP_PERFMON (or root))`.
 
 use serde::{Deserialize, Serialize};
@@ -51,44 +52,6 @@ impl CollectorUsed {
     }
 }
 
-/// What to try, before anything is loaded: `Ok(true)` try BPF,
-/// `Ok(false)` use tracefs (the reason in `CollectorUsed`), `Err` the
-/// one-line error of `--collector bpf` where BPF cannot run.
-pub fn decide(choice: CollectorChoice) -> Result<Result<(), CollectorUsed>, String> {
-    match choice {
-        CollectorChoice::Tracefs => Ok(Err(CollectorUsed::tracefs("--collector tracefs"))),
-        CollectorChoice::Bpf => match super::probe::check() {
-            Ok(()) => Ok(Ok(())),
-            Err(why) => Err(format!(
-                "--collector bpf: BPF collection cannot run here: {why}"
-            )),
-        },
-        CollectorChoice::Auto => Ok(super::probe::check().map_err(CollectorUsed::tracefs)),
-    }
-}
-
-/// Writes a verifier's log where the user can read it (a new file in the
-/// temporary directory, by `rt::outfile`'s rules) and returns the one line
-/// that names it.
-pub fn save_verifier_log(program: &str, log: &str) -> String {
-    let path = std::env::temp_dir().join(format!(
-        "latscope-verifier-{}-{program}.log",
-        std::process::id()
-    ));
-    let written = crate::rt::outfile::write_output_file(&path, &mut |out| {
-        writeln!(out, "The kernel's verifier refused latscope_{program}:")?;
-        out.write_all(log.as_bytes())
-    });
-    match written {
-        Ok(()) => format!("verifier log in {}", path.display()),
-        Err(e) => format!(
-            "the verifier log could not be written to {}: {}",
-            path.display(),
-            crate::rt::os_error_text(&e)
-        ),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,23 +63,5 @@ mod tests {
             CollectorUsed::tracefs("not permitted: needs CAP_BPF and CAP_PERFMON (or root)").line(),
             "collector: tracefs (bpf: not permitted: needs CAP_BPF and CAP_PERFMON (or root))"
         );
-    }
-
-    #[test]
-    fn tracefs_is_chosen_without_trying() {
-        assert_eq!(
-            decide(CollectorChoice::Tracefs),
-            Ok(Err(CollectorUsed::tracefs("--collector tracefs")))
-        );
-    }
-
-    #[test]
-    fn a_verifier_log_is_saved_and_named() {
-        let line = save_verifier_log("unit_test", "0: (07) r0 += 1\nR0 !read_ok\n");
-        let path = line.strip_prefix("verifier log in ").expect(&line);
-        let text = std::fs::read_to_string(path).unwrap();
-        std::fs::remove_file(path).unwrap();
-        assert!(text.starts_with("The kernel's verifier refused latscope_unit_test:"));
-        assert!(text.ends_with("R0 !read_ok\n"));
     }
 }

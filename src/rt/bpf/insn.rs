@@ -99,25 +99,25 @@ pub enum Cond {
 }
 
 // Instruction classes.
-const CLASS_LD: u8 = 0x00;
-const CLASS_LDX: u8 = 0x01;
-const CLASS_ST: u8 = 0x02;
-const CLASS_STX: u8 = 0x03;
-const CLASS_JMP: u8 = 0x05;
-const CLASS_ALU64: u8 = 0x07;
+pub(super) const CLASS_LD: u8 = 0x00;
+pub(super) const CLASS_LDX: u8 = 0x01;
+pub(super) const CLASS_ST: u8 = 0x02;
+pub(super) const CLASS_STX: u8 = 0x03;
+pub(super) const CLASS_JMP: u8 = 0x05;
+pub(super) const CLASS_ALU64: u8 = 0x07;
 // Source operand: the immediate (K) or the source register (X).
 const SRC_K: u8 = 0x00;
-const SRC_X: u8 = 0x08;
+pub(super) const SRC_X: u8 = 0x08;
 // Modes of loads and stores.
 const MODE_IMM: u8 = 0x00;
-const MODE_MEM: u8 = 0x60;
-const MODE_ATOMIC: u8 = 0xc0;
+pub(super) const MODE_MEM: u8 = 0x60;
+pub(super) const MODE_ATOMIC: u8 = 0xc0;
 /// `BPF_FETCH`: an atomic operation that also returns the old value.
-const ATOMIC_FETCH: i32 = 0x01;
+pub(super) const ATOMIC_FETCH: i32 = 0x01;
 // Jump operations that are not conditions.
-const JMP_JA: u8 = 0x00;
-const JMP_CALL: u8 = 0x80;
-const JMP_EXIT: u8 = 0x90;
+pub(super) const JMP_JA: u8 = 0x00;
+pub(super) const JMP_CALL: u8 = 0x80;
+pub(super) const JMP_EXIT: u8 = 0x90;
 /// `src` of a 64-bit immediate load whose immediate is a map's file
 /// descriptor, which the kernel replaces with the map's address.
 pub const PSEUDO_MAP_FD: u8 = 1;
@@ -287,6 +287,15 @@ impl Insn {
     }
 }
 
+/// A bug in a program's generator, found before anything is loaded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AsmError {
+    #[error("BPF program: label {0} never bound")]
+    UnboundLabel(usize),
+    #[error("BPF program: jump of {0} instructions is too far")]
+    JumpTooFar(i64),
+}
+
 /// A place in the program a jump can go to, bound once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Label(usize);
@@ -299,6 +308,8 @@ pub struct Asm {
     labels: Vec<Option<usize>>,
     /// Jumps to patch: (instruction index, label).
     fixups: Vec<(usize, Label)>,
+    /// The generator's comments: (index of the next instruction, text).
+    notes: Vec<(usize, String)>,
 }
 
 impl Asm {
@@ -315,6 +326,15 @@ impl Asm {
     /// Appends several (e.g. the two slots of `ld_imm64`).
     pub fn extend(&mut self, insns: impl IntoIterator<Item = Insn>) -> &mut Asm {
         self.insns.extend(insns);
+        self
+    }
+
+    /// A comment on the instructions that follow, shown in the listing as
+    /// `; text` (e.g. `asm.note("r6 = &slots[cpu]")`): the generator says
+    /// what a stretch of code does where a reader of a verifier's message
+    /// looks for it.
+    pub fn note(&mut self, text: impl Into<String>) -> &mut Asm {
+        self.notes.push((self.insns.len(), text.into()));
         self
     }
 
@@ -366,16 +386,43 @@ impl Asm {
 
     /// The program, every jump resolved; an error names a label never bound
     /// or a jump too far for its 16-bit offset (a generator's bug).
-    pub fn finish(mut self) -> Result<Vec<Insn>, String> {
+    pub fn finish(mut self) -> Result<Code, AsmError> {
         for &(at, label) in &self.fixups {
-            let target = self.labels[label.0]
-                .ok_or_else(|| format!("BPF program: label {} never bound", label.0))?;
+            let target = self.labels[label.0].ok_or(AsmError::UnboundLabel(label.0))?;
             // Offsets count from the instruction after the jump.
             let off = target as i64 - at as i64 - 1;
-            self.insns[at].off = i16::try_from(off)
-                .map_err(|_| format!("BPF program: jump of {off} instructions is too far"))?;
+            self.insns[at].off = i16::try_from(off).map_err(|_| AsmError::JumpTooFar(off))?;
         }
-        Ok(self.insns)
+        Ok(Code {
+            insns: self.insns,
+            notes: self.notes,
+        })
+    }
+}
+
+/// A generated program: its instructions and the generator's comments,
+/// which only the listing shows (`Display`, see `listing`). It reads as its
+/// slice of instructions.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Code {
+    pub insns: Vec<Insn>,
+    /// (index of the instruction a comment precedes, text).
+    pub notes: Vec<(usize, String)>,
+}
+
+impl std::ops::Deref for Code {
+    type Target = [Insn];
+    fn deref(&self) -> &[Insn] {
+        &self.insns
+    }
+}
+
+impl From<Vec<Insn>> for Code {
+    fn from(insns: Vec<Insn>) -> Code {
+        Code {
+            insns,
+            notes: Vec::new(),
+        }
     }
 }
 
@@ -399,7 +446,7 @@ mod tests {
         asm.this_cpu_entry_or_return(7)
             .push(Insn::mov64_reg(Reg::R6, Reg::R0));
         let insns = asm.finish().unwrap();
-        let codes: Vec<[u8; 8]> = insns.into_iter().map(bytes).collect();
+        let codes: Vec<[u8; 8]> = insns.iter().copied().map(bytes).collect();
         assert_eq!(
             codes,
             vec![
@@ -583,7 +630,9 @@ mod tests {
         let mut asm = Asm::new();
         let nowhere = asm.new_label();
         asm.jump_if_reg(Cond::Ne, Reg::R1, Reg::R2, nowhere);
-        assert!(asm.finish().unwrap_err().contains("never bound"));
+        let err = asm.finish().unwrap_err();
+        assert_eq!(err, AsmError::UnboundLabel(0));
+        assert_eq!(err.to_string(), "BPF program: label 0 never bound");
     }
 
     #[test]

@@ -109,21 +109,37 @@ pub fn assess(facts: &Facts) -> Option<String> {
     None
 }
 
+/// Why BPF collection cannot run here, in the words the collector line
+/// and `--collector bpf` show (`not permitted: needs CAP_BPF and
+/// CAP_PERFMON (or root)`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unavailable(pub String);
+
 /// Whether BPF collection can run on this machine: the facts, then a real
 /// try (an mmapable array and a two-instruction tracepoint program, both
 /// closed at once). `Err` is the reason, one line.
-pub fn check() -> Result<(), String> {
+pub fn check() -> Result<(), Unavailable> {
     if let Some(reason) = assess(&Facts::live()) {
-        return Err(reason);
+        return Err(Unavailable(reason));
     }
     try_the_system_call()
 }
 
 /// The live half of `check`: what the kernel says when asked (the doctor
 /// calls it after `assess`).
-pub fn try_the_system_call() -> Result<(), String> {
+pub fn try_the_system_call() -> Result<(), Unavailable> {
+    match refusal() {
+        Some(reason) => Err(Unavailable(reason)),
+        None => Ok(()),
+    }
+}
+
+/// What the kernel says when asked to create a map and load a program
+/// (None: it did both).
+fn refusal() -> Option<String> {
     if let Err(e) = Map::create(MapKind::Array, "probe", 8, 1, BPF_F_MMAPABLE) {
-        return Err(match e.raw_os_error() {
+        return Some(match e.raw_os_error() {
             Some(libc::ENOSYS) => "no bpf() system call (CONFIG_BPF_SYSCALL unset)".to_string(),
             Some(libc::EPERM | libc::EACCES) => format!(
                 "not permitted: the bpf() system call was refused ({})",
@@ -138,15 +154,15 @@ pub fn try_the_system_call() -> Result<(), String> {
     }
     let trivial = [Insn::mov64_imm(Reg::R0, 0), Insn::exit()];
     match Program::load(ProgramKind::Tracepoint, "probe", &trivial) {
-        Ok(_) => Ok(()),
-        Err(LoadError::NotPermitted(e)) => Err(format!(
+        Ok(_) => None,
+        Err(LoadError::NotPermitted(e)) => Some(format!(
             "not permitted: loading a program was refused ({})",
             crate::rt::os_error_text(&e)
         )),
         Err(LoadError::Other(e)) if e.raw_os_error() == Some(libc::EINVAL) => {
-            Err("no BPF on trace events (CONFIG_BPF_EVENTS unset)".to_string())
+            Some("no BPF on trace events (CONFIG_BPF_EVENTS unset)".to_string())
         }
-        Err(e) => Err(format!("a test program did not load: {e}")),
+        Err(e) => Some(format!("a test program did not load: {e}")),
     }
 }
 

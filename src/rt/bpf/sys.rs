@@ -392,37 +392,26 @@ impl Drop for MappedArray {
 }
 
 /// Why a program did not load.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    /// The verifier refused it: its log says why.
+    /// The verifier refused it: its log says why (the whole log is kept;
+    /// the line shows its last line, the verdict).
+    #[error("the verifier refused a program ({}): {}", crate::rt::os_error_text(&io::Error::from_raw_os_error(*.errno)), last_line(.log))]
     Verifier { errno: i32, log: String },
     /// The process may not load programs (EPERM/EACCES without a log).
+    #[error("not permitted ({})", crate::rt::os_error_text(.0))]
     NotPermitted(io::Error),
     /// Any other failure.
+    #[error("{}", crate::rt::os_error_text(.0))]
     Other(io::Error),
 }
 
-impl std::fmt::Display for LoadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LoadError::Verifier { errno, log } => {
-                let last = log
-                    .lines()
-                    .rev()
-                    .find(|l| !l.trim().is_empty())
-                    .unwrap_or("");
-                write!(
-                    f,
-                    "the verifier refused a program ({}): {last}",
-                    crate::rt::os_error_text(&io::Error::from_raw_os_error(*errno))
-                )
-            }
-            LoadError::NotPermitted(e) => {
-                write!(f, "not permitted ({})", crate::rt::os_error_text(e))
-            }
-            LoadError::Other(e) => write!(f, "{}", crate::rt::os_error_text(e)),
-        }
-    }
+/// The last line of a verifier's log that says something: its verdict.
+pub fn last_line(log: &str) -> &str {
+    log.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
 }
 
 /// The verifier's log buffer when a load failed (its text ends well before).

@@ -4,15 +4,10 @@
 use super::*;
 use std::time::Duration;
 
-/// None when BPF can run here; else the reason, printed by the skipping test.
-fn skip_reason() -> Option<String> {
-    probe::check().err()
-}
-
+/// Returns from the test, with a counted skip, where BPF cannot run.
 macro_rules! need_bpf {
-    () => {
-        if let Some(why) = skip_reason() {
-            eprintln!("skipped: BPF collection cannot run here: {why}");
+    ($test:expr) => {
+        if super::skip_without_bpf(concat!("rt::bpf::tests_live::", $test)) {
             return;
         }
     };
@@ -20,7 +15,7 @@ macro_rules! need_bpf {
 
 /// A program adding 1 to this CPU's u64 at `offset` in `map`, when the
 /// current task's pid is `pid` (any when None).
-fn counter(map: &Map, offset: i16, pid: Option<i32>) -> Vec<Insn> {
+fn counter(map: &Map, offset: i16, pid: Option<i32>) -> Code {
     let mut asm = Asm::new();
     let out = asm.new_label();
     if let Some(pid) = pid {
@@ -49,7 +44,7 @@ fn total(mapped: &MappedArray, offset: usize) -> u64 {
 
 #[test]
 fn a_tracepoint_program_counts_into_a_mapped_array() {
-    need_bpf!();
+    need_bpf!("a_tracepoint_program_counts_into_a_mapped_array");
     let tracefs = crate::rt::tracefs::mount::find_or_mount().unwrap();
     let map = Map::create(MapKind::Array, "test", 64, cpus() as u32, BPF_F_MMAPABLE).unwrap();
     let mapped = map.map_memory(false).unwrap();
@@ -83,7 +78,7 @@ fn a_tracepoint_program_counts_into_a_mapped_array() {
 
 #[test]
 fn a_written_slot_reads_back_through_the_mapping_and_lookup() {
-    need_bpf!();
+    need_bpf!("a_written_slot_reads_back_through_the_mapping_and_lookup");
     let map = Map::create(MapKind::Array, "test_rw", 16, 4, BPF_F_MMAPABLE).unwrap();
     let mapped = map.map_memory(true).unwrap();
     mapped.write_u64(2, 8, 0xdead_beef).unwrap();
@@ -108,7 +103,7 @@ fn a_written_slot_reads_back_through_the_mapping_and_lookup() {
 
 #[test]
 fn a_refused_program_comes_with_the_verifier_log() {
-    need_bpf!();
+    need_bpf!("a_refused_program_comes_with_the_verifier_log");
     // r0 is read before it is written.
     let bad = [Insn::alu64_imm(Alu::Add, Reg::R0, 1), Insn::exit()];
     match Program::load(ProgramKind::Tracepoint, "test_bad", &bad) {
@@ -119,60 +114,12 @@ fn a_refused_program_comes_with_the_verifier_log() {
     }
 }
 
-#[test]
-fn every_generated_program_passes_this_kernels_verifier() {
-    need_bpf!();
-    use super::wakeups::{
-        Arming, EventAccess, arm_program, expire_program, switch_in_by_pid, switch_in_by_task,
-    };
-    let tracefs = crate::rt::tracefs::mount::find_or_mount().unwrap();
-    let format = |system: &str, name: &str| {
-        crate::rt::tracefs::format::EventFormat::read(
-            &tracefs
-                .join("events")
-                .join(system)
-                .join(name)
-                .join("format"),
-        )
-        .unwrap()
-    };
-    let map = Map::create(MapKind::Array, "test_v", 128, cpus() as u32, BPF_F_MMAPABLE).unwrap();
-    let fd = map.fd();
-    let records = EventAccess::Record {
-        start: format("timer", "hrtimer_start"),
-        expire: format("timer", "hrtimer_expire_entry"),
-    };
-    let programs = [
-        (ProgramKind::Tracepoint, "t_arm", arm_program(fd, &records)),
-        (
-            ProgramKind::Tracepoint,
-            "t_expire",
-            expire_program(fd, &records, Arming::Watched),
-        ),
-        (ProgramKind::RawTracepoint, "t_on_cpu", switch_in_by_pid(fd)),
-        // The fallback for kernels without sched_exit_tp, loaded and
-        // attached here too so that it is not first tried on such a kernel.
-        (
-            ProgramKind::RawTracepoint,
-            "t_switch",
-            switch_in_by_task(fd),
-        ),
-    ];
-    for (kind, name, insns) in programs {
-        let program =
-            Program::load(kind, name, &insns.unwrap()).unwrap_or_else(|e| panic!("{name}: {e}"));
-        if name == "t_switch" {
-            Attachment::raw_tracepoint(&program, "sched_switch").unwrap();
-        }
-    }
-}
-
 /// Not a test of latscope: what this kernel does when a CPU leaves idle.
 /// `cargo test --release -- --ignored --nocapture switches_out_of_idle`.
 #[test]
 #[ignore]
 fn switches_out_of_idle() {
-    need_bpf!();
+    need_bpf!("switches_out_of_idle");
     let tracefs = crate::rt::tracefs::mount::find_or_mount().unwrap();
     let map = Map::create(
         MapKind::Array,
@@ -219,7 +166,7 @@ fn switches_out_of_idle() {
 #[test]
 #[ignore]
 fn hooks_on_the_way_back() {
-    need_bpf!();
+    need_bpf!("hooks_on_the_way_back");
     let tid = crate::rt::sched::current_tid();
     let map = Map::create(
         MapKind::Array,
@@ -254,129 +201,6 @@ fn hooks_on_the_way_back() {
     );
 }
 
-/// The wake-ups of this thread, pinned and SCHED_FIFO, on a 1 ms schedule,
-/// with the timer programs on `path`: (complete, torn, missing) of
-/// `wakeups`, and the events the programs ran on. An expiry already close
-/// when the thread would sleep for it is skipped, not counted: no timer is
-/// armed for it, so no record could be.
-fn wakeups_seen(
-    path: wakeups::EventPath,
-    arming: wakeups::Arming,
-    wakeups: u64,
-) -> ((u64, u64, u64), String) {
-    use wakeups::{SlotRead, SlotThread, WakeupSlots};
-    let tracefs = crate::rt::tracefs::mount::find_or_mount().unwrap();
-    let cpu = *crate::rt::sched::allowed_cpus().last().unwrap();
-    crate::rt::sched::pin_current_thread(cpu).unwrap();
-    use crate::rt::sched::{Policy, set_current_thread_policy};
-    set_current_thread_policy(Policy::Fifo, 50).unwrap();
-    let period = 1_000_000;
-    let first = crate::rt::clock::monotonic_ns() + 20 * period;
-    let thread = SlotThread {
-        tid: crate::rt::sched::current_tid(),
-        cpu,
-        first_expiry_ns: first,
-        period_ns: period,
-    };
-    let slots = WakeupSlots::start_on(&tracefs, &[thread], &[path], arming)
-        .unwrap_or_else(|e| panic!("{path:?}, {arming:?}: {e}"));
-    let reader = slots.reader(cpu).unwrap();
-    let mut seen = (0, 0, 0);
-    let mut expiry = first;
-    while seen.0 + seen.1 + seen.2 < wakeups {
-        expiry += period;
-        if expiry < crate::rt::clock::monotonic_ns() + period / 4 {
-            continue;
-        }
-        crate::rt::clock::sleep_until_ns(expiry);
-        match reader.read(expiry) {
-            SlotRead::Complete { irq_ns, switch_ns } => {
-                assert!(
-                    expiry <= irq_ns && irq_ns <= switch_ns,
-                    "{path:?}: {expiry} {irq_ns} {switch_ns}"
-                );
-                seen.0 += 1;
-            }
-            // Counted, never a missing record: a torn read, or a thread held
-            // off its CPU (by another test's real-time thread) until its
-            // timer had fired before it slept.
-            SlotRead::Torn | SlotRead::Unscheduled { .. } => seen.1 += 1,
-            SlotRead::Missing => seen.2 += 1,
-        }
-    }
-    set_current_thread_policy(Policy::Other, 0).unwrap();
-    (seen, slots.source.clone())
-}
-
-#[test]
-fn every_event_path_records_every_wake_up() {
-    need_bpf!();
-    use wakeups::{Arming, EventPath};
-    // Where the scheduler's exit hook is, the raw paths run without an
-    // arming program; each path is also tried with one (what a kernel
-    // without the hook runs), and the classic path always has one.
-    let has_exit_hook = std::path::Path::new("/sys/kernel/btf/vmlinux").exists()
-        && btf::Btf::vmlinux().is_ok_and(|b| b.tracepoint("sched_exit_tp").is_ok());
-    for path in EventPath::ALL {
-        if path != EventPath::Tracepoint && !std::path::Path::new(btf::VMLINUX).exists() {
-            eprintln!(
-                "{path:?} skipped: no {} (a kernel without BTF)",
-                btf::VMLINUX
-            );
-            continue;
-        }
-        for arming in [Arming::Inferred, Arming::Watched] {
-            let ((complete, torn, missing), source) = wakeups_seen(path, arming, 50);
-            let what = format!("{path:?}, {arming:?} ({source})");
-            // A torn read needs an interrupt's program between two loads of
-            // one cache line: rare, and counted; so is a wake-up whose timer
-            // fired before the thread slept. A record not whole for another
-            // reason is counted too (the product says "not recorded whole"):
-            // 2 of 50 in two loaded suite runs (the other tests' real-time
-            // threads on the CPU), none quiet. Each path must record nearly
-            // every wake-up whole: 45 of 50.
-            let counts =
-                format!("{complete} complete, {torn} torn or unscheduled, {missing} not whole");
-            assert!(complete >= 45, "{what}: {counts}");
-            let (prefix, watched) = match path {
-                EventPath::TypedRawTracepoint => ("tp_btf", arming == Arming::Watched),
-                EventPath::RawTracepoint => ("raw", arming == Arming::Watched),
-                EventPath::Tracepoint => ("timer", true),
-            };
-            let watched = watched || !has_exit_hook;
-            let expected = if watched {
-                format!("bpf on {prefix}:hrtimer_start, {prefix}:hrtimer_expire_entry, ")
-            } else {
-                format!("bpf on {prefix}:hrtimer_expire_entry, raw:sched_exit_tp")
-            };
-            assert!(source.starts_with(&expected), "{what}: {expected}");
-        }
-    }
-}
-
-#[test]
-fn with_btf_the_cheapest_path_runs() {
-    need_bpf!();
-    if !std::path::Path::new(btf::VMLINUX).exists() {
-        eprintln!("skipped: no {} (a kernel without BTF)", btf::VMLINUX);
-        return;
-    }
-    let tracefs = crate::rt::tracefs::mount::find_or_mount().unwrap();
-    let slots = wakeups::WakeupSlots::start(&tracefs, &[]).unwrap();
-    // With the scheduler's exit hook no arming program runs at all.
-    let has_exit_hook = btf::Btf::vmlinux().is_ok_and(|b| b.tracepoint("sched_exit_tp").is_ok());
-    let expected = if has_exit_hook {
-        "bpf on tp_btf:hrtimer_expire_entry, raw:sched_exit_tp"
-    } else {
-        "bpf on tp_btf:hrtimer_start, "
-    };
-    assert!(
-        slots.source.starts_with(expected),
-        "{}: {expected}",
-        slots.source
-    );
-}
-
 /// Not a test of latscope: what each way onto a tracepoint costs the event
 /// itself, with a program that does nothing (so only the path differs):
 /// this thread's CPU time per `timerfd_settime` (one `hrtimer_start`), the
@@ -385,7 +209,7 @@ fn with_btf_the_cheapest_path_runs() {
 #[test]
 #[ignore]
 fn path_cost_per_hrtimer_start() {
-    need_bpf!();
+    need_bpf!("path_cost_per_hrtimer_start");
     let tracefs = crate::rt::tracefs::mount::find_or_mount().unwrap();
     let btf = btf::Btf::vmlinux().unwrap();
     let (typedef, _) = btf.tracepoint("hrtimer_start").unwrap();
@@ -447,7 +271,7 @@ fn path_cost_per_hrtimer_start() {
 /// prints in the program's fdinfo (this checks the structure offsets).
 #[test]
 fn program_stats_agree_with_fdinfo() {
-    need_bpf!();
+    need_bpf!("program_stats_agree_with_fdinfo");
     let tracefs = crate::rt::tracefs::mount::find_or_mount().unwrap();
     let map = Map::create(MapKind::Array, "test", 64, cpus() as u32, BPF_F_MMAPABLE).unwrap();
     let program = Program::load(

@@ -401,3 +401,46 @@ fn check_kill_9_leaves_nothing(test: &str, line: &str, programs: usize) {
         .unwrap_or_default();
     assert!(instances.is_empty(), "{instances:?}");
 }
+
+#[test]
+fn collector_bpf_as_an_ordinary_user_is_the_collector_bpf_line_on_every_command() {
+    // An ordinary user cannot run BPF collection: `--collector bpf` must say
+    // so in its documented words (docs/bpf.md), exit 1, on every command
+    // that takes it, rather than the tracefs collector's "needs root" line
+    // (which it printed before: the tracefs check ran first).
+    let test =
+        "slow::bpf::collector_bpf_as_an_ordinary_user_is_the_collector_bpf_line_on_every_command";
+    if let Err(why) = nobody_runner() {
+        latscope::testing::skip(test, &why);
+        return;
+    }
+    let expected = "latscope: error: --collector bpf: BPF collection cannot run here: not permitted: needs CAP_BPF and CAP_PERFMON (or root)";
+    for command in [
+        "timer --breakdown --collector bpf -T 1 -p 1000 -q",
+        "timer --trace-spikes 50 --collector bpf -T 1 -q",
+        "noise --trace-spikes 50 --collector bpf -D 1 -q",
+        "pipe --trace-spikes 50 --collector bpf -D 1 -q",
+    ] {
+        let mut cmd = nobody_runner().expect("checked above");
+        cmd.arg(bin()).args(args(command));
+        let out = run_std_with_timeout(cmd, Duration::from_secs(30));
+        assert_code(&out, 1);
+        assert_eq!(
+            stderr_of(&out).trim(),
+            expected,
+            "{command}: {}",
+            describe(&out)
+        );
+    }
+    // With auto the same user is told what tracefs needs, as before.
+    let mut cmd = nobody_runner().expect("checked above");
+    cmd.arg(bin())
+        .args(args("timer --breakdown -T 1 -p 1000 -q"));
+    let out = run_std_with_timeout(cmd, Duration::from_secs(30));
+    assert_code(&out, 1);
+    assert!(
+        stderr_of(&out).contains("--breakdown needs kernel tracing: kernel tracing needs root"),
+        "{}",
+        describe(&out)
+    );
+}

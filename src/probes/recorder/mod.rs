@@ -5,12 +5,18 @@
 //! kernel per event. Only for a spike does the collector thread (normal
 //! priority, off the measured CPUs when it can) copy that CPU's window out
 //! of the map with plain loads, decode it into `TraceEvent`s and attribute
-//! it with `spikes::attribution`, as the tracefs collector does.
+//! it with `spikes::attribution`, as the tracefs collector does
+//! (`spikes::flight`).
+
+use crate::rt::bpf::probe::Unavailable;
 
 pub mod decode;
 pub mod layout;
+pub mod load;
 pub mod program;
-pub mod run;
+
+#[cfg(test)]
+mod tests_live;
 
 /// The oldest kernel whose verifier takes the atomic fetch-and-add that
 /// reserves a record (`BPF_FETCH`, Linux 5.12).
@@ -19,18 +25,20 @@ pub const MIN_KERNEL: (u32, u32) = (5, 12);
 /// Whether the flight recorder can run here: BPF itself (`rt::bpf::probe`),
 /// a kernel with `BPF_FETCH` and a CPU that keeps stores in order (see
 /// `layout.rs`). `Err` is why not.
-pub fn check() -> Result<(), String> {
+pub fn check() -> Result<(), Unavailable> {
     if !cfg!(target_arch = "x86_64") {
-        return Err("the flight recorder needs x86-64's store ordering".to_string());
+        return Err(Unavailable(
+            "the flight recorder needs x86-64's store ordering".to_string(),
+        ));
     }
     let release = crate::rt::bpf::probe::Facts::live().release;
     if let Some(version) = crate::rt::bpf::probe::kernel_version(&release)
         && version < MIN_KERNEL
     {
-        return Err(format!(
+        return Err(Unavailable(format!(
             "kernel {release} is older than {}.{} (the flight recorder reserves records with BPF_FETCH)",
             MIN_KERNEL.0, MIN_KERNEL.1
-        ));
+        )));
     }
     crate::rt::bpf::probe::check()
 }

@@ -21,8 +21,9 @@
 //! and the CPU's current task into the header.
 
 use super::layout::{INTERRUPTED_NS, Kind, NAME_SHIFT, RECORD_SIZE, Region, header, name, record};
+use crate::probes::ProbeError;
 use crate::rt::bpf::btf::{self, Btf};
-use crate::rt::bpf::{Alu, Asm, Cond, Helper, Insn, Label, Map, Reg, Size};
+use crate::rt::bpf::{Alu, Asm, Code, Cond, Helper, Insn, Label, Reg, Size};
 use crate::rt::tracefs::events::{NmiFields, Switch, SwitchFields, WakeupFields, vector_event};
 use crate::rt::tracefs::format::{EventFormat, Field};
 
@@ -130,15 +131,21 @@ fn vector_recipe(name: &str) -> Option<Recipe> {
     })
 }
 
-fn no_program(event: &str) -> String {
-    format!("the recorder has no program for {event}")
+/// The name the recorder's errors give the family.
+const FAMILY: &str = "recorder";
+
+fn no_program(event: &str) -> ProbeError {
+    ProbeError::NoProgram {
+        event: event.to_string(),
+        family: FAMILY,
+    }
 }
 
 impl Recipe {
     /// The recipe for the classic tracepoint whose record `format`
     /// describes (see `events::ACTIVITY`, `VECTOR_EVENTS` and `NMI`),
     /// recording wake-ups of `tids` only.
-    pub fn of(format: &EventFormat, tids: &[i32]) -> Result<Recipe, String> {
+    pub fn of(format: &EventFormat, tids: &[i32]) -> Result<Recipe, ProbeError> {
         let name = format.name.as_str();
         if let Some((_, kind, field)) = OPERANDS.iter().find(|(event, ..)| *event == name) {
             return Ok(Recipe::Operand {
@@ -185,85 +192,133 @@ impl Recipe {
     /// of the tasks they point to, at their BTF offsets. An error where the
     /// prototype is not the one the recipe assumes (the caller then uses
     /// the classic tracepoint).
-    pub fn of_arguments(btf: &Btf, event: &str, tids: &[i32]) -> Result<Recipe, String> {
-        let (_, args) = btf.tracepoint(event)?;
-        let unexpected =
-            || format!("the tracepoint {event} has arguments the recorder does not expect");
-        // Argument `i`, checked to be an integer of at most 8 bytes.
-        let int_arg = |i: usize| -> Result<usize, String> {
-            match args.get(i).and_then(|&t| btf.size_of(t).ok()) {
-                Some(1..=8) => Ok(i),
-                _ => Err(unexpected()),
-            }
-        };
-        let task = btf.find("task_struct", btf::Kind::Struct)?;
-        let task_at = |i: usize| -> Result<usize, String> {
-            match args.get(i).map(|&a| btf.pointee(a)) {
-                Some(Ok(t)) if btf.resolve(t).ok() == Some(task) => Ok(i),
-                _ => Err(unexpected()),
-            }
-        };
-        let member = |arg: usize, paths: &[&str]| -> Result<Value, String> {
-            let mut last = String::new();
-            for path in paths {
-                match btf.member("task_struct", path) {
-                    Ok(m) => {
-                        return Ok(Value::Member {
-                            arg,
-                            offset: m.offset as usize,
-                            size: m.size as usize,
-                        });
-                    }
-                    Err(why) => last = why,
-                }
-            }
-            Err(last)
-        };
-        let task_values = |arg: usize| -> Result<TaskValues, String> {
-            Ok(TaskValues {
-                pid: member(arg, &["pid"])?,
-                prio: member(arg, &["prio"])?,
-                comm: member(arg, &["comm"])?,
-            })
-        };
+    pub fn of_arguments(btf: &Btf, event: &str, tids: &[i32]) -> Result<Recipe, ProbeError> {
+        check_prototype(btf, event)?;
+        Recipe::typed(event, &TaskMembers::read(btf)?, tids)
+    }
+
+    /// The recipe of a BTF-typed program on `event` whose prototype is the
+    /// one assumed (`check_prototype`), its tasks' members at `members`.
+    pub fn typed(event: &str, members: &TaskMembers, tids: &[i32]) -> Result<Recipe, ProbeError> {
         if let Some((_, kind, _)) = OPERANDS.iter().find(|(e, ..)| *e == event) {
             return Ok(Recipe::Operand {
                 kind: *kind,
-                value: Value::Arg(int_arg(0)?),
+                value: Value::Arg(0),
             });
         }
         Ok(match event {
             // (bool preempt, prev, next, unsigned int prev_state): Linux
             // 5.18 added the state; before it the kernel read it itself.
-            "sched_switch" if args.len() == 4 => Recipe::Switch {
-                prev: task_values(task_at(1)?)?,
-                next: task_values(task_at(2)?)?,
+            "sched_switch" => Recipe::Switch {
+                prev: members.task(1),
+                next: members.task(2),
                 state: SwitchState::Arguments {
-                    preempt: int_arg(0)?,
-                    state: int_arg(3)?,
-                    exit_state: member(1, &["exit_state"])?,
+                    preempt: 0,
+                    state: 3,
+                    exit_state: TaskMembers::at(1, members.exit_state, "exit_state")?,
                 },
             },
-            "sched_switch" => return Err(unexpected()),
-            "sched_wakeup" => {
-                let p = task_at(0)?;
-                Recipe::Wakeup {
-                    pid: member(p, &["pid"])?,
-                    prio: member(p, &["prio"])?,
-                    // task_cpu(): in thread_info since Linux 5.16, in the
-                    // task itself from 5.3 to 5.15.
-                    target_cpu: member(p, &["thread_info.cpu", "cpu"])?,
-                    tids: tids.to_vec(),
-                }
-            }
+            "sched_wakeup" => Recipe::Wakeup {
+                pid: TaskMembers::at(0, Some(members.pid), "pid")?,
+                prio: TaskMembers::at(0, Some(members.prio), "prio")?,
+                target_cpu: TaskMembers::at(0, members.cpu, "cpu")?,
+                tids: tids.to_vec(),
+            },
             // (void *handler, s64 delta_ns, int handled)
-            "nmi_handler" if args.len() == 3 => Recipe::Nmi {
-                delta_ns: Value::Arg(int_arg(1)?),
-                handled: Value::Arg(int_arg(2)?),
+            "nmi_handler" => Recipe::Nmi {
+                delta_ns: Value::Arg(1),
+                handled: Value::Arg(2),
             },
             other => vector_recipe(other).ok_or_else(|| no_program(other))?,
         })
     }
+}
+
+/// A member of `task_struct`: (offset, size) in bytes, from BTF.
+pub type TaskMember = (usize, usize);
+
+/// The members of `task_struct` the typed programs read.
+#[derive(Debug, Clone, Copy)]
+pub struct TaskMembers {
+    pub pid: TaskMember,
+    pub prio: TaskMember,
+    pub comm: TaskMember,
+    /// Only the switch's program reads it.
+    pub exit_state: Option<TaskMember>,
+    /// `task_cpu()`: only the wake-up's program reads it.
+    pub cpu: Option<TaskMember>,
+}
+
+impl TaskMembers {
+    /// Where this kernel's BTF puts them.
+    pub fn read(btf: &Btf) -> Result<TaskMembers, ProbeError> {
+        let member = |paths: &[&str]| -> Result<TaskMember, ProbeError> {
+            let mut last = ProbeError::Kernel(String::new());
+            for path in paths {
+                match btf.member("task_struct", path) {
+                    Ok(m) => return Ok((m.offset as usize, m.size as usize)),
+                    Err(why) => last = ProbeError::kernel(why),
+                }
+            }
+            Err(last)
+        };
+        Ok(TaskMembers {
+            pid: member(&["pid"])?,
+            prio: member(&["prio"])?,
+            comm: member(&["comm"])?,
+            exit_state: member(&["exit_state"]).ok(),
+            // In thread_info since Linux 5.16, in the task itself from 5.3
+            // to 5.15.
+            cpu: member(&["thread_info.cpu", "cpu"]).ok(),
+        })
+    }
+
+    /// The member `name` of the task argument `arg` points to.
+    fn at(arg: usize, member: Option<TaskMember>, name: &str) -> Result<Value, ProbeError> {
+        let (offset, size) = member.ok_or_else(|| {
+            ProbeError::Kernel(format!("struct task_struct has no member '{name}'"))
+        })?;
+        Ok(Value::Member { arg, offset, size })
+    }
+
+    /// The pid, priority and name of the task argument `arg` points to.
+    fn task(&self, arg: usize) -> TaskValues {
+        let value = |(offset, size): TaskMember| Value::Member { arg, offset, size };
+        TaskValues {
+            pid: value(self.pid),
+            prio: value(self.prio),
+            comm: value(self.comm),
+        }
+    }
+}
+
+/// Checks that `event`'s prototype is the one `Recipe::typed` assumes: an
+/// integer of at most 8 bytes or a `task_struct` pointer where it reads
+/// one.
+fn check_prototype(btf: &Btf, event: &str) -> Result<(), ProbeError> {
+    let (_, args) = btf.tracepoint(event)?;
+    let unexpected = || ProbeError::Arguments {
+        event: event.to_string(),
+        family: FAMILY,
+    };
+    let task = btf.find("task_struct", btf::Kind::Struct)?;
+    let is_int = |i: usize| matches!(args.get(i).and_then(|&t| btf.size_of(t).ok()), Some(1..=8));
+    let is_task = |i: usize| matches!(args.get(i).map(|&a| btf.pointee(a)), Some(Ok(t)) if btf.resolve(t).ok() == Some(task));
+    let fits = if OPERANDS.iter().any(|(e, ..)| *e == event) {
+        is_int(0)
+    } else {
+        match event {
+            "sched_switch" => args.len() == 4 && is_int(0) && is_task(1) && is_task(2) && is_int(3),
+            "sched_wakeup" => is_task(0),
+            "nmi_handler" => args.len() == 3 && is_int(1) && is_int(2),
+            other => {
+                return vector_recipe(other)
+                    .map(|_| ())
+                    .ok_or_else(|| no_program(other));
+            }
+        }
+    };
+    if fits { Ok(()) } else { Err(unexpected()) }
 }
 
 /// Scratch register of `load`: the structure pointer of a `Value::Member`.
@@ -273,7 +328,7 @@ const POINTER: Reg = Reg::R5;
 /// `POINTER`). A record's field or a member is loaded where it starts
 /// (little-endian: the low bytes of a wider one), aligned as the kernel
 /// requires.
-fn load(asm: &mut Asm, dst: Reg, value: &Value) -> Result<(), String> {
+fn load(asm: &mut Asm, dst: Reg, value: &Value) -> Result<(), ProbeError> {
     let (base, offset, size, name) = match value {
         Value::Field(field) => (CTX, field.offset, field.size, field.name.as_str()),
         Value::Arg(n) => {
@@ -289,11 +344,19 @@ fn load(asm: &mut Asm, dst: Reg, value: &Value) -> Result<(), String> {
         1 => Size::B,
         2 => Size::H,
         _ if size >= 4 => Size::W,
-        n => return Err(format!("field {name} has size {n}")),
+        n => {
+            return Err(ProbeError::Field {
+                field: name.to_string(),
+                problem: format!("has size {n}"),
+            });
+        }
     };
     let bytes = size.min(4);
     if !offset.is_multiple_of(bytes) || offset > i16::MAX as usize {
-        return Err(format!("field {name} is not aligned"));
+        return Err(ProbeError::Field {
+            field: name.to_string(),
+            problem: "is not aligned".to_string(),
+        });
     }
     asm.push(Insn::ldx(width, dst, base, offset as i16));
     Ok(())
@@ -308,14 +371,14 @@ fn at_record(field: usize) -> i16 {
 /// Copies the 16-byte name `comm` (a record's field or a task's member) to
 /// `offset` from `dst`, in the widest loads its alignment allows (clobbers
 /// R1 and `POINTER`).
-fn copy_comm(asm: &mut Asm, dst: Reg, offset: usize, comm: &Value) -> Result<(), String> {
+fn copy_comm(asm: &mut Asm, dst: Reg, offset: usize, comm: &Value) -> Result<(), ProbeError> {
     let (base, from) = match comm {
         Value::Field(field) => (CTX, field.offset),
         Value::Member { arg, offset, .. } => {
             asm.push(Insn::ldx(Size::DW, POINTER, CTX, (8 * arg) as i16));
             (POINTER, *offset)
         }
-        Value::Arg(_) => return Err("a task name is not an argument".to_string()),
+        Value::Arg(_) => return Err(ProbeError::Unsuited("a task name is not an argument")),
     };
     let width = [8usize, 4, 2, 1]
         .into_iter()
@@ -342,7 +405,7 @@ const TASK_UNINTERRUPTIBLE: i32 = 0x2;
 /// `POINTER`): preempted is `PREEMPTED`; else the highest reported state
 /// bit (`1 << (fls(state) - 1)`), idle and RT-lock waits mapped as the
 /// kernel maps them.
-fn switch_state(asm: &mut Asm, state: &SwitchState) -> Result<(), String> {
+fn switch_state(asm: &mut Asm, state: &SwitchState) -> Result<(), ProbeError> {
     let (preempt, raw, exit_state) = match state {
         SwitchState::Field(field) => return load(asm, Reg::R1, &Value::Field(field.clone())),
         SwitchState::Arguments {
@@ -352,11 +415,17 @@ fn switch_state(asm: &mut Asm, state: &SwitchState) -> Result<(), String> {
         } => (*preempt, *state, exit_state),
     };
     let done = asm.new_label();
+    asm.note("r1 = prev_state as __trace_sched_switch_state reports it");
     asm.push(Insn::ldx(Size::DW, Reg::R2, CTX, (8 * preempt) as i16))
         .push(Insn::alu64_imm(Alu::And, Reg::R2, 0xff))
         .push(Insn::mov64_imm(Reg::R1, Switch::PREEMPTED as i32))
         .jump_if(Cond::Ne, Reg::R2, 0, done);
+    // RT-lock waits and frozen tasks first: the kernel reports them as
+    // TASK_UNINTERRUPTIBLE even when the idle bits are set too (its
+    // override comes after the idle one).
     asm.push(Insn::ldx(Size::DW, Reg::R2, CTX, (8 * raw) as i16))
+        .push(Insn::mov64_imm(Reg::R1, TASK_UNINTERRUPTIBLE))
+        .jump_if(Cond::Set, Reg::R2, REPORTED_UNINTERRUPTIBLE, done)
         .push(Insn::mov64_reg(Reg::R1, Reg::R2))
         .push(Insn::alu64_imm(Alu::And, Reg::R1, TASK_IDLE));
     let not_idle = asm.new_label();
@@ -364,11 +433,10 @@ fn switch_state(asm: &mut Asm, state: &SwitchState) -> Result<(), String> {
         .push(Insn::mov64_imm(Reg::R1, TASK_REPORT_IDLE))
         .jump(done);
     asm.bind(not_idle);
-    asm.push(Insn::mov64_imm(Reg::R1, TASK_UNINTERRUPTIBLE))
-        .jump_if(Cond::Set, Reg::R2, REPORTED_UNINTERRUPTIBLE, done);
     load(asm, Reg::R1, exit_state)?;
     asm.push(Insn::alu64_reg(Alu::Or, Reg::R1, Reg::R2))
         .push(Insn::alu64_imm(Alu::And, Reg::R1, TASK_REPORT));
+    asm.note("r1 = its highest reported bit");
     // Keep the highest bit: tested from the top, the first set one wins
     // (none set: the task was running, 0 stays).
     let bits: Vec<(i32, Label)> = (0..7).rev().map(|b| (1i32 << b, asm.new_label())).collect();
@@ -405,7 +473,7 @@ fn record_switch(
     prev: &TaskValues,
     next: &TaskValues,
     state: &SwitchState,
-) -> Result<(), String> {
+) -> Result<(), ProbeError> {
     for (task, at) in [(prev, record::A), (next, record::B)] {
         load(asm, Reg::R1, &task.pid)?;
         asm.push(Insn::stx(Size::W, SLOT, at_record(at), Reg::R1));
@@ -455,7 +523,7 @@ fn record_switch(
 }
 
 /// The operands of `recipe`'s record (A to D), read where its values are.
-fn record_operands(asm: &mut Asm, recipe: &Recipe) -> Result<(), String> {
+fn record_operands(asm: &mut Asm, recipe: &Recipe) -> Result<(), ProbeError> {
     let operands = [record::A, record::B, record::C, record::D];
     match recipe {
         Recipe::Switch { prev, next, state } => record_switch(asm, prev, next, state)?,
@@ -486,7 +554,7 @@ fn record_operands(asm: &mut Asm, recipe: &Recipe) -> Result<(), String> {
 }
 
 /// The whole program of `recipe`, writing into `map` (regions of `region`).
-pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, String> {
+pub fn program(recipe: &Recipe, map_fd: i32, region: Region) -> Result<Code, ProbeError> {
     let mut asm = Asm::new();
     let out = asm.new_label();
     asm.push(Insn::mov64_reg(CTX, Reg::R1));
@@ -501,12 +569,14 @@ pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, 
         asm.bind(keep);
     }
     // This CPU's region, if it is traced.
-    asm.this_cpu_entry_or_return(map.fd())
+    asm.note("r7 = this CPU's region, or return")
+        .this_cpu_entry_or_return(map_fd)
         .push(Insn::mov64_reg(REGION, Reg::R0))
         .push(Insn::ldx(Size::DW, Reg::R1, REGION, ENABLED as i16))
         .jump_if(Cond::Eq, Reg::R1, 0, out);
     asm.push(Insn::call(Helper::KtimeGetNs))
         .push(Insn::mov64_reg(TIME, Reg::R0));
+    asm.note("reserve record i: r1 = i, head = i + 1, commit word i + 1 on the stack");
     // Reserve record i: R1 = i, head = i + 1, atomically (a program that
     // interrupts this one reserves i + 1). Its commit word is kept on the
     // stack for the end.
@@ -519,6 +589,7 @@ pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, 
         .push(Insn::mov64_reg(Reg::R2, Reg::R1))
         .push(Insn::alu64_imm(Alu::Add, Reg::R2, 1))
         .push(Insn::stx(Size::DW, Reg::R10, COMMIT_ON_STACK, Reg::R2));
+    asm.note("r8 = &region.records[i % slots] - RECORDS");
     // SLOT = REGION + (i % slots) * RECORD_SIZE: the record's fields are
     // at `at_record` from it. The mask bounds the offset for the verifier.
     asm.push(Insn::alu64_imm(Alu::And, Reg::R1, region.slots as i32 - 1))
@@ -548,6 +619,7 @@ pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, 
     };
     asm.push(Insn::st(Size::H, SLOT, at_record(record::SMALL), small));
     record_operands(&mut asm, recipe)?;
+    asm.note("ELAPSED = now - TIME; a long run counts as interrupted");
     // How long this program ran; a long run was interrupted (counted).
     let quick = asm.new_label();
     asm.push(Insn::call(Helper::KtimeGetNs))
@@ -566,10 +638,339 @@ pub fn program(recipe: &Recipe, map: &Map, region: Region) -> Result<Vec<Insn>, 
             Reg::R1,
         ));
     asm.bind(quick);
+    asm.note("commit: SEQ = i + 1");
     // The record is whole: commit it, last.
     asm.push(Insn::ldx(Size::DW, Reg::R1, Reg::R10, COMMIT_ON_STACK))
         .push(Insn::stx(Size::DW, SLOT, at_record(record::SEQ), Reg::R1));
     asm.bind(out);
     asm.push(Insn::mov64_imm(Reg::R0, 0)).push(Insn::exit());
-    asm.finish()
+    Ok(asm.finish()?)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The generated programs run in user space (`probes::interpreter`) on
+    //! fixture inputs: the switch's state against the kernel's own
+    //! computation, and whole programs whose records are decoded back.
+    use super::*;
+    use crate::probes::interpreter::{Memory, run};
+    use crate::probes::recorder::decode::{Names, RegionView, decode};
+    use crate::rt::tracefs::events::{Kind as Event, TraceEvent};
+
+    const CTX_AT: u64 = 0x1000_0000;
+    const PREV_AT: u64 = 0x2000_0000;
+    const NEXT_AT: u64 = 0x3000_0000;
+    const REGION_AT: u64 = 0x4000_0000;
+    const TASK_BYTES: usize = 4096;
+
+    /// `task_struct` as the goldens fix it (`probes::golden`).
+    fn members() -> TaskMembers {
+        TaskMembers {
+            pid: (2504, 4),
+            prio: (124, 4),
+            comm: (3024, 16),
+            exit_state: Some((2460, 4)),
+            cpu: Some((24, 4)),
+        }
+    }
+
+    /// The kernel's `__trace_sched_switch_state` (include/trace/events/
+    /// sched.h, Linux >= 5.18) with `__task_state_index`
+    /// (include/linux/sched.h), written from their text: preempted is
+    /// TASK_REPORT_MAX; else `(state | exit_state) & TASK_REPORT`, TASK_IDLE
+    /// reported as TASK_REPORT_IDLE, then RT-lock waits and frozen tasks as
+    /// TASK_UNINTERRUPTIBLE; the result `1 << (fls(state) - 1)`, or 0.
+    fn kernel_switch_state(preempt: bool, prev_state: u32, exit_state: u32) -> u64 {
+        const TASK_REPORT: u32 = 0x7f;
+        const TASK_IDLE: u32 = 0x402;
+        const TASK_REPORT_IDLE: u32 = TASK_REPORT + 1;
+        const TASK_REPORT_MAX: u64 = (TASK_REPORT_IDLE as u64) << 1;
+        const TASK_RTLOCK_WAIT: u32 = 0x1000;
+        const TASK_FROZEN: u32 = 0x8000;
+        if preempt {
+            return TASK_REPORT_MAX;
+        }
+        let mut state = (prev_state | exit_state) & TASK_REPORT;
+        if prev_state & TASK_IDLE == TASK_IDLE {
+            state = TASK_REPORT_IDLE;
+        }
+        if prev_state & TASK_RTLOCK_WAIT != 0 || prev_state & TASK_FROZEN != 0 {
+            state = 2;
+        }
+        let fls = 32 - state.leading_zeros();
+        if fls == 0 { 0 } else { 1 << (fls - 1) }
+    }
+
+    /// The program part that computes the state, alone: r0 = its result.
+    fn switch_state_code() -> Code {
+        let mut asm = Asm::new();
+        asm.push(Insn::mov64_reg(CTX, Reg::R1));
+        let exit_state = TaskMembers::at(1, members().exit_state, "exit_state").unwrap();
+        let state = SwitchState::Arguments {
+            preempt: 0,
+            state: 3,
+            exit_state,
+        };
+        switch_state(&mut asm, &state).unwrap();
+        asm.push(Insn::mov64_reg(Reg::R0, Reg::R1))
+            .push(Insn::exit());
+        asm.finish().unwrap()
+    }
+
+    /// Runs it on the raw tracepoint's arguments (preempt, prev, next,
+    /// prev_state) with `prev->exit_state`.
+    fn program_switch_state(code: &Code, preempt: bool, prev_state: u32, exit_state: u32) -> u64 {
+        let mut memory = Memory::new();
+        memory.add(CTX_AT, 32);
+        memory.add(PREV_AT, TASK_BYTES);
+        let args = [u64::from(preempt), PREV_AT, NEXT_AT, u64::from(prev_state)];
+        for (i, arg) in args.into_iter().enumerate() {
+            memory.store(CTX_AT + 8 * i as u64, 8, arg).unwrap();
+        }
+        let at = PREV_AT + members().exit_state.unwrap().0 as u64;
+        memory.store(at, 4, u64::from(exit_state)).unwrap();
+        run(code, CTX_AT, &mut memory, &mut |id, _, _| {
+            panic!("call {id}")
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn the_switch_state_of_each_kernel_state_bit() {
+        let code = switch_state_code();
+        // (prev_state, exit_state, what tracefs prints): Linux 6.x values.
+        let cases = [
+            (0x0000, 0, 0x00),    // TASK_RUNNING (R)
+            (0x0001, 0, 0x01),    // TASK_INTERRUPTIBLE (S)
+            (0x0002, 0, 0x02),    // TASK_UNINTERRUPTIBLE (D)
+            (0x0004, 0, 0x04),    // __TASK_STOPPED (T)
+            (0x0008, 0, 0x08),    // __TASK_TRACED (t)
+            (0x0000, 0x10, 0x10), // EXIT_DEAD (X), in exit_state
+            (0x0000, 0x20, 0x20), // EXIT_ZOMBIE (Z), in exit_state
+            (0x0040, 0, 0x40),    // TASK_PARKED (P)
+            (0x0080, 0, 0x00),    // TASK_DEAD: not a reported state
+            (0x0080, 0x20, 0x20), // TASK_DEAD of a zombie
+            (0x0102, 0, 0x02),    // TASK_KILLABLE (WAKEKILL | UNINTERRUPTIBLE)
+            (0x0402, 0, 0x80),    // TASK_IDLE (I)
+            (0x1000, 0, 0x02),    // TASK_RTLOCK_WAIT: as D
+            (0x8000, 0, 0x02),    // TASK_FROZEN: as D
+            (0x000c, 0, 0x08),    // two bits: the highest
+            (0x8402, 0, 0x02),    // idle but frozen: frozen wins, as in the kernel
+        ];
+        for (state, exit, want) in cases {
+            assert_eq!(kernel_switch_state(false, state, exit), want, "{state:#x}");
+            assert_eq!(
+                program_switch_state(&code, false, state, exit),
+                want,
+                "prev_state {state:#x}, exit_state {exit:#x}"
+            );
+        }
+        // Preempted: TASK_REPORT_MAX whatever the state.
+        for state in [0, 1, 0x402] {
+            assert_eq!(
+                program_switch_state(&code, true, state, 0),
+                Switch::PREEMPTED
+            );
+        }
+    }
+
+    #[test]
+    fn the_switch_state_agrees_with_the_kernel_on_every_16_bit_state() {
+        let code = switch_state_code();
+        for exit in [0, 0x10, 0x20, 0x30] {
+            for state in 0..=0xffff_u32 {
+                let want = kernel_switch_state(false, state, exit);
+                let got = program_switch_state(&code, false, state, exit);
+                assert_eq!(got, want, "prev_state {state:#x}, exit_state {exit:#x}");
+            }
+        }
+    }
+
+    /// What one run of `recipe`'s whole program wrote, decoded: the
+    /// context at CTX_AT is laid out by `set_context`; this CPU is 0, the
+    /// current task 77, the clock 1050 then 1100.
+    fn run_program(recipe: &Recipe, set_context: &dyn Fn(&mut Memory)) -> Vec<TraceEvent> {
+        let region = Region::with_slots(64);
+        let code = program(recipe, 3, region).unwrap();
+        let mut memory = Memory::new();
+        memory.add(CTX_AT, 256);
+        memory.add(PREV_AT, TASK_BYTES);
+        memory.add(NEXT_AT, TASK_BYTES);
+        memory.add(REGION_AT, region.size());
+        memory.store(REGION_AT + ENABLED as u64, 8, 1).unwrap();
+        set_context(&mut memory);
+        let mut clock = 1000;
+        let r0 = run(&code, CTX_AT, &mut memory, &mut |id, r, memory| match id {
+            8 => 0,
+            1 => {
+                assert_eq!(r[1], 3, "the map's descriptor");
+                assert_eq!(memory.load(r[2], 4), Ok(0), "CPU 0's key");
+                REGION_AT
+            }
+            5 => {
+                clock += 50;
+                clock
+            }
+            14 => 77 << 32 | 77,
+            other => panic!("helper {other}"),
+        })
+        .unwrap();
+        assert_eq!(r0, 0);
+        let bytes = memory.bytes(REGION_AT);
+        // SAFETY: the region's bytes, alive while `view` is used.
+        let view = unsafe { RegionView::new(bytes.as_ptr(), region) };
+        let mut names = Names::known(&[], &[(11, "eth0")]);
+        let snapshot = view.snapshot(0);
+        snapshot
+            .records
+            .iter()
+            .filter_map(|r| decode(r, 0, &mut names, Some(&view)))
+            .collect()
+    }
+
+    fn comm(text: &str) -> [u8; 16] {
+        let mut comm = [0u8; 16];
+        comm[..text.len()].copy_from_slice(text.as_bytes());
+        comm
+    }
+
+    fn event(kind: Event) -> Vec<TraceEvent> {
+        vec![TraceEvent {
+            time: 1050,
+            cpu: 0,
+            pid: 77,
+            kind,
+        }]
+    }
+
+    fn format(text: &str) -> EventFormat {
+        EventFormat::parse(text).unwrap()
+    }
+
+    const SWITCH: &str = include_str!("../../rt/tracefs/testdata/sched_switch.format");
+    const WAKEUP: &str = include_str!("../../rt/tracefs/testdata/sched_wakeup.format");
+
+    /// prev 1234 "sampler" prio 19, asleep; next 0 "swapper/0" prio 120.
+    fn expected_switch() -> Vec<TraceEvent> {
+        event(Event::Switch(Switch {
+            prev_pid: 1234,
+            prev_prio: 19,
+            prev_state: 1,
+            prev_comm: comm("sampler"),
+            next_pid: 0,
+            next_prio: 120,
+            next_comm: comm("swapper/0"),
+        }))
+    }
+
+    #[test]
+    fn a_typed_switch_is_recorded_and_decoded_whole() {
+        let m = members();
+        let recipe = Recipe::typed("sched_switch", &m, &[1234]).unwrap();
+        let events = run_program(&recipe, &|memory| {
+            for (i, arg) in [0, PREV_AT, NEXT_AT, 1].into_iter().enumerate() {
+                memory.store(CTX_AT + 8 * i as u64, 8, arg).unwrap();
+            }
+            for (task, pid, prio, name) in [
+                (PREV_AT, 1234, 19, "sampler"),
+                (NEXT_AT, 0, 120, "swapper/0"),
+            ] {
+                memory.store(task + m.pid.0 as u64, 4, pid).unwrap();
+                memory.store(task + m.prio.0 as u64, 4, prio).unwrap();
+                for (k, b) in comm(name).into_iter().enumerate() {
+                    memory
+                        .store(task + (m.comm.0 + k) as u64, 1, u64::from(b))
+                        .unwrap();
+                }
+            }
+        });
+        assert_eq!(events, expected_switch());
+    }
+
+    #[test]
+    fn a_classic_switch_is_recorded_and_decoded_whole() {
+        let f = format(SWITCH);
+        let recipe = Recipe::of(&f, &[1234]).unwrap();
+        let set = |memory: &mut Memory, name: &str, value: u64| {
+            let field = f.field(name).unwrap();
+            memory
+                .store(CTX_AT + field.offset as u64, field.size.min(8), value)
+                .unwrap();
+        };
+        let events = run_program(&recipe, &|memory| {
+            set(memory, "prev_pid", 1234);
+            set(memory, "prev_prio", 19);
+            set(memory, "prev_state", 1);
+            set(memory, "next_pid", 0);
+            set(memory, "next_prio", 120);
+            for (field, name) in [("prev_comm", "sampler"), ("next_comm", "swapper/0")] {
+                let at = f.field(field).unwrap().offset as u64;
+                for (k, b) in comm(name).into_iter().enumerate() {
+                    memory
+                        .store(CTX_AT + at + k as u64, 1, u64::from(b))
+                        .unwrap();
+                }
+            }
+        });
+        assert_eq!(events, expected_switch());
+    }
+
+    #[test]
+    fn a_wake_up_is_recorded_only_for_the_measured_tasks() {
+        let f = format(WAKEUP);
+        let recipe = Recipe::of(&f, &[1234, 1300]).unwrap();
+        let woken = |pid: u64| {
+            run_program(&recipe, &|memory| {
+                for (name, value) in [("pid", pid), ("prio", 19), ("target_cpu", 1)] {
+                    let field = f.field(name).unwrap();
+                    memory
+                        .store(CTX_AT + field.offset as u64, field.size, value)
+                        .unwrap();
+                }
+            })
+        };
+        assert_eq!(
+            woken(1300),
+            event(Event::Wakeup {
+                pid: 1300,
+                prio: 19,
+                target_cpu: 1
+            })
+        );
+        assert_eq!(woken(999), vec![], "another task's wake-up");
+    }
+
+    #[test]
+    fn irq_vector_and_nmi_records_decode_to_their_events() {
+        let irq = Recipe::Operand {
+            kind: Kind::IrqEntry,
+            value: Value::Arg(0),
+        };
+        let set_args = |args: [u64; 3]| {
+            move |memory: &mut Memory| {
+                for (i, arg) in args.into_iter().enumerate() {
+                    memory.store(CTX_AT + 8 * i as u64, 8, arg).unwrap();
+                }
+            }
+        };
+        let events = run_program(&irq, &set_args([11, 0, 0]));
+        let Event::IrqEntry { irq, .. } = events[0].kind else {
+            panic!("{events:?}")
+        };
+        assert_eq!(irq, 11);
+        let vector = Recipe::typed("local_timer_entry", &members(), &[]).unwrap();
+        let (index, _) = vector_event("local_timer_entry").unwrap();
+        assert_eq!(
+            run_program(&vector, &set_args([0, 0, 0])),
+            event(Event::VectorEntry { vector: index })
+        );
+        let nmi = Recipe::typed("nmi_handler", &members(), &[]).unwrap();
+        assert_eq!(
+            run_program(&nmi, &set_args([0xffff_0000, 4_500, 1])),
+            event(Event::Nmi {
+                delta_ns: 4_500,
+                handled: 1
+            })
+        );
+    }
 }
