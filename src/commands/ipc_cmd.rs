@@ -61,6 +61,11 @@ pub fn run(args: &IpcArgs) -> Result<i32, CommandError> {
     for notice in &notices {
         crate::rt::stdio::note_line(&format!("latscope: warning: {notice}"));
     }
+    if let Some(line) = ipc_run::expected_total_line(primitives.len(), per_primitive)
+        && !verdict.quiet
+    {
+        crate::rt::stdio::note_line(&line);
+    }
     if !realtime && args.layout.priority.is_none() {
         crate::rt::stdio::note_line(&format!(
             "latscope: note: real-time priority is not available to this user; measuring at normal priority ({})",
@@ -147,13 +152,13 @@ impl Measurement for IpcCommand {
             collector: self.collector,
             prep: run.prep,
         })?;
-        Ok(ipc_run::run_sequence(
+        ipc_run::run_sequence(
             items,
             None,
             self.verdict.quiet,
             run,
             &mut |done| run.checkpoint(done),
             &mut |done, so_far| run.snapshot(done, so_far),
-        ))
+        )
     }
 }
