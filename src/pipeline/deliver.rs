@@ -37,10 +37,14 @@ impl JsonFailure {
         }
     }
 
-    /// The file opened but its writing failed: one line, exit 1.
+    /// The file opened but its writing failed: one line (the name's
+    /// control characters escaped), exit 1.
     fn write(path: &str, reason: &str) -> Self {
         Self {
-            message: format!("Failed to write '{path}': {reason}\n"),
+            message: format!(
+                "Failed to write '{}': {reason}\n",
+                crate::units::escape_line(path)
+            ),
             code: 1,
             after_open: true,
         }
