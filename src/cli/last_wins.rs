@@ -21,12 +21,19 @@ enum Occurrence {
 }
 
 /// The single-value `Set` option of `cmd` spelled `--long`, or `-c`.
-fn single_value_arg<'a>(cmd: &'a Command, long: Option<&str>, short: Option<char>) -> Option<&'a clap::Arg> {
+fn single_value_arg<'a>(
+    cmd: &'a Command,
+    long: Option<&str>,
+    short: Option<char>,
+) -> Option<&'a clap::Arg> {
     cmd.get_arguments().find(|a| {
         let named = match (long, short) {
-            (Some(l), _) => a.get_long() == Some(l) || a.get_all_aliases().is_some_and(|v| v.contains(&l)),
+            (Some(l), _) => {
+                a.get_long() == Some(l) || a.get_all_aliases().is_some_and(|v| v.contains(&l))
+            }
             (None, Some(c)) => {
-                a.get_short() == Some(c) || a.get_all_short_aliases().is_some_and(|v| v.contains(&c))
+                a.get_short() == Some(c)
+                    || a.get_all_short_aliases().is_some_and(|v| v.contains(&c))
             }
             (None, None) => false,
         };
@@ -88,7 +95,9 @@ pub fn keep_last_values(cmd: &Command, args: Vec<OsString>) -> Vec<OsString> {
     let mut dropped = vec![false; args.len()];
     for (n, (id, start, len)) in spans.iter().enumerate() {
         if spans[n + 1..].iter().any(|(later, _, _)| later == id) {
-            dropped[*start..start + len].iter_mut().for_each(|d| *d = true);
+            dropped[*start..start + len]
+                .iter_mut()
+                .for_each(|d| *d = true);
         }
     }
     args.into_iter()
@@ -102,7 +111,10 @@ mod tests {
     use super::*;
 
     fn kept(cmd: &Command, words: &[&str]) -> Vec<String> {
-        let args = std::iter::once("pmqtest").chain(words.iter().copied()).map(OsString::from).collect();
+        let args = std::iter::once("pmqtest")
+            .chain(words.iter().copied())
+            .map(OsString::from)
+            .collect();
         keep_last_values(cmd, args)
             .into_iter()
             .skip(1)
@@ -112,30 +124,55 @@ mod tests {
 
     fn table() -> Command {
         Command::new("pmqtest")
-            .arg(clap::Arg::new("loops").short('l').long("loops").action(ArgAction::Set))
-            .arg(clap::Arg::new("quiet").short('q').action(ArgAction::SetTrue))
+            .arg(
+                clap::Arg::new("loops")
+                    .short('l')
+                    .long("loops")
+                    .action(ArgAction::Set),
+            )
+            .arg(
+                clap::Arg::new("quiet")
+                    .short('q')
+                    .action(ArgAction::SetTrue),
+            )
             .arg(
                 clap::Arg::new("affinity")
                     .short('a')
                     .num_args(0..=1)
                     .action(ArgAction::Set),
             )
-            .arg(clap::Arg::new("on-end").long("on-end").action(ArgAction::Append))
+            .arg(
+                clap::Arg::new("on-end")
+                    .long("on-end")
+                    .action(ArgAction::Append),
+            )
     }
 
     #[test]
     fn only_the_last_value_of_a_single_value_option_stays() {
         let cmd = table();
-        assert_eq!(kept(&cmd, &["-l", "-1", "-q", "-l", "5"]), ["-q", "-l", "5"]);
-        assert_eq!(kept(&cmd, &["-l-1", "--loops=7", "-q"]), ["--loops=7", "-q"]);
+        assert_eq!(
+            kept(&cmd, &["-l", "-1", "-q", "-l", "5"]),
+            ["-q", "-l", "5"]
+        );
+        assert_eq!(
+            kept(&cmd, &["-l-1", "--loops=7", "-q"]),
+            ["--loops=7", "-q"]
+        );
         assert_eq!(kept(&cmd, &["--loops", "x", "-l9"]), ["-l9"]);
         // Appended options, optional values, flags and what follows `--`
         // stay as typed.
         assert_eq!(
-            kept(&cmd, &["--on-end", "a", "--on-end=b", "-a", "-a", "1", "-q", "-q"]),
+            kept(
+                &cmd,
+                &["--on-end", "a", "--on-end=b", "-a", "-a", "1", "-q", "-q"]
+            ),
             ["--on-end", "a", "--on-end=b", "-a", "-a", "1", "-q", "-q"]
         );
-        assert_eq!(kept(&cmd, &["-l", "1", "--", "-l", "2"]), ["-l", "1", "--", "-l", "2"]);
+        assert_eq!(
+            kept(&cmd, &["-l", "1", "--", "-l", "2"]),
+            ["-l", "1", "--", "-l", "2"]
+        );
         // A value missing at the end is left to clap's complaint.
         assert_eq!(kept(&cmd, &["-l", "1", "-l"]), ["-l"]);
     }

@@ -485,7 +485,11 @@ pub fn measure_for_suite(
 /// directory refuses the private directory: an ordinary user in `/`, a
 /// read-only filesystem): a `skipped` row with the reason and what to do,
 /// so that the table, the JSON and every other output keep the row.
-pub fn skipped_in_suite(duration: Duration, max_latency_us: Option<u64>, why: &str) -> FinishedTest {
+pub fn skipped_in_suite(
+    duration: Duration,
+    max_latency_us: Option<u64>,
+    why: &str,
+) -> FinishedTest {
     let settings = suite_settings(Path::new("."), duration, true, max_latency_us);
     not_run(
         &settings,

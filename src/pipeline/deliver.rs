@@ -69,7 +69,8 @@ pub struct RunTimes<'a> {
 /// (the run, uname, /sys/kernel/realtime) then the tool's own part, `body`;
 /// or what the tool says when it cannot write it.
 pub fn write_rt_tests_json(path: &str, run: &RunTimes, body: &str) -> Result<(), JsonFailure> {
-    let uts = nix::sys::utsname::uname().map_err(|e| JsonFailure::open(path, e.desc(), e as i32))?;
+    let uts =
+        nix::sys::utsname::uname().map_err(|e| JsonFailure::open(path, e.desc(), e as i32))?;
     let text_of = |s: &std::ffi::OsStr| s.to_string_lossy().into_owned();
     let header = JsonHeader {
         cmdline: run.cmdline,

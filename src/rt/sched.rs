@@ -704,7 +704,10 @@ mod tests {
                 "not permitted to use SCHED_DEADLINE runtime 300 us, deadline 1000 us, period 1000 us: {DEADLINE_PRIVILEGE_FIX}"
             )
         );
-        assert!(!user.contains("raise the real-time priority limit"), "{user}");
+        assert!(
+            !user.contains("raise the real-time priority limit"),
+            "{user}"
+        );
         assert_eq!(
             policy_error(Policy::Deadline(r), 0, libc::EBUSY),
             busy,

@@ -194,7 +194,11 @@ pub fn strtol(text: &str) -> i64 {
     for b in digits.bytes().take_while(u8::is_ascii_digit) {
         n = n.saturating_mul(10).saturating_sub(i64::from(b - b'0'));
     }
-    if neg { n } else { n.checked_neg().unwrap_or(i64::MAX) }
+    if neg {
+        n
+    } else {
+        n.checked_neg().unwrap_or(i64::MAX)
+    }
 }
 
 /// One of latscope's own long options taken by a getopt tool: matched

@@ -319,7 +319,10 @@ mod tests {
     fn only_the_value_that_counts_is_checked() {
         // ptsematest keeps the last value of a repeated option and checks
         // it once every option is read (issue 40, item 13).
-        assert_eq!(rw(&["-l", "-1", "-q", "-l", "5"]).unwrap(), vec!["-q", "--loops=5"]);
+        assert_eq!(
+            rw(&["-l", "-1", "-q", "-l", "5"]).unwrap(),
+            vec!["-q", "--loops=5"]
+        );
         assert_eq!(rw(&["-p", "200", "-p", "50"]).unwrap(), vec!["--prio=50"]);
         assert_eq!(rw(&["-t", "1000", "-t", "1"]).unwrap(), vec!["--threads=1"]);
         assert_eq!(rw(&["-a", "99", "-a", "1"]).unwrap(), vec!["--affinity=1"]);
@@ -329,7 +332,15 @@ mod tests {
         assert_eq!(rw(&["-p", "50", "-p", "200"]), Err(usage(String::new(), 1)));
         // latscope's actions are all kept, in order.
         assert_eq!(
-            rw(&["--on-end=continue", "-l", "1", "--on-end=continue", "-l", "2"]).unwrap(),
+            rw(&[
+                "--on-end=continue",
+                "-l",
+                "1",
+                "--on-end=continue",
+                "-l",
+                "2"
+            ])
+            .unwrap(),
             vec!["--on-end=continue", "--on-end=continue", "--loops=2"]
         );
     }

@@ -328,8 +328,14 @@ mod tests {
     fn dash_d_is_the_duration_but_under_the_name_latency() {
         // As everywhere in latscope (issue 40, item 14); -T, Xenomai's
         // letter, too.
-        assert_eq!(settings(&["-D", "3"]).unwrap().duration, Some(Duration::from_secs(3)));
-        assert_eq!(settings(&["-T", "3"]).unwrap().duration, Some(Duration::from_secs(3)));
+        assert_eq!(
+            settings(&["-D", "3"]).unwrap().duration,
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(
+            settings(&["-T", "3"]).unwrap().duration,
+            Some(Duration::from_secs(3))
+        );
         assert!(settings(&["--device", "0"]).unwrap().duration.is_none());
         // Xenomai's: -D the device number (ignored), -T the duration.
         let s = settings_as_latency(&["-D", "3", "-T", "2"]);
@@ -346,7 +352,10 @@ mod tests {
             unreachable!()
         };
         assert!(a.histograms);
-        assert_eq!(TimerSettings::from_args(&a).unwrap().duration, Some(Duration::from_secs(3)));
+        assert_eq!(
+            TimerSettings::from_args(&a).unwrap().duration,
+            Some(Duration::from_secs(3))
+        );
     }
 
     #[test]

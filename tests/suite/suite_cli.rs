@@ -46,7 +46,10 @@ fn check_suite_report(report: &serde_json::Value) {
         ],
         "every primitive in order, then the timer, the noise (then logdisk)"
     );
-    for t in tests.iter().filter(|t| t["end_reason"] != "skipped" || t["test"] != "logdisk") {
+    for t in tests
+        .iter()
+        .filter(|t| t["end_reason"] != "skipped" || t["test"] != "logdisk")
+    {
         assert_eq!(t["end_reason"], "duration_elapsed", "{}", t["test"]);
         let expected_mode = match t["test"].as_str() {
             Some("timer") => "user",

@@ -423,13 +423,20 @@ fn an_ipc_run_refused_its_reservation_stops_at_the_first_test() {
         describe(&out)
     );
     assert_eq!(
-        stderr.lines().filter(|l| l.starts_with("latscope: error")).count(),
+        stderr
+            .lines()
+            .filter(|l| l.starts_with("latscope: error"))
+            .count(),
         1,
         "one error line\n{}",
         describe(&out)
     );
     // Nine primitives of 1 s would take 9 s; the refusal stops at once.
-    assert!(took < Duration::from_secs(5), "took {took:?}\n{}", describe(&out));
+    assert!(
+        took < Duration::from_secs(5),
+        "took {took:?}\n{}",
+        describe(&out)
+    );
 }
 
 #[test]

@@ -82,12 +82,22 @@ fn a_json_write_that_fails_after_its_open_is_said_as_a_write_failure() {
             line.contains("/dev/full") && line.contains("No space left on device"),
             "{what}"
         );
-        assert!(!line.contains("Failed to open"), "the open succeeded: {what}");
-        assert!(stdout_of(&out).contains(shown), "its results are shown: {what}");
+        assert!(
+            !line.contains("Failed to open"),
+            "the open succeeded: {what}"
+        );
+        assert!(
+            stdout_of(&out).contains(shown),
+            "its results are shown: {what}"
+        );
     }
     // cyclicdeadline needs SCHED_DEADLINE (root or CAP_SYS_NICE).
     if !can_use_realtime() {
-        latscope::testing::skip_part(test, "cyclicdeadline", "SCHED_DEADLINE needs root or CAP_SYS_NICE");
+        latscope::testing::skip_part(
+            test,
+            "cyclicdeadline",
+            "SCHED_DEADLINE needs root or CAP_SYS_NICE",
+        );
         return;
     }
     let _turn = crate::common::turns::realtime_turn();
@@ -119,7 +129,11 @@ fn oslat_refuses_a_bucket_width_beyond_an_int() {
             "-W {width}: {}",
             describe(&out)
         );
-        assert!(!said.contains("Maximum:"), "-W {width} must not run: {}", describe(&out));
+        assert!(
+            !said.contains("Maximum:"),
+            "-W {width} must not run: {}",
+            describe(&out)
+        );
     }
 }
 
@@ -132,9 +146,21 @@ fn a_repeated_option_counts_with_its_last_value() {
     let cases: [(&str, &[&str], &str); 5] = [
         ("ptsematest", &["-l", "-1", "-q", "-l", "5"], "Cycles 5"),
         ("pmqtest", &["-l", "-1", "-q", "-l", "5"], "Cycles 5"),
-        ("svsematest", &["-D", "-1", "-D", "1", "-l", "5", "-q"], "Cycles 5"),
-        ("sigwaittest", &["-t", "1000", "-t", "1", "-l", "5", "-q"], "Cycles 5"),
-        ("cyclictest", &["-i", "0", "-i", "1000", "-l", "5", "-q"], "I:1000 C:      5"),
+        (
+            "svsematest",
+            &["-D", "-1", "-D", "1", "-l", "5", "-q"],
+            "Cycles 5",
+        ),
+        (
+            "sigwaittest",
+            &["-t", "1000", "-t", "1", "-l", "5", "-q"],
+            "Cycles 5",
+        ),
+        (
+            "cyclictest",
+            &["-i", "0", "-i", "1000", "-l", "5", "-q"],
+            "I:1000 C:      5",
+        ),
     ];
     for (tool, args, shown) in cases {
         let out = tools.run(tool, args);
@@ -158,18 +184,35 @@ fn timer_dash_d_is_the_duration_and_latency_keeps_the_device() {
         .args(["timer", "-D", "1", "--warmup", "0", "-q", "--json"])
         .arg(&file));
     assert_code(&out, 0);
-    assert!(started.elapsed() < Duration::from_secs(15), "{}", describe(&out));
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{}",
+        describe(&out)
+    );
     let measured = read_json(&file)["duration_s"].as_f64().unwrap();
-    assert!((0.9..3.0).contains(&measured), "timer -D 1 measured {measured} s");
+    assert!(
+        (0.9..3.0).contains(&measured),
+        "timer -D 1 measured {measured} s"
+    );
     let tools = DropIn::new();
     let started = Instant::now();
     let out = tools.run("latency", &["-D", "3", "-T", "1", "-q"]);
     assert_code(&out, 0);
-    assert!(started.elapsed() < Duration::from_secs(15), "{}", describe(&out));
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{}",
+        describe(&out)
+    );
     let help = stdout_of(&tools.run("latency", &["--help"]));
-    assert!(help.contains("-D, --device <DEV>") && help.contains("-T, --duration <TIME>"), "{help}");
+    assert!(
+        help.contains("-D, --device <DEV>") && help.contains("-T, --duration <TIME>"),
+        "{help}"
+    );
     let help = stdout_of(&run(latscope(10).args(["timer", "--help"])));
-    assert!(help.contains("-D, --duration <TIME>") && help.contains("--device <DEV>"), "{help}");
+    assert!(
+        help.contains("-D, --duration <TIME>") && help.contains("--device <DEV>"),
+        "{help}"
+    );
 }
 
 /// `ipc -D` is per primitive (`suite -D` is the whole run): the expected
@@ -183,7 +226,11 @@ fn ipc_says_its_expected_total_before_it_starts() {
         .find("latscope: 2 primitives for 200ms each (-D is per primitive): about 400ms in all")
         .unwrap_or_else(|| panic!("no total line\n{}", describe(&out)));
     let first = stderr.find("latscope: running pipe").unwrap_or(usize::MAX);
-    assert!(total < first, "the total comes before the first test\n{}", describe(&out));
+    assert!(
+        total < first,
+        "the total comes before the first test\n{}",
+        describe(&out)
+    );
     let help = unwrapped(&stdout_of(&run(latscope(10).args(["ipc", "--help"]))));
     assert!(help.contains("not the whole run as in suite"), "{help}");
 }
@@ -197,7 +244,9 @@ fn an_ordinary_user_is_told_deadline_needs_cap_sys_nice() {
         return;
     };
     cmd.arg(bin())
-        .args(args("timer --policy deadline --runtime 100 -p 1000 -D 1 --no-mlockall"))
+        .args(args(
+            "timer --policy deadline --runtime 100 -p 1000 -D 1 --no-mlockall",
+        ))
         .current_dir("/");
     let out = run_std_with_timeout(cmd, Duration::from_secs(30));
     assert_code(&out, 1);
@@ -209,7 +258,11 @@ fn an_ordinary_user_is_told_deadline_needs_cap_sys_nice() {
         "{}",
         describe(&out)
     );
-    assert!(!stderr.contains("raise the real-time priority limit"), "{}", describe(&out));
+    assert!(
+        !stderr.contains("raise the real-time priority limit"),
+        "{}",
+        describe(&out)
+    );
 }
 
 /// An ordinary user's suite in a directory it cannot write keeps the
@@ -259,5 +312,8 @@ fn a_suite_where_the_directory_refuses_the_disk_test_shows_it_skipped() {
     assert_eq!(disk["test"], "logdisk", "{report}");
     assert_eq!(disk["end_reason"], "skipped", "{disk}");
     let why = disk["error"].as_str().unwrap_or_default();
-    assert!(why.contains("Permission denied") && why.contains("--dir"), "{why}");
+    assert!(
+        why.contains("Permission denied") && why.contains("--dir"),
+        "{why}"
+    );
 }
