@@ -913,10 +913,10 @@ pub struct TimerArgs {
     )]
     pub lines: u64,
     /// Measuring time after the warm-up: seconds, or with s/m/h/d suffixes; 0 = until Ctrl-C
-    /// (-T is Xenomai's letter; under the name latency, -T only)
+    /// (-T too, Xenomai's letter; under the name latency -T only: -D is its device number there)
     #[arg(
         short = 'D',
-        visible_short_alias = 'T',
+        short_alias = 'T',
         long = "duration",
         value_name = "TIME",
         default_value = values::UNTIL_STOPPED,
