@@ -913,7 +913,9 @@ pub struct TimerArgs {
     )]
     pub lines: u64,
     /// Measuring time after the warm-up: seconds, or with s/m/h/d suffixes; 0 = until Ctrl-C
-    /// (-T too, Xenomai's letter; under the name latency -T only: -D is its device number there)
+    ///
+    /// Xenomai's letter, -T, is taken too; under the name latency only -T is, and -D is
+    /// Xenomai's device number there.
     #[arg(
         short = 'D',
         short_alias = 'T',
