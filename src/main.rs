@@ -118,12 +118,13 @@ fn one_line(clap_message: &str) -> String {
 /// classic`, latscope's (`-h` help) everywhere else.
 fn parse(args: Vec<OsString>, compat: Option<&CompatName>) -> Result<Cli, clap::Error> {
     use clap::FromArgMatches;
+    let latency_name = compat.is_some_and(|c| c.letters() == Letters::Xenomai);
     let xenomai = || {
-        latscope::cli::command_with_xenomai_letters()
+        latscope::cli::command_with_xenomai_letters(latency_name)
             .try_get_matches_from(&args)
             .and_then(|m| Cli::from_arg_matches(&m))
     };
-    if compat.is_some_and(|c| c.letters() == Letters::Xenomai) {
+    if latency_name {
         return xenomai();
     }
     let classic = |parsed: &Result<Cli, clap::Error>| {
@@ -138,7 +139,7 @@ fn parse(args: Vec<OsString>, compat: Option<&CompatName>) -> Result<Cli, clap::
             Err(e) if e.kind() == ErrorKind::DisplayHelp => {
                 let without_help: Vec<OsString> =
                     args.iter().filter(|a| *a != "--help").cloned().collect();
-                let parsed = latscope::cli::command_with_xenomai_letters()
+                let parsed = latscope::cli::command_with_xenomai_letters(false)
                     .try_get_matches_from(&without_help)
                     .and_then(|m| Cli::from_arg_matches(&m));
                 if classic(&parsed) {
@@ -204,6 +205,13 @@ fn run_main() -> i32 {
         && matches!(c.dialect, Dialect::GetoptThenClap { .. })
     {
         raw = getopt_then_clap_words(c, raw);
+    }
+    // A repeated option counts with its last value, as in rt-tests: only
+    // that one is checked (`pmqtest -l -1 -q -l 5` runs 5 loops).
+    if let Some(c) = compat
+        && let Some(cmd) = latscope::cli::compat_command(c.name)
+    {
+        raw = latscope::cli::last_wins::keep_last_values(&cmd, raw);
     }
     // Under a compatibility name the arguments are parsed as that tool's
     // first, so that its help and its usage errors speak as that tool

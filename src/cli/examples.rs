@@ -50,9 +50,9 @@ pub const IPC: &str = "Examples:
   latscope ipc --cross-cpu --fork -D 20s --json ipc.json";
 
 pub const TIMER: &str = "Examples:
-  latscope timer -T 60                      # CPU 0, 100 us period, one minute
-  latscope timer --smp -T 10m --json t.json # one thread per usable CPU (cyclictest -S)
-  latscope timer --breakdown -T 30          # where each wake-up's latency was spent";
+  latscope timer -D 60                      # CPU 0, 100 us period, one minute
+  latscope timer --smp -D 10m --json t.json # one thread per usable CPU (cyclictest -S)
+  latscope timer --breakdown -D 30          # where each wake-up's latency was spent";
 
 pub const CYCLICTEST: &str = "Examples:
   latscope cyclictest -m -Sp90 -i200 -l10000 -q

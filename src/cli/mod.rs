@@ -11,6 +11,7 @@ use std::time::Duration;
 
 #[macro_use]
 mod examples;
+pub mod last_wins;
 pub mod parsers;
 
 /// `--policy`: cli's own enum (cli/ only declares arguments and imports
@@ -828,7 +829,7 @@ pub struct IpcArgs {
         value_name = "TIME",
         value_parser = Checked(values::seconds),
         help = with_default(
-            "Time per primitive, shared by its modes (s/m/h/d suffixes)",
+            "Time per primitive, shared by its modes (s/m/h/d suffixes); not the whole run as in suite: 9 primitives take 9 times -D (said before starting)",
             crate::units::format_duration(values::DEFAULT_TIME_PER_PRIMITIVE)
         )
     )]
@@ -915,8 +916,12 @@ pub struct TimerArgs {
     )]
     pub lines: u64,
     /// Measuring time after the warm-up: seconds, or with s/m/h/d suffixes; 0 = until Ctrl-C
+    ///
+    /// Xenomai's letter, -T, is taken too; under the name latency only -T is, and -D is
+    /// Xenomai's device number there.
     #[arg(
-        short = 'T',
+        short = 'D',
+        short_alias = 'T',
         long = "duration",
         value_name = "TIME",
         default_value = values::UNTIL_STOPPED,
@@ -926,9 +931,10 @@ pub struct TimerArgs {
     /// Only the final summary (needs -T, as in Xenomai; ignored with a warning otherwise)
     #[arg(short = 'q', long)]
     pub quiet: bool,
-    /// Testing device number (Xenomai RTDM); accepted and ignored
-    // A long name too: clap_mangen's synopsis of a short-only option is `[-D ]`.
-    #[arg(short = 'D', long = "device", value_name = "DEV")]
+    /// Testing device number (Xenomai RTDM); accepted and ignored (-D under the name latency)
+    // -D is the duration here, as everywhere else in latscope; only the
+    // `latency` name gives it back to the device (latency_letters).
+    #[arg(long = "device", value_name = "DEV")]
     pub device: Option<String>,
     /// Test mode: 0 user-space wake-up, 1 thread latency (scheduled in), 2 IRQ latency; 1 and 2 trace the kernel
     #[arg(
@@ -1284,19 +1290,30 @@ pub fn compat_command(name: &str) -> Option<clap::Command> {
     Some(cmd.name(name).bin_name(name).display_name(name))
 }
 
-/// `timer` with Xenomai `latency`'s letters: `-h` is `--histograms`, help
-/// is `--help` alone.
+/// `timer` with Xenomai `latency`'s letter for the histograms: `-h` is
+/// `--histograms`, help is `--help` alone (the `latency` name and
+/// `latscope timer --format classic`).
 pub fn xenomai_letters(timer: clap::Command) -> clap::Command {
     timer
         .mut_arg("help", |a| a.short(None))
         .mut_arg("histograms", |a| a.short('h'))
 }
 
-/// A subcommand's command in `letters` (only Xenomai's differ: `-h`).
+/// `timer` under the `latency` name: Xenomai's letters whole, `-D` its
+/// device number and `-T` alone the duration. Only there: everywhere else
+/// in latscope `-D` is the duration, and a newcomer's `latscope timer -D 3`
+/// must end after 3 s (issue 40, item 14).
+pub fn latency_letters(timer: clap::Command) -> clap::Command {
+    xenomai_letters(timer)
+        .mut_arg("duration", |a| a.short('T').short_alias(None))
+        .mut_arg("device", |a| a.short('D'))
+}
+
+/// A subcommand's command in `letters` (only Xenomai's differ: `-h`, `-D`).
 pub fn in_letters(letters: Letters, cmd: clap::Command) -> clap::Command {
     match letters {
         Letters::Latscope => cmd,
-        Letters::Xenomai => xenomai_letters(cmd),
+        Letters::Xenomai => latency_letters(cmd),
     }
 }
 
@@ -1304,10 +1321,16 @@ pub fn in_letters(letters: Letters, cmd: clap::Command) -> clap::Command {
 pub const XENOMAI_COMPAT: &str = "latency";
 
 /// latscope's command line with Xenomai's letters on `timer`: what
-/// `latscope timer --format classic` and the `latency` name parse with.
-pub fn command_with_xenomai_letters() -> clap::Command {
+/// `latscope timer --format classic` parses with (`-h`), and the `latency`
+/// name (`-h`, `-D` the device, `-T` the duration) when `latency_name`.
+pub fn command_with_xenomai_letters(latency_name: bool) -> clap::Command {
     use clap::CommandFactory;
-    Cli::command().mut_subcommand("timer", xenomai_letters)
+    let letters = if latency_name {
+        latency_letters
+    } else {
+        xenomai_letters
+    };
+    Cli::command().mut_subcommand("timer", letters)
 }
 
 #[cfg(test)]

@@ -28,13 +28,7 @@ pub fn run(args: &[String]) -> Result<i32, CommandError> {
         Err(usage) => return answer(usage, &program),
     };
     let ran = measure::run(&settings)?;
-    match ran.json_failure {
-        Some(f) => {
-            let _ = std::io::stderr().write_all(f.message.as_bytes());
-            Ok(f.code)
-        }
-        None => Ok(0),
-    }
+    Ok(ran.json_failure.map_or(0, |f| f.report()))
 }
 
 /// How cyclicdeadline answers help and its usage errors: getopt's

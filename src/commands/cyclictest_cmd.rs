@@ -84,15 +84,12 @@ pub fn run_classic(settings: &CyclicSettings, online: &[usize]) -> Result<i32, C
     print_warnings(settings);
     let ran = measure::run(settings, online, true, None)?;
     // cyclictest writes the JSON before its final block and ends there when
-    // it cannot: no final block then.
+    // it cannot open it: no final block then. A failed write it never sees.
     match ran.json_failure {
-        Some(f) => {
-            let _ = std::io::stderr().write_all(f.message.as_bytes());
-            Ok(f.code)
-        }
-        None => {
+        Some(f) if !f.after_open => Ok(f.report()),
+        failure => {
             print(&ran.final_block);
-            Ok(0)
+            Ok(failure.map_or(0, |f| f.report()))
         }
     }
 }

@@ -15,6 +15,12 @@ pub fn run(args: &IpcArgs) -> Result<i32, CommandError> {
     for notice in &settings.notices {
         crate::rt::stdio::note_line(&format!("latscope: warning: {notice}"));
     }
+    let per_primitive = settings.per_test.map(|d| d * settings.modes.len() as u32);
+    if let Some(line) = ipc_run::expected_total_line(settings.primitives.len(), per_primitive)
+        && !settings.verdict.quiet
+    {
+        crate::rt::stdio::note_line(&line);
+    }
     if !settings.realtime && args.layout.priority.is_none() {
         crate::rt::stdio::note_line(&format!(
             "latscope: note: real-time priority is not available to this user; measuring at normal priority ({})",
@@ -77,13 +83,13 @@ impl Measurement for IpcCommand {
             collector: settings.collector,
             prep: run.prep,
         })?;
-        Ok(ipc_run::run_sequence(
+        ipc_run::run_sequence(
             items,
             None,
             settings.verdict.quiet,
             run,
             &mut |done| run.checkpoint(done),
             &mut |done, so_far| run.snapshot(done, so_far),
-        ))
+        )
     }
 }

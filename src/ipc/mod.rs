@@ -76,6 +76,12 @@ pub enum SetupError {
     /// Anything else: a failure at run time.
     #[error("{0}")]
     Failed(String),
+    /// The kernel refused a task the scheduling the options ask for (a
+    /// SCHED_DEADLINE reservation beyond the bandwidth left, a real-time
+    /// priority without the right): every test of a sequence asks the same,
+    /// so the run stops there with this one line (as `timer` does).
+    #[error("{0}")]
+    SchedulingRefused(String),
 }
 
 impl SetupError {

@@ -583,14 +583,21 @@ pub fn measure(
     breaks: Option<Arc<BreakCrossings>>,
 ) -> Result<FinishedTest, CommandError> {
     let window = CpuWindow::open();
-    let ran = self::run(s, online, false, breaks)?;
-    if let Some(f) = &ran.json_failure {
+    let mut ran = self::run(s, online, false, breaks)?;
+    let failure = ran.json_failure.take();
+    if let Some(f) = failure.as_ref().filter(|f| !f.after_open) {
         return Err(CommandError::Runtime(
             f.message.trim_end().replace('\n', ""),
         ));
     }
     let cpu_use = window.close();
-    Ok(finished_test(s, online, ran, &cpu_use, run))
+    let mut finished = finished_test(s, online, ran, &cpu_use, run);
+    // A write that failed after the open: the figures stand (they go to the
+    // console and --latscope-json); the failure is the run's error line.
+    if let Some(f) = failure {
+        finished.result.error = Some(f.message.trim_end().to_string());
+    }
+    Ok(finished)
 }
 
 /// The run as a `FinishedTest`: one timer series per thread (latscope's ns

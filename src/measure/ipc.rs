@@ -508,6 +508,8 @@ const SETUP_RESERVE: Duration = Duration::from_millis(40);
 /// so that the whole sequence ends within the budget.
 /// `after_each` sees the tests finished so far after each one; `on_snapshot`
 /// a snapshot (SIGUSR1) of the test going on, after those finished.
+/// A scheduling refusal (`SetupError::SchedulingRefused`) ends the
+/// sequence with its one line: every later test would be refused the same.
 pub fn run_sequence(
     items: Vec<SequenceItem>,
     budget: Option<Duration>,
@@ -515,7 +517,7 @@ pub fn run_sequence(
     run_state: &Run<'_>,
     after_each: &mut dyn FnMut(&[FinishedTest]),
     on_snapshot: &mut dyn FnMut(&[FinishedTest], FinishedTest),
-) -> Vec<FinishedTest> {
+) -> Result<Vec<FinishedTest>, CommandError> {
     let started = std::time::Instant::now();
     let count = items.len();
     let mut finished = Vec::new();
@@ -548,7 +550,7 @@ pub fn run_sequence(
         item.plan.samples = samples_for(run_state.prep, item.transport.as_ref(), &item.plan.pairs);
         let plan = item.plan.clone();
         let config = item.config.clone();
-        let done = run(IpcTest {
+        let done = match run(IpcTest {
             transport: item.transport.as_ref(),
             plan: item.plan,
             config: item.config,
@@ -556,8 +558,11 @@ pub fn run_sequence(
             progress: &mut progress,
             on_snapshot: Some(&mut |so_far| on_snapshot(&finished, so_far)),
             run: Some(run_state),
-        })
-        .unwrap_or_else(|e| failed_to_start(item.transport.as_ref(), &plan, config, e));
+        }) {
+            Ok(done) => done,
+            Err(SetupError::SchedulingRefused(e)) => return Err(CommandError::Runtime(e)),
+            Err(e) => failed_to_start(item.transport.as_ref(), &plan, config, e),
+        };
         let interrupted = done.result.end_reason == EndReason::Interrupted;
         finished.push(done);
         after_each(&finished);
@@ -565,7 +570,21 @@ pub fn run_sequence(
             break;
         }
     }
-    finished
+    Ok(finished)
+}
+
+/// The line `latscope ipc` says before it starts: how long the whole run
+/// takes, since its `-D` is per primitive (`suite -D` is the whole run):
+/// `ipc -D 10s` runs 9 primitives for 1m30s. None when loops end the tests.
+pub fn expected_total_line(primitives: usize, per_primitive: Option<Duration>) -> Option<String> {
+    let per = per_primitive?;
+    let total = per.saturating_mul(primitives as u32);
+    Some(format!(
+        "latscope: {primitives} primitive{} for {} each (-D is per primitive): about {} in all",
+        if primitives == 1 { "" } else { "s" },
+        crate::units::format_duration(per),
+        crate::units::format_duration(total)
+    ))
 }
 
 /// What a sequence of tests shares: every primitive in every mode runs with
@@ -643,6 +662,19 @@ mod tests {
     use super::*;
     use crate::pipeline::{MemoryLock, assemble_report};
     use crate::report::EndReason;
+
+    #[test]
+    fn the_expected_total_is_the_time_per_primitive_times_the_primitives() {
+        assert_eq!(
+            expected_total_line(9, Some(Duration::from_secs(10))).as_deref(),
+            Some("latscope: 9 primitives for 10s each (-D is per primitive): about 1m30s in all")
+        );
+        assert_eq!(
+            expected_total_line(1, Some(Duration::from_millis(500))).as_deref(),
+            Some("latscope: 1 primitive for 500ms each (-D is per primitive): about 500ms in all")
+        );
+        assert_eq!(expected_total_line(9, None), None);
+    }
 
     #[test]
     fn a_kernel_without_the_primitive_skips_the_test() {

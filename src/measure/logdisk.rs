@@ -486,6 +486,26 @@ pub fn measure_for_suite(
     Ok(tests)
 }
 
+/// The suite's log-disk row when it cannot run here (the current
+/// directory refuses the private directory: an ordinary user in `/`, a
+/// read-only filesystem): a `skipped` row with the reason and what to do,
+/// so that the table, the JSON and every other output keep the row.
+pub fn skipped_in_suite(
+    duration: Duration,
+    max_latency_us: Option<u64>,
+    why: &str,
+) -> FinishedTest {
+    let settings = suite_settings(Path::new("."), duration, true, max_latency_us);
+    not_run(
+        &settings,
+        settings.block_sizes[0],
+        EndReason::Skipped,
+        Some(format!(
+            "{why} (run the suite from a directory you can write, e.g. cd /tmp; or measure a disk with latscope logdisk --dir DIR)"
+        )),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -108,8 +108,7 @@ pub fn run(s: &SignalSettings) -> Result<i32, CommandError> {
             end_time: &end_time,
         };
         if let Err(f) = write_rt_tests_json(path, &run, &classic::json_body(&threads)) {
-            eprint!("{}", f.message);
-            return Ok(f.code);
+            return Ok(f.report());
         }
     }
     Ok(0)

@@ -12,12 +12,49 @@ use crate::report::{Exporter, Report};
 use crate::settings::{OutputTarget, Outputs, ReportFormat};
 use std::io::Write;
 
-/// rt-tests' `err_exit(errno, "Failed to open '%s'\n", file)`: the line,
-/// `: ` and the reason, and the errno as the exit code.
+/// An rt-tests tool's `--json` file that could not be written.
 #[derive(Debug)]
 pub struct JsonFailure {
+    /// The line(s) for stderr, newline-terminated.
     pub message: String,
+    /// The exit status.
     pub code: i32,
+    /// The file was opened and writing it failed (a full disk, `/dev/full`).
+    /// The original tools check only their `fopen`: they say nothing and
+    /// exit 0 with the file empty or cut short. latscope says so (one line,
+    /// exit 1) but, like them, after the run's usual output (docs/compat.md).
+    pub after_open: bool,
+}
+
+impl JsonFailure {
+    /// rt-tests' `err_exit(errno, "Failed to open '%s'\n", file)`: the
+    /// line, `: ` and the reason, and the errno as the exit code.
+    fn open(path: &str, reason: &str, errno: i32) -> Self {
+        Self {
+            message: format!("Failed to open '{path}'\n: {reason}\n"),
+            code: errno,
+            after_open: false,
+        }
+    }
+
+    /// The file opened but its writing failed: one line (the name's
+    /// control characters escaped), exit 1.
+    fn write(path: &str, reason: &str) -> Self {
+        Self {
+            message: format!(
+                "Failed to write '{}': {reason}\n",
+                crate::units::escape_line(path)
+            ),
+            code: 1,
+            after_open: true,
+        }
+    }
+
+    /// Says the failure on stderr; the exit status to end with.
+    pub fn report(&self) -> i32 {
+        let _ = std::io::stderr().write_all(self.message.as_bytes());
+        self.code
+    }
 }
 
 /// What an rt-tests tool's JSON says of its run.
@@ -32,11 +69,8 @@ pub struct RunTimes<'a> {
 /// (the run, uname, /sys/kernel/realtime) then the tool's own part, `body`;
 /// or what the tool says when it cannot write it.
 pub fn write_rt_tests_json(path: &str, run: &RunTimes, body: &str) -> Result<(), JsonFailure> {
-    let failed = |reason: String, code: i32| JsonFailure {
-        message: format!("Failed to open '{path}'\n: {reason}\n"),
-        code,
-    };
-    let uts = nix::sys::utsname::uname().map_err(|e| failed(e.desc().to_string(), e as i32))?;
+    let uts =
+        nix::sys::utsname::uname().map_err(|e| JsonFailure::open(path, e.desc(), e as i32))?;
     let text_of = |s: &std::ffi::OsStr| s.to_string_lossy().into_owned();
     let header = JsonHeader {
         cmdline: run.cmdline,
@@ -51,7 +85,10 @@ pub fn write_rt_tests_json(path: &str, run: &RunTimes, body: &str) -> Result<(),
         realtime: std::path::Path::new("/sys/kernel/realtime").exists(),
     };
     let text = rt_tests_json_header(&header) + body;
+    // Whether the file opened: the writer runs only once it has.
+    let mut opened = false;
     crate::rt::outfile::write_output_file(std::path::Path::new(path), &mut |w| {
+        opened = true;
         w.write_all(text.as_bytes())
     })
     .map_err(|e| {
@@ -60,9 +97,14 @@ pub fn write_rt_tests_json(path: &str, run: &RunTimes, body: &str) -> Result<(),
         let errno = e
             .raw_os_error()
             .or_else(|| std::path::Path::new(path).is_dir().then_some(libc::EISDIR));
-        match errno {
-            Some(n) => failed(nix::errno::Errno::from_raw(n).desc().to_string(), n),
-            None => failed(e.to_string(), 1),
+        let reason = match errno {
+            Some(n) => nix::errno::Errno::from_raw(n).desc().to_string(),
+            None => e.to_string(),
+        };
+        match (opened, errno) {
+            (true, _) => JsonFailure::write(path, &reason),
+            (false, Some(n)) => JsonFailure::open(path, &reason, n),
+            (false, None) => JsonFailure::open(path, &reason, 1),
         }
     })
 }

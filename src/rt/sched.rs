@@ -168,6 +168,11 @@ impl fmt::Display for Policy {
 
 /// The fix for "not allowed to use real-time scheduling".
 pub const RT_PRIVILEGE_FIX: &str = "run as root, grant CAP_SYS_NICE, or raise the real-time priority limit (ulimit -r / RLIMIT_RTPRIO)";
+/// The fix for "not allowed to use SCHED_DEADLINE": the kernel admits a
+/// deadline task only with CAP_SYS_NICE (sched_setattr's check); the
+/// real-time priority limit (RLIMIT_RTPRIO) does not apply to it, so the
+/// `ulimit -r` of RT_PRIVILEGE_FIX would not help.
+pub const DEADLINE_PRIVILEGE_FIX: &str = "run as root or grant CAP_SYS_NICE (the kernel admits SCHED_DEADLINE only with CAP_SYS_NICE; ulimit -r does not apply to it)";
 /// The fix for "not allowed to lock memory".
 pub const MLOCK_FIX: &str = "run as root, grant CAP_IPC_LOCK, raise the locked-memory limit (ulimit -l), or pass --no-mlockall";
 
@@ -344,6 +349,12 @@ const YIELDING_FIX: &str = "use fewer threads (-t), or end the other deadline ta
 /// What a refused SCHED_DEADLINE reservation means, naming the limit;
 /// `fix`: what frees bandwidth, in the options of the test asking.
 fn deadline_error(r: Reservation, errno: i32, fix: &str) -> String {
+    // SAFETY: geteuid cannot fail.
+    deadline_error_as(r, errno, fix, unsafe { libc::geteuid() } == 0)
+}
+
+/// `deadline_error` for a process that is root or not.
+fn deadline_error_as(r: Reservation, errno: i32, fix: &str, root: bool) -> String {
     let what = format!(
         "SCHED_DEADLINE runtime {} us, deadline {} us, period {} us",
         r.runtime_ns / 1000,
@@ -355,14 +366,12 @@ fn deadline_error(r: Reservation, errno: i32, fix: &str) -> String {
         sysctl_text(RT_RUNTIME_SYSCTL),
         sysctl_text(RT_PERIOD_SYSCTL)
     );
-    // SAFETY: geteuid cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
     match errno {
         libc::EBUSY => format!(
             "{what} refused: the root domain's deadline bandwidth is full (the reservations already admitted leave no room under {limit}); {fix}"
         ),
         libc::EPERM if !root => {
-            format!("not permitted to use {what}: {RT_PRIVILEGE_FIX}")
+            format!("not permitted to use {what}: {DEADLINE_PRIVILEGE_FIX}")
         }
         libc::EPERM => format!(
             "{what} refused: the kernel admits a deadline task only when its CPU affinity covers its whole root domain and the domain has deadline bandwidth ({limit}); run latscope without a narrower taskset/cpuset, or give deadline tasks bandwidth"
@@ -683,12 +692,22 @@ mod tests {
         );
         assert!(busy.contains(&format!("{RT_RUNTIME_SYSCTL} = ")), "{busy}");
         assert!(busy.contains(&format!("{RT_PERIOD_SYSCTL} = ")), "{busy}");
-        // SAFETY: geteuid cannot fail.
-        if unsafe { libc::geteuid() } == 0 {
-            let perm = deadline_error(r, libc::EPERM, POLICY_FIX);
-            assert!(perm.contains("whole root domain"), "{perm}");
-            assert!(perm.contains(RT_RUNTIME_SYSCTL), "{perm}");
-        }
+        let perm = deadline_error_as(r, libc::EPERM, POLICY_FIX, true);
+        assert!(perm.contains("whole root domain"), "{perm}");
+        assert!(perm.contains(RT_RUNTIME_SYSCTL), "{perm}");
+        // An ordinary user: CAP_SYS_NICE is the only way in; the real-time
+        // priority limit does not apply to SCHED_DEADLINE (issue 40, item 9).
+        let user = deadline_error_as(r, libc::EPERM, POLICY_FIX, false);
+        assert_eq!(
+            user,
+            format!(
+                "not permitted to use SCHED_DEADLINE runtime 300 us, deadline 1000 us, period 1000 us: {DEADLINE_PRIVILEGE_FIX}"
+            )
+        );
+        assert!(
+            !user.contains("raise the real-time priority limit"),
+            "{user}"
+        );
         assert_eq!(
             policy_error(Policy::Deadline(r), 0, libc::EBUSY),
             busy,

@@ -643,6 +643,9 @@ struct Pending {
     latscope_json: Option<String>,
     /// `--on-threshold`, `--on-end` as given, in order.
     actions: Vec<(&'static str, Option<String>)>,
+    /// The last `-i` (its value and the word): only the value that counts
+    /// is checked, as cyclictest lets the last `-i` win.
+    interval: Option<(i64, String)>,
 }
 
 impl CyclicSettings {
@@ -666,6 +669,7 @@ impl CyclicSettings {
             option_affinity: false,
             latscope_json: None,
             actions: Vec::new(),
+            interval: None,
         };
         let (tokens, getopt_error) = tokenize(args);
         for (name, value) in tokens {
@@ -800,14 +804,7 @@ impl CyclicSettings {
                 }
             }
             "histfile" => self.histfile = value,
-            "interval" => {
-                if n <= 0 {
-                    return Err(GetoptUsage::Bad(format!(
-                        "invalid interval for -i: '{v}' (cyclictest would spin without sleeping)"
-                    )));
-                }
-                self.interval_us = n as u64;
-            }
+            "interval" => p.interval = Some((n, v.to_string())),
             // rt-tests writes no JSON for an empty name (`--json=`).
             "json" => self.json = value.filter(|f| !f.is_empty()),
             "laptop" => self.laptop = true,
@@ -958,6 +955,14 @@ impl CyclicSettings {
         smi_supported: bool,
     ) -> Result<(), GetoptUsage> {
         let all = online.len().max(1);
+        if let Some((n, v)) = p.interval.take() {
+            if n <= 0 {
+                return Err(GetoptUsage::Bad(format!(
+                    "invalid interval for -i: '{v}' (cyclictest would spin without sleeping)"
+                )));
+            }
+            self.interval_us = n as u64;
+        }
         let mut error = false;
         self.settle_modes(p.option_affinity, online, smi_supported)?;
         // cyclictest accepts -c 2 (its bound check is off by one) and then

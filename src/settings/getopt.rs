@@ -155,21 +155,50 @@ pub fn check_usage_layout(options: &[GetoptOption], layout: &[UsagePart]) -> Vec
     faults
 }
 
+/// The options found, each at its last place with its last value: the
+/// rt-tests tools keep one variable per option, which a repeated option
+/// overwrites, and check it once the whole command line is read, so only
+/// the value that counts may be refused (`-l -1 -l 5` runs 5 loops).
+/// `repeatable` options (latscope's actions) keep every occurrence.
+pub fn last_of_each(
+    found: Vec<(&'static str, Option<String>)>,
+    repeatable: &[&str],
+) -> Vec<(&'static str, Option<String>)> {
+    let mut kept: Vec<(&'static str, Option<String>)> = Vec::with_capacity(found.len());
+    for (name, value) in found {
+        if !repeatable.contains(&name) {
+            kept.retain(|(n, _)| *n != name);
+        }
+        kept.push((name, value));
+    }
+    kept
+}
+
 /// C's `atoi`, as cyclictest reads every number: leading blanks, a sign,
 /// digits up to the first other character; 0 when there are none.
 pub fn atoi(text: &str) -> i64 {
+    strtol(text).clamp(i64::from(i32::MIN), i64::from(i32::MAX))
+}
+
+/// C's `strtol(text, NULL, 10)` on a 64-bit `long`: as `atoi`, saturating
+/// at the bounds of `long` instead of `int` (glibc's ERANGE values).
+pub fn strtol(text: &str) -> i64 {
     let t = text.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
     let (neg, digits) = match t.as_bytes().first() {
         Some(b'-') => (true, &t[1..]),
         Some(b'+') => (false, &t[1..]),
         _ => (false, t),
     };
+    // Negative while reading, so that i64::MIN is reached exactly.
     let mut n: i64 = 0;
     for b in digits.bytes().take_while(u8::is_ascii_digit) {
-        n = n.saturating_mul(10).saturating_add(i64::from(b - b'0'));
+        n = n.saturating_mul(10).saturating_sub(i64::from(b - b'0'));
     }
-    let n = n.min(i64::from(i32::MAX) + 1);
-    if neg { -n } else { n.min(i64::from(i32::MAX)) }
+    if neg {
+        n
+    } else {
+        n.checked_neg().unwrap_or(i64::MAX)
+    }
 }
 
 /// One of latscope's own long options taken by a getopt tool: matched
@@ -570,6 +599,45 @@ mod tests {
                 "--beta's usage lines are never printed",
             ]
         );
+    }
+
+    #[test]
+    fn last_of_each_keeps_the_value_that_counts() {
+        let found = |w: &[(&'static str, Option<&str>)]| -> Vec<(&'static str, Option<String>)> {
+            w.iter().map(|(n, v)| (*n, v.map(str::to_string))).collect()
+        };
+        assert_eq!(
+            last_of_each(
+                found(&[
+                    ("loops", Some("-1")),
+                    ("on-end", Some("a")),
+                    ("quiet", None),
+                    ("loops", Some("5")),
+                    ("on-end", Some("b")),
+                    ("affinity", Some("99")),
+                    ("affinity", None),
+                ]),
+                &["on-end"]
+            ),
+            found(&[
+                ("on-end", Some("a")),
+                ("quiet", None),
+                ("loops", Some("5")),
+                ("on-end", Some("b")),
+                ("affinity", None),
+            ])
+        );
+    }
+
+    #[test]
+    fn strtol_saturates_at_long_and_atoi_at_int() {
+        assert_eq!(strtol("2147483648"), 2_147_483_648);
+        assert_eq!(strtol("999999999999x"), 999_999_999_999);
+        assert_eq!(strtol("99999999999999999999"), i64::MAX);
+        assert_eq!(strtol("-99999999999999999999"), i64::MIN);
+        assert_eq!(strtol("-9223372036854775808"), i64::MIN);
+        assert_eq!(atoi("2147483648"), i64::from(i32::MAX));
+        assert_eq!(atoi("-2147483649"), i64::from(i32::MIN));
     }
 
     #[test]

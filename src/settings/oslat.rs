@@ -277,9 +277,12 @@ pub fn parse_mem(text: &str) -> Option<u64> {
 /// `-W NS` as rt-tests 2.8 reads it onto the scale so far: a width that is
 /// not a multiple of 1000 switches to ns for good (a later `-W 2000` is then
 /// 2 ns wide, as in 2.8); a multiple of 1000 is whole microseconds.
+/// 2.8 keeps the width in an `int`: what does not fit is refused, as 2.8
+/// refuses 2147483648 and 999999999999 (they wrap to negative widths
+/// there; a value that wraps to a positive one 2.8 takes, docs/compat.md).
 fn bucket_width(scale: OslatScale, text: &str) -> Result<OslatScale, OslatUsage> {
-    let ns = strtol(text);
-    if ns <= 0 {
+    let ns = super::getopt::strtol(text);
+    if ns <= 0 || ns > i64::from(i32::MAX) {
         return Err(OslatUsage::Invalid(format!("Illegal bucket width: {text}")));
     }
     let ns = ns as u64;
@@ -727,7 +730,8 @@ mod tests {
         // 2.8 keeps ns once switched to it: the later 2000 is 2 ns.
         assert_eq!(scale(&["-W", "500", "-W", "2000"]), (1000, 2, false, 16000));
         let invalid = |w: &[&str]| parse(w).unwrap_err();
-        for bad in ["0", "-5", "x"] {
+        // 2.8's int: 2147483648 and 999999999999 wrap to negative widths there.
+        for bad in ["0", "-5", "x", "2147483648", "999999999999", "4294967297"] {
             assert_eq!(
                 invalid(&["-W", bad]),
                 OslatUsage::Invalid(format!("Illegal bucket width: {bad}"))

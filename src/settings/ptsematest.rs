@@ -12,8 +12,8 @@
 
 use super::actions::GETOPT_OPTIONS as GETOPT_ACTIONS;
 use super::getopt::{
-    Arg, GetoptOption, GetoptUsage, Own, UsagePart, atoi, getopt_long_into, parse_duration,
-    render_usage,
+    Arg, GetoptOption, GetoptUsage, Own, UsagePart, atoi, getopt_long_into, last_of_each,
+    parse_duration, render_usage,
 };
 use std::sync::LazyLock;
 
@@ -206,11 +206,15 @@ pub fn rewrite(args: &[String], program: &str, cpus: usize) -> Result<Vec<String
         }
         return Err(usage(format!("{program}: {message}\n"), 0));
     }
+    // ptsematest answers -h at once, before checking any value.
+    if found.iter().any(|(name, _)| *name == "help") {
+        return Err(usage(String::new(), 0));
+    }
+    let own: Vec<&str> = GETOPT_ACTIONS.iter().map(|o| o.name).collect();
     let mut words = Vec::new();
-    for (name, value) in found {
+    for (name, value) in last_of_each(found, &own) {
         let number = value.as_deref().map(atoi);
         match (name, number) {
-            ("help", _) => return Err(usage(String::new(), 0)),
             ("prio", Some(p)) if !(0..=99).contains(&p) => return Err(usage(String::new(), 1)),
             ("threads", Some(t)) if !(1..=255).contains(&t) => {
                 return Err(usage(String::new(), 1));
@@ -300,12 +304,44 @@ mod tests {
             assert_eq!(rw(words), Err(usage(String::new(), 0)), "{words:?}");
         }
         assert_eq!(rw(&["-p", "200"]), Err(usage(String::new(), 1)));
+        // -h wins over any value, as ptsematest answers it in its getopt loop.
+        assert_eq!(rw(&["-p", "200", "-h"]), Err(usage(String::new(), 0)));
         assert_eq!(rw(&["-p", "-1"]), Err(usage(String::new(), 1)));
         assert_eq!(rw(&["-D", "-1"]), Err(usage(String::new(), 1)));
         assert_eq!(rw(&["-t", "1000"]), Err(usage(String::new(), 1)));
         assert_eq!(
             rw(&["-a", "99"]).unwrap_err().stderr,
             "ERROR: CPU #99 not found, only 2 CPUs available\n"
+        );
+    }
+
+    #[test]
+    fn only_the_value_that_counts_is_checked() {
+        // ptsematest keeps the last value of a repeated option and checks
+        // it once every option is read (issue 40, item 13).
+        assert_eq!(
+            rw(&["-l", "-1", "-q", "-l", "5"]).unwrap(),
+            vec!["-q", "--loops=5"]
+        );
+        assert_eq!(rw(&["-p", "200", "-p", "50"]).unwrap(), vec!["--prio=50"]);
+        assert_eq!(rw(&["-t", "1000", "-t", "1"]).unwrap(), vec!["--threads=1"]);
+        assert_eq!(rw(&["-a", "99", "-a", "1"]).unwrap(), vec!["--affinity=1"]);
+        assert_eq!(rw(&["-a", "99", "-a"]).unwrap(), vec!["--affinity"]);
+        assert_eq!(rw(&["-D", "-1", "-D", "1"]).unwrap(), vec!["--duration=1"]);
+        // The last one counts the other way too.
+        assert_eq!(rw(&["-p", "50", "-p", "200"]), Err(usage(String::new(), 1)));
+        // latscope's actions are all kept, in order.
+        assert_eq!(
+            rw(&[
+                "--on-end=continue",
+                "-l",
+                "1",
+                "--on-end=continue",
+                "-l",
+                "2"
+            ])
+            .unwrap(),
+            vec!["--on-end=continue", "--on-end=continue", "--loops=2"]
         );
     }
 

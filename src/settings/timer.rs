@@ -294,7 +294,6 @@ mod tests {
     fn options_are_taken_as_xenomai_means_them() {
         let s = settings(&[
             "-p", "1000", "-H", "50", "-B", "500", "-l", "0", "-T", "2", "-P", "80", "-t", "2",
-            "-D", "3",
         ])
         .unwrap();
         assert_eq!(
@@ -311,6 +310,52 @@ mod tests {
         );
         assert_eq!(settings(&["-T", "0"]).unwrap().duration, None);
         assert_eq!(settings(&["-p", "1000000"]).unwrap().period_us, 1_000_000);
+    }
+
+    /// `timer` parsed as under the `latency` name (Xenomai's letters whole).
+    fn settings_as_latency(args: &[&str]) -> TimerSettings {
+        use clap::FromArgMatches;
+        let matches = crate::cli::command_with_xenomai_letters(true)
+            .try_get_matches_from(["latscope", "timer"].iter().chain(args))
+            .expect("parsed");
+        match Cli::from_arg_matches(&matches).expect("parsed").command {
+            Command::Timer(a) => TimerSettings::from_args(&a).expect("valid"),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn dash_d_is_the_duration_but_under_the_name_latency() {
+        // As everywhere in latscope (issue 40, item 14); -T, Xenomai's
+        // letter, too.
+        assert_eq!(
+            settings(&["-D", "3"]).unwrap().duration,
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(
+            settings(&["-T", "3"]).unwrap().duration,
+            Some(Duration::from_secs(3))
+        );
+        assert!(settings(&["--device", "0"]).unwrap().duration.is_none());
+        // Xenomai's: -D the device number (ignored), -T the duration.
+        let s = settings_as_latency(&["-D", "3", "-T", "2"]);
+        assert_eq!(s.duration, Some(Duration::from_secs(2)));
+        assert!(settings_as_latency(&["-D", "3"]).duration.is_none());
+        // `--format classic` keeps Xenomai's -h but -D stays the duration.
+        let matches = crate::cli::command_with_xenomai_letters(false)
+            .try_get_matches_from(["latscope", "timer", "--format", "classic", "-D", "3", "-h"])
+            .expect("parsed");
+        let Ok(Cli {
+            command: Command::Timer(a),
+        }) = <Cli as clap::FromArgMatches>::from_arg_matches(&matches)
+        else {
+            unreachable!()
+        };
+        assert!(a.histograms);
+        assert_eq!(
+            TimerSettings::from_args(&a).unwrap().duration,
+            Some(Duration::from_secs(3))
+        );
     }
 
     #[test]
@@ -342,7 +387,8 @@ mod tests {
             (vec!["--cpus", "0-"], "is not a CPU list"),
             (vec!["--cpus", "1-0"], "is not a CPU list"),
             (vec!["--cpus", "0-99999999999"], "beyond the highest CPU"),
-            (vec!["-T", "x"], "-T/--duration:"),
+            (vec!["-T", "x"], "-D/--duration:"),
+            (vec!["-D", "x"], "-D/--duration:"),
             (vec!["-g", "/nonexistent-dir/g.txt"], "does not exist"),
             (vec!["-g", "-", "--json", "-"], "both want standard output"),
             (vec!["--warmup", "99999"], "at most 3600"),

@@ -68,6 +68,7 @@ mod slow {
     mod samples;
     mod spikes;
     mod stress_runs;
+    mod surfaces;
     mod threshold_actions;
     mod timer;
 }

@@ -58,14 +58,14 @@ impl Suite {
         // time each, like each IPC test.
         let shares = PRIMITIVES.len() as u32 + 3;
         let budget = self.total.saturating_sub(self.started.elapsed());
-        Ok(ipc_run::run_sequence(
+        ipc_run::run_sequence(
             items,
             Some(budget / shares * (shares - 3)),
             self.verdict.quiet,
             run,
             &mut |done| run.checkpoint(done),
             &mut |done, so_far| run.snapshot(done, so_far),
-        ))
+        )
     }
 
     pub(super) fn measure_timer(&self, run: &mut Run<'_>) -> FinishedTest {
@@ -136,11 +136,13 @@ impl Suite {
         match logdisk_run::measure_for_suite(left, self.verdict.max_latency_us, run, &mut progress)
         {
             Ok(done) => finished.extend(done),
-            Err(why) => {
-                let note = format!("logdisk skipped: {why}");
-                crate::rt::stdio::note_line(&format!("latscope: note: {note}"));
-                run.warn(note);
-            }
+            // The row stays, `skipped`, with the reason and what to do
+            // (said again on stderr after the table).
+            Err(why) => finished.push(logdisk_run::skipped_in_suite(
+                left,
+                self.verdict.max_latency_us,
+                &why,
+            )),
         }
     }
 }

@@ -140,6 +140,12 @@ impl TaskSetup {
         }
     }
 
+    /// Whether the task failed to get its scheduling policy.
+    pub(super) fn policy_refused(&self) -> bool {
+        self.state.load(Ordering::Acquire) == SETUP_FAILED
+            && self.step.load(Ordering::Relaxed) == SetupStep::Policy as u32
+    }
+
     pub(super) fn error_message(&self, who: &str, cpu: Option<usize>, pair: &PairPlan) -> String {
         let errno = self.errno.load(Ordering::Relaxed);
         let why = match self.step.load(Ordering::Relaxed) {

@@ -89,7 +89,14 @@ pub fn run_with_windows(
             state.request_stop(EndReason::Error);
             gate.open();
             tasks.join();
-            return Err(SetupError::Failed(e));
+            let refused = state.live.iter().any(|live| {
+                live.receiver_setup.policy_refused() || live.sender.setup.policy_refused()
+            });
+            return Err(if refused {
+                SetupError::SchedulingRefused(e)
+            } else {
+                SetupError::Failed(e)
+            });
         }
     };
 

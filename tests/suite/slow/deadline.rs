@@ -290,25 +290,21 @@ fn rt_bandwidth() -> (i64, i64) {
     (read("sched_rt_runtime_us"), read("sched_rt_period_us"))
 }
 
-#[test]
-fn a_reservation_beyond_the_bandwidth_left_is_refused_in_one_line() {
-    let test = "a_reservation_beyond_the_bandwidth_left_is_refused_in_one_line";
-    if skip_without_deadline(test) {
-        return;
-    }
+/// A first run holding 90 % of a CPU's deadline share on every CPU (one
+/// timer thread per CPU, 1 ms periods), and a runtime (us, per 1 ms) that
+/// no longer fits beside it; None (the skip said) where that cannot be set
+/// up here.
+fn hold_most_bandwidth(test: &str) -> Option<(Child, i64)> {
     let (rt_runtime, rt_period) = rt_bandwidth();
     if rt_runtime < 0 || rt_period <= 0 {
         latscope::testing::skip(
             test,
             "deadline admission control is off (sched_rt_runtime_us = -1)",
         );
-        return;
+        return None;
     }
-    let _turn = turn();
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as i64;
     let share = rt_runtime as f64 / rt_period as f64;
-    // A first run holds 90 % of a CPU's share on every CPU (one thread
-    // per CPU, 1 ms periods); what is left is less than the second asks.
     let first_us = (share * 900.0) as i64;
     let left_us = (cpus as f64 * share * 1000.0) as i64 - cpus * first_us;
     let second_us = left_us + 100;
@@ -317,7 +313,7 @@ fn a_reservation_beyond_the_bandwidth_left_is_refused_in_one_line() {
             test,
             &format!("{cpus} CPUs leave more than one period's bandwidth free"),
         );
-        return;
+        return None;
     }
     let first_runtime = first_us.to_string();
     let mut holder = spawn(&[
@@ -331,6 +327,34 @@ fn a_reservation_beyond_the_bandwidth_left_is_refused_in_one_line() {
         "--smp",
     ]);
     wait_deadline_threads(&mut holder, cpus as usize);
+    Some((holder, second_us))
+}
+
+/// Ends the holder of `hold_most_bandwidth`: it must end normally.
+fn release(mut holder: Child) {
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(holder.id() as libc::pid_t, libc::SIGTERM) };
+    let held = holder.wait().expect("wait");
+    assert_eq!(held.code(), Some(0), "the first run ends normally");
+}
+
+/// The refusal's line for a runtime of `runtime_us` per 1 ms.
+fn full_bandwidth_line(runtime_us: i64) -> String {
+    format!(
+        "SCHED_DEADLINE runtime {runtime_us} us, deadline 1000 us, period 1000 us refused: the root domain's deadline bandwidth is full"
+    )
+}
+
+#[test]
+fn a_reservation_beyond_the_bandwidth_left_is_refused_in_one_line() {
+    let test = "a_reservation_beyond_the_bandwidth_left_is_refused_in_one_line";
+    if skip_without_deadline(test) {
+        return;
+    }
+    let _turn = turn();
+    let Some((holder, second_us)) = hold_most_bandwidth(test) else {
+        return;
+    };
     let second_runtime = second_us.to_string();
     let out = run(latscope(60).args([
         "timer",
@@ -343,20 +367,76 @@ fn a_reservation_beyond_the_bandwidth_left_is_refused_in_one_line() {
         "-T",
         "1",
     ]));
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(holder.id() as libc::pid_t, libc::SIGTERM) };
-    let held = holder.wait().expect("wait");
+    release(holder);
     assert_code(&out, 1);
     let stderr = stderr_of(&out);
     assert_eq!(stderr.lines().count(), 1, "{}", describe(&out));
     assert!(
-        stderr.contains(&format!(
-            "SCHED_DEADLINE runtime {second_us} us, deadline 1000 us, period 1000 us refused: the root domain's deadline bandwidth is full"
-        )) && stderr.contains("/proc/sys/kernel/sched_rt_runtime_us"),
+        stderr.contains(&full_bandwidth_line(second_us))
+            && stderr.contains("/proc/sys/kernel/sched_rt_runtime_us"),
         "{}",
         describe(&out)
     );
-    assert_eq!(held.code(), Some(0), "the first run ends normally");
+}
+
+/// `ipc --policy deadline` on a full bandwidth: the first test's refusal
+/// stops the run with that one line and exit 1, as `timer` does, instead of
+/// running every other primitive to the same refusal with 0 samples
+/// (issue 40, item 9).
+#[test]
+fn an_ipc_run_refused_its_reservation_stops_at_the_first_test() {
+    let test = "an_ipc_run_refused_its_reservation_stops_at_the_first_test";
+    if skip_without_deadline(test) {
+        return;
+    }
+    let _turn = turn();
+    let Some((holder, second_us)) = hold_most_bandwidth(test) else {
+        return;
+    };
+    let (_dir, file) = temp_file("ipc-refused.json");
+    let second_runtime = second_us.to_string();
+    let started = Instant::now();
+    let out = run(latscope(60)
+        .args([
+            "ipc",
+            "--policy",
+            "deadline",
+            "--runtime",
+            &second_runtime,
+            "-i",
+            "1000",
+            "-D",
+            "1",
+            "-q",
+            "--json",
+        ])
+        .arg(&file));
+    let took = started.elapsed();
+    release(holder);
+    assert_code(&out, 1);
+    let stderr = stderr_of(&out);
+    let refusals: Vec<&str> = stderr.lines().filter(|l| l.contains("refused")).collect();
+    assert_eq!(refusals.len(), 1, "{}", describe(&out));
+    assert!(
+        refusals[0].contains(&full_bandwidth_line(second_us)),
+        "{}",
+        describe(&out)
+    );
+    assert_eq!(
+        stderr
+            .lines()
+            .filter(|l| l.starts_with("latscope: error"))
+            .count(),
+        1,
+        "one error line\n{}",
+        describe(&out)
+    );
+    // Nine primitives of 1 s would take 9 s; the refusal stops at once.
+    assert!(
+        took < Duration::from_secs(5),
+        "took {took:?}\n{}",
+        describe(&out)
+    );
 }
 
 #[test]
