@@ -16,6 +16,7 @@ static ALLOCATOR: rt::oom::ExitOnOom = rt::oom::ExitOnOom;
 pub mod commands;
 pub mod compare;
 pub mod doctor;
+pub mod hwlat;
 pub mod entry;
 pub mod ipc;
 pub mod kernel_log;
