@@ -74,6 +74,8 @@ pub struct WindowSample {
     pub inner_ns: u64,
     pub outer_ns: u64,
     pub count: u64,
+    /// The hardware gaps of the window summed (rtla's "Max Noise").
+    pub sum_ns: u64,
 }
 
 /// A CPU's gaps by class, over the run.

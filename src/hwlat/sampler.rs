@@ -242,10 +242,12 @@ fn note_sample(sample: &mut Option<WindowSample>, gap: &Gap, realtime_offset_ns:
         inner_ns: 0,
         outer_ns: 0,
         count: 0,
+        sum_ns: 0,
     });
     s.inner_ns = s.inner_ns.max(gap.inner_ns);
     s.outer_ns = s.outer_ns.max(gap.outer_ns);
     s.count += 1;
+    s.sum_ns += gap.ns();
 }
 
 /// Spins reading pairs until the clock passes `until`; gaps above the
@@ -330,7 +332,8 @@ mod tests {
                 realtime_ns: 1_100,
                 inner_ns: 12_000,
                 outer_ns: 30_000,
-                count: 2
+                count: 2,
+                sum_ns: 42_000
             })
         );
     }
