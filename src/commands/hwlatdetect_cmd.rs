@@ -34,8 +34,7 @@ fn run_checked(args: &[String]) -> Result<i32, UsageError> {
         print!("{HELP}");
         return Ok(0);
     }
-    let (runtime, period) =
-        crate::doctor::sched::rt_bandwidth(&crate::doctor::Machine::live());
+    let (runtime, period) = crate::doctor::sched::rt_bandwidth(&crate::doctor::Machine::live());
     crate::settings::hwlat::check_duty(s.width_us * 1000, s.window_us * 1000, runtime, period)?;
     let allowed = crate::rt::sched::allowed_cpus();
     let cpus = s.cpus.clone().unwrap_or_else(|| allowed.clone());
@@ -62,7 +61,10 @@ fn run_checked(args: &[String]) -> Result<i32, UsageError> {
     }
     let dma = crate::rt::dma_latency::DmaLatency::request_zero();
     out.debug(&s, "c-states disabled");
-    out.debug(&s, &format!("enabling detector module (threshold: {})", s.threshold_us));
+    out.debug(
+        &s,
+        &format!("enabling detector module (threshold: {})", s.threshold_us),
+    );
     let outcome = hwlat_run::run(&HwlatPlan {
         cpus,
         priority: 99,
@@ -86,8 +88,16 @@ fn run_checked(args: &[String]) -> Result<i32, UsageError> {
 }
 
 /// Everything after the test, in hwlatdetect's order; the exit code.
-fn finish(s: &HwlatdetectSettings, outcome: &HwlatOutcome, out: &mut Output) -> Result<i32, UsageError> {
-    let mut samples: Vec<HwlatSample> = outcome.cpus.iter().flat_map(hwlat_run::samples_of).collect();
+fn finish(
+    s: &HwlatdetectSettings,
+    outcome: &HwlatOutcome,
+    out: &mut Output,
+) -> Result<i32, UsageError> {
+    let mut samples: Vec<HwlatSample> = outcome
+        .cpus
+        .iter()
+        .flat_map(hwlat_run::samples_of)
+        .collect();
     samples.sort_by_key(|x| (x.realtime_ns, x.cpu));
     if s.watch {
         for sample in &samples {

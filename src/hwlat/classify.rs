@@ -193,8 +193,14 @@ mod tests {
         let mut t = Tally::default();
         assert!(t.add(&gap(4000, Interference::None), GapClass::Hardware));
         assert!(t.add(&gap(6000, Interference::None), GapClass::Hardware));
-        assert!(!t.add(&gap(9000, Interference::Some), GapClass::Os("irq LOC".into())));
-        assert!(!t.add(&gap(1000, Interference::Some), GapClass::Os("irq LOC".into())));
+        assert!(!t.add(
+            &gap(9000, Interference::Some),
+            GapClass::Os("irq LOC".into())
+        ));
+        assert!(!t.add(
+            &gap(1000, Interference::Some),
+            GapClass::Os("irq LOC".into())
+        ));
         assert_eq!((t.hardware_count(), t.hardware_ns), (2, 10_000));
         assert_eq!(t.hardware.max(), Some(6000));
         assert_eq!((t.os_count, t.os_ns, t.os_max_ns), (2, 10_000, 9000));

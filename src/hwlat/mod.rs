@@ -127,12 +127,8 @@ pub fn run(plan: &HwlatPlan, stop_signalled: &mut dyn FnMut(Duration) -> bool) -
             end_reason = EndReason::Interrupted;
         }
     }
-    let cpus: Vec<CpuOutcome> = handles
-        .into_iter()
-        .filter_map(|h| h.join().ok())
-        .collect();
-    let measured =
-        Duration::from_nanos(crate::rt::clock::monotonic_ns().saturating_sub(start_ns));
+    let cpus: Vec<CpuOutcome> = handles.into_iter().filter_map(|h| h.join().ok()).collect();
+    let measured = Duration::from_nanos(crate::rt::clock::monotonic_ns().saturating_sub(start_ns));
     if let Some(e) = cpus.iter().find_map(|c| c.error.clone()).or(error.clone()) {
         error = Some(e);
         end_reason = EndReason::Error;

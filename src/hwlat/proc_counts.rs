@@ -84,7 +84,10 @@ impl Column {
 
     /// Rows whose count grew from `earlier` to `self` (same rows): index
     /// and how many events.
-    pub fn moved_since<'a>(&'a self, earlier: &'a [u64]) -> impl Iterator<Item = (usize, u64)> + 'a {
+    pub fn moved_since<'a>(
+        &'a self,
+        earlier: &'a [u64],
+    ) -> impl Iterator<Item = (usize, u64)> + 'a {
         self.values
             .iter()
             .zip(earlier)
@@ -161,7 +164,9 @@ MIS:          0\n";
     fn an_update_reads_values_in_place_and_names_what_moved() {
         let mut c = Column::parse(INTERRUPTS, 1).unwrap();
         let before = c.values.clone();
-        let later = INTERRUPTS.replace("654321", "654325").replace("        812", "        813");
+        let later = INTERRUPTS
+            .replace("654321", "654325")
+            .replace("        812", "        813");
         assert!(c.update(&later, 1));
         let moved: Vec<(usize, u64)> = c.moved_since(&before).collect();
         assert_eq!(moved, [(1, 1), (3, 4)]);

@@ -258,11 +258,14 @@ mod tests {
             Interference::Unknown
         );
         // The first pair of a stretch has no outer gap.
-        assert_eq!(gap_of(None, &quiet, 10), Some(Gap {
-            at_ns: 5020,
-            inner_ns: 20,
-            outer_ns: 0,
-            interference: Interference::None
-        }));
+        assert_eq!(
+            gap_of(None, &quiet, 10),
+            Some(Gap {
+                at_ns: 5020,
+                inner_ns: 20,
+                outer_ns: 0,
+                interference: Interference::None
+            })
+        );
     }
 }

@@ -107,7 +107,9 @@ impl Evidence {
             if want_names {
                 Moved {
                     irqs: irq_moved.map(|(i, _)| self.irqs.names[i].clone()).collect(),
-                    softirqs: soft_moved.map(|(i, _)| self.softirqs.names[i].clone()).collect(),
+                    softirqs: soft_moved
+                        .map(|(i, _)| self.softirqs.names[i].clone())
+                        .collect(),
                     switches: switches - self.switches_before,
                 }
             } else {
@@ -172,9 +174,9 @@ pub fn run(plan: &SamplerPlan, stop: &Arc<AtomicBool>) -> CpuOutcome {
         if !crate::rt::clock::sleep_until_or_stop(stop, window_start, 50_000_000) {
             break;
         }
-        let window_end = plan
-            .end_ns
-            .map_or(window_start + plan.width_ns, |e| e.min(window_start + plan.width_ns));
+        let window_end = plan.end_ns.map_or(window_start + plan.width_ns, |e| {
+            e.min(window_start + plan.width_ns)
+        });
         sample_window(plan, stop, &mut evidence, &mut gaps, window_end, &mut out);
         out.windows += 1;
         window_start += plan.window_ns;
@@ -283,8 +285,8 @@ pub fn spin<C: InterferenceCounter, K: Clock>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::protocol::fake::{ScriptClock, ScriptCounter};
     use super::super::protocol::Interference;
+    use super::super::protocol::fake::{ScriptClock, ScriptCounter};
     use super::*;
 
     #[test]

@@ -82,7 +82,10 @@ pub fn summary_lines(samples: &[HwlatSample], measured_s: f64) -> Vec<String> {
         format!("Samples exceeding threshold: {exceeding}"),
     ];
     if exceeding > 0 {
-        lines.push(format!("MTBF: {:.3} seconds", measured_s / exceeding as f64));
+        lines.push(format!(
+            "MTBF: {:.3} seconds",
+            measured_s / exceeding as f64
+        ));
     }
     lines
 }
@@ -121,7 +124,8 @@ pub fn parse_trace_line(line: &str) -> Option<HwlatSample> {
     };
     let key = |k: &str| rest.iter().find_map(|w| w.strip_prefix(k));
     let (secs, frac) = key("ts:")?.split_once('.')?;
-    let ns = secs.parse::<u64>().ok()? * 1_000_000_000 + format!("{frac:0<9}")[..9].parse::<u64>().ok()?;
+    let ns = secs.parse::<u64>().ok()? * 1_000_000_000
+        + format!("{frac:0<9}")[..9].parse::<u64>().ok()?;
     Some(HwlatSample {
         realtime_ns: ns,
         inner_ns: inner.parse::<u64>().ok()? * 1000,
@@ -136,7 +140,13 @@ pub fn parse_trace_line(line: &str) -> Option<HwlatSample> {
 mod tests {
     use super::*;
 
-    fn sample(realtime_ns: u64, inner_us: u64, outer_us: u64, cpu: usize, count: u64) -> HwlatSample {
+    fn sample(
+        realtime_ns: u64,
+        inner_us: u64,
+        outer_us: u64,
+        cpu: usize,
+        count: u64,
+    ) -> HwlatSample {
         HwlatSample {
             realtime_ns,
             inner_ns: inner_us * 1000 + 999,
@@ -212,7 +222,10 @@ mod tests {
             sample_line(&samples[1]),
             "ts: 1764374401.000000002, inner:7, outer:31, cpu:0, count:4"
         );
-        assert_eq!((samples[2].inner_ns, samples[2].outer_ns, samples[2].count), (15_000, 2_000, 1));
+        assert_eq!(
+            (samples[2].inner_ns, samples[2].outer_ns, samples[2].count),
+            (15_000, 2_000, 1)
+        );
         assert_eq!(parse_trace_line("# tracer: hwlat"), None);
     }
 }

@@ -8,8 +8,7 @@ use std::io::Write;
 pub struct Hwnoise;
 
 const TITLE: &str = "                                          Hardware-related Noise";
-const HEADER: &str =
-    "CPU Period       Runtime        Noise  % CPU Aval   Max Noise   Max Single          HW          NMI";
+const HEADER: &str = "CPU Period       Runtime        Noise  % CPU Aval   Max Noise   Max Single          HW          NMI";
 
 /// One CPU's row, as rtla prints it: `%3d #%-6d %12llu` then the columns.
 pub fn row(series: &Series) -> Option<String> {
@@ -114,6 +113,9 @@ mod tests {
         let cols: Vec<&str> = line.split_whitespace().collect();
         assert_eq!(cols[0], "1");
         assert_eq!(cols[5], "38");
-        assert_eq!(duration_line(3725.0), "duration:   0 01:02:05 | time is in us");
+        assert_eq!(
+            duration_line(3725.0),
+            "duration:   0 01:02:05 | time is in us"
+        );
     }
 }

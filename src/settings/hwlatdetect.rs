@@ -117,11 +117,15 @@ pub fn microseconds(text: &str) -> Result<u64, UsageError> {
     } else if let Some(n) = text.strip_suffix('s') {
         (n, 1_000_000)
     } else {
-        return Err(UsageError(format!("invalid input for microseconds: '{text}'")));
+        return Err(UsageError(format!(
+            "invalid input for microseconds: '{text}'"
+        )));
     };
     // Python's int() would take '+5' or ' 5'; digits only here.
     if !is_digits(number) {
-        return Err(UsageError(format!("invalid input for microseconds: '{text}'")));
+        return Err(UsageError(format!(
+            "invalid input for microseconds: '{text}'"
+        )));
     }
     int(number, "microseconds", text)?
         .checked_mul(unit)
@@ -186,7 +190,10 @@ fn words(args: &[String]) -> Result<Vec<(&'static str, Option<String>)>, UsageEr
         let option = option_named(name)?;
         if FLAGS.contains(&option) {
             if inline.is_some() {
-                return Err(error(format!("argument {option}: ignored explicit argument '{}'", inline.unwrap_or_default())));
+                return Err(error(format!(
+                    "argument {option}: ignored explicit argument '{}'",
+                    inline.unwrap_or_default()
+                )));
             }
             out.push((option, None));
             continue;
@@ -255,7 +262,10 @@ impl HwlatdetectSettings {
         if let Some(w) = value("--window") {
             let w = microseconds(&w)?;
             if w < s.width_us {
-                debug(format!("shrinking width to {} for new window of {w}", w / 2));
+                debug(format!(
+                    "shrinking width to {} for new window of {w}",
+                    w / 2
+                ));
                 s.width_us = w / 2;
             }
             debug(format!("window parameter = {w}"));
@@ -308,9 +318,18 @@ mod tests {
         assert_eq!(seconds("1h").unwrap(), 3600);
         assert_eq!(seconds("1d").unwrap(), 86_400);
         assert_eq!(seconds("1w").unwrap(), 604_800);
-        assert_eq!(seconds("5ms").unwrap_err().0, "illegal suffix for seconds: 'm'");
-        assert_eq!(seconds("10x").unwrap_err().0, "invalid input for seconds: '10x'");
-        assert_eq!(seconds("s").unwrap_err().0, "invalid input for seconds: 's'");
+        assert_eq!(
+            seconds("5ms").unwrap_err().0,
+            "illegal suffix for seconds: 'm'"
+        );
+        assert_eq!(
+            seconds("10x").unwrap_err().0,
+            "invalid input for seconds: '10x'"
+        );
+        assert_eq!(
+            seconds("s").unwrap_err().0,
+            "invalid input for seconds: 's'"
+        );
         assert_eq!(microseconds("20").unwrap(), 20);
         assert_eq!(microseconds("20us").unwrap(), 20);
         assert_eq!(microseconds("10ms").unwrap(), 10_000);
@@ -319,7 +338,10 @@ mod tests {
             microseconds("1.5ms").unwrap_err().0,
             "invalid input for microseconds: '1.5ms'"
         );
-        assert_eq!(microseconds("ten").unwrap_err().0, "invalid input for microseconds: 'ten'");
+        assert_eq!(
+            microseconds("ten").unwrap_err().0,
+            "invalid input for microseconds: 'ten'"
+        );
         assert_eq!(cpu_list("0,2-3").unwrap(), [0, 2, 3]);
         assert!(cpu_list("3-1").is_err() && cpu_list("a").is_err() && cpu_list("").is_err());
     }
@@ -328,7 +350,13 @@ mod tests {
     fn defaults_are_the_tracers_and_hardlimit_follows_the_threshold() {
         let s = parse(&[]).unwrap();
         assert_eq!(
-            (s.duration_s, s.threshold_us, s.hardlimit_us, s.window_us, s.width_us),
+            (
+                s.duration_s,
+                s.threshold_us,
+                s.hardlimit_us,
+                s.window_us,
+                s.width_us
+            ),
             (120, 10, 10, 1_000_000, 500_000)
         );
         let s = parse(&["--threshold=20", "--duration", "15s"]).unwrap();
@@ -362,7 +390,12 @@ mod tests {
                 "set tracing_cpumask to 3",
             ]
         );
-        assert!(parse(&["--debug", "--quiet"]).unwrap().debug_lines.is_empty());
+        assert!(
+            parse(&["--debug", "--quiet"])
+                .unwrap()
+                .debug_lines
+                .is_empty()
+        );
     }
 
     #[test]
@@ -379,10 +412,22 @@ mod tests {
             "ambiguous option: --d could match --duration, --debug"
         );
         assert_eq!(parse(&["--dur", "5"]).unwrap().duration_s, 5);
-        assert_eq!(e(&["--threshold", "abc"]), "invalid input for microseconds: 'abc'");
-        assert_eq!(e(&["--hardlimit", "1x"]), "invalid input for microseconds: '1x'");
-        assert_eq!(e(&["--window", "-5"]), "invalid input for microseconds: '-5'");
-        assert_eq!(e(&["--width", "5min"]), "invalid input for microseconds: '5min'");
+        assert_eq!(
+            e(&["--threshold", "abc"]),
+            "invalid input for microseconds: 'abc'"
+        );
+        assert_eq!(
+            e(&["--hardlimit", "1x"]),
+            "invalid input for microseconds: '1x'"
+        );
+        assert_eq!(
+            e(&["--window", "-5"]),
+            "invalid input for microseconds: '-5'"
+        );
+        assert_eq!(
+            e(&["--width", "5min"]),
+            "invalid input for microseconds: '5min'"
+        );
         assert_eq!(e(&["--duration", "1ms"]), "illegal suffix for seconds: 'm'");
         assert!(e(&["--cpu-list", "1-"]).contains("--cpu-list"));
         assert!(parse(&["-h"]).unwrap().help);

@@ -79,8 +79,10 @@ fn unit_of(
             Some(s) if exporters.contains(s) => (Layer::Exporter, format!("report::{s}")),
             _ => (Layer::Model, "report".to_string()),
         },
-        "ipc" | "timer" | "logdisk" | "noise" | "hwlat" | "spikes" | "doctor" | "load" | "kernel_log"
-        | "threshold" | "samples" | "compare" => (Layer::Measurement, first.to_string()),
+        "ipc" | "timer" | "logdisk" | "noise" | "hwlat" | "spikes" | "doctor" | "load"
+        | "kernel_log" | "threshold" | "samples" | "compare" => {
+            (Layer::Measurement, first.to_string())
+        }
         "settings" => (Layer::Settings, first.to_string()),
         "cli" => (Layer::Cli, first.to_string()),
         "live" => (Layer::Live, first.to_string()),

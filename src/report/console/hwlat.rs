@@ -71,7 +71,11 @@ pub fn write_test(report: &Report, test: &TestResult, out: &mut dyn Write) -> st
     if interrupted_before_measuring(test) {
         return Ok(());
     }
-    write!(out, "{}", cpu_table(test, config.hypervisor.is_some()).render())?;
+    write!(
+        out,
+        "{}",
+        cpu_table(test, config.hypervisor.is_some()).render()
+    )?;
     if let Some(hv) = &config.hypervisor {
         writeln!(
             out,
