@@ -79,7 +79,7 @@ pub struct WindowSample {
 }
 
 /// A CPU's gaps by class, over the run.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub struct Tally {
     /// Every hardware gap (its longer of inner/outer), ns.
     pub hardware: LatencyRecorder,
@@ -97,19 +97,6 @@ impl std::fmt::Debug for Tally {
             .field("hardware", &self.hardware_count())
             .field("os", &self.os_count)
             .finish()
-    }
-}
-
-impl Default for Tally {
-    fn default() -> Self {
-        Tally {
-            hardware: LatencyRecorder::new(),
-            hardware_ns: 0,
-            os_count: 0,
-            os_ns: 0,
-            os_max_ns: 0,
-            causes: BTreeMap::new(),
-        }
     }
 }
 

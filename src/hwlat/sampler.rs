@@ -230,10 +230,10 @@ fn sample_window(
         }
     }
     out.spun_ns += clock.now().saturating_sub(started);
-    if let Some(s) = sample {
-        if out.samples.len() < MAX_SAMPLES {
-            out.samples.push(s);
-        }
+    if let Some(s) = sample
+        && out.samples.len() < MAX_SAMPLES
+    {
+        out.samples.push(s);
     }
 }
 
