@@ -41,7 +41,10 @@ fn run_checked(args: &[String]) -> Result<i32, UsageError> {
     for &cpu in &cpus {
         check_cpu(cpu, &allowed)?;
     }
-    let mut out = Output { quiet: s.quiet };
+    let mut out = text::Output {
+        quiet: s.quiet,
+        debug: s.debug,
+    };
     for line in &s.debug_lines {
         out.print(line);
     }
@@ -60,7 +63,7 @@ fn run_checked(args: &[String]) -> Result<i32, UsageError> {
         out.info(&line);
     }
     let dma = crate::rt::dma_latency::DmaLatency::request_zero();
-    out.debug(&s, "c-states disabled");
+    out.debug("c-states disabled");
     out.debug(
         &s,
         &format!("enabling detector module (threshold: {})", s.threshold_us),
@@ -76,8 +79,10 @@ fn run_checked(args: &[String]) -> Result<i32, UsageError> {
         sub_window_ns: SUB_WINDOW_NS.min(s.width_us * 1000),
         duration_ns: Some(s.duration_s.saturating_mul(1_000_000_000)),
     });
+    out.debug("disabling detector module");
     drop(dma);
-    out.debug(&s, "detector module disabled");
+    out.debug("c-states enabled");
+    out.debug("detector module disabled");
     if let Some(e) = &outcome.error {
         return Err(UsageError(format!("the sampler failed: {e}")));
     }
@@ -91,7 +96,7 @@ fn run_checked(args: &[String]) -> Result<i32, UsageError> {
 fn finish(
     s: &HwlatdetectSettings,
     outcome: &HwlatOutcome,
-    out: &mut Output,
+    out: &mut text::Output,
 ) -> Result<i32, UsageError> {
     let mut samples: Vec<HwlatSample> = outcome
         .cpus
@@ -137,29 +142,4 @@ fn save(path: &str, samples: &[HwlatSample]) -> Result<(), UsageError> {
         Ok(())
     })
     .map_err(|e| UsageError(format!("could not write the report {path}: {e}")))
-}
-
-/// hwlatdetect's `print` (always) and `info` (unless --quiet).
-struct Output {
-    quiet: bool,
-}
-
-impl Output {
-    fn print(&mut self, line: &str) {
-        let mut stdout = std::io::stdout().lock();
-        let _ = writeln!(stdout, "{line}");
-        let _ = stdout.flush();
-    }
-
-    fn info(&mut self, line: &str) {
-        if !self.quiet {
-            self.print(line);
-        }
-    }
-
-    fn debug(&mut self, s: &HwlatdetectSettings, line: &str) {
-        if s.debug && !s.quiet {
-            self.print(line);
-        }
-    }
 }

@@ -5,6 +5,7 @@
 //! drives; positional splitting is what broke its parser in 2026).
 
 use super::HwlatSample;
+use std::io::Write;
 
 /// What the header says.
 #[derive(Debug, Clone)]
@@ -104,6 +105,33 @@ pub fn smi_lines(per_cpu: &[(usize, u64)]) -> (Vec<String>, String) {
 /// `report saved to FILE (N samples)`.
 pub fn saved_line(path: &str, samples: usize) -> String {
     format!("report saved to {path} ({samples} samples)")
+}
+
+/// hwlatdetect's three ways to print a line to standard output: `print`
+/// (always), `info` (unless --quiet) and `debug` (with --debug, unless --quiet).
+pub struct Output {
+    pub quiet: bool,
+    pub debug: bool,
+}
+
+impl Output {
+    pub fn print(&mut self, line: &str) {
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "{line}");
+        let _ = stdout.flush();
+    }
+
+    pub fn info(&mut self, line: &str) {
+        if !self.quiet {
+            self.print(line);
+        }
+    }
+
+    pub fn debug(&mut self, line: &str) {
+        if self.debug && !self.quiet {
+            self.print(line);
+        }
+    }
 }
 
 /// A hwlat tracer line (`... [001] d... 123.4: #1 inner/outer(us): 12/0
