@@ -64,10 +64,14 @@ fn run_checked(args: &[String]) -> Result<i32, UsageError> {
     }
     let dma = crate::rt::dma_latency::DmaLatency::request_zero();
     out.debug("c-states disabled");
-    out.debug(
-        &s,
-        &format!("enabling detector module (threshold: {})", s.threshold_us),
-    );
+    out.debug(&format!(
+        "enabling detector module (threshold: {})",
+        s.threshold_us
+    ));
+    out.debug(&format!(
+        "detector module enabled (threshold: {})",
+        s.threshold_us
+    ));
     let outcome = hwlat_run::run(&HwlatPlan {
         cpus,
         priority: 99,
