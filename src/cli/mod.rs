@@ -129,10 +129,10 @@ pub enum Command {
     Noise(Box<NoiseArgs>),
     /// Hardware, firmware and hypervisor latency: a busy sampler on each CPU classifies every gap
     /// as hardware (nothing the kernel counted ran) or OS (with its cause)
-    #[command(allow_negative_numbers = true, args_override_self = true)]
+    #[command(allow_negative_numbers = true, args_override_self = true, after_help = examples::HWLAT)]
     Hwlat(Box<hwlat::HwlatArgs>),
     /// Hardware latency with rt-tests hwlatdetect's options and exact output (no tracer needed)
-    #[command(disable_help_flag = true)]
+    #[command(disable_help_flag = true, after_help = examples::HWLATDETECT)]
     Hwlatdetect(hwlat::HwlatdetectArgs),
     /// Log-disk write latency and bandwidth, written as a recovery log is (replaces mqldt; same options)
     #[command(args_override_self = true, after_help = examples::LOGDISK)]
