@@ -52,7 +52,7 @@ names=$(cd "$compat/man/man1" && ls -- *.1.gz | sed 's/\.1\.gz$//')
 for name in $names; do
   [ -L "$compat/$name" ] || fail "/usr/lib/latscope/compat/$name is not a link"
   help=$("$compat/$name" --help) || fail "$name --help failed"
-  if [ "$name" = cyclictest ] || [ "$name" = cyclicdeadline ] || [ "$name" = oslat ] || [ "$name" = ptsematest ] || [ "$name" = signaltest ]; then
+  if [ "$name" = cyclictest ] || [ "$name" = cyclicdeadline ] || [ "$name" = oslat ] || [ "$name" = ptsematest ] || [ "$name" = signaltest ] || [ "$name" = hwlatdetect ]; then
     # The tool's own usage, as rt-tests prints it (not clap's).
     grep -q "^$name <options>$" <<<"$help" || fail "$name --help shows no usage of $name"
   else

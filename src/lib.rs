@@ -17,6 +17,7 @@ pub mod commands;
 pub mod compare;
 pub mod doctor;
 pub mod entry;
+pub mod hwlat;
 pub mod ipc;
 pub mod kernel_log;
 pub mod live;

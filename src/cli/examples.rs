@@ -74,6 +74,15 @@ pub const NOISE: &str = "Examples:
   latscope noise --cpus 1 -D 10s            # what the system takes from CPU 1
   latscope noise --cpus 1-3 -D 1m --trace-spikes 20 --json noise.json";
 
+pub const HWLAT: &str = "Examples:
+  latscope hwlat -D 60                      # every CPU, 500 ms of every 1 s, gaps above 10 us
+  latscope hwlat --cpu 1 -D 10m --json hw.json --fail-if 'max>50us'
+  latscope hwlat -D 60 --format hwnoise     # rtla hwnoise's table";
+
+pub const HWLATDETECT: &str = "Examples:
+  latscope hwlatdetect --duration 15s --threshold 20 --hardlimit 20
+  latscope hwlatdetect --duration 60 --window 10000000us --width 950000us --report hw.txt";
+
 pub const LOGDISK: &str = "Examples:
   latscope logdisk --dir /var/tmp -D 10     # 4 KiB O_DSYNC writes for 10 s
   latscope logdisk --dir=/mnt/log --bsize=4K,64K --fileSize=16M --numFiles=2 --duration=3";

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 #[macro_use]
 mod examples;
+pub mod hwlat;
 pub mod last_wins;
 pub mod parsers;
 
@@ -127,6 +128,13 @@ pub enum Command {
     /// OS noise: a thread spinning on each measured CPU records every interruption (like oslat and osnoise)
     #[command(allow_negative_numbers = true, args_override_self = true, after_help = examples::NOISE)]
     Noise(Box<NoiseArgs>),
+    /// Hardware, firmware and hypervisor latency: a busy sampler on each CPU classifies every gap
+    /// as hardware (nothing the kernel counted ran) or OS (with its cause)
+    #[command(allow_negative_numbers = true, args_override_self = true, after_help = examples::HWLAT)]
+    Hwlat(Box<hwlat::HwlatArgs>),
+    /// Hardware latency with rt-tests hwlatdetect's options and exact output (no tracer needed)
+    #[command(disable_help_flag = true, after_help = examples::HWLATDETECT)]
+    Hwlatdetect(hwlat::HwlatdetectArgs),
     /// Log-disk write latency and bandwidth, written as a recovery log is (replaces mqldt; same options)
     #[command(args_override_self = true, after_help = examples::LOGDISK)]
     Logdisk(Box<LogdiskArgs>),
@@ -263,7 +271,7 @@ const fn classic(name: &'static str, subcommand: &'static str) -> CompatName {
 }
 
 /// Every compatibility name, one entry each (also one man page each).
-pub const COMPAT_NAMES: [CompatName; 11] = [
+pub const COMPAT_NAMES: [CompatName; 12] = [
     classic("pmqtest", "mq"),
     classic("sigwaittest", "signal"),
     classic("svsematest", "svsem"),
@@ -300,6 +308,11 @@ pub const COMPAT_NAMES: [CompatName; 11] = [
     CompatName {
         name: SIGNALTEST_COMPAT,
         subcommand: "signaltest",
+        dialect: Dialect::Getopt,
+    },
+    CompatName {
+        name: "hwlatdetect",
+        subcommand: "hwlatdetect",
         dialect: Dialect::Getopt,
     },
 ];

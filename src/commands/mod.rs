@@ -8,6 +8,8 @@ pub mod compare;
 pub mod cyclicdeadline_cmd;
 pub mod cyclictest_cmd;
 pub mod doctor_cmd;
+pub mod hwlat_cmd;
+pub mod hwlatdetect_cmd;
 pub mod install_files;
 pub mod ipc_cmd;
 pub mod logdisk_cmd;
@@ -80,6 +82,8 @@ pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
         Command::Timer(a) => timer_cmd::run(a),
         Command::Cyclictest(a) => cyclictest_cmd::run(&a.args),
         Command::Noise(a) => noise_cmd::run(a),
+        Command::Hwlat(a) => hwlat_cmd::run(a),
+        Command::Hwlatdetect(a) => hwlatdetect_cmd::run(&a.args),
         Command::Cyclicdeadline(a) => cyclicdeadline_cmd::run(&a.args),
         Command::Oslat(a) => oslat_cmd::run(&a.args),
         Command::Signaltest(a) => signaltest_cmd::run(&a.args),

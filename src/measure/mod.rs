@@ -8,6 +8,7 @@
 
 pub mod cyclicdeadline;
 pub mod cyclictest;
+pub mod hwlat;
 pub mod ipc;
 pub mod logdisk;
 pub mod noise;

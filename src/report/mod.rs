@@ -10,6 +10,8 @@
 pub mod cells;
 pub mod classic_cyclicdeadline;
 pub mod classic_cyclictest;
+pub mod classic_hwlatdetect;
+pub mod classic_hwnoise;
 pub mod classic_mqldt;
 pub mod classic_oslat;
 pub mod classic_rt_tests;

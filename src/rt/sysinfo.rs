@@ -37,35 +37,45 @@ pub fn smt_siblings(cpu: usize) -> Vec<usize> {
     cpus
 }
 
-/// Whether this processor has the SMI count MSR (turbostat's check, as
-/// cyclictest's `has_smi_counter`): Intel family 6 with MSRs, listed models.
-pub fn has_smi_counter() -> bool {
+/// Whether this processor is an Intel family 6 one with MSRs: where
+/// rt-tests 2.7 looks for the SMI count MSR (every model, not a list).
+pub fn intel_family_6_with_msr() -> bool {
+    intel_family_6_model().is_some()
+}
+
+/// The model of an Intel family 6 processor with MSRs, else None.
+fn intel_family_6_model() -> Option<u32> {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::__cpuid;
         // CPUID is always available on x86_64.
         let v = __cpuid(0);
         if !(v.ebx == 0x756e_6547 && v.edx == 0x4965_6e69 && v.ecx == 0x6c65_746e) {
-            return false;
+            return None;
         }
         // Leaf 1 exists on every x86_64 processor.
         let l1 = __cpuid(1);
         let fms = l1.eax;
         if (fms >> 8) & 0xf != 6 || l1.edx & (1 << 5) == 0 {
-            return false;
+            return None;
         }
-        let model = (((fms >> 16) & 0xf) << 4) + ((fms >> 4) & 0xf);
-        const MODELS: [u32; 32] = [
-            0x1A, 0x1E, 0x1F, 0x25, 0x2C, 0x2E, 0x2F, 0x2A, 0x2D, 0x3A, 0x3E, 0x3C, 0x3F, 0x45,
-            0x46, 0x3D, 0x47, 0x4F, 0x56, 0x4E, 0x5E, 0x8E, 0x9E, 0x55, 0x37, 0x4D, 0x4C, 0x57,
-            0x5C, 0x5F, 0x7A, 0x85,
-        ];
-        MODELS.contains(&model)
+        Some((((fms >> 16) & 0xf) << 4) + ((fms >> 4) & 0xf))
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        false
+        None
     }
+}
+
+/// Whether this processor has the SMI count MSR (turbostat's check, as
+/// cyclictest's `has_smi_counter`): Intel family 6 with MSRs, listed models.
+pub fn has_smi_counter() -> bool {
+    const MODELS: [u32; 32] = [
+        0x1A, 0x1E, 0x1F, 0x25, 0x2C, 0x2E, 0x2F, 0x2A, 0x2D, 0x3A, 0x3E, 0x3C, 0x3F, 0x45, 0x46,
+        0x3D, 0x47, 0x4F, 0x56, 0x4E, 0x5E, 0x8E, 0x9E, 0x55, 0x37, 0x4D, 0x4C, 0x57, 0x5C, 0x5F,
+        0x7A, 0x85,
+    ];
+    intel_family_6_model().is_some_and(|m| MODELS.contains(&m))
 }
 
 /// CPUs that are online now: the kernel's list, else those this process may

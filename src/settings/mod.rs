@@ -23,6 +23,8 @@ pub mod compare;
 pub mod cyclicdeadline;
 pub mod cyclictest;
 pub mod getopt;
+pub mod hwlat;
+pub mod hwlatdetect;
 pub mod ipc_sequence;
 pub mod logdisk;
 pub mod noise;

@@ -59,7 +59,7 @@ struct Unit {
 
 /// The measurement modules that are tests of their own; the other measurement
 /// modules (spikes, doctor, load, threshold) are services the tests share.
-const TESTS: &[&str] = &["ipc", "timer", "logdisk", "noise"];
+const TESTS: &[&str] = &["ipc", "timer", "logdisk", "noise", "hwlat"];
 
 /// Maps a module path (segments after `crate::`) to its unit. `exporters` and
 /// `commands` are the file or directory names under src/report/ (except the
@@ -83,8 +83,10 @@ fn unit_of(
             Some(s) if exporters.contains(s) => (Layer::Exporter, format!("report::{s}")),
             _ => (Layer::Model, "report".to_string()),
         },
-        "ipc" | "timer" | "logdisk" | "noise" | "spikes" | "doctor" | "load" | "kernel_log"
-        | "threshold" | "samples" | "compare" => (Layer::Measurement, first.to_string()),
+        "ipc" | "timer" | "logdisk" | "noise" | "hwlat" | "spikes" | "doctor" | "load"
+        | "kernel_log" | "threshold" | "samples" | "compare" => {
+            (Layer::Measurement, first.to_string())
+        }
         "settings" => (Layer::Settings, first.to_string()),
         "cli" => (Layer::Cli, first.to_string()),
         "live" => (Layer::Live, first.to_string()),

@@ -30,6 +30,7 @@ mod doctor;
 mod export_formats;
 mod fleet_junit;
 mod harness_accuracy;
+mod hwlatdetect_compat;
 mod idle_states;
 mod ipc_classic;
 mod layers;
@@ -58,6 +59,7 @@ mod slow {
     mod fleet_snapshot;
     mod fleet_windows;
     mod hostile_input;
+    mod hwlat;
     mod ipc_family;
     mod load;
     mod logdisk;

@@ -29,6 +29,7 @@ fn getopt_usage(name: &str) -> Option<&'static str> {
         OSLAT_COMPAT => Some(&crate::settings::oslat::HELP),
         CYCLICDEADLINE_COMPAT => Some(&crate::settings::cyclicdeadline::USAGE),
         SIGNALTEST_COMPAT => Some(&crate::settings::signaltest::USAGE),
+        "hwlatdetect" => Some(crate::settings::hwlatdetect::HELP),
         _ => None,
     }
 }

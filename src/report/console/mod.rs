@@ -3,6 +3,7 @@
 
 // The console exporter's own parts: the timer's and the log-disk test's tables.
 pub mod compare;
+pub mod hwlat;
 pub mod logdisk;
 pub mod noise;
 pub mod overview;
@@ -129,7 +130,10 @@ pub fn where_this_run_falls(report: &Report) -> Option<String> {
         .flat_map(|t| t.series.iter().map(move |s| (t, s)))
         .filter(|(_, s)| {
             // A disk write and an OS-noise interruption are no wake-up latency.
-            s.latency.samples > 0 && s.disk_writer().is_none() && s.noise_cpu().is_none()
+            s.latency.samples > 0
+                && s.disk_writer().is_none()
+                && s.noise_cpu().is_none()
+                && s.hwlat_cpu().is_none()
         })
         .collect();
     let worst = measured.iter().map(|(_, s)| s.latency.max_ns).max()?;
@@ -228,6 +232,10 @@ fn write_modern(report: &Report, histograms: bool, out: &mut dyn Write) -> std::
             }
             if test.config.noise().is_some() {
                 noise::write_test(report, test, out)?;
+                continue;
+            }
+            if test.config.hwlat().is_some() {
+                hwlat::write_test(report, test, out)?;
                 continue;
             }
             writeln!(

@@ -11,6 +11,7 @@ pub mod actions;
 pub mod checks;
 pub mod compare;
 pub mod cyclictest;
+pub mod hwlat;
 pub mod kernel_log;
 pub mod loads;
 pub mod noise;
@@ -24,6 +25,7 @@ pub use actions::*;
 pub use checks::*;
 pub use compare::*;
 pub use cyclictest::*;
+pub use hwlat::*;
 pub use kernel_log::*;
 pub use loads::*;
 pub use noise::*;
@@ -241,6 +243,7 @@ pub enum ConfigDetail {
     Timer(TimerConfig),
     Logdisk(LogdiskConfig),
     Noise(NoiseConfig),
+    Hwlat(HwlatConfig),
 }
 
 /// What only a log-disk test (mqldt's synchronous sequential writes) is
@@ -438,6 +441,7 @@ pub enum SeriesDetail {
     TimerThread(Box<TimerThread>),
     DiskWriter(Box<DiskWriter>),
     NoiseCpu(Box<NoiseCpu>),
+    HwlatCpu(Box<HwlatCpu>),
 }
 
 /// One writer of a log-disk test (one mqldt queue manager), or all writers

@@ -1,0 +1,236 @@
+//! The hardware-latency test run and turned into report data: shared by
+//! `latscope hwlat` and the `hwlatdetect` name.
+
+pub use crate::hwlat::machine::SmiCounting;
+pub use crate::hwlat::sampler::CpuOutcome;
+pub use crate::hwlat::{HwlatOutcome, HwlatPlan, UNPRIVILEGED_TIER};
+use crate::pipeline::{CpuWindow, FinishedTest, Run, RunFacts};
+use crate::report::{
+    ConfigDetail, HwlatConfig, HwlatCpu, HwlatSample, OsCause, Series, SeriesDetail, TestConfig,
+    TestResult,
+};
+use crate::rt::signals::stop_signalled;
+use crate::settings::hwlat::HwlatSettings;
+use crate::stats::LatencyRecorder;
+use std::time::{Duration, SystemTime};
+
+/// What one sample is, for the report.
+pub const DESCRIPTION: &str =
+    "hardware gaps: gaps between two clock reads above the threshold with no interference counted";
+
+/// Runs `plan` until its duration ends or SIGINT/SIGTERM.
+pub fn run(plan: &HwlatPlan) -> HwlatOutcome {
+    crate::hwlat::run(plan, &mut stop_signalled)
+}
+
+/// The hypervisor latscope runs under, as doctor names it.
+pub fn hypervisor() -> Option<String> {
+    crate::doctor::platform::hypervisor(&crate::doctor::Machine::live())
+}
+
+/// How SMIs are counted, in words for the output.
+pub fn describe_smi(smi: &SmiCounting) -> String {
+    match smi {
+        SmiCounting::Msr => "counted from MSR_SMI_COUNT (/dev/cpu/N/msr at 0x34)".into(),
+        SmiCounting::NotCountable(why) => format!("not countable here ({why})"),
+    }
+}
+
+pub fn plan_of(settings: &HwlatSettings) -> HwlatPlan {
+    HwlatPlan {
+        cpus: settings.cpus.clone(),
+        priority: settings.priority,
+        threshold_ns: settings.threshold_ns,
+        width_ns: settings.width_ns,
+        window_ns: settings.window_ns,
+        sub_window_ns: settings.sub_window_ns,
+        duration_ns: settings.duration.map(crate::rt::clock::duration_ns),
+    }
+}
+
+/// Measures with `settings`: the finished test and its warnings.
+pub fn measure(
+    settings: &HwlatSettings,
+    run: &Run<'_>,
+) -> Result<(FinishedTest, Vec<String>), String> {
+    let plan = plan_of(settings);
+    let window = CpuWindow::open();
+    let started = SystemTime::now();
+    let outcome = run.measuring(None, |_| self::run(&plan));
+    let ended = SystemTime::now();
+    let cpu_use = window.close().of(&settings.cpus);
+    let hypervisor = hypervisor();
+    let warnings = warnings_of(&outcome, hypervisor.as_deref());
+    let config = config_of(settings, run, hypervisor, &outcome.smi);
+    let result = result_of(config, &outcome, settings.priority);
+    let facts = RunFacts {
+        elapsed: outcome.measured,
+        priority_option: Some("-p"),
+        ..RunFacts::measured(true, &settings.cpus, cpu_use, &result.series, None)
+    };
+    Ok((
+        FinishedTest {
+            result,
+            started,
+            ended,
+            elapsed: outcome.measured,
+            facts,
+            // hwlat's samplers are FIFO only: no reservation to report.
+            deadline: Vec::new(),
+        },
+        warnings,
+    ))
+}
+
+fn config_of(
+    settings: &HwlatSettings,
+    run: &Run<'_>,
+    hypervisor: Option<String>,
+    smi: &SmiCounting,
+) -> TestConfig {
+    TestConfig {
+        policy: "fifo".into(),
+        priority: settings.priority,
+        loops: None,
+        duration_s: settings.duration.map(|d| d.as_secs_f64()),
+        max_latency_us: settings.verdict.max_latency_us,
+        mlockall: run.prep.memory.is_locked(),
+        cpu_dma_latency: run.prep.dma_latency.describe(),
+        detail: ConfigDetail::Hwlat(HwlatConfig {
+            cpus: settings.cpus.clone(),
+            threshold_ns: settings.threshold_ns,
+            width_ns: settings.width_ns,
+            window_ns: settings.window_ns,
+            sub_window_ns: settings.sub_window_ns,
+            tier: UNPRIVILEGED_TIER.into(),
+            hypervisor,
+            smi_counting: describe_smi(smi),
+            rt_runtime_us: settings.rt_runtime_us,
+            rt_period_us: settings.rt_period_us,
+        }),
+    }
+}
+
+/// Warnings of the run: SMT siblings that were busy, time that could not
+/// be classified, gaps not kept.
+pub fn warnings_of(outcome: &HwlatOutcome, hypervisor: Option<&str>) -> Vec<String> {
+    let mut out: Vec<String> = outcome
+        .busy_siblings
+        .iter()
+        .map(|b| {
+            format!(
+                "CPU {}'s SMT sibling CPU {} was busy {:.0}% of the run: its work shares the core and slows the sampler, which is not hardware latency",
+                b.cpu, b.sibling, b.busy_percent
+            )
+        })
+        .collect();
+    for c in &outcome.cpus {
+        if c.spun_ns > 0 && c.classified_ns * 2 < c.spun_ns {
+            out.push(format!(
+                "CPU {}: only {:.0}% of the time sampled could be classified (reading /proc between sub-windows took the rest)",
+                c.cpu,
+                c.classified_ns as f64 * 100.0 / c.spun_ns as f64
+            ));
+        }
+    }
+    if let Some(hv) = hypervisor
+        && outcome.cpus.iter().any(|c| c.tally.hardware_count() > 0)
+    {
+        out.push(format!(
+            "running under {hv}: the hardware gaps are the hypervisor's time (or the host's firmware): a bare-metal machine must be measured to know its own"
+        ));
+    }
+    out
+}
+
+/// The report's test: one series per CPU (its hardware gaps), all merged.
+pub fn result_of(config: TestConfig, outcome: &HwlatOutcome, priority: i32) -> TestResult {
+    let mut overall = LatencyRecorder::new();
+    let series: Vec<Series> = outcome
+        .cpus
+        .iter()
+        .map(|c| {
+            overall.merge(&c.tally.hardware);
+            Series {
+                label: format!("CPU {}", c.cpu),
+                cpus: vec![c.cpu],
+                pinned: true,
+                policy: "fifo".into(),
+                priority,
+                overruns: 0,
+                above_limit: 0,
+                latency: c.tally.hardware.summary(),
+                per_second: Vec::new(),
+                per_second_dropped: 0,
+                detail: SeriesDetail::HwlatCpu(Box::new(cpu_of(c, outcome))),
+            }
+        })
+        .collect();
+    TestResult {
+        overall: overall.summary(),
+        series,
+        ..TestResult::new(
+            "hwlat",
+            DESCRIPTION,
+            "gaps",
+            config,
+            outcome.end_reason,
+            outcome.error.clone(),
+        )
+    }
+}
+
+fn cpu_of(c: &CpuOutcome, outcome: &HwlatOutcome) -> HwlatCpu {
+    let mut os_causes: Vec<OsCause> = c
+        .tally
+        .causes
+        .iter()
+        .map(|(cause, &(count, ns))| OsCause {
+            cause: cause.clone(),
+            count,
+            ns,
+        })
+        .collect();
+    os_causes.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.cause.cmp(&b.cause)));
+    HwlatCpu {
+        cpu: c.cpu,
+        tid: c.tid,
+        windows: c.windows,
+        sub_windows: c.sub_windows,
+        quiet_sub_windows: c.quiet_sub_windows,
+        spun_ns: c.spun_ns,
+        classified_ns: c.classified_ns,
+        loops: c.loops,
+        hardware_gaps: c.tally.hardware_count(),
+        hardware_ns: c.tally.hardware_ns,
+        os_gaps: c.tally.os_count,
+        os_ns: c.tally.os_ns,
+        os_max_ns: c.tally.os_max_ns,
+        os_causes,
+        gaps_dropped: c.gaps_dropped,
+        nmis: c.nmis,
+        smis: outcome.smis.get(&c.cpu).copied(),
+        steal_ns: outcome.steal_ns.get(&c.cpu).copied().unwrap_or(0),
+        samples: samples_of(c),
+    }
+}
+
+/// The windows' hardware samples, for hwlatdetect's lines and rtla's Max Noise.
+pub fn samples_of(c: &CpuOutcome) -> Vec<HwlatSample> {
+    c.samples
+        .iter()
+        .map(|s| HwlatSample {
+            realtime_ns: s.realtime_ns,
+            inner_ns: s.inner_ns,
+            outer_ns: s.outer_ns,
+            count: s.count,
+            sum_ns: s.sum_ns,
+            cpu: c.cpu,
+        })
+        .collect()
+}
+
+/// The run's length as measured, for the hwlatdetect face's MTBF.
+pub fn measured_seconds(outcome: &HwlatOutcome) -> f64 {
+    Duration::as_secs_f64(&outcome.measured)
+}

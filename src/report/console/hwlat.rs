@@ -1,0 +1,106 @@
+//! `latscope hwlat`'s console: one row per CPU with its gaps by class,
+//! then what named the hardware time (hypervisor, SMIs, causes).
+
+use crate::report::cells::{Table, end_reason_text, interrupted_before_measuring};
+use crate::report::{HwlatConfig, Report, TestResult};
+use crate::units::format_ns;
+use std::io::Write;
+
+/// The per-CPU table.
+pub fn cpu_table(test: &TestResult, hypervisor: bool) -> Table {
+    let hw = if hypervisor { "Hypervisor" } else { "HW" };
+    let mut table = Table::new(&[
+        "CPU",
+        "Windows",
+        "Classified",
+        &format!("{hw} gaps"),
+        &format!("{hw} time"),
+        &format!("{hw} max"),
+        "OS gaps",
+        "OS max",
+        "NMI",
+        "SMI",
+        "Steal",
+    ]);
+    for s in &test.series {
+        let Some(c) = s.hwlat_cpu() else { continue };
+        table.row(vec![
+            c.cpu.to_string(),
+            c.windows.to_string(),
+            format!("{:.1}%", c.classified_percent()),
+            c.hardware_gaps.to_string(),
+            format_ns(c.hardware_ns as i64),
+            if s.latency.samples > 0 {
+                format_ns(s.latency.max_ns)
+            } else {
+                "-".into()
+            },
+            c.os_gaps.to_string(),
+            if c.os_gaps > 0 {
+                format_ns(c.os_max_ns as i64)
+            } else {
+                "-".into()
+            },
+            c.nmis.to_string(),
+            c.smis.map_or("-".into(), |n| n.to_string()),
+            format_ns(c.steal_ns as i64),
+        ]);
+    }
+    table
+}
+
+fn heading(report: &Report, test: &TestResult, config: &HwlatConfig) -> String {
+    format!(
+        "hwlat ({}, threshold {}, spinning {} of every {}), {:.1} s, ended: {}",
+        test.description,
+        format_ns(config.threshold_ns as i64),
+        format_ns(config.width_ns as i64),
+        format_ns(config.window_ns as i64),
+        report.duration_s,
+        end_reason_text(test)
+    )
+}
+
+/// The test's heading, table and the lines that name the hardware time.
+pub fn write_test(report: &Report, test: &TestResult, out: &mut dyn Write) -> std::io::Result<()> {
+    let Some(config) = test.config.hwlat() else {
+        return Ok(());
+    };
+    writeln!(out, "{}", heading(report, test, config))?;
+    writeln!(out, "tier: {}", config.tier)?;
+    if interrupted_before_measuring(test) {
+        return Ok(());
+    }
+    write!(
+        out,
+        "{}",
+        cpu_table(test, config.hypervisor.is_some()).render()
+    )?;
+    if let Some(hv) = &config.hypervisor {
+        writeln!(
+            out,
+            "hypervisor: {hv}: gaps with no interference in this guest are time the host took from the vCPU (compare with steal, counted in ticks)"
+        )?;
+    }
+    writeln!(out, "SMIs: {}", config.smi_counting)?;
+    for s in &test.series {
+        let Some(c) = s.hwlat_cpu() else { continue };
+        let causes: Vec<String> = c
+            .os_causes
+            .iter()
+            .take(3)
+            .map(|k| format!("{} ({} gaps, {})", k.cause, k.count, format_ns(k.ns as i64)))
+            .collect();
+        if !causes.is_empty() {
+            writeln!(out, "CPU {} OS gaps: {}", c.cpu, causes.join("; "))?;
+        }
+        if c.gaps_dropped > 0 {
+            writeln!(
+                out,
+                "CPU {}: {} gaps not kept (too many in one sub-window)",
+                c.cpu, c.gaps_dropped
+            )?;
+        }
+    }
+    Ok(())
+}

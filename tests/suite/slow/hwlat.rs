@@ -1,0 +1,119 @@
+//! `latscope hwlat` through the real binary: the JSON report per CPU, the
+//! machine staying responsive while every CPU is sampled at the default
+//! duty cycle, and a stop by SIGINT or SIGTERM that still reports (and by
+//! kill -9 that leaves no process behind).
+
+use crate::common::*;
+use serde_json::Value;
+use std::time::{Duration, Instant};
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    crate::common::turns::realtime_turn()
+}
+
+#[test]
+fn the_json_report_has_each_cpus_gaps_by_class() {
+    if skip_without_realtime("the_json_report_has_each_cpus_gaps_by_class") {
+        return;
+    }
+    let _turn = serial();
+    let (_dir, file) = temp_file("hwlat.json");
+    let mut cmd = latscope(60);
+    cmd.args([
+        "hwlat", "-D", "1", "--cpu", "0", "--width", "100ms", "--window", "200ms", "-q", "--json",
+    ])
+    .arg(&file);
+    let out = run(cmd);
+    assert_code(&out, 0);
+    assert!(
+        stdout_of(&out).contains("tier: unprivileged"),
+        "{}",
+        describe(&out)
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let t = &report["tests"][0];
+    assert_eq!(t["test"], "hwlat");
+    assert_eq!(t["config"]["detail"]["kind"], "hwlat");
+    assert_eq!(t["config"]["detail"]["width_ns"], 100_000_000);
+    let s = &t["series"][0];
+    let d = &s["detail"];
+    assert_eq!(d["kind"], "hwlat_cpu");
+    assert_eq!(d["cpu"], 0);
+    // 1 s of 200 ms windows: about 5 (never 0, never more than 6).
+    let windows = d["windows"].as_u64().unwrap();
+    assert!((3..=6).contains(&windows), "{windows} windows");
+    // Each window spins 100 ms; the sub-windows cover most of it.
+    let spun = d["spun_ns"].as_u64().unwrap();
+    let classified = d["classified_ns"].as_u64().unwrap();
+    assert!(spun >= windows * 90_000_000 && classified <= spun, "{d}");
+    assert!(classified * 4 > spun, "classified {classified} of {spun}");
+    // The series' samples are the hardware gaps.
+    assert_eq!(s["samples"], d["hardware_gaps"]);
+    let sampled: u64 = d["samples"]
+        .as_array()
+        .map_or(0, |a| a.iter().map(|x| x["count"].as_u64().unwrap()).sum());
+    assert_eq!(sampled, d["hardware_gaps"].as_u64().unwrap());
+}
+
+/// Every CPU sampled at hwlatdetect's duty cycle (500 ms of every 1 s): this
+/// test's own normal thread still wakes up in time, since the CPUs' widths
+/// are staggered and a CPU is always free.
+#[test]
+fn the_machine_stays_responsive_while_every_cpu_is_sampled() {
+    if skip_without_realtime("the_machine_stays_responsive_while_every_cpu_is_sampled") {
+        return;
+    }
+    let _turn = serial();
+    let mut child = std::process::Command::new(bin())
+        .args(["hwlat", "-D", "3", "-q"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let mut worst = Duration::ZERO;
+    while started.elapsed() < Duration::from_millis(2800) {
+        let before = Instant::now();
+        std::thread::sleep(Duration::from_millis(1));
+        worst = worst.max(before.elapsed().saturating_sub(Duration::from_millis(1)));
+    }
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    assert!(worst < Duration::from_millis(100), "woke up {worst:?} late");
+}
+
+#[test]
+fn a_stop_signal_still_reports_and_kill_leaves_nothing() {
+    if skip_without_realtime("a_stop_signal_still_reports_and_kill_leaves_nothing") {
+        return;
+    }
+    let _turn = serial();
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGKILL] {
+        let child = std::process::Command::new(bin())
+            .args(["hwlat", "--cpu", "0", "-q"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        std::thread::sleep(Duration::from_millis(1500));
+        // SAFETY: signalling the child this test started.
+        unsafe { libc::kill(pid, signal) };
+        let stopped = Instant::now();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            stopped.elapsed() < Duration::from_secs(3),
+            "signal {signal}: slow stop"
+        );
+        if signal == libc::SIGKILL {
+            assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
+            continue;
+        }
+        assert_code(&out, 0);
+        assert!(
+            stdout_of(&out).contains("ended: interrupted"),
+            "{}",
+            describe(&out)
+        );
+    }
+}
