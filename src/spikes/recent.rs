@@ -62,11 +62,12 @@ impl RecentTrace {
         };
         let text = self.instance.read(&file)?;
         let events = text.lines().filter(|l| !l.starts_with('#')).count();
+        // The name is input data: escaped as in every other message.
+        let name = crate::units::escape_line(&path.to_string_lossy());
         crate::rt::outfile::write_output_file(path, &mut |w| w.write_all(text.as_bytes()))
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            .map_err(|e| format!("cannot write {name}: {}", crate::rt::os_error_text(&e)))?;
         Ok(format!(
-            "{whose} recent trace ({events} events) saved to {}",
-            path.display()
+            "{whose} recent trace ({events} events) saved to {name}"
         ))
     }
 }

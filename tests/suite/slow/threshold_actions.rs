@@ -431,3 +431,190 @@ fn bad_actions_are_usage_errors() {
         describe(&out)
     );
 }
+
+/// A trace action's file named by another output of the run, under any
+/// spelling (the same name, `./`, `dir/..`, a link to it): a usage error,
+/// exit 2, before measuring, as for any two outputs naming one file. Two
+/// trace actions may share a file (each crossing replaces the trace anyway).
+#[test]
+fn a_trace_file_named_by_another_output_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("x.json"), "").unwrap();
+    std::os::unix::fs::symlink(d.join("x.json"), d.join("link.json")).unwrap();
+    std::fs::create_dir(d.join("sub")).unwrap();
+    let p = |name: &str| d.join(name).to_str().unwrap().to_string();
+    let trace = |file: String| format!("trace,file={file}");
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec![
+                "timer".into(),
+                "--on-threshold".into(),
+                trace(p("x.json")),
+                "--json".into(),
+                p("x.json"),
+            ],
+            "--json and --on-threshold trace,file= name the same file",
+        ),
+        (
+            vec![
+                "timer".into(),
+                "--on-end".into(),
+                trace(p("sub/../t.txt")),
+                "--csv".into(),
+                p("t.txt"),
+            ],
+            "--csv and --on-end trace,file= name the same file",
+        ),
+        (
+            vec![
+                "timer".into(),
+                "--on-threshold".into(),
+                trace(p("x.json")),
+                "--json".into(),
+                p("link.json"),
+            ],
+            "--json and --on-threshold trace,file= name the same file",
+        ),
+        (
+            vec![
+                "mq".into(),
+                "-l".into(),
+                "10".into(),
+                "--on-end".into(),
+                trace(p("m.json")),
+                "--markdown".into(),
+                p("./m.json"),
+            ],
+            "--markdown and --on-end trace,file= name the same file",
+        ),
+        (
+            vec![
+                "oslat".into(),
+                "-D".into(),
+                "1".into(),
+                "-T".into(),
+                "5".into(),
+                "--on-threshold".into(),
+                trace(p("o.json")),
+                format!("--json={}", p("o.json")),
+            ],
+            "--json and --on-threshold trace,file= name the same file",
+        ),
+        (
+            vec![
+                "cyclictest".into(),
+                "-D".into(),
+                "1".into(),
+                "-b".into(),
+                "500".into(),
+                "--on-threshold".into(),
+                trace(p("h.txt")),
+                format!("--histfile={}", p("./h.txt")),
+            ],
+            "--histfile and --on-threshold trace,file= name the same file",
+        ),
+        (
+            vec![
+                "signaltest".into(),
+                "-D".into(),
+                "1".into(),
+                "-b".into(),
+                "500".into(),
+                "--on-end".into(),
+                trace(p("s.json")),
+                format!("--json={}", p("s.json")),
+            ],
+            "--json and --on-end trace,file= name the same file",
+        ),
+    ];
+    for (args, expected) in cases {
+        let mut cmd = latscope(30);
+        cmd.args(&args);
+        if args[0] == "timer" {
+            cmd.args(["-T", "1", "--max-latency", "5"]);
+        } else if args[0] == "mq" {
+            cmd.args(["--max-latency", "5"]);
+        }
+        let out = run(cmd);
+        assert_code(&out, 2);
+        let stderr = stderr_of(&out);
+        assert!(stderr.contains(expected), "{args:?}: {}", describe(&out));
+        assert_eq!(
+            stderr.lines().filter(|l| l.contains("latscope")).count(),
+            1,
+            "{}",
+            describe(&out)
+        );
+    }
+    assert_eq!(
+        std::fs::read(d.join("x.json")).unwrap(),
+        b"",
+        "a refused run wrote the file"
+    );
+    // Two trace actions on one file: allowed (the run is no usage error).
+    let out = run(timer(
+        &[
+            "-T",
+            "1",
+            "--max-latency",
+            "1",
+            "--on-threshold",
+            &trace(p("one.txt")),
+            "--on-end",
+            &trace(p("./one.txt")),
+        ],
+        60,
+    ));
+    assert_ne!(out.status.code(), Some(2), "{}", describe(&out));
+}
+
+/// A trace file name with a right-to-left override (and an escape) goes out
+/// escaped in the "saved to" line, on the console and in the report.
+#[test]
+fn a_trace_file_name_is_escaped_where_it_is_shown() {
+    if !tracefs_usable("a_trace_file_name_is_escaped_where_it_is_shown") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("spike\u{202e}txt.exe\u{1b}[2J");
+    let (out, report) = report_of(
+        timer(
+            &[
+                "-T",
+                "1",
+                "--max-latency",
+                "1",
+                "--on-threshold",
+                &format!("trace,file={}", trace.display()),
+            ],
+            60,
+        ),
+        dir.path(),
+        3,
+    );
+    assert_crossed(&report);
+    assert!(trace.exists(), "the trace was not saved");
+    let run = &action_runs(&report)[0];
+    assert_eq!(run["outcome"], "ok", "{run}");
+    let detail = run["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("saved to ") && detail.ends_with("spike\\u{202e}txt.exe\\u{1b}[2J"),
+        "{detail}"
+    );
+    for (what, text) in [
+        ("detail", detail.to_string()),
+        ("stdout", stdout_of(&out)),
+        ("stderr", stderr_of(&out)),
+    ] {
+        assert!(
+            !text.contains('\u{202e}') && !text.contains('\u{1b}'),
+            "{what} carries the raw controls: {text:?}"
+        );
+    }
+    assert!(
+        stdout_of(&out).contains("spike\\u{202e}txt.exe\\u{1b}[2J"),
+        "{}",
+        describe(&out)
+    );
+}
