@@ -39,10 +39,11 @@ enum Action {
 impl Action {
     /// What the action is called for an object of `kind` (an idle state is
     /// enabled again, not removed).
-    fn label(&self, kind: Kind) -> &'static str {
+    fn label(&self, kind: Thing) -> &'static str {
+        const IDLE: Thing = Thing::Object(Kind::IdleState);
         match (self, kind) {
-            (Action::Removed, Kind::IdleState) => "restored",
-            (Action::WouldRemove, Kind::IdleState) => "would restore",
+            (Action::Removed, IDLE) => "restored",
+            (Action::WouldRemove, IDLE) => "would restore",
             _ => self.plain_label(),
         }
     }
@@ -68,9 +69,26 @@ impl Action {
     }
 }
 
+/// What a line is about: an object a run recorded, or a note of the
+/// registry itself (a CPU note, a half-written file, an emptied registry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Thing {
+    Object(Kind),
+    Note(registry::NoteKind),
+}
+
+impl Thing {
+    fn name(self) -> &'static str {
+        match self {
+            Thing::Object(kind) => kind.name(),
+            Thing::Note(kind) => kind.name(),
+        }
+    }
+}
+
 /// One line of the output.
 struct Found {
-    kind: Kind,
+    kind: Thing,
     identity: String,
     owner: String,
     action: Action,
@@ -82,7 +100,7 @@ impl Found {
             "{:<12} {:<16} {}  ({}){}",
             self.action.label(self.kind),
             self.kind.name(),
-            self.identity,
+            crate::units::escape_line(&self.identity),
             self.owner,
             self.action.note()
         )
@@ -107,11 +125,6 @@ pub fn run(args: &CleanupArgs) -> Result<i32, CommandError> {
             crate::rt::os_error_text(&e)
         ))
     })?;
-    if !settings.dry_run {
-        for stale in registry::stale_temporaries(&dir) {
-            let _ = std::fs::remove_file(stale);
-        }
-    }
     let mut found = Vec::new();
     for file in &registries {
         found.extend(clean_registry(file, &settings));
@@ -129,6 +142,11 @@ pub fn run(args: &CleanupArgs) -> Result<i32, CommandError> {
             settings.dry_run,
         ));
     }
+    found.extend(
+        registry::stale_notes(&dir)
+            .into_iter()
+            .map(|note| note_found(&note.path, note.owner, note.kind, settings.dry_run)),
+    );
     for f in &found {
         let _ = writeln!(crate::rt::stdio::out(), "{}", f.line());
     }
@@ -136,9 +154,10 @@ pub fn run(args: &CleanupArgs) -> Result<i32, CommandError> {
     fn done(f: &Found) -> bool {
         matches!(f.action, Action::Removed | Action::WouldRemove)
     }
-    let removed = count(|f| done(f) && f.kind != Kind::IdleState);
+    const IDLE: Thing = Thing::Object(Kind::IdleState);
+    let removed = count(|f| done(f) && f.kind != IDLE);
     // An idle state is enabled again, not removed: counted apart.
-    let restored = match count(|f| done(f) && f.kind == Kind::IdleState) {
+    let restored = match count(|f| done(f) && f.kind == IDLE) {
         0 => String::new(),
         n if settings.dry_run => format!(", {n} would be restored"),
         n => format!(", {n} restored"),
@@ -213,13 +232,21 @@ fn clean_registry(file: &RegistryFile, settings: &CleanupSettings) -> Vec<Found>
             remaining.push(entry.clone());
         }
         found.push(Found {
-            kind: entry.kind,
+            kind: Thing::Object(entry.kind),
             identity: entry.identity.clone(),
             owner: owner.clone(),
             action,
         });
     }
-    if !alive && !settings.dry_run {
+    if !alive && remaining.is_empty() && found.is_empty() {
+        // All the run left is its registry file: listed, as any note.
+        found.push(note_found(
+            &file.path,
+            file.owner,
+            registry::NoteKind::Registry,
+            settings.dry_run,
+        ));
+    } else if !alive && !settings.dry_run {
         let result = if remaining.is_empty() {
             std::fs::remove_file(&file.path)
         } else {
@@ -228,12 +255,37 @@ fn clean_registry(file: &RegistryFile, settings: &CleanupSettings) -> Vec<Found>
         if let Err(e) = result {
             eprintln!(
                 "latscope: warning: could not update the registry file {}: {}",
-                file.path.display(),
+                crate::units::escape_line(&file.path.to_string_lossy()),
                 crate::rt::os_error_text(&e)
             );
         }
     }
     found
+}
+
+/// A note a gone run left in the registry directory: listed, and removed
+/// unless this is a dry run.
+fn note_found(
+    path: &Path,
+    owner: registry::Owner,
+    kind: registry::NoteKind,
+    dry_run: bool,
+) -> Found {
+    let action = if dry_run {
+        Action::WouldRemove
+    } else {
+        match std::fs::remove_file(path) {
+            Ok(()) => Action::Removed,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Action::Removed,
+            Err(e) => Action::Failed(crate::rt::os_error_text(&e)),
+        }
+    };
+    Found {
+        kind: Thing::Note(kind),
+        identity: path.to_string_lossy().into_owned(),
+        owner: format!("latscope pid {}, ended", owner.pid),
+        action,
+    }
 }
 
 /// The objects of a registry written in another PID namespace: listed, left
@@ -243,7 +295,7 @@ fn left_to_its_namespace(file: &RegistryFile) -> Vec<Found> {
     file.entries
         .iter()
         .map(|entry| Found {
-            kind: entry.kind,
+            kind: Thing::Object(entry.kind),
             identity: entry.identity.clone(),
             owner: format!("latscope pid {} of another PID namespace", file.owner.pid),
             action: Action::Kept(
@@ -368,7 +420,7 @@ fn unregistered_instances(
             }
         };
         found.push(Found {
-            kind: Kind::TraceInstance,
+            kind: Thing::Object(Kind::TraceInstance),
             identity,
             owner: format!("latscope pid {pid}, ended"),
             action,
