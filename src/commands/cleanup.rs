@@ -69,21 +69,11 @@ impl Action {
     }
 }
 
-/// What a line is about: an object a run recorded, or a note of the
-/// registry itself (a CPU note, a half-written file, an emptied registry).
+/// What a line is about: a recorded object, or a note of the registry itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Thing {
     Object(Kind),
     Note(registry::NoteKind),
-}
-
-impl Thing {
-    fn name(self) -> &'static str {
-        match self {
-            Thing::Object(kind) => kind.name(),
-            Thing::Note(kind) => kind.name(),
-        }
-    }
 }
 
 /// One line of the output.
@@ -99,7 +89,10 @@ impl Found {
         format!(
             "{:<12} {:<16} {}  ({}){}",
             self.action.label(self.kind),
-            self.kind.name(),
+            match self.kind {
+                Thing::Object(kind) => kind.name(),
+                Thing::Note(kind) => kind.name(),
+            },
             crate::units::escape_line(&self.identity),
             self.owner,
             self.action.note()
@@ -263,8 +256,7 @@ fn clean_registry(file: &RegistryFile, settings: &CleanupSettings) -> Vec<Found>
     found
 }
 
-/// A note a gone run left in the registry directory: listed, and removed
-/// unless this is a dry run.
+/// A note a gone run left in the registry: listed, removed unless a dry run.
 fn note_found(
     path: &Path,
     owner: registry::Owner,
@@ -275,9 +267,10 @@ fn note_found(
         Action::WouldRemove
     } else {
         match std::fs::remove_file(path) {
-            Ok(()) => Action::Removed,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Action::Removed,
-            Err(e) => Action::Failed(crate::rt::os_error_text(&e)),
+            Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                Action::Failed(crate::rt::os_error_text(&e))
+            }
+            _ => Action::Removed,
         }
     };
     Found {
@@ -326,13 +319,10 @@ fn pid_in_name_in_use(entry: &Entry) -> bool {
 /// A recorded object of an ended run, still the one recorded: removed (or
 /// would be), unless it is a file outside every `--dir`.
 fn decide(entry: &Entry, settings: &CleanupSettings) -> Action {
+    let path = registry::identity_path(&entry.identity);
     if matches!(entry.kind, Kind::File | Kind::Dir)
-        && !settings
-            .dirs
-            .iter()
-            .any(|d| registry::identity_path(&entry.identity).starts_with(d))
+        && !settings.dirs.iter().any(|d| path.starts_with(d))
     {
-        let path = registry::identity_path(&entry.identity);
         let parent = path.parent().unwrap_or(Path::new("/"));
         return Action::Kept(format!(
             "not under a --dir; pass --dir {} to remove it",
@@ -342,40 +332,16 @@ fn decide(entry: &Entry, settings: &CleanupSettings) -> Action {
     if settings.dry_run {
         return Action::WouldRemove;
     }
-    match remove(entry.kind, &entry.identity) {
+    let done = match entry.kind {
+        Kind::IdleState => crate::rt::cpuidle::enable(&path),
+        kind => registry::remove_object(kind, &entry.identity),
+    };
+    match done {
         Ok(()) => Action::Removed,
         Err(e) if entry.kind == Kind::Dir && e.raw_os_error() == Some(libc::ENOTEMPTY) => {
             Action::Kept("not empty: it holds files latscope did not record".to_string())
         }
         Err(e) => Action::Failed(crate::rt::os_error_text(&e)),
-    }
-}
-
-fn remove(kind: Kind, identity: &str) -> io::Result<()> {
-    let rc = match kind {
-        Kind::SysvSem | Kind::SysvMsq => {
-            let id: libc::c_int = identity.parse().map_err(|_| io::Error::other("bad id"))?;
-            // SAFETY: IPC_RMID takes no buffer.
-            unsafe {
-                if kind == Kind::SysvSem {
-                    libc::semctl(id, 0, libc::IPC_RMID)
-                } else {
-                    libc::msgctl(id, libc::IPC_RMID, std::ptr::null_mut())
-                }
-            }
-        }
-        Kind::File | Kind::Shm => return std::fs::remove_file(registry::identity_path(identity)),
-        Kind::Dir | Kind::TraceInstance => {
-            return std::fs::remove_dir(registry::identity_path(identity));
-        }
-        Kind::IdleState => {
-            return crate::rt::cpuidle::enable(&registry::identity_path(identity));
-        }
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
     }
 }
 
@@ -413,7 +379,7 @@ fn unregistered_instances(
         let action = if dry_run {
             Action::WouldRemove
         } else {
-            match remove(Kind::TraceInstance, &identity) {
+            match registry::remove_object(Kind::TraceInstance, &identity) {
                 Ok(()) => Action::Removed,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                 Err(e) => Action::Failed(crate::rt::os_error_text(&e)),

@@ -647,6 +647,37 @@ pub fn stale_notes(dir: &Path) -> Vec<StaleNote> {
     notes
 }
 
+/// Removes the recorded object `identity` of `kind` (not an idle state);
+/// `cleanup` calls it once the object is known to be the one recorded by a
+/// run that is gone.
+pub fn remove_object(kind: Kind, identity: &str) -> io::Result<()> {
+    let rc = match kind {
+        Kind::SysvSem | Kind::SysvMsq => {
+            let id: libc::c_int = identity.parse().map_err(|_| io::Error::other("bad id"))?;
+            // SAFETY: IPC_RMID takes no buffer.
+            unsafe {
+                if kind == Kind::SysvSem {
+                    libc::semctl(id, 0, libc::IPC_RMID)
+                } else {
+                    libc::msgctl(id, libc::IPC_RMID, std::ptr::null_mut())
+                }
+            }
+        }
+        Kind::File | Kind::Shm => return fs::remove_file(identity_path(identity)),
+        Kind::Dir | Kind::TraceInstance => {
+            return fs::remove_dir(identity_path(identity));
+        }
+        // Enabled again, not removed: rt::cpuidle::enable (which records
+        // in this registry, so it is called from above both).
+        Kind::IdleState => return Err(io::Error::other("an idle state is not removed")),
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// The pid of a running latscope of this user that recorded `path` (an
 /// object of `kind` it created and still holds), if any: a file another run
 /// is using is not a leftover to remove.
