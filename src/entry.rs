@@ -23,6 +23,8 @@ pub fn start(body: fn() -> i32) -> ! {
     // Before any thread exists, so every thread inherits the mask and Ctrl-C /
     // SIGTERM are collected by the monitor loop instead of killing the process.
     crate::rt::signals::block_stop_signals();
+    // `signal,pid=parent` signals this process, never one that adopts us.
+    crate::rt::parent::record();
     crate::rt::stdio::guard_standard_descriptors();
     let worker = std::thread::Builder::new()
         .name("latscope".into())

@@ -403,13 +403,27 @@ pub fn escape_line(text: &str) -> String {
     escape(text, false)
 }
 
+/// Whether `c` is escaped in a message: a control character (C0, DEL, C1),
+/// or one that reorders or breaks what the terminal shows without being a
+/// control: the bidirectional marks, embeddings, overrides and isolates
+/// (U+202E turns `gpj.exe` into what reads as `exe.jpg`) and the Unicode
+/// line and paragraph separators (a line break in some terminals).
+fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+                | '\u{2028}' | '\u{2029}'
+        )
+}
+
 fn escape(text: &str, keep_newlines: bool) -> String {
-    if !text.chars().any(char::is_control) {
+    if !text.chars().any(needs_escape) {
         return text.to_string();
     }
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
-        if c.is_control() && !(keep_newlines && c == '\n') {
+        if needs_escape(c) && !(keep_newlines && c == '\n') {
             out.extend(c.escape_default());
         } else {
             out.push(c);
@@ -459,6 +473,24 @@ mod tests {
             "a\\u{1b}]0;x\\u{7}b\\nc\\u{85}"
         );
         assert_eq!(escape_line("plain é"), "plain é");
+    }
+
+    /// The bidi controls reorder what a terminal shows (U+202E makes
+    /// `gpj.exe` read as `exe.jpg`): escaped like any control, in both forms.
+    #[test]
+    fn bidi_controls_and_separators_are_escaped() {
+        assert_eq!(escape_line("a\u{202e}gpj.exe"), "a\\u{202e}gpj.exe");
+        for c in [
+            '\u{061c}', '\u{200e}', '\u{200f}', '\u{202a}', '\u{202b}', '\u{202c}', '\u{202d}',
+            '\u{2066}', '\u{2067}', '\u{2068}', '\u{2069}', '\u{2028}', '\u{2029}',
+        ] {
+            let text = format!("x{c}y");
+            let want = format!("x\\u{{{:x}}}y", c as u32);
+            assert_eq!(escape_line(&text), want);
+            assert_eq!(escape_controls(&text), want);
+        }
+        // Letters of right-to-left scripts are text, not controls.
+        assert_eq!(escape_line("שלום عربي"), "שלום عربي");
     }
 
     #[test]

@@ -18,22 +18,17 @@
 //! The runner thread is SCHED_OTHER, kept off the measured CPUs while
 //! another CPU is allowed, and runs the actions in the order given: a shell
 //! command through `/bin/sh -c` as a child at normal priority on the
-//! runner's CPUs (`load::process::at_normal_priority`), killed with its
-//! process group after its timeout; a signal with kill(2); a trace copied
+//! runner's CPUs, spawned without a fork and ended with its process group
+//! when it ends or times out (`action_shell`); a signal with kill(2); a trace copied
 //! from the run's `spikes::recent::RecentTrace`. At the end of the run
 //! (also after Ctrl-C or SIGTERM, before the results are written) the
 //! pipeline queues the `--on-end` actions, waits for the runner (each
 //! action is bounded) and puts the records in the report.
 
-use crate::load::process::{
-    at_normal_priority, describe_status, memory_file, output_to, signal_group,
-};
 use crate::report::{ActionLog, ActionOutcome, ActionRun, ActionTrigger, Report};
 use crate::settings::actions::{Action, Actions, SignalTarget};
 use crate::spikes::recent::RecentTrace;
 use crate::stats::crossings::BreakCrossings;
-use std::os::unix::fs::FileExt;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError, sync_channel};
 use std::thread::JoinHandle;
@@ -43,10 +38,6 @@ use std::time::{Duration, Instant};
 pub const OUTPUT_LINES: usize = 10;
 /// The longest output line kept, in characters.
 const OUTPUT_LINE_CHARS: usize = 200;
-/// The bytes of a command's output read for those lines.
-const OUTPUT_READ: usize = 64 * 1024;
-/// How often a running command is checked for its end.
-const POLL: Duration = Duration::from_millis(10);
 /// How often the runner looks at a drop-in's break crossings.
 const BREAK_POLL: Duration = Duration::from_millis(10);
 
@@ -320,6 +311,10 @@ impl Runner {
         // whatever the thread that started it had.
         let _ = crate::rt::sched::pin_current_thread_to(&self.cpus);
         let _ = crate::rt::sched::set_current_thread_policy(crate::rt::sched::Policy::Other, 0);
+        // Nice 0 too (raising a negative nice is always allowed): the shell
+        // commands, spawned from this thread, inherit its CPUs and nice.
+        // SAFETY: gettid and setpriority on this thread.
+        unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 0) };
         let mut runs = Vec::new();
         loop {
             let event = if self.breaks.is_some() {
@@ -442,6 +437,9 @@ impl Runner {
             detail: String::new(),
             exit_status: None,
             output: Vec::new(),
+            output_bytes_dropped: 0,
+            output_lines_dropped: 0,
+            group_ended: None,
             duration_s: 0.0,
         };
         let done = match action {
@@ -450,9 +448,7 @@ impl Runner {
                 None => Err("no trace is recorded".to_string()),
             },
             Action::Signal { signal, target } => send_signal(*signal, *target),
-            Action::Shell { command, timeout } => {
-                run_shell(command, *timeout, env, &self.cpus, &mut run)
-            }
+            Action::Shell { command, timeout } => run_shell(command, *timeout, env, &mut run),
             Action::Continue => Ok(String::new()),
         };
         match done {
@@ -483,21 +479,16 @@ fn note_failure(run: &ActionRun) {
     }
 }
 
-/// kill(2) of `signal` to `target`.
+/// kill(2) of `signal` to `target`; the parent is the process latscope
+/// was started under (`rt::parent`), never one that adopted it since.
 fn send_signal(signal: i32, target: SignalTarget) -> Result<String, String> {
     let pid = match target {
         SignalTarget::Pid(pid) => pid,
-        // SAFETY: getppid cannot fail.
-        SignalTarget::Parent => match unsafe { libc::getppid() } {
-            // Adopted by init: the process that started latscope is gone,
-            // and init is not whom the user meant.
-            1 => {
-                return Err(format!(
-                    "signal {signal} to the parent: it is gone (latscope's parent is now pid 1), not sent"
-                ));
-            }
-            ppid => ppid,
-        },
+        SignalTarget::Parent => {
+            return crate::rt::parent::signal(signal)
+                .map(|pid| format!("signal {signal} to the parent, pid {pid}"))
+                .map_err(|e| format!("signal {signal} to the parent: {e}"));
+        }
     };
     let what = format!("signal {signal} to pid {pid}");
     // SAFETY: kill has no memory preconditions; pid is above 0.
@@ -508,75 +499,51 @@ fn send_signal(signal: i32, target: SignalTarget) -> Result<String, String> {
     }
 }
 
-/// Runs `command` with `/bin/sh -c` on `cpus` at normal priority, its
-/// output into a memory file, for at most `timeout`; its exit status and
-/// first lines go into `run` (`TimedOut` when it was killed).
+/// Runs `command` with `/bin/sh -c` (`action_shell`: spawned without a
+/// fork, in its own process group, ended with it) for at most `timeout`;
+/// its exit status, first lines and what it left out or left running go
+/// into `run` (`TimedOut` when it was ended at its timeout).
 fn run_shell(
     command: &str,
     timeout: Duration,
     env: &[(&'static str, String)],
-    cpus: &[usize],
     run: &mut ActionRun,
 ) -> Result<String, String> {
-    let output = memory_file()?;
-    let mut shell = Command::new("/bin/sh");
-    shell
-        .arg("-c")
-        .arg(command)
-        .envs(env.iter().map(|(k, v)| (*k, v)))
-        .stdin(Stdio::null())
-        .stdout(output_to(&output)?)
-        .stderr(output_to(&output)?);
-    at_normal_priority(&mut shell, cpus);
-    let mut child = shell
-        .spawn()
-        .map_err(|e| format!("cannot run /bin/sh: {e}"))?;
-    let deadline = Instant::now() + timeout;
-    let mut timed_out = false;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Ok(status),
-            Ok(None) if Instant::now() >= deadline => {
-                // The command and whatever it started (its process group).
-                signal_group(child.id() as i32, libc::SIGKILL);
-                timed_out = true;
-                break child.wait();
-            }
-            Ok(None) => std::thread::sleep(POLL),
-            Err(e) => break Err(e),
-        }
+    let end = super::action_shell::run(command, env, timeout)?;
+    run.exit_status = end.status.clone();
+    run.output = lines_of(&end.output.head);
+    let mut notes = Vec::new();
+    if let Some((bytes, lines)) = end.output.beyond(run.output.len()) {
+        run.output_bytes_dropped = bytes;
+        run.output_lines_dropped = lines;
+        notes.push(format!(
+            "{} ({}) of output beyond its first {} not kept",
+            crate::units::format_bytes(bytes),
+            crate::units::counted(lines, "line"),
+            crate::units::counted(run.output.len() as u64, "line"),
+        ));
     }
-    .map_err(|e| format!("cannot wait for /bin/sh: {e}"))?;
-    run.exit_status = Some(describe_status(status));
-    run.output = first_lines(&output);
-    if timed_out {
+    run.group_ended = end.group_ended.clone();
+    notes.extend(end.group_ended);
+    let notes: String = notes.iter().map(|n| format!("; {n}")).collect();
+    let command = crate::units::escape_line(command);
+    let status = end
+        .status
+        .as_deref()
+        .unwrap_or("an end that could not be read");
+    if end.timed_out {
         run.outcome = ActionOutcome::TimedOut;
         return Err(format!(
-            "'{}' still ran after {}: killed",
-            crate::units::escape_line(command),
+            "'{command}' still ran after {}: ended ({status}){notes}",
             crate::units::format_duration(timeout)
         ));
     }
-    let ended = format!(
-        "'{}' ended with {}",
-        crate::units::escape_line(command),
-        describe_status(status)
-    );
-    if status.success() {
-        Ok(ended)
-    } else {
-        Err(ended)
-    }
+    let ended = format!("'{command}' ended with {status}{notes}");
+    if end.success { Ok(ended) } else { Err(ended) }
 }
 
-/// The first `OUTPUT_LINES` lines written to `output`, each cut at
+/// The first `OUTPUT_LINES` lines of `bytes`, each cut at
 /// `OUTPUT_LINE_CHARS` characters, control characters escaped.
-fn first_lines(output: &std::fs::File) -> Vec<String> {
-    let mut bytes = vec![0u8; OUTPUT_READ];
-    let read = output.read_at(&mut bytes, 0).unwrap_or(0);
-    lines_of(&bytes[..read])
-}
-
 fn lines_of(bytes: &[u8]) -> Vec<String> {
     String::from_utf8_lossy(bytes)
         .lines()

@@ -15,6 +15,7 @@
 //! A command supplies a `Measurement`: its settings, its measure function
 //! (usually one from `crate::measure`) and how its report is shown.
 
+mod action_shell;
 mod actions;
 mod assemble;
 mod background;

@@ -9,6 +9,7 @@ pub mod dma_latency;
 pub mod fifo;
 pub mod oom;
 pub mod outfile;
+pub mod parent;
 pub mod procstat;
 pub mod registry;
 pub mod sched;

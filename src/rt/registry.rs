@@ -580,34 +580,102 @@ pub fn read_all(dir: &Path) -> io::Result<Vec<RegistryFile>> {
     Ok(files)
 }
 
+/// A file of the registry itself that a run which is gone left: `cleanup`
+/// lists it and removes it like the objects it recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoteKind {
+    /// A run's CPU note (`<pid>.<start time>.cpus`).
+    CpuNote,
+    /// A half-written registry file or CPU note (`....tmp`: a kill in the
+    /// middle of a rewrite).
+    HalfWritten,
+    /// A registry file whose objects are all gone already.
+    Registry,
+}
+
+impl NoteKind {
+    /// As `cleanup` lists it.
+    pub fn name(self) -> &'static str {
+        match self {
+            NoteKind::CpuNote => "cpu-note",
+            NoteKind::HalfWritten => "registry-tmp",
+            NoteKind::Registry => "registry-file",
+        }
+    }
+}
+
+/// A note a gone run left in the registry directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaleNote {
+    pub path: PathBuf,
+    pub owner: Owner,
+    pub kind: NoteKind,
+}
+
 /// Half-written registry files (`<pid>.<start time>.tmp`, a kill in the
-/// middle of a rewrite) and CPU notes (`<pid>.<start time>.cpus`) of
-/// processes of this PID namespace that are gone, for `cleanup` to remove.
-pub fn stale_temporaries(dir: &Path) -> Vec<PathBuf> {
+/// middle of a rewrite) and CPU notes (`<pid>.<start time>.cpus`, and their
+/// half-written `.cpus.tmp`) of processes of this PID namespace that are
+/// gone, for `cleanup` to list and remove.
+pub fn stale_notes(dir: &Path) -> Vec<StaleNote> {
     let Ok(listing) = fs::read_dir(dir) else {
         return Vec::new();
     };
-    listing
+    let mut notes: Vec<StaleNote> = listing
         .filter_map(|e| e.ok())
-        .filter(|e| {
+        .filter_map(|e| {
             let name = e.file_name();
-            let owner = name
-                .to_str()
-                .and_then(|n| {
-                    n.strip_suffix(".tmp")
-                        .or_else(|| n.strip_suffix(CPU_NOTE_SUFFIX))
-                })
-                .map(|n| n.strip_suffix(CPU_NOTE_SUFFIX).unwrap_or(n))
-                .and_then(|n| Owner::from_file_name(OsStr::new(n)));
+            let name = name.to_str()?;
+            let (rest, kind) = match name.strip_suffix(".tmp") {
+                Some(rest) => (rest, NoteKind::HalfWritten),
+                None => (name.strip_suffix(CPU_NOTE_SUFFIX)?, NoteKind::CpuNote),
+            };
+            let rest = rest.strip_suffix(CPU_NOTE_SUFFIX).unwrap_or(rest);
+            let owner = Owner::from_file_name(OsStr::new(rest))?;
             let here = || {
                 let text = fs::read(e.path()).unwrap_or_default();
                 namespace_of(&String::from_utf8_lossy(&text))
                     .is_none_or(|ns| Some(ns) == pid_namespace())
             };
-            owner.is_some_and(|o| !owner_alive(o)) && here()
+            (!owner_alive(owner) && here()).then(|| StaleNote {
+                path: e.path(),
+                owner,
+                kind,
+            })
         })
-        .map(|e| e.path())
-        .collect()
+        .collect();
+    notes.sort_by(|a, b| (a.owner, &a.path).cmp(&(b.owner, &b.path)));
+    notes
+}
+
+/// Removes the recorded object `identity` of `kind` (not an idle state);
+/// `cleanup` calls it once the object is known to be the one recorded by a
+/// run that is gone.
+pub fn remove_object(kind: Kind, identity: &str) -> io::Result<()> {
+    let rc = match kind {
+        Kind::SysvSem | Kind::SysvMsq => {
+            let id: libc::c_int = identity.parse().map_err(|_| io::Error::other("bad id"))?;
+            // SAFETY: IPC_RMID takes no buffer.
+            unsafe {
+                if kind == Kind::SysvSem {
+                    libc::semctl(id, 0, libc::IPC_RMID)
+                } else {
+                    libc::msgctl(id, libc::IPC_RMID, std::ptr::null_mut())
+                }
+            }
+        }
+        Kind::File | Kind::Shm => return fs::remove_file(identity_path(identity)),
+        Kind::Dir | Kind::TraceInstance => {
+            return fs::remove_dir(identity_path(identity));
+        }
+        // Enabled again, not removed: rt::cpuidle::enable (which records
+        // in this registry, so it is called from above both).
+        Kind::IdleState => return Err(io::Error::other("an idle state is not removed")),
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 /// The pid of a running latscope of this user that recorded `path` (an
@@ -637,7 +705,7 @@ const CPU_NOTE_SUFFIX: &str = ".cpus";
 /// namespace, then `cpus<TAB>LIST`; a later run that finds it appends
 /// `seen<TAB>PID<TAB>LIST` (the CPUs they share), so that this run learns of
 /// a run that started and ended within it. Removed when the run ends (the
-/// drop); `cleanup` removes a killed run's (`stale_temporaries`).
+/// drop); `cleanup` lists and removes a killed run's (`stale_notes`).
 pub struct CpuNote {
     path: Option<PathBuf>,
     pid: u32,
@@ -964,7 +1032,22 @@ mod tests {
         fs::write(d.path().join("7.99.tmp"), "x").unwrap();
         let mine = format!("{}.{}.tmp", this_pid(), start_time(this_pid()).unwrap());
         fs::write(d.path().join(&mine), "x").unwrap();
-        assert_eq!(stale_temporaries(d.path()), vec![d.path().join("7.99.tmp")]);
+        fs::write(d.path().join("7.99.cpus"), "cpus\t0\n").unwrap();
+        fs::write(d.path().join("7.99.cpus.tmp"), "x").unwrap();
+        let mine_cpus = format!("{}.{}.cpus", this_pid(), start_time(this_pid()).unwrap());
+        fs::write(d.path().join(&mine_cpus), "cpus\t0\n").unwrap();
+        let stale: Vec<(PathBuf, NoteKind)> = stale_notes(d.path())
+            .into_iter()
+            .map(|n| (n.path, n.kind))
+            .collect();
+        assert_eq!(
+            stale,
+            vec![
+                (d.path().join("7.99.cpus"), NoteKind::CpuNote),
+                (d.path().join("7.99.cpus.tmp"), NoteKind::HalfWritten),
+                (d.path().join("7.99.tmp"), NoteKind::HalfWritten),
+            ]
+        );
         let all = read_all(d.path()).unwrap();
         assert_eq!(all.len(), 1);
         assert_eq!(all[0].owner, owner);

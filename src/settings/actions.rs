@@ -14,7 +14,7 @@
 //! The actions themselves run in `pipeline::actions`.
 
 use super::getopt::Own;
-use super::{UsageError, check_output_path, usage};
+use super::{OutputTarget, UsageError, check_output_path, usage};
 use crate::units::{parse_duration, shown};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -120,6 +120,57 @@ impl Actions {
     pub fn break_keeps_running(&self) -> bool {
         self.on_break() && self.repeat()
     }
+
+    /// The files the `trace` actions write, each checked and named by its
+    /// option, for the check that no two outputs of a run name one file
+    /// (`settings::check_distinct_outputs`): a report written over a saved
+    /// trace loses it. Two trace actions may share a file (each crossing
+    /// replaces the trace saved before it anyway): it is listed once.
+    pub fn trace_outputs(&self) -> Result<Vec<(&'static str, OutputTarget)>, UsageError> {
+        let triggered = [
+            ("--on-threshold trace,file=", &self.on_threshold),
+            ("--on-end trace,file=", &self.on_end),
+        ];
+        let mut outputs: Vec<(&'static str, OutputTarget)> = Vec::new();
+        for (option, actions) in triggered {
+            for action in actions.iter() {
+                let Action::Trace { file } = action else {
+                    continue;
+                };
+                let target = check_output_path(option, file)?;
+                let listed = outputs.iter().any(|(_, t)| match (t, &target) {
+                    (OutputTarget::File(a), OutputTarget::File(b)) => {
+                        a == b || crate::rt::outfile::same_file_destination(a, b)
+                    }
+                    (t, target) => t == target,
+                });
+                if !listed {
+                    outputs.push((option, target));
+                }
+            }
+        }
+        Ok(outputs)
+    }
+
+    /// `named` (a drop-in's own output files) and the trace actions' files
+    /// name different files; else the usage error of any two outputs that
+    /// name one file.
+    pub fn check_apart_from(
+        &self,
+        named: &[(&str, Option<&OutputTarget>)],
+    ) -> Result<(), UsageError> {
+        let traces = self.trace_outputs()?;
+        let all: Vec<(&str, Option<&OutputTarget>)> = named
+            .iter()
+            .copied()
+            .chain(
+                traces
+                    .iter()
+                    .map(|(option, target)| (*option, Some(target))),
+            )
+            .collect();
+        super::check_distinct_outputs(&all)
+    }
 }
 
 /// `--on-threshold` and `--on-end` as given, checked against `--max-latency`
@@ -197,11 +248,7 @@ fn checked(
                 .to_string(),
         ));
     }
-    for action in actions.on_threshold.iter().chain(&actions.on_end) {
-        if let Action::Trace { file } = action {
-            check_output_path("trace,file=", file)?;
-        }
-    }
+    actions.trace_outputs()?;
     if actions.need_trace() {
         crate::spikes::check_available().map_err(|e| {
             usage(format!(

@@ -709,6 +709,18 @@ impl CyclicSettings {
             }
             s.latscope_json = Some(checked);
         }
+        // A trace action's file is an output too: no file of cyclictest's
+        // (nor the report) may replace the trace it saved.
+        let file = |p: Option<&str>| p.map(|p| super::OutputTarget::File(p.into()));
+        let (json, histfile) = (file(s.json.as_deref()), file(s.histfile.as_deref()));
+        let report = s.latscope_json.clone().map(super::OutputTarget::File);
+        s.actions
+            .check_apart_from(&[
+                ("--json", json.as_ref()),
+                ("--histfile", histfile.as_ref()),
+                ("--latscope-json", report.as_ref()),
+            ])
+            .map_err(|e| GetoptUsage::Bad(e.0))?;
         Ok(s)
     }
 

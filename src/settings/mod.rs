@@ -372,6 +372,23 @@ impl Outputs {
         Ok(outputs)
     }
 
+    /// `from_args`, the files of the `trace` actions being outputs of the
+    /// run too: a report written over a saved trace would lose it.
+    pub fn with_actions(
+        args: &OutputArgs,
+        others: &[(&str, Option<&OutputTarget>)],
+        actions: &actions::Actions,
+    ) -> Result<Outputs, UsageError> {
+        let traces = actions.trace_outputs()?;
+        let mut all = others.to_vec();
+        all.extend(
+            traces
+                .iter()
+                .map(|(option, target)| (*option, Some(target))),
+        );
+        Outputs::from_args(args, &all)
+    }
+
     /// Where `format` goes, if it was asked for.
     pub fn target(&self, format: ReportFormat) -> Option<&OutputTarget> {
         match format {
@@ -526,7 +543,7 @@ impl VerdictSettings {
         actions: actions::Actions,
     ) -> Result<VerdictSettings, UsageError> {
         Ok(VerdictSettings {
-            outputs: Outputs::from_args(&args.outputs, others)?,
+            outputs: Outputs::with_actions(&args.outputs, others, &actions)?,
             max_latency_us: args.max_latency,
             quiet: args.quiet,
             fail_if: test_thresholds(&args.thresholds)?,

@@ -448,6 +448,11 @@ impl OslatSettings {
             "-T",
         )
         .map_err(|e| OslatUsage::Bad(e.0))?;
+        // A trace action's file is an output too: the JSON must not replace it.
+        let json = s.json.clone().map(super::OutputTarget::File);
+        s.actions
+            .check_apart_from(&[("--json", json.as_ref())])
+            .map_err(|e| OslatUsage::Bad(e.0))?;
         Ok(s)
     }
 

@@ -260,6 +260,14 @@ impl SignalSettings {
             "-b",
         )
         .map_err(|e| GetoptUsage::Bad(e.0))?;
+        // A trace action's file is an output too: the JSON must not replace it.
+        let json = s
+            .json
+            .as_deref()
+            .map(|p| super::OutputTarget::File(p.into()));
+        s.actions
+            .check_apart_from(&[("--json", json.as_ref())])
+            .map_err(|e| GetoptUsage::Bad(e.0))?;
         Ok(s)
     }
 

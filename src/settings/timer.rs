@@ -174,8 +174,13 @@ impl TimerSettings {
             .as_deref()
             .map(|p| check_output_path("-g", p))
             .transpose()?;
-        let outputs = Outputs::from_args(&args.outputs, &[("-g", gnuplot.as_ref())])?;
         let max_latency_us = args.max_latency;
+        let actions = super::actions::from_args(
+            &args.actions.on_threshold,
+            &args.actions.on_end,
+            max_latency_us,
+        )?;
+        let outputs = Outputs::with_actions(&args.outputs, &[("-g", gnuplot.as_ref())], &actions)?;
         Ok(TimerSettings {
             cpus,
             policy,
@@ -203,11 +208,7 @@ impl TimerSettings {
             outputs,
             max_latency_us,
             fail_if: super::test_thresholds(&args.thresholds)?,
-            actions: super::actions::from_args(
-                &args.actions.on_threshold,
-                &args.actions.on_end,
-                max_latency_us,
-            )?,
+            actions,
             loads: crate::load::from_args(&args.load.load)?,
             quiet,
             lock_memory: !args.no_mlockall,

@@ -63,14 +63,15 @@ impl RecentTrace {
         };
         let text = self.instance.read(&file)?;
         let events = text.lines().filter(|l| !l.starts_with('#')).count();
+        // The name is input data: escaped as in every other message.
+        let name = crate::units::escape_line(&path.to_string_lossy());
         crate::rt::outfile::write_output_file(path, &mut |w| w.write_all(text.as_bytes()))
             .map_err(|why| SpikeError::Write {
-                path: path.display().to_string(),
+                path: name.clone(),
                 why,
             })?;
         Ok(format!(
-            "{whose} recent trace ({events} events) saved to {}",
-            path.display()
+            "{whose} recent trace ({events} events) saved to {name}"
         ))
     }
 }

@@ -632,3 +632,82 @@ fn a_killed_cyclictest_s_shared_memory_object_is_removed_without_dir() {
     assert!(!exists("posix-shm", &shm), "{out}");
     assert!(registry_entries(&reg, None).is_empty(), "registry left");
 }
+
+/// The files of a run's own killed by SIGKILL: its CPU note (`.cpus`), a
+/// half-written registry file (`.tmp`) and a registry file whose objects are
+/// all gone. `cleanup -n` lists and counts each (it said "Nothing left
+/// behind" before), `cleanup` removes each and says so (it removed the CPU
+/// note silently).
+#[test]
+fn a_killed_runs_notes_are_listed_counted_and_removed() {
+    let _turn = turn();
+    let registry = tempfile::tempdir().unwrap();
+    let reg = registry.path().join("reg");
+    let mut run = start(&reg, &["timer", "-p", "1000", "-T", "60", "-q"]);
+    let _end_on_panic = EndOnPanic(vec![run.id()]);
+    let pid = run.id();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let note = loop {
+        let found = std::fs::read_dir(&reg).ok().and_then(|l| {
+            l.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .find(|p| p.to_string_lossy().ends_with(".cpus"))
+        });
+        if let Some(note) = found {
+            break note;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no CPU note of pid {pid} in {}",
+            reg.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    kill9(&mut run);
+    let owner = note
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .trim_end_matches(".cpus")
+        .to_string();
+    assert!(owner.starts_with(&format!("{pid}.")), "{owner}");
+    // Beside it: what a kill in the middle of a rewrite leaves, and a
+    // registry whose objects went already (a sysv id no set has).
+    std::fs::write(reg.join(format!("{owner}.tmp")), "half").unwrap();
+    std::fs::write(
+        reg.join(&owner),
+        "sysv-sem\t2147483646\tkey=0 cuid=0 mode=600 n=1 ctime=1\n",
+    )
+    .unwrap();
+    let notes = [
+        ("cpu-note", note.clone()),
+        ("registry-tmp", reg.join(format!("{owner}.tmp"))),
+        ("registry-file", reg.join(&owner)),
+    ];
+    let (code, out, err) = cleanup(&reg, &["-n"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("Nothing left behind"), "{out}");
+    for (kind, path) in &notes {
+        let line = format!(
+            "would remove {kind:<16} {}  (latscope pid {pid}, ended)",
+            path.display()
+        );
+        assert!(out.lines().any(|l| l == line), "{line:?} not in:\n{out}");
+        assert!(path.exists(), "the dry run removed {}", path.display());
+    }
+    assert!(out.contains("3 would be removed, 0 kept; dry run"), "{out}");
+    let (code, out, err) = cleanup(&reg, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    for (kind, path) in &notes {
+        let line = format!(
+            "removed      {kind:<16} {}  (latscope pid {pid}, ended)",
+            path.display()
+        );
+        assert!(out.lines().any(|l| l == line), "{line:?} not in:\n{out}");
+        assert!(!path.exists(), "{} left", path.display());
+    }
+    assert!(out.contains("3 removed, 0 kept, 0 failed."), "{out}");
+    let (_, out, _) = cleanup(&reg, &["-n"]);
+    assert!(out.contains("Nothing left behind"), "{out}");
+}

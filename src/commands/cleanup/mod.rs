@@ -24,7 +24,7 @@ use crate::pipeline::CommandError;
 use crate::rt::registry::{self, Kind};
 use crate::rt::tracefs::mount;
 use crate::settings::cleanup::CleanupSettings;
-use found::{Action, Found};
+use found::{Action, Found, IDLE_STATE};
 use std::collections::HashSet;
 use std::io::Write;
 use std::path::Path;
@@ -47,11 +47,6 @@ pub fn run(args: &CleanupArgs) -> Result<i32, CommandError> {
             crate::rt::os_error_text(&e)
         ))
     })?;
-    if !settings.dry_run {
-        for stale in registry::stale_temporaries(&dir) {
-            let _ = std::fs::remove_file(stale);
-        }
-    }
     let mut found = Vec::new();
     for file in &registries {
         found.extend(registered::clean_registry(file, &settings));
@@ -69,6 +64,11 @@ pub fn run(args: &CleanupArgs) -> Result<i32, CommandError> {
             settings.dry_run,
         ));
     }
+    found.extend(
+        registry::stale_notes(&dir)
+            .into_iter()
+            .map(|note| found::note_found(&note.path, note.owner, note.kind, settings.dry_run)),
+    );
     tell(&found, settings.dry_run, &dir)
 }
 
@@ -82,9 +82,9 @@ fn tell(found: &[Found], dry_run: bool, dir: &Path) -> Result<i32, CommandError>
     fn done(f: &Found) -> bool {
         matches!(f.action, Action::Removed | Action::WouldRemove)
     }
-    let removed = count(|f| done(f) && f.kind != Kind::IdleState);
+    let removed = count(|f| done(f) && f.kind != IDLE_STATE);
     // An idle state is enabled again, not removed: counted apart.
-    let restored = match count(|f| done(f) && f.kind == Kind::IdleState) {
+    let restored = match count(|f| done(f) && f.kind == IDLE_STATE) {
         0 => String::new(),
         n if dry_run => format!(", {n} would be restored"),
         n => format!(", {n} restored"),

@@ -1,7 +1,7 @@
 //! The objects the ownership registry records: each kept, left alone or
 //! removed, as the module doc of `cleanup` says.
 
-use super::found::{Action, Found};
+use super::found::{Action, Found, Thing, note_found};
 use super::removal::remove;
 use crate::rt::registry::{self, Entry, Kind, RegistryFile};
 use crate::rt::tracefs::instance;
@@ -51,13 +51,21 @@ pub(super) fn clean_registry(file: &RegistryFile, settings: &CleanupSettings) ->
             remaining.push(entry.clone());
         }
         found.push(Found {
-            kind: entry.kind,
+            kind: Thing::Object(entry.kind),
             identity: entry.identity.clone(),
             owner: owner.clone(),
             action,
         });
     }
-    if !alive && !settings.dry_run {
+    if !alive && remaining.is_empty() && found.is_empty() {
+        // All the run left is its registry file: listed, as any note.
+        found.push(note_found(
+            &file.path,
+            file.owner,
+            registry::NoteKind::Registry,
+            settings.dry_run,
+        ));
+    } else if !alive && !settings.dry_run {
         let result = if remaining.is_empty() {
             std::fs::remove_file(&file.path)
         } else {
@@ -66,7 +74,7 @@ pub(super) fn clean_registry(file: &RegistryFile, settings: &CleanupSettings) ->
         if let Err(e) = result {
             eprintln!(
                 "latscope: warning: could not update the registry file {}: {}",
-                file.path.display(),
+                crate::units::escape_line(&file.path.to_string_lossy()),
                 crate::rt::os_error_text(&e)
             );
         }
@@ -81,7 +89,7 @@ fn left_to_its_namespace(file: &RegistryFile) -> Vec<Found> {
     file.entries
         .iter()
         .map(|entry| Found {
-            kind: entry.kind,
+            kind: Thing::Object(entry.kind),
             identity: entry.identity.clone(),
             owner: format!("latscope pid {} of another PID namespace", file.owner.pid),
             action: Action::Kept(

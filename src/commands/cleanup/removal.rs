@@ -1,39 +1,19 @@
 //! Removing one leftover object, and the tracefs instances no registry
 //! holds (found by name).
 
-use super::found::{Action, Found};
+use super::found::{Action, Found, Thing};
 use crate::rt::registry::{self, Kind};
 use crate::rt::tracefs::instance;
 use std::collections::HashSet;
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// Removes the object `identity` of `kind` (an idle state is enabled again).
+/// Removes the object `identity` of `kind` (an idle state is enabled again:
+/// rt::cpuidle records in the registry, so it is called from above both).
 pub(super) fn remove(kind: Kind, identity: &str) -> io::Result<()> {
-    let rc = match kind {
-        Kind::SysvSem | Kind::SysvMsq => {
-            let id: libc::c_int = identity.parse().map_err(|_| io::Error::other("bad id"))?;
-            // SAFETY: IPC_RMID takes no buffer.
-            unsafe {
-                if kind == Kind::SysvSem {
-                    libc::semctl(id, 0, libc::IPC_RMID)
-                } else {
-                    libc::msgctl(id, libc::IPC_RMID, std::ptr::null_mut())
-                }
-            }
-        }
-        Kind::File | Kind::Shm => return std::fs::remove_file(registry::identity_path(identity)),
-        Kind::Dir | Kind::TraceInstance => {
-            return std::fs::remove_dir(registry::identity_path(identity));
-        }
-        Kind::IdleState => {
-            return crate::rt::cpuidle::enable(&registry::identity_path(identity));
-        }
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
+    match kind {
+        Kind::IdleState => crate::rt::cpuidle::enable(&registry::identity_path(identity)),
+        kind => registry::remove_object(kind, identity),
     }
 }
 
@@ -78,7 +58,7 @@ pub(super) fn unregistered_instances(
             }
         };
         found.push(Found {
-            kind: Kind::TraceInstance,
+            kind: Thing::Object(Kind::TraceInstance),
             identity,
             owner: format!("latscope pid {pid}, ended"),
             action,

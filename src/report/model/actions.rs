@@ -63,8 +63,22 @@ pub struct ActionRun {
     pub exit_status: Option<String>,
     /// The first lines a shell command wrote (standard output and error).
     pub output: Vec<String>,
+    /// What the command wrote beyond those lines: counted, not kept (its
+    /// output is read as it runs, so that it costs no memory).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub output_bytes_dropped: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub output_lines_dropped: u64,
+    /// What was ended in the command's process group after its shell ended
+    /// or timed out (`1 process it left running ended with SIGTERM`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_ended: Option<String>,
     /// How long the action took, seconds.
     pub duration_s: f64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The runs the console lists; the others are counted (the JSON has all).
@@ -142,6 +156,9 @@ mod tests {
             detail: "'true' ended with exit code 0".into(),
             exit_status: Some("exit code 0".into()),
             output: Vec::new(),
+            output_bytes_dropped: 0,
+            output_lines_dropped: 0,
+            group_ended: None,
             duration_s: 0.01,
         }
     }

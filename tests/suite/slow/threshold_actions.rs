@@ -297,7 +297,7 @@ fn alive(pid: u32) -> bool {
         .is_some_and(|rest| !rest.starts_with('Z'))
 }
 
-/// A command that hangs is killed with its process group at its timeout;
+/// A command that hangs is ended with its process group at its timeout;
 /// the run is held up no longer than that.
 #[test]
 fn a_hanging_shell_action_is_killed_at_its_timeout() {
@@ -313,7 +313,12 @@ fn a_hanging_shell_action_is_killed_at_its_timeout() {
     assert!(took < Duration::from_secs(30), "the run took {took:?}");
     let run = &action_runs(&report)[0];
     assert_eq!(run["outcome"], "timed_out", "{run}");
-    assert_eq!(run["exit_status"], "signal 9");
+    // Ended with its process group: SIGTERM first (SIGKILL after a grace).
+    assert_eq!(run["exit_status"], "signal 15");
+    assert_eq!(
+        run["group_ended"],
+        "its process group (2 processes) ended with SIGTERM"
+    );
     assert_eq!(run["output"], serde_json::json!(["started"]));
     let lasted = f64_of(&run["duration_s"], "duration_s");
     assert!((1.0..10.0).contains(&lasted), "{lasted}");
@@ -429,5 +434,388 @@ fn bad_actions_are_usage_errors() {
         stderr_of(&out).contains("give --max-latency USEC"),
         "{}",
         describe(&out)
+    );
+}
+
+/// A trace action's file named by another output of the run, under any
+/// spelling (the same name, `./`, `dir/..`, a link to it): a usage error,
+/// exit 2, before measuring, as for any two outputs naming one file. Two
+/// trace actions may share a file (each crossing replaces the trace anyway).
+#[test]
+fn a_trace_file_named_by_another_output_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("x.json"), "").unwrap();
+    std::os::unix::fs::symlink(d.join("x.json"), d.join("link.json")).unwrap();
+    std::fs::create_dir(d.join("sub")).unwrap();
+    let p = |name: &str| d.join(name).to_str().unwrap().to_string();
+    let trace = |file: String| format!("trace,file={file}");
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec![
+                "timer".into(),
+                "--on-threshold".into(),
+                trace(p("x.json")),
+                "--json".into(),
+                p("x.json"),
+            ],
+            "--json and --on-threshold trace,file= name the same file",
+        ),
+        (
+            vec![
+                "timer".into(),
+                "--on-end".into(),
+                trace(p("sub/../t.txt")),
+                "--csv".into(),
+                p("t.txt"),
+            ],
+            "--csv and --on-end trace,file= name the same file",
+        ),
+        (
+            vec![
+                "timer".into(),
+                "--on-threshold".into(),
+                trace(p("x.json")),
+                "--json".into(),
+                p("link.json"),
+            ],
+            "--json and --on-threshold trace,file= name the same file",
+        ),
+        (
+            vec![
+                "mq".into(),
+                "-l".into(),
+                "10".into(),
+                "--on-end".into(),
+                trace(p("m.json")),
+                "--markdown".into(),
+                p("./m.json"),
+            ],
+            "--markdown and --on-end trace,file= name the same file",
+        ),
+        (
+            vec![
+                "oslat".into(),
+                "-D".into(),
+                "1".into(),
+                "-T".into(),
+                "5".into(),
+                "--on-threshold".into(),
+                trace(p("o.json")),
+                format!("--json={}", p("o.json")),
+            ],
+            "--json and --on-threshold trace,file= name the same file",
+        ),
+        (
+            vec![
+                "cyclictest".into(),
+                "-D".into(),
+                "1".into(),
+                "-b".into(),
+                "500".into(),
+                "--on-threshold".into(),
+                trace(p("h.txt")),
+                format!("--histfile={}", p("./h.txt")),
+            ],
+            "--histfile and --on-threshold trace,file= name the same file",
+        ),
+        (
+            vec![
+                "signaltest".into(),
+                "-D".into(),
+                "1".into(),
+                "-b".into(),
+                "500".into(),
+                "--on-end".into(),
+                trace(p("s.json")),
+                format!("--json={}", p("s.json")),
+            ],
+            "--json and --on-end trace,file= name the same file",
+        ),
+    ];
+    for (args, expected) in cases {
+        let mut cmd = latscope(30);
+        cmd.args(&args);
+        if args[0] == "timer" {
+            cmd.args(["-T", "1", "--max-latency", "5"]);
+        } else if args[0] == "mq" {
+            cmd.args(["--max-latency", "5"]);
+        }
+        let out = run(cmd);
+        assert_code(&out, 2);
+        let stderr = stderr_of(&out);
+        assert!(stderr.contains(expected), "{args:?}: {}", describe(&out));
+        assert_eq!(
+            stderr.lines().filter(|l| l.contains("latscope")).count(),
+            1,
+            "{}",
+            describe(&out)
+        );
+    }
+    assert_eq!(
+        std::fs::read(d.join("x.json")).unwrap(),
+        b"",
+        "a refused run wrote the file"
+    );
+    // Two trace actions on one file: allowed (the run is no usage error).
+    let out = run(timer(
+        &[
+            "-T",
+            "1",
+            "--max-latency",
+            "1",
+            "--on-threshold",
+            &trace(p("one.txt")),
+            "--on-end",
+            &trace(p("./one.txt")),
+        ],
+        60,
+    ));
+    assert_ne!(out.status.code(), Some(2), "{}", describe(&out));
+}
+
+/// A trace file name with a right-to-left override (and an escape) goes out
+/// escaped in the "saved to" line, on the console and in the report.
+#[test]
+fn a_trace_file_name_is_escaped_where_it_is_shown() {
+    if !tracefs_usable("a_trace_file_name_is_escaped_where_it_is_shown") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("spike\u{202e}txt.exe\u{1b}[2J");
+    let (out, report) = report_of(
+        timer(
+            &[
+                "-T",
+                "1",
+                "--max-latency",
+                "1",
+                "--on-threshold",
+                &format!("trace,file={}", trace.display()),
+            ],
+            60,
+        ),
+        dir.path(),
+        3,
+    );
+    assert_crossed(&report);
+    assert!(trace.exists(), "the trace was not saved");
+    let run = &action_runs(&report)[0];
+    assert_eq!(run["outcome"], "ok", "{run}");
+    let detail = run["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("saved to ") && detail.ends_with("spike\\u{202e}txt.exe\\u{1b}[2J"),
+        "{detail}"
+    );
+    for (what, text) in [
+        ("detail", detail.to_string()),
+        ("stdout", stdout_of(&out)),
+        ("stderr", stderr_of(&out)),
+    ] {
+        assert!(
+            !text.contains('\u{202e}') && !text.contains('\u{1b}'),
+            "{what} carries the raw controls: {text:?}"
+        );
+    }
+    assert!(
+        stdout_of(&out).contains("spike\\u{202e}txt.exe\\u{1b}[2J"),
+        "{}",
+        describe(&out)
+    );
+}
+
+/// `--on-threshold shell` 20 times over with `continue` on a threshold every
+/// sample crosses: at least 100 commands start during a 6 s timer run, and
+/// the timer thread takes no page fault (a fork of the mlocked process
+/// made its pages copy-on-write: Msw 0 -> 861 in 4 s before). Involuntary
+/// switches are the machine's (another real-time task), not the actions':
+/// Msw holds nothing else.
+#[test]
+fn shell_actions_that_fire_100_times_leave_msw_at_0() {
+    if !can_mlock() {
+        latscope::testing::skip(
+            "shell_actions_that_fire_100_times_leave_msw_at_0",
+            "memory cannot be locked here: no fault-free timer thread to compare with",
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = vec!["-T", "6", "--max-latency", "1"];
+    for _ in 0..20 {
+        args.extend(["--on-threshold", "shell,command=true"]);
+    }
+    args.extend(["--on-threshold", "continue"]);
+    let (_, report) = report_of(timer(&args, 120), dir.path(), 3);
+    assert_crossed(&report);
+    let runs = action_runs(&report);
+    let ok = runs.iter().filter(|r| r["outcome"] == "ok").count();
+    assert!(ok >= 100, "only {ok} commands ran: {runs:?}");
+    let thread = &series(&report)[0]["detail"];
+    assert_eq!(thread["kind"], "timer_thread", "{thread}");
+    let faults = u64_of(&thread["minor_faults"], "minor_faults")
+        + u64_of(&thread["major_faults"], "major_faults");
+    assert_eq!(
+        faults, 0,
+        "the timer thread faulted beside {ok} commands: {thread}"
+    );
+    assert_eq!(
+        u64_of(&thread["msw"], "msw"),
+        u64_of(&thread["involuntary_switches"], "involuntary_switches"),
+        "{thread}"
+    );
+}
+
+/// Peak of `Shmem + the process's resident set` (KiB) sampled while `pid`
+/// runs: the memory a command's output costs, in a memory file or in
+/// latscope itself.
+fn peak_memory_kib(pid: u32, child: &mut std::process::Child) -> u64 {
+    let kib = |text: &str, key: &str| -> u64 {
+        text.lines()
+            .find(|l| l.starts_with(key))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            .unwrap_or(0)
+    };
+    let base = kib(&read(Path::new("/proc/meminfo")), "Shmem:");
+    let mut peak = 0;
+    while child.try_wait().unwrap().is_none() {
+        let shmem = kib(&read(Path::new("/proc/meminfo")), "Shmem:").saturating_sub(base);
+        let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .map(|s| kib(&s, "VmRSS:"))
+            .unwrap_or(0);
+        peak = peak.max(shmem + rss);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    peak
+}
+
+/// `shell,timeout=2,command=yes`: gigabytes of output, of which the first
+/// lines are kept and the rest counted; the memory stays bounded (the
+/// output went to an unbounded memory file before: 1.6 GB in 1 s).
+#[test]
+fn a_shell_actions_output_is_bounded_and_the_rest_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let mut cmd = std::process::Command::new(bin());
+    cmd.args(["timer", "-p", "1000", "--warmup", "0", "-q", "-T", "1"])
+        .args(["--on-end", "shell,timeout=2,command=yes", "--json"])
+        .arg(&json)
+        .args(mlock_args())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let peak = peak_memory_kib(child.id(), &mut child);
+    assert!(child.wait().unwrap().success());
+    assert!(peak < 256 * 1024, "peak memory {peak} KiB");
+    let report = read_json(&json);
+    let run = &action_runs(&report)[0];
+    assert_eq!(run["outcome"], "timed_out", "{run}");
+    assert_eq!(run["output"], serde_json::json!(vec!["y"; 10]));
+    let bytes = u64_of(&run["output_bytes_dropped"], "output_bytes_dropped");
+    let lines = u64_of(&run["output_lines_dropped"], "output_lines_dropped");
+    assert!(bytes > 1 << 20, "yes wrote only {bytes} bytes more");
+    // Every line is "y\n" (the last one perhaps cut by the end).
+    assert!(
+        bytes.abs_diff(2 * lines) <= 1,
+        "{bytes} bytes, {lines} lines"
+    );
+    let detail = run["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(&format!(
+            "({lines} lines) of output beyond its first 10 lines not kept"
+        )),
+        "{detail}"
+    );
+}
+
+/// A command's background child (`sleep 100 &`) is ended with the
+/// command's process group when its shell ends, and the report says so.
+#[test]
+fn a_shell_actions_background_children_end_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("sleeper");
+    let action = format!("shell,command=sleep 100 & echo $! > {}", pid_file.display());
+    let (out, report) = report_of(timer(&["-T", "1", "--on-end", &action], 60), dir.path(), 0);
+    let sleeper: u32 = read(&pid_file).trim().parse().unwrap();
+    let gone = !alive(sleeper);
+    if !gone {
+        // SAFETY: a process this test's command started; no leak either way.
+        unsafe { libc::kill(sleeper as i32, libc::SIGKILL) };
+    }
+    assert!(gone, "sleep {sleeper} outlived latscope's action");
+    let run = &action_runs(&report)[0];
+    assert_eq!(run["outcome"], "ok", "{run}");
+    assert_eq!(
+        run["group_ended"],
+        "1 process it left running ended with SIGTERM"
+    );
+    assert!(
+        unwrapped(&stdout_of(&out)).contains("1 process it left running ended with SIGTERM"),
+        "{}",
+        describe(&out)
+    );
+}
+
+/// latscope started by an intermediate process that exits at once, under a
+/// subreaper that adopts it: `--on-end signal,num=10,pid=parent` sends
+/// nothing (the subreaper is not the parent latscope started under; it got
+/// SIGUSR1 and died before), and the report says the parent is gone.
+#[test]
+fn a_signal_to_a_parent_that_is_gone_reaches_no_one() {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (got, pid_file, json) = (
+        dir.path().join("got"),
+        dir.path().join("pid"),
+        dir.path().join("run.json"),
+    );
+    // The intermediate outlives latscope's start (its exec, then a margin
+    // far above the microseconds to `main`), so that it is the parent
+    // latscope started under; then it exits, long before the end action.
+    let inner = format!(
+        "\"$0\" timer -p 1000 --warmup 0 -q -T 2 {mlock} --on-end signal,num=10,pid=parent \
+         --json {json} >/dev/null & echo $! > {pid}; \
+         while [ \"$(readlink /proc/$!/exe)\" != \"$0\" ]; do sleep 0.01; done; sleep 0.3; exit 0",
+        mlock = mlock_args().join(" "),
+        json = json.display(),
+        pid = pid_file.display()
+    );
+    // The subreaper records a SIGUSR1 and waits until the adopted latscope
+    // has ended (a zombie of its own counts as ended).
+    let script = format!(
+        "trap 'echo USR1 >> {got}' USR1; sh -c '{inner}' \"$0\"; p=$(cat {pid}); \
+         while [ -d /proc/$p ] && ! grep -q ') [ZX] ' /proc/$p/stat; do sleep 0.05; done; exit 0",
+        got = got.display(),
+        pid = pid_file.display(),
+        inner = inner.replace('\'', "'\\''")
+    );
+    // As /proc/PID/exe names it.
+    let binary = std::fs::canonicalize(bin()).unwrap();
+    let mut cmd = std::process::Command::new("/bin/sh");
+    cmd.args(["-c", &script, binary.to_str().unwrap()]);
+    // SAFETY: prctl only, between fork and exec; the subreaper flag
+    // survives exec, so the shell adopts latscope.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = run_std_with_timeout(cmd, Duration::from_secs(60));
+    assert_code(&out, 0);
+    assert!(
+        !got.exists(),
+        "the subreaper that adopted latscope got the parent's signal: {}",
+        describe(&out)
+    );
+    let report = read_json(&json);
+    let run = &action_runs(&report)[0];
+    assert_eq!(run["outcome"], "failed", "{run}");
+    let detail = run["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("signal 10 to the parent: the process latscope started under (pid ")
+            && detail.ends_with(": not sent"),
+        "{detail}"
     );
 }
