@@ -60,7 +60,7 @@ pub fn manpages(args: &ManpagesArgs) -> Result<i32, CommandError> {
     }
     for compat in &COMPAT_NAMES {
         if compat.dialect == Dialect::Getopt {
-            write_getopt_page(&compat_dir, &cli, compat.name)?;
+            write_getopt_page(&compat_dir, &cli, compat.name, compat.subcommand)?;
             continue;
         }
         let (page, see_also) = compat_page(&cli, compat)?;
@@ -77,6 +77,8 @@ fn getopt_usage(name: &str) -> Option<&'static str> {
         OSLAT_COMPAT => Some(&crate::settings::oslat::HELP),
         CYCLICDEADLINE_COMPAT => Some(&crate::settings::cyclicdeadline::USAGE),
         SIGNALTEST_COMPAT => Some(&crate::settings::signaltest::USAGE),
+        crate::cli::PI_STRESS_COMPAT => Some(&crate::settings::pi_stress::USAGE),
+        crate::cli::RT_MIGRATE_TEST_COMPAT => Some(&crate::settings::rt_migrate::USAGE),
         _ => None,
     }
 }
@@ -89,11 +91,12 @@ fn write_getopt_page(
     dir: &Path,
     cli: &clap::Command,
     name: &'static str,
+    subcommand: &'static str,
 ) -> Result<(), CommandError> {
     let usage = getopt_usage(name)
         .ok_or_else(|| CommandError::Runtime(format!("man page of {name}: no usage text")))?;
-    let sub = cli.find_subcommand(name).ok_or_else(|| {
-        CommandError::Runtime(format!("man page of {name}: no subcommand {name}"))
+    let sub = cli.find_subcommand(subcommand).ok_or_else(|| {
+        CommandError::Runtime(format!("man page of {name}: no subcommand {subcommand}"))
     })?;
     let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
     let page = clap::Command::new(name)
@@ -122,7 +125,7 @@ fn write_getopt_page(
                     .join("\n")
             ),
         ));
-    write_page(dir, page, &["latscope", &format!("latscope-{name}")])
+    write_page(dir, page, &["latscope", &format!("latscope-{subcommand}")])
 }
 
 /// The page of a compatibility name: the subcommand it runs, under that name,

@@ -12,6 +12,8 @@ pub mod classic_cyclicdeadline;
 pub mod classic_cyclictest;
 pub mod classic_mqldt;
 pub mod classic_oslat;
+pub mod classic_pi_stress;
+pub mod classic_rt_migrate;
 pub mod classic_rt_tests;
 pub mod classic_semtest;
 pub mod classic_signaltest;
