@@ -32,6 +32,7 @@ mod fleet_junit;
 mod harness_accuracy;
 mod idle_states;
 mod ipc_classic;
+mod kernelci_compat;
 mod layers;
 mod mq_classic;
 mod mq_report;
@@ -58,6 +59,7 @@ mod slow {
     mod fleet_snapshot;
     mod fleet_windows;
     mod hostile_input;
+    mod kernelci_dropins;
     mod ipc_family;
     mod load;
     mod logdisk;
