@@ -12,7 +12,6 @@ pub mod ipc;
 pub mod logdisk;
 pub mod noise;
 pub mod oslat;
-pub mod pi_group;
 pub mod pi_stress;
 pub mod rt_migrate;
 pub mod signaltest;

@@ -9,7 +9,7 @@
 //! JSON (`return_code` 1). `latscope pi-stress` adds the inversion latency
 //! (the high thread's wait for the mutex) with percentiles on stderr.
 
-use super::pi_group::{Group, Role, Shared, run_thread};
+use crate::ipc::pi_group::{Group, PiPolicy, PiSched, Role, Shared, run_thread};
 use crate::pipeline::{CommandError, RunTimes, write_rt_tests_json_returning};
 use crate::report::classic_pi_stress as classic;
 use crate::rt::stdio::print;
@@ -90,10 +90,10 @@ pub fn run(s: &PiStressSettings, with_latency: bool) -> Result<i32, CommandError
             groups: s.groups,
             duration_s: s.duration_s,
             inversions: s.inversions,
-            admin: &s.admin,
-            high: &s.high,
-            med: &s.med,
-            low: &s.low,
+            admin: &shown(&s.admin),
+            high: &shown(&s.high),
+            med: &shown(&s.med),
+            low: &shown(&s.low),
         }));
     }
     let started = SystemTime::now();
@@ -280,8 +280,22 @@ fn epoch_s(t: SystemTime) -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-fn policy_of(p: crate::settings::pi_stress::PiPolicy) -> crate::rt::sched::Policy {
-    use crate::settings::pi_stress::PiPolicy;
+/// A thread type's scheduling as the banner shows it.
+fn shown(sa: &PiSched) -> classic::SchedShown {
+    use classic::SchedDetail;
+    let detail = match sa.policy {
+        PiPolicy::Fifo | PiPolicy::Rr => SchedDetail::Priority(sa.priority),
+        PiPolicy::Deadline => SchedDetail::Reservation(sa.runtime, sa.deadline, sa.period),
+        PiPolicy::Other => SchedDetail::Nice(sa.nice),
+        PiPolicy::Batch | PiPolicy::Idle => SchedDetail::Nothing,
+    };
+    classic::SchedShown {
+        policy: sa.policy.name(),
+        detail,
+    }
+}
+
+fn policy_of(p: PiPolicy) -> crate::rt::sched::Policy {
     match p {
         PiPolicy::Rr => crate::rt::sched::Policy::Rr,
         _ => crate::rt::sched::Policy::Fifo,

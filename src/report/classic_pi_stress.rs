@@ -3,7 +3,26 @@
 //! lines and its `--json` part (`inversion`, which Linaro's test-definitions
 //! read with `return_code`).
 
-use crate::settings::pi_stress::{PiPolicy, PiSched};
+/// A thread type's scheduling as the banner shows it: rt-tests'
+/// `policy_to_string` name and what follows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchedShown {
+    pub policy: &'static str,
+    pub detail: SchedDetail,
+}
+
+/// What `print_sched_attr` prints after the policy's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchedDetail {
+    /// SCHED_FIFO, SCHED_RR.
+    Priority(i32),
+    /// SCHED_OTHER.
+    Nice(i32),
+    /// SCHED_DEADLINE: runtime, deadline, period (ns).
+    Reservation(u64, u64, u64),
+    /// SCHED_BATCH, SCHED_IDLE: nothing, not even the newline (as there).
+    Nothing,
+}
 
 /// The escape before each redraw of the progress line.
 pub const UP_ONE: &str = "\x1b[1A";
@@ -11,23 +30,16 @@ pub const UP_ONE: &str = "\x1b[1A";
 pub const DOWN_ONE: &str = "\x1b[1B";
 
 /// One thread type's line of the banner (pi_stress's `print_sched_attr`).
-pub fn sched_line(name: &str, sa: &PiSched) -> String {
-    let what = match sa.policy {
-        PiPolicy::Fifo | PiPolicy::Rr => format!(" priority {}", sa.priority),
-        PiPolicy::Deadline => format!(
-            " runtime {} deadline {} period {}",
-            sa.runtime, sa.deadline, sa.period
-        ),
-        // pi_stress prints nothing more for batch and idle.
-        PiPolicy::Batch | PiPolicy::Idle => String::new(),
-        PiPolicy::Other => format!(" nice {}", sa.nice),
+pub fn sched_line(name: &str, sa: &SchedShown) -> String {
+    let what = match sa.detail {
+        SchedDetail::Priority(p) => format!(" priority {p}\n"),
+        SchedDetail::Reservation(runtime, deadline, period) => {
+            format!(" runtime {runtime} deadline {deadline} period {period}\n")
+        }
+        SchedDetail::Nice(n) => format!(" nice {n}\n"),
+        SchedDetail::Nothing => String::new(),
     };
-    let end = if matches!(sa.policy, PiPolicy::Batch | PiPolicy::Idle) {
-        ""
-    } else {
-        "\n"
-    };
-    format!("    {name:>6} thread {}{what}{end}", sa.policy.name())
+    format!("    {name:>6} thread {}{what}", sa.policy)
 }
 
 /// What the banner shows of a run.
@@ -35,10 +47,10 @@ pub struct Banner<'a> {
     pub groups: usize,
     pub duration_s: Option<u64>,
     pub inversions: Option<u64>,
-    pub admin: &'a PiSched,
-    pub high: &'a PiSched,
-    pub med: &'a PiSched,
-    pub low: &'a PiSched,
+    pub admin: &'a SchedShown,
+    pub high: &'a SchedShown,
+    pub med: &'a SchedShown,
+    pub low: &'a SchedShown,
 }
 
 /// pi_stress's banner (not with `-q`).
@@ -87,24 +99,17 @@ pub fn json_body(total: u64) -> String {
 mod tests {
     use super::*;
 
-    fn sa(policy: PiPolicy, priority: i32) -> PiSched {
-        PiSched {
-            policy,
-            priority,
-            nice: 0,
-            runtime: 100,
-            deadline: 200,
-            period: 300,
-        }
+    fn sa(policy: &'static str, detail: SchedDetail) -> SchedShown {
+        SchedShown { policy, detail }
     }
 
     #[test]
     fn banner_is_pi_stresss() {
         let (admin, high, med, low) = (
-            sa(PiPolicy::Fifo, 4),
-            sa(PiPolicy::Deadline, 0),
-            sa(PiPolicy::Other, 0),
-            sa(PiPolicy::Rr, 1),
+            sa("SCHED_FIFO", SchedDetail::Priority(4)),
+            sa("SCHED_DEADLINE", SchedDetail::Reservation(100, 200, 300)),
+            sa("SCHED_OTHER", SchedDetail::Nice(0)),
+            sa("SCHED_RR", SchedDetail::Priority(1)),
         );
         let b = Banner {
             groups: 1,

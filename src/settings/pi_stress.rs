@@ -8,6 +8,7 @@ use super::getopt::{
     Arg, GetoptOption, GetoptUsage, UsagePart, atoi, getopt_long_into, parse_duration,
     render_usage,
 };
+pub use crate::ipc::pi_group::{PiPolicy, PiSched};
 use std::sync::LazyLock;
 
 /// rt-tests 2.40's `pi_stress --help`, byte for byte.
@@ -134,67 +135,6 @@ const LAYOUT: &[UsagePart] = &[
 
 /// What `-V` prints (no newline, as pi_stress).
 pub const VERSION_TEXT: &str = "pi_stress v2.40 ";
-
-/// A scheduling class as pi_stress names and sets it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PiPolicy {
-    Other,
-    Fifo,
-    Rr,
-    Batch,
-    Idle,
-    Deadline,
-}
-
-impl PiPolicy {
-    /// rt-tests' `string_to_policy` (an unknown name is SCHED_OTHER's 0).
-    fn named(name: &str) -> PiPolicy {
-        match name {
-            "fifo" => PiPolicy::Fifo,
-            "rr" => PiPolicy::Rr,
-            "batch" => PiPolicy::Batch,
-            "idle" => PiPolicy::Idle,
-            "deadline" => PiPolicy::Deadline,
-            _ => PiPolicy::Other,
-        }
-    }
-
-    /// rt-tests' `policy_to_string`.
-    pub fn name(self) -> &'static str {
-        match self {
-            PiPolicy::Other => "SCHED_OTHER",
-            PiPolicy::Fifo => "SCHED_FIFO",
-            PiPolicy::Rr => "SCHED_RR",
-            PiPolicy::Batch => "SCHED_BATCH",
-            PiPolicy::Idle => "SCHED_IDLE",
-            PiPolicy::Deadline => "SCHED_DEADLINE",
-        }
-    }
-}
-
-/// One thread type's `struct sched_attr` as pi_stress fills it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PiSched {
-    pub policy: PiPolicy,
-    pub priority: i32,
-    pub nice: i32,
-    pub runtime: u64,
-    pub deadline: u64,
-    pub period: u64,
-}
-
-impl PiSched {
-    fn of(policy: PiPolicy, priority: i32) -> PiSched {
-        PiSched {
-            policy,
-            priority,
-            nice: 0,
-            runtime: 0,
-            deadline: 0,
-            period: 0,
-        }
-    }
-}
 
 /// Everything the options set, with pi_stress's defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,11 +6,71 @@
 //! The high thread counts the laps (the inversions) and times each of its
 //! waits on the mutex: the inversion latency.
 
-use crate::settings::pi_stress::{PiPolicy, PiSched};
 use crate::stats::LatencyRecorder;
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
+
+/// A scheduling class as pi_stress names and sets it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PiPolicy {
+    Other,
+    Fifo,
+    Rr,
+    Batch,
+    Idle,
+    Deadline,
+}
+
+impl PiPolicy {
+    /// rt-tests' `string_to_policy` (an unknown name is SCHED_OTHER's 0).
+    pub fn named(name: &str) -> PiPolicy {
+        match name {
+            "fifo" => PiPolicy::Fifo,
+            "rr" => PiPolicy::Rr,
+            "batch" => PiPolicy::Batch,
+            "idle" => PiPolicy::Idle,
+            "deadline" => PiPolicy::Deadline,
+            _ => PiPolicy::Other,
+        }
+    }
+
+    /// rt-tests' `policy_to_string`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PiPolicy::Other => "SCHED_OTHER",
+            PiPolicy::Fifo => "SCHED_FIFO",
+            PiPolicy::Rr => "SCHED_RR",
+            PiPolicy::Batch => "SCHED_BATCH",
+            PiPolicy::Idle => "SCHED_IDLE",
+            PiPolicy::Deadline => "SCHED_DEADLINE",
+        }
+    }
+}
+
+/// One thread type's `struct sched_attr` as pi_stress fills it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PiSched {
+    pub policy: PiPolicy,
+    pub priority: i32,
+    pub nice: i32,
+    pub runtime: u64,
+    pub deadline: u64,
+    pub period: u64,
+}
+
+impl PiSched {
+    pub fn of(policy: PiPolicy, priority: i32) -> PiSched {
+        PiSched {
+            policy,
+            priority,
+            nice: 0,
+            runtime: 0,
+            deadline: 0,
+            period: 0,
+        }
+    }
+}
 
 /// glibc's `PTHREAD_PRIO_INHERIT` (not in the libc crate for glibc).
 const PTHREAD_PRIO_INHERIT: libc::c_int = 1;
