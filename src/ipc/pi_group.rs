@@ -92,12 +92,18 @@ impl PiMutex {
             let m = PiMutex(Box::new(UnsafeCell::new(std::mem::zeroed())));
             let mut attr: libc::pthread_mutexattr_t = std::mem::zeroed();
             let calls = [
-                ("pthread_mutexattr_init", libc::pthread_mutexattr_init(&mut attr)),
+                (
+                    "pthread_mutexattr_init",
+                    libc::pthread_mutexattr_init(&mut attr),
+                ),
                 (
                     "pthread_mutexattr_setprotocol",
                     libc::pthread_mutexattr_setprotocol(&mut attr, PTHREAD_PRIO_INHERIT),
                 ),
-                ("pthread_mutex_init", libc::pthread_mutex_init(m.0.get(), &attr)),
+                (
+                    "pthread_mutex_init",
+                    libc::pthread_mutex_init(m.0.get(), &attr),
+                ),
             ];
             libc::pthread_mutexattr_destroy(&mut attr);
             for (call, rc) in calls {
@@ -147,10 +153,21 @@ pub struct Group {
 /// What the whole run shares with every group thread.
 pub struct Shared {
     pub shutdown: AtomicBool,
+    /// `-v`: say `INFO: setting shutdown flag` when the run is ended.
+    pub verbose: bool,
     /// Every thread and the main thread: released together.
     pub ready: Barrier,
     /// The first thread that could not set itself up.
     pub setup_error: Mutex<Option<String>>,
+}
+
+impl Shared {
+    /// pi_stress's `set_shutdown_flag`: the end of the run, said once with `-v`.
+    pub fn shut_down(&self) {
+        if !self.shutdown.swap(true, Ordering::AcqRel) && self.verbose {
+            eprintln!("INFO: setting shutdown flag");
+        }
+    }
 }
 
 impl Group {
@@ -178,7 +195,7 @@ impl Group {
             .inversions
             .is_some_and(|n| self.total.load(Ordering::Acquire) >= n)
         {
-            shared.shutdown.store(true, Ordering::Release);
+            shared.shut_down();
         }
         if self.laps.wait().is_leader() {
             let go = !self.stop_next.load(Ordering::Relaxed);
@@ -249,7 +266,10 @@ pub fn run_thread(group: Arc<Group>, shared: Arc<Shared>, role: Role, sched: PiS
 fn set_up(group: &Group, role: Role, sched: PiSched) -> Result<(), String> {
     use crate::rt::sched::{Policy, Reservation, set_current_thread_policy};
     let deadline = sched.policy == PiPolicy::Deadline;
-    if !(deadline && role == Role::High) {
+    if deadline && role == Role::High {
+        // The kernel admits a deadline task only on its whole root domain.
+        crate::rt::sched::pin_current_thread_to(&crate::rt::sched::allowed_cpus_of_process())?;
+    } else {
         crate::rt::sched::pin_current_thread(group.cpu)?;
     }
     let policy = match sched.policy {

@@ -52,10 +52,9 @@ pub fn run(s: &PiStressSettings, with_latency: bool) -> Result<i32, CommandError
         eprintln!("mlockall failed");
         return Ok(1);
     }
-    if let Err(errno) = crate::rt::sched::try_set_current_thread_policy(
-        policy_of(s.admin.policy),
-        s.admin.priority,
-    ) {
+    if let Err(errno) =
+        crate::rt::sched::try_set_current_thread_policy(policy_of(s.admin.policy), s.admin.priority)
+    {
         eprintln!("main: boosting to max priority: 0x{errno:x}");
         return Ok(1);
     }
@@ -63,6 +62,7 @@ pub fn run(s: &PiStressSettings, with_latency: bool) -> Result<i32, CommandError
     info(s, &format!("Creating {} test groups", s.groups));
     let shared = Arc::new(Shared {
         shutdown: Default::default(),
+        verbose: s.verbose,
         ready: Barrier::new(s.groups * 3 + 1),
         setup_error: Mutex::new(None),
     });
@@ -107,6 +107,7 @@ pub fn run(s: &PiStressSettings, with_latency: bool) -> Result<i32, CommandError
         return Err(CommandError::Runtime(format!("pi-stress: {e}")));
     }
     let ending = report(s, &groups, &shared);
+    shared.shut_down();
     finish(s, ending, started, &groups, threads, with_latency)
 }
 
@@ -124,7 +125,11 @@ fn finish(
     if !s.quiet {
         print(&format!("{}Stopping test\n", classic::DOWN_ONE));
     }
-    let code = if ending == Ending::Done && !s.had_errors { 0 } else { 1 };
+    let code = if ending == Ending::Done && !s.had_errors {
+        0
+    } else {
+        1
+    };
     if ending != Ending::Deadlocked {
         info(s, "waiting for all threads to complete");
         for t in threads {
@@ -146,7 +151,8 @@ fn finish(
             start_time: &start_time,
             end_time: &end_time,
         };
-        if let Err(f) = write_rt_tests_json_returning(path, &run, code, &classic::json_body(total)) {
+        if let Err(f) = write_rt_tests_json_returning(path, &run, code, &classic::json_body(total))
+        {
             eprint!("{}", f.message);
             return Ok(f.code);
         }
@@ -172,18 +178,24 @@ fn report(s: &PiStressSettings, groups: &[Arc<Group>], shared: &Shared) -> Endin
             info(s, "Keyboard Interrupt!");
             return Ending::Interrupted;
         }
-        let totals: Vec<u64> = groups.iter().map(|g| g.total.load(Ordering::Acquire)).collect();
+        let totals: Vec<u64> = groups
+            .iter()
+            .map(|g| g.total.load(Ordering::Acquire))
+            .collect();
         if !s.quiet && !shared.shutdown.load(Ordering::Acquire) {
             print(&classic::progress_line(totals.iter().sum()));
         }
         if end.is_some_and(|end| epoch_s(SystemTime::now()) > end) {
-            info(s, &format!("duration reached ({} seconds)", s.duration_s.unwrap_or(0)));
-            shared.shutdown.store(true, Ordering::Release);
+            info(
+                s,
+                &format!("duration reached ({} seconds)", s.duration_s.unwrap_or(0)),
+            );
+            shared.shut_down();
             continue;
         }
         if watchdog(groups, &totals, &mut seen, &mut hits) {
             eprintln!("reporter stopping due to watchdog event");
-            shared.shutdown.store(true, Ordering::Release);
+            shared.shut_down();
             return Ending::Deadlocked;
         }
     }
@@ -225,14 +237,26 @@ fn group_cpus(s: &PiStressSettings) -> Result<Vec<usize>, CommandError> {
     }
     let allowed = crate::rt::sched::allowed_cpus();
     let Some(&admin) = allowed.first() else {
-        return Err(CommandError::Runtime("No schedulable CPU found for main!".into()));
+        return Err(CommandError::Runtime(
+            "No schedulable CPU found for main!".into(),
+        ));
     };
     crate::rt::sched::pin_current_thread(admin).map_err(CommandError::Runtime)?;
     info(s, &format!("Admin thread running on processor: {admin}"));
     if admin + 1 == online - 1 {
-        info(s, &format!("Test threads running on processor: {}", online - 1));
+        info(
+            s,
+            &format!("Test threads running on processor: {}", online - 1),
+        );
     } else {
-        info(s, &format!("Test threads running on processors:  {}-{}", admin + 1, online - 1));
+        info(
+            s,
+            &format!(
+                "Test threads running on processors:  {}-{}",
+                admin + 1,
+                online - 1
+            ),
+        );
     }
     let mut core = admin + 1;
     Ok((0..s.groups)

@@ -84,7 +84,7 @@ pub fn run(s: &MigrateSettings) -> Result<i32, CommandError> {
     }
     let started = SystemTime::now();
     let (rounds, stopped, failed) = rounds(s, &shared);
-    eprint!("\n");
+    eprintln!();
     // The tasks' last release: they see `done` after it.
     shared.round.store(u64::MAX, Ordering::Release);
     shared.start.wait();
@@ -101,7 +101,12 @@ pub fn run(s: &MigrateSettings) -> Result<i32, CommandError> {
         })
         .collect();
     let check = s.check.then_some(!failed);
-    crate::rt::stdio::print(&classic::results(&table, &tasks, std::process::id() as i32, check));
+    crate::rt::stdio::print(&classic::results(
+        &table,
+        &tasks,
+        std::process::id() as i32,
+        check,
+    ));
     if let Some(path) = &s.json {
         let start_time = crate::units::rfc2822_local(started);
         let end_time = crate::units::rfc2822_local(SystemTime::now());
@@ -220,13 +225,25 @@ mod tests {
     fn late_start_is_rt_migrate_tests_check() {
         let ms = 1_000_000;
         // In order, within max_err: passes.
-        assert!(!late_start(&[r(50_000, 20 * ms, 9), r(60_000, 20 * ms, 9)], ms));
+        assert!(!late_start(
+            &[r(50_000, 20 * ms, 9), r(60_000, 20 * ms, 9)],
+            ms
+        ));
         // The higher task started 20 ms late, after the lower one ended: fails.
-        assert!(late_start(&[r(40_000, 20 * ms, 9), r(20 * ms + 70_000, 40 * ms, 9)], ms));
+        assert!(late_start(
+            &[r(40_000, 20 * ms, 9), r(20 * ms + 70_000, 40 * ms, 9)],
+            ms
+        ));
         // Late but preempted only (more loops, started before the other
         // ended, ended within max_err of it): passes.
-        assert!(!late_start(&[r(40_000, 20 * ms, 9), r(3 * ms, 20 * ms + 500_000, 10)], ms));
+        assert!(!late_start(
+            &[r(40_000, 20 * ms, 9), r(3 * ms, 20 * ms + 500_000, 10)],
+            ms
+        ));
         // Fewer loops than the one below: fails.
-        assert!(late_start(&[r(40_000, 20 * ms, 9), r(3 * ms, 20 * ms, 8)], ms));
+        assert!(late_start(
+            &[r(40_000, 20 * ms, 9), r(3 * ms, 20 * ms, 8)],
+            ms
+        ));
     }
 }

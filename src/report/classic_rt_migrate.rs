@@ -74,7 +74,8 @@ pub fn results(rounds: &[Vec<Round>], tasks: &[Task], parent: i32, check: Option
     }
     let _ = writeln!(out, "Parent pid: {parent}");
     let n = rounds.len().max(1) as u64;
-    for (t, (task, (max, min, sum))) in tasks.iter().zip(per_task(rounds, tasks.len())).enumerate() {
+    for (t, (task, (max, min, sum))) in tasks.iter().zip(per_task(rounds, tasks.len())).enumerate()
+    {
         let _ = write!(
             out,
             " Task {t} (prio {}) (pid {}):\n   Max: {} us\n   Min: {} us\n   Tot: {} us\n   Avg: {} us\n\n",
@@ -135,7 +136,10 @@ mod tests {
     #[test]
     fn table_and_tasks_are_rt_migrate_tests() {
         let rounds = vec![
-            round(&[(20_066_500, 40_066_000, 745169), (54_000, 20_054_000, 769731)]),
+            round(&[
+                (20_066_500, 40_066_000, 745169),
+                (54_000, 20_054_000, 769731),
+            ]),
             round(&[(39_000, 20_094_000, 736), (79_900, 20_079_000, 739077)]),
         ];
         let tasks = [Task { prio: 2, tid: 10 }, Task { prio: 3, tid: 11 }];
@@ -150,7 +154,12 @@ mod tests {
         );
         // The JSON's average divides the total in us (rt-migrate-test's own rounding).
         let json = json_body(&rounds, &tasks);
-        assert!(json.contains("\"avg\": 66,\n      \"max\": 79,\n      \"total\": 133\n    }\n  }\n}\n"), "{json}");
+        assert!(
+            json.contains(
+                "\"avg\": 66,\n      \"max\": 79,\n      \"total\": 133\n    }\n  }\n}\n"
+            ),
+            "{json}"
+        );
         let whole: serde_json::Value = serde_json::from_str(&format!("{{\n{json}")).unwrap();
         assert_eq!(whole["thread"]["0"]["avg"], 10052);
     }

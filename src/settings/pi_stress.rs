@@ -5,8 +5,7 @@
 //! help and refusals in its words, and each thread type's scheduling.
 
 use super::getopt::{
-    Arg, GetoptOption, GetoptUsage, UsagePart, atoi, getopt_long_into, parse_duration,
-    render_usage,
+    Arg, GetoptOption, GetoptUsage, UsagePart, atoi, getopt_long_into, parse_duration, render_usage,
 };
 pub use crate::ipc::pi_group::{PiPolicy, PiSched};
 use std::sync::LazyLock;
@@ -215,7 +214,13 @@ impl PiStressSettings {
         let mut rr = false;
         let mut given: [Option<PiSched>; 3] = [None; 3];
         for (name, value) in found {
-            s.apply(name, value.as_deref().unwrap_or(""), online, &mut rr, &mut given)?;
+            s.apply(
+                name,
+                value.as_deref().unwrap_or(""),
+                online,
+                &mut rr,
+                &mut given,
+            )?;
         }
         // setup_sched_config: the defaults for the types -s did not set.
         let policy = if rr { PiPolicy::Rr } else { PiPolicy::Fifo };
@@ -362,7 +367,12 @@ mod tests {
         let s = parse(&[]).unwrap();
         assert_eq!((s.groups, s.inversions, s.duration_s), (1, None, None));
         assert_eq!(
-            (s.admin.priority, s.high.priority, s.med.priority, s.low.priority),
+            (
+                s.admin.priority,
+                s.high.priority,
+                s.med.priority,
+                s.low.priority
+            ),
             (4, 3, 2, 1)
         );
         assert_eq!(s.high.policy, PiPolicy::Fifo);
@@ -374,10 +384,26 @@ mod tests {
 
     #[test]
     fn options_and_sched_lines() {
-        let s = parse(&["-q", "--duration", "2m", "-i", "100", "-r", "--json=f", "-g", "2"])
-            .unwrap();
-        assert_eq!((s.duration_s, s.inversions, s.groups), (Some(120), Some(100), 2));
-        assert_eq!((s.high.policy, s.admin.policy), (PiPolicy::Rr, PiPolicy::Rr));
+        let s = parse(&[
+            "-q",
+            "--duration",
+            "2m",
+            "-i",
+            "100",
+            "-r",
+            "--json=f",
+            "-g",
+            "2",
+        ])
+        .unwrap();
+        assert_eq!(
+            (s.duration_s, s.inversions, s.groups),
+            (Some(120), Some(100), 2)
+        );
+        assert_eq!(
+            (s.high.policy, s.admin.policy),
+            (PiPolicy::Rr, PiPolicy::Rr)
+        );
         assert_eq!(s.json.as_deref(), Some("f"));
         let s = parse(&[
             "-s",
@@ -387,7 +413,10 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(s.high.policy, PiPolicy::Deadline);
-        assert_eq!((s.high.runtime, s.high.deadline, s.high.period), (100000, 200000, 300000));
+        assert_eq!(
+            (s.high.runtime, s.high.deadline, s.high.period),
+            (100000, 200000, 300000)
+        );
         assert_eq!((s.low.policy, s.low.priority), (PiPolicy::Rr, 7));
         assert_eq!((s.med.policy, s.med.priority), (PiPolicy::Fifo, 2));
         let s = parse(&["-s", "garbage"]).unwrap();
@@ -399,7 +428,9 @@ mod tests {
     fn refusals_are_pi_stresss() {
         assert_eq!(
             parse(&["-Z"]),
-            Err(GetoptUsage::Invalid(vec!["pi_stress: invalid option -- 'Z'".into()]))
+            Err(GetoptUsage::Invalid(vec![
+                "pi_stress: invalid option -- 'Z'".into()
+            ]))
         );
         assert_eq!(
             parse(&["-g", "5"]),

@@ -161,7 +161,11 @@ impl MigrateSettings {
 
     /// Parses rt-migrate-test's arguments; `cpus` is what its `count_cpus`
     /// finds (the processors of /proc/cpuinfo).
-    pub fn parse(args: &[String], program: &str, cpus: usize) -> Result<MigrateSettings, GetoptUsage> {
+    pub fn parse(
+        args: &[String],
+        program: &str,
+        cpus: usize,
+    ) -> Result<MigrateSettings, GetoptUsage> {
         let mut found = Vec::new();
         getopt_long_into(OPTIONS, OWN, args, |_, _| false, &mut found)?;
         let mut s = MigrateSettings {
@@ -283,8 +287,14 @@ mod tests {
     #[test]
     fn defaults_are_rt_migrate_tests() {
         let s = parse(&[]).unwrap();
-        assert_eq!((s.tasks, s.prio, s.loops, s.max_err_ns), (3, 2, 50, 1_000_000));
-        assert_eq!((s.run, s.sleep), (Duration::from_millis(20), Duration::from_millis(100)));
+        assert_eq!(
+            (s.tasks, s.prio, s.loops, s.max_err_ns),
+            (3, 2, 50, 1_000_000)
+        );
+        assert_eq!(
+            (s.run, s.sleep),
+            (Duration::from_millis(20), Duration::from_millis(100))
+        );
         assert_eq!((s.prio_of(0), s.prio_of(2)), (2, 4));
     }
 
@@ -296,9 +306,15 @@ mod tests {
         assert!(s.check && s.quiet);
         // -r and -s are read and ignored; --run-ms and --sleep-ms are not.
         let s = parse(&["-r", "5", "-s", "7", "2"]).unwrap();
-        assert_eq!((s.run, s.sleep, s.tasks), (Duration::from_millis(20), Duration::from_millis(100), 2));
+        assert_eq!(
+            (s.run, s.sleep, s.tasks),
+            (Duration::from_millis(20), Duration::from_millis(100), 2)
+        );
         let s = parse(&["--run-ms", "5", "--sleep-ms=7", "-m", "3"]).unwrap();
-        assert_eq!((s.run, s.sleep), (Duration::from_millis(5), Duration::from_millis(7)));
+        assert_eq!(
+            (s.run, s.sleep),
+            (Duration::from_millis(5), Duration::from_millis(7))
+        );
         assert_eq!(s.max_err_ns, 3000);
         assert_eq!(parse(&["--loops", "3", "--", "5"]).unwrap().tasks, 5);
         assert_eq!(parse(&["-e", "5"]).unwrap().prio_of(3), 3);
@@ -312,7 +328,10 @@ mod tests {
             Err(GetoptUsage::Getopt("invalid option -- 'Z'".into()))
         );
         for words in [&["0"][..], &["-l", "0"], &["--run-ms", "0"]] {
-            assert!(matches!(parse(words), Err(GetoptUsage::Bad(_))), "{words:?}");
+            assert!(
+                matches!(parse(words), Err(GetoptUsage::Bad(_))),
+                "{words:?}"
+            );
         }
     }
 }

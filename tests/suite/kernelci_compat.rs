@@ -84,7 +84,10 @@ fn pi_stress_help_and_refusals_are_pi_stresss() {
     let (_dir, ours) = link("pi_stress");
     let usage = golden("pi_stress", "help.out");
     let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    assert_eq!(run_as(&ours, "pi_stress", &["--help"]), (0, usage.clone(), String::new()));
+    assert_eq!(
+        run_as(&ours, "pi_stress", &["--help"]),
+        (0, usage.clone(), String::new())
+    );
     assert_eq!(
         run_as(&ours, "pi_stress", &["-V"]),
         (0, golden("pi_stress", "version.out"), String::new())
@@ -106,7 +109,11 @@ fn pi_stress_help_and_refusals_are_pi_stresss() {
     );
     // latscope's own refusal where pi_stress would run no group forever.
     let (code, out, err) = run_as(&ours, "pi_stress", &["-g", "0"]);
-    assert_eq!((code, out.as_str(), err.lines().count()), (2, "", 1), "{err}");
+    assert_eq!(
+        (code, out.as_str(), err.lines().count()),
+        (2, "", 1),
+        "{err}"
+    );
     if let Some(theirs) = real("pi_stress_help_and_refusals", "pi_stress") {
         for args in PI_ANSWERED {
             assert_eq!(
@@ -122,7 +129,10 @@ fn pi_stress_help_and_refusals_are_pi_stresss() {
 fn rt_migrate_test_help_and_refusals_are_rt_migrate_tests() {
     let (_dir, ours) = link("rt-migrate-test");
     let usage = golden("rt-migrate-test", "help.out");
-    assert_eq!(run_as(&ours, "rt-migrate-test", &["-h"]), (0, usage.clone(), String::new()));
+    assert_eq!(
+        run_as(&ours, "rt-migrate-test", &["-h"]),
+        (0, usage.clone(), String::new())
+    );
     // getopt's complaint is its `usage(0)`: exit 0.
     assert_eq!(
         run_as(&ours, "rt-migrate-test", &["-Z"]),
@@ -132,7 +142,11 @@ fn rt_migrate_test_help_and_refusals_are_rt_migrate_tests() {
     // one line, exit 2.
     for args in [&["-l", "0"][..], &["0"], &["-l", "-3"], &["--run-ms", "0"]] {
         let (code, out, err) = run_as(&ours, "rt-migrate-test", args);
-        assert_eq!((code, out.as_str(), err.lines().count()), (2, "", 1), "{args:?}: {err}");
+        assert_eq!(
+            (code, out.as_str(), err.lines().count()),
+            (2, "", 1),
+            "{args:?}: {err}"
+        );
     }
     if let Some(theirs) = real("rt_migrate_test_help_and_refusals", "rt-migrate-test") {
         for args in MIGRATE_ANSWERED {

@@ -59,8 +59,8 @@ mod slow {
     mod fleet_snapshot;
     mod fleet_windows;
     mod hostile_input;
-    mod kernelci_dropins;
     mod ipc_family;
+    mod kernelci_dropins;
     mod load;
     mod logdisk;
     mod noise;

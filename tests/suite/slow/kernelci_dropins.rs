@@ -50,7 +50,9 @@ fn masked(text: &str) -> Vec<String> {
 /// of it relies on.
 fn json_shape(v: &Value) -> Value {
     match v {
-        Value::Object(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), json_shape(v))).collect()),
+        Value::Object(m) => {
+            Value::Object(m.iter().map(|(k, v)| (k.clone(), json_shape(v))).collect())
+        }
         Value::Number(_) => Value::from(0),
         Value::String(_) => Value::from(""),
         other => other.clone(),
@@ -79,16 +81,30 @@ fn pi_stress_runs_are_pi_stresss() {
     assert_eq!((code, err.as_str()), (0, ""));
     assert_eq!(masked(&out), masked(&golden("pi_stress", "i100.txt")));
     // Each group does its -i inversions and one more, as pi_stress's do.
-    assert!(out.contains(&format!("Total inversion performed: {}\n", groups * 101)), "{out}");
-    let (code, out, err) = run_as("pi_stress", &["-q", "-i", "100", "--json=pi.json"], dir.path());
+    assert!(
+        out.contains(&format!("Total inversion performed: {}\n", groups * 101)),
+        "{out}"
+    );
+    let (code, out, err) = run_as(
+        "pi_stress",
+        &["-q", "-i", "100", "--json=pi.json"],
+        dir.path(),
+    );
     assert_eq!((code, err.as_str()), (0, ""));
     assert_eq!(masked(&out), masked(&golden("pi_stress", "q_i100.txt")));
     let json = read_json(&dir.path().join("pi.json"));
-    let golden_json: Value = serde_json::from_str(&golden("pi_stress", "json_q_i100.json")).unwrap();
+    let golden_json: Value =
+        serde_json::from_str(&golden("pi_stress", "json_q_i100.json")).unwrap();
     assert_eq!(json_shape(&json), json_shape(&golden_json));
-    assert_eq!((json["inversion"].as_u64(), json["return_code"].as_i64()), (Some(groups * 101), Some(0)));
+    assert_eq!(
+        (json["inversion"].as_u64(), json["return_code"].as_i64()),
+        (Some(groups * 101), Some(0))
+    );
     // latscope's own spelling adds the inversion latency, on stderr.
-    let out = latscope(60).args(["pi-stress", "-q", "-i", "100"]).output().unwrap();
+    let out = latscope(60)
+        .args(["pi-stress", "-q", "-i", "100"])
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     let line = err
         .lines()
@@ -106,7 +122,12 @@ fn thread_at_priority(pid: u32, prio: u32) -> Option<i32> {
         let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
         for t in tasks.flatten() {
             let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
-            let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+            let fields: Vec<&str> = stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .split_whitespace()
+                .collect();
             // After the name: field 40 is rt_priority, 41 the policy (1 FIFO).
             if fields.get(37) == Some(&prio.to_string().as_str()) && fields.get(38) == Some(&"1") {
                 return t.file_name().to_str()?.parse().ok();
@@ -144,7 +165,10 @@ fn pi_stress_watchdog_catches_a_frozen_group() {
     if !frozen {
         let _ = child.kill();
         let _ = child.wait();
-        latscope::testing::skip(test, "ptrace may not stop a thread here (Yama ptrace_scope?)");
+        latscope::testing::skip(
+            test,
+            "ptrace may not stop a thread here (Yama ptrace_scope?)",
+        );
         return;
     }
     // 5 reports of 0.75 s without progress, then the end: well within 20 s.
@@ -156,17 +180,25 @@ fn pi_stress_watchdog_catches_a_frozen_group() {
         if let Some(status) = child.try_wait().unwrap() {
             break status;
         }
-        assert!(start.elapsed() < Duration::from_secs(20), "no watchdog within 20 s");
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "no watchdog within 20 s"
+        );
         std::thread::sleep(Duration::from_millis(50));
     };
     let mut err = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(
-        err.starts_with("WATCHDOG triggered: group 0 is deadlocked!\nreporter stopping due to watchdog event\n"),
+        err.starts_with(
+            "WATCHDOG triggered: group 0 is deadlocked!\nreporter stopping due to watchdog event\n"
+        ),
         "{err}"
     );
-    assert!(start.elapsed() >= Duration::from_secs(3), "the watchdog waits 5 reports");
+    assert!(
+        start.elapsed() >= Duration::from_secs(3),
+        "the watchdog waits 5 reports"
+    );
     let json = read_json(&dir.path().join("wd.json"));
     assert_eq!(json["return_code"].as_i64(), Some(1));
 }
@@ -178,7 +210,11 @@ fn rt_migrate_test_runs_are_rt_migrate_tests() {
     }
     let _turn = turn();
     let dir = tempfile::tempdir().unwrap();
-    let (code, out, err) = run_as("rt-migrate-test", &["-q", "-l", "2", "-c", "--json=m.json"], dir.path());
+    let (code, out, err) = run_as(
+        "rt-migrate-test",
+        &["-q", "-l", "2", "-c", "--json=m.json"],
+        dir.path(),
+    );
     assert_eq!(err, golden("rt-migrate-test", "q_l2_c.err"));
     // Whether the check passes depends on the machine; which verdict it is
     // must agree with the exit code and the JSON's return_code.
@@ -201,16 +237,34 @@ fn rt_migrate_test_runs_are_rt_migrate_tests() {
     for t in 0..tasks {
         let th = &json["thread"][t.to_string()];
         assert_eq!(th["prio"].as_u64(), Some(2 + t));
-        let (min, avg, max) = (th["min"].as_u64().unwrap(), th["avg"].as_u64().unwrap(), th["max"].as_u64().unwrap());
+        let (min, avg, max) = (
+            th["min"].as_u64().unwrap(),
+            th["avg"].as_u64().unwrap(),
+            th["max"].as_u64().unwrap(),
+        );
         assert!(min <= avg && avg <= max, "{th}");
     }
     // -D cuts -l short (exit 1: stopped); -D longer than -l's rounds changes nothing.
-    let (code, out, _) = run_as("rt-migrate-test", &["-q", "-l", "50", "-D", "1"], dir.path());
+    let (code, out, _) = run_as(
+        "rt-migrate-test",
+        &["-q", "-l", "50", "-D", "1"],
+        dir.path(),
+    );
     let rounds = out.lines().filter(|l| l.starts_with(" len:")).count();
     assert_eq!(code, 1, "{out}");
-    assert!((3..=8).contains(&rounds), "-D 1 at 200 ms a round: {rounds} rounds");
-    let (code, out, _) = run_as("rt-migrate-test", &["-q", "-l", "2", "-D", "1m"], dir.path());
-    assert_eq!((code, out.lines().filter(|l| l.starts_with(" len:")).count()), (0, 2));
+    assert!(
+        (3..=8).contains(&rounds),
+        "-D 1 at 200 ms a round: {rounds} rounds"
+    );
+    let (code, out, _) = run_as(
+        "rt-migrate-test",
+        &["-q", "-l", "2", "-D", "1m"],
+        dir.path(),
+    );
+    assert_eq!(
+        (code, out.lines().filter(|l| l.starts_with(" len:")).count()),
+        (0, 2)
+    );
 }
 
 /// A SCHED_FIFO 90 thread of this test on `cpu`: busy 80 ms, idle 20 ms,
@@ -250,12 +304,22 @@ fn rt_migrate_test_check_fails_with_255() {
     let dir = tempfile::tempdir().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let hog = fifo_hog(1, stop.clone());
-    let (code, out, _) = run_as("rt-migrate-test", &["-q", "-c", "-l", "20", "--json=f.json"], dir.path());
+    let (code, out, _) = run_as(
+        "rt-migrate-test",
+        &["-q", "-c", "-l", "20", "--json=f.json"],
+        dir.path(),
+    );
     stop.store(true, Ordering::Relaxed);
     hog.join().unwrap();
     assert_eq!(code, 255, "{out}");
     assert!(out.ends_with(" Failed!\n"), "{out}");
     let rounds = out.lines().filter(|l| l.starts_with(" len:")).count();
-    assert!(rounds < 20, "the check stops the run at the failed round: {rounds}");
-    assert_eq!(read_json(&dir.path().join("f.json"))["return_code"].as_i64(), Some(1));
+    assert!(
+        rounds < 20,
+        "the check stops the run at the failed round: {rounds}"
+    );
+    assert_eq!(
+        read_json(&dir.path().join("f.json"))["return_code"].as_i64(),
+        Some(1)
+    );
 }
