@@ -603,7 +603,7 @@ mask() { # MODE(text|json) DIR < in > out
     if ($s =~ /^( *\d+:   | len:   | loops: )(.*\n)$/) { my ($p, $r) = ($1, $2); $r =~ s/ *\d+  /N  /g; $s = "$p$r"; }
     $s =~ s/^(Parent pid: )\d+/$1N/;
     $s =~ s/(\(pid )\d+\)/$1N)/;
-    $s =~ s/^(   (?:Max|Min|Tot|Avg):)N+( us)$/$1 N$2/;
+    $s =~ s/^(   (?:Max|Min|Tot|Avg):) *(?:N+|\d+)( us)$/$1 N$2/;
     $s =~ s/(Trace threshold \(\d+ us\) triggered on cpu \d+ with )\d+( us!)/$1N$2/;
     # the oslat and ptsematest of latscope print its validity warnings (not
     # isolated, no RT, a VM) and its `context:` line on stderr, on purpose
