@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Differential test of latscope's cyclictest, ptsematest, cyclicdeadline, signaltest and oslat
+# Differential test of latscope's cyclictest, ptsematest, cyclicdeadline, signaltest, oslat, pi_stress and rt-migrate-test
 # drop-ins against the real rt-tests tools: the same argument vector is run by both, each
 # through a link with the real name (argv[0] is `cyclictest`/`ptsematest`/`oslat`/... in
 # both cases, as scripts run them), in its own scratch directory, one after
@@ -53,7 +53,7 @@ while [ $# -gt 0 ]; do
 done
 
 [ -x "$LATSCOPE" ] || { echo "error: $LATSCOPE not built (cargo build --release)" >&2; exit 1; }
-for t in cyclictest ptsematest cyclicdeadline signaltest oslat; do
+for t in cyclictest ptsematest cyclicdeadline signaltest oslat pi_stress rt-migrate-test; do
   [ -x "$RTBIN/$t" ] || { echo "error: $RTBIN/$t not found (Debian rt-tests)" >&2; exit 1; }
 done
 command -v perl >/dev/null || { echo "error: perl not found" >&2; exit 1; }
@@ -71,7 +71,7 @@ fi
 for side in real ours; do
   mkdir -p "$WORK/$side/bin"
 done
-for t in cyclictest ptsematest cyclicdeadline signaltest oslat; do
+for t in cyclictest ptsematest cyclicdeadline signaltest oslat pi_stress rt-migrate-test; do
   ln -sf "$RTBIN/$t" "$WORK/real/bin/$t"
   ln -sf "$LATSCOPE" "$WORK/ours/bin/$t"
 done
@@ -88,6 +88,8 @@ pt() { case_ "pt:$1" ptsematest "$2" "${3:-}"; }
 cdl() { case_ "cdl:$1" cyclicdeadline "$2" "${3:-}"; }
 st() { case_ "st:$1" signaltest "$2" "${3:-}"; }
 os() { case_ "os:$1" oslat "$2" "${3:-}"; }
+pi() { case_ "pi:$1" pi_stress "$2" "${3:-}"; }
+rm_() { case_ "rm:$1" rt-migrate-test "$2" "${3:-}"; }
 
 L="-l 100 -i 1000"   # a short run: 0.1 s
 # --- cyclictest: every option of --help alone (with a short run)
@@ -457,6 +459,54 @@ os c-4095             "-c 4095 -D 1"
 os C-9                "-C 9 $O"
 os C-abc              "-C abc $O"
 os json-nodir         "--json=/nonexistent/dir/f $O" "oslat measures the whole run, then cannot open the file (its two lines, exit 2); latscope refuses the path before the run (one line, exit 2)"
+# --- pi_stress: every option of --help, bad values, JSON (-i 100: a fraction of a second)
+PI_KILLS="pi_stress kills its process group with SIGTERM after an error line; latscope prints its lines and exits 1"
+pi help               "--help"
+pi help-h             "-h"
+pi help-prefix        "--he"
+pi version            "-V"
+pi plain              "-i 100"
+pi quiet              "-q -i 100"
+pi duration           "-q -D 1"
+pi duration-banner    "-D 1"
+pi groups             "-g 1 -q -i 100"
+pi groups-too-many    "-g 99"
+pi inversions-long    "--inversions=100 -q"
+pi json               "--json=@D@/pi.json -q -i 100"
+pi json-nodir         "--json=/nonexistent/dir/f -q -i 100"
+pi mlockall           "-m -q -i 100"
+pi rr                 "-r -i 100"
+pi sched-high-rr      "-s id=high,policy=rr,priority=5 -i 100"
+pi sched-low-other    "-s id=low,policy=other -i 100"
+pi sched-high-dl      "-s id=high,policy=deadline,runtime=100000,deadline=200000,period=300000 -u -i 100"
+pi sched-bad          "-s garbage -q -i 100" "$PI_KILLS"
+pi uniprocessor       "-u -q -i 100"
+pi verbose            "-v -i 100"
+pi unknown            "-Z"
+pi unknown-long       "--bogus"
+pi missing-g          "-g"
+pi missing-json       "--json"
+# --- rt-migrate-test: every option of --help, bad values, JSON (-l 2: 0.4 s)
+R="-l 2"
+rm_ help              "--help"
+rm_ help-h            "-h"
+rm_ plain             "$R"
+rm_ quiet             "-q $R"
+rm_ check             "-q -c -m 100000 $R"
+rm_ duration-cut      "-q -l 50 -D 1"
+rm_ duration-long     "-q $R -D 1m"
+rm_ equal             "-q -e $R 4"
+rm_ json              "--json=@D@/m.json -q $R"
+rm_ json-nodir        "--json=/nonexistent/dir/f -q $R"
+rm_ maxerr            "-q -m 5000 -c $R"
+rm_ prio              "-q -p 50 $R"
+rm_ prio-long         "--prio=50 -q $R"
+rm_ run-time          "-q -r 5 $R"
+rm_ sleep-time        "-q -s 5 $R"
+rm_ tasks             "-q $R 2"
+rm_ unknown           "-Z"
+rm_ unknown-long      "--bogus"
+rm_ missing-l         "-l"
 
 if [ "$LIST" = 1 ]; then
   for i in "${!NAMES[@]}"; do
@@ -484,7 +534,7 @@ mask() { # MODE(text|json) DIR < in > out
     if ($mode eq "json") {
       $s =~ s/("(?:start_time|end_time)": )"[^"]*"/$1"T"/g;
       # (oslat: freq is the measured MHz of the counter, duration the time of the thread)
-      $s =~ s/("(?:min|max|avg|cycles|samples|freq|duration)": )-?\d+(\.\d+)?/$1N/g;
+      $s =~ s/("(?:min|max|avg|cycles|samples|freq|duration|inversion|total)": )-?\d+(\.\d+)?/$1N/g;
       # whether a thread has buckets at all depends on the run too
       $s =~ s/^(\s*)"histogram": \{      \}/$1"histogram": {\n$1  "0": 0\n$1}/mg;
       my @out; my $prev = "";
@@ -560,6 +610,14 @@ mask() { # MODE(text|json) DIR < in > out
         $s = "$pad$label (us):\t$counts$last\n";
       }
     }
+    # pi_stress: counts and the length of the run
+    $s =~ s/(Current Inversions: |Total inversion performed: )\d+/$1N/g;
+    $s =~ s/^(Test Duration: )\d+ days, \d+ hours, \d+ minutes, \d+ seconds/$1T/;
+    # rt-migrate-test: each padded figure of the Iter: table is one N, pids, the summaries
+    if ($s =~ /^( *\d+:   | len:   | loops: )(.*\n)$/) { my ($p, $r) = ($1, $2); $r =~ s/ *\d+  /N  /g; $s = "$p$r"; }
+    $s =~ s/^(Parent pid: )\d+/$1N/;
+    $s =~ s/(\(pid )\d+\)/$1N)/;
+    $s =~ s/^(   (?:Max|Min|Tot|Avg):) *(?:N+|\d+)( us)$/$1 N$2/;
     $s =~ s/(Trace threshold \(\d+ us\) triggered on cpu \d+ with )\d+( us!)/$1N$2/;
     # the oslat and ptsematest of latscope print its validity warnings (not
     # isolated, no RT, a VM) and its `context:` line on stderr, on purpose

@@ -70,6 +70,14 @@ pub const SIGNALTEST: &str = "Examples:
   latscope signaltest -p 90 -l 10000 -q     # two threads at SCHED_FIFO 90
   latscope signaltest -t 4 -p 80 -D 10 --json=signal.json";
 
+pub const PI_STRESS: &str = "Examples:
+  latscope pi-stress -D 10 -q               # one group per CPU but the first, 10 s
+  latscope pi-stress -q --duration 1m --mlockall --json=pi.json";
+
+pub const RT_MIGRATE_TEST: &str = "Examples:
+  latscope rt-migrate-test -l 20 -c         # 20 rounds, fail when a task starts late
+  latscope rt-migrate-test -q -p 50 -c --json=migrate.json";
+
 pub const NOISE: &str = "Examples:
   latscope noise --cpus 1 -D 10s            # what the system takes from CPU 1
   latscope noise --cpus 1-3 -D 1m --trace-spikes 20 --json noise.json";

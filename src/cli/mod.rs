@@ -125,6 +125,14 @@ pub enum Command {
     /// options and exact output (GNU getopt syntax)
     #[command(disable_help_flag = true, after_help = examples::SIGNALTEST)]
     Signaltest(SignaltestArgs),
+    /// Priority-inheritance stress as rt-tests pi_stress runs it, with its options and exact
+    /// output (GNU getopt syntax), plus the inversion latency
+    #[command(disable_help_flag = true, after_help = examples::PI_STRESS)]
+    PiStress(GetoptWords),
+    /// Real-time push/pull balancing as rt-tests rt-migrate-test checks it, with its options and
+    /// exact output (GNU getopt syntax)
+    #[command(disable_help_flag = true, after_help = examples::RT_MIGRATE_TEST)]
+    RtMigrateTest(GetoptWords),
     /// OS noise: a thread spinning on each measured CPU records every interruption (like oslat and osnoise)
     #[command(allow_negative_numbers = true, args_override_self = true, after_help = examples::NOISE)]
     Noise(Box<NoiseArgs>),
@@ -271,7 +279,7 @@ const fn classic(name: &'static str, subcommand: &'static str) -> CompatName {
 }
 
 /// Every compatibility name, one entry each (also one man page each).
-pub const COMPAT_NAMES: [CompatName; 12] = [
+pub const COMPAT_NAMES: [CompatName; 14] = [
     classic("pmqtest", "mq"),
     classic("sigwaittest", "signal"),
     classic("svsematest", "svsem"),
@@ -313,6 +321,16 @@ pub const COMPAT_NAMES: [CompatName; 12] = [
     CompatName {
         name: "hwlatdetect",
         subcommand: "hwlatdetect",
+        dialect: Dialect::Getopt,
+    },
+    CompatName {
+        name: PI_STRESS_COMPAT,
+        subcommand: "pi-stress",
+        dialect: Dialect::Getopt,
+    },
+    CompatName {
+        name: RT_MIGRATE_TEST_COMPAT,
+        subcommand: "rt-migrate-test",
         dialect: Dialect::Getopt,
     },
 ];
@@ -412,6 +430,23 @@ pub const SIGNALTEST_COMPAT: &str = "signaltest";
 #[derive(Debug, Clone, Args)]
 pub struct SignaltestArgs {
     /// signaltest's options, as rt-tests 2.x takes them
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    pub args: Vec<String>,
+}
+
+/// The compatibility name that runs `latscope pi-stress` (GNU getopt
+/// syntax).
+pub const PI_STRESS_COMPAT: &str = "pi_stress";
+
+/// The compatibility name that runs `latscope rt-migrate-test` (GNU getopt
+/// syntax).
+pub const RT_MIGRATE_TEST_COMPAT: &str = "rt-migrate-test";
+
+/// The words of a getopt tool's subcommand (`pi-stress`,
+/// `rt-migrate-test`): parsed by its settings module, not by clap.
+#[derive(Debug, Clone, Args)]
+pub struct GetoptWords {
+    /// the tool's options, as rt-tests 2.x takes them
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
     pub args: Vec<String>,
 }

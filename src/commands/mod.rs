@@ -15,8 +15,10 @@ pub mod ipc_cmd;
 pub mod logdisk_cmd;
 pub mod noise_cmd;
 pub mod oslat_cmd;
+pub mod pi_stress_cmd;
 pub mod primitive_cmd;
 pub mod report_cmd;
+pub mod rt_migrate_cmd;
 pub mod samples_cmd;
 pub mod signaltest_cmd;
 pub mod suite;
@@ -87,6 +89,8 @@ pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
         Command::Cyclicdeadline(a) => cyclicdeadline_cmd::run(&a.args),
         Command::Oslat(a) => oslat_cmd::run(&a.args),
         Command::Signaltest(a) => signaltest_cmd::run(&a.args),
+        Command::PiStress(a) => pi_stress_cmd::run(&a.args),
+        Command::RtMigrateTest(a) => rt_migrate_cmd::run(&a.args),
         Command::Logdisk(a) => logdisk_cmd::run(a),
         Command::Suite(a) => suite::run(a),
         Command::Compare(a) => compare::run(a),

@@ -13,6 +13,7 @@ pub mod futex;
 pub mod harness;
 pub mod mq;
 pub mod mutex;
+pub mod pi_group;
 pub mod pipe;
 pub mod ring;
 pub mod sem;

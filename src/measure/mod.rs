@@ -13,5 +13,7 @@ pub mod ipc;
 pub mod logdisk;
 pub mod noise;
 pub mod oslat;
+pub mod pi_stress;
+pub mod rt_migrate;
 pub mod signaltest;
 pub mod timer;

@@ -69,6 +69,17 @@ pub struct RunTimes<'a> {
 /// (the run, uname, /sys/kernel/realtime) then the tool's own part, `body`;
 /// or what the tool says when it cannot write it.
 pub fn write_rt_tests_json(path: &str, run: &RunTimes, body: &str) -> Result<(), JsonFailure> {
+    write_rt_tests_json_returning(path, run, 0, body)
+}
+
+/// `write_rt_tests_json` with the run's `return_code` (pi_stress and
+/// rt-migrate-test write 1 or their failed check's code there).
+pub fn write_rt_tests_json_returning(
+    path: &str,
+    run: &RunTimes,
+    return_code: i32,
+    body: &str,
+) -> Result<(), JsonFailure> {
     let uts =
         nix::sys::utsname::uname().map_err(|e| JsonFailure::open(path, e.desc(), e as i32))?;
     let text_of = |s: &std::ffi::OsStr| s.to_string_lossy().into_owned();
@@ -76,7 +87,7 @@ pub fn write_rt_tests_json(path: &str, run: &RunTimes, body: &str) -> Result<(),
         cmdline: run.cmdline,
         start_time: run.start_time,
         end_time: run.end_time,
-        return_code: 0,
+        return_code,
         sysname: &text_of(uts.sysname()),
         nodename: &text_of(uts.nodename()),
         release: &text_of(uts.release()),

@@ -27,7 +27,7 @@ mod prepare;
 mod validity;
 
 pub use actions::ActionRunner;
-pub use deliver::{JsonFailure, RunTimes, write_rt_tests_json};
+pub use deliver::{JsonFailure, RunTimes, write_rt_tests_json, write_rt_tests_json_returning};
 
 pub use assemble::{FinishedTest, assemble_report, build_report};
 pub use deliver::{deliver, print, write_files, write_output, write_with};

@@ -14,6 +14,8 @@ pub mod classic_hwlatdetect;
 pub mod classic_hwnoise;
 pub mod classic_mqldt;
 pub mod classic_oslat;
+pub mod classic_pi_stress;
+pub mod classic_rt_migrate;
 pub mod classic_rt_tests;
 pub mod classic_semtest;
 pub mod classic_signaltest;

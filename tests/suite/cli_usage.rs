@@ -39,6 +39,8 @@ fn every_subcommand_s_help_ends_with_examples() {
                 "cyclicdeadline",
                 "oslat",
                 "signaltest",
+                "pi-stress",
+                "rt-migrate-test",
             ]
             .contains(&s.as_str())
         })

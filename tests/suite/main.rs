@@ -33,6 +33,7 @@ mod harness_accuracy;
 mod hwlatdetect_compat;
 mod idle_states;
 mod ipc_classic;
+mod kernelci_compat;
 mod layers;
 mod mq_classic;
 mod mq_report;
@@ -61,6 +62,7 @@ mod slow {
     mod hostile_input;
     mod hwlat;
     mod ipc_family;
+    mod kernelci_dropins;
     mod load;
     mod logdisk;
     mod noise;

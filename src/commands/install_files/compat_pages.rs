@@ -15,7 +15,7 @@ pub(super) fn write(
     compat: &CompatName,
 ) -> Result<(), CommandError> {
     if compat.dialect == Dialect::Getopt {
-        return write_getopt_page(dir, cli, compat.name);
+        return write_getopt_page(dir, cli, compat.name, compat.subcommand);
     }
     let (page, see_also) = compat_page(cli, compat)?;
     let see_also: Vec<&str> = see_also.iter().map(String::as_str).collect();
@@ -30,6 +30,8 @@ fn getopt_usage(name: &str) -> Option<&'static str> {
         CYCLICDEADLINE_COMPAT => Some(&crate::settings::cyclicdeadline::USAGE),
         SIGNALTEST_COMPAT => Some(&crate::settings::signaltest::USAGE),
         "hwlatdetect" => Some(crate::settings::hwlatdetect::HELP),
+        crate::cli::PI_STRESS_COMPAT => Some(&crate::settings::pi_stress::USAGE),
+        crate::cli::RT_MIGRATE_TEST_COMPAT => Some(&crate::settings::rt_migrate::USAGE),
         _ => None,
     }
 }
@@ -42,11 +44,12 @@ fn write_getopt_page(
     dir: &Path,
     cli: &clap::Command,
     name: &'static str,
+    subcommand: &'static str,
 ) -> Result<(), CommandError> {
     let usage = getopt_usage(name)
         .ok_or_else(|| CommandError::Runtime(format!("man page of {name}: no usage text")))?;
-    let sub = cli.find_subcommand(name).ok_or_else(|| {
-        CommandError::Runtime(format!("man page of {name}: no subcommand {name}"))
+    let sub = cli.find_subcommand(subcommand).ok_or_else(|| {
+        CommandError::Runtime(format!("man page of {name}: no subcommand {subcommand}"))
     })?;
     let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
     let page = clap::Command::new(name)
@@ -75,7 +78,7 @@ fn write_getopt_page(
                     .join("\n")
             ),
         ));
-    write_page(dir, page, &["latscope", &format!("latscope-{name}")])
+    write_page(dir, page, &["latscope", &format!("latscope-{subcommand}")])
 }
 
 /// The page of a compatibility name: the subcommand it runs, under that name,
