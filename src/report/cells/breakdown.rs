@@ -148,7 +148,6 @@ pub fn collector_line(test: &TestResult) -> Option<String> {
 pub(crate) mod tests {
     use super::*;
     use crate::report::testdata::timer_report;
-    use crate::rt::bpf::CollectorUsed;
     use crate::stats::LatencyRecorder;
 
     fn summary(values: &[i64]) -> LatencySummary {
@@ -176,15 +175,16 @@ pub(crate) mod tests {
                 without_sched_in: 0,
                 incomplete_wakeups: 1,
                 events_lost: 0,
-                collector: if bpf {
-                    CollectorUsed::bpf()
-                } else {
-                    CollectorUsed::tracefs("--collector tracefs")
-                },
+                collector: Default::default(),
                 torn_wakeups: 0,
                 unordered_wakeups: 0,
                 unscheduled_wakeups: 0,
             });
+            let b = t.breakdown.as_mut().unwrap();
+            b.collector.name = collector.to_string();
+            if !bpf {
+                b.collector.bpf_unavailable = Some("--collector tracefs".to_string());
+            }
         }
         report
     }

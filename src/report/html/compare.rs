@@ -73,6 +73,21 @@ fn limits(thresholds: &[ThresholdCheck], test: &str, series: &str) -> Vec<plots:
     out
 }
 
+/// The settings the compared reports do not share, as a warning list.
+fn differences(html: &mut String, lines: &[String]) {
+    if lines.is_empty() {
+        return;
+    }
+    html.push_str(
+        "<p class=\"warn\">The runs were not made alike; their figures may differ for \
+         that alone:</p>\n<ul class=\"warnings\">\n",
+    );
+    for line in lines {
+        let _ = writeln!(html, "<li class=\"warn\">{}</li>", escape(line));
+    }
+    html.push_str("</ul>\n");
+}
+
 /// The page.
 pub fn render(page: &ComparePage) -> Result<String, String> {
     let mut html = page_start(&format!("latscope compare: {}", page.new));
@@ -100,16 +115,7 @@ pub fn render(page: &ComparePage) -> Result<String, String> {
         }
     );
     verdict(&mut html, &page.thresholds);
-    if !page.differences.is_empty() {
-        html.push_str(
-            "<p class=\"warn\">The runs were not made alike; their figures may differ for \
-             that alone:</p>\n<ul class=\"warnings\">\n",
-        );
-        for line in &page.differences {
-            let _ = writeln!(html, "<li class=\"warn\">{}</li>", escape(line));
-        }
-        html.push_str("</ul>\n");
-    }
+    differences(&mut html, &page.differences);
     for s in &page.series {
         let name = format!("{} {}", s.test, s.series);
         let _ = writeln!(html, "<section class=\"test\">\n<h2>{}</h2>", escape(&name));
