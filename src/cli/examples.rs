@@ -97,7 +97,7 @@ pub const LOGDISK: &str = "Examples:
 
 pub const SUITE: &str = "Examples:
   latscope suite                            # every test briefly (10 s)
-  latscope suite -D 1m --json overview.json --max-latency 100";
+  latscope suite -D 1m --json overview.json --max-latency 1000";
 
 pub const COMPARE: &str = "Examples:
   latscope compare base.json new.json

@@ -147,7 +147,12 @@ pub enum Command {
     #[command(args_override_self = true, after_help = examples::LOGDISK)]
     Logdisk(Box<LogdiskArgs>),
     /// The main job: run every test briefly and print one overview of this machine
-    #[command(allow_negative_numbers = true, args_override_self = true, after_help = examples::SUITE)]
+    #[command(
+        allow_negative_numbers = true,
+        args_override_self = true,
+        after_help = examples::SUITE,
+        mut_arg("max_latency", |a| a.help(SUITE_MAX_LATENCY_HELP))
+    )]
     Suite(Box<SuiteArgs>),
     /// Compare two reports (--json files) side by side, or a new one with the median of several bases
     #[command(args_override_self = true, after_help = examples::COMPARE)]
@@ -698,6 +703,11 @@ pub struct CommonArgs {
 const INTERVAL_HELP: &str = "Base interval between samples in microseconds; 0 = back to back";
 const PRIORITY_HELP: &str =
     "Real-time priority of pair 0; pair N gets PRIO-N (at least 1) unless -S";
+/// `suite --max-latency`: a bound on wake-ups, so only the wake-up tests
+/// take it (a disk write or a noise interruption is another quantity).
+const SUITE_MAX_LATENCY_HELP: &str = "Exit with code 3 after the report if a wake-up (the IPC rows, the timer) \
+exceeds USEC microseconds; the noise and log-disk rows are not held to it";
+
 /// `latscope ipc`'s help for -S, which is its default.
 const IPC_SMP_HELP: &str =
     "SMP mode: one pair per usable CPU, pinned, all at the same priority (the default)";

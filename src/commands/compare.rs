@@ -4,10 +4,10 @@
 //! `--html` page written; exit 3 when a `--fail-if` threshold was crossed.
 
 use crate::cli::CompareArgs;
-use crate::compare::{Entry, compare, document, entries, load};
+use crate::compare::{Entry, compare, differences, document, entries, load};
 use crate::pipeline::{CommandError, EXIT_LIMIT, EXIT_OK, write_with};
 use crate::report::console::compare::write_text;
-use crate::report::{Comparison, SeriesComparison};
+use crate::report::{Comparison, ReportView, SeriesComparison};
 use crate::settings::UsageError;
 use crate::settings::compare::CompareSettings;
 use crate::stats::LatencySummary;
@@ -17,15 +17,31 @@ use std::path::Path;
 /// `latscope compare`.
 pub fn run(args: &CompareArgs) -> Result<i32, CommandError> {
     let settings = CompareSettings::from_args(args)?;
-    let bases = settings
+    let base_reports = settings
         .bases
         .iter()
-        .map(|p| load(p).map(|r| entries(&r, settings.merge)))
+        .map(|p| load(p))
         .collect::<Result<Vec<_>, _>>()
         .map_err(UsageError)?;
-    let new = entries(&load(&settings.new).map_err(UsageError)?, settings.merge);
+    let new_report = load(&settings.new).map_err(UsageError)?;
+    let bases: Vec<Vec<Entry>> = base_reports
+        .iter()
+        .map(|r| entries(r, settings.merge))
+        .collect();
+    let new = entries(&new_report, settings.merge);
     let outcome = compare(&bases, &new, &settings.fail_if).map_err(UsageError)?;
     let display = |p: &Path| p.display().to_string();
+    let names: Vec<String> = settings
+        .bases
+        .iter()
+        .chain([&settings.new])
+        .map(|p| display(p))
+        .collect();
+    let reports: Vec<(&str, &ReportView)> = names
+        .iter()
+        .map(String::as_str)
+        .zip(base_reports.iter().chain([&new_report]))
+        .collect();
     let exit_code = if outcome.crossed() {
         EXIT_LIMIT
     } else {
@@ -36,6 +52,7 @@ pub fn run(args: &CompareArgs) -> Result<i32, CommandError> {
         display(&settings.new),
         settings.merge,
         outcome,
+        differences(&reports),
         exit_code,
     );
     let page = match &settings.html {
@@ -112,5 +129,6 @@ fn html_page(c: &Comparison, bases: &[Vec<Entry>], new: &[Entry]) -> Result<Stri
         only_in_base: c.only_in_base.clone(),
         only_in_new: c.only_in_new.clone(),
         thresholds: c.thresholds.clone(),
+        differences: c.config_differences.iter().map(|d| d.line()).collect(),
     })
 }

@@ -122,13 +122,15 @@ impl Exporter for MarkdownTable {
                 .map(|l| format!("load: {}", l.describe())),
         );
         notes.extend(report.warnings.iter().map(|w| format!("warning: {w}")));
-        let over = report.series_over_limit();
-        if !over.is_empty() {
-            notes.push(format!(
-                "**FAIL**: latency limit crossed by {}",
-                over.join(", ")
-            ));
-        }
+        // The verdict as the console words it, --fail-if included.
+        notes.extend(
+            crate::report::cells::verdict::verdict_lines(report)
+                .into_iter()
+                .map(|l| match l.strip_prefix("FAIL:") {
+                    Some(rest) => format!("**FAIL**:{rest}"),
+                    None => l,
+                }),
+        );
         if !notes.is_empty() {
             writeln!(out)?;
             for n in notes {
@@ -190,6 +192,21 @@ mod tests {
              - warning: kernel is not PREEMPT_RT\n\
              - **FAIL**: latency limit crossed by timer CPU 1\n"
         )));
+        // A crossed --fail-if is said as the console says it (it was left
+        // out before).
+        report.thresholds = vec![crate::report::ThresholdCheck {
+            expr: "p99>2us".into(),
+            test: "timer".into(),
+            series: "CPU 0 | hot".into(),
+            value_ns: 4_000.0,
+            base_ns: None,
+            crossed: true,
+        }];
+        let text = markdown_of(&report);
+        assert!(
+            text.contains("- **FAIL**: timer CPU 0 | hot: p99>2us crossed (p99 = 4.00 us)\n"),
+            "{text}"
+        );
     }
 
     #[test]

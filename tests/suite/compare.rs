@@ -366,3 +366,101 @@ fn logdisk_block_sizes_are_told_apart() {
         "{text}"
     );
 }
+
+/// Two runs made unlike (issue 40 item 20): FIFO 99 for 60 s under a
+/// `--load` on host rig-17 with the bpf collector and an older latscope,
+/// against the real run. Every difference is named above the comparison,
+/// each with the value of each report, and `--json` holds them; a
+/// comparison of like runs says nothing of the kind.
+#[test]
+fn unlike_runs_name_each_difference_above_the_comparison() {
+    let f = files();
+    let dir = f._dir.path();
+    let mut unlike = f.real.clone();
+    unlike["tool"]["version"] = json!("0.0.9");
+    unlike["sysinfo"]["nodename"] = json!("rig-17");
+    unlike["sysinfo"]["release"] = json!("6.1.0-rt");
+    unlike["sysinfo"]["cpus_allowed"] = json!([0, 1, 2, 3]);
+    unlike["loads"] = json!([{"spec": "cpu:2,io:1"}]);
+    let test = &mut unlike["tests"][0];
+    test["config"]["policy"] = json!("fifo");
+    test["config"]["priority"] = json!(99);
+    test["config"]["duration_s"] = json!(60.0);
+    test["config"]["loops"] = Value::Null;
+    test["config"]["detail"]["interval_us"] = json!(250);
+    test["spikes"] = json!({"collector": {"name": "bpf"}, "threshold_ns": 50000});
+    let base = dir.join("unlike.json");
+    std::fs::write(&base, serde_json::to_string(&unlike).unwrap()).unwrap();
+    let json = dir.join("cmp.json");
+    let (text, _) = compare(&[p(&base), p(&f.new), "--json", p(&json)], 0);
+    let new = p(&f.new);
+    let real_policy = match f.real["tests"][0]["config"]["priority"].as_i64().unwrap() {
+        0 => f.real["tests"][0]["config"]["policy"]
+            .as_str()
+            .unwrap()
+            .to_string(),
+        prio => format!(
+            "{} {prio}",
+            f.real["tests"][0]["config"]["policy"].as_str().unwrap()
+        ),
+    };
+    let real = |field: &str| f.real["sysinfo"][field].as_str().unwrap().to_string();
+    let expected = [
+        format!("  latscope version: 0.0.9 ({}); 0.1.0 ({new})", p(&base)),
+        format!(
+            "  host: rig-17 ({}); {} ({new})",
+            p(&base),
+            real("nodename")
+        ),
+        format!("  load: cpu:2,io:1 ({}); none ({new})", p(&base)),
+        format!(
+            "  futex: policy: fifo 99 ({}); {real_policy} ({new})",
+            p(&base)
+        ),
+        format!("  futex: duration: 60 s ({}); none ({new})", p(&base)),
+        format!("  futex: loops: none ({}); 200 ({new})", p(&base)),
+        format!("  futex: collector: bpf ({}); none ({new})", p(&base)),
+        format!("  futex: interval_us: 250 ({}); 100 ({new})", p(&base)),
+    ];
+    let lines: Vec<&str> = text.lines().collect();
+    let warning = lines
+        .iter()
+        .position(|l| l.starts_with("warning: the runs were not made alike"))
+        .unwrap_or_else(|| panic!("no warning of unlike runs:\n{text}"));
+    let table = lines
+        .iter()
+        .position(|l| l.starts_with("futex pair 0"))
+        .unwrap();
+    assert!(
+        warning < table,
+        "the differences come above the comparison:\n{text}"
+    );
+    for line in &expected {
+        assert!(lines.contains(&line.as_str()), "{line:?} missing:\n{text}");
+    }
+    assert!(
+        lines.iter().any(|l| l.starts_with("  kernel: 6.1.0-rt (")),
+        "the kernel is not named:\n{text}"
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with("  usable CPUs: 0-3 (")),
+        "the CPUs are not named:\n{text}"
+    );
+    let doc = read_json(&json);
+    let whats: Vec<&str> = array_of(&doc["config_differences"], "config_differences")
+        .iter()
+        .map(|d| d["what"].as_str().unwrap())
+        .collect();
+    for what in [
+        "host",
+        "load",
+        "futex: policy",
+        "futex: collector",
+        "latscope version",
+    ] {
+        assert!(whats.contains(&what), "{what} not in --json: {whats:?}");
+    }
+    // Like runs: nothing to say.
+    let (text, _) = compare(&[p(&f.base), p(&f.new)], 0);
+    assert!(!text.contains("not made alike"), "{text}");
+}

@@ -2,6 +2,7 @@
 //! user (who gets normal priority and is told so once).
 
 use crate::common::*;
+use serde_json::{Value, json};
 use std::time::Duration;
 
 fn check_suite_output(stdout: &str, context: &str) {
@@ -150,11 +151,15 @@ fn suite_as_an_ordinary_user_runs_at_normal_priority_and_says_so_once() {
     assert_eq!(report["tests"][0]["config"]["policy"], "other");
 }
 
-/// `--max-latency` judges every test of the suite (the IPC rows, the timer
-/// and the log-disk writer), as `--fail-if` does: a 1 us limit is crossed by
-/// every test on any machine, so each must count samples above it.
+/// `--max-latency` bounds wake-ups (issue 40 item 18): in the suite it
+/// judges the IPC rows and the timer, whose samples are wake-ups, and leaves
+/// the noise's interruptions and the log-disk writes alone (a bound meant
+/// for wake-ups failed the README's own example on its disk writes). A 1 us
+/// limit is crossed by every wake-up test on any machine; the noise and
+/// log-disk rows, whose samples are far above 1 us, must record no limit
+/// and count nothing above it.
 #[test]
-fn suite_max_latency_judges_every_test() {
+fn suite_max_latency_bounds_the_wake_up_tests_only() {
     let (_dir, file) = temp_file("suite-limit.json");
     let out = run(latscope(60)
         .args(args("suite --duration 1s --max-latency 1 --json"))
@@ -166,25 +171,52 @@ fn suite_max_latency_judges_every_test() {
         tests.iter().any(|t| t["test"] == "timer"),
         "no timer test in the suite"
     );
+    assert!(
+        tests.iter().any(|t| t["test"] == "noise"),
+        "no noise test in the suite"
+    );
     for t in tests
         .iter()
         .filter(|t| !t["series"].as_array().unwrap().is_empty())
     {
         let name = t["test"].as_str().unwrap();
-        assert_eq!(
-            t["config"]["max_latency_us"], 1,
-            "{name}: limit not recorded"
-        );
+        let wake_up = !matches!(name, "noise" | "logdisk");
+        let limit = if wake_up { json!(1) } else { Value::Null };
+        assert_eq!(t["config"]["max_latency_us"], limit, "{name}: limit");
         for s in t["series"].as_array().unwrap() {
             let samples = s["samples"].as_u64().unwrap();
             let above = s["above_limit"].as_u64().unwrap();
-            assert!(
-                samples == 0 || above > 0,
-                "{name} {}: {samples} samples, none above a 1 us limit",
-                s["label"]
-            );
+            if wake_up {
+                assert!(
+                    samples == 0 || above > 0,
+                    "{name} {}: {samples} samples, none above a 1 us limit",
+                    s["label"]
+                );
+            } else {
+                assert_eq!(
+                    above, 0,
+                    "{name} {} is not held to --max-latency",
+                    s["label"]
+                );
+            }
         }
     }
+    let over = stdout_of(&out);
+    let fail = over
+        .lines()
+        .find(|l| l.starts_with("FAIL: latency limit crossed by"))
+        .unwrap_or_else(|| panic!("no FAIL line\n{}", describe(&out)));
+    assert!(
+        !fail.contains("noise") && !fail.contains("logdisk"),
+        "{fail}"
+    );
+    // --help says which tests the bound applies to.
+    let help = stdout_of(&run(latscope(10).args(["suite", "--help"])));
+    let words = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("the noise and log-disk rows are not held to it"),
+        "{help}"
+    );
 }
 
 /// The overview fits a 100-column terminal and has the core columns of

@@ -72,7 +72,7 @@ impl Suite {
         let left = self.left(TIMER_SETUP_RESERVE + NOISE_SETUP_RESERVE + LOGDISK_SETUP_RESERVE) / 3;
         let left = left.max(Duration::from_millis(10));
         let mut settings = TimerSettings::for_suite(self.policy, self.priority, left);
-        // --max-latency judges every test of the suite, as --fail-if does.
+        // --max-latency bounds the wake-up tests: the IPC rows and this one.
         settings.max_latency_us = self.verdict.max_latency_us;
         if !self.verdict.quiet {
             crate::rt::stdio::note_line(&format!(
@@ -98,8 +98,9 @@ impl Suite {
     pub(super) fn measure_noise(&self, run: &mut Run<'_>) -> FinishedTest {
         let left = (self.left(NOISE_SETUP_RESERVE + LOGDISK_SETUP_RESERVE) / 2)
             .clamp(Duration::from_millis(10), NOISE_AT_MOST);
-        let mut settings = NoiseSettings::for_suite(left);
-        settings.verdict.max_latency_us = self.verdict.max_latency_us;
+        // No --max-latency here: it bounds wake-ups, and an interruption of
+        // a spinning thread is not one (suite --help says so).
+        let settings = NoiseSettings::for_suite(left);
         if !self.verdict.quiet {
             crate::rt::stdio::note_line(&format!(
                 "latscope: running noise (a thread spinning on CPU {}, normal priority) for {} ...",
@@ -133,8 +134,8 @@ impl Suite {
             ));
         }
         let mut progress = LogdiskProgressLine::new(self.verdict.quiet);
-        match logdisk_run::measure_for_suite(left, self.verdict.max_latency_us, run, &mut progress)
-        {
+        // A durable write is not a wake-up: --max-latency leaves it alone.
+        match logdisk_run::measure_for_suite(left, None, run, &mut progress) {
             Ok(done) => finished.extend(done),
             // The row stays, `skipped`, with the reason and what to do
             // (said again on stderr after the table).

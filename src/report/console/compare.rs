@@ -15,6 +15,15 @@ pub fn write_text(c: &Comparison, out: &mut dyn Write) -> std::io::Result<()> {
     };
     writeln!(out, "base: {base}")?;
     writeln!(out, "new:  {}", c.new)?;
+    if !c.config_differences.is_empty() {
+        writeln!(
+            out,
+            "warning: the runs were not made alike; their figures may differ for that alone:"
+        )?;
+        for difference in &c.config_differences {
+            writeln!(out, "  {}", difference.line())?;
+        }
+    }
     for s in &c.series {
         let base_samples: Vec<String> = s.base_samples.iter().map(u64::to_string).collect();
         writeln!(
@@ -105,6 +114,7 @@ mod tests {
                 base_ns: Some(10_000.0),
                 crossed: true,
             }],
+            config_differences: Vec::new(),
             exit_code: 3,
         };
         let mut buf = Vec::new();

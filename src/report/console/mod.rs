@@ -93,14 +93,7 @@ fn footer_lines(report: &Report) -> Vec<String> {
     lines.extend(report.actions.iter().flat_map(|a| a.lines()));
     lines.extend(report.warnings.iter().map(|w| format!("warning: {w}")));
     lines.extend(where_this_run_falls(report));
-    let over = report.series_over_limit();
-    if !over.is_empty() {
-        lines.push(format!(
-            "FAIL: latency limit crossed by {}",
-            over.join(", ")
-        ));
-    }
-    lines.extend(threshold_verdict(&report.thresholds));
+    lines.extend(crate::report::cells::verdict::verdict_lines(report));
     lines
 }
 
@@ -183,25 +176,10 @@ pub fn write_threshold_verdict(
     checks: &[crate::report::ThresholdCheck],
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
-    for line in threshold_verdict(checks) {
+    for line in crate::report::cells::verdict::threshold_verdict(checks) {
         note(out, &line)?;
     }
     Ok(())
-}
-
-fn threshold_verdict(checks: &[crate::report::ThresholdCheck]) -> Vec<String> {
-    let mut lines: Vec<String> = checks
-        .iter()
-        .filter(|c| c.crossed)
-        .map(|c| format!("FAIL: {}", c.describe()))
-        .collect();
-    if !checks.is_empty() && checks.iter().all(|c| !c.crossed) {
-        lines.push(format!(
-            "ok: every --fail-if threshold held ({})",
-            crate::units::counted(checks.len() as u64, "check")
-        ));
-    }
-    lines
 }
 
 pub struct ModernConsole;
@@ -252,13 +230,16 @@ fn write_modern(report: &Report, histograms: bool, out: &mut dyn Write) -> std::
             }
             if test.config.timer().is_some() {
                 write!(out, "{}", timer::thread_table(test).render())?;
-                if let Some(table) = timer::breakdown_table(test) {
+                if let Some((table, left_out)) = timer::breakdown_table(test) {
                     writeln!(
                         out,
                         "Where the latency was spent, from the expiry: IRQ = timer interrupt handler starts, Sched = thread scheduled in, Return = thread back in user space (then it reads the clock: the table above):"
                     )?;
                     write!(out, "{}", table.render())?;
-                    if let Some(line) = timer::collector_line(test) {
+                    for line in left_out {
+                        note(out, &line)?;
+                    }
+                    if let Some(line) = crate::report::cells::breakdown::collector_line(test) {
                         writeln!(out, "{line}")?;
                     }
                 }

@@ -3,7 +3,7 @@
 
 use crate::report::TestResult;
 use crate::report::cells::latency_cells;
-use crate::report::cells::{Table, cpus_cell, latency_cell, percentile_cell};
+use crate::report::cells::{Table, cpus_cell};
 use crate::units::format_ns;
 
 /// One row per thread; an `all` row when there are several.
@@ -48,72 +48,15 @@ pub fn thread_table(test: &TestResult) -> Table {
 
 /// With `--breakdown`: per thread, the IRQ, sched-in and return-to-user
 /// latency side by side (p50 / p99 / max of each; the user latency is the
-/// thread table's).
-pub fn breakdown_table(test: &TestResult) -> Option<Table> {
-    let rows: Vec<_> = test
-        .series
-        .iter()
-        .filter_map(|s| Some((s, s.timer_thread()?.breakdown.as_ref()?)))
-        .collect();
-    if rows.is_empty() {
-        return None;
-    }
-    let mut table = Table::new(&[
-        "Thread",
-        "Traced",
-        "IRQ p50",
-        "IRQ p99",
-        "IRQ max",
-        "Sched p50",
-        "Sched p99",
-        "Sched max",
-        "Return p50",
-        "Return p99",
-        "Return max",
-    ]);
-    for (s, b) in rows {
-        let mut row = vec![s.label.clone(), b.traced_wakeups.to_string()];
-        for l in [&b.irq, &b.thread, &b.return_to_user] {
-            row.push(percentile_cell(l, 50.0));
-            row.push(percentile_cell(l, 99.0));
-            row.push(latency_cell(l, l.max_ns));
-        }
+/// thread table's), and a line for each part left out, saying why.
+pub fn breakdown_table(test: &TestResult) -> Option<(Table, Vec<String>)> {
+    let b = crate::report::cells::breakdown::breakdown_table(test)?;
+    let head: Vec<&str> = b.head.iter().map(String::as_str).collect();
+    let mut table = Table::new(&head);
+    for row in b.rows {
         table.row(row);
     }
-    Some(table)
-}
-
-/// Which collector gathered the breakdown, and why not BPF when it did not
-/// (`collector: tracefs (bpf: not permitted: ...)`); torn reads are said too.
-pub fn collector_line(test: &TestResult) -> Option<String> {
-    let breakdowns: Vec<_> = test
-        .series
-        .iter()
-        .filter_map(|s| s.timer_thread()?.breakdown.as_ref())
-        .collect();
-    let first = breakdowns.first()?;
-    if first.collector.name.is_empty() {
-        return None;
-    }
-    let mut line = first.collector.line();
-    let torn: u64 = breakdowns.iter().map(|b| b.torn_wakeups).sum();
-    let missing: u64 = breakdowns.iter().map(|b| b.incomplete_wakeups).sum();
-    let unordered: u64 = breakdowns.iter().map(|b| b.unordered_wakeups).sum();
-    let unscheduled: u64 = breakdowns.iter().map(|b| b.unscheduled_wakeups).sum();
-    if first.collector.name == "bpf" {
-        line.push_str(&format!(
-            "; wake-ups read torn: {torn}, not recorded whole: {missing}"
-        ));
-        if unscheduled > 0 {
-            line.push_str(&format!(
-                " ({unscheduled} woken before they slept: no scheduling)"
-            ));
-        }
-        if unordered > 0 {
-            line.push_str(&format!(", figures out of order: {unordered}"));
-        }
-    }
-    Some(line)
+    Some((table, b.left_out))
 }
 
 /// `-h` in the modern format: per sampling thread, the non-empty cells of

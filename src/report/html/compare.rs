@@ -41,6 +41,8 @@ pub struct ComparePage<'a> {
     pub only_in_base: Vec<String>,
     pub only_in_new: Vec<String>,
     pub thresholds: Vec<ThresholdCheck>,
+    /// Each setting the reports do not share (`ConfigDifference::line`).
+    pub differences: Vec<String>,
 }
 
 /// The absolute latency limits among `thresholds` for one series
@@ -71,6 +73,21 @@ fn limits(thresholds: &[ThresholdCheck], test: &str, series: &str) -> Vec<plots:
     out
 }
 
+/// The settings the compared reports do not share, as a warning list.
+fn differences(html: &mut String, lines: &[String]) {
+    if lines.is_empty() {
+        return;
+    }
+    html.push_str(
+        "<p class=\"warn\">The runs were not made alike; their figures may differ for \
+         that alone:</p>\n<ul class=\"warnings\">\n",
+    );
+    for line in lines {
+        let _ = writeln!(html, "<li class=\"warn\">{}</li>", escape(line));
+    }
+    html.push_str("</ul>\n");
+}
+
 /// The page.
 pub fn render(page: &ComparePage) -> Result<String, String> {
     let mut html = page_start(&format!("latscope compare: {}", page.new));
@@ -98,6 +115,7 @@ pub fn render(page: &ComparePage) -> Result<String, String> {
         }
     );
     verdict(&mut html, &page.thresholds);
+    differences(&mut html, &page.differences);
     for s in &page.series {
         let name = format!("{} {}", s.test, s.series);
         let _ = writeln!(html, "<section class=\"test\">\n<h2>{}</h2>", escape(&name));
@@ -279,11 +297,16 @@ mod tests {
             only_in_base: vec!["futex pair 1".into()],
             only_in_new: vec![],
             thresholds: vec![check("p99>+10%", true), check("max>1ms", false)],
+            differences: vec!["host: rig-17 (a.json); <vm> (b.json)".into()],
         };
         let html = render(&page).unwrap();
         assert!(html.starts_with("<!DOCTYPE html>") && html.ends_with("</html>\n"));
         assert!(!html.contains("<script"));
         assert!(html.contains("<title>latscope compare: new &lt;1&gt;.json</title>"));
+        assert!(
+            html.contains("<li class=\"warn\">host: rig-17 (a.json); &lt;vm&gt; (b.json)</li>"),
+            "{html}"
+        );
         assert!(
             html.contains("FAIL: 1 of 2 checks crossed (exit code 3)."),
             "{html}"

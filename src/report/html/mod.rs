@@ -9,8 +9,10 @@
 //! series overlaid in distinct colours.
 
 use super::cells::{cpus_cell, end_reason_text, latency_cell, percentile_cell};
+mod breakdown;
 pub mod compare;
 pub mod plots;
+mod verdict;
 
 use super::cells::{Markup, escape_markup};
 use super::{Report, Series, TestResult};
@@ -178,6 +180,8 @@ pub fn figure_html(svg: &str, caption: &str) -> String {
 pub fn render(runs: &[Run]) -> Result<Rendered, String> {
     let mut page = Page::default();
     page.header(runs);
+    // The verdict first: what CI acts on, then the figures.
+    page.html.push_str(&verdict::section(runs));
     page.at_a_glance(runs);
     let shared = page.machine_section(runs);
     for (i, run) in runs.iter().enumerate() {
@@ -891,6 +895,14 @@ impl Page {
             .flat_map(|&(r, t)| t.series.iter().map(move |s| (r, t, s)))
             .collect();
         self.summary_table(run_count, group, &series);
+        for &(r, test) in &group.tests {
+            let who = if run_count > 1 {
+                format!("{}: ", run_name(r))
+            } else {
+                String::new()
+            };
+            self.html.push_str(&breakdown::section(&who, test));
+        }
 
         let plotted: Vec<PlotSeries> = series
             .iter()

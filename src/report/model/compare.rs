@@ -12,6 +12,72 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Deserialize)]
 pub struct ReportView {
     pub tests: Vec<TestView>,
+    /// What the run was made on and with: compare names every difference
+    /// between two reports (a FIFO run against an unprivileged one reads as
+    /// a regression otherwise). Absent parts read as unknown.
+    #[serde(default)]
+    pub tool: ToolView,
+    #[serde(default)]
+    pub sysinfo: MachineView,
+    #[serde(default)]
+    pub loads: Vec<LoadView>,
+}
+
+impl ReportView {
+    /// How compare names `test`, one of this report's tests (`test_key`:
+    /// with its block size or mode where the name repeats).
+    pub fn key_of(&self, test: &TestView) -> String {
+        let repeated = self.tests.iter().filter(|o| o.test == test.test).count() > 1;
+        let block = test.config["detail"]["block_size"].as_u64();
+        super::test_key(&test.test, &test.mode, block, repeated)
+    }
+}
+
+/// `tool` of a report.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ToolView {
+    #[serde(default)]
+    pub version: String,
+}
+
+/// The parts of `sysinfo` that change what a latency means.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct MachineView {
+    #[serde(default)]
+    pub nodename: String,
+    #[serde(default)]
+    pub release: String,
+    #[serde(default)]
+    pub preempt_rt: bool,
+    #[serde(default)]
+    pub clocksource: String,
+    #[serde(default)]
+    pub cpus_allowed: Vec<usize>,
+    #[serde(default)]
+    pub cpus_isolated: String,
+    #[serde(default)]
+    pub virtualization: Option<String>,
+}
+
+/// One `--load` generator of a report: what it ran.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct LoadView {
+    #[serde(default)]
+    pub spec: String,
+}
+
+/// A kernel collector as a report names it (`spikes.collector`,
+/// `detail.breakdown.collector`); its other fields are skipped unread.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct CollectorView {
+    #[serde(default)]
+    pub collector: CollectorName,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct CollectorName {
+    #[serde(default)]
+    pub name: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -23,6 +89,25 @@ pub struct TestView {
     pub config: serde_json::Value,
     pub overall: LatencySummary,
     pub series: Vec<SeriesView>,
+    /// `--trace-spikes`: only its collector is read.
+    #[serde(default)]
+    pub spikes: Option<CollectorView>,
+}
+
+impl TestView {
+    /// The kernel collector that ran for this test (`--trace-spikes` or
+    /// `--breakdown`), if one did.
+    pub fn collector(&self) -> Option<&str> {
+        let breakdown = self
+            .series
+            .iter()
+            .find_map(|s| s.breakdown_collector.as_deref());
+        self.spikes
+            .as_ref()
+            .map(|c| c.collector.name.as_str())
+            .filter(|n| !n.is_empty())
+            .or(breakdown)
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -30,6 +115,15 @@ pub struct TestView {
 pub struct SeriesView {
     pub label: String,
     pub latency: LatencySummary,
+    /// `--breakdown`: the collector that filled it.
+    pub breakdown_collector: Option<String>,
+}
+
+/// A series' `detail`, of which compare reads only the breakdown's collector.
+#[derive(Default, Deserialize)]
+struct DetailView {
+    #[serde(default)]
+    breakdown: Option<CollectorView>,
 }
 
 /// A series as the file has it: the label and the summary's figures side by
@@ -50,6 +144,8 @@ struct SeriesFields {
     last_ns: i64,
     percentiles: Vec<crate::stats::Percentile>,
     overflow: u64,
+    #[serde(default)]
+    detail: Option<DetailView>,
 }
 
 impl From<SeriesFields> for SeriesView {
@@ -69,6 +165,11 @@ impl From<SeriesFields> for SeriesView {
                 histogram: Vec::new(),
                 overflow: f.overflow,
             },
+            breakdown_collector: f
+                .detail
+                .and_then(|d| d.breakdown)
+                .map(|b| b.collector.name)
+                .filter(|n| !n.is_empty()),
         }
     }
 }
@@ -111,7 +212,38 @@ pub struct Comparison {
     pub only_in_base: Vec<String>,
     pub only_in_new: Vec<String>,
     pub thresholds: Vec<ThresholdCheck>,
+    /// Every setting the reports do not share (policy, duration, load,
+    /// host, kernel, collector, version...): figures may differ for that
+    /// alone. Empty when the runs were made alike.
+    pub config_differences: Vec<ConfigDifference>,
     pub exit_code: i32,
+}
+
+/// One setting whose value differs between the compared reports.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConfigDifference {
+    /// `host`, `load`, `timer: policy`, `mq: interval_us`.
+    pub what: String,
+    /// Each value found, with the reports holding it, in the order given.
+    pub values: Vec<DifferentValue>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DifferentValue {
+    pub value: String,
+    pub reports: Vec<String>,
+}
+
+impl ConfigDifference {
+    /// `timer: policy: fifo 99 (base.json); other (new.json)`.
+    pub fn line(&self) -> String {
+        let values: Vec<String> = self
+            .values
+            .iter()
+            .map(|v| format!("{} ({})", v.value, v.reports.join(", ")))
+            .collect();
+        format!("{}: {}", self.what, values.join("; "))
+    }
 }
 
 pub const COMPARE_SCHEMA: &str = "latscope-compare";

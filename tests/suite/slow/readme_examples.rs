@@ -304,13 +304,18 @@ fn unavailable(argv: &[String]) -> Option<String> {
     None
 }
 
-/// Exit codes an example may end with: 0, or 3 when the README asks for a
+/// Exit codes an example may end with: 0, or 3 when the document asks for a
 /// verdict (`--fail-if`, `--max-latency`, `doctor`) and it went that way.
-fn acceptable(argv: &[String], code: Option<i32>) -> bool {
+/// The README's own examples are what a newcomer runs first: there a
+/// `--max-latency` bound must hold on a machine like this one (the suite's
+/// bound once gated disk writes and noise and failed, issue 40 item 18);
+/// only `doctor` and a `--fail-if` gate may end with 3.
+fn acceptable(document: &str, argv: &[String], code: Option<i32>) -> bool {
+    let fail_if = argv.iter().any(|w| w.starts_with("--fail-if"));
+    let max_latency = argv.iter().any(|w| w.starts_with("--max-latency"));
     let verdict = argv.first().map(String::as_str) == Some("doctor")
-        || argv
-            .iter()
-            .any(|w| w.starts_with("--fail-if") || w.starts_with("--max-latency"));
+        || fail_if
+        || (max_latency && document != "README.md");
     code == Some(0) || (verdict && code == Some(3))
 }
 
@@ -367,7 +372,8 @@ fn every_readme_example_runs_as_written() {
         // A hang guard only: the shortened runs take seconds.
         let out = run_std_with_timeout(cmd, Duration::from_secs(300));
         let code = out.status.code();
-        let ok = acceptable(&argv, code) && (!example.redirected || !out.stdout.is_empty());
+        let ok =
+            acceptable(document, &argv, code) && (!example.redirected || !out.stdout.is_empty());
         // The output the document shows has the rows the real output has.
         if let Some(shown) = &example.shown_rows {
             let real = table_rows(&String::from_utf8_lossy(&out.stdout));
@@ -417,7 +423,11 @@ fn the_first_command_s_output_fits_100_columns() {
         .args(mlock_args())
         .current_dir(scratch.path());
     let out = run_std_with_timeout(cmd, Duration::from_secs(120));
-    assert!(acceptable(&argv, out.status.code()), "{}", describe(&out));
+    assert!(
+        acceptable("README.md", &argv, out.status.code()),
+        "{}",
+        describe(&out)
+    );
     let text = format!("{}{}", stdout_of(&out), stderr_of(&out));
     assert!(text.lines().count() > 5, "{}", describe(&out));
     let wide: Vec<&str> = text.lines().filter(|l| l.chars().count() > 100).collect();
@@ -486,4 +496,40 @@ fn the_output_block_after_an_example_gives_its_table_rows() {
     assert_eq!(found[1].shown_rows, None);
     assert_eq!(found[2].shown_rows, None);
     assert_eq!(table_rows("no table\n"), None);
+}
+
+/// The README's `--max-latency` examples, run alone as a newcomer runs them
+/// (shortened as above), exit 0 on this machine: the suite's bound judges
+/// the wake-ups it is meant for, not the disk writes and noise it used to
+/// fail on (issue 40 item 18).
+#[test]
+fn the_readme_s_max_latency_examples_pass() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let bounded_examples: Vec<Example> = examples(&readme)
+        .into_iter()
+        .filter(|e| e.words.iter().any(|w| w.starts_with("--max-latency")))
+        .collect();
+    assert!(
+        bounded_examples
+            .iter()
+            .any(|e| e.words.get(1).map(String::as_str) == Some("suite")),
+        "the README has no suite --max-latency example: {bounded_examples:?}"
+    );
+    let scratch = disk_dir("readme-bound-");
+    for example in &bounded_examples {
+        let argv = bounded(shortened_argv(&example.words, scratch.path()));
+        let mut cmd = std::process::Command::new(bin());
+        cmd.args(&argv)
+            .args(mlock_args())
+            .current_dir(scratch.path());
+        let out = run_std_with_timeout(cmd, Duration::from_secs(120));
+        assert!(
+            out.status.code() == Some(0),
+            "README line {}: {}\n{}",
+            example.line,
+            example.text,
+            describe(&out)
+        );
+    }
 }

@@ -4,6 +4,9 @@
 //! `units` and this file (tests/suite/layers.rs), so that no exporter depends on
 //! another (console <-> console_timer was an import circle).
 
+pub mod breakdown;
+pub mod verdict;
+
 use super::{Series, SysInfo, TestResult};
 use crate::stats::LatencySummary;
 use crate::units::format_ns;

@@ -16,6 +16,9 @@ use crate::units::shown;
 use serde::Deserialize;
 use std::path::Path;
 
+mod differences;
+pub use differences::differences;
+
 /// The metrics of the table, in its order.
 pub const TABLE_METRICS: [Metric; 6] = [
     Metric::Min,
@@ -42,9 +45,7 @@ pub fn entries(report: &ReportView, merge: bool) -> Vec<Entry> {
         .tests
         .iter()
         .flat_map(|t| {
-            let repeated = report.tests.iter().filter(|o| o.test == t.test).count() > 1;
-            let block = t.config["detail"]["block_size"].as_u64();
-            let test = crate::report::test_key(&t.test, &t.mode, block, repeated);
+            let test = report.key_of(t);
             let merged = std::iter::once(("all series".to_string(), &t.overall));
             let each = t.series.iter().map(|s| (s.label.clone(), &s.latency));
             let chosen: Vec<(String, &LatencySummary)> = if merge {
@@ -68,6 +69,7 @@ pub fn document(
     new: String,
     merged: bool,
     outcome: Outcome,
+    config_differences: Vec<crate::report::ConfigDifference>,
     exit_code: i32,
 ) -> Comparison {
     Comparison {
@@ -81,6 +83,7 @@ pub fn document(
         only_in_base: outcome.only_in_base,
         only_in_new: outcome.only_in_new,
         thresholds: outcome.thresholds,
+        config_differences,
         exit_code,
     }
 }
@@ -422,7 +425,14 @@ mod tests {
         let th = threshold::parse("p99>+10%").unwrap();
         let out = compare(&[one(10_000)], &one(12_000), &[th]).unwrap();
         assert!(out.crossed());
-        let doc = document(vec!["a.json".into()], "b.json".into(), false, out, 3);
+        let doc = document(
+            vec!["a.json".into()],
+            "b.json".into(),
+            false,
+            out,
+            Vec::new(),
+            3,
+        );
         assert_eq!((doc.exit_code, doc.schema.as_str()), (3, COMPARE_SCHEMA));
         assert!(
             !compare(&[one(10_000)], &one(10_000), &[])
