@@ -78,6 +78,12 @@ fn rejected_because(s: &Value) -> Option<String> {
             Some("hardware") => {}
             Some("irq") if c["name"] == "local_timer" => {}
             Some("task") if ns < 1_000_000 => busy_ns += ns,
+            // The softirqs the local timer's interrupt raises (SCHED's load
+            // balancing, TIMER, RCU) run on its exit: a few microseconds
+            // after the late interrupt, they do not make the wait busy. The
+            // 11-29 quiet runs had one in 98 of 100 idle windows, which the
+            // test then refused as "not idle" in every run.
+            Some("softirq") => busy_ns += ns,
             Some("task") => return Some("a task of 1 ms or more".into()),
             kind => {
                 return Some(format!(
@@ -88,8 +94,8 @@ fn rejected_because(s: &Value) -> Option<String> {
             }
         }
     }
-    // Tasks and other interrupts together held under a quarter of the
-    // window, so that it was idle by far (beside stress-ng, several short
+    // Tasks and softirqs together held under a quarter of the window, so
+    // that it was idle by far (beside stress-ng, several short
     // tasks can fill a window).
     if busy_ns * 4 >= u64_of(&s["latency_ns"], "latency_ns") {
         return Some("short tasks filling a quarter".into());
