@@ -39,6 +39,7 @@ fn every_subcommand_s_help_ends_with_examples() {
                 "cyclicdeadline",
                 "oslat",
                 "signaltest",
+                "hwlatdetect",
                 "pi-stress",
                 "rt-migrate-test",
             ]

@@ -270,8 +270,14 @@ fn after_a_kill_9_cleanup_enables_them_again() {
         );
         assert!(stdout.contains(&line), "{line}\n{stdout}");
     }
+    // The killed run's CPU note is listed and counted too (issue 40 item
+    // 12: it used to go in silence).
     assert!(
-        stdout.contains("0 would be removed, 2 would be restored, 0 kept; dry run"),
+        stdout.contains("would remove cpu-note ") && stdout.contains(&format!("/{pid}.")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("1 would be removed, 2 would be restored, 0 kept; dry run"),
         "{stdout}"
     );
     assert_eq!(f.disabled(0), [false, false, true, true]);
@@ -286,7 +292,7 @@ fn after_a_kill_9_cleanup_enables_them_again() {
         assert!(stdout.contains(&line), "{line}\n{stdout}");
     }
     assert!(
-        stdout.contains("0 removed, 2 restored, 0 kept, 0 failed."),
+        stdout.contains("1 removed, 2 restored, 0 kept, 0 failed."),
         "{stdout}"
     );
     assert_eq!(f.disabled(0), [false; 4]);
