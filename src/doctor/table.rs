@@ -9,13 +9,16 @@ use crate::report::{Check, Summary, Verdict};
 /// The table: group (on its first row), verdict, check, value, fix; then,
 /// with `explain`, what each finding that is not ok means; then the summary.
 pub fn render(sysinfo: &SysInfo, checks: &[Check], explain: bool, quiet: bool) -> String {
-    let mut out = format!("latscope doctor: {}\n\n", machine_line(sysinfo));
+    let fit = crate::units::fit_line;
+    let mut out = fit(&format!("latscope doctor: {}", machine_line(sysinfo)));
+    out.push_str("\n\n");
     let shown: Vec<&Check> = checks
         .iter()
         .filter(|c| !quiet || c.verdict != Verdict::Ok)
         .collect();
     if !shown.is_empty() {
-        let mut table = Table::of_text(&["group", "verdict", "check", "value", "fix"]);
+        let mut table = Table::of_text(&["group", "verdict", "check", "value", "fix"])
+            .wrapping(&["fix", "value", "check"]);
         let mut last_group = "";
         for check in &shown {
             let group = check.group();
@@ -39,16 +42,18 @@ pub fn render(sysinfo: &SysInfo, checks: &[Check], explain: bool, quiet: bool) -
     if explain && !problems.is_empty() {
         out.push_str("what the findings mean:\n");
         for check in problems {
-            out.push_str(&format!(
-                "  {} ({}): {}\n",
+            let line = format!(
+                "  {} ({}): {}",
                 check.title,
                 check.verdict.as_str(),
                 check.meaning
-            ));
+            );
+            out.push_str(&fit(&line));
+            out.push('\n');
         }
         out.push('\n');
     }
-    out.push_str(&summary_line(Summary::of(checks)));
+    out.push_str(&fit(&summary_line(Summary::of(checks))));
     out
 }
 

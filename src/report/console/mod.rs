@@ -20,6 +20,9 @@ pub fn series_table(test: &TestResult) -> Table {
     let mut table = Table::new(&[
         "Pair", "CPU", "Prio", "Interval", "Samples", "Timeouts", "Overruns", "Min", "Avg", "P50",
         "P99", "P99.9", "Max",
+    ])
+    .dropping(&[
+        "P50", "P99.9", "Interval", "Timeouts", "Prio", "Avg", "Samples", "Overruns",
     ]);
     for s in &test.series {
         let Some(pair) = s.ipc_pair() else { continue };
@@ -101,6 +104,13 @@ fn footer_lines(report: &Report) -> Vec<String> {
 /// wrapped to fit a 100-column terminal.
 pub fn note(out: &mut dyn Write, line: &str) -> std::io::Result<()> {
     writeln!(out, "{}", crate::units::wrap_line(line))
+}
+
+/// One line of the console that is no note (a test's title, a table's
+/// caption): whole as scripts have always read it, wrapped only when the
+/// output is fitted to a terminal (`crate::units::fit_line`).
+pub fn fitted(out: &mut dyn Write, line: &str) -> std::io::Result<()> {
+    writeln!(out, "{}", crate::units::fit_line(line))
 }
 
 /// Worst wake-up latencies below this are what PREEMPT_RT on bare metal
@@ -216,14 +226,16 @@ fn write_modern(report: &Report, histograms: bool, out: &mut dyn Write) -> std::
                 hwlat::write_test(report, test, out)?;
                 continue;
             }
-            writeln!(
+            fitted(
                 out,
-                "{} latency ({}, {}), {:.1} s, ended: {}",
-                test.test,
-                test.description,
-                test.mode,
-                report.duration_s,
-                end_reason_text(test)
+                &format!(
+                    "{} latency ({}, {}), {:.1} s, ended: {}",
+                    test.test,
+                    test.description,
+                    test.mode,
+                    report.duration_s,
+                    end_reason_text(test)
+                ),
             )?;
             if interrupted_before_measuring(test) {
                 continue;
@@ -231,16 +243,18 @@ fn write_modern(report: &Report, histograms: bool, out: &mut dyn Write) -> std::
             if test.config.timer().is_some() {
                 write!(out, "{}", timer::thread_table(test).render())?;
                 if let Some((table, left_out)) = timer::breakdown_table(test) {
-                    writeln!(
+                    fitted(
                         out,
-                        "Where the latency was spent, from the expiry: IRQ = timer interrupt handler starts, Sched = thread scheduled in, Return = thread back in user space (then it reads the clock: the table above):"
+                        &format!(
+                            "Where the latency was spent, from the expiry: IRQ = timer interrupt handler starts, Sched = thread scheduled in, Return = thread back in user space (then it reads the clock: the table above):"
+                        ),
                     )?;
                     write!(out, "{}", table.render())?;
                     for line in left_out {
                         note(out, &line)?;
                     }
                     if let Some(line) = crate::report::cells::breakdown::collector_line(test) {
-                        writeln!(out, "{line}")?;
+                        fitted(out, &format!("{line}"))?;
                     }
                 }
                 if histograms {
