@@ -95,7 +95,8 @@ pub fn narrowed_line(headers: &[&str], wrapped: bool, limit: usize) -> String {
     } else {
         let wrapped = if wrapped { "wrapped, " } else { "" };
         let gone = headers.join(", ");
-        format!("({wrapped}left out to fit {limit} columns: {gone}; --wide shows all)")
+        // `--wide` first, so that the line still names it when it wraps.
+        format!("(--wide shows all; {wrapped}left out to fit {limit} columns: {gone})")
     };
     crate::units::wrap_to(&line, limit)
 }
@@ -144,7 +145,7 @@ mod tests {
     fn the_narrowed_line_names_wide() {
         assert_eq!(
             narrowed_line(&["P50", "P99.9"], false, 80),
-            "(left out to fit 80 columns: P50, P99.9; --wide shows all)"
+            "(--wide shows all; left out to fit 80 columns: P50, P99.9)"
         );
         assert_eq!(
             narrowed_line(&[], true, 80),
