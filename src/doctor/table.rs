@@ -119,6 +119,31 @@ mod tests {
     }
 
     #[test]
+    fn a_narrow_terminal_wraps_the_long_texts_under_their_column() {
+        let mut table = Table::of_text(&["group", "verdict", "check", "value", "fix"])
+            .wrapping(&["fix", "value", "check"]);
+        table.row(vec![
+            "isolation".into(),
+            "warn".into(),
+            "isolated CPUs".into(),
+            "none".into(),
+            "boot with isolcpus=CPUS nohz_full=CPUS and run the real-time work there".into(),
+        ]);
+        assert_eq!(
+            table.render_fitted(Some(60)),
+            "\
+group      verdict  check         value  fix
+isolation  warn     isolated      none   boot with
+                    CPUs                 isolcpus=CPUS
+                                         nohz_full=CPUS and
+                                         run the real-time
+                                         work there
+(wrapped to fit 60 columns; --wide: one line a row)
+"
+        );
+    }
+
+    #[test]
     fn a_tuned_machine_is_ready() {
         let mut sysinfo = SysInfo::of(&Fixture::tuned_rt().machine());
         let checks = std::mem::take(&mut sysinfo.checks);

@@ -298,6 +298,31 @@ context: worst wake-up latency 5.00 us (on a kernel without PREEMPT_RT): as low 
     }
 
     #[test]
+    fn a_narrow_terminal_leaves_out_the_least_important_columns_and_says_so() {
+        let table = series_table(&sample_report().tests[0]);
+        assert_eq!(
+            table.render_fitted(Some(80)),
+            "\
+Pair    CPU     Prio  Samples  Overruns      Min      Avg      P99      Max
+pair 0    1  fifo 99        3         0  2.00 us  3.33 us  5.00 us  5.00 us
+(--wide shows all; left out to fit 80 columns: P50, P99.9, Interval, Timeouts)
+"
+        );
+        assert_eq!(
+            table.render_fitted(Some(60)),
+            "\
+Pair    CPU  Samples  Overruns      Min      P99      Max
+pair 0    1        3         0  2.00 us  5.00 us  5.00 us
+(--wide shows all; left out to fit 60 columns: P50, P99.9,
+  Interval, Timeouts, Prio, Avg)
+"
+        );
+        // Not fitted (a pipe, --wide): the full table.
+        assert_eq!(table.render_fitted(None), table.render());
+        assert!(table.render().lines().next().unwrap().ends_with("P99.9      Max"));
+    }
+
+    #[test]
     fn interrupted_before_the_first_sample_says_so_and_prints_no_table() {
         let mut report = sample_report();
         report.tests[0].end_reason = crate::report::EndReason::Interrupted;
