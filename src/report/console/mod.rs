@@ -245,16 +245,14 @@ fn write_modern(report: &Report, histograms: bool, out: &mut dyn Write) -> std::
                 if let Some((table, left_out)) = timer::breakdown_table(test) {
                     fitted(
                         out,
-                        &format!(
-                            "Where the latency was spent, from the expiry: IRQ = timer interrupt handler starts, Sched = thread scheduled in, Return = thread back in user space (then it reads the clock: the table above):"
-                        ),
+                        "Where the latency was spent, from the expiry: IRQ = timer interrupt handler starts, Sched = thread scheduled in, Return = thread back in user space (then it reads the clock: the table above):",
                     )?;
                     write!(out, "{}", table.render())?;
                     for line in left_out {
                         note(out, &line)?;
                     }
                     if let Some(line) = crate::report::cells::breakdown::collector_line(test) {
-                        fitted(out, &format!("{line}"))?;
+                        fitted(out, &line)?;
                     }
                 }
                 if histograms {
@@ -319,7 +317,14 @@ pair 0    1        3         0  2.00 us  5.00 us  5.00 us
         );
         // Not fitted (a pipe, --wide): the full table.
         assert_eq!(table.render_fitted(None), table.render());
-        assert!(table.render().lines().next().unwrap().ends_with("P99.9      Max"));
+        assert!(
+            table
+                .render()
+                .lines()
+                .next()
+                .unwrap()
+                .ends_with("P99.9      Max")
+        );
     }
 
     #[test]

@@ -165,7 +165,7 @@ pub fn write_test(report: &Report, test: &TestResult, out: &mut dyn Write) -> st
         }
     }
     for line in doctor_lines(report, test) {
-        fitted(out, &format!("{line}"))?;
+        fitted(out, &line)?;
     }
     Ok(())
 }
