@@ -167,10 +167,44 @@ pub const TERMINAL_COLUMNS: usize = 100;
 /// than a line (a path) stays whole on a line of its own. No trailing
 /// line feed is added.
 pub fn wrap_line(text: &str) -> String {
-    wrap_to(text, TERMINAL_COLUMNS)
+    wrap_to(
+        text,
+        fit_columns().map_or(TERMINAL_COLUMNS, |w| w.min(TERMINAL_COLUMNS)),
+    )
 }
 
-fn wrap_to(text: &str, width: usize) -> String {
+/// `text` wrapped as `wrap_line` does when the output is being fitted to a
+/// width (`fit_columns`), else unchanged: for the lines (a test's title)
+/// that scripts reading a pipe have always had on one line.
+pub fn fit_line(text: &str) -> String {
+    match fit_columns() {
+        Some(width) => wrap_to(text, width),
+        None => text.to_string(),
+    }
+}
+
+/// The width the console's tables and notes are fitted to; 0 means "do not
+/// fit" (standard output is no terminal, or `--wide`). Set once, before
+/// anything is printed, by the command (`set_fit_columns`): the exporters
+/// read it rather than each taking a width through every layer.
+static FIT_COLUMNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Fit the console output to `columns` from now on (None: print it full width).
+pub fn set_fit_columns(columns: Option<usize>) {
+    FIT_COLUMNS.store(columns.unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The width to fit tables and notes to, None when they print full width.
+pub fn fit_columns() -> Option<usize> {
+    match FIT_COLUMNS.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => None,
+        n => Some(n),
+    }
+}
+
+/// `text` broken at blanks into lines of at most `width` columns, continuation
+/// lines indented by two blanks (see `wrap_line`).
+pub fn wrap_to(text: &str, width: usize) -> String {
     const INDENT: &str = "  ";
     let mut out = String::with_capacity(text.len() + 8);
     for (i, line) in text.split('\n').enumerate() {

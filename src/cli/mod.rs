@@ -191,6 +191,8 @@ pub struct DoctorArgs {
     /// Show only the checks that are not ok, then the summary
     #[arg(short, long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub width: WidthArgs,
     /// Print instead the listing of every BPF program latscope generates for this kernel (each family, each way of attaching it), as the verifier numbers instructions
     #[arg(long, conflicts_with_all = ["json", "explain", "quiet"])]
     pub bpf: bool,
@@ -618,6 +620,8 @@ pub struct ActionArgs {
 /// anything is measured; `-` is standard output, for one of them at most.
 #[derive(Debug, Clone, Default, Args)]
 pub struct OutputArgs {
+    #[command(flatten)]
+    pub width: WidthArgs,
     /// Write the results to FILE as JSON ('-' for standard output)
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -654,6 +658,17 @@ pub struct OutputArgs {
         )
     )]
     pub samples_limit: Option<u64>,
+}
+
+/// `--wide`: the console's tables, which are fitted to a terminal's width
+/// (src/rt/terminal.rs), printed full width.
+#[derive(Debug, Clone, Default, Args)]
+pub struct WidthArgs {
+    /// Print every table full width (on a terminal they are fitted to its width, leaving out
+    /// low-priority columns and wrapping long texts; suite: also what each test's sample spans,
+    /// its policy, p99.99 and how it ended). LATSCOPE_COLUMNS=N fits them to N columns anywhere
+    #[arg(long)]
+    pub wide: bool,
 }
 
 /// `--trace-spikes`, on the timer, every single IPC test and `ipc`.
@@ -785,6 +800,34 @@ pub struct LayoutArgs {
 }
 
 /// Everything a single rt-tests style pair test takes.
+impl Command {
+    /// `--wide` of a command whose console prints latscope's own tables,
+    /// None for the others (the drop-ins' exact outputs are never fitted).
+    pub fn wide(&self) -> Option<bool> {
+        let outputs = match self {
+            Command::Mq(a) => &a.pairs.common.verdict.outputs,
+            Command::Sem(a) => &a.common.verdict.outputs,
+            Command::Signal(a)
+            | Command::Svsem(a)
+            | Command::Mutex(a)
+            | Command::Pipe(a)
+            | Command::Eventfd(a)
+            | Command::Futex(a)
+            | Command::Unix(a)
+            | Command::Svmq(a) => &a.pairs.common.verdict.outputs,
+            Command::Ipc(a) => &a.verdict.outputs,
+            Command::Timer(a) => &a.outputs,
+            Command::Noise(a) => &a.verdict.outputs,
+            Command::Hwlat(a) => &a.verdict.outputs,
+            Command::Logdisk(a) => &a.verdict.outputs,
+            Command::Suite(a) => &a.verdict.outputs,
+            Command::Doctor(a) => return Some(a.width.wide),
+            _ => return None,
+        };
+        Some(outputs.width.wide)
+    }
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct PairArgs {
     #[command(flatten)]
@@ -1175,9 +1218,6 @@ pub struct SuiteArgs {
         value_parser = Checked(values::suite_duration)
     )]
     pub duration: Duration,
-    /// Also show what each test's sample spans, its policy, p99.99 and how it ended (a wide table)
-    #[arg(long)]
-    pub wide: bool,
     #[command(flatten)]
     pub verdict: VerdictArgs,
 }

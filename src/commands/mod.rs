@@ -27,7 +27,7 @@ pub mod timer_cmd;
 use crate::pipeline::CommandError;
 
 use crate::cli::Command;
-use crate::settings::IpcSettings;
+use crate::settings::{IpcSettings, UsageError};
 
 /// Runs the subcommand the user asked for.
 pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
@@ -39,6 +39,11 @@ pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
         crate::measure::ipc::check_fork(transport.as_ref(), settings.plan.tasks)?;
         primitive_cmd::run(transport.as_ref(), settings, classic)
     };
+    if let Some(wide) = command.wide() {
+        let columns =
+            crate::rt::terminal::columns_to_fit(wide).map_err(|e| UsageError(e.to_string()))?;
+        crate::units::set_fit_columns(columns);
+    }
     match command {
         Command::Mq(a) => single(
             "mq",

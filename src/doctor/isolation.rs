@@ -8,7 +8,7 @@ use crate::units::parse_cpu_list;
 
 const ISOLATED: &str = "/sys/devices/system/cpu/isolated";
 const NOHZ_FULL: &str = "/sys/devices/system/cpu/nohz_full";
-const ISOLATION_FIX: &str = "boot with isolcpus=domain,managed_irq,CPUS nohz_full=CPUS rcu_nocbs=CPUS and run the real-time work there (latscope -a CPU)";
+const ISOLATION_FIX: &str = "boot with isolcpus=domain,managed_irq,CPUS nohz_full=CPUS rcu_nocbs=CPUS and run the real-time work there (e.g. latscope timer --cpus CPUS)";
 
 /// A CPU list that may start with flags (`isolcpus=domain,managed_irq,2-3`,
 /// `nohz_full=(null)`): the CPUs, empty when none.

@@ -9,13 +9,16 @@ use crate::report::{Check, Summary, Verdict};
 /// The table: group (on its first row), verdict, check, value, fix; then,
 /// with `explain`, what each finding that is not ok means; then the summary.
 pub fn render(sysinfo: &SysInfo, checks: &[Check], explain: bool, quiet: bool) -> String {
-    let mut out = format!("latscope doctor: {}\n\n", machine_line(sysinfo));
+    let fit = crate::units::fit_line;
+    let mut out = fit(&format!("latscope doctor: {}", machine_line(sysinfo)));
+    out.push_str("\n\n");
     let shown: Vec<&Check> = checks
         .iter()
         .filter(|c| !quiet || c.verdict != Verdict::Ok)
         .collect();
     if !shown.is_empty() {
-        let mut table = Table::of_text(&["group", "verdict", "check", "value", "fix"]);
+        let mut table = Table::of_text(&["group", "verdict", "check", "value", "fix"])
+            .wrapping(&["fix", "value", "check"]);
         let mut last_group = "";
         for check in &shown {
             let group = check.group();
@@ -39,16 +42,18 @@ pub fn render(sysinfo: &SysInfo, checks: &[Check], explain: bool, quiet: bool) -
     if explain && !problems.is_empty() {
         out.push_str("what the findings mean:\n");
         for check in problems {
-            out.push_str(&format!(
-                "  {} ({}): {}\n",
+            let line = format!(
+                "  {} ({}): {}",
                 check.title,
                 check.verdict.as_str(),
                 check.meaning
-            ));
+            );
+            out.push_str(&fit(&line));
+            out.push('\n');
         }
         out.push('\n');
     }
-    out.push_str(&summary_line(Summary::of(checks)));
+    out.push_str(&fit(&summary_line(Summary::of(checks))));
     out
 }
 
@@ -111,6 +116,31 @@ mod tests {
         assert!(quiet.contains("\nkernel     bad  "), "{quiet}");
         assert!(quiet.contains("what the findings mean:\n  preemption model (bad): kernel 6.18.0 is not PREEMPT_RT: worst-case latencies are not bounded\n"), "{quiet}");
         assert_eq!(Summary::of(&checks).bad, 2);
+    }
+
+    #[test]
+    fn a_narrow_terminal_wraps_the_long_texts_under_their_column() {
+        let mut table = Table::of_text(&["group", "verdict", "check", "value", "fix"])
+            .wrapping(&["fix", "value", "check"]);
+        table.row(vec![
+            "isolation".into(),
+            "warn".into(),
+            "isolated CPUs".into(),
+            "none".into(),
+            "boot with isolcpus=CPUS nohz_full=CPUS and run the real-time work there".into(),
+        ]);
+        assert_eq!(
+            table.render_fitted(Some(60)),
+            "\
+group      verdict  check         value  fix
+isolation  warn     isolated      none   boot with
+                    CPUs                 isolcpus=CPUS
+                                         nohz_full=CPUS and
+                                         run the real-time
+                                         work there
+(wrapped to fit 60 columns; --wide: one line a row)
+"
+        );
     }
 
     #[test]

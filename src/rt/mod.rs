@@ -19,6 +19,7 @@ pub mod signals;
 pub mod snapshot;
 pub mod stdio;
 pub mod sysinfo;
+pub mod terminal;
 pub mod tracefs;
 
 use std::io;

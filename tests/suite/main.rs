@@ -45,6 +45,7 @@ mod signals;
 mod signaltest_compat;
 mod suite_cli;
 mod typed_options;
+mod widths;
 
 /// Live runs of many seconds each: `cargo test-quick` leaves them out.
 mod slow {
@@ -75,4 +76,5 @@ mod slow {
     mod surfaces;
     mod threshold_actions;
     mod timer;
+    mod widths;
 }

@@ -39,7 +39,7 @@ pub fn run(args: &SuiteArgs) -> Result<i32, CommandError> {
         policy,
         priority,
         verdict,
-        wide: args.wide,
+        wide: args.verdict.outputs.width.wide,
     })
 }
 

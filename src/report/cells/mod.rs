@@ -5,6 +5,7 @@
 //! another (console <-> console_timer was an import circle).
 
 pub mod breakdown;
+pub mod fit;
 pub mod verdict;
 
 use super::{Series, SysInfo, TestResult};
@@ -54,11 +55,14 @@ pub fn escape_markup(text: &str, markup: Markup) -> String {
 }
 
 /// A right-aligned text table (first column left-aligned), or a text table
-/// with every column left-aligned.
+/// with every column left-aligned. On a terminal it is fitted to its width
+/// (`fit`): the table says which columns may wrap and which may go.
 pub struct Table {
     header: Vec<String>,
     rows: Vec<Vec<String>>,
     all_left: bool,
+    wrap: Vec<usize>,
+    drop_order: Vec<usize>,
 }
 
 impl Table {
@@ -67,6 +71,8 @@ impl Table {
             header: header.iter().map(|s| s.to_string()).collect(),
             rows: Vec::new(),
             all_left: false,
+            wrap: Vec::new(),
+            drop_order: Vec::new(),
         }
     }
 
@@ -78,13 +84,41 @@ impl Table {
         }
     }
 
+    /// The columns (by header) whose long texts may wrap onto continuation
+    /// lines to fit a narrow terminal.
+    pub fn wrapping(mut self, headers: &[&str]) -> Table {
+        self.wrap = self.columns_named(headers);
+        self
+    }
+
+    /// The columns (by header) that may be left out on a narrow terminal,
+    /// the least important first.
+    pub fn dropping(mut self, headers: &[&str]) -> Table {
+        self.drop_order = self.columns_named(headers);
+        self
+    }
+
+    fn columns_named(&self, headers: &[&str]) -> Vec<usize> {
+        headers
+            .iter()
+            .filter_map(|h| self.header.iter().position(|c| c == h))
+            .collect()
+    }
+
     pub fn row(&mut self, cells: Vec<String>) {
         self.rows.push(cells);
     }
 
+    /// The table as text, fitted to the width the output is fitted to
+    /// (`crate::units::fit_columns`; full width when none).
     pub fn render(&self) -> String {
-        let columns = self.header.len();
-        let widths: Vec<usize> = (0..columns)
+        self.render_fitted(crate::units::fit_columns())
+    }
+
+    /// The table fitted to `limit` columns (None: full width), with a line
+    /// under it when it had to be narrowed.
+    pub fn render_fitted(&self, limit: Option<usize>) -> String {
+        let natural: Vec<usize> = (0..self.header.len())
             .map(|c| {
                 std::iter::once(&self.header)
                     .chain(&self.rows)
@@ -93,22 +127,65 @@ impl Table {
                     .unwrap_or(0)
             })
             .collect();
+        let fitted = match limit {
+            Some(limit) => fit::fit(&natural, &self.wrap, &self.drop_order, limit),
+            None => fit::Fitted {
+                columns: (0..natural.len()).collect(),
+                widths: natural.clone(),
+                left_out: Vec::new(),
+                wrapped: false,
+            },
+        };
         let mut out = String::new();
         for row in std::iter::once(&self.header).chain(&self.rows) {
-            let cells: Vec<String> = (0..columns)
-                .map(|c| {
-                    let cell = row.get(c).map_or("", |s| s.as_str());
-                    if c == 0 || self.all_left {
-                        format!("{cell:<w$}", w = widths[c])
-                    } else {
-                        format!("{cell:>w$}", w = widths[c])
-                    }
-                })
+            self.render_row(row, &fitted, &mut out);
+        }
+        if let Some(limit) = limit.filter(|_| fitted.wrapped || !fitted.left_out.is_empty()) {
+            let gone: Vec<&str> = fitted
+                .left_out
+                .iter()
+                .map(|&c| self.header[c].as_str())
                 .collect();
-            out.push_str(cells.join("  ").trim_end());
+            out.push_str(&fit::narrowed_line(&gone, fitted.wrapped, limit));
             out.push('\n');
         }
         out
+    }
+
+    /// One row: one line, or several when a wrapped cell needs them (the
+    /// other cells blank on the continuation lines).
+    fn render_row(&self, row: &[String], fitted: &fit::Fitted, out: &mut String) {
+        let cells: Vec<Vec<String>> = fitted
+            .columns
+            .iter()
+            .map(|&c| {
+                let cell = row.get(c).map_or("", |s| s.as_str());
+                if self.wrap.contains(&c) {
+                    fit::wrap_cell(cell, fitted.widths[c])
+                } else {
+                    vec![cell.to_string()]
+                }
+            })
+            .collect();
+        let height = cells.iter().map(Vec::len).max().unwrap_or(1);
+        for line in 0..height {
+            let parts: Vec<String> = fitted
+                .columns
+                .iter()
+                .zip(&cells)
+                .map(|(&c, lines)| {
+                    let cell = lines.get(line).map_or("", |s| s.as_str());
+                    let w = fitted.widths[c];
+                    if c == 0 || self.all_left {
+                        format!("{cell:<w$}")
+                    } else {
+                        format!("{cell:>w$}")
+                    }
+                })
+                .collect();
+            out.push_str(parts.join("  ").trim_end());
+            out.push('\n');
+        }
     }
 }
 

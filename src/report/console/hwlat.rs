@@ -1,6 +1,7 @@
 //! `latscope hwlat`'s console: one row per CPU with its gaps by class,
 //! then what named the hardware time (hypervisor, SMIs, causes).
 
+use super::fitted;
 use crate::report::cells::{Table, end_reason_text, interrupted_before_measuring};
 use crate::report::{HwlatConfig, Report, TestResult};
 use crate::units::format_ns;
@@ -21,7 +22,8 @@ pub fn cpu_table(test: &TestResult, hypervisor: bool) -> Table {
         "NMI",
         "SMI",
         "Steal",
-    ]);
+    ])
+    .dropping(&["Classified", "Windows", "OS gaps", "Steal", "NMI", "SMI"]);
     for s in &test.series {
         let Some(c) = s.hwlat_cpu() else { continue };
         table.row(vec![
@@ -66,8 +68,8 @@ pub fn write_test(report: &Report, test: &TestResult, out: &mut dyn Write) -> st
     let Some(config) = test.config.hwlat() else {
         return Ok(());
     };
-    writeln!(out, "{}", heading(report, test, config))?;
-    writeln!(out, "tier: {}", config.tier)?;
+    fitted(out, &heading(report, test, config))?;
+    fitted(out, &format!("tier: {}", config.tier))?;
     if interrupted_before_measuring(test) {
         return Ok(());
     }
@@ -77,12 +79,14 @@ pub fn write_test(report: &Report, test: &TestResult, out: &mut dyn Write) -> st
         cpu_table(test, config.hypervisor.is_some()).render()
     )?;
     if let Some(hv) = &config.hypervisor {
-        writeln!(
+        fitted(
             out,
-            "hypervisor: {hv}: gaps with no interference in this guest are time the host took from the vCPU (compare with steal, counted in ticks)"
+            &format!(
+                "hypervisor: {hv}: gaps with no interference in this guest are time the host took from the vCPU (compare with steal, counted in ticks)"
+            ),
         )?;
     }
-    writeln!(out, "SMIs: {}", config.smi_counting)?;
+    fitted(out, &format!("SMIs: {}", config.smi_counting))?;
     for s in &test.series {
         let Some(c) = s.hwlat_cpu() else { continue };
         let causes: Vec<String> = c
@@ -92,13 +96,18 @@ pub fn write_test(report: &Report, test: &TestResult, out: &mut dyn Write) -> st
             .map(|k| format!("{} ({} gaps, {})", k.cause, k.count, format_ns(k.ns as i64)))
             .collect();
         if !causes.is_empty() {
-            writeln!(out, "CPU {} OS gaps: {}", c.cpu, causes.join("; "))?;
+            fitted(
+                out,
+                &format!("CPU {} OS gaps: {}", c.cpu, causes.join("; ")),
+            )?;
         }
         if c.gaps_dropped > 0 {
-            writeln!(
+            fitted(
                 out,
-                "CPU {}: {} gaps not kept (too many in one sub-window)",
-                c.cpu, c.gaps_dropped
+                &format!(
+                    "CPU {}: {} gaps not kept (too many in one sub-window)",
+                    c.cpu, c.gaps_dropped
+                ),
             )?;
         }
     }

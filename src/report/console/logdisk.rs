@@ -2,6 +2,7 @@
 //! bandwidth per writer (and all writers), the write latency, and with
 //! `--sync fdatasync|fsync` the write and sync calls side by side.
 
+use super::fitted;
 use crate::report::cells::{Table, end_reason_text, latency_cell, percentile_cell};
 use crate::report::{DiskWriter, LogdiskConfig, Series, SeriesDetail, TestResult};
 use crate::stats::LatencySummary;
@@ -46,19 +47,21 @@ pub fn write_test(
         Some(SeriesDetail::DiskWriter(d)) => d.duration_s,
         _ => 0.0,
     };
-    writeln!(
+    fitted(
         out,
-        "logdisk {}; {} files x {} per writer in {}{}; {duration:.1} s, ended: {}",
-        test.description,
-        config.num_files,
-        format_bytes(config.file_size),
-        config.dirs.join(", "),
-        if config.delay_us > 0 {
-            format!(", {} us between writes", config.delay_us)
-        } else {
-            String::new()
-        },
-        end_reason_text(test)
+        &format!(
+            "logdisk {}; {} files x {} per writer in {}{}; {duration:.1} s, ended: {}",
+            test.description,
+            config.num_files,
+            format_bytes(config.file_size),
+            config.dirs.join(", "),
+            if config.delay_us > 0 {
+                format!(", {} us between writes", config.delay_us)
+            } else {
+                String::new()
+            },
+            end_reason_text(test)
+        ),
     )?;
     if crate::report::cells::interrupted_before_measuring(test) {
         return Ok(());
@@ -74,6 +77,13 @@ pub fn write_test(
         "Sec avg MB/s",
         "Slowest write MB/s",
         "Fastest write MB/s",
+    ])
+    .dropping(&[
+        "Fastest write MB/s",
+        "Sec avg MB/s",
+        "Sec max MB/s",
+        "Slowest write MB/s",
+        "IOPS",
     ]);
     for (label, _, d) in &rows {
         let i = &d.interval_bandwidth;
@@ -92,7 +102,8 @@ pub fn write_test(
     write!(out, "{}", bandwidth.render())?;
     let mut latency = Table::new(&[
         "Writer", "Min", "Avg", "P50", "P90", "P99", "P99.9", "P99.99", "Max",
-    ]);
+    ])
+    .dropping(&["P90", "P99.99", "P50", "Avg"]);
     for (label, l, _) in &rows {
         latency.row(vec![
             label.clone(),
@@ -121,7 +132,8 @@ pub fn write_test(
             &format!("{sync} p50"),
             &format!("{sync} p99"),
             &format!("{sync} max"),
-        ]);
+        ])
+        .dropping(&["Write p50", &format!("{sync} p50")]);
         for (label, w, s) in split {
             table.row(vec![
                 (*label).clone(),

@@ -20,6 +20,9 @@ pub fn series_table(test: &TestResult) -> Table {
     let mut table = Table::new(&[
         "Pair", "CPU", "Prio", "Interval", "Samples", "Timeouts", "Overruns", "Min", "Avg", "P50",
         "P99", "P99.9", "Max",
+    ])
+    .dropping(&[
+        "P50", "P99.9", "Interval", "Timeouts", "Prio", "Avg", "Samples", "Overruns",
     ]);
     for s in &test.series {
         let Some(pair) = s.ipc_pair() else { continue };
@@ -101,6 +104,13 @@ fn footer_lines(report: &Report) -> Vec<String> {
 /// wrapped to fit a 100-column terminal.
 pub fn note(out: &mut dyn Write, line: &str) -> std::io::Result<()> {
     writeln!(out, "{}", crate::units::wrap_line(line))
+}
+
+/// One line of the console that is no note (a test's title, a table's
+/// caption): whole as scripts have always read it, wrapped only when the
+/// output is fitted to a terminal (`crate::units::fit_line`).
+pub fn fitted(out: &mut dyn Write, line: &str) -> std::io::Result<()> {
+    writeln!(out, "{}", crate::units::fit_line(line))
 }
 
 /// Worst wake-up latencies below this are what PREEMPT_RT on bare metal
@@ -216,14 +226,16 @@ fn write_modern(report: &Report, histograms: bool, out: &mut dyn Write) -> std::
                 hwlat::write_test(report, test, out)?;
                 continue;
             }
-            writeln!(
+            fitted(
                 out,
-                "{} latency ({}, {}), {:.1} s, ended: {}",
-                test.test,
-                test.description,
-                test.mode,
-                report.duration_s,
-                end_reason_text(test)
+                &format!(
+                    "{} latency ({}, {}), {:.1} s, ended: {}",
+                    test.test,
+                    test.description,
+                    test.mode,
+                    report.duration_s,
+                    end_reason_text(test)
+                ),
             )?;
             if interrupted_before_measuring(test) {
                 continue;
@@ -231,16 +243,16 @@ fn write_modern(report: &Report, histograms: bool, out: &mut dyn Write) -> std::
             if test.config.timer().is_some() {
                 write!(out, "{}", timer::thread_table(test).render())?;
                 if let Some((table, left_out)) = timer::breakdown_table(test) {
-                    writeln!(
+                    fitted(
                         out,
-                        "Where the latency was spent, from the expiry: IRQ = timer interrupt handler starts, Sched = thread scheduled in, Return = thread back in user space (then it reads the clock: the table above):"
+                        "Where the latency was spent, from the expiry: IRQ = timer interrupt handler starts, Sched = thread scheduled in, Return = thread back in user space (then it reads the clock: the table above):",
                     )?;
                     write!(out, "{}", table.render())?;
                     for line in left_out {
                         note(out, &line)?;
                     }
                     if let Some(line) = crate::report::cells::breakdown::collector_line(test) {
-                        writeln!(out, "{line}")?;
+                        fitted(out, &line)?;
                     }
                 }
                 if histograms {
@@ -281,6 +293,38 @@ context: worst wake-up latency 5.00 us (on a kernel without PREEMPT_RT): as low 
   bare metal keeps (tens of us) in this run, but nothing bounds it here (docs/interpreting.md)
 ";
         assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn a_narrow_terminal_leaves_out_the_least_important_columns_and_says_so() {
+        let table = series_table(&sample_report().tests[0]);
+        assert_eq!(
+            table.render_fitted(Some(80)),
+            "\
+Pair    CPU     Prio  Samples  Overruns      Min      Avg      P99      Max
+pair 0    1  fifo 99        3         0  2.00 us  3.33 us  5.00 us  5.00 us
+(--wide shows all; left out to fit 80 columns: P50, P99.9, Interval, Timeouts)
+"
+        );
+        assert_eq!(
+            table.render_fitted(Some(60)),
+            "\
+Pair    CPU  Samples  Overruns      Min      P99      Max
+pair 0    1        3         0  2.00 us  5.00 us  5.00 us
+(--wide shows all; left out to fit 60 columns: P50, P99.9,
+  Interval, Timeouts, Prio, Avg)
+"
+        );
+        // Not fitted (a pipe, --wide): the full table.
+        assert_eq!(table.render_fitted(None), table.render());
+        assert!(
+            table
+                .render()
+                .lines()
+                .next()
+                .unwrap()
+                .ends_with("P99.9      Max")
+        );
     }
 
     #[test]

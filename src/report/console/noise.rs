@@ -1,6 +1,7 @@
 //! The modern table of an OS-noise test: one row per measured CPU (and
 //! their merge), then with `--trace-spikes` the main causes per CPU.
 
+use super::fitted;
 use crate::report::cells::{Table, latency_cells};
 use crate::report::{Report, TestResult};
 use crate::units::format_ns;
@@ -62,6 +63,17 @@ pub fn cpu_table(test: &TestResult) -> Table {
         "P99",
         "P99.9",
         "Max",
+    ])
+    .dropping(&[
+        "P50",
+        "P99.9",
+        "Reads/s",
+        "Isolated",
+        "Avg",
+        "Prio",
+        "Spun",
+        "Min",
+        "Interruptions",
     ]);
     let (mut spun, mut noise) = (0u64, 0u64);
     for s in &test.series {
@@ -108,22 +120,24 @@ pub fn write_test(report: &Report, test: &TestResult, out: &mut dyn Write) -> st
     let Some(config) = test.config.noise() else {
         return Ok(());
     };
-    writeln!(
+    fitted(
         out,
-        "noise ({}, threshold {}{}), {:.1} s, ended: {}",
-        test.description,
-        format_ns(config.threshold_ns as i64),
-        if config.runtime_ns < config.period_ns {
-            format!(
-                ", spinning {} of every {}",
-                format_ns(config.runtime_ns as i64),
-                format_ns(config.period_ns as i64)
-            )
-        } else {
-            String::new()
-        },
-        report.duration_s,
-        crate::report::cells::end_reason_text(test)
+        &format!(
+            "noise ({}, threshold {}{}), {:.1} s, ended: {}",
+            test.description,
+            format_ns(config.threshold_ns as i64),
+            if config.runtime_ns < config.period_ns {
+                format!(
+                    ", spinning {} of every {}",
+                    format_ns(config.runtime_ns as i64),
+                    format_ns(config.period_ns as i64)
+                )
+            } else {
+                String::new()
+            },
+            report.duration_s,
+            crate::report::cells::end_reason_text(test)
+        ),
     )?;
     if crate::report::cells::interrupted_before_measuring(test) {
         return Ok(());
@@ -137,19 +151,21 @@ pub fn write_test(report: &Report, test: &TestResult, out: &mut dyn Write) -> st
                 .as_ref()
                 .map(|t| format!(" above {}", format_ns(t.threshold_ns as i64)))
                 .unwrap_or_default();
-            writeln!(
+            fitted(
                 out,
-                "causes: CPU {}: {:.3} % noise; {} (of the {} worst interruption{}{above}, traced)",
-                n.cpu,
-                n.noise_percent,
-                causes.shares_line(CAUSES_SHOWN),
-                causes.interruptions,
-                if causes.interruptions == 1 { "" } else { "s" }
+                &format!(
+                    "causes: CPU {}: {:.3} % noise; {} (of the {} worst interruption{}{above}, traced)",
+                    n.cpu,
+                    n.noise_percent,
+                    causes.shares_line(CAUSES_SHOWN),
+                    causes.interruptions,
+                    if causes.interruptions == 1 { "" } else { "s" }
+                ),
             )?;
         }
     }
     for line in doctor_lines(report, test) {
-        writeln!(out, "{line}")?;
+        fitted(out, &line)?;
     }
     Ok(())
 }

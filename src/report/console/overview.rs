@@ -25,7 +25,8 @@ impl Exporter for IpcComparison {
             "P99",
             "P99.9",
             "Max",
-        ]);
+        ])
+        .dropping(&["P50", "P99.9", "Tasks", "Pairs", "Avg", "CPUs"]);
         let mut tests: Vec<_> = report.tests.iter().collect();
         // Tests without samples (failed to start) go last.
         tests.sort_by_key(|t| {
@@ -88,7 +89,7 @@ impl Exporter for SuiteOverview {
         if self.wide {
             headers.extend(["P99.99", "Ended"]);
         }
-        let mut table = Table::new(&headers);
+        let mut table = Table::new(&headers).dropping(&["P50", "P99.9", "Avg", "Min", "Samples"]);
         for t in &report.tests {
             let o = &t.overall;
             let v = |ns: i64| latency_cell(o, ns);

@@ -1,6 +1,7 @@
 //! The modern tables of a timer test: one row per sampling thread (and their
 //! merge), and with `--breakdown` where each wake-up's latency was spent.
 
+use super::fitted;
 use crate::report::TestResult;
 use crate::report::cells::latency_cells;
 use crate::report::cells::{Table, cpus_cell};
@@ -11,7 +12,8 @@ pub fn thread_table(test: &TestResult) -> Table {
     let mut table = Table::new(&[
         "Thread", "CPU", "Prio", "Period", "Samples", "Overruns", "Msw", "Min", "Avg", "P50",
         "P99", "P99.9", "Max",
-    ]);
+    ])
+    .dropping(&["P50", "P99.9", "Period", "Prio", "Avg", "Samples", "Msw"]);
     let mut overruns = 0;
     let mut msw = 0;
     for s in &test.series {
@@ -52,7 +54,16 @@ pub fn thread_table(test: &TestResult) -> Table {
 pub fn breakdown_table(test: &TestResult) -> Option<(Table, Vec<String>)> {
     let b = crate::report::cells::breakdown::breakdown_table(test)?;
     let head: Vec<&str> = b.head.iter().map(String::as_str).collect();
-    let mut table = Table::new(&head);
+    // The medians go first, then the p99s: the worst cases stay.
+    let mut table = Table::new(&head).dropping(&[
+        "IRQ p50",
+        "Sched p50",
+        "Return p50",
+        "Traced",
+        "IRQ p99",
+        "Sched p99",
+        "Return p99",
+    ]);
     for row in b.rows {
         table.row(row);
     }
@@ -72,12 +83,14 @@ pub fn write_histograms(test: &TestResult, out: &mut dyn std::io::Write) -> std:
         };
         let bucket = all.bucket_ns();
         let last = all.cells().saturating_sub(1);
-        writeln!(
+        fitted(
             out,
-            "Histograms of {} ({} cells of {}; |latency|):",
-            s.label,
-            all.cells(),
-            format_ns(bucket as i64)
+            &format!(
+                "Histograms of {} ({} cells of {}; |latency|):",
+                s.label,
+                all.cells(),
+                format_ns(bucket as i64)
+            ),
         )?;
         let mut table = Table::new(&["From", "To", "Samples", "Loop minima", "Loop maxima"]);
         let mut cells: Vec<usize> = [all, loop_min, loop_max]
