@@ -323,7 +323,18 @@ fn sysv_objects_are_named_with_their_creator() {
     }
 }
 
-/// Starts an endless fork-mode run, waits until its peer child exists.
+/// The voluntary context switches of process `pid` so far (0 once gone).
+fn voluntary_switches(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Starts an endless fork-mode run, waits until its peer child exists and
+/// the pair measures.
 fn start_endless_fork_run(primitive: &str, file: &Path) -> (Spawned, u32) {
     let mut argv = vec![primitive, "-q", "-i", "1000", "--fork", "--json"];
     argv.push(file.to_str().unwrap());
@@ -339,8 +350,18 @@ fn start_endless_fork_run(primitive: &str, file: &Path) -> (Spawned, u32) {
         assert!(Instant::now() < deadline, "no peer process appeared");
         std::thread::sleep(Duration::from_millis(20));
     };
-    // Let it measure for a while.
-    std::thread::sleep(Duration::from_millis(700));
+    // Measuring: the peer has blocked and been woken many times (each
+    // sample wakes it once). A fixed 700 ms was too short once, in the
+    // 11-29 trial (a report with 0 samples): a loaded machine may take
+    // longer to start the pair than to measure it.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while voluntary_switches(child) < 20 {
+        assert!(
+            Instant::now() < deadline,
+            "the peer process {child} never measured"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     (spawned, child)
 }
 

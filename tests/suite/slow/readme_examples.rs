@@ -304,18 +304,17 @@ fn unavailable(argv: &[String]) -> Option<String> {
     None
 }
 
-/// Exit codes an example may end with: 0, or 3 when the document asks for a
-/// verdict (`--fail-if`, `--max-latency`, `doctor`) and it went that way.
-/// The README's own examples are what a newcomer runs first: there a
-/// `--max-latency` bound must hold on a machine like this one (the suite's
-/// bound once gated disk writes and noise and failed, issue 40 item 18);
-/// only `doctor` and a `--fail-if` gate may end with 3.
-fn acceptable(document: &str, argv: &[String], code: Option<i32>) -> bool {
-    let fail_if = argv.iter().any(|w| w.starts_with("--fail-if"));
-    let max_latency = argv.iter().any(|w| w.starts_with("--max-latency"));
+/// Exit codes an example may end with: 0, or 3 when it asks for a verdict
+/// (`--fail-if`, `--max-latency`, `doctor`) and it went that way: a bound
+/// is the machine's verdict, which its load may cross (the 11-29 quiet
+/// trial: the timer's worst wake-up at 1.31 ms in a VM). What the README's
+/// bounded examples judge, wake-ups only and never disk writes or noise
+/// (issue 40 item 18), `the_readme_s_max_latency_examples_pass` checks.
+fn acceptable(argv: &[String], code: Option<i32>) -> bool {
     let verdict = argv.first().map(String::as_str) == Some("doctor")
-        || fail_if
-        || (max_latency && document != "README.md");
+        || argv
+            .iter()
+            .any(|w| w.starts_with("--fail-if") || w.starts_with("--max-latency"));
     code == Some(0) || (verdict && code == Some(3))
 }
 
@@ -372,8 +371,7 @@ fn every_readme_example_runs_as_written() {
         // A hang guard only: the shortened runs take seconds.
         let out = run_std_with_timeout(cmd, Duration::from_secs(300));
         let code = out.status.code();
-        let ok =
-            acceptable(document, &argv, code) && (!example.redirected || !out.stdout.is_empty());
+        let ok = acceptable(&argv, code) && (!example.redirected || !out.stdout.is_empty());
         // The output the document shows has the rows the real output has.
         if let Some(shown) = &example.shown_rows {
             let real = table_rows(&String::from_utf8_lossy(&out.stdout));
@@ -423,11 +421,7 @@ fn the_first_command_s_output_fits_100_columns() {
         .args(mlock_args())
         .current_dir(scratch.path());
     let out = run_std_with_timeout(cmd, Duration::from_secs(120));
-    assert!(
-        acceptable("README.md", &argv, out.status.code()),
-        "{}",
-        describe(&out)
-    );
+    assert!(acceptable(&argv, out.status.code()), "{}", describe(&out));
     let text = format!("{}{}", stdout_of(&out), stderr_of(&out));
     assert!(text.lines().count() > 5, "{}", describe(&out));
     let wide: Vec<&str> = text.lines().filter(|l| l.chars().count() > 100).collect();
