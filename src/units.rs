@@ -347,22 +347,37 @@ pub fn format_bytes(bytes: u64) -> String {
 /// The highest CPU number Linux can have (`CONFIG_NR_CPUS` is at most 8192).
 pub const HIGHEST_KERNEL_CPU: usize = 8191;
 
-/// Parses a kernel CPU list like `0-3,8,10-11`. A CPU beyond
+/// Parses a kernel CPU list like `0-3,8,10-11`, with the kernel's stride
+/// form too (`0-15:2/4`: of every group of 4 from 0 to 15, the first 2, as
+/// `bitmap_parselist` reads a cpuset written that way). A CPU beyond
 /// `HIGHEST_KERNEL_CPU` makes it invalid: no range can make it allocate
 /// without bound (`0-18446744073709551615` once tried to).
 pub fn parse_cpu_list(text: &str) -> Option<Vec<usize>> {
     let mut cpus = Vec::new();
     let cpu = |t: &str| t.trim().parse().ok().filter(|&n| n <= HIGHEST_KERNEL_CPU);
     for part in text.trim().split(',').filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
+        let (range, stride) = match part.split_once(':') {
+            Some((range, stride)) => {
+                let (used, group) = stride.split_once('/')?;
+                let (used, group): (usize, usize) = (cpu(used)?, cpu(group)?);
+                if used == 0 || group == 0 || used > group {
+                    return None;
+                }
+                (range, Some((used, group)))
+            }
+            None => (part, None),
+        };
+        match range.split_once('-') {
             Some((a, b)) => {
                 let (a, b): (usize, usize) = (cpu(a)?, cpu(b)?);
                 if a > b {
                     return None;
                 }
-                cpus.extend(a..=b);
+                let (used, group) = stride.unwrap_or((1, 1));
+                cpus.extend((a..=b).filter(|c| (c - a) % group < used));
             }
-            None => cpus.push(cpu(part)?),
+            None if stride.is_none() => cpus.push(cpu(range)?),
+            None => return None,
         }
     }
     Some(cpus)
@@ -689,6 +704,13 @@ mod tests {
         assert_eq!(parse_cpu_list("0-18446744073709551615"), None);
         assert_eq!(parse_cpu_list("8191").map(|c| c.len()), Some(1));
         assert_eq!(parse_cpu_list("8192"), None);
+        // The kernel's stride form (bitmap_parselist): 2 of every 4.
+        assert_eq!(parse_cpu_list("0-11:2/4"), Some(vec![0, 1, 4, 5, 8, 9]));
+        assert_eq!(parse_cpu_list("2-9:1/2,12"), Some(vec![2, 4, 6, 8, 12]));
+        assert_eq!(parse_cpu_list("0-7:0/4"), None);
+        assert_eq!(parse_cpu_list("0-7:5/4"), None);
+        assert_eq!(parse_cpu_list("3:1/2"), None);
+        assert_eq!(parse_cpu_list("0-7:2"), None);
     }
 
     #[test]

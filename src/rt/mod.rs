@@ -3,6 +3,7 @@
 //! kernel directly lives here so the measuring code reads as plain logic.
 
 pub mod bpf;
+pub mod cgroup;
 pub mod clock;
 pub mod cpuidle;
 pub mod dma_latency;
@@ -10,6 +11,7 @@ pub mod fifo;
 pub mod oom;
 pub mod outfile;
 pub mod parent;
+pub mod pod_cpus;
 pub mod procstat;
 pub mod registry;
 pub mod sched;
