@@ -60,6 +60,7 @@ pub fn config_of(settings: &NoiseSettings, prep: &Preparation) -> TestConfig {
             rt_runtime_us: settings.rt_runtime_us,
             rt_period_us: settings.rt_period_us,
             forced: settings.force,
+            cpus_left_out: settings.cpus_left_out.clone(),
         }),
     }
 }

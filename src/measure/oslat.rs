@@ -45,7 +45,11 @@ impl OslatFacts {
         let (rt_runtime_us, rt_period_us) = crate::doctor::sched::rt_bandwidth(&machine);
         let (configured, _) = crate::rt::sysinfo::configured_and_online_cpus();
         OslatFacts {
-            allowed: crate::rt::sched::allowed_cpus(),
+            // Allowed and in the cgroup's cpuset (rt::pod_cpus); oslat's own
+            // default of which to leave out (-C's core) stays settings::oslat's.
+            allowed: Some(crate::rt::pod_cpus::live().usable)
+                .filter(|usable| !usable.is_empty())
+                .unwrap_or_else(crate::rt::sched::allowed_cpus),
             configured: configured.max(1) as usize,
             isolated: crate::doctor::isolation::isolated_cpus(&machine),
             rt_runtime_us,
@@ -292,6 +296,7 @@ fn config_of(
         mlockall,
         cpu_dma_latency: "not requested".to_string(),
         detail: ConfigDetail::Noise(NoiseConfig {
+            cpus_left_out: Vec::new(),
             cpus: s.cpus.clone(),
             cpus_from: "named".to_string(),
             // Every gap is a sample.

@@ -52,6 +52,8 @@ pub struct NoiseSettings {
     /// `sched_rt_runtime_us` and `sched_rt_period_us` when read.
     pub rt_runtime_us: Option<i64>,
     pub rt_period_us: Option<i64>,
+    /// What the default CPU choice left out and why (rt::pod_cpus's notes).
+    pub cpus_left_out: Vec<String>,
     pub force: bool,
     /// `--trace-spikes`: name the causes of interruptions above this (us).
     pub trace_spikes_us: Option<u64>,
@@ -145,6 +147,21 @@ pub fn check_realtime_safety(
     Ok(())
 }
 
+/// The pod choice's notes that describe the default CPUs of `cpus_from`:
+/// none for `--cpus`; with isolated CPUs only what was left out (the
+/// measured set is then the isolated CPUs, not the pod's remainder).
+fn left_out_notes(notes: &[String], cpus_from: CpusFrom) -> Vec<String> {
+    match cpus_from {
+        CpusFrom::Named => Vec::new(),
+        CpusFrom::Isolated => notes
+            .iter()
+            .filter(|n| n.starts_with("left out"))
+            .cloned()
+            .collect(),
+        CpusFrom::AllButOne => notes.to_vec(),
+    }
+}
+
 impl NoiseSettings {
     /// The noise test of `latscope suite`: one CPU (the last usable one),
     /// SCHED_OTHER, the default threshold.
@@ -164,6 +181,7 @@ impl NoiseSettings {
             },
             rt_runtime_us: None,
             rt_period_us: None,
+            cpus_left_out: Vec::new(),
             force: false,
             trace_spikes_us: None,
             collector: crate::rt::bpf::CollectorChoice::Auto,
@@ -184,12 +202,21 @@ impl NoiseSettings {
         let machine = crate::doctor::Machine::live();
         let isolated = crate::doctor::isolation::isolated_cpus(&machine);
         let (rt_runtime_us, rt_period_us) = crate::doctor::sched::rt_bandwidth(&machine);
-        let allowed = sched::allowed_cpus();
-        let main_core = allowed
-            .first()
-            .map_or_else(Vec::new, |&cpu| crate::rt::sysinfo::smt_siblings(cpu));
-        Self::from_args_on(args, &isolated, &allowed, &main_core, rt_runtime_us)
-            .map(|s| NoiseSettings { rt_period_us, ..s })
+        // The pod's choice: allowed and in the cgroup's cpuset, the first
+        // CPU's whole core kept for housekeeping (rt::pod_cpus).
+        let pod = crate::rt::pod_cpus::live();
+        let allowed = if pod.usable.is_empty() {
+            sched::allowed_cpus()
+        } else {
+            pod.usable.clone()
+        };
+        let s = Self::from_args_on(args, &isolated, &allowed, &pod.housekeeping, rt_runtime_us)?;
+        let cpus_left_out = left_out_notes(&pod.notes, s.cpus_from);
+        Ok(NoiseSettings {
+            rt_period_us,
+            cpus_left_out,
+            ..s
+        })
     }
 
     /// `from_args` on a machine described by its isolated CPUs, the CPUs
@@ -276,6 +303,7 @@ impl NoiseSettings {
             },
             rt_runtime_us,
             rt_period_us: None,
+            cpus_left_out: Vec::new(),
             force: args.force,
             trace_spikes_us: args.spikes.trace_spikes,
             collector: super::collector(&args.spikes, None)?,
@@ -289,6 +317,17 @@ impl NoiseSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_left_out_notes_fit_how_the_cpus_were_chosen() {
+        let notes = [
+            "left out CPU 0,4 (housekeeping)".to_string(),
+            "measuring CPU 1 although".to_string(),
+        ];
+        assert!(left_out_notes(&notes, CpusFrom::Named).is_empty());
+        assert_eq!(left_out_notes(&notes, CpusFrom::Isolated), notes[..1]);
+        assert_eq!(left_out_notes(&notes, CpusFrom::AllButOne), notes);
+    }
     use crate::cli::{Cli, Command};
     use clap::Parser;
 

@@ -164,6 +164,11 @@ pub fn write_test(report: &Report, test: &TestResult, out: &mut dyn Write) -> st
             )?;
         }
     }
+    if let crate::report::ConfigDetail::Noise(config) = &test.config.detail {
+        for line in &config.cpus_left_out {
+            fitted(out, &format!("cpus: {line}"))?;
+        }
+    }
     for line in doctor_lines(report, test) {
         fitted(out, &line)?;
     }

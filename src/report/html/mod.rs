@@ -1683,6 +1683,7 @@ mod tests {
         let test = &mut report.tests[0];
         test.test = "noise".into();
         test.config.detail = crate::report::ConfigDetail::Noise(crate::report::NoiseConfig {
+            cpus_left_out: Vec::new(),
             cpus: vec![1],
             cpus_from: "named".into(),
             threshold_ns: 1_000,

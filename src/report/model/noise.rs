@@ -33,6 +33,11 @@ pub struct NoiseConfig {
     /// `--force`: a real-time spinner allowed on a CPU that is not isolated
     /// with RT throttling off.
     pub forced: bool,
+    /// The CPUs the default choice left out and why, one line each
+    /// (rt::pod_cpus: outside the cgroup's cpuset, housekeeping); empty
+    /// with `--cpus`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpus_left_out: Vec<String>,
 }
 
 /// One spinning thread of an OS-noise test: the noise of its CPU.
