@@ -10,6 +10,7 @@ pub struct FakeProbes {
     pub signature: Option<String>,
     pub slack_ns: Option<u64>,
     pub bpf: Result<(), String>,
+    pub realtime: crate::rt::sched::RealtimeProbe,
 }
 
 impl Probes for FakeProbes {
@@ -27,6 +28,9 @@ impl Probes for FakeProbes {
     }
     fn bpf(&self) -> Result<(), String> {
         self.bpf.clone()
+    }
+    fn realtime(&self) -> crate::rt::sched::RealtimeProbe {
+        self.realtime
     }
 }
 
@@ -63,6 +67,10 @@ impl Fixture {
                 signature: None,
                 slack_ns: None,
                 bpf: Ok(()),
+                realtime: crate::rt::sched::RealtimeProbe {
+                    fifo: Ok(()),
+                    deadline: Ok(()),
+                },
             },
         }
     }

@@ -45,12 +45,19 @@ pub trait Probes {
     /// Whether the kernel takes a BPF map and tracepoint program from this
     /// process (`rt::bpf::probe`): Err is why not.
     fn bpf(&self) -> Result<(), String>;
+    /// What the kernel answers a thread asking for SCHED_FIFO and
+    /// SCHED_DEADLINE (rt::sched::probe_realtime): tried, not inferred.
+    fn realtime(&self) -> crate::rt::sched::RealtimeProbe;
 }
 
 /// The probes of the machine latscope runs on.
 pub struct LiveProbes;
 
 impl Probes for LiveProbes {
+    fn realtime(&self) -> crate::rt::sched::RealtimeProbe {
+        crate::rt::sched::probe_realtime()
+    }
+
     fn bpf(&self) -> Result<(), String> {
         crate::rt::bpf::probe::try_the_system_call().map_err(|why| why.0)
     }

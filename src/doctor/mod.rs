@@ -17,6 +17,7 @@ pub mod machine;
 pub mod memory;
 pub mod platform;
 pub mod programs;
+pub mod realtime;
 pub mod sched;
 pub mod tracing;
 
@@ -87,7 +88,7 @@ impl CheckStart {
 
 /// Every check, in the order the table shows them (grouped).
 pub fn run(machine: &Machine) -> Vec<Check> {
-    let checks: [fn(&Machine) -> Check; 23] = [
+    let checks: [fn(&Machine) -> Check; 26] = [
         kernel::preemption,
         kernel::clocksource,
         cpu::governor,
@@ -101,12 +102,15 @@ pub fn run(machine: &Machine) -> Vec<Check> {
         isolation::irqbalance,
         sched::rt_throttling,
         sched::timer_slack,
+        realtime::realtime,
+        realtime::timer_migration,
         sched::rtprio,
         sched::memlock,
         memory::transparent_hugepages,
         memory::swap,
         platform::virtualization,
         platform::container,
+        realtime::quota,
         tracing::tracefs,
         tracing::tracers,
         tracing::events,
@@ -177,12 +181,15 @@ mod tests {
             ("isolation.irqbalance", Verdict::Warn),
             ("sched.rt_throttling", Verdict::Warn),
             ("sched.timer_slack", Verdict::Ok),
+            ("sched.realtime", Verdict::Ok),
+            ("sched.timer_migration", Verdict::Ok),
             ("limits.rtprio", Verdict::Bad),
             ("limits.memlock", Verdict::Warn),
             ("memory.thp", Verdict::Warn),
             ("memory.swap", Verdict::Warn),
             ("platform.virtualization", Verdict::Warn),
             ("platform.container", Verdict::Warn),
+            ("platform.cpu_quota", Verdict::Ok),
             ("tracing.tracefs", Verdict::Warn),
             ("tracing.tracers", Verdict::Warn),
             ("tracing.events", Verdict::Warn),
@@ -190,11 +197,11 @@ mod tests {
         ] {
             assert_eq!(verdict_of(&stock, id), verdict, "{id}: {stock:#?}");
         }
-        assert_eq!(stock.len(), 23);
+        assert_eq!(stock.len(), 26);
         assert_eq!(
             Summary::of(&stock),
             Summary {
-                ok: 3,
+                ok: 6,
                 warn: 18,
                 bad: 2
             }

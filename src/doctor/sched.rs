@@ -66,9 +66,9 @@ pub fn timer_slack(m: &Machine) -> Check {
 
 /// Capability bits (linux/capability.h).
 const CAP_IPC_LOCK: u32 = 14;
-const CAP_SYS_NICE: u32 = 23;
+pub(super) const CAP_SYS_NICE: u32 = 23;
 
-fn has_capability(m: &Machine, cap: u32) -> bool {
+pub(super) fn has_capability(m: &Machine, cap: u32) -> bool {
     m.effective_capabilities() & (1 << cap) != 0
 }
 

@@ -56,7 +56,12 @@ pub fn assemble_report(
     if !facts.is_empty() {
         let mut facts = RunFacts::combine(&facts);
         // Asked only when it matters: the advice for a run without it.
-        facts.realtime_allowed = !facts.realtime_policy && crate::rt::sched::can_use_realtime();
+        if !facts.realtime_policy {
+            // One probe: allowed, or refused and why (the doctor's words).
+            let machine = crate::doctor::Machine::live();
+            facts.realtime_refusal = crate::doctor::realtime::fifo_refusal(&machine);
+            facts.realtime_allowed = facts.realtime_refusal.is_none();
+        }
         facts.machine_warnings_quieted = validity::machine_warnings_quieted();
         for w in validity::warnings(&sysinfo, &facts, memory) {
             if !warnings.contains(&w) {

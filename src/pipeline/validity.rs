@@ -42,6 +42,11 @@ pub struct RunFacts {
     /// the option, not privileges. Set once for the whole report
     /// (`assemble_report`).
     pub realtime_allowed: bool,
+    /// Why this process cannot have real-time scheduling, when a probe
+    /// thread was refused (doctor::realtime::fifo_refusal): a run at
+    /// policy other then says so in its one line. Set with
+    /// `realtime_allowed`.
+    pub realtime_refusal: Option<String>,
     /// The user set `QUIET_MACHINE_ENV`: the machine's own findings
     /// (`MACHINE_CHECKS`), the same for every run, are left out of the
     /// warnings (the report keeps them in `sysinfo.checks`).
@@ -239,6 +244,7 @@ impl RunFacts {
             scheduling_free: all.iter().all(|f| f.scheduling_free),
             throttle: ThrottleEvidence::combine(all.iter().map(|f| &f.throttle)),
             realtime_allowed: all.iter().all(|f| f.realtime_allowed),
+            realtime_refusal: all.iter().find_map(|f| f.realtime_refusal.clone()),
             machine_warnings_quieted: all.iter().any(|f| f.machine_warnings_quieted),
         }
     }
@@ -282,6 +288,10 @@ pub fn warnings(sys: &SysInfo, facts: &RunFacts, memory: &MemoryLock) -> Vec<Str
         // Advice that fits the command given (only some tests take -p) and
         // the user: one who may use real-time priority is told the option.
         let how = match (facts.priority_option, facts.realtime_allowed) {
+            // Refused whatever the privileges: the cause and its fix.
+            (_, false) if facts.realtime_refusal.is_some() => {
+                facts.realtime_refusal.clone().unwrap_or_default()
+            }
             (Some(option), true) => format!("give {option} 1..99 (this user may use it)"),
             (None, true) => "leave out --policy other (this user may use real-time priority): \
                  it then takes SCHED_FIFO 99"
@@ -424,6 +434,7 @@ mod tests {
             priority_option: Some("-p"),
             throttle: ThrottleEvidence::default(),
             realtime_allowed: false,
+            realtime_refusal: None,
             machine_warnings_quieted: false,
         }
     }
@@ -547,6 +558,22 @@ mod tests {
         assert!(
             asked_other.ends_with("leave out --policy other (this user may use real-time priority): it then takes SCHED_FIFO 99"),
             "{asked_other}"
+        );
+        // Refused here (a cgroup without a real-time budget): why, in the same line.
+        let facts = RunFacts {
+            realtime_policy: false,
+            priority_option: None,
+            realtime_allowed: false,
+            realtime_refusal: Some("SCHED_FIFO refused (EPERM): /sys/fs/cgroup/cpu/x/cpu.rt_runtime_us is 0".into()),
+            ..good_facts()
+        };
+        let refused: Vec<String> = warnings(&rt_sys(), &facts, &MemoryLock::Locked)
+            .into_iter()
+            .filter(|w| w.starts_with("no real-time priority"))
+            .collect();
+        assert_eq!(
+            refused,
+            ["no real-time priority (policy other): latencies include ordinary scheduling delays; SCHED_FIFO refused (EPERM): /sys/fs/cgroup/cpu/x/cpu.rt_runtime_us is 0"]
         );
     }
 

@@ -611,9 +611,49 @@ pub fn lock_memory_if_affordable(on_fault: bool) -> Result<(), MlockSkipped> {
 /// short-lived thread, which is what actually matters, rather than guessing
 /// from uid, capabilities and rlimits).
 pub fn can_use_realtime() -> bool {
-    std::thread::spawn(|| set_current_thread_policy(Policy::Fifo, 1).is_ok())
-        .join()
-        .unwrap_or(false)
+    probe_realtime().fifo.is_ok()
+}
+
+/// What the kernel answered a thread that asked for real-time scheduling:
+/// Ok, or the errno of the refusal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RealtimeProbe {
+    /// SCHED_FIFO priority 1.
+    pub fifo: Result<(), i32>,
+    /// SCHED_DEADLINE with `PROBE_RESERVATION`.
+    pub deadline: Result<(), i32>,
+}
+
+/// A small reservation: 100 us of every 10 ms (1 % of a CPU), which any
+/// admission control with room for a deadline task accepts.
+const PROBE_RESERVATION: Reservation = Reservation {
+    runtime_ns: 100_000,
+    deadline_ns: 10_000_000,
+    period_ns: 10_000_000,
+};
+
+/// Tries SCHED_FIFO 1 and SCHED_DEADLINE on a short-lived thread that goes
+/// back to SCHED_OTHER after each and ends: a few system calls, never a
+/// loop, so nothing runs at real-time priority beyond them.
+pub fn probe_realtime() -> RealtimeProbe {
+    let refused = RealtimeProbe {
+        fifo: Err(libc::EAGAIN),
+        deadline: Err(libc::EAGAIN),
+    };
+    std::thread::Builder::new()
+        .name("rt-probe".into())
+        .stack_size(64 * 1024)
+        .spawn(|| {
+            let back = || try_set_current_thread_policy(Policy::Other, 0);
+            let fifo = try_set_current_thread_policy(Policy::Fifo, 1);
+            let _ = back();
+            let deadline = try_set_current_thread_deadline(PROBE_RESERVATION, 0);
+            let _ = back();
+            RealtimeProbe { fifo, deadline }
+        })
+        .ok()
+        .and_then(|thread| thread.join().ok())
+        .unwrap_or(refused)
 }
 
 #[cfg(test)]
