@@ -38,6 +38,7 @@ mod layers;
 mod mq_classic;
 mod mq_report;
 mod packaging;
+mod pod_realtime;
 mod parse_props;
 mod parse_props_more;
 mod ptsematest_compat;
