@@ -214,15 +214,15 @@ mod tests {
         assert_eq!(c.housekeeping, [0, 1]);
         assert_eq!(c.measured, [2, 3, 10, 11]);
         assert_eq!(cpu_list(&c.measured), "2-3,10-11");
+        assert_eq!(
+            c.notes,
+            ["left out CPU 0-1 (housekeeping: CPU 0 is the first usable one, where the main thread runs, and CPU 1 shares its core (SMT))"]
+        );
         // The case: sibling 1 is not in the pod at all; cmd.sh's
         // `,1` edit of `2,3,10,11` would still leave `2,301`.
         let siblings: BTreeMap<usize, Vec<usize>> = (0..12).map(|c| (c, vec![c & !1, c | 1])).collect();
         let c = choose(&topology("0,2,3,10,11", siblings));
         assert_eq!((c.housekeeping, c.measured), (vec![0], vec![2, 3, 10, 11]));
-        assert_eq!(
-            c.notes,
-            ["left out CPU 0-1 (housekeeping: CPU 0 is the first usable one, where the main thread runs, and CPU 1 shares its core (SMT))"]
-        );
     }
 
     #[test]
