@@ -147,7 +147,7 @@ pub fn timer_migration(m: &Machine) -> Check {
         Some("1") if !rt => check.warn(
             "on (kernel.timer_migration = 1)",
             "this kernel may move the timers of an idle CPU to a busy one: their expiry then interrupts the measured CPUs",
-            "sysctl kernel.timer_migration=0 (on the host: a container shares the host's value)",
+            "sysctl kernel.timer_migration=0 (set on the host: containers share the host's value)",
         ),
         Some(value) => check.ok(
             format!("kernel.timer_migration = {value}"),

@@ -122,7 +122,7 @@ fn timer_migration_matters_on_non_rt_kernels() {
     f.file("/proc/sys/kernel/timer_migration", "1\n");
     let c = timer_migration(&f.machine());
     assert_eq!(c.verdict, Verdict::Warn);
-    assert_eq!(c.fix.unwrap(), "sysctl kernel.timer_migration=0 (on the host: a container shares the host's value)");
+    assert_eq!(c.fix.unwrap(), "sysctl kernel.timer_migration=0 (set on the host: containers share the host's value)");
     f.probes.uname.version = "#1 SMP PREEMPT_RT".into();
     assert_eq!(timer_migration(&f.machine()).verdict, Verdict::Ok);
     f.probes.uname.version = "#1 SMP".into();
