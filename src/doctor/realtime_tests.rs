@@ -74,7 +74,10 @@ fn the_priority_limit_and_the_capability() {
     };
     let causes = refusal_causes(&f.machine(), false);
     assert_eq!(causes.len(), 1);
-    assert_eq!(causes[0].what, "RLIMIT_RTPRIO is 0 and CAP_SYS_NICE is missing");
+    assert_eq!(
+        causes[0].what,
+        "RLIMIT_RTPRIO is 0 and CAP_SYS_NICE is missing"
+    );
     assert!(causes[0].fix.starts_with("podman: --ulimit rtprio=99"));
     // A limit above 0 lets SCHED_FIFO through; SCHED_DEADLINE still needs the capability.
     let deadline = refusal_causes(&f.machine(), true);
@@ -84,23 +87,30 @@ fn the_priority_limit_and_the_capability() {
     let c = realtime(&f.machine());
     assert_eq!(
         (c.verdict, c.value.as_str()),
-        (Verdict::Warn, "SCHED_FIFO granted; SCHED_DEADLINE refused (EPERM)")
+        (
+            Verdict::Warn,
+            "SCHED_FIFO granted; SCHED_DEADLINE refused (EPERM)"
+        )
     );
     assert!(c.fix.unwrap().starts_with("podman: --cap-add=SYS_NICE"));
 }
 
 #[test]
 fn deadline_needs_the_whole_root_domain() {
-    let mut f = in_a_pod(
-        &format!("{ROOT_CAPS}Cpus_allowed_list:\t2-3\n"),
-        "950000\n",
-    );
+    let mut f = in_a_pod(&format!("{ROOT_CAPS}Cpus_allowed_list:\t2-3\n"), "950000\n");
     f.file("/sys/devices/system/cpu/online", "0-7\n");
     f.probes.realtime.deadline = Err(libc::EPERM);
     let causes = refusal_causes(&f.machine(), true);
     assert_eq!(causes.len(), 1);
-    assert!(causes[0].what.starts_with("this process may run on CPU 2-3 of 0-7"));
-    f.file("/proc/self/status", &format!("{ROOT_CAPS}Cpus_allowed_list:\t0-7\n"));
+    assert!(
+        causes[0]
+            .what
+            .starts_with("this process may run on CPU 2-3 of 0-7")
+    );
+    f.file(
+        "/proc/self/status",
+        &format!("{ROOT_CAPS}Cpus_allowed_list:\t0-7\n"),
+    );
     assert!(refusal_causes(&f.machine(), true).is_empty());
 }
 
@@ -122,7 +132,10 @@ fn timer_migration_matters_on_non_rt_kernels() {
     f.file("/proc/sys/kernel/timer_migration", "1\n");
     let c = timer_migration(&f.machine());
     assert_eq!(c.verdict, Verdict::Warn);
-    assert_eq!(c.fix.unwrap(), "sysctl kernel.timer_migration=0 (set on the host: containers share the host's value)");
+    assert_eq!(
+        c.fix.unwrap(),
+        "sysctl kernel.timer_migration=0 (set on the host: containers share the host's value)"
+    );
     f.probes.uname.version = "#1 SMP PREEMPT_RT".into();
     assert_eq!(timer_migration(&f.machine()).verdict, Verdict::Ok);
     f.probes.uname.version = "#1 SMP".into();
@@ -147,11 +160,15 @@ fn quota_and_qos_as_seen_from_inside() {
         "max 100000\n",
     );
     let c = quota(&f.machine());
-    assert_eq!((c.verdict, c.value.as_str()), (Verdict::Warn, "no quota (Burstable pod)"));
-    f.file("/proc/self/cgroup", "0::/kubepods.slice/pod2\n").file(
-        "/sys/fs/cgroup/kubepods.slice/pod2/cpu.max",
-        "200000 100000\n",
+    assert_eq!(
+        (c.verdict, c.value.as_str()),
+        (Verdict::Warn, "no quota (Burstable pod)")
     );
+    f.file("/proc/self/cgroup", "0::/kubepods.slice/pod2\n")
+        .file(
+            "/sys/fs/cgroup/kubepods.slice/pod2/cpu.max",
+            "200000 100000\n",
+        );
     let c = quota(&f.machine());
     assert_eq!(c.verdict, Verdict::Warn);
     assert_eq!(
@@ -161,7 +178,10 @@ fn quota_and_qos_as_seen_from_inside() {
     assert!(c.fix.unwrap().contains("cpu-quota.crio.io: \"disable\""));
     f.file("/sys/fs/cgroup/kubepods.slice/pod2/cpu.max", "max 100000\n");
     let c = quota(&f.machine());
-    assert_eq!((c.verdict, c.value.as_str()), (Verdict::Ok, "no quota (Guaranteed pod)"));
+    assert_eq!(
+        (c.verdict, c.value.as_str()),
+        (Verdict::Ok, "no quota (Guaranteed pod)")
+    );
     // cgroup v1: cpu.cfs_quota_us.
     let f = in_a_pod(ROOT_CAPS, "0\n");
     f.file(

@@ -564,7 +564,9 @@ mod tests {
             realtime_policy: false,
             priority_option: None,
             realtime_allowed: false,
-            realtime_refusal: Some("SCHED_FIFO refused (EPERM): /sys/fs/cgroup/cpu/x/cpu.rt_runtime_us is 0".into()),
+            realtime_refusal: Some(
+                "SCHED_FIFO refused (EPERM): /sys/fs/cgroup/cpu/x/cpu.rt_runtime_us is 0".into(),
+            ),
             ..good_facts()
         };
         let refused: Vec<String> = warnings(&rt_sys(), &facts, &MemoryLock::Locked)
@@ -573,7 +575,9 @@ mod tests {
             .collect();
         assert_eq!(
             refused,
-            ["no real-time priority (policy other): latencies include ordinary scheduling delays; SCHED_FIFO refused (EPERM): /sys/fs/cgroup/cpu/x/cpu.rt_runtime_us is 0"]
+            [
+                "no real-time priority (policy other): latencies include ordinary scheduling delays; SCHED_FIFO refused (EPERM): /sys/fs/cgroup/cpu/x/cpu.rt_runtime_us is 0"
+            ]
         );
     }
 

@@ -179,7 +179,10 @@ mod tests {
         // The container's own subtree is the mount's root: its path is "/".
         let cpuset = v1(r, "cpuset").unwrap();
         assert_eq!(cpuset.shown, "/sys/fs/cgroup/cpuset");
-        assert_eq!(cpuset.shown("cpuset.effective_cpus"), "/sys/fs/cgroup/cpuset/cpuset.effective_cpus");
+        assert_eq!(
+            cpuset.shown("cpuset.effective_cpus"),
+            "/sys/fs/cgroup/cpuset/cpuset.effective_cpus"
+        );
         assert_eq!(v1(r, "memory"), None);
         let unified = v2(r).unwrap();
         assert_eq!(unified.shown, "/sys/fs/cgroup/unified/user.slice");
@@ -192,7 +195,11 @@ mod tests {
                 "0-3".to_string()
             ))
         );
-        write(r, "/sys/fs/cgroup/unified/user.slice/cpuset.cpus.effective", "2\n");
+        write(
+            r,
+            "/sys/fs/cgroup/unified/user.slice/cpuset.cpus.effective",
+            "2\n",
+        );
         assert_eq!(
             nearest(&unified, &["cpuset.cpus.effective"]).unwrap().1,
             "2"

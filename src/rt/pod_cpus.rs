@@ -79,10 +79,7 @@ pub fn choose(t: &PodTopology) -> PodCpus {
                     cpu_list(cpuset)
                 ));
             }
-            allowed
-                .into_iter()
-                .filter(|c| cpuset.contains(c))
-                .collect()
+            allowed.into_iter().filter(|c| cpuset.contains(c)).collect()
         }
         None => allowed,
     };
@@ -129,10 +126,7 @@ pub fn choose(t: &PodTopology) -> PodCpus {
             notes,
         };
     }
-    notes.push(format!(
-        "left out CPU {} ({why})",
-        cpu_list(&housekeeping)
-    ));
+    notes.push(format!("left out CPU {} ({why})", cpu_list(&housekeeping)));
     PodCpus {
         usable,
         housekeeping,
@@ -209,18 +203,22 @@ mod tests {
     fn the_list_cmd_sh_mangles_stays_a_set_of_cpus() {
         // cmd.sh's edit of `0,1,2,3,10,11` with sibling 1 makes `0,2,301`;
         // here CPU 0's sibling is CPU 1 (a 2-thread core numbered 0-1).
-        let siblings: BTreeMap<usize, Vec<usize>> = (0..12).map(|c| (c, vec![c & !1, c | 1])).collect();
+        let siblings: BTreeMap<usize, Vec<usize>> =
+            (0..12).map(|c| (c, vec![c & !1, c | 1])).collect();
         let c = choose(&topology("0-3,10,11", siblings));
         assert_eq!(c.housekeeping, [0, 1]);
         assert_eq!(c.measured, [2, 3, 10, 11]);
         assert_eq!(cpu_list(&c.measured), "2-3,10-11");
         assert_eq!(
             c.notes,
-            ["left out CPU 0-1 (housekeeping: CPU 0 is the first usable one, where the main thread runs, and CPU 1 shares its core (SMT))"]
+            [
+                "left out CPU 0-1 (housekeeping: CPU 0 is the first usable one, where the main thread runs, and CPU 1 shares its core (SMT))"
+            ]
         );
         // The case: sibling 1 is not in the pod at all; cmd.sh's
         // `,1` edit of `2,3,10,11` would still leave `2,301`.
-        let siblings: BTreeMap<usize, Vec<usize>> = (0..12).map(|c| (c, vec![c & !1, c | 1])).collect();
+        let siblings: BTreeMap<usize, Vec<usize>> =
+            (0..12).map(|c| (c, vec![c & !1, c | 1])).collect();
         let c = choose(&topology("0,2,3,10,11", siblings));
         assert_eq!((c.housekeeping, c.measured), (vec![0], vec![2, 3, 10, 11]));
     }
@@ -241,7 +239,9 @@ mod tests {
         assert_eq!((c.housekeeping, c.measured), (vec![4], vec![5, 6, 7]));
         assert_eq!(
             c.notes,
-            ["left out CPU 4 (housekeeping: CPU 4 is the first usable one, where the main thread runs)"]
+            [
+                "left out CPU 4 (housekeeping: CPU 4 is the first usable one, where the main thread runs)"
+            ]
         );
         // No topology files at all (a container without /sys): the same.
         let c = choose(&topology("4-7", BTreeMap::new()));
@@ -275,7 +275,10 @@ mod tests {
         t.cgroup = Some(("x".into(), vec![9]));
         let c = choose(&t);
         assert!(c.measured.is_empty());
-        assert_eq!(c.notes.last().unwrap(), "no CPU is both allowed and in the cgroup's cpuset");
+        assert_eq!(
+            c.notes.last().unwrap(),
+            "no CPU is both allowed and in the cgroup's cpuset"
+        );
     }
 
     #[test]
@@ -287,7 +290,10 @@ mod tests {
             fs::create_dir_all(at.parent().unwrap()).unwrap();
             fs::write(at, text).unwrap();
         };
-        write("proc/self/status", "Name:\tx\nCpus_allowed_list:\t0-15:2/4\n");
+        write(
+            "proc/self/status",
+            "Name:\tx\nCpus_allowed_list:\t0-15:2/4\n",
+        );
         write("proc/self/cgroup", "0::/kubepods/pod1\n");
         write(
             "proc/self/mountinfo",

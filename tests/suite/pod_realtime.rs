@@ -18,8 +18,7 @@ fn cpu_cgroup() -> Option<(String, String)> {
     let point = mountinfo.lines().find_map(|line| {
         let (head, tail) = line.split_once(" - ")?;
         let tail: Vec<&str> = tail.split(' ').collect();
-        let cpu = tail.first() == Some(&"cgroup")
-            && tail.get(2)?.split(',').any(|o| o == "cpu");
+        let cpu = tail.first() == Some(&"cgroup") && tail.get(2)?.split(',').any(|o| o == "cpu");
         // Only a hierarchy mounted at its root: then /proc/self/cgroup's
         // path is the path under the mount point.
         let head: Vec<&str> = head.split(' ').collect();
@@ -29,7 +28,10 @@ fn cpu_cgroup() -> Option<(String, String)> {
     let own = cgroups.lines().find_map(|l| {
         let mut f = l.splitn(3, ':');
         let (_, controllers, path) = (f.next()?, f.next()?, f.next()?);
-        controllers.split(',').any(|c| c == "cpu").then(|| path.to_string())
+        controllers
+            .split(',')
+            .any(|c| c == "cpu")
+            .then(|| path.to_string())
     })?;
     Some((point, own))
 }
@@ -60,7 +62,11 @@ fn make_child() -> Result<ChildCgroup, String> {
     let (point, own) = cpu_cgroup().ok_or("no cgroup v1 cpu hierarchy mounted at its root")?;
     let dir = Path::new(&point)
         .join(own.trim_start_matches('/'))
-        .join(format!("latscope-test-{}-{}", std::process::id(), monotonic_ns()));
+        .join(format!(
+            "latscope-test-{}-{}",
+            std::process::id(),
+            monotonic_ns()
+        ));
     std::fs::create_dir(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
     let child = ChildCgroup { dir };
     if !child.dir.join("cpu.rt_runtime_us").exists() {
