@@ -12,30 +12,6 @@ use std::time::Duration;
 
 const TEST: &str = "pod_realtime::doctor_names_a_cgroup_without_real_time_budget";
 
-/// The v1 `cpu` hierarchy's mount point and this process's path in it.
-fn cpu_cgroup() -> Option<(String, String)> {
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let point = mountinfo.lines().find_map(|line| {
-        let (head, tail) = line.split_once(" - ")?;
-        let tail: Vec<&str> = tail.split(' ').collect();
-        let cpu = tail.first() == Some(&"cgroup") && tail.get(2)?.split(',').any(|o| o == "cpu");
-        // Only a hierarchy mounted at its root: then /proc/self/cgroup's
-        // path is the path under the mount point.
-        let head: Vec<&str> = head.split(' ').collect();
-        (cpu && head.get(3) == Some(&"/")).then(|| head[4].to_string())
-    })?;
-    let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let own = cgroups.lines().find_map(|l| {
-        let mut f = l.splitn(3, ':');
-        let (_, controllers, path) = (f.next()?, f.next()?, f.next()?);
-        controllers
-            .split(',')
-            .any(|c| c == "cpu")
-            .then(|| path.to_string())
-    })?;
-    Some((point, own))
-}
-
 /// A child cgroup made for this test, removed when dropped (the processes
 /// moved into it have ended by then).
 struct ChildCgroup {
@@ -59,14 +35,15 @@ fn make_child() -> Result<ChildCgroup, String> {
     if !euid_is_root() {
         return Err("needs root to create a cgroup".into());
     }
-    let (point, own) = cpu_cgroup().ok_or("no cgroup v1 cpu hierarchy mounted at its root")?;
-    let dir = Path::new(&point)
-        .join(own.trim_start_matches('/'))
-        .join(format!(
-            "latscope-test-{}-{}",
-            std::process::id(),
-            monotonic_ns()
-        ));
+    // Where latscope's reader says this process's cpu cgroup is (the one the
+    // doctor will read from inside the child).
+    let own =
+        latscope::rt::cgroup::v1(Path::new("/"), "cpu").ok_or("no cgroup v1 cpu hierarchy")?;
+    let dir = own.dir.join(format!(
+        "latscope-test-{}-{}",
+        std::process::id(),
+        monotonic_ns()
+    ));
     std::fs::create_dir(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
     let child = ChildCgroup { dir };
     if !child.dir.join("cpu.rt_runtime_us").exists() {
