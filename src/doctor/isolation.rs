@@ -123,7 +123,7 @@ pub fn rcu_nocbs(m: &Machine) -> Check {
 
 /// The CPUs an interrupt is delivered to: the effective affinity where the
 /// kernel shows it, else the requested one.
-fn irq_cpus(m: &Machine, irq: &str) -> Vec<usize> {
+pub(super) fn irq_cpus(m: &Machine, irq: &str) -> Vec<usize> {
     m.read(format!("/proc/irq/{irq}/effective_affinity_list"))
         .or_else(|| m.read(format!("/proc/irq/{irq}/smp_affinity_list")))
         .map(|t| cpus_of(&t))

@@ -88,7 +88,7 @@ impl CheckStart {
 
 /// Every check, in the order the table shows them (grouped).
 pub fn run(machine: &Machine) -> Vec<Check> {
-    let checks: [fn(&Machine) -> Check; 26] = [
+    let checks: [fn(&Machine) -> Check; 27] = [
         kernel::preemption,
         kernel::clocksource,
         cpu::governor,
@@ -111,6 +111,7 @@ pub fn run(machine: &Machine) -> Vec<Check> {
         platform::virtualization,
         platform::container,
         realtime::quota,
+        realtime::pod_irqs,
         tracing::tracefs,
         tracing::tracers,
         tracing::events,
@@ -190,6 +191,7 @@ mod tests {
             ("platform.virtualization", Verdict::Warn),
             ("platform.container", Verdict::Warn),
             ("platform.cpu_quota", Verdict::Ok),
+            ("platform.pod_irqs", Verdict::Ok),
             ("tracing.tracefs", Verdict::Warn),
             ("tracing.tracers", Verdict::Warn),
             ("tracing.events", Verdict::Warn),
@@ -197,11 +199,11 @@ mod tests {
         ] {
             assert_eq!(verdict_of(&stock, id), verdict, "{id}: {stock:#?}");
         }
-        assert_eq!(stock.len(), 26);
+        assert_eq!(stock.len(), 27);
         assert_eq!(
             Summary::of(&stock),
             Summary {
-                ok: 6,
+                ok: 7,
                 warn: 18,
                 bad: 2
             }

@@ -211,6 +211,47 @@ pub fn quota(m: &Machine) -> Check {
     }
 }
 
+/// Interrupts delivered to the CPUs a pod measures (rt::pod_cpus): what
+/// CRI-O's `irq-load-balancing.crio.io: "disable"` should have prevented.
+/// Only where this process has a part of the machine's CPUs: on the whole
+/// machine `isolation.irq_affinity` says it.
+pub fn pod_irqs(m: &Machine) -> Check {
+    let check = of("platform.pod_irqs", "IRQs on the pod's CPUs");
+    let pod = crate::rt::pod_cpus::choose(&crate::rt::pod_cpus::read(m.root()));
+    let online = m.cpus_online();
+    if pod.usable.is_empty() || online.iter().all(|c| pod.usable.contains(c)) {
+        return check.ok(
+            "this process may use every CPU",
+            "no CPU subset of a pod to keep interrupts off (isolation.irq_affinity looks at the isolated CPUs)",
+        );
+    }
+    let on_measured: Vec<String> = m
+        .list("/proc/irq")
+        .into_iter()
+        .filter(|n| n.parse::<u32>().is_ok())
+        .filter(|irq| {
+            super::isolation::irq_cpus(m, irq)
+                .iter()
+                .any(|c| pod.measured.contains(c))
+        })
+        .collect();
+    if on_measured.is_empty() {
+        return check.ok(
+            format!("none on measured CPU {}", cpu_list(&pod.measured)),
+            "no interrupt is delivered to the CPUs this process measures",
+        );
+    }
+    check.warn(
+        format!(
+            "IRQ {} on measured CPU {}",
+            super::first_few(&on_measured, 6),
+            cpu_list(&pod.measured)
+        ),
+        "interrupts are delivered to the CPUs this pod measures and preempt its threads: irq-load-balancing was not disabled for them",
+        "Kubernetes (CRI-O): the annotation irq-load-balancing.crio.io: \"disable\" on a Guaranteed pod with the performance profile's runtimeClassName; podman/Docker: on the host, move the interrupts to the other CPUs (/proc/irq/N/smp_affinity_list)",
+    )
+}
+
 #[cfg(test)]
 #[path = "realtime_tests.rs"]
 mod tests;

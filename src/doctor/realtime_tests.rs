@@ -115,6 +115,37 @@ fn deadline_needs_the_whole_root_domain() {
 }
 
 #[test]
+fn interrupts_on_the_pods_measured_cpus() {
+    let f = Fixture::empty();
+    f.file("/proc/self/status", "Cpus_allowed_list:\t0-7\n")
+        .file("/sys/devices/system/cpu/online", "0-7\n")
+        .file("/proc/irq/24/smp_affinity_list", "0-7\n");
+    assert_eq!(
+        pod_irqs(&f.machine()).value,
+        "this process may use every CPU"
+    );
+    // A pod on CPU 2-5: 2 keeps housekeeping, 3-5 are measured.
+    f.file("/proc/self/status", "Cpus_allowed_list:\t2-5\n");
+    let c = pod_irqs(&f.machine());
+    assert_eq!(
+        (c.verdict, c.value.as_str()),
+        (Verdict::Warn, "IRQ 24 on measured CPU 3-5")
+    );
+    assert!(
+        c.fix
+            .unwrap()
+            .contains("irq-load-balancing.crio.io: \"disable\"")
+    );
+    f.file("/proc/irq/24/smp_affinity_list", "0-2\n")
+        .file("/proc/irq/25/effective_affinity_list", "6\n");
+    let c = pod_irqs(&f.machine());
+    assert_eq!(
+        (c.verdict, c.value.as_str()),
+        (Verdict::Ok, "none on measured CPU 3-5")
+    );
+}
+
+#[test]
 fn granted_is_ok() {
     let f = in_a_pod(ROOT_CAPS, "0\n");
     let c = realtime(&f.machine());

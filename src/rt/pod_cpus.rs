@@ -148,7 +148,8 @@ fn cgroup_cpuset(root: &Path) -> Option<(String, Vec<usize>)> {
 }
 
 /// The thin reader: this process's topology under `root` (`/` on a real
-/// run). Without a readable `Cpus_allowed_list`, the affinity mask.
+/// run); no allowed CPUs where `Cpus_allowed_list` cannot be read (`live`
+/// then takes the affinity mask).
 pub fn read(root: &Path) -> PodTopology {
     let allowed = fs::read_to_string(root.join("proc/self/status"))
         .ok()
@@ -158,7 +159,7 @@ pub fn read(root: &Path) -> PodTopology {
                 .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
                 .and_then(parse_cpu_list)
         })
-        .unwrap_or_else(super::sched::allowed_cpus);
+        .unwrap_or_default();
     let sysfs = root.join("sys/devices/system/cpu");
     let siblings = allowed
         .iter()
@@ -177,7 +178,11 @@ pub fn read(root: &Path) -> PodTopology {
 
 /// The choice on the machine latscope runs on.
 pub fn live() -> PodCpus {
-    choose(&read(Path::new("/")))
+    let mut topology = read(Path::new("/"));
+    if topology.allowed.is_empty() {
+        topology.allowed = super::sched::allowed_cpus();
+    }
+    choose(&topology)
 }
 
 #[cfg(test)]

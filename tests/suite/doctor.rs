@@ -271,7 +271,7 @@ fn doctor_writes_a_json_file_and_the_table() {
     let doc = read_json(Path::new(&file));
     assert_code(&out, u64_of(&doc["exit_code"], "exit_code") as i32);
     assert!(stdout_of(&out).contains("summary: "), "{}", describe(&out));
-    assert_eq!(array_of(&doc["checks"], "checks").len(), 26);
+    assert_eq!(array_of(&doc["checks"], "checks").len(), 27);
     assert!(
         doc["sysinfo"]["checks"].is_null(),
         "checks only once: {doc:#}"
