@@ -986,6 +986,10 @@ pub struct TimerArgs {
     /// Dump the all-samples histogram to FILE in gnuplot format ('-' = standard output)
     #[arg(short = 'g', long = "gnuplot", value_name = "FILE")]
     pub gnuplot: Option<PathBuf>,
+    /// Write the results to FILE in the shape of rteval's summary.xml, which rteval -Z and
+    /// its XSLT read ('-' for standard output; docs/fleet.md)
+    #[arg(long = "rteval-xml", value_name = "FILE")]
+    pub rteval_xml: Option<PathBuf>,
     /// Print statistics of the three histograms (classic: HSS lines)
     #[arg(short = 's', long = "stats")]
     pub stats: bool,
