@@ -116,7 +116,7 @@ fn the_build_restarts_off_the_measured_cpu_and_leaves_nothing() {
     let (dir, report) = temp_file("report.json");
     let probe = dir.path().join("probe.log");
     let argv = timer_with_kcompile(tree.path(), &report, "3");
-    let mut cmd = latscope(60);
+    let mut cmd = std::process::Command::new(bin());
     cmd.args(&argv).env("KCOMPILE_PROBE", &probe);
     let child = spawn_std(&mut cmd);
     let owner = child.child.id();
@@ -147,7 +147,7 @@ fn sigint_and_sigterm_stop_the_build_and_remove_its_copy() {
         let (dir, report) = temp_file("report.json");
         let probe = dir.path().join("probe.log");
         let argv = timer_with_kcompile(tree.path(), &report, "60");
-        let mut cmd = latscope(90);
+        let mut cmd = std::process::Command::new(bin());
         cmd.args(&argv).env("KCOMPILE_PROBE", &probe);
         let child = spawn_std(&mut cmd);
         let owner = child.child.id();

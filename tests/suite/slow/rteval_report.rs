@@ -32,11 +32,8 @@ fn json_per_cpu(report: &Value) -> BTreeMap<i64, (i64, u64)> {
         .iter()
         .map(|s| {
             let cpu = s["cpus"][0].as_i64().expect("a pinned thread");
-            let max_ns = i64_of(&s["latency"]["max_ns"], "max_ns");
-            (
-                cpu,
-                (max_ns / 1000, u64_of(&s["latency"]["samples"], "samples")),
-            )
+            let max_ns = i64_of(&s["max_ns"], "max_ns");
+            (cpu, (max_ns / 1000, u64_of(&s["samples"], "samples")))
         })
         .collect()
 }
@@ -121,6 +118,52 @@ fn rteval_s_stylesheet_reads_each_core_s_max_as_the_run_s() {
             "rteval's stylesheet is not installed (set RTEVAL_TEXT_XSL to one)",
         ),
     }
+}
+
+#[test]
+fn the_cyclictest_drop_in_writes_it_with_latscope_rteval_xml() {
+    let test = "the_cyclictest_drop_in_writes_it";
+    if skip_without_realtime(test) {
+        return;
+    }
+    if !std::process::Command::new("xsltproc")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        latscope::testing::skip(test, "xsltproc is not installed (.ci/run installs it)");
+        return;
+    }
+    let (dir, json) = temp_file("report.json");
+    let xml = dir.path().join("summary.xml");
+    let argv = [
+        "cyclictest",
+        "-q",
+        "-m",
+        "-D",
+        "1",
+        "-t",
+        "1",
+        "-a",
+        "0",
+        "--latscope-json",
+        json.to_str().unwrap(),
+        "--latscope-rteval-xml",
+        xml.to_str().unwrap(),
+    ];
+    let out = run(latscope(60).args(argv));
+    assert_code(&out, 0);
+    let expected = json_per_cpu(&read_json(&json));
+    assert_eq!(expected.keys().copied().collect::<Vec<_>>(), [0]);
+    let ours = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/rteval/summary_text.xsl");
+    check_against_json(&transform(&ours, &xml), &expected, "summary_text.xsl");
+    let text = std::fs::read_to_string(&xml).unwrap();
+    let command = text
+        .split("<cyclictest command_line=\"")
+        .nth(1)
+        .unwrap_or_default();
+    assert!(command.contains("--latscope-rteval-xml"), "{text}");
+    drop(dir);
 }
 
 #[test]
