@@ -174,21 +174,14 @@ pub struct WorkDir {
 impl WorkDir {
     pub fn create() -> Result<WorkDir, String> {
         let template = std::env::temp_dir().join("latscope-kcompile-XXXXXX");
-        let mut bytes = template.to_string_lossy().into_owned().into_bytes();
-        bytes.push(0);
-        // SAFETY: a NUL-terminated, writable template.
-        let p = unsafe { libc::mkdtemp(bytes.as_mut_ptr().cast()) };
-        if p.is_null() {
-            return Err(format!(
+        let path = crate::rt::private_dir::make(&template).map_err(|e| {
+            format!(
                 "--load kcompile: cannot create a private directory in {}: {} (set TMPDIR to a writable directory)",
                 std::env::temp_dir().display(),
-                crate::rt::os_error_text(&std::io::Error::last_os_error())
-            ));
-        }
-        bytes.pop();
-        Ok(WorkDir {
-            path: PathBuf::from(String::from_utf8_lossy(&bytes).into_owned()),
-        })
+                crate::rt::os_error_text(&e)
+            )
+        })?;
+        Ok(WorkDir { path })
     }
 }
 

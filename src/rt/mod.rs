@@ -10,6 +10,7 @@ pub mod fifo;
 pub mod oom;
 pub mod outfile;
 pub mod parent;
+pub mod private_dir;
 pub mod procstat;
 pub mod registry;
 pub mod sched;

@@ -77,18 +77,25 @@ fn check_against_json(text: &str, expected: &BTreeMap<i64, (i64, u64)>, which: &
     assert_eq!(samples, want_samples, "{which}: Samples per core\n{text}");
 }
 
+/// Whether this machine can run a test here: real-time and xsltproc.
+fn runnable(test: &str) -> bool {
+    if skip_without_realtime(test) {
+        return false;
+    }
+    let xsltproc = std::process::Command::new("xsltproc")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !xsltproc {
+        latscope::testing::skip(test, "xsltproc is not installed (.ci/run installs it)");
+    }
+    xsltproc
+}
+
 #[test]
 fn rteval_s_stylesheet_reads_each_core_s_max_as_the_run_s() {
     let test = "rteval_s_stylesheet_reads_each_core_s_max";
-    if skip_without_realtime(test) {
-        return;
-    }
-    if !std::process::Command::new("xsltproc")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
-        latscope::testing::skip(test, "xsltproc is not installed (.ci/run installs it)");
+    if !runnable(test) {
         return;
     }
     let (dir, json) = temp_file("report.json");
@@ -123,15 +130,7 @@ fn rteval_s_stylesheet_reads_each_core_s_max_as_the_run_s() {
 #[test]
 fn the_cyclictest_drop_in_writes_it_with_latscope_rteval_xml() {
     let test = "the_cyclictest_drop_in_writes_it";
-    if skip_without_realtime(test) {
-        return;
-    }
-    if !std::process::Command::new("xsltproc")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
-        latscope::testing::skip(test, "xsltproc is not installed (.ci/run installs it)");
+    if !runnable(test) {
         return;
     }
     let (dir, json) = temp_file("report.json");
