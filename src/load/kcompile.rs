@@ -4,7 +4,8 @@
 //!
 //! The build never runs in the user's tree: latscope makes a private
 //! directory (`mkdtemp` in `$TMPDIR` or /tmp, mode 0700), copies the tree
-//! given with `tree=DIR` into it, or unpacks the kernel source Debian's
+//! given with `tree=DIR` into it (or unpacks `tree=FILE.tar.*`, a source
+//! tarball with one top directory), or unpacks the kernel source Debian's
 //! `linux-source` package installs (`/usr/src/linux-source-*.tar.*`, the
 //! newest) and configures it (`make defconfig`), and builds the copy. The
 //! directory is removed when the load stops (the end, an error, Ctrl-C,
@@ -51,10 +52,12 @@ done
 /// A checked `kcompile` item: what it builds and with how many jobs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Kcompile {
-    /// `tree=DIR`, or (after checking) the kernel source tarball.
+    /// `tree=DIR` (or a tarball), or (after checking) the kernel source tarball.
     pub source: Option<PathBuf>,
     /// `jobs=J` or `kcompile:J`; by default twice the load's CPUs.
     pub jobs: Option<u32>,
+    /// `source` is the user's `tree=` (not the kernel source found).
+    pub tree_given: bool,
 }
 
 impl Kcompile {
@@ -65,12 +68,12 @@ impl Kcompile {
     }
 
     /// The items as the user could have written them.
-    pub fn shown(&self, given_tree: bool) -> String {
+    pub fn shown(&self) -> String {
         let mut text = "kcompile".to_string();
         if let Some(jobs) = self.jobs {
             text.push_str(&format!(":{jobs}"));
         }
-        if let (true, Some(tree)) = (given_tree, &self.source) {
+        if let (true, Some(tree)) = (self.tree_given, &self.source) {
             text.push_str(&format!(",tree={}", tree.display()));
         }
         text
@@ -81,6 +84,7 @@ impl Kcompile {
     /// tarball in /usr/src is taken, and `tar` must be there to unpack it.
     pub fn checked(mut self) -> Result<Kcompile, String> {
         match &self.source {
+            Some(tree) if is_tarball(tree) => need_tar()?,
             Some(tree) => check_tree(tree)?,
             None => {
                 let tarball = newest_kernel_source(Path::new(KERNEL_SOURCE_DIR)).ok_or_else(|| {
@@ -88,9 +92,7 @@ impl Kcompile {
                         "kcompile: no tree=DIR given and no kernel source in {KERNEL_SOURCE_DIR} (linux-source-*.tar.*): give the source tree to build with tree=DIR, or install linux-source (apt-get install linux-source)"
                     )
                 })?;
-                if super::find_in_path("tar").is_none() {
-                    return Err("kcompile: tar is not installed (not found in PATH): install the tar package to unpack the kernel source".to_string());
-                }
+                need_tar()?;
                 self.source = Some(tarball);
             }
         }
@@ -114,11 +116,26 @@ impl Kcompile {
     }
 }
 
+/// A regular file named like a tarball (`linux-6.1.tar.xz`).
+fn is_tarball(path: &Path) -> bool {
+    path.is_file()
+        && path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().contains(".tar"))
+}
+
+fn need_tar() -> Result<(), String> {
+    match super::find_in_path("tar") {
+        Some(_) => Ok(()),
+        None => Err("kcompile: tar is not installed (not found in PATH): install the tar package to unpack the source".to_string()),
+    }
+}
+
 fn check_tree(tree: &Path) -> Result<(), String> {
     let name = crate::units::shown(&tree.to_string_lossy());
     if !tree.is_dir() {
         return Err(format!(
-            "kcompile: tree={name} is not a directory: give the source tree to build (a directory with a Makefile)"
+            "kcompile: tree={name} is not a directory: give the source tree to build (a directory with a Makefile, or a .tar.* of one)"
         ));
     }
     if !["Makefile", "makefile", "GNUmakefile"]
@@ -236,10 +253,11 @@ mod tests {
         let k = Kcompile {
             source: Some("/src".into()),
             jobs: None,
+            tree_given: true,
         };
         assert_eq!(k.jobs_on(3), 6);
         assert_eq!(k.jobs_on(0), 2);
-        assert_eq!(k.shown(true), "kcompile,tree=/src");
+        assert_eq!(k.shown(), "kcompile,tree=/src");
         let argv =
             Kcompile { jobs: Some(5), ..k }.argv(Path::new("/bin/sh"), Path::new("/tmp/w"), 1);
         assert_eq!(argv[0], "/bin/sh");

@@ -84,7 +84,8 @@ impl LoadSpec {
                 options: Vec::new(),
             }
             .shown(),
-            Generator::Kcompile(k) => k.shown(k.source.as_deref().is_some_and(Path::is_dir)),
+            // The tree as given; not the kernel source found by default.
+            Generator::Kcompile(k) => k.shown(),
         }
     }
 
@@ -212,13 +213,17 @@ fn kcompile_of(item: &LoadItem) -> Result<kcompile::Kcompile, String> {
     let mut k = kcompile::Kcompile {
         source: None,
         jobs: item.count,
+        tree_given: false,
     };
     for (key, value) in &item.options {
         match key.as_str() {
             "tree" if value.is_empty() => {
                 return Err("kcompile: tree= needs a directory".to_string());
             }
-            "tree" => k.source = Some(PathBuf::from(value)),
+            "tree" => {
+                k.source = Some(PathBuf::from(value));
+                k.tree_given = true;
+            }
             "jobs" => match value.parse::<u32>() {
                 Ok(n) if (1..=MAX_COUNT).contains(&n) && item.count.is_none() => k.jobs = Some(n),
                 Ok(_) if item.count.is_some() => {
@@ -372,6 +377,7 @@ mod tests {
             Generator::Kcompile(kcompile::Kcompile {
                 source: Some(PathBuf::from("/src/linux")),
                 jobs: Some(3),
+                tree_given: true,
             })
         );
         let jobs = group_items(parse_spec("kcompile,jobs=4").unwrap()).unwrap();

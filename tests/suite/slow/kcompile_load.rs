@@ -165,6 +165,54 @@ fn sigint_and_sigterm_stop_the_build_and_remove_its_copy() {
 }
 
 #[test]
+fn a_tarball_of_a_tree_is_unpacked_into_the_private_copy() {
+    let test = "a_tarball_of_a_tree_is_unpacked";
+    if !runnable(test) || !have("tar", test) {
+        return;
+    }
+    let tree = fixture_tree();
+    let (dir, report) = temp_file("report.json");
+    let probe = dir.path().join("probe.log");
+    // One top directory, as a kernel tarball has (linux-source-6.1/...).
+    let tarball = dir.path().join("fixture.tar.gz");
+    let packed = std::process::Command::new("tar")
+        .args(["-czf", tarball.to_str().unwrap(), "-C"])
+        .arg(tree.path().parent().unwrap())
+        .arg(tree.path().file_name().unwrap())
+        .status()
+        .unwrap();
+    assert!(packed.success());
+    let argv = timer_with_kcompile(&tarball, &report, "2");
+    let mut cmd = std::process::Command::new(bin());
+    cmd.args(&argv).env("KCOMPILE_PROBE", &probe);
+    let child = spawn_std(&mut cmd);
+    let owner = child.child.id();
+    let (status, stdout, stderr) = child.wait(Duration::from_secs(60));
+    assert_eq!(status.code(), Some(0), "{}", dump(status, &stdout, &stderr));
+    check_cleaned_up(&tarball, &probe, &read_json(&report), owner, "a tarball");
+}
+
+#[test]
+fn without_a_tree_the_kernel_source_is_needed() {
+    let test = "without_a_tree_the_kernel_source_is_needed";
+    let found = latscope::load::kcompile::newest_kernel_source(Path::new("/usr/src"));
+    if let Some(tarball) = found {
+        let why = format!("{} is installed: the error cannot show", tarball.display());
+        latscope::testing::skip(test, &why);
+        return;
+    }
+    let out = run(latscope(20).args(["timer", "--cpus", "0", "-D", "5", "--load", "kcompile"]));
+    assert_code(&out, 2);
+    let stderr = stderr_of(&out);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("no kernel source in /usr/src")
+            && stderr.contains("apt-get install linux-source"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn a_missing_or_bad_tree_is_one_line_and_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let no_makefile = dir.path().display().to_string();
