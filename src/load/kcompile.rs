@@ -30,7 +30,11 @@ pub const KERNEL_SOURCE_DIR: &str = "/usr/src";
 
 /// The rounds: copy or unpack, configure a kernel tree, then build and
 /// clean until stopped. `$1` source (a directory or a tarball), `$2` the
-/// private directory, `$3` the jobs.
+/// private directory, `$3` the jobs. make runs in the background and the
+/// shell `wait`s for it, so that a SIGTERM (the parent-death signal when
+/// latscope is killed) reaches the trap at once, which takes the whole
+/// process group, compilers included, down with the shell; a shell waiting
+/// for a foreground command would run its trap only after the build.
 const SCRIPT: &str = r#"set -u
 src=$1 work=$2 jobs=$3 log=$2/build.log
 fail() { tail -n 3 "$log" >&2; echo "kcompile: $1 failed" >&2; exit 1; }
@@ -43,9 +47,10 @@ cd "$work/tree" || exit 1
 if [ -f Kconfig ] && [ -d arch ] && [ ! -f .config ]; then
   make defconfig >"$log" 2>&1 || fail "make defconfig"
 fi
+trap 'trap - TERM; kill -TERM 0' TERM
 while :; do
-  make -j"$jobs" >"$log" 2>&1 || fail "make -j$jobs"
-  make clean >"$log" 2>&1 || fail "make clean"
+  make -j"$jobs" >"$log" 2>&1 </dev/null & wait $! || fail "make -j$jobs"
+  make clean >"$log" 2>&1 </dev/null & wait $! || fail "make clean"
 done
 "#;
 

@@ -12,13 +12,14 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// A tree whose `make` takes 0.3 s, leaves `out.o` and notes the round in
-/// `$KCOMPILE_PROBE`; `make clean` removes `out.o`.
+/// A tree whose `make` takes 0.3 s (`$KCOMPILE_SLEEP` seconds when set),
+/// leaves `out.o` and notes the round in `$KCOMPILE_PROBE`; `make clean`
+/// removes `out.o`.
 fn fixture_tree() -> tempfile::TempDir {
     let tree = tempfile::tempdir().unwrap();
     std::fs::write(
         tree.path().join("Makefile"),
-        "all:\n\t@echo \"round $(CURDIR) $$(grep Cpus_allowed_list /proc/self/status | cut -f2)\" >> $(KCOMPILE_PROBE)\n\t@sleep 0.3\n\t@touch out.o\n\nclean:\n\t@rm -f out.o\n",
+        "KCOMPILE_SLEEP ?= 0.3\nall:\n\t@echo \"round $(CURDIR) $$(grep Cpus_allowed_list /proc/self/status | cut -f2)\" >> $(KCOMPILE_PROBE)\n\t@sleep $(KCOMPILE_SLEEP)\n\t@touch out.o\n\nclean:\n\t@rm -f out.o\n",
     )
     .unwrap();
     tree
@@ -162,6 +163,44 @@ fn sigint_and_sigterm_stop_the_build_and_remove_its_copy() {
         );
         check_cleaned_up(tree.path(), &probe, &read_json(&report), owner, name);
     }
+}
+
+#[test]
+fn kill_9_of_latscope_takes_the_build_with_it() {
+    let test = "kill_9_of_latscope_takes_the_build_with_it";
+    if !runnable(test) {
+        return;
+    }
+    let tree = fixture_tree();
+    let (dir, report) = temp_file("report.json");
+    let probe = dir.path().join("probe.log");
+    let argv = timer_with_kcompile(tree.path(), &report, "60");
+    // Rounds of a minute: only the trap can end this one within seconds.
+    let mut cmd = std::process::Command::new(bin());
+    cmd.args(&argv)
+        .env("KCOMPILE_PROBE", &probe)
+        .env("KCOMPILE_SLEEP", "60");
+    let child = spawn_std(&mut cmd);
+    let owner = child.child.id();
+    assert!(
+        eventually(Duration::from_secs(30), || !rounds(&probe).is_empty()),
+        "the build did not start"
+    );
+    child.signal(libc::SIGKILL);
+    let _ = child.wait(Duration::from_secs(30));
+    // The parent-death signal reaches the shell, whose trap takes make and
+    // what it runs (the private copy stays: nobody is left to remove it).
+    let mut left = Vec::new();
+    let gone = eventually(Duration::from_secs(5), || {
+        left = generators_of(owner);
+        left.is_empty()
+    });
+    for (copy, _) in rounds(&probe) {
+        if let Some(work) = copy.parent().filter(|w| w.exists()) {
+            let _ = std::fs::remove_dir_all(work);
+        }
+    }
+    assert!(gone, "build processes left after kill -9: {left:?}");
 }
 
 #[test]
