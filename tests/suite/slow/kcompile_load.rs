@@ -63,6 +63,37 @@ fn timer_with_kcompile(tree: &Path, report: &Path, duration: &str) -> Vec<String
     argv
 }
 
+/// A latscope timer run with the fixture's (or `source`'s) kcompile load,
+/// started: its process, the probe file and the report's path.
+struct KcompileRun {
+    child: Spawned,
+    owner: u32,
+    probe: PathBuf,
+    report: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+/// `round_s`: how long a round of the fixture takes (its default: None).
+fn start_kcompile(source: &Path, duration: &str, round_s: Option<&str>) -> KcompileRun {
+    let (dir, report) = temp_file("report.json");
+    let probe = dir.path().join("probe.log");
+    let mut cmd = std::process::Command::new(bin());
+    cmd.args(timer_with_kcompile(source, &report, duration))
+        .env("KCOMPILE_PROBE", &probe);
+    if let Some(seconds) = round_s {
+        cmd.env("KCOMPILE_SLEEP", seconds);
+    }
+    let child = spawn_std(&mut cmd);
+    let owner = child.child.id();
+    KcompileRun {
+        child,
+        owner,
+        probe,
+        report,
+        _dir: dir,
+    }
+}
+
 /// What a finished run must leave: the report's load, every round off CPU
 /// 1 in a private copy that is gone, the user's tree as it was, and no
 /// process of the build.
@@ -114,27 +145,16 @@ fn the_build_restarts_off_the_measured_cpu_and_leaves_nothing() {
         return;
     }
     let tree = fixture_tree();
-    let (dir, report) = temp_file("report.json");
-    let probe = dir.path().join("probe.log");
-    let argv = timer_with_kcompile(tree.path(), &report, "3");
-    let mut cmd = std::process::Command::new(bin());
-    cmd.args(&argv).env("KCOMPILE_PROBE", &probe);
-    let child = spawn_std(&mut cmd);
-    let owner = child.child.id();
-    let (status, stdout, stderr) = child.wait(Duration::from_secs(60));
+    let run = start_kcompile(tree.path(), "3", None);
+    let (status, stdout, stderr) = run.child.wait(Duration::from_secs(60));
     assert_eq!(status.code(), Some(0), "{}", dump(status, &stdout, &stderr));
     // About 0.35 s a round over 3 s: at least two restarts even when busy.
-    let seen = rounds(&probe);
+    let seen = rounds(&run.probe);
     assert!(seen.len() >= 3, "{} rounds: {seen:?}", seen.len());
     // Every round builds the same private copy.
     assert!(seen.iter().all(|(d, _)| *d == seen[0].0), "{seen:?}");
-    check_cleaned_up(
-        tree.path(),
-        &probe,
-        &read_json(&report),
-        owner,
-        "after the end",
-    );
+    let report = read_json(&run.report);
+    check_cleaned_up(tree.path(), &run.probe, &report, run.owner, "after the end");
 }
 
 #[test]
@@ -145,23 +165,18 @@ fn sigint_and_sigterm_stop_the_build_and_remove_its_copy() {
     }
     for (signal, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
         let tree = fixture_tree();
-        let (dir, report) = temp_file("report.json");
-        let probe = dir.path().join("probe.log");
-        let argv = timer_with_kcompile(tree.path(), &report, "60");
-        let mut cmd = std::process::Command::new(bin());
-        cmd.args(&argv).env("KCOMPILE_PROBE", &probe);
-        let child = spawn_std(&mut cmd);
-        let owner = child.child.id();
-        let building = eventually(Duration::from_secs(30), || rounds(&probe).len() >= 2);
+        let run = start_kcompile(tree.path(), "60", None);
+        let building = eventually(Duration::from_secs(30), || rounds(&run.probe).len() >= 2);
         assert!(building, "{name}: the build did not run twice");
-        child.signal(signal);
-        let (status, stdout, stderr) = child.wait(Duration::from_secs(30));
+        run.child.signal(signal);
+        let (status, stdout, stderr) = run.child.wait(Duration::from_secs(30));
         assert!(
             matches!(status.code(), Some(0 | 1)),
             "{name}: {}",
             dump(status, &stdout, &stderr)
         );
-        check_cleaned_up(tree.path(), &probe, &read_json(&report), owner, name);
+        let report = read_json(&run.report);
+        check_cleaned_up(tree.path(), &run.probe, &report, run.owner, name);
     }
 }
 
@@ -172,30 +187,22 @@ fn kill_9_of_latscope_takes_the_build_with_it() {
         return;
     }
     let tree = fixture_tree();
-    let (dir, report) = temp_file("report.json");
-    let probe = dir.path().join("probe.log");
-    let argv = timer_with_kcompile(tree.path(), &report, "60");
     // Rounds of a minute: only the trap can end this one within seconds.
-    let mut cmd = std::process::Command::new(bin());
-    cmd.args(&argv)
-        .env("KCOMPILE_PROBE", &probe)
-        .env("KCOMPILE_SLEEP", "60");
-    let child = spawn_std(&mut cmd);
-    let owner = child.child.id();
+    let run = start_kcompile(tree.path(), "60", Some("60"));
     assert!(
-        eventually(Duration::from_secs(30), || !rounds(&probe).is_empty()),
+        eventually(Duration::from_secs(30), || !rounds(&run.probe).is_empty()),
         "the build did not start"
     );
-    child.signal(libc::SIGKILL);
-    let _ = child.wait(Duration::from_secs(30));
+    run.child.signal(libc::SIGKILL);
+    let _ = run.child.wait(Duration::from_secs(30));
     // The parent-death signal reaches the shell, whose trap takes make and
     // what it runs (the private copy stays: nobody is left to remove it).
     let mut left = Vec::new();
     let gone = eventually(Duration::from_secs(5), || {
-        left = generators_of(owner);
+        left = generators_of(run.owner);
         left.is_empty()
     });
-    for (copy, _) in rounds(&probe) {
+    for (copy, _) in rounds(&run.probe) {
         if let Some(work) = copy.parent().filter(|w| w.exists()) {
             let _ = std::fs::remove_dir_all(work);
         }
@@ -210,8 +217,7 @@ fn a_tarball_of_a_tree_is_unpacked_into_the_private_copy() {
         return;
     }
     let tree = fixture_tree();
-    let (dir, report) = temp_file("report.json");
-    let probe = dir.path().join("probe.log");
+    let dir = tempfile::tempdir().unwrap();
     // One top directory, as a kernel tarball has (linux-source-6.1/...).
     let tarball = dir.path().join("fixture.tar.gz");
     let packed = std::process::Command::new("tar")
@@ -221,14 +227,11 @@ fn a_tarball_of_a_tree_is_unpacked_into_the_private_copy() {
         .status()
         .unwrap();
     assert!(packed.success());
-    let argv = timer_with_kcompile(&tarball, &report, "2");
-    let mut cmd = std::process::Command::new(bin());
-    cmd.args(&argv).env("KCOMPILE_PROBE", &probe);
-    let child = spawn_std(&mut cmd);
-    let owner = child.child.id();
-    let (status, stdout, stderr) = child.wait(Duration::from_secs(60));
+    let run = start_kcompile(&tarball, "2", None);
+    let (status, stdout, stderr) = run.child.wait(Duration::from_secs(60));
     assert_eq!(status.code(), Some(0), "{}", dump(status, &stdout, &stderr));
-    check_cleaned_up(&tarball, &probe, &read_json(&report), owner, "a tarball");
+    let report = read_json(&run.report);
+    check_cleaned_up(&tarball, &run.probe, &report, run.owner, "a tarball");
 }
 
 #[test]
