@@ -571,7 +571,9 @@ pub struct LoadArgs {
     /// Background load while measuring, run at normal priority on the measured CPUs
     /// by stress-ng or rt-tests' hackbench: stress-ng stressors with worker counts
     /// (cpu:2, vm:1,hdd:1; default one worker per measured CPU) or hackbench[:GROUPS]
-    /// (40 threads a group; default 1); bare --load = cpu; repeatable
+    /// (40 threads a group; default 1); or kcompile[:JOBS][,tree=DIR] (rteval's kernel
+    /// compile, restarted, off the measured CPUs; default: /usr/src/linux-source-*);
+    /// bare --load = cpu; repeatable
     #[arg(
         long = "load",
         value_name = "SPEC",
@@ -986,6 +988,10 @@ pub struct TimerArgs {
     /// Dump the all-samples histogram to FILE in gnuplot format ('-' = standard output)
     #[arg(short = 'g', long = "gnuplot", value_name = "FILE")]
     pub gnuplot: Option<PathBuf>,
+    /// Write the results to FILE in the shape of rteval's summary.xml, which rteval -Z and
+    /// its XSLT read ('-' for standard output; docs/fleet.md)
+    #[arg(long = "rteval-xml", value_name = "FILE")]
+    pub rteval_xml: Option<PathBuf>,
     /// Print statistics of the three histograms (classic: HSS lines)
     #[arg(short = 's', long = "stats")]
     pub stats: bool,

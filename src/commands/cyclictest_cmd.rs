@@ -125,6 +125,7 @@ impl Measurement for CyclicMeasurement<'_> {
             breaks: self.breaks.clone(),
             outputs: Outputs {
                 json: s.latscope_json.clone().map(OutputTarget::File),
+                rteval_xml: s.latscope_rteval_xml.clone().map(OutputTarget::File),
                 ..Outputs::default()
             },
             presentation: Presentation {

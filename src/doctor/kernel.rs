@@ -90,6 +90,13 @@ pub fn current_clocksource(m: &Machine) -> String {
         .unwrap_or_else(|| "unknown".to_string())
 }
 
+/// Every clocksource the kernel offers, in its order (empty when not readable).
+pub fn available_clocksources(m: &Machine) -> Vec<String> {
+    m.read(AVAILABLE_CLOCKSOURCES)
+        .map(|s| s.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
 /// Clocksources read in user space through the vDSO, without a system call.
 const FAST_CLOCKSOURCES: [&str; 6] = [
     "tsc",

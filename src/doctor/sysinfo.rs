@@ -33,6 +33,35 @@ impl SysInfo {
             release: uname.release,
             version: uname.version,
             machine: uname.machine,
+            cpu_topology: cpu_topology(machine),
+            clocksources_available: super::kernel::available_clocksources(machine),
+            kernel_cmdline: machine.read("/proc/cmdline"),
         }
     }
+}
+
+/// Every `cpuN` of sysfs: online or not (cpu0 often has no `online` file:
+/// it cannot go offline), and for an online CPU its core, package and the
+/// CPUs that share its core.
+fn cpu_topology(machine: &Machine) -> Vec<crate::report::CpuPlace> {
+    const CPU_DIR: &str = "/sys/devices/system/cpu";
+    machine
+        .cpu_dirs()
+        .into_iter()
+        .map(|cpu| {
+            let read = |name: &str| machine.read(format!("{CPU_DIR}/cpu{cpu}/{name}"));
+            let online = read("online").is_none_or(|v| v == "1");
+            let number = |name: &str| read(name).and_then(|v| v.parse().ok()).filter(|_| online);
+            crate::report::CpuPlace {
+                cpu,
+                online,
+                core_id: number("topology/core_id"),
+                package_id: number("topology/physical_package_id"),
+                thread_siblings: read("topology/thread_siblings_list")
+                    .filter(|_| online)
+                    .and_then(|list| crate::units::parse_cpu_list(&list))
+                    .unwrap_or_default(),
+            }
+        })
+        .collect()
 }

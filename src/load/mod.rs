@@ -11,9 +11,12 @@
 //! workers, by default one per measured CPU; or `hackbench` with N groups of
 //! 40 threads, by default 1. All stressors of a run share one stress-ng
 //! process; each hackbench item is a process of its own. A bare `--load`
-//! means `cpu`: one CPU hog on every measured CPU.
+//! means `cpu`: one CPU hog on every measured CPU. `kcompile` is rteval's
+//! kernel compile (`kcompile`), whose options follow it as `KEY=VALUE`
+//! items: `kcompile[:JOBS][,tree=DIR][,jobs=JOBS]`.
 
 pub mod cpu_time;
+pub mod kcompile;
 pub mod process;
 
 use std::path::{Path, PathBuf};
@@ -26,13 +29,16 @@ pub const MAX_COUNT: u32 = 1024;
 
 const STRESS_NG: &str = "stress-ng";
 const HACKBENCH: &str = "hackbench";
+const KCOMPILE: &str = "kcompile";
 
-/// One `NAME[:N]` item of a SPEC.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One `NAME[:N]` item of a SPEC, with the `KEY=VALUE` items after it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct LoadItem {
     pub name: String,
-    /// Workers (stress-ng) or groups (hackbench); `None` takes the default.
+    /// Workers (stress-ng), groups (hackbench) or jobs (kcompile); `None`
+    /// takes the default.
     pub count: Option<u32>,
+    pub options: Vec<(String, String)>,
 }
 
 impl LoadItem {
@@ -51,6 +57,8 @@ pub enum Generator {
     StressNg(Vec<LoadItem>),
     /// One hackbench process with this many groups (`None`: 1).
     Hackbench(Option<u32>),
+    /// Rounds of `make -jJ` of a source tree (`kcompile`).
+    Kcompile(kcompile::Kcompile),
 }
 
 /// A checked load: the generator, the program found for it and its version.
@@ -73,8 +81,11 @@ impl LoadSpec {
             Generator::Hackbench(groups) => LoadItem {
                 name: HACKBENCH.to_string(),
                 count: *groups,
+                options: Vec::new(),
             }
             .shown(),
+            // The tree as given; not the kernel source found by default.
+            Generator::Kcompile(k) => k.shown(),
         }
     }
 
@@ -100,6 +111,8 @@ impl LoadSpec {
                 // 1000 a second here); latscope stops it.
                 argv.extend(["-l".to_string(), "2000000000".to_string()]);
             }
+            // What each round runs (process::spawn adds the directory).
+            Generator::Kcompile(k) => argv.push(format!("-j{}", k.jobs_on(cpu_count))),
         }
         argv
     }
@@ -109,38 +122,56 @@ impl LoadSpec {
 pub fn parse_spec(text: &str) -> Result<Vec<LoadItem>, String> {
     let text = text.trim();
     let text = if text.is_empty() { DEFAULT_SPEC } else { text };
-    text.split(',')
-        .map(|part| {
-            let part = part.trim();
-            let (name, count) = match part.split_once(':') {
-                Some((name, count)) => (name.trim(), Some(count.trim())),
-                None => (part, None),
-            };
-            let valid_name = name.starts_with(|c: char| c.is_ascii_alphanumeric())
-                && name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-            if !valid_name {
-                return Err(format!(
-                    "'{}' is not a load name (a stress-ng stressor such as cpu, vm, hdd, or hackbench)",
-                    crate::units::shown(part)
-                ));
-            }
-            let count = count
-                .map(|c| match c.parse::<u32>() {
-                    Ok(n) if (1..=MAX_COUNT).contains(&n) => Ok(n),
-                    _ => Err(format!(
-                        "the count in '{}' must be a whole number from 1 to {MAX_COUNT}",
+    let mut items: Vec<LoadItem> = Vec::new();
+    for part in text.split(',') {
+        match part.split_once('=') {
+            Some((key, value)) => {
+                let Some(item) = items.last_mut() else {
+                    return Err(format!(
+                        "'{}' must follow the load it sets (kcompile,tree=DIR)",
                         crate::units::shown(part)
-                    )),
-                })
-                .transpose()?;
-            Ok(LoadItem {
-                name: name.to_string(),
-                count,
-            })
+                    ));
+                };
+                item.options
+                    .push((key.trim().to_string(), value.trim().to_string()));
+            }
+            None => items.push(parse_item(part)?),
+        }
+    }
+    Ok(items)
+}
+
+/// One `NAME[:N]`.
+fn parse_item(part: &str) -> Result<LoadItem, String> {
+    let part = part.trim();
+    let (name, count) = match part.split_once(':') {
+        Some((name, count)) => (name.trim(), Some(count.trim())),
+        None => (part, None),
+    };
+    let valid_name = name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !valid_name {
+        return Err(format!(
+            "'{}' is not a load name (a stress-ng stressor such as cpu, vm, hdd, or hackbench)",
+            crate::units::shown(part)
+        ));
+    }
+    let count = count
+        .map(|c| match c.parse::<u32>() {
+            Ok(n) if (1..=MAX_COUNT).contains(&n) => Ok(n),
+            _ => Err(format!(
+                "the count in '{}' must be a whole number from 1 to {MAX_COUNT}",
+                crate::units::shown(part)
+            )),
         })
-        .collect()
+        .transpose()?;
+    Ok(LoadItem {
+        name: name.to_string(),
+        count,
+        options: Vec::new(),
+    })
 }
 
 /// The generators the items call for: every stressor in one stress-ng
@@ -150,6 +181,16 @@ pub fn group_items(items: Vec<LoadItem>) -> Result<Vec<Generator>, String> {
     let mut stressors: Vec<LoadItem> = Vec::new();
     let mut generators = Vec::new();
     for item in items {
+        if item.name == KCOMPILE {
+            generators.push(Generator::Kcompile(kcompile_of(&item)?));
+            continue;
+        }
+        if let Some((key, _)) = item.options.first() {
+            return Err(format!(
+                "{} takes no {key}=: only kcompile takes options (tree=DIR, jobs=N)",
+                item.name
+            ));
+        }
         if item.name == HACKBENCH {
             generators.push(Generator::Hackbench(item.count));
         } else if stressors.iter().any(|s| s.name == item.name) {
@@ -165,6 +206,45 @@ pub fn group_items(items: Vec<LoadItem>) -> Result<Vec<Generator>, String> {
         generators.insert(0, Generator::StressNg(stressors));
     }
     Ok(generators)
+}
+
+/// A `kcompile` item's options: `tree=DIR`, `jobs=N` (or `kcompile:N`).
+fn kcompile_of(item: &LoadItem) -> Result<kcompile::Kcompile, String> {
+    let mut k = kcompile::Kcompile {
+        source: None,
+        jobs: item.count,
+        tree_given: false,
+    };
+    for (key, value) in &item.options {
+        match key.as_str() {
+            "tree" if value.is_empty() => {
+                return Err("kcompile: tree= needs a directory".to_string());
+            }
+            "tree" => {
+                k.source = Some(PathBuf::from(value));
+                k.tree_given = true;
+            }
+            "jobs" => match value.parse::<u32>() {
+                Ok(n) if (1..=MAX_COUNT).contains(&n) && item.count.is_none() => k.jobs = Some(n),
+                Ok(_) if item.count.is_some() => {
+                    return Err("kcompile: give the jobs once (kcompile:N or jobs=N)".to_string());
+                }
+                _ => {
+                    return Err(format!(
+                        "kcompile: jobs={} must be a whole number from 1 to {MAX_COUNT}",
+                        crate::units::shown(value)
+                    ));
+                }
+            },
+            other => {
+                return Err(format!(
+                    "kcompile has no option {}= (it takes tree=DIR and jobs=N)",
+                    crate::units::shown(other)
+                ));
+            }
+        }
+    }
+    Ok(k)
 }
 
 /// Why a `--load` value cannot be used: one line that names the fix. The
@@ -195,9 +275,14 @@ pub fn from_args(values: &[String]) -> Result<Vec<LoadSpec>, LoadSpecError> {
 
 /// Finds the generator's program and its version; checks stressor names.
 fn check(generator: Generator) -> Result<LoadSpec, String> {
+    let generator = match generator {
+        Generator::Kcompile(k) => Generator::Kcompile(k.checked()?),
+        other => other,
+    };
     let (name, package) = match generator {
         Generator::StressNg(_) => (STRESS_NG, "stress-ng"),
         Generator::Hackbench(_) => (HACKBENCH, "rt-tests"),
+        Generator::Kcompile(_) => ("make", "make"),
     };
     let program = find_in_path(name).ok_or_else(|| {
         format!(
@@ -220,6 +305,7 @@ fn check(generator: Generator) -> Result<LoadSpec, String> {
             "rt-tests {}",
             first_line(&output_of(&program, &["--help"])?)
         ),
+        Generator::Kcompile(_) => first_line(&output_of(&program, &["--version"])?),
     };
     Ok(LoadSpec {
         generator,
@@ -274,6 +360,40 @@ mod tests {
         LoadItem {
             name: name.to_string(),
             count,
+            options: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn kcompile_takes_its_options_after_it() {
+        let items = parse_spec("cpu,kcompile:3,tree=/src/linux").unwrap();
+        assert_eq!(
+            items[1].options,
+            [("tree".to_string(), "/src/linux".to_string())]
+        );
+        let generators = group_items(items).unwrap();
+        assert_eq!(
+            generators[1],
+            Generator::Kcompile(kcompile::Kcompile {
+                source: Some(PathBuf::from("/src/linux")),
+                jobs: Some(3),
+                tree_given: true,
+            })
+        );
+        let jobs = group_items(parse_spec("kcompile,jobs=4").unwrap()).unwrap();
+        assert!(
+            matches!(&jobs[0], Generator::Kcompile(k) if k.jobs == Some(4) && k.source.is_none())
+        );
+        for (spec, want) in [
+            ("tree=/x", "must follow the load it sets"),
+            ("cpu,tree=/x", "cpu takes no tree="),
+            ("kcompile,tree=", "tree= needs a directory"),
+            ("kcompile,jobs=0", "from 1 to 1024"),
+            ("kcompile:2,jobs=3", "give the jobs once"),
+            ("kcompile,dir=/x", "kcompile has no option dir="),
+        ] {
+            let e = parse_spec(spec).and_then(group_items).unwrap_err();
+            assert!(e.contains(want), "{spec}: {e}");
         }
     }
 

@@ -40,6 +40,8 @@ struct RunningLoad {
     record: LoadRecord,
     /// Standard output and error of the generator (an anonymous memory file).
     output: File,
+    /// `kcompile`'s private directory, removed once the build is reaped.
+    workdir: Option<super::kcompile::WorkDir>,
 }
 
 /// The generators of one run.
@@ -126,6 +128,8 @@ impl Loads {
             } else {
                 String::new()
             };
+            // The build's processes are gone: its directory can go.
+            drop(load.workdir.take());
             self.stopped.push((load.record, said));
         }
         let warnings = self
@@ -215,12 +219,29 @@ pub fn memory_file() -> Result<File, String> {
     Ok(unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) })
 }
 
-fn spawn(spec: &LoadSpec, cpus: &[usize]) -> Result<RunningLoad, String> {
-    let command_line = spec.command_line(cpus.len());
+fn spawn(spec: &LoadSpec, measured: &[usize]) -> Result<RunningLoad, String> {
+    let (cpus, argv, command_line, workdir) = match &spec.generator {
+        super::Generator::Kcompile(k) => {
+            let cpus = off_the_measured(spec, measured)?;
+            let workdir = super::kcompile::WorkDir::create()?;
+            let mut shown = spec.command_line(cpus.len());
+            shown.extend([
+                "-C".to_string(),
+                workdir.path.join("tree").display().to_string(),
+            ]);
+            let argv = k.argv(std::path::Path::new("/bin/sh"), &workdir.path, cpus.len());
+            (cpus, argv, shown, Some(workdir))
+        }
+        _ => {
+            let command_line = spec.command_line(measured.len());
+            (measured.to_vec(), command_line.clone(), command_line, None)
+        }
+    };
+    let cpus = &cpus[..];
     let output = memory_file()?;
-    let mut command = Command::new(&command_line[0]);
+    let mut command = Command::new(&argv[0]);
     command
-        .args(&command_line[1..])
+        .args(&argv[1..])
         .env(OWNER_ENV, std::process::id().to_string())
         .stdin(Stdio::null())
         .stdout(output_to(&output)?)
@@ -235,7 +256,7 @@ fn spawn(spec: &LoadSpec, cpus: &[usize]) -> Result<RunningLoad, String> {
     })?;
     let record = LoadRecord {
         spec: spec.spec(),
-        command_line,
+        command_line: command_line.clone(),
         version: spec.version.clone(),
         pid: child.id() as i32,
         cpus: cpus.to_vec(),
@@ -247,7 +268,24 @@ fn spawn(spec: &LoadSpec, cpus: &[usize]) -> Result<RunningLoad, String> {
         child,
         record,
         output,
+        workdir,
     })
+}
+
+/// The CPUs latscope may use that are not measured: where `kcompile` runs.
+fn off_the_measured(spec: &LoadSpec, measured: &[usize]) -> Result<Vec<usize>, String> {
+    let cpus: Vec<usize> = crate::rt::sched::allowed_cpus_of_process()
+        .into_iter()
+        .filter(|c| !measured.contains(c))
+        .collect();
+    if cpus.is_empty() {
+        return Err(format!(
+            "--load {}: every CPU latscope may use is measured (CPU {}), and the build runs off the measured CPUs: measure fewer CPUs (timer --cpus)",
+            spec.spec(),
+            crate::units::cpu_list(measured)
+        ));
+    }
+    Ok(cpus)
 }
 
 /// Makes `command` start as a child of its own (its own process group, a

@@ -10,17 +10,13 @@ pub struct PrivateDir {
 
 impl PrivateDir {
     pub fn create() -> Result<PrivateDir, String> {
-        let mut template = b"./.latscope-logdisk-XXXXXX\0".to_vec();
-        // SAFETY: a NUL-terminated, writable template.
-        let p = unsafe { libc::mkdtemp(template.as_mut_ptr().cast()) };
-        if p.is_null() {
-            return Err(format!(
-                "cannot create a private directory in the current directory: {}",
-                crate::rt::os_error_text(&std::io::Error::last_os_error())
-            ));
-        }
-        template.pop();
-        let path = std::path::PathBuf::from(String::from_utf8_lossy(&template).into_owned());
+        let path = crate::rt::private_dir::make(std::path::Path::new("./.latscope-logdisk-XXXXXX"))
+            .map_err(|e| {
+                format!(
+                    "cannot create a private directory in the current directory: {}",
+                    crate::rt::os_error_text(&e)
+                )
+            })?;
         let registered = crate::rt::registry::absolute(&path)
             .and_then(|p| crate::rt::registry::path_identity(&p));
         if let Some(identity) = &registered {

@@ -8,6 +8,7 @@ use crate::report::csv::SeriesCsv;
 use crate::report::junit::JunitXml;
 use crate::report::markdown::MarkdownTable;
 use crate::report::prom::PromText;
+use crate::report::rteval_xml::RtevalXml;
 use crate::report::{Exporter, Report};
 use crate::settings::{OutputTarget, Outputs, ReportFormat};
 use std::io::Write;
@@ -179,6 +180,7 @@ fn exporter_of(format: ReportFormat, json: &dyn Exporter) -> &dyn Exporter {
         ReportFormat::Markdown => &MarkdownTable,
         ReportFormat::Junit => &JunitXml,
         ReportFormat::Prom => &PromText,
+        ReportFormat::RtevalXml => &RtevalXml,
     }
 }
 

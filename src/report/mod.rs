@@ -29,6 +29,7 @@ pub mod junit;
 pub mod markdown;
 pub mod model;
 pub mod prom;
+pub mod rteval_xml;
 
 pub use model::*;
 
@@ -90,6 +91,9 @@ pub(crate) mod testdata {
                 rt_runtime_us: Some(950_000),
                 rt_period_us: Some(1_000_000),
                 checks: Vec::new(),
+                cpu_topology: Vec::new(),
+                clocksources_available: Vec::new(),
+                kernel_cmdline: None,
             },
             tests: vec![TestResult {
                 test: "mq".into(),

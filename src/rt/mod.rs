@@ -12,6 +12,7 @@ pub mod oom;
 pub mod outfile;
 pub mod parent;
 pub mod pod_cpus;
+pub mod private_dir;
 pub mod procstat;
 pub mod registry;
 pub mod sched;

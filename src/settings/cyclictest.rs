@@ -104,6 +104,9 @@ pub struct CyclicSettings {
     /// `--latscope-json FILE` (latscope's, not cyclictest's): the full
     /// latscope Report of the run, checked like every latscope output.
     pub latscope_json: Option<std::path::PathBuf>,
+    /// `--latscope-rteval-xml FILE` (latscope's): the run as rteval's
+    /// summary.xml (report::rteval_xml), checked like `--latscope-json`.
+    pub latscope_rteval_xml: Option<std::path::PathBuf>,
     /// `--on-threshold ACTION`, `--on-end ACTION` (latscope's): acting on
     /// the crossing of `-b`'s break value and at the end.
     pub actions: super::actions::Actions,
@@ -113,12 +116,17 @@ pub struct CyclicSettings {
 /// in full: getopt's abbreviations stay those of cyclictest's table
 /// (`--lat` is still `--latency`).
 pub const LATSCOPE_JSON: &str = "latscope-json";
+pub const LATSCOPE_RTEVAL_XML: &str = "latscope-rteval-xml";
 
 /// latscope's own options, each spelled out in full only.
-const LATSCOPE_OWN: [Own; 3] = [
+const LATSCOPE_OWN: [Own; 4] = [
     Own {
         name: LATSCOPE_JSON,
         needs: "a file name: --latscope-json FILE",
+    },
+    Own {
+        name: LATSCOPE_RTEVAL_XML,
+        needs: "a file name: --latscope-rteval-xml FILE",
     },
     super::actions::GETOPT_OPTIONS[0],
     super::actions::GETOPT_OPTIONS[1],
@@ -613,8 +621,8 @@ fn cyclictest_peek(option: &str, next: &str) -> bool {
 /// `--latscope-json`'s file, checked as every latscope output is before
 /// measuring (a usage error, exit 2). Not standard output: that carries
 /// cyclictest's own lines, which a parser must find unchanged.
-fn check_latscope_json(path: &str) -> Result<std::path::PathBuf, GetoptUsage> {
-    let option = format!("--{LATSCOPE_JSON}");
+fn check_latscope_json(name: &str, path: &str) -> Result<std::path::PathBuf, GetoptUsage> {
+    let option = format!("--{name}");
     match super::check_output_path(&option, std::path::Path::new(path)) {
         Ok(super::OutputTarget::File(p)) => Ok(p),
         Ok(super::OutputTarget::Stdout) => Err(GetoptUsage::Bad(format!(
@@ -641,6 +649,7 @@ struct Pending {
     /// `-a` was given (ignored with -S, which warns then).
     option_affinity: bool,
     latscope_json: Option<String>,
+    latscope_rteval_xml: Option<String>,
     /// `--on-threshold`, `--on-end` as given, in order.
     actions: Vec<(&'static str, Option<String>)>,
     /// The last `-i` (its value and the word): only the value that counts
@@ -668,6 +677,7 @@ impl CyclicSettings {
             priority: 0,
             option_affinity: false,
             latscope_json: None,
+            latscope_rteval_xml: None,
             actions: Vec::new(),
             interval: None,
         };
@@ -679,6 +689,7 @@ impl CyclicSettings {
             return Err(e);
         }
         let latscope_json = p.latscope_json.take();
+        let latscope_rteval_xml = p.latscope_rteval_xml.take();
         let actions = std::mem::take(&mut p.actions);
         s.settle(p, online, smi_supported)?;
         s.actions = super::actions::from_getopt(
@@ -689,8 +700,12 @@ impl CyclicSettings {
         .map_err(|e| GetoptUsage::Bad(e.0))?;
         // Last: cyclictest's own errors come first, and the probe file of
         // the check is only made for a command line that will run.
-        if let Some(path) = latscope_json {
-            let checked = check_latscope_json(&path)?;
+        for (name, path) in [
+            (LATSCOPE_JSON, latscope_json),
+            (LATSCOPE_RTEVAL_XML, latscope_rteval_xml),
+        ] {
+            let Some(path) = path else { continue };
+            let checked = check_latscope_json(name, &path)?;
             // cyclictest's own files are written before the report: one of
             // them under the same name would be replaced by it.
             let file = |p: &Option<String>| {
@@ -700,25 +715,36 @@ impl CyclicSettings {
             let report = super::OutputTarget::File(checked.clone());
             // Pair by pair: --json and --histfile on one file is
             // cyclictest's business.
-            for (option, target) in [("--json", file(&s.json)), ("--histfile", file(&s.histfile))] {
+            let option = format!("--{name}");
+            let earlier = s.latscope_json.clone().map(super::OutputTarget::File);
+            for (other, target) in [
+                ("--json", file(&s.json)),
+                ("--histfile", file(&s.histfile)),
+                ("--latscope-json", earlier),
+            ] {
                 super::check_distinct_outputs(&[
-                    (option, target.as_ref()),
-                    ("--latscope-json", Some(&report)),
+                    (other, target.as_ref()),
+                    (&option, Some(&report)),
                 ])
                 .map_err(|e| GetoptUsage::Bad(e.0))?;
             }
-            s.latscope_json = Some(checked);
+            match name {
+                LATSCOPE_JSON => s.latscope_json = Some(checked),
+                _ => s.latscope_rteval_xml = Some(checked),
+            }
         }
         // A trace action's file is an output too: no file of cyclictest's
         // (nor the report) may replace the trace it saved.
         let file = |p: Option<&str>| p.map(|p| super::OutputTarget::File(p.into()));
         let (json, histfile) = (file(s.json.as_deref()), file(s.histfile.as_deref()));
         let report = s.latscope_json.clone().map(super::OutputTarget::File);
+        let rteval = s.latscope_rteval_xml.clone().map(super::OutputTarget::File);
         s.actions
             .check_apart_from(&[
                 ("--json", json.as_ref()),
                 ("--histfile", histfile.as_ref()),
                 ("--latscope-json", report.as_ref()),
+                ("--latscope-rteval-xml", rteval.as_ref()),
             ])
             .map_err(|e| GetoptUsage::Bad(e.0))?;
         Ok(s)
@@ -727,7 +753,9 @@ impl CyclicSettings {
     /// latscope's own options ask for latscope's pipeline (the Report, the
     /// actions' runner): the full binary runs them.
     pub fn needs_pipeline(&self) -> bool {
-        self.latscope_json.is_some() || !self.actions.is_empty()
+        self.latscope_json.is_some()
+            || self.latscope_rteval_xml.is_some()
+            || !self.actions.is_empty()
     }
 
     /// cyclictest's defaults, before any option.
@@ -780,6 +808,7 @@ impl CyclicSettings {
                 .collect::<Vec<_>>()
                 .join(" "),
             latscope_json: None,
+            latscope_rteval_xml: None,
             actions: Default::default(),
         }
     }
@@ -878,6 +907,7 @@ impl CyclicSettings {
             "help" => return Err(GetoptUsage::Help),
             "posix_timers" => self.posix_timers = true,
             LATSCOPE_JSON => p.latscope_json = value,
+            LATSCOPE_RTEVAL_XML => p.latscope_rteval_xml = value,
             own if super::actions::is_getopt_option(own) => {
                 if let Some(own) = LATSCOPE_OWN.iter().find(|o| o.name == own) {
                     p.actions.push((own.name, value));

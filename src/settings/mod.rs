@@ -275,16 +275,19 @@ pub enum ReportFormat {
     Markdown,
     Junit,
     Prom,
+    /// rteval's summary.xml (timer and cyclictest runs only).
+    RtevalXml,
 }
 
 impl ReportFormat {
     /// Every format, in the order the files are written.
-    pub const ALL: [ReportFormat; 5] = [
+    pub const ALL: [ReportFormat; 6] = [
         ReportFormat::Json,
         ReportFormat::Csv,
         ReportFormat::Markdown,
         ReportFormat::Junit,
         ReportFormat::Prom,
+        ReportFormat::RtevalXml,
     ];
 
     /// The option that asks for it.
@@ -295,6 +298,7 @@ impl ReportFormat {
             ReportFormat::Markdown => "--markdown",
             ReportFormat::Junit => "--junit",
             ReportFormat::Prom => "--prom",
+            ReportFormat::RtevalXml => "--rteval-xml",
         }
     }
 }
@@ -309,6 +313,8 @@ pub struct Outputs {
     pub markdown: Option<OutputTarget>,
     pub junit: Option<OutputTarget>,
     pub prom: Option<OutputTarget>,
+    /// `--rteval-xml` (the timer's option; cyclictest's `--latscope-rteval-xml`).
+    pub rteval_xml: Option<OutputTarget>,
     /// `--hdr-log`: streamed as the run goes (pipeline::hdrlog), a file only.
     pub hdr_log: Option<OutputTarget>,
     /// `--samples FILE` and `--samples-limit SIZE` (see `samples_output`).
@@ -334,6 +340,7 @@ impl Outputs {
             markdown: check(Some(ReportFormat::Markdown), &args.markdown)?,
             junit: check(Some(ReportFormat::Junit), &args.junit)?,
             prom: check(Some(ReportFormat::Prom), &args.prom)?,
+            rteval_xml: None,
             hdr_log: check(None, &args.hdr_log)?,
             samples: samples_output(args)?,
         };
@@ -399,6 +406,7 @@ impl Outputs {
             ReportFormat::Markdown => self.markdown.as_ref(),
             ReportFormat::Junit => self.junit.as_ref(),
             ReportFormat::Prom => self.prom.as_ref(),
+            ReportFormat::RtevalXml => self.rteval_xml.as_ref(),
         }
     }
 

@@ -2,8 +2,8 @@
 //! checked into settings before anything is measured.
 
 use super::{
-    OutputTarget, Outputs, UsageError, check_cpu, check_output_path, checked_priority_for,
-    policy_of, usage,
+    OutputTarget, Outputs, ReportFormat, UsageError, check_cpu, check_output_path,
+    checked_priority_for, policy_of, usage,
 };
 use crate::cli::{OutputFormat, TimerArgs};
 use crate::rt::sched::{self, Policy};
@@ -180,7 +180,20 @@ impl TimerSettings {
             &args.actions.on_end,
             max_latency_us,
         )?;
-        let outputs = Outputs::with_actions(&args.outputs, &[("-g", gnuplot.as_ref())], &actions)?;
+        let rteval_xml = args
+            .rteval_xml
+            .as_deref()
+            .map(|p| check_output_path(ReportFormat::RtevalXml.option(), p))
+            .transpose()?;
+        let mut outputs = Outputs::with_actions(
+            &args.outputs,
+            &[
+                ("-g", gnuplot.as_ref()),
+                (ReportFormat::RtevalXml.option(), rteval_xml.as_ref()),
+            ],
+            &actions,
+        )?;
+        outputs.rteval_xml = rteval_xml;
         Ok(TimerSettings {
             cpus,
             policy,

@@ -9,6 +9,7 @@
 mod at_scale;
 pub mod crossings;
 pub mod live;
+pub mod microseconds;
 pub mod samples;
 pub mod window;
 pub mod window_histogram;

@@ -64,6 +64,7 @@ mod slow {
     mod hostile_input;
     mod hwlat;
     mod ipc_family;
+    mod kcompile_load;
     mod kernelci_dropins;
     mod load;
     mod logdisk;
@@ -71,6 +72,7 @@ mod slow {
     mod oslat_compat;
     mod readme_examples;
     mod report_html;
+    mod rteval_report;
     mod samples;
     mod spikes;
     mod stress_runs;

@@ -12,7 +12,8 @@ pub struct LoadRecord {
     /// The generator's own version line.
     pub version: String,
     pub pid: i32,
-    /// The CPUs it was confined to (the measured CPUs).
+    /// The CPUs it was confined to (the measured CPUs; for `kcompile`, the
+    /// others).
     pub cpus: Vec<usize>,
     /// How it ended (`exit code 0`, `signal 15`); None while it runs.
     pub exit_status: Option<String>,

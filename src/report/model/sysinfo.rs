@@ -29,6 +29,31 @@ pub struct SysInfo {
     /// (empty in reports written before they were recorded).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<Check>,
+    /// Each CPU's place in the machine (`/sys/devices/system/cpu/cpuN`):
+    /// what rteval's report calls the CPU topology (absent in reports
+    /// written before it was recorded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_topology: Vec<CpuPlace>,
+    /// Every clocksource the kernel offers (`available_clocksource`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clocksources_available: Vec<String>,
+    /// The kernel command line (`/proc/cmdline`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_cmdline: Option<String>,
+}
+
+/// One CPU of `SysInfo::cpu_topology`; an offline CPU has only its number.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuPlace {
+    pub cpu: usize,
+    pub online: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core_id: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package_id: Option<u64>,
+    /// The CPUs that share its core (itself included: `thread_siblings_list`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thread_siblings: Vec<usize>,
 }
 
 impl SysInfo {

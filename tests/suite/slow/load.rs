@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// True when `program` is installed; otherwise says why the test skips.
-fn have(program: &str, test: &str) -> bool {
+pub(super) fn have(program: &str, test: &str) -> bool {
     let found = std::env::var_os("PATH")
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()));
     if !found {
@@ -38,7 +38,7 @@ fn stat_of(pid: &str) -> Option<(char, i32, i32)> {
     Some((state, ppid, pgrp))
 }
 
-fn pids() -> Vec<String> {
+pub(super) fn pids() -> Vec<String> {
     std::fs::read_dir("/proc")
         .map(|dir| {
             dir.filter_map(|e| e.ok())
@@ -51,7 +51,7 @@ fn pids() -> Vec<String> {
 
 /// The load generators latscope `owner` started (their pids lead their
 /// process groups).
-fn generators_of(owner: u32) -> Vec<i32> {
+pub(super) fn generators_of(owner: u32) -> Vec<i32> {
     let marker = format!("LATSCOPE_LOAD_OWNER={owner}");
     pids()
         .into_iter()
@@ -64,7 +64,7 @@ fn generators_of(owner: u32) -> Vec<i32> {
 }
 
 /// Live (not zombie) processes in these process groups, with their names.
-fn live_members(groups: &[i32]) -> Vec<String> {
+pub(super) fn live_members(groups: &[i32]) -> Vec<String> {
     pids()
         .into_iter()
         .filter_map(|pid| {
@@ -78,7 +78,7 @@ fn live_members(groups: &[i32]) -> Vec<String> {
 }
 
 /// Polls `check` until it is true or `limit` passes; returns the last result.
-fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
+pub(super) fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + limit;
     loop {
         if check() {
@@ -129,7 +129,7 @@ fn start_loaded_run(loads: &[&str], generators: usize) -> LoadedRun {
     }
 }
 
-fn assert_all_gone(groups: &[i32], after: &str) {
+pub(super) fn assert_all_gone(groups: &[i32], after: &str) {
     let mut left = Vec::new();
     let gone = eventually(Duration::from_secs(5), || {
         left = live_members(groups);
@@ -138,7 +138,7 @@ fn assert_all_gone(groups: &[i32], after: &str) {
     assert!(gone, "load processes left {after}: {left:?}");
 }
 
-fn loads_of(report: &Value) -> &Vec<Value> {
+pub(super) fn loads_of(report: &Value) -> &Vec<Value> {
     array_of(&report["loads"], "loads")
 }
 
@@ -189,7 +189,7 @@ fn a_loaded_run_records_the_load_and_leaves_no_generator() {
 }
 
 /// A field of /proc/PID/status (`Cpus_allowed_list`).
-fn status_field(pid: &str, name: &str) -> String {
+pub(super) fn status_field(pid: &str, name: &str) -> String {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()
