@@ -112,7 +112,7 @@ pub struct CyclicSettings {
 /// latscope's own option among cyclictest's. Matched only when spelled out
 /// in full: getopt's abbreviations stay those of cyclictest's table
 /// (`--lat` is still `--latency`).
-pub const LATSCOPE_JSON: &str = "latscope-json";
+pub use super::LATSCOPE_JSON;
 
 /// latscope's own options, each spelled out in full only.
 const LATSCOPE_OWN: [Own; 3] = [
@@ -610,20 +610,6 @@ fn cyclictest_peek(option: &str, next: &str) -> bool {
     atoi(next) != 0 || cpu_list
 }
 
-/// `--latscope-json`'s file, checked as every latscope output is before
-/// measuring (a usage error, exit 2). Not standard output: that carries
-/// cyclictest's own lines, which a parser must find unchanged.
-fn check_latscope_json(path: &str) -> Result<std::path::PathBuf, GetoptUsage> {
-    let option = format!("--{LATSCOPE_JSON}");
-    match super::check_output_path(&option, std::path::Path::new(path)) {
-        Ok(super::OutputTarget::File(p)) => Ok(p),
-        Ok(super::OutputTarget::Stdout) => Err(GetoptUsage::Bad(format!(
-            "{option} -: standard output carries cyclictest's own output; give a file name"
-        ))),
-        Err(e) => Err(GetoptUsage::Bad(e.0)),
-    }
-}
-
 /// rt-tests' HIST_MAX: larger `-h` values are cut to it.
 const HIST_MAX: usize = 1_000_000;
 
@@ -690,7 +676,7 @@ impl CyclicSettings {
         // Last: cyclictest's own errors come first, and the probe file of
         // the check is only made for a command line that will run.
         if let Some(path) = latscope_json {
-            let checked = check_latscope_json(&path)?;
+            let checked = super::check_latscope_json(&path, "cyclictest")?;
             // cyclictest's own files are written before the report: one of
             // them under the same name would be replaced by it.
             let file = |p: &Option<String>| {
