@@ -293,8 +293,14 @@ fn rt_migrate_test_runs_are_rt_migrate_tests() {
     );
 }
 
-/// A SCHED_FIFO 90 thread of this test on `cpu`: busy 80 ms, idle 20 ms,
-/// until `stop` or 10 s have passed.
+/// A SCHED_FIFO 90 thread of this test on `cpu`: busy 9 ms, idle 1 ms,
+/// until `stop` or 10 s have passed. The highest task moves to the next CPU
+/// before it waits for the round's release, and it can only get there in an
+/// idle millisecond: so it waits in time, and at the release (busy 9 in 10)
+/// the hog holds its CPU; it starts late and does few loops while the task
+/// below it runs at once on the other CPU. (Long bursts, 80 ms busy and
+/// 20 ms idle, failed the check in only 3 runs in 4: the highest task then
+/// reached its CPU late, in an idle phase, and the release waited for it.)
 fn fifo_hog(cpu: usize, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         // SAFETY: plain calls on this thread.
@@ -308,10 +314,10 @@ fn fifo_hog(cpu: usize, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
         let start = Instant::now();
         while !stop.load(Ordering::Relaxed) && start.elapsed() < Duration::from_secs(10) {
             let burst = Instant::now();
-            while burst.elapsed() < Duration::from_millis(80) {
+            while burst.elapsed() < Duration::from_millis(9) {
                 std::hint::spin_loop();
             }
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(Duration::from_millis(1));
         }
     })
 }
