@@ -72,7 +72,8 @@ pub const SIGNALTEST: &str = "Examples:
 
 pub const PI_STRESS: &str = "Examples:
   latscope pi-stress -D 10 -q               # one group per CPU but the first, 10 s
-  latscope pi-stress -q --duration 1m --mlockall --json=pi.json";
+  latscope pi-stress -q --duration 1m --mlockall --json=pi.json
+  latscope pi-stress -q -i 1000 --latscope-json=pi-report.json   # + inversion latency per group";
 
 pub const RT_MIGRATE_TEST: &str = "Examples:
   latscope rt-migrate-test -l 20 -c         # 20 rounds, fail when a task starts late

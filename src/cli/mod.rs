@@ -126,7 +126,7 @@ pub enum Command {
     #[command(disable_help_flag = true, after_help = examples::SIGNALTEST)]
     Signaltest(SignaltestArgs),
     /// Priority-inheritance stress as rt-tests pi_stress runs it, with its options and exact
-    /// output (GNU getopt syntax), plus the inversion latency
+    /// output (GNU getopt syntax), plus the inversion latency (stderr; --latscope-json FILE: the Report)
     #[command(disable_help_flag = true, after_help = examples::PI_STRESS)]
     PiStress(GetoptWords),
     /// Real-time push/pull balancing as rt-tests rt-migrate-test checks it, with its options and

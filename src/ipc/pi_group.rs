@@ -6,10 +6,11 @@
 //! The high thread counts the laps (the inversions) and times each of its
 //! waits on the mutex: the inversion latency.
 
+use crate::rt::barrier::PthreadBarrier;
 use crate::stats::LatencyRecorder;
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Mutex};
 
 /// A scheduling class as pi_stress names and sets it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,11 +132,11 @@ pub struct Group {
     pub id: usize,
     pub cpu: usize,
     mutex: PiMutex,
-    start: Barrier,
-    locked: Barrier,
-    elevate: Barrier,
-    finish: Barrier,
-    laps: Barrier,
+    start: PthreadBarrier,
+    locked: PthreadBarrier,
+    elevate: PthreadBarrier,
+    finish: PthreadBarrier,
+    laps: PthreadBarrier,
     /// Whether this lap runs (decided by the lap barrier's leader, so that
     /// the three threads all run it or all leave).
     go: AtomicBool,
@@ -156,7 +157,7 @@ pub struct Shared {
     /// `-v`: say `INFO: setting shutdown flag` when the run is ended.
     pub verbose: bool,
     /// Every thread and the main thread: released together.
-    pub ready: Barrier,
+    pub ready: PthreadBarrier,
     /// The first thread that could not set itself up.
     pub setup_error: Mutex<Option<String>>,
 }
@@ -170,17 +171,22 @@ impl Shared {
     }
 }
 
+/// A barrier of `count` threads, or the refusal as a message.
+pub fn barrier(count: usize) -> Result<PthreadBarrier, String> {
+    PthreadBarrier::new(count).map_err(|e| e.to_string())
+}
+
 impl Group {
     pub fn new(id: usize, cpu: usize, inversions: Option<u64>) -> Result<Group, String> {
         Ok(Group {
             id,
             cpu,
             mutex: PiMutex::new()?,
-            start: Barrier::new(3),
-            locked: Barrier::new(2),
-            elevate: Barrier::new(2),
-            finish: Barrier::new(3),
-            laps: Barrier::new(3),
+            start: barrier(3)?,
+            locked: barrier(2)?,
+            elevate: barrier(2)?,
+            finish: barrier(3)?,
+            laps: barrier(3)?,
             go: AtomicBool::new(true),
             stop_next: AtomicBool::new(false),
             total: AtomicU64::new(0),
@@ -197,7 +203,7 @@ impl Group {
         {
             shared.shut_down();
         }
-        if self.laps.wait().is_leader() {
+        if self.laps.wait() {
             let go = !self.stop_next.load(Ordering::Relaxed);
             self.go.store(go, Ordering::Release);
             self.stop_next

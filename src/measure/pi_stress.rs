@@ -9,14 +9,14 @@
 //! JSON (`return_code` 1). `latscope pi-stress` adds the inversion latency
 //! (the high thread's wait for the mutex) with percentiles on stderr.
 
-use crate::ipc::pi_group::{Group, PiPolicy, PiSched, Role, Shared, run_thread};
+use crate::ipc::pi_group::{Group, PiPolicy, PiSched, Role, Shared, barrier, run_thread};
 use crate::pipeline::{CommandError, RunTimes, write_rt_tests_json_returning};
 use crate::report::classic_pi_stress as classic;
 use crate::rt::stdio::print;
 use crate::settings::pi_stress::PiStressSettings;
 use crate::stats::LatencyRecorder;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 /// pi_stress's `report_interval`.
@@ -63,7 +63,7 @@ pub fn run(s: &PiStressSettings, with_latency: bool) -> Result<i32, CommandError
     let shared = Arc::new(Shared {
         shutdown: Default::default(),
         verbose: s.verbose,
-        ready: Barrier::new(s.groups * 3 + 1),
+        ready: barrier(s.groups * 3 + 1).map_err(CommandError::Runtime)?,
         setup_error: Mutex::new(None),
     });
     let mut groups = Vec::new();
@@ -157,7 +157,139 @@ fn finish(
             return Ok(f.code);
         }
     }
+    if let Some(path) = &s.latscope_json {
+        let report = report_of(s, groups, started, ending, code);
+        let target = crate::settings::OutputTarget::File(path.clone());
+        if let Err(e) =
+            crate::pipeline::write_output(&target, &crate::report::json::LatscopeJson, &report)
+        {
+            eprintln!("latscope: --latscope-json: {e}");
+            return Ok(1);
+        }
+    }
     Ok(code)
+}
+
+/// `--latscope-json`'s Report: one test, a series per group whose latency
+/// is the inversion latency (empty for a deadlocked run, whose frozen
+/// threads never hand their figures over).
+fn report_of(
+    s: &PiStressSettings,
+    groups: &[Arc<Group>],
+    started: SystemTime,
+    ending: Ending,
+    code: i32,
+) -> crate::report::Report {
+    use crate::report::{
+        ConfigDetail, EndReason, PiStressConfig, PiThread, TestConfig, TestResult,
+    };
+    let thread = |sa: &PiSched| PiThread {
+        policy: sa.policy.name().to_string(),
+        priority: sa.priority,
+    };
+    let policy = shown_policy(s.high.policy);
+    let mut all = LatencyRecorder::new();
+    let series = groups
+        .iter()
+        .map(|g| {
+            let latency = match g.latency.lock() {
+                Ok(l) => {
+                    all.merge(&l);
+                    l.summary()
+                }
+                Err(_) => LatencyRecorder::new().summary(),
+            };
+            group_series(s, g, policy, latency)
+        })
+        .collect();
+    let result = TestResult {
+        test: "pi-stress".into(),
+        description: "priority inheritance: the high thread's wait for the PI mutex \
+                      a low thread holds (the inversion latency)"
+            .into(),
+        mode: "inversion".into(),
+        config: TestConfig {
+            policy: policy.to_string(),
+            priority: s.high.priority,
+            loops: s.inversions,
+            duration_s: s.duration_s.map(|d| d as f64),
+            max_latency_us: None,
+            mlockall: s.mlockall,
+            cpu_dma_latency: "not held".into(),
+            detail: ConfigDetail::PiStress(PiStressConfig {
+                groups: groups.len() as u64,
+                inversions_per_group: s.inversions,
+                low: thread(&s.low),
+                med: thread(&s.med),
+                high: thread(&s.high),
+            }),
+        },
+        end_reason: match ending {
+            Ending::Done if s.inversions.is_some() => EndReason::LoopsDone,
+            Ending::Done => EndReason::DurationElapsed,
+            Ending::Interrupted => EndReason::Interrupted,
+            Ending::Deadlocked => EndReason::Error,
+        },
+        error: (ending == Ending::Deadlocked)
+            .then(|| "WATCHDOG triggered: a group made no inversion for 5 reports".into()),
+        overall: all.summary(),
+        series,
+        overall_detail: None,
+        spikes: None,
+        started_s: None,
+    };
+    let ended = SystemTime::now();
+    let test = crate::pipeline::FinishedTest {
+        result,
+        started,
+        ended,
+        elapsed: ended.duration_since(started).unwrap_or_default(),
+        facts: crate::pipeline::RunFacts {
+            realtime_policy: true,
+            ..Default::default()
+        },
+        deadline: Vec::new(),
+    };
+    let sysinfo = crate::report::SysInfo::collect();
+    let mut report = crate::pipeline::build_report(vec![test], sysinfo, Vec::new());
+    report.exit_code = code;
+    report
+}
+
+/// A group's series: its high thread's waits for the mutex.
+fn group_series(
+    s: &PiStressSettings,
+    g: &Group,
+    policy: &str,
+    latency: crate::stats::LatencySummary,
+) -> crate::report::Series {
+    crate::report::Series {
+        label: format!("group {}", g.id),
+        cpus: vec![g.cpu],
+        pinned: true,
+        policy: policy.to_string(),
+        priority: s.high.priority,
+        overruns: 0,
+        above_limit: 0,
+        latency,
+        per_second: Vec::new(),
+        per_second_dropped: 0,
+        detail: crate::report::SeriesDetail::PiGroup(crate::report::PiGroup {
+            group: g.id as u64,
+            cpu: g.cpu,
+            inversions: g.total.load(Ordering::Acquire),
+        }),
+    }
+}
+
+/// The Report's name of the groups' policy.
+fn shown_policy(p: PiPolicy) -> &'static str {
+    match p {
+        PiPolicy::Fifo => "fifo",
+        PiPolicy::Rr => "rr",
+        PiPolicy::Deadline => "deadline",
+        PiPolicy::Other | PiPolicy::Batch | PiPolicy::Idle => "other",
+    }
 }
 
 /// pi_stress's reporter: every 0.75 s the progress line, `-D`, a stop

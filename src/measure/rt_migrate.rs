@@ -10,10 +10,11 @@
 
 use crate::pipeline::{CommandError, RunTimes, write_rt_tests_json_returning};
 use crate::report::classic_rt_migrate::{self as classic, Round, Task};
+use crate::rt::barrier::PthreadBarrier;
 use crate::rt::clock::monotonic_ns;
 use crate::settings::rt_migrate::MigrateSettings;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier};
 use std::time::{Instant, SystemTime};
 
 /// What the tasks and the main thread share.
@@ -21,8 +22,10 @@ struct Shared {
     tasks: usize,
     loops: usize,
     run_ns: u64,
-    start: Barrier,
-    end: Barrier,
+    /// pthread barriers, as rt-migrate-test's: std's would make a woken
+    /// task wait for the waker's mutex (rt::barrier), delaying its start.
+    start: PthreadBarrier,
+    end: PthreadBarrier,
     done: AtomicBool,
     /// The round being run, and its release time.
     round: AtomicU64,
@@ -57,8 +60,8 @@ pub fn run(s: &MigrateSettings) -> Result<i32, CommandError> {
         tasks: s.tasks,
         loops: s.loops,
         run_ns: s.run.as_nanos() as u64,
-        start: Barrier::new(s.tasks + 1),
-        end: Barrier::new(s.tasks + 1),
+        start: barrier(s.tasks + 1)?,
+        end: barrier(s.tasks + 1)?,
         done: AtomicBool::new(false),
         round: AtomicU64::new(0),
         now: AtomicU64::new(0),
@@ -126,6 +129,10 @@ pub fn run(s: &MigrateSettings) -> Result<i32, CommandError> {
         (false, true) => 1,
         (false, false) => 0,
     })
+}
+
+fn barrier(count: usize) -> Result<PthreadBarrier, CommandError> {
+    PthreadBarrier::new(count).map_err(|e| CommandError::Runtime(format!("rt-migrate-test: {e}")))
 }
 
 /// The rounds, as rt-migrate-test's main loop runs them: (rounds done,

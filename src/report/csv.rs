@@ -51,6 +51,7 @@ fn kind(s: &Series) -> &'static str {
         SeriesDetail::DiskWriter(_) => "disk_writer",
         SeriesDetail::NoiseCpu(_) => "noise_cpu",
         SeriesDetail::HwlatCpu(_) => "hwlat_cpu",
+        SeriesDetail::PiGroup(_) => "pi_group",
     }
 }
 
@@ -96,9 +97,10 @@ fn series_row(t: &TestResult, s: &Series) -> Vec<String> {
     let (timeouts, interval) = match &s.detail {
         SeriesDetail::IpcPair(p) => (p.timeouts.to_string(), p.interval_us.to_string()),
         SeriesDetail::TimerThread(th) => (none(), th.period_us.to_string()),
-        SeriesDetail::DiskWriter(_) | SeriesDetail::NoiseCpu(_) | SeriesDetail::HwlatCpu(_) => {
-            (none(), none())
-        }
+        SeriesDetail::DiskWriter(_)
+        | SeriesDetail::NoiseCpu(_)
+        | SeriesDetail::HwlatCpu(_)
+        | SeriesDetail::PiGroup(_) => (none(), none()),
     };
     row.push(timeouts);
     row.push(interval);

@@ -2,6 +2,7 @@
 //! management latency, tracing and system facts. Everything that talks to the
 //! kernel directly lives here so the measuring code reads as plain logic.
 
+pub mod barrier;
 pub mod bpf;
 pub mod cgroup;
 pub mod clock;

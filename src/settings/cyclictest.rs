@@ -115,7 +115,7 @@ pub struct CyclicSettings {
 /// latscope's own option among cyclictest's. Matched only when spelled out
 /// in full: getopt's abbreviations stay those of cyclictest's table
 /// (`--lat` is still `--latency`).
-pub const LATSCOPE_JSON: &str = "latscope-json";
+pub use super::LATSCOPE_JSON;
 pub const LATSCOPE_RTEVAL_XML: &str = "latscope-rteval-xml";
 
 /// latscope's own options, each spelled out in full only.
@@ -618,20 +618,6 @@ fn cyclictest_peek(option: &str, next: &str) -> bool {
     atoi(next) != 0 || cpu_list
 }
 
-/// `--latscope-json`'s file, checked as every latscope output is before
-/// measuring (a usage error, exit 2). Not standard output: that carries
-/// cyclictest's own lines, which a parser must find unchanged.
-fn check_latscope_json(name: &str, path: &str) -> Result<std::path::PathBuf, GetoptUsage> {
-    let option = format!("--{name}");
-    match super::check_output_path(&option, std::path::Path::new(path)) {
-        Ok(super::OutputTarget::File(p)) => Ok(p),
-        Ok(super::OutputTarget::Stdout) => Err(GetoptUsage::Bad(format!(
-            "{option} -: standard output carries cyclictest's own output; give a file name"
-        ))),
-        Err(e) => Err(GetoptUsage::Bad(e.0)),
-    }
-}
-
 /// rt-tests' HIST_MAX: larger `-h` values are cut to it.
 const HIST_MAX: usize = 1_000_000;
 
@@ -705,7 +691,7 @@ impl CyclicSettings {
             (LATSCOPE_RTEVAL_XML, latscope_rteval_xml),
         ] {
             let Some(path) = path else { continue };
-            let checked = check_latscope_json(name, &path)?;
+            let checked = super::check_latscope_output(name, &path, "cyclictest")?;
             // cyclictest's own files are written before the report: one of
             // them under the same name would be replaced by it.
             let file = |p: &Option<String>| {

@@ -122,6 +122,29 @@ pub fn check_json_path(path: &Path) -> Result<OutputTarget, UsageError> {
     check_output_path("--json", path)
 }
 
+/// latscope's own option among a drop-in's (cyclictest, pi_stress): the
+/// full latscope Report of the run in a file.
+pub const LATSCOPE_JSON: &str = "latscope-json";
+
+/// The file of one of latscope's own options among a drop-in's (`name`:
+/// `latscope-json`, `latscope-rteval-xml`), checked as every latscope output
+/// is before measuring (a usage error, exit 2). Not standard output: that
+/// carries `tool`'s own lines, which a parser must find unchanged.
+pub fn check_latscope_output(
+    name: &str,
+    path: &str,
+    tool: &str,
+) -> Result<std::path::PathBuf, getopt::GetoptUsage> {
+    let option = format!("--{name}");
+    match check_output_path(&option, Path::new(path)) {
+        Ok(OutputTarget::File(p)) => Ok(p),
+        Ok(OutputTarget::Stdout) => Err(getopt::GetoptUsage::Bad(format!(
+            "{option} -: standard output carries {tool}'s own output; give a file name"
+        ))),
+        Err(e) => Err(getopt::GetoptUsage::Bad(e.0)),
+    }
+}
+
 /// An output destination given to `option`: standard output (`-`), or a file
 /// latscope will be able to write at the end of the run (its directory exists
 /// and is writable, a file can actually be created there, and an existing

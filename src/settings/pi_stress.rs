@@ -5,7 +5,8 @@
 //! help and refusals in its words, and each thread type's scheduling.
 
 use super::getopt::{
-    Arg, GetoptOption, GetoptUsage, UsagePart, atoi, getopt_long_into, parse_duration, render_usage,
+    Arg, GetoptOption, GetoptUsage, Own, UsagePart, atoi, getopt_long_into, parse_duration,
+    render_usage,
 };
 pub use crate::ipc::pi_group::{PiPolicy, PiSched};
 use std::sync::LazyLock;
@@ -132,6 +133,13 @@ const LAYOUT: &[UsagePart] = &[
     UsagePart::Option("version"),
 ];
 
+/// latscope's own option (spelled out in full only): the Report, with the
+/// inversion latency per group, in a file.
+const OWN: &[Own] = &[Own {
+    name: super::LATSCOPE_JSON,
+    needs: "a file name: --latscope-json FILE",
+}];
+
 /// What `-V` prints (no newline, as pi_stress).
 pub const VERSION_TEXT: &str = "pi_stress v2.40 ";
 
@@ -151,6 +159,8 @@ pub struct PiStressSettings {
     pub uniprocessor: bool,
     pub mlockall: bool,
     pub json: Option<String>,
+    /// `--latscope-json FILE` (latscope's): the Report of the run.
+    pub latscope_json: Option<std::path::PathBuf>,
     pub admin: PiSched,
     pub high: PiSched,
     pub med: PiSched,
@@ -177,7 +187,7 @@ impl PiStressSettings {
     ) -> Result<PiStressSettings, GetoptUsage> {
         let mut found = Vec::new();
         // pi_stress's `default: usage(1)`: getopt's complaint, the usage, exit 1.
-        if let Err(e) = getopt_long_into(OPTIONS, &[], args, |_, _| false, &mut found) {
+        if let Err(e) = getopt_long_into(OPTIONS, OWN, args, |_, _| false, &mut found) {
             let e = match e {
                 GetoptUsage::Getopt(m) => GetoptUsage::Invalid(vec![format!("{program}: {m}")]),
                 other => other,
@@ -200,6 +210,7 @@ impl PiStressSettings {
             uniprocessor: false,
             mlockall: false,
             json: None,
+            latscope_json: None,
             admin: PiSched::of(PiPolicy::Fifo, 4),
             high: PiSched::of(PiPolicy::Fifo, 3),
             med: PiSched::of(PiPolicy::Fifo, 2),
@@ -213,7 +224,12 @@ impl PiStressSettings {
         };
         let mut rr = false;
         let mut given: [Option<PiSched>; 3] = [None; 3];
+        let mut report = None;
         for (name, value) in found {
+            if name == super::LATSCOPE_JSON {
+                report = value;
+                continue;
+            }
             s.apply(
                 name,
                 value.as_deref().unwrap_or(""),
@@ -228,6 +244,7 @@ impl PiStressSettings {
         s.high = given[0].unwrap_or(PiSched::of(policy, 3));
         s.med = given[1].unwrap_or(PiSched::of(policy, 2));
         s.low = given[2].unwrap_or(PiSched::of(policy, 1));
+        s.check_latscope_json(report)?;
         Ok(s)
     }
 
@@ -287,6 +304,27 @@ impl PiStressSettings {
             "version" => return Err(GetoptUsage::Bad(VERSION_ASKED.into())),
             _ => {}
         }
+        Ok(())
+    }
+
+    /// `--latscope-json`'s file, checked last (pi_stress's own refusals
+    /// come first) and apart from `--json`'s.
+    fn check_latscope_json(&mut self, path: Option<String>) -> Result<(), GetoptUsage> {
+        let Some(path) = path else {
+            return Ok(());
+        };
+        let checked = super::check_latscope_output(super::LATSCOPE_JSON, &path, "pi_stress")?;
+        let json = self
+            .json
+            .as_ref()
+            .map(|p| super::OutputTarget::File(p.into()));
+        let report = super::OutputTarget::File(checked.clone());
+        super::check_distinct_outputs(&[
+            ("--json", json.as_ref()),
+            ("--latscope-json", Some(&report)),
+        ])
+        .map_err(|e| GetoptUsage::Bad(e.0))?;
+        self.latscope_json = Some(checked);
         Ok(())
     }
 
@@ -441,5 +479,28 @@ mod tests {
         assert!(matches!(parse(&["-g", "0"]), Err(GetoptUsage::Bad(_))));
         assert_eq!(parse(&["--he"]), Err(GetoptUsage::Help));
         assert_eq!(parse(&["-V"]), Err(GetoptUsage::Bad(VERSION_ASKED.into())));
+    }
+
+    #[test]
+    fn latscope_json_is_latscopes_own_option_spelled_in_full() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("r.json");
+        let word = format!("--latscope-json={}", file.display());
+        let s = parse(&["-q", &word]).unwrap();
+        assert_eq!(s.latscope_json.as_deref(), Some(file.as_path()));
+        assert_eq!(parse(&[]).unwrap().latscope_json, None);
+        // Standard output carries pi_stress's lines: refused, one line.
+        assert_eq!(
+            parse(&["--latscope-json", "-"]),
+            Err(GetoptUsage::Bad(
+                "--latscope-json -: standard output carries pi_stress's own output; give a file name"
+                    .into()
+            ))
+        );
+        // Not on pi_stress's own --json file.
+        let json = format!("--json={}", file.display());
+        assert!(matches!(parse(&[&json, &word]), Err(GetoptUsage::Bad(_))));
+        // No abbreviation of it: pi_stress's table decides those.
+        assert!(parse(&["--latscope=x"]).is_err());
     }
 }

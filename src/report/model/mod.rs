@@ -15,6 +15,7 @@ pub mod hwlat;
 pub mod kernel_log;
 pub mod loads;
 pub mod noise;
+pub mod pi_stress;
 pub mod samples;
 pub mod spikes;
 pub mod sysinfo;
@@ -29,6 +30,7 @@ pub use hwlat::*;
 pub use kernel_log::*;
 pub use loads::*;
 pub use noise::*;
+pub use pi_stress::*;
 pub use samples::*;
 pub use spikes::*;
 pub use sysinfo::*;
@@ -244,6 +246,7 @@ pub enum ConfigDetail {
     Logdisk(LogdiskConfig),
     Noise(NoiseConfig),
     Hwlat(HwlatConfig),
+    PiStress(PiStressConfig),
 }
 
 /// What only a log-disk test (mqldt's synchronous sequential writes) is
@@ -442,6 +445,7 @@ pub enum SeriesDetail {
     DiskWriter(Box<DiskWriter>),
     NoiseCpu(Box<NoiseCpu>),
     HwlatCpu(Box<HwlatCpu>),
+    PiGroup(PiGroup),
 }
 
 /// One writer of a log-disk test (one mqldt queue manager), or all writers
