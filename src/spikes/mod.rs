@@ -134,7 +134,7 @@ fn start_tracefs(
 
 /// The events beyond `ACTIVITY` this kernel traces: the system vectors
 /// (both their entry and exit) and NMIs.
-fn optional_events(tracefs: &Path) -> Vec<(&'static str, &'static str)> {
+pub fn optional_events(tracefs: &Path) -> Vec<(&'static str, &'static str)> {
     let mut found = Vec::new();
     if tracefs::has_event(tracefs, NMI) {
         found.push(NMI);

@@ -398,6 +398,18 @@ impl WakeupSlots {
         })
     }
 
+    /// Every program hooked: its event and the way it took.
+    pub fn programs(&self) -> Vec<super::cost::HookedProgram> {
+        self._hooked
+            .iter()
+            .map(|h| super::cost::HookedProgram {
+                // `tp_btf:NAME`, `raw:NAME`, `SYSTEM:NAME`.
+                event: h.attachment.event.rsplit(':').next().unwrap_or("").to_string(),
+                way: h.way,
+            })
+            .collect()
+    }
+
     /// The reader of CPU `cpu`'s slot, for the thread sampling there.
     pub fn reader(&self, cpu: usize) -> Option<SlotReader> {
         let base = self.slots.entry_ptr(cpu)?;
