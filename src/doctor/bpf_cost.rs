@@ -64,8 +64,8 @@ pub fn measure() -> BpfCost {
     if let Err(why) = crate::rt::bpf::probe::check() {
         return BpfCost::unavailable(why.0);
     }
-    let tracefs = crate::rt::tracefs::mount::find()
-        .unwrap_or_else(|| PathBuf::from("/sys/kernel/tracing"));
+    let tracefs =
+        crate::rt::tracefs::mount::find().unwrap_or_else(|| PathBuf::from("/sys/kernel/tracing"));
     let measured = match cost::measure(&tracefs, &AttachWay::ALL) {
         Ok(measured) => measured,
         Err(why) => return BpfCost::unavailable(why.to_string()),
@@ -255,7 +255,8 @@ mod tests {
 
     #[test]
     fn unmeasurable_is_one_line_why() {
-        let cost = BpfCost::unavailable("not permitted: needs CAP_BPF and CAP_PERFMON (or root)".into());
+        let cost =
+            BpfCost::unavailable("not permitted: needs CAP_BPF and CAP_PERFMON (or root)".into());
         let text = text(&cost);
         assert_eq!(text.lines().count(), 2);
         assert!(text.ends_with(

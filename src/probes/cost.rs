@@ -3,10 +3,11 @@
 //! way a family can attach it (`AttachWay`), timed by the kernel's own
 //! run-time statistics (`run_time_ns` / `run_cnt` of
 //! `BPF_OBJ_GET_INFO_BY_FD`), while a thread that sleeps 50 us in a loop
-//! makes the event fire for 200 ms; then the programs each family puts on
-//! one wake-up of a sampling thread, counted from the programs the family
-//! really hooks on this kernel, and the expected observer effect per
-//! wake-up: runs x cost.
+//! makes the event fire for 200 ms; then the programs each family puts
+//! between a sampling thread's timer expiry and its return to user space,
+//! counted from the programs the family really hooks on this kernel
+//! (`WAKEUP_PATH` says which events lie there), and the expected observer
+//! effect per wake-up: runs x cost.
 //!
 //! The statistics are turned on with `BPF_ENABLE_STATS` (Linux 5.8), the
 //! scoped form of `kernel.bpf_stats_enabled = 1`: on for as long as latscope
@@ -32,25 +33,25 @@ const PROVOKE_NS: u64 = 200_000_000;
 /// The provoking thread's sleep.
 const SLEEP_NS: u64 = 50_000;
 
-/// How many times each event runs on one wake-up of a periodic sampling
-/// thread woken from an idle CPU by its timer, from its arming to its
-/// next sleep: the events of the wake-up path (x86: the local timer's
-/// system vector). Events not listed (device interrupts, softirqs, NMIs)
-/// are not on a quiet wake-up's path: they come when they come.
-pub const WAKEUP_PATH: [(&str, u32); 7] = [
-    // The thread arms its timer when it goes to sleep.
-    ("hrtimer_start", 1),
+/// How many times each event runs between the expiry of a periodic
+/// sampling thread's timer and the thread's return to user space, woken
+/// from an idle CPU (x86: the local timer's system vector): the events
+/// whose programs add to the measured latency. Events not listed run
+/// elsewhere in the period (the thread's arming, its switch away when it
+/// sleeps) or are not on a quiet wake-up's path (device interrupts,
+/// softirqs, NMIs: they come when they come).
+pub const WAKEUP_PATH: [(&str, u32); 6] = [
     // The timer interrupt: the vector's entry and exit, the expiry in it.
     ("local_timer_entry", 1),
     ("hrtimer_expire_entry", 1),
     ("local_timer_exit", 1),
     // The handler wakes the thread.
     ("sched_wakeup", 1),
-    // The switch to the thread and, when it sleeps again, away from it
-    // (a kernel may not emit the first when the CPU leaves its idle task).
-    ("sched_switch", 2),
-    // The end of each of those two `__schedule()` calls.
-    ("sched_exit_tp", 2),
+    // The switch to the thread (a kernel may not emit it when the CPU
+    // leaves its idle task: this one does not), and the end of that
+    // `__schedule()`, which every kernel with the hook runs.
+    ("sched_switch", 1),
+    ("sched_exit_tp", 1),
 ];
 
 /// The runs per wake-up of a program on `event` (0: not on the path).
@@ -77,6 +78,9 @@ impl WayCost {
         (self.runs > 0).then(|| self.run_time_ns as f64 / self.runs as f64)
     }
 }
+
+/// One way and its cost, or why it could not be timed.
+pub type WayTimed = (AttachWay, Result<WayCost, ProbeError>);
 
 /// One program a family hooks: its event and the way it took.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,7 +131,8 @@ pub fn path_cost(option: &'static str, programs: &[HookedProgram], costs: &[WayC
 /// The empty program: `r0 = 0; exit`.
 fn empty_program() -> Code {
     let mut code = Code::from(vec![Insn::mov64_imm(Reg::R0, 0), Insn::exit()]);
-    code.notes.push((0, "the cost of a run: nothing but the call".into()));
+    code.notes
+        .push((0, "the cost of a run: nothing but the call".into()));
     code
 }
 
@@ -137,7 +142,17 @@ fn empty_program() -> Code {
 pub fn measure(
     tracefs: &Path,
     ways: &[AttachWay],
-) -> Result<Vec<(AttachWay, Result<WayCost, ProbeError>)>, ProbeError> {
+) -> Result<Vec<WayTimed>, ProbeError> {
+    measure_sleeping(tracefs, ways, SLEEP_NS)
+}
+
+/// `measure` with the provoking thread sleeping `sleep_ns` at a time (the
+/// longer, the colder the CPU and the program between two runs).
+pub fn measure_sleeping(
+    tracefs: &Path,
+    ways: &[AttachWay],
+    sleep_ns: u64,
+) -> Result<Vec<WayTimed>, ProbeError> {
     let _counting = crate::rt::bpf::sys::count_run_time().map_err(|e| {
         ProbeError::system(
             "cannot turn on BPF run-time statistics (BPF_ENABLE_STATS, Linux 5.8)",
@@ -153,19 +168,18 @@ pub fn measure(
     };
     let mut out = Vec::new();
     for &way in ways {
-        let timed = hook(&kernel, event, &[way], &mut |_, _| Ok(empty_program())).and_then(
-            |hooked| {
+        let timed =
+            hook(&kernel, event, &[way], &mut |_, _| Ok(empty_program())).and_then(|hooked| {
                 let fd = hooked.program.fd();
                 let before = stats_of(fd)?;
-                provoke(PROVOKE_NS);
+                provoke(PROVOKE_NS, sleep_ns);
                 let after = stats_of(fd)?;
                 Ok(WayCost {
                     way,
                     runs: after.run_cnt - before.run_cnt,
                     run_time_ns: after.run_time_ns - before.run_time_ns,
                 })
-            },
-        );
+            });
         out.push((way, timed));
     }
     Ok(out)
@@ -177,15 +191,15 @@ fn stats_of(fd: i32) -> Result<crate::rt::bpf::sys::ProgramStats, ProbeError> {
 }
 
 /// Makes hrtimers expire for `for_ns`: a thread (normal policy, never
-/// spinning) sleeping `SLEEP_NS` at a time.
-fn provoke(for_ns: u64) {
+/// spinning) sleeping `sleep_ns` at a time.
+fn provoke(for_ns: u64, sleep_ns: u64) {
     let end = monotonic_ns() + for_ns;
     let sleeper = std::thread::Builder::new()
         .name("latscope-provoke".into())
         .stack_size(64 * 1024)
         .spawn(move || {
             while monotonic_ns() < end {
-                sleep_until_ns(monotonic_ns() + SLEEP_NS);
+                sleep_until_ns(monotonic_ns() + sleep_ns);
             }
         });
     match sleeper {
@@ -195,7 +209,7 @@ fn provoke(for_ns: u64) {
         // No thread: this one sleeps instead (the events still fire).
         Err(_) => {
             while monotonic_ns() < end {
-                sleep_until_ns(monotonic_ns() + SLEEP_NS);
+                sleep_until_ns(monotonic_ns() + sleep_ns);
             }
         }
     }
@@ -267,28 +281,36 @@ mod tests {
             },
         ];
         // The breakdown on a kernel with sched_exit_tp: the expiry (tp_btf)
-        // once, the switch-in hook (raw) twice.
+        // and the switch-in hook (raw), once each.
         let breakdown = [
             program("hrtimer_expire_entry", AttachWay::TypedRawTracepoint),
             program("sched_exit_tp", AttachWay::RawTracepoint),
         ];
         let cost = path_cost("--breakdown", &breakdown, &costs);
         assert_eq!(cost.hooked, 2);
-        assert_eq!(cost.runs, 3);
-        assert_eq!(cost.expected_ns, Some(20.0 + 2.0 * 25.0));
+        assert_eq!(cost.runs, 2);
+        assert_eq!(cost.expected_ns, Some(20.0 + 25.0));
         // Programs off the path count as hooked, not as runs.
         let recorder = [
             program("sched_switch", AttachWay::TypedRawTracepoint),
             program("irq_handler_entry", AttachWay::TypedRawTracepoint),
             program("local_timer_entry", AttachWay::TypedRawTracepoint),
+            program("hrtimer_start", AttachWay::TypedRawTracepoint),
         ];
         let cost = path_cost("--trace-spikes", &recorder, &costs);
-        assert_eq!((cost.hooked, cost.runs), (3, 3));
-        assert_eq!(cost.expected_ns, Some(60.0));
+        assert_eq!((cost.hooked, cost.runs), (4, 2));
+        assert_eq!(cost.expected_ns, Some(40.0));
         // A way not measured leaves the expectation unknown, not low.
         let classic = [program("sched_wakeup", AttachWay::Tracepoint)];
         assert_eq!(path_cost("x", &classic, &costs).expected_ns, None);
-        assert_eq!(WayCost { runs: 0, ..costs[0] }.ns_per_run(), None);
+        assert_eq!(
+            WayCost {
+                runs: 0,
+                ..costs[0]
+            }
+            .ns_per_run(),
+            None
+        );
     }
 
     #[test]
@@ -299,6 +321,39 @@ mod tests {
             assert!(WAKEUP_PATH[i + 1..].iter().all(|(n, _)| n != name));
         }
         assert_eq!(runs_per_wakeup("irq_handler_entry"), 0);
+    }
+
+    /// The experiment of docs/benchmarks.md part 6: the same empty program,
+    /// its event provoked by sleeps of growing length (the CPU idles longer
+    /// between two runs, as on a quiet machine's wake-up path).
+    #[test]
+    #[ignore = "experiment: prints ns per run by sleep; run with --ignored --nocapture"]
+    fn cost_per_run_by_how_long_the_cpu_idles() {
+        if crate::rt::bpf::skip_without_bpf(
+            "probes::cost::tests::cost_per_run_by_how_long_the_cpu_idles",
+        ) {
+            return;
+        }
+        let tracefs = crate::rt::tracefs::mount::find_or_mount().unwrap();
+        for round in 0..3 {
+            for sleep_us in [50u64, 200, 1000, 5000] {
+                let measured =
+                    measure_sleeping(&tracefs, &AttachWay::ALL, sleep_us * 1000).unwrap();
+                let line: Vec<String> = measured
+                    .iter()
+                    .map(|(way, r)| match r {
+                        Ok(c) => format!(
+                            "{} {:.0} ns x {}",
+                            way.label(),
+                            c.ns_per_run().unwrap_or(-1.0),
+                            c.runs
+                        ),
+                        Err(e) => format!("{} {e}", way.label()),
+                    })
+                    .collect();
+                eprintln!("round {round} sleep {sleep_us:>4} us: {}", line.join(", "));
+            }
+        }
     }
 
     #[test]

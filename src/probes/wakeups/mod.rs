@@ -404,7 +404,13 @@ impl WakeupSlots {
             .iter()
             .map(|h| super::cost::HookedProgram {
                 // `tp_btf:NAME`, `raw:NAME`, `SYSTEM:NAME`.
-                event: h.attachment.event.rsplit(':').next().unwrap_or("").to_string(),
+                event: h
+                    .attachment
+                    .event
+                    .rsplit(':')
+                    .next()
+                    .unwrap_or("")
+                    .to_string(),
                 way: h.way,
             })
             .collect()

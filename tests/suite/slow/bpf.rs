@@ -484,7 +484,12 @@ fn doctor_bpf_measures_one_program_run_and_the_effect_per_wakeup() {
         measured.iter().any(|w| w == "tp_btf" || w == "raw_tp"),
         "{cost}"
     );
-    for (path, option) in cost["paths"].as_array().unwrap().iter().zip(["--breakdown", "--trace-spikes"]) {
+    for (path, option) in cost["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(["--breakdown", "--trace-spikes"])
+    {
         assert_eq!(path["option"], option, "{path}");
         let Some(ns) = path["expected_ns_per_wakeup"].as_f64() else {
             latscope::testing::skip_part(test, option, &format!("not known here: {path}"));
@@ -494,12 +499,17 @@ fn doctor_bpf_measures_one_program_run_and_the_effect_per_wakeup() {
         assert!(path["runs_per_wakeup"].as_u64().unwrap() >= 1, "{path}");
         assert!(path["programs_hooked"].as_u64().unwrap() >= 1, "{path}");
         assert!(
-            text.contains(&format!("{option:<15} {} programs hooked", path["programs_hooked"])),
+            text.contains(&format!(
+                "{option:<15} {} programs hooked",
+                path["programs_hooked"]
+            )),
             "{text}"
         );
     }
     // Without the capabilities: one line why.
-    let setpriv = std::process::Command::new("setpriv").arg("--version").output();
+    let setpriv = std::process::Command::new("setpriv")
+        .arg("--version")
+        .output();
     if !euid_is_root() || !setpriv.is_ok_and(|o| o.status.success()) {
         latscope::testing::skip_part(test, "unprivileged", "needs root and setpriv (util-linux)");
         return;
