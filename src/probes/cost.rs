@@ -139,10 +139,7 @@ fn empty_program() -> Code {
 /// Times the empty program on `TIMED_EVENT` on every way of `ways` this
 /// kernel takes (a way it does not take: its error), run-time statistics
 /// on meanwhile.
-pub fn measure(
-    tracefs: &Path,
-    ways: &[AttachWay],
-) -> Result<Vec<WayTimed>, ProbeError> {
+pub fn measure(tracefs: &Path, ways: &[AttachWay]) -> Result<Vec<WayTimed>, ProbeError> {
     measure_sleeping(tracefs, ways, SLEEP_NS)
 }
 
