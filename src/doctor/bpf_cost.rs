@@ -19,6 +19,9 @@ pub struct WayFigure {
     pub runs: u64,
     pub run_time_ns: u64,
     pub ns_per_run: Option<f64>,
+    /// The same with the CPU idle between runs (`cost::COLD_SLEEP_NS`).
+    pub cold_runs: u64,
+    pub cold_ns_per_run: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -30,6 +33,8 @@ pub struct PathFigure {
     pub programs_hooked: usize,
     pub runs_per_wakeup: u32,
     pub expected_ns_per_wakeup: Option<f64>,
+    /// The same at the cold cost (what a quiet machine's wake-up sees).
+    pub expected_cold_ns_per_wakeup: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -70,51 +75,69 @@ pub fn measure() -> BpfCost {
         Ok(measured) => measured,
         Err(why) => return BpfCost::unavailable(why.to_string()),
     };
-    let costs: Vec<WayCost> = measured
-        .iter()
-        .filter_map(|(_, r)| r.as_ref().ok().copied())
-        .collect();
+    let cold = cost::measure_sleeping(&tracefs, &AttachWay::ALL, cost::COLD_SLEEP_NS)
+        .unwrap_or_default();
+    let costs = timed(&measured);
+    let cold_costs = timed(&cold);
     let mut spike_events = ACTIVITY.to_vec();
     spike_events.extend(crate::spikes::optional_events(&tracefs));
     let paths = vec![
-        path_figure("--breakdown", cost::breakdown_programs(&tracefs), &costs),
+        path_figure(
+            "--breakdown",
+            cost::breakdown_programs(&tracefs),
+            [&costs, &cold_costs],
+        ),
         path_figure(
             "--trace-spikes",
             cost::recorder_programs(&tracefs, &spike_events),
-            &costs,
+            [&costs, &cold_costs],
         ),
     ];
     BpfCost {
-        ways: measured.into_iter().map(way_figure).collect(),
+        ways: measured
+            .into_iter()
+            .map(|timed| {
+                let cold = cold_costs.iter().find(|c| c.way == timed.0).copied();
+                way_figure(timed, cold)
+            })
+            .collect(),
         paths,
         unavailable: None,
         ..BpfCost::unavailable(String::new())
     }
 }
 
-fn way_figure((way, result): (AttachWay, Result<WayCost, ProbeError>)) -> WayFigure {
-    match result {
-        Ok(c) => WayFigure {
-            way: way.label(),
-            runs: c.runs,
-            run_time_ns: c.run_time_ns,
-            ns_per_run: c.ns_per_run(),
-            error: None,
-        },
-        Err(why) => WayFigure {
-            way: way.label(),
-            runs: 0,
-            run_time_ns: 0,
-            ns_per_run: None,
-            error: Some(why.to_string()),
-        },
+/// The ways that were timed.
+fn timed(measured: &[cost::WayTimed]) -> Vec<WayCost> {
+    measured
+        .iter()
+        .filter_map(|(_, r)| r.as_ref().ok().copied())
+        .collect()
+}
+
+fn way_figure(
+    (way, result): (AttachWay, Result<WayCost, ProbeError>),
+    cold: Option<WayCost>,
+) -> WayFigure {
+    let (c, error) = match result {
+        Ok(c) => (c, None),
+        Err(why) => (WayCost { way, runs: 0, run_time_ns: 0 }, Some(why.to_string())),
+    };
+    WayFigure {
+        way: way.label(),
+        runs: c.runs,
+        run_time_ns: c.run_time_ns,
+        ns_per_run: c.ns_per_run(),
+        cold_runs: cold.map_or(0, |c| c.runs),
+        cold_ns_per_run: cold.and_then(|c| c.ns_per_run()),
+        error,
     }
 }
 
 fn path_figure(
     option: &'static str,
     programs: Result<Vec<HookedProgram>, ProbeError>,
-    costs: &[WayCost],
+    [costs, cold]: [&[WayCost]; 2],
 ) -> PathFigure {
     match programs {
         Ok(programs) => {
@@ -129,6 +152,7 @@ fn path_figure(
                 programs_hooked: hooked,
                 runs_per_wakeup: runs,
                 expected_ns_per_wakeup: expected_ns,
+                expected_cold_ns_per_wakeup: cost::path_cost(option, &programs, cold).expected_ns,
                 error: None,
             }
         }
@@ -137,6 +161,7 @@ fn path_figure(
             programs_hooked: 0,
             runs_per_wakeup: 0,
             expected_ns_per_wakeup: None,
+            expected_cold_ns_per_wakeup: None,
             error: Some(why.to_string()),
         },
     }
@@ -146,7 +171,8 @@ fn path_figure(
 pub fn text(cost: &BpfCost) -> String {
     let mut text = format!(
         "What one program run costs here: an empty program on {}, {} ms of a thread \
-         sleeping 50 us, timed by the kernel's BPF run-time statistics\n",
+         sleeping 50 us (warm), then 1 ms (cold: the CPU idles between runs, as before a \
+         quiet wake-up), timed by the kernel's BPF run-time statistics\n",
         cost.event, cost.provoked_ms
     );
     if let Some(why) = &cost.unavailable {
@@ -155,7 +181,12 @@ pub fn text(cost: &BpfCost) -> String {
     }
     for w in &cost.ways {
         let figure = match (w.ns_per_run, &w.error) {
-            (Some(ns), _) => format!("{ns:.0} ns per run ({} runs)", w.runs),
+            (Some(ns), _) => format!(
+                "{ns:.0} ns per run warm ({} runs), {} cold ({} runs)",
+                w.runs,
+                ns_text(w.cold_ns_per_run),
+                w.cold_runs
+            ),
             (None, Some(why)) => format!("not measured: {why}"),
             (None, None) => "not measured: the program never ran".to_string(),
         };
@@ -173,8 +204,10 @@ pub fn text(cost: &BpfCost) -> String {
         let figure = match (&p.error, p.expected_ns_per_wakeup) {
             (Some(why), _) => format!("not known: {why}"),
             (None, Some(ns)) => format!(
-                "{} programs hooked, {} runs per wake-up: {ns:.0} ns",
-                p.programs_hooked, p.runs_per_wakeup
+                "{} programs hooked, {} runs per wake-up: {ns:.0} ns warm, {} cold",
+                p.programs_hooked,
+                p.runs_per_wakeup,
+                ns_text(p.expected_cold_ns_per_wakeup)
             ),
             (None, None) => format!(
                 "{} programs hooked, {} runs per wake-up: a way they use was not measured",
@@ -184,6 +217,11 @@ pub fn text(cost: &BpfCost) -> String {
         text.push_str(&format!("  {:<15} {figure}\n", p.option));
     }
     text
+}
+
+/// `123 ns`, or `not measured`.
+fn ns_text(ns: Option<f64>) -> String {
+    ns.map_or_else(|| "not measured".to_string(), |ns| format!("{ns:.0} ns"))
 }
 
 #[cfg(test)]
@@ -201,6 +239,8 @@ mod tests {
                     runs: 4000,
                     run_time_ns: 100_000,
                     ns_per_run: Some(25.0),
+                    cold_runs: 100,
+                    cold_ns_per_run: Some(61.0),
                     error: None,
                 },
                 WayFigure {
@@ -208,6 +248,8 @@ mod tests {
                     runs: 4000,
                     run_time_ns: 121_600,
                     ns_per_run: Some(30.4),
+                    cold_runs: 0,
+                    cold_ns_per_run: None,
                     error: None,
                 },
                 WayFigure {
@@ -215,6 +257,8 @@ mod tests {
                     runs: 0,
                     run_time_ns: 0,
                     ns_per_run: None,
+                    cold_runs: 0,
+                    cold_ns_per_run: None,
                     error: Some("cannot attach to raw:x: No such file".into()),
                 },
             ],
@@ -224,6 +268,7 @@ mod tests {
                     programs_hooked: 2,
                     runs_per_wakeup: 3,
                     expected_ns_per_wakeup: Some(75.0),
+                    expected_cold_ns_per_wakeup: Some(150.2),
                     error: None,
                 },
                 PathFigure {
@@ -231,6 +276,7 @@ mod tests {
                     programs_hooked: 0,
                     runs_per_wakeup: 0,
                     expected_ns_per_wakeup: None,
+                    expected_cold_ns_per_wakeup: None,
                     error: Some("no BTF".into()),
                 },
             ],
@@ -239,17 +285,20 @@ mod tests {
         assert_eq!(
             text(&cost),
             "What one program run costs here: an empty program on timer:hrtimer_expire_entry, \
-             200 ms of a thread sleeping 50 us, timed by the kernel's BPF run-time statistics\n\
-             \x20 tp_btf      25 ns per run (4000 runs)\n\
-             \x20 tracepoint  30 ns per run (4000 runs) (the program only: the record the kernel builds first is not timed)\n\
+             200 ms of a thread sleeping 50 us (warm), then 1 ms (cold: the CPU idles between \
+             runs, as before a quiet wake-up), timed by the kernel's BPF run-time statistics\n\
+             \x20 tp_btf      25 ns per run warm (4000 runs), 61 ns cold (100 runs)\n\
+             \x20 tracepoint  30 ns per run warm (4000 runs), not measured cold (0 runs) (the program only: the record the kernel builds first is not timed)\n\
              \x20 raw_tp      not measured: cannot attach to raw:x: No such file\n\
              Expected observer effect per wake-up (the program runs on one wake-up x the cost of their way):\n\
-             \x20 --breakdown     2 programs hooked, 3 runs per wake-up: 75 ns\n\
+             \x20 --breakdown     2 programs hooked, 3 runs per wake-up: 75 ns warm, 150 ns cold\n\
              \x20 --trace-spikes  not known: no BTF\n"
         );
         let json = serde_json::to_value(&cost).unwrap();
         assert_eq!(json["ways"][0]["ns_per_run"], 25.0);
         assert_eq!(json["paths"][0]["expected_ns_per_wakeup"], 75.0);
+        assert_eq!(json["paths"][0]["expected_cold_ns_per_wakeup"], 150.2);
+        assert_eq!(json["ways"][0]["cold_ns_per_run"], 61.0);
         assert!(json.get("unavailable").is_none());
     }
 

@@ -30,8 +30,11 @@ use std::path::Path;
 pub const TIMED_EVENT: (&str, &str) = ("timer", "hrtimer_expire_entry");
 /// How long the events are provoked, per way.
 const PROVOKE_NS: u64 = 200_000_000;
-/// The provoking thread's sleep.
-const SLEEP_NS: u64 = 50_000;
+/// The provoking thread's sleep: the program runs warm.
+pub const SLEEP_NS: u64 = 50_000;
+/// A sleep after which the program runs cold, as on a quiet machine's
+/// wake-up, where the CPU idled since the last run.
+pub const COLD_SLEEP_NS: u64 = 1_000_000;
 
 /// How many times each event runs between the expiry of a periodic
 /// sampling thread's timer and the thread's return to user space, woken
