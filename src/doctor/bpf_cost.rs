@@ -75,8 +75,8 @@ pub fn measure() -> BpfCost {
         Ok(measured) => measured,
         Err(why) => return BpfCost::unavailable(why.to_string()),
     };
-    let cold = cost::measure_sleeping(&tracefs, &AttachWay::ALL, cost::COLD_SLEEP_NS)
-        .unwrap_or_default();
+    let cold =
+        cost::measure_sleeping(&tracefs, &AttachWay::ALL, cost::COLD_SLEEP_NS).unwrap_or_default();
     let costs = timed(&measured);
     let cold_costs = timed(&cold);
     let mut spike_events = ACTIVITY.to_vec();
@@ -121,7 +121,14 @@ fn way_figure(
 ) -> WayFigure {
     let (c, error) = match result {
         Ok(c) => (c, None),
-        Err(why) => (WayCost { way, runs: 0, run_time_ns: 0 }, Some(why.to_string())),
+        Err(why) => (
+            WayCost {
+                way,
+                runs: 0,
+                run_time_ns: 0,
+            },
+            Some(why.to_string()),
+        ),
     };
     WayFigure {
         way: way.label(),
