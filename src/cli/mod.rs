@@ -193,8 +193,8 @@ pub struct DoctorArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub width: WidthArgs,
-    /// Print instead the listing of every BPF program latscope generates for this kernel (each family, each way of attaching it), as the verifier numbers instructions
-    #[arg(long, conflicts_with_all = ["json", "explain", "quiet"])]
+    /// Print instead what one BPF program run costs here and the observer effect per wake-up of --breakdown and --trace-spikes (loads programs for about a second; with --json, that figure as JSON), then the listing of every BPF program latscope generates for this kernel (each family, each way of attaching it), as the verifier numbers instructions
+    #[arg(long, conflicts_with_all = ["explain", "quiet"])]
     pub bpf: bool,
 }
 

@@ -2,6 +2,7 @@
 //! JSON); exit 3 when a check is bad. Reads only: it changes nothing.
 
 use crate::cli::DoctorArgs;
+use crate::doctor::bpf_cost::BpfCost;
 use crate::doctor::table::{render, summary_line};
 use crate::pipeline::{CommandError, EXIT_LIMIT, EXIT_OK, write_with};
 use crate::report::SysInfo;
@@ -15,6 +16,8 @@ use std::io::Write;
 /// Identifies the JSON document; bump the version on any incompatible change.
 pub const SCHEMA_NAME: &str = "latscope-doctor";
 pub const SCHEMA_VERSION: u32 = 1;
+/// `doctor --bpf --json` (version `SCHEMA_VERSION` too).
+pub const BPF_SCHEMA_NAME: &str = "latscope-doctor-bpf";
 
 /// `latscope doctor --json`: the machine, every check, the counts, the exit code.
 #[derive(Debug, Serialize)]
@@ -35,15 +38,21 @@ pub fn exit_code_of(summary: Summary) -> i32 {
     if summary.bad > 0 { EXIT_LIMIT } else { EXIT_OK }
 }
 
+/// `latscope doctor --bpf --json`: what one program run costs here.
+#[derive(Debug, Serialize)]
+pub struct BpfCostDocument {
+    pub schema: &'static str,
+    pub schema_version: u32,
+    pub tool: Tool,
+    pub time: String,
+    pub cost: BpfCost,
+}
+
 pub fn run(args: &DoctorArgs) -> Result<i32, CommandError> {
-    if args.bpf {
-        return write_with(&OutputTarget::Stdout, &mut |out| {
-            out.write_all(crate::doctor::programs::listings_text().as_bytes())
-        })
-        .map(|()| EXIT_OK)
-        .map_err(CommandError::Runtime);
-    }
     let json = args.json.as_deref().map(check_json_path).transpose()?;
+    if args.bpf {
+        return run_bpf(json.as_ref());
+    }
     let mut sysinfo = SysInfo::collect();
     let checks = std::mem::take(&mut sysinfo.checks);
     let summary = Summary::of(&checks);
@@ -75,6 +84,39 @@ pub fn run(args: &DoctorArgs) -> Result<i32, CommandError> {
         .map_err(CommandError::Runtime)?;
     }
     Ok(exit_code)
+}
+
+/// `doctor --bpf`: the measured cost, then every program's listing (to
+/// standard error when standard output is the JSON's).
+fn run_bpf(json: Option<&OutputTarget>) -> Result<i32, CommandError> {
+    let cost = crate::doctor::bpf_cost::measure();
+    let text = format!(
+        "{}\n{}",
+        crate::doctor::bpf_cost::text(&cost),
+        crate::doctor::programs::listings_text()
+    );
+    match json {
+        Some(OutputTarget::Stdout) => eprint!("{text}"),
+        _ => write_with(&OutputTarget::Stdout, &mut |out| {
+            out.write_all(text.as_bytes())
+        })
+        .map_err(CommandError::Runtime)?,
+    }
+    if let Some(target) = json {
+        let document = BpfCostDocument {
+            schema: BPF_SCHEMA_NAME,
+            schema_version: SCHEMA_VERSION,
+            tool: Tool::this(),
+            time: rfc3339(std::time::SystemTime::now()),
+            cost,
+        };
+        write_with(target, &mut |out| {
+            serde_json::to_writer_pretty(&mut *out, &document)?;
+            out.write_all(b"\n")
+        })
+        .map_err(CommandError::Runtime)?;
+    }
+    Ok(EXIT_OK)
 }
 
 #[cfg(test)]

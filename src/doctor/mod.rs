@@ -10,6 +10,7 @@
 //! Every fact is read through a `Machine` (a root directory and a few
 //! probes), so each check is tested against fixture `/proc` and `/sys` trees.
 
+pub mod bpf_cost;
 pub mod cpu;
 pub mod isolation;
 pub mod kernel;

@@ -4,13 +4,14 @@
 //! doctor only looks.
 
 use super::{Machine, first_few, of};
+use crate::probes::wakeups::session::NEEDED;
 use crate::report::Check;
-use crate::rt::tracefs::events::{ACTIVITY, NEEDED};
+use crate::rt::tracefs::events::ACTIVITY;
 use crate::rt::tracefs::{self, mount};
 use std::path::PathBuf;
 
 /// Every event the doctor looks for: the wake-up breakdown's
-/// (`events::NEEDED`), then those `--trace-spikes` names causes with
+/// (`probes::wakeups::session::NEEDED`), then those `--trace-spikes` names causes with
 /// (`events::ACTIVITY`: switches, wake-ups, interrupts, softirqs).
 pub fn wanted_events() -> Vec<(&'static str, &'static str)> {
     let mut events = NEEDED.to_vec();

@@ -14,11 +14,14 @@
 //! program's listing; `choice` decides between BPF and tracefs for every
 //! option that collects kernel events; `listings` gives every program's
 //! listing, for `doctor --bpf` and the golden listings the unit tests
-//! compare (`golden/`). A new family (a per-CPU interference counter read
+//! compare (`golden/`); `cost` times one run of an empty program on each
+//! way and counts the programs each family puts on a wake-up (`doctor
+//! --bpf`). A new family (a per-CPU interference counter read
 //! by a user-space sampler, say) is a module here with its generator, its
 //! ladder and its entry in `listings`.
 
 pub mod choice;
+pub mod cost;
 pub mod error;
 pub mod hook;
 pub mod listings;

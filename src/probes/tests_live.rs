@@ -162,7 +162,7 @@ fn a_refused_program_leaves_its_log_and_listing_in_one_named_file() {
 /// when the thread would sleep for it is skipped, not counted: no timer is
 /// armed for it, so no record could be.
 fn wakeups_seen(path: AttachWay, arming: Arming, wakeups: u64) -> ((u64, u64, u64), String) {
-    use super::wakeups::{SlotRead, SlotThread, WakeupSlots};
+    use super::wakeups::{SlotRead, TracedThread, WakeupSlots};
     let tracefs = crate::rt::tracefs::mount::find_or_mount().unwrap();
     let cpu = *crate::rt::sched::allowed_cpus().last().unwrap();
     crate::rt::sched::pin_current_thread(cpu).unwrap();
@@ -170,7 +170,7 @@ fn wakeups_seen(path: AttachWay, arming: Arming, wakeups: u64) -> ((u64, u64, u6
     set_current_thread_policy(Policy::Fifo, 50).unwrap();
     let period = 1_000_000;
     let first = crate::rt::clock::monotonic_ns() + 20 * period;
-    let thread = SlotThread {
+    let thread = TracedThread {
         tid: crate::rt::sched::current_tid(),
         cpu,
         first_expiry_ns: first,

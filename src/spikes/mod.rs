@@ -134,7 +134,7 @@ fn start_tracefs(
 
 /// The events beyond `ACTIVITY` this kernel traces: the system vectors
 /// (both their entry and exit) and NMIs.
-fn optional_events(tracefs: &Path) -> Vec<(&'static str, &'static str)> {
+pub fn optional_events(tracefs: &Path) -> Vec<(&'static str, &'static str)> {
     let mut found = Vec::new();
     if tracefs::has_event(tracefs, NMI) {
         found.push(NMI);
@@ -161,15 +161,11 @@ pub fn check_before_run(
 
 /// Whether this machine can trace spikes, creating nothing.
 pub fn check_available() -> Result<(), SpikeError> {
-    match tracefs::mount::find() {
-        Some(tracefs) if tracefs::mount::is_root() => {
-            tracefs::check_tracefs(&tracefs, &ACTIVITY)?;
-            EventDecoder::read_events(&tracefs.join("events"), &ACTIVITY)?;
-            Ok(())
-        }
-        // Not root, or tracefs not mounted yet: the base check says which.
-        _ => Ok(tracefs::check_available()?),
+    // Not root, or tracefs not mounted yet: the base check says which.
+    if let Some(tracefs) = tracefs::check_usable(&ACTIVITY)? {
+        EventDecoder::read_events(&tracefs.join("events"), &ACTIVITY)?;
     }
+    Ok(())
 }
 
 /// Where the events come from while a trace runs.

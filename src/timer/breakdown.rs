@@ -1,5 +1,5 @@
 //! The kernel side of every wake-up (`--breakdown`, `-t 1`, `-t 2`): the trace
-//! reader (`rt::tracefs`) matches each expiry of a sampling thread's timer to
+//! reader's pairing (`probes::wakeups::session`) matches each expiry of a sampling thread's timer to
 //! the start of its interrupt handler (IRQ latency) and to the moment the
 //! thread is scheduled in (thread latency). Here those figures are collected
 //! per thread, in the same loops, histograms and recorders as the user
@@ -7,10 +7,9 @@
 
 use super::figure::FigureSink;
 use super::{Figure, ThreadShared, TimerPlan};
-use crate::probes::wakeups::{SlotRead, SlotReader};
+use crate::probes::wakeups::{SlotRead, SlotReader, TracedThread, WakeupRecord, WakeupTrace};
 use crate::report::Breakdown;
 use crate::rt::bpf::CollectorUsed;
-use crate::rt::tracefs::{TracedThread, WakeupRecord, WakeupTrace};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -235,7 +234,7 @@ impl TraceSession {
 }
 
 /// The in-kernel (BPF) figures of one sampling thread, filled by the thread
-/// itself after each wake-up from its CPU's slot (`rt::bpf::wakeups`).
+/// itself after each wake-up from its CPU's slot (`probes::wakeups`).
 pub struct KernelFigures {
     reader: SlotReader,
     pub irq: FigureSink,

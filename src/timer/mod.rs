@@ -564,12 +564,12 @@ fn start_in_kernel(
     shared: &[Arc<ThreadShared>],
     provisional: u64,
 ) -> Result<crate::probes::wakeups::WakeupSlots, String> {
-    use crate::probes::wakeups::{SlotThread, WakeupSlots};
+    use crate::probes::wakeups::{TracedThread, WakeupSlots};
     let tracefs = crate::rt::tracefs::mount::find_or_mount()?;
-    let threads: Vec<SlotThread> = shared
+    let threads: Vec<TracedThread> = shared
         .iter()
         .enumerate()
-        .map(|(i, s)| SlotThread {
+        .map(|(i, s)| TracedThread {
             tid: s.tid.load(Ordering::Relaxed),
             cpu: plan.cpus[i],
             first_expiry_ns: provisional,

@@ -283,8 +283,13 @@ fn doctor_bpf_lists_every_program_of_every_family_for_this_kernel() {
     let out = run(latscope(60).args(["doctor", "--bpf"]));
     assert_code(&out, 0);
     let text = stdout_of(&out);
+    // The measured cost of a program run comes first (slow::bpf tests it).
     assert!(
-        text.starts_with("latscope doctor --bpf: the programs latscope generates for Linux "),
+        text.starts_with("What one program run costs here: "),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nlatscope doctor --bpf: the programs latscope generates for Linux "),
         "{text}"
     );
     // Each family, its programs by name and event; the classic ones only
@@ -315,7 +320,7 @@ fn doctor_bpf_lists_every_program_of_every_family_for_this_kernel() {
             "{text}"
         );
     }
-    // It does not mix with the checks' options.
-    let out = run(latscope(30).args(["doctor", "--bpf", "--json", "-"]));
+    // It does not mix with the table's options.
+    let out = run(latscope(30).args(["doctor", "--bpf", "--explain"]));
     assert_code(&out, 2);
 }

@@ -1147,3 +1147,115 @@ fn the_os_layer_holds_no_tests_programs() {
     let planted = synthetic(&[("src/rt/bpf/slots.rs", "fn p() { let a = Asm::new(); }")]);
     assert_eq!(programs_in_the_os_layer(&planted), ["src/rt/bpf/slots.rs"]);
 }
+
+// ---- rt/tracefs is tracefs access only: the pairing of trace events into
+// wake-ups lives beside its BPF sibling in probes/wakeups/ (it once lived in
+// rt/tracefs/wakeups.rs and rt/tracefs/session.rs). The import rule above
+// already keeps rt/ from importing probes/ or timer/; this one keeps rt/
+// from holding a copy of its own: no code under src/rt/ names a type of the
+// families of probes/ (comments and messages may).
+
+/// The types of the kernel-program families that mark their code: the
+/// timer breakdown's pairing, tracefs session and BPF slots, and the flight
+/// recorder's. Each must still be declared under src/probes/ (a stale name
+/// fails the test), so the list follows the code.
+const FAMILY_TYPES: &[&str] = &[
+    "TracedThread",
+    "WakeupRecord",
+    "Matcher",
+    "WakeupTrace",
+    "RecordCounts",
+    "WakeupSlots",
+    "SlotReader",
+    "SlotRead",
+    "TimerProgram",
+    "Arming",
+    "LoadedRecorder",
+    "RawRecord",
+    "SwitchState",
+];
+
+/// `file:line: name` for every family type the code under src/rt/ names,
+/// then a line for every name of `FAMILY_TYPES` that src/probes/ no longer
+/// declares.
+fn family_types_in_the_os_layer(files: &[(String, String)]) -> Vec<String> {
+    let mut found = Vec::new();
+    for (rel, src) in files.iter().filter(|(rel, _)| rel.starts_with("src/rt/")) {
+        for t in tokens(&blank_comments_and_literals(src)) {
+            if FAMILY_TYPES.contains(&t.text.as_str()) {
+                found.push(format!("{rel}:{}: {}", t.line, t.text));
+            }
+        }
+    }
+    for name in FAMILY_TYPES {
+        let declared = files.iter().any(|(rel, src)| {
+            rel.starts_with("src/probes/") && {
+                let toks = tokens(&blank_comments_and_literals(src));
+                toks.windows(2).any(|w| {
+                    matches!(w[0].text.as_str(), "struct" | "enum" | "type" | "trait")
+                        && w[1].text == *name
+                })
+            }
+        });
+        if !declared {
+            found.push(format!(
+                "FAMILY_TYPES names {name}, which src/probes/ no longer declares: remove it"
+            ));
+        }
+    }
+    found
+}
+
+#[test]
+fn the_os_layer_holds_no_wakeup_pairing() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    source_files(&root.join("src"), root, &mut files);
+    let found = family_types_in_the_os_layer(&files);
+    assert!(
+        found.is_empty(),
+        "the OS layer names the types of a kernel-program family: what pairs, \
+         records or reads a test's events belongs in src/probes/ (rt/tracefs keeps \
+         tracefs access: mount, instance, ring, format, events, reader):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn a_pairing_planted_in_rt_is_found_in_code_only() {
+    let mut files = synthetic(&[
+        (
+            "src/rt/tracefs/wakeups.rs",
+            "//! Pairs events into a WakeupRecord.\n\
+             pub struct Matcher;\n\
+             fn f() -> &'static str { \"TracedThread\" }\n",
+        ),
+        (
+            "src/rt/tracefs/reader.rs",
+            "use crate::probes::wakeups::WakeupRecord;\n",
+        ),
+    ]);
+    // Declared in probes/, so that no name is stale.
+    let declared: String = FAMILY_TYPES
+        .iter()
+        .map(|n| format!("pub struct {n};\n"))
+        .collect();
+    files.push(("src/probes/wakeups/mod.rs".to_string(), declared));
+    assert_eq!(
+        family_types_in_the_os_layer(&files),
+        [
+            "src/rt/tracefs/wakeups.rs:2: Matcher",
+            "src/rt/tracefs/reader.rs:1: WakeupRecord",
+        ]
+    );
+    // And the import itself breaks the layering rule.
+    let (broken, _) = check(&files, &[]);
+    assert_eq!(broken.len(), 1, "{broken:#?}");
+    assert_eq!(broken[0].rule, "rt/ imports nothing above it");
+    // A family type src/probes/ no longer declares is a stale entry.
+    files.pop();
+    assert_eq!(
+        family_types_in_the_os_layer(&files).len(),
+        2 + FAMILY_TYPES.len()
+    );
+}

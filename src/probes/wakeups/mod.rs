@@ -32,7 +32,7 @@
 //! figures (IRQ, thread, user) do not need the wake-up itself, while a
 //! program on it would run for every wake-up of every task on the machine.
 //!
-//! The events and why each, as the tracefs breakdown (`tracefs::wakeups`)
+//! The events and why each, as the tracefs breakdown (`pairing`)
 //! pairs them: the expiry of the thread's timer (on its schedule, not
 //! before the soft expiry), then its return to the CPU. Where the kernel
 //! has the scheduler's exit hook and the timer's soft expiry can be read
@@ -71,9 +71,13 @@
 //! pointer with the thread's own, learnt by the arming program
 //! (`bpf_get_current_task`, compared, never dereferenced).
 
+pub mod pairing;
 pub mod program;
+pub mod session;
 
+pub use pairing::{TracedThread, WakeupRecord};
 pub use program::{Arming, BtfMember, EventAccess};
+pub use session::{TraceStats, WakeupTrace};
 
 use super::ProbeError;
 use super::choice::{CheckError, check_before_run as check_collection};
@@ -96,15 +100,6 @@ const IRQ_NOW: i16 = 56;
 const SWITCH_FOR: i16 = 64;
 const SWITCH_IN: i16 = 72;
 const TASK: i16 = 80;
-
-/// A sampling thread as the programs know it.
-#[derive(Debug, Clone, Copy)]
-pub struct SlotThread {
-    pub tid: i32,
-    pub cpu: usize,
-    pub first_expiry_ns: u64,
-    pub period_ns: u64,
-}
 
 /// The running programs and their slots; detached and closed on drop.
 pub struct WakeupSlots {
@@ -328,7 +323,7 @@ pub fn check_before_run(collector: crate::rt::bpf::CollectorChoice) -> Result<()
     check_collection(
         collector,
         crate::rt::bpf::probe::check,
-        crate::rt::tracefs::check_available,
+        session::check_available,
     )
 }
 
@@ -337,7 +332,7 @@ impl WakeupSlots {
     /// cheapest `AttachWay` this kernel takes; the kernel's BTF gives the
     /// arguments' types and offsets, or the tracefs `format` files under
     /// `tracefs` the records' layouts.
-    pub fn start(tracefs: &Path, threads: &[SlotThread]) -> Result<WakeupSlots, ProbeError> {
+    pub fn start(tracefs: &Path, threads: &[TracedThread]) -> Result<WakeupSlots, ProbeError> {
         WakeupSlots::start_on(tracefs, threads, &AttachWay::ALL, Arming::Inferred)
     }
 
@@ -346,7 +341,7 @@ impl WakeupSlots {
     /// kernel has the scheduler's exit hook.
     pub fn start_on(
         tracefs: &Path,
-        threads: &[SlotThread],
+        threads: &[TracedThread],
         ways: &[AttachWay],
         arming: Arming,
     ) -> Result<WakeupSlots, ProbeError> {
@@ -403,6 +398,24 @@ impl WakeupSlots {
         })
     }
 
+    /// Every program hooked: its event and the way it took.
+    pub fn programs(&self) -> Vec<super::cost::HookedProgram> {
+        self._hooked
+            .iter()
+            .map(|h| super::cost::HookedProgram {
+                // `tp_btf:NAME`, `raw:NAME`, `SYSTEM:NAME`.
+                event: h
+                    .attachment
+                    .event
+                    .rsplit(':')
+                    .next()
+                    .unwrap_or("")
+                    .to_string(),
+                way: h.way,
+            })
+            .collect()
+    }
+
     /// The reader of CPU `cpu`'s slot, for the thread sampling there.
     pub fn reader(&self, cpu: usize) -> Option<SlotReader> {
         let base = self.slots.entry_ptr(cpu)?;
@@ -412,6 +425,11 @@ impl WakeupSlots {
         })
     }
 }
+
+#[cfg(test)]
+mod tests_pairing;
+#[cfg(test)]
+mod tests_tracefs;
 
 #[cfg(test)]
 mod tests {

@@ -5,24 +5,6 @@
 use super::format::{EventFormat, Field};
 use std::path::Path;
 
-/// `(system, event)` of the events the breakdown cannot do without.
-pub const NEEDED: [(&str, &str); 3] = [
-    ("timer", "hrtimer_start"),
-    ("timer", "hrtimer_expire_entry"),
-    ("sched", "sched_switch"),
-];
-
-/// The event that marks a thread's return to user space, used when the
-/// kernel has it (CONFIG_RSEQ): written on the way out of the kernel by every
-/// task registered for restartable sequences (glibc 2.35+ registers every
-/// thread) after it was switched out. It is needed because a kernel may not
-/// trace every switch: on this machine (6.18, KVM guest) a switch *from the
-/// idle task* on CPU 1 never emits `sched_switch` (CPU 0 does; `perf stat`
-/// counts more context switches than `sched:sched_switch` events, so the
-/// tracepoint itself is skipped), and a thread woken on idle CPU 1 has no
-/// sched-in event.
-pub const RETURN: (&str, &str) = ("rseq", "rseq_update");
-
 /// `common_flags` bits of a record written in interrupt context (hard irq,
 /// softirq, NMI): `TRACE_FLAG_HARDIRQ | TRACE_FLAG_SOFTIRQ | TRACE_FLAG_NMI` of
 /// the kernel's `trace_flag_type`, stable since 2.6 and printed as `h`/`s`/`H`
@@ -438,15 +420,6 @@ pub struct EventDecoder {
 }
 
 impl EventDecoder {
-    /// The wake-up breakdown's decoder: reads the format files under
-    /// `events_dir` (`<tracefs>/events`); the return event only when
-    /// `with_return` (it is optional).
-    pub fn read(events_dir: &Path, with_return: bool) -> Result<EventDecoder, String> {
-        let mut events = NEEDED.to_vec();
-        events.extend(with_return.then_some(RETURN));
-        EventDecoder::read_events(events_dir, &events)
-    }
-
     /// A decoder of the listed `(system, event)`s.
     pub fn read_events(events_dir: &Path, events: &[(&str, &str)]) -> Result<EventDecoder, String> {
         let formats = events
@@ -458,7 +431,8 @@ impl EventDecoder {
         EventDecoder::of(&formats)
     }
 
-    /// The breakdown's decoder from its formats (tests).
+    /// A decoder of the timer, switch and (optional) return-to-user events
+    /// from their formats (tests).
     pub fn new(
         start: &EventFormat,
         expire: &EventFormat,

@@ -1,7 +1,7 @@
 //! The reader thread: drains every traced CPU's `trace_pipe_raw`, decodes the
 //! pages, merges the CPUs in time order and feeds a `Consumer`: the wake-up
-//! matcher of the breakdown (`WakeupConsumer`, whose records go straight to
-//! its sink) or the spike attribution. Nothing accumulates beyond the merge
+//! pairing of the timer breakdown (`probes::wakeups::session`) or the spike
+//! attribution (`crate::spikes`). Nothing accumulates beyond the merge
 //! window but what the consumer keeps.
 //!
 //! It polls with short sleeps instead of `poll()`: a `trace_pipe_raw` poll
@@ -16,7 +16,6 @@ use super::events::{Decoded, EventDecoder, TraceEvent};
 use super::format::RingLayout;
 use super::merge::{Item, Merger};
 use super::ring::{self, Missed};
-use super::wakeups::{Matcher, WakeupRecord};
 use crate::rt::clock::monotonic_ns;
 use crate::rt::sched::{
     Policy, allowed_cpus_of_process, current_tid, pin_current_thread_to, set_current_thread_policy,
@@ -78,30 +77,6 @@ pub trait Consumer: Send {
     fn finish(&mut self, end: u64, counts: &mut ReaderCounts);
 }
 
-/// The breakdown's consumer: the wake-up matcher and the sink of its records.
-pub struct WakeupConsumer {
-    pub matcher: Matcher,
-    pub sink: Box<dyn FnMut(WakeupRecord) + Send>,
-}
-
-impl Consumer for WakeupConsumer {
-    fn event(&mut self, event: &TraceEvent, counts: &mut ReaderCounts) {
-        let sink = &mut self.sink;
-        self.matcher.feed(event, &mut |r| deliver(r, sink, counts));
-    }
-
-    fn gap(&mut self, lost: LostSpan, counts: &mut ReaderCounts) {
-        let sink = &mut self.sink;
-        self.matcher
-            .gap(lost.until_ns, &mut |r| deliver(r, sink, counts));
-    }
-
-    fn finish(&mut self, end: u64, counts: &mut ReaderCounts) {
-        let sink = &mut self.sink;
-        self.matcher.finish(end, &mut |r| deliver(r, sink, counts));
-    }
-}
-
 /// Events of `cpu` the kernel lost (its buffer was full, or a page could not
 /// be decoded): somewhere after `since_ns` (the last event read from that
 /// CPU before the loss, 0 when none was) and before `until_ns` (the first
@@ -137,14 +112,6 @@ pub struct ReaderCounts {
     pub late: u64,
     /// Failed reads of a CPU's buffer (that CPU was not read any more).
     pub read_errors: u64,
-    /// Wake-up records delivered to the sink, complete or not.
-    pub records: u64,
-    /// Of those, records without the IRQ latency or without both the
-    /// thread and return latencies (see `WakeupRecord::is_complete`).
-    pub incomplete: u64,
-    /// Records without a sched-in: the kernel did not trace the switch to
-    /// the thread (on this machine: every wake-up on idle CPU 1) or lost it.
-    pub without_sched_in: u64,
     /// CPU time the reader thread used, ns.
     pub cpu_ns: u64,
     /// The reader could not be kept off the traced CPUs (no other CPU it
@@ -304,21 +271,6 @@ impl Reader {
             ),
         });
     }
-}
-
-fn deliver(
-    record: WakeupRecord,
-    sink: &mut Box<dyn FnMut(WakeupRecord) + Send>,
-    counts: &mut ReaderCounts,
-) {
-    counts.records += 1;
-    if !record.is_complete() {
-        counts.incomplete += 1;
-    }
-    if record.thread_ns.is_none() {
-        counts.without_sched_in += 1;
-    }
-    sink(record);
 }
 
 fn thread_cpu_ns() -> u64 {

@@ -1,16 +1,15 @@
 //! Tracing sessions. `TraceRun` is any session: it owns a private instance
 //! (events, filters, clock, CPUs) and the reader thread feeding a consumer;
 //! stopping or dropping it stops tracing, drains the buffers, joins the
-//! reader and removes the instance. `WakeupTrace` is the timer test's
-//! kernel-side breakdown on top of it; the spike attribution (`crate::spikes`)
-//! is another.
+//! reader and removes the instance. What is traced and what becomes of the
+//! events is the consumer's: the timer breakdown's pairing
+//! (`probes::wakeups::session`) and the spike attribution (`crate::spikes`).
 
-use super::events::{EventDecoder, NEEDED, RETURN};
+use super::events::EventDecoder;
 use super::format::RingLayout;
 use super::instance::Instance;
 use super::mount;
-use super::reader::{Consumer, CpuPipe, Reader, ReaderCounts, WakeupConsumer};
-use super::wakeups::{Matcher, TracedThread, WakeupRecord};
+use super::reader::{Consumer, CpuPipe, Reader, ReaderCounts};
 use crate::rt::clock::monotonic_ns;
 use std::collections::BTreeSet;
 use std::fs::OpenOptions;
@@ -37,71 +36,6 @@ impl Default for TraceOptions {
         TraceOptions {
             buffer_kb_per_cpu: 4096,
             reader_keeps_off: Vec::new(),
-        }
-    }
-}
-
-/// What a session saw, for the report and its warnings: how its trace run
-/// ended (the reader's counts, the kernel's losses) and whether the
-/// return-to-user events were traced.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TraceStats {
-    pub end: RunEnd,
-    /// Whether return-to-user events (`rseq_update`) were traced.
-    pub return_traced: bool,
-}
-
-/// A running trace of some sampling threads' wake-ups.
-pub struct WakeupTrace {
-    run: TraceRun,
-    return_traced: bool,
-}
-
-impl WakeupTrace {
-    /// Creates the instance, enables the events, starts the reader and turns
-    /// tracing on, with default options. The threads must not have armed
-    /// their first timer yet: a wake-up is only recorded when its arming is.
-    pub fn start(
-        threads: &[TracedThread],
-        sink: Box<dyn FnMut(WakeupRecord) + Send>,
-    ) -> Result<WakeupTrace, String> {
-        WakeupTrace::start_with(threads, sink, TraceOptions::default())
-    }
-
-    pub fn start_with(
-        threads: &[TracedThread],
-        sink: Box<dyn FnMut(WakeupRecord) + Send>,
-        options: TraceOptions,
-    ) -> Result<WakeupTrace, String> {
-        check_threads(threads)?;
-        let tracefs = tracefs_for(&NEEDED)?;
-        let with_return = has_event(&tracefs, RETURN);
-        let decoder = EventDecoder::read(&tracefs.join("events"), with_return)?;
-        let cpus: Vec<usize> = threads.iter().map(|t| t.cpu).collect();
-        let tids: Vec<i32> = threads.iter().map(|t| t.tid).collect();
-        let consumer = Box::new(WakeupConsumer {
-            matcher: Matcher::new(threads, with_return),
-            sink,
-        });
-        let run = TraceRun::start(&tracefs, &cpus, options, decoder, consumer, |instance| {
-            configure(instance, &tids, with_return)
-        })?;
-        Ok(WakeupTrace {
-            run,
-            return_traced: with_return,
-        })
-    }
-
-    /// The instance directory (for messages and tests).
-    pub fn instance_dir(&self) -> Option<&Path> {
-        self.run.instance_dir()
-    }
-
-    /// Stops tracing, delivers the remaining records, removes the instance.
-    pub fn stop(mut self) -> TraceStats {
-        TraceStats {
-            end: self.run.shutdown().unwrap_or_default(),
-            return_traced: self.return_traced,
         }
     }
 }
@@ -271,43 +205,25 @@ impl Drop for TraceRun {
     }
 }
 
-/// Whether the kernel offers what `WakeupTrace::start` needs, creating
-/// nothing (tracefs is not mounted by this check: when it is missing but the
-/// kernel has it, `start` will mount it, and the events are checked then).
-pub fn check_available() -> Result<(), String> {
+/// Whether tracefs can be used as root for `events`, creating nothing:
+/// `Some(tracefs)` when it is mounted (the events, the `mono` clock and
+/// instances checked), `None` when it is not mounted yet but the kernel has
+/// it (a session mounts it when it starts, and checks then).
+pub fn check_usable(events: &[(&str, &str)]) -> Result<Option<PathBuf>, String> {
     if !mount::is_root() {
         return Err(NOT_ROOT.to_string());
     }
     match mount::find() {
         Some(tracefs) => {
-            check_tracefs(&tracefs, &NEEDED)?;
-            let events = tracefs.join("events");
-            RingLayout::read(&events)?;
-            EventDecoder::read(&events, has_event(&tracefs, RETURN))?;
-            Ok(())
+            check_tracefs(&tracefs, events)?;
+            Ok(Some(tracefs))
         }
-        None if mount::kernel_has_tracefs() => Ok(()),
+        None if mount::kernel_has_tracefs() => Ok(None),
         None => Err(
             "this kernel has no tracefs (built without CONFIG_TRACING?): no kernel-side breakdown"
                 .into(),
         ),
     }
-}
-
-fn check_threads(threads: &[TracedThread]) -> Result<(), String> {
-    if threads.is_empty() {
-        return Err("no thread to trace".into());
-    }
-    let mut tids = BTreeSet::new();
-    for t in threads {
-        if t.tid <= 0 || !tids.insert(t.tid) {
-            return Err(format!("bad or repeated thread id {} to trace", t.tid));
-        }
-        if t.period_ns == 0 {
-            return Err(format!("thread {} has a period of 0", t.tid));
-        }
-    }
-    Ok(())
 }
 
 pub fn has_event(tracefs: &Path, (system, event): (&str, &str)) -> bool {
@@ -356,31 +272,6 @@ pub fn check_tracefs(tracefs: &Path, events: &[(&str, &str)]) -> Result<(), Stri
         ));
     }
     Ok(())
-}
-
-/// The breakdown's filters and events (tracing stays off until the reader
-/// runs).
-fn configure(instance: &Instance, tids: &[i32], with_return: bool) -> Result<(), String> {
-    instance.write(
-        "events/timer/hrtimer_start/filter",
-        &pid_filter("common_pid", tids),
-    )?;
-    instance.write(
-        "events/sched/sched_switch/filter",
-        &pid_filter("next_pid", tids),
-    )?;
-    // hrtimer_expire_entry cannot be filtered by thread (it runs in the
-    // interrupt, on whatever task was current); the CPU mask bounds it.
-    let mut events = NEEDED.to_vec();
-    if with_return {
-        let (system, event) = RETURN;
-        instance.write(
-            &format!("events/{system}/{event}/filter"),
-            &pid_filter("common_pid", tids),
-        )?;
-        events.push(RETURN);
-    }
-    enable(instance, &events)
 }
 
 /// Enables each `(system, event)` of the instance.
@@ -468,20 +359,5 @@ mod tests {
         assert_eq!(lost_in_stats(text), Some(965));
         assert_eq!(lost_in_stats("entries: 1\n"), None);
         assert_eq!(lost_in_stats("overrun: x\n"), None);
-    }
-
-    #[test]
-    fn thread_lists_are_checked() {
-        let t = TracedThread {
-            tid: 5,
-            cpu: 0,
-            first_expiry_ns: 1,
-            period_ns: 1,
-        };
-        assert!(check_threads(&[t]).is_ok());
-        assert!(check_threads(&[]).is_err());
-        assert!(check_threads(&[t, t]).is_err());
-        assert!(check_threads(&[TracedThread { period_ns: 0, ..t }]).is_err());
-        assert!(check_threads(&[TracedThread { tid: 0, ..t }]).is_err());
     }
 }

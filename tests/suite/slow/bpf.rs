@@ -444,3 +444,83 @@ fn collector_bpf_as_an_ordinary_user_is_the_collector_bpf_line_on_every_command(
         describe(&out)
     );
 }
+
+/// `doctor --bpf` measures what one run of an empty program costs here on
+/// each way of attaching it, and the observer effect per wake-up of
+/// `--breakdown` and `--trace-spikes` from the programs each hooks; its
+/// JSON carries the same. Without the capabilities, one line says why.
+#[test]
+fn doctor_bpf_measures_one_program_run_and_the_effect_per_wakeup() {
+    let test = "slow::bpf::doctor_bpf_measures_one_program_run_and_the_effect_per_wakeup";
+    if !bpf_usable(test) {
+        return;
+    }
+    let (_dir, file) = temp_file("cost.json");
+    let out = run(latscope(60).args(["doctor", "--bpf", "--json", file.to_str().unwrap()]));
+    assert_code(&out, 0);
+    let text = stdout_of(&out);
+    let doc = read_json(&file);
+    assert_eq!(doc["schema"], "latscope-doctor-bpf", "{doc}");
+    let cost = &doc["cost"];
+    assert!(cost.get("unavailable").is_none(), "{cost}");
+    // Plausible: more than nothing, far less than 100 us, for every way
+    // that was measured, and at least one of the argument ways is.
+    let plausible = |ns: f64| ns > 0.0 && ns < 100_000.0;
+    let mut measured = Vec::new();
+    for way in cost["ways"].as_array().unwrap() {
+        if let Some(ns) = way["ns_per_run"].as_f64() {
+            assert!(plausible(ns), "{way}");
+            assert!(way["runs"].as_u64().unwrap() > 0, "{way}");
+            let name = way["way"].as_str().unwrap();
+            let line = text
+                .lines()
+                .find(|l| l.trim_start().starts_with(&format!("{name} ")))
+                .unwrap_or_else(|| panic!("no {name} line: {text}"));
+            assert!(line.contains(&format!("{ns:.0} ns per run")), "{line}");
+            measured.push(name.to_string());
+        }
+    }
+    assert!(
+        measured.iter().any(|w| w == "tp_btf" || w == "raw_tp"),
+        "{cost}"
+    );
+    for (path, option) in cost["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(["--breakdown", "--trace-spikes"])
+    {
+        assert_eq!(path["option"], option, "{path}");
+        let Some(ns) = path["expected_ns_per_wakeup"].as_f64() else {
+            latscope::testing::skip_part(test, option, &format!("not known here: {path}"));
+            continue;
+        };
+        assert!(plausible(ns), "{path}");
+        assert!(path["runs_per_wakeup"].as_u64().unwrap() >= 1, "{path}");
+        assert!(path["programs_hooked"].as_u64().unwrap() >= 1, "{path}");
+        assert!(
+            text.contains(&format!(
+                "{option:<15} {} programs hooked",
+                path["programs_hooked"]
+            )),
+            "{text}"
+        );
+    }
+    // Without the capabilities: one line why.
+    let setpriv = std::process::Command::new("setpriv")
+        .arg("--version")
+        .output();
+    if !euid_is_root() || !setpriv.is_ok_and(|o| o.status.success()) {
+        latscope::testing::skip_part(test, "unprivileged", "needs root and setpriv (util-linux)");
+        return;
+    }
+    let out = without_bpf_capabilities(&["doctor", "--bpf"]);
+    assert_code(&out, 0);
+    assert!(
+        stdout_of(&out).contains(
+            "  cannot be measured here: not permitted: needs CAP_BPF and CAP_PERFMON (or root)\n"
+        ),
+        "{}",
+        describe(&out)
+    );
+}
