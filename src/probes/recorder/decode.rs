@@ -3,7 +3,7 @@
 //! `TraceEvent`s that `spikes::attribution` consumes.
 
 use super::layout::{
-    INTERRUPTED_NS, Kind as RecordKind, RECORD_SIZE, Region, header, name, record,
+    INTERRUPTED_NS, Kind as RecordKind, RECORD_SIZE, RINGS, Region, header, name, record, ring,
 };
 use crate::rt::tracefs::events::{Comm, IrqName, Kind, Switch, TraceEvent};
 use std::collections::HashMap;
@@ -51,13 +51,23 @@ impl RegionView {
         out
     }
 
-    /// Records reserved so far. The fence keeps the record loads that
-    /// follow after it.
-    pub fn head(&self) -> u64 {
+    /// Records reserved so far in ring `ring`. The fence keeps the record
+    /// loads that follow after it.
+    pub fn head(&self, ring: usize) -> u64 {
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-        let head = self.word(header::HEAD);
+        let head = self.word(self.layout.ring_field(ring, ring::HEAD));
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         head
+    }
+
+    /// Records reserved so far in all rings.
+    pub fn records(&self) -> u64 {
+        (0..RINGS).map(|k| self.head(k)).sum()
+    }
+
+    /// When ring `ring` last became the written one (0: from the start).
+    pub fn since(&self, ring: usize) -> u64 {
+        self.word(self.layout.ring_field(ring, ring::SINCE))
     }
 
     /// Records whose program was interrupted so far (`header::INTERRUPTED`).
@@ -65,10 +75,11 @@ impl RegionView {
         self.word(header::INTERRUPTED)
     }
 
-    /// Record `index`, copied between two loads of its commit word (see
-    /// `layout.rs`): whole, newer (overwritten), or still being written.
-    fn slot(&self, index: u64) -> Slot {
-        let offset = self.layout.record_offset(index);
+    /// Record `index` of `ring`, copied between two loads of its commit
+    /// word (see `layout.rs`): whole, newer (overwritten), or still being
+    /// written.
+    fn slot(&self, ring: usize, index: u64) -> Slot {
+        let offset = self.layout.record_offset(ring, index);
         let committed = index + 1;
         let before = self.word(offset + record::SEQ);
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
@@ -119,15 +130,40 @@ impl RegionView {
     /// ones, the window's, are being overwritten. A time read torn there
     /// merely starts the careful walk earlier or later by one record: it
     /// is checked like every record kept.
+    ///
+    /// Every ring is read and their records merged: a window that spans a
+    /// switch of rings (`layout.rs`) has records in several. Each ring must
+    /// hold its part of the window (`RingPart::holds`).
     pub fn snapshot_between(&self, from_ns: u64, to_ns: u64) -> Snapshot {
+        let since: Vec<u64> = (0..RINGS).map(|k| self.since(k)).collect();
+        let mut merged = Snapshot {
+            complete: true,
+            ..Snapshot::default()
+        };
+        for k in 0..RINGS {
+            let part = self.ring_part(k, from_ns, to_ns);
+            merged.complete &= part.holds(from_ns, to_ns, Stretches::of(&since, k));
+            merged.head += part.head;
+            merged.records.extend(part.records);
+            merged.doubts.extend(part.doubts);
+        }
+        // Nested programs may commit out of time order.
+        merged.records.sort_by_key(RawRecord::time);
+        merged.overwritten = !merged.complete;
+        merged
+    }
+
+    /// What ring `ring` holds of [from_ns, to_ns]: walked back from its
+    /// newest record, as `snapshot_between` says.
+    fn ring_part(&self, ring: usize, from_ns: u64, to_ns: u64) -> RingPart {
         let slots = self.layout.slots as u64;
-        let head = self.head();
+        let head = self.head(ring);
         let oldest_kept = head.saturating_sub(slots);
         let mut start = head;
         // The time of the oldest record stepped over (newer than the window).
         let mut stepped_over: Option<u64> = None;
         while start > oldest_kept {
-            let time = self.word(self.layout.record_offset(start - 1) + record::TIME);
+            let time = self.word(self.layout.record_offset(ring, start - 1) + record::TIME);
             if time <= to_ns {
                 break;
             }
@@ -140,10 +176,13 @@ impl RegionView {
         // ones (u64::MAX: they are the newest), while such a run is open.
         let mut unfinished_before: Option<u64> = None;
         let mut reached_back = false;
+        // The time of the oldest record looked at (stepped over or whole).
+        let mut oldest_seen = stepped_over.unwrap_or(u64::MAX);
         let mut newer_seen = false;
         for index in (oldest_kept..start).rev() {
-            match self.slot(index) {
+            match self.slot(ring, index) {
                 Slot::Whole(r) => {
+                    oldest_seen = oldest_seen.min(r.time());
                     if let Some(newer) = unfinished_before.take() {
                         doubts.push(Doubt::between(r.time(), newer));
                     }
@@ -185,17 +224,89 @@ impl RegionView {
         // Everything since recording began is there when nothing was ever
         // overwritten: then the window merely started before the recorder.
         let from_the_start = oldest_kept == 0 && !newer_seen;
-        // Nested programs may commit out of time order.
-        records.reverse();
-        records.sort_by_key(RawRecord::time);
-        let complete = reached_back || from_the_start;
-        Snapshot {
+        RingPart {
             records,
-            complete,
-            overwritten: !complete,
-            head,
             doubts,
+            head,
+            whole_back: reached_back || from_the_start,
+            oldest_seen_ns: oldest_seen,
         }
+    }
+}
+
+/// What one ring holds of a window.
+struct RingPart {
+    /// Whole records, newest first.
+    records: Vec<RawRecord>,
+    doubts: Vec<Doubt>,
+    head: u64,
+    /// It reaches back before the window's start, or to the start of
+    /// recording: nothing it ever held of the window is gone.
+    whole_back: bool,
+    /// The time of its oldest record looked at: what it held before is gone.
+    oldest_seen_ns: u64,
+}
+
+/// When a ring was written, as far as the rings' `SINCE` words tell:
+/// its latest stretch from `since_ns` to `until_ns` (the next switch, at
+/// the latest; u64::MAX: still written), its earlier stretches all ended
+/// by `earlier_end_ns`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stretches {
+    since_ns: u64,
+    until_ns: u64,
+    earlier_end_ns: u64,
+}
+
+impl Stretches {
+    /// Ring `k`'s, from every ring's `since` (0: never switched to).
+    /// The ring switched to just before the newest one was written up to
+    /// it, so the newest ring's earlier stretches ended by the second
+    /// latest switch. For another ring the switch before its own may have
+    /// been overwritten by a later one: its earlier stretches are only
+    /// known to have ended by its own `since`.
+    fn of(since: &[u64], k: usize) -> Stretches {
+        let mine = since[k];
+        let others = since.iter().enumerate().filter(|&(o, _)| o != k);
+        let until_ns = others
+            .clone()
+            .map(|(_, &s)| s)
+            .filter(|&s| s > mine)
+            .min()
+            .unwrap_or(u64::MAX);
+        let earlier_end_ns = if until_ns == u64::MAX {
+            others.map(|(_, &s)| s).max().unwrap_or(0)
+        } else {
+            mine
+        };
+        Stretches {
+            since_ns: mine,
+            until_ns,
+            earlier_end_ns,
+        }
+    }
+}
+
+impl RingPart {
+    /// Whether this ring holds every record of [from_ns, to_ns] that was
+    /// written into it (`stretches` says when it was written). When it
+    /// does not reach back to the window, what it lost is older than
+    /// `oldest_seen_ns`; that matters only where it was written during the
+    /// window: its latest stretch, lost from its start when the oldest
+    /// record seen is after `max(from_ns, since_ns)`, or an earlier one,
+    /// when the window starts before they surely ended.
+    fn holds(&self, from_ns: u64, to_ns: u64, stretches: Stretches) -> bool {
+        if self.whole_back {
+            return true;
+        }
+        let Stretches {
+            since_ns,
+            until_ns,
+            earlier_end_ns,
+        } = stretches;
+        let latest_in_window = to_ns >= since_ns && from_ns < until_ns;
+        let latest_kept = !latest_in_window || self.oldest_seen_ns <= from_ns.max(since_ns);
+        latest_kept && from_ns >= earlier_end_ns
     }
 }
 
@@ -463,15 +574,28 @@ pub(crate) mod tests {
     pub struct FakeRegion {
         pub words: Vec<u64>,
         pub layout: Region,
+        /// The ring written.
+        pub ring: usize,
     }
 
     impl FakeRegion {
+        /// Ring 0 written since time 1 (as `load` starts it).
         pub fn new(slots: usize) -> FakeRegion {
             let layout = Region::with_slots(slots);
-            FakeRegion {
+            let mut region = FakeRegion {
                 words: vec![0; layout.size() / 8],
                 layout,
-            }
+                ring: 0,
+            };
+            region.words[layout.ring_field(0, ring::SINCE) / 8] = 1;
+            region
+        }
+
+        /// Switches the writing to ring `ring` at `since`, as a freeze does.
+        pub fn switch_to(&mut self, ring: usize, since: u64) {
+            self.ring = ring;
+            self.words[header::RING / 8] = ring as u64;
+            self.words[self.layout.ring_field(ring, super::ring::SINCE) / 8] = since;
         }
 
         fn put(&mut self, offset: usize, bytes: &[u8]) {
@@ -491,21 +615,22 @@ pub(crate) mod tests {
         /// Reserves the next record as a program does (the head, then the
         /// record's commit word cleared): its number.
         pub fn reserve(&mut self) -> u64 {
-            let index = self.words[header::HEAD / 8];
-            self.words[header::HEAD / 8] = index + 1;
+            let head = self.layout.ring_field(self.ring, ring::HEAD) / 8;
+            let index = self.words[head];
+            self.words[head] = index + 1;
             self.set_seq(index, 0);
             index
         }
 
         /// Writes record `index` and commits it.
         pub fn commit(&mut self, index: u64, r: RawRecord) {
-            self.put(self.layout.record_offset(index), &r.0);
+            self.put(self.layout.record_offset(self.ring, index), &r.0);
             self.set_seq(index, index + 1);
         }
 
         /// Sets the commit word of the slot of record `index`.
         pub fn set_seq(&mut self, index: u64, seq: u64) {
-            self.words[(self.layout.record_offset(index) + record::SEQ) / 8] = seq;
+            self.words[(self.layout.record_offset(self.ring, index) + record::SEQ) / 8] = seq;
         }
 
         pub fn name(&mut self, pid: i32, prio: i32, comm: &str) {
