@@ -869,6 +869,90 @@ pub(crate) mod tests {
         assert!(snap.doubts.is_empty());
     }
 
+    /// Records every 100 ns from `from` to `to` (inclusive).
+    fn fill(region: &mut FakeRegion, from: u64, to: u64) {
+        for t in (from..=to).step_by(100) {
+            region.push(softirq(t));
+        }
+    }
+
+    #[test]
+    fn a_frozen_window_stays_whole_while_the_ring_written_wraps() {
+        // A spike's window is 4,000..5,000 ns; 1,000 records come after.
+        let late_collector = |freeze: bool| {
+            let mut region = FakeRegion::new(64);
+            fill(&mut region, 100, 5_000);
+            if freeze {
+                region.switch_to(1, 5_050);
+            }
+            fill(&mut region, 5_100, 105_000);
+            region.view().snapshot_between(4_000, 5_000)
+        };
+        let snap = late_collector(true);
+        assert!(snap.complete && !snap.overwritten);
+        assert_eq!(times(&snap), (39..=50).map(|t| t * 100).collect::<Vec<_>>());
+        // Without the freeze the same window was overwritten long ago.
+        let snap = late_collector(false);
+        assert!(!snap.complete && snap.overwritten);
+        assert!(times(&snap).iter().all(|&t| t > 5_000) || snap.records.is_empty());
+    }
+
+    #[test]
+    fn a_window_across_a_switch_is_merged_from_both_rings() {
+        let mut region = FakeRegion::new(64);
+        fill(&mut region, 100, 3_000);
+        region.switch_to(1, 3_050);
+        fill(&mut region, 3_100, 4_000);
+        let snap = region.view().snapshot_between(2_500, 3_500);
+        assert!(snap.complete);
+        assert_eq!(times(&snap), (24..=35).map(|t| t * 100).collect::<Vec<_>>());
+        assert_eq!(snap.head, 30 + 10);
+    }
+
+    #[test]
+    fn a_window_in_the_lost_start_of_the_ring_written_says_overwritten() {
+        // Ring 1 written from 5,050 ns and wrapped: its first records,
+        // 5,100 to 11,400 ns, are gone; a window there was not frozen.
+        let mut region = FakeRegion::new(64);
+        fill(&mut region, 100, 5_000);
+        region.switch_to(1, 5_050);
+        fill(&mut region, 5_100, 17_800);
+        let snap = region.view().snapshot_between(6_000, 7_000);
+        assert!(snap.overwritten);
+        // A window of ring 0's stretch is whole, ring 1's loss after it.
+        let snap = region.view().snapshot_between(4_500, 5_000);
+        assert!(snap.complete, "{:?}", times(&snap));
+        // A window across the switch lost ring 1's part.
+        assert!(region.view().snapshot_between(4_900, 5_500).overwritten);
+    }
+
+    #[test]
+    fn each_ring_s_stretches_follow_from_the_switch_times() {
+        // Ring 0 from 1, ring 1 from 500, ring 2 from 900, ring 3 never.
+        let since = [1, 500, 900, 0];
+        let of = |k| Stretches::of(&since, k);
+        // The newest ring: its earlier stretches ended by the second
+        // latest switch.
+        assert_eq!(
+            of(2),
+            Stretches {
+                since_ns: 900,
+                until_ns: u64::MAX,
+                earlier_end_ns: 500
+            }
+        );
+        // Another: up to the next switch, earlier stretches by its own.
+        assert_eq!(
+            of(0),
+            Stretches {
+                since_ns: 1,
+                until_ns: 500,
+                earlier_end_ns: 1
+            }
+        );
+        assert_eq!(of(3).until_ns, 1);
+    }
+
     fn softirq(time: u64) -> RawRecord {
         RawRecord::new(time, 5, RecordKind::SoftirqEntry, 0, [1, 0, 0, 0])
     }

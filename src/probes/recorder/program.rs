@@ -842,6 +842,66 @@ mod tests {
             .collect()
     }
 
+    #[test]
+    fn after_a_freeze_records_go_to_the_other_ring_and_the_frozen_one_stays_whole() {
+        use crate::probes::recorder::freeze::frozen;
+        let region = Region::with_slots(64);
+        let recipe = Recipe::typed("local_timer_entry", &members(), &[]).unwrap();
+        let code = program(&recipe, 3, region).unwrap();
+        let mut memory = Memory::new();
+        memory.add(CTX_AT, 64);
+        memory.add(REGION_AT, region.size());
+        memory.store(REGION_AT + ENABLED as u64, 8, 1).unwrap();
+        let mut clock = 1000;
+        let mut fire = |memory: &mut Memory| {
+            run(&code, CTX_AT, memory, &mut |id, _, _| match id {
+                8 => 0,
+                1 => REGION_AT,
+                5 => {
+                    clock += 100;
+                    clock
+                }
+                14 => 77,
+                other => panic!("helper {other}"),
+            })
+            .unwrap()
+        };
+        let head = |memory: &mut Memory, k: usize| {
+            memory
+                .load(REGION_AT + region.ring_field(k, ring::HEAD) as u64, 8)
+                .unwrap()
+        };
+        for _ in 0..3 {
+            fire(&mut memory);
+        }
+        let ring0 = |memory: &mut Memory| {
+            let at = region.ring_field(0, 0);
+            memory.bytes(REGION_AT)[at..at + region.ring_bytes()].to_vec()
+        };
+        let before = ring0(&mut memory);
+        // A spike freezes ring 0 (`RingSwitch::freeze`): the control word,
+        // then when ring 1 became the written one.
+        let word = frozen(0).unwrap();
+        memory.store(REGION_AT + header::RING as u64, 8, word).unwrap();
+        let since = REGION_AT + region.ring_field(1, ring::SINCE) as u64;
+        memory.store(since, 8, 1_650).unwrap();
+        for _ in 0..100 {
+            fire(&mut memory);
+        }
+        assert_eq!((head(&mut memory, 0), head(&mut memory, 1)), (3, 100));
+        assert_eq!(ring0(&mut memory), before, "the frozen ring was not written");
+        // Ring 1 went round; ring 0 still has the window's three records.
+        let bytes = memory.bytes(REGION_AT);
+        // SAFETY: the region's bytes, alive while `view` is used.
+        let view = unsafe { RegionView::new(bytes.as_ptr(), region) };
+        let snap = view.snapshot_between(1_000, 1_500);
+        let times: Vec<u64> = snap.records.iter().map(|r| r.time()).collect();
+        // The clock is read twice a run: its time, then its end.
+        assert_eq!(times, [1_100, 1_300, 1_500]);
+        assert!(snap.complete && !snap.overwritten);
+        assert_eq!(view.head(2) + view.head(3), 0);
+    }
+
     fn comm(text: &str) -> [u8; 16] {
         let mut comm = [0u8; 16];
         comm[..text.len()].copy_from_slice(text.as_bytes());
