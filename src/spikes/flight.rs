@@ -313,19 +313,20 @@ impl FlightCollector {
         self.misses_seen = misses;
         self.interrupted_seen = interrupted;
         let held = self.hold_windows(&queued);
-        // Copied first, all of them, while their rings are held; decoded
-        // and attributed after the rings are released.
-        let mut copies: Vec<(usize, Candidate, Option<Snapshot>)> = Vec::new();
-        for (index, q) in queued {
-            let c = q.candidate;
-            if self.book.admit(c.actual_ns.saturating_sub(c.expected_ns)) {
-                copies.push((index, c, self.copy_window(&c)));
-            }
-        }
+        // Copied first, all of them, while their rings are held (a copy is
+        // plain loads); decoded and attributed after the rings are
+        // released, those the book keeps.
+        let copies: Vec<(usize, Candidate, Option<Snapshot>)> = queued
+            .into_iter()
+            .map(|(index, q)| (index, q.candidate, self.copy_window(&q.candidate)))
+            .collect();
         for (cpu, ring) in held {
             self.switch.release(cpu, ring);
         }
         for (index, c, copy) in copies {
+            if !self.book.admit(c.actual_ns.saturating_sub(c.expected_ns)) {
+                continue;
+            }
             let mut spike = self.attribute(index, c, tracer, copy);
             spike.events_lost |= missed;
             if spike.events_lost {

@@ -72,7 +72,7 @@ impl CandidateQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probes::recorder::layout::{Region, header};
+    use crate::probes::recorder::layout::{RINGS, Region, header};
     use crate::rt::bpf::MappedArray;
 
     #[test]
@@ -99,7 +99,7 @@ mod tests {
         // A full queue drops the spike and releases what it froze.
         for _ in 0..QUEUE_SLOTS {
             queue.push(spike(0));
-            if let Some(ring) = (0..4).find(|&k| switch.held(0) & 1 << k != 0) {
+            if let Some(ring) = (0..RINGS).find(|&k| switch.held(0) & 1 << k != 0) {
                 switch.release(0, ring);
             }
         }
@@ -107,6 +107,6 @@ mod tests {
         queue.push(spike(0));
         assert_eq!(queue.dropped(), 1);
         assert_eq!(switch.held(0), 0, "the dropped spike's ring released");
-        assert_eq!(mapped.read_u64(1, header::RING).unwrap() & 3, 1);
+        assert_eq!(mapped.read_u64(1, header::RING).unwrap() & (RINGS as u64 - 1), 1);
     }
 }

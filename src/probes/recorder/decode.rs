@@ -599,9 +599,15 @@ pub(crate) mod tests {
         }
 
         fn put(&mut self, offset: usize, bytes: &[u8]) {
-            let mut raw: Vec<u8> = self.words.iter().flat_map(|w| w.to_ne_bytes()).collect();
-            raw[offset..offset + bytes.len()].copy_from_slice(bytes);
-            for (w, chunk) in self.words.iter_mut().zip(raw.chunks(8)) {
+            // Only the words the bytes touch.
+            let (first, last) = (offset / 8, (offset + bytes.len()).div_ceil(8));
+            let mut raw: Vec<u8> = self.words[first..last]
+                .iter()
+                .flat_map(|w| w.to_ne_bytes())
+                .collect();
+            let at = offset - first * 8;
+            raw[at..at + bytes.len()].copy_from_slice(bytes);
+            for (w, chunk) in self.words[first..last].iter_mut().zip(raw.chunks(8)) {
                 *w = u64::from_ne_bytes(chunk.try_into().unwrap());
             }
         }

@@ -20,12 +20,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 const WRITTEN: u64 = RINGS as u64 - 1;
 
 /// The control word `word` after freezing: the ring written is held and the
-/// programs write the first ring neither written nor held; None when every
-/// other ring is held.
-pub fn frozen(word: u64) -> Option<u64> {
+/// programs write the ring neither written nor held that was written least
+/// recently (`since`: when each ring was last switched to), whose records
+/// are the least likely to belong to a window still to come; None when
+/// every other ring is held.
+pub fn frozen(word: u64, since: &[u64]) -> Option<u64> {
     let written = word & WRITTEN;
     let held = word >> header::HELD_SHIFT;
-    let free = (0..RINGS as u64).find(|&k| k != written && held & (1 << k) == 0)?;
+    let free = (0..RINGS as u64)
+        .filter(|&k| k != written && held & (1 << k) == 0)
+        .min_by_key(|&k| since.get(k as usize).copied().unwrap_or(0))?;
     Some(free | (held | 1 << written) << header::HELD_SHIFT)
 }
 
@@ -52,11 +56,16 @@ impl RingSwitch {
 
     /// Freezes `cpu`'s window as it is now: the ring held, or None when
     /// every other ring is already held (or `cpu` has no region). For the
-    /// measuring thread at a spike: a load, a compare-and-swap and a store.
+    /// measuring thread at a spike: a few loads, a compare-and-swap and a
+    /// store.
     pub fn freeze(&self, cpu: usize) -> Option<usize> {
         let control = self.control(cpu)?;
         let word = control.load(Ordering::Acquire);
-        let next = frozen(word)?;
+        let mut since = [0u64; RINGS];
+        for (k, at) in since.iter_mut().enumerate() {
+            *at = self.mapped.read_u64(cpu, self.region.ring_field(k, ring::SINCE))?;
+        }
+        let next = frozen(word, &since)?;
         // Before the switch: every record of the new ring comes after it.
         let now = crate::rt::clock::monotonic_ns();
         control
@@ -86,22 +95,30 @@ impl RingSwitch {
 mod tests {
     use super::*;
 
+    /// The control word with ring `written` written and `held` held.
+    fn word(written: u64, held: &[u64]) -> u64 {
+        written | held.iter().map(|k| 1 << k).sum::<u64>() << header::HELD_SHIFT
+    }
+
     #[test]
-    fn a_freeze_holds_the_ring_written_and_writes_a_free_one() {
-        // Ring 0 written, nothing held: ring 1 written, ring 0 held.
-        assert_eq!(frozen(0), Some(1 | 0b1 << header::HELD_SHIFT));
-        // Ring 1 written, ring 0 held: ring 2, rings 0 and 1 held.
+    fn a_freeze_holds_the_ring_written_and_writes_the_least_recent_free_one() {
+        // Ring 0 written since 5, nothing held, ring 1 never written: ring
+        // 1 written, ring 0 held.
+        let mut since = [0u64; RINGS];
+        since[0] = 5;
+        assert_eq!(frozen(word(0, &[]), &since), Some(word(1, &[0])));
+        // Rings 0 and 1 held, ring 2 written: the least recent free ring,
+        // not the lowest.
+        for (k, s) in since.iter_mut().enumerate() {
+            *s = 100 - k as u64;
+        }
         assert_eq!(
-            frozen(1 | 0b1 << header::HELD_SHIFT),
-            Some(2 | 0b11 << header::HELD_SHIFT)
-        );
-        // Ring 3 written, ring 0 released since: back to ring 0.
-        assert_eq!(
-            frozen(3 | 0b110 << header::HELD_SHIFT),
-            Some(0b1110 << header::HELD_SHIFT)
+            frozen(word(2, &[0, 1]), &since),
+            Some(word(RINGS as u64 - 1, &[0, 1, 2]))
         );
         // Every other ring held: no freeze.
-        assert_eq!(frozen(3 | 0b111 << header::HELD_SHIFT), None);
+        let all: Vec<u64> = (1..RINGS as u64).collect();
+        assert_eq!(frozen(word(0, &all), &since), None);
     }
 
     #[test]
@@ -116,13 +133,15 @@ mod tests {
         assert_eq!(mapped.read_u64(0, header::RING).unwrap() & WRITTEN, 1);
         let since = mapped.read_u64(0, region.ring_field(1, ring::SINCE)).unwrap();
         assert!(since >= before);
-        assert_eq!(switch.freeze(0), Some(1));
-        assert_eq!(switch.freeze(0), Some(2));
+        // Each spike gets its own ring, until every other one is held.
+        for k in 1..RINGS - 1 {
+            assert_eq!(switch.freeze(0), Some(k));
+        }
         assert_eq!(switch.freeze(0), None, "every other ring held");
-        switch.release(0, 1);
-        assert_eq!(switch.held(0), 0b101);
-        assert_eq!(switch.freeze(0), Some(3));
-        assert_eq!(mapped.read_u64(0, header::RING).unwrap() & WRITTEN, 1);
+        switch.release(0, 3);
+        assert_eq!(switch.held(0).count_ones() as usize, RINGS - 2);
+        assert_eq!(switch.freeze(0), Some(RINGS - 1));
+        assert_eq!(mapped.read_u64(0, header::RING).unwrap() & WRITTEN, 3);
         assert_eq!(switch.freeze(1), None, "no such CPU");
     }
 }

@@ -52,15 +52,17 @@
 
 /// Bytes of one record.
 pub const RECORD_SIZE: usize = 48;
-/// Records kept per CPU by default: at the busiest rate seen here (126,000
-/// events/s on one CPU with other work running) about 65 ms of history,
-/// more than the longest window worth attributing (RT throttling lends the
-/// CPU for 50 ms); 384 KiB per CPU.
-pub const DEFAULT_SLOTS: usize = 8192;
-/// Rings per CPU: the one written and up to three that spikes froze (a
-/// spike that comes while the collector has not yet copied the windows of
-/// the last ones still gets its own; `freeze.rs`).
-pub const RINGS: usize = 4;
+/// Records per ring by default: at the busiest rate seen here (256,000
+/// events/s on one CPU, a 20 us timer beside hackbench) 8 ms, at a usual
+/// rate (20,000 events/s) 100 ms: a window must fit in one ring (the one
+/// written when it began, and the ones after it). 96 KiB a ring.
+pub const DEFAULT_SLOTS: usize = 2048;
+/// Rings per CPU: the one written and up to 15 that spikes froze, so that
+/// the spikes that come while the collector is late (starved by the load
+/// that makes them: 85 spikes a second on two CPUs, beside hackbench and
+/// other builds) each keep their own window (`freeze.rs`); 1.5 MiB per CPU
+/// with `DEFAULT_SLOTS`.
+pub const RINGS: usize = 16;
 const _: () = assert!(RINGS.is_power_of_two());
 /// A program that ran longer than this between its time and its commit was
 /// interrupted (a run takes well under 1 us here, an interrupt on a virtual
