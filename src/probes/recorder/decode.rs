@@ -149,6 +149,12 @@ impl RegionView {
         }
         // Nested programs may commit out of time order.
         merged.records.sort_by_key(RawRecord::time);
+        // Each ring gave the last record it holds before the window; only
+        // the newest of those is the window's predecessor (the others may
+        // be from rings not written for seconds, their stretches' ends long
+        // gone: an IRQ entry there would seem open ever since).
+        let before = merged.records.iter().filter(|r| r.time() < from_ns).count();
+        merged.records.drain(..before.saturating_sub(1));
         merged.overwritten = !merged.complete;
         merged
     }
@@ -913,6 +919,10 @@ pub(crate) mod tests {
         assert!(snap.complete);
         assert_eq!(times(&snap), (24..=35).map(|t| t * 100).collect::<Vec<_>>());
         assert_eq!(snap.head, 30 + 10);
+        // A window after the switch: ring 0's last record (3,000) is older
+        // than ring 1's last before the window (3,400): only that one.
+        let snap = region.view().snapshot_between(3_450, 3_600);
+        assert_eq!(times(&snap), [3_400, 3_500, 3_600]);
     }
 
     #[test]
