@@ -362,7 +362,10 @@ impl FlightCollector {
 
     /// The view of traced CPU `cpu`'s region.
     fn view(&self, cpu: usize) -> Option<RegionView> {
-        let at = self.mapped.entry_ptr(cpu).filter(|_| self.cpus.contains(&cpu))?;
+        let at = self
+            .mapped
+            .entry_ptr(cpu)
+            .filter(|_| self.cpus.contains(&cpu))?;
         // SAFETY: entry `cpu` of the mapping: `region.size()` bytes,
         // 8-aligned, mapped while `self.mapped` lives (longer than the view).
         Some(unsafe { RegionView::new(at, self.region) })

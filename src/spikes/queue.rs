@@ -107,6 +107,9 @@ mod tests {
         queue.push(spike(0));
         assert_eq!(queue.dropped(), 1);
         assert_eq!(switch.held(0), 0, "the dropped spike's ring released");
-        assert_eq!(mapped.read_u64(1, header::RING).unwrap() & (RINGS as u64 - 1), 1);
+        assert_eq!(
+            mapped.read_u64(1, header::RING).unwrap() & (RINGS as u64 - 1),
+            1
+        );
     }
 }

@@ -63,7 +63,9 @@ impl RingSwitch {
         let word = control.load(Ordering::Acquire);
         let mut since = [0u64; RINGS];
         for (k, at) in since.iter_mut().enumerate() {
-            *at = self.mapped.read_u64(cpu, self.region.ring_field(k, ring::SINCE))?;
+            *at = self
+                .mapped
+                .read_u64(cpu, self.region.ring_field(k, ring::SINCE))?;
         }
         let next = frozen(word, &since)?;
         // Before the switch: every record of the new ring comes after it.
@@ -131,7 +133,9 @@ mod tests {
         assert_eq!(switch.freeze(0), Some(0));
         assert_eq!(switch.held(0), 0b1);
         assert_eq!(mapped.read_u64(0, header::RING).unwrap() & WRITTEN, 1);
-        let since = mapped.read_u64(0, region.ring_field(1, ring::SINCE)).unwrap();
+        let since = mapped
+            .read_u64(0, region.ring_field(1, ring::SINCE))
+            .unwrap();
         assert!(since >= before);
         // Each spike gets its own ring, until every other one is held.
         for k in 1..RINGS - 1 {

@@ -585,7 +585,11 @@ pub fn program(recipe: &Recipe, map_fd: i32, region: Region) -> Result<Code, Pro
     // (`layout.rs`): one load here, whatever the samples.
     asm.push(Insn::ldx(Size::DW, Reg::R3, REGION, header::RING as i16))
         .push(Insn::alu64_imm(Alu::And, Reg::R3, RINGS as i32 - 1))
-        .push(Insn::alu64_imm(Alu::Mul, Reg::R3, region.ring_bytes() as i32));
+        .push(Insn::alu64_imm(
+            Alu::Mul,
+            Reg::R3,
+            region.ring_bytes() as i32,
+        ));
     asm.note("reserve record i of that ring: r1 = i, head = i + 1, commit word i + 1 on the stack");
     // Reserve record i: R1 = i, head = i + 1, atomically (a program that
     // interrupts this one reserves i + 1). Its commit word is kept on the
@@ -882,14 +886,20 @@ mod tests {
         // A spike freezes ring 0 (`RingSwitch::freeze`): the control word,
         // then when ring 1 became the written one.
         let word = frozen(0, &[0; RINGS]).unwrap();
-        memory.store(REGION_AT + header::RING as u64, 8, word).unwrap();
+        memory
+            .store(REGION_AT + header::RING as u64, 8, word)
+            .unwrap();
         let since = REGION_AT + region.ring_field(1, ring::SINCE) as u64;
         memory.store(since, 8, 1_650).unwrap();
         for _ in 0..100 {
             fire(&mut memory);
         }
         assert_eq!((head(&mut memory, 0), head(&mut memory, 1)), (3, 100));
-        assert_eq!(ring0(&mut memory), before, "the frozen ring was not written");
+        assert_eq!(
+            ring0(&mut memory),
+            before,
+            "the frozen ring was not written"
+        );
         // Ring 1 went round; ring 0 still has the window's three records.
         let bytes = memory.bytes(REGION_AT);
         // SAFETY: the region's bytes, alive while `view` is used.

@@ -110,15 +110,29 @@ fn a_spike_s_window_stays_whole_while_its_collector_is_starved_and_the_ring_goes
     let _turn = crate::common::turns::realtime_turn();
     let cpu = measured_cpu();
     let (_dir, json) = temp_file("freeze.json");
-    let (go, stop) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+    let (go, stop) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
     let starvers = starve_the_collector(cpu, go.clone(), stop.clone());
     let marker = json.to_string_lossy().into_owned();
     let maker = std::thread::spawn(move || provoke(cpu, marker, go));
     let cpu_arg = cpu.to_string();
     let mut cmd = latscope(60);
-    cmd.args(["timer", "--cpu", &cpu_arg, "-P", "50", "-p", "500", "--warmup", "0"])
-        .args(["-T", "3", "--trace-spikes", "1000", "--collector", "bpf", "-q", "--json"])
-        .arg(&json);
+    cmd.args([
+        "timer", "--cpu", &cpu_arg, "-P", "50", "-p", "500", "--warmup", "0",
+    ])
+    .args([
+        "-T",
+        "3",
+        "--trace-spikes",
+        "1000",
+        "--collector",
+        "bpf",
+        "-q",
+        "--json",
+    ])
+    .arg(&json);
     let out = run(cmd);
     stop.store(true, Ordering::Relaxed);
     let provoked = maker.join().unwrap().unwrap();
@@ -139,11 +153,18 @@ fn a_spike_s_window_stays_whole_while_its_collector_is_starved_and_the_ring_goes
     let made: Vec<_> = array_of(&spikes["spikes"], "spikes")
         .iter()
         .filter(|s| {
-            let (from, to) = (u64_of(&s["expected_ns"], "expected_ns"), u64_of(&s["actual_ns"], "actual_ns"));
+            let (from, to) = (
+                u64_of(&s["expected_ns"], "expected_ns"),
+                u64_of(&s["actual_ns"], "actual_ns"),
+            );
             from <= b && a <= to
         })
         .collect();
-    assert!(!made.is_empty(), "no spike over the spin {a}..{b}: {}", describe(&out));
+    assert!(
+        !made.is_empty(),
+        "no spike over the spin {a}..{b}: {}",
+        describe(&out)
+    );
     // Judged by the provoked spike only: other spikes of a busy machine
     // may come by the dozen while the collector is starved (more than a
     // CPU's rings can hold apart).
