@@ -65,9 +65,17 @@ impl RegionView {
         (0..RINGS).map(|k| self.head(k)).sum()
     }
 
-    /// When ring `ring` last became the written one (0: from the start).
-    pub fn since(&self, ring: usize) -> u64 {
-        self.word(self.layout.ring_field(ring, ring::SINCE))
+    /// When ring `ring` was written (`ring::SINCE`, `UNTIL`, `EARLIER`).
+    fn stretches(&self, ring: usize) -> Stretches {
+        let field = |f| self.word(self.layout.ring_field(ring, f));
+        Stretches {
+            since_ns: field(ring::SINCE),
+            until_ns: match field(ring::UNTIL) {
+                0 => u64::MAX,
+                until => until,
+            },
+            earlier_end_ns: field(ring::EARLIER),
+        }
     }
 
     /// Records whose program was interrupted so far (`header::INTERRUPTED`).
@@ -135,14 +143,13 @@ impl RegionView {
     /// switch of rings (`layout.rs`) has records in several. Each ring must
     /// hold its part of the window (`RingPart::holds`).
     pub fn snapshot_between(&self, from_ns: u64, to_ns: u64) -> Snapshot {
-        let since: Vec<u64> = (0..RINGS).map(|k| self.since(k)).collect();
         let mut merged = Snapshot {
             complete: true,
             ..Snapshot::default()
         };
         for k in 0..RINGS {
             let part = self.ring_part(k, from_ns, to_ns);
-            merged.complete &= part.holds(from_ns, to_ns, Stretches::of(&since, k));
+            merged.complete &= part.holds(from_ns, to_ns, self.stretches(k));
             merged.head += part.head;
             merged.records.extend(part.records);
             merged.doubts.extend(part.doubts);
@@ -253,44 +260,14 @@ struct RingPart {
     oldest_seen_ns: u64,
 }
 
-/// When a ring was written, as far as the rings' `SINCE` words tell:
-/// its latest stretch from `since_ns` to `until_ns` (the next switch, at
-/// the latest; u64::MAX: still written), its earlier stretches all ended
-/// by `earlier_end_ns`.
+/// When a ring was written, as the freezes wrote it (`freeze.rs`): its
+/// latest stretch from `since_ns` to `until_ns` (u64::MAX: written now),
+/// its earlier stretches all ended by `earlier_end_ns`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Stretches {
     since_ns: u64,
     until_ns: u64,
     earlier_end_ns: u64,
-}
-
-impl Stretches {
-    /// Ring `k`'s, from every ring's `since` (0: never switched to).
-    /// The ring switched to just before the newest one was written up to
-    /// it, so the newest ring's earlier stretches ended by the second
-    /// latest switch. For another ring the switch before its own may have
-    /// been overwritten by a later one: its earlier stretches are only
-    /// known to have ended by its own `since`.
-    fn of(since: &[u64], k: usize) -> Stretches {
-        let mine = since[k];
-        let others = since.iter().enumerate().filter(|&(o, _)| o != k);
-        let until_ns = others
-            .clone()
-            .map(|(_, &s)| s)
-            .filter(|&s| s > mine)
-            .min()
-            .unwrap_or(u64::MAX);
-        let earlier_end_ns = if until_ns == u64::MAX {
-            others.map(|(_, &s)| s).max().unwrap_or(0)
-        } else {
-            mine
-        };
-        Stretches {
-            since_ns: mine,
-            until_ns,
-            earlier_end_ns,
-        }
-    }
 }
 
 impl RingPart {
@@ -300,7 +277,7 @@ impl RingPart {
     /// `oldest_seen_ns`; that matters only where it was written during the
     /// window: its latest stretch, lost from its start when the oldest
     /// record seen is after `max(from_ns, since_ns)`, or an earlier one,
-    /// when the window starts before they surely ended.
+    /// when the window starts before they ended.
     fn holds(&self, from_ns: u64, to_ns: u64, stretches: Stretches) -> bool {
         if self.whole_back {
             return true;
@@ -599,9 +576,14 @@ pub(crate) mod tests {
 
         /// Switches the writing to ring `ring` at `since`, as a freeze does.
         pub fn switch_to(&mut self, ring: usize, since: u64) {
+            let field = |k: usize, f: usize| self.layout.ring_field(k, f) / 8;
+            let left = self.words[field(ring, super::ring::UNTIL)];
+            self.words[field(ring, super::ring::EARLIER)] = left;
+            self.words[field(ring, super::ring::UNTIL)] = 0;
+            self.words[field(ring, super::ring::SINCE)] = since;
+            self.words[field(self.ring, super::ring::UNTIL)] = since;
             self.ring = ring;
             self.words[header::RING / 8] = ring as u64;
-            self.words[self.layout.ring_field(ring, super::ring::SINCE) / 8] = since;
         }
 
         fn put(&mut self, offset: usize, bytes: &[u8]) {
@@ -943,30 +925,25 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn each_ring_s_stretches_follow_from_the_switch_times() {
-        // Ring 0 from 1, ring 1 from 500, ring 2 from 900, ring 3 never.
-        let since = [1, 500, 900, 0];
-        let of = |k| Stretches::of(&since, k);
-        // The newest ring: its earlier stretches ended by the second
-        // latest switch.
-        assert_eq!(
-            of(2),
-            Stretches {
-                since_ns: 900,
-                until_ns: u64::MAX,
-                earlier_end_ns: 500
-            }
-        );
-        // Another: up to the next switch, earlier stretches by its own.
-        assert_eq!(
-            of(0),
-            Stretches {
-                since_ns: 1,
-                until_ns: 500,
-                earlier_end_ns: 1
-            }
-        );
-        assert_eq!(of(3).until_ns, 1);
+    fn a_ring_that_went_round_between_two_later_spikes_does_not_flag_an_older_window() {
+        // Spike 1's window 4,000..5,000 in ring 0; ring 1 written from
+        // 5,050 and went round before spike 2 froze it at 20,050; ring 2
+        // written since. Ring 1 holds nothing of spike 1's window.
+        let mut region = FakeRegion::new(64);
+        fill(&mut region, 100, 5_000);
+        region.switch_to(1, 5_050);
+        fill(&mut region, 5_100, 20_000);
+        region.switch_to(2, 20_050);
+        fill(&mut region, 20_100, 21_000);
+        let snap = region.view().snapshot_between(4_000, 5_000);
+        assert!(snap.complete, "{:?}", times(&snap));
+        // Ring 0 written again from 30,050: what it held from before is
+        // older than 5,050, when it was left.
+        region.switch_to(0, 30_050);
+        fill(&mut region, 30_100, 40_000);
+        assert!(region.view().snapshot_between(20_500, 21_000).complete);
+        // A window in its lost stretch is not.
+        assert!(region.view().snapshot_between(3_000, 4_000).overwritten);
     }
 
     fn softirq(time: u64) -> RawRecord {

@@ -56,8 +56,8 @@ impl RingSwitch {
 
     /// Freezes `cpu`'s window as it is now: the ring held, or None when
     /// every other ring is already held (or `cpu` has no region). For the
-    /// measuring thread at a spike: a few loads, a compare-and-swap and a
-    /// store.
+    /// measuring thread at a spike: a few loads, a compare-and-swap and
+    /// four stores.
     pub fn freeze(&self, cpu: usize) -> Option<usize> {
         let control = self.control(cpu)?;
         let word = control.load(Ordering::Acquire);
@@ -73,10 +73,19 @@ impl RingSwitch {
         control
             .compare_exchange(word, next, Ordering::AcqRel, Ordering::Relaxed)
             .ok()?;
-        let written = (next & WRITTEN) as usize;
+        // When each ring was written, for the reader (`decode.rs`): the
+        // held one until now, the new one from now, its previous stretch
+        // ended when it was last left.
+        let (held, written) = ((word & WRITTEN) as usize, (next & WRITTEN) as usize);
+        let field = |k: usize, f: usize| self.region.ring_field(k, f);
+        let left = self.mapped.read_u64(cpu, field(written, ring::UNTIL))?;
         self.mapped
-            .write_u64(cpu, self.region.ring_field(written, ring::SINCE), now)?;
-        Some((word & WRITTEN) as usize)
+            .write_u64(cpu, field(written, ring::EARLIER), left)?;
+        self.mapped.write_u64(cpu, field(written, ring::UNTIL), 0)?;
+        self.mapped
+            .write_u64(cpu, field(written, ring::SINCE), now)?;
+        self.mapped.write_u64(cpu, field(held, ring::UNTIL), now)?;
+        Some(held)
     }
 
     /// The collector has copied every window in ring `ring` of `cpu`.

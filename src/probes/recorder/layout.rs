@@ -11,8 +11,9 @@
 //! - a table of task names by pid (`NAME_SLOTS` entries, indexed by the
 //!   pid's low bits), filled at each switch: a record carries pids only;
 //! - `RINGS` rings, each a ring header (the count of records ever
-//!   reserved in it, `ring::HEAD`, and when it last became the written
-//!   one, `ring::SINCE`) and `slots` records of `RECORD_SIZE` bytes, a
+//!   reserved in it, `ring::HEAD`, and when it was written: its latest
+//!   stretch `ring::SINCE` to `ring::UNTIL`, and `ring::EARLIER`, when the
+//!   stretch before ended) and `slots` records of `RECORD_SIZE` bytes, a
 //!   circular buffer: record number `i` lives in slot `i % slots` (`slots`
 //!   a power of two), so the last `slots` records are kept.
 //!
@@ -157,6 +158,11 @@ pub mod ring {
     /// CLOCK_MONOTONIC ns when this ring last became the written one (0:
     /// from the start); written by whoever switched to it.
     pub const SINCE: usize = 8;
+    /// When it stopped being written (0: it is written now, or never was).
+    pub const UNTIL: usize = 16;
+    /// When its stretch before the latest one ended (0: none): all that it
+    /// holds from before `SINCE` is older than this.
+    pub const EARLIER: usize = 24;
     /// The ring header's size.
     pub const SIZE: usize = 64;
 }
@@ -181,7 +187,7 @@ const _: () = assert!(NAME_SLOTS.is_power_of_two());
 const _: () = assert!(
     record::ELAPSED + 4 <= RECORD_SIZE
         && header::RING + 8 <= header::SIZE
-        && ring::SINCE + 8 <= ring::SIZE
+        && ring::EARLIER + 8 <= ring::SIZE
         && name::COMM + 16 <= name::SIZE
 );
 
