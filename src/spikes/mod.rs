@@ -15,7 +15,6 @@
 pub mod attribution;
 pub mod error;
 pub mod flight;
-pub mod queue;
 pub mod recent;
 
 use crate::probes::choice;
@@ -27,6 +26,7 @@ use crate::rt::tracefs::events::{
 };
 use crate::rt::tracefs::reader::{Consumer, LostSpan, ReaderCounts};
 use crate::rt::tracefs::{self, TraceOptions, TraceRun};
+use crate::stats::live::SpscRing;
 use attribution::{CpuHistory, Wait, Window};
 pub use error::SpikeError;
 use std::collections::{BTreeMap, VecDeque};
@@ -35,6 +35,9 @@ use std::sync::{Arc, Mutex};
 
 /// The most spikes kept per test (the worst); the rest are counted.
 pub const MAX_KEPT: usize = 100;
+/// Candidates one measuring thread can queue between two reader passes
+/// (about 10 ms apart); beyond, they are counted as dropped.
+pub const QUEUE_SLOTS: usize = 512;
 /// Candidates waiting for their trace (bounded: beyond, counted as dropped).
 const MAX_PENDING: usize = 8192;
 /// Spans of lost kernel events remembered, to flag the spikes they may
@@ -52,7 +55,13 @@ pub struct Candidate {
     pub actual_ns: u64,
 }
 
-pub use queue::{CandidateQueue, QUEUE_SLOTS, candidate_queue};
+/// A measuring thread's queue of candidates (one producer: that thread).
+pub type CandidateQueue = SpscRing<Candidate>;
+
+/// A new, empty queue (allocated before the thread measures).
+pub fn candidate_queue() -> Arc<CandidateQueue> {
+    Arc::new(SpscRing::with_capacity(QUEUE_SLOTS))
+}
 
 /// One measured series: where its candidates come from and whose time is
 /// its own.
@@ -474,9 +483,9 @@ impl Consumer for TracefsSpikeCollector {
     fn poll(&mut self) {
         for (index, source) in self.sources.iter().enumerate() {
             let (pending, dropped) = (&mut self.pending, &mut self.book.dropped);
-            source.queue.drain(|q| {
+            source.queue.drain(|c| {
                 if pending.len() < MAX_PENDING {
-                    pending.push((index, q.candidate));
+                    pending.push((index, c));
                 } else {
                     *dropped += 1;
                 }

@@ -11,7 +11,6 @@
 use crate::rt::bpf::probe::Unavailable;
 
 pub mod decode;
-pub mod freeze;
 pub mod layout;
 pub mod load;
 pub mod program;
