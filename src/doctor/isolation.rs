@@ -123,11 +123,32 @@ pub fn rcu_nocbs(m: &Machine) -> Check {
 
 /// The CPUs an interrupt is delivered to: the effective affinity where the
 /// kernel shows it, else the requested one.
-pub(super) fn irq_cpus(m: &Machine, irq: &str) -> Vec<usize> {
+fn irq_cpus(m: &Machine, irq: &str) -> Vec<usize> {
     m.read(format!("/proc/irq/{irq}/effective_affinity_list"))
         .or_else(|| m.read(format!("/proc/irq/{irq}/smp_affinity_list")))
         .map(|t| cpus_of(&t))
         .unwrap_or_default()
+}
+
+/// The machine's interrupt numbers (the directories of /proc/irq).
+fn irq_numbers(m: &Machine) -> Vec<String> {
+    m.list("/proc/irq")
+        .into_iter()
+        .filter(|n| n.parse::<u32>().is_ok())
+        .collect()
+}
+
+/// Of `irqs`, those delivered to any of `cpus`.
+fn delivered_to(m: &Machine, irqs: &[String], cpus: &[usize]) -> Vec<String> {
+    irqs.iter()
+        .filter(|irq| irq_cpus(m, irq).iter().any(|c| cpus.contains(c)))
+        .cloned()
+        .collect()
+}
+
+/// The interrupts delivered to any of `cpus`.
+pub(super) fn irqs_delivered_to(m: &Machine, cpus: &[usize]) -> Vec<String> {
+    delivered_to(m, &irq_numbers(m), cpus)
 }
 
 pub fn irq_affinity(m: &Machine) -> Check {
@@ -139,16 +160,8 @@ pub fn irq_affinity(m: &Machine) -> Check {
             "interrupts may run on every CPU; with no CPU isolated there is none to protect",
         );
     }
-    let irqs: Vec<String> = m
-        .list("/proc/irq")
-        .into_iter()
-        .filter(|n| n.parse::<u32>().is_ok())
-        .collect();
-    let on_isolated: Vec<String> = irqs
-        .iter()
-        .filter(|irq| irq_cpus(m, irq).iter().any(|c| isolated.contains(c)))
-        .cloned()
-        .collect();
+    let irqs = irq_numbers(m);
+    let on_isolated = delivered_to(m, &irqs, &isolated);
     let housekeeping: Vec<usize> = m
         .cpu_dirs()
         .into_iter()

@@ -225,16 +225,7 @@ pub fn pod_irqs(m: &Machine) -> Check {
             "no CPU subset of a pod to keep interrupts off (isolation.irq_affinity looks at the isolated CPUs)",
         );
     }
-    let on_measured: Vec<String> = m
-        .list("/proc/irq")
-        .into_iter()
-        .filter(|n| n.parse::<u32>().is_ok())
-        .filter(|irq| {
-            super::isolation::irq_cpus(m, irq)
-                .iter()
-                .any(|c| pod.measured.contains(c))
-        })
-        .collect();
+    let on_measured = super::isolation::irqs_delivered_to(m, &pod.measured);
     if on_measured.is_empty() {
         return check.ok(
             format!("none on measured CPU {}", cpu_list(&pod.measured)),

@@ -47,21 +47,28 @@ fn sampling_thread(pid: u32, name: &str) -> Option<i32> {
 }
 
 /// Whether the window's CPU was idle at the sample's due time: the last
-/// context switch before it went to the idle task (or none is in the
-/// window). A task that still ran at the due time (CI's run saw a python3 of
-/// the machine run 16 us past it) delays the wake-up as a task, so the
-/// hardware is named only from when the CPU went idle: such a window proves
-/// nothing about idle wake-ups.
+/// context switch before it went to the idle task or, with none before it,
+/// the first switch after it left the idle task (or none is in the window).
+/// A task that still ran at the due time (CI's run saw a python3 of the
+/// machine run 16 us past it; a 11-29 run, the process's own kernel-log
+/// reader switching out 2.4 ms after it, with no switch-in in the window)
+/// delays the wake-up as a task, so the hardware is named only from when
+/// the CPU went idle: such a window proves nothing about idle wake-ups.
 fn idle_when_due(spike: &Value) -> bool {
-    let mut switches = array_of(&spike["events"], "events")
+    let switches: Vec<(i64, &str)> = array_of(&spike["events"], "events")
         .iter()
         .filter(|e| e["event"] == "sched_switch")
-        .filter(|e| e["at_ns"].as_i64().is_some_and(|at| at <= 0));
-    switches.next_back().is_none_or(|e| {
-        e["text"]
-            .as_str()
-            .is_some_and(|t| t.contains("==> swapper/"))
-    })
+        .filter_map(|e| Some((e["at_ns"].as_i64()?, e["text"].as_str()?)))
+        .collect();
+    let last_before_due = switches.iter().rev().find(|(at, _)| *at <= 0);
+    let first_after_due = switches.iter().find(|(at, _)| *at > 0);
+    match (last_before_due, first_after_due) {
+        (Some((_, text)), _) => text.contains("==> swapper/"),
+        (None, Some((_, text))) => text
+            .split_once("==>")
+            .is_some_and(|(from, _)| from.contains("swapper/")),
+        (None, None) => true,
+    }
 }
 
 /// Why a late window after the slack was raised proves nothing about idle
