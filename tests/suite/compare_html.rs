@@ -34,13 +34,36 @@ fn base_and_new(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
 fn compare_html_writes_a_page_with_the_verdict_and_overlaid_percentiles() {
     let dir = tempfile::tempdir().unwrap();
     let (base, new) = base_and_new(dir.path());
+    // The bound: 1 ms, or twice the real base run's highest p99 when the
+    // machine's load put it higher (beside stress-ng, trial s2, pair 1's
+    // p99 crossed 1 ms too and the page said 2 of 2); below the raised 9 ms.
+    let base_p99 = read_json(&base)["tests"][0]["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["percentiles"].as_array().unwrap().iter())
+        .filter(|p| p["percentile"].as_f64() == Some(99.0))
+        .filter_map(|p| p["ns"].as_u64())
+        .max()
+        .unwrap_or(0);
+    let limit_ms = (2 * base_p99).div_ceil(1_000_000).max(1);
+    if limit_ms >= 9 {
+        latscope::testing::skip(
+            "compare_html_writes_a_page_with_the_verdict_and_overlaid_percentiles",
+            &format!(
+                "this machine's load put the base run's p99 at {base_p99} ns, near the raised 9 ms"
+            ),
+        );
+        return;
+    }
+    let bound = format!("p99>{limit_ms}ms");
     let page = dir.path().join("cmp.html");
     let json = dir.path().join("cmp.json");
     let out = run(latscope(30)
         .arg("compare")
         .arg(&base)
         .arg(&new)
-        .args(["--fail-if", "p99>1ms", "--html"])
+        .args(["--fail-if", &bound, "--html"])
         .arg(&page)
         .arg("--json")
         .arg(&json));
@@ -60,11 +83,11 @@ fn compare_html_writes_a_page_with_the_verdict_and_overlaid_percentiles() {
         "one plot per matched series"
     );
     for text in [
-        ">\nbase\n</text>",
-        ">\nnew\n</text>",
-        "--fail-if p99&gt;1ms (1 ms)",
+        ">\nbase\n</text>".to_string(),
+        ">\nnew\n</text>".to_string(),
+        format!("--fail-if p99&gt;{limit_ms}ms ({limit_ms} ms)"),
     ] {
-        assert!(html.contains(text), "{text}");
+        assert!(html.contains(&text), "{text}");
     }
     let pair0 = &html[html.find("<h2>futex pair 0</h2>").unwrap()..];
     let max_row = &pair0[pair0.find("<td class=\"l\">max</td>").expect("a max row")..];
