@@ -41,6 +41,7 @@ mod packaging;
 mod parse_props;
 mod parse_props_more;
 mod pod_realtime;
+mod pod_faces;
 mod ptsematest_compat;
 mod signals;
 mod signaltest_compat;
@@ -70,6 +71,7 @@ mod slow {
     mod logdisk;
     mod noise;
     mod oslat_compat;
+    mod pod_runs;
     mod readme_examples;
     mod report_html;
     mod rteval_report;

@@ -22,18 +22,24 @@ pub(super) fn write(
     write_page(dir, page, &see_also)
 }
 
-/// The usage a getopt tool prints for `--help`.
-fn getopt_usage(name: &str) -> Option<&'static str> {
-    match name {
-        CYCLICTEST_COMPAT => Some(&crate::settings::cyclictest::USAGE),
-        OSLAT_COMPAT => Some(&crate::settings::oslat::HELP),
-        CYCLICDEADLINE_COMPAT => Some(&crate::settings::cyclicdeadline::USAGE),
-        SIGNALTEST_COMPAT => Some(&crate::settings::signaltest::USAGE),
-        "hwlatdetect" => Some(crate::settings::hwlatdetect::HELP),
-        crate::cli::PI_STRESS_COMPAT => Some(&crate::settings::pi_stress::USAGE),
-        crate::cli::RT_MIGRATE_TEST_COMPAT => Some(&crate::settings::rt_migrate::USAGE),
-        _ => None,
-    }
+/// The usage a getopt tool prints for `--help` (a cnf-tests runner: Go's
+/// usage for `-h`).
+fn getopt_usage(name: &str) -> Option<String> {
+    use crate::settings::runner::RunnerTool;
+    let runner = |tool: RunnerTool| crate::settings::goflag::usage(name, &tool.flags());
+    Some(match name {
+        CYCLICTEST_COMPAT => crate::settings::cyclictest::USAGE.to_string(),
+        OSLAT_COMPAT => crate::settings::oslat::HELP.to_string(),
+        CYCLICDEADLINE_COMPAT => crate::settings::cyclicdeadline::USAGE.to_string(),
+        SIGNALTEST_COMPAT => crate::settings::signaltest::USAGE.to_string(),
+        "hwlatdetect" => crate::settings::hwlatdetect::HELP.to_string(),
+        crate::cli::PI_STRESS_COMPAT => crate::settings::pi_stress::USAGE.to_string(),
+        crate::cli::RT_MIGRATE_TEST_COMPAT => crate::settings::rt_migrate::USAGE.to_string(),
+        crate::cli::OSLAT_RUNNER_COMPAT => runner(RunnerTool::Oslat),
+        crate::cli::CYCLICTEST_RUNNER_COMPAT => runner(RunnerTool::Cyclictest),
+        crate::cli::HWLATDETECT_RUNNER_COMPAT => runner(RunnerTool::Hwlatdetect),
+        _ => return None,
+    })
 }
 
 /// The page of a name whose options are not clap arguments (`cyclictest`,
@@ -48,9 +54,14 @@ fn write_getopt_page(
 ) -> Result<(), CommandError> {
     let usage = getopt_usage(name)
         .ok_or_else(|| CommandError::Runtime(format!("man page of {name}: no usage text")))?;
-    let sub = cli.find_subcommand(subcommand).ok_or_else(|| {
-        CommandError::Runtime(format!("man page of {name}: no subcommand {subcommand}"))
-    })?;
+    // `runner oslat`: a subcommand of a subcommand.
+    let sub = subcommand
+        .split(' ')
+        .try_fold(cli, |parent, word| parent.find_subcommand(word))
+        .ok_or_else(|| {
+            CommandError::Runtime(format!("man page of {name}: no subcommand {subcommand}"))
+        })?;
+    let top = subcommand.split(' ').next().unwrap_or(subcommand);
     let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
     let page = clap::Command::new(name)
         .bin_name(name)
@@ -78,7 +89,7 @@ fn write_getopt_page(
                     .join("\n")
             ),
         ));
-    write_page(dir, page, &["latscope", &format!("latscope-{subcommand}")])
+    write_page(dir, page, &["latscope", &format!("latscope-{top}")])
 }
 
 /// The page of a compatibility name: the subcommand it runs, under that name,
