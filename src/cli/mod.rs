@@ -272,8 +272,8 @@ Exit codes: the tool's own; 4 when the pod's CPUs cannot host the test (fewer th
 than 4 with SMT); 2 for a bad variable.
 
 Examples:
-  PAUSE=n RUNTIME_SECONDS=30 latscope container oslat
-  podman run --rm --privileged -e DURATION=1h -e PAUSE=n IMAGE latscope container cyclictest
+  latscope container oslat        # with PAUSE=n RUNTIME_SECONDS=30 set: 30 s, then exit
+  latscope container cyclictest   # an image's CMD; DURATION=1h in the pod's env
 ";
 
 /// `latscope runner TOOL FLAGS`.
@@ -322,8 +322,8 @@ Exit codes: 0 the tool passed; 255 it failed, or the CPUs cannot host it (klog.F
 line); 2 bad flags (Go's message and the usage), or a log file that cannot be opened.
 
 Examples:
-  oslat-runner -logtostderr=false -alsologtostderr=true -log_file=/host/oslat.log -runtime=10m
-  latscope runner hwlatdetect -duration=1m -hardlimit=20
+  latscope runner oslat -logtostderr=false -alsologtostderr -log_file=/host/oslat.log -runtime=10m
+  latscope runner hwlatdetect -duration=1m -hardlimit=20    # as hwlatdetect-runner
 ";
 
 /// `latscope cleanup`: leftovers of latscope processes that are gone.

@@ -36,7 +36,10 @@ pub fn run(args: &ContainerArgs) -> Result<i32, CommandError> {
         Vec::new()
     };
     let cpus = pod_cpus::live();
-    print(&format!("allowed cpu list: {}\n", cpu_list(&allowed_list(&cpus))));
+    print(&format!(
+        "allowed cpu list: {}\n",
+        cpu_list(&allowed_list(&cpus))
+    ));
     let (main, measured) = match choose(tool, &settings, &cpus) {
         Ok(choice) => choice,
         Err(why) => {
@@ -45,11 +48,7 @@ pub fn run(args: &ContainerArgs) -> Result<i32, CommandError> {
         }
     };
     let command = settings.command(main, &measured);
-    print(&format!(
-        "{}{}\n",
-        tool.command_label(),
-        command.join(" ")
-    ));
+    print(&format!("{}{}\n", tool.command_label(), command.join(" ")));
     if settings.manual {
         print("manual=y: the test is not run; stop the container (SIGTERM) to end\n");
         self_exec::sleep_until_stopped(None);
@@ -64,8 +63,8 @@ pub fn run(args: &ContainerArgs) -> Result<i32, CommandError> {
             return Ok(EXIT_OK);
         }
     }
-    let loads = crate::load::process::Loads::start(&stress, &measured)
-        .map_err(CommandError::Runtime)?;
+    let loads =
+        crate::load::process::Loads::start(&stress, &measured).map_err(CommandError::Runtime)?;
     let (program, words) = command.split_first().expect("a command has its program");
     let ended = self_exec::run_as(program, words, Output::Inherit);
     drop(loads);

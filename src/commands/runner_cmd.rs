@@ -12,49 +12,13 @@ use crate::pipeline::CommandError;
 use crate::rt::klog::{Klog, LogFileError, Severity};
 use crate::rt::self_exec::{self, Output};
 use crate::settings::goflag::{self, GoFlagUsage};
-use crate::settings::runner::{RunnerSettings, RunnerTool, go_list};
+use crate::settings::runner::{Line, RunnerSettings, RunnerTool, go_list, source_place};
 use std::io::Write;
 
 /// klog.Fatalf's exit status.
 const FATAL: i32 = 255;
 /// klog's exit when its log file cannot be opened.
 const LOG_FILE_FAILED: i32 = 2;
-
-/// Where each line comes from in the runner's Go source (cnf-tests
-/// `cmd/<tool>-runner/main.go` and `internal/node/node.go`), by message.
-fn place(tool: RunnerTool, what: Line) -> (&'static str, u32) {
-    use Line::*;
-    let line = match (tool, what) {
-        (_, Cmdline) => return ("node.go", 39),
-        (_, Kernel) => return ("node.go", 46),
-        (RunnerTool::Oslat, MainCpu) => 35,
-        (RunnerTool::Oslat, Siblings) => 41,
-        (RunnerTool::Oslat, TooFew) => 31,
-        (RunnerTool::Oslat, Smt) => 50,
-        (RunnerTool::Oslat, Running) => 73,
-        (RunnerTool::Oslat, Ran) => 76,
-        (RunnerTool::Cyclictest, MainCpu) => 34,
-        (RunnerTool::Cyclictest, Siblings) => 40,
-        (RunnerTool::Cyclictest, TooFew | Smt) => 49,
-        (RunnerTool::Cyclictest, Running) => 77,
-        (RunnerTool::Cyclictest, Ran) => 80,
-        (RunnerTool::Hwlatdetect, Running) => 50,
-        (RunnerTool::Hwlatdetect, _) => 53,
-    };
-    ("main.go", line)
-}
-
-#[derive(Clone, Copy)]
-enum Line {
-    MainCpu,
-    Siblings,
-    TooFew,
-    Smt,
-    Cmdline,
-    Kernel,
-    Running,
-    Ran,
-}
 
 /// The runner's logger, with the runner's directory when `-add_dir_header`.
 struct Log {
@@ -65,12 +29,7 @@ struct Log {
 
 impl Log {
     fn write(&mut self, severity: Severity, what: Line, message: &str) -> Result<(), LogFileError> {
-        let (file, line) = place(self.tool, what);
-        let file = match (self.dir, file) {
-            (false, f) => f.to_string(),
-            (true, "node.go") => "node/node.go".to_string(),
-            (true, f) => format!("{}/{f}", self.tool.name()),
-        };
+        let (file, line) = source_place(self.tool, what, self.dir);
         self.klog.log(severity, (&file, line), message)
     }
 }
@@ -84,11 +43,7 @@ pub fn run(tool: RunnerTool, words: &[String]) -> Result<i32, CommandError> {
         _ => words,
     };
     let program = crate::cli::getopt_program_name(tool.name());
-    // klog names its files after the program's base name.
-    let base = std::path::Path::new(&program)
-        .file_name()
-        .map_or(program.clone(), |n| n.to_string_lossy().into_owned());
-    let settings = match RunnerSettings::parse(tool, words, &base) {
+    let settings = match RunnerSettings::parse(tool, words, &program) {
         Ok(s) => s,
         Err(usage) => {
             let text = goflag::usage(&program, &tool.flags());
@@ -127,8 +82,12 @@ fn run_logged(settings: &RunnerSettings, log: &mut Log) -> Result<i32, LogFileEr
             return Ok(FATAL);
         }
         let main = cpus.usable[0];
-        log.write(Severity::Info, Line::MainCpu, &format!("{name} main thread cpu: {main}"))?;
-        let siblings = format!("{name} main thread's cpu siblings: {}", go_list(&cpus.first_core));
+        let m = format!("{name} main thread cpu: {main}");
+        log.write(Severity::Info, Line::MainCpu, &m)?;
+        let siblings = format!(
+            "{name} main thread's cpu siblings: {}",
+            go_list(&cpus.first_core)
+        );
         log.write(Severity::Info, Line::Siblings, &siblings)?;
         if cpus.shortfall().is_some() {
             let m = format!("when hyper-threading enabled {name} pod requires at least 4 CPUs");
@@ -140,11 +99,13 @@ fn run_logged(settings: &RunnerSettings, log: &mut Log) -> Result<i32, LogFileEr
         (0, Vec::new())
     };
     let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
-    log.write(Severity::Info, Line::Cmdline, &format!("Environment information: /proc/cmdline: {cmdline}"))?;
+    let m = format!("Environment information: /proc/cmdline: {cmdline}");
+    log.write(Severity::Info, Line::Cmdline, &m)?;
     let release = nix::sys::utsname::uname()
         .map(|u| u.release().to_string_lossy().into_owned())
         .unwrap_or_default();
-    log.write(Severity::Info, Line::Kernel, &format!("Environment information: kernel version {release}"))?;
+    let m = format!("Environment information: kernel version {release}");
+    log.write(Severity::Info, Line::Kernel, &m)?;
     if settings.start_delay_s > 0 {
         let delay = std::time::Duration::from_secs(settings.start_delay_s as u64);
         if let Some(sig) = self_exec::sleep_until_stopped(Some(delay)) {
@@ -158,30 +119,21 @@ fn run_logged(settings: &RunnerSettings, log: &mut Log) -> Result<i32, LogFileEr
     let ended = match self_exec::run_as(name, &args, Output::Collect) {
         Ok(ended) => ended,
         Err(e) => {
-            log.write(Severity::Fatal, Line::Ran, &format!("failed to run {name} command {e}"))?;
+            let m = format!("failed to run {name} command {e}");
+            log.write(Severity::Fatal, Line::Ran, &m)?;
             return Ok(FATAL);
         }
     };
     let out = String::from_utf8_lossy(&ended.output);
     if ended.status.success() {
-        log.write(Severity::Info, Line::Ran, &format!("succeeded to run the {name} command: {out}"))?;
+        let m = format!("succeeded to run the {name} command: {out}");
+        log.write(Severity::Info, Line::Ran, &m)?;
         return Ok(0);
     }
-    let m = format!("failed to run {name} command; out: {out}; err: {}", go_exit_error(&ended.status));
+    let m = format!(
+        "failed to run {name} command; out: {out}; err: {}",
+        ended.go_error()
+    );
     log.write(Severity::Fatal, Line::Ran, &m)?;
     Ok(FATAL)
-}
-
-/// How Go's `exec.ExitError` prints a status: `exit status 1`, `signal:
-/// terminated`.
-fn go_exit_error(status: &std::process::ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(code), _) => format!("exit status {code}"),
-        (None, Some(libc::SIGTERM)) => "signal: terminated".to_string(),
-        (None, Some(libc::SIGKILL)) => "signal: killed".to_string(),
-        (None, Some(libc::SIGINT)) => "signal: interrupt".to_string(),
-        (None, Some(sig)) => format!("signal: {sig}"),
-        _ => status.to_string(),
-    }
 }

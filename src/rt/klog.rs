@@ -334,7 +334,14 @@ mod tests {
     #[test]
     fn a_line_is_klogs() {
         assert_eq!(
-            line(Severity::Info, AT, 1, ("main.go", 35), "oslat main thread cpu: 4", false),
+            line(
+                Severity::Info,
+                AT,
+                1,
+                ("main.go", 35),
+                "oslat main thread cpu: 4",
+                false
+            ),
             "I1129 09:05:07.000042       1 main.go:35] oslat main thread cpu: 4\n"
         );
         assert_eq!(

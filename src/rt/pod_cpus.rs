@@ -372,7 +372,10 @@ mod tests {
         let pairs: BTreeMap<usize, Vec<usize>> =
             (0..12).map(|c| (c, vec![c & !1, c | 1])).collect();
         let c = choose(&topology("0-3,10,11", pairs));
-        assert_eq!((c.shortfall(), c.measured.clone()), (None, vec![2, 3, 10, 11]));
+        assert_eq!(
+            (c.shortfall(), c.measured.clone()),
+            (None, vec![2, 3, 10, 11])
+        );
         // Four threads of one core (SMT4): nothing left to measure.
         let smt4: BTreeMap<usize, Vec<usize>> = (0..4).map(|c| (c, vec![0, 1, 2, 3])).collect();
         let c = choose(&topology("0-3", smt4));

@@ -48,6 +48,21 @@ impl Ended {
     }
 }
 
+impl Ended {
+    /// The status as Go's `exec.ExitError` prints it (`exit status 1`,
+    /// `signal: terminated`), as the runners' failure line quotes it.
+    pub fn go_error(&self) -> String {
+        match (self.status.code(), self.status.signal()) {
+            (Some(code), _) => format!("exit status {code}"),
+            (None, Some(libc::SIGTERM)) => "signal: terminated".to_string(),
+            (None, Some(libc::SIGKILL)) => "signal: killed".to_string(),
+            (None, Some(libc::SIGINT)) => "signal: interrupt".to_string(),
+            (None, Some(sig)) => format!("signal: {sig}"),
+            _ => self.status.to_string(),
+        }
+    }
+}
+
 /// An anonymous file in memory (`memfd`) for a child's output: it never
 /// fills up as a pipe does, and nothing is left on any file system.
 pub fn memory_file(name: &std::ffi::CStr) -> Result<File, String> {
@@ -77,7 +92,10 @@ pub fn run_as(name: &str, args: &[String], output: Output) -> Result<Ended, Stri
                     .map(Stdio::from)
                     .map_err(|e| format!("could not share the tool's output file: {e}"))
             };
-            command.stdin(Stdio::null()).stdout(share()?).stderr(share()?);
+            command
+                .stdin(Stdio::null())
+                .stdout(share()?)
+                .stderr(share()?);
             Some(file)
         }
     };

@@ -163,7 +163,10 @@ fn number(
 /// A duration as rt-tests reads `-D` (a number of seconds, or with s, m,
 /// h, d), or the default.
 fn tool_duration(name: &str, value: Option<&str>, default: &str) -> Result<String, UsageError> {
-    let v = value.map(str::trim).filter(|v| !v.is_empty()).unwrap_or(default);
+    let v = value
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .unwrap_or(default);
     // rt-tests' parse_time_string: a number and at most one unit letter.
     let number = v.trim_end_matches(|c| "smhdSMHD".contains(c));
     let ok = v.len() - number.len() <= 1
@@ -198,13 +201,26 @@ impl ContainerSettings {
         } else {
             "PRIO"
         };
-        let default_priority = if tool == ContainerTool::Timerlat { 95 } else { 1 };
+        let default_priority = if tool == ContainerTool::Timerlat {
+            95
+        } else {
+            1
+        };
         let mut priority = Some(
-            number(priority_name, text(priority_name).as_deref(), 1..=99, "a real-time priority")?
-                .unwrap_or(default_priority),
+            number(
+                priority_name,
+                text(priority_name).as_deref(),
+                1..=99,
+                "a real-time priority",
+            )?
+            .unwrap_or(default_priority),
         );
         if tool == ContainerTool::Oslat
-            && yes_no("USE_DEFAULT_SCHED", text("USE_DEFAULT_SCHED").as_deref(), false)?
+            && yes_no(
+                "USE_DEFAULT_SCHED",
+                text("USE_DEFAULT_SCHED").as_deref(),
+                false,
+            )?
         {
             priority = None;
         }
@@ -220,8 +236,13 @@ impl ContainerSettings {
         Ok(ContainerSettings {
             tool,
             duration,
-            interval_us: number("INTERVAL", text("INTERVAL").as_deref(), 1..=10_000_000, "microseconds")?
-                .unwrap_or(1000),
+            interval_us: number(
+                "INTERVAL",
+                text("INTERVAL").as_deref(),
+                1..=10_000_000,
+                "microseconds",
+            )?
+            .unwrap_or(1000),
             priority,
             stress: tool == ContainerTool::Cyclictest && stress,
             trace_threshold_us: number(
@@ -230,9 +251,19 @@ impl ContainerSettings {
                 1..=u32::MAX as u64,
                 "microseconds",
             )?,
-            threshold_us: number("THRESHOLD", text("THRESHOLD").as_deref(), 1..=u32::MAX as u64, "microseconds")?,
-            max_latency_us: number("MAX_LATENCY", text("MAX_LATENCY").as_deref(), 0..=u32::MAX as u64, "microseconds")?
-                .filter(|&us| us > 0),
+            threshold_us: number(
+                "THRESHOLD",
+                text("THRESHOLD").as_deref(),
+                1..=u32::MAX as u64,
+                "microseconds",
+            )?,
+            max_latency_us: number(
+                "MAX_LATENCY",
+                text("MAX_LATENCY").as_deref(),
+                0..=u32::MAX as u64,
+                "microseconds",
+            )?
+            .filter(|&us| us > 0),
             all_cpus: yes_no("ALL_CPUS", text("ALL_CPUS").as_deref(), false)?,
             extra_args: text("EXTRA_ARGS")
                 .map(|a| a.split_whitespace().map(String::from).collect())
@@ -257,7 +288,17 @@ impl ContainerSettings {
                 let threads = measured.len().to_string();
                 let interval = self.interval_us.to_string();
                 push(&["-q", "-D", &self.duration, "-p", &priority, "-t", &threads]);
-                push(&["-a", &list, "-h", "30", "-i", &interval, "--mainaffinity", &main, "-m"]);
+                push(&[
+                    "-a",
+                    &list,
+                    "-h",
+                    "30",
+                    "-i",
+                    &interval,
+                    "--mainaffinity",
+                    &main,
+                    "-m",
+                ]);
                 if let Some(us) = self.trace_threshold_us {
                     push(&["-b", &us.to_string()]);
                 }
@@ -283,7 +324,15 @@ impl ContainerSettings {
                 push(&["--watch"]);
             }
             ContainerTool::Timerlat => {
-                push(&["timer", "--cpus", &list, "-D", &self.duration, "-P", &priority]);
+                push(&[
+                    "timer",
+                    "--cpus",
+                    &list,
+                    "-D",
+                    &self.duration,
+                    "-P",
+                    &priority,
+                ]);
                 if let Some(us) = self.max_latency_us {
                     push(&["--max-latency", &us.to_string()]);
                 }
@@ -299,7 +348,10 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
-    fn settings(tool: ContainerTool, vars: &[(&str, &str)]) -> Result<ContainerSettings, UsageError> {
+    fn settings(
+        tool: ContainerTool,
+        vars: &[(&str, &str)],
+    ) -> Result<ContainerSettings, UsageError> {
         let map: BTreeMap<String, String> = vars
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -356,7 +408,9 @@ mod tests {
         .unwrap();
         assert_eq!(
             s.command(0, &[1]),
-            words("cyclictest -q -D 2m -p 90 -t 1 -a 1 -h 30 -i 200 --mainaffinity 0 -m -b 50 --smi -v")
+            words(
+                "cyclictest -q -D 2m -p 90 -t 1 -a 1 -h 30 -i 200 --mainaffinity 0 -m -b 50 --smi -v"
+            )
         );
         assert!(s.stress && s.manual && !s.pause);
         assert_eq!(s.delay, Duration::from_secs(3));
@@ -372,7 +426,9 @@ mod tests {
         .unwrap();
         assert_eq!(
             s.command(0, &[1]),
-            words("oslat -D 1m --rtprio 5 --cpu-list 1 --cpu-main-thread 0 --trace-threshold=20 -w memmove")
+            words(
+                "oslat -D 1m --rtprio 5 --cpu-list 1 --cpu-main-thread 0 --trace-threshold=20 -w memmove"
+            )
         );
         let s = settings(ContainerTool::Oslat, &[("USE_DEFAULT_SCHED", "y")]).unwrap();
         assert_eq!(s.priority, None);
@@ -382,38 +438,100 @@ mod tests {
         );
         let s = settings(
             ContainerTool::Hwlatdetect,
-            &[("THRESHOLD", "5"), ("ALL_CPUS", "y"), ("EXTRA_ARGS", "--hardlimit 9")],
+            &[
+                ("THRESHOLD", "5"),
+                ("ALL_CPUS", "y"),
+                ("EXTRA_ARGS", "--hardlimit 9"),
+            ],
         )
         .unwrap();
         assert_eq!(
             s.command(0, &[0, 1]),
             words("hwlatdetect --duration 10 --threshold=5 --watch --hardlimit 9")
         );
-        let s = settings(ContainerTool::Timerlat, &[("MAX_LATENCY", "40"), ("PRIO", "80")]).unwrap();
+        let s = settings(
+            ContainerTool::Timerlat,
+            &[("MAX_LATENCY", "40"), ("PRIO", "80")],
+        )
+        .unwrap();
         assert_eq!(
             s.command(0, &[1, 2]),
             words("latscope timer --cpus 1-2 -D 24h -P 80 --max-latency 40")
         );
         // stress only means something to cyclictest.
-        assert!(!settings(ContainerTool::Oslat, &[("stress", "true")]).unwrap().stress);
+        assert!(
+            !settings(ContainerTool::Oslat, &[("stress", "true")])
+                .unwrap()
+                .stress
+        );
     }
 
     #[test]
     fn every_bad_value_is_one_line() {
         use ContainerTool::*;
         let cases: &[(ContainerTool, &str, &str, &str)] = &[
-            (Cyclictest, "DURATION", "soon", "DURATION=soon: give a duration"),
-            (Cyclictest, "DURATION", "1h30m", "DURATION=1h30m: give a duration"),
-            (Oslat, "RUNTIME_SECONDS", "-5", "RUNTIME_SECONDS=-5: give a duration"),
-            (Cyclictest, "INTERVAL", "0", "INTERVAL=0: give microseconds (1 to 10000000)"),
-            (Cyclictest, "rt_priority", "100", "rt_priority=100: give a real-time priority (1 to 99)"),
-            (Oslat, "PRIO", "high", "PRIO=high: give a real-time priority (1 to 99)"),
+            (
+                Cyclictest,
+                "DURATION",
+                "soon",
+                "DURATION=soon: give a duration",
+            ),
+            (
+                Cyclictest,
+                "DURATION",
+                "1h30m",
+                "DURATION=1h30m: give a duration",
+            ),
+            (
+                Oslat,
+                "RUNTIME_SECONDS",
+                "-5",
+                "RUNTIME_SECONDS=-5: give a duration",
+            ),
+            (
+                Cyclictest,
+                "INTERVAL",
+                "0",
+                "INTERVAL=0: give microseconds (1 to 10000000)",
+            ),
+            (
+                Cyclictest,
+                "rt_priority",
+                "100",
+                "rt_priority=100: give a real-time priority (1 to 99)",
+            ),
+            (
+                Oslat,
+                "PRIO",
+                "high",
+                "PRIO=high: give a real-time priority (1 to 99)",
+            ),
             (Cyclictest, "stress", "maybe", "stress=maybe: give y or n"),
-            (Oslat, "USE_DEFAULT_SCHED", "sure", "USE_DEFAULT_SCHED=sure: give y or n"),
-            (Oslat, "TRACE_THRESHOLD", "0", "TRACE_THRESHOLD=0: give microseconds"),
-            (Hwlatdetect, "THRESHOLD", "1.5", "THRESHOLD=1.5: give microseconds"),
+            (
+                Oslat,
+                "USE_DEFAULT_SCHED",
+                "sure",
+                "USE_DEFAULT_SCHED=sure: give y or n",
+            ),
+            (
+                Oslat,
+                "TRACE_THRESHOLD",
+                "0",
+                "TRACE_THRESHOLD=0: give microseconds",
+            ),
+            (
+                Hwlatdetect,
+                "THRESHOLD",
+                "1.5",
+                "THRESHOLD=1.5: give microseconds",
+            ),
             (Hwlatdetect, "ALL_CPUS", "all", "ALL_CPUS=all: give y or n"),
-            (Timerlat, "MAX_LATENCY", "x", "MAX_LATENCY=x: give microseconds"),
+            (
+                Timerlat,
+                "MAX_LATENCY",
+                "x",
+                "MAX_LATENCY=x: give microseconds",
+            ),
             (Oslat, "delay", "later", "delay=later: "),
             (Oslat, "manual", "maybe", "manual=maybe: give y or n"),
             (Oslat, "PAUSE", "2", "PAUSE=2: give y or n"),

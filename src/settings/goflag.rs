@@ -55,12 +55,15 @@ pub struct Parsed {
 impl Parsed {
     /// The value of flag `name`: as given, else its default from `flags`.
     pub fn get<'a>(&'a self, flags: &'a [Flag], name: &str) -> &'a str {
-        self.values.get(name).map(String::as_str).unwrap_or_else(|| {
-            flags
-                .iter()
-                .find(|f| f.name == name)
-                .map_or("", |f| f.default)
-        })
+        self.values
+            .get(name)
+            .map(String::as_str)
+            .unwrap_or_else(|| {
+                flags
+                    .iter()
+                    .find(|f| f.name == name)
+                    .map_or("", |f| f.default)
+            })
     }
 }
 
@@ -114,9 +117,7 @@ pub fn parse(flags: &[Flag], words: &[String]) -> Result<Parsed, GoFlagUsage> {
                     words[i - 1].clone()
                 }
                 None => {
-                    return Err(GoFlagUsage::Bad(format!(
-                        "flag needs an argument: -{name}"
-                    )));
+                    return Err(GoFlagUsage::Bad(format!("flag needs an argument: -{name}")));
                 }
             };
             if let Err(why) = check(flag.kind, &text) {
@@ -205,7 +206,11 @@ pub fn parse_int(text: &str) -> Result<i64, &'static str> {
         return Err("parse error");
     }
     let magnitude = u128::from_str_radix(&clean, radix).map_err(|_| "value out of range")?;
-    let limit = if negative { 1u128 << 63 } else { (1u128 << 63) - 1 };
+    let limit = if negative {
+        1u128 << 63
+    } else {
+        (1u128 << 63) - 1
+    };
     if magnitude > limit {
         return Err("value out of range");
     }
@@ -351,7 +356,9 @@ mod tests {
     use super::*;
 
     fn level(text: &str) -> Result<(), String> {
-        text.parse::<i32>().map(|_| ()).map_err(|_| "bad level".into())
+        text.parse::<i32>()
+            .map(|_| ())
+            .map_err(|_| "bad level".into())
     }
 
     const FLAGS: &[Flag] = &[
@@ -488,7 +495,9 @@ mod tests {
         assert_eq!(parse_int("-9223372036854775808"), Ok(i64::MIN));
         assert_eq!(parse_int("9223372036854775808"), Err("value out of range"));
         assert_eq!(parse_int("1_000"), Ok(1000));
-        for bad in ["", "-", "_1", "1_", "1__0", "08", "0x", "1.5", " 1", "ten", "0x__1"] {
+        for bad in [
+            "", "-", "_1", "1_", "1__0", "08", "0x", "1.5", " 1", "ten", "0x__1",
+        ] {
             assert_eq!(parse_int(bad), Err("parse error"), "{bad:?}");
         }
     }

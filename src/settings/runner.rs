@@ -313,26 +313,31 @@ pub struct RunnerSettings {
 
 impl RunnerSettings {
     /// Parses the runner's words as its Go `flag.Parse` does; `program` is
-    /// the name klog's file names take.
+    /// its argv[0], whose base name klog's file names take.
     pub fn parse(
         tool: RunnerTool,
         words: &[String],
         program: &str,
     ) -> Result<RunnerSettings, GoFlagUsage> {
+        let program = std::path::Path::new(program)
+            .file_name()
+            .map_or(program.to_string(), |n| n.to_string_lossy().into_owned());
         let flags = tool.flags();
         let parsed = goflag::parse(&flags, words)?;
         let get = |name: &str| parsed.get(&flags, name).to_string();
         let yes = |name: &str| goflag::parse_bool(&get(name)) == Some(true);
-        let path = |name: &str| Some(PathBuf::from(get(name))).filter(|p| !p.as_os_str().is_empty());
+        let path =
+            |name: &str| Some(PathBuf::from(get(name))).filter(|p| !p.as_os_str().is_empty());
         let klog = KlogConfig {
             to_stderr: yes("logtostderr"),
             also_to_stderr: yes("alsologtostderr"),
-            stderr_threshold: Severity::from_flag(&get("stderrthreshold")).unwrap_or(Severity::Error),
+            stderr_threshold: Severity::from_flag(&get("stderrthreshold"))
+                .unwrap_or(Severity::Error),
             log_file: path("log_file"),
             log_dir: path("log_dir"),
             skip_headers: yes("skip_headers"),
             skip_log_headers: yes("skip_log_headers"),
-            program: program.to_string(),
+            program,
         };
         let delay_flag = format!("{}-start-delay", tool.tool());
         let start_delay_s = goflag::parse_int(&get(&delay_flag)).unwrap_or(0);
@@ -342,10 +347,7 @@ impl RunnerSettings {
             add_dir_header: yes("add_dir_header"),
             start_delay_s,
             parsed: Parsed {
-                values: flags
-                    .iter()
-                    .map(|f| (f.name, get(f.name)))
-                    .collect(),
+                values: flags.iter().map(|f| (f.name, get(f.name))).collect(),
                 rest: parsed.rest.clone(),
             },
         })
@@ -418,6 +420,67 @@ impl RunnerSettings {
     }
 }
 
+/// The usage of the runner named `name` (`oslat-runner`, ...), as its `-h`
+/// prints it; None for another name.
+pub fn usage_named(name: &str) -> Option<String> {
+    let tool = [
+        RunnerTool::Oslat,
+        RunnerTool::Cyclictest,
+        RunnerTool::Hwlatdetect,
+    ]
+    .into_iter()
+    .find(|t| t.name() == name)?;
+    Some(goflag::usage(name, &tool.flags()))
+}
+
+/// Where each line comes from in the runner's Go source (cnf-tests
+/// `cmd/<tool>-runner/main.go` and `internal/node/node.go`), by message;
+/// with its directory for klog's `-add_dir_header`.
+pub fn source_place(tool: RunnerTool, what: Line, with_dir: bool) -> (String, u32) {
+    let (file, line) = source_line(tool, what);
+    let file = match (with_dir, file) {
+        (false, f) => f.to_string(),
+        (true, "node.go") => "node/node.go".to_string(),
+        (true, f) => format!("{}/{f}", tool.name()),
+    };
+    (file, line)
+}
+
+fn source_line(tool: RunnerTool, what: Line) -> (&'static str, u32) {
+    use Line::*;
+    let line = match (tool, what) {
+        (_, Cmdline) => return ("node.go", 39),
+        (_, Kernel) => return ("node.go", 46),
+        (RunnerTool::Oslat, MainCpu) => 35,
+        (RunnerTool::Oslat, Siblings) => 41,
+        (RunnerTool::Oslat, TooFew) => 31,
+        (RunnerTool::Oslat, Smt) => 50,
+        (RunnerTool::Oslat, Running) => 73,
+        (RunnerTool::Oslat, Ran) => 76,
+        (RunnerTool::Cyclictest, MainCpu) => 34,
+        (RunnerTool::Cyclictest, Siblings) => 40,
+        (RunnerTool::Cyclictest, TooFew | Smt) => 49,
+        (RunnerTool::Cyclictest, Running) => 77,
+        (RunnerTool::Cyclictest, Ran) => 80,
+        (RunnerTool::Hwlatdetect, Running) => 50,
+        (RunnerTool::Hwlatdetect, _) => 53,
+    };
+    ("main.go", line)
+}
+
+/// The lines a runner logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Line {
+    MainCpu,
+    Siblings,
+    TooFew,
+    Smt,
+    Cmdline,
+    Kernel,
+    Running,
+    Ran,
+}
+
 /// Go's `%v` of a string slice: `[a b c]`.
 pub fn go_list<T: ToString>(items: &[T]) -> String {
     let words: Vec<String> = items.iter().map(T::to_string).collect();
@@ -453,7 +516,10 @@ mod tests {
         assert_eq!(s.start_delay_s, 0);
         assert!(s.klog.to_stderr && !s.klog.also_to_stderr);
         assert_eq!(s.klog.stderr_threshold, Severity::Error);
-        assert_eq!((s.klog.log_file.clone(), s.klog.log_dir.clone()), (None, None));
+        assert_eq!(
+            (s.klog.log_file.clone(), s.klog.log_dir.clone()),
+            (None, None)
+        );
         let s = parse(RunnerTool::Cyclictest, "").unwrap();
         assert_eq!(
             s.tool_args(4, &[5, 7]),
@@ -465,7 +531,9 @@ mod tests {
         let s = parse(RunnerTool::Hwlatdetect, "").unwrap();
         assert_eq!(
             s.tool_args(0, &[]),
-            words("--threshold 20 --hardlimit 20 --duration 15s --window 1000000us --width 950000us")
+            words(
+                "--threshold 20 --hardlimit 20 --duration 15s --window 1000000us --width 950000us"
+            )
         );
     }
 
@@ -517,28 +585,108 @@ mod tests {
     fn every_bad_value_is_gos_refusal() {
         use RunnerTool::*;
         let cases: &[(RunnerTool, &str, &str)] = &[
-            (Oslat, "-oslat-start-delay=soon", "invalid value \"soon\" for flag -oslat-start-delay: parse error"),
+            (
+                Oslat,
+                "-oslat-start-delay=soon",
+                "invalid value \"soon\" for flag -oslat-start-delay: parse error",
+            ),
             (Oslat, "-runtime", "flag needs an argument: -runtime"),
-            (Oslat, "-rt-priority", "flag needs an argument: -rt-priority"),
-            (Oslat, "-duration=1m", "flag provided but not defined: -duration"),
-            (Cyclictest, "-interval=1.5", "invalid value \"1.5\" for flag -interval: parse error"),
-            (Cyclictest, "-cyclictest-start-delay=1s", "invalid value \"1s\" for flag -cyclictest-start-delay: parse error"),
-            (Cyclictest, "-runtime=1m", "flag provided but not defined: -runtime"),
-            (Cyclictest, "-threads=2", "flag provided but not defined: -threads"),
-            (Hwlatdetect, "-threshold=x", "invalid value \"x\" for flag -threshold: parse error"),
-            (Hwlatdetect, "-hardlimit=99999999999999999999", "invalid value \"99999999999999999999\" for flag -hardlimit: value out of range"),
-            (Hwlatdetect, "-window=10", "invalid value \"10\" for flag -window: parse error"),
-            (Hwlatdetect, "-width=5x", "invalid value \"5x\" for flag -width: parse error"),
-            (Hwlatdetect, "-hwlatdetect-start-delay=", "invalid value \"\" for flag -hwlatdetect-start-delay: parse error"),
-            (Oslat, "-logtostderr=nope", "invalid boolean value \"nope\" for -logtostderr: parse error"),
-            (Oslat, "-alsologtostderr=2", "invalid boolean value \"2\" for -alsologtostderr: parse error"),
+            (
+                Oslat,
+                "-rt-priority",
+                "flag needs an argument: -rt-priority",
+            ),
+            (
+                Oslat,
+                "-duration=1m",
+                "flag provided but not defined: -duration",
+            ),
+            (
+                Cyclictest,
+                "-interval=1.5",
+                "invalid value \"1.5\" for flag -interval: parse error",
+            ),
+            (
+                Cyclictest,
+                "-cyclictest-start-delay=1s",
+                "invalid value \"1s\" for flag -cyclictest-start-delay: parse error",
+            ),
+            (
+                Cyclictest,
+                "-runtime=1m",
+                "flag provided but not defined: -runtime",
+            ),
+            (
+                Cyclictest,
+                "-threads=2",
+                "flag provided but not defined: -threads",
+            ),
+            (
+                Hwlatdetect,
+                "-threshold=x",
+                "invalid value \"x\" for flag -threshold: parse error",
+            ),
+            (
+                Hwlatdetect,
+                "-hardlimit=99999999999999999999",
+                "invalid value \"99999999999999999999\" for flag -hardlimit: value out of range",
+            ),
+            (
+                Hwlatdetect,
+                "-window=10",
+                "invalid value \"10\" for flag -window: parse error",
+            ),
+            (
+                Hwlatdetect,
+                "-width=5x",
+                "invalid value \"5x\" for flag -width: parse error",
+            ),
+            (
+                Hwlatdetect,
+                "-hwlatdetect-start-delay=",
+                "invalid value \"\" for flag -hwlatdetect-start-delay: parse error",
+            ),
+            (
+                Oslat,
+                "-logtostderr=nope",
+                "invalid boolean value \"nope\" for -logtostderr: parse error",
+            ),
+            (
+                Oslat,
+                "-alsologtostderr=2",
+                "invalid boolean value \"2\" for -alsologtostderr: parse error",
+            ),
             (Oslat, "-log_file", "flag needs an argument: -log_file"),
-            (Oslat, "-log_file_max_size=-1", "invalid value \"-1\" for flag -log_file_max_size: parse error"),
-            (Oslat, "-v=high", "invalid value \"high\" for flag -v: strconv.Atoi: parsing \"high\": invalid syntax"),
-            (Oslat, "-stderrthreshold=loud", "invalid value \"loud\" for flag -stderrthreshold: strconv.Atoi: parsing \"loud\": invalid syntax"),
-            (Oslat, "-vmodule=main", "invalid value \"main\" for flag -vmodule: syntax error: expect comma-separated list of filename=N"),
-            (Oslat, "-log_backtrace_at=main:3", "invalid value \"main:3\" for flag -log_backtrace_at: syntax error: expect file.go:234"),
-            (Oslat, "-log_backtrace_at=main.go:0", "invalid value \"main.go:0\" for flag -log_backtrace_at: negative or zero value for level"),
+            (
+                Oslat,
+                "-log_file_max_size=-1",
+                "invalid value \"-1\" for flag -log_file_max_size: parse error",
+            ),
+            (
+                Oslat,
+                "-v=high",
+                "invalid value \"high\" for flag -v: strconv.Atoi: parsing \"high\": invalid syntax",
+            ),
+            (
+                Oslat,
+                "-stderrthreshold=loud",
+                "invalid value \"loud\" for flag -stderrthreshold: strconv.Atoi: parsing \"loud\": invalid syntax",
+            ),
+            (
+                Oslat,
+                "-vmodule=main",
+                "invalid value \"main\" for flag -vmodule: syntax error: expect comma-separated list of filename=N",
+            ),
+            (
+                Oslat,
+                "-log_backtrace_at=main:3",
+                "invalid value \"main:3\" for flag -log_backtrace_at: syntax error: expect file.go:234",
+            ),
+            (
+                Oslat,
+                "-log_backtrace_at=main.go:0",
+                "invalid value \"main.go:0\" for flag -log_backtrace_at: negative or zero value for level",
+            ),
         ];
         for (tool, line, message) in cases {
             assert_eq!(bad(*tool, line), *message, "{line}");
@@ -559,7 +707,9 @@ mod tests {
         assert!(usage.contains(
             "  -runtime string\n    \tSpecify test duration, e.g., 60, 20m, 2H (default \"10m\")\n"
         ));
-        assert!(usage.contains("  -logtostderr\n    \tlog to standard error instead of files (default true)\n"));
+        assert!(usage.contains(
+            "  -logtostderr\n    \tlog to standard error instead of files (default true)\n"
+        ));
         assert!(usage.contains("  -stderrthreshold value\n    \tlogs at or above this threshold go to stderr (default 2)\n"));
         assert!(usage.contains("  -v value\n    \tnumber for the log level verbosity\n"));
         assert_eq!(usage.lines().filter(|l| l.starts_with("  -")).count(), 15);

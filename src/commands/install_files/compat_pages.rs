@@ -2,9 +2,7 @@
 //! ...): each the page of the subcommand it runs, under its own name.
 
 use super::write_page;
-use crate::cli::{
-    CYCLICDEADLINE_COMPAT, CYCLICTEST_COMPAT, CompatName, Dialect, OSLAT_COMPAT, SIGNALTEST_COMPAT,
-};
+use crate::cli::{CompatName, Dialect};
 use crate::pipeline::CommandError;
 use std::path::Path;
 
@@ -22,26 +20,6 @@ pub(super) fn write(
     write_page(dir, page, &see_also)
 }
 
-/// The usage a getopt tool prints for `--help` (a cnf-tests runner: Go's
-/// usage for `-h`).
-fn getopt_usage(name: &str) -> Option<String> {
-    use crate::settings::runner::RunnerTool;
-    let runner = |tool: RunnerTool| crate::settings::goflag::usage(name, &tool.flags());
-    Some(match name {
-        CYCLICTEST_COMPAT => crate::settings::cyclictest::USAGE.to_string(),
-        OSLAT_COMPAT => crate::settings::oslat::HELP.to_string(),
-        CYCLICDEADLINE_COMPAT => crate::settings::cyclicdeadline::USAGE.to_string(),
-        SIGNALTEST_COMPAT => crate::settings::signaltest::USAGE.to_string(),
-        "hwlatdetect" => crate::settings::hwlatdetect::HELP.to_string(),
-        crate::cli::PI_STRESS_COMPAT => crate::settings::pi_stress::USAGE.to_string(),
-        crate::cli::RT_MIGRATE_TEST_COMPAT => crate::settings::rt_migrate::USAGE.to_string(),
-        crate::cli::OSLAT_RUNNER_COMPAT => runner(RunnerTool::Oslat),
-        crate::cli::CYCLICTEST_RUNNER_COMPAT => runner(RunnerTool::Cyclictest),
-        crate::cli::HWLATDETECT_RUNNER_COMPAT => runner(RunnerTool::Hwlatdetect),
-        _ => return None,
-    })
-}
-
 /// The page of a name whose options are not clap arguments (`cyclictest`,
 /// `oslat`: GNU getopt syntax, parsed by settings::cyclictest and
 /// settings::oslat), so the page shows the usage that name prints, as it
@@ -52,16 +30,21 @@ fn write_getopt_page(
     name: &'static str,
     subcommand: &'static str,
 ) -> Result<(), CommandError> {
-    let usage = getopt_usage(name)
+    let usage = crate::settings::getopt::usage_of(name)
         .ok_or_else(|| CommandError::Runtime(format!("man page of {name}: no usage text")))?;
     // `runner oslat`: a subcommand of a subcommand.
     let sub = subcommand
         .split(' ')
-        .try_fold(cli, |parent, word| parent.find_subcommand(word))
-        .ok_or_else(|| {
-            CommandError::Runtime(format!("man page of {name}: no subcommand {subcommand}"))
-        })?;
+        .try_fold(cli, |c, word| c.find_subcommand(word));
+    let sub = sub.ok_or_else(|| {
+        CommandError::Runtime(format!("man page of {name}: no subcommand {subcommand}"))
+    })?;
     let top = subcommand.split(' ').next().unwrap_or(subcommand);
+    let origin = if top == "runner" {
+        "cnf-tests"
+    } else {
+        "rt-tests"
+    };
     let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
     let page = clap::Command::new(name)
         .bin_name(name)
@@ -79,7 +62,7 @@ fn write_getopt_page(
             name,
             &about,
             &format!(
-                "rt-tests {name}'s options and its exact output. Its usage, as \
+                "{origin} {name}'s options and its exact output. Its usage, as \
                  `{name} --help` prints it:\n\n{}\n",
                 // Indented lines keep their layout in the page (roff no-fill).
                 usage

@@ -35,10 +35,15 @@ fn cpus_for(test: &str) -> Option<[usize; 2]> {
 /// The numbers of the first match of `pattern`'s group 1 in `text`.
 fn numbers_after(pattern: &str, text: &str) -> Vec<u64> {
     let re = regex::Regex::new(pattern).unwrap();
-    let caps = re.captures(text).unwrap_or_else(|| panic!("no {pattern} in\n{text}"));
+    let caps = re
+        .captures(text)
+        .unwrap_or_else(|| panic!("no {pattern} in\n{text}"));
     caps[1]
         .split_whitespace()
-        .map(|n| n.parse().unwrap_or_else(|_| panic!("{n:?} in {:?}", &caps[1])))
+        .map(|n| {
+            n.parse()
+                .unwrap_or_else(|_| panic!("{n:?} in {:?}", &caps[1]))
+        })
         .collect()
 }
 
@@ -61,18 +66,34 @@ fn oslat_runner_logs_what_the_latency_test_reads() {
     assert_code(&out, 0);
     let text = std::fs::read_to_string(&log).unwrap();
     let masked: Vec<String> = text.lines().filter_map(klog_masked).collect();
-    assert_eq!(masked[0], format!("I main.go:35] oslat main thread cpu: {a}"), "{text}");
-    assert_eq!(masked[1], format!("I main.go:41] oslat main thread's cpu siblings: [{a}]"));
+    assert_eq!(
+        masked[0],
+        format!("I main.go:35] oslat main thread cpu: {a}"),
+        "{text}"
+    );
+    assert_eq!(
+        masked[1],
+        format!("I main.go:41] oslat main thread's cpu siblings: [{a}]")
+    );
     assert!(masked[2].starts_with("I node.go:39] Environment information: /proc/cmdline: "));
     assert!(masked[3].starts_with("I node.go:46] Environment information: kernel version "));
     assert_eq!(
         masked[4],
-        format!("I main.go:73] running oslat command with arguments [--duration 2 --rtprio 1 --cpu-list {b} --cpu-main-thread {a}]")
+        format!(
+            "I main.go:73] running oslat command with arguments [--duration 2 --rtprio 1 --cpu-list {b} --cpu-main-thread {a}]"
+        )
     );
-    assert_eq!(masked[5], "I main.go:76] succeeded to run the oslat command: oslat V 2.40");
+    assert_eq!(
+        masked[5],
+        "I main.go:76] succeeded to run the oslat command: oslat V 2.40"
+    );
     assert!(text.contains("Test completed.\n"), "{text}");
     // The latency test's regex, one maximum per measured CPU.
-    assert_eq!(numbers_after(r"Maximum:\t*([\s\d]*)\(us\)", &text).len(), 1, "{text}");
+    assert_eq!(
+        numbers_after(r"Maximum:\t*([\s\d]*)\(us\)", &text).len(),
+        1,
+        "{text}"
+    );
     // -alsologtostderr: the same lines on standard error, no header.
     let stderr = stderr_of(&out);
     let body: String = text.lines().skip(4).map(|l| format!("{l}\n")).collect();
@@ -86,7 +107,11 @@ fn cyclictest_runner_logs_max_latencies() {
     let Some([a, b]) = cpus_for(TEST) else { return };
     let (_dir, link) = linked("cyclictest-runner");
     // klog's default: standard error only.
-    let out = output_of(on_cpus(&link, &["-duration=2", "-rt-priority=1", "-interval=500"], &[a, b]));
+    let out = output_of(on_cpus(
+        &link,
+        &["-duration=2", "-rt-priority=1", "-interval=500"],
+        &[a, b],
+    ));
     assert_code(&out, 0);
     let stderr = stderr_of(&out);
     let masked: Vec<String> = stderr.lines().filter_map(klog_masked).collect();
@@ -96,8 +121,17 @@ fn cyclictest_runner_logs_max_latencies() {
         )),
         "{stderr}"
     );
-    assert!(masked.last().unwrap().starts_with("I main.go:80] succeeded to run the cyclictest command: "));
-    assert_eq!(numbers_after(r"# Max Latencies:\t*\s*(.*)\s*\t*", &stderr).len(), 1, "{stderr}");
+    assert!(
+        masked
+            .last()
+            .unwrap()
+            .starts_with("I main.go:80] succeeded to run the cyclictest command: ")
+    );
+    assert_eq!(
+        numbers_after(r"# Max Latencies:\t*\s*(.*)\s*\t*", &stderr).len(),
+        1,
+        "{stderr}"
+    );
     assert!(stdout_of(&out).is_empty());
 }
 
@@ -108,7 +142,12 @@ fn hwlatdetect_runner_fails_above_its_hardlimit() {
         return;
     }
     let (_dir, link) = linked("hwlatdetect-runner");
-    let args = ["-duration=2s", "-window=200ms", "-width=100ms", "-threshold=1"];
+    let args = [
+        "-duration=2s",
+        "-window=200ms",
+        "-width=100ms",
+        "-threshold=1",
+    ];
     // A limit of 1 us: every gap a user-space sampler meets (a timer tick
     // takes more) is above it.
     let mut low = std::process::Command::new(&link);
@@ -120,9 +159,15 @@ fn hwlatdetect_runner_fails_above_its_hardlimit() {
     } else {
         assert_code(&out, 255);
         let last = stderr.lines().filter_map(klog_masked).last().unwrap();
-        assert!(last.starts_with("F main.go:53] failed to run hwlatdetect command; out: "), "{stderr}");
+        assert!(
+            last.starts_with("F main.go:53] failed to run hwlatdetect command; out: "),
+            "{stderr}"
+        );
         assert!(stderr.contains("test finished\n"), "{stderr}");
-        assert!(stderr.trim_end().ends_with("; err: exit status 1"), "{stderr}");
+        assert!(
+            stderr.trim_end().ends_with("; err: exit status 1"),
+            "{stderr}"
+        );
     }
     // A limit of 1 s: it passes.
     let mut high = std::process::Command::new(&link);
@@ -131,7 +176,12 @@ fn hwlatdetect_runner_fails_above_its_hardlimit() {
     assert_code(&out, 0);
     let stderr = stderr_of(&out);
     assert!(stderr.contains("running hwlatdetect command with arguments [--threshold 1 --hardlimit 1000000 --duration 2s --window 200000us --width 100000us]"), "{stderr}");
-    assert!(stderr.contains("] succeeded to run the hwlatdetect command: hwlatdetect:  test duration 2 seconds"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "] succeeded to run the hwlatdetect command: hwlatdetect:  test duration 2 seconds"
+        ),
+        "{stderr}"
+    );
 }
 
 /// `latscope container TOOL` on CPUs `cpus` with the variables `vars`.
@@ -152,26 +202,47 @@ fn container_oslat_prints_cmd_shs_lines_then_oslats() {
     assert_code(&out, 0);
     let stdout = stdout_of(&out);
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines[0], format!("allowed cpu list: {}", latscope::units::cpu_list(&[a, b])));
-    assert_eq!(lines[1], format!("cpus: left out CPU {a} (housekeeping: CPU {a} is the first usable one, where the main thread runs)"));
+    assert_eq!(
+        lines[0],
+        format!("allowed cpu list: {}", latscope::units::cpu_list(&[a, b]))
+    );
+    assert_eq!(
+        lines[1],
+        format!(
+            "cpus: left out CPU {a} (housekeeping: CPU {a} is the first usable one, where the main thread runs)"
+        )
+    );
     assert_eq!(lines[2], format!("new cpu list: {b}"));
-    assert_eq!(lines[3], format!("cmd to run: oslat -D 1 --rtprio 1 --cpu-list {b} --cpu-main-thread {a}"));
+    assert_eq!(
+        lines[3],
+        format!("cmd to run: oslat -D 1 --rtprio 1 --cpu-list {b} --cpu-main-thread {a}")
+    );
     assert_eq!(lines[4], "oslat V 2.40");
     assert!(lines.contains(&"Test completed."), "{stdout}");
-    assert_eq!(numbers_after(r"Maximum:\t*([\s\d]*)\(us\)", &stdout).len(), 1);
+    assert_eq!(
+        numbers_after(r"Maximum:\t*([\s\d]*)\(us\)", &stdout).len(),
+        1
+    );
 }
 
 #[test]
 fn container_cyclictest_runs_cmd_shs_command() {
     const TEST: &str = "slow::pod_runs::container_cyclictest_runs_cmd_shs_command";
     let Some([a, b]) = cpus_for(TEST) else { return };
-    let out = container("cyclictest", [a, b], &[("DURATION", "1"), ("INTERVAL", "500")]);
+    let out = container(
+        "cyclictest",
+        [a, b],
+        &[("DURATION", "1"), ("INTERVAL", "500")],
+    );
     assert_code(&out, 0);
     let stdout = stdout_of(&out);
     assert!(stdout.contains(&format!(
         "\nrunning cmd: cyclictest -q -D 1 -p 1 -t 1 -a {b} -h 30 -i 500 --mainaffinity {a} -m\n"
     )), "{stdout}");
-    assert_eq!(numbers_after(r"# Max Latencies:\t*\s*(.*)\s*\t*", &stdout).len(), 1);
+    assert_eq!(
+        numbers_after(r"# Max Latencies:\t*\s*(.*)\s*\t*", &stdout).len(),
+        1
+    );
 }
 
 #[test]
@@ -185,7 +256,10 @@ fn container_hwlatdetect_exit_is_the_tools() {
     ];
     let out = container("hwlatdetect", cpus, &vars);
     let stdout = stdout_of(&out);
-    assert!(stdout.contains("\ncmd to run: hwlatdetect --duration 2 --threshold=1 --cpu-list "), "{stdout}");
+    assert!(
+        stdout.contains("\ncmd to run: hwlatdetect --duration 2 --threshold=1 --cpu-list "),
+        "{stdout}"
+    );
     assert!(stdout.contains("\ntest finished\n"), "{stdout}");
     if stdout.contains("Max Latency: Below threshold") {
         latscope::testing::skip_part(TEST, "exit 1", "no gap above 1 us in 2 s here");
@@ -208,8 +282,14 @@ fn container_pause_ends_on_sigterm_with_the_tools_status() {
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     let mut tool_seen = false;
     loop {
-        assert!(child.child.try_wait().unwrap().is_none(), "ended instead of pausing");
-        assert!(std::time::Instant::now() < deadline, "no pause within a minute");
+        assert!(
+            child.child.try_wait().unwrap().is_none(),
+            "ended instead of pausing"
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no pause within a minute"
+        );
         let running = has_children(pid);
         tool_seen |= running;
         if tool_seen && !running {
@@ -218,12 +298,18 @@ fn container_pause_ends_on_sigterm_with_the_tools_status() {
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(500));
-    assert!(child.child.try_wait().unwrap().is_none(), "ended instead of pausing");
+    assert!(
+        child.child.try_wait().unwrap().is_none(),
+        "ended instead of pausing"
+    );
     child.signal(libc::SIGTERM);
     let (status, stdout, stderr) = child.wait(Duration::from_secs(30));
     assert_eq!(status.code(), Some(0), "{}", dump(status, &stdout, &stderr));
     assert!(stdout.contains("Test completed.\n"), "{stdout}");
-    assert!(stderr.contains("pausing for the log to be read"), "{stderr}");
+    assert!(
+        stderr.contains("pausing for the log to be read"),
+        "{stderr}"
+    );
 }
 
 /// Whether process `pid` has a child (any of its threads').
@@ -232,7 +318,6 @@ fn has_children(pid: u32) -> bool {
         return false;
     };
     tasks.flatten().any(|task| {
-        std::fs::read_to_string(task.path().join("children"))
-            .is_ok_and(|c| !c.trim().is_empty())
+        std::fs::read_to_string(task.path().join("children")).is_ok_and(|c| !c.trim().is_empty())
     })
 }
