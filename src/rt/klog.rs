@@ -349,10 +349,6 @@ mod tests {
             "F1129 09:05:07.000042 1234567 node.go:9] x\n"
         );
         assert_eq!(
-            line(Severity::Error, AT, 12345678, ("main.go", 1), "a\nb", false),
-            "E1129 09:05:07.000042 12345678 main.go:1] a\nb\n"
-        );
-        assert_eq!(
             line(Severity::Warning, AT, 7, ("main.go", 1), "bare", true),
             "bare\n"
         );

@@ -38,6 +38,7 @@ pub mod rt_migrate;
 pub mod runner;
 pub mod signaltest;
 pub mod timer;
+pub mod usages;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

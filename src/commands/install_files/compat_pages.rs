@@ -30,7 +30,7 @@ fn write_getopt_page(
     name: &'static str,
     subcommand: &'static str,
 ) -> Result<(), CommandError> {
-    let usage = crate::settings::getopt::usage_of(name)
+    let usage = crate::settings::usages::usage_of(name)
         .ok_or_else(|| CommandError::Runtime(format!("man page of {name}: no usage text")))?;
     // `runner oslat`: a subcommand of a subcommand.
     let sub = subcommand
