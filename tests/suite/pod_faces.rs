@@ -362,7 +362,13 @@ fn container_manual_sleeps_until_sigterm() {
     };
     let mut cmd = on_cpus(&bin(), &["container", "oslat"], &cpus);
     cmd.env("manual", "y").env("RUNTIME_SECONDS", "600");
-    let child = spawn_std(&mut cmd);
+    let mut child = spawn_std(&mut cmd);
+    // It sleeps: still there a second later.
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        child.child.try_wait().unwrap().is_none(),
+        "manual=y did not sleep"
+    );
     child.signal(libc::SIGTERM);
     let (status, stdout, stderr) = child.wait(Duration::from_secs(30));
     assert_eq!(status.code(), Some(0), "{}", dump(status, &stdout, &stderr));

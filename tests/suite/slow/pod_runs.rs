@@ -290,7 +290,7 @@ fn container_pause_ends_on_sigterm_with_the_tools_status() {
             std::time::Instant::now() < deadline,
             "no pause within a minute"
         );
-        let running = has_children(pid);
+        let running = !children(pid).is_empty();
         tool_seen |= running;
         if tool_seen && !running {
             break;
@@ -312,12 +312,66 @@ fn container_pause_ends_on_sigterm_with_the_tools_status() {
     );
 }
 
-/// Whether process `pid` has a child (any of its threads').
-fn has_children(pid: u32) -> bool {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return false;
+#[test]
+fn container_sigterm_during_the_run_reaches_the_tool_and_leaves_nothing() {
+    const TEST: &str =
+        "slow::pod_runs::container_sigterm_during_the_run_reaches_the_tool_and_leaves_nothing";
+    let Some(cpus) = cpus_for(TEST) else { return };
+    let mut cmd = on_cpus(&bin(), &["container", "cyclictest"], &cpus);
+    // PAUSE stays y: a stopped run must not pause.
+    cmd.env("DURATION", "600");
+    let mut child = spawn_std(&mut cmd);
+    let pid = child.child.id();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let tool = loop {
+        assert!(child.child.try_wait().unwrap().is_none(), "ended early");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no tool within a minute"
+        );
+        if let Some(tool) = children(pid).first().copied() {
+            break tool;
+        }
+        std::thread::sleep(Duration::from_millis(20));
     };
-    tasks.flatten().any(|task| {
-        std::fs::read_to_string(task.path().join("children")).is_ok_and(|c| !c.trim().is_empty())
-    })
+    // Once cyclictest collects its signals, it measures a moment.
+    while !signal_blocked(tool, libc::SIGTERM) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the tool never blocked SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    child.signal(libc::SIGTERM);
+    let (status, stdout, stderr) = child.wait(Duration::from_secs(30));
+    let all = dump(status, &stdout, &stderr);
+    assert_eq!(status.code(), Some(0), "{all}");
+    assert_eq!(
+        numbers_after(r"# Max Latencies:\t*\s*(.*)\s*\t*", &stdout).len(),
+        1,
+        "{all}"
+    );
+    assert!(!stderr.contains("pausing"), "{all}");
+    // The tool was reaped: no process of that pid is left.
+    assert!(
+        !std::path::Path::new(&format!("/proc/{tool}")).exists(),
+        "the tool {tool} outlived the entrypoint\n{all}"
+    );
+}
+
+/// The children of process `pid` (of any of its threads).
+fn children(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|c| {
+            c.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
 }
