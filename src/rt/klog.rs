@@ -71,6 +71,15 @@ pub struct Stamp {
 }
 
 impl Stamp {
+    /// The date and time to the second: `2026/11/29 09:05:07` as klog's
+    /// header writes it, `20261129-090507` as its file names.
+    fn date_time(&self, date: &str, between: &str, time: &str) -> String {
+        format!(
+            "{:04}{date}{:02}{date}{:02}{between}{:02}{time}{:02}{time}{:02}",
+            self.year, self.month, self.day, self.hour, self.minute, self.second
+        )
+    }
+
     /// Now, in the local time zone.
     pub fn now() -> Stamp {
         let mut ts = libc::timespec {
@@ -132,16 +141,11 @@ pub fn line(
 /// The header klog writes at the top of a log file it opens.
 pub fn file_header(at: Stamp, host: &str) -> String {
     format!(
-        "Log file created at: {:04}/{:02}/{:02} {:02}:{:02}:{:02}\n\
+        "Log file created at: {}\n\
          Running on machine: {host}\n\
          Binary: latscope {} for {}/{}\n\
          Log line format: [IWEF]mmdd hh:mm:ss.uuuuuu threadid file:line] msg\n",
-        at.year,
-        at.month,
-        at.day,
-        at.hour,
-        at.minute,
-        at.second,
+        at.date_time("/", " ", ":"),
         env!("CARGO_PKG_VERSION"),
         std::env::consts::OS,
         std::env::consts::ARCH
@@ -245,16 +249,11 @@ impl Klog {
                 .clone()
                 .unwrap_or_else(std::env::temp_dir)
                 .join(format!(
-                    "{}.{host}.{}.log.{}.{:04}{:02}{:02}-{:02}{:02}{:02}.{}",
+                    "{}.{host}.{}.log.{}.{}.{}",
                     self.config.program,
                     user_name(),
                     severity.name(),
-                    at.year,
-                    at.month,
-                    at.day,
-                    at.hour,
-                    at.minute,
-                    at.second,
+                    at.date_time("", "-", ""),
                     self.pid
                 )),
         };

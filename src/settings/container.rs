@@ -190,6 +190,15 @@ impl ContainerSettings {
     ) -> Result<ContainerSettings, UsageError> {
         let get = |name: &str| env(name);
         let text = |name: &str| get(name);
+        // A number of microseconds, from `min` up.
+        let micros = |name: &str, min: u64| {
+            number(
+                name,
+                text(name).as_deref(),
+                min..=u32::MAX as u64,
+                "microseconds",
+            )
+        };
         let duration = match tool {
             ContainerTool::Cyclictest | ContainerTool::Timerlat => {
                 tool_duration("DURATION", text("DURATION").as_deref(), "24h")?
@@ -245,25 +254,9 @@ impl ContainerSettings {
             .unwrap_or(1000),
             priority,
             stress: tool == ContainerTool::Cyclictest && stress,
-            trace_threshold_us: number(
-                "TRACE_THRESHOLD",
-                text("TRACE_THRESHOLD").as_deref(),
-                1..=u32::MAX as u64,
-                "microseconds",
-            )?,
-            threshold_us: number(
-                "THRESHOLD",
-                text("THRESHOLD").as_deref(),
-                1..=u32::MAX as u64,
-                "microseconds",
-            )?,
-            max_latency_us: number(
-                "MAX_LATENCY",
-                text("MAX_LATENCY").as_deref(),
-                0..=u32::MAX as u64,
-                "microseconds",
-            )?
-            .filter(|&us| us > 0),
+            trace_threshold_us: micros("TRACE_THRESHOLD", 1)?,
+            threshold_us: micros("THRESHOLD", 1)?,
+            max_latency_us: micros("MAX_LATENCY", 0)?.filter(|&us| us > 0),
             all_cpus: yes_no("ALL_CPUS", text("ALL_CPUS").as_deref(), false)?,
             extra_args: text("EXTRA_ARGS")
                 .map(|a| a.split_whitespace().map(String::from).collect())
