@@ -200,7 +200,7 @@ fn runner_on_one_cpu_is_klog_fatal_255_in_the_log_file() {
         let stderr = stderr_of(&out);
         assert_eq!(
             stderr.lines().filter_map(klog_masked).collect::<Vec<_>>(),
-            [fatal.clone()],
+            std::slice::from_ref(&fatal),
             "{stderr}"
         );
         // klog appends: the earlier content stays, then its header, then the line.

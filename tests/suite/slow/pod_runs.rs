@@ -158,7 +158,7 @@ fn hwlatdetect_runner_fails_above_its_hardlimit() {
         latscope::testing::skip_part(TEST, "hardlimit 1 us", "no gap above 1 us in 2 s here");
     } else {
         assert_code(&out, 255);
-        let last = stderr.lines().filter_map(klog_masked).last().unwrap();
+        let last = stderr.lines().filter_map(klog_masked).next_back().unwrap();
         assert!(
             last.starts_with("F main.go:53] failed to run hwlatdetect command; out: "),
             "{stderr}"
