@@ -249,7 +249,7 @@ pub enum ContainerTool {
     Oslat,
     /// hwlatdetect --duration $RUNTIME_SECONDS [--threshold=$THRESHOLD] --cpu-list CPUS --watch
     Hwlatdetect,
-    /// latscope timer --cpus CPUS -D $DURATION -P $PRIO [--max-latency $MAX_LATENCY]
+    /// latscope timer --cpus CPUS -p 1000 -D $DURATION -P $PRIO [--max-latency $MAX_LATENCY]
     Timerlat,
 }
 

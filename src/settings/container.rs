@@ -321,6 +321,8 @@ impl ContainerSettings {
                     "timer",
                     "--cpus",
                     &list,
+                    "-p",
+                    "1000",
                     "-D",
                     &self.duration,
                     "-P",
@@ -378,7 +380,7 @@ mod tests {
         let s = settings(ContainerTool::Timerlat, &[]).unwrap();
         assert_eq!(
             s.command(0, &[1]),
-            words("latscope timer --cpus 1 -D 24h -P 95")
+            words("latscope timer --cpus 1 -p 1000 -D 24h -P 95")
         );
     }
 
@@ -449,7 +451,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             s.command(0, &[1, 2]),
-            words("latscope timer --cpus 1-2 -D 24h -P 80 --max-latency 40")
+            words("latscope timer --cpus 1-2 -p 1000 -D 24h -P 80 --max-latency 40")
         );
         // stress only means something to cyclictest.
         assert!(

@@ -375,3 +375,25 @@ fn children(pid: u32) -> Vec<u32> {
         })
         .collect()
 }
+
+#[test]
+fn container_timerlat_runs_latscope_timer_on_the_measured_cpus() {
+    const TEST: &str =
+        "slow::pod_runs::container_timerlat_runs_latscope_timer_on_the_measured_cpus";
+    let Some([a, b]) = cpus_for(TEST) else { return };
+    let out = container("timerlat", [a, b], &[("DURATION", "2"), ("PRIO", "90")]);
+    assert_code(&out, 0);
+    let stdout = stdout_of(&out);
+    assert!(
+        stdout.contains(&format!(
+            "\nnew cpu list: {b}\nRUNNING COMMAND: latscope timer --cpus {b} -p 1000 -D 2 -P 90\n"
+        )),
+        "{stdout}"
+    );
+    // One sampling thread, on the measured CPU, at the priority asked.
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("CPU {b} ")))
+        .unwrap_or_else(|| panic!("no row for CPU {b}\n{stdout}"));
+    assert!(row.contains("fifo 90") && row.contains("1000 us"), "{row}");
+}
