@@ -395,5 +395,5 @@ fn container_timerlat_runs_latscope_timer_on_the_measured_cpus() {
         .lines()
         .find(|l| l.starts_with(&format!("CPU {b} ")))
         .unwrap_or_else(|| panic!("no row for CPU {b}\n{stdout}"));
-    assert!(row.contains("fifo 90") && row.contains("1000 us"), "{row}");
+    assert!(row.contains("fifo 90") && row.contains("1.00 ms"), "{row}");
 }
