@@ -525,6 +525,19 @@ fn doctor_in_a_container_names_the_cgroups_real_time_budget() {
     let meaning = check["meaning"].as_str().unwrap_or_default();
     assert!(meaning.contains("cpu.rt_runtime_us is 0"), "{check:#}");
     assert!(!meaning.contains("CAP_SYS_NICE is missing"), "{check:#}");
+    // A drop-in asked for a priority there fails, and its one line names
+    // the budget, not the priority limit.
+    let out = engine.run(
+        &["--privileged", "--entrypoint", "oslat"],
+        &["-D", "1", "--rtprio", "1"],
+    );
+    assert_code(&out, 1);
+    let stderr = stderr_of(&out);
+    assert!(
+        stderr.contains("cpu.rt_runtime_us is 0: this cgroup has no real-time budget"),
+        "{}",
+        describe(&out)
+    );
     // With a budget and CAP_SYS_NICE the same probe is granted.
     let out = engine.run(
         &[CONTAINER_RT_RUNTIME, "--cap-add=SYS_NICE"],
