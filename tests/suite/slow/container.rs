@@ -631,6 +631,17 @@ fn kube_play_runs_the_oslat_pod_manifest() {
     }
 }
 
+/// `build.sh --stage-only DIR` with the binary under test.
+fn stage(context: &Path) -> Output {
+    StdCommand::new(repo().join("packaging/container/build.sh"))
+        .arg("--binary")
+        .arg(bin())
+        .arg("--stage-only")
+        .arg(context)
+        .output()
+        .unwrap()
+}
+
 /// build.sh's context, without an engine: the binary, a link on PATH for
 /// every compatibility name, the libraries and loader the binary asks for,
 /// root and nobody, /tmp for everyone.
@@ -638,13 +649,7 @@ fn kube_play_runs_the_oslat_pod_manifest() {
 fn build_sh_assembles_the_image_contents() {
     let dir = tempfile::tempdir().unwrap();
     let context = dir.path().join("context");
-    let out = StdCommand::new(repo().join("packaging/container/build.sh"))
-        .arg("--binary")
-        .arg(bin())
-        .arg("--stage-only")
-        .arg(&context)
-        .output()
-        .unwrap();
+    let out = stage(&context);
     assert!(out.status.success(), "{}", describe(&out));
     let root = context.join("rootfs");
     assert!(context.join("Containerfile").is_file());
@@ -693,13 +698,7 @@ fn build_sh_assembles_the_image_contents() {
         .mode();
     assert_eq!(tmp & 0o7777, 0o1777);
     // A non-empty context is refused: nothing of the user's is overwritten.
-    let again = StdCommand::new(repo().join("packaging/container/build.sh"))
-        .arg("--binary")
-        .arg(bin())
-        .arg("--stage-only")
-        .arg(&context)
-        .output()
-        .unwrap();
+    let again = stage(&context);
     assert_eq!(again.status.code(), Some(2), "{}", describe(&again));
 }
 
