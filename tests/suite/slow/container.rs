@@ -75,7 +75,10 @@ fn set_up() -> Result<Engine, String> {
         .tempdir()
         .map_err(|e| format!("temporary directory: {e}"))?
         .keep();
-    write_config(&dir)?;
+    if let Err(why) = write_config(&dir) {
+        let _ = std::fs::remove_dir_all(&dir);
+        return Err(why);
+    }
     let unique = format!("{}-{}", std::process::id(), monotonic_ns());
     let hierarchies = cgroup_hierarchies();
     let engine = Engine {
@@ -632,6 +635,19 @@ fn kube_play_runs_the_oslat_pod_manifest() {
     let wait = run_std_with_timeout(engine.podman(&["wait", container]), Duration::from_secs(60));
     let logs = engine.podman(&["logs", container]).output().unwrap();
     let down = engine.podman(&["kube", "down", manifest]).output().unwrap();
+    // kube down leaves the pod's cgroup (libpod_parent/POD) in the
+    // name=systemd and unified hierarchies: removed here, by the pod's id.
+    let pod_id = stdout_of(&play)
+        .lines()
+        .skip_while(|l| *l != "Pod:")
+        .nth(1)
+        .map(str::to_string)
+        .unwrap_or_default();
+    if !pod_id.is_empty() {
+        for hierarchy in &engine.hierarchies {
+            remove_cgroup_tree(&hierarchy.join("libpod_parent").join(&pod_id));
+        }
+    }
     assert!(down.status.success(), "kube down: {}", describe(&down));
     assert_eq!(
         stdout_of(&wait).trim(),
