@@ -79,7 +79,9 @@ chmod 755 "$root/usr/bin/latscope"
 # The shared libraries and the loader, at the paths the binary asks for
 # (the loader's path is written in the binary; the others are found in
 # the loader's default directories, which include Debian's multiarch ones).
-ldd "$binary" | awk '/=> \// { print $3 } /^[ \t]*\/[^ ]*ld[^ ]*\.so/ { print $1 }' | while read -r lib; do
+# (A static binary has none: ldd then fails, and nothing is copied.)
+libs=$( (ldd "$binary" 2>/dev/null || true) | awk '/=> \// { print $3 } /^[ \t]*\/[^ ]*ld[^ ]*\.so/ { print $1 }')
+for lib in $libs; do
   mkdir -p "$root$(dirname "$lib")"
   cp -L "$lib" "$root$lib"
 done
