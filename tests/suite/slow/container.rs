@@ -129,7 +129,8 @@ fn write_config(dir: &Path) -> Result<(), String> {
     let d = dir.display();
     let containers = format!(
         "[containers]\ndefault_ulimits = []\n[engine]\n{runtime}cgroup_manager = \"cgroupfs\"\n\
-         events_logger = \"file\"\nevents_logfile_path = \"{d}/events.log\"\ntmp_dir = \"{d}/tmp\"\n"
+         events_logger = \"file\"\nevents_logfile_path = \"{d}/events.log\"\ntmp_dir = \"{d}/tmp\"\n\
+         [network]\nnetwork_config_dir = \"{d}/networks\"\n"
     );
     let storage = format!(
         "[storage]\ndriver = \"overlay\"\ngraphroot = \"{d}/storage\"\nrunroot = \"{d}/run\"\n"
