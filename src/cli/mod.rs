@@ -845,9 +845,10 @@ const INTERVAL_HELP: &str = "Base interval between samples in microseconds; 0 = 
 const PRIORITY_HELP: &str =
     "Real-time priority of pair 0; pair N gets PRIO-N (at least 1) unless -S";
 /// `suite --max-latency`: a bound on wake-ups, so only the wake-up tests
-/// take it (a disk write or a noise interruption is another quantity).
+/// take it (a disk write, a noise interruption or a hardware gap is another
+/// quantity).
 const SUITE_MAX_LATENCY_HELP: &str = "Exit with code 3 after the report if a wake-up (the IPC rows, the timer) \
-exceeds USEC microseconds; the noise and log-disk rows are not held to it";
+exceeds USEC microseconds; the noise, hardware and log-disk rows are not held to it";
 
 /// `latscope ipc`'s help for -S, which is its default.
 const IPC_SMP_HELP: &str =

@@ -214,7 +214,9 @@ pub fn quota(m: &Machine) -> Check {
 /// Interrupts delivered to the CPUs a pod measures (rt::pod_cpus): what
 /// CRI-O's `irq-load-balancing.crio.io: "disable"` should have prevented.
 /// Only where this process has a part of the machine's CPUs: on the whole
-/// machine `isolation.irq_affinity` says it.
+/// machine `isolation.irq_affinity` says it. Also whether the cgroup's
+/// cpuset is exclusive, which decides nothing here but tells whether the
+/// kernel or only the scheduler's bookkeeping keeps other work off.
 pub fn pod_irqs(m: &Machine) -> Check {
     let check = of("platform.pod_irqs", "IRQs on the pod's CPUs");
     let pod = crate::rt::pod_cpus::choose(&crate::rt::pod_cpus::read(m.root()));
@@ -225,22 +227,45 @@ pub fn pod_irqs(m: &Machine) -> Check {
             "no CPU subset of a pod to keep interrupts off (isolation.irq_affinity looks at the isolated CPUs)",
         );
     }
+    let (cpuset, cpuset_meaning) = cpuset_sharing(m);
     let on_measured = super::isolation::irqs_delivered_to(m, &pod.measured);
     if on_measured.is_empty() {
         return check.ok(
-            format!("none on measured CPU {}", cpu_list(&pod.measured)),
-            "no interrupt is delivered to the CPUs this process measures",
+            format!("none on measured CPU {}{cpuset}", cpu_list(&pod.measured)),
+            format!("no interrupt is delivered to the CPUs this process measures{cpuset_meaning}"),
         );
     }
     check.warn(
         format!(
-            "IRQ {} on measured CPU {}",
+            "IRQ {} on measured CPU {}{cpuset}",
             super::first_few(&on_measured, 6),
             cpu_list(&pod.measured)
         ),
-        "interrupts are delivered to the CPUs this pod measures and preempt its threads: irq-load-balancing was not disabled for them",
+        format!("interrupts are delivered to the CPUs this pod measures and preempt its threads: irq-load-balancing was not disabled for them{cpuset_meaning}"),
         "Kubernetes (CRI-O): the annotation irq-load-balancing.crio.io: \"disable\" on a Guaranteed pod with the performance profile's runtimeClassName; podman/Docker: on the host, move the interrupts to the other CPUs (/proc/irq/N/smp_affinity_list)",
     )
+}
+
+/// The cgroup's cpuset exclusivity as a suffix of the pod check's value
+/// and a sentence of its meaning (both empty where it cannot be read).
+fn cpuset_sharing(m: &Machine) -> (String, String) {
+    let Some(found) = cgroup::cpuset_exclusivity(m.root()) else {
+        return (String::new(), String::new());
+    };
+    let place = format!("{} = {}", found.file, found.value);
+    if found.exclusive {
+        (
+            "; cpuset exclusive".into(),
+            format!("; the cpuset is exclusive ({place}): no other cgroup may be given these CPUs"),
+        )
+    } else {
+        (
+            "; cpuset shared".into(),
+            format!(
+                "; the cpuset is not exclusive ({place}): the kernel lets other cgroups' tasks run on these CPUs, only the CPU manager's bookkeeping (Kubernetes' static policy) or the host's own cpusets keep them off"
+            ),
+        )
+    }
 }
 
 #[cfg(test)]

@@ -146,6 +146,42 @@ fn interrupts_on_the_pods_measured_cpus() {
 }
 
 #[test]
+fn the_pod_check_says_whether_its_cpuset_is_exclusive() {
+    let f = Fixture::empty();
+    f.file("/proc/self/status", "Cpus_allowed_list:\t2-5\n")
+        .file("/sys/devices/system/cpu/online", "0-7\n")
+        .file("/proc/self/cgroup", "3:cpuset:/machine.slice/libpod-1\n")
+        .file(
+            "/proc/self/mountinfo",
+            "34 31 0:31 /machine.slice/libpod-1 /sys/fs/cgroup/cpuset rw - cgroup cgroup rw,cpuset\n",
+        )
+        .file("/sys/fs/cgroup/cpuset/cpuset.cpu_exclusive", "0\n");
+    let c = pod_irqs(&f.machine());
+    assert_eq!(
+        (c.verdict, c.value.as_str()),
+        (Verdict::Ok, "none on measured CPU 3-5; cpuset shared")
+    );
+    assert!(
+        c.meaning.contains(
+            "the cpuset is not exclusive (/sys/fs/cgroup/cpuset/cpuset.cpu_exclusive = 0)"
+        ),
+        "{}",
+        c.meaning
+    );
+    f.file("/sys/fs/cgroup/cpuset/cpuset.cpu_exclusive", "1\n")
+        .file("/proc/irq/24/smp_affinity_list", "0-7\n");
+    let c = pod_irqs(&f.machine());
+    assert_eq!(
+        (c.verdict, c.value.as_str()),
+        (
+            Verdict::Warn,
+            "IRQ 24 on measured CPU 3-5; cpuset exclusive"
+        )
+    );
+    assert!(c.meaning.ends_with("the cpuset is exclusive (/sys/fs/cgroup/cpuset/cpuset.cpu_exclusive = 1): no other cgroup may be given these CPUs"), "{}", c.meaning);
+}
+
+#[test]
 fn granted_is_ok() {
     let f = in_a_pod(ROOT_CAPS, "0\n");
     let c = realtime(&f.machine());

@@ -122,7 +122,7 @@ pub fn run(plan: &HwlatPlan, stop_signalled: &mut dyn FnMut(Duration) -> bool) -
     }
     let mut end_reason = EndReason::DurationElapsed;
     while finished.load(Ordering::Acquire) < handles.len() {
-        if stop_signalled(Duration::from_millis(100)) {
+        if stop_signalled(Duration::from_millis(10)) {
             stop.store(true, Ordering::Relaxed);
             end_reason = EndReason::Interrupted;
         }

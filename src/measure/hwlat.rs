@@ -6,8 +6,8 @@ pub use crate::hwlat::sampler::CpuOutcome;
 pub use crate::hwlat::{HwlatOutcome, HwlatPlan, UNPRIVILEGED_TIER};
 use crate::pipeline::{CpuWindow, FinishedTest, Run, RunFacts};
 use crate::report::{
-    ConfigDetail, HwlatConfig, HwlatCpu, HwlatSample, OsCause, Series, SeriesDetail, TestConfig,
-    TestResult,
+    ConfigDetail, EndReason, HwlatConfig, HwlatCpu, HwlatSample, OsCause, Series, SeriesDetail,
+    TestConfig, TestResult,
 };
 use crate::rt::signals::stop_signalled;
 use crate::settings::hwlat::HwlatSettings;
@@ -80,6 +80,22 @@ pub fn measure(
         },
         warnings,
     ))
+}
+
+/// A test that did not run (the suite's row without real-time rights): its
+/// configuration, how it ended and why.
+pub fn not_run(
+    settings: &HwlatSettings,
+    run: &Run<'_>,
+    end: EndReason,
+    why: String,
+) -> FinishedTest {
+    let smi = crate::hwlat::machine::smi_counting(&settings.cpus);
+    let config = config_of(settings, run, hypervisor(), &smi);
+    FinishedTest::not_started(
+        TestResult::new("hwlat", DESCRIPTION, "gaps", config, end, Some(why)),
+        true,
+    )
 }
 
 fn config_of(

@@ -145,6 +145,38 @@ pub fn nearest(start: &CgroupDir, files: &[&str]) -> Option<(String, String)> {
     }
 }
 
+/// Whether this process's cpuset is its own: v1 `cpuset.cpu_exclusive`
+/// (1: no sibling cgroup may hold these CPUs), v2 `cpuset.cpus.partition`
+/// of the nearest cgroup that has it (`root` or `isolated`: a partition of
+/// its own; `member`, or a partition the kernel found invalid, shares).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpusetExclusivity {
+    /// The file read, as the system shows it, and its text.
+    pub file: String,
+    pub value: String,
+    pub exclusive: bool,
+}
+
+/// This process's cpuset exclusivity; None where neither file is found.
+pub fn cpuset_exclusivity(root: &Path) -> Option<CpusetExclusivity> {
+    if let Some(dir) = v1(root, "cpuset") {
+        let value = dir.read("cpuset.cpu_exclusive")?;
+        return Some(CpusetExclusivity {
+            file: dir.shown("cpuset.cpu_exclusive"),
+            exclusive: value == "1",
+            value,
+        });
+    }
+    let (file, value) = nearest(&v2(root)?, &["cpuset.cpus.partition"])?;
+    let exclusive =
+        (value.starts_with("root") || value.starts_with("isolated")) && !value.contains("invalid");
+    Some(CpusetExclusivity {
+        file,
+        value,
+        exclusive,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,5 +237,65 @@ mod tests {
             "2"
         );
         assert_eq!(nearest(&unified, &["cpu.max"]), None);
+    }
+
+    #[test]
+    fn cpuset_exclusivity_v1_and_v2() {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        assert_eq!(cpuset_exclusivity(r), None);
+        write(
+            r,
+            "/proc/self/cgroup",
+            "3:cpuset:/machine.slice/libpod-1\n0::/kubepods/pod1\n",
+        );
+        write(r, "/proc/self/mountinfo", HYBRID);
+        // v1: the container's own cgroup is the mount's root.
+        write(r, "/sys/fs/cgroup/cpuset/cpuset.cpu_exclusive", "0\n");
+        assert_eq!(
+            cpuset_exclusivity(r),
+            Some(CpusetExclusivity {
+                file: "/sys/fs/cgroup/cpuset/cpuset.cpu_exclusive".into(),
+                value: "0".into(),
+                exclusive: false,
+            })
+        );
+        write(r, "/sys/fs/cgroup/cpuset/cpuset.cpu_exclusive", "1\n");
+        assert!(cpuset_exclusivity(r).unwrap().exclusive);
+        // v2 only: the nearest partition file decides.
+        write(r, "/proc/self/cgroup", "0::/kubepods/pod1\n");
+        write(
+            r,
+            "/proc/self/mountinfo",
+            "41 31 0:38 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n",
+        );
+        assert_eq!(cpuset_exclusivity(r), None);
+        write(
+            r,
+            "/sys/fs/cgroup/kubepods/cpuset.cpus.partition",
+            "member\n",
+        );
+        let found = cpuset_exclusivity(r).unwrap();
+        assert_eq!(
+            (found.file.as_str(), found.exclusive),
+            ("/sys/fs/cgroup/kubepods/cpuset.cpus.partition", false)
+        );
+        for (value, exclusive) in [
+            ("root", true),
+            ("isolated", true),
+            ("root invalid (Parent is not a partition root)", false),
+            (
+                "isolated invalid (Cpu list in cpuset.cpus not exclusive)",
+                false,
+            ),
+        ] {
+            write(
+                r,
+                "/sys/fs/cgroup/kubepods/pod1/cpuset.cpus.partition",
+                value,
+            );
+            let found = cpuset_exclusivity(r).unwrap();
+            assert_eq!((found.value.as_str(), found.exclusive), (value, exclusive));
+        }
     }
 }

@@ -388,6 +388,15 @@ pub fn policy_error(policy: Policy, priority: i32, errno: i32) -> String {
     if let Policy::Deadline(reservation) = policy {
         return deadline_error(reservation, errno, POLICY_FIX);
     }
+    if errno == libc::EPERM
+        && let Some(file) = cgroup_without_rt_budget(std::path::Path::new("/"))
+    {
+        // In a container on cgroup v1 the privileges are usually there: the
+        // budget is what is missing (RLIMIT_RTPRIO would mislead).
+        return format!(
+            "not permitted to set scheduling policy {policy} priority {priority}: {file} is 0: this cgroup has no real-time budget, and the kernel refuses real-time policies to its tasks whatever their privileges (fix: podman/Docker: --cpu-rt-runtime=950000; `latscope doctor` gives the fix for Kubernetes)"
+        );
+    }
     if errno == libc::EPERM {
         let mut limit = libc::rlimit {
             rlim_cur: 0,
@@ -410,6 +419,13 @@ pub fn policy_error(policy: Policy, priority: i32, errno: i32) -> String {
             std::io::Error::from_raw_os_error(errno)
         )
     }
+}
+
+/// This process's cgroup v1 `cpu.rt_runtime_us`, as the system shows its
+/// path, when it is 0 (under `root`: `/` on a real run).
+fn cgroup_without_rt_budget(root: &std::path::Path) -> Option<String> {
+    let dir = super::cgroup::v1(root, "cpu")?;
+    (dir.read("cpu.rt_runtime_us")? == "0").then(|| dir.shown("cpu.rt_runtime_us"))
 }
 
 /// Makes timed sleeps of the calling thread expire on time: SCHED_OTHER threads
@@ -658,6 +674,30 @@ pub fn probe_realtime() -> RealtimeProbe {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_cgroup_without_a_real_time_budget_is_found() {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        assert_eq!(super::cgroup_without_rt_budget(r), None);
+        let write = |path: &str, text: &str| {
+            let at = r.join(path);
+            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+            std::fs::write(at, text).unwrap();
+        };
+        write("proc/self/cgroup", "2:cpu,cpuacct:/libpod-1\n");
+        write(
+            "proc/self/mountinfo",
+            "32 31 0:29 /libpod-1 /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n",
+        );
+        write("sys/fs/cgroup/cpu,cpuacct/cpu.rt_runtime_us", "950000\n");
+        assert_eq!(super::cgroup_without_rt_budget(r), None);
+        write("sys/fs/cgroup/cpu,cpuacct/cpu.rt_runtime_us", "0\n");
+        assert_eq!(
+            super::cgroup_without_rt_budget(r).as_deref(),
+            Some("/sys/fs/cgroup/cpu,cpuacct/cpu.rt_runtime_us")
+        );
+    }
+
     use super::*;
 
     const US: u64 = 1_000;

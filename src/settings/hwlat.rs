@@ -106,6 +106,37 @@ impl HwlatSettings {
     }
 }
 
+/// The suite's hardware row: every usable CPU at hwlatdetect's duty cycle
+/// (half of each window) and threshold, the window as long as the row's
+/// share of the time up to hwlatdetect's 1 s, at the suite's priority.
+pub const SUITE_WINDOW: Duration = Duration::from_secs(1);
+const SUITE_THRESHOLD_NS: u64 = 10_000;
+const SUITE_SUB_WINDOW_NS: u64 = 500_000;
+
+impl HwlatSettings {
+    pub fn for_suite(duration: Duration, priority: i32) -> HwlatSettings {
+        let machine = crate::doctor::Machine::live();
+        let (rt_runtime_us, rt_period_us) = crate::doctor::sched::rt_bandwidth(&machine);
+        let window_ns = crate::rt::clock::duration_ns(duration.min(SUITE_WINDOW)).max(2_000_000);
+        let width_ns = window_ns / 2;
+        HwlatSettings {
+            cpus: sched::allowed_cpus(),
+            priority,
+            threshold_ns: SUITE_THRESHOLD_NS,
+            width_ns,
+            window_ns,
+            sub_window_ns: SUITE_SUB_WINDOW_NS.min(width_ns),
+            duration: Some(duration),
+            format: HwlatFormat::Modern,
+            rt_runtime_us,
+            rt_period_us,
+            lock_memory: true,
+            hold_dma_latency: true,
+            verdict: VerdictSettings::for_suite_row(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -539,6 +539,20 @@ pub struct VerdictSettings {
 }
 
 impl VerdictSettings {
+    /// A suite row's own verdict: no outputs, bounds, gates, loads or
+    /// actions of its own (the suite applies its own to the whole run), and
+    /// no progress line.
+    pub fn for_suite_row() -> VerdictSettings {
+        VerdictSettings {
+            outputs: Outputs::default(),
+            max_latency_us: None,
+            quiet: true,
+            fail_if: Vec::new(),
+            loads: Vec::new(),
+            actions: Default::default(),
+        }
+    }
+
     pub fn from_args(args: &VerdictArgs) -> Result<VerdictSettings, UsageError> {
         VerdictSettings::from_args_beside(args, &[])
     }

@@ -2,7 +2,7 @@
 //! measured: the CPUs (and the safety rules for real-time spinners), the
 //! threshold, the duty cycle, the policy.
 
-use super::{Outputs, UsageError, VerdictSettings, check_cpu, checked_priority, policy_of, usage};
+use super::{UsageError, VerdictSettings, check_cpu, checked_priority, policy_of, usage};
 use crate::cli::{NoiseArgs, PolicyArg};
 use crate::noise::DutyCycle;
 use crate::rt::sched::{self, Policy};
@@ -185,14 +185,7 @@ impl NoiseSettings {
             force: false,
             trace_spikes_us: None,
             collector: crate::rt::bpf::CollectorChoice::Auto,
-            verdict: VerdictSettings {
-                outputs: Outputs::default(),
-                max_latency_us: None,
-                quiet: true,
-                fail_if: Vec::new(),
-                loads: Vec::new(),
-                actions: Default::default(),
-            },
+            verdict: VerdictSettings::for_suite_row(),
             lock_memory: true,
             hold_dma_latency: true,
         }

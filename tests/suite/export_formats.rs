@@ -393,14 +393,14 @@ fn a_killed_suite_leaves_the_results_of_its_finished_tests() {
     let child = spawn(&[
         "suite",
         "--duration",
-        "20s",
+        "24s",
         "-q",
         "--csv",
         csv_arg,
         "--json",
         json_arg,
     ]);
-    // Eleven tests of about 1.8 s each: killed in the second (sem, whose
+    // Thirteen tests of about 1.8 s each: killed in the second (sem, whose
     // semaphores live in anonymous memory: a SIGKILL during svsem or svmq
     // would leave System V objects behind).
     std::thread::sleep(Duration::from_millis(2700));

@@ -52,6 +52,7 @@ mod widths;
 /// Live runs of many seconds each: `cargo test-quick` leaves them out.
 mod slow {
     mod bpf;
+    mod container;
     mod cyclicdeadline_compat;
     mod cyclictest_golden;
     mod cyclictest_signals;

@@ -1,7 +1,9 @@
 //! `latscope suite`: the main job. Runs every available test briefly (the
-//! IPC primitives, the timer, the OS noise of one CPU, a log-disk writer)
-//! and prints one overview table of this machine's latencies.
+//! IPC primitives, the timer, the OS noise of one CPU, the hardware's gaps
+//! on every CPU, a log-disk writer) and prints one overview table of this
+//! machine's latencies.
 
+mod hardware;
 mod steps;
 
 use crate::cli::SuiteArgs;
@@ -73,8 +75,9 @@ impl Measurement for Suite {
     }
 
     /// Every IPC primitive one-way, then the timer, then the OS noise of
-    /// one CPU, then a log-disk writer, each in one share of the time (the
-    /// noise at most a second); every output file is rewritten after each
+    /// one CPU, then the hardware's gaps on every CPU, then a log-disk
+    /// writer, each in one share of the time (the noise and the hardware at
+    /// most a second); every output file is rewritten after each
     /// test, so a crash of a later test leaves the earlier results.
     fn measure(&mut self, run: &mut Run<'_>) -> Result<Vec<FinishedTest>, CommandError> {
         let mut finished = self.measure_ipc(run)?;
@@ -84,6 +87,11 @@ impl Measurement for Suite {
         }
         if !interrupted(&finished) {
             finished.push(self.measure_noise(run));
+            run.checkpoint(&finished);
+        }
+        if !interrupted(&finished) {
+            let share = self.left(hardware::HWLAT_SETUP_RESERVE + steps::LOGDISK_SETUP_RESERVE) / 2;
+            finished.push(self.measure_hwlat(run, share));
             run.checkpoint(&finished);
         }
         if !interrupted(&finished) {
@@ -117,7 +125,7 @@ fn suite_tests() -> impl Iterator<Item = &'static str> {
     PRIMITIVES
         .iter()
         .copied()
-        .chain(["timer", "noise", "logdisk"])
+        .chain(["timer", "noise", "hwlat", "logdisk"])
 }
 
 /// The suite's tests that an interrupt left out, in their order.

@@ -1,5 +1,6 @@
-//! The suite's four steps: the IPC primitives, the timer, the noise of one
-//! CPU and a log-disk writer, each in its share of `--duration`.
+//! The suite's steps: the IPC primitives, the timer, the noise of one CPU
+//! and a log-disk writer, each in its share of `--duration` (the hardware
+//! row, between the noise and the disk, is in hardware.rs).
 
 use super::Suite;
 use crate::live::logdisk::ProgressLine as LogdiskProgressLine;
@@ -24,7 +25,16 @@ const NOISE_SETUP_RESERVE: Duration = Duration::from_millis(20);
 const NOISE_AT_MOST: Duration = Duration::from_secs(1);
 /// Time the log-disk test needs besides measuring (two 1 MiB files written
 /// out and removed).
-const LOGDISK_SETUP_RESERVE: Duration = Duration::from_millis(60);
+pub(super) const LOGDISK_SETUP_RESERVE: Duration = Duration::from_millis(60);
+/// The tests after the IPC rows, one share of the time each: the timer, the
+/// noise, the hardware and the log-disk rows.
+const AFTER_IPC: u32 = 4;
+/// What the noise, hardware and log-disk rows need besides measuring.
+const AFTER_TIMER_RESERVE: Duration = Duration::from_millis(
+    NOISE_SETUP_RESERVE.as_millis() as u64
+        + super::hardware::HWLAT_SETUP_RESERVE.as_millis() as u64
+        + LOGDISK_SETUP_RESERVE.as_millis() as u64,
+);
 
 impl Suite {
     pub(super) fn measure_ipc(&self, run: &mut Run<'_>) -> Result<Vec<FinishedTest>, CommandError> {
@@ -54,13 +64,13 @@ impl Suite {
             collector: crate::rt::bpf::CollectorChoice::Auto,
             prep: run.prep,
         })?;
-        // The timer, the noise and the log-disk tests get one share of the
-        // time each, like each IPC test.
-        let shares = PRIMITIVES.len() as u32 + 3;
+        // The timer, the noise, the hardware and the log-disk tests get one
+        // share of the time each, like each IPC test.
+        let shares = PRIMITIVES.len() as u32 + AFTER_IPC;
         let budget = self.total.saturating_sub(self.started.elapsed());
         ipc_run::run_sequence(
             items,
-            Some(budget / shares * (shares - 3)),
+            Some(budget / shares * (shares - AFTER_IPC)),
             self.verdict.quiet,
             run,
             &mut |done| run.checkpoint(done),
@@ -69,7 +79,7 @@ impl Suite {
     }
 
     pub(super) fn measure_timer(&self, run: &mut Run<'_>) -> FinishedTest {
-        let left = self.left(TIMER_SETUP_RESERVE + NOISE_SETUP_RESERVE + LOGDISK_SETUP_RESERVE) / 3;
+        let left = self.left(TIMER_SETUP_RESERVE + AFTER_TIMER_RESERVE) / AFTER_IPC;
         let left = left.max(Duration::from_millis(10));
         let mut settings = TimerSettings::for_suite(self.policy, self.priority, left);
         // --max-latency bounds the wake-up tests: the IPC rows and this one.
@@ -96,7 +106,7 @@ impl Suite {
     /// The noise of one CPU (the last usable one) at SCHED_OTHER: what the
     /// system takes from a task that never sleeps.
     pub(super) fn measure_noise(&self, run: &mut Run<'_>) -> FinishedTest {
-        let left = (self.left(NOISE_SETUP_RESERVE + LOGDISK_SETUP_RESERVE) / 2)
+        let left = (self.left(AFTER_TIMER_RESERVE) / (AFTER_IPC - 1))
             .clamp(Duration::from_millis(10), NOISE_AT_MOST);
         // No --max-latency here: it bounds wake-ups, and an interruption of
         // a spinning thread is not one (suite --help says so).

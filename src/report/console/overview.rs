@@ -118,7 +118,10 @@ impl Exporter for SuiteOverview {
             table.row(row);
         }
         write!(out, "{}", table.render())?;
-        for line in noise_shares(report) {
+        for line in noise_shares(report)
+            .into_iter()
+            .chain(hardware_lines(report))
+        {
             note(out, &line)?;
         }
         if !self.wide {
@@ -164,6 +167,40 @@ fn noise_shares(report: &Report) -> Vec<String> {
                 n.noise_percent,
                 crate::units::format_ns(n.noise_ns as i64),
                 crate::units::counted(s.latency.samples, "interruption")
+            ))
+        })
+        .collect()
+}
+
+/// The hardware row's summary, which its latency columns (the hardware gaps
+/// only) cannot give: the time sampled, the OS gaps set apart, the tier and
+/// the share of the time it could classify.
+fn hardware_lines(report: &Report) -> Vec<String> {
+    report
+        .tests
+        .iter()
+        .filter_map(|t| {
+            let config = t.config.hwlat()?;
+            let cpus: Vec<_> = t.series.iter().filter_map(|s| s.hwlat_cpu()).collect();
+            if cpus.is_empty() {
+                return None;
+            }
+            let spun: u64 = cpus.iter().map(|c| c.spun_ns).sum();
+            let classified: u64 = cpus.iter().map(|c| c.classified_ns).sum();
+            let hardware_ns: u64 = cpus.iter().map(|c| c.hardware_ns).sum();
+            let os_gaps: u64 = cpus.iter().map(|c| c.os_gaps).sum();
+            let kind = if config.hypervisor.is_some() { "hypervisor" } else { "hardware" };
+            let tier = config.tier.split(" (").next().unwrap_or(&config.tier);
+            Some(format!(
+                "{}: {} ({} in all) in {} sampled on CPU {}; {}; tier {}, {:.0} % of the time classified",
+                t.test,
+                crate::units::counted(t.overall.samples, &format!("{kind} gap")),
+                crate::units::format_ns(hardware_ns as i64),
+                crate::units::format_ns(spun as i64),
+                crate::units::cpu_list(&config.cpus),
+                crate::units::counted(os_gaps, "OS gap"),
+                tier,
+                if spun == 0 { 0.0 } else { classified as f64 * 100.0 / spun as f64 }
             ))
         })
         .collect()
