@@ -4,7 +4,7 @@
 //! sample is above `--hardlimit`, 0 otherwise, 2 for any error: a crash
 //! can no longer pass for a slow machine.
 
-use crate::measure::hwlat::{self as hwlat_run, HwlatOutcome, HwlatPlan, SmiCounting};
+use crate::measure::hwlat::{self as hwlat_run, HwlatOutcome, HwlatPlan, SmiCounting, TierChoice};
 use crate::pipeline::CommandError;
 use crate::report::HwlatSample;
 use crate::report::classic_hwlatdetect as text;
@@ -12,8 +12,6 @@ use crate::settings::hwlatdetect::{HELP, HwlatdetectSettings};
 use crate::settings::{UsageError, check_cpu};
 use std::io::Write;
 
-/// The `detector:` word: which tier of latscope measured.
-const DETECTOR: &str = "latscope-unprivileged";
 /// The classification sub-window (see docs/hwlat.md).
 const SUB_WINDOW_NS: u64 = 500_000;
 
@@ -50,9 +48,13 @@ fn run_checked(args: &[String]) -> Result<i32, UsageError> {
     }
     // Paging in the samplers' stacks and buffers is no latency to measure.
     let _ = crate::rt::sched::lock_all_memory_if_affordable();
+    // The most precise tier that runs here (auto never refuses).
+    let decision = hwlat_run::decide_tier(TierChoice::Auto).map_err(UsageError)?;
+    // The `detector:` word: which tier of latscope measures.
+    let detector = format!("latscope-{}", decision.tier.name());
     let header = text::Header {
         duration_s: s.duration_s,
-        detector: DETECTOR,
+        detector: &detector,
         cpu_list: s.cpu_list.as_deref(),
         threshold_us: s.threshold_us,
         window_us: s.window_us,
@@ -82,6 +84,9 @@ fn run_checked(args: &[String]) -> Result<i32, UsageError> {
         window_ns: s.window_us * 1000,
         sub_window_ns: SUB_WINDOW_NS.min(s.width_us * 1000),
         duration_ns: Some(s.duration_s.saturating_mul(1_000_000_000)),
+        tier: decision.tier,
+        fall_back: true,
+        keep_gaps: false,
     });
     out.debug("disabling detector module");
     drop(dma);

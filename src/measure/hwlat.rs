@@ -3,6 +3,7 @@
 
 pub use crate::hwlat::machine::SmiCounting;
 pub use crate::hwlat::sampler::CpuOutcome;
+pub use crate::hwlat::tier::{Decision, Tier, TierChoice};
 pub use crate::hwlat::{HwlatOutcome, HwlatPlan, UNPRIVILEGED_TIER};
 use crate::pipeline::{CpuWindow, FinishedTest, Run, RunFacts};
 use crate::report::{
@@ -36,7 +37,12 @@ pub fn describe_smi(smi: &SmiCounting) -> String {
     }
 }
 
-pub fn plan_of(settings: &HwlatSettings) -> HwlatPlan {
+/// The tier `choice` gives here (the error is the user's line, exit 1).
+pub fn decide_tier(choice: TierChoice) -> Result<Decision, String> {
+    crate::hwlat::tier::decide(choice, crate::hwlat::traced::check)
+}
+
+pub fn plan_of(settings: &HwlatSettings, decision: &Decision) -> HwlatPlan {
     HwlatPlan {
         cpus: settings.cpus.clone(),
         priority: settings.priority,
@@ -45,6 +51,9 @@ pub fn plan_of(settings: &HwlatSettings) -> HwlatPlan {
         window_ns: settings.window_ns,
         sub_window_ns: settings.sub_window_ns,
         duration_ns: settings.duration.map(crate::rt::clock::duration_ns),
+        tier: decision.tier,
+        fall_back: settings.tier == TierChoice::Auto,
+        keep_gaps: settings.gaps.is_some(),
     }
 }
 
@@ -53,15 +62,27 @@ pub fn measure(
     settings: &HwlatSettings,
     run: &Run<'_>,
 ) -> Result<(FinishedTest, Vec<String>), String> {
-    let plan = plan_of(settings);
+    let decision = decide_tier(settings.tier)?;
+    let plan = plan_of(settings, &decision);
     let window = CpuWindow::open();
     let started = SystemTime::now();
     let outcome = run.measuring(None, |_| self::run(&plan));
     let ended = SystemTime::now();
     let cpu_use = window.close().of(&settings.cpus);
     let hypervisor = hypervisor();
-    let warnings = warnings_of(&outcome, hypervisor.as_deref());
-    let config = config_of(settings, run, hypervisor, &outcome.smi);
+    let mut warnings = warnings_of(&outcome, hypervisor.as_deref());
+    let fallback = outcome.tier_fallback.clone().or(decision.fallback);
+    warnings.extend(crate::hwlat::tier::fallback_line(outcome.tier, fallback.as_deref()));
+    if let Some(path) = &settings.gaps {
+        crate::hwlat::gap_log::write_csv(path, &outcome.cpus).map_err(|e| {
+            format!("could not write the gaps to {}: {e}", path.display())
+        })?;
+    }
+    let mut config = config_of(settings, run, hypervisor, &outcome.smi);
+    if let ConfigDetail::Hwlat(c) = &mut config.detail {
+        c.tier = outcome.tier.describe().into();
+        c.tier_fallback = fallback;
+    }
     let result = result_of(config, &outcome, settings.priority);
     let facts = RunFacts {
         elapsed: outcome.measured,
@@ -103,6 +124,7 @@ fn config_of(
             window_ns: settings.window_ns,
             sub_window_ns: settings.sub_window_ns,
             tier: UNPRIVILEGED_TIER.into(),
+            tier_fallback: None,
             hypervisor,
             smi_counting: describe_smi(smi),
             rt_runtime_us: settings.rt_runtime_us,
@@ -209,6 +231,8 @@ fn cpu_of(c: &CpuOutcome, outcome: &HwlatOutcome) -> HwlatCpu {
         os_causes,
         gaps_dropped: c.gaps_dropped,
         nmis: c.nmis,
+        nmi_ns: c.nmi_ns,
+        nmi_max_ns: c.nmi_max_ns,
         smis: outcome.smis.get(&c.cpu).copied(),
         steal_ns: outcome.steal_ns.get(&c.cpu).copied().unwrap_or(0),
         samples: samples_of(c),
