@@ -20,7 +20,19 @@ fn the_json_report_has_each_cpus_gaps_by_class() {
     let (_dir, file) = temp_file("hwlat.json");
     let mut cmd = latscope(60);
     cmd.args([
-        "hwlat", "-D", "1", "--cpu", "0", "--width", "100ms", "--window", "200ms", "-q", "--json",
+        "hwlat",
+        "--tier",
+        "unprivileged",
+        "-D",
+        "1",
+        "--cpu",
+        "0",
+        "--width",
+        "100ms",
+        "--window",
+        "200ms",
+        "-q",
+        "--json",
     ])
     .arg(&file);
     let out = run(cmd);
@@ -131,5 +143,77 @@ fn a_stop_signal_still_reports_and_kill_leaves_nothing() {
             "{}",
             describe(&out)
         );
+    }
+}
+
+/// latscope's trace instances of process `pid`.
+fn instances_of(pid: u32) -> Vec<String> {
+    std::fs::read_dir("/sys/kernel/tracing/instances")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(&format!("latscope-{pid}-")))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether process `pid` holds /dev/cpu_dma_latency open.
+fn holds_dma_latency(pid: u32) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|d| {
+        d.filter_map(|e| e.ok())
+            .filter_map(|e| std::fs::read_link(e.path()).ok())
+            .any(|l| l == std::path::Path::new("/dev/cpu_dma_latency"))
+    })
+}
+
+/// The tracefs tier's private instance and the /dev/cpu_dma_latency request
+/// live as long as the run: a stop by SIGINT or SIGTERM removes the
+/// instance (and still reports); after kill -9 the kernel keeps it, and
+/// `latscope cleanup` (the registry's entry) removes it.
+#[test]
+fn the_tracefs_tier_leaves_nothing_behind() {
+    let test = "slow::hwlat::the_tracefs_tier_leaves_nothing_behind";
+    if skip_without_realtime(test) || !tracefs_usable(test) {
+        return;
+    }
+    let _turn = serial();
+    let registry = tempfile::tempdir().unwrap();
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGKILL] {
+        let child = std::process::Command::new(bin())
+            .args(["hwlat", "--tier", "tracefs", "--cpu", "0", "-q"])
+            .env("LATSCOPE_RUNTIME_DIR", registry.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        std::thread::sleep(Duration::from_millis(1500));
+        let during = instances_of(pid);
+        let held = holds_dma_latency(pid);
+        // SAFETY: signalling the child this test started.
+        unsafe { libc::kill(pid as i32, signal) };
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(during.len(), 1, "signal {signal}: {}", describe(&out));
+        assert!(
+            held || !std::path::Path::new("/dev/cpu_dma_latency").exists(),
+            "the run holds /dev/cpu_dma_latency"
+        );
+        assert!(!holds_dma_latency(pid));
+        if signal == libc::SIGKILL {
+            assert_eq!(instances_of(pid), during, "the kernel keeps it");
+            let cleanup = std::process::Command::new(bin())
+                .arg("cleanup")
+                .env("LATSCOPE_RUNTIME_DIR", registry.path())
+                .output()
+                .unwrap();
+            assert_code(&cleanup, 0);
+            assert_eq!(instances_of(pid), Vec::<String>::new(), "{}", describe(&cleanup));
+            continue;
+        }
+        assert_code(&out, 0);
+        assert!(stdout_of(&out).contains("ended: interrupted"), "{}", describe(&out));
+        assert!(stdout_of(&out).contains("tier: tracefs"), "{}", describe(&out));
+        assert_eq!(instances_of(pid), Vec::<String>::new(), "signal {signal}");
     }
 }
