@@ -134,7 +134,11 @@ mod tests {
             .collect();
         assert_eq!(
             words,
-            vec![(100, "hardware", ""), (200, "os", "irq LOC"), (300, "os", "irq LOC")]
+            vec![
+                (100, "hardware", ""),
+                (200, "os", "irq LOC"),
+                (300, "os", "irq LOC")
+            ]
         );
         log.records.resize(MAX_GAPS, log.records[0]);
         log.note(2, &gap(400), &GapClass::Hardware);

@@ -30,11 +30,11 @@ use crate::report::EndReason;
 use crate::rt::sched::Policy;
 use sampler::{CpuOutcome, SamplerPlan};
 use std::collections::BTreeMap;
-use tier::Tier;
-use traced::{GapTrace, TracedCpu};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
+use tier::Tier;
+use traced::{GapTrace, TracedCpu};
 
 /// Stack of a sampler thread: small, since `mlockall` locks all of it.
 const SAMPLER_STACK: usize = 256 * 1024;
@@ -156,7 +156,11 @@ fn start_tier(
     }
     match GapTrace::start(&plan.cpus, realtime_offset_ns, plan.keep_gaps) {
         Ok(trace) => (Ok(Some(trace)), Tier::Tracefs, None),
-        Err(why) if plan.fall_back => (Ok(None), Tier::Unprivileged, Some(format!("tracefs: {why}"))),
+        Err(why) if plan.fall_back => (
+            Ok(None),
+            Tier::Unprivileged,
+            Some(format!("tracefs: {why}")),
+        ),
         Err(why) => (
             Err(format!("the tracefs tier could not start: {why}")),
             Tier::Tracefs,

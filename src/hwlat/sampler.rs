@@ -8,8 +8,8 @@
 //! time between two of them goes unseen).
 
 use super::classify::{GapClass, Moved, Tally, WindowSample, classify};
-use super::proc_counts::{Column, Table, thread_switches};
 use super::gap_log::GapLog;
+use super::proc_counts::{Column, Table, thread_switches};
 use super::protocol::{Clock, Gap, InterferenceCounter, Monotonic, NoCounter, Reading};
 use super::protocol::{gap_of, read_pair};
 use super::traced::Feed;
@@ -253,14 +253,29 @@ fn sample_window(
         }
         let until = window_end.min(now + plan.sub_window_ns);
         gaps.clear();
-        let stretch = spin(&mut counter, &mut clock, resume, until, plan.threshold_ns, gaps);
+        let stretch = spin(
+            &mut counter,
+            &mut clock,
+            resume,
+            until,
+            plan.threshold_ns,
+            gaps,
+        );
         out.sub_windows += 1;
         out.loops += stretch.loops;
         out.gaps_dropped += stretch.dropped;
         match judge {
             Judge::Proc(evidence) => {
                 let moved = evidence.step(!gaps.is_empty());
-                classify_here(gaps, moved.as_ref(), &stretch, window, &mut sample, plan, out);
+                classify_here(
+                    gaps,
+                    moved.as_ref(),
+                    &stretch,
+                    window,
+                    &mut sample,
+                    plan,
+                    out,
+                );
             }
             Judge::Trace(feed) => {
                 feed.sampled(gaps, stretch.start, stretch.end, window);
@@ -409,10 +424,20 @@ mod tests {
         };
         let mut clock = ScriptClock(vec![5000, 5010], 0);
         let mut gaps = Vec::with_capacity(8);
-        let s = spin(&mut NoCounter, &mut clock, Some(resume), 5000, 1000, &mut gaps);
+        let s = spin(
+            &mut NoCounter,
+            &mut clock,
+            Some(resume),
+            5000,
+            1000,
+            &mut gaps,
+        );
         assert_eq!((s.start, s.end, s.loops), (100, 5010, 1));
         assert_eq!(gaps.len(), 1);
-        assert_eq!((gaps[0].at_ns, gaps[0].outer_ns, gaps[0].inner_ns), (100, 4900, 10));
+        assert_eq!(
+            (gaps[0].at_ns, gaps[0].outer_ns, gaps[0].inner_ns),
+            (100, 4900, 10)
+        );
         assert_eq!(s.last.t2, 5010);
     }
 

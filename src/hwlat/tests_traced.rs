@@ -255,7 +255,10 @@ fn a_task_switched_in_names_itself_by_pid() {
         ev(9_000, Kind::VectorEntry { vector: 0 }),
     ];
     let t = found(&[gap(1_000, 2_005)], &events, None);
-    assert_eq!(classes(&t), pairs(&[(1_000, "task burst (pid 77) + irq LOC")]));
+    assert_eq!(
+        classes(&t),
+        pairs(&[(1_000, "task burst (pid 77) + irq LOC")])
+    );
 }
 
 #[test]
@@ -306,12 +309,18 @@ fn causes_are_named_as_the_other_tiers_name_them() {
         ns: 1,
         count: 1,
     };
-    assert_eq!(cause_name(&cause("irq", "24 virtio0-input")), "irq 24 (virtio0-input)");
+    assert_eq!(
+        cause_name(&cause("irq", "24 virtio0-input")),
+        "irq 24 (virtio0-input)"
+    );
     assert_eq!(cause_name(&cause("irq", "call_function_single")), "irq CAL");
     assert_eq!(cause_name(&cause("irq", "reschedule")), "irq RES");
     assert_eq!(cause_name(&cause("softirq", "NET_RX")), "softirq NET_RX");
     assert_eq!(cause_name(&cause("nmi", "NMI")), "NMI");
-    assert_eq!(cause_name(&cause("task", "burst (pid 7)")), "task burst (pid 7)");
+    assert_eq!(
+        cause_name(&cause("task", "burst (pid 7)")),
+        "task burst (pid 7)"
+    );
     assert_eq!(
         class_of_causes(&[
             cause(HARDWARE_KIND, "x"),
@@ -320,5 +329,8 @@ fn causes_are_named_as_the_other_tiers_name_them() {
         ]),
         GapClass::Os("softirq RCU + irq LOC".into())
     );
-    assert_eq!(class_of_causes(&[cause(HARDWARE_KIND, "x")]), GapClass::Hardware);
+    assert_eq!(
+        class_of_causes(&[cause(HARDWARE_KIND, "x")]),
+        GapClass::Hardware
+    );
 }

@@ -48,7 +48,8 @@ impl Tier {
 /// The unprivileged tier, as the output names it.
 pub const UNPRIVILEGED_TIER: &str = "unprivileged (window-precise: /proc/interrupts, /proc/softirqs and context switches per sub-window)";
 /// The tracefs tier, as the output names it.
-pub const TRACEFS_TIER: &str = "tracefs (gap-precise: IRQ, softirq, NMI and switch events of a private trace instance)";
+pub const TRACEFS_TIER: &str =
+    "tracefs (gap-precise: IRQ, softirq, NMI and switch events of a private trace instance)";
 
 /// The tier that will run, and why it is not the first `auto` tries.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -130,11 +131,21 @@ mod tests {
             "--tier tracefs cannot run here: kernel tracing needs root"
         );
         assert_eq!(
-            decide(TierChoice::Unprivileged, || panic!("not asked")).unwrap().tier,
+            decide(TierChoice::Unprivileged, || panic!("not asked"))
+                .unwrap()
+                .tier,
             Tier::Unprivileged
         );
-        assert!(decide(TierChoice::Bpf, || Ok(())).unwrap_err().contains("--tier tracefs"));
+        assert!(
+            decide(TierChoice::Bpf, || Ok(()))
+                .unwrap_err()
+                .contains("--tier tracefs")
+        );
         assert_eq!(Tier::Tracefs.name(), "tracefs");
-        assert!(Tier::Unprivileged.describe().starts_with("unprivileged (window-precise"));
+        assert!(
+            Tier::Unprivileged
+                .describe()
+                .starts_with("unprivileged (window-precise")
+        );
     }
 }

@@ -220,13 +220,11 @@ impl GapTrace {
     /// Stops tracing, classifies what is pending and removes the instance.
     pub fn finish(mut self) -> BTreeMap<usize, TracedCpu> {
         self.run.shutdown();
-        let found = self
-            .book
+        self.book
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take()
-            .unwrap_or_default();
-        found
+            .unwrap_or_default()
     }
 }
 

@@ -72,11 +72,13 @@ pub fn measure(
     let hypervisor = hypervisor();
     let mut warnings = warnings_of(&outcome, hypervisor.as_deref());
     let fallback = outcome.tier_fallback.clone().or(decision.fallback);
-    warnings.extend(crate::hwlat::tier::fallback_line(outcome.tier, fallback.as_deref()));
+    warnings.extend(crate::hwlat::tier::fallback_line(
+        outcome.tier,
+        fallback.as_deref(),
+    ));
     if let Some(path) = &settings.gaps {
-        crate::hwlat::gap_log::write_csv(path, &outcome.cpus).map_err(|e| {
-            format!("could not write the gaps to {}: {e}", path.display())
-        })?;
+        crate::hwlat::gap_log::write_csv(path, &outcome.cpus)
+            .map_err(|e| format!("could not write the gaps to {}: {e}", path.display()))?;
     }
     let mut config = config_of(settings, run, hypervisor, &outcome.smi);
     if let ConfigDetail::Hwlat(c) = &mut config.detail {

@@ -75,7 +75,9 @@ impl Provoke {
         let mut intervals = Vec::new();
         let cpuid = format!("/dev/cpu/{measured}/cpuid");
         let ipi_source = match self {
-            Provoke::Ipis => Some(std::fs::File::open(&cpuid).map_err(|e| format!("{cpuid}: {e}"))?),
+            Provoke::Ipis => {
+                Some(std::fs::File::open(&cpuid).map_err(|e| format!("{cpuid}: {e}"))?)
+            }
             _ => None,
         };
         let sockets = match self {
@@ -134,7 +136,12 @@ fn start(
                     .ok_or("one CPU only: no other CPU to send IPIs from")?;
                 become_thread(provoke.name(), other, libc::SCHED_OTHER, 0)?
             }
-            _ => become_thread(provoke.name(), measured, libc::SCHED_FIFO, PROVOKER_PRIORITY)?,
+            _ => become_thread(
+                provoke.name(),
+                measured,
+                libc::SCHED_FIFO,
+                PROVOKER_PRIORITY,
+            )?,
         };
         let intervals = provoke.run(measured, &stop)?;
         Ok(Provoked { tid, intervals })
@@ -201,7 +208,9 @@ fn check(test: &str, provoke: Provoke, tier: &str) {
     }
     assert_code(&out, 0);
     let report = read_json(&json);
-    let ran = report["tests"][0]["config"]["detail"]["tier"].as_str().unwrap_or("");
+    let ran = report["tests"][0]["config"]["detail"]["tier"]
+        .as_str()
+        .unwrap_or("");
     assert!(ran.starts_with(tier), "{tier}: ran {ran}");
     let rows = gap_rows(&std::fs::read_to_string(&gaps).unwrap(), measured);
     let overlaps = |g: &GapRow| {
@@ -225,7 +234,10 @@ fn check(test: &str, provoke: Provoke, tier: &str) {
         wrong.iter().take(10).collect::<Vec<_>>()
     );
     eprintln!("{test}: {evidence}");
-    assert!(ours.len() >= MIN_PROVOKED, "too few provoked gaps: {evidence}");
+    assert!(
+        ours.len() >= MIN_PROVOKED,
+        "too few provoked gaps: {evidence}"
+    );
     assert!(wrong.len() * 100 <= ours.len(), "{evidence}");
 }
 
@@ -241,12 +253,18 @@ fn check_every_tier(test: &str, provoke: Provoke) {
 
 #[test]
 fn a_fifo_task_is_named_by_its_pid() {
-    check_every_tier("slow::hwlat_provoked::a_fifo_task_is_named_by_its_pid", Provoke::FifoTask);
+    check_every_tier(
+        "slow::hwlat_provoked::a_fifo_task_is_named_by_its_pid",
+        Provoke::FifoTask,
+    );
 }
 
 #[test]
 fn ipis_from_a_helper_are_named_by_their_row() {
-    check_every_tier("slow::hwlat_provoked::ipis_from_a_helper_are_named_by_their_row", Provoke::Ipis);
+    check_every_tier(
+        "slow::hwlat_provoked::ipis_from_a_helper_are_named_by_their_row",
+        Provoke::Ipis,
+    );
 }
 
 #[test]
