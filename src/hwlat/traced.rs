@@ -163,7 +163,6 @@ pub struct GapTrace {
     run: TraceRun,
     feeds: Vec<(usize, Feed)>,
     book: Arc<Mutex<Option<BTreeMap<usize, TracedCpu>>>>,
-    events: Vec<(&'static str, &'static str)>,
 }
 
 impl GapTrace {
@@ -190,14 +189,8 @@ impl GapTrace {
             .collect();
         let book = Arc::new(Mutex::new(None));
         let classifier = GapClassifier::new(&feeds, realtime_offset_ns, keep_gaps, book.clone());
-        let enabled = events.clone();
-        let run = start_run(&tracefs, cpus, decoder, classifier, &enabled)?;
-        Ok(GapTrace {
-            run,
-            feeds,
-            book,
-            events,
-        })
+        let run = start_run(&tracefs, cpus, decoder, classifier, &events)?;
+        Ok(GapTrace { run, feeds, book })
     }
 
     /// The feed of `cpu`'s sampler.
@@ -206,15 +199,6 @@ impl GapTrace {
             .iter()
             .find(|(c, _)| *c == cpu)
             .map(|(_, f)| f.clone())
-    }
-
-    /// The trace events recorded, for the report.
-    pub fn events(&self) -> String {
-        self.events
-            .iter()
-            .map(|(s, e)| format!("{s}:{e}"))
-            .collect::<Vec<_>>()
-            .join(", ")
     }
 
     /// Stops tracing, classifies what is pending and removes the instance.

@@ -42,6 +42,39 @@ pub fn decide_tier(choice: TierChoice) -> Result<Decision, String> {
     crate::hwlat::tier::decide(choice, crate::hwlat::traced::check)
 }
 
+/// The most precise tier that runs here (`--tier auto`, which never refuses).
+pub fn auto_tier() -> Tier {
+    decide_tier(TierChoice::Auto).map_or(Tier::Unprivileged, |d| d.tier)
+}
+
+/// The classification sub-window of the `hwlatdetect` name (docs/hwlat.md).
+const HWLATDETECT_SUB_WINDOW_NS: u64 = 500_000;
+
+/// The `hwlatdetect` name's run: (threshold, width, window) in us as it
+/// takes them, FIFO 99 (the hwlat tracer's kernel thread's place), `tier`
+/// or the unprivileged one when it cannot start.
+pub fn hwlatdetect_plan(
+    cpus: Vec<usize>,
+    (threshold_us, width_us, window_us): (u64, u64, u64),
+    duration_s: u64,
+    tier: Tier,
+) -> HwlatPlan {
+    HwlatPlan {
+        cpus,
+        priority: 99,
+        // hwlatdetect compares whole microseconds: a gap counts from
+        // threshold + 1 us on.
+        threshold_ns: threshold_us * 1000 + 999,
+        width_ns: width_us * 1000,
+        window_ns: window_us * 1000,
+        sub_window_ns: HWLATDETECT_SUB_WINDOW_NS.min(width_us * 1000),
+        duration_ns: Some(duration_s.saturating_mul(1_000_000_000)),
+        tier,
+        fall_back: true,
+        keep_gaps: false,
+    }
+}
+
 pub fn plan_of(settings: &HwlatSettings, decision: &Decision) -> HwlatPlan {
     HwlatPlan {
         cpus: settings.cpus.clone(),
