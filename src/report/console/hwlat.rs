@@ -83,9 +83,6 @@ pub fn write_test(report: &Report, test: &TestResult, out: &mut dyn Write) -> st
     };
     fitted(out, &heading(report, test, config))?;
     fitted(out, &format!("tier: {}", config.tier))?;
-    if let Some(why) = &config.tier_fallback {
-        fitted(out, &format!("tier fallback: {why}"))?;
-    }
     if interrupted_before_measuring(test) {
         return Ok(());
     }

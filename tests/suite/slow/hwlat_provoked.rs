@@ -9,8 +9,9 @@
 //! - **a FIFO task**: `hwlat-burst`, pinned to the measured CPU at FIFO 90,
 //!   above the samplers (`-p 80`), sleeps 15 ms (its timer interrupt comes
 //!   on that CPU) then spins 1 ms, bounded by the run;
-//! - **IPIs**: `hwlat-ipi`, on another CPU, reads `/dev/cpu/N/cpuid` every
-//!   5 ms: the kernel runs each read on CPU N by a function-call IPI (`CAL`);
+//! - **IPIs**: `hwlat-ipi`, on another CPU at FIFO 90, reads `/dev/cpu/N/cpuid` every
+//!   5 ms, half-way between two millisecond boundaries (where the ticks
+//!   are): the kernel runs each read on CPU N by a function-call IPI (`CAL`);
 //! - **a network softirq flood**: `hwlat-flood`, pinned to the measured CPU
 //!   at FIFO 90, sends UDP datagrams over loopback for 1 ms every 15 ms;
 //!   each is received in the NET_RX softirq of its CPU, on top of it.
@@ -85,8 +86,11 @@ impl Provoke {
             _ => None,
         };
         while !stop.load(Ordering::Relaxed) && Instant::now() < until {
-            let pause = if self == Provoke::Ipis { 5 } else { 15 };
-            std::thread::sleep(Duration::from_millis(pause));
+            if self == Provoke::Ipis {
+                between_ticks(5);
+            } else {
+                std::thread::sleep(Duration::from_millis(15));
+            }
             let t0 = monotonic_ns();
             match (self, &ipi_source, &sockets) {
                 (Provoke::Ipis, Some(file), _) => {
@@ -115,13 +119,39 @@ impl Provoke {
     }
 }
 
+/// Sleeps until the next 5 ms step's middle of a millisecond: the ticks of
+/// a kernel whose HZ divides 1000 come on millisecond boundaries (so do
+/// this VM's periodic hypervisor stops), and an IPI sent with one would
+/// share the gap: the IPI's interval would then hold a gap the tick alone
+/// made, which says nothing of the IPI. No timer slack, so the wake-up is
+/// not moved onto a tick.
+fn between_ticks(step_ms: u64) {
+    const MS: u64 = 1_000_000;
+    // SAFETY: sets this thread's own timer slack (1 ns: none).
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0) };
+    let next = (monotonic_ns() / (step_ms * MS) + 1) * step_ms * MS + MS / 2;
+    let at = libc::timespec {
+        tv_sec: (next / 1_000_000_000) as libc::time_t,
+        tv_nsec: (next % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: a valid absolute time; no remaining time is asked for.
+    unsafe {
+        libc::clock_nanosleep(
+            libc::CLOCK_MONOTONIC,
+            libc::TIMER_ABSTIME,
+            &at,
+            std::ptr::null_mut(),
+        )
+    };
+}
+
 fn loopback_pair() -> Result<(std::net::UdpSocket, std::net::UdpSocket), String> {
     let socket = || std::net::UdpSocket::bind("127.0.0.1:0").map_err(|e| e.to_string());
     Ok((socket()?, socket()?))
 }
 
-/// Starts `provoke` on its thread: on the measured CPU at FIFO above the
-/// samplers, or (IPIs) as a normal task on another CPU.
+/// Starts `provoke` on its thread at FIFO above the samplers: on the
+/// measured CPU, or (IPIs) on another one.
 fn start(
     provoke: Provoke,
     measured: usize,
@@ -134,7 +164,10 @@ fn start(
                     .into_iter()
                     .find(|&c| c != measured)
                     .ok_or("one CPU only: no other CPU to send IPIs from")?;
-                become_thread(provoke.name(), other, libc::SCHED_OTHER, 0)?
+                // Real-time too: a normal task preempted mid-read by the
+                // machine's other work would stretch its interval over
+                // ticks it did not cause.
+                become_thread(provoke.name(), other, libc::SCHED_FIFO, PROVOKER_PRIORITY)?
             }
             _ => become_thread(
                 provoke.name(),
