@@ -8,7 +8,6 @@
 
 use super::classify::GapClass;
 use super::protocol::Gap;
-use super::sampler::CpuOutcome;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -81,18 +80,17 @@ pub const HEADER: [&str; 7] = [
     "cause",
 ];
 
-/// Writes every CPU's logged gaps to `path` (replaced atomically when a
+/// Writes each CPU's logged gaps to `path` (replaced atomically when a
 /// regular file), in time order per CPU.
-pub fn write_csv(path: &Path, cpus: &[CpuOutcome]) -> std::io::Result<()> {
+pub fn write_csv(path: &Path, cpus: &[(usize, &GapLog)]) -> std::io::Result<()> {
     crate::rt::outfile::write_output_file(path, &mut |w| {
         let mut csv = csv::Writer::from_writer(w);
         csv.write_record(HEADER)?;
-        for c in cpus {
-            let Some(log) = &c.gap_log else { continue };
+        for &(cpu, log) in cpus {
             for r in &log.records {
                 let (class, cause) = log.words(r);
                 csv.write_record([
-                    c.cpu.to_string().as_str(),
+                    cpu.to_string().as_str(),
                     &r.window.to_string(),
                     &r.at_ns.to_string(),
                     &r.inner_ns.to_string(),

@@ -7,7 +7,7 @@
 //! that overlap it; there the pairs run on across sub-windows, so that no
 //! time between two of them goes unseen).
 
-use super::classify::{GapClass, Moved, Tally, WindowSample, classify};
+use super::classify::{GapClass, Moved, Tally, WindowSample, classify, note_sample};
 use super::gap_log::GapLog;
 use super::proc_counts::{Column, Table, thread_switches};
 use super::protocol::{Clock, Gap, InterferenceCounter, Monotonic, NoCounter, Reading};
@@ -318,21 +318,6 @@ fn classify_here(
             note_sample(sample, gap, plan.realtime_offset_ns);
         }
     }
-}
-
-/// Adds a hardware gap to its window's sample.
-pub fn note_sample(sample: &mut Option<WindowSample>, gap: &Gap, realtime_offset_ns: i64) {
-    let s = sample.get_or_insert(WindowSample {
-        realtime_ns: (gap.at_ns as i64).saturating_add(realtime_offset_ns).max(0) as u64,
-        inner_ns: 0,
-        outer_ns: 0,
-        count: 0,
-        sum_ns: 0,
-    });
-    s.inner_ns = s.inner_ns.max(gap.inner_ns);
-    s.outer_ns = s.outer_ns.max(gap.outer_ns);
-    s.count += 1;
-    s.sum_ns += gap.ns();
 }
 
 /// One stretch of clock pairs.

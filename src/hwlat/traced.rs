@@ -20,7 +20,7 @@
 //! gap goes to the innermost context running, the sampler's own time in it
 //! is time no event explains.
 
-use super::classify::{GapClass, Tally, WindowSample};
+use super::classify::{GapClass, Tally, WindowSample, note_sample};
 use super::gap_log::GapLog;
 use super::protocol::{Gap, Interference};
 use crate::report::Cause;
@@ -324,7 +324,7 @@ impl CpuBook {
                 if self.found.tally.add(&gap, class)
                     && let Some((_, sample)) = &mut self.window
                 {
-                    super::sampler::note_sample(sample, &gap, realtime_offset_ns);
+                    note_sample(sample, &gap, realtime_offset_ns);
                 }
                 // Later gaps start after this one: the events before it
                 // are state now.

@@ -1,6 +1,7 @@
 //! The hardware-latency test run and turned into report data: shared by
 //! `latscope hwlat` and the `hwlatdetect` name.
 
+use crate::hwlat::gap_log::GapLog;
 pub use crate::hwlat::machine::SmiCounting;
 pub use crate::hwlat::sampler::CpuOutcome;
 pub use crate::hwlat::tier::{Decision, Tier, TierChoice};
@@ -110,7 +111,12 @@ pub fn measure(
         fallback.as_deref(),
     ));
     if let Some(path) = &settings.gaps {
-        crate::hwlat::gap_log::write_csv(path, &outcome.cpus)
+        let logs: Vec<(usize, &GapLog)> = outcome
+            .cpus
+            .iter()
+            .filter_map(|c| Some((c.cpu, c.gap_log.as_ref()?)))
+            .collect();
+        crate::hwlat::gap_log::write_csv(path, &logs)
             .map_err(|e| format!("could not write the gaps to {}: {e}", path.display()))?;
     }
     let mut config = config_of(settings, run, hypervisor, &outcome.smi);

@@ -245,6 +245,11 @@ fn check(test: &str, provoke: Provoke, tier: &str) {
         .as_str()
         .unwrap_or("");
     assert!(ran.starts_with(tier), "{tier}: ran {ran}");
+    // NMIs with their time in the tracefs tier (the trace's nmi_handler),
+    // a count alone in the unprivileged one.
+    let cpu = &report["tests"][0]["series"][0]["detail"];
+    assert!(cpu["nmis"].is_u64(), "{cpu}");
+    assert_eq!(cpu["nmi_ns"].is_u64(), tier == "tracefs", "{cpu}");
     let rows = gap_rows(&std::fs::read_to_string(&gaps).unwrap(), measured);
     let overlaps = |g: &GapRow| {
         provoked
