@@ -139,6 +139,9 @@ impl HwlatSettings {
             sub_window_ns: SUITE_SUB_WINDOW_NS.min(width_ns),
             duration: Some(duration),
             format: HwlatFormat::Modern,
+            // The best tier this run can have, as `latscope hwlat` picks it.
+            tier: TierChoice::Auto,
+            gaps: None,
             rt_runtime_us,
             rt_period_us,
             lock_memory: true,
