@@ -15,6 +15,19 @@ pub enum HwlatFormat {
     Hwnoise,
 }
 
+/// `--tier`: how gaps are told apart (see docs/hwlat.md, "Tiers").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HwlatTier {
+    /// the most precise tier that runs here: bpf, then tracefs, then unprivileged
+    Auto,
+    /// a per-CPU interference counter in the kernel (gap-precise)
+    Bpf,
+    /// IRQ, softirq, NMI and switch events of a private trace instance (gap-precise; root)
+    Tracefs,
+    /// /proc/interrupts, /proc/softirqs and context switches per sub-window (window-precise)
+    Unprivileged,
+}
+
 /// `latscope hwlat`: a busy sampler per measured CPU.
 #[derive(Debug, Clone, Args)]
 pub struct HwlatArgs {
@@ -44,6 +57,12 @@ pub struct HwlatArgs {
     /// Output format
     #[arg(long, value_enum, default_value = "modern")]
     pub format: HwlatFormat,
+    /// How gaps are classified as hardware or OS
+    #[arg(long, value_enum, default_value = "auto")]
+    pub tier: HwlatTier,
+    /// Write every gap to FILE as CSV (cpu, window, CLOCK_MONOTONIC ns, inner, outer, class, cause)
+    #[arg(long, value_name = "FILE")]
+    pub gaps: Option<std::path::PathBuf>,
     /// Do not lock memory with mlockall
     #[arg(long = "no-mlockall")]
     pub no_mlockall: bool,

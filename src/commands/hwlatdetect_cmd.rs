@@ -4,18 +4,13 @@
 //! sample is above `--hardlimit`, 0 otherwise, 2 for any error: a crash
 //! can no longer pass for a slow machine.
 
-use crate::measure::hwlat::{self as hwlat_run, HwlatOutcome, HwlatPlan, SmiCounting};
+use crate::measure::hwlat::{self as hwlat_run, HwlatOutcome, SmiCounting};
 use crate::pipeline::CommandError;
 use crate::report::HwlatSample;
 use crate::report::classic_hwlatdetect as text;
 use crate::settings::hwlatdetect::{HELP, HwlatdetectSettings};
 use crate::settings::{UsageError, check_cpu};
 use std::io::Write;
-
-/// The `detector:` word: which tier of latscope measured.
-const DETECTOR: &str = "latscope-unprivileged";
-/// The classification sub-window (see docs/hwlat.md).
-const SUB_WINDOW_NS: u64 = 500_000;
 
 /// `hwlatdetect ARGS`: its exit code (errors are one line and exit 2).
 pub fn run(args: &[String]) -> Result<i32, CommandError> {
@@ -50,9 +45,12 @@ fn run_checked(args: &[String]) -> Result<i32, UsageError> {
     }
     // Paging in the samplers' stacks and buffers is no latency to measure.
     let _ = crate::rt::sched::lock_all_memory_if_affordable();
+    // The `detector:` word names the most precise tier that runs here.
+    let tier = hwlat_run::auto_tier();
+    let detector = format!("latscope-{}", tier.name());
     let header = text::Header {
         duration_s: s.duration_s,
-        detector: DETECTOR,
+        detector: &detector,
         cpu_list: s.cpu_list.as_deref(),
         threshold_us: s.threshold_us,
         window_us: s.window_us,
@@ -72,17 +70,12 @@ fn run_checked(args: &[String]) -> Result<i32, UsageError> {
         "detector module enabled (threshold: {})",
         s.threshold_us
     ));
-    let outcome = hwlat_run::run(&HwlatPlan {
+    let outcome = hwlat_run::run(&hwlat_run::hwlatdetect_plan(
         cpus,
-        priority: 99,
-        // hwlatdetect compares whole microseconds: a gap counts from
-        // threshold + 1 us on.
-        threshold_ns: s.threshold_us * 1000 + 999,
-        width_ns: s.width_us * 1000,
-        window_ns: s.window_us * 1000,
-        sub_window_ns: SUB_WINDOW_NS.min(s.width_us * 1000),
-        duration_ns: Some(s.duration_s.saturating_mul(1_000_000_000)),
-    });
+        (s.threshold_us, s.width_us, s.window_us),
+        s.duration_s,
+        tier,
+    ));
     out.debug("disabling detector module");
     drop(dma);
     out.debug("c-states enabled");

@@ -78,6 +78,21 @@ pub struct WindowSample {
     pub sum_ns: u64,
 }
 
+/// Adds a hardware gap to its window's sample.
+pub fn note_sample(sample: &mut Option<WindowSample>, gap: &Gap, realtime_offset_ns: i64) {
+    let s = sample.get_or_insert(WindowSample {
+        realtime_ns: (gap.at_ns as i64).saturating_add(realtime_offset_ns).max(0) as u64,
+        inner_ns: 0,
+        outer_ns: 0,
+        count: 0,
+        sum_ns: 0,
+    });
+    s.inner_ns = s.inner_ns.max(gap.inner_ns);
+    s.outer_ns = s.outer_ns.max(gap.outer_ns);
+    s.count += 1;
+    s.sum_ns += gap.ns();
+}
+
 /// A CPU's gaps by class, over the run.
 #[derive(Clone, Default)]
 pub struct Tally {

@@ -5,9 +5,11 @@
 //! kernel counts ran across it: firmware, an SMI, or the hypervisor in a
 //! guest) or **OS** (with its cause).
 //!
-//! Tiers: this module runs the **unprivileged** tier (window-precise: the
-//! CPU's `/proc/interrupts` and `/proc/softirqs` columns and the sampler's
-//! context switches, read between 0.5 ms sub-windows). The read protocol
+//! Tiers (tier.rs): the **unprivileged** tier (window-precise: the CPU's
+//! `/proc/interrupts` and `/proc/softirqs` columns and the sampler's
+//! context switches, read between 0.5 ms sub-windows), and the **tracefs**
+//! tier (traced.rs: gap-precise, each gap overlapped with the IRQ, softirq,
+//! NMI and switch events of a private trace instance). The read protocol
 //! takes an `InterferenceCounter` (protocol.rs) so that the bpf tier, a
 //! per-CPU counter read with one load, decides each gap by itself.
 //!
@@ -16,10 +18,13 @@
 //! for the rest of the machine: a 2-CPU box stays responsive at 50 %.
 
 pub mod classify;
+pub mod gap_log;
 pub mod machine;
 pub mod proc_counts;
 pub mod protocol;
 pub mod sampler;
+pub mod tier;
+pub mod traced;
 
 use crate::report::EndReason;
 use crate::rt::sched::Policy;
@@ -28,6 +33,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
+use tier::Tier;
+use traced::{GapTrace, TracedCpu};
 
 /// Stack of a sampler thread: small, since `mlockall` locks all of it.
 const SAMPLER_STACK: usize = 256 * 1024;
@@ -35,7 +42,7 @@ const SAMPLER_STACK: usize = 256 * 1024;
 const START_DELAY_NS: u64 = 20_000_000;
 
 /// The tier that ran, as the output names it.
-pub const UNPRIVILEGED_TIER: &str = "unprivileged (window-precise: /proc/interrupts, /proc/softirqs and context switches per sub-window)";
+pub use tier::UNPRIVILEGED_TIER;
 
 /// Everything a run needs, checked by the settings.
 #[derive(Debug, Clone)]
@@ -47,6 +54,12 @@ pub struct HwlatPlan {
     pub window_ns: u64,
     pub sub_window_ns: u64,
     pub duration_ns: Option<u64>,
+    /// The tier decided (tier.rs); `fall_back`: when it cannot start, the
+    /// unprivileged tier runs instead (`--tier auto`).
+    pub tier: Tier,
+    pub fall_back: bool,
+    /// Log every gap (`--gaps`).
+    pub keep_gaps: bool,
 }
 
 /// A measured CPU's SMT sibling that was busy while it was measured.
@@ -71,6 +84,9 @@ pub struct HwlatOutcome {
     pub measured: Duration,
     pub end_reason: EndReason,
     pub error: Option<String>,
+    /// The tier that ran, and why it is not the one planned (it could not start).
+    pub tier: Tier,
+    pub tier_fallback: Option<String>,
 }
 
 /// Runs one sampler per CPU of `plan` until the duration ends, a sampler
@@ -79,11 +95,121 @@ pub fn run(plan: &HwlatPlan, stop_signalled: &mut dyn FnMut(Duration) -> bool) -
     let smi = machine::smi_counting(&plan.cpus);
     let smis_before = smi_counts(&smi, &plan.cpus);
     let stat_before = machine::read_stat();
+    let realtime_offset_ns = crate::rt::clock::read_clock(libc::CLOCK_REALTIME) as i64
+        - crate::rt::clock::monotonic_ns() as i64;
+    // The trace starts before the samplers spin, from this (unpinned) thread.
+    let (trace, tier, tier_fallback) = start_tier(plan, realtime_offset_ns);
+    let mut sampled = match &trace {
+        Err(e) => Sampled::failed(e.clone()),
+        Ok(trace) => sample(plan, trace.as_ref(), realtime_offset_ns, stop_signalled),
+    };
+    if let Ok(Some(trace)) = trace {
+        // Items the reader was too slow to take: their gaps were not kept.
+        for c in &mut sampled.cpus {
+            c.gaps_dropped += trace.feed(c.cpu).map_or(0, |f| f.dropped());
+        }
+        let mut found = trace.finish();
+        for c in &mut sampled.cpus {
+            if let Some(t) = found.remove(&c.cpu) {
+                take_traced(c, t);
+            }
+        }
+    }
+    let stat_after = machine::read_stat();
+    let tick_ns = 1_000_000_000 / machine::user_hz();
+    let measured = sampled.measured;
+    HwlatOutcome {
+        steal_ns: plan
+            .cpus
+            .iter()
+            .map(|&c| {
+                let before = stat_before.get(&c).map_or(0, |t| t.steal);
+                let after = stat_after.get(&c).map_or(0, |t| t.steal);
+                (c, after.saturating_sub(before) * tick_ns)
+            })
+            .collect(),
+        busy_siblings: busy_siblings(&plan.cpus, &stat_before, &stat_after, measured),
+        smis: smis_before
+            .iter()
+            .zip(smi_counts(&smi, &plan.cpus))
+            .map(|(&(cpu, before), (_, after))| (cpu, after.wrapping_sub(before) & 0xffff_ffff))
+            .collect(),
+        smi,
+        cpus: sampled.cpus,
+        measured,
+        end_reason: sampled.end_reason,
+        error: sampled.error,
+        tier,
+        tier_fallback,
+    }
+}
+
+/// Starts the planned tier's collection: the trace of the tracefs tier
+/// (None for the unprivileged one). A trace that cannot start is an error,
+/// or with `fall_back` the unprivileged tier, with why.
+fn start_tier(
+    plan: &HwlatPlan,
+    realtime_offset_ns: i64,
+) -> (Result<Option<GapTrace>, String>, Tier, Option<String>) {
+    if plan.tier != Tier::Tracefs {
+        return (Ok(None), plan.tier, None);
+    }
+    match GapTrace::start(&plan.cpus, realtime_offset_ns, plan.keep_gaps) {
+        Ok(trace) => (Ok(Some(trace)), Tier::Tracefs, None),
+        Err(why) if plan.fall_back => (
+            Ok(None),
+            Tier::Unprivileged,
+            Some(format!("tracefs: {why}")),
+        ),
+        Err(why) => (
+            Err(format!("the tracefs tier could not start: {why}")),
+            Tier::Tracefs,
+            None,
+        ),
+    }
+}
+
+/// The tracefs tier's classification of a CPU's gaps, in its outcome.
+fn take_traced(c: &mut CpuOutcome, t: TracedCpu) {
+    c.tally = t.tally;
+    c.samples = t.samples;
+    c.samples.truncate(sampler::MAX_SAMPLES);
+    c.classified_ns = t.classified_ns.min(c.spun_ns);
+    c.nmis = t.nmis.count;
+    c.nmi_ns = Some(t.nmis.total_ns);
+    c.nmi_max_ns = Some(t.nmis.max_ns);
+    c.gap_log = t.log;
+}
+
+/// What the samplers gave.
+struct Sampled {
+    cpus: Vec<CpuOutcome>,
+    measured: Duration,
+    end_reason: EndReason,
+    error: Option<String>,
+}
+
+impl Sampled {
+    fn failed(error: String) -> Sampled {
+        Sampled {
+            cpus: Vec::new(),
+            measured: Duration::ZERO,
+            end_reason: EndReason::Error,
+            error: Some(error),
+        }
+    }
+}
+
+/// Runs the samplers (feeding `trace` when given) until the end.
+fn sample(
+    plan: &HwlatPlan,
+    trace: Option<&GapTrace>,
+    realtime_offset_ns: i64,
+    stop_signalled: &mut dyn FnMut(Duration) -> bool,
+) -> Sampled {
     let stop = Arc::new(AtomicBool::new(false));
     let finished = Arc::new(AtomicUsize::new(0));
     let start_ns = crate::rt::clock::monotonic_ns() + START_DELAY_NS;
-    let realtime_offset_ns = crate::rt::clock::read_clock(libc::CLOCK_REALTIME) as i64
-        - crate::rt::clock::monotonic_ns() as i64;
     let n = plan.cpus.len() as u64;
     let mut handles = Vec::new();
     let mut error = None;
@@ -98,6 +224,8 @@ pub fn run(plan: &HwlatPlan, stop_signalled: &mut dyn FnMut(Duration) -> bool) -
             first_window_ns: start_ns + plan.window_ns * i as u64 / n.max(1),
             end_ns: plan.duration_ns.map(|d| start_ns + d),
             realtime_offset_ns,
+            feed: trace.and_then(|t| t.feed(cpu)),
+            keep_gaps: plan.keep_gaps,
         };
         let (stop_one, finished) = (Arc::clone(&stop), Arc::clone(&finished));
         let spawned = std::thread::Builder::new()
@@ -135,25 +263,7 @@ pub fn run(plan: &HwlatPlan, stop_signalled: &mut dyn FnMut(Duration) -> bool) -
     } else if plan.duration_ns.is_none() {
         end_reason = EndReason::Interrupted;
     }
-    let stat_after = machine::read_stat();
-    let tick_ns = 1_000_000_000 / machine::user_hz();
-    HwlatOutcome {
-        steal_ns: plan
-            .cpus
-            .iter()
-            .map(|&c| {
-                let before = stat_before.get(&c).map_or(0, |t| t.steal);
-                let after = stat_after.get(&c).map_or(0, |t| t.steal);
-                (c, after.saturating_sub(before) * tick_ns)
-            })
-            .collect(),
-        busy_siblings: busy_siblings(&plan.cpus, &stat_before, &stat_after, measured),
-        smis: smis_before
-            .iter()
-            .zip(smi_counts(&smi, &plan.cpus))
-            .map(|(&(cpu, before), (_, after))| (cpu, after.wrapping_sub(before) & 0xffff_ffff))
-            .collect(),
-        smi,
+    Sampled {
         cpus,
         measured,
         end_reason,

@@ -1,12 +1,18 @@
 //! One CPU's sampler thread: SCHED_FIFO, pinned, it spins `width` of every
-//! `window` reading clock pairs (protocol.rs) in sub-windows, reads the
-//! CPU's interference evidence between sub-windows (off the clock: the
-//! reads' own time is never a gap), and classifies every gap (classify.rs).
+//! `window` reading clock pairs (protocol.rs) in sub-windows. Between
+//! sub-windows (off the clock: that time is never a gap) it either reads
+//! the CPU's interference evidence and classifies the sub-window's gaps
+//! (classify.rs: the unprivileged tier), or hands them to the trace reader
+//! (traced.rs: the tracefs tier, which classifies each gap by the events
+//! that overlap it; there the pairs run on across sub-windows, so that no
+//! time between two of them goes unseen).
 
-use super::classify::{GapClass, Moved, Tally, WindowSample, classify};
+use super::classify::{GapClass, Moved, Tally, WindowSample, classify, note_sample};
+use super::gap_log::GapLog;
 use super::proc_counts::{Column, Table, thread_switches};
 use super::protocol::{Clock, Gap, InterferenceCounter, Monotonic, NoCounter, Reading};
 use super::protocol::{gap_of, read_pair};
+use super::traced::Feed;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -15,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 const GAPS_PER_SUB_WINDOW: usize = 1024;
 /// Window samples kept for the hwlatdetect lines (one per window with a
 /// hardware gap: a week of 1 s windows).
-const MAX_SAMPLES: usize = 700_000;
+pub const MAX_SAMPLES: usize = 700_000;
 
 /// What one sampler is asked to do.
 #[derive(Debug, Clone)]
@@ -32,6 +38,11 @@ pub struct SamplerPlan {
     pub end_ns: Option<u64>,
     /// CLOCK_REALTIME - CLOCK_MONOTONIC, for the samples' time stamps.
     pub realtime_offset_ns: i64,
+    /// The tracefs tier: where the gaps go to be classified (None: the
+    /// unprivileged tier classifies them here).
+    pub feed: Option<Feed>,
+    /// Log every gap (`--gaps`).
+    pub keep_gaps: bool,
 }
 
 /// One CPU's result.
@@ -51,8 +62,14 @@ pub struct CpuOutcome {
     pub gaps_dropped: u64,
     pub tally: Tally,
     pub samples: Vec<WindowSample>,
-    /// NMIs counted on the CPU over the run (/proc/interrupts' NMI row).
+    /// NMIs counted on the CPU over the run (/proc/interrupts' NMI row, or
+    /// the tracefs tier's `nmi:nmi_handler` events).
     pub nmis: u64,
+    /// The NMIs' total and longest handler time (the tracefs tier only).
+    pub nmi_ns: Option<u64>,
+    pub nmi_max_ns: Option<u64>,
+    /// Every gap with its class (`--gaps`).
+    pub gap_log: Option<GapLog>,
     pub error: Option<String>,
 }
 
@@ -149,21 +166,39 @@ fn refresh(table: &mut Table, column: &mut Column, cpu: usize) -> bool {
     false
 }
 
+/// Where a sub-window's gaps are classified.
+enum Judge {
+    /// The unprivileged tier: the CPU's /proc counts, read between sub-windows.
+    Proc(Box<Evidence>),
+    /// The tracefs tier: the trace reader classifies them.
+    Trace(Feed),
+}
+
 /// Runs one sampler on the calling thread (already pinned and real-time).
 pub fn run(plan: &SamplerPlan, stop: &Arc<AtomicBool>) -> CpuOutcome {
     let mut out = CpuOutcome {
         cpu: plan.cpu,
         tid: crate::rt::sched::current_tid(),
+        gap_log: plan.keep_gaps.then(GapLog::default),
         ..CpuOutcome::default()
     };
-    let mut evidence = match Evidence::open(plan.cpu) {
-        Ok(e) => e,
-        Err(e) => {
-            out.error = Some(e);
-            return out;
+    let mut judge = match &plan.feed {
+        Some(feed) => {
+            feed.started(out.tid);
+            Judge::Trace(feed.clone())
         }
+        None => match Evidence::open(plan.cpu) {
+            Ok(e) => Judge::Proc(Box::new(e)),
+            Err(e) => {
+                out.error = Some(e);
+                return out;
+            }
+        },
     };
-    let nmis_at_start = evidence.nmi_count();
+    let nmis_at_start = match &judge {
+        Judge::Proc(e) => e.nmi_count(),
+        Judge::Trace(_) => None,
+    };
     let mut gaps: Vec<Gap> = Vec::with_capacity(GAPS_PER_SUB_WINDOW);
     out.samples.reserve(1024);
     let mut window_start = plan.first_window_ns;
@@ -177,22 +212,25 @@ pub fn run(plan: &SamplerPlan, stop: &Arc<AtomicBool>) -> CpuOutcome {
         let window_end = plan.end_ns.map_or(window_start + plan.width_ns, |e| {
             e.min(window_start + plan.width_ns)
         });
-        sample_window(plan, stop, &mut evidence, &mut gaps, window_end, &mut out);
+        sample_window(plan, stop, &mut judge, &mut gaps, window_end, &mut out);
         out.windows += 1;
         window_start += plan.window_ns;
     }
-    out.nmis = evidence
-        .nmi_count()
-        .zip(nmis_at_start)
-        .map_or(0, |(end, start)| end.saturating_sub(start));
+    if let Judge::Proc(e) = &judge {
+        out.nmis = e
+            .nmi_count()
+            .zip(nmis_at_start)
+            .map_or(0, |(end, start)| end.saturating_sub(start));
+    }
     out
 }
 
-/// One duty window: sub-windows until `window_end`, every gap classified.
+/// One duty window: sub-windows until `window_end`, every gap classified
+/// (here, or by the trace reader).
 fn sample_window(
     plan: &SamplerPlan,
     stop: &AtomicBool,
-    evidence: &mut Evidence,
+    judge: &mut Judge,
     gaps: &mut Vec<Gap>,
     window_end: u64,
     out: &mut CpuOutcome,
@@ -200,9 +238,14 @@ fn sample_window(
     let mut clock = Monotonic;
     let mut counter = NoCounter;
     let started = clock.now();
+    let window = out.windows;
     let mut sample: Option<WindowSample> = None;
-    // The evidence before the first sub-window of this window.
-    evidence.step(false);
+    // The pair the next stretch goes on from (the tracefs tier only).
+    let mut resume: Option<Reading> = None;
+    if let Judge::Proc(evidence) = judge {
+        // The evidence before the first sub-window of this window.
+        evidence.step(false);
+    }
     while !stop.load(Ordering::Relaxed) {
         let now = clock.now();
         if now >= window_end {
@@ -210,22 +253,33 @@ fn sample_window(
         }
         let until = window_end.min(now + plan.sub_window_ns);
         gaps.clear();
-        let (span, loops, dropped) = spin(&mut counter, &mut clock, until, plan.threshold_ns, gaps);
-        let moved = evidence.step(!gaps.is_empty());
+        let stretch = spin(
+            &mut counter,
+            &mut clock,
+            resume,
+            until,
+            plan.threshold_ns,
+            gaps,
+        );
         out.sub_windows += 1;
-        out.loops += loops;
-        out.gaps_dropped += dropped;
-        match &moved {
-            Some(m) if m.is_quiet() => out.quiet_sub_windows += 1,
-            _ => {}
-        }
-        if moved.is_some() {
-            out.classified_ns += span;
-        }
-        for gap in gaps.iter() {
-            let class: GapClass = classify(gap, moved.as_ref());
-            if out.tally.add(gap, class) {
-                note_sample(&mut sample, gap, plan.realtime_offset_ns);
+        out.loops += stretch.loops;
+        out.gaps_dropped += stretch.dropped;
+        match judge {
+            Judge::Proc(evidence) => {
+                let moved = evidence.step(!gaps.is_empty());
+                classify_here(
+                    gaps,
+                    moved.as_ref(),
+                    &stretch,
+                    window,
+                    &mut sample,
+                    plan,
+                    out,
+                );
+            }
+            Judge::Trace(feed) => {
+                feed.sampled(gaps, stretch.start, stretch.end, window);
+                resume = Some(stretch.last);
             }
         }
     }
@@ -237,37 +291,66 @@ fn sample_window(
     }
 }
 
-/// Adds a hardware gap to its window's sample.
-fn note_sample(sample: &mut Option<WindowSample>, gap: &Gap, realtime_offset_ns: i64) {
-    let s = sample.get_or_insert(WindowSample {
-        realtime_ns: (gap.at_ns as i64).saturating_add(realtime_offset_ns).max(0) as u64,
-        inner_ns: 0,
-        outer_ns: 0,
-        count: 0,
-        sum_ns: 0,
-    });
-    s.inner_ns = s.inner_ns.max(gap.inner_ns);
-    s.outer_ns = s.outer_ns.max(gap.outer_ns);
-    s.count += 1;
-    s.sum_ns += gap.ns();
+/// The unprivileged tier's classification of one sub-window's gaps by what
+/// `moved` across it (None: the tables changed, nothing can be said).
+fn classify_here(
+    gaps: &[Gap],
+    moved: Option<&Moved>,
+    stretch: &Stretch,
+    window: u64,
+    sample: &mut Option<WindowSample>,
+    plan: &SamplerPlan,
+    out: &mut CpuOutcome,
+) {
+    match moved {
+        Some(m) if m.is_quiet() => out.quiet_sub_windows += 1,
+        _ => {}
+    }
+    if moved.is_some() {
+        out.classified_ns += stretch.end - stretch.start;
+    }
+    for gap in gaps {
+        let class: GapClass = classify(gap, moved);
+        if let Some(log) = &mut out.gap_log {
+            log.note(window, gap, &class);
+        }
+        if out.tally.add(gap, class) {
+            note_sample(sample, gap, plan.realtime_offset_ns);
+        }
+    }
 }
 
-/// Spins reading pairs until the clock passes `until`; gaps above the
-/// threshold go to `gaps`. Returns the time covered (first t1 to last t2),
-/// the pairs read and the gaps that did not fit.
+/// One stretch of clock pairs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stretch {
+    /// The time covered: from the first t1 (or the resumed pair's t2) to
+    /// the last t2.
+    pub start: u64,
+    pub end: u64,
+    /// Pairs read, and gaps that did not fit the buffer.
+    pub loops: u64,
+    pub dropped: u64,
+    /// The last pair, for a stretch that goes on from it.
+    pub last: Reading,
+}
+
+/// Spins reading pairs until the clock passes `until`, going on from
+/// `resume` when given (its outer gap to the first pair is measured); gaps
+/// above the threshold go to `gaps`.
 pub fn spin<C: InterferenceCounter, K: Clock>(
     counter: &mut C,
     clock: &mut K,
+    resume: Option<Reading>,
     until: u64,
     threshold_ns: u64,
     gaps: &mut Vec<Gap>,
-) -> (u64, u64, u64) {
+) -> Stretch {
     let first = read_pair(counter, clock);
-    let mut previous: Reading = first;
     let (mut loops, mut dropped) = (1u64, 0u64);
-    if let Some(g) = gap_of(None, &first, threshold_ns) {
+    if let Some(g) = gap_of(resume.as_ref(), &first, threshold_ns) {
         gaps.push(g);
     }
+    let mut previous: Reading = first;
     while previous.t2 < until {
         let reading = read_pair(counter, clock);
         loops += 1;
@@ -280,7 +363,13 @@ pub fn spin<C: InterferenceCounter, K: Clock>(
         }
         previous = reading;
     }
-    (previous.t2.saturating_sub(first.t1), loops, dropped)
+    Stretch {
+        start: resume.map_or(first.t1, |r| r.t2),
+        end: previous.t2,
+        loops,
+        dropped,
+        last: previous,
+    }
 }
 
 #[cfg(test)]
@@ -298,8 +387,8 @@ mod tests {
         let counts = vec![1, 1, 1, 1, 1, 1, 1, 1, 2, 2];
         let mut counter = ScriptCounter(counts, 0);
         let mut gaps = Vec::with_capacity(8);
-        let (span, loops, dropped) = spin(&mut counter, &mut clock, 9000, 1000, &mut gaps);
-        assert_eq!((span, loops, dropped), (9070, 5, 0));
+        let s = spin(&mut counter, &mut clock, None, 9000, 1000, &mut gaps);
+        assert_eq!((s.start, s.end, s.loops, s.dropped), (0, 9070, 5, 0));
         assert_eq!(gaps.len(), 2);
         assert_eq!((gaps[0].at_ns, gaps[0].outer_ns), (30, 5000));
         assert_eq!(gaps[0].interference, Interference::None);
@@ -308,13 +397,43 @@ mod tests {
     }
 
     #[test]
+    fn a_stretch_that_goes_on_measures_the_time_since_the_last_pair() {
+        // The previous stretch ended at t2 = 100; the next pair comes 4900
+        // ns later: one outer gap, and the stretch covers it.
+        let resume = Reading {
+            t1: 90,
+            t2: 100,
+            before: None,
+            after: None,
+            retries: 0,
+        };
+        let mut clock = ScriptClock(vec![5000, 5010], 0);
+        let mut gaps = Vec::with_capacity(8);
+        let s = spin(
+            &mut NoCounter,
+            &mut clock,
+            Some(resume),
+            5000,
+            1000,
+            &mut gaps,
+        );
+        assert_eq!((s.start, s.end, s.loops), (100, 5010, 1));
+        assert_eq!(gaps.len(), 1);
+        assert_eq!(
+            (gaps[0].at_ns, gaps[0].outer_ns, gaps[0].inner_ns),
+            (100, 4900, 10)
+        );
+        assert_eq!(s.last.t2, 5010);
+    }
+
+    #[test]
     fn gaps_beyond_the_buffer_are_counted_as_dropped() {
         let times: Vec<u64> = (0..40).map(|i| i * 1000).collect();
         let mut clock = ScriptClock(times, 0);
         let mut gaps = Vec::with_capacity(2);
-        let (_, _, dropped) = spin(&mut NoCounter, &mut clock, 30_000, 500, &mut gaps);
+        let s = spin(&mut NoCounter, &mut clock, None, 30_000, 500, &mut gaps);
         assert_eq!(gaps.len(), 2);
-        assert!(dropped > 0);
+        assert!(s.dropped > 0);
     }
 
     #[test]

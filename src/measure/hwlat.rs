@@ -1,8 +1,10 @@
 //! The hardware-latency test run and turned into report data: shared by
 //! `latscope hwlat` and the `hwlatdetect` name.
 
+use crate::hwlat::gap_log::GapLog;
 pub use crate::hwlat::machine::SmiCounting;
 pub use crate::hwlat::sampler::CpuOutcome;
+pub use crate::hwlat::tier::{Decision, Tier, TierChoice};
 pub use crate::hwlat::{HwlatOutcome, HwlatPlan, UNPRIVILEGED_TIER};
 use crate::pipeline::{CpuWindow, FinishedTest, Run, RunFacts};
 use crate::report::{
@@ -36,7 +38,45 @@ pub fn describe_smi(smi: &SmiCounting) -> String {
     }
 }
 
-pub fn plan_of(settings: &HwlatSettings) -> HwlatPlan {
+/// The tier `choice` gives here (the error is the user's line, exit 1).
+pub fn decide_tier(choice: TierChoice) -> Result<Decision, String> {
+    crate::hwlat::tier::decide(choice, crate::hwlat::traced::check)
+}
+
+/// The most precise tier that runs here (`--tier auto`, which never refuses).
+pub fn auto_tier() -> Tier {
+    decide_tier(TierChoice::Auto).map_or(Tier::Unprivileged, |d| d.tier)
+}
+
+/// The classification sub-window of the `hwlatdetect` name (docs/hwlat.md).
+const HWLATDETECT_SUB_WINDOW_NS: u64 = 500_000;
+
+/// The `hwlatdetect` name's run: (threshold, width, window) in us as it
+/// takes them, FIFO 99 (the hwlat tracer's kernel thread's place), `tier`
+/// or the unprivileged one when it cannot start.
+pub fn hwlatdetect_plan(
+    cpus: Vec<usize>,
+    (threshold_us, width_us, window_us): (u64, u64, u64),
+    duration_s: u64,
+    tier: Tier,
+) -> HwlatPlan {
+    HwlatPlan {
+        cpus,
+        priority: 99,
+        // hwlatdetect compares whole microseconds: a gap counts from
+        // threshold + 1 us on.
+        threshold_ns: threshold_us * 1000 + 999,
+        width_ns: width_us * 1000,
+        window_ns: window_us * 1000,
+        sub_window_ns: HWLATDETECT_SUB_WINDOW_NS.min(width_us * 1000),
+        duration_ns: Some(duration_s.saturating_mul(1_000_000_000)),
+        tier,
+        fall_back: true,
+        keep_gaps: false,
+    }
+}
+
+pub fn plan_of(settings: &HwlatSettings, decision: &Decision) -> HwlatPlan {
     HwlatPlan {
         cpus: settings.cpus.clone(),
         priority: settings.priority,
@@ -45,6 +85,9 @@ pub fn plan_of(settings: &HwlatSettings) -> HwlatPlan {
         window_ns: settings.window_ns,
         sub_window_ns: settings.sub_window_ns,
         duration_ns: settings.duration.map(crate::rt::clock::duration_ns),
+        tier: decision.tier,
+        fall_back: settings.tier == TierChoice::Auto,
+        keep_gaps: settings.gaps.is_some(),
     }
 }
 
@@ -53,15 +96,34 @@ pub fn measure(
     settings: &HwlatSettings,
     run: &Run<'_>,
 ) -> Result<(FinishedTest, Vec<String>), String> {
-    let plan = plan_of(settings);
+    let decision = decide_tier(settings.tier)?;
+    let plan = plan_of(settings, &decision);
     let window = CpuWindow::open();
     let started = SystemTime::now();
     let outcome = run.measuring(None, |_| self::run(&plan));
     let ended = SystemTime::now();
     let cpu_use = window.close().of(&settings.cpus);
     let hypervisor = hypervisor();
-    let warnings = warnings_of(&outcome, hypervisor.as_deref());
-    let config = config_of(settings, run, hypervisor, &outcome.smi);
+    let mut warnings = warnings_of(&outcome, hypervisor.as_deref());
+    let fallback = outcome.tier_fallback.clone().or(decision.fallback);
+    warnings.extend(crate::hwlat::tier::fallback_line(
+        outcome.tier,
+        fallback.as_deref(),
+    ));
+    if let Some(path) = &settings.gaps {
+        let logs: Vec<(usize, &GapLog)> = outcome
+            .cpus
+            .iter()
+            .filter_map(|c| Some((c.cpu, c.gap_log.as_ref()?)))
+            .collect();
+        crate::hwlat::gap_log::write_csv(path, &logs)
+            .map_err(|e| format!("could not write the gaps to {}: {e}", path.display()))?;
+    }
+    let mut config = config_of(settings, run, hypervisor, &outcome.smi);
+    if let ConfigDetail::Hwlat(c) = &mut config.detail {
+        c.tier = outcome.tier.describe().into();
+        c.tier_fallback = fallback;
+    }
     let result = result_of(config, &outcome, settings.priority);
     let facts = RunFacts {
         elapsed: outcome.measured,
@@ -119,6 +181,7 @@ fn config_of(
             window_ns: settings.window_ns,
             sub_window_ns: settings.sub_window_ns,
             tier: UNPRIVILEGED_TIER.into(),
+            tier_fallback: None,
             hypervisor,
             smi_counting: describe_smi(smi),
             rt_runtime_us: settings.rt_runtime_us,
@@ -225,6 +288,8 @@ fn cpu_of(c: &CpuOutcome, outcome: &HwlatOutcome) -> HwlatCpu {
         os_causes,
         gaps_dropped: c.gaps_dropped,
         nmis: c.nmis,
+        nmi_ns: c.nmi_ns,
+        nmi_max_ns: c.nmi_max_ns,
         smis: outcome.smis.get(&c.cpu).copied(),
         steal_ns: outcome.steal_ns.get(&c.cpu).copied().unwrap_or(0),
         samples: samples_of(c),

@@ -94,6 +94,8 @@ mod tests {
             os_causes: vec![],
             gaps_dropped: 0,
             nmis: 2,
+            nmi_ns: None,
+            nmi_max_ns: None,
             smis: None,
             steal_ns: 0,
             samples: vec![HwlatSample {

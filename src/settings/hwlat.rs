@@ -2,7 +2,8 @@
 //! rule `hwlatdetect` shares: a sampler may not outspin RT throttling.
 
 use super::{UsageError, VerdictSettings, check_cpu, checked_priority};
-use crate::cli::hwlat::{HwlatArgs, HwlatFormat};
+use crate::cli::hwlat::{HwlatArgs, HwlatFormat, HwlatTier};
+use crate::hwlat::tier::TierChoice;
 use crate::rt::sched::{self, Policy};
 use crate::units::format_ns;
 use std::time::Duration;
@@ -17,6 +18,9 @@ pub struct HwlatSettings {
     pub sub_window_ns: u64,
     pub duration: Option<Duration>,
     pub format: HwlatFormat,
+    pub tier: TierChoice,
+    /// `--gaps FILE`.
+    pub gaps: Option<std::path::PathBuf>,
     pub rt_runtime_us: Option<i64>,
     pub rt_period_us: Option<i64>,
     pub lock_memory: bool,
@@ -97,6 +101,13 @@ impl HwlatSettings {
             sub_window_ns: args.sub_window,
             duration: args.duration,
             format: args.format,
+            tier: match args.tier {
+                HwlatTier::Auto => TierChoice::Auto,
+                HwlatTier::Bpf => TierChoice::Bpf,
+                HwlatTier::Tracefs => TierChoice::Tracefs,
+                HwlatTier::Unprivileged => TierChoice::Unprivileged,
+            },
+            gaps: args.gaps.clone(),
             rt_runtime_us,
             rt_period_us,
             lock_memory: !args.no_mlockall,
@@ -128,6 +139,9 @@ impl HwlatSettings {
             sub_window_ns: SUITE_SUB_WINDOW_NS.min(width_ns),
             duration: Some(duration),
             format: HwlatFormat::Modern,
+            // The best tier this run can have, as `latscope hwlat` picks it.
+            tier: TierChoice::Auto,
+            gaps: None,
             rt_runtime_us,
             rt_period_us,
             lock_memory: true,

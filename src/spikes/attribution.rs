@@ -188,6 +188,17 @@ impl CpuHistory {
     pub fn covers(&self, time: u64) -> bool {
         self.dropped_until < time
     }
+
+    /// Folds the events before `time` into the state before the oldest
+    /// kept: a consumer that attributes windows in time order (hwlat's
+    /// gaps) then steps over each event once, not once per window.
+    pub fn forget_before(&mut self, time: u64) {
+        while self.events.front().is_some_and(|e| e.time < time) {
+            let old = self.events.pop_front().expect("front exists");
+            self.base.apply(&old);
+            self.dropped_until = old.time;
+        }
+    }
 }
 
 /// What the attribution needs to know about a sample above the threshold.

@@ -12,10 +12,6 @@ use crate::settings::hwlat::{HwlatSettings, SUITE_WINDOW};
 use crate::units::format_run_time;
 use std::time::Duration;
 
-/// Time the hardware row needs besides sampling: the samplers' start (20
-/// ms, hwlat::START_DELAY_NS) and their end.
-pub(super) const HWLAT_SETUP_RESERVE: Duration = Duration::from_millis(40);
-
 impl Suite {
     pub(super) fn measure_hwlat(&self, run: &mut Run<'_>, share: Duration) -> FinishedTest {
         let left = share.clamp(Duration::from_millis(10), SUITE_WINDOW);

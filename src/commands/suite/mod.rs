@@ -4,6 +4,7 @@
 //! machine's latencies.
 
 mod hardware;
+mod shares;
 mod steps;
 
 use crate::cli::SuiteArgs;
@@ -90,7 +91,7 @@ impl Measurement for Suite {
             run.checkpoint(&finished);
         }
         if !interrupted(&finished) {
-            let share = self.left(hardware::HWLAT_SETUP_RESERVE + steps::LOGDISK_SETUP_RESERVE) / 2;
+            let share = self.left(shares::HWLAT_SETUP_RESERVE + shares::LOGDISK_SETUP_RESERVE) / 2;
             finished.push(self.measure_hwlat(run, share));
             run.checkpoint(&finished);
         }

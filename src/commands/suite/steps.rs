@@ -17,24 +17,7 @@ use crate::units::format_run_time;
 use crate::units::values::DEFAULT_INTERVAL_US;
 use std::time::Duration;
 
-/// Time the timer test needs besides measuring (threads, report).
-const TIMER_SETUP_RESERVE: Duration = Duration::from_millis(20);
-/// Time the noise test needs besides measuring (its thread, the start).
-const NOISE_SETUP_RESERVE: Duration = Duration::from_millis(20);
-/// The noise row is short: one CPU for at most this long.
-const NOISE_AT_MOST: Duration = Duration::from_secs(1);
-/// Time the log-disk test needs besides measuring (two 1 MiB files written
-/// out and removed).
-pub(super) const LOGDISK_SETUP_RESERVE: Duration = Duration::from_millis(60);
-/// The tests after the IPC rows, one share of the time each: the timer, the
-/// noise, the hardware and the log-disk rows.
-const AFTER_IPC: u32 = 4;
-/// What the noise, hardware and log-disk rows need besides measuring.
-const AFTER_TIMER_RESERVE: Duration = Duration::from_millis(
-    NOISE_SETUP_RESERVE.as_millis() as u64
-        + super::hardware::HWLAT_SETUP_RESERVE.as_millis() as u64
-        + LOGDISK_SETUP_RESERVE.as_millis() as u64,
-);
+use super::shares::*;
 
 impl Suite {
     pub(super) fn measure_ipc(&self, run: &mut Run<'_>) -> Result<Vec<FinishedTest>, CommandError> {

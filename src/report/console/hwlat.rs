@@ -43,12 +43,25 @@ pub fn cpu_table(test: &TestResult, hypervisor: bool) -> Table {
             } else {
                 "-".into()
             },
-            c.nmis.to_string(),
+            nmi_cell(c),
             c.smis.map_or("-".into(), |n| n.to_string()),
             format_ns(c.steal_ns as i64),
         ]);
     }
     table
+}
+
+/// NMIs: the count, and with the tracefs tier their total and longest time.
+fn nmi_cell(c: &crate::report::HwlatCpu) -> String {
+    match (c.nmi_ns, c.nmi_max_ns) {
+        (Some(total), Some(max)) if c.nmis > 0 => format!(
+            "{} ({}, max {})",
+            c.nmis,
+            format_ns(total as i64),
+            format_ns(max as i64)
+        ),
+        _ => c.nmis.to_string(),
+    }
 }
 
 fn heading(report: &Report, test: &TestResult, config: &HwlatConfig) -> String {

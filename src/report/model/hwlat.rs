@@ -17,6 +17,10 @@ pub struct HwlatConfig {
     pub sub_window_ns: u64,
     /// Which tier classified the gaps.
     pub tier: String,
+    /// Why the tier that ran is not the most precise one (`--tier auto`
+    /// fell back), in one line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier_fallback: Option<String>,
     /// The hypervisor latscope ran under: hardware gaps are its time.
     pub hypervisor: Option<String>,
     /// How SMIs were counted, or why they could not be.
@@ -57,6 +61,12 @@ pub struct HwlatCpu {
     /// Gaps not kept (more in one sub-window than the buffer holds).
     pub gaps_dropped: u64,
     pub nmis: u64,
+    /// The NMI handlers' total and longest time, ns (the tracefs tier,
+    /// from `nmi:nmi_handler`'s `delta_ns`; absent elsewhere).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nmi_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nmi_max_ns: Option<u64>,
     /// SMIs counted over the run; None when not countable here.
     pub smis: Option<u64>,
     /// This CPU's steal time over the run (/proc/stat), ns.

@@ -1054,3 +1054,37 @@ pub fn kept_spikes(report: &Value) -> String {
         &serde_json::to_string_pretty(&report["tests"][0]["spikes"]["spikes"]).unwrap(),
     )
 }
+
+// Provocations by threads of the test process (slow::spikes, slow::hwlat_provoked).
+
+/// Names the current thread `name`, pins it to `cpu` and gives it `policy`
+/// at `priority`; its thread id.
+pub fn become_thread(
+    name: &str,
+    cpu: usize,
+    policy: libc::c_int,
+    priority: i32,
+) -> Result<i32, String> {
+    let cname = std::ffi::CString::new(name).unwrap();
+    // SAFETY: plain calls on the current thread with valid arguments.
+    unsafe {
+        libc::prctl(libc::PR_SET_NAME, cname.as_ptr() as libc::c_ulong, 0, 0, 0);
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(format!("cannot pin to CPU {cpu}"));
+        }
+    }
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: sets this thread's own policy.
+    let rc = unsafe { libc::pthread_setschedparam(libc::pthread_self(), policy, &param) };
+    if rc != 0 {
+        return Err(format!(
+            "cannot take policy {policy} at {priority}: error {rc}"
+        ));
+    }
+    // SAFETY: gettid has no preconditions.
+    Ok(unsafe { libc::gettid() })
+}

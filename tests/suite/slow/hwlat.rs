@@ -1,10 +1,12 @@
 //! `latscope hwlat` through the real binary: the JSON report per CPU, the
 //! machine staying responsive while every CPU is sampled at the default
 //! duty cycle, and a stop by SIGINT or SIGTERM that still reports (and by
-//! kill -9 that leaves no process behind).
+//! kill -9 that leaves no process behind, and no trace instance after
+//! `latscope cleanup`), in each tier.
 
 use crate::common::*;
 use serde_json::Value;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
@@ -20,7 +22,19 @@ fn the_json_report_has_each_cpus_gaps_by_class() {
     let (_dir, file) = temp_file("hwlat.json");
     let mut cmd = latscope(60);
     cmd.args([
-        "hwlat", "-D", "1", "--cpu", "0", "--width", "100ms", "--window", "200ms", "-q", "--json",
+        "hwlat",
+        "--tier",
+        "unprivileged",
+        "-D",
+        "1",
+        "--cpu",
+        "0",
+        "--width",
+        "100ms",
+        "--window",
+        "200ms",
+        "-q",
+        "--json",
     ])
     .arg(&file);
     let out = run(cmd);
@@ -98,38 +112,100 @@ fn the_machine_stays_responsive_while_every_cpu_is_sampled() {
     assert!(worst < Duration::from_millis(100), "woke up {worst:?} late");
 }
 
+/// A stop by SIGINT or SIGTERM still reports, and kill -9 leaves no
+/// process behind, in each tier. The tracefs tier's private instance and
+/// the /dev/cpu_dma_latency request live as long as the run: SIGINT and
+/// SIGTERM remove the instance; after kill -9 the kernel keeps it, and
+/// `latscope cleanup` (the registry's entry) removes it.
 #[test]
 fn a_stop_signal_still_reports_and_kill_leaves_nothing() {
-    if skip_without_realtime("a_stop_signal_still_reports_and_kill_leaves_nothing") {
+    let test = "slow::hwlat::a_stop_signal_still_reports_and_kill_leaves_nothing";
+    if skip_without_realtime(test) {
         return;
     }
     let _turn = serial();
-    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGKILL] {
-        let child = std::process::Command::new(bin())
-            .args(["hwlat", "--cpu", "0", "-q"])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let pid = child.id() as i32;
-        std::thread::sleep(Duration::from_millis(1500));
-        // SAFETY: signalling the child this test started.
-        unsafe { libc::kill(pid, signal) };
-        let stopped = Instant::now();
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            stopped.elapsed() < Duration::from_secs(3),
-            "signal {signal}: slow stop"
-        );
-        if signal == libc::SIGKILL {
-            assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
+    let registry = tempfile::tempdir().unwrap();
+    for tier in ["tracefs", "unprivileged"] {
+        let traced = tier == "tracefs";
+        if traced && !(euid_is_root() && Path::new("/sys/kernel/tracing/instances").is_dir()) {
+            latscope::testing::skip_part(test, tier, "needs root and tracefs");
             continue;
         }
-        assert_code(&out, 0);
-        assert!(
-            stdout_of(&out).contains("ended: interrupted"),
-            "{}",
-            describe(&out)
-        );
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGKILL] {
+            stop_and_check(tier, signal, registry.path());
+        }
     }
+}
+
+/// Runs `hwlat --tier TIER` on CPU 0, stops it with `signal` and checks
+/// what it left.
+fn stop_and_check(tier: &str, signal: libc::c_int, registry: &Path) {
+    let child = std::process::Command::new(bin())
+        .args(["hwlat", "--tier", tier, "--cpu", "0", "-q"])
+        .env("LATSCOPE_RUNTIME_DIR", registry)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    std::thread::sleep(Duration::from_millis(1500));
+    let during = instances_of(pid);
+    let held = holds_dma_latency(pid);
+    // SAFETY: signalling the child this test started.
+    unsafe { libc::kill(pid as i32, signal) };
+    let stopped = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    let what = format!("{tier}, signal {signal}: {}", describe(&out));
+    assert!(
+        stopped.elapsed() < Duration::from_secs(3),
+        "slow stop: {what}"
+    );
+    assert_eq!(during.len(), usize::from(tier == "tracefs"), "{what}");
+    assert!(
+        held || !Path::new("/dev/cpu_dma_latency").exists(),
+        "{what}"
+    );
+    assert!(!Path::new(&format!("/proc/{pid}")).exists(), "{what}");
+    if signal == libc::SIGKILL {
+        assert_eq!(instances_of(pid), during, "the kernel keeps it: {what}");
+        let cleanup = std::process::Command::new(bin())
+            .arg("cleanup")
+            .env("LATSCOPE_RUNTIME_DIR", registry)
+            .output()
+            .unwrap();
+        assert_code(&cleanup, 0);
+        assert_eq!(
+            instances_of(pid),
+            Vec::<String>::new(),
+            "{}",
+            describe(&cleanup)
+        );
+        return;
+    }
+    assert_code(&out, 0);
+    let stdout = stdout_of(&out);
+    assert!(stdout.contains("ended: interrupted"), "{what}");
+    assert!(stdout.contains(&format!("tier: {tier}")), "{what}");
+    assert_eq!(instances_of(pid), Vec::<String>::new(), "{what}");
+}
+
+/// latscope's trace instances of process `pid`.
+fn instances_of(pid: u32) -> Vec<String> {
+    std::fs::read_dir("/sys/kernel/tracing/instances")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(&format!("latscope-{pid}-")))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether process `pid` holds /dev/cpu_dma_latency open.
+fn holds_dma_latency(pid: u32) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|d| {
+        d.filter_map(|e| e.ok())
+            .filter_map(|e| std::fs::read_link(e.path()).ok())
+            .any(|l| l == Path::new("/dev/cpu_dma_latency"))
+    })
 }

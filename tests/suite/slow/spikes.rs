@@ -95,38 +95,6 @@ impl Provoke {
     }
 }
 
-/// Names the current thread `name`, pins it to `cpu` and gives it `policy`
-/// at `priority`; its thread id.
-fn become_thread(
-    name: &str,
-    cpu: usize,
-    policy: libc::c_int,
-    priority: i32,
-) -> Result<i32, String> {
-    let cname = std::ffi::CString::new(name).unwrap();
-    // SAFETY: plain calls on the current thread with valid arguments.
-    unsafe {
-        libc::prctl(libc::PR_SET_NAME, cname.as_ptr() as libc::c_ulong, 0, 0, 0);
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(format!("cannot pin to CPU {cpu}"));
-        }
-    }
-    let param = libc::sched_param {
-        sched_priority: priority,
-    };
-    // SAFETY: sets this thread's own policy.
-    let rc = unsafe { libc::pthread_setschedparam(libc::pthread_self(), policy, &param) };
-    if rc != 0 {
-        return Err(format!(
-            "cannot take policy {policy} at {priority}: error {rc}"
-        ));
-    }
-    // SAFETY: gettid has no preconditions.
-    Ok(unsafe { libc::gettid() })
-}
-
 /// Starts the provocation on `cpu` once `measuring` says the run measures
 /// (then `SETTLE` later); it stops early when `stop` is set.
 fn spike_maker(
