@@ -143,6 +143,14 @@ pub enum Command {
     /// Hardware latency with rt-tests hwlatdetect's options and exact output (no tracer needed)
     #[command(disable_help_flag = true, after_help = examples::HWLATDETECT)]
     Hwlatdetect(hwlat::HwlatdetectArgs),
+    /// A pod's entrypoint as container-perf-tools' images run it (cmd.sh): cyclictest, oslat,
+    /// hwlatdetect or rtla timerlat from environment variables, with the pod's CPUs
+    #[command(after_help = CONTAINER_HELP)]
+    Container(ContainerArgs),
+    /// The cnf-tests runners OpenShift's latency test starts (oslat-runner, cyclictest-runner,
+    /// hwlatdetect-runner): Go flags, klog's lines and log file, the tool's output logged
+    #[command(after_help = RUNNER_HELP)]
+    Runner(RunnerArgs),
     /// Log-disk write latency and bandwidth, written as a recovery log is (replaces mqldt; same options)
     #[command(args_override_self = true, after_help = examples::LOGDISK)]
     Logdisk(Box<LogdiskArgs>),
@@ -224,6 +232,100 @@ Exit codes: 0 done (also when nothing was found), 1 a removal failed, 2 bad usag
     cleanup_examples!()
 );
 
+/// `latscope container TOOL`: settings from the environment only.
+#[derive(Debug, Clone, Args)]
+pub struct ContainerArgs {
+    /// The entrypoint (its image's tool)
+    #[arg(value_enum)]
+    pub tool: ContainerTool,
+}
+
+/// The container-perf-tools entrypoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ContainerTool {
+    /// cyclictest -q -D $DURATION -p $rt_priority -t N -a CPUS -h 30 -i $INTERVAL --mainaffinity MAIN -m
+    Cyclictest,
+    /// oslat -D $RUNTIME_SECONDS --rtprio $PRIO --cpu-list CPUS --cpu-main-thread MAIN
+    Oslat,
+    /// hwlatdetect --duration $RUNTIME_SECONDS [--threshold=$THRESHOLD] --cpu-list CPUS --watch
+    Hwlatdetect,
+    /// latscope timer --cpus CPUS -p 1000 -D $DURATION -P $PRIO [--max-latency $MAX_LATENCY]
+    Timerlat,
+}
+
+const CONTAINER_HELP: &str = "\
+Environment (empty = unset; a bad value is one line, exit 2):
+  cyclictest   DURATION (24h), INTERVAL (1000 us), rt_priority (1), stress (n; y or stress-ng: a
+               stress-ng CPU hog on each measured CPU), TRACE_THRESHOLD (us: -b)
+  oslat        RUNTIME_SECONDS (10), PRIO (1), USE_DEFAULT_SCHED (n; y: no --rtprio),
+               TRACE_THRESHOLD (us: --trace-threshold)
+  hwlatdetect  RUNTIME_SECONDS (10), THRESHOLD (us), ALL_CPUS (n; y: every online CPU)
+  timerlat     DURATION (24h), PRIO (95), MAX_LATENCY (us; 0 = none)
+  all          EXTRA_ARGS (appended to the command), delay (before the test), manual (n; y: print the
+               command and sleep instead), PAUSE (y: sleep after the run, as cmd.sh's sleep infinity)
+
+CPUs: the first usable CPU and its SMT siblings are kept for housekeeping (cyclictest, oslat,
+timerlat); the rest is measured. Printed first: allowed cpu list:, what was left out and why,
+new cpu list:, the command. SIGTERM or Ctrl-C end a sleep, and during the run reach the tool.
+
+Exit codes: the tool's own; 4 when the pod's CPUs cannot host the test (fewer than 2, or fewer
+than 4 with SMT); 2 for a bad variable.
+
+Examples:
+  latscope container oslat        # with PAUSE=n RUNTIME_SECONDS=30 set: 30 s, then exit
+  latscope container cyclictest   # an image's CMD; DURATION=1h in the pod's env
+";
+
+/// `latscope runner TOOL FLAGS`.
+#[derive(Debug, Clone, Args)]
+pub struct RunnerArgs {
+    #[command(subcommand)]
+    pub tool: RunnerCommand,
+}
+
+/// The cnf-tests runners.
+#[derive(Debug, Clone, Subcommand)]
+pub enum RunnerCommand {
+    /// oslat-runner: -runtime, -rt-priority, -oslat-start-delay and klog's flags
+    #[command(disable_help_flag = true)]
+    Oslat(RunnerWords),
+    /// cyclictest-runner: -duration, -rt-priority, -histogram, -interval, -cyclictest-start-delay
+    /// and klog's flags
+    #[command(disable_help_flag = true)]
+    Cyclictest(RunnerWords),
+    /// hwlatdetect-runner: -duration, -threshold, -hardlimit, -window, -width,
+    /// -hwlatdetect-start-delay and klog's flags
+    #[command(disable_help_flag = true)]
+    Hwlatdetect(RunnerWords),
+}
+
+/// A runner's words, read by settings::runner in Go's flag syntax.
+#[derive(Debug, Clone, Args)]
+pub struct RunnerWords {
+    /// The runner's flags, as Go's flag package takes them (-runtime=10m, --runtime 10m, -x,
+    /// -x=false; -h for their list)
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    pub args: Vec<String>,
+}
+
+const RUNNER_HELP: &str = "\
+The runners' flags, as their Go code defines them (`latscope runner TOOL -h` lists them), and
+klog's: -logtostderr (default true: every line on standard error), -alsologtostderr, -log_file
+(created or appended to, never truncated), -log_dir, -stderrthreshold, -skip_headers,
+-skip_log_headers, -add_dir_header, -v. The tool's output, both streams in one, is logged in
+the line that ends the run, as OpenShift's latency test reads it from -log_file.
+
+CPUs (oslat, cyclictest): the first usable CPU runs the main thread; it and its SMT siblings
+are left out; 2 CPUs are needed, 4 with SMT.
+
+Exit codes: 0 the tool passed; 255 it failed, or the CPUs cannot host it (klog.Fatalf's F
+line); 2 bad flags (Go's message and the usage), or a log file that cannot be opened.
+
+Examples:
+  latscope runner oslat -logtostderr=false -alsologtostderr -log_file=/host/oslat.log -runtime=10m
+  latscope runner hwlatdetect -duration=1m -hardlimit=20    # as hwlatdetect-runner
+";
+
 /// `latscope cleanup`: leftovers of latscope processes that are gone.
 #[derive(Debug, Clone, Args)]
 pub struct CleanupArgs {
@@ -286,7 +388,7 @@ const fn classic(name: &'static str, subcommand: &'static str) -> CompatName {
 }
 
 /// Every compatibility name, one entry each (also one man page each).
-pub const COMPAT_NAMES: [CompatName; 14] = [
+pub const COMPAT_NAMES: [CompatName; 17] = [
     classic("pmqtest", "mq"),
     classic("sigwaittest", "signal"),
     classic("svsematest", "svsem"),
@@ -340,7 +442,27 @@ pub const COMPAT_NAMES: [CompatName; 14] = [
         subcommand: "rt-migrate-test",
         dialect: Dialect::Getopt,
     },
+    CompatName {
+        name: OSLAT_RUNNER_COMPAT,
+        subcommand: "runner oslat",
+        dialect: Dialect::Getopt,
+    },
+    CompatName {
+        name: CYCLICTEST_RUNNER_COMPAT,
+        subcommand: "runner cyclictest",
+        dialect: Dialect::Getopt,
+    },
+    CompatName {
+        name: HWLATDETECT_RUNNER_COMPAT,
+        subcommand: "runner hwlatdetect",
+        dialect: Dialect::Getopt,
+    },
 ];
+
+/// The names of the cnf-tests runners (`/usr/bin/oslat-runner`, ...).
+pub const OSLAT_RUNNER_COMPAT: &str = "oslat-runner";
+pub const CYCLICTEST_RUNNER_COMPAT: &str = "cyclictest-runner";
+pub const HWLATDETECT_RUNNER_COMPAT: &str = "hwlatdetect-runner";
 
 impl CompatName {
     /// The entry of `name`, if it is a compatibility name.
@@ -349,13 +471,15 @@ impl CompatName {
     }
 
     /// The words latscope's parser takes before the tool's own:
-    /// `SUBCOMMAND PRESETS...`, or `SUBCOMMAND --` for a getopt tool.
+    /// `SUBCOMMAND PRESETS...`, or `SUBCOMMAND --` for a getopt tool (a
+    /// subcommand of two words, `runner oslat`, is two words).
     pub fn stands_for(&self) -> Vec<&'static str> {
         let tail: &[&str] = match self.dialect {
             Dialect::Clap { presets, .. } | Dialect::GetoptThenClap { presets } => presets,
             Dialect::Getopt => &["--"],
         };
-        std::iter::once(self.subcommand)
+        self.subcommand
+            .split(' ')
             .chain(tail.iter().copied())
             .collect()
     }

@@ -5,6 +5,7 @@
 
 pub mod cleanup;
 pub mod compare;
+pub mod container_cmd;
 pub mod cyclicdeadline_cmd;
 pub mod cyclictest_cmd;
 pub mod doctor_cmd;
@@ -19,6 +20,7 @@ pub mod pi_stress_cmd;
 pub mod primitive_cmd;
 pub mod report_cmd;
 pub mod rt_migrate_cmd;
+pub mod runner_cmd;
 pub mod samples_cmd;
 pub mod signaltest_cmd;
 pub mod suite;
@@ -96,6 +98,17 @@ pub fn dispatch(command: &Command) -> Result<i32, CommandError> {
         Command::Signaltest(a) => signaltest_cmd::run(&a.args),
         Command::PiStress(a) => pi_stress_cmd::run(&a.args),
         Command::RtMigrateTest(a) => rt_migrate_cmd::run(&a.args),
+        Command::Container(a) => container_cmd::run(a),
+        Command::Runner(a) => {
+            use crate::cli::RunnerCommand;
+            use crate::settings::runner::RunnerTool;
+            let (tool, words) = match &a.tool {
+                RunnerCommand::Oslat(w) => (RunnerTool::Oslat, &w.args),
+                RunnerCommand::Cyclictest(w) => (RunnerTool::Cyclictest, &w.args),
+                RunnerCommand::Hwlatdetect(w) => (RunnerTool::Hwlatdetect, &w.args),
+            };
+            runner_cmd::run(tool, words)
+        }
         Command::Logdisk(a) => logdisk_cmd::run(a),
         Command::Suite(a) => suite::run(a),
         Command::Compare(a) => compare::run(a),

@@ -207,16 +207,7 @@ pub fn output_to(output: &File) -> Result<Stdio, String> {
 }
 
 pub fn memory_file() -> Result<File, String> {
-    // SAFETY: a valid C string; the returned descriptor is ours.
-    let fd = unsafe { libc::memfd_create(c"latscope-load".as_ptr(), libc::MFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(format!(
-            "could not create a memory file for a child's output: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    // SAFETY: fd is a fresh descriptor owned by nobody else.
-    Ok(unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+    crate::rt::self_exec::memory_file(c"latscope-load")
 }
 
 fn spawn(spec: &LoadSpec, measured: &[usize]) -> Result<RunningLoad, String> {

@@ -44,6 +44,67 @@ pub struct PodCpus {
     pub measured: Vec<usize>,
     /// One line per CPU set left out (or kept against the rule), and why.
     pub notes: Vec<String>,
+    /// The first usable CPU's core as the kernel lists it
+    /// (`thread_siblings_list`, every CPU of it, usable or not): more than
+    /// one CPU means SMT is on.
+    pub first_core: Vec<usize>,
+}
+
+/// Why a pod's CPUs cannot host a test that keeps a housekeeping CPU
+/// apart (the cnf-tests runners' rule, which the container entrypoints
+/// follow too).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Shortfall {
+    /// Fewer than 2 usable CPUs: one for housekeeping, one to measure.
+    TooFew,
+    /// SMT on and fewer than 4: the housekeeping core's threads, and a
+    /// whole core to measure (a Guaranteed pod gets whole cores).
+    SmtNeedsFour,
+    /// Every usable CPU shares the housekeeping CPU's core.
+    OneCore,
+}
+
+impl PodCpus {
+    /// Whether these CPUs can host such a test, and why not.
+    pub fn shortfall(&self) -> Option<Shortfall> {
+        let n = self.usable.len();
+        if n < 2 {
+            Some(Shortfall::TooFew)
+        } else if self.first_core.len() > 1 && n < 4 {
+            Some(Shortfall::SmtNeedsFour)
+        } else if self.measured.iter().all(|c| self.housekeeping.contains(c)) {
+            Some(Shortfall::OneCore)
+        } else {
+            None
+        }
+    }
+}
+
+impl Shortfall {
+    /// One line for people: what the pod has and what it needs.
+    pub fn describe(&self, cpus: &PodCpus) -> String {
+        let has = format!(
+            "this process may use CPU {}",
+            if cpus.usable.is_empty() {
+                "none".to_string()
+            } else {
+                cpu_list(&cpus.usable)
+            }
+        );
+        match self {
+            Shortfall::TooFew => format!(
+                "{has}, fewer than 2: the test keeps the first CPU for housekeeping and measures the others; give the pod at least 2 CPUs (4 with SMT)"
+            ),
+            Shortfall::SmtNeedsFour => format!(
+                "{has}, fewer than 4 with SMT on (CPU {} share a core): the housekeeping CPU's core is left out whole and a whole core is measured; give the pod at least 4 CPUs",
+                cpu_list(&cpus.first_core)
+            ),
+            Shortfall::OneCore => format!(
+                "{has}, all on the housekeeping CPU's core (CPU {}): nothing is left to measure; give the pod CPUs of another core",
+                cpu_list(&cpus.first_core)
+            ),
+        }
+    }
 }
 
 impl PodTopology {
@@ -91,6 +152,7 @@ pub fn choose(t: &PodTopology) -> PodCpus {
         };
     };
     let core = t.core_of(first);
+    let first_core = core.clone();
     let housekeeping: Vec<usize> = usable
         .iter()
         .copied()
@@ -124,6 +186,7 @@ pub fn choose(t: &PodTopology) -> PodCpus {
             usable,
             housekeeping,
             notes,
+            first_core,
         };
     }
     notes.push(format!("left out CPU {} ({why})", cpu_list(&housekeeping)));
@@ -132,6 +195,7 @@ pub fn choose(t: &PodTopology) -> PodCpus {
         housekeeping,
         measured,
         notes,
+        first_core,
     }
 }
 
@@ -283,6 +347,47 @@ mod tests {
         assert_eq!(
             c.notes.last().unwrap(),
             "no CPU is both allowed and in the cgroup's cpuset"
+        );
+    }
+
+    #[test]
+    fn the_runners_rule_on_fixture_topologies() {
+        let solo: BTreeMap<usize, Vec<usize>> = (0..8).map(|c| (c, vec![c])).collect();
+        let short = |allowed: &str, siblings: &BTreeMap<usize, Vec<usize>>| {
+            choose(&topology(allowed, siblings.clone())).shortfall()
+        };
+        // SMT off: 2 CPUs are enough, 1 is not.
+        assert_eq!(short("4-5", &solo), None);
+        assert_eq!(short("3", &solo), Some(Shortfall::TooFew));
+        // SMT on (sibling of n is n + 8): 2 or 3 CPUs are not enough, even
+        // when the first one's sibling is not in the pod.
+        let smt16 = smt(16, 8);
+        assert_eq!(short("0,8", &smt16), Some(Shortfall::SmtNeedsFour));
+        assert_eq!(short("0-1", &smt16), Some(Shortfall::SmtNeedsFour));
+        assert_eq!(short("0-1,8", &smt16), Some(Shortfall::SmtNeedsFour));
+        let c = choose(&topology("0-1,8-9", smt16.clone()));
+        assert_eq!((c.shortfall(), c.first_core.clone()), (None, vec![0, 8]));
+        assert_eq!(c.measured, [1, 9]);
+        // The list cmd.sh mangles (`2,301`): the rule and the choice hold.
+        let pairs: BTreeMap<usize, Vec<usize>> =
+            (0..12).map(|c| (c, vec![c & !1, c | 1])).collect();
+        let c = choose(&topology("0-3,10,11", pairs));
+        assert_eq!(
+            (c.shortfall(), c.measured.clone()),
+            (None, vec![2, 3, 10, 11])
+        );
+        // Four threads of one core (SMT4): nothing left to measure.
+        let smt4: BTreeMap<usize, Vec<usize>> = (0..4).map(|c| (c, vec![0, 1, 2, 3])).collect();
+        let c = choose(&topology("0-3", smt4));
+        assert_eq!(c.shortfall(), Some(Shortfall::OneCore));
+        assert_eq!(
+            Shortfall::OneCore.describe(&c),
+            "this process may use CPU 0-3, all on the housekeeping CPU's core (CPU 0-3): nothing is left to measure; give the pod CPUs of another core"
+        );
+        let c = choose(&topology("5", solo));
+        assert_eq!(
+            Shortfall::TooFew.describe(&c),
+            "this process may use CPU 5, fewer than 2: the test keeps the first CPU for housekeeping and measures the others; give the pod at least 2 CPUs (4 with SMT)"
         );
     }
 

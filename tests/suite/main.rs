@@ -40,6 +40,7 @@ mod mq_report;
 mod packaging;
 mod parse_props;
 mod parse_props_more;
+mod pod_faces;
 mod pod_realtime;
 mod ptsematest_compat;
 mod signals;
@@ -72,6 +73,7 @@ mod slow {
     mod logdisk;
     mod noise;
     mod oslat_compat;
+    mod pod_runs;
     mod readme_examples;
     mod report_html;
     mod rteval_report;

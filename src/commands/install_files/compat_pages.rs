@@ -2,9 +2,7 @@
 //! ...): each the page of the subcommand it runs, under its own name.
 
 use super::write_page;
-use crate::cli::{
-    CYCLICDEADLINE_COMPAT, CYCLICTEST_COMPAT, CompatName, Dialect, OSLAT_COMPAT, SIGNALTEST_COMPAT,
-};
+use crate::cli::{CompatName, Dialect};
 use crate::pipeline::CommandError;
 use std::path::Path;
 
@@ -22,20 +20,6 @@ pub(super) fn write(
     write_page(dir, page, &see_also)
 }
 
-/// The usage a getopt tool prints for `--help`.
-fn getopt_usage(name: &str) -> Option<&'static str> {
-    match name {
-        CYCLICTEST_COMPAT => Some(&crate::settings::cyclictest::USAGE),
-        OSLAT_COMPAT => Some(&crate::settings::oslat::HELP),
-        CYCLICDEADLINE_COMPAT => Some(&crate::settings::cyclicdeadline::USAGE),
-        SIGNALTEST_COMPAT => Some(&crate::settings::signaltest::USAGE),
-        "hwlatdetect" => Some(crate::settings::hwlatdetect::HELP),
-        crate::cli::PI_STRESS_COMPAT => Some(&crate::settings::pi_stress::USAGE),
-        crate::cli::RT_MIGRATE_TEST_COMPAT => Some(&crate::settings::rt_migrate::USAGE),
-        _ => None,
-    }
-}
-
 /// The page of a name whose options are not clap arguments (`cyclictest`,
 /// `oslat`: GNU getopt syntax, parsed by settings::cyclictest and
 /// settings::oslat), so the page shows the usage that name prints, as it
@@ -46,11 +30,21 @@ fn write_getopt_page(
     name: &'static str,
     subcommand: &'static str,
 ) -> Result<(), CommandError> {
-    let usage = getopt_usage(name)
+    let usage = crate::settings::usages::usage_of(name)
         .ok_or_else(|| CommandError::Runtime(format!("man page of {name}: no usage text")))?;
-    let sub = cli.find_subcommand(subcommand).ok_or_else(|| {
+    // `runner oslat`: a subcommand of a subcommand.
+    let sub = subcommand
+        .split(' ')
+        .try_fold(cli, |c, word| c.find_subcommand(word));
+    let sub = sub.ok_or_else(|| {
         CommandError::Runtime(format!("man page of {name}: no subcommand {subcommand}"))
     })?;
+    let top = subcommand.split(' ').next().unwrap_or(subcommand);
+    let origin = if top == "runner" {
+        "cnf-tests"
+    } else {
+        "rt-tests"
+    };
     let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
     let page = clap::Command::new(name)
         .bin_name(name)
@@ -68,7 +62,7 @@ fn write_getopt_page(
             name,
             &about,
             &format!(
-                "rt-tests {name}'s options and its exact output. Its usage, as \
+                "{origin} {name}'s options and its exact output. Its usage, as \
                  `{name} --help` prints it:\n\n{}\n",
                 // Indented lines keep their layout in the page (roff no-fill).
                 usage
@@ -78,7 +72,7 @@ fn write_getopt_page(
                     .join("\n")
             ),
         ));
-    write_page(dir, page, &["latscope", &format!("latscope-{subcommand}")])
+    write_page(dir, page, &["latscope", &format!("latscope-{top}")])
 }
 
 /// The page of a compatibility name: the subcommand it runs, under that name,
