@@ -3,8 +3,9 @@
 # and what the flight recorder's programs cost per event.
 #
 #   bench/recorder_zero_loss.sh [--seconds S] [--threshold USEC] [--out DIR]
+#                               [--collectors "bpf tracefs"]
 #
-# For each collector (bpf, then tracefs), one run of
+# For each collector (bpf, then tracefs, or those of --collectors), one run of
 #   latscope timer --cpus 0,1 -p 20 -P 90 -T S --trace-spikes T --max-latency T
 #                  --load hackbench --collector C --json FILE -q
 # (a 20 us timer on both CPUs, hackbench beside it) while a bounded SCHED_FIFO
@@ -24,7 +25,8 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 OUT=""
 SECS=10
 THRESHOLD=100
-bench_options "seconds threshold out" "$@"
+COLLECTORS="bpf tracefs"
+bench_options "seconds threshold out collectors" "$@"
 bench_setup "needs root (BPF, tracefs, SCHED_FIFO)" jq bpftool python3
 bpf_stats on
 
@@ -38,7 +40,7 @@ spin_and_snapshot() { # $1 = process group, $2 = run name
   programs_snapshot "$OUT/$2.after.json" "$1"
 }
 
-for collector in bpf tracefs; do
+for collector in $COLLECTORS; do
   json="$OUT/$collector.json"
   RUN_PROBE=spin_and_snapshot
   run_bounded "$collector" $((SECS + 30)) "$LATSCOPE" timer --cpus 0,1 -p 20 -P 90 -T "$SECS" \

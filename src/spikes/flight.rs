@@ -4,11 +4,13 @@
 //! decodes it and attributes it (`spikes::attribution`).
 
 use crate::probes::ProbeError;
-use crate::probes::recorder::decode::{Names, RegionView, decode};
+use crate::probes::recorder::decode::{Names, RegionView, Snapshot, decode};
+use crate::probes::recorder::freeze::RingSwitch;
 use crate::probes::recorder::layout::{Region, header};
 use crate::probes::recorder::load::{Hooks, LoadedRecorder};
 use crate::rt::bpf::MappedArray;
 use crate::spikes::attribution::{self, CpuState, Window};
+use crate::spikes::queue::Queued;
 use crate::spikes::{Candidate, Source, SpikeBook};
 use std::path::Path;
 use std::sync::Arc;
@@ -68,7 +70,13 @@ impl Recorder {
             .filter(|&t| t > 0)
             .collect();
         let loaded = LoadedRecorder::load(tracefs, events, &tids, cpus)?;
+        let switch = RingSwitch::new(loaded.mapped.clone(), loaded.region);
+        for source in &sources {
+            // From now on each spike freezes its window.
+            source.queue.freeze_with(switch.clone());
+        }
         let collector = FlightCollector {
+            switch,
             sources,
             mapped: loaded.mapped.clone(),
             region: loaded.region,
@@ -128,7 +136,10 @@ impl Recorder {
 
     /// Records written so far on CPU `cpu`.
     pub fn head(&self, cpu: usize) -> Option<u64> {
-        self.loaded.as_ref()?.mapped.read_u64(cpu, 0)
+        let loaded = self.loaded.as_ref()?;
+        let at = loaded.mapped.entry_ptr(cpu)?;
+        // SAFETY: entry `cpu` of the mapping, alive while `loaded` lives.
+        Some(unsafe { RegionView::new(at, loaded.region) }.records())
     }
 }
 
@@ -150,6 +161,8 @@ const COLLECTOR_NICE: i32 = -20;
 
 /// The state of the recorder's collector thread.
 struct FlightCollector {
+    /// Freezes and releases the rings that hold the windows.
+    switch: RingSwitch,
     sources: Vec<Source>,
     mapped: Arc<MappedArray>,
     region: Region,
@@ -252,7 +265,8 @@ impl FlightCollector {
         self.end.records = self
             .cpus
             .iter()
-            .filter_map(|&c| self.mapped.read_u64(c, 0))
+            .filter_map(|&c| self.view(c))
+            .map(|v| v.records())
             .sum();
         self.end.missed = self.misses();
         self.end.interrupted = self.interrupted();
@@ -277,9 +291,9 @@ impl FlightCollector {
 
     /// Attributes every candidate queued since the last pass.
     fn collect(&mut self, tracer: i32) {
-        let mut queued: Vec<(usize, Candidate)> = Vec::new();
+        let mut queued: Vec<(usize, Queued)> = Vec::new();
         for (index, source) in self.sources.iter().enumerate() {
-            source.queue.drain(|c| queued.push((index, c)));
+            source.queue.drain(|q| queued.push((index, q)));
         }
         if queued.is_empty() {
             return;
@@ -298,12 +312,22 @@ impl FlightCollector {
         let missed = misses > self.misses_seen && interrupted == self.interrupted_seen;
         self.misses_seen = misses;
         self.interrupted_seen = interrupted;
-        for (index, c) in queued {
-            let latency = c.actual_ns.saturating_sub(c.expected_ns);
-            if !self.book.admit(latency) {
+        let held = self.hold_windows(&queued);
+        // Copied first, all of them, while their rings are held (a copy is
+        // plain loads); decoded and attributed after the rings are
+        // released, those the book keeps.
+        let copies: Vec<(usize, Candidate, Option<Snapshot>)> = queued
+            .into_iter()
+            .map(|(index, q)| (index, q.candidate, self.copy_window(&q.candidate)))
+            .collect();
+        for (cpu, ring) in held {
+            self.switch.release(cpu, ring);
+        }
+        for (index, c, copy) in copies {
+            if !self.book.admit(c.actual_ns.saturating_sub(c.expected_ns)) {
                 continue;
             }
-            let mut spike = self.attribute(index, c, tracer);
+            let mut spike = self.attribute(index, c, tracer, copy);
             spike.events_lost |= missed;
             if spike.events_lost {
                 spike.summary = attribution::summary(&spike);
@@ -312,7 +336,72 @@ impl FlightCollector {
         }
     }
 
-    fn attribute(&mut self, source: usize, c: Candidate, tracer: i32) -> crate::report::Spike {
+    /// The rings that hold this pass's windows: those their spikes froze,
+    /// and, for a CPU with a spike that could not freeze (every other ring
+    /// was held), the one written until now, frozen now.
+    fn hold_windows(&self, queued: &[(usize, Queued)]) -> Vec<(usize, usize)> {
+        let mut held: Vec<(usize, usize)> = queued
+            .iter()
+            .filter_map(|(_, q)| Some((q.candidate.cpu as usize, usize::from(q.frozen?))))
+            .collect();
+        let mut unfrozen: Vec<usize> = queued
+            .iter()
+            .filter(|(_, q)| q.frozen.is_none())
+            .map(|(_, q)| q.candidate.cpu as usize)
+            .filter(|cpu| self.cpus.contains(cpu))
+            .collect();
+        unfrozen.sort_unstable();
+        unfrozen.dedup();
+        for cpu in unfrozen {
+            if let Some(ring) = self.switch.freeze(cpu) {
+                held.push((cpu, ring));
+            }
+        }
+        held
+    }
+
+    /// The view of traced CPU `cpu`'s region.
+    fn view(&self, cpu: usize) -> Option<RegionView> {
+        let at = self
+            .mapped
+            .entry_ptr(cpu)
+            .filter(|_| self.cpus.contains(&cpu))?;
+        // SAFETY: entry `cpu` of the mapping: `region.size()` bytes,
+        // 8-aligned, mapped while `self.mapped` lives (longer than the view).
+        Some(unsafe { RegionView::new(at, self.region) })
+    }
+
+    /// The records of `c`'s window (with the margin before it), or None
+    /// when its CPU is not traced.
+    fn copy_window(&self, c: &Candidate) -> Option<Snapshot> {
+        let view = self.view(c.cpu as usize)?;
+        let from = c.expected_ns.saturating_sub(attribution::MARGIN_BEFORE_NS);
+        let end = c.actual_ns.max(c.expected_ns);
+        let spans = &self.miss_spans;
+        let snapshot_now = || {
+            let mut snapshot = view.snapshot_between(from, end);
+            snapshot
+                .doubts
+                .retain(|d| !d.interrupted || spans.may_have_skipped(d.from_ns, d.to_ns));
+            snapshot
+        };
+        let snapshot = snapshot_now();
+        if snapshot.doubtful(from, end) {
+            // A record of the window may merely be under way: look again
+            // once its program has surely finished.
+            std::thread::sleep(UNFINISHED_GRACE);
+            return Some(snapshot_now());
+        }
+        Some(snapshot)
+    }
+
+    fn attribute(
+        &mut self,
+        source: usize,
+        c: Candidate,
+        tracer: i32,
+        copy: Option<Snapshot>,
+    ) -> crate::report::Spike {
         let src = &self.sources[source];
         let cpu = c.cpu as usize;
         let window = Window {
@@ -323,17 +412,7 @@ impl FlightCollector {
             tracer,
             wait: src.wait,
         };
-        let from = c.expected_ns.saturating_sub(attribution::MARGIN_BEFORE_NS);
-        let view = self
-            .mapped
-            .entry_ptr(cpu)
-            .filter(|_| self.cpus.contains(&cpu))
-            .map(|at| {
-                // SAFETY: entry `cpu` of the mapping: `region.size()` bytes,
-                // 8-aligned, mapped while `self.mapped` lives (longer than the view).
-                unsafe { RegionView::new(at, self.region) }
-            });
-        let Some(view) = view else {
+        let (Some(view), Some(snapshot)) = (self.view(cpu), copy) else {
             // A CPU not traced (an IPC receiver that moved): nothing known.
             let mut spike = attribution::attribute_events(
                 &CpuState::default(),
@@ -345,22 +424,8 @@ impl FlightCollector {
             spike.tid = src.tids.first().copied().unwrap_or(0);
             return spike;
         };
+        let from = c.expected_ns.saturating_sub(attribution::MARGIN_BEFORE_NS);
         let end = c.actual_ns.max(c.expected_ns);
-        let spans = &self.miss_spans;
-        let snapshot_now = || {
-            let mut snapshot = view.snapshot_between(from, end);
-            snapshot
-                .doubts
-                .retain(|d| !d.interrupted || spans.may_have_skipped(d.from_ns, d.to_ns));
-            snapshot
-        };
-        let mut snapshot = snapshot_now();
-        if snapshot.doubtful(from, end) {
-            // A record of the window may merely be under way: look again
-            // once its program has surely finished.
-            std::thread::sleep(UNFINISHED_GRACE);
-            snapshot = snapshot_now();
-        }
         let mut events: Vec<_> = snapshot
             .records
             .iter()

@@ -15,6 +15,7 @@
 pub mod attribution;
 pub mod error;
 pub mod flight;
+pub mod queue;
 pub mod recent;
 
 use crate::probes::choice;
@@ -26,7 +27,6 @@ use crate::rt::tracefs::events::{
 };
 use crate::rt::tracefs::reader::{Consumer, LostSpan, ReaderCounts};
 use crate::rt::tracefs::{self, TraceOptions, TraceRun};
-use crate::stats::live::SpscRing;
 use attribution::{CpuHistory, Wait, Window};
 pub use error::SpikeError;
 use std::collections::{BTreeMap, VecDeque};
@@ -35,9 +35,6 @@ use std::sync::{Arc, Mutex};
 
 /// The most spikes kept per test (the worst); the rest are counted.
 pub const MAX_KEPT: usize = 100;
-/// Candidates one measuring thread can queue between two reader passes
-/// (about 10 ms apart); beyond, they are counted as dropped.
-pub const QUEUE_SLOTS: usize = 512;
 /// Candidates waiting for their trace (bounded: beyond, counted as dropped).
 const MAX_PENDING: usize = 8192;
 /// Spans of lost kernel events remembered, to flag the spikes they may
@@ -55,13 +52,7 @@ pub struct Candidate {
     pub actual_ns: u64,
 }
 
-/// A measuring thread's queue of candidates (one producer: that thread).
-pub type CandidateQueue = SpscRing<Candidate>;
-
-/// A new, empty queue (allocated before the thread measures).
-pub fn candidate_queue() -> Arc<CandidateQueue> {
-    Arc::new(SpscRing::with_capacity(QUEUE_SLOTS))
-}
+pub use queue::{CandidateQueue, QUEUE_SLOTS, candidate_queue};
 
 /// One measured series: where its candidates come from and whose time is
 /// its own.
@@ -483,9 +474,9 @@ impl Consumer for TracefsSpikeCollector {
     fn poll(&mut self) {
         for (index, source) in self.sources.iter().enumerate() {
             let (pending, dropped) = (&mut self.pending, &mut self.book.dropped);
-            source.queue.drain(|c| {
+            source.queue.drain(|q| {
                 if pending.len() < MAX_PENDING {
-                    pending.push((index, c));
+                    pending.push((index, q.candidate));
                 } else {
                     *dropped += 1;
                 }

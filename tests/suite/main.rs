@@ -71,6 +71,7 @@ mod slow {
     mod noise;
     mod oslat_compat;
     mod readme_examples;
+    mod recorder_freeze;
     mod report_html;
     mod rteval_report;
     mod samples;

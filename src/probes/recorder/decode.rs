@@ -3,7 +3,7 @@
 //! `TraceEvent`s that `spikes::attribution` consumes.
 
 use super::layout::{
-    INTERRUPTED_NS, Kind as RecordKind, RECORD_SIZE, Region, header, name, record,
+    INTERRUPTED_NS, Kind as RecordKind, RECORD_SIZE, RINGS, Region, header, name, record, ring,
 };
 use crate::rt::tracefs::events::{Comm, IrqName, Kind, Switch, TraceEvent};
 use std::collections::HashMap;
@@ -51,13 +51,31 @@ impl RegionView {
         out
     }
 
-    /// Records reserved so far. The fence keeps the record loads that
-    /// follow after it.
-    pub fn head(&self) -> u64 {
+    /// Records reserved so far in ring `ring`. The fence keeps the record
+    /// loads that follow after it.
+    pub fn head(&self, ring: usize) -> u64 {
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-        let head = self.word(header::HEAD);
+        let head = self.word(self.layout.ring_field(ring, ring::HEAD));
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         head
+    }
+
+    /// Records reserved so far in all rings.
+    pub fn records(&self) -> u64 {
+        (0..RINGS).map(|k| self.head(k)).sum()
+    }
+
+    /// When ring `ring` was written (`ring::SINCE`, `UNTIL`, `EARLIER`).
+    fn stretches(&self, ring: usize) -> Stretches {
+        let field = |f| self.word(self.layout.ring_field(ring, f));
+        Stretches {
+            since_ns: field(ring::SINCE),
+            until_ns: match field(ring::UNTIL) {
+                0 => u64::MAX,
+                until => until,
+            },
+            earlier_end_ns: field(ring::EARLIER),
+        }
     }
 
     /// Records whose program was interrupted so far (`header::INTERRUPTED`).
@@ -65,10 +83,11 @@ impl RegionView {
         self.word(header::INTERRUPTED)
     }
 
-    /// Record `index`, copied between two loads of its commit word (see
-    /// `layout.rs`): whole, newer (overwritten), or still being written.
-    fn slot(&self, index: u64) -> Slot {
-        let offset = self.layout.record_offset(index);
+    /// Record `index` of `ring`, copied between two loads of its commit
+    /// word (see `layout.rs`): whole, newer (overwritten), or still being
+    /// written.
+    fn slot(&self, ring: usize, index: u64) -> Slot {
+        let offset = self.layout.record_offset(ring, index);
         let committed = index + 1;
         let before = self.word(offset + record::SEQ);
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
@@ -119,15 +138,45 @@ impl RegionView {
     /// ones, the window's, are being overwritten. A time read torn there
     /// merely starts the careful walk earlier or later by one record: it
     /// is checked like every record kept.
+    ///
+    /// Every ring is read and their records merged: a window that spans a
+    /// switch of rings (`layout.rs`) has records in several. Each ring must
+    /// hold its part of the window (`RingPart::holds`).
     pub fn snapshot_between(&self, from_ns: u64, to_ns: u64) -> Snapshot {
+        let mut merged = Snapshot {
+            complete: true,
+            ..Snapshot::default()
+        };
+        for k in 0..RINGS {
+            let part = self.ring_part(k, from_ns, to_ns);
+            merged.complete &= part.holds(from_ns, to_ns, self.stretches(k));
+            merged.head += part.head;
+            merged.records.extend(part.records);
+            merged.doubts.extend(part.doubts);
+        }
+        // Nested programs may commit out of time order.
+        merged.records.sort_by_key(RawRecord::time);
+        // Each ring gave the last record it holds before the window; only
+        // the newest of those is the window's predecessor (the others may
+        // be from rings not written for seconds, their stretches' ends long
+        // gone: an IRQ entry there would seem open ever since).
+        let before = merged.records.iter().filter(|r| r.time() < from_ns).count();
+        merged.records.drain(..before.saturating_sub(1));
+        merged.overwritten = !merged.complete;
+        merged
+    }
+
+    /// What ring `ring` holds of [from_ns, to_ns]: walked back from its
+    /// newest record, as `snapshot_between` says.
+    fn ring_part(&self, ring: usize, from_ns: u64, to_ns: u64) -> RingPart {
         let slots = self.layout.slots as u64;
-        let head = self.head();
+        let head = self.head(ring);
         let oldest_kept = head.saturating_sub(slots);
         let mut start = head;
         // The time of the oldest record stepped over (newer than the window).
         let mut stepped_over: Option<u64> = None;
         while start > oldest_kept {
-            let time = self.word(self.layout.record_offset(start - 1) + record::TIME);
+            let time = self.word(self.layout.record_offset(ring, start - 1) + record::TIME);
             if time <= to_ns {
                 break;
             }
@@ -140,10 +189,13 @@ impl RegionView {
         // ones (u64::MAX: they are the newest), while such a run is open.
         let mut unfinished_before: Option<u64> = None;
         let mut reached_back = false;
+        // The time of the oldest record looked at (stepped over or whole).
+        let mut oldest_seen = stepped_over.unwrap_or(u64::MAX);
         let mut newer_seen = false;
         for index in (oldest_kept..start).rev() {
-            match self.slot(index) {
+            match self.slot(ring, index) {
                 Slot::Whole(r) => {
+                    oldest_seen = oldest_seen.min(r.time());
                     if let Some(newer) = unfinished_before.take() {
                         doubts.push(Doubt::between(r.time(), newer));
                     }
@@ -185,17 +237,59 @@ impl RegionView {
         // Everything since recording began is there when nothing was ever
         // overwritten: then the window merely started before the recorder.
         let from_the_start = oldest_kept == 0 && !newer_seen;
-        // Nested programs may commit out of time order.
-        records.reverse();
-        records.sort_by_key(RawRecord::time);
-        let complete = reached_back || from_the_start;
-        Snapshot {
+        RingPart {
             records,
-            complete,
-            overwritten: !complete,
-            head,
             doubts,
+            head,
+            whole_back: reached_back || from_the_start,
+            oldest_seen_ns: oldest_seen,
         }
+    }
+}
+
+/// What one ring holds of a window.
+struct RingPart {
+    /// Whole records, newest first.
+    records: Vec<RawRecord>,
+    doubts: Vec<Doubt>,
+    head: u64,
+    /// It reaches back before the window's start, or to the start of
+    /// recording: nothing it ever held of the window is gone.
+    whole_back: bool,
+    /// The time of its oldest record looked at: what it held before is gone.
+    oldest_seen_ns: u64,
+}
+
+/// When a ring was written, as the freezes wrote it (`freeze.rs`): its
+/// latest stretch from `since_ns` to `until_ns` (u64::MAX: written now),
+/// its earlier stretches all ended by `earlier_end_ns`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stretches {
+    since_ns: u64,
+    until_ns: u64,
+    earlier_end_ns: u64,
+}
+
+impl RingPart {
+    /// Whether this ring holds every record of [from_ns, to_ns] that was
+    /// written into it (`stretches` says when it was written). When it
+    /// does not reach back to the window, what it lost is older than
+    /// `oldest_seen_ns`; that matters only where it was written during the
+    /// window: its latest stretch, lost from its start when the oldest
+    /// record seen is after `max(from_ns, since_ns)`, or an earlier one,
+    /// when the window starts before they ended.
+    fn holds(&self, from_ns: u64, to_ns: u64, stretches: Stretches) -> bool {
+        if self.whole_back {
+            return true;
+        }
+        let Stretches {
+            since_ns,
+            until_ns,
+            earlier_end_ns,
+        } = stretches;
+        let latest_in_window = to_ns >= since_ns && from_ns < until_ns;
+        let latest_kept = !latest_in_window || self.oldest_seen_ns <= from_ns.max(since_ns);
+        latest_kept && from_ns >= earlier_end_ns
     }
 }
 
@@ -463,21 +557,45 @@ pub(crate) mod tests {
     pub struct FakeRegion {
         pub words: Vec<u64>,
         pub layout: Region,
+        /// The ring written.
+        pub ring: usize,
     }
 
     impl FakeRegion {
+        /// Ring 0 written since time 1 (as `load` starts it).
         pub fn new(slots: usize) -> FakeRegion {
             let layout = Region::with_slots(slots);
-            FakeRegion {
+            let mut region = FakeRegion {
                 words: vec![0; layout.size() / 8],
                 layout,
-            }
+                ring: 0,
+            };
+            region.words[layout.ring_field(0, ring::SINCE) / 8] = 1;
+            region
+        }
+
+        /// Switches the writing to ring `ring` at `since`, as a freeze does.
+        pub fn switch_to(&mut self, ring: usize, since: u64) {
+            let field = |k: usize, f: usize| self.layout.ring_field(k, f) / 8;
+            let left = self.words[field(ring, super::ring::UNTIL)];
+            self.words[field(ring, super::ring::EARLIER)] = left;
+            self.words[field(ring, super::ring::UNTIL)] = 0;
+            self.words[field(ring, super::ring::SINCE)] = since;
+            self.words[field(self.ring, super::ring::UNTIL)] = since;
+            self.ring = ring;
+            self.words[header::RING / 8] = ring as u64;
         }
 
         fn put(&mut self, offset: usize, bytes: &[u8]) {
-            let mut raw: Vec<u8> = self.words.iter().flat_map(|w| w.to_ne_bytes()).collect();
-            raw[offset..offset + bytes.len()].copy_from_slice(bytes);
-            for (w, chunk) in self.words.iter_mut().zip(raw.chunks(8)) {
+            // Only the words the bytes touch.
+            let (first, last) = (offset / 8, (offset + bytes.len()).div_ceil(8));
+            let mut raw: Vec<u8> = self.words[first..last]
+                .iter()
+                .flat_map(|w| w.to_ne_bytes())
+                .collect();
+            let at = offset - first * 8;
+            raw[at..at + bytes.len()].copy_from_slice(bytes);
+            for (w, chunk) in self.words[first..last].iter_mut().zip(raw.chunks(8)) {
                 *w = u64::from_ne_bytes(chunk.try_into().unwrap());
             }
         }
@@ -491,21 +609,22 @@ pub(crate) mod tests {
         /// Reserves the next record as a program does (the head, then the
         /// record's commit word cleared): its number.
         pub fn reserve(&mut self) -> u64 {
-            let index = self.words[header::HEAD / 8];
-            self.words[header::HEAD / 8] = index + 1;
+            let head = self.layout.ring_field(self.ring, ring::HEAD) / 8;
+            let index = self.words[head];
+            self.words[head] = index + 1;
             self.set_seq(index, 0);
             index
         }
 
         /// Writes record `index` and commits it.
         pub fn commit(&mut self, index: u64, r: RawRecord) {
-            self.put(self.layout.record_offset(index), &r.0);
+            self.put(self.layout.record_offset(self.ring, index), &r.0);
             self.set_seq(index, index + 1);
         }
 
         /// Sets the commit word of the slot of record `index`.
         pub fn set_seq(&mut self, index: u64, seq: u64) {
-            self.words[(self.layout.record_offset(index) + record::SEQ) / 8] = seq;
+            self.words[(self.layout.record_offset(self.ring, index) + record::SEQ) / 8] = seq;
         }
 
         pub fn name(&mut self, pid: i32, prio: i32, comm: &str) {
@@ -742,6 +861,89 @@ pub(crate) mod tests {
         assert_eq!(snap.records.first().unwrap().time(), 13_700);
         assert_eq!(snap.records.last().unwrap().time(), 20_000);
         assert!(snap.doubts.is_empty());
+    }
+
+    /// Records every 100 ns from `from` to `to` (inclusive).
+    fn fill(region: &mut FakeRegion, from: u64, to: u64) {
+        for t in (from..=to).step_by(100) {
+            region.push(softirq(t));
+        }
+    }
+
+    #[test]
+    fn a_frozen_window_stays_whole_while_the_ring_written_wraps() {
+        // A spike's window is 4,000..5,000 ns; 1,000 records come after.
+        let late_collector = |freeze: bool| {
+            let mut region = FakeRegion::new(64);
+            fill(&mut region, 100, 5_000);
+            if freeze {
+                region.switch_to(1, 5_050);
+            }
+            fill(&mut region, 5_100, 105_000);
+            region.view().snapshot_between(4_000, 5_000)
+        };
+        let snap = late_collector(true);
+        assert!(snap.complete && !snap.overwritten);
+        assert_eq!(times(&snap), (39..=50).map(|t| t * 100).collect::<Vec<_>>());
+        // Without the freeze the same window was overwritten long ago.
+        let snap = late_collector(false);
+        assert!(!snap.complete && snap.overwritten);
+        assert!(times(&snap).iter().all(|&t| t > 5_000) || snap.records.is_empty());
+    }
+
+    #[test]
+    fn a_window_across_a_switch_is_merged_from_both_rings() {
+        let mut region = FakeRegion::new(64);
+        fill(&mut region, 100, 3_000);
+        region.switch_to(1, 3_050);
+        fill(&mut region, 3_100, 4_000);
+        let snap = region.view().snapshot_between(2_500, 3_500);
+        assert!(snap.complete);
+        assert_eq!(times(&snap), (24..=35).map(|t| t * 100).collect::<Vec<_>>());
+        assert_eq!(snap.head, 30 + 10);
+        // A window after the switch: ring 0's last record (3,000) is older
+        // than ring 1's last before the window (3,400): only that one.
+        let snap = region.view().snapshot_between(3_450, 3_600);
+        assert_eq!(times(&snap), [3_400, 3_500, 3_600]);
+    }
+
+    #[test]
+    fn a_window_in_the_lost_start_of_the_ring_written_says_overwritten() {
+        // Ring 1 written from 5,050 ns and wrapped: its first records,
+        // 5,100 to 11,400 ns, are gone; a window there was not frozen.
+        let mut region = FakeRegion::new(64);
+        fill(&mut region, 100, 5_000);
+        region.switch_to(1, 5_050);
+        fill(&mut region, 5_100, 17_800);
+        let snap = region.view().snapshot_between(6_000, 7_000);
+        assert!(snap.overwritten);
+        // A window of ring 0's stretch is whole, ring 1's loss after it.
+        let snap = region.view().snapshot_between(4_500, 5_000);
+        assert!(snap.complete, "{:?}", times(&snap));
+        // A window across the switch lost ring 1's part.
+        assert!(region.view().snapshot_between(4_900, 5_500).overwritten);
+    }
+
+    #[test]
+    fn a_ring_that_went_round_between_two_later_spikes_does_not_flag_an_older_window() {
+        // Spike 1's window 4,000..5,000 in ring 0; ring 1 written from
+        // 5,050 and went round before spike 2 froze it at 20,050; ring 2
+        // written since. Ring 1 holds nothing of spike 1's window.
+        let mut region = FakeRegion::new(64);
+        fill(&mut region, 100, 5_000);
+        region.switch_to(1, 5_050);
+        fill(&mut region, 5_100, 20_000);
+        region.switch_to(2, 20_050);
+        fill(&mut region, 20_100, 21_000);
+        let snap = region.view().snapshot_between(4_000, 5_000);
+        assert!(snap.complete, "{:?}", times(&snap));
+        // Ring 0 written again from 30,050: what it held from before is
+        // older than 5,050, when it was left.
+        region.switch_to(0, 30_050);
+        fill(&mut region, 30_100, 40_000);
+        assert!(region.view().snapshot_between(20_500, 21_000).complete);
+        // A window in its lost stretch is not.
+        assert!(region.view().snapshot_between(3_000, 4_000).overwritten);
     }
 
     fn softirq(time: u64) -> RawRecord {

@@ -11,6 +11,7 @@
 use crate::rt::bpf::probe::Unavailable;
 
 pub mod decode;
+pub mod freeze;
 pub mod layout;
 pub mod load;
 pub mod program;

@@ -12,15 +12,18 @@
 //! the same record (`Value` says where each value comes from).
 //!
 //! Every program: looks up this CPU's region (exit when the CPU is not
-//! traced: the kernel runs a tracepoint's programs on every CPU), reserves
-//! record `i` with an atomic fetch-and-add on `head`, clears its `SEQ`,
+//! traced: the kernel runs a tracepoint's programs on every CPU), picks the
+//! ring user space says is written (`header::RING`), reserves record `i`
+//! of that ring with an atomic fetch-and-add on its `head`, clears its `SEQ`,
 //! reads its fields from the record the tracepoint hands over (the
 //! context) into slot `i % slots`, writes how long it ran, and commits with
 //! `SEQ = i + 1` (see `layout.rs` for why this is safe under nesting). The
 //! switch program also writes the names of both tasks into the name table
 //! and the CPU's current task into the header.
 
-use super::layout::{INTERRUPTED_NS, Kind, NAME_SHIFT, RECORD_SIZE, Region, header, name, record};
+use super::layout::{
+    INTERRUPTED_NS, Kind, NAME_SHIFT, RECORD_SIZE, RINGS, Region, header, name, record, ring,
+};
 use crate::probes::ProbeError;
 use crate::rt::bpf::btf::{self, Btf};
 use crate::rt::bpf::{Alu, Asm, Code, Cond, Helper, Insn, Label, Reg, Size};
@@ -363,7 +366,8 @@ fn load(asm: &mut Asm, dst: Reg, value: &Value) -> Result<(), ProbeError> {
 }
 
 /// Offset of a record field from `SLOT` (which points at the record's slot
-/// minus `Region::RECORDS`, see `program`).
+/// minus `Region::RECORDS`, see `program`: ring 0's first record, the
+/// written ring's offset being in `SLOT`).
 fn at_record(field: usize) -> i16 {
     (Region::RECORDS + field) as i16
 }
@@ -576,24 +580,38 @@ pub fn program(recipe: &Recipe, map_fd: i32, region: Region) -> Result<Code, Pro
         .jump_if(Cond::Eq, Reg::R1, 0, out);
     asm.push(Insn::call(Helper::KtimeGetNs))
         .push(Insn::mov64_reg(TIME, Reg::R0));
-    asm.note("reserve record i: r1 = i, head = i + 1, commit word i + 1 on the stack");
+    asm.note("r3 = the written ring's offset: (RING & (RINGS - 1)) * ring_bytes");
+    // User space switches the ring when a spike freezes the other one
+    // (`layout.rs`): one load here, whatever the samples.
+    asm.push(Insn::ldx(Size::DW, Reg::R3, REGION, header::RING as i16))
+        .push(Insn::alu64_imm(Alu::And, Reg::R3, RINGS as i32 - 1))
+        .push(Insn::alu64_imm(
+            Alu::Mul,
+            Reg::R3,
+            region.ring_bytes() as i32,
+        ));
+    asm.note("reserve record i of that ring: r1 = i, head = i + 1, commit word i + 1 on the stack");
     // Reserve record i: R1 = i, head = i + 1, atomically (a program that
     // interrupts this one reserves i + 1). Its commit word is kept on the
     // stack for the end.
-    asm.push(Insn::mov64_imm(Reg::R1, 1))
+    asm.push(Insn::mov64_reg(Reg::R2, REGION))
+        .push(Insn::alu64_reg(Alu::Add, Reg::R2, Reg::R3))
+        .push(Insn::mov64_imm(Reg::R1, 1))
         .push(Insn::atomic_fetch_add64(
-            REGION,
-            header::HEAD as i16,
+            Reg::R2,
+            (Region::RINGS_AT + ring::HEAD) as i16,
             Reg::R1,
         ))
         .push(Insn::mov64_reg(Reg::R2, Reg::R1))
         .push(Insn::alu64_imm(Alu::Add, Reg::R2, 1))
         .push(Insn::stx(Size::DW, Reg::R10, COMMIT_ON_STACK, Reg::R2));
-    asm.note("r8 = &region.records[i % slots] - RECORDS");
-    // SLOT = REGION + (i % slots) * RECORD_SIZE: the record's fields are
-    // at `at_record` from it. The mask bounds the offset for the verifier.
+    asm.note("r8 = &ring.records[i % slots] - RECORDS");
+    // SLOT = REGION + the ring's offset + (i % slots) * RECORD_SIZE: the
+    // record's fields are at `at_record` from it. The masks bound the
+    // offset for the verifier.
     asm.push(Insn::alu64_imm(Alu::And, Reg::R1, region.slots as i32 - 1))
         .push(Insn::alu64_imm(Alu::Mul, Reg::R1, RECORD_SIZE as i32))
+        .push(Insn::alu64_reg(Alu::Add, Reg::R1, Reg::R3))
         .push(Insn::mov64_reg(SLOT, REGION))
         .push(Insn::alu64_reg(Alu::Add, SLOT, Reg::R1));
     // Being written: a reader that copies the slot from now on sees it.
@@ -826,6 +844,72 @@ mod tests {
             .iter()
             .filter_map(|r| decode(r, 0, &mut names, Some(&view)))
             .collect()
+    }
+
+    #[test]
+    fn after_a_freeze_records_go_to_the_other_ring_and_the_frozen_one_stays_whole() {
+        use crate::probes::recorder::freeze::frozen;
+        let region = Region::with_slots(64);
+        let recipe = Recipe::typed("local_timer_entry", &members(), &[]).unwrap();
+        let code = program(&recipe, 3, region).unwrap();
+        let mut memory = Memory::new();
+        memory.add(CTX_AT, 64);
+        memory.add(REGION_AT, region.size());
+        memory.store(REGION_AT + ENABLED as u64, 8, 1).unwrap();
+        let mut clock = 1000;
+        let mut fire = |memory: &mut Memory| {
+            run(&code, CTX_AT, memory, &mut |id, _, _| match id {
+                8 => 0,
+                1 => REGION_AT,
+                5 => {
+                    clock += 100;
+                    clock
+                }
+                14 => 77,
+                other => panic!("helper {other}"),
+            })
+            .unwrap()
+        };
+        let head = |memory: &mut Memory, k: usize| {
+            memory
+                .load(REGION_AT + region.ring_field(k, ring::HEAD) as u64, 8)
+                .unwrap()
+        };
+        for _ in 0..3 {
+            fire(&mut memory);
+        }
+        let ring0 = |memory: &mut Memory| {
+            let at = region.ring_field(0, 0);
+            memory.bytes(REGION_AT)[at..at + region.ring_bytes()].to_vec()
+        };
+        let before = ring0(&mut memory);
+        // A spike freezes ring 0 (`RingSwitch::freeze`): the control word,
+        // then when ring 1 became the written one.
+        let word = frozen(0, &[0; RINGS]).unwrap();
+        memory
+            .store(REGION_AT + header::RING as u64, 8, word)
+            .unwrap();
+        let since = REGION_AT + region.ring_field(1, ring::SINCE) as u64;
+        memory.store(since, 8, 1_650).unwrap();
+        for _ in 0..100 {
+            fire(&mut memory);
+        }
+        assert_eq!((head(&mut memory, 0), head(&mut memory, 1)), (3, 100));
+        assert_eq!(
+            ring0(&mut memory),
+            before,
+            "the frozen ring was not written"
+        );
+        // Ring 1 went round; ring 0 still has the window's three records.
+        let bytes = memory.bytes(REGION_AT);
+        // SAFETY: the region's bytes, alive while `view` is used.
+        let view = unsafe { RegionView::new(bytes.as_ptr(), region) };
+        let snap = view.snapshot_between(1_000, 1_500);
+        let times: Vec<u64> = snap.records.iter().map(|r| r.time()).collect();
+        // The clock is read twice a run: its time, then its end.
+        assert_eq!(times, [1_100, 1_300, 1_500]);
+        assert!(snap.complete && !snap.overwritten);
+        assert_eq!((2..RINGS).map(|k| view.head(k)).sum::<u64>(), 0);
     }
 
     fn comm(text: &str) -> [u8; 16] {

@@ -97,7 +97,7 @@ impl Provoke {
 
 /// Names the current thread `name`, pins it to `cpu` and gives it `policy`
 /// at `priority`; its thread id.
-fn become_thread(
+pub(super) fn become_thread(
     name: &str,
     cpu: usize,
     policy: libc::c_int,
@@ -232,7 +232,7 @@ const SETTLE: Duration = Duration::from_millis(200);
 /// Whether a latscope run whose command line contains `marker` measures:
 /// its tasks exchange samples, which they only do once its spike trace
 /// (a tracefs instance, or the BPF flight recorder) is set up.
-fn traced_by_a_run_with(marker: &str) -> bool {
+pub(super) fn traced_by_a_run_with(marker: &str) -> bool {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return false;
     };
