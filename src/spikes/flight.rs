@@ -316,10 +316,36 @@ impl FlightCollector {
         // Copied first, all of them, while their rings are held (a copy is
         // plain loads); decoded and attributed after the rings are
         // released, those the book keeps.
+        let trace = std::env::var_os("LATSCOPE_I39_TRACE").is_some();
+        let pass_ns = crate::rt::clock::monotonic_ns();
+        let burst = queued.len();
         let copies: Vec<(usize, Candidate, Option<Snapshot>)> = queued
             .into_iter()
-            .map(|(index, q)| (index, q.candidate, self.copy_window(&q.candidate)))
+            .map(|(index, q)| {
+                let copy = self.copy_window(&q.candidate);
+                if trace && copy.as_ref().is_some_and(|s| s.overwritten) {
+                    let c = q.candidate;
+                    let cpu = c.cpu as usize;
+                    let rings: Vec<u64> = (0..crate::probes::recorder::layout::RINGS)
+                        .map(|k| self.view(cpu).map_or(0, |v| v.head(k)))
+                        .collect();
+                    eprintln!(
+                        "i39 overwritten cpu {cpu} latency_us {} frozen {:?} held_now {} delay_ms {:.2} window_ms {:.3} pass_spikes {burst} frozen_ring_head {:?} copy_records {}",
+                        (c.actual_ns - c.expected_ns) / 1000,
+                        q.frozen,
+                        self.switch.held(cpu).count_ones(),
+                        pass_ns.saturating_sub(c.actual_ns) as f64 / 1e6,
+                        (c.actual_ns - c.expected_ns + crate::spikes::attribution::MARGIN_BEFORE_NS) as f64 / 1e6,
+                        q.frozen.map(|r| rings[r as usize]),
+                        copy.as_ref().map_or(0, |s| s.records.len()),
+                    );
+                }
+                (index, q.candidate, copy)
+            })
             .collect();
+        if trace {
+            eprintln!("i39 pass spikes {burst} delay_ms {:.2}", copies.iter().map(|(_, c, _)| pass_ns.saturating_sub(c.actual_ns)).max().unwrap_or(0) as f64 / 1e6);
+        }
         for (cpu, ring) in held {
             self.switch.release(cpu, ring);
         }
