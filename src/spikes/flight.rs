@@ -1,16 +1,17 @@
 //! A running flight recorder (`--trace-spikes` with the BPF collector):
 //! its programs in the kernel (`probes::recorder`) and the collector
 //! thread that, for each spike, copies that CPU's window out of the map,
-//! decodes it and attributes it (`spikes::attribution`).
+//! decodes it and attributes it (`spikes::attribution`). Each spike held
+//! its window when it was queued (`probes::recorder::hold`); the collector
+//! releases the holds once it has copied every window of its pass.
 
 use crate::probes::ProbeError;
 use crate::probes::recorder::decode::{Names, RegionView, Snapshot, decode};
-use crate::probes::recorder::freeze::RingSwitch;
+use crate::probes::recorder::hold::Holds;
 use crate::probes::recorder::layout::{Region, header};
 use crate::probes::recorder::load::{Hooks, LoadedRecorder};
 use crate::rt::bpf::MappedArray;
 use crate::spikes::attribution::{self, CpuState, Window};
-use crate::spikes::queue::Queued;
 use crate::spikes::{Candidate, Source, SpikeBook};
 use std::path::Path;
 use std::sync::Arc;
@@ -41,6 +42,9 @@ pub struct RecorderEnd {
     /// where such misses happen when the recorder's own programs are
     /// interrupted.
     pub interrupted: u64,
+    /// Events not recorded because the ring was full of held windows
+    /// (`header::REFUSED`): the collector came later than the ring lasts.
+    pub refused: u64,
     pub cpu_ns: u64,
     pub on_traced_cpus: bool,
 }
@@ -70,13 +74,13 @@ impl Recorder {
             .filter(|&t| t > 0)
             .collect();
         let loaded = LoadedRecorder::load(tracefs, events, &tids, cpus)?;
-        let switch = RingSwitch::new(loaded.mapped.clone(), loaded.region);
+        let holds = Holds::new(loaded.mapped.clone(), cpus);
         for source in &sources {
-            // From now on each spike freezes its window.
-            source.queue.freeze_with(switch.clone());
+            // From now on each spike holds its window.
+            source.queue.hold_with(holds.clone());
         }
         let collector = FlightCollector {
-            switch,
+            holds,
             sources,
             mapped: loaded.mapped.clone(),
             region: loaded.region,
@@ -136,10 +140,7 @@ impl Recorder {
 
     /// Records written so far on CPU `cpu`.
     pub fn head(&self, cpu: usize) -> Option<u64> {
-        let loaded = self.loaded.as_ref()?;
-        let at = loaded.mapped.entry_ptr(cpu)?;
-        // SAFETY: entry `cpu` of the mapping, alive while `loaded` lives.
-        Some(unsafe { RegionView::new(at, loaded.region) }.records())
+        self.loaded.as_ref()?.mapped.read_u64(cpu, 0)
     }
 }
 
@@ -161,8 +162,8 @@ const COLLECTOR_NICE: i32 = -20;
 
 /// The state of the recorder's collector thread.
 struct FlightCollector {
-    /// Freezes and releases the rings that hold the windows.
-    switch: RingSwitch,
+    /// Releases the windows the spikes held.
+    holds: Holds,
     sources: Vec<Source>,
     mapped: Arc<MappedArray>,
     region: Region,
@@ -265,11 +266,11 @@ impl FlightCollector {
         self.end.records = self
             .cpus
             .iter()
-            .filter_map(|&c| self.view(c))
-            .map(|v| v.records())
+            .filter_map(|&c| self.mapped.read_u64(c, 0))
             .sum();
         self.end.missed = self.misses();
         self.end.interrupted = self.interrupted();
+        self.end.refused = self.header_sum(header::REFUSED);
         self.end.cpu_ns = crate::rt::clock::read_clock(libc::CLOCK_THREAD_CPUTIME_ID);
         (self.book, self.end)
     }
@@ -283,19 +284,41 @@ impl FlightCollector {
 
     /// Records of the traced CPUs whose program was interrupted.
     fn interrupted(&self) -> u64 {
+        self.header_sum(header::INTERRUPTED)
+    }
+
+    /// The header counter at `field` summed over the traced CPUs.
+    fn header_sum(&self, field: usize) -> u64 {
         self.cpus
             .iter()
-            .filter_map(|&c| self.mapped.read_u64(c, header::INTERRUPTED))
+            .filter_map(|&c| self.mapped.read_u64(c, field))
             .sum()
     }
 
     /// Attributes every candidate queued since the last pass.
     fn collect(&mut self, tracer: i32) {
-        let mut queued: Vec<(usize, Queued)> = Vec::new();
+        // The holds before the queues are drained: a spike queued later
+        // holds again, and its CPU's release below fails (`hold.rs`).
+        let holds: Vec<(usize, u64)> = self
+            .cpus
+            .iter()
+            .map(|&c| (c, self.holds.hold_of(c)))
+            .collect();
+        let mut queued: Vec<(usize, Candidate)> = Vec::new();
         for (index, source) in self.sources.iter().enumerate() {
-            source.queue.drain(|q| queued.push((index, q)));
+            source.queue.drain(|c| queued.push((index, c)));
         }
-        if queued.is_empty() {
+        // Copied first, while held (a copy is plain loads), those the book
+        // may keep; released; then decoded and attributed.
+        let copies: Vec<(usize, Candidate, Option<Snapshot>)> = queued
+            .into_iter()
+            .filter(|(_, c)| self.book.would_admit(c.latency_ns()))
+            .map(|(index, c)| (index, c, self.copy_window(&c)))
+            .collect();
+        for (cpu, seen) in holds {
+            self.holds.release(cpu, seen);
+        }
+        if copies.is_empty() {
             return;
         }
         // Events the kernel skipped since the last pass. When one of the
@@ -312,45 +335,8 @@ impl FlightCollector {
         let missed = misses > self.misses_seen && interrupted == self.interrupted_seen;
         self.misses_seen = misses;
         self.interrupted_seen = interrupted;
-        let held = self.hold_windows(&queued);
-        // Copied first, all of them, while their rings are held (a copy is
-        // plain loads); decoded and attributed after the rings are
-        // released, those the book keeps.
-        let trace = std::env::var_os("LATSCOPE_I39_TRACE").is_some();
-        let pass_ns = crate::rt::clock::monotonic_ns();
-        let burst = queued.len();
-        let copies: Vec<(usize, Candidate, Option<Snapshot>)> = queued
-            .into_iter()
-            .map(|(index, q)| {
-                let copy = self.copy_window(&q.candidate);
-                if trace && copy.as_ref().is_some_and(|s| s.overwritten) {
-                    let c = q.candidate;
-                    let cpu = c.cpu as usize;
-                    let rings: Vec<u64> = (0..crate::probes::recorder::layout::RINGS)
-                        .map(|k| self.view(cpu).map_or(0, |v| v.head(k)))
-                        .collect();
-                    eprintln!(
-                        "i39 overwritten cpu {cpu} latency_us {} frozen {:?} held_now {} delay_ms {:.2} window_ms {:.3} pass_spikes {burst} frozen_ring_head {:?} copy_records {}",
-                        (c.actual_ns - c.expected_ns) / 1000,
-                        q.frozen,
-                        self.switch.held(cpu).count_ones(),
-                        pass_ns.saturating_sub(c.actual_ns) as f64 / 1e6,
-                        (c.actual_ns - c.expected_ns + crate::spikes::attribution::MARGIN_BEFORE_NS) as f64 / 1e6,
-                        q.frozen.map(|r| rings[r as usize]),
-                        copy.as_ref().map_or(0, |s| s.records.len()),
-                    );
-                }
-                (index, q.candidate, copy)
-            })
-            .collect();
-        if trace {
-            eprintln!("i39 pass spikes {burst} delay_ms {:.2}", copies.iter().map(|(_, c, _)| pass_ns.saturating_sub(c.actual_ns)).max().unwrap_or(0) as f64 / 1e6);
-        }
-        for (cpu, ring) in held {
-            self.switch.release(cpu, ring);
-        }
         for (index, c, copy) in copies {
-            if !self.book.admit(c.actual_ns.saturating_sub(c.expected_ns)) {
+            if !self.book.admit(c.latency_ns()) {
                 continue;
             }
             let mut spike = self.attribute(index, c, tracer, copy);
@@ -360,30 +346,6 @@ impl FlightCollector {
             }
             self.book.keep(spike);
         }
-    }
-
-    /// The rings that hold this pass's windows: those their spikes froze,
-    /// and, for a CPU with a spike that could not freeze (every other ring
-    /// was held), the one written until now, frozen now.
-    fn hold_windows(&self, queued: &[(usize, Queued)]) -> Vec<(usize, usize)> {
-        let mut held: Vec<(usize, usize)> = queued
-            .iter()
-            .filter_map(|(_, q)| Some((q.candidate.cpu as usize, usize::from(q.frozen?))))
-            .collect();
-        let mut unfrozen: Vec<usize> = queued
-            .iter()
-            .filter(|(_, q)| q.frozen.is_none())
-            .map(|(_, q)| q.candidate.cpu as usize)
-            .filter(|cpu| self.cpus.contains(cpu))
-            .collect();
-        unfrozen.sort_unstable();
-        unfrozen.dedup();
-        for cpu in unfrozen {
-            if let Some(ring) = self.switch.freeze(cpu) {
-                held.push((cpu, ring));
-            }
-        }
-        held
     }
 
     /// The view of traced CPU `cpu`'s region.
@@ -401,8 +363,7 @@ impl FlightCollector {
     /// when its CPU is not traced.
     fn copy_window(&self, c: &Candidate) -> Option<Snapshot> {
         let view = self.view(c.cpu as usize)?;
-        let from = c.expected_ns.saturating_sub(attribution::MARGIN_BEFORE_NS);
-        let end = c.actual_ns.max(c.expected_ns);
+        let (from, end) = window_span(c);
         let spans = &self.miss_spans;
         let snapshot_now = || {
             let mut snapshot = view.snapshot_between(from, end);
@@ -450,8 +411,7 @@ impl FlightCollector {
             spike.tid = src.tids.first().copied().unwrap_or(0);
             return spike;
         };
-        let from = c.expected_ns.saturating_sub(attribution::MARGIN_BEFORE_NS);
-        let end = c.actual_ns.max(c.expected_ns);
+        let (from, end) = window_span(&c);
         let mut events: Vec<_> = snapshot
             .records
             .iter()
@@ -474,6 +434,14 @@ impl FlightCollector {
         spike.tid = src.tids.first().copied().unwrap_or(0);
         spike
     }
+}
+
+/// A spike's window: from the margin before its due time to its run.
+fn window_span(c: &Candidate) -> (u64, u64) {
+    (
+        c.expected_ns.saturating_sub(attribution::MARGIN_BEFORE_NS),
+        c.actual_ns.max(c.expected_ns),
+    )
 }
 
 /// The state to start a window's records from: the task the CPU has run

@@ -52,6 +52,13 @@ pub struct Candidate {
     pub actual_ns: u64,
 }
 
+impl Candidate {
+    /// How late it ran.
+    pub fn latency_ns(&self) -> u64 {
+        self.actual_ns.saturating_sub(self.expected_ns)
+    }
+}
+
 pub use queue::{CandidateQueue, QUEUE_SLOTS, candidate_queue};
 
 /// One measured series: where its candidates come from and whose time is
@@ -274,7 +281,7 @@ impl SpikeTracer {
     /// instance or unloads the programs; the spikes for the report.
     pub fn stop(mut self) -> SpikeTrace {
         let queue_dropped: u64 = self.queues.iter().map(|q| q.dropped()).sum();
-        let mut windows_overwritten = 0;
+        let (mut windows_overwritten, mut events_refused) = (0, 0);
         let (book, events_read, events_lost, cpu_ns, on_measured) = match &mut self.backend {
             Backend::Tracefs { run, book } => {
                 let end = run.shutdown();
@@ -296,6 +303,7 @@ impl SpikeTracer {
             Backend::Bpf(recorder) => {
                 let (book, end) = recorder.stop();
                 windows_overwritten = end.overwritten;
+                events_refused = end.refused;
                 (
                     book,
                     end.records,
@@ -318,6 +326,7 @@ impl SpikeTracer {
             events_read,
             events_lost,
             windows_overwritten,
+            events_refused,
             reader_cpu_ns: cpu_ns,
             reader_on_measured_cpus: on_measured,
             spikes,
@@ -359,6 +368,12 @@ impl SpikeBook {
         }
         self.kept.swap_remove(least);
         true
+    }
+
+    /// Whether `admit` would take a spike of `latency_ns` now (counting
+    /// nothing): whose window is worth copying.
+    pub fn would_admit(&self, latency_ns: u64) -> bool {
+        self.kept.len() < MAX_KEPT || self.kept.iter().any(|s| s.latency_ns < latency_ns)
     }
 
     pub fn keep(&mut self, spike: Spike) {
@@ -476,7 +491,7 @@ impl Consumer for TracefsSpikeCollector {
             let (pending, dropped) = (&mut self.pending, &mut self.book.dropped);
             source.queue.drain(|q| {
                 if pending.len() < MAX_PENDING {
-                    pending.push((index, q.candidate));
+                    pending.push((index, q));
                 } else {
                     *dropped += 1;
                 }

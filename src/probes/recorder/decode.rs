@@ -3,7 +3,7 @@
 //! `TraceEvent`s that `spikes::attribution` consumes.
 
 use super::layout::{
-    INTERRUPTED_NS, Kind as RecordKind, RECORD_SIZE, RINGS, Region, header, name, record, ring,
+    INTERRUPTED_NS, Kind as RecordKind, RECORD_SIZE, Region, header, name, record,
 };
 use crate::rt::tracefs::events::{Comm, IrqName, Kind, Switch, TraceEvent};
 use std::collections::HashMap;
@@ -51,31 +51,13 @@ impl RegionView {
         out
     }
 
-    /// Records reserved so far in ring `ring`. The fence keeps the record
-    /// loads that follow after it.
-    pub fn head(&self, ring: usize) -> u64 {
+    /// Records reserved so far. The fence keeps the record loads that
+    /// follow after it.
+    pub fn head(&self) -> u64 {
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-        let head = self.word(self.layout.ring_field(ring, ring::HEAD));
+        let head = self.word(header::HEAD);
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         head
-    }
-
-    /// Records reserved so far in all rings.
-    pub fn records(&self) -> u64 {
-        (0..RINGS).map(|k| self.head(k)).sum()
-    }
-
-    /// When ring `ring` was written (`ring::SINCE`, `UNTIL`, `EARLIER`).
-    fn stretches(&self, ring: usize) -> Stretches {
-        let field = |f| self.word(self.layout.ring_field(ring, f));
-        Stretches {
-            since_ns: field(ring::SINCE),
-            until_ns: match field(ring::UNTIL) {
-                0 => u64::MAX,
-                until => until,
-            },
-            earlier_end_ns: field(ring::EARLIER),
-        }
     }
 
     /// Records whose program was interrupted so far (`header::INTERRUPTED`).
@@ -83,11 +65,10 @@ impl RegionView {
         self.word(header::INTERRUPTED)
     }
 
-    /// Record `index` of `ring`, copied between two loads of its commit
-    /// word (see `layout.rs`): whole, newer (overwritten), or still being
-    /// written.
-    fn slot(&self, ring: usize, index: u64) -> Slot {
-        let offset = self.layout.record_offset(ring, index);
+    /// Record `index`, copied between two loads of its commit word (see
+    /// `layout.rs`): whole, newer (overwritten), or still being written.
+    fn slot(&self, index: u64) -> Slot {
+        let offset = self.layout.record_offset(index);
         let committed = index + 1;
         let before = self.word(offset + record::SEQ);
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
@@ -99,7 +80,9 @@ impl RegionView {
         } else if before > committed || after > committed {
             Slot::Newer
         } else {
-            Slot::Unfinished
+            // The record of an earlier lap the slot still holds, whole.
+            let holds = (before == after && before != 0).then(|| before - 1);
+            Slot::Unfinished { holds }
         }
     }
 
@@ -133,69 +116,35 @@ impl RegionView {
 
     /// `snapshot`, but without the records newer than `to_ns`: a collector
     /// that comes late to a window steps over what came after it reading
-    /// only each record's time, instead of copying and checking thousands
-    /// of records (a ring holds 32 ms at 256,000 events/s) while the oldest
-    /// ones, the window's, are being overwritten. A time read torn there
-    /// merely starts the careful walk earlier or later by one record: it
-    /// is checked like every record kept.
+    /// only each record's time and commit word, instead of copying and
+    /// checking thousands of records while the oldest ones, the window's,
+    /// may be overwritten. A time read torn there merely starts the
+    /// careful walk earlier or later by one record: it is checked like
+    /// every record kept.
     ///
-    /// Every ring is read and their records merged: a window that spans a
-    /// switch of rings (`layout.rs`) has records in several. Each ring must
-    /// hold its part of the window (`RingPart::holds`).
+    /// The walk goes back until it reaches a record before `from_ns` or
+    /// finds one overwritten, not merely `slots` records: while a window is
+    /// held (`hold.rs`) the programs refuse to write over it, so a slot may
+    /// still hold a record of an earlier lap, read at its own number. A
+    /// record number left unwritten (refused, or being written) is a gap,
+    /// placed between its neighbours (`Doubt`); a run of gaps as long as
+    /// the ring is stepped over to the newest record a slot still holds.
     pub fn snapshot_between(&self, from_ns: u64, to_ns: u64) -> Snapshot {
-        let mut merged = Snapshot {
-            complete: true,
-            ..Snapshot::default()
-        };
-        for k in 0..RINGS {
-            let part = self.ring_part(k, from_ns, to_ns);
-            merged.complete &= part.holds(from_ns, to_ns, self.stretches(k));
-            merged.head += part.head;
-            merged.records.extend(part.records);
-            merged.doubts.extend(part.doubts);
-        }
-        // Nested programs may commit out of time order.
-        merged.records.sort_by_key(RawRecord::time);
-        // Each ring gave the last record it holds before the window; only
-        // the newest of those is the window's predecessor (the others may
-        // be from rings not written for seconds, their stretches' ends long
-        // gone: an IRQ entry there would seem open ever since).
-        let before = merged.records.iter().filter(|r| r.time() < from_ns).count();
-        merged.records.drain(..before.saturating_sub(1));
-        merged.overwritten = !merged.complete;
-        merged
-    }
-
-    /// What ring `ring` holds of [from_ns, to_ns]: walked back from its
-    /// newest record, as `snapshot_between` says.
-    fn ring_part(&self, ring: usize, from_ns: u64, to_ns: u64) -> RingPart {
-        let slots = self.layout.slots as u64;
-        let head = self.head(ring);
-        let oldest_kept = head.saturating_sub(slots);
-        let mut start = head;
-        // The time of the oldest record stepped over (newer than the window).
-        let mut stepped_over: Option<u64> = None;
-        while start > oldest_kept {
-            let time = self.word(self.layout.record_offset(ring, start - 1) + record::TIME);
-            if time <= to_ns {
-                break;
-            }
-            stepped_over = Some(time);
-            start -= 1;
-        }
+        let head = self.head();
+        let (start, mut stepped_over) = self.newest_within(head, to_ns);
         let mut records: Vec<RawRecord> = Vec::new();
         let mut doubts = Vec::new();
         // The time of the newest whole record after a run of unfinished
         // ones (u64::MAX: they are the newest), while such a run is open.
         let mut unfinished_before: Option<u64> = None;
-        let mut reached_back = false;
-        // The time of the oldest record looked at (stepped over or whole).
-        let mut oldest_seen = stepped_over.unwrap_or(u64::MAX);
-        let mut newer_seen = false;
-        for index in (oldest_kept..start).rev() {
-            match self.slot(ring, index) {
+        let mut gaps = GapRun::default();
+        let mut end = WalkEnd::FromTheStart;
+        let mut index = start;
+        while index > 0 {
+            index -= 1;
+            match self.slot(index) {
                 Slot::Whole(r) => {
-                    oldest_seen = oldest_seen.min(r.time());
+                    gaps = GapRun::default();
                     if let Some(newer) = unfinished_before.take() {
                         doubts.push(Doubt::between(r.time(), newer));
                     }
@@ -210,22 +159,32 @@ impl RegionView {
                     }
                     records.push(r);
                     if r.time() < from_ns {
-                        reached_back = true;
+                        end = WalkEnd::ReachedBack;
                         break;
                     }
                 }
-                Slot::Unfinished => {
+                Slot::Unfinished { holds } => {
                     let newer = records
                         .last()
                         .map(RawRecord::time)
                         .or(stepped_over)
                         .unwrap_or(u64::MAX);
                     unfinished_before.get_or_insert(newer);
+                    match gaps.one_more(holds, self.layout.slots as u64) {
+                        GapStep::Go => {}
+                        // Past every slot: on at the newest record one holds.
+                        GapStep::SkipTo(newest) => index = newest + 1,
+                        GapStep::Nothing => {
+                            end = WalkEnd::Overwritten;
+                            break;
+                        }
+                    }
                 }
-                // The buffer went round since `head` was read: this record
-                // and all older ones are gone.
+                // A newer record took the slot: this record and all older
+                // ones are gone (the buffer went round, or, below the
+                // newest `slots` records, it simply ends there).
                 Slot::Newer => {
-                    newer_seen = true;
+                    end = WalkEnd::Overwritten;
                     break;
                 }
             }
@@ -234,62 +193,82 @@ impl RegionView {
             // The oldest record looked at is unfinished: from the start.
             doubts.push(Doubt::between(0, newer));
         }
-        // Everything since recording began is there when nothing was ever
-        // overwritten: then the window merely started before the recorder.
-        let from_the_start = oldest_kept == 0 && !newer_seen;
-        RingPart {
+        // Nested programs may commit out of time order.
+        records.reverse();
+        records.sort_by_key(RawRecord::time);
+        // Everything since recording began is there when the walk reached
+        // record 0: then the window merely started before the recorder.
+        let complete = end != WalkEnd::Overwritten;
+        Snapshot {
             records,
-            doubts,
+            complete,
+            overwritten: !complete,
             head,
-            whole_back: reached_back || from_the_start,
-            oldest_seen_ns: oldest_seen,
+            doubts,
         }
+    }
+
+    /// Where the careful walk starts: past the records newer than `to_ns`
+    /// among the newest `slots`, each whole by its commit word; and the
+    /// time of the oldest one stepped over.
+    fn newest_within(&self, head: u64, to_ns: u64) -> (u64, Option<u64>) {
+        let oldest_kept = head.saturating_sub(self.layout.slots as u64);
+        let mut start = head;
+        let mut stepped_over = None;
+        while start > oldest_kept {
+            let at = self.layout.record_offset(start - 1);
+            let time = self.word(at + record::TIME);
+            // A slot that holds another record (an earlier lap kept by a
+            // hold, or one being written) ends the stepping over.
+            if time <= to_ns || self.word(at + record::SEQ) != start {
+                break;
+            }
+            stepped_over = Some(time);
+            start -= 1;
+        }
+        (start, stepped_over)
     }
 }
 
-/// What one ring holds of a window.
-struct RingPart {
-    /// Whole records, newest first.
-    records: Vec<RawRecord>,
-    doubts: Vec<Doubt>,
-    head: u64,
-    /// It reaches back before the window's start, or to the start of
-    /// recording: nothing it ever held of the window is gone.
-    whole_back: bool,
-    /// The time of its oldest record looked at: what it held before is gone.
-    oldest_seen_ns: u64,
-}
-
-/// When a ring was written, as the freezes wrote it (`freeze.rs`): its
-/// latest stretch from `since_ns` to `until_ns` (u64::MAX: written now),
-/// its earlier stretches all ended by `earlier_end_ns`.
+/// How a walk back through the records ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stretches {
-    since_ns: u64,
-    until_ns: u64,
-    earlier_end_ns: u64,
+enum WalkEnd {
+    /// At a record before the window.
+    ReachedBack,
+    /// At record 0: nothing was ever lost.
+    FromTheStart,
+    /// At a slot a newer record took: the older records are gone.
+    Overwritten,
 }
 
-impl RingPart {
-    /// Whether this ring holds every record of [from_ns, to_ns] that was
-    /// written into it (`stretches` says when it was written). When it
-    /// does not reach back to the window, what it lost is older than
-    /// `oldest_seen_ns`; that matters only where it was written during the
-    /// window: its latest stretch, lost from its start when the oldest
-    /// record seen is after `max(from_ns, since_ns)`, or an earlier one,
-    /// when the window starts before they ended.
-    fn holds(&self, from_ns: u64, to_ns: u64, stretches: Stretches) -> bool {
-        if self.whole_back {
-            return true;
+/// A run of record numbers with no record (`Slot::Unfinished`), walked
+/// back: once it is as long as the ring, every slot holds an older record
+/// than the numbers walked, and the walk goes on at the newest of them.
+#[derive(Debug, Default)]
+struct GapRun {
+    length: u64,
+    /// The newest record number a slot of the run holds.
+    newest_held: Option<u64>,
+}
+
+enum GapStep {
+    Go,
+    SkipTo(u64),
+    /// No slot holds a record.
+    Nothing,
+}
+
+impl GapRun {
+    /// One more gap, whose slot holds record `holds` (None: being written).
+    fn one_more(&mut self, holds: Option<u64>, slots: u64) -> GapStep {
+        self.length += 1;
+        self.newest_held = self.newest_held.max(holds);
+        if self.length < slots {
+            return GapStep::Go;
         }
-        let Stretches {
-            since_ns,
-            until_ns,
-            earlier_end_ns,
-        } = stretches;
-        let latest_in_window = to_ns >= since_ns && from_ns < until_ns;
-        let latest_kept = !latest_in_window || self.oldest_seen_ns <= from_ns.max(since_ns);
-        latest_kept && from_ns >= earlier_end_ns
+        let step = self.newest_held.map_or(GapStep::Nothing, GapStep::SkipTo);
+        *self = GapRun::default();
+        step
     }
 }
 
@@ -298,8 +277,12 @@ enum Slot {
     Whole(RawRecord),
     /// A newer record (the buffer went round).
     Newer,
-    /// Reserved, not yet committed (or torn by the copy).
-    Unfinished,
+    /// Reserved, not yet committed (or torn by the copy), or left
+    /// unwritten (refused while held: `hold.rs`); `holds`: the earlier
+    /// record the slot still holds, whole.
+    Unfinished {
+        holds: Option<u64>,
+    },
 }
 
 /// A stretch of a CPU's time in which events may be missing from its
@@ -557,45 +540,21 @@ pub(crate) mod tests {
     pub struct FakeRegion {
         pub words: Vec<u64>,
         pub layout: Region,
-        /// The ring written.
-        pub ring: usize,
     }
 
     impl FakeRegion {
-        /// Ring 0 written since time 1 (as `load` starts it).
         pub fn new(slots: usize) -> FakeRegion {
             let layout = Region::with_slots(slots);
-            let mut region = FakeRegion {
+            FakeRegion {
                 words: vec![0; layout.size() / 8],
                 layout,
-                ring: 0,
-            };
-            region.words[layout.ring_field(0, ring::SINCE) / 8] = 1;
-            region
-        }
-
-        /// Switches the writing to ring `ring` at `since`, as a freeze does.
-        pub fn switch_to(&mut self, ring: usize, since: u64) {
-            let field = |k: usize, f: usize| self.layout.ring_field(k, f) / 8;
-            let left = self.words[field(ring, super::ring::UNTIL)];
-            self.words[field(ring, super::ring::EARLIER)] = left;
-            self.words[field(ring, super::ring::UNTIL)] = 0;
-            self.words[field(ring, super::ring::SINCE)] = since;
-            self.words[field(self.ring, super::ring::UNTIL)] = since;
-            self.ring = ring;
-            self.words[header::RING / 8] = ring as u64;
+            }
         }
 
         fn put(&mut self, offset: usize, bytes: &[u8]) {
-            // Only the words the bytes touch.
-            let (first, last) = (offset / 8, (offset + bytes.len()).div_ceil(8));
-            let mut raw: Vec<u8> = self.words[first..last]
-                .iter()
-                .flat_map(|w| w.to_ne_bytes())
-                .collect();
-            let at = offset - first * 8;
-            raw[at..at + bytes.len()].copy_from_slice(bytes);
-            for (w, chunk) in self.words[first..last].iter_mut().zip(raw.chunks(8)) {
+            let mut raw: Vec<u8> = self.words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+            raw[offset..offset + bytes.len()].copy_from_slice(bytes);
+            for (w, chunk) in self.words.iter_mut().zip(raw.chunks(8)) {
                 *w = u64::from_ne_bytes(chunk.try_into().unwrap());
             }
         }
@@ -609,22 +568,27 @@ pub(crate) mod tests {
         /// Reserves the next record as a program does (the head, then the
         /// record's commit word cleared): its number.
         pub fn reserve(&mut self) -> u64 {
-            let head = self.layout.ring_field(self.ring, ring::HEAD) / 8;
-            let index = self.words[head];
-            self.words[head] = index + 1;
+            let index = self.words[header::HEAD / 8];
+            self.words[header::HEAD / 8] = index + 1;
             self.set_seq(index, 0);
             index
         }
 
+        /// What a program refused while held does: the record number is
+        /// taken, its slot left as it was.
+        pub fn refuse(&mut self) {
+            self.words[header::HEAD / 8] += 1;
+        }
+
         /// Writes record `index` and commits it.
         pub fn commit(&mut self, index: u64, r: RawRecord) {
-            self.put(self.layout.record_offset(self.ring, index), &r.0);
+            self.put(self.layout.record_offset(index), &r.0);
             self.set_seq(index, index + 1);
         }
 
         /// Sets the commit word of the slot of record `index`.
         pub fn set_seq(&mut self, index: u64, seq: u64) {
-            self.words[(self.layout.record_offset(self.ring, index) + record::SEQ) / 8] = seq;
+            self.words[(self.layout.record_offset(index) + record::SEQ) / 8] = seq;
         }
 
         pub fn name(&mut self, pid: i32, prio: i32, comm: &str) {
@@ -863,89 +827,6 @@ pub(crate) mod tests {
         assert!(snap.doubts.is_empty());
     }
 
-    /// Records every 100 ns from `from` to `to` (inclusive).
-    fn fill(region: &mut FakeRegion, from: u64, to: u64) {
-        for t in (from..=to).step_by(100) {
-            region.push(softirq(t));
-        }
-    }
-
-    #[test]
-    fn a_frozen_window_stays_whole_while_the_ring_written_wraps() {
-        // A spike's window is 4,000..5,000 ns; 1,000 records come after.
-        let late_collector = |freeze: bool| {
-            let mut region = FakeRegion::new(64);
-            fill(&mut region, 100, 5_000);
-            if freeze {
-                region.switch_to(1, 5_050);
-            }
-            fill(&mut region, 5_100, 105_000);
-            region.view().snapshot_between(4_000, 5_000)
-        };
-        let snap = late_collector(true);
-        assert!(snap.complete && !snap.overwritten);
-        assert_eq!(times(&snap), (39..=50).map(|t| t * 100).collect::<Vec<_>>());
-        // Without the freeze the same window was overwritten long ago.
-        let snap = late_collector(false);
-        assert!(!snap.complete && snap.overwritten);
-        assert!(times(&snap).iter().all(|&t| t > 5_000) || snap.records.is_empty());
-    }
-
-    #[test]
-    fn a_window_across_a_switch_is_merged_from_both_rings() {
-        let mut region = FakeRegion::new(64);
-        fill(&mut region, 100, 3_000);
-        region.switch_to(1, 3_050);
-        fill(&mut region, 3_100, 4_000);
-        let snap = region.view().snapshot_between(2_500, 3_500);
-        assert!(snap.complete);
-        assert_eq!(times(&snap), (24..=35).map(|t| t * 100).collect::<Vec<_>>());
-        assert_eq!(snap.head, 30 + 10);
-        // A window after the switch: ring 0's last record (3,000) is older
-        // than ring 1's last before the window (3,400): only that one.
-        let snap = region.view().snapshot_between(3_450, 3_600);
-        assert_eq!(times(&snap), [3_400, 3_500, 3_600]);
-    }
-
-    #[test]
-    fn a_window_in_the_lost_start_of_the_ring_written_says_overwritten() {
-        // Ring 1 written from 5,050 ns and wrapped: its first records,
-        // 5,100 to 11,400 ns, are gone; a window there was not frozen.
-        let mut region = FakeRegion::new(64);
-        fill(&mut region, 100, 5_000);
-        region.switch_to(1, 5_050);
-        fill(&mut region, 5_100, 17_800);
-        let snap = region.view().snapshot_between(6_000, 7_000);
-        assert!(snap.overwritten);
-        // A window of ring 0's stretch is whole, ring 1's loss after it.
-        let snap = region.view().snapshot_between(4_500, 5_000);
-        assert!(snap.complete, "{:?}", times(&snap));
-        // A window across the switch lost ring 1's part.
-        assert!(region.view().snapshot_between(4_900, 5_500).overwritten);
-    }
-
-    #[test]
-    fn a_ring_that_went_round_between_two_later_spikes_does_not_flag_an_older_window() {
-        // Spike 1's window 4,000..5,000 in ring 0; ring 1 written from
-        // 5,050 and went round before spike 2 froze it at 20,050; ring 2
-        // written since. Ring 1 holds nothing of spike 1's window.
-        let mut region = FakeRegion::new(64);
-        fill(&mut region, 100, 5_000);
-        region.switch_to(1, 5_050);
-        fill(&mut region, 5_100, 20_000);
-        region.switch_to(2, 20_050);
-        fill(&mut region, 20_100, 21_000);
-        let snap = region.view().snapshot_between(4_000, 5_000);
-        assert!(snap.complete, "{:?}", times(&snap));
-        // Ring 0 written again from 30,050: what it held from before is
-        // older than 5,050, when it was left.
-        region.switch_to(0, 30_050);
-        fill(&mut region, 30_100, 40_000);
-        assert!(region.view().snapshot_between(20_500, 21_000).complete);
-        // A window in its lost stretch is not.
-        assert!(region.view().snapshot_between(3_000, 4_000).overwritten);
-    }
-
     fn softirq(time: u64) -> RawRecord {
         RawRecord::new(time, 5, RecordKind::SoftirqEntry, 0, [1, 0, 0, 0])
     }
@@ -1011,9 +892,62 @@ pub(crate) mod tests {
         let index = region.reserve();
         region.set_seq(index, index + 1 - 64);
         let snap = region.view().snapshot(0);
-        assert_eq!(snap.records.len(), 63, "record 0 is being overwritten");
+        // Record 0 is whole until its writer clears the commit word.
+        assert_eq!(snap.records.len(), 64);
         assert_eq!(snap.doubts.len(), 1);
         assert_eq!(snap.doubts[0].from_ns, 6_400);
+    }
+
+    #[test]
+    fn records_a_hold_kept_are_read_beyond_the_newest_slots_record_numbers() {
+        // 100 records (36..99 in the 64 slots), then 30 refused while a
+        // window was held: their slots (36..63, 0, 1) still hold records
+        // 36..65, older than the newest 64 record numbers (66..129).
+        let mut region = FakeRegion::new(64);
+        for t in 0..100u64 {
+            region.push(softirq(1_000 + t * 100));
+        }
+        for _ in 0..30 {
+            region.refuse();
+        }
+        let snap = region.view().snapshot_between(1_000 + 40 * 100, u64::MAX);
+        assert!(snap.complete && !snap.overwritten);
+        assert_eq!(snap.records.len(), 61);
+        assert_eq!(snap.records[0].time(), 1_000 + 39 * 100);
+        // The refused numbers: events missing after the newest record.
+        assert_eq!(
+            snap.doubts,
+            vec![Doubt {
+                from_ns: 1_000 + 99 * 100,
+                to_ns: u64::MAX,
+                interrupted: false,
+            }]
+        );
+        // Further back than the slots hold: overwritten.
+        let snap = region.view().snapshot_between(1_000, u64::MAX);
+        assert!(snap.overwritten);
+        assert_eq!(snap.records.first().unwrap().time(), 1_000 + 36 * 100);
+    }
+
+    #[test]
+    fn a_run_of_refused_records_longer_than_the_ring_is_stepped_over() {
+        let mut region = FakeRegion::new(64);
+        for t in 0..100u64 {
+            region.push(softirq(1_000 + t * 100));
+        }
+        for _ in 0..1_000 {
+            region.refuse();
+        }
+        let snap = region
+            .view()
+            .snapshot_between(1_000 + 50 * 100, 1_000 + 60 * 100);
+        assert!(snap.complete && !snap.overwritten);
+        assert_eq!(
+            times(&snap),
+            (49..=60).map(|t| 1_000 + t * 100).collect::<Vec<_>>()
+        );
+        assert!(!snap.doubtful(1_000 + 49 * 100, 1_000 + 99 * 100 - 1));
+        assert!(snap.doubtful(1_000 + 99 * 100 + 1, u64::MAX));
     }
 
     #[test]

@@ -5,27 +5,24 @@
 //! number). A program only ever writes the region of the CPU it runs on.
 //!
 //! A region is, in order (every offset a multiple of 8):
-//! - a header: the CPU's current task with the time it got the CPU ("task
-//!   X since t"), the count of records whose program was interrupted
-//!   (`INTERRUPTED`), and which ring is written (`RING`);
+//! - a header: the count of records ever reserved (`head`), the CPU's
+//!   current task with the time it got the CPU ("task X since t"), the
+//!   count of records whose program was interrupted (`INTERRUPTED`), the
+//!   hold (`HOLD`) and the count of events refused for it (`REFUSED`);
 //! - a table of task names by pid (`NAME_SLOTS` entries, indexed by the
 //!   pid's low bits), filled at each switch: a record carries pids only;
-//! - `RINGS` rings, each a ring header (the count of records ever
-//!   reserved in it, `ring::HEAD`, and when it was written: its latest
-//!   stretch `ring::SINCE` to `ring::UNTIL`, and `ring::EARLIER`, when the
-//!   stretch before ended) and `slots` records of `RECORD_SIZE` bytes, a
-//!   circular buffer: record number `i` lives in slot `i % slots` (`slots`
-//!   a power of two), so the last `slots` records are kept.
+//! - `slots` records of `RECORD_SIZE` bytes, a circular buffer: record
+//!   number `i` lives in slot `i % slots` (`slots` a power of two), so the
+//!   last `slots` records are kept, but for those a hold keeps.
 //!
-//! **Freezing a window.** The programs write one ring, the one the low bit
-//! of the header's `RING` word names (user space writes that word, the
-//! programs only read it). A measuring thread that sees a spike switches
-//! its CPU's programs to another ring with one compare-and-swap
-//! (`freeze.rs`) to a ring that is not held: the ring that holds the
-//! spike's window is then written no more, however late the collector
-//! comes, until the collector has copied the window and releases it. A
-//! sample that is not a spike does nothing of this. A window that spans a
-//! switch is read from every ring (`decode.rs`).
+//! **Holding a window.** A measuring thread that sees a spike lowers its
+//! CPU's `HOLD` to the spike's window's start (`hold.rs`; only user space
+//! writes it, the programs only read it). A program does not write a record
+//! over one from that time on, nor over the newest one before it: it counts
+//! the event in `REFUSED` and leaves its record number unwritten. The
+//! window is then whole however late the collector comes, which releases
+//! the hold once it has copied it. A sample that is not a spike does
+//! nothing of this.
 //!
 //! **Writing, safe under nesting.** Programs attached through perf events
 //! do not nest on a CPU today (the kernel's `bpf_prog_active` guard skips
@@ -53,18 +50,14 @@
 
 /// Bytes of one record.
 pub const RECORD_SIZE: usize = 48;
-/// Records per ring by default: at the busiest rate seen here (256,000
-/// events/s on one CPU, a 20 us timer beside hackbench) 8 ms, at a usual
-/// rate (20,000 events/s) 100 ms: a window must fit in one ring (the one
-/// written when it began, and the ones after it). 96 KiB a ring.
-pub const DEFAULT_SLOTS: usize = 2048;
-/// Rings per CPU: the one written and up to 15 that spikes froze, so that
-/// the spikes that come while the collector is late (starved by the load
-/// that makes them: 85 spikes a second on two CPUs, beside hackbench and
-/// other builds) each keep their own window (`freeze.rs`); 1.5 MiB per CPU
-/// with `DEFAULT_SLOTS`.
-pub const RINGS: usize = 16;
-const _: () = assert!(RINGS.is_power_of_two());
+/// Records kept per CPU by default. A window is held from its spike until
+/// the collector has copied it, so the ring must hold the window and what
+/// comes until then: at the busiest rate seen here (256,000 events/s on
+/// one CPU, a 20 us timer beside hackbench) 128 ms, more than the longest
+/// window worth attributing (RT throttling lends the CPU for 50 ms) plus
+/// the collector's passes (every 2 ms, delayed up to tens of ms beside
+/// other builds); 1.5 MiB per CPU.
+pub const DEFAULT_SLOTS: usize = 32768;
 /// A program that ran longer than this between its time and its commit was
 /// interrupted (a run takes well under 1 us here, an interrupt on a virtual
 /// machine several): what interrupted it may be missing from the records.
@@ -134,6 +127,8 @@ impl Kind {
 
 /// Offsets in a region's header.
 pub mod header {
+    /// u64: records reserved so far (the next record's number).
+    pub const HEAD: usize = 0;
     /// u64: when the current task got the CPU (its switch-in), 0: unknown.
     pub const TASK_SINCE: usize = 8;
     /// i32 pid and i32 priority of the current task, as its switch-in told.
@@ -141,29 +136,13 @@ pub mod header {
     pub const TASK_PRIO: usize = 20;
     /// u64: records whose program ran longer than `INTERRUPTED_NS`.
     pub const INTERRUPTED: usize = 32;
-    /// u64, written by user space only (`freeze.rs`): its low bits the
-    /// ring the programs write (they read `RING & (RINGS - 1)`); from bit
-    /// `HELD_SHIFT` one bit per ring frozen for a spike's window until the
-    /// collector has copied it.
-    pub const RING: usize = 40;
-    pub const HELD_SHIFT: u32 = 8;
+    /// u64, written by user space only (`hold.rs`), stored complemented
+    /// (0: nothing held): records from this time on, and the newest one
+    /// before it, are not overwritten.
+    pub const HOLD: usize = 40;
+    /// u64: events not recorded because their slot was held.
+    pub const REFUSED: usize = 48;
     /// The header's size.
-    pub const SIZE: usize = 64;
-}
-
-/// Offsets in a ring's header (each a u64).
-pub mod ring {
-    /// Records reserved in this ring so far (the next record's number).
-    pub const HEAD: usize = 0;
-    /// CLOCK_MONOTONIC ns when this ring last became the written one (0:
-    /// from the start); written by whoever switched to it.
-    pub const SINCE: usize = 8;
-    /// When it stopped being written (0: it is written now, or never was).
-    pub const UNTIL: usize = 16;
-    /// When its stretch before the latest one ended (0: none): all that it
-    /// holds from before `SINCE` is older than this.
-    pub const EARLIER: usize = 24;
-    /// The ring header's size.
     pub const SIZE: usize = 64;
 }
 
@@ -186,8 +165,7 @@ const _: () = assert!(NAME_SLOTS.is_power_of_two());
 // Every record field fits its record, every header field its header.
 const _: () = assert!(
     record::ELAPSED + 4 <= RECORD_SIZE
-        && header::RING + 8 <= header::SIZE
-        && ring::EARLIER + 8 <= ring::SIZE
+        && header::REFUSED + 8 <= header::SIZE
         && name::COMM + 16 <= name::SIZE
 );
 
@@ -206,32 +184,16 @@ impl Region {
     }
 
     pub const NAMES: usize = header::SIZE;
-    /// Where ring 0 starts.
-    pub const RINGS_AT: usize = header::SIZE + NAME_SLOTS * name::SIZE;
-    /// Where ring 0's records start (ring `k`'s: `ring_bytes` further on
-    /// per ring).
-    pub const RECORDS: usize = Region::RINGS_AT + ring::SIZE;
-
-    /// The bytes of one ring: its header and its records.
-    pub fn ring_bytes(&self) -> usize {
-        ring::SIZE + self.slots * RECORD_SIZE
-    }
+    pub const RECORDS: usize = header::SIZE + NAME_SLOTS * name::SIZE;
 
     /// The region's size: the map's value size.
     pub fn size(&self) -> usize {
-        Region::RINGS_AT + RINGS * self.ring_bytes()
+        Region::RECORDS + self.slots * RECORD_SIZE
     }
 
-    /// Where the header field `field` (`ring::*`) of ring `ring` is.
-    pub fn ring_field(&self, ring: usize, field: usize) -> usize {
-        Region::RINGS_AT + ring * self.ring_bytes() + field
-    }
-
-    /// Where record number `index` of ring `ring` is in the region.
-    pub fn record_offset(&self, ring: usize, index: u64) -> usize {
-        Region::RECORDS
-            + ring * self.ring_bytes()
-            + (index as usize & (self.slots - 1)) * RECORD_SIZE
+    /// Where record number `index` is in the region.
+    pub fn record_offset(&self, index: u64) -> usize {
+        Region::RECORDS + (index as usize & (self.slots - 1)) * RECORD_SIZE
     }
 
     /// Where the name entry of `pid` is in the region.
@@ -249,16 +211,10 @@ mod tests {
         let r = Region::with_slots(100);
         assert_eq!(r.slots, 128);
         assert_eq!(Region::NAMES, 64);
-        assert_eq!(Region::RINGS_AT, 64 + 256 * 32);
-        assert_eq!(Region::RECORDS, 64 + 256 * 32 + 64);
-        assert_eq!(r.ring_bytes(), 64 + 128 * 48);
-        assert_eq!(r.size(), 64 + 8192 + RINGS * (64 + 128 * 48));
-        assert_eq!(r.record_offset(0, 0), Region::RECORDS);
-        assert_eq!(r.record_offset(0, 129), Region::RECORDS + 48);
-        assert_eq!(r.record_offset(1, 0), Region::RECORDS + r.ring_bytes());
-        assert_eq!(r.ring_field(1, ring::HEAD), 64 + 8192 + 64 + 128 * 48);
-        // The last record of the last ring ends the region.
-        assert_eq!(r.record_offset(RINGS - 1, 127) + RECORD_SIZE, r.size());
+        assert_eq!(Region::RECORDS, 64 + 256 * 32);
+        assert_eq!(r.size(), 64 + 8192 + 128 * 48);
+        assert_eq!(r.record_offset(0), Region::RECORDS);
+        assert_eq!(r.record_offset(129), Region::RECORDS + 48);
         assert_eq!(Region::name_offset(0), 64);
         assert_eq!(Region::name_offset(257), 64 + 32);
         assert_eq!(Region::name_offset(-1), 64 + 255 * 32);

@@ -5,7 +5,7 @@
 //! process, nothing is pinned. The collector thread that reads the map for
 //! a spike is `spikes::flight`.
 
-use super::layout::{DEFAULT_SLOTS, Region, ring};
+use super::layout::{DEFAULT_SLOTS, Region};
 use super::program::{ENABLED, Recipe, program};
 use crate::probes::ProbeError;
 use crate::probes::hook::{AttachWay, Event, EventView, Hooked, KernelTypes, hook};
@@ -98,12 +98,9 @@ impl LoadedRecorder {
         let mapped = map
             .map_memory(true)
             .map_err(|e| ProbeError::system("cannot map the recorder's map", e))?;
-        // Ring 0 is written from now on (the rings' `SINCE`, `decode.rs`).
-        let now = crate::rt::clock::monotonic_ns();
         for &cpu in cpus {
             mapped
-                .write_u64(cpu, region.ring_field(0, ring::SINCE), now)
-                .and_then(|()| mapped.write_u64(cpu, ENABLED, 1))
+                .write_u64(cpu, ENABLED, 1)
                 .ok_or(ProbeError::NotPossibleCpu(cpu))?;
         }
         let kernel = KernelTypes::new(tracefs);

@@ -11,7 +11,7 @@
 use crate::rt::bpf::probe::Unavailable;
 
 pub mod decode;
-pub mod freeze;
+pub mod hold;
 pub mod layout;
 pub mod load;
 pub mod program;
