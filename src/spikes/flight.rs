@@ -235,17 +235,7 @@ impl MissSpans {
 
 impl FlightCollector {
     fn run(mut self, stop: Receiver<()>) -> (SpikeBook, RecorderEnd) {
-        // Threads inherit their creator's policy; the collector must not be RT.
-        let _ = crate::rt::sched::set_current_thread_policy(crate::rt::sched::Policy::Other, 0);
-        // But it must not wait behind the load either: a window is readable
-        // only until the CPU's ring wraps (8,192 records: 32 ms at the 256,000
-        // events/s per CPU of a 20 us timer beside hackbench, where at nice 0
-        // it waited long enough that 189 of 233 windows were overwritten,
-        // bench/recorder_zero_loss.sh). At nice -20 the scheduler runs it
-        // soon after it wakes, still below every real-time task (the measured
-        // ones preempt it at once); where it may not (no CAP_SYS_NICE),
-        // nice 0, and late windows are flagged as before.
-        let _ = crate::rt::sched::set_current_thread_nice(COLLECTOR_NICE);
+        self.take_priority();
         let free: Vec<usize> = crate::rt::sched::allowed_cpus_of_process()
             .into_iter()
             .filter(|c| !self.keep_off.contains(c))
@@ -273,6 +263,33 @@ impl FlightCollector {
         self.end.refused = self.header_sum(header::REFUSED);
         self.end.cpu_ns = crate::rt::clock::read_clock(libc::CLOCK_THREAD_CPUTIME_ID);
         (self.book, self.end)
+    }
+
+    /// The collector must not wait behind the load: a held window stays
+    /// whole only until the ring is full (32,768 records: 128 ms at the
+    /// 256,000 events/s per CPU of a 20 us timer beside hackbench), and at
+    /// nice -20 beside hackbench and other builds it came up to 1.3 s late
+    /// (bench/recorder_zero_loss.sh, docs/benchmarks.md part 6). So it
+    /// takes real-time priority 1, below every measured task (they preempt
+    /// it at once) and above all normal work, when every measured task is
+    /// real-time above 1; it blocks between passes (`POLL`) and a pass is
+    /// bounded by the queues. Else (a measured task at 1 or normal), or
+    /// where it may not, it is normal at nice -20 (threads inherit their
+    /// creator's policy: it must not stay real-time by chance).
+    fn take_priority(&self) {
+        use crate::rt::sched::{self, Policy};
+        let tids = self.sources.iter().flat_map(|s| s.tids.iter().copied());
+        let lowest = tids
+            .filter(|&t| t > 0)
+            .map(sched::realtime_priority_of)
+            .try_fold(i32::MAX, |low, p| Some(low.min(p?)));
+        if lowest.is_some_and(|p| p > 1 && p < i32::MAX)
+            && sched::set_current_thread_policy(Policy::Fifo, 1).is_ok()
+        {
+            return;
+        }
+        let _ = sched::set_current_thread_policy(Policy::Other, 0);
+        let _ = sched::set_current_thread_nice(COLLECTOR_NICE);
     }
 
     fn misses(&self) -> u64 {
