@@ -12,7 +12,9 @@
 # spinner (priority 95, CPU 1) spins 2 ms every 100 ms to make spikes. Then:
 # the samples above T by the histogram (`above_limit`, strictly above, as
 # the spikes) against the spikes the trace received (`spikes_seen` +
-# `spikes_dropped`), and the kept spikes flagged (`events_lost`).
+# `spikes_dropped`), the kept spikes flagged (`events_lost`), the windows
+# overwritten and the events the recorder refused while its ring was full
+# of held windows (`events_refused`).
 # For bpf, between 1 s into the run and its middle, `run_time_ns` / `run_cnt`
 # and the runs per second of each program (`bpftool prog show -j`;
 # kernel.bpf_stats_enabled is set to 1 for the run and restored after).
@@ -58,7 +60,7 @@ for collector in $COLLECTORS; do
     "samples \($samples), above \($s.threshold_ns / 1000) us by the histogram \($above), " +
     "spikes received \($s.spikes_seen) + dropped \($s.spikes_dropped) = \($s.spikes_seen + $s.spikes_dropped), " +
     "kept \($s.spikes | length) of which flagged \([$s.spikes[] | select(.events_lost)] | length), " +
-    "events \($s.events_read), lost \($s.events_lost), windows overwritten \($s.windows_overwritten // 0), collector CPU \($s.reader_cpu_ns / 1e6) ms, " +
+    "events \($s.events_read), lost \($s.events_lost), refused \($s.events_refused // 0), windows overwritten \($s.windows_overwritten // 0), collector CPU \($s.reader_cpu_ns / 1e6) ms, " +
     "collector \($s.collector.name)"' "$json"
   [ "$collector" = bpf ] && program_costs "$OUT/bpf.before.json" "$OUT/bpf.after.json" 2
 done
