@@ -327,11 +327,16 @@ impl FlightCollector {
         }
         // Copied first, while held (a copy is plain loads), those the book
         // may keep; released; then decoded and attributed.
-        let copies: Vec<(usize, Candidate, Option<Snapshot>)> = queued
-            .into_iter()
-            .filter(|(_, c)| self.book.would_admit(c.latency_ns()))
-            .map(|(index, c)| (index, c, self.copy_window(&c)))
-            .collect();
+        let mut copies: Vec<(usize, Candidate, Option<Snapshot>)> = Vec::new();
+        for (index, c) in queued {
+            if self.book.would_admit(c.latency_ns()) {
+                copies.push((index, c, self.copy_window(&c)));
+            } else {
+                // Counted (seen, not kept), as every spike is.
+                let kept = self.book.admit(c.latency_ns());
+                debug_assert!(!kept);
+            }
+        }
         for (cpu, seen) in holds {
             self.holds.release(cpu, seen);
         }
