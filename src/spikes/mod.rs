@@ -573,6 +573,25 @@ mod tests {
     }
 
     #[test]
+    fn would_admit_says_what_admit_would_do_without_counting() {
+        let mut book = SpikeBook::default();
+        for k in 1..=MAX_KEPT as u64 {
+            assert!(book.would_admit(k));
+            assert!(book.admit(k));
+            book.keep(Spike {
+                latency_ns: k * 10,
+                ..Spike::default()
+            });
+        }
+        // Full, the least bad kept 10 ns: a spike of 10 ns or less is not
+        // kept but counted; one of 11 ns is.
+        assert!(!book.would_admit(10) && book.would_admit(11));
+        assert_eq!((book.seen, book.not_kept), (MAX_KEPT as u64, 0));
+        assert!(!book.admit(10));
+        assert_eq!((book.seen, book.not_kept), (MAX_KEPT as u64 + 1, 1));
+    }
+
+    #[test]
     fn lost_spans_overlap_inclusively() {
         let span = LostSpan {
             cpu: 1,
