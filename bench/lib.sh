@@ -83,6 +83,7 @@ bench_options() {
       cpu) CPU=$2 ;;
       threshold) THRESHOLD=$2 ;;
       tests) TESTS=$2 ;;
+      collectors) COLLECTORS=$2 ;;
       out) OUT=$2 ;;
     esac
     shift 2

@@ -3,15 +3,18 @@
 # and what the flight recorder's programs cost per event.
 #
 #   bench/recorder_zero_loss.sh [--seconds S] [--threshold USEC] [--out DIR]
+#                               [--collectors "bpf tracefs"]
 #
-# For each collector (bpf, then tracefs), one run of
+# For each collector (bpf, then tracefs, or those of --collectors), one run of
 #   latscope timer --cpus 0,1 -p 20 -P 90 -T S --trace-spikes T --max-latency T
 #                  --load hackbench --collector C --json FILE -q
 # (a 20 us timer on both CPUs, hackbench beside it) while a bounded SCHED_FIFO
 # spinner (priority 95, CPU 1) spins 2 ms every 100 ms to make spikes. Then:
 # the samples above T by the histogram (`above_limit`, strictly above, as
 # the spikes) against the spikes the trace received (`spikes_seen` +
-# `spikes_dropped`), and the kept spikes flagged (`events_lost`).
+# `spikes_dropped`), the kept spikes flagged (`events_lost`), the windows
+# overwritten and the events the recorder refused while its ring was full
+# of held windows (`events_refused`).
 # For bpf, between 1 s into the run and its middle, `run_time_ns` / `run_cnt`
 # and the runs per second of each program (`bpftool prog show -j`;
 # kernel.bpf_stats_enabled is set to 1 for the run and restored after).
@@ -24,7 +27,8 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 OUT=""
 SECS=10
 THRESHOLD=100
-bench_options "seconds threshold out" "$@"
+COLLECTORS="bpf tracefs"
+bench_options "seconds threshold out collectors" "$@"
 bench_setup "needs root (BPF, tracefs, SCHED_FIFO)" jq bpftool python3
 bpf_stats on
 
@@ -38,7 +42,7 @@ spin_and_snapshot() { # $1 = process group, $2 = run name
   programs_snapshot "$OUT/$2.after.json" "$1"
 }
 
-for collector in bpf tracefs; do
+for collector in $COLLECTORS; do
   json="$OUT/$collector.json"
   RUN_PROBE=spin_and_snapshot
   run_bounded "$collector" $((SECS + 30)) "$LATSCOPE" timer --cpus 0,1 -p 20 -P 90 -T "$SECS" \
@@ -56,7 +60,7 @@ for collector in bpf tracefs; do
     "samples \($samples), above \($s.threshold_ns / 1000) us by the histogram \($above), " +
     "spikes received \($s.spikes_seen) + dropped \($s.spikes_dropped) = \($s.spikes_seen + $s.spikes_dropped), " +
     "kept \($s.spikes | length) of which flagged \([$s.spikes[] | select(.events_lost)] | length), " +
-    "events \($s.events_read), lost \($s.events_lost), windows overwritten \($s.windows_overwritten // 0), collector CPU \($s.reader_cpu_ns / 1e6) ms, " +
+    "events \($s.events_read), lost \($s.events_lost), refused \($s.events_refused // 0), windows overwritten \($s.windows_overwritten // 0), collector CPU \($s.reader_cpu_ns / 1e6) ms, " +
     "collector \($s.collector.name)"' "$json"
   [ "$collector" = bpf ] && program_costs "$OUT/bpf.before.json" "$OUT/bpf.after.json" 2
 done

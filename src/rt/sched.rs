@@ -195,6 +195,19 @@ pub fn set_current_thread_nice(nice: i32) -> std::io::Result<()> {
     }
 }
 
+/// The real-time priority of task `tid` (SCHED_FIFO or SCHED_RR), or None
+/// when it is not real-time or cannot be read.
+pub fn realtime_priority_of(tid: i32) -> Option<i32> {
+    // SAFETY: plain queries of a task by id; `param` is a valid output.
+    let policy = unsafe { libc::sched_getscheduler(tid) };
+    if policy != libc::SCHED_FIFO && policy != libc::SCHED_RR {
+        return None;
+    }
+    let mut param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: as above.
+    (unsafe { libc::sched_getparam(tid, &mut param) } == 0).then_some(param.sched_priority)
+}
+
 /// `set_current_thread_policy` without allocating (for forked children):
 /// the error is the errno, described later by `policy_error`.
 pub fn try_set_current_thread_policy(policy: Policy, priority: i32) -> Result<(), i32> {

@@ -1,10 +1,13 @@
 //! A running flight recorder (`--trace-spikes` with the BPF collector):
 //! its programs in the kernel (`probes::recorder`) and the collector
 //! thread that, for each spike, copies that CPU's window out of the map,
-//! decodes it and attributes it (`spikes::attribution`).
+//! decodes it and attributes it (`spikes::attribution`). Each spike held
+//! its window when it was queued (`probes::recorder::hold`); the collector
+//! releases the holds once it has copied every window of its pass.
 
 use crate::probes::ProbeError;
-use crate::probes::recorder::decode::{Names, RegionView, decode};
+use crate::probes::recorder::decode::{Names, RegionView, Snapshot, decode};
+use crate::probes::recorder::hold::Holds;
 use crate::probes::recorder::layout::{Region, header};
 use crate::probes::recorder::load::{Hooks, LoadedRecorder};
 use crate::rt::bpf::MappedArray;
@@ -39,6 +42,9 @@ pub struct RecorderEnd {
     /// where such misses happen when the recorder's own programs are
     /// interrupted.
     pub interrupted: u64,
+    /// Events not recorded because the ring was full of held windows
+    /// (`header::REFUSED`): the collector came later than the ring lasts.
+    pub refused: u64,
     pub cpu_ns: u64,
     pub on_traced_cpus: bool,
 }
@@ -68,7 +74,13 @@ impl Recorder {
             .filter(|&t| t > 0)
             .collect();
         let loaded = LoadedRecorder::load(tracefs, events, &tids, cpus)?;
+        let holds = Holds::new(loaded.mapped.clone(), cpus);
+        for source in &sources {
+            // From now on each spike holds its window.
+            source.queue.hold_with(holds.clone());
+        }
         let collector = FlightCollector {
+            holds,
             sources,
             mapped: loaded.mapped.clone(),
             region: loaded.region,
@@ -150,6 +162,8 @@ const COLLECTOR_NICE: i32 = -20;
 
 /// The state of the recorder's collector thread.
 struct FlightCollector {
+    /// Releases the windows the spikes held.
+    holds: Holds,
     sources: Vec<Source>,
     mapped: Arc<MappedArray>,
     region: Region,
@@ -221,17 +235,7 @@ impl MissSpans {
 
 impl FlightCollector {
     fn run(mut self, stop: Receiver<()>) -> (SpikeBook, RecorderEnd) {
-        // Threads inherit their creator's policy; the collector must not be RT.
-        let _ = crate::rt::sched::set_current_thread_policy(crate::rt::sched::Policy::Other, 0);
-        // But it must not wait behind the load either: a window is readable
-        // only until the CPU's ring wraps (8,192 records: 32 ms at the 256,000
-        // events/s per CPU of a 20 us timer beside hackbench, where at nice 0
-        // it waited long enough that 189 of 233 windows were overwritten,
-        // bench/recorder_zero_loss.sh). At nice -20 the scheduler runs it
-        // soon after it wakes, still below every real-time task (the measured
-        // ones preempt it at once); where it may not (no CAP_SYS_NICE),
-        // nice 0, and late windows are flagged as before.
-        let _ = crate::rt::sched::set_current_thread_nice(COLLECTOR_NICE);
+        self.take_priority();
         let free: Vec<usize> = crate::rt::sched::allowed_cpus_of_process()
             .into_iter()
             .filter(|c| !self.keep_off.contains(c))
@@ -256,8 +260,36 @@ impl FlightCollector {
             .sum();
         self.end.missed = self.misses();
         self.end.interrupted = self.interrupted();
+        self.end.refused = self.header_sum(header::REFUSED);
         self.end.cpu_ns = crate::rt::clock::read_clock(libc::CLOCK_THREAD_CPUTIME_ID);
         (self.book, self.end)
+    }
+
+    /// The collector must not wait behind the load: a held window stays
+    /// whole only until the ring is full (32,768 records: 128 ms at the
+    /// 256,000 events/s per CPU of a 20 us timer beside hackbench), and at
+    /// nice -20 beside hackbench and other builds it came up to 1.3 s late
+    /// (bench/recorder_zero_loss.sh, docs/benchmarks.md part 6). So it
+    /// takes real-time priority 1, below every measured task (they preempt
+    /// it at once) and above all normal work, when every measured task is
+    /// real-time above 1; it blocks between passes (`POLL`) and a pass is
+    /// bounded by the queues. Else (a measured task at 1 or normal), or
+    /// where it may not, it is normal at nice -20 (threads inherit their
+    /// creator's policy: it must not stay real-time by chance).
+    fn take_priority(&self) {
+        use crate::rt::sched::{self, Policy};
+        let tids = self.sources.iter().flat_map(|s| s.tids.iter().copied());
+        let lowest = tids
+            .filter(|&t| t > 0)
+            .map(sched::realtime_priority_of)
+            .try_fold(i32::MAX, |low, p| Some(low.min(p?)));
+        if lowest.is_some_and(|p| p > 1 && p < i32::MAX)
+            && sched::set_current_thread_policy(Policy::Fifo, 1).is_ok()
+        {
+            return;
+        }
+        let _ = sched::set_current_thread_policy(Policy::Other, 0);
+        let _ = sched::set_current_thread_nice(COLLECTOR_NICE);
     }
 
     fn misses(&self) -> u64 {
@@ -269,19 +301,46 @@ impl FlightCollector {
 
     /// Records of the traced CPUs whose program was interrupted.
     fn interrupted(&self) -> u64 {
+        self.header_sum(header::INTERRUPTED)
+    }
+
+    /// The header counter at `field` summed over the traced CPUs.
+    fn header_sum(&self, field: usize) -> u64 {
         self.cpus
             .iter()
-            .filter_map(|&c| self.mapped.read_u64(c, header::INTERRUPTED))
+            .filter_map(|&c| self.mapped.read_u64(c, field))
             .sum()
     }
 
     /// Attributes every candidate queued since the last pass.
     fn collect(&mut self, tracer: i32) {
+        // The holds before the queues are drained: a spike queued later
+        // holds again, and its CPU's release below fails (`hold.rs`).
+        let holds: Vec<(usize, u64)> = self
+            .cpus
+            .iter()
+            .map(|&c| (c, self.holds.hold_of(c)))
+            .collect();
         let mut queued: Vec<(usize, Candidate)> = Vec::new();
         for (index, source) in self.sources.iter().enumerate() {
             source.queue.drain(|c| queued.push((index, c)));
         }
-        if queued.is_empty() {
+        // Copied first, while held (a copy is plain loads), those the book
+        // may keep; released; then decoded and attributed.
+        let mut copies: Vec<(usize, Candidate, Option<Snapshot>)> = Vec::new();
+        for (index, c) in queued {
+            if self.book.would_admit(c.latency_ns()) {
+                copies.push((index, c, self.copy_window(&c)));
+            } else {
+                // Counted (seen, not kept), as every spike is.
+                let kept = self.book.admit(c.latency_ns());
+                debug_assert!(!kept);
+            }
+        }
+        for (cpu, seen) in holds {
+            self.holds.release(cpu, seen);
+        }
+        if copies.is_empty() {
             return;
         }
         // Events the kernel skipped since the last pass. When one of the
@@ -298,12 +357,11 @@ impl FlightCollector {
         let missed = misses > self.misses_seen && interrupted == self.interrupted_seen;
         self.misses_seen = misses;
         self.interrupted_seen = interrupted;
-        for (index, c) in queued {
-            let latency = c.actual_ns.saturating_sub(c.expected_ns);
-            if !self.book.admit(latency) {
+        for (index, c, copy) in copies {
+            if !self.book.admit(c.latency_ns()) {
                 continue;
             }
-            let mut spike = self.attribute(index, c, tracer);
+            let mut spike = self.attribute(index, c, tracer, copy);
             spike.events_lost |= missed;
             if spike.events_lost {
                 spike.summary = attribution::summary(&spike);
@@ -312,7 +370,47 @@ impl FlightCollector {
         }
     }
 
-    fn attribute(&mut self, source: usize, c: Candidate, tracer: i32) -> crate::report::Spike {
+    /// The view of traced CPU `cpu`'s region.
+    fn view(&self, cpu: usize) -> Option<RegionView> {
+        let at = self
+            .mapped
+            .entry_ptr(cpu)
+            .filter(|_| self.cpus.contains(&cpu))?;
+        // SAFETY: entry `cpu` of the mapping: `region.size()` bytes,
+        // 8-aligned, mapped while `self.mapped` lives (longer than the view).
+        Some(unsafe { RegionView::new(at, self.region) })
+    }
+
+    /// The records of `c`'s window (with the margin before it), or None
+    /// when its CPU is not traced.
+    fn copy_window(&self, c: &Candidate) -> Option<Snapshot> {
+        let view = self.view(c.cpu as usize)?;
+        let (from, end) = window_span(c);
+        let spans = &self.miss_spans;
+        let snapshot_now = || {
+            let mut snapshot = view.snapshot_between(from, end);
+            snapshot
+                .doubts
+                .retain(|d| !d.interrupted || spans.may_have_skipped(d.from_ns, d.to_ns));
+            snapshot
+        };
+        let snapshot = snapshot_now();
+        if snapshot.doubtful(from, end) {
+            // A record of the window may merely be under way: look again
+            // once its program has surely finished.
+            std::thread::sleep(UNFINISHED_GRACE);
+            return Some(snapshot_now());
+        }
+        Some(snapshot)
+    }
+
+    fn attribute(
+        &mut self,
+        source: usize,
+        c: Candidate,
+        tracer: i32,
+        copy: Option<Snapshot>,
+    ) -> crate::report::Spike {
         let src = &self.sources[source];
         let cpu = c.cpu as usize;
         let window = Window {
@@ -323,17 +421,7 @@ impl FlightCollector {
             tracer,
             wait: src.wait,
         };
-        let from = c.expected_ns.saturating_sub(attribution::MARGIN_BEFORE_NS);
-        let view = self
-            .mapped
-            .entry_ptr(cpu)
-            .filter(|_| self.cpus.contains(&cpu))
-            .map(|at| {
-                // SAFETY: entry `cpu` of the mapping: `region.size()` bytes,
-                // 8-aligned, mapped while `self.mapped` lives (longer than the view).
-                unsafe { RegionView::new(at, self.region) }
-            });
-        let Some(view) = view else {
+        let (Some(view), Some(snapshot)) = (self.view(cpu), copy) else {
             // A CPU not traced (an IPC receiver that moved): nothing known.
             let mut spike = attribution::attribute_events(
                 &CpuState::default(),
@@ -345,22 +433,7 @@ impl FlightCollector {
             spike.tid = src.tids.first().copied().unwrap_or(0);
             return spike;
         };
-        let end = c.actual_ns.max(c.expected_ns);
-        let spans = &self.miss_spans;
-        let snapshot_now = || {
-            let mut snapshot = view.snapshot_between(from, end);
-            snapshot
-                .doubts
-                .retain(|d| !d.interrupted || spans.may_have_skipped(d.from_ns, d.to_ns));
-            snapshot
-        };
-        let mut snapshot = snapshot_now();
-        if snapshot.doubtful(from, end) {
-            // A record of the window may merely be under way: look again
-            // once its program has surely finished.
-            std::thread::sleep(UNFINISHED_GRACE);
-            snapshot = snapshot_now();
-        }
+        let (from, end) = window_span(&c);
         let mut events: Vec<_> = snapshot
             .records
             .iter()
@@ -383,6 +456,14 @@ impl FlightCollector {
         spike.tid = src.tids.first().copied().unwrap_or(0);
         spike
     }
+}
+
+/// A spike's window: from the margin before its due time to its run.
+fn window_span(c: &Candidate) -> (u64, u64) {
+    (
+        c.expected_ns.saturating_sub(attribution::MARGIN_BEFORE_NS),
+        c.actual_ns.max(c.expected_ns),
+    )
 }
 
 /// The state to start a window's records from: the task the CPU has run

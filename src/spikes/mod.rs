@@ -15,6 +15,7 @@
 pub mod attribution;
 pub mod error;
 pub mod flight;
+pub mod queue;
 pub mod recent;
 
 use crate::probes::choice;
@@ -26,7 +27,6 @@ use crate::rt::tracefs::events::{
 };
 use crate::rt::tracefs::reader::{Consumer, LostSpan, ReaderCounts};
 use crate::rt::tracefs::{self, TraceOptions, TraceRun};
-use crate::stats::live::SpscRing;
 use attribution::{CpuHistory, Wait, Window};
 pub use error::SpikeError;
 use std::collections::{BTreeMap, VecDeque};
@@ -35,9 +35,6 @@ use std::sync::{Arc, Mutex};
 
 /// The most spikes kept per test (the worst); the rest are counted.
 pub const MAX_KEPT: usize = 100;
-/// Candidates one measuring thread can queue between two reader passes
-/// (about 10 ms apart); beyond, they are counted as dropped.
-pub const QUEUE_SLOTS: usize = 512;
 /// Candidates waiting for their trace (bounded: beyond, counted as dropped).
 const MAX_PENDING: usize = 8192;
 /// Spans of lost kernel events remembered, to flag the spikes they may
@@ -55,13 +52,14 @@ pub struct Candidate {
     pub actual_ns: u64,
 }
 
-/// A measuring thread's queue of candidates (one producer: that thread).
-pub type CandidateQueue = SpscRing<Candidate>;
-
-/// A new, empty queue (allocated before the thread measures).
-pub fn candidate_queue() -> Arc<CandidateQueue> {
-    Arc::new(SpscRing::with_capacity(QUEUE_SLOTS))
+impl Candidate {
+    /// How late it ran.
+    pub fn latency_ns(&self) -> u64 {
+        self.actual_ns.saturating_sub(self.expected_ns)
+    }
 }
+
+pub use queue::{CandidateQueue, QUEUE_SLOTS, candidate_queue};
 
 /// One measured series: where its candidates come from and whose time is
 /// its own.
@@ -283,7 +281,7 @@ impl SpikeTracer {
     /// instance or unloads the programs; the spikes for the report.
     pub fn stop(mut self) -> SpikeTrace {
         let queue_dropped: u64 = self.queues.iter().map(|q| q.dropped()).sum();
-        let mut windows_overwritten = 0;
+        let (mut windows_overwritten, mut events_refused) = (0, 0);
         let (book, events_read, events_lost, cpu_ns, on_measured) = match &mut self.backend {
             Backend::Tracefs { run, book } => {
                 let end = run.shutdown();
@@ -305,6 +303,7 @@ impl SpikeTracer {
             Backend::Bpf(recorder) => {
                 let (book, end) = recorder.stop();
                 windows_overwritten = end.overwritten;
+                events_refused = end.refused;
                 (
                     book,
                     end.records,
@@ -327,6 +326,7 @@ impl SpikeTracer {
             events_read,
             events_lost,
             windows_overwritten,
+            events_refused,
             reader_cpu_ns: cpu_ns,
             reader_on_measured_cpus: on_measured,
             spikes,
@@ -368,6 +368,12 @@ impl SpikeBook {
         }
         self.kept.swap_remove(least);
         true
+    }
+
+    /// Whether `admit` would take a spike of `latency_ns` now (counting
+    /// nothing): whose window is worth copying.
+    pub fn would_admit(&self, latency_ns: u64) -> bool {
+        self.kept.len() < MAX_KEPT || self.kept.iter().any(|s| s.latency_ns < latency_ns)
     }
 
     pub fn keep(&mut self, spike: Spike) {
@@ -483,9 +489,9 @@ impl Consumer for TracefsSpikeCollector {
     fn poll(&mut self) {
         for (index, source) in self.sources.iter().enumerate() {
             let (pending, dropped) = (&mut self.pending, &mut self.book.dropped);
-            source.queue.drain(|c| {
+            source.queue.drain(|q| {
                 if pending.len() < MAX_PENDING {
-                    pending.push((index, c));
+                    pending.push((index, q));
                 } else {
                     *dropped += 1;
                 }
@@ -564,6 +570,25 @@ mod tests {
     fn finish(mut c: TracefsSpikeCollector, out: &Arc<Mutex<Option<SpikeBook>>>) -> Vec<Spike> {
         c.finish(0, &mut ReaderCounts::default());
         out.lock().unwrap().take().unwrap().kept
+    }
+
+    #[test]
+    fn would_admit_says_what_admit_would_do_without_counting() {
+        let mut book = SpikeBook::default();
+        for k in 1..=MAX_KEPT as u64 {
+            assert!(book.would_admit(k));
+            assert!(book.admit(k));
+            book.keep(Spike {
+                latency_ns: k * 10,
+                ..Spike::default()
+            });
+        }
+        // Full, the least bad kept 10 ns: a spike of 10 ns or less is not
+        // kept but counted; one of 11 ns is.
+        assert!(!book.would_admit(10) && book.would_admit(11));
+        assert_eq!((book.seen, book.not_kept), (MAX_KEPT as u64, 0));
+        assert!(!book.admit(10));
+        assert_eq!((book.seen, book.not_kept), (MAX_KEPT as u64 + 1, 1));
     }
 
     #[test]

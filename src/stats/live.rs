@@ -33,18 +33,20 @@ impl<T: Copy + Default> SpscRing<T> {
         }
     }
 
-    /// Producer side: appends `record`, or counts it as dropped when full.
-    pub fn push(&self, record: T) {
+    /// Producer side: appends `record`, or counts it as dropped when full
+    /// (false).
+    pub fn push(&self, record: T) -> bool {
         let head = self.head.load(Ordering::Relaxed);
         let tail = self.tail.load(Ordering::Acquire);
         let capacity = self.slots.len() as u64;
         if head - tail >= capacity {
             self.dropped.fetch_add(1, Ordering::Relaxed);
-            return;
+            return false;
         }
         // SAFETY: the slot is outside [tail, head): the consumer does not read it.
         unsafe { *self.slots[(head % capacity) as usize].get() = record };
         self.head.store(head + 1, Ordering::Release);
+        true
     }
 
     /// Consumer side: hands every record written so far to `each`, in order.

@@ -75,6 +75,7 @@ mod slow {
     mod oslat_compat;
     mod pod_runs;
     mod readme_examples;
+    mod recorder_freeze;
     mod report_html;
     mod rteval_report;
     mod samples;

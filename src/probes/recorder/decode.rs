@@ -80,7 +80,9 @@ impl RegionView {
         } else if before > committed || after > committed {
             Slot::Newer
         } else {
-            Slot::Unfinished
+            // The record of an earlier lap the slot still holds, whole.
+            let holds = (before == after && before != 0).then(|| before - 1);
+            Slot::Unfinished { holds }
         }
     }
 
@@ -114,36 +116,35 @@ impl RegionView {
 
     /// `snapshot`, but without the records newer than `to_ns`: a collector
     /// that comes late to a window steps over what came after it reading
-    /// only each record's time, instead of copying and checking thousands
-    /// of records (a ring holds 32 ms at 256,000 events/s) while the oldest
-    /// ones, the window's, are being overwritten. A time read torn there
-    /// merely starts the careful walk earlier or later by one record: it
-    /// is checked like every record kept.
+    /// only each record's time and commit word, instead of copying and
+    /// checking thousands of records while the oldest ones, the window's,
+    /// may be overwritten. A time read torn there merely starts the
+    /// careful walk earlier or later by one record: it is checked like
+    /// every record kept.
+    ///
+    /// The walk goes back until it reaches a record before `from_ns` or
+    /// finds one overwritten, not merely `slots` records: while a window is
+    /// held (`hold.rs`) the programs refuse to write over it, so a slot may
+    /// still hold a record of an earlier lap, read at its own number. A
+    /// record number left unwritten (refused, or being written) is a gap,
+    /// placed between its neighbours (`Doubt`); a run of gaps as long as
+    /// the ring is stepped over to the newest record a slot still holds.
     pub fn snapshot_between(&self, from_ns: u64, to_ns: u64) -> Snapshot {
-        let slots = self.layout.slots as u64;
         let head = self.head();
-        let oldest_kept = head.saturating_sub(slots);
-        let mut start = head;
-        // The time of the oldest record stepped over (newer than the window).
-        let mut stepped_over: Option<u64> = None;
-        while start > oldest_kept {
-            let time = self.word(self.layout.record_offset(start - 1) + record::TIME);
-            if time <= to_ns {
-                break;
-            }
-            stepped_over = Some(time);
-            start -= 1;
-        }
+        let (start, mut stepped_over) = self.newest_within(head, to_ns);
         let mut records: Vec<RawRecord> = Vec::new();
         let mut doubts = Vec::new();
         // The time of the newest whole record after a run of unfinished
         // ones (u64::MAX: they are the newest), while such a run is open.
         let mut unfinished_before: Option<u64> = None;
-        let mut reached_back = false;
-        let mut newer_seen = false;
-        for index in (oldest_kept..start).rev() {
+        let mut gaps = GapRun::default();
+        let mut end = WalkEnd::FromTheStart;
+        let mut index = start;
+        while index > 0 {
+            index -= 1;
             match self.slot(index) {
                 Slot::Whole(r) => {
+                    gaps = GapRun::default();
                     if let Some(newer) = unfinished_before.take() {
                         doubts.push(Doubt::between(r.time(), newer));
                     }
@@ -158,22 +159,32 @@ impl RegionView {
                     }
                     records.push(r);
                     if r.time() < from_ns {
-                        reached_back = true;
+                        end = WalkEnd::ReachedBack;
                         break;
                     }
                 }
-                Slot::Unfinished => {
+                Slot::Unfinished { holds } => {
                     let newer = records
                         .last()
                         .map(RawRecord::time)
                         .or(stepped_over)
                         .unwrap_or(u64::MAX);
                     unfinished_before.get_or_insert(newer);
+                    match gaps.one_more(holds, self.layout.slots as u64) {
+                        GapStep::Go => {}
+                        // Past every slot: on at the newest record one holds.
+                        GapStep::SkipTo(newest) => index = newest + 1,
+                        GapStep::Nothing => {
+                            end = WalkEnd::Overwritten;
+                            break;
+                        }
+                    }
                 }
-                // The buffer went round since `head` was read: this record
-                // and all older ones are gone.
+                // A newer record took the slot: this record and all older
+                // ones are gone (the buffer went round, or, below the
+                // newest `slots` records, it simply ends there).
                 Slot::Newer => {
-                    newer_seen = true;
+                    end = WalkEnd::Overwritten;
                     break;
                 }
             }
@@ -182,13 +193,12 @@ impl RegionView {
             // The oldest record looked at is unfinished: from the start.
             doubts.push(Doubt::between(0, newer));
         }
-        // Everything since recording began is there when nothing was ever
-        // overwritten: then the window merely started before the recorder.
-        let from_the_start = oldest_kept == 0 && !newer_seen;
         // Nested programs may commit out of time order.
         records.reverse();
         records.sort_by_key(RawRecord::time);
-        let complete = reached_back || from_the_start;
+        // Everything since recording began is there when the walk reached
+        // record 0: then the window merely started before the recorder.
+        let complete = end != WalkEnd::Overwritten;
         Snapshot {
             records,
             complete,
@@ -197,6 +207,69 @@ impl RegionView {
             doubts,
         }
     }
+
+    /// Where the careful walk starts: past the records newer than `to_ns`
+    /// among the newest `slots`, each whole by its commit word; and the
+    /// time of the oldest one stepped over.
+    fn newest_within(&self, head: u64, to_ns: u64) -> (u64, Option<u64>) {
+        let oldest_kept = head.saturating_sub(self.layout.slots as u64);
+        let mut start = head;
+        let mut stepped_over = None;
+        while start > oldest_kept {
+            let at = self.layout.record_offset(start - 1);
+            let time = self.word(at + record::TIME);
+            // A slot that holds another record (an earlier lap kept by a
+            // hold, or one being written) ends the stepping over.
+            if time <= to_ns || self.word(at + record::SEQ) != start {
+                break;
+            }
+            stepped_over = Some(time);
+            start -= 1;
+        }
+        (start, stepped_over)
+    }
+}
+
+/// How a walk back through the records ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WalkEnd {
+    /// At a record before the window.
+    ReachedBack,
+    /// At record 0: nothing was ever lost.
+    FromTheStart,
+    /// At a slot a newer record took: the older records are gone.
+    Overwritten,
+}
+
+/// A run of record numbers with no record (`Slot::Unfinished`), walked
+/// back: once it is as long as the ring, every slot holds an older record
+/// than the numbers walked, and the walk goes on at the newest of them.
+#[derive(Debug, Default)]
+struct GapRun {
+    length: u64,
+    /// The newest record number a slot of the run holds.
+    newest_held: Option<u64>,
+}
+
+enum GapStep {
+    Go,
+    SkipTo(u64),
+    /// No slot holds a record.
+    Nothing,
+}
+
+impl GapRun {
+    /// One more gap, whose slot holds record `holds` (None: being written).
+    fn one_more(&mut self, holds: Option<u64>, slots: u64) -> GapStep {
+        self.length += 1;
+        self.newest_held = self.newest_held.max(holds);
+        if self.length < slots {
+            return GapStep::Go;
+        }
+        let step = self.newest_held.map_or(GapStep::Nothing, GapStep::SkipTo);
+        *self = GapRun::default();
+        step
+    }
 }
 
 /// A record as copied while its writer may be at work.
@@ -204,8 +277,12 @@ enum Slot {
     Whole(RawRecord),
     /// A newer record (the buffer went round).
     Newer,
-    /// Reserved, not yet committed (or torn by the copy).
-    Unfinished,
+    /// Reserved, not yet committed (or torn by the copy), or left
+    /// unwritten (refused while held: `hold.rs`); `holds`: the earlier
+    /// record the slot still holds, whole.
+    Unfinished {
+        holds: Option<u64>,
+    },
 }
 
 /// A stretch of a CPU's time in which events may be missing from its
@@ -495,6 +572,12 @@ pub(crate) mod tests {
             self.words[header::HEAD / 8] = index + 1;
             self.set_seq(index, 0);
             index
+        }
+
+        /// What a program refused while held does: the record number is
+        /// taken, its slot left as it was.
+        pub fn refuse(&mut self) {
+            self.words[header::HEAD / 8] += 1;
         }
 
         /// Writes record `index` and commits it.
@@ -809,9 +892,62 @@ pub(crate) mod tests {
         let index = region.reserve();
         region.set_seq(index, index + 1 - 64);
         let snap = region.view().snapshot(0);
-        assert_eq!(snap.records.len(), 63, "record 0 is being overwritten");
+        // Record 0 is whole until its writer clears the commit word.
+        assert_eq!(snap.records.len(), 64);
         assert_eq!(snap.doubts.len(), 1);
         assert_eq!(snap.doubts[0].from_ns, 6_400);
+    }
+
+    #[test]
+    fn records_a_hold_kept_are_read_beyond_the_newest_slots_record_numbers() {
+        // 100 records (36..99 in the 64 slots), then 30 refused while a
+        // window was held: their slots (36..63, 0, 1) still hold records
+        // 36..65, older than the newest 64 record numbers (66..129).
+        let mut region = FakeRegion::new(64);
+        for t in 0..100u64 {
+            region.push(softirq(1_000 + t * 100));
+        }
+        for _ in 0..30 {
+            region.refuse();
+        }
+        let snap = region.view().snapshot_between(1_000 + 40 * 100, u64::MAX);
+        assert!(snap.complete && !snap.overwritten);
+        assert_eq!(snap.records.len(), 61);
+        assert_eq!(snap.records[0].time(), 1_000 + 39 * 100);
+        // The refused numbers: events missing after the newest record.
+        assert_eq!(
+            snap.doubts,
+            vec![Doubt {
+                from_ns: 1_000 + 99 * 100,
+                to_ns: u64::MAX,
+                interrupted: false,
+            }]
+        );
+        // Further back than the slots hold: overwritten.
+        let snap = region.view().snapshot_between(1_000, u64::MAX);
+        assert!(snap.overwritten);
+        assert_eq!(snap.records.first().unwrap().time(), 1_000 + 36 * 100);
+    }
+
+    #[test]
+    fn a_run_of_refused_records_longer_than_the_ring_is_stepped_over() {
+        let mut region = FakeRegion::new(64);
+        for t in 0..100u64 {
+            region.push(softirq(1_000 + t * 100));
+        }
+        for _ in 0..1_000 {
+            region.refuse();
+        }
+        let snap = region
+            .view()
+            .snapshot_between(1_000 + 50 * 100, 1_000 + 60 * 100);
+        assert!(snap.complete && !snap.overwritten);
+        assert_eq!(
+            times(&snap),
+            (49..=60).map(|t| 1_000 + t * 100).collect::<Vec<_>>()
+        );
+        assert!(!snap.doubtful(1_000 + 49 * 100, 1_000 + 99 * 100 - 1));
+        assert!(snap.doubtful(1_000 + 99 * 100 + 1, u64::MAX));
     }
 
     #[test]

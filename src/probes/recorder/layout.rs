@@ -6,13 +6,23 @@
 //!
 //! A region is, in order (every offset a multiple of 8):
 //! - a header: the count of records ever reserved (`head`), the CPU's
-//!   current task with the time it got the CPU ("task X since t"), and the
-//!   count of records whose program was interrupted (`INTERRUPTED`);
+//!   current task with the time it got the CPU ("task X since t"), the
+//!   count of records whose program was interrupted (`INTERRUPTED`), the
+//!   hold (`HOLD`) and the count of events refused for it (`REFUSED`);
 //! - a table of task names by pid (`NAME_SLOTS` entries, indexed by the
 //!   pid's low bits), filled at each switch: a record carries pids only;
 //! - `slots` records of `RECORD_SIZE` bytes, a circular buffer: record
 //!   number `i` lives in slot `i % slots` (`slots` a power of two), so the
-//!   last `slots` records are kept.
+//!   last `slots` records are kept, but for those a hold keeps.
+//!
+//! **Holding a window.** A measuring thread that sees a spike lowers its
+//! CPU's `HOLD` to the spike's window's start (`hold.rs`; only user space
+//! writes it, the programs only read it). A program does not write a record
+//! over one from that time on, nor over the newest one before it: it counts
+//! the event in `REFUSED` and leaves its record number unwritten. The
+//! window is then whole however late the collector comes, which releases
+//! the hold once it has copied it. A sample that is not a spike does
+//! nothing of this.
 //!
 //! **Writing, safe under nesting.** Programs attached through perf events
 //! do not nest on a CPU today (the kernel's `bpf_prog_active` guard skips
@@ -40,11 +50,14 @@
 
 /// Bytes of one record.
 pub const RECORD_SIZE: usize = 48;
-/// Records kept per CPU by default: at the busiest rate seen here (126,000
-/// events/s on one CPU with other work running) about 65 ms of history,
-/// more than the longest window worth attributing (RT throttling lends the
-/// CPU for 50 ms); 384 KiB per CPU.
-pub const DEFAULT_SLOTS: usize = 8192;
+/// Records kept per CPU by default. A window is held from its spike until
+/// the collector has copied it, so the ring must hold the window and what
+/// comes until then: at the busiest rate seen here (256,000 events/s on
+/// one CPU, a 20 us timer beside hackbench) 128 ms, more than the longest
+/// window worth attributing (RT throttling lends the CPU for 50 ms) plus
+/// the collector's passes (every 2 ms, delayed up to tens of ms beside
+/// other builds); 1.5 MiB per CPU.
+pub const DEFAULT_SLOTS: usize = 32768;
 /// A program that ran longer than this between its time and its commit was
 /// interrupted (a run takes well under 1 us here, an interrupt on a virtual
 /// machine several): what interrupted it may be missing from the records.
@@ -123,6 +136,12 @@ pub mod header {
     pub const TASK_PRIO: usize = 20;
     /// u64: records whose program ran longer than `INTERRUPTED_NS`.
     pub const INTERRUPTED: usize = 32;
+    /// u64, written by user space only (`hold.rs`), stored complemented
+    /// (0: nothing held): records from this time on, and the newest one
+    /// before it, are not overwritten.
+    pub const HOLD: usize = 40;
+    /// u64: events not recorded because their slot was held.
+    pub const REFUSED: usize = 48;
     /// The header's size.
     pub const SIZE: usize = 64;
 }
@@ -146,7 +165,7 @@ const _: () = assert!(NAME_SLOTS.is_power_of_two());
 // Every record field fits its record, every header field its header.
 const _: () = assert!(
     record::ELAPSED + 4 <= RECORD_SIZE
-        && header::INTERRUPTED + 8 <= header::SIZE
+        && header::REFUSED + 8 <= header::SIZE
         && name::COMM + 16 <= name::SIZE
 );
 

@@ -2,15 +2,16 @@
 //! time on the events the tracefs collector reads (`ACTIVITY` and the
 //! system vectors) append compact records to a circular buffer per CPU in
 //! one mmapped map, and keep the CPU's current task; nothing leaves the
-//! kernel per event. Only for a spike does the collector thread (normal
-//! priority, off the measured CPUs when it can) copy that CPU's window out
-//! of the map with plain loads, decode it into `TraceEvent`s and attribute
-//! it with `spikes::attribution`, as the tracefs collector does
-//! (`spikes::flight`).
+//! kernel per event. Only for a spike does the collector thread (below
+//! every measured task, off the measured CPUs when it can) copy that CPU's
+//! window out of the map with plain loads, decode it into `TraceEvent`s and
+//! attribute it with `spikes::attribution`, as the tracefs collector does
+//! (`spikes::flight`). The spike holds its window until then (`hold.rs`).
 
 use crate::rt::bpf::probe::Unavailable;
 
 pub mod decode;
+pub mod hold;
 pub mod layout;
 pub mod load;
 pub mod program;

@@ -13,7 +13,8 @@
 //!
 //! Every program: looks up this CPU's region (exit when the CPU is not
 //! traced: the kernel runs a tracepoint's programs on every CPU), reserves
-//! record `i` with an atomic fetch-and-add on `head`, clears its `SEQ`,
+//! record `i` with an atomic fetch-and-add on `head`, leaves it unwritten
+//! (counted) when its slot is held for a spike's window (`hold.rs`), clears its `SEQ`,
 //! reads its fields from the record the tracepoint hands over (the
 //! context) into slot `i % slots`, writes how long it ran, and commits with
 //! `SEQ = i + 1` (see `layout.rs` for why this is safe under nesting). The
@@ -596,6 +597,7 @@ pub fn program(recipe: &Recipe, map_fd: i32, region: Region) -> Result<Code, Pro
         .push(Insn::alu64_imm(Alu::Mul, Reg::R1, RECORD_SIZE as i32))
         .push(Insn::mov64_reg(SLOT, REGION))
         .push(Insn::alu64_reg(Alu::Add, SLOT, Reg::R1));
+    refuse_if_held(&mut asm, region, out);
     // Being written: a reader that copies the slot from now on sees it.
     asm.push(Insn::st(Size::DW, SLOT, at_record(record::SEQ), 0));
     asm.push(Insn::stx(Size::DW, SLOT, at_record(record::TIME), TIME))
@@ -647,6 +649,40 @@ pub fn program(recipe: &Recipe, map_fd: i32, region: Region) -> Result<Code, Pro
     Ok(asm.finish()?)
 }
 
+/// Keeps held windows whole (`layout.rs`, "Holding a window"): record `i`
+/// is not written when the record its slot holds, or the one in the next
+/// slot (the oldest left once it is written: the one before it is the
+/// window's predecessor), is from the hold's time on. The event is counted
+/// in `header::REFUSED` instead, its record number left unwritten (a
+/// reader sees a gap). Nothing held (a stored 0) is a hold no record's
+/// time reaches: two loads, an exclusive or and two comparisons. Expects
+/// SLOT set and r2 = i + 1.
+fn refuse_if_held(asm: &mut Asm, region: Region, out: Label) {
+    let refuse = asm.new_label();
+    let write = asm.new_label();
+    asm.note("r3 = HOLD (stored complemented); refused if slot i or slot i + 1 holds a record from it on");
+    asm.push(Insn::ldx(Size::DW, Reg::R3, REGION, header::HOLD as i16))
+        .push(Insn::alu64_imm(Alu::Xor, Reg::R3, -1))
+        .push(Insn::ldx(Size::DW, Reg::R1, SLOT, at_record(record::TIME)))
+        .jump_if_reg(Cond::Ge, Reg::R1, Reg::R3, refuse)
+        .push(Insn::alu64_imm(Alu::And, Reg::R2, region.slots as i32 - 1))
+        .push(Insn::alu64_imm(Alu::Mul, Reg::R2, RECORD_SIZE as i32))
+        .push(Insn::alu64_reg(Alu::Add, Reg::R2, REGION))
+        .push(Insn::ldx(
+            Size::DW,
+            Reg::R1,
+            Reg::R2,
+            at_record(record::TIME),
+        ))
+        .jump_if_reg(Cond::Lt, Reg::R1, Reg::R3, write);
+    asm.bind(refuse);
+    asm.note("refused: counted, nothing written");
+    asm.push(Insn::mov64_imm(Reg::R1, 1))
+        .push(Insn::atomic_add64(REGION, header::REFUSED as i16, Reg::R1))
+        .jump(out);
+    asm.bind(write);
+}
+
 #[cfg(test)]
 mod tests {
     //! The generated programs run in user space (`probes::interpreter`) on
@@ -654,7 +690,8 @@ mod tests {
     //! computation, and whole programs whose records are decoded back.
     use super::*;
     use crate::probes::interpreter::{Memory, run};
-    use crate::probes::recorder::decode::{Names, RegionView, decode};
+    use crate::probes::recorder::decode::{Names, RawRecord, RegionView, Snapshot, decode};
+    use crate::probes::recorder::hold;
     use crate::rt::tracefs::events::{Kind as Event, TraceEvent};
 
     const CTX_AT: u64 = 0x1000_0000;
@@ -972,5 +1009,172 @@ mod tests {
                 handled: 1
             })
         );
+    }
+
+    /// A CPU's region in the interpreter's memory and the timer-entry
+    /// program that writes it: run `n` (its record number) reads the clock
+    /// at `time_of(n)`, then 50 ns later at its end.
+    struct Ring {
+        region: Region,
+        code: Code,
+        memory: Memory,
+        runs: u64,
+    }
+
+    impl Ring {
+        fn new(slots: usize) -> Ring {
+            let region = Region::with_slots(slots);
+            let recipe = Recipe::typed("local_timer_entry", &members(), &[]).unwrap();
+            let mut memory = Memory::new();
+            memory.add(CTX_AT, 64);
+            memory.add(REGION_AT, region.size());
+            memory.store(REGION_AT + ENABLED as u64, 8, 1).unwrap();
+            Ring {
+                code: program(&recipe, 3, region).unwrap(),
+                region,
+                memory,
+                runs: 0,
+            }
+        }
+
+        /// `n` events.
+        fn fire(&mut self, n: usize) {
+            for _ in 0..n {
+                let mut clock = Ring::time_of(self.runs) - 50;
+                self.runs += 1;
+                run(
+                    &self.code,
+                    CTX_AT,
+                    &mut self.memory,
+                    &mut |id, _, _| match id {
+                        8 => 0,
+                        1 => REGION_AT,
+                        5 => {
+                            clock += 50;
+                            clock
+                        }
+                        14 => 77,
+                        other => panic!("helper {other}"),
+                    },
+                )
+                .unwrap();
+            }
+        }
+
+        /// The time of record `index`.
+        fn time_of(index: u64) -> u64 {
+            (1 << 30) + 100_000 * index
+        }
+
+        fn header(&mut self, field: usize) -> u64 {
+            self.memory.load(REGION_AT + field as u64, 8).unwrap()
+        }
+
+        /// What a spike does (`hold::Holds::hold`), on the region's word.
+        fn hold(&mut self, from_ns: u64) {
+            let word = self.header(header::HOLD);
+            let held = hold::stored(hold::held_from(hold::stored(word), from_ns));
+            self.memory
+                .store(REGION_AT + header::HOLD as u64, 8, held)
+                .unwrap();
+        }
+
+        fn release(&mut self) {
+            self.memory
+                .store(REGION_AT + header::HOLD as u64, 8, 0)
+                .unwrap();
+        }
+
+        fn records(&mut self) -> Vec<u8> {
+            let at = Region::RECORDS;
+            self.memory.bytes(REGION_AT)[at..at + self.region.slots * RECORD_SIZE].to_vec()
+        }
+
+        fn snapshot(&mut self, from_ns: u64, to_ns: u64) -> Snapshot {
+            let region = self.region;
+            let bytes = self.memory.bytes(REGION_AT);
+            // SAFETY: the region's bytes, alive while the view is used.
+            unsafe { RegionView::new(bytes.as_ptr(), region) }.snapshot_between(from_ns, to_ns)
+        }
+    }
+
+    #[test]
+    fn a_held_window_is_not_overwritten_and_later_events_are_refused() {
+        let mut ring = Ring::new(64);
+        ring.fire(100);
+        // Records 36..99 are in the ring. A spike holds from record 80's time.
+        ring.hold(Ring::time_of(80));
+        // Events after the hold still go into the ring, over the records
+        // older than the window's predecessor (79): records 100..142 over
+        // 36..78; then every slot holds the window or its predecessor, and
+        // the rest are refused.
+        ring.fire(200);
+        assert_eq!(ring.header(header::HEAD), 300);
+        assert_eq!(ring.header(header::REFUSED), 157);
+        let window = ring.snapshot(Ring::time_of(80), Ring::time_of(99));
+        assert!(window.complete && !window.overwritten);
+        let times: Vec<u64> = window.records.iter().map(RawRecord::time).collect();
+        assert_eq!(times, (79..=99).map(Ring::time_of).collect::<Vec<_>>());
+        assert!(!window.doubtful(Ring::time_of(79), Ring::time_of(99)));
+        // The newest records and the refused stretch after them.
+        let all = ring.snapshot(0, u64::MAX);
+        assert_eq!(all.records.len(), 64);
+        assert_eq!(all.records.last().unwrap().time(), Ring::time_of(142));
+        assert!(all.doubtful(Ring::time_of(142) + 1, u64::MAX));
+        // More events change nothing while the hold stands.
+        let before = ring.records();
+        ring.fire(500);
+        assert_eq!(ring.records(), before, "a held ring was written");
+        assert_eq!(ring.header(header::REFUSED), 657);
+    }
+
+    #[test]
+    fn a_released_hold_lets_the_ring_go_round_again_leaving_the_refused_stretch_in_doubt() {
+        let mut ring = Ring::new(64);
+        ring.fire(100);
+        ring.hold(Ring::time_of(80));
+        ring.fire(60);
+        // 43 written (100..142), 17 refused (143..159).
+        assert_eq!(ring.header(header::REFUSED), 17);
+        ring.release();
+        ring.fire(10);
+        assert_eq!(
+            ring.header(header::REFUSED),
+            17,
+            "nothing refused once released"
+        );
+        assert_eq!(ring.header(header::HEAD), 170);
+        let all = ring.snapshot(0, u64::MAX);
+        let newest: Vec<u64> = all
+            .records
+            .iter()
+            .rev()
+            .take(10)
+            .map(RawRecord::time)
+            .collect();
+        assert_eq!(
+            newest,
+            (160..170).rev().map(Ring::time_of).collect::<Vec<_>>()
+        );
+        // Events 143..159 were not recorded: their stretch is in doubt,
+        // nothing outside it.
+        assert!(all.doubtful(Ring::time_of(150), Ring::time_of(150)));
+        assert!(!all.doubtful(Ring::time_of(161), Ring::time_of(169)));
+    }
+
+    #[test]
+    fn a_window_held_over_most_of_the_ring_stays_whole() {
+        // A long window (RT throttling lends the CPU for 50 ms): from
+        // record 40 of the 64 kept, while 1,000 events follow.
+        let mut ring = Ring::new(64);
+        ring.fire(100);
+        ring.hold(Ring::time_of(40));
+        ring.fire(1_000);
+        let window = ring.snapshot(Ring::time_of(40), Ring::time_of(99));
+        assert!(window.complete && !window.overwritten);
+        assert_eq!(window.records.len(), 61);
+        assert_eq!(window.records[0].time(), Ring::time_of(39));
+        // Three records written (over 36 to 38), the rest refused.
+        assert_eq!(ring.header(header::REFUSED), 997);
     }
 }

@@ -34,6 +34,11 @@ pub struct SpikeTrace {
     /// collector read it (each flagged `events_lost`).
     #[serde(default)]
     pub windows_overwritten: u64,
+    /// BPF: events the recorder did not write because its ring was full of
+    /// windows held for the collector (it came later than the ring lasts);
+    /// the spikes whose window they fall in are flagged `events_lost`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub events_refused: u64,
     /// CPU time of the trace reader thread.
     pub reader_cpu_ns: u64,
     /// The trace reader had no CPU of its own (every CPU it may use was
@@ -168,6 +173,12 @@ impl SpikeTrace {
         if self.events_lost > 0 {
             line.push_str(&format!(", {} trace events lost", self.events_lost));
         }
+        if self.events_refused > 0 {
+            line.push_str(&format!(
+                ", {} events not recorded (the recorder was full of windows held for its collector)",
+                self.events_refused
+            ));
+        }
         if !self.collector.name.is_empty() {
             line.push_str(&format!(" ({})", self.collector.line()));
         }
@@ -178,4 +189,8 @@ impl SpikeTrace {
         }
         line
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -343,6 +343,34 @@ unsafe impl Send for MappedArray {}
 unsafe impl Sync for MappedArray {}
 
 impl MappedArray {
+    /// `entries` zeroed values of `value_size` bytes in anonymous memory,
+    /// shaped as a map's mapping: for tests of what reads and writes one
+    /// without a kernel map.
+    #[cfg(test)]
+    pub fn anonymous(value_size: usize, entries: usize) -> io::Result<MappedArray> {
+        let len = (value_size * entries).next_multiple_of(page_size());
+        // SAFETY: a fresh private anonymous mapping, unmapped on drop.
+        let at = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if at == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(MappedArray {
+            base: at.cast(),
+            len,
+            value_size,
+            entries,
+        })
+    }
+
     /// Address of entry `index` (None past the end).
     pub fn entry_ptr(&self, index: usize) -> Option<*mut u8> {
         (index < self.entries).then(|| {
@@ -386,7 +414,7 @@ impl MappedArray {
 
 impl Drop for MappedArray {
     fn drop(&mut self) {
-        // SAFETY: exactly the mapping made in `map_memory`.
+        // SAFETY: exactly the mapping made in `map_memory` (or `anonymous`).
         unsafe { libc::munmap(self.base.cast(), self.len) };
     }
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 /// Whether this process may create a BPF map (the cheapest real try);
 /// prints why a test skips when not.
-fn bpf_usable(test: &str) -> bool {
+pub(super) fn bpf_usable(test: &str) -> bool {
     // union bpf_attr for BPF_MAP_CREATE: an array of one 8-byte value.
     let mut attr = [0u32; 8];
     attr[0] = 2; // BPF_MAP_TYPE_ARRAY

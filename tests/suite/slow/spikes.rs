@@ -200,7 +200,7 @@ const SETTLE: Duration = Duration::from_millis(200);
 /// Whether a latscope run whose command line contains `marker` measures:
 /// its tasks exchange samples, which they only do once its spike trace
 /// (a tracefs instance, or the BPF flight recorder) is set up.
-fn traced_by_a_run_with(marker: &str) -> bool {
+pub(super) fn traced_by_a_run_with(marker: &str) -> bool {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return false;
     };
