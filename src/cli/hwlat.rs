@@ -15,6 +15,19 @@ pub enum HwlatFormat {
     Hwnoise,
 }
 
+/// `--tier`: what classifies the gaps (docs/hwlat.md, "Tiers").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TierArg {
+    /// bpf where its programs load, else the next tier, saying why
+    Auto,
+    /// a per-CPU interference counter in the kernel: each gap by itself (root, or CAP_BPF and CAP_PERFMON)
+    Bpf,
+    /// a private tracefs instance with the same events
+    Tracefs,
+    /// /proc tables per sub-window, no privilege needed: window-precise
+    Unprivileged,
+}
+
 /// `latscope hwlat`: a busy sampler per measured CPU.
 #[derive(Debug, Clone, Args)]
 pub struct HwlatArgs {
@@ -44,6 +57,9 @@ pub struct HwlatArgs {
     /// Output format
     #[arg(long, value_enum, default_value = "modern")]
     pub format: HwlatFormat,
+    /// What classifies the gaps: the bpf tier's counter, tracefs, or the unprivileged /proc tables
+    #[arg(long, value_enum, default_value = "auto")]
+    pub tier: TierArg,
     /// Do not lock memory with mlockall
     #[arg(long = "no-mlockall")]
     pub no_mlockall: bool,

@@ -12,8 +12,6 @@ use crate::settings::hwlatdetect::{HELP, HwlatdetectSettings};
 use crate::settings::{UsageError, check_cpu};
 use std::io::Write;
 
-/// The `detector:` word: which tier of latscope measured.
-const DETECTOR: &str = "latscope-unprivileged";
 /// The classification sub-window (see docs/hwlat.md).
 const SUB_WINDOW_NS: u64 = 500_000;
 
@@ -48,11 +46,18 @@ fn run_checked(args: &[String]) -> Result<i32, UsageError> {
     for line in &s.debug_lines {
         out.print(line);
     }
+    // The tier that measures (the bpf tier where its programs load), named
+    // by the `detector:` line.
+    let decision = hwlat_run::start_tier(hwlat_run::TierChoice::Auto)
+        .map_err(|e| UsageError(e.to_string()))?;
+    if let Some(why) = &decision.fallback {
+        out.debug(&format!("tier: {} ({why})", decision.tier.describe()));
+    }
     // Paging in the samplers' stacks and buffers is no latency to measure.
     let _ = crate::rt::sched::lock_all_memory_if_affordable();
     let header = text::Header {
         duration_s: s.duration_s,
-        detector: DETECTOR,
+        detector: decision.tier.detector(),
         cpu_list: s.cpu_list.as_deref(),
         threshold_us: s.threshold_us,
         window_us: s.window_us,
@@ -82,6 +87,7 @@ fn run_checked(args: &[String]) -> Result<i32, UsageError> {
         window_ns: s.window_us * 1000,
         sub_window_ns: SUB_WINDOW_NS.min(s.width_us * 1000),
         duration_ns: Some(s.duration_s.saturating_mul(1_000_000_000)),
+        counter: decision.bpf.clone(),
     });
     out.debug("disabling detector module");
     drop(dma);

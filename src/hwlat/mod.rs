@@ -5,22 +5,25 @@
 //! kernel counts ran across it: firmware, an SMI, or the hypervisor in a
 //! guest) or **OS** (with its cause).
 //!
-//! Tiers: this module runs the **unprivileged** tier (window-precise: the
-//! CPU's `/proc/interrupts` and `/proc/softirqs` columns and the sampler's
-//! context switches, read between 0.5 ms sub-windows). The read protocol
-//! takes an `InterferenceCounter` (protocol.rs) so that the bpf tier, a
-//! per-CPU counter read with one load, decides each gap by itself.
+//! Tiers (`tier.rs` decides): the **unprivileged** tier (window-precise:
+//! the CPU's `/proc/interrupts` and `/proc/softirqs` columns and the
+//! sampler's context switches, read between 0.5 ms sub-windows), and the
+//! **bpf** tier (`bpf_counter.rs`: a per-CPU counter the kernel bumps,
+//! read with one load around each pair, so each gap is decided by itself).
 //!
 //! The CPUs' duty windows are staggered (CPU i starts i/N of a window
 //! later) so that, while the duty cycle allows it, some CPU is always free
 //! for the rest of the machine: a 2-CPU box stays responsive at 50 %.
 
+pub mod bpf_counter;
 pub mod classify;
 pub mod machine;
 pub mod proc_counts;
 pub mod protocol;
 pub mod sampler;
+pub mod tier;
 
+use crate::probes::interference::load::LoadedInterference;
 use crate::report::EndReason;
 use crate::rt::sched::Policy;
 use sampler::{CpuOutcome, SamplerPlan};
@@ -34,8 +37,10 @@ const SAMPLER_STACK: usize = 256 * 1024;
 /// From the start to the first window, so that every sampler is set up.
 const START_DELAY_NS: u64 = 20_000_000;
 
-/// The tier that ran, as the output names it.
-pub const UNPRIVILEGED_TIER: &str = "unprivileged (window-precise: /proc/interrupts, /proc/softirqs and context switches per sub-window)";
+pub use tier::UNPRIVILEGED_TIER;
+/// The bpf tier classifies each gap by itself: its sub-windows only bound
+/// the gaps kept between two classifications.
+const BPF_SUB_WINDOW_NS: u64 = 100_000_000;
 
 /// Everything a run needs, checked by the settings.
 #[derive(Debug, Clone)]
@@ -47,6 +52,23 @@ pub struct HwlatPlan {
     pub window_ns: u64,
     pub sub_window_ns: u64,
     pub duration_ns: Option<u64>,
+    /// The bpf tier's counter, loaded (None: the unprivileged tier).
+    pub counter: Option<Arc<LoadedInterference>>,
+}
+
+/// Starts the tier `choice` asks for: the bpf tier's programs loaded when
+/// it is the one that runs.
+pub fn start_tier(
+    choice: tier::TierChoice,
+) -> Result<tier::Decision<Arc<LoadedInterference>>, tier::TierError> {
+    tier::decide(choice, || {
+        crate::probes::interference::check().map_err(|e| e.0)?;
+        let tracefs = crate::rt::tracefs::mount::find()
+            .unwrap_or_else(|| std::path::PathBuf::from("/sys/kernel/tracing"));
+        LoadedInterference::load(&tracefs)
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
+    })
 }
 
 /// A measured CPU's SMT sibling that was busy while it was measured.
@@ -94,7 +116,11 @@ pub fn run(plan: &HwlatPlan, stop_signalled: &mut dyn FnMut(Duration) -> bool) -
             threshold_ns: plan.threshold_ns,
             width_ns: plan.width_ns,
             window_ns: plan.window_ns,
-            sub_window_ns: plan.sub_window_ns,
+            sub_window_ns: match plan.counter {
+                Some(_) => plan.width_ns.min(BPF_SUB_WINDOW_NS),
+                None => plan.sub_window_ns,
+            },
+            counter: plan.counter.clone(),
             first_window_ns: start_ns + plan.window_ns * i as u64 / n.max(1),
             end_ns: plan.duration_ns.map(|d| start_ns + d),
             realtime_offset_ns,

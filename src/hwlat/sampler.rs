@@ -1,18 +1,21 @@
 //! One CPU's sampler thread: SCHED_FIFO, pinned, it spins `width` of every
-//! `window` reading clock pairs (protocol.rs) in sub-windows, reads the
-//! CPU's interference evidence between sub-windows (off the clock: the
-//! reads' own time is never a gap), and classifies every gap (classify.rs).
+//! `window` reading clock pairs (protocol.rs) in sub-windows, and
+//! classifies every gap between sub-windows (off the clock: that work's own
+//! time is never a gap) with its tier's `Classifier`: the unprivileged
+//! tier's /proc tables (`ProcClassifier`, classify.rs), or the bpf tier's
+//! per-CPU counter (`bpf_counter.rs`).
 
 use super::classify::{GapClass, Moved, Tally, WindowSample, classify};
 use super::proc_counts::{Column, Table, thread_switches};
-use super::protocol::{Clock, Gap, InterferenceCounter, Monotonic, NoCounter, Reading};
-use super::protocol::{gap_of, read_pair};
+use super::protocol::{Clock, Gap, Interference, InterferenceCounter, Monotonic, NoCounter};
+use super::protocol::{Reading, gap_of, read_pair};
+use crate::probes::interference::load::LoadedInterference;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Gaps kept per sub-window; more are counted as dropped (a sub-window of
 /// 0.5 ms holds at most 50 gaps of 10 us).
-const GAPS_PER_SUB_WINDOW: usize = 1024;
+pub const GAPS_PER_SUB_WINDOW: usize = 1024;
 /// Window samples kept for the hwlatdetect lines (one per window with a
 /// hardware gap: a week of 1 s windows).
 const MAX_SAMPLES: usize = 700_000;
@@ -32,6 +35,8 @@ pub struct SamplerPlan {
     pub end_ns: Option<u64>,
     /// CLOCK_REALTIME - CLOCK_MONOTONIC, for the samples' time stamps.
     pub realtime_offset_ns: i64,
+    /// The bpf tier's counter (None: the unprivileged tier).
+    pub counter: Option<Arc<LoadedInterference>>,
 }
 
 /// One CPU's result.
@@ -51,9 +56,35 @@ pub struct CpuOutcome {
     pub gaps_dropped: u64,
     pub tally: Tally,
     pub samples: Vec<WindowSample>,
-    /// NMIs counted on the CPU over the run (/proc/interrupts' NMI row).
+    /// NMIs counted on the CPU over the run (/proc/interrupts' NMI row, or
+    /// the bpf tier's count of NMI handler runs).
     pub nmis: u64,
+    /// The NMI handlers' time over the run, ns (the bpf tier only).
+    pub nmi_ns: Option<u64>,
     pub error: Option<String>,
+}
+
+/// What one sub-window was, for its CPU's counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubWindow {
+    /// Its gaps could be classified.
+    pub classified: bool,
+    /// Nothing moved across it.
+    pub quiet: bool,
+}
+
+/// How a tier classifies a sampler's gaps: the counter its read protocol
+/// reads, and the classes of a sub-window's gaps once it is over.
+pub trait Classifier {
+    type Counter: InterferenceCounter;
+    fn counter(&mut self) -> &mut Self::Counter;
+    /// Before a window's first sub-window.
+    fn open_window(&mut self);
+    /// After a sub-window that found `gaps`: each one's class, in order,
+    /// into `classes`, and what the sub-window was.
+    fn close_sub_window(&mut self, gaps: &[Gap], classes: &mut Vec<GapClass>) -> SubWindow;
+    /// NMIs since the start: how many, and their time where known (ns).
+    fn nmis(&self) -> (u64, Option<u64>);
 }
 
 /// The CPU's evidence tables and their values before the current sub-window.
@@ -149,22 +180,83 @@ fn refresh(table: &mut Table, column: &mut Column, cpu: usize) -> bool {
     false
 }
 
-/// Runs one sampler on the calling thread (already pinned and real-time).
+/// The unprivileged tier: the CPU's /proc tables per sub-window.
+pub struct ProcClassifier {
+    evidence: Evidence,
+    counter: NoCounter,
+    nmis_at_start: Option<u64>,
+}
+
+impl ProcClassifier {
+    pub fn open(cpu: usize) -> Result<ProcClassifier, String> {
+        let evidence = Evidence::open(cpu)?;
+        Ok(ProcClassifier {
+            nmis_at_start: evidence.nmi_count(),
+            evidence,
+            counter: NoCounter,
+        })
+    }
+}
+
+impl Classifier for ProcClassifier {
+    type Counter = NoCounter;
+
+    fn counter(&mut self) -> &mut NoCounter {
+        &mut self.counter
+    }
+
+    fn open_window(&mut self) {
+        // The evidence before the first sub-window of this window.
+        self.evidence.step(false);
+    }
+
+    fn close_sub_window(&mut self, gaps: &[Gap], classes: &mut Vec<GapClass>) -> SubWindow {
+        let moved = self.evidence.step(!gaps.is_empty());
+        classes.extend(gaps.iter().map(|gap| classify(gap, moved.as_ref())));
+        SubWindow {
+            classified: moved.is_some(),
+            quiet: moved.as_ref().is_some_and(Moved::is_quiet),
+        }
+    }
+
+    fn nmis(&self) -> (u64, Option<u64>) {
+        let nmis = self
+            .evidence
+            .nmi_count()
+            .zip(self.nmis_at_start)
+            .map_or(0, |(end, start)| end.saturating_sub(start));
+        (nmis, None)
+    }
+}
+
+/// Runs one sampler on the calling thread (already pinned and real-time),
+/// with its tier's classifier.
 pub fn run(plan: &SamplerPlan, stop: &Arc<AtomicBool>) -> CpuOutcome {
     let mut out = CpuOutcome {
         cpu: plan.cpu,
         tid: crate::rt::sched::current_tid(),
         ..CpuOutcome::default()
     };
-    let mut evidence = match Evidence::open(plan.cpu) {
-        Ok(e) => e,
-        Err(e) => {
-            out.error = Some(e);
-            return out;
-        }
+    let started = match &plan.counter {
+        None => ProcClassifier::open(plan.cpu).map(|c| run_with(plan, stop, c, &mut out)),
+        Some(loaded) => super::bpf_counter::BpfClassifier::new(loaded, plan.cpu, out.tid)
+            .map(|c| run_with(plan, stop, c, &mut out)),
     };
-    let nmis_at_start = evidence.nmi_count();
+    if let Err(e) = started {
+        out.error = Some(e);
+    }
+    out
+}
+
+/// Samples window after window with `classifier`.
+fn run_with<C: Classifier>(
+    plan: &SamplerPlan,
+    stop: &Arc<AtomicBool>,
+    mut classifier: C,
+    out: &mut CpuOutcome,
+) {
     let mut gaps: Vec<Gap> = Vec::with_capacity(GAPS_PER_SUB_WINDOW);
+    let mut classes: Vec<GapClass> = Vec::with_capacity(GAPS_PER_SUB_WINDOW);
     out.samples.reserve(1024);
     let mut window_start = plan.first_window_ns;
     loop {
@@ -177,32 +269,27 @@ pub fn run(plan: &SamplerPlan, stop: &Arc<AtomicBool>) -> CpuOutcome {
         let window_end = plan.end_ns.map_or(window_start + plan.width_ns, |e| {
             e.min(window_start + plan.width_ns)
         });
-        sample_window(plan, stop, &mut evidence, &mut gaps, window_end, &mut out);
+        let buffers = (&mut gaps, &mut classes);
+        sample_window(plan, stop, &mut classifier, buffers, window_end, out);
         out.windows += 1;
         window_start += plan.window_ns;
     }
-    out.nmis = evidence
-        .nmi_count()
-        .zip(nmis_at_start)
-        .map_or(0, |(end, start)| end.saturating_sub(start));
-    out
+    (out.nmis, out.nmi_ns) = classifier.nmis();
 }
 
 /// One duty window: sub-windows until `window_end`, every gap classified.
-fn sample_window(
+fn sample_window<C: Classifier>(
     plan: &SamplerPlan,
     stop: &AtomicBool,
-    evidence: &mut Evidence,
-    gaps: &mut Vec<Gap>,
+    classifier: &mut C,
+    (gaps, classes): (&mut Vec<Gap>, &mut Vec<GapClass>),
     window_end: u64,
     out: &mut CpuOutcome,
 ) {
     let mut clock = Monotonic;
-    let mut counter = NoCounter;
     let started = clock.now();
     let mut sample: Option<WindowSample> = None;
-    // The evidence before the first sub-window of this window.
-    evidence.step(false);
+    classifier.open_window();
     while !stop.load(Ordering::Relaxed) {
         let now = clock.now();
         if now >= window_end {
@@ -210,20 +297,18 @@ fn sample_window(
         }
         let until = window_end.min(now + plan.sub_window_ns);
         gaps.clear();
-        let (span, loops, dropped) = spin(&mut counter, &mut clock, until, plan.threshold_ns, gaps);
-        let moved = evidence.step(!gaps.is_empty());
+        classes.clear();
+        let counter = classifier.counter();
+        let (span, loops, dropped) = spin(counter, &mut clock, until, plan.threshold_ns, gaps);
+        let sub_window = classifier.close_sub_window(gaps, classes);
         out.sub_windows += 1;
         out.loops += loops;
         out.gaps_dropped += dropped;
-        match &moved {
-            Some(m) if m.is_quiet() => out.quiet_sub_windows += 1,
-            _ => {}
-        }
-        if moved.is_some() {
+        out.quiet_sub_windows += u64::from(sub_window.quiet);
+        if sub_window.classified {
             out.classified_ns += span;
         }
-        for gap in gaps.iter() {
-            let class: GapClass = classify(gap, moved.as_ref());
+        for (gap, class) in gaps.iter().zip(classes.drain(..)) {
             if out.tally.add(gap, class) {
                 note_sample(&mut sample, gap, plan.realtime_offset_ns);
             }
@@ -252,6 +337,23 @@ fn note_sample(sample: &mut Option<WindowSample>, gap: &Gap, realtime_offset_ns:
     s.sum_ns += gap.ns();
 }
 
+/// Adds `gap` to `gaps`; an interfered one has the counter note what moved
+/// it from `from` to `to` (the bpf tier copies the causes now, before newer
+/// events overwrite them).
+#[inline(always)]
+fn keep<C: InterferenceCounter>(
+    counter: &mut C,
+    gaps: &mut Vec<Gap>,
+    gap: Gap,
+    from: Option<u64>,
+    to: Option<u64>,
+) {
+    if let (Interference::Some, Some(from), Some(to)) = (gap.interference, from, to) {
+        counter.capture(gaps.len(), from, to);
+    }
+    gaps.push(gap);
+}
+
 /// Spins reading pairs until the clock passes `until`; gaps above the
 /// threshold go to `gaps`. Returns the time covered (first t1 to last t2),
 /// the pairs read and the gaps that did not fit.
@@ -266,14 +368,14 @@ pub fn spin<C: InterferenceCounter, K: Clock>(
     let mut previous: Reading = first;
     let (mut loops, mut dropped) = (1u64, 0u64);
     if let Some(g) = gap_of(None, &first, threshold_ns) {
-        gaps.push(g);
+        keep(counter, gaps, g, first.before, first.after);
     }
     while previous.t2 < until {
         let reading = read_pair(counter, clock);
         loops += 1;
         if let Some(g) = gap_of(Some(&previous), &reading, threshold_ns) {
             if gaps.len() < gaps.capacity() {
-                gaps.push(g);
+                keep(counter, gaps, g, previous.after, reading.after);
             } else {
                 dropped += 1;
             }

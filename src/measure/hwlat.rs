@@ -3,7 +3,8 @@
 
 pub use crate::hwlat::machine::SmiCounting;
 pub use crate::hwlat::sampler::CpuOutcome;
-pub use crate::hwlat::{HwlatOutcome, HwlatPlan, UNPRIVILEGED_TIER};
+pub use crate::hwlat::tier::{Decision, Tier, TierChoice};
+pub use crate::hwlat::{HwlatOutcome, HwlatPlan, UNPRIVILEGED_TIER, start_tier};
 use crate::pipeline::{CpuWindow, FinishedTest, Run, RunFacts};
 use crate::report::{
     ConfigDetail, HwlatConfig, HwlatCpu, HwlatSample, OsCause, Series, SeriesDetail, TestConfig,
@@ -45,6 +46,7 @@ pub fn plan_of(settings: &HwlatSettings) -> HwlatPlan {
         window_ns: settings.window_ns,
         sub_window_ns: settings.sub_window_ns,
         duration_ns: settings.duration.map(crate::rt::clock::duration_ns),
+        counter: None,
     }
 }
 
@@ -53,7 +55,11 @@ pub fn measure(
     settings: &HwlatSettings,
     run: &Run<'_>,
 ) -> Result<(FinishedTest, Vec<String>), String> {
-    let plan = plan_of(settings);
+    let decision = start_tier(settings.tier).map_err(|e| e.to_string())?;
+    let plan = HwlatPlan {
+        counter: decision.bpf.clone(),
+        ..plan_of(settings)
+    };
     let window = CpuWindow::open();
     let started = SystemTime::now();
     let outcome = run.measuring(None, |_| self::run(&plan));
@@ -61,7 +67,7 @@ pub fn measure(
     let cpu_use = window.close().of(&settings.cpus);
     let hypervisor = hypervisor();
     let warnings = warnings_of(&outcome, hypervisor.as_deref());
-    let config = config_of(settings, run, hypervisor, &outcome.smi);
+    let config = config_of(settings, run, hypervisor, &outcome.smi, &decision);
     let result = result_of(config, &outcome, settings.priority);
     let facts = RunFacts {
         elapsed: outcome.measured,
@@ -87,6 +93,7 @@ fn config_of(
     run: &Run<'_>,
     hypervisor: Option<String>,
     smi: &SmiCounting,
+    decision: &Decision<std::sync::Arc<crate::probes::interference::load::LoadedInterference>>,
 ) -> TestConfig {
     TestConfig {
         policy: "fifo".into(),
@@ -101,13 +108,23 @@ fn config_of(
             threshold_ns: settings.threshold_ns,
             width_ns: settings.width_ns,
             window_ns: settings.window_ns,
-            sub_window_ns: settings.sub_window_ns,
-            tier: UNPRIVILEGED_TIER.into(),
+            sub_window_ns: plan_sub_window(settings, decision.tier),
+            tier: decision.tier.describe().into(),
+            tier_fallback: decision.fallback.clone(),
             hypervisor,
             smi_counting: describe_smi(smi),
             rt_runtime_us: settings.rt_runtime_us,
             rt_period_us: settings.rt_period_us,
         }),
+    }
+}
+
+/// The sub-window the tier ran with (the bpf tier's only bounds the gaps
+/// kept between two classifications: 100 ms).
+fn plan_sub_window(settings: &HwlatSettings, tier: Tier) -> u64 {
+    match tier {
+        Tier::Bpf => settings.width_ns.min(100_000_000),
+        _ => settings.sub_window_ns,
     }
 }
 
@@ -201,6 +218,11 @@ fn cpu_of(c: &CpuOutcome, outcome: &HwlatOutcome) -> HwlatCpu {
         spun_ns: c.spun_ns,
         classified_ns: c.classified_ns,
         loops: c.loops,
+        loops_per_s: if c.spun_ns > 0 {
+            c.loops as f64 * 1e9 / c.spun_ns as f64
+        } else {
+            0.0
+        },
         hardware_gaps: c.tally.hardware_count(),
         hardware_ns: c.tally.hardware_ns,
         os_gaps: c.tally.os_count,
@@ -209,6 +231,7 @@ fn cpu_of(c: &CpuOutcome, outcome: &HwlatOutcome) -> HwlatCpu {
         os_causes,
         gaps_dropped: c.gaps_dropped,
         nmis: c.nmis,
+        nmi_ns: c.nmi_ns,
         smis: outcome.smis.get(&c.cpu).copied(),
         steal_ns: outcome.steal_ns.get(&c.cpu).copied().unwrap_or(0),
         samples: samples_of(c),

@@ -86,6 +86,7 @@ mod tests {
             spun_ns: 4_500_000_000,
             classified_ns: 0,
             loops: 0,
+            loops_per_s: 0.0,
             hardware_gaps: 3,
             hardware_ns: 45_000,
             os_gaps: 0,
@@ -94,6 +95,7 @@ mod tests {
             os_causes: vec![],
             gaps_dropped: 0,
             nmis: 2,
+            nmi_ns: None,
             smis: None,
             steal_ns: 0,
             samples: vec![HwlatSample {

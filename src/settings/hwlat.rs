@@ -2,7 +2,8 @@
 //! rule `hwlatdetect` shares: a sampler may not outspin RT throttling.
 
 use super::{UsageError, VerdictSettings, check_cpu, checked_priority};
-use crate::cli::hwlat::{HwlatArgs, HwlatFormat};
+use crate::cli::hwlat::{HwlatArgs, HwlatFormat, TierArg};
+use crate::hwlat::tier::{TierChoice, TierError};
 use crate::rt::sched::{self, Policy};
 use crate::units::format_ns;
 use std::time::Duration;
@@ -17,6 +18,7 @@ pub struct HwlatSettings {
     pub sub_window_ns: u64,
     pub duration: Option<Duration>,
     pub format: HwlatFormat,
+    pub tier: TierChoice,
     pub rt_runtime_us: Option<i64>,
     pub rt_period_us: Option<i64>,
     pub lock_memory: bool,
@@ -63,6 +65,16 @@ pub fn check_duty(
     Ok(())
 }
 
+/// `--tier`: a tier this build has not yet is bad usage.
+fn tier_of(arg: TierArg) -> Result<TierChoice, UsageError> {
+    match arg {
+        TierArg::Auto => Ok(TierChoice::Auto),
+        TierArg::Bpf => Ok(TierChoice::Bpf),
+        TierArg::Unprivileged => Ok(TierChoice::Unprivileged),
+        TierArg::Tracefs => Err(UsageError(TierError::NotAvailable("tracefs").to_string())),
+    }
+}
+
 impl HwlatSettings {
     pub fn from_args(args: &HwlatArgs) -> Result<HwlatSettings, UsageError> {
         let machine = crate::doctor::Machine::live();
@@ -97,6 +109,7 @@ impl HwlatSettings {
             sub_window_ns: args.sub_window,
             duration: args.duration,
             format: args.format,
+            tier: tier_of(args.tier)?,
             rt_runtime_us,
             rt_period_us,
             lock_memory: !args.no_mlockall,

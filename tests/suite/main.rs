@@ -51,6 +51,7 @@ mod widths;
 /// Live runs of many seconds each: `cargo test-quick` leaves them out.
 mod slow {
     mod bpf;
+    mod hwlat_bpf;
     mod cyclicdeadline_compat;
     mod cyclictest_golden;
     mod cyclictest_signals;

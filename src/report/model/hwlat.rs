@@ -17,6 +17,9 @@ pub struct HwlatConfig {
     pub sub_window_ns: u64,
     /// Which tier classified the gaps.
     pub tier: String,
+    /// Why the tiers tried before it did not run (`bpf: WHY`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier_fallback: Option<String>,
     /// The hypervisor latscope ran under: hardware gaps are its time.
     pub hypervisor: Option<String>,
     /// How SMIs were counted, or why they could not be.
@@ -46,6 +49,9 @@ pub struct HwlatCpu {
     pub spun_ns: u64,
     pub classified_ns: u64,
     pub loops: u64,
+    /// Pairs read per second of spinning (loops / spun_ns).
+    #[serde(default)]
+    pub loops_per_s: f64,
     /// Gaps above the threshold with no interference (also the Series' samples).
     pub hardware_gaps: u64,
     pub hardware_ns: u64,
@@ -57,6 +63,9 @@ pub struct HwlatCpu {
     /// Gaps not kept (more in one sub-window than the buffer holds).
     pub gaps_dropped: u64,
     pub nmis: u64,
+    /// The NMI handlers' time over the run, ns (the bpf tier only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nmi_ns: Option<u64>,
     /// SMIs counted over the run; None when not countable here.
     pub smis: Option<u64>,
     /// This CPU's steal time over the run (/proc/stat), ns.

@@ -20,7 +20,19 @@ fn the_json_report_has_each_cpus_gaps_by_class() {
     let (_dir, file) = temp_file("hwlat.json");
     let mut cmd = latscope(60);
     cmd.args([
-        "hwlat", "-D", "1", "--cpu", "0", "--width", "100ms", "--window", "200ms", "-q", "--json",
+        "hwlat",
+        "-D",
+        "1",
+        "--cpu",
+        "0",
+        "--width",
+        "100ms",
+        "--window",
+        "200ms",
+        "--tier",
+        "unprivileged",
+        "-q",
+        "--json",
     ])
     .arg(&file);
     let out = run(cmd);
