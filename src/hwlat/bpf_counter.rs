@@ -106,7 +106,9 @@ impl Classifier for BpfClassifier {
             classes.push(match gap.interference {
                 Interference::None => GapClass::Hardware,
                 Interference::Some => match self.counter.captures.get(i) {
-                    Some(causes) => GapClass::Os(name_causes(causes, self.own_tid, &self.irq_names)),
+                    Some(causes) => {
+                        GapClass::Os(name_causes(causes, self.own_tid, &self.irq_names))
+                    }
                     None => GapClass::Os("interference".into()),
                 },
                 Interference::Unknown => GapClass::Os("unclassified".into()),
@@ -182,7 +184,12 @@ pub fn name_causes(causes: &GapCauses, own_tid: u32, irqs: &BTreeMap<u32, String
         .collect();
     if names.is_empty() {
         let switched = causes.kept().iter().any(|c| c.kind() == Some(Kind::Switch));
-        return if switched { "task switch" } else { "interference" }.to_string();
+        return if switched {
+            "task switch"
+        } else {
+            "interference"
+        }
+        .to_string();
     }
     names
         .into_iter()
@@ -193,8 +200,8 @@ pub fn name_causes(causes: &GapCauses, own_tid: u32, irqs: &BTreeMap<u32, String
 
 #[cfg(test)]
 mod tests {
-    use super::super::protocol::{gap_of, read_pair};
     use super::super::protocol::fake::ScriptClock;
+    use super::super::protocol::{gap_of, read_pair};
     use super::*;
     use crate::probes::interference::layout::{RING, SLOT_SIZE, entry, header};
 

@@ -115,7 +115,9 @@ fn a_short_run_prints_hwlatdetects_lines_and_judges_by_the_hardlimit() {
     } else {
         "latscope-unprivileged"
     };
-    let expected_head = format!("hwlatdetect:  test duration 1 seconds\n   detector: {detector}\n   parameters:\n        CPU list:          0\n        Latency threshold: 20us\n        Sample window:      100000us\n        Sample width:      50000us\n     Non-sampling period:  50000us\n");
+    let expected_head = format!(
+        "hwlatdetect:  test duration 1 seconds\n   detector: {detector}\n   parameters:\n        CPU list:          0\n        Latency threshold: 20us\n        Sample window:      100000us\n        Sample width:      50000us\n     Non-sampling period:  50000us\n"
+    );
     assert!(text.starts_with(&expected_head), "{}", describe(&out));
     let lines: Vec<&str> = text.lines().collect();
     let finished = lines

@@ -51,7 +51,6 @@ mod widths;
 /// Live runs of many seconds each: `cargo test-quick` leaves them out.
 mod slow {
     mod bpf;
-    mod hwlat_bpf;
     mod cyclicdeadline_compat;
     mod cyclictest_golden;
     mod cyclictest_signals;
@@ -64,6 +63,7 @@ mod slow {
     mod fleet_windows;
     mod hostile_input;
     mod hwlat;
+    mod hwlat_bpf;
     mod ipc_family;
     mod kcompile_load;
     mod kernelci_dropins;

@@ -76,7 +76,13 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 5] = [Kind::Irq, Kind::Vector, Kind::Softirq, Kind::Nmi, Kind::Switch];
+    pub const ALL: [Kind; 5] = [
+        Kind::Irq,
+        Kind::Vector,
+        Kind::Softirq,
+        Kind::Nmi,
+        Kind::Switch,
+    ];
 
     pub fn from_code(code: u32) -> Option<Kind> {
         Kind::ALL.into_iter().find(|k| *k as u32 == code)

@@ -31,7 +31,12 @@ impl std::fmt::Debug for LoadedInterference {
 /// tracefs directory).
 fn event_exists(kernel: &KernelTypes, system: &str, name: &str) -> bool {
     kernel.btf().is_ok_and(|btf| btf.tracepoint(name).is_ok())
-        || kernel.tracefs.join("events").join(system).join(name).is_dir()
+        || kernel
+            .tracefs
+            .join("events")
+            .join(system)
+            .join(name)
+            .is_dir()
 }
 
 impl LoadedInterference {

@@ -127,7 +127,10 @@ impl Recipe {
 
     /// The recipe on a raw tracepoint's arguments (`members`: where a
     /// BTF-typed switch finds the tasks' pid and name).
-    pub fn of_arguments(source: Source, members: Option<&TaskMembers>) -> Result<Recipe, ProbeError> {
+    pub fn of_arguments(
+        source: Source,
+        members: Option<&TaskMembers>,
+    ) -> Result<Recipe, ProbeError> {
         Ok(match source {
             Source::Irq => Recipe::Operand {
                 kind: Kind::Irq,
@@ -246,7 +249,11 @@ pub fn program(recipe: &Recipe, map_fd: i32) -> Result<Code, ProbeError> {
     asm.note("event i: COUNT += 1 (r1 = i); commit word i + 1 on the stack");
     // The sampler's one load reads COUNT: it moves before anything else.
     asm.push(Insn::mov64_imm(Reg::R1, 1))
-        .push(Insn::atomic_fetch_add64(SLOT, header::COUNT as i16, Reg::R1))
+        .push(Insn::atomic_fetch_add64(
+            SLOT,
+            header::COUNT as i16,
+            Reg::R1,
+        ))
         .push(Insn::mov64_reg(Reg::R2, Reg::R1))
         .push(Insn::alu64_imm(Alu::Add, Reg::R2, 1))
         .push(Insn::stx(Size::DW, Reg::R10, COMMIT_ON_STACK, Reg::R2));
@@ -257,7 +264,12 @@ pub fn program(recipe: &Recipe, map_fd: i32) -> Result<Code, ProbeError> {
         .push(Insn::mov64_reg(ENTRY, SLOT))
         .push(Insn::alu64_reg(Alu::Add, ENTRY, Reg::R1))
         .push(Insn::st(Size::DW, ENTRY, at(entry::SEQ), 0))
-        .push(Insn::st(Size::W, ENTRY, at(entry::KIND), recipe.kind() as i32));
+        .push(Insn::st(
+            Size::W,
+            ENTRY,
+            at(entry::KIND),
+            recipe.kind() as i32,
+        ));
     write_operands(&mut asm, recipe)?;
     asm.note("commit: SEQ = i + 1");
     asm.push(Insn::ldx(Size::DW, Reg::R1, Reg::R10, COMMIT_ON_STACK))

@@ -53,15 +53,20 @@ impl Cpu {
             self.memory.store(CTX_AT + 8 * i as u64, 8, *arg).unwrap();
         }
         let code = program(recipe, 3).unwrap();
-        let r0 = run(&code, CTX_AT, &mut self.memory, &mut |id, r, memory| match id {
-            8 => 0,
-            1 => {
-                assert_eq!(r[1], 3, "the map's descriptor");
-                assert_eq!(memory.load(r[2], 4), Ok(0), "CPU 0's key");
-                SLOT_AT
-            }
-            other => panic!("helper {other}"),
-        })
+        let r0 = run(
+            &code,
+            CTX_AT,
+            &mut self.memory,
+            &mut |id, r, memory| match id {
+                8 => 0,
+                1 => {
+                    assert_eq!(r[1], 3, "the map's descriptor");
+                    assert_eq!(memory.load(r[2], 4), Ok(0), "CPU 0's key");
+                    SLOT_AT
+                }
+                other => panic!("helper {other}"),
+            },
+        )
         .unwrap();
         assert_eq!(r0, 0);
     }
@@ -139,8 +144,10 @@ fn a_typed_switch_names_both_tasks() {
 
 #[test]
 fn a_classic_switch_reads_its_record() {
-    let format =
-        EventFormat::parse(include_str!("../../rt/tracefs/testdata/sched_switch.format")).unwrap();
+    let format = EventFormat::parse(include_str!(
+        "../../rt/tracefs/testdata/sched_switch.format"
+    ))
+    .unwrap();
     let recipe = Recipe::of_record(Source::Switch, &format).unwrap();
     let mut cpu = Cpu::new();
     let set = |cpu: &mut Cpu, name: &str, value: u64| {

@@ -371,7 +371,12 @@ fn at_record(field: usize) -> i16 {
 /// Copies the 16-byte name `comm` (a record's field or a task's member) to
 /// `offset` from `dst`, in the widest loads its alignment allows (clobbers
 /// R1 and `POINTER`).
-pub(crate) fn copy_comm(asm: &mut Asm, dst: Reg, offset: usize, comm: &Value) -> Result<(), ProbeError> {
+pub(crate) fn copy_comm(
+    asm: &mut Asm,
+    dst: Reg,
+    offset: usize,
+    comm: &Value,
+) -> Result<(), ProbeError> {
     let (base, from) = match comm {
         Value::Field(field) => (CTX, field.offset),
         Value::Member { arg, offset, .. } => {
