@@ -13,12 +13,7 @@ use crate::settings::hwlat::HwlatSettings;
 /// `latscope hwlat`.
 pub fn run(args: &HwlatArgs) -> Result<i32, CommandError> {
     let settings = HwlatSettings::from_args(args)?;
-    // --tier bpf where BPF cannot run: its own line, before the real-time
-    // set-up (an ordinary user gets this line, not the set-up's).
-    crate::hwlat::tier::check_before_run(settings.tier, || {
-        crate::probes::interference::check().map_err(|e| e.0)
-    })
-    .map_err(|e| CommandError::Runtime(e.to_string()))?;
+    hwlat_run::check_before_run(&settings).map_err(CommandError::Runtime)?;
     pipeline::run(&mut HwlatCommand { settings })
 }
 

@@ -46,13 +46,7 @@ fn run_checked(args: &[String]) -> Result<i32, UsageError> {
     for line in &s.debug_lines {
         out.print(line);
     }
-    // The tier that measures (the bpf tier where its programs load), named
-    // by the `detector:` line.
-    let decision = hwlat_run::start_tier(hwlat_run::TierChoice::Auto)
-        .map_err(|e| UsageError(e.to_string()))?;
-    if let Some(why) = &decision.fallback {
-        out.debug(&format!("tier: {} ({why})", decision.tier.describe()));
-    }
+    let decision = hwlat_run::detector_tier(&mut |line| out.debug(line)).map_err(UsageError)?;
     // Paging in the samplers' stacks and buffers is no latency to measure.
     let _ = crate::rt::sched::lock_all_memory_if_affordable();
     let header = text::Header {

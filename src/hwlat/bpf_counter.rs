@@ -6,9 +6,8 @@
 //! causes the kernel noted for exactly the events counted across the gap
 //! (copied at the gap, named after the sub-window, off the clock).
 
-use super::classify::GapClass;
+use super::classify::{Classifier, GAPS_PER_SUB_WINDOW, GapClass, SubWindow};
 use super::protocol::{Gap, Interference, InterferenceCounter};
-use super::sampler::{Classifier, GAPS_PER_SUB_WINDOW, SubWindow};
 use crate::probes::interference::layout::{Kind, vector_label};
 use crate::probes::interference::load::LoadedInterference;
 use crate::probes::interference::read::{GapCauses, RawCause, SlotView};

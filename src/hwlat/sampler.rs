@@ -5,6 +5,7 @@
 //! tier's /proc tables (`ProcClassifier`, classify.rs), or the bpf tier's
 //! per-CPU counter (`bpf_counter.rs`).
 
+use super::classify::{Classifier, GAPS_PER_SUB_WINDOW, SubWindow};
 use super::classify::{GapClass, Moved, Tally, WindowSample, classify};
 use super::proc_counts::{Column, Table, thread_switches};
 use super::protocol::{Clock, Gap, Interference, InterferenceCounter, Monotonic, NoCounter};
@@ -13,9 +14,6 @@ use crate::probes::interference::load::LoadedInterference;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Gaps kept per sub-window; more are counted as dropped (a sub-window of
-/// 0.5 ms holds at most 50 gaps of 10 us).
-pub const GAPS_PER_SUB_WINDOW: usize = 1024;
 /// Window samples kept for the hwlatdetect lines (one per window with a
 /// hardware gap: a week of 1 s windows).
 const MAX_SAMPLES: usize = 700_000;
@@ -62,29 +60,6 @@ pub struct CpuOutcome {
     /// The NMI handlers' time over the run, ns (the bpf tier only).
     pub nmi_ns: Option<u64>,
     pub error: Option<String>,
-}
-
-/// What one sub-window was, for its CPU's counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SubWindow {
-    /// Its gaps could be classified.
-    pub classified: bool,
-    /// Nothing moved across it.
-    pub quiet: bool,
-}
-
-/// How a tier classifies a sampler's gaps: the counter its read protocol
-/// reads, and the classes of a sub-window's gaps once it is over.
-pub trait Classifier {
-    type Counter: InterferenceCounter;
-    fn counter(&mut self) -> &mut Self::Counter;
-    /// Before a window's first sub-window.
-    fn open_window(&mut self);
-    /// After a sub-window that found `gaps`: each one's class, in order,
-    /// into `classes`, and what the sub-window was.
-    fn close_sub_window(&mut self, gaps: &[Gap], classes: &mut Vec<GapClass>) -> SubWindow;
-    /// NMIs since the start: how many, and their time where known (ns).
-    fn nmis(&self) -> (u64, Option<u64>);
 }
 
 /// The CPU's evidence tables and their values before the current sub-window.

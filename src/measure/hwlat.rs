@@ -6,6 +6,7 @@ pub use crate::hwlat::sampler::CpuOutcome;
 pub use crate::hwlat::tier::{Decision, Tier, TierChoice};
 pub use crate::hwlat::{HwlatOutcome, HwlatPlan, UNPRIVILEGED_TIER, start_tier};
 use crate::pipeline::{CpuWindow, FinishedTest, Run, RunFacts};
+use crate::probes::interference::load::LoadedInterference;
 use crate::report::{
     ConfigDetail, HwlatConfig, HwlatCpu, HwlatSample, OsCause, Series, SeriesDetail, TestConfig,
     TestResult,
@@ -13,11 +14,33 @@ use crate::report::{
 use crate::rt::signals::stop_signalled;
 use crate::settings::hwlat::HwlatSettings;
 use crate::stats::LatencyRecorder;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 /// What one sample is, for the report.
 pub const DESCRIPTION: &str =
     "hardware gaps: gaps between two clock reads above the threshold with no interference counted";
+
+/// `--tier bpf` where BPF cannot run: its own line, before the real-time
+/// set-up (an ordinary user gets this line, not the set-up's).
+pub fn check_before_run(settings: &HwlatSettings) -> Result<(), String> {
+    crate::hwlat::tier::check_before_run(settings.tier, || {
+        crate::probes::interference::check().map_err(|e| e.0)
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// The tier the `hwlatdetect` name measures with (`auto`); a fallback is
+/// told to `debug` (its `--debug` lines).
+pub fn detector_tier(
+    debug: &mut dyn FnMut(&str),
+) -> Result<Decision<Arc<LoadedInterference>>, String> {
+    let decision = start_tier(TierChoice::Auto).map_err(|e| e.to_string())?;
+    if let Some(why) = &decision.fallback {
+        debug(&format!("tier: {} ({why})", decision.tier.describe()));
+    }
+    Ok(decision)
+}
 
 /// Runs `plan` until its duration ends or SIGINT/SIGTERM.
 pub fn run(plan: &HwlatPlan) -> HwlatOutcome {
@@ -93,7 +116,7 @@ fn config_of(
     run: &Run<'_>,
     hypervisor: Option<String>,
     smi: &SmiCounting,
-    decision: &Decision<std::sync::Arc<crate::probes::interference::load::LoadedInterference>>,
+    decision: &Decision<Arc<LoadedInterference>>,
 ) -> TestConfig {
     TestConfig {
         policy: "fifo".into(),
