@@ -7,14 +7,14 @@ use super::layout::SLOT_SIZE;
 use super::program::{LADDER, Source, generate};
 use super::read::SlotView;
 use crate::probes::ProbeError;
-use crate::probes::hook::{AttachWay, Event, Hooked, KernelTypes, hook};
-use crate::rt::bpf::{BPF_F_MMAPABLE, Map, MapKind, MappedArray, Program};
+use crate::probes::hook::{Event, Hooked, KernelTypes, hook};
+use crate::rt::bpf::{BPF_F_MMAPABLE, Map, MapKind, MappedArray};
 use std::path::Path;
 
 /// The map, its mapping and the programs, attached.
 pub struct LoadedInterference {
     /// Declared first: detached before the map is closed.
-    hooked: Vec<(Source, Hooked)>,
+    hooked: Vec<Hooked>,
     mapped: MappedArray,
     _map: Map,
 }
@@ -73,7 +73,7 @@ impl LoadedInterference {
             let one = hook(&kernel, event, &LADDER, &mut |way, view| {
                 generate(source, way, view, map.fd())
             })?;
-            hooked.push((source, one));
+            hooked.push(one);
         }
         Ok(LoadedInterference {
             hooked,
@@ -88,21 +88,5 @@ impl LoadedInterference {
         // SAFETY: a whole slot of the mapping, which `self` keeps mapped;
         // the caller holds `self` (an Arc) while it reads.
         Some(unsafe { SlotView::new(at.cast_const()) })
-    }
-
-    /// The events hooked and the way each took (for the report).
-    pub fn ways(&self) -> Vec<(String, AttachWay)> {
-        self.hooked
-            .iter()
-            .map(|(source, h)| (source.event().1, h.way))
-            .collect()
-    }
-
-    /// The loaded programs' descriptors (for their run-time statistics).
-    pub fn program_fds(&self) -> Vec<i32> {
-        self.hooked
-            .iter()
-            .map(|(_, h)| Program::fd(&h.program))
-            .collect()
     }
 }
