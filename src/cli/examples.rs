@@ -86,8 +86,7 @@ pub const NOISE: &str = "Examples:
 pub const HWLAT: &str = "Examples:
   latscope hwlat -D 60                      # every CPU, 500 ms of every 1 s, gaps above 10 us
   latscope hwlat --cpu 1 -D 10m --json hw.json --fail-if 'max>50us'
-  latscope hwlat -D 60 --format hwnoise     # rtla hwnoise's table
-  latscope hwlat -D 60 --tier unprivileged  # /proc tables per 0.5 ms, no BPF needed";
+  latscope hwlat -D 60 --format hwnoise     # rtla hwnoise's table";
 
 pub const HWLATDETECT: &str = "Examples:
   latscope hwlatdetect --duration 15s --threshold 20 --hardlimit 20
