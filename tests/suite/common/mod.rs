@@ -1128,3 +1128,31 @@ pub fn bpftool_usable(test: &str) -> bool {
     }
     ok
 }
+
+/// The BPF objects process `pid` holds once it holds `programs` programs
+/// (they load once its threads are set up: waits up to 10 s).
+pub fn bpf_ids_once_loaded(pid: u32, programs: usize) -> Vec<String> {
+    let mut held = Vec::new();
+    for _ in 0..100 {
+        std::thread::sleep(Duration::from_millis(100));
+        held = bpf_ids_of(pid);
+        if held.iter().filter(|id| id.starts_with("prog_id")).count() >= programs {
+            break;
+        }
+    }
+    held
+}
+
+/// Of `held`, what the kernel still has once their process is gone (it
+/// frees them after an RCU grace period: waits up to 5 s).
+pub fn bpf_ids_left(held: &[String]) -> Vec<String> {
+    let mut left = held.to_vec();
+    for _ in 0..50 {
+        left.retain(|id| still_loaded(id));
+        if left.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    left
+}

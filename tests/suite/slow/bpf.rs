@@ -293,14 +293,7 @@ fn check_kill_9_leaves_nothing(test: &str, line: &str, programs: usize) {
     let child = spawn(&a);
     let pid = child.child.id();
     // The programs are loaded once the threads are set up (well under 2 s).
-    let mut held = Vec::new();
-    for _ in 0..50 {
-        std::thread::sleep(Duration::from_millis(100));
-        held = bpf_ids_of(pid);
-        if held.iter().filter(|id| id.starts_with("prog_id")).count() >= programs {
-            break;
-        }
-    }
+    let held = bpf_ids_once_loaded(pid, programs);
     assert!(
         held.iter().any(|id| id.starts_with("map_id")),
         "the run holds no map: {held:?}"
@@ -318,14 +311,7 @@ fn check_kill_9_leaves_nothing(test: &str, line: &str, programs: usize) {
     );
     // The kernel frees them once the last descriptor is gone (after an RCU
     // grace period): give it a moment.
-    let mut left = held.clone();
-    for _ in 0..50 {
-        left.retain(|id| still_loaded(id));
-        if left.is_empty() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let left = bpf_ids_left(&held);
     assert!(left.is_empty(), "left behind after kill -9: {left:?}");
     // No tracefs instance either (the BPF collector makes none).
     let instances: Vec<String> = std::fs::read_dir("/sys/kernel/tracing/instances")

@@ -472,14 +472,7 @@ fn stopping_or_killing_a_bpf_tier_run_leaves_no_program_or_map() {
         let child = spawn(&args("hwlat --tier bpf --cpu 0 -q"));
         let pid = child.child.id();
         // IRQ, softirq and switch at least, and the map.
-        let mut held = Vec::new();
-        for _ in 0..100 {
-            std::thread::sleep(Duration::from_millis(100));
-            held = bpf_ids_of(pid);
-            if held.iter().filter(|id| id.starts_with("prog_id")).count() >= 3 {
-                break;
-            }
-        }
+        let held = bpf_ids_once_loaded(pid, 3);
         assert!(
             held.iter().any(|id| id.starts_with("map_id")),
             "no map: {held:?}"
@@ -500,14 +493,7 @@ fn stopping_or_killing_a_bpf_tier_run_leaves_no_program_or_map() {
                 dump(status, &stdout, &stderr)
             );
         }
-        let mut left = held.clone();
-        for _ in 0..50 {
-            left.retain(|id| still_loaded(id));
-            if left.is_empty() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let left = bpf_ids_left(&held);
         assert!(left.is_empty(), "signal {signal}: left behind: {left:?}");
     }
 }
