@@ -1190,3 +1190,46 @@ pub fn bpf_ids_left(held: &[String]) -> Vec<String> {
     }
     left
 }
+
+/// Threads that provoke interference at real-time priority (slow::hwlat_bpf,
+/// slow::hwlat_provoked): each checks `stop` and its own deadline, and
+/// blocks between its bursts; dropping this sets `stop` and joins them all,
+/// so none outlives its test, even when latscope fails or the test panics.
+pub struct Provokers<T> {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<JoinHandle<T>>,
+}
+
+impl<T> Provokers<T> {
+    pub fn new(stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> Provokers<T> {
+        Provokers {
+            stop,
+            threads: Vec::new(),
+        }
+    }
+
+    pub fn add(&mut self, thread: JoinHandle<T>) {
+        self.threads.push(thread);
+    }
+
+    /// Stops and joins every thread; what each gave, in the order added (a
+    /// thread that panicked panics here, once all are joined).
+    pub fn finish(mut self) -> Vec<T> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let joined: Vec<std::thread::Result<T>> =
+            self.threads.drain(..).map(JoinHandle::join).collect();
+        joined
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    }
+}
+
+impl<T> Drop for Provokers<T> {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
