@@ -81,12 +81,6 @@ done
 echo
 echo "== in-kernel cost per program run (kernel.bpf_stats_enabled=1, one run)"
 bpf_stats on
-snapshot_programs() { # $1 = process group, $2 = run name
-  sleep 1
-  programs_snapshot "$OUT/$2.before.json" "$1"
-  sleep $((S - 2 > 0 ? S - 2 : 1))
-  programs_snapshot "$OUT/$2.after.json" "$1"
-}
 RUN_PROBE=snapshot_programs
 # shellcheck disable=SC2086
 run_bounded bpf-stats $((S + 30)) "$LATSCOPE" $BASE --breakdown --collector bpf --json "$OUT/bpf-stats.json"

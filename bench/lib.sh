@@ -47,6 +47,8 @@
 #   bpf_stats on|off                  kernel.bpf_stats_enabled (put back as it was on exit)
 #   programs_snapshot FILE [PGID]     `bpftool prog show -j` into FILE (with its time in FILE.t),
 #                                     only the programs of process group PGID when given
+#   snapshot_programs PGID NAME       (a RUN_PROBE) programs_snapshot 1 s in and 1 s before the
+#                                     end of a $SECS s run: $OUT/NAME.before.json, .after.json
 #   program_costs BEFORE AFTER CPUS [RUNS_ONLY]
 #                                     per latscope_ program between two snapshots: runs,
 #                                     ns per run, runs per second per CPU, % of each CPU
@@ -535,6 +537,16 @@ program_costs() {
     { printf 'program\truns\tns_per_run\truns_per_s_per_cpu\tpercent_of_each_cpu\n'
       awk -F'\t' '{ printf "%s\t%d\t%.1f\t%.0f\t%.3f\n", $1, $2, $3, $4, $5 }'; } |
     column -t -s $'\t'
+}
+
+# snapshot_programs PGID NAME (a RUN_PROBE): programs_snapshot of the run's
+# programs 1 s in ($OUT/NAME.before.json) and 1 s before its end of $SECS
+# seconds ($OUT/NAME.after.json), for program_costs.
+snapshot_programs() {
+  sleep 1
+  programs_snapshot "$OUT/$2.before.json" "$1"
+  sleep $((SECS - 2 > 0 ? SECS - 2 : 1))
+  programs_snapshot "$OUT/$2.after.json" "$1"
 }
 
 SPINNER=""

@@ -13,6 +13,7 @@ use crate::settings::hwlat::HwlatSettings;
 /// `latscope hwlat`.
 pub fn run(args: &HwlatArgs) -> Result<i32, CommandError> {
     let settings = HwlatSettings::from_args(args)?;
+    hwlat_run::check_before_run(&settings).map_err(CommandError::Runtime)?;
     pipeline::run(&mut HwlatCommand { settings })
 }
 

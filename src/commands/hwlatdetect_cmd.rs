@@ -43,11 +43,11 @@ fn run_checked(args: &[String]) -> Result<i32, UsageError> {
     for line in &s.debug_lines {
         out.print(line);
     }
+    // The `detector:` word names the most precise tier that runs here.
+    let tier = hwlat_run::detector_tier(&mut |line| out.debug(line));
+    let detector = tier.detector();
     // Paging in the samplers' stacks and buffers is no latency to measure.
     let _ = crate::rt::sched::lock_all_memory_if_affordable();
-    // The `detector:` word names the most precise tier that runs here.
-    let tier = hwlat_run::auto_tier();
-    let detector = format!("latscope-{}", tier.name());
     let header = text::Header {
         duration_s: s.duration_s,
         detector: &detector,

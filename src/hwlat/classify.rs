@@ -8,7 +8,7 @@
 //! sampler's context switches moved across it, its gaps are hardware. The
 //! sub-windows are short (0.5 ms) so that most fall between two ticks.
 
-use super::protocol::{Gap, Interference};
+use super::protocol::{Gap, Interference, InterferenceCounter};
 use crate::stats::LatencyRecorder;
 use std::collections::BTreeMap;
 
@@ -140,6 +140,33 @@ impl Tally {
     pub fn hardware_count(&self) -> u64 {
         self.hardware.count()
     }
+}
+
+/// Gaps kept per sub-window; more are counted as dropped (a sub-window of
+/// 0.5 ms holds at most 50 gaps of 10 us).
+pub const GAPS_PER_SUB_WINDOW: usize = 1024;
+
+/// What one sub-window was, for its CPU's counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubWindow {
+    /// Its gaps could be classified.
+    pub classified: bool,
+    /// Nothing moved across it.
+    pub quiet: bool,
+}
+
+/// How a tier classifies a sampler's gaps: the counter its read protocol
+/// reads, and the classes of a sub-window's gaps once it is over.
+pub trait Classifier {
+    type Counter: InterferenceCounter;
+    fn counter(&mut self) -> &mut Self::Counter;
+    /// Before a window's first sub-window.
+    fn open_window(&mut self);
+    /// After a sub-window that found `gaps`: each one's class, in order,
+    /// into `classes`, and what the sub-window was.
+    fn close_sub_window(&mut self, gaps: &[Gap], classes: &mut Vec<GapClass>) -> SubWindow;
+    /// NMIs since the start: how many, and their time where known (ns).
+    fn nmis(&self) -> (u64, Option<u64>);
 }
 
 #[cfg(test)]

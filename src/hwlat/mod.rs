@@ -5,18 +5,20 @@
 //! kernel counts ran across it: firmware, an SMI, or the hypervisor in a
 //! guest) or **OS** (with its cause).
 //!
-//! Tiers (tier.rs): the **unprivileged** tier (window-precise: the CPU's
-//! `/proc/interrupts` and `/proc/softirqs` columns and the sampler's
-//! context switches, read between 0.5 ms sub-windows), and the **tracefs**
-//! tier (traced.rs: gap-precise, each gap overlapped with the IRQ, softirq,
-//! NMI and switch events of a private trace instance). The read protocol
-//! takes an `InterferenceCounter` (protocol.rs) so that the bpf tier, a
-//! per-CPU counter read with one load, decides each gap by itself.
+//! Tiers (tier.rs decides): the **bpf** tier (`bpf_counter.rs`: a per-CPU
+//! counter the kernel bumps, read with one load around each pair through
+//! the read protocol's `InterferenceCounter`, so each gap is decided by
+//! itself), the **tracefs** tier (traced.rs: gap-precise, each gap
+//! overlapped with the IRQ, softirq, NMI and switch events of a private
+//! trace instance), and the **unprivileged** tier (window-precise: the
+//! CPU's `/proc/interrupts` and `/proc/softirqs` columns and the sampler's
+//! context switches, read between 0.5 ms sub-windows).
 //!
 //! The CPUs' duty windows are staggered (CPU i starts i/N of a window
 //! later) so that, while the duty cycle allows it, some CPU is always free
 //! for the rest of the machine: a 2-CPU box stays responsive at 50 %.
 
+pub mod bpf_counter;
 pub mod classify;
 pub mod gap_log;
 pub mod machine;
@@ -26,6 +28,7 @@ pub mod sampler;
 pub mod tier;
 pub mod traced;
 
+use crate::probes::interference::load::LoadedInterference;
 use crate::report::EndReason;
 use crate::rt::sched::Policy;
 use sampler::{CpuOutcome, SamplerPlan};
@@ -43,6 +46,9 @@ const START_DELAY_NS: u64 = 20_000_000;
 
 /// The tier that ran, as the output names it.
 pub use tier::UNPRIVILEGED_TIER;
+/// The bpf tier classifies each gap by itself: its sub-windows only bound
+/// the gaps kept between two classifications.
+pub const BPF_SUB_WINDOW_NS: u64 = 100_000_000;
 
 /// Everything a run needs, checked by the settings.
 #[derive(Debug, Clone)]
@@ -55,7 +61,7 @@ pub struct HwlatPlan {
     pub sub_window_ns: u64,
     pub duration_ns: Option<u64>,
     /// The tier decided (tier.rs); `fall_back`: when it cannot start, the
-    /// unprivileged tier runs instead (`--tier auto`).
+    /// next tier runs instead (`--tier auto`: bpf, tracefs, unprivileged).
     pub tier: Tier,
     pub fall_back: bool,
     /// Log every gap (`--gaps`).
@@ -98,12 +104,15 @@ pub fn run(plan: &HwlatPlan, stop_signalled: &mut dyn FnMut(Duration) -> bool) -
     let realtime_offset_ns = crate::rt::clock::read_clock(libc::CLOCK_REALTIME) as i64
         - crate::rt::clock::monotonic_ns() as i64;
     // The trace starts before the samplers spin, from this (unpinned) thread.
-    let (trace, tier, tier_fallback) = start_tier(plan, realtime_offset_ns);
-    let mut sampled = match &trace {
+    let (started, tier, tier_fallback) = start_tier(plan, realtime_offset_ns);
+    let mut sampled = match &started {
         Err(e) => Sampled::failed(e.clone()),
-        Ok(trace) => sample(plan, trace.as_ref(), realtime_offset_ns, stop_signalled),
+        Ok(started) => sample(plan, started, realtime_offset_ns, stop_signalled),
     };
-    if let Ok(Some(trace)) = trace {
+    if let Ok(Started {
+        trace: Some(trace), ..
+    }) = started
+    {
         // Items the reader was too slow to take: their gaps were not kept.
         for c in &mut sampled.cpus {
             c.gaps_dropped += trace.feed(c.cpu).map_or(0, |f| f.dropped());
@@ -144,29 +153,72 @@ pub fn run(plan: &HwlatPlan, stop_signalled: &mut dyn FnMut(Duration) -> bool) -
     }
 }
 
-/// Starts the planned tier's collection: the trace of the tracefs tier
-/// (None for the unprivileged one). A trace that cannot start is an error,
-/// or with `fall_back` the unprivileged tier, with why.
+/// What the tier that runs started: the tracefs tier's trace, the bpf
+/// tier's loaded counter (neither: the unprivileged tier).
+#[derive(Default)]
+struct Started {
+    trace: Option<GapTrace>,
+    counter: Option<Arc<LoadedInterference>>,
+}
+
+/// Loads the bpf tier's programs and their per-CPU counter.
+fn load_counter() -> Result<Arc<LoadedInterference>, String> {
+    crate::probes::interference::check().map_err(|e| e.0)?;
+    let tracefs = crate::rt::tracefs::mount::find()
+        .unwrap_or_else(|| std::path::PathBuf::from("/sys/kernel/tracing"));
+    LoadedInterference::load(&tracefs)
+        .map(Arc::new)
+        .map_err(|e| e.to_string())
+}
+
+/// Starts the planned tier's collection. A tier that cannot start is an
+/// error, or with `fall_back` the next tier runs (bpf, tracefs,
+/// unprivileged), with why.
 fn start_tier(
     plan: &HwlatPlan,
     realtime_offset_ns: i64,
-) -> (Result<Option<GapTrace>, String>, Tier, Option<String>) {
-    if plan.tier != Tier::Tracefs {
-        return (Ok(None), plan.tier, None);
+) -> (Result<Started, String>, Tier, Option<String>) {
+    let mut fallback = None;
+    let mut tier = plan.tier;
+    if tier == Tier::Bpf {
+        match load_counter() {
+            Ok(counter) => {
+                let started = Started {
+                    counter: Some(counter),
+                    trace: None,
+                };
+                return (Ok(started), Tier::Bpf, None);
+            }
+            Err(why) if plan.fall_back => {
+                fallback = Some(format!("bpf: {why}"));
+                tier = Tier::Tracefs;
+            }
+            Err(why) => {
+                let why = format!("the bpf tier could not start: {why}");
+                return (Err(why), Tier::Bpf, None);
+            }
+        }
     }
-    match GapTrace::start(&plan.cpus, realtime_offset_ns, plan.keep_gaps) {
-        Ok(trace) => (Ok(Some(trace)), Tier::Tracefs, None),
-        Err(why) if plan.fall_back => (
-            Ok(None),
-            Tier::Unprivileged,
-            Some(format!("tracefs: {why}")),
-        ),
-        Err(why) => (
-            Err(format!("the tracefs tier could not start: {why}")),
-            Tier::Tracefs,
-            None,
-        ),
+    if tier == Tier::Tracefs {
+        match GapTrace::start(&plan.cpus, realtime_offset_ns, plan.keep_gaps) {
+            Ok(trace) => {
+                let started = Started {
+                    trace: Some(trace),
+                    counter: None,
+                };
+                return (Ok(started), Tier::Tracefs, fallback);
+            }
+            Err(why) if plan.fall_back => {
+                fallback = tier::join_fallbacks(fallback, Some(format!("tracefs: {why}")));
+                tier = Tier::Unprivileged;
+            }
+            Err(why) => {
+                let why = format!("the tracefs tier could not start: {why}");
+                return (Err(why), Tier::Tracefs, None);
+            }
+        }
     }
+    (Ok(Started::default()), tier, fallback)
 }
 
 /// The tracefs tier's classification of a CPU's gaps, in its outcome.
@@ -200,10 +252,11 @@ impl Sampled {
     }
 }
 
-/// Runs the samplers (feeding `trace` when given) until the end.
+/// Runs the samplers (feeding the trace, or reading the counter, of the
+/// tier `started`) until the end.
 fn sample(
     plan: &HwlatPlan,
-    trace: Option<&GapTrace>,
+    started: &Started,
     realtime_offset_ns: i64,
     stop_signalled: &mut dyn FnMut(Duration) -> bool,
 ) -> Sampled {
@@ -213,6 +266,7 @@ fn sample(
     let n = plan.cpus.len() as u64;
     let mut handles = Vec::new();
     let mut error = None;
+    let trace = started.trace.as_ref();
     for (i, &cpu) in plan.cpus.iter().enumerate() {
         let sampler = SamplerPlan {
             cpu,
@@ -220,7 +274,11 @@ fn sample(
             threshold_ns: plan.threshold_ns,
             width_ns: plan.width_ns,
             window_ns: plan.window_ns,
-            sub_window_ns: plan.sub_window_ns,
+            sub_window_ns: match started.counter {
+                Some(_) => plan.width_ns.min(BPF_SUB_WINDOW_NS),
+                None => plan.sub_window_ns,
+            },
+            counter: started.counter.clone(),
             first_window_ns: start_ns + plan.window_ns * i as u64 / n.max(1),
             end_ns: plan.duration_ns.map(|d| start_ns + d),
             realtime_offset_ns,

@@ -10,10 +10,17 @@
 //! unprivileged one) leaves the gap undecided and its window decides.
 
 /// The CPU's interference counter: bumped by every IRQ, softirq, NMI and
-/// context switch of the CPU. The bpf tier will be a per-CPU slot of an
-/// mmapped map, read with one load; the unprivileged tier has none (`None`).
+/// context switch of the CPU. The bpf tier's is a per-CPU slot of an
+/// mmapped map, read with one load (`bpf_counter.rs`); the unprivileged
+/// tier has none (`None`).
 pub trait InterferenceCounter {
     fn read(&mut self) -> Option<u64>;
+
+    /// Notes, for the gap numbered `index` of the current sub-window, what
+    /// moved the counter from `from` to `to` (called at the gap, before
+    /// newer events overwrite it; a counter that keeps no causes ignores it).
+    #[inline(always)]
+    fn capture(&mut self, _index: usize, _from: u64, _to: u64) {}
 }
 
 /// No per-read counter: the unprivileged tier classifies whole windows.

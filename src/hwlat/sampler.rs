@@ -5,20 +5,22 @@
 //! (classify.rs: the unprivileged tier), or hands them to the trace reader
 //! (traced.rs: the tracefs tier, which classifies each gap by the events
 //! that overlap it; there the pairs run on across sub-windows, so that no
-//! time between two of them goes unseen).
+//! time between two of them goes unseen), or names each gap from the
+//! per-CPU counter it read around every pair (`bpf_counter.rs`, a
+//! `Classifier`: the bpf tier).
 
+use super::bpf_counter::BpfClassifier;
+use super::classify::{Classifier, GAPS_PER_SUB_WINDOW};
 use super::classify::{GapClass, Moved, Tally, WindowSample, classify, note_sample};
 use super::gap_log::GapLog;
 use super::proc_counts::{Column, Table, thread_switches};
-use super::protocol::{Clock, Gap, InterferenceCounter, Monotonic, NoCounter, Reading};
-use super::protocol::{gap_of, read_pair};
+use super::protocol::{Clock, Gap, Interference, InterferenceCounter, Monotonic, NoCounter};
+use super::protocol::{Reading, gap_of, read_pair};
 use super::traced::Feed;
+use crate::probes::interference::load::LoadedInterference;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Gaps kept per sub-window; more are counted as dropped (a sub-window of
-/// 0.5 ms holds at most 50 gaps of 10 us).
-const GAPS_PER_SUB_WINDOW: usize = 1024;
 /// Window samples kept for the hwlatdetect lines (one per window with a
 /// hardware gap: a week of 1 s windows).
 pub const MAX_SAMPLES: usize = 700_000;
@@ -41,6 +43,8 @@ pub struct SamplerPlan {
     /// The tracefs tier: where the gaps go to be classified (None: the
     /// unprivileged tier classifies them here).
     pub feed: Option<Feed>,
+    /// The bpf tier's counter (None: another tier).
+    pub counter: Option<Arc<LoadedInterference>>,
     /// Log every gap (`--gaps`).
     pub keep_gaps: bool,
 }
@@ -63,9 +67,11 @@ pub struct CpuOutcome {
     pub tally: Tally,
     pub samples: Vec<WindowSample>,
     /// NMIs counted on the CPU over the run (/proc/interrupts' NMI row, or
-    /// the tracefs tier's `nmi:nmi_handler` events).
+    /// the tracefs tier's `nmi:nmi_handler` events, or the bpf tier's count
+    /// of NMI handler runs).
     pub nmis: u64,
-    /// The NMIs' total and longest handler time (the tracefs tier only).
+    /// The NMIs' total handler time (tracefs and bpf tiers) and longest
+    /// (tracefs tier only).
     pub nmi_ns: Option<u64>,
     pub nmi_max_ns: Option<u64>,
     /// Every gap with its class (`--gaps`).
@@ -172,6 +178,8 @@ enum Judge {
     Proc(Box<Evidence>),
     /// The tracefs tier: the trace reader classifies them.
     Trace(Feed),
+    /// The bpf tier: each gap by the counter read around its pairs.
+    Bpf(Box<BpfClassifier>),
 }
 
 /// Runs one sampler on the calling thread (already pinned and real-time).
@@ -182,24 +190,29 @@ pub fn run(plan: &SamplerPlan, stop: &Arc<AtomicBool>) -> CpuOutcome {
         gap_log: plan.keep_gaps.then(GapLog::default),
         ..CpuOutcome::default()
     };
-    let mut judge = match &plan.feed {
-        Some(feed) => {
+    let judged = match (&plan.feed, &plan.counter) {
+        (Some(feed), _) => {
             feed.started(out.tid);
-            Judge::Trace(feed.clone())
+            Ok(Judge::Trace(feed.clone()))
         }
-        None => match Evidence::open(plan.cpu) {
-            Ok(e) => Judge::Proc(Box::new(e)),
-            Err(e) => {
-                out.error = Some(e);
-                return out;
-            }
-        },
+        (None, Some(loaded)) => {
+            BpfClassifier::new(loaded, plan.cpu, out.tid).map(|c| Judge::Bpf(Box::new(c)))
+        }
+        (None, None) => Evidence::open(plan.cpu).map(|e| Judge::Proc(Box::new(e))),
+    };
+    let mut judge = match judged {
+        Ok(judge) => judge,
+        Err(e) => {
+            out.error = Some(e);
+            return out;
+        }
     };
     let nmis_at_start = match &judge {
         Judge::Proc(e) => e.nmi_count(),
-        Judge::Trace(_) => None,
+        Judge::Trace(_) | Judge::Bpf(_) => None,
     };
     let mut gaps: Vec<Gap> = Vec::with_capacity(GAPS_PER_SUB_WINDOW);
+    let mut classes: Vec<GapClass> = Vec::with_capacity(GAPS_PER_SUB_WINDOW);
     out.samples.reserve(1024);
     let mut window_start = plan.first_window_ns;
     loop {
@@ -212,15 +225,20 @@ pub fn run(plan: &SamplerPlan, stop: &Arc<AtomicBool>) -> CpuOutcome {
         let window_end = plan.end_ns.map_or(window_start + plan.width_ns, |e| {
             e.min(window_start + plan.width_ns)
         });
-        sample_window(plan, stop, &mut judge, &mut gaps, window_end, &mut out);
+        let buffers = (&mut gaps, &mut classes);
+        sample_window(plan, stop, &mut judge, buffers, window_end, &mut out);
         out.windows += 1;
         window_start += plan.window_ns;
     }
-    if let Judge::Proc(e) = &judge {
-        out.nmis = e
-            .nmi_count()
-            .zip(nmis_at_start)
-            .map_or(0, |(end, start)| end.saturating_sub(start));
+    match &judge {
+        Judge::Proc(e) => {
+            out.nmis = e
+                .nmi_count()
+                .zip(nmis_at_start)
+                .map_or(0, |(end, start)| end.saturating_sub(start));
+        }
+        Judge::Bpf(c) => (out.nmis, out.nmi_ns) = c.nmis(),
+        Judge::Trace(_) => {}
     }
     out
 }
@@ -231,20 +249,21 @@ fn sample_window(
     plan: &SamplerPlan,
     stop: &AtomicBool,
     judge: &mut Judge,
-    gaps: &mut Vec<Gap>,
+    (gaps, classes): (&mut Vec<Gap>, &mut Vec<GapClass>),
     window_end: u64,
     out: &mut CpuOutcome,
 ) {
     let mut clock = Monotonic;
-    let mut counter = NoCounter;
     let started = clock.now();
     let window = out.windows;
     let mut sample: Option<WindowSample> = None;
     // The pair the next stretch goes on from (the tracefs tier only).
     let mut resume: Option<Reading> = None;
-    if let Judge::Proc(evidence) = judge {
+    match judge {
         // The evidence before the first sub-window of this window.
-        evidence.step(false);
+        Judge::Proc(evidence) => _ = evidence.step(false),
+        Judge::Bpf(classifier) => classifier.open_window(),
+        Judge::Trace(_) => {}
     }
     while !stop.load(Ordering::Relaxed) {
         let now = clock.now();
@@ -253,14 +272,11 @@ fn sample_window(
         }
         let until = window_end.min(now + plan.sub_window_ns);
         gaps.clear();
-        let stretch = spin(
-            &mut counter,
-            &mut clock,
-            resume,
-            until,
-            plan.threshold_ns,
-            gaps,
-        );
+        let threshold = plan.threshold_ns;
+        let stretch = match judge {
+            Judge::Bpf(c) => spin(c.counter(), &mut clock, None, until, threshold, gaps),
+            _ => spin(&mut NoCounter, &mut clock, resume, until, threshold, gaps),
+        };
         out.sub_windows += 1;
         out.loops += stretch.loops;
         out.gaps_dropped += stretch.dropped;
@@ -280,6 +296,17 @@ fn sample_window(
             Judge::Trace(feed) => {
                 feed.sampled(gaps, stretch.start, stretch.end, window);
                 resume = Some(stretch.last);
+            }
+            Judge::Bpf(classifier) => {
+                classes.clear();
+                let sub_window = classifier.close_sub_window(gaps, classes);
+                out.quiet_sub_windows += u64::from(sub_window.quiet);
+                if sub_window.classified {
+                    out.classified_ns += stretch.end - stretch.start;
+                }
+                for (gap, class) in gaps.iter().zip(classes.drain(..)) {
+                    tally_gap(gap, class, window, &mut sample, plan, out);
+                }
             }
         }
     }
@@ -310,14 +337,42 @@ fn classify_here(
         out.classified_ns += stretch.end - stretch.start;
     }
     for gap in gaps {
-        let class: GapClass = classify(gap, moved);
-        if let Some(log) = &mut out.gap_log {
-            log.note(window, gap, &class);
-        }
-        if out.tally.add(gap, class) {
-            note_sample(sample, gap, plan.realtime_offset_ns);
-        }
+        tally_gap(gap, classify(gap, moved), window, sample, plan, out);
     }
+}
+
+/// Counts one classified gap (and logs it with `--gaps`).
+fn tally_gap(
+    gap: &Gap,
+    class: GapClass,
+    window: u64,
+    sample: &mut Option<WindowSample>,
+    plan: &SamplerPlan,
+    out: &mut CpuOutcome,
+) {
+    if let Some(log) = &mut out.gap_log {
+        log.note(window, gap, &class);
+    }
+    if out.tally.add(gap, class) {
+        note_sample(sample, gap, plan.realtime_offset_ns);
+    }
+}
+
+/// Adds `gap` to `gaps`; an interfered one has the counter note what moved
+/// it from `from` to `to` (the bpf tier copies the causes now, before newer
+/// events overwrite them).
+#[inline(always)]
+fn keep<C: InterferenceCounter>(
+    counter: &mut C,
+    gaps: &mut Vec<Gap>,
+    gap: Gap,
+    from: Option<u64>,
+    to: Option<u64>,
+) {
+    if let (Interference::Some, Some(from), Some(to)) = (gap.interference, from, to) {
+        counter.capture(gaps.len(), from, to);
+    }
+    gaps.push(gap);
 }
 
 /// One stretch of clock pairs.
@@ -348,7 +403,8 @@ pub fn spin<C: InterferenceCounter, K: Clock>(
     let first = read_pair(counter, clock);
     let (mut loops, mut dropped) = (1u64, 0u64);
     if let Some(g) = gap_of(resume.as_ref(), &first, threshold_ns) {
-        gaps.push(g);
+        let from = resume.map_or(first.before, |r| r.after);
+        keep(counter, gaps, g, from, first.after);
     }
     let mut previous: Reading = first;
     while previous.t2 < until {
@@ -356,7 +412,7 @@ pub fn spin<C: InterferenceCounter, K: Clock>(
         loops += 1;
         if let Some(g) = gap_of(Some(&previous), &reading, threshold_ns) {
             if gaps.len() < gaps.capacity() {
-                gaps.push(g);
+                keep(counter, gaps, g, previous.after, reading.after);
             } else {
                 dropped += 1;
             }

@@ -2,22 +2,27 @@
 //! and why another one ran when the first choice could not.
 //!
 //! `auto` takes the most precise tier this machine allows: bpf (a per-CPU
-//! interference counter in the kernel), then tracefs (a private trace
-//! instance: root), then unprivileged (/proc counts per sub-window). A tier
-//! asked for by name that cannot run is an error; under `auto` the next
-//! tier runs and one line says why.
+//! interference counter in the kernel: root, or CAP_BPF and CAP_PERFMON),
+//! then tracefs (a private trace instance: root), then unprivileged (/proc
+//! counts per sub-window), and says why each one before it did not run,
+//! as `--collector` does (`probes::choice`). A tier asked for by name that
+//! cannot run is an error (exit 1).
 
 /// A way of telling the OS's gaps from the hardware's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tier {
+    /// A per-CPU interference counter in the kernel: gap-precise.
     Bpf,
+    /// A private tracefs instance with the same events: gap-precise.
     Tracefs,
+    /// /proc tables and context switches per sub-window: window-precise.
     Unprivileged,
 }
 
 /// `--tier`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TierChoice {
+    /// bpf, else tracefs, else unprivileged (said plainly).
     #[default]
     Auto,
     Bpf,
@@ -35,10 +40,15 @@ impl Tier {
         }
     }
 
+    /// hwlatdetect's `detector:` word.
+    pub fn detector(self) -> String {
+        format!("latscope-{}", self.name())
+    }
+
     /// The `tier:` line and the JSON's `tier`.
     pub fn describe(self) -> &'static str {
         match self {
-            Tier::Bpf => "bpf (gap-precise: a per-CPU interference counter in the kernel)",
+            Tier::Bpf => BPF_TIER,
             Tier::Tracefs => TRACEFS_TIER,
             Tier::Unprivileged => UNPRIVILEGED_TIER,
         }
@@ -50,6 +60,8 @@ pub const UNPRIVILEGED_TIER: &str = "unprivileged (window-precise: /proc/interru
 /// The tracefs tier, as the output names it.
 pub const TRACEFS_TIER: &str =
     "tracefs (gap-precise: IRQ, softirq, NMI and switch events of a private trace instance)";
+/// The bpf tier, as the output names it.
+pub const BPF_TIER: &str = "bpf (gap-precise: an interference counter bumped in the kernel on every IRQ, softirq, NMI and context switch, one load per read)";
 
 /// The tier that will run, and why it is not the first `auto` tries.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,10 +71,11 @@ pub struct Decision {
     pub fallback: Option<String>,
 }
 
-/// Decides the tier for `choice`; `tracefs_ok` says whether the tracefs
-/// tier can run here (creating nothing). The error is the user's line.
+/// Decides the tier for `choice`; `bpf_ok` and `tracefs_ok` say whether
+/// those tiers can run here (creating nothing). The error is the user's line.
 pub fn decide(
     choice: TierChoice,
+    bpf_ok: impl FnOnce() -> Result<(), String>,
     tracefs_ok: impl FnOnce() -> Result<(), String>,
 ) -> Result<Decision, String> {
     let only = |tier| Decision {
@@ -74,20 +87,32 @@ pub fn decide(
         TierChoice::Tracefs => tracefs_ok()
             .map(|()| only(Tier::Tracefs))
             .map_err(|why| format!("--tier tracefs cannot run here: {why}")),
-        TierChoice::Bpf => Err(BPF_ABSENT.to_string()),
-        // The bpf tier is not in this build: tracefs is the first to try.
-        TierChoice::Auto => Ok(match tracefs_ok() {
-            Ok(()) => only(Tier::Tracefs),
-            Err(why) => Decision {
-                tier: Tier::Unprivileged,
-                fallback: Some(format!("tracefs: {why}")),
+        TierChoice::Bpf => bpf_ok()
+            .map(|()| only(Tier::Bpf))
+            .map_err(|why| format!("--tier bpf: the bpf tier cannot run here: {why}")),
+        TierChoice::Auto => Ok(match bpf_ok() {
+            Ok(()) => only(Tier::Bpf),
+            Err(bpf) => match tracefs_ok() {
+                Ok(()) => Decision {
+                    tier: Tier::Tracefs,
+                    fallback: Some(format!("bpf: {bpf}")),
+                },
+                Err(tracefs) => Decision {
+                    tier: Tier::Unprivileged,
+                    fallback: Some(format!("bpf: {bpf}; tracefs: {tracefs}")),
+                },
             },
         }),
     }
 }
 
-const BPF_ABSENT: &str =
-    "--tier bpf: the bpf tier is not part of this build: use --tier tracefs or --tier unprivileged";
+/// Joins the reasons of two fallbacks (the decision's, then the run's).
+pub fn join_fallbacks(first: Option<String>, then: Option<String>) -> Option<String> {
+    match (first, then) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
+    }
+}
 
 /// The line a fallback to `tier` prints (`why`: None, no fallback).
 pub fn fallback_line(tier: Tier, why: Option<&str>) -> Option<String> {
@@ -103,49 +128,82 @@ pub fn fallback_line(tier: Tier, why: Option<&str>) -> Option<String> {
 mod tests {
     use super::*;
 
+    const NOT_PERMITTED: &str = "not permitted: needs CAP_BPF and CAP_PERFMON (or root)";
+
     fn no_root() -> Result<(), String> {
         Err("kernel tracing needs root".into())
     }
 
+    fn no_bpf() -> Result<(), String> {
+        Err(NOT_PERMITTED.into())
+    }
+
     #[test]
-    fn auto_takes_tracefs_where_it_runs_and_says_why_it_did_not() {
+    fn auto_tries_bpf_then_tracefs_then_unprivileged_and_says_why() {
         assert_eq!(
-            decide(TierChoice::Auto, || Ok(())),
+            decide(TierChoice::Auto, || Ok(()), || panic!("not asked")),
             Ok(Decision {
-                tier: Tier::Tracefs,
+                tier: Tier::Bpf,
                 fallback: None
             })
         );
-        let d = decide(TierChoice::Auto, no_root).unwrap();
+        assert_eq!(
+            decide(TierChoice::Auto, no_bpf, || Ok(())),
+            Ok(Decision {
+                tier: Tier::Tracefs,
+                fallback: Some(format!("bpf: {NOT_PERMITTED}"))
+            })
+        );
+        let d = decide(TierChoice::Auto, no_bpf, no_root).unwrap();
         assert_eq!(d.tier, Tier::Unprivileged);
         assert_eq!(
             fallback_line(d.tier, d.fallback.as_deref()).unwrap(),
-            "the unprivileged tier measures: the more precise tiers cannot run here (tracefs: kernel tracing needs root)"
+            format!(
+                "the unprivileged tier measures: the more precise tiers cannot run here (bpf: {NOT_PERMITTED}; tracefs: kernel tracing needs root)"
+            )
         );
     }
 
     #[test]
     fn a_tier_asked_by_name_runs_or_is_an_error() {
         assert_eq!(
-            decide(TierChoice::Tracefs, no_root).unwrap_err(),
+            decide(TierChoice::Tracefs, || panic!("not asked"), no_root).unwrap_err(),
             "--tier tracefs cannot run here: kernel tracing needs root"
         );
         assert_eq!(
-            decide(TierChoice::Unprivileged, || panic!("not asked"))
-                .unwrap()
-                .tier,
+            decide(TierChoice::Bpf, no_bpf, || panic!("not asked")).unwrap_err(),
+            format!("--tier bpf: the bpf tier cannot run here: {NOT_PERMITTED}")
+        );
+        assert_eq!(
+            decide(TierChoice::Bpf, || Ok(()), no_root).unwrap().tier,
+            Tier::Bpf
+        );
+        assert_eq!(
+            decide(
+                TierChoice::Unprivileged,
+                || panic!("not asked"),
+                || panic!("not asked")
+            )
+            .unwrap()
+            .tier,
             Tier::Unprivileged
         );
-        assert!(
-            decide(TierChoice::Bpf, || Ok(()))
-                .unwrap_err()
-                .contains("--tier tracefs")
-        );
         assert_eq!(Tier::Tracefs.name(), "tracefs");
+        assert_eq!(Tier::Bpf.detector(), "latscope-bpf");
         assert!(
             Tier::Unprivileged
                 .describe()
                 .starts_with("unprivileged (window-precise")
         );
+    }
+
+    #[test]
+    fn fallbacks_join_in_order() {
+        assert_eq!(join_fallbacks(None, None), None);
+        assert_eq!(
+            join_fallbacks(Some("bpf: a".into()), Some("tracefs: b".into())).as_deref(),
+            Some("bpf: a; tracefs: b")
+        );
+        assert_eq!(join_fallbacks(None, Some("x".into())).as_deref(), Some("x"));
     }
 }

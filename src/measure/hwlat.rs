@@ -40,12 +40,33 @@ pub fn describe_smi(smi: &SmiCounting) -> String {
 
 /// The tier `choice` gives here (the error is the user's line, exit 1).
 pub fn decide_tier(choice: TierChoice) -> Result<Decision, String> {
-    crate::hwlat::tier::decide(choice, crate::hwlat::traced::check)
+    crate::hwlat::tier::decide(
+        choice,
+        || crate::probes::interference::check().map_err(|e| e.0),
+        crate::hwlat::traced::check,
+    )
 }
 
-/// The most precise tier that runs here (`--tier auto`, which never refuses).
-pub fn auto_tier() -> Tier {
-    decide_tier(TierChoice::Auto).map_or(Tier::Unprivileged, |d| d.tier)
+/// A tier asked for by name that cannot run here: its own line, before the
+/// real-time set-up (an ordinary user gets this line, not the set-up's).
+pub fn check_before_run(settings: &HwlatSettings) -> Result<(), String> {
+    match settings.tier {
+        TierChoice::Auto | TierChoice::Unprivileged => Ok(()),
+        choice => decide_tier(choice).map(|_| ()),
+    }
+}
+
+/// The most precise tier that runs here (`--tier auto`, which never
+/// refuses), as the `hwlatdetect` name measures with it; a fallback is told
+/// to `debug` (its `--debug` lines).
+pub fn detector_tier(debug: &mut dyn FnMut(&str)) -> Tier {
+    let Ok(decision) = decide_tier(TierChoice::Auto) else {
+        return Tier::Unprivileged;
+    };
+    if let Some(why) = &decision.fallback {
+        debug(&format!("tier: {} ({why})", decision.tier.describe()));
+    }
+    decision.tier
 }
 
 /// The classification sub-window of the `hwlatdetect` name (docs/hwlat.md).
@@ -105,7 +126,8 @@ pub fn measure(
     let cpu_use = window.close().of(&settings.cpus);
     let hypervisor = hypervisor();
     let mut warnings = warnings_of(&outcome, hypervisor.as_deref());
-    let fallback = outcome.tier_fallback.clone().or(decision.fallback);
+    let fallback =
+        crate::hwlat::tier::join_fallbacks(decision.fallback, outcome.tier_fallback.clone());
     warnings.extend(crate::hwlat::tier::fallback_line(
         outcome.tier,
         fallback.as_deref(),
@@ -123,6 +145,11 @@ pub fn measure(
     if let ConfigDetail::Hwlat(c) = &mut config.detail {
         c.tier = outcome.tier.describe().into();
         c.tier_fallback = fallback;
+        if outcome.tier == Tier::Bpf {
+            // Its sub-windows only bound the gaps kept between two
+            // classifications.
+            c.sub_window_ns = settings.width_ns.min(crate::hwlat::BPF_SUB_WINDOW_NS);
+        }
     }
     let result = result_of(config, &outcome, settings.priority);
     let facts = RunFacts {
@@ -280,6 +307,11 @@ fn cpu_of(c: &CpuOutcome, outcome: &HwlatOutcome) -> HwlatCpu {
         spun_ns: c.spun_ns,
         classified_ns: c.classified_ns,
         loops: c.loops,
+        loops_per_s: if c.spun_ns > 0 {
+            c.loops as f64 * 1e9 / c.spun_ns as f64
+        } else {
+            0.0
+        },
         hardware_gaps: c.tally.hardware_count(),
         hardware_ns: c.tally.hardware_ns,
         os_gaps: c.tally.os_count,

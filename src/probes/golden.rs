@@ -134,12 +134,15 @@ fn one_changed_instruction_is_caught() {
 fn there_is_a_golden_per_program_and_way() {
     let stems: Vec<String> = all(&fixed_facts()).into_iter().map(|l| l.stem).collect();
     // Timer: arm on 3 ways, expire watched on 3 and inferred on 2, the two
-    // switch-in programs; recorder: 8 events on 2 ways.
-    assert_eq!(stems.len(), 3 + 5 + 2 + 16, "{stems:?}");
+    // switch-in programs; recorder: 8 events on 2 ways; interference
+    // counter: IRQ, softirq, NMI and one vector on 3 ways, the switch on 2.
+    assert_eq!(stems.len(), 3 + 5 + 2 + 16 + 14, "{stems:?}");
     for stem in [
         "wakeups-expire-inferred.tp_btf",
         "wakeups-arm.tracepoint",
         "recorder-sched_switch.tp_btf",
+        "interference-sched_switch.tracepoint",
+        "interference-local_timer_entry.raw_tp",
     ] {
         assert!(stems.iter().any(|s| s == stem), "{stem}: {stems:?}");
     }

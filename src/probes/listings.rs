@@ -105,6 +105,7 @@ fn listing(stem: String, header: String, code: Result<Code, ProbeError>) -> List
 pub fn all(facts: &Facts) -> Vec<Listing> {
     let mut listings = wakeups(facts);
     listings.extend(recorder(facts));
+    listings.extend(interference(facts));
     listings
 }
 
@@ -203,6 +204,48 @@ fn recorder(facts: &Facts) -> Vec<Listing> {
             out.push(listing(
                 format!("recorder-{name}.{}", way.label()),
                 format!("latscope_{name} on {system}:{name} ({})", way.label()),
+                code,
+            ));
+        }
+    }
+    out
+}
+
+/// The interference counter's programs (`latscope hwlat --tier bpf`): the
+/// IRQ, softirq, NMI and switch programs and one system vector for all
+/// (theirs differ only in the vector's index), on each way each takes.
+fn interference(facts: &Facts) -> Vec<Listing> {
+    use super::interference::program::{Recipe, Source, program};
+    let mut out = Vec::new();
+    for source in [
+        Source::Irq,
+        Source::Softirq,
+        Source::Nmi,
+        Source::Switch,
+        Source::Vector(0),
+    ] {
+        let (system, name) = source.event();
+        for way in super::interference::program::LADDER {
+            let recipe = match way {
+                AttachWay::Tracepoint => match source {
+                    Source::Vector(_) => Recipe::of_arguments(source, None),
+                    _ => facts
+                        .format(&name)
+                        .and_then(|format| Recipe::of_record(source, format)),
+                },
+                AttachWay::TypedRawTracepoint => Recipe::of_arguments(source, facts.task.as_ref()),
+                // A plain raw tracepoint cannot load the tasks' members.
+                AttachWay::RawTracepoint if source == Source::Switch => continue,
+                AttachWay::RawTracepoint => Recipe::of_arguments(source, None),
+            };
+            let code = recipe.and_then(|r| program(&r, facts.map_fd));
+            out.push(listing(
+                format!("interference-{name}.{}", way.label()),
+                format!(
+                    "latscope_{} on {system}:{name} ({})",
+                    source.program_name(),
+                    way.label()
+                ),
                 code,
             ));
         }

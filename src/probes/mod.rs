@@ -6,6 +6,9 @@
 //! - `recorder`: the flight recorder of `--trace-spikes` (timer, noise,
 //!   IPC): per-CPU circular buffers of scheduler, IRQ and softirq events,
 //!   read only for a spike (its collector thread is `spikes::flight`).
+//! - `interference`: `latscope hwlat`'s bpf tier: a per-CPU counter of
+//!   IRQs, system vectors, softirqs, NMIs and switches, with the last
+//!   causes, read by the user-space sampler with one load.
 //!
 //! What every family shares: `hook` attaches one program to one event the
 //! cheapest way the kernel takes (tp_btf, raw tracepoint, classic
@@ -24,6 +27,7 @@ pub mod choice;
 pub mod cost;
 pub mod error;
 pub mod hook;
+pub mod interference;
 pub mod listings;
 pub mod recorder;
 pub mod wakeups;

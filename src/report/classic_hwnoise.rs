@@ -86,6 +86,7 @@ mod tests {
             spun_ns: 4_500_000_000,
             classified_ns: 0,
             loops: 0,
+            loops_per_s: 0.0,
             hardware_gaps: 3,
             hardware_ns: 45_000,
             os_gaps: 0,

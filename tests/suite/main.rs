@@ -65,6 +65,7 @@ mod slow {
     mod fleet_windows;
     mod hostile_input;
     mod hwlat;
+    mod hwlat_bpf;
     mod hwlat_provoked;
     mod ipc_family;
     mod kcompile_load;

@@ -114,6 +114,9 @@ fn check_hardware_row(hwlat: &Value, realtime: bool) {
 
 #[test]
 fn suite_prints_an_overview_and_writes_a_report() {
+    // The suite's hardware row spins FIFO samplers on every CPU: not
+    // beside another test's real-time provocations.
+    let _turn = crate::common::turns::realtime_turn();
     let (_dir, file) = temp_file("suite.json");
     let started = std::time::Instant::now();
     let out = run(latscope(30)
@@ -152,6 +155,9 @@ fn suite_prints_an_overview_and_writes_a_report() {
 
 #[test]
 fn suite_as_an_ordinary_user_runs_at_normal_priority_and_says_so_once() {
+    // The suite's hardware row spins FIFO samplers on every CPU: not
+    // beside another test's real-time provocations.
+    let _turn = crate::common::turns::realtime_turn();
     let mut cmd = match nobody_runner() {
         Ok(c) => c,
         Err(why) => {
@@ -196,6 +202,9 @@ fn suite_as_an_ordinary_user_runs_at_normal_priority_and_says_so_once() {
 /// above 1 us, must record no limit and count nothing above it.
 #[test]
 fn suite_max_latency_bounds_the_wake_up_tests_only() {
+    // The suite's hardware row spins FIFO samplers on every CPU: not
+    // beside another test's real-time provocations.
+    let _turn = crate::common::turns::realtime_turn();
     let (_dir, file) = temp_file("suite-limit.json");
     let out = run(latscope(60)
         .args(args("suite --duration 1s --max-latency 1 --json"))
@@ -261,6 +270,9 @@ fn suite_max_latency_bounds_the_wake_up_tests_only() {
 /// milliseconds, not as "0.0 s".
 #[test]
 fn suite_overview_fits_100_columns_and_wide_adds_the_descriptions() {
+    // The suite's hardware row spins FIFO samplers on every CPU: not
+    // beside another test's real-time provocations.
+    let _turn = crate::common::turns::realtime_turn();
     let out = run(latscope(30).args(args("suite --duration 1s")));
     assert_code(&out, 0);
     let stdout = stdout_of(&out);
@@ -324,6 +336,9 @@ fn suite_overview_fits_100_columns_and_wide_adds_the_descriptions() {
 /// says it runs its second test (its stderr line), never after a guess.
 #[test]
 fn an_interrupted_suite_names_the_tests_it_did_not_run() {
+    // The suite's hardware row spins FIFO samplers on every CPU: not
+    // beside another test's real-time provocations.
+    let _turn = crate::common::turns::realtime_turn();
     use std::io::{BufRead, BufReader, Read};
     let mut child = std::process::Command::new(bin())
         .args(args("suite --duration 20s"))

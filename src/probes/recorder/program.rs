@@ -296,7 +296,7 @@ impl TaskMembers {
 /// Checks that `event`'s prototype is the one `Recipe::typed` assumes: an
 /// integer of at most 8 bytes or a `task_struct` pointer where it reads
 /// one.
-fn check_prototype(btf: &Btf, event: &str) -> Result<(), ProbeError> {
+pub(crate) fn check_prototype(btf: &Btf, event: &str) -> Result<(), ProbeError> {
     let (_, args) = btf.tracepoint(event)?;
     let unexpected = || ProbeError::Arguments {
         event: event.to_string(),
@@ -329,7 +329,7 @@ const POINTER: Reg = Reg::R5;
 /// `POINTER`). A record's field or a member is loaded where it starts
 /// (little-endian: the low bytes of a wider one), aligned as the kernel
 /// requires.
-fn load(asm: &mut Asm, dst: Reg, value: &Value) -> Result<(), ProbeError> {
+pub(crate) fn load(asm: &mut Asm, dst: Reg, value: &Value) -> Result<(), ProbeError> {
     let (base, offset, size, name) = match value {
         Value::Field(field) => (CTX, field.offset, field.size, field.name.as_str()),
         Value::Arg(n) => {
@@ -372,7 +372,12 @@ fn at_record(field: usize) -> i16 {
 /// Copies the 16-byte name `comm` (a record's field or a task's member) to
 /// `offset` from `dst`, in the widest loads its alignment allows (clobbers
 /// R1 and `POINTER`).
-fn copy_comm(asm: &mut Asm, dst: Reg, offset: usize, comm: &Value) -> Result<(), ProbeError> {
+pub(crate) fn copy_comm(
+    asm: &mut Asm,
+    dst: Reg,
+    offset: usize,
+    comm: &Value,
+) -> Result<(), ProbeError> {
     let (base, from) = match comm {
         Value::Field(field) => (CTX, field.offset),
         Value::Member { arg, offset, .. } => {

@@ -82,7 +82,10 @@ pub fn write_test(report: &Report, test: &TestResult, out: &mut dyn Write) -> st
         return Ok(());
     };
     fitted(out, &heading(report, test, config))?;
-    fitted(out, &format!("tier: {}", config.tier))?;
+    match &config.tier_fallback {
+        Some(why) => fitted(out, &format!("tier: {} ({why})", config.tier))?,
+        None => fitted(out, &format!("tier: {}", config.tier))?,
+    }
     if interrupted_before_measuring(test) {
         return Ok(());
     }

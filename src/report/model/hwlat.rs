@@ -18,7 +18,7 @@ pub struct HwlatConfig {
     /// Which tier classified the gaps.
     pub tier: String,
     /// Why the tier that ran is not the most precise one (`--tier auto`
-    /// fell back), in one line.
+    /// fell back: `bpf: WHY; tracefs: WHY`), in one line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tier_fallback: Option<String>,
     /// The hypervisor latscope ran under: hardware gaps are its time.
@@ -50,6 +50,9 @@ pub struct HwlatCpu {
     pub spun_ns: u64,
     pub classified_ns: u64,
     pub loops: u64,
+    /// Pairs read per second of spinning (loops / spun_ns).
+    #[serde(default)]
+    pub loops_per_s: f64,
     /// Gaps above the threshold with no interference (also the Series' samples).
     pub hardware_gaps: u64,
     pub hardware_ns: u64,
@@ -61,8 +64,9 @@ pub struct HwlatCpu {
     /// Gaps not kept (more in one sub-window than the buffer holds).
     pub gaps_dropped: u64,
     pub nmis: u64,
-    /// The NMI handlers' total and longest time, ns (the tracefs tier,
-    /// from `nmi:nmi_handler`'s `delta_ns`; absent elsewhere).
+    /// The NMI handlers' total time, ns (the bpf tier's count, the tracefs
+    /// tier's `nmi:nmi_handler` `delta_ns`; absent in the unprivileged
+    /// tier), and the longest (the tracefs tier only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nmi_ns: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1088,3 +1088,148 @@ pub fn become_thread(
     // SAFETY: gettid has no preconditions.
     Ok(unsafe { libc::gettid() })
 }
+
+// BPF objects a process holds, and root without the BPF capabilities
+// (slow::bpf, slow::hwlat_bpf).
+
+/// Root without CAP_SYS_ADMIN, CAP_BPF and CAP_PERFMON: BPF is refused,
+/// tracefs (which needs only root's file access) still works.
+pub fn without_bpf_capabilities(args: &[&str]) -> std::process::Output {
+    let mut cmd = std::process::Command::new("setpriv");
+    cmd.args([
+        "--bounding-set=-sys_admin,-bpf,-perfmon",
+        "--inh-caps=-sys_admin,-bpf,-perfmon",
+    ])
+    .arg(bin())
+    .args(args);
+    cmd.output().expect("setpriv runs")
+}
+
+pub fn setpriv_usable(test: &str) -> bool {
+    let ok = euid_is_root()
+        && std::process::Command::new("setpriv")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if !ok {
+        latscope::testing::skip(
+            test,
+            "needs root and setpriv (util-linux) to drop capabilities",
+        );
+    }
+    ok
+}
+
+/// `prog_id`/`map_id` of every BPF object the process `pid` holds open.
+pub fn bpf_ids_of(pid: u32) -> Vec<String> {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
+        return Vec::new();
+    };
+    let mut ids: Vec<String> = fds
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+        .flat_map(|text| {
+            text.lines()
+                .filter_map(|l| {
+                    let (key, value) = l.split_once(':')?;
+                    matches!(key, "prog_id" | "map_id").then(|| format!("{key} {}", value.trim()))
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+/// Whether the kernel still has that program or map (`bpftool ... show id N`).
+pub fn still_loaded(id: &str) -> bool {
+    let (kind, number) = id.split_once(' ').unwrap();
+    let object = if kind == "prog_id" { "prog" } else { "map" };
+    std::process::Command::new("bpftool")
+        .args([object, "show", "id", number])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Whether bpftool runs here; says why a test skips when not.
+pub fn bpftool_usable(test: &str) -> bool {
+    let ok = std::process::Command::new("bpftool")
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        latscope::testing::skip(test, "bpftool (Debian's bpftool package) is not installed");
+    }
+    ok
+}
+
+/// The BPF objects process `pid` holds once it holds `programs` programs
+/// (they load once its threads are set up: waits up to 10 s).
+pub fn bpf_ids_once_loaded(pid: u32, programs: usize) -> Vec<String> {
+    let mut held = Vec::new();
+    for _ in 0..100 {
+        std::thread::sleep(Duration::from_millis(100));
+        held = bpf_ids_of(pid);
+        if held.iter().filter(|id| id.starts_with("prog_id")).count() >= programs {
+            break;
+        }
+    }
+    held
+}
+
+/// Of `held`, what the kernel still has once their process is gone (it
+/// frees them after an RCU grace period: waits up to 5 s).
+pub fn bpf_ids_left(held: &[String]) -> Vec<String> {
+    let mut left = held.to_vec();
+    for _ in 0..50 {
+        left.retain(|id| still_loaded(id));
+        if left.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    left
+}
+
+/// Threads that provoke interference at real-time priority (slow::hwlat_bpf,
+/// slow::hwlat_provoked): each checks `stop` and its own deadline, and
+/// blocks between its bursts; dropping this sets `stop` and joins them all,
+/// so none outlives its test, even when latscope fails or the test panics.
+pub struct Provokers<T> {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<JoinHandle<T>>,
+}
+
+impl<T> Provokers<T> {
+    pub fn new(stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> Provokers<T> {
+        Provokers {
+            stop,
+            threads: Vec::new(),
+        }
+    }
+
+    pub fn add(&mut self, thread: JoinHandle<T>) {
+        self.threads.push(thread);
+    }
+
+    /// Stops and joins every thread; what each gave, in the order added (a
+    /// thread that panicked panics here, once all are joined).
+    pub fn finish(mut self) -> Vec<T> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let joined: Vec<std::thread::Result<T>> =
+            self.threads.drain(..).map(JoinHandle::join).collect();
+        joined
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    }
+}
+
+impl<T> Drop for Provokers<T> {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}

@@ -185,34 +185,6 @@ fn modes_1_and_2_take_their_main_figure_from_the_kernel() {
     }
 }
 
-/// Root without CAP_SYS_ADMIN, CAP_BPF and CAP_PERFMON: BPF is refused,
-/// tracefs (which needs only root's file access) still works.
-fn without_bpf_capabilities(args: &[&str]) -> std::process::Output {
-    let mut cmd = std::process::Command::new("setpriv");
-    cmd.args([
-        "--bounding-set=-sys_admin,-bpf,-perfmon",
-        "--inh-caps=-sys_admin,-bpf,-perfmon",
-    ])
-    .arg(bin())
-    .args(args);
-    cmd.output().expect("setpriv runs")
-}
-
-fn setpriv_usable(test: &str) -> bool {
-    let ok = euid_is_root()
-        && std::process::Command::new("setpriv")
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-    if !ok {
-        latscope::testing::skip(
-            test,
-            "needs root and setpriv (util-linux) to drop capabilities",
-        );
-    }
-    ok
-}
-
 #[test]
 fn without_the_capabilities_auto_falls_back_to_tracefs_and_says_why() {
     let test = "without_the_capabilities_auto_falls_back_to_tracefs_and_says_why";
@@ -286,37 +258,6 @@ fn collector_tracefs_is_said_and_collector_alone_is_bad_usage() {
     );
 }
 
-/// `prog_id`/`map_id` of every BPF object the process `pid` holds open.
-fn bpf_ids_of(pid: u32) -> Vec<String> {
-    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
-        return Vec::new();
-    };
-    let mut ids: Vec<String> = fds
-        .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
-        .flat_map(|text| {
-            text.lines()
-                .filter_map(|l| {
-                    let (key, value) = l.split_once(':')?;
-                    matches!(key, "prog_id" | "map_id").then(|| format!("{key} {}", value.trim()))
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    ids.sort();
-    ids.dedup();
-    ids
-}
-
-/// Whether the kernel still has that program or map (`bpftool ... show id N`).
-fn still_loaded(id: &str) -> bool {
-    let (kind, number) = id.split_once(' ').unwrap();
-    let object = if kind == "prog_id" { "prog" } else { "map" };
-    std::process::Command::new("bpftool")
-        .args([object, "show", "id", number])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 #[test]
 fn kill_9_in_the_middle_of_a_run_leaves_no_program_or_map() {
     check_kill_9_leaves_nothing(
@@ -344,12 +285,7 @@ fn check_kill_9_leaves_nothing(test: &str, line: &str, programs: usize) {
     if skip_without_realtime(test) || !bpf_usable(test) {
         return;
     }
-    if !std::process::Command::new("bpftool")
-        .arg("version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
-        latscope::testing::skip(test, "bpftool (Debian's bpftool package) is not installed");
+    if !bpftool_usable(test) {
         return;
     }
     let mut a = args(line);
@@ -357,14 +293,7 @@ fn check_kill_9_leaves_nothing(test: &str, line: &str, programs: usize) {
     let child = spawn(&a);
     let pid = child.child.id();
     // The programs are loaded once the threads are set up (well under 2 s).
-    let mut held = Vec::new();
-    for _ in 0..50 {
-        std::thread::sleep(Duration::from_millis(100));
-        held = bpf_ids_of(pid);
-        if held.iter().filter(|id| id.starts_with("prog_id")).count() >= programs {
-            break;
-        }
-    }
+    let held = bpf_ids_once_loaded(pid, programs);
     assert!(
         held.iter().any(|id| id.starts_with("map_id")),
         "the run holds no map: {held:?}"
@@ -382,14 +311,7 @@ fn check_kill_9_leaves_nothing(test: &str, line: &str, programs: usize) {
     );
     // The kernel frees them once the last descriptor is gone (after an RCU
     // grace period): give it a moment.
-    let mut left = held.clone();
-    for _ in 0..50 {
-        left.retain(|id| still_loaded(id));
-        if left.is_empty() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let left = bpf_ids_left(&held);
     assert!(left.is_empty(), "left behind after kill -9: {left:?}");
     // No tracefs instance either (the BPF collector makes none).
     let instances: Vec<String> = std::fs::read_dir("/sys/kernel/tracing/instances")

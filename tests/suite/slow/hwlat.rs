@@ -23,8 +23,6 @@ fn the_json_report_has_each_cpus_gaps_by_class() {
     let mut cmd = latscope(60);
     cmd.args([
         "hwlat",
-        "--tier",
-        "unprivileged",
         "-D",
         "1",
         "--cpu",
@@ -33,6 +31,8 @@ fn the_json_report_has_each_cpus_gaps_by_class() {
         "100ms",
         "--window",
         "200ms",
+        "--tier",
+        "unprivileged",
         "-q",
         "--json",
     ])

@@ -1,0 +1,118 @@
+//! Reading one CPU's slot from user space, with plain loads of the mapped
+//! map (`layout.rs`): the counter (one volatile load), the NMI totals, and
+//! the causes of a gap, copied from the ring entry by entry, each checked
+//! by its commit word.
+
+use super::layout::{Kind, RING, RING_SLOTS, entry, header};
+
+/// One cause as the ring held it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RawCause {
+    /// `layout::Kind` code.
+    pub kind: u32,
+    pub number: u32,
+    pub prev_pid: u32,
+    pub comm: [u8; 16],
+    pub prev_comm: [u8; 16],
+}
+
+impl RawCause {
+    pub fn kind(&self) -> Option<Kind> {
+        Kind::from_code(self.kind)
+    }
+}
+
+/// The causes of one gap: the events counted across it, and those the ring
+/// still held (the last `RING_SLOTS` at most), oldest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct GapCauses {
+    pub events: u64,
+    pub kept: usize,
+    pub causes: [RawCause; RING_SLOTS],
+}
+
+impl GapCauses {
+    pub fn kept(&self) -> &[RawCause] {
+        &self.causes[..self.kept]
+    }
+}
+
+/// One CPU's slot in the mapping.
+#[derive(Debug, Clone, Copy)]
+pub struct SlotView {
+    base: *const u8,
+}
+
+// SAFETY: a view of shared memory read with volatile loads only; the
+// mapping outlives it (its owner keeps the `MappedArray`).
+unsafe impl Send for SlotView {}
+
+impl SlotView {
+    /// The slot at `base`.
+    ///
+    /// # Safety
+    /// `base` points at a whole slot (`layout::SLOT_SIZE` bytes, 8-aligned)
+    /// that stays mapped while the view is used.
+    pub unsafe fn new(base: *const u8) -> SlotView {
+        SlotView { base }
+    }
+
+    fn u64_at(&self, offset: usize) -> u64 {
+        // SAFETY: inside the slot (`new`'s contract), 8-aligned offsets.
+        unsafe { std::ptr::read_volatile(self.base.add(offset).cast::<u64>()) }
+    }
+
+    fn u32_at(&self, offset: usize) -> u32 {
+        // SAFETY: as above, 4-aligned offsets.
+        unsafe { std::ptr::read_volatile(self.base.add(offset).cast::<u32>()) }
+    }
+
+    fn comm_at(&self, offset: usize) -> [u8; 16] {
+        let mut comm = [0u8; 16];
+        for (k, part) in comm.chunks_mut(8).enumerate() {
+            part.copy_from_slice(&self.u64_at(offset + 8 * k).to_le_bytes());
+        }
+        comm
+    }
+
+    /// The counter's word: what the sampler loads once per read.
+    pub fn count_ptr(&self) -> *const u64 {
+        self.base.cast()
+    }
+
+    pub fn count(&self) -> u64 {
+        self.u64_at(header::COUNT)
+    }
+
+    /// NMI handler runs and their time (ns).
+    pub fn nmis(&self) -> (u64, u64) {
+        (self.u64_at(header::NMIS), self.u64_at(header::NMI_NS))
+    }
+
+    /// Copies the causes of the events numbered `(from, to]` (counter
+    /// values) the ring still holds into `out`, oldest first.
+    pub fn causes(&self, from: u64, to: u64, out: &mut GapCauses) {
+        out.events = to.saturating_sub(from);
+        out.kept = 0;
+        // The newest RING_SLOTS events at most, in order.
+        let first = from.max(to.saturating_sub(RING_SLOTS as u64)) + 1;
+        for seq in first..=to {
+            let at = RING + (seq as usize - 1) % RING_SLOTS * entry::SIZE;
+            if self.u64_at(at + entry::SEQ) != seq {
+                continue; // overwritten by a newer event, or being written
+            }
+            let cause = RawCause {
+                kind: self.u32_at(at + entry::KIND),
+                number: self.u32_at(at + entry::NUMBER),
+                prev_pid: self.u32_at(at + entry::PREV_PID),
+                comm: self.comm_at(at + entry::COMM),
+                prev_comm: self.comm_at(at + entry::PREV_COMM),
+            };
+            // Whole only if its commit word did not change meanwhile.
+            if self.u64_at(at + entry::SEQ) == seq {
+                out.causes[out.kept] = cause;
+                out.kept += 1;
+            }
+        }
+    }
+}
