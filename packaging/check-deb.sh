@@ -51,7 +51,8 @@ names=$(cd "$compat/man/man1" && ls -- *.1.gz | sed 's/\.1\.gz$//')
 [ "$(wc -w <<<"$names")" -ge 10 ] || fail "expected 10 compatibility man pages, found: $names"
 for name in $names; do
   [ -L "$compat/$name" ] || fail "/usr/lib/latscope/compat/$name is not a link"
-  help=$("$compat/$name" --help) || fail "$name --help failed"
+  # (A Go program, as cnf-tests' runners are, prints its usage on stderr.)
+  help=$("$compat/$name" --help 2>&1) || fail "$name --help failed"
   if [ "$name" = hwlatdetect ]; then
     # hwlatdetect's usage, as Python's argparse prints it.
     grep -q "^usage: hwlatdetect " <<<"$help" || fail "$name --help shows no usage of $name"
@@ -59,6 +60,10 @@ for name in $names; do
     # The tool's own usage, as rt-tests prints it (not clap's;
     # rt-migrate-test's ends in ` [NR_TASKS]`).
     grep -q "^$name <options>\( \[NR_TASKS\]\)\?$" <<<"$help" || fail "$name --help shows no usage of $name"
+  elif [[ $name == *-runner ]]; then
+    # cnf-tests' runners are Go programs: the flag package's usage names
+    # the program as it was invoked (`Usage of /path/oslat-runner:`).
+    grep -q "^Usage of \(.*/\)\?$name:$" <<<"$help" || fail "$name --help shows no Go usage of $name"
   else
     grep -q "^Usage: $name " <<<"$help" || fail "$name --help shows no usage line of $name"
   fi
