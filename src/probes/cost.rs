@@ -18,6 +18,7 @@
 //! docs/measurement.md), which is why the classic figure is the floor of
 //! that path, and said so.
 
+pub use super::hook::HookedProgram;
 use super::hook::{AttachWay, Event, KernelTypes, hook};
 use super::{ProbeError, wakeups};
 use crate::rt::bpf::{Code, Insn, Reg};
@@ -84,13 +85,6 @@ impl WayCost {
 
 /// One way and its cost, or why it could not be timed.
 pub type WayTimed = (AttachWay, Result<WayCost, ProbeError>);
-
-/// One program a family hooks: its event and the way it took.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HookedProgram {
-    pub event: String,
-    pub way: AttachWay,
-}
 
 /// A family's programs on one wake-up and what they are expected to cost.
 #[derive(Debug, Clone, PartialEq)]

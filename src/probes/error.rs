@@ -45,6 +45,13 @@ pub enum ProbeError {
     /// A system call around the programs (a map, its mapping, a thread).
     #[error("{what}: {}", crate::rt::os_error_text(.source))]
     System { what: String, source: io::Error },
+    /// tracefs could not serve a trace (not mounted, an event missing, an
+    /// instance file refused): the tracefs layer's own line.
+    #[error("{0}")]
+    Tracefs(String),
+    /// A list of threads to trace that no trace can follow (a caller's bug).
+    #[error("{0}")]
+    Threads(String),
     /// A CPU the map has no entry for.
     #[error("CPU {0} is not a possible CPU")]
     NotPossibleCpu(usize),

@@ -110,6 +110,13 @@ pub struct Event<'a> {
     pub program: &'a str,
 }
 
+/// One program a family hooks: its event and the way it took.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookedProgram {
+    pub event: String,
+    pub way: AttachWay,
+}
+
 /// A program running on its event; detached when dropped.
 #[derive(Debug)]
 pub struct Hooked {

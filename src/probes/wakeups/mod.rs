@@ -399,10 +399,10 @@ impl WakeupSlots {
     }
 
     /// Every program hooked: its event and the way it took.
-    pub fn programs(&self) -> Vec<super::cost::HookedProgram> {
+    pub fn programs(&self) -> Vec<super::hook::HookedProgram> {
         self._hooked
             .iter()
-            .map(|h| super::cost::HookedProgram {
+            .map(|h| super::hook::HookedProgram {
                 // `tp_btf:NAME`, `raw:NAME`, `SYSTEM:NAME`.
                 event: h
                     .attachment

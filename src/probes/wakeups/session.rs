@@ -6,6 +6,7 @@
 //! the same figures without moving an event to user space.
 
 use super::pairing::{Matcher, TracedThread, WakeupRecord};
+use crate::probes::ProbeError;
 use crate::rt::tracefs::events::{EventDecoder, TraceEvent};
 use crate::rt::tracefs::format::RingLayout;
 use crate::rt::tracefs::instance::Instance;
@@ -73,7 +74,7 @@ impl WakeupTrace {
     pub fn start(
         threads: &[TracedThread],
         sink: Box<dyn FnMut(WakeupRecord) + Send>,
-    ) -> Result<WakeupTrace, String> {
+    ) -> Result<WakeupTrace, ProbeError> {
         WakeupTrace::start_with(threads, sink, TraceOptions::default())
     }
 
@@ -81,9 +82,9 @@ impl WakeupTrace {
         threads: &[TracedThread],
         sink: Box<dyn FnMut(WakeupRecord) + Send>,
         options: TraceOptions,
-    ) -> Result<WakeupTrace, String> {
+    ) -> Result<WakeupTrace, ProbeError> {
         check_threads(threads)?;
-        let tracefs = tracefs_for(&NEEDED)?;
+        let tracefs = tracefs_for(&NEEDED).map_err(ProbeError::Tracefs)?;
         let with_return = has_event(&tracefs, RETURN);
         let decoder = decoder(&tracefs.join("events"), with_return)?;
         let cpus: Vec<usize> = threads.iter().map(|t| t.cpu).collect();
@@ -95,8 +96,10 @@ impl WakeupTrace {
             counts: records.clone(),
         });
         let run = TraceRun::start(&tracefs, &cpus, options, decoder, consumer, |instance| {
-            configure(instance, &tids, with_return)
-        })?;
+            // The tracefs layer's closures speak its own one-line errors.
+            configure(instance, &tids, with_return).map_err(|e| e.to_string())
+        })
+        .map_err(ProbeError::Tracefs)?;
         Ok(WakeupTrace {
             run,
             records,
@@ -125,10 +128,10 @@ impl WakeupTrace {
 /// Whether the kernel offers what `WakeupTrace::start` needs, creating
 /// nothing (tracefs is not mounted by this check: when it is missing but the
 /// kernel has it, `start` will mount it, and the events are checked then).
-pub fn check_available() -> Result<(), String> {
-    if let Some(tracefs) = check_usable(&NEEDED)? {
+pub fn check_available() -> Result<(), ProbeError> {
+    if let Some(tracefs) = check_usable(&NEEDED).map_err(ProbeError::Tracefs)? {
         let events = tracefs.join("events");
-        RingLayout::read(&events)?;
+        RingLayout::read(&events).map_err(ProbeError::Tracefs)?;
         decoder(&events, has_event(&tracefs, RETURN))?;
     }
     Ok(())
@@ -137,10 +140,10 @@ pub fn check_available() -> Result<(), String> {
 /// The decoder of the breakdown's events under `events_dir`
 /// (`<tracefs>/events`); the return event only when `with_return` (it is
 /// optional).
-pub fn decoder(events_dir: &Path, with_return: bool) -> Result<EventDecoder, String> {
+pub fn decoder(events_dir: &Path, with_return: bool) -> Result<EventDecoder, ProbeError> {
     let mut events = NEEDED.to_vec();
     events.extend(with_return.then_some(RETURN));
-    EventDecoder::read_events(events_dir, &events)
+    EventDecoder::read_events(events_dir, &events).map_err(ProbeError::Tracefs)
 }
 
 /// The breakdown's consumer: the pairing, the sink of its records and
@@ -186,17 +189,18 @@ impl Consumer for WakeupConsumer {
     }
 }
 
-fn check_threads(threads: &[TracedThread]) -> Result<(), String> {
+fn check_threads(threads: &[TracedThread]) -> Result<(), ProbeError> {
+    let bad = |why: String| Err(ProbeError::Threads(why));
     if threads.is_empty() {
-        return Err("no thread to trace".into());
+        return bad("no thread to trace".into());
     }
     let mut tids = BTreeSet::new();
     for t in threads {
         if t.tid <= 0 || !tids.insert(t.tid) {
-            return Err(format!("bad or repeated thread id {} to trace", t.tid));
+            return bad(format!("bad or repeated thread id {} to trace", t.tid));
         }
         if t.period_ns == 0 {
-            return Err(format!("thread {} has a period of 0", t.tid));
+            return bad(format!("thread {} has a period of 0", t.tid));
         }
     }
     Ok(())
@@ -204,27 +208,33 @@ fn check_threads(threads: &[TracedThread]) -> Result<(), String> {
 
 /// The breakdown's filters and events (tracing stays off until the reader
 /// runs).
-fn configure(instance: &Instance, tids: &[i32], with_return: bool) -> Result<(), String> {
-    instance.write(
-        "events/timer/hrtimer_start/filter",
-        &pid_filter("common_pid", tids),
-    )?;
-    instance.write(
-        "events/sched/sched_switch/filter",
-        &pid_filter("next_pid", tids),
-    )?;
+fn configure(instance: &Instance, tids: &[i32], with_return: bool) -> Result<(), ProbeError> {
+    instance
+        .write(
+            "events/timer/hrtimer_start/filter",
+            &pid_filter("common_pid", tids),
+        )
+        .map_err(ProbeError::Tracefs)?;
+    instance
+        .write(
+            "events/sched/sched_switch/filter",
+            &pid_filter("next_pid", tids),
+        )
+        .map_err(ProbeError::Tracefs)?;
     // hrtimer_expire_entry cannot be filtered by thread (it runs in the
     // interrupt, on whatever task was current); the CPU mask bounds it.
     let mut events = NEEDED.to_vec();
     if with_return {
         let (system, event) = RETURN;
-        instance.write(
-            &format!("events/{system}/{event}/filter"),
-            &pid_filter("common_pid", tids),
-        )?;
+        instance
+            .write(
+                &format!("events/{system}/{event}/filter"),
+                &pid_filter("common_pid", tids),
+            )
+            .map_err(ProbeError::Tracefs)?;
         events.push(RETURN);
     }
-    enable(instance, &events)
+    enable(instance, &events).map_err(ProbeError::Tracefs)
 }
 
 #[cfg(test)]

@@ -36,7 +36,7 @@ fn skip_reason() -> Option<String> {
     if !mount::is_root() {
         return Some("not root".into());
     }
-    check_available().err()
+    check_available().err().map(|e| e.to_string())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,31 +157,45 @@ fn traced_run_with(
         .iter()
         .map(|&(w, cpu)| spawn_sampler(w, cpu, period, loops, first.clone(), go.clone()))
         .collect();
-    let e0 = monotonic_ns() + 300_000_000;
-    first.store(e0, Ordering::SeqCst);
-    let threads: Vec<TracedThread> = samplers
-        .iter()
-        .map(|s| TracedThread {
-            tid: s.tid,
-            cpu: s.cpu,
-            first_expiry_ns: e0,
-            period_ns: period,
-        })
-        .collect();
+    // The first expiry must come after the trace is set up. Setting up an
+    // instance takes 10s of ms quiet but more than half a second beside
+    // other builds: when it overran the margin, that trace is stopped and
+    // another is set up with twice the margin (the samplers have not armed
+    // anything yet: they read `first` after `go`).
     let records = Arc::new(Mutex::new(Vec::new()));
-    let sink_records = records.clone();
-    let setup_start = monotonic_ns();
-    let trace = WakeupTrace::start_with(
-        &threads,
-        Box::new(move |r| sink_records.lock().unwrap().push(r)),
-        options,
-    )
-    .expect("WakeupTrace::start");
-    let setup_ns = monotonic_ns() - setup_start;
-    assert!(
-        monotonic_ns() < e0,
-        "setup took {setup_ns} ns, past the first expiry"
-    );
+    let mut margin_ns = 300_000_000;
+    let (trace, setup_ns) = loop {
+        let e0 = monotonic_ns() + margin_ns;
+        let threads: Vec<TracedThread> = samplers
+            .iter()
+            .map(|s| TracedThread {
+                tid: s.tid,
+                cpu: s.cpu,
+                first_expiry_ns: e0,
+                period_ns: period,
+            })
+            .collect();
+        let sink_records = records.clone();
+        let setup_start = monotonic_ns();
+        let trace = WakeupTrace::start_with(
+            &threads,
+            Box::new(move |r| sink_records.lock().unwrap().push(r)),
+            options.clone(),
+        )
+        .expect("WakeupTrace::start");
+        let setup_ns = monotonic_ns() - setup_start;
+        if monotonic_ns() < e0 {
+            first.store(e0, Ordering::SeqCst);
+            break (trace, setup_ns);
+        }
+        assert!(
+            margin_ns < 5_000_000_000,
+            "setup took {setup_ns} ns, past the first expiry {margin_ns} ns ahead"
+        );
+        trace.stop();
+        records.lock().unwrap().clear();
+        margin_ns *= 2;
+    };
     let dir = trace.instance_dir().unwrap().to_path_buf();
     assert!(dir.is_dir());
     go.wait();
@@ -407,9 +421,14 @@ fn losses_are_counted_not_invented() {
         s.events_lost > 0,
         "expected losses with a 4 KiB buffer: {s:?}"
     );
+    // A loss that cuts a wake-up leaves it incomplete; beside other builds
+    // the reader falls so far behind that whole wake-ups are lost (121
+    // events read of 16,000) and no record is cut. Either way the lost
+    // wake-ups must not come out as records.
+    let r = run.stats.records;
     assert!(
-        run.stats.records.incomplete > 0,
-        "losses must leave incomplete records: {:?}",
+        r.incomplete > 0 || r.delivered <= loops as u64 / 2,
+        "losses must leave incomplete records or none: {:?}",
         run.stats
     );
     assert_eq!(s.counts.malformed, 0);
@@ -433,7 +452,8 @@ fn a_failed_start_leaves_no_instance() {
     };
     let err = WakeupTrace::start_with(&[thread], Box::new(|_| {}), huge)
         .err()
-        .expect("a 4 TiB buffer must fail");
+        .expect("a 4 TiB buffer must fail")
+        .to_string();
     assert!(err.contains("buffer_size_kb"), "{err}");
     assert_eq!(my_instances(), before);
 }
