@@ -1107,6 +1107,61 @@ fn a_planted_try_borrow_mut_is_found_outside_comments_and_tests() {
     assert_eq!(try_borrow_muts(&files), ["src/pipeline/x.rs:3"]);
 }
 
+// ---- Typed errors where the kernel programs live: a `Result<_, String>`
+// in a signature under rt/bpf, spikes/ or probes/ loses what went wrong
+// (issue 39, item 4); each layer has its error enum whose `Display` is
+// still the one line a user sees.
+
+/// Directories whose signatures must not carry `Result<_, String>`.
+const TYPED_ERROR_DIRS: &[&str] = &["src/rt/bpf/", "src/spikes/", "src/probes/"];
+
+/// `file:line` of every `-> Result<_, String>` return type outside comments
+/// and test modules, under `TYPED_ERROR_DIRS`.
+fn string_results(files: &[(String, String)]) -> Vec<String> {
+    let mut found = Vec::new();
+    for (rel, src) in files {
+        if !TYPED_ERROR_DIRS.iter().any(|d| rel.starts_with(d)) {
+            continue;
+        }
+        let product = src.split("#[cfg(test)]\nmod tests").next().unwrap_or(src);
+        let code: String = blank_comments_and_literals(product).into_iter().collect();
+        for (i, line) in code.lines().enumerate() {
+            let compact: String = line.chars().filter(|c| !c.is_whitespace()).collect();
+            // A return type, on the `fn` line or on its own `) -> ...` line.
+            if compact.contains("->Result<") && compact.contains(",String>") {
+                found.push(format!("{rel}:{}", i + 1));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn errors_are_typed_where_the_kernel_programs_live() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    source_files(&root.join("src"), root, &mut files);
+    let found = string_results(&files);
+    assert!(
+        found.is_empty(),
+        "Result<_, String> in a signature under rt/bpf, spikes or probes (give it a typed error): {}",
+        found.join(", ")
+    );
+}
+
+#[test]
+fn a_planted_string_result_is_found_in_signatures_only() {
+    let src = "// fn a() -> Result<(), String>\n\
+               pub fn b() -> Result<u8, String> {\n    Ok(1)\n}\n\
+               fn c() -> Result<u8, ProbeError> {\n    Ok(1)\n}\n\
+               fn d(\n    x: u8,\n) -> Result<u8, String> {\n    Ok(x)\n}\n";
+    let files = synthetic(&[("src/probes/x.rs", src), ("src/report/y.rs", src)]);
+    assert_eq!(
+        string_results(&files),
+        ["src/probes/x.rs:2", "src/probes/x.rs:10"]
+    );
+}
+
 /// The files of rt/ that may assemble a BPF program: the emitter itself, its
 /// text form and the mechanism's own tests (a counter, a broken program).
 const OS_PROGRAM_FILES: &[&str] = &[
