@@ -75,7 +75,8 @@ pub struct LoadedRecorder {
 }
 
 impl LoadedRecorder {
-    /// Creates the map (one region per possible CPU, `cpus` enabled) and
+    /// Creates the map (one region per CPU up to the highest of `cpus`,
+    /// those enabled) and
     /// hooks one program per event of `events` (system, name), recording
     /// the wake-ups of `tids` only.
     pub fn load(
@@ -87,11 +88,20 @@ impl LoadedRecorder {
         let region = Region::with_slots(DEFAULT_SLOTS);
         let possible = crate::rt::bpf::sys::possible_cpus()
             .map_err(|e| ProbeError::system("cannot count the possible CPUs", e))?;
+        // A region is 1.5 MiB, allocated whole when the map is created: one
+        // per possible CPU would be 384 MiB on a machine of 256, for the
+        // handful of CPUs traced. The map ends at the highest traced CPU;
+        // a program on a CPU past it finds no entry and returns at once
+        // (`this_cpu_entry_or_return`).
+        if let Some(&cpu) = cpus.iter().find(|&&cpu| cpu >= possible) {
+            return Err(ProbeError::NotPossibleCpu(cpu));
+        }
+        let entries = cpus.iter().max().map_or(1, |&highest| highest + 1);
         let map = Map::create(
             MapKind::Array,
             "flight",
             region.size(),
-            possible as u32,
+            entries as u32,
             BPF_F_MMAPABLE,
         )
         .map_err(|e| ProbeError::system("cannot create the recorder's map", e))?;

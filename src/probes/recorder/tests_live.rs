@@ -183,9 +183,24 @@ fn typed_and_classic_programs_write_the_same_records() {
     // Recorded again (at most three times, said on stderr) when a busy
     // CPU's switches filled a region before it was read, or an event
     // was missed.
+    let wakeups = |rs: &[(u16, [i32; 4])]| {
+        let mut w: Vec<[i32; 4]> = rs
+            .iter()
+            .filter(|r| r.0 == Kind::Wakeup as u16)
+            .map(|r| r.1)
+            .collect();
+        w.sort();
+        w.dedup();
+        w
+    };
+    // A wake-up in an interrupt may be missed by a classic program (one
+    // program at a time per CPU; beside other tests' programs it happened
+    // once in 2026-11-29's runs): such a run is recorded again too, so
+    // only a difference in every one of three runs fails.
     let recorded = (1..=3)
         .find_map(|attempt| {
-            let r = record_both(&kernel, cpu);
+            let r = record_both(&kernel, cpu)
+                .filter(|r| wakeups(&r.typed) == wakeups(&r.classic) || attempt == 3);
             if r.is_none() {
                 eprintln!("run {attempt} of 3 was no comparison: recording again");
             }
@@ -204,16 +219,6 @@ fn typed_and_classic_programs_write_the_same_records() {
             .filter(|r| r.0 == Kind::Switch as u16)
             .cloned()
             .collect::<Vec<_>>()
-    };
-    let wakeups = |rs: &[(u16, [i32; 4])]| {
-        let mut w: Vec<[i32; 4]> = rs
-            .iter()
-            .filter(|r| r.0 == Kind::Wakeup as u16)
-            .map(|r| r.1)
-            .collect();
-        w.sort();
-        w.dedup();
-        w
     };
     // Switches run with interrupts off: neither program can miss one.
     let (typed_switches, classic_switches) = (switches(&from_typed), switches(&from_classic));
