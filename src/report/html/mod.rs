@@ -11,6 +11,7 @@
 use super::cells::{cpus_cell, end_reason_text, latency_cell, percentile_cell};
 mod breakdown;
 pub mod compare;
+mod hwlat;
 pub mod plots;
 mod verdict;
 
@@ -428,6 +429,21 @@ fn noise_duty(test: &TestResult) -> f64 {
     }
 }
 
+/// The share of its time a spinning series' thread spun, and the time it
+/// spun (ns): OS noise's (`--runtime` / `--period`), hwlat's (`--width` /
+/// `--window`); None for series that do not spin.
+fn spinning(test: &TestResult, series: &Series) -> Option<(f64, u64)> {
+    if let Some(cpu) = series.noise_cpu() {
+        return Some((noise_duty(test), cpu.measured_ns));
+    }
+    let (cpu, config) = (series.hwlat_cpu()?, test.config.hwlat()?);
+    let duty = match config.window_ns {
+        0 => 1.0,
+        window => (config.width_ns as f64 / window as f64).min(1.0),
+    };
+    Some((duty, cpu.spun_ns))
+}
+
 /// The spikes and kernel messages of `group`'s tests as marks on its
 /// over-time plot (series colours numbered as the plot numbers them).
 fn time_marks(runs: &[Run], group: &TestGroup) -> Marks {
@@ -840,38 +856,31 @@ impl Page {
         }
     }
 
-    /// OS noise's share plot: each window's share of the time spun that the
-    /// CPU lost to interruptions.
-    fn noise_share_figure(
+    /// A share plot (`text`, the file name's `suffix`, `caption`): each
+    /// window's share of the time spun that the CPU lost, for the series
+    /// that spin (OS noise's interruptions, hwlat's hardware gaps).
+    fn share_figure(
         &mut self,
         (title, stem): (&str, &str),
-        series: &[(usize, &TestResult, &Series)],
-        plotted: &[PlotSeries],
+        (series, plotted): (&[(usize, &TestResult, &Series)], &[PlotSeries]),
+        (text, suffix, caption): (&plots::ShareText, &str, &str),
     ) -> Result<(), String> {
         let shares: Vec<plots::ShareSeries> = series
             .iter()
             .zip(plotted)
             .filter_map(|(&(_, t, s), p)| {
-                let cpu = s.noise_cpu()?;
+                let (duty, spun_ns) = spinning(t, s)?;
                 Some(plots::ShareSeries {
                     label: p.label.clone(),
                     per_second: &s.per_second,
-                    duty: noise_duty(t),
+                    duty,
                     // The time spun is the run less the duty cycle's off time.
-                    end_s: cpu.measured_ns as f64 / 1e9 / noise_duty(t),
+                    end_s: spun_ns as f64 / 1e9 / duty,
                 })
             })
             .collect();
-        let share = plots::noise_share_svg(title, &shares)?;
-        self.figure(
-            share,
-            format!("{stem}-noise-share"),
-            "Noise over time: the share of each window's spinning time the CPU lost to \
-             interruptions (the sum of the window's interruptions over the time spun in \
-             it), one line per CPU, on a linear axis. Zero where no interruption above \
-             the threshold happened. The table's Noise column is the same share over the \
-             whole run.",
-        );
+        let share = plots::share_svg(title, text, &shares)?;
+        self.figure(share, format!("{stem}-{suffix}"), caption);
         Ok(())
     }
 
@@ -921,11 +930,13 @@ impl Page {
         // OS noise: the samples are interruptions of a spinning thread, not
         // wake-ups; the captions say so.
         let noise = series.iter().any(|(_, _, s)| s.noise_cpu().is_some());
+        // hwlat: the samples are the hardware gaps of a spinning thread.
+        let hwlat = series.iter().any(|(_, _, s)| s.hwlat_cpu().is_some());
         let percentiles = plots::percentile_svg(title, &plotted, &group.limits)?;
         self.figure(
             percentiles,
             format!("{stem}-percentiles"),
-            if noise {
+            if noise || hwlat {
                 "Interruption length by percentile: how long the longest 50 %, 10 %, 1 %, \
                  0.1 % ... of the interruptions lasted, one line per CPU, on a log axis. Each \
                  step to the right adds a nine (99, 99.9, 99.99 ...), so the tail gets as much \
@@ -945,7 +956,7 @@ impl Page {
             format!("{stem}-histogram"),
             &format!(
                 "{}{rest_text}",
-                if noise {
+                if noise || hwlat {
                     "Interruption histogram: interruptions per bin (log scale) over their \
                      length (log scale), one line per CPU, so the body and the tail show at once."
                 } else {
@@ -960,11 +971,28 @@ impl Page {
             ),
         );
         let marks = time_marks(runs, group);
-        let per_second = plots::per_second_svg(title, &plotted, &marks.marks)?;
-        let caption = per_second_caption(&series, &marks, noise);
-        self.figure(per_second, format!("{stem}-per-second"), &caption);
+        if hwlat {
+            // Both classes of gaps over time, and the hardware time.
+            self.hwlat_figures((title, &stem), (&series, &plotted), &marks)?;
+        } else {
+            let per_second = plots::per_second_svg(title, &plotted, &marks.marks)?;
+            let caption = per_second_caption(&series, &marks, noise);
+            self.figure(per_second, format!("{stem}-per-second"), &caption);
+        }
         if noise {
-            self.noise_share_figure((title, &stem), &series, &plotted)?;
+            self.share_figure(
+                (title, &stem),
+                (&series, &plotted),
+                (
+                    &plots::NOISE_SHARE,
+                    "noise-share",
+                    "Noise over time: the share of each window's spinning time the CPU lost to \
+                     interruptions (the sum of the window's interruptions over the time spun in \
+                     it), one line per CPU, on a linear axis. Zero where no interruption above \
+                     the threshold happened. The table's Noise column is the same share over the \
+                     whole run.",
+                ),
+            )?;
         }
         for &(r, test) in &group.tests {
             if let Some(spikes) = &test.spikes {
