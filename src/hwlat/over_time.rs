@@ -127,6 +127,23 @@ mod tests {
         assert_eq!(g.hardware.len(), before);
     }
 
+    /// (second, span, samples) of `windows` placed with windows of
+    /// `window_ms` spinning `width_ms`, the first `first_ms` after the start.
+    fn placed(
+        windows: &[SecondStats],
+        (first_ms, window_ms, width_ms): (u64, u64, u64),
+    ) -> Vec<(u64, u64, u64)> {
+        let at = Placement {
+            first_ns: first_ms * 1_000_000,
+            window_ns: window_ms * 1_000_000,
+            width_ns: width_ms * 1_000_000,
+        };
+        in_seconds(windows, at)
+            .iter()
+            .map(|w| (w.second, w.span_s, w.samples))
+            .collect()
+    }
+
     #[test]
     fn windows_are_placed_in_seconds_since_the_start() {
         let windows = [
@@ -135,49 +152,25 @@ mod tests {
         ];
         // The second CPU of two: its windows of 1 s start 0.5 s late and
         // spin 0.5 s, so each stays in its second.
-        let late = Placement {
-            first_ns: 500_000_000,
-            window_ns: 1_000_000_000,
-            width_ns: 500_000_000,
-        };
-        let placed = in_seconds(&windows, late);
         assert_eq!(
-            placed
-                .iter()
-                .map(|w| (w.second, w.span_s, w.samples))
-                .collect::<Vec<_>>(),
+            placed(&windows, (500, 1000, 500)),
             vec![(0, 1, 2), (3, 1, 1)]
         );
         // Windows of 300 ms spinning 100 ms: 0 (0.0-0.1 s) and 3 (0.9-1.0 s)
-        // fall in one second and merge...
-        let short = Placement {
+        // fall in one second and merge, their extremes kept...
+        assert_eq!(placed(&windows, (0, 300, 100)), vec![(0, 1, 3)]);
+        let at = Placement {
             first_ns: 0,
             window_ns: 300_000_000,
             width_ns: 100_000_000,
         };
-        let placed = in_seconds(&windows, short);
-        assert_eq!(
-            placed
-                .iter()
-                .map(|w| (w.second, w.span_s, w.samples))
-                .collect::<Vec<_>>(),
-            vec![(0, 1, 3)]
-        );
-        assert_eq!((placed[0].min_ns, placed[0].max_ns), (12_000, 30_000));
+        let merged = in_seconds(&windows, at);
+        assert_eq!((merged[0].min_ns, merged[0].max_ns), (12_000, 30_000));
         // ... and windows of 10 s spinning 5 s span five seconds each.
-        let long = Placement {
-            first_ns: 0,
-            window_ns: 10_000_000_000,
-            width_ns: 5_000_000_000,
-        };
-        let placed = in_seconds(&windows, long);
         assert_eq!(
-            placed
-                .iter()
-                .map(|w| (w.second, w.span_s))
-                .collect::<Vec<_>>(),
-            vec![(0, 5), (30, 5)]
+            placed(&windows, (0, 10_000, 5_000)),
+            vec![(0, 5, 2), (30, 5, 1)]
         );
-        assert!(in_seconds(&[], long).is_empty());
+        assert!(placed(&[], (0, 10_000, 5_000)).is_empty());
     }
 }
