@@ -30,6 +30,13 @@ impl Page {
         (series, plotted): (&[(usize, &TestResult, &Series)], &[PlotSeries]),
         marks: &Marks,
     ) -> Result<(), String> {
+        if series.iter().any(|(_, _, s)| without_windows(s)) {
+            self.html.push_str(
+                "<p class=\"note\">No gaps over time: this report was written before \
+                 latscope kept each second's gaps (per_second, os_per_second).</p>\n",
+            );
+            return Ok(());
+        }
         let guest = series
             .iter()
             .any(|(_, t, _)| t.config.hwlat().is_some_and(|c| c.hypervisor.is_some()));
@@ -80,6 +87,15 @@ impl Page {
             (text, "hardware-share", &caption),
         )
     }
+}
+
+/// Whether `s` had gaps but its report keeps none over time (it was
+/// written before they were kept).
+fn without_windows(s: &Series) -> bool {
+    s.hwlat_cpu().is_some_and(|c| {
+        (c.hardware_gaps > 0 && s.per_second.is_empty())
+            || (c.os_gaps > 0 && c.os_per_second.is_empty())
+    })
 }
 
 /// Each CPU's hardware time and steal time over its run, in words (steal is
@@ -244,7 +260,7 @@ mod tests {
     }
 
     #[test]
-    fn on_bare_metal_a_run_with_os_gaps_only_plots_them_and_a_run_without_gaps_says_so() {
+    fn os_gaps_only_are_plotted_alone_and_an_older_report_or_a_quiet_run_says_why_not() {
         let report = hwlat_report(false, [(vec![], vec![w(0, 2, 15_000)]), (vec![], vec![])]);
         let (html, plots) = names(&report);
         let gaps = &plots
@@ -268,6 +284,21 @@ mod tests {
         );
         assert!(
             html.contains("CPU 1: 0 hardware gaps, 0 ns; steal 10.0 ms"),
+            "{html}"
+        );
+        // A report from before the windows: its gaps, none over time.
+        let mut old = report.clone();
+        if let SeriesDetail::HwlatCpu(c) = &mut old.tests[0].series[0].detail {
+            c.os_per_second.clear();
+        }
+        let (html, plots) = names(&old);
+        assert!(
+            !plots
+                .iter()
+                .any(|p| p.0.contains("-over-time") || p.0.contains("-share"))
+        );
+        assert!(
+            html.contains("No gaps over time: this report was written before"),
             "{html}"
         );
         let quiet = hwlat_report(false, [(vec![], vec![]), (vec![], vec![])]);
