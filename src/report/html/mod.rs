@@ -970,30 +970,7 @@ impl Page {
              maximum. Empty bins are drawn on the floor below 1."
             ),
         );
-        let marks = time_marks(runs, group);
-        if hwlat {
-            // Both classes of gaps over time, and the hardware time.
-            self.hwlat_figures((title, &stem), (&series, &plotted), &marks)?;
-        } else {
-            let per_second = plots::per_second_svg(title, &plotted, &marks.marks)?;
-            let caption = per_second_caption(&series, &marks, noise);
-            self.figure(per_second, format!("{stem}-per-second"), &caption);
-        }
-        if noise {
-            self.share_figure(
-                (title, &stem),
-                (&series, &plotted),
-                (
-                    &plots::NOISE_SHARE,
-                    "noise-share",
-                    "Noise over time: the share of each window's spinning time the CPU lost to \
-                     interruptions (the sum of the window's interruptions over the time spun in \
-                     it), one line per CPU, on a linear axis. Zero where no interruption above \
-                     the threshold happened. The table's Noise column is the same share over the \
-                     whole run.",
-                ),
-            )?;
-        }
+        self.over_time_figures((title, &stem), runs, group, (&series, &plotted))?;
         for &(r, test) in &group.tests {
             if let Some(spikes) = &test.spikes {
                 let who = if run_count > 1 {
@@ -1005,6 +982,45 @@ impl Page {
             }
         }
         self.html.push_str("</section>\n");
+        Ok(())
+    }
+
+    /// The plots over time of `group`'s `series` (as `plotted`): hwlat's
+    /// gaps and hardware time, or the latency per second (and OS noise's
+    /// share), with the spikes and kernel messages marked.
+    fn over_time_figures(
+        &mut self,
+        (title, stem): (&str, &str),
+        runs: &[Run],
+        group: &TestGroup,
+        (series, plotted): (&[(usize, &TestResult, &Series)], &[PlotSeries]),
+    ) -> Result<(), String> {
+        let noise = series.iter().any(|(_, _, s)| s.noise_cpu().is_some());
+        let hwlat = series.iter().any(|(_, _, s)| s.hwlat_cpu().is_some());
+        let marks = time_marks(runs, group);
+        if hwlat {
+            // Both classes of gaps over time, and the hardware time.
+            self.hwlat_figures((title, stem), (series, plotted), &marks)?;
+        } else {
+            let per_second = plots::per_second_svg(title, plotted, &marks.marks)?;
+            let caption = per_second_caption(series, &marks, noise);
+            self.figure(per_second, format!("{stem}-per-second"), &caption);
+        }
+        if noise {
+            self.share_figure(
+                (title, stem),
+                (series, plotted),
+                (
+                    &plots::NOISE_SHARE,
+                    "noise-share",
+                    "Noise over time: the share of each window's spinning time the CPU lost to \
+                     interruptions (the sum of the window's interruptions over the time spun in \
+                     it), one line per CPU, on a linear axis. Zero where no interruption above \
+                     the threshold happened. The table's Noise column is the same share over the \
+                     whole run.",
+                ),
+            )?;
+        }
         Ok(())
     }
 
