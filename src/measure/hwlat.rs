@@ -367,3 +367,41 @@ pub fn samples_of(c: &CpuOutcome) -> Vec<HwlatSample> {
 pub fn measured_seconds(outcome: &HwlatOutcome) -> f64 {
     Duration::as_secs_f64(&outcome.measured)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::testdata::sample_report;
+
+    /// A config of `hwlat` on `cpus`, windows of `window_ms` spinning
+    /// `width_ms`.
+    fn config(cpus: Vec<usize>, (window_ms, width_ms): (u64, u64)) -> TestConfig {
+        let mut config = sample_report().tests[0].config.clone();
+        config.detail = ConfigDetail::Hwlat(HwlatConfig {
+            cpus,
+            threshold_ns: 10_000,
+            width_ns: width_ms * 1_000_000,
+            window_ns: window_ms * 1_000_000,
+            sub_window_ns: 500_000,
+            tier: UNPRIVILEGED_TIER.into(),
+            tier_fallback: None,
+            hypervisor: None,
+            smi_counting: String::new(),
+            rt_runtime_us: None,
+            rt_period_us: None,
+        });
+        config
+    }
+
+    #[test]
+    fn each_cpus_windows_are_placed_where_its_staggered_widths_spun() {
+        let at = |config: &TestConfig, cpu| {
+            let p = placement(config, cpu);
+            (p.first_ns, p.window_ns, p.width_ns)
+        };
+        let c = config(vec![2, 5, 7], (900, 300));
+        assert_eq!(at(&c, 2), (0, 900_000_000, 300_000_000));
+        assert_eq!(at(&c, 5), (300_000_000, 900_000_000, 300_000_000));
+        assert_eq!(at(&c, 7), (600_000_000, 900_000_000, 300_000_000));
+    }
+}
