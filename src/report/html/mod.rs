@@ -147,6 +147,12 @@ ran something else), and its length is the sample. <i>Noise</i> is the interrupt
 share of the time spun; <i>Loops/s</i> how often the loop read the clock (a slower loop cannot \
 see shorter interruptions); <i>Causes</i> what the kernel trace saw run in them \
 (<code>--trace-spikes</code>).</dd>
+<dt>hardware gap, hypervisor gap, OS gap, steal</dt><dd>Hardware latency (<code>latscope \
+hwlat</code>): a thread spins reading the clock; a gap between two reads above the threshold \
+during which nothing the kernel counts ran on its CPU (no interrupt, softirq, NMI or task \
+switch) is a <i>hardware</i> gap: firmware, an SMI, or in a guest the <i>hypervisor</i>. Any \
+other gap is an <i>OS</i> gap. <i>Steal</i> is the time the host's scheduler says it gave the \
+vCPU's physical CPU to something else, counted in 10 ms ticks.</dd>
 <dt>outlier</dt><dd>One of the few slowest samples (at most 20) lying more than 4 times beyond \
 the rest: the histogram marks them one by one in a strip at its right.</dd>
 <dt>window</dt><dd>One second of a run (longer when merged): the over-time plot draws each \
