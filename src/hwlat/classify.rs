@@ -8,6 +8,7 @@
 //! sampler's context switches moved across it, its gaps are hardware. The
 //! sub-windows are short (0.5 ms) so that most fall between two ticks.
 
+use super::over_time::GapWindows;
 use super::protocol::{Gap, Interference, InterferenceCounter};
 use crate::stats::LatencyRecorder;
 use std::collections::BTreeMap;
@@ -104,6 +105,8 @@ pub struct Tally {
     pub os_max_ns: u64,
     /// OS gaps by cause: (count, ns).
     pub causes: BTreeMap<String, (u64, u64)>,
+    /// Both classes per duty window, for the report's plot over time.
+    pub over_time: GapWindows,
 }
 
 impl std::fmt::Debug for Tally {
@@ -116,9 +119,11 @@ impl std::fmt::Debug for Tally {
 }
 
 impl Tally {
-    /// Counts `gap` in its class; true when it is hardware.
-    pub fn add(&mut self, gap: &Gap, class: GapClass) -> bool {
+    /// Counts `gap` of duty window `window` in its class; true when it is
+    /// hardware.
+    pub fn add(&mut self, window: u64, gap: &Gap, class: GapClass) -> bool {
         let ns = gap.ns();
+        self.over_time.add(window, ns, class == GapClass::Hardware);
         match class {
             GapClass::Hardware => {
                 self.hardware.record(ns as i64);
@@ -220,13 +225,15 @@ mod tests {
     #[test]
     fn the_tally_keeps_hardware_in_a_histogram_and_the_os_by_cause() {
         let mut t = Tally::default();
-        assert!(t.add(&gap(4000, Interference::None), GapClass::Hardware));
-        assert!(t.add(&gap(6000, Interference::None), GapClass::Hardware));
+        assert!(t.add(0, &gap(4000, Interference::None), GapClass::Hardware));
+        assert!(t.add(1, &gap(6000, Interference::None), GapClass::Hardware));
         assert!(!t.add(
+            1,
             &gap(9000, Interference::Some),
             GapClass::Os("irq LOC".into())
         ));
         assert!(!t.add(
+            1,
             &gap(1000, Interference::Some),
             GapClass::Os("irq LOC".into())
         ));
@@ -234,5 +241,15 @@ mod tests {
         assert_eq!(t.hardware.max(), Some(6000));
         assert_eq!((t.os_count, t.os_ns, t.os_max_ns), (2, 10_000, 9000));
         assert_eq!(t.causes["irq LOC"], (2, 10_000));
+        let per_window = |w: &[crate::stats::window::SecondStats]| {
+            w.iter()
+                .map(|w| (w.second, w.samples, w.max_ns))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            per_window(&t.over_time.hardware),
+            vec![(0, 1, 4000), (1, 1, 6000)]
+        );
+        assert_eq!(per_window(&t.over_time.os), vec![(1, 2, 9000)]);
     }
 }

@@ -22,6 +22,7 @@ pub mod bpf_counter;
 pub mod classify;
 pub mod gap_log;
 pub mod machine;
+pub mod over_time;
 pub mod proc_counts;
 pub mod protocol;
 pub mod sampler;
@@ -263,7 +264,6 @@ fn sample(
     let stop = Arc::new(AtomicBool::new(false));
     let finished = Arc::new(AtomicUsize::new(0));
     let start_ns = crate::rt::clock::monotonic_ns() + START_DELAY_NS;
-    let n = plan.cpus.len() as u64;
     let mut handles = Vec::new();
     let mut error = None;
     let trace = started.trace.as_ref();
@@ -279,7 +279,7 @@ fn sample(
                 None => plan.sub_window_ns,
             },
             counter: started.counter.clone(),
-            first_window_ns: start_ns + plan.window_ns * i as u64 / n.max(1),
+            first_window_ns: start_ns + stagger_ns(plan.window_ns, i, plan.cpus.len()),
             end_ns: plan.duration_ns.map(|d| start_ns + d),
             realtime_offset_ns,
             feed: trace.and_then(|t| t.feed(cpu)),
@@ -327,6 +327,12 @@ fn sample(
         end_reason,
         error,
     }
+}
+
+/// How much later than the run's start the `i`-th of `n` CPUs starts its
+/// windows: i/N of a window, so that some CPU is always free.
+pub fn stagger_ns(window_ns: u64, i: usize, n: usize) -> u64 {
+    window_ns * i as u64 / n.max(1) as u64
 }
 
 /// Pins and raises the calling thread, then samples.

@@ -353,7 +353,7 @@ fn tally_gap(
     if let Some(log) = &mut out.gap_log {
         log.note(window, gap, &class);
     }
-    if out.tally.add(gap, class) {
+    if out.tally.add(window, gap, class) {
         note_sample(sample, gap, plan.realtime_offset_ns);
     }
 }

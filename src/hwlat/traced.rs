@@ -321,7 +321,7 @@ impl CpuBook {
                 if let Some(log) = &mut self.found.log {
                     log.note(window, &gap, &class);
                 }
-                if self.found.tally.add(&gap, class)
+                if self.found.tally.add(window, &gap, class)
                     && let Some((_, sample)) = &mut self.window
                 {
                     note_sample(sample, &gap, realtime_offset_ns);

@@ -3,6 +3,7 @@
 
 use crate::hwlat::gap_log::GapLog;
 pub use crate::hwlat::machine::SmiCounting;
+use crate::hwlat::over_time::{Placement, in_seconds};
 pub use crate::hwlat::sampler::CpuOutcome;
 pub use crate::hwlat::tier::{Decision, Tier, TierChoice};
 pub use crate::hwlat::{HwlatOutcome, HwlatPlan, UNPRIVILEGED_TIER};
@@ -249,7 +250,22 @@ pub fn warnings_of(outcome: &HwlatOutcome, hypervisor: Option<&str>) -> Vec<Stri
     out
 }
 
-/// The report's test: one series per CPU (its hardware gaps), all merged.
+/// Where CPU `cpu`'s duty windows lay in the run (`config`'s CPUs start
+/// staggered), to place its gaps in seconds since the start.
+fn placement(config: &TestConfig, cpu: usize) -> Placement {
+    let (cpus, window_ns, width_ns) = config.hwlat().map_or((&[][..], 1, 1), |h| {
+        (h.cpus.as_slice(), h.window_ns.max(1), h.width_ns)
+    });
+    let i = cpus.iter().position(|&c| c == cpu).unwrap_or(0);
+    Placement {
+        first_ns: crate::hwlat::stagger_ns(window_ns, i, cpus.len()),
+        window_ns,
+        width_ns,
+    }
+}
+
+/// The report's test: one series per CPU (its hardware gaps, and per second
+/// of the run both classes'), all merged.
 pub fn result_of(config: TestConfig, outcome: &HwlatOutcome, priority: i32) -> TestResult {
     let mut overall = LatencyRecorder::new();
     let series: Vec<Series> = outcome
@@ -257,6 +273,9 @@ pub fn result_of(config: TestConfig, outcome: &HwlatOutcome, priority: i32) -> T
         .iter()
         .map(|c| {
             overall.merge(&c.tally.hardware);
+            let at = placement(&config, c.cpu);
+            let mut cpu = cpu_of(c, outcome);
+            cpu.os_per_second = in_seconds(&c.tally.over_time.os, at);
             Series {
                 label: format!("CPU {}", c.cpu),
                 cpus: vec![c.cpu],
@@ -266,9 +285,9 @@ pub fn result_of(config: TestConfig, outcome: &HwlatOutcome, priority: i32) -> T
                 overruns: 0,
                 above_limit: 0,
                 latency: c.tally.hardware.summary(),
-                per_second: Vec::new(),
+                per_second: in_seconds(&c.tally.over_time.hardware, at),
                 per_second_dropped: 0,
-                detail: SeriesDetail::HwlatCpu(Box::new(cpu_of(c, outcome))),
+                detail: SeriesDetail::HwlatCpu(Box::new(cpu)),
             }
         })
         .collect();
@@ -324,6 +343,7 @@ fn cpu_of(c: &CpuOutcome, outcome: &HwlatOutcome) -> HwlatCpu {
         nmi_max_ns: c.nmi_max_ns,
         smis: outcome.smis.get(&c.cpu).copied(),
         steal_ns: outcome.steal_ns.get(&c.cpu).copied().unwrap_or(0),
+        os_per_second: Vec::new(),
         samples: samples_of(c),
     }
 }
@@ -346,4 +366,42 @@ pub fn samples_of(c: &CpuOutcome) -> Vec<HwlatSample> {
 /// The run's length as measured, for the hwlatdetect face's MTBF.
 pub fn measured_seconds(outcome: &HwlatOutcome) -> f64 {
     Duration::as_secs_f64(&outcome.measured)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::testdata::sample_report;
+
+    /// A config of `hwlat` on `cpus`, windows of `window_ms` spinning
+    /// `width_ms`.
+    fn config(cpus: Vec<usize>, (window_ms, width_ms): (u64, u64)) -> TestConfig {
+        let mut config = sample_report().tests[0].config.clone();
+        config.detail = ConfigDetail::Hwlat(HwlatConfig {
+            cpus,
+            threshold_ns: 10_000,
+            width_ns: width_ms * 1_000_000,
+            window_ns: window_ms * 1_000_000,
+            sub_window_ns: 500_000,
+            tier: UNPRIVILEGED_TIER.into(),
+            tier_fallback: None,
+            hypervisor: None,
+            smi_counting: String::new(),
+            rt_runtime_us: None,
+            rt_period_us: None,
+        });
+        config
+    }
+
+    #[test]
+    fn each_cpus_windows_are_placed_where_its_staggered_widths_spun() {
+        let at = |config: &TestConfig, cpu| {
+            let p = placement(config, cpu);
+            (p.first_ns, p.window_ns, p.width_ns)
+        };
+        let c = config(vec![2, 5, 7], (900, 300));
+        assert_eq!(at(&c, 2), (0, 900_000_000, 300_000_000));
+        assert_eq!(at(&c, 5), (300_000_000, 900_000_000, 300_000_000));
+        assert_eq!(at(&c, 7), (600_000_000, 900_000_000, 300_000_000));
+    }
 }

@@ -93,6 +93,7 @@ mod tests {
             os_ns: 0,
             os_max_ns: 0,
             os_causes: vec![],
+            os_per_second: vec![],
             gaps_dropped: 0,
             nmis: 2,
             nmi_ns: None,

@@ -11,6 +11,7 @@
 use super::cells::{cpus_cell, end_reason_text, latency_cell, percentile_cell};
 mod breakdown;
 pub mod compare;
+mod hwlat;
 pub mod plots;
 mod verdict;
 
@@ -146,6 +147,12 @@ ran something else), and its length is the sample. <i>Noise</i> is the interrupt
 share of the time spun; <i>Loops/s</i> how often the loop read the clock (a slower loop cannot \
 see shorter interruptions); <i>Causes</i> what the kernel trace saw run in them \
 (<code>--trace-spikes</code>).</dd>
+<dt>hardware gap, hypervisor gap, OS gap, steal</dt><dd>Hardware latency (<code>latscope \
+hwlat</code>): a thread spins reading the clock; a gap between two reads above the threshold \
+during which nothing the kernel counts ran on its CPU (no interrupt, softirq, NMI or task \
+switch) is a <i>hardware</i> gap: firmware, an SMI, or in a guest the <i>hypervisor</i>. Any \
+other gap is an <i>OS</i> gap. <i>Steal</i> is the time the host's scheduler says it gave the \
+vCPU's physical CPU to something else, counted in 10 ms ticks.</dd>
 <dt>outlier</dt><dd>One of the few slowest samples (at most 20) lying more than 4 times beyond \
 the rest: the histogram marks them one by one in a strip at its right.</dd>
 <dt>window</dt><dd>One second of a run (longer when merged): the over-time plot draws each \
@@ -426,6 +433,21 @@ fn noise_duty(test: &TestResult) -> f64 {
         }
         _ => 1.0,
     }
+}
+
+/// The share of its time a spinning series' thread spun, and the time it
+/// spun (ns): OS noise's (`--runtime` / `--period`), hwlat's (`--width` /
+/// `--window`); None for series that do not spin.
+fn spinning(test: &TestResult, series: &Series) -> Option<(f64, u64)> {
+    if let Some(cpu) = series.noise_cpu() {
+        return Some((noise_duty(test), cpu.measured_ns));
+    }
+    let (cpu, config) = (series.hwlat_cpu()?, test.config.hwlat()?);
+    let duty = match config.window_ns {
+        0 => 1.0,
+        window => (config.width_ns as f64 / window as f64).min(1.0),
+    };
+    Some((duty, cpu.spun_ns))
 }
 
 /// The spikes and kernel messages of `group`'s tests as marks on its
@@ -840,38 +862,31 @@ impl Page {
         }
     }
 
-    /// OS noise's share plot: each window's share of the time spun that the
-    /// CPU lost to interruptions.
-    fn noise_share_figure(
+    /// A share plot (`text`, the file name's `suffix`, `caption`): each
+    /// window's share of the time spun that the CPU lost, for the series
+    /// that spin (OS noise's interruptions, hwlat's hardware gaps).
+    fn share_figure(
         &mut self,
         (title, stem): (&str, &str),
-        series: &[(usize, &TestResult, &Series)],
-        plotted: &[PlotSeries],
+        (series, plotted): (&[(usize, &TestResult, &Series)], &[PlotSeries]),
+        (text, suffix, caption): (&plots::ShareText, &str, &str),
     ) -> Result<(), String> {
         let shares: Vec<plots::ShareSeries> = series
             .iter()
             .zip(plotted)
             .filter_map(|(&(_, t, s), p)| {
-                let cpu = s.noise_cpu()?;
+                let (duty, spun_ns) = spinning(t, s)?;
                 Some(plots::ShareSeries {
                     label: p.label.clone(),
                     per_second: &s.per_second,
-                    duty: noise_duty(t),
+                    duty,
                     // The time spun is the run less the duty cycle's off time.
-                    end_s: cpu.measured_ns as f64 / 1e9 / noise_duty(t),
+                    end_s: spun_ns as f64 / 1e9 / duty,
                 })
             })
             .collect();
-        let share = plots::noise_share_svg(title, &shares)?;
-        self.figure(
-            share,
-            format!("{stem}-noise-share"),
-            "Noise over time: the share of each window's spinning time the CPU lost to \
-             interruptions (the sum of the window's interruptions over the time spun in \
-             it), one line per CPU, on a linear axis. Zero where no interruption above \
-             the threshold happened. The table's Noise column is the same share over the \
-             whole run.",
-        );
+        let share = plots::share_svg(title, text, &shares)?;
+        self.figure(share, format!("{stem}-{suffix}"), caption);
         Ok(())
     }
 
@@ -921,11 +936,13 @@ impl Page {
         // OS noise: the samples are interruptions of a spinning thread, not
         // wake-ups; the captions say so.
         let noise = series.iter().any(|(_, _, s)| s.noise_cpu().is_some());
+        // hwlat: the samples are the hardware gaps of a spinning thread.
+        let hwlat = series.iter().any(|(_, _, s)| s.hwlat_cpu().is_some());
         let percentiles = plots::percentile_svg(title, &plotted, &group.limits)?;
         self.figure(
             percentiles,
             format!("{stem}-percentiles"),
-            if noise {
+            if noise || hwlat {
                 "Interruption length by percentile: how long the longest 50 %, 10 %, 1 %, \
                  0.1 % ... of the interruptions lasted, one line per CPU, on a log axis. Each \
                  step to the right adds a nine (99, 99.9, 99.99 ...), so the tail gets as much \
@@ -945,7 +962,7 @@ impl Page {
             format!("{stem}-histogram"),
             &format!(
                 "{}{rest_text}",
-                if noise {
+                if noise || hwlat {
                     "Interruption histogram: interruptions per bin (log scale) over their \
                      length (log scale), one line per CPU, so the body and the tail show at once."
                 } else {
@@ -959,13 +976,7 @@ impl Page {
              maximum. Empty bins are drawn on the floor below 1."
             ),
         );
-        let marks = time_marks(runs, group);
-        let per_second = plots::per_second_svg(title, &plotted, &marks.marks)?;
-        let caption = per_second_caption(&series, &marks, noise);
-        self.figure(per_second, format!("{stem}-per-second"), &caption);
-        if noise {
-            self.noise_share_figure((title, &stem), &series, &plotted)?;
-        }
+        self.over_time_figures((title, &stem), runs, group, (&series, &plotted))?;
         for &(r, test) in &group.tests {
             if let Some(spikes) = &test.spikes {
                 let who = if run_count > 1 {
@@ -977,6 +988,45 @@ impl Page {
             }
         }
         self.html.push_str("</section>\n");
+        Ok(())
+    }
+
+    /// The plots over time of `group`'s `series` (as `plotted`): hwlat's
+    /// gaps and hardware time, or the latency per second (and OS noise's
+    /// share), with the spikes and kernel messages marked.
+    fn over_time_figures(
+        &mut self,
+        (title, stem): (&str, &str),
+        runs: &[Run],
+        group: &TestGroup,
+        (series, plotted): (&[(usize, &TestResult, &Series)], &[PlotSeries]),
+    ) -> Result<(), String> {
+        let noise = series.iter().any(|(_, _, s)| s.noise_cpu().is_some());
+        let hwlat = series.iter().any(|(_, _, s)| s.hwlat_cpu().is_some());
+        let marks = time_marks(runs, group);
+        if hwlat {
+            // Both classes of gaps over time, and the hardware time.
+            self.hwlat_figures((title, stem), (series, plotted), &marks)?;
+        } else {
+            let per_second = plots::per_second_svg(title, plotted, &marks.marks)?;
+            let caption = per_second_caption(series, &marks, noise);
+            self.figure(per_second, format!("{stem}-per-second"), &caption);
+        }
+        if noise {
+            self.share_figure(
+                (title, stem),
+                (series, plotted),
+                (
+                    &plots::NOISE_SHARE,
+                    "noise-share",
+                    "Noise over time: the share of each window's spinning time the CPU lost to \
+                     interruptions (the sum of the window's interruptions over the time spun in \
+                     it), one line per CPU, on a linear axis. Zero where no interruption above \
+                     the threshold happened. The table's Noise column is the same share over the \
+                     whole run.",
+                ),
+            )?;
+        }
         Ok(())
     }
 

@@ -20,6 +20,8 @@ use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
+pub mod gaps;
+
 /// Plot size in SVG pixels.
 pub const WIDTH: u32 = 1100;
 pub const HEIGHT: u32 = 420;
@@ -602,10 +604,6 @@ fn over_time_svg(
         .unwrap_or(1);
     let (low, high) = log_bounds_ns(positive_low, all().map(|w| w.max_ns).max().unwrap_or(1));
     let (y_low, y_high) = (low as f64, high as f64);
-    let y_ticks: Vec<(f64, String)> = log_ticks_ns(low, high)
-        .into_iter()
-        .map(|v| (v as f64, tick_label(v)))
-        .collect();
     let merged = series
         .iter()
         .zip(&drawn)
@@ -628,22 +626,13 @@ fn over_time_svg(
     };
     let (x_low, x_high) = (start as f64 / unit_s, end as f64 / unit_s);
     svg_with_overlay(|root| {
-        let mut chart = chart_builder(root, &caption)
-            .build_cartesian_2d(x_low..x_high, (y_low..y_high).log_scale())
-            .map_err(drawing_error)?;
-        chart
-            .configure_mesh()
-            .label_style(("sans-serif", 14))
-            .axis_desc_style(("sans-serif", 15))
-            .x_desc(x_desc)
-            .y_desc("latency (log)")
-            .x_label_formatter(&|v| axis_number(*v))
-            .y_labels(0)
-            .y_label_formatter(&|_| String::new())
-            .light_line_style(WHITE.mix(0.0))
-            .draw()
-            .map_err(drawing_error)?;
-        draw_ticks(root, &mut chart, &[], &y_ticks)?;
+        let axes = TimeAxes {
+            x: x_low..x_high,
+            y_ns: (low, high),
+            x_desc: &x_desc,
+            y_desc: "latency (log)",
+        };
+        let mut chart = log_time_chart(root, &caption, axes)?;
         let mut overlay = Vec::new();
         for (i, (s, windows)) in series.iter().zip(&drawn).enumerate() {
             let [min_shade, avg_shade, max_shade, p99_shade] = figure_shades(color(i));
@@ -693,6 +682,46 @@ fn over_time_svg(
         Ok(overlay)
     })
     .map(Some)
+}
+
+/// The axes of a plot over time: x in the time unit, a log y axis over
+/// `[y_ns.0, y_ns.1]` (from `log_bounds_ns`), and their descriptions.
+struct TimeAxes<'a> {
+    x: std::ops::Range<f64>,
+    y_ns: (i64, i64),
+    x_desc: &'a str,
+    y_desc: &'a str,
+}
+
+/// A chart of the report's look over time with a log latency axis, its
+/// ticks drawn (`log_ticks_ns`): the over-time plot's and hwlat's gaps'.
+fn log_time_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    caption: &str,
+    axes: TimeAxes,
+) -> DrawResult<ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, LogCoord<f64>>>> {
+    let (low, high) = axes.y_ns;
+    let y_ticks: Vec<(f64, String)> = log_ticks_ns(low, high)
+        .into_iter()
+        .map(|v| (v as f64, tick_label(v)))
+        .collect();
+    let mut chart = chart_builder(root, caption)
+        .build_cartesian_2d(axes.x, (low as f64..high as f64).log_scale())
+        .map_err(drawing_error)?;
+    chart
+        .configure_mesh()
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 15))
+        .x_desc(axes.x_desc)
+        .y_desc(axes.y_desc)
+        .x_label_formatter(&|v| axis_number(*v))
+        .y_labels(0)
+        .y_label_formatter(&|_| String::new())
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(drawing_error)?;
+    draw_ticks(root, &mut chart, &[], &y_ticks)?;
+    Ok(chart)
 }
 
 /// The p99 per window of one series as dashed polylines over `chart`, in
@@ -855,10 +884,33 @@ pub fn share_axis_top(highest_percent: f64) -> f64 {
     }
 }
 
+/// What a share plot's windows hold: its caption after the test's name,
+/// and its y axis.
+pub struct ShareText {
+    pub caption: &'static str,
+    pub y_desc: &'static str,
+}
+
+/// OS noise's share plot: the interruptions.
+pub const NOISE_SHARE: ShareText = ShareText {
+    caption: "noise share per window over time",
+    y_desc: "noise (% of the time spun)",
+};
+
 /// OS noise over time: the share of each window the CPU lost to
 /// interruptions, one step line per CPU, on a linear percent axis (a window
 /// without interruptions is at zero, not left out). `None` without CPUs.
 pub fn noise_share_svg(title: &str, series: &[ShareSeries]) -> DrawResult<Option<String>> {
+    share_svg(title, &NOISE_SHARE, series)
+}
+
+/// A share plot over time (`noise_share_svg`; hwlat's hardware time) whose
+/// windows hold what `text` says.
+pub fn share_svg(
+    title: &str,
+    text: &ShareText,
+    series: &[ShareSeries],
+) -> DrawResult<Option<String>> {
     if series.is_empty() {
         return Ok(None);
     }
@@ -882,7 +934,7 @@ pub fn noise_share_svg(title: &str, series: &[ShareSeries]) -> DrawResult<Option
         .fold(0.0, f64::max);
     let top = share_axis_top(highest);
     let (unit, unit_s) = time_unit(end);
-    let caption = format!("{title}: noise share per window over time");
+    let caption = format!("{title}: {}", text.caption);
     svg(|root| {
         let mut chart = chart_builder(root, &caption)
             .build_cartesian_2d(0.0..end / unit_s, 0.0..top)
@@ -892,7 +944,7 @@ pub fn noise_share_svg(title: &str, series: &[ShareSeries]) -> DrawResult<Option
             .label_style(("sans-serif", 14))
             .axis_desc_style(("sans-serif", 15))
             .x_desc(format!("time since start ({unit})"))
-            .y_desc("noise (% of the time spun)")
+            .y_desc(text.y_desc)
             .x_label_formatter(&|v| axis_number(*v))
             .y_label_formatter(&|v| format!("{} %", axis_number(*v)))
             .light_line_style(WHITE.mix(0.0))

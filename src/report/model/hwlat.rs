@@ -3,6 +3,7 @@
 //! NMIs and steal time. The Series' latency is the hardware gaps.
 
 use super::{ConfigDetail, Series, SeriesDetail, TestConfig};
+use crate::stats::window::SecondStats;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -75,6 +76,11 @@ pub struct HwlatCpu {
     pub smis: Option<u64>,
     /// This CPU's steal time over the run (/proc/stat), ns.
     pub steal_ns: u64,
+    /// The OS gaps per second of the run (`{second, span_s, samples,
+    /// min_ns, avg_ns, max_ns}`, as the series' `per_second` holds the
+    /// hardware gaps): the report's plot of gaps over time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub os_per_second: Vec<SecondStats>,
     /// The hwlatdetect samples: one per window with hardware gaps.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub samples: Vec<HwlatSample>,

@@ -209,3 +209,97 @@ fn holds_dma_latency(pid: u32) -> bool {
             .any(|l| l == Path::new("/dev/cpu_dma_latency"))
     })
 }
+
+/// `latscope report` of a real run draws its gaps over time: the run's
+/// windows of each class add up to its gap counts, and the plot (inline and
+/// with `--svg`) has a series for each class the run had, on the CPU
+/// measured, or says there was nothing to plot.
+#[test]
+fn the_report_of_a_run_plots_its_gaps_over_time() {
+    let test = "slow::hwlat::the_report_of_a_run_plots_its_gaps_over_time";
+    if skip_without_realtime(test) {
+        return;
+    }
+    let _turn = serial();
+    let cpu = *allowed_cpus().last().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (json, html, svg) = (
+        dir.path().join("hw.json"),
+        dir.path().join("out.html"),
+        dir.path().join("plots"),
+    );
+    let mut cmd = latscope(60);
+    // 2 us: the tick and other interrupts make OS gaps on most machines.
+    cmd.args(["hwlat", "--cpu", &cpu.to_string(), "-D", "2"])
+        .args(["--threshold", "2us", "-q", "--json"])
+        .arg(&json);
+    assert_code(&run(cmd), 0);
+    let mut cmd = latscope(60);
+    cmd.arg("report")
+        .arg(&json)
+        .arg("-o")
+        .arg(&html)
+        .arg("--svg")
+        .arg(&svg);
+    assert_code(&run(cmd), 0);
+
+    let report = read_json(&json);
+    let t = &report["tests"][0];
+    let s = &t["series"][0];
+    let d = &s["detail"];
+    let windows = |v: &Value| -> Vec<(u64, u64)> {
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .map(|w| {
+                (
+                    u64_of(&w["second"], "second"),
+                    u64_of(&w["samples"], "samples"),
+                )
+            })
+            .collect()
+    };
+    let (hw, os) = (windows(&s["per_second"]), windows(&d["os_per_second"]));
+    let count = |w: &[(u64, u64)]| w.iter().map(|x| x.1).sum::<u64>();
+    assert_eq!(
+        count(&hw),
+        u64_of(&d["hardware_gaps"], "hardware_gaps"),
+        "{d}"
+    );
+    assert_eq!(count(&os), u64_of(&d["os_gaps"], "os_gaps"), "{d}");
+    // Seconds since the start of a 2 s run.
+    assert!(hw.iter().chain(&os).all(|w| w.0 <= 2), "{hw:?} {os:?}");
+
+    let page = std::fs::read_to_string(&html).unwrap();
+    let name = if t["config"]["detail"]["hypervisor"].is_string() {
+        "hypervisor"
+    } else {
+        "hardware"
+    };
+    let file = svg.join("1-hwlat-gaps-over-time.svg");
+    if hw.is_empty() && os.is_empty() {
+        assert!(page.contains("No samples to plot (over time)"), "{page}");
+        assert!(!file.exists());
+        return;
+    }
+    let plot = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        page.contains(plot.lines().nth(1).unwrap()),
+        "the plot is inline"
+    );
+    for (label, windows) in [(name, &hw), ("OS", &os)] {
+        let legend = format!("CPU {cpu} {label} gaps");
+        assert_eq!(
+            plot.contains(&legend),
+            !windows.is_empty(),
+            "{legend}: {plot}"
+        );
+    }
+    // A filled circle per second with hardware gaps, and its legend's.
+    let circles = if hw.is_empty() { 0 } else { hw.len() + 1 };
+    assert_eq!(plot.matches("<circle").count(), circles, "{plot}");
+    assert!(
+        page.contains(&format!("{name} time per window over time")),
+        "{page}"
+    );
+}
