@@ -53,7 +53,8 @@ impl SmiFacts<'static> {
     }
 }
 
-fn try_perf_live(event: &PmuEvent, cpu: usize) -> Result<(), String> {
+/// Opens `event` on `cpu` of this machine and closes it: Err is why not.
+pub fn try_perf_live(event: &PmuEvent, cpu: usize) -> Result<(), String> {
     CpuCounter::open(event, cpu)
         .map(drop)
         .map_err(|e| perf_refusal(event, cpu, &e))
