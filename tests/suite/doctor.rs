@@ -354,6 +354,21 @@ fn doctor_bpf_lists_every_program_of_every_family_for_this_kernel() {
             "{text}"
         );
     }
+    // The interference counter's programs, timed per event (hwlat's bpf tier).
+    assert!(
+        text.contains("\nCost per interference event of hwlat --tier bpf "),
+        "{text}"
+    );
+    if euid_is_root()
+        && text.contains("\n  tp_btf ")
+        && !text.contains("  tp_btf      not measured")
+    {
+        let switch = regex::Regex::new(
+            r"\n  sched:sched_switch +(tp_btf|raw_tp|tracepoint) +\d+ ns per run \(\d+ runs\)\n",
+        )
+        .unwrap();
+        assert!(switch.is_match(&text), "{text}");
+    }
     // It does not mix with the table's options.
     let out = run(latscope(30).args(["doctor", "--bpf", "--explain"]));
     assert_code(&out, 2);
