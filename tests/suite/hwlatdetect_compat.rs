@@ -84,6 +84,20 @@ fn help_is_argparses_text() {
     assert!(text.contains("  --watch               print sample data to stdout as it arrives\n"));
 }
 
+/// One second on CPU 0 in 100 ms windows, with a hard limit of an hour: no
+/// gap of this run can cross it.
+const SHORT_RUN: &[&str] = &[
+    "--duration=1",
+    "--window",
+    "100ms",
+    "--threshold",
+    "20us",
+    "--hardlimit",
+    "3600s",
+    "--cpu-list",
+    "0",
+];
+
 #[test]
 fn a_short_run_prints_hwlatdetects_lines_and_judges_by_the_hardlimit() {
     if skip_without_realtime("a_short_run_prints_hwlatdetects_lines_and_judges_by_the_hardlimit") {
@@ -91,20 +105,7 @@ fn a_short_run_prints_hwlatdetects_lines_and_judges_by_the_hardlimit() {
     }
     let (dir, mut cmd) = hwlatdetect(&[]);
     let report = dir.path().join("samples.txt");
-    // A hard limit of an hour: no gap of this run can cross it.
-    cmd.args([
-        "--duration=1",
-        "--window",
-        "100ms",
-        "--threshold",
-        "20us",
-        "--hardlimit",
-        "3600s",
-        "--cpu-list",
-        "0",
-        "--report",
-    ])
-    .arg(&report);
+    cmd.args(SHORT_RUN).arg("--report").arg(&report);
     let out = cmd.output().unwrap();
     assert_code(&out, 0);
     let text = stdout_of(&out);
@@ -175,18 +176,8 @@ fn the_detector_line_names_the_tier_that_started() {
         .arg("-c")
         .arg("ulimit -n 10 && exec \"$0\" \"$@\"")
         .arg(&link)
-        .args([
-            "--duration=1",
-            "--window",
-            "100ms",
-            "--threshold",
-            "20us",
-            "--hardlimit",
-            "3600s",
-            "--cpu-list",
-            "0",
-            "--debug",
-        ])
+        .args(SHORT_RUN)
+        .arg("--debug")
         .output()
         .unwrap();
     assert_code(&out, 0);
