@@ -332,6 +332,9 @@ fn doctor_bpf_lists_every_program_of_every_family_for_this_kernel() {
         "; latscope_expire on timer:hrtimer_expire_entry (tp_btf), arming Inferred",
         "; latscope_on_cpu on sched:sched_exit_tp (raw_tp)",
         "; latscope_sched_switch on sched:sched_switch (tp_btf)",
+        // hwlat's interference counter, beside the wake-ups and the recorder.
+        "; latscope_hw_irq on irq:irq_handler_entry (tp_btf)",
+        "; latscope_hw_sw on sched:sched_switch (tp_btf)",
     ] {
         if Path::new("/sys/kernel/btf/vmlinux").exists() {
             assert!(text.contains(header), "{header}: {text}");
