@@ -201,7 +201,7 @@ pub struct DoctorArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub width: WidthArgs,
-    /// Print instead what one BPF program run costs here and the observer effect per wake-up of --breakdown and --trace-spikes (loads programs for about a second; with --json, that figure as JSON), then the listing of every BPF program latscope generates for this kernel (each family, each way of attaching it), as the verifier numbers instructions
+    /// Print instead what one BPF program run costs here, the observer effect per wake-up of --breakdown and --trace-spikes and what hwlat's interference programs cost per event (loads programs for about a second; with --json, those figures as JSON), then the listing of every BPF program latscope generates for this kernel (each family, each way of attaching it), as the verifier numbers instructions
     #[arg(long, conflicts_with_all = ["explain", "quiet"])]
     pub bpf: bool,
 }

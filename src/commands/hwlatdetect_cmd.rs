@@ -4,7 +4,7 @@
 //! sample is above `--hardlimit`, 0 otherwise, 2 for any error: a crash
 //! can no longer pass for a slow machine.
 
-use crate::measure::hwlat::{self as hwlat_run, HwlatOutcome, SmiCounting};
+use crate::measure::hwlat::{self as hwlat_run, HwlatOutcome};
 use crate::pipeline::CommandError;
 use crate::report::HwlatSample;
 use crate::report::classic_hwlatdetect as text;
@@ -43,11 +43,16 @@ fn run_checked(args: &[String]) -> Result<i32, UsageError> {
     for line in &s.debug_lines {
         out.print(line);
     }
-    // The `detector:` word names the most precise tier that runs here.
-    let tier = hwlat_run::detector_tier(&mut |line| out.debug(line));
-    let detector = tier.detector();
     // Paging in the samplers' stacks and buffers is no latency to measure.
     let _ = crate::rt::sched::lock_all_memory_if_affordable();
+    // The tier starts before the header: `detector:` names the one that runs.
+    let (plan, prepared) = hwlat_run::start_hwlatdetect(
+        cpus,
+        (s.threshold_us, s.width_us, s.window_us),
+        s.duration_s,
+        &mut |line| out.debug(line),
+    );
+    let detector = prepared.tier().detector();
     let header = text::Header {
         duration_s: s.duration_s,
         detector: &detector,
@@ -70,12 +75,7 @@ fn run_checked(args: &[String]) -> Result<i32, UsageError> {
         "detector module enabled (threshold: {})",
         s.threshold_us
     ));
-    let outcome = hwlat_run::run(&hwlat_run::hwlatdetect_plan(
-        cpus,
-        (s.threshold_us, s.width_us, s.window_us),
-        s.duration_s,
-        tier,
-    ));
+    let outcome = hwlat_run::run_prepared(&plan, prepared);
     out.debug("disabling detector module");
     drop(dma);
     out.debug("c-states enabled");
@@ -109,7 +109,7 @@ fn finish(
     for line in text::summary_lines(&samples, hwlat_run::measured_seconds(outcome)) {
         out.info(&line);
     }
-    if outcome.smi == SmiCounting::Msr {
+    if outcome.smi.is_countable() {
         let per_cpu: Vec<(usize, u64)> = outcome.smis.iter().map(|(&c, &n)| (c, n)).collect();
         let (each, total) = text::smi_lines(&per_cpu);
         for line in each {

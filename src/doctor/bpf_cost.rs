@@ -39,6 +39,17 @@ pub struct PathFigure {
     pub error: Option<String>,
 }
 
+/// One interference program's measured cost per event it ran on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EventFigure {
+    /// `system:name`.
+    pub event: String,
+    pub way: &'static str,
+    pub runs: u64,
+    pub run_time_ns: u64,
+    pub ns_per_run: Option<f64>,
+}
+
 /// The whole measurement, as `doctor --bpf --json` writes it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BpfCost {
@@ -47,6 +58,13 @@ pub struct BpfCost {
     pub provoked_ms: u64,
     pub ways: Vec<WayFigure>,
     pub paths: Vec<PathFigure>,
+    /// `hwlat --tier bpf`'s programs, each timed on the events that came
+    /// (they run per interference event, not per wake-up).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub interference: Vec<EventFigure>,
+    /// Why they could not be timed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interference_error: Option<String>,
     /// Why nothing could be measured (then `ways` and `paths` are empty).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unavailable: Option<String>,
@@ -59,6 +77,8 @@ impl BpfCost {
             provoked_ms: 200,
             ways: Vec::new(),
             paths: Vec::new(),
+            interference: Vec::new(),
+            interference_error: None,
             unavailable: Some(why),
         }
     }
@@ -93,7 +113,13 @@ pub fn measure() -> BpfCost {
             [&costs, &cold_costs],
         ),
     ];
+    let (interference, interference_error) = match cost::measure_interference(&tracefs) {
+        Ok(timed) => (timed.into_iter().map(event_figure).collect(), None),
+        Err(why) => (Vec::new(), Some(why.to_string())),
+    };
     BpfCost {
+        interference,
+        interference_error,
         ways: measured
             .into_iter()
             .map(|timed| {
@@ -113,6 +139,16 @@ fn timed(measured: &[cost::WayTimed]) -> Vec<WayCost> {
         .iter()
         .filter_map(|(_, r)| r.as_ref().ok().copied())
         .collect()
+}
+
+fn event_figure(t: cost::ProgramTimed) -> EventFigure {
+    EventFigure {
+        ns_per_run: (t.runs > 0).then(|| t.run_time_ns as f64 / t.runs as f64),
+        event: t.event,
+        way: t.way.label(),
+        runs: t.runs,
+        run_time_ns: t.run_time_ns,
+    }
 }
 
 fn way_figure(
@@ -223,6 +259,28 @@ pub fn text(cost: &BpfCost) -> String {
         };
         text.push_str(&format!("  {:<15} {figure}\n", p.option));
     }
+    text.push_str(&interference_text(cost));
+    text
+}
+
+/// The interference programs' part of the text.
+fn interference_text(cost: &BpfCost) -> String {
+    let mut text = format!(
+        "Cost per interference event of hwlat --tier bpf (its programs run on every IRQ, softirq, NMI, \
+         system vector and context switch of every CPU, not on a wake-up's path), the real programs \
+         timed over another {} ms of the same sleeps:\n",
+        cost.provoked_ms
+    );
+    if let Some(why) = &cost.interference_error {
+        text.push_str(&format!("  not measured: {why}\n"));
+    }
+    for e in &cost.interference {
+        let figure = match e.ns_per_run {
+            Some(ns) => format!("{ns:.0} ns per run ({} runs)", e.runs),
+            None => "no such event came".to_string(),
+        };
+        text.push_str(&format!("  {:<42} {:<11} {figure}\n", e.event, e.way));
+    }
     text
 }
 
@@ -287,6 +345,23 @@ mod tests {
                     error: Some("no BTF".into()),
                 },
             ],
+            interference: vec![
+                EventFigure {
+                    event: "sched:sched_switch".into(),
+                    way: "tp_btf",
+                    runs: 1260,
+                    run_time_ns: 282_492,
+                    ns_per_run: Some(224.2),
+                },
+                EventFigure {
+                    event: "irq:irq_handler_entry".into(),
+                    way: "tracepoint",
+                    runs: 0,
+                    run_time_ns: 0,
+                    ns_per_run: None,
+                },
+            ],
+            interference_error: None,
             unavailable: None,
         };
         assert_eq!(
@@ -299,7 +374,24 @@ mod tests {
              \x20 raw_tp      not measured: cannot attach to raw:x: No such file\n\
              Expected observer effect per wake-up (the program runs on one wake-up x the cost of their way):\n\
              \x20 --breakdown     2 programs hooked, 3 runs per wake-up: 75 ns warm, 150 ns cold\n\
-             \x20 --trace-spikes  not known: no BTF\n"
+             \x20 --trace-spikes  not known: no BTF\n\
+             Cost per interference event of hwlat --tier bpf (its programs run on every IRQ, softirq, NMI, \
+             system vector and context switch of every CPU, not on a wake-up's path), the real programs \
+             timed over another 200 ms of the same sleeps:\n\
+             \x20 sched:sched_switch                         tp_btf      224 ns per run (1260 runs)\n\
+             \x20 irq:irq_handler_entry                      tracepoint  no such event came\n"
+        );
+        let not_timed = BpfCost {
+            interference: Vec::new(),
+            interference_error: Some("cannot create the interference counter's map".into()),
+            ..cost.clone()
+        };
+        assert!(text(&not_timed).ends_with(
+            "over another 200 ms of the same sleeps:\n  not measured: cannot create the interference counter's map\n"
+        ));
+        assert_eq!(
+            serde_json::to_value(&not_timed).unwrap()["interference_error"],
+            "cannot create the interference counter's map"
         );
         let json = serde_json::to_value(&cost).unwrap();
         assert_eq!(json["ways"][0]["ns_per_run"], 25.0);
@@ -307,6 +399,9 @@ mod tests {
         assert_eq!(json["paths"][0]["expected_cold_ns_per_wakeup"], 150.2);
         assert_eq!(json["ways"][0]["cold_ns_per_run"], 61.0);
         assert!(json.get("unavailable").is_none());
+        assert_eq!(json["interference"][0]["event"], "sched:sched_switch");
+        assert_eq!(json["interference"][0]["ns_per_run"], 224.2);
+        assert!(json["interference"][1]["ns_per_run"].is_null());
     }
 
     #[test]

@@ -11,6 +11,8 @@ pub struct FakeProbes {
     pub slack_ns: Option<u64>,
     pub bpf: Result<(), String>,
     pub realtime: crate::rt::sched::RealtimeProbe,
+    pub intel_family_6: bool,
+    pub perf: Result<(), String>,
 }
 
 impl Probes for FakeProbes {
@@ -31,6 +33,12 @@ impl Probes for FakeProbes {
     }
     fn realtime(&self) -> crate::rt::sched::RealtimeProbe {
         self.realtime
+    }
+    fn intel_family_6_with_msr(&self) -> bool {
+        self.intel_family_6
+    }
+    fn perf(&self, _: &crate::rt::pmu::PmuEvent, _: usize) -> Result<(), String> {
+        self.perf.clone()
     }
 }
 
@@ -71,6 +79,8 @@ impl Fixture {
                     fifo: Ok(()),
                     deadline: Ok(()),
                 },
+                intel_family_6: false,
+                perf: Ok(()),
             },
         }
     }

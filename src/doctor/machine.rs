@@ -48,12 +48,26 @@ pub trait Probes {
     /// What the kernel answers a thread asking for SCHED_FIFO and
     /// SCHED_DEADLINE (rt::sched::probe_realtime): tried, not inferred.
     fn realtime(&self) -> crate::rt::sched::RealtimeProbe;
+    /// CPUID: an Intel family 6 processor with MSRs (where rt-tests 2.7
+    /// reads the SMI count MSR).
+    fn intel_family_6_with_msr(&self) -> bool;
+    /// Whether perf opens `event` on `cpu` for this process (opened and
+    /// closed at once): Err is why not.
+    fn perf(&self, event: &crate::rt::pmu::PmuEvent, cpu: usize) -> Result<(), String>;
 }
 
 /// The probes of the machine latscope runs on.
 pub struct LiveProbes;
 
 impl Probes for LiveProbes {
+    fn intel_family_6_with_msr(&self) -> bool {
+        crate::rt::sysinfo::intel_family_6_with_msr()
+    }
+
+    fn perf(&self, event: &crate::rt::pmu::PmuEvent, cpu: usize) -> Result<(), String> {
+        crate::rt::smi::try_perf_live(event, cpu)
+    }
+
     fn realtime(&self) -> crate::rt::sched::RealtimeProbe {
         crate::rt::sched::probe_realtime()
     }
@@ -233,6 +247,18 @@ impl Machine {
             .rev()
             .find(|(k, _)| k == name)
             .map(|(_, v)| v)
+    }
+
+    /// The effective user id of this process (the second `Uid:` field of
+    /// /proc/self/status; None when it cannot be read).
+    pub fn effective_uid(&self) -> Option<u32> {
+        self.read("/proc/self/status")?
+            .lines()
+            .find_map(|l| l.strip_prefix("Uid:"))?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
     }
 
     /// The effective capabilities of this process (`CapEff` in /proc/self/status).

@@ -12,6 +12,7 @@
 
 pub mod bpf_cost;
 pub mod cpu;
+pub mod hwlat;
 pub mod isolation;
 pub mod kernel;
 pub mod machine;
@@ -89,7 +90,7 @@ impl CheckStart {
 
 /// Every check, in the order the table shows them (grouped).
 pub fn run(machine: &Machine) -> Vec<Check> {
-    let checks: [fn(&Machine) -> Check; 27] = [
+    let checks: [fn(&Machine) -> Check; 29] = [
         kernel::preemption,
         kernel::clocksource,
         cpu::governor,
@@ -117,6 +118,8 @@ pub fn run(machine: &Machine) -> Vec<Check> {
         tracing::tracers,
         tracing::events,
         tracing::bpf,
+        hwlat::tier,
+        hwlat::smi,
     ];
     checks.iter().map(|check| check(machine)).collect()
 }
@@ -197,15 +200,17 @@ mod tests {
             ("tracing.tracers", Verdict::Warn),
             ("tracing.events", Verdict::Warn),
             ("tracing.bpf", Verdict::Warn),
+            ("hwlat.tier", Verdict::Warn),
+            ("hwlat.smi", Verdict::Ok),
         ] {
             assert_eq!(verdict_of(&stock, id), verdict, "{id}: {stock:#?}");
         }
-        assert_eq!(stock.len(), 27);
+        assert_eq!(stock.len(), 29);
         assert_eq!(
             Summary::of(&stock),
             Summary {
-                ok: 7,
-                warn: 18,
+                ok: 8,
+                warn: 19,
                 bad: 2
             }
         );

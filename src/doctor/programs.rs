@@ -36,7 +36,7 @@ pub fn listings_text() -> String {
          Each is tried on the cheapest way first (tp_btf, then raw_tp, then tracepoint);\n\
          instructions are numbered as the verifier numbers them; map[fd:{MAP_FD}] stands for the map.\n\
          {btf_line}\n{tracefs_line}\n\
-         The kernel's verdict on each: `latscope doctor` (tracing.bpf) and the collector line of a run.\n"
+         The kernel's verdict on each: `latscope doctor` (tracing.bpf, hwlat.tier) and the collector or tier line of a run.\n"
     );
     for listing in all(&facts) {
         text.push('\n');

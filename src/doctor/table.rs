@@ -103,11 +103,11 @@ mod tests {
             "{text}"
         );
         assert!(lines[4].trim_end().ends_with("tsc"), "{text}");
-        assert_eq!(lines.len(), 3 + 27 + 2, "{text}");
+        assert_eq!(lines.len(), 3 + 29 + 2, "{text}");
         assert_eq!(
             lines.last().copied(),
             Some(
-                "summary: 7 ok, 18 warn, 2 bad: not ready for real time: fix what is bad first (exit 3)"
+                "summary: 8 ok, 19 warn, 2 bad: not ready for real time: fix what is bad first (exit 3)"
             )
         );
         // -q: only the problems; --explain: what they mean.
@@ -150,7 +150,7 @@ isolation  warn     isolated      none   boot with
         let text = render(&sysinfo, &checks, true, true);
         assert!(!text.contains("group"), "nothing to show: {text}");
         assert!(
-            text.ends_with("summary: 27 ok, 0 warn, 0 bad: ready for real time\n"),
+            text.ends_with("summary: 29 ok, 0 warn, 0 bad: ready for real time\n"),
             "{text}"
         );
         assert_eq!(Summary::of(&checks).bad, 0);

@@ -171,20 +171,22 @@ pub fn bpf(m: &Machine) -> Check {
             "possible",
             "--breakdown and --trace-spikes collect in the kernel (BPF), at a fraction of tracefs' cost",
         ),
-        Err(why) => {
-            let fix = if why.starts_with("not permitted") {
-                "run as root, or grant CAP_BPF and CAP_PERFMON"
-            } else if why.starts_with("kernel lockdown") {
-                "boot without lockdown=confidentiality"
-            } else {
-                "a Linux 5.8 or later kernel with CONFIG_BPF_SYSCALL and CONFIG_BPF_EVENTS"
-            };
-            check.warn(
-                format!("no: {why}"),
-                "kernel events are collected through tracefs instead (--collector auto), which costs more per event",
-                fix,
-            )
-        }
+        Err(why) => check.warn(
+            format!("no: {why}"),
+            "kernel events are collected through tracefs instead (--collector auto), which costs more per event",
+            bpf_fix(&why),
+        ),
+    }
+}
+
+/// What to do when BPF cannot run, for its reason (`why`).
+pub fn bpf_fix(why: &str) -> &'static str {
+    if why.contains("not permitted") {
+        "run as root, or grant CAP_BPF and CAP_PERFMON"
+    } else if why.contains("kernel lockdown") {
+        "boot without lockdown=confidentiality"
+    } else {
+        "a Linux 5.8 or later kernel with CONFIG_BPF_SYSCALL and CONFIG_BPF_EVENTS"
     }
 }
 

@@ -1,5 +1,5 @@
 //! What the machine tells around the sampler: each CPU's steal time and busy
-//! time (`/proc/stat`), and whether SMIs can be counted here.
+//! time (`/proc/stat`), and how SMIs are counted here (`rt::smi`).
 
 use std::collections::BTreeMap;
 
@@ -53,50 +53,9 @@ pub fn user_hz() -> u64 {
     u64::try_from(hz).ok().filter(|&h| h > 0).unwrap_or(100)
 }
 
-/// How SMIs are counted on this machine, or why they cannot be.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SmiCounting {
-    /// `/dev/cpu/N/msr` at 0x34 (MSR_SMI_COUNT) for every measured CPU.
-    Msr,
-    NotCountable(String),
-}
-
-/// MSR_SMI_COUNT.
-const MSR_SMI_COUNT: u64 = 0x34;
-const PERF_SMI_EVENT: &str = "/sys/bus/event_source/devices/msr/events/smi";
-
-/// Where SMIs can be counted: the MSR, readable, on an Intel family 6
-/// processor (rt-tests 2.7's rule: every model of family 6, not a list).
-pub fn smi_counting(cpus: &[usize]) -> SmiCounting {
-    if !crate::rt::sysinfo::intel_family_6_with_msr() {
-        return SmiCounting::NotCountable(
-            "the processor is not an Intel family 6 one, which alone has the SMI count MSR".into(),
-        );
-    }
-    match cpus.iter().find(|&&cpu| read_smi_count(cpu).is_none()) {
-        None => SmiCounting::Msr,
-        Some(cpu) => {
-            let perf = if std::path::Path::new(PERF_SMI_EVENT).exists() {
-                "perf's msr/smi event is offered but not read by this tier yet"
-            } else {
-                "and perf's msr PMU has no smi event"
-            };
-            SmiCounting::NotCountable(format!(
-                "/dev/cpu/{cpu}/msr cannot be read (modprobe msr; root), {perf}"
-            ))
-        }
-    }
-}
-
-/// MSR_SMI_COUNT of `cpu`, when its msr device can be read.
-pub fn read_smi_count(cpu: usize) -> Option<u64> {
-    use std::os::unix::fs::FileExt;
-    let file = std::fs::File::open(format!("/dev/cpu/{cpu}/msr")).ok()?;
-    let mut bytes = [0u8; 8];
-    file.read_exact_at(&mut bytes, MSR_SMI_COUNT).ok()?;
-    // The count is the low 32 bits.
-    Some(u64::from_le_bytes(bytes) & 0xffff_ffff)
-}
+/// How SMIs are counted (perf's msr/smi/ event, else the MSR, else why
+/// not): rt::smi decides, for the run, the report and the doctor alike.
+pub use crate::rt::smi::{SmiCounter, SmiCounting, smi_counting};
 
 #[cfg(test)]
 mod tests {

@@ -32,6 +32,7 @@ pub mod traced;
 use crate::probes::interference::load::LoadedInterference;
 use crate::report::EndReason;
 use crate::rt::sched::Policy;
+use machine::SmiCounter;
 use sampler::{CpuOutcome, SamplerPlan};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -96,16 +97,69 @@ pub struct HwlatOutcome {
     pub tier_fallback: Option<String>,
 }
 
-/// Runs one sampler per CPU of `plan` until the duration ends, a sampler
-/// fails, or `stop_signalled` (waiting up to its argument) says stop.
-pub fn run(plan: &HwlatPlan, stop_signalled: &mut dyn FnMut(Duration) -> bool) -> HwlatOutcome {
-    let smi = machine::smi_counting(&plan.cpus);
-    let smis_before = smi_counts(&smi, &plan.cpus);
+/// A run whose tier has started (the bpf tier's programs loaded, or the
+/// trace running, or the unprivileged tier) and whose SMI counters are
+/// open: what it measures with is known before the samplers spin, so the
+/// `hwlatdetect` name's `detector:` line names the tier that runs.
+pub struct Prepared {
+    started: Result<Started, String>,
+    tier: Tier,
+    tier_fallback: Option<String>,
+    smi: SmiCounter,
+    stat_before: BTreeMap<usize, machine::CpuTimes>,
+    realtime_offset_ns: i64,
+}
+
+impl Prepared {
+    /// The tier that runs (the planned one, or the one it fell back to).
+    pub fn tier(&self) -> Tier {
+        self.tier
+    }
+
+    /// Why the planned tier did not start, when it did not.
+    pub fn tier_fallback(&self) -> Option<&str> {
+        self.tier_fallback.as_deref()
+    }
+}
+
+/// Starts `plan`'s tier (falling back as the plan allows) and SMI counters.
+pub fn prepare(plan: &HwlatPlan) -> Prepared {
+    let smi = SmiCounter::start(&plan.cpus);
     let stat_before = machine::read_stat();
     let realtime_offset_ns = crate::rt::clock::read_clock(libc::CLOCK_REALTIME) as i64
         - crate::rt::clock::monotonic_ns() as i64;
     // The trace starts before the samplers spin, from this (unpinned) thread.
     let (started, tier, tier_fallback) = start_tier(plan, realtime_offset_ns);
+    Prepared {
+        started,
+        tier,
+        tier_fallback,
+        smi,
+        stat_before,
+        realtime_offset_ns,
+    }
+}
+
+/// Runs one sampler per CPU of `plan` until the duration ends, a sampler
+/// fails, or `stop_signalled` (waiting up to its argument) says stop.
+pub fn run(plan: &HwlatPlan, stop_signalled: &mut dyn FnMut(Duration) -> bool) -> HwlatOutcome {
+    run_prepared(plan, prepare(plan), stop_signalled)
+}
+
+/// `run` on a run `prepare` started.
+pub fn run_prepared(
+    plan: &HwlatPlan,
+    prepared: Prepared,
+    stop_signalled: &mut dyn FnMut(Duration) -> bool,
+) -> HwlatOutcome {
+    let Prepared {
+        started,
+        tier,
+        tier_fallback,
+        smi,
+        stat_before,
+        realtime_offset_ns,
+    } = prepared;
     let mut sampled = match &started {
         Err(e) => Sampled::failed(e.clone()),
         Ok(started) => sample(plan, started, realtime_offset_ns, stop_signalled),
@@ -139,12 +193,8 @@ pub fn run(plan: &HwlatPlan, stop_signalled: &mut dyn FnMut(Duration) -> bool) -
             })
             .collect(),
         busy_siblings: busy_siblings(&plan.cpus, &stat_before, &stat_after, measured),
-        smis: smis_before
-            .iter()
-            .zip(smi_counts(&smi, &plan.cpus))
-            .map(|(&(cpu, before), (_, after))| (cpu, after.wrapping_sub(before) & 0xffff_ffff))
-            .collect(),
-        smi,
+        smi: smi.counting.clone(),
+        smis: smi.finish(),
         cpus: sampled.cpus,
         measured,
         end_reason: sampled.end_reason,
@@ -346,16 +396,6 @@ fn start_sampler(plan: &SamplerPlan, stop: &Arc<AtomicBool>) -> CpuOutcome {
             error: Some(e),
             ..CpuOutcome::default()
         },
-    }
-}
-
-fn smi_counts(smi: &machine::SmiCounting, cpus: &[usize]) -> Vec<(usize, u64)> {
-    match smi {
-        machine::SmiCounting::Msr => cpus
-            .iter()
-            .map(|&c| (c, machine::read_smi_count(c).unwrap_or(0)))
-            .collect(),
-        machine::SmiCounting::NotCountable(_) => Vec::new(),
     }
 }
 

@@ -24,7 +24,7 @@ use super::classify::{GapClass, Tally, WindowSample, note_sample};
 use super::gap_log::GapLog;
 use super::protocol::{Gap, Interference};
 use crate::report::Cause;
-use crate::rt::tracefs::events::{ACTIVITY, EventDecoder, Kind, TraceEvent};
+use crate::rt::tracefs::events::{EventDecoder, Kind, TraceEvent};
 use crate::rt::tracefs::reader::{Consumer, LostSpan, ReaderCounts};
 use crate::rt::tracefs::{self, TraceOptions, TraceRun};
 use crate::spikes::attribution::{self, CpuHistory, HARDWARE_KIND, NMI_KIND, TRACER_KIND};
@@ -139,23 +139,13 @@ pub struct TracedCpu {
     pub log: Option<GapLog>,
 }
 
-/// The events of this tier (and of `spikes`' tracefs collector, less
-/// `sched_wakeup`: whom a switch woke does not matter here).
-pub fn base_events() -> Vec<(&'static str, &'static str)> {
-    ACTIVITY
-        .iter()
-        .copied()
-        .filter(|&(_, e)| e != "sched_wakeup")
-        .collect()
-}
+/// The events of this tier (`probes::interference::tier`, whose check
+/// the doctor makes too).
+pub use crate::probes::interference::tier::base_events;
 
 /// Whether the tier can run here, creating nothing.
 pub fn check() -> Result<(), String> {
-    let events = base_events();
-    if let Some(tracefs) = tracefs::check_usable(&events)? {
-        EventDecoder::read_events(&tracefs.join("events"), &events)?;
-    }
-    Ok(())
+    crate::probes::interference::tier::TierFacts::live().tracefs_ok()
 }
 
 /// A running trace of the measured CPUs and its classifier.

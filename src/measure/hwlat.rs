@@ -6,7 +6,7 @@ pub use crate::hwlat::machine::SmiCounting;
 use crate::hwlat::over_time::{Placement, in_seconds};
 pub use crate::hwlat::sampler::CpuOutcome;
 pub use crate::hwlat::tier::{Decision, Tier, TierChoice};
-pub use crate::hwlat::{HwlatOutcome, HwlatPlan, UNPRIVILEGED_TIER};
+pub use crate::hwlat::{HwlatOutcome, HwlatPlan, Prepared, UNPRIVILEGED_TIER};
 use crate::pipeline::{CpuWindow, FinishedTest, Run, RunFacts};
 use crate::report::{
     ConfigDetail, EndReason, HwlatConfig, HwlatCpu, HwlatSample, OsCause, Series, SeriesDetail,
@@ -34,6 +34,9 @@ pub fn hypervisor() -> Option<String> {
 /// How SMIs are counted, in words for the output.
 pub fn describe_smi(smi: &SmiCounting) -> String {
     match smi {
+        SmiCounting::Perf(event) => {
+            format!("counted by perf's {} event (MSR_SMI_COUNT)", event.name)
+        }
         SmiCounting::Msr => "counted from MSR_SMI_COUNT (/dev/cpu/N/msr at 0x34)".into(),
         SmiCounting::NotCountable(why) => format!("not countable here ({why})"),
     }
@@ -41,11 +44,7 @@ pub fn describe_smi(smi: &SmiCounting) -> String {
 
 /// The tier `choice` gives here (the error is the user's line, exit 1).
 pub fn decide_tier(choice: TierChoice) -> Result<Decision, String> {
-    crate::hwlat::tier::decide(
-        choice,
-        || crate::probes::interference::check().map_err(|e| e.0),
-        crate::hwlat::traced::check,
-    )
+    crate::hwlat::tier::TierFacts::live().decide(choice)
 }
 
 /// A tier asked for by name that cannot run here: its own line, before the
@@ -57,17 +56,38 @@ pub fn check_before_run(settings: &HwlatSettings) -> Result<(), String> {
     }
 }
 
-/// The most precise tier that runs here (`--tier auto`, which never
-/// refuses), as the `hwlatdetect` name measures with it; a fallback is told
-/// to `debug` (its `--debug` lines).
-pub fn detector_tier(debug: &mut dyn FnMut(&str)) -> Tier {
-    let Ok(decision) = decide_tier(TierChoice::Auto) else {
-        return Tier::Unprivileged;
-    };
-    if let Some(why) = &decision.fallback {
-        debug(&format!("tier: {} ({why})", decision.tier.describe()));
+/// The `hwlatdetect` name's run, started before its header: the most
+/// precise tier that runs here (`--tier auto`, which never refuses) is
+/// loaded, or its trace started, so that `detector:` names the tier that
+/// runs even when the one decided could not start; why another tier runs
+/// is told to `debug` (its `--debug` lines).
+pub fn start_hwlatdetect(
+    cpus: Vec<usize>,
+    (threshold_us, width_us, window_us): (u64, u64, u64),
+    duration_s: u64,
+    debug: &mut dyn FnMut(&str),
+) -> (HwlatPlan, Prepared) {
+    let decision = crate::hwlat::tier::TierFacts::live().available();
+    let plan = hwlatdetect_plan(
+        cpus,
+        (threshold_us, width_us, window_us),
+        duration_s,
+        decision.tier,
+    );
+    let prepared = crate::hwlat::prepare(&plan);
+    let why = crate::hwlat::tier::join_fallbacks(
+        decision.fallback,
+        prepared.tier_fallback().map(str::to_string),
+    );
+    if let Some(why) = why {
+        debug(&format!("tier: {} ({why})", prepared.tier().describe()));
     }
-    decision.tier
+    (plan, prepared)
+}
+
+/// Runs a started plan until its duration ends or SIGINT/SIGTERM.
+pub fn run_prepared(plan: &HwlatPlan, prepared: Prepared) -> HwlatOutcome {
+    crate::hwlat::run_prepared(plan, prepared, &mut stop_signalled)
 }
 
 /// The classification sub-window of the `hwlatdetect` name (docs/hwlat.md).

@@ -147,12 +147,7 @@ pub fn measure_sleeping(
     ways: &[AttachWay],
     sleep_ns: u64,
 ) -> Result<Vec<WayTimed>, ProbeError> {
-    let _counting = crate::rt::bpf::sys::count_run_time().map_err(|e| {
-        ProbeError::system(
-            "cannot turn on BPF run-time statistics (BPF_ENABLE_STATS, Linux 5.8)",
-            e,
-        )
-    })?;
+    let _counting = count_run_time()?;
     let kernel = KernelTypes::new(tracefs);
     let (system, name) = TIMED_EVENT;
     let event = Event {
@@ -177,6 +172,57 @@ pub fn measure_sleeping(
         out.push((way, timed));
     }
     Ok(out)
+}
+
+/// The kernel's run-time statistics, on while the guard lives.
+fn count_run_time() -> Result<std::os::fd::OwnedFd, ProbeError> {
+    crate::rt::bpf::sys::count_run_time().map_err(|e| {
+        ProbeError::system(
+            "cannot turn on BPF run-time statistics (BPF_ENABLE_STATS, Linux 5.8)",
+            e,
+        )
+    })
+}
+
+/// One real program, timed on the events that came.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgramTimed {
+    /// `system:name`.
+    pub event: String,
+    pub way: AttachWay,
+    pub runs: u64,
+    pub run_time_ns: u64,
+}
+
+/// The interference counter's programs (`hwlat --tier bpf`) as this
+/// kernel hooks them, each timed by the kernel's run-time statistics over
+/// the events that came while the provoking thread slept `SLEEP_NS` at a
+/// time for `PROVOKE_NS` (its timer interrupts and switches, and whatever
+/// else the machine did). They run on every IRQ, softirq, NMI, system
+/// vector and switch of every CPU, not on a wake-up's path: their cost is
+/// per event, not per wake-up.
+pub fn measure_interference(tracefs: &Path) -> Result<Vec<ProgramTimed>, ProbeError> {
+    let _counting = count_run_time()?;
+    let loaded = super::interference::load::LoadedInterference::load(tracefs)?;
+    let programs: Vec<(&str, AttachWay, i32)> = loaded.programs().collect();
+    let before = programs
+        .iter()
+        .map(|&(_, _, fd)| stats_of(fd))
+        .collect::<Result<Vec<_>, _>>()?;
+    provoke(PROVOKE_NS, SLEEP_NS);
+    programs
+        .iter()
+        .zip(before)
+        .map(|(&(event, way, fd), before)| {
+            let after = stats_of(fd)?;
+            Ok(ProgramTimed {
+                event: event.to_string(),
+                way,
+                runs: after.run_cnt - before.run_cnt,
+                run_time_ns: after.run_time_ns - before.run_time_ns,
+            })
+        })
+        .collect()
 }
 
 fn stats_of(fd: i32) -> Result<crate::rt::bpf::sys::ProgramStats, ProbeError> {

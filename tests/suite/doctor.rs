@@ -135,6 +135,40 @@ fn doctor_reports_the_facts_of_this_machine() {
         _ => eprintln!("tracefs not mounted or not root: the tracer check says {tracers}"),
     }
 
+    // hwlat: the tier `--tier auto` takes (bpf wherever BPF collection is
+    // possible on a kernel with BPF_FETCH, 5.12), and how SMIs are counted,
+    // from the files the decision reads.
+    let tier = check(&doc, "hwlat.tier");
+    let release = read("/proc/sys/kernel/osrelease");
+    let mut version = release
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|n| n.parse::<u32>().unwrap_or(0));
+    let fetch = (version.next().unwrap_or(0), version.next().unwrap_or(0)) >= (5, 12);
+    if check(&doc, "tracing.bpf")["value"] == "possible" && fetch {
+        assert_eq!(
+            (&tier["verdict"], &tier["value"]),
+            (&"ok".into(), &"bpf".into()),
+            "{tier}"
+        );
+    } else {
+        assert!(tier["value"].as_str().unwrap().contains("(bpf: "), "{tier}");
+    }
+    let smi = check(&doc, "hwlat.smi");
+    let smi_event = Path::new("/sys/bus/event_source/devices/msr/events/smi").exists();
+    let cpuinfo = read("/proc/cpuinfo");
+    let intel_family_6 = cpuinfo
+        .lines()
+        .any(|l| l.starts_with("vendor_id") && l.ends_with("GenuineIntel"))
+        && cpuinfo
+            .lines()
+            .any(|l| l.starts_with("cpu family") && l.ends_with(": 6"));
+    if smi_event && euid_is_root() {
+        assert_eq!(smi["value"], "perf's msr/smi/ event", "{smi}");
+    } else if !smi_event && !intel_family_6 {
+        assert_eq!(smi["verdict"], "ok", "{smi}");
+        assert!(smi["value"].as_str().unwrap().starts_with("no: "), "{smi}");
+    }
+
     // Counts, exit code, and a fix for every finding that is not ok.
     let checks = array_of(&doc["checks"], "checks");
     let count = |v: &str| checks.iter().filter(|c| c["verdict"] == v).count() as u64;
@@ -271,7 +305,7 @@ fn doctor_writes_a_json_file_and_the_table() {
     let doc = read_json(Path::new(&file));
     assert_code(&out, u64_of(&doc["exit_code"], "exit_code") as i32);
     assert!(stdout_of(&out).contains("summary: "), "{}", describe(&out));
-    assert_eq!(array_of(&doc["checks"], "checks").len(), 27);
+    assert_eq!(array_of(&doc["checks"], "checks").len(), 29);
     assert!(
         doc["sysinfo"]["checks"].is_null(),
         "checks only once: {doc:#}"
@@ -298,6 +332,9 @@ fn doctor_bpf_lists_every_program_of_every_family_for_this_kernel() {
         "; latscope_expire on timer:hrtimer_expire_entry (tp_btf), arming Inferred",
         "; latscope_on_cpu on sched:sched_exit_tp (raw_tp)",
         "; latscope_sched_switch on sched:sched_switch (tp_btf)",
+        // hwlat's interference counter, beside the wake-ups and the recorder.
+        "; latscope_hw_irq on irq:irq_handler_entry (tp_btf)",
+        "; latscope_hw_sw on sched:sched_switch (tp_btf)",
     ] {
         if Path::new("/sys/kernel/btf/vmlinux").exists() {
             assert!(text.contains(header), "{header}: {text}");
@@ -320,7 +357,49 @@ fn doctor_bpf_lists_every_program_of_every_family_for_this_kernel() {
             "{text}"
         );
     }
+    // The interference counter's programs, timed per event (hwlat's bpf tier).
+    assert!(
+        text.contains("\nCost per interference event of hwlat --tier bpf "),
+        "{text}"
+    );
+    if euid_is_root()
+        && text.contains("\n  tp_btf ")
+        && !text.contains("  tp_btf      not measured")
+    {
+        let switch = regex::Regex::new(
+            r"\n  sched:sched_switch +(tp_btf|raw_tp|tracepoint) +\d+ ns per run \(\d+ runs\)\n",
+        )
+        .unwrap();
+        assert!(switch.is_match(&text), "{text}");
+    }
     // It does not mix with the table's options.
     let out = run(latscope(30).args(["doctor", "--bpf", "--explain"]));
     assert_code(&out, 2);
+}
+
+/// As an ordinary user the doctor says what hwlat can do for that user:
+/// the unprivileged tier, and why not the others (the run's own reasons).
+#[test]
+fn doctor_names_the_hwlat_tier_an_ordinary_user_gets() {
+    const TEST: &str = "doctor::doctor_names_the_hwlat_tier_an_ordinary_user_gets";
+    let mut cmd = match nobody_runner() {
+        Ok(cmd) => cmd,
+        Err(why) => return latscope::testing::skip(TEST, &why),
+    };
+    cmd.arg(bin()).args(["doctor", "--json", "-"]);
+    let out = run_std_with_timeout(cmd, std::time::Duration::from_secs(60));
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", describe(&out)));
+    let tier = check(&doc, "hwlat.tier");
+    assert_eq!(tier["verdict"], "warn", "{tier}");
+    let value = tier["value"].as_str().unwrap();
+    assert!(
+        value.starts_with("unprivileged (bpf: not permitted"),
+        "{tier}"
+    );
+    assert!(
+        value.contains("; tracefs: kernel tracing needs root"),
+        "{tier}"
+    );
+    assert_eq!(tier["fix"], "run as root, or grant CAP_BPF and CAP_PERFMON");
 }

@@ -84,6 +84,20 @@ fn help_is_argparses_text() {
     assert!(text.contains("  --watch               print sample data to stdout as it arrives\n"));
 }
 
+/// One second on CPU 0 in 100 ms windows, with a hard limit of an hour: no
+/// gap of this run can cross it.
+const SHORT_RUN: &[&str] = &[
+    "--duration=1",
+    "--window",
+    "100ms",
+    "--threshold",
+    "20us",
+    "--hardlimit",
+    "3600s",
+    "--cpu-list",
+    "0",
+];
+
 #[test]
 fn a_short_run_prints_hwlatdetects_lines_and_judges_by_the_hardlimit() {
     if skip_without_realtime("a_short_run_prints_hwlatdetects_lines_and_judges_by_the_hardlimit") {
@@ -91,20 +105,7 @@ fn a_short_run_prints_hwlatdetects_lines_and_judges_by_the_hardlimit() {
     }
     let (dir, mut cmd) = hwlatdetect(&[]);
     let report = dir.path().join("samples.txt");
-    // A hard limit of an hour: no gap of this run can cross it.
-    cmd.args([
-        "--duration=1",
-        "--window",
-        "100ms",
-        "--threshold",
-        "20us",
-        "--hardlimit",
-        "3600s",
-        "--cpu-list",
-        "0",
-        "--report",
-    ])
-    .arg(&report);
+    cmd.args(SHORT_RUN).arg("--report").arg(&report);
     let out = cmd.output().unwrap();
     assert_code(&out, 0);
     let text = stdout_of(&out);
@@ -154,4 +155,57 @@ fn a_short_run_prints_hwlatdetects_lines_and_judges_by_the_hardlimit() {
         "report saved to {} ({recorded} samples)",
         report.display()
     )));
+}
+
+/// The `detector:` line names the tier that runs, not the one decided
+/// before it started: with 10 file descriptors the bpf tier passes its
+/// check (a map and a program at once) but cannot load its programs, so
+/// the tracefs (or unprivileged) tier runs, and the header says so.
+#[test]
+fn the_detector_line_names_the_tier_that_started() {
+    const TEST: &str = "hwlatdetect_compat::the_detector_line_names_the_tier_that_started";
+    if skip_without_realtime(TEST) {
+        return;
+    }
+    if !euid_is_root() {
+        return latscope::testing::skip(TEST, "needs root: the bpf tier must pass its check");
+    }
+    let (dir, _) = hwlatdetect(&[]);
+    let link = dir.path().join("hwlatdetect");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 10 && exec \"$0\" \"$@\"")
+        .arg(&link)
+        .args(SHORT_RUN)
+        .arg("--debug")
+        .output()
+        .unwrap();
+    assert_code(&out, 0);
+    let text = stdout_of(&out);
+    let tier_line = text
+        .lines()
+        .find(|l| l.starts_with("tier: "))
+        .unwrap_or_else(|| panic!("no tier: line (bpf started?): {}", describe(&out)));
+    if !tier_line.contains("Too many open files") {
+        // The check refused bpf already: no start failed here.
+        return latscope::testing::skip(
+            TEST,
+            &format!("the bpf tier cannot run here: {tier_line}"),
+        );
+    }
+    let ran = tier_line["tier: ".len()..]
+        .split_whitespace()
+        .next()
+        .unwrap();
+    assert_ne!(ran, "bpf", "{text}");
+    let detector = format!("   detector: latscope-{ran}");
+    let header = text
+        .find("hwlatdetect:  test duration")
+        .expect("the header");
+    assert!(text.lines().any(|l| l == detector), "{text}");
+    // The tier line (a --debug line) comes before the header, as the
+    // tier starts before it is printed.
+    assert!(text.find(tier_line).unwrap() < header, "{text}");
+    assert!(tier_line.contains("(bpf: "), "{tier_line}");
+    assert!(text.contains("\ntest finished\n"), "{text}");
 }

@@ -6,8 +6,8 @@
 use super::layout::SLOT_SIZE;
 use super::program::{LADDER, Source, generate};
 use super::read::SlotView;
-use crate::probes::ProbeError;
 use crate::probes::hook::{Event, Hooked, KernelTypes, hook};
+use crate::probes::{AttachWay, ProbeError};
 use crate::rt::bpf::{BPF_F_MMAPABLE, Map, MapKind, MappedArray};
 use std::path::Path;
 
@@ -15,6 +15,8 @@ use std::path::Path;
 pub struct LoadedInterference {
     /// Declared first: detached before the map is closed.
     hooked: Vec<Hooked>,
+    /// `system:name` of each hooked program, in the same order.
+    events: Vec<String>,
     mapped: MappedArray,
     _map: Map,
 }
@@ -59,6 +61,7 @@ impl LoadedInterference {
             .map_err(|e| ProbeError::system("cannot map the interference counter's map", e))?;
         let kernel = KernelTypes::new(tracefs);
         let mut hooked = Vec::new();
+        let mut events = Vec::new();
         for source in Source::all() {
             let (system, name) = source.event();
             if !source.required() && !event_exists(&kernel, system, &name) {
@@ -74,12 +77,23 @@ impl LoadedInterference {
                 generate(source, way, view, map.fd())
             })?;
             hooked.push(one);
+            events.push(format!("{system}:{name}"));
         }
         Ok(LoadedInterference {
             hooked,
+            events,
             mapped,
             _map: map,
         })
+    }
+
+    /// Each program's event (`system:name`), the way it took and its
+    /// descriptor (`doctor --bpf` times them).
+    pub fn programs(&self) -> impl Iterator<Item = (&str, AttachWay, i32)> + '_ {
+        self.events
+            .iter()
+            .zip(&self.hooked)
+            .map(|(event, h)| (event.as_str(), h.way, h.program.fd()))
     }
 
     /// The slot of `cpu` (None: not a possible CPU).

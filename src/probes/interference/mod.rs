@@ -13,6 +13,7 @@ pub mod layout;
 pub mod load;
 pub mod program;
 pub mod read;
+pub mod tier;
 
 #[cfg(test)]
 mod tests;
@@ -24,8 +25,20 @@ pub const MIN_KERNEL: (u32, u32) = (5, 12);
 /// Whether the counter can run here: BPF itself (`rt::bpf::probe`) and a
 /// kernel with `BPF_FETCH`. `Err` is why not.
 pub fn check() -> Result<(), Unavailable> {
-    let release = crate::rt::bpf::probe::Facts::live().release;
-    if let Some(version) = crate::rt::bpf::probe::kernel_version(&release)
+    check_with(
+        &crate::rt::bpf::probe::Facts::live(),
+        &crate::rt::bpf::probe::try_the_system_call,
+    )
+}
+
+/// `check` on `facts` (a machine's files: the doctor's fixtures too), with
+/// `try_call` for what only the bpf() system call tells.
+pub fn check_with(
+    facts: &crate::rt::bpf::probe::Facts,
+    try_call: &dyn Fn() -> Result<(), Unavailable>,
+) -> Result<(), Unavailable> {
+    let release = &facts.release;
+    if let Some(version) = crate::rt::bpf::probe::kernel_version(release)
         && version < MIN_KERNEL
     {
         return Err(Unavailable(format!(
@@ -33,5 +46,8 @@ pub fn check() -> Result<(), Unavailable> {
             MIN_KERNEL.0, MIN_KERNEL.1
         )));
     }
-    crate::rt::bpf::probe::check()
+    match crate::rt::bpf::probe::assess(facts) {
+        Some(reason) => Err(Unavailable(reason)),
+        None => try_call(),
+    }
 }

@@ -15,34 +15,16 @@
 //! are all tracepoints, which every kernel with CONFIG_BPF_EVENTS has.
 
 use super::sys::Program;
+use crate::rt::perf::PerfEventAttr;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 const PERF_TYPE_TRACEPOINT: u32 = 2;
-const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
 /// `_IO('$', 0)`.
 const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
 /// `_IOW('$', 8, __u32)`.
 const PERF_EVENT_IOC_SET_BPF: libc::c_ulong = 0x4004_2408;
-
-/// `struct perf_event_attr` up to `config1` (PERF_ATTR_SIZE_VER0, 64 bytes):
-/// the kernel accepts any published size and zero-fills the rest.
-#[repr(C)]
-#[derive(Default)]
-struct PerfEventAttr {
-    kind: u32,
-    size: u32,
-    config: u64,
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    /// The bit fields (disabled, inherit, ...): all clear.
-    flags: u64,
-    wakeup_events: u32,
-    bp_type: u32,
-    config1: u64,
-}
 
 /// Why a tracepoint's id could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -78,34 +60,14 @@ impl Attachment {
     /// Attaches `program` (a `Tracepoint` program) to the tracepoint with id
     /// `id` (see `tracepoint_id`), named `event` for messages.
     pub fn tracepoint(program: &Program, id: u64, event: &str) -> io::Result<Attachment> {
-        let attr = PerfEventAttr {
-            kind: PERF_TYPE_TRACEPOINT,
-            size: std::mem::size_of::<PerfEventAttr>() as u32,
-            config: id,
-            // A counting event, not a sampling one: the program runs either
-            // way, and the kernel refuses sampling events on tracepoints
-            // perf itself uses (`irq_vectors:irq_work_exit`: EPERM, by
-            // TRACE_EVENT_PERF_PERM in arch/x86's irq_vectors.h).
-            sample_period: 0,
-            ..PerfEventAttr::default()
-        };
-        // SAFETY: a valid attr; pid -1 with CPU 0 (every task on CPU 0's
-        // perf context; the program itself runs on every CPU, see above).
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_perf_event_open,
-                &raw const attr,
-                -1 as libc::pid_t,
-                0 as libc::c_int,
-                -1 as libc::c_int,
-                PERF_FLAG_FD_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: a fresh descriptor from the kernel.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+        // A counting event, not a sampling one: the program runs either
+        // way, and the kernel refuses sampling events on tracepoints perf
+        // itself uses (`irq_vectors:irq_work_exit`: EPERM, by
+        // TRACE_EVENT_PERF_PERM in arch/x86's irq_vectors.h).
+        let attr = PerfEventAttr::counting(PERF_TYPE_TRACEPOINT, [id, 0, 0]);
+        // pid -1 with CPU 0: every task on CPU 0's perf context; the
+        // program itself runs on every CPU, see above.
+        let fd = crate::rt::perf::open(&attr, -1, 0)?;
         for (request, arg) in [
             (PERF_EVENT_IOC_SET_BPF, program.fd() as libc::c_ulong),
             (PERF_EVENT_IOC_ENABLE, 0),
@@ -144,14 +106,6 @@ impl Attachment {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn perf_attr_is_the_first_published_size() {
-        // PERF_ATTR_SIZE_VER0 = 64; config1 (kprobe_func) at byte 56.
-        assert_eq!(std::mem::size_of::<PerfEventAttr>(), 64);
-        assert_eq!(std::mem::offset_of!(PerfEventAttr, config1), 56);
-        assert_eq!(std::mem::offset_of!(PerfEventAttr, wakeup_events), 48);
-    }
 
     #[test]
     fn ioctl_numbers() {

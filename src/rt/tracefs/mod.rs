@@ -31,6 +31,6 @@ pub(crate) mod tests_live;
 
 pub use breaktrace::BreakTrace;
 pub use session::{
-    RunEnd, TraceOptions, TraceRun, check_tracefs, check_usable, cpumask, enable, has_event,
-    pid_filter, tracefs_for,
+    RunEnd, TraceOptions, TraceRun, check_tracefs, check_usable, check_usable_at, cpumask, enable,
+    has_event, pid_filter, tracefs_for,
 };

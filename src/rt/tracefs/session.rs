@@ -210,15 +210,27 @@ impl Drop for TraceRun {
 /// instances checked), `None` when it is not mounted yet but the kernel has
 /// it (a session mounts it when it starts, and checks then).
 pub fn check_usable(events: &[(&str, &str)]) -> Result<Option<PathBuf>, String> {
-    if !mount::is_root() {
+    check_usable_at(Path::new("/"), mount::is_root(), events)
+}
+
+/// `check_usable` on the system whose root directory is `root` (a fixture
+/// tree in the doctor's tests), for a process that is root or not; the
+/// tracefs found is its directory in that tree.
+pub fn check_usable_at(
+    root: &Path,
+    is_root: bool,
+    events: &[(&str, &str)],
+) -> Result<Option<PathBuf>, String> {
+    if !is_root {
         return Err(NOT_ROOT.to_string());
     }
-    match mount::find() {
-        Some(tracefs) => {
+    match mount::find_at(root) {
+        Some(system) => {
+            let tracefs = root.join(system.strip_prefix("/").unwrap_or(&system));
             check_tracefs(&tracefs, events)?;
             Ok(Some(tracefs))
         }
-        None if mount::kernel_has_tracefs() => Ok(None),
+        None if mount::kernel_has_tracefs_at(root) => Ok(None),
         None => Err(
             "this kernel has no tracefs (built without CONFIG_TRACING?): no kernel-side breakdown"
                 .into(),

@@ -369,8 +369,8 @@ fn collector_bpf_as_an_ordinary_user_is_the_collector_bpf_line_on_every_command(
 
 /// `doctor --bpf` measures what one run of an empty program costs here on
 /// each way of attaching it, and the observer effect per wake-up of
-/// `--breakdown` and `--trace-spikes` from the programs each hooks; its
-/// JSON carries the same. Without the capabilities, one line says why.
+/// `--breakdown` and `--trace-spikes` from the programs each hooks, and
+/// hwlat's interference programs per event; its JSON carries the same. Without the capabilities, one line says why.
 #[test]
 fn doctor_bpf_measures_one_program_run_and_the_effect_per_wakeup() {
     let test = "slow::bpf::doctor_bpf_measures_one_program_run_and_the_effect_per_wakeup";
@@ -427,6 +427,29 @@ fn doctor_bpf_measures_one_program_run_and_the_effect_per_wakeup() {
             )),
             "{text}"
         );
+    }
+    // hwlat's interference programs, each timed on the events that came:
+    // the provoking thread's sleeps switch, so sched_switch's ran.
+    let events = cost["interference"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no interference programs: {cost}"));
+    let switch = events
+        .iter()
+        .find(|e| e["event"] == "sched:sched_switch")
+        .unwrap_or_else(|| panic!("{cost}"));
+    assert!(switch["runs"].as_u64().unwrap() > 0, "{switch}");
+    for e in events {
+        if let Some(ns) = e["ns_per_run"].as_f64() {
+            assert!(plausible(ns), "{e}");
+            assert!(
+                text.contains(&format!(
+                    "  {:<42} {:<11} {ns:.0} ns per run",
+                    e["event"].as_str().unwrap(),
+                    e["way"].as_str().unwrap()
+                )),
+                "{e}: {text}"
+            );
+        }
     }
     // Without the capabilities: one line why.
     let setpriv = std::process::Command::new("setpriv")

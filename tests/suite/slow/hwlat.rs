@@ -303,3 +303,48 @@ fn the_report_of_a_run_plots_its_gaps_over_time() {
         "{page}"
     );
 }
+
+/// `tier:` (and the JSON's `tier`) names the tier that ran: with 12 file
+/// descriptors the bpf tier passes its check (a map and a program at once)
+/// but cannot load its programs, and `--tier auto` runs the next one.
+#[test]
+fn the_tier_line_names_the_tier_that_started() {
+    const TEST: &str = "slow::hwlat::the_tier_line_names_the_tier_that_started";
+    if skip_without_realtime(TEST) {
+        return;
+    }
+    if !euid_is_root() {
+        return latscope::testing::skip(TEST, "needs root: the bpf tier must pass its check");
+    }
+    let _turn = serial();
+    let (_dir, file) = temp_file("hwlat.json");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 12 && exec \"$0\" \"$@\"")
+        .arg(bin())
+        .args([
+            "hwlat", "-D", "1", "--cpu", "0", "--width", "50ms", "--window", "100ms",
+        ])
+        .arg("--json")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_code(&out, 0);
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let config = &report["tests"][0]["config"]["detail"];
+    let fallback = config["tier_fallback"].as_str().unwrap_or_default();
+    if !fallback.contains("Too many open files") {
+        return latscope::testing::skip(
+            TEST,
+            &format!("the bpf tier did not pass its check here: {config}"),
+        );
+    }
+    let tier = config["tier"].as_str().unwrap();
+    assert!(!tier.starts_with("bpf"), "{config}");
+    assert!(fallback.starts_with("bpf: "), "{config}");
+    assert!(
+        stdout_of(&out).contains(&format!("tier: {tier} ({fallback})")),
+        "{}",
+        describe(&out)
+    );
+}
