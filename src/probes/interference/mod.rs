@@ -17,21 +17,8 @@ pub mod read;
 #[cfg(test)]
 mod tests;
 
-/// The oldest kernel whose verifier takes the atomic fetch-and-add that
-/// numbers the events (`BPF_FETCH`, Linux 5.12).
-pub const MIN_KERNEL: (u32, u32) = (5, 12);
-
 /// Whether the counter can run here: BPF itself (`rt::bpf::probe`) and a
-/// kernel with `BPF_FETCH`. `Err` is why not.
+/// kernel with `BPF_FETCH` (`probes::ring::MIN_KERNEL`). `Err` is why not.
 pub fn check() -> Result<(), Unavailable> {
-    let release = crate::rt::bpf::probe::Facts::live().release;
-    if let Some(version) = crate::rt::bpf::probe::kernel_version(&release)
-        && version < MIN_KERNEL
-    {
-        return Err(Unavailable(format!(
-            "kernel {release} is older than {}.{} (the interference counter numbers events with BPF_FETCH)",
-            MIN_KERNEL.0, MIN_KERNEL.1
-        )));
-    }
-    crate::rt::bpf::probe::check()
+    crate::probes::ring::check_kernel("the interference counter numbers events with BPF_FETCH")
 }

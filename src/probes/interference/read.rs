@@ -3,7 +3,7 @@
 //! the causes of a gap, copied from the ring entry by entry, each checked
 //! by its commit word.
 
-use super::layout::{Kind, RING, RING_SLOTS, entry, header};
+use super::layout::{Kind, RING_LAYOUT, RING_SLOTS, entry, header};
 
 /// One cause as the ring held it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -97,7 +97,7 @@ impl SlotView {
         // The newest RING_SLOTS events at most, in order.
         let first = from.max(to.saturating_sub(RING_SLOTS as u64)) + 1;
         for seq in first..=to {
-            let at = RING + (seq as usize - 1) % RING_SLOTS * entry::SIZE;
+            let at = RING_LAYOUT.entry_offset(seq - 1);
             if self.u64_at(at + entry::SEQ) != seq {
                 continue; // overwritten by a newer event, or being written
             }

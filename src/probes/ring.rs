@@ -1,0 +1,174 @@
+//! What the flight recorder (`recorder`) and the interference counter
+//! (`interference`) share: each CPU owns one area of one `BPF_F_MMAPABLE`
+//! array map (key = CPU number), written by that CPU's programs only, read
+//! by user space with plain loads; the area holds a ring of fixed-size
+//! entries, entry number `i` in slot `i % slots`, each written under a
+//! commit word (`SEQ`: 0 while being written, `i + 1` once whole).
+//!
+//! One description of where the ring lies (`RingLayout`) serves the
+//! programs that write it and the readers that copy it; the emitters below
+//! are the steps every such program takes (find this CPU's area, reserve
+//! entry `i`, point at its slot, commit), so both families emit them alike.
+
+use crate::probes::ProbeError;
+use crate::rt::bpf::probe::Unavailable;
+use crate::rt::bpf::{Alu, Asm, BPF_F_MMAPABLE, Insn, Map, MapKind, MappedArray, Reg, Size};
+
+/// Where a ring of entries lies in a CPU's area.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RingLayout {
+    /// Offset of slot 0 in the area.
+    pub start: usize,
+    /// Bytes of one entry.
+    pub entry_size: usize,
+    /// Entries kept (a power of two: the programs bound the index by a mask).
+    pub slots: usize,
+}
+
+impl RingLayout {
+    /// Where the ring ends: the area's size when the ring comes last.
+    pub const fn end(&self) -> usize {
+        self.start + self.slots * self.entry_size
+    }
+
+    /// Where entry number `number` is in the area.
+    pub fn entry_offset(&self, number: u64) -> usize {
+        self.start + (number as usize & (self.slots - 1)) * self.entry_size
+    }
+
+    /// Offset of `field` of an entry from a register that points at the
+    /// entry's slot less `start` (what `point_at_entry` sets).
+    pub fn field(&self, field: usize) -> i16 {
+        (self.start + field) as i16
+    }
+
+    /// `reg = (reg % slots) * entry_size`: the masked index (bounded for
+    /// the verifier) scaled to its slot, by a shift when the size allows.
+    pub fn scale(&self, asm: &mut Asm, reg: Reg) {
+        asm.push(Insn::alu64_imm(Alu::And, reg, self.slots as i32 - 1));
+        if self.entry_size.is_power_of_two() {
+            let shift = self.entry_size.trailing_zeros() as i32;
+            asm.push(Insn::alu64_imm(Alu::Lsh, reg, shift));
+        } else {
+            asm.push(Insn::alu64_imm(Alu::Mul, reg, self.entry_size as i32));
+        }
+    }
+
+    /// `entry = area + (r1 % slots) * entry_size`: the slot of entry r1,
+    /// less `start` (its fields are at `field` from it; clobbers r1).
+    pub fn point_at_entry(&self, asm: &mut Asm, entry: Reg, area: Reg) {
+        self.scale(asm, Reg::R1);
+        asm.push(Insn::mov64_reg(entry, area))
+            .push(Insn::alu64_reg(Alu::Add, entry, Reg::R1));
+    }
+}
+
+/// `area = &map[this CPU]`, or return 0 when the CPU has no entry (the
+/// kernel runs a tracepoint's programs on every CPU); clobbers r0-r5.
+pub fn this_cpu_area(asm: &mut Asm, note: &str, map_fd: i32, area: Reg) {
+    asm.note(note)
+        .this_cpu_entry_or_return(map_fd)
+        .push(Insn::mov64_reg(area, Reg::R0));
+}
+
+/// Reserves entry `i`: `r1 = i` by an atomic fetch-and-add of 1 on the u64
+/// at `area + counter` (a program that interrupts this one gets `i + 1`),
+/// and keeps the commit word `i + 1` at `r10 + commit_on_stack` for the end
+/// (clobbers r2, which holds `i + 1` after).
+pub fn reserve(asm: &mut Asm, area: Reg, counter: usize, commit_on_stack: i16) {
+    asm.push(Insn::mov64_imm(Reg::R1, 1))
+        .push(Insn::atomic_fetch_add64(area, counter as i16, Reg::R1))
+        .push(Insn::mov64_reg(Reg::R2, Reg::R1))
+        .push(Insn::alu64_imm(Alu::Add, Reg::R2, 1))
+        .push(Insn::stx(Size::DW, Reg::R10, commit_on_stack, Reg::R2));
+}
+
+/// The entry is whole: its `SEQ` (at `seq` from `entry`) = the commit word
+/// kept on the stack, last (clobbers r1).
+pub fn commit(asm: &mut Asm, entry: Reg, seq: i16, commit_on_stack: i16) {
+    asm.note("commit: SEQ = i + 1");
+    asm.push(Insn::ldx(Size::DW, Reg::R1, Reg::R10, commit_on_stack))
+        .push(Insn::stx(Size::DW, entry, seq, Reg::R1));
+}
+
+/// The oldest kernel whose verifier takes the atomic fetch-and-add that
+/// reserves an entry (`BPF_FETCH`, Linux 5.12).
+pub const MIN_KERNEL: (u32, u32) = (5, 12);
+
+/// Whether a family that reserves entries can run here: BPF itself
+/// (`rt::bpf::probe`) and a kernel with `BPF_FETCH`; `uses_fetch` ends the
+/// line that says the kernel is too old ("the flight recorder reserves
+/// records with BPF_FETCH").
+pub fn check_kernel(uses_fetch: &str) -> Result<(), Unavailable> {
+    let release = crate::rt::bpf::probe::Facts::live().release;
+    if let Some(version) = crate::rt::bpf::probe::kernel_version(&release)
+        && version < MIN_KERNEL
+    {
+        return Err(Unavailable(format!(
+            "kernel {release} is older than {}.{} ({uses_fetch})",
+            MIN_KERNEL.0, MIN_KERNEL.1
+        )));
+    }
+    crate::rt::bpf::probe::check()
+}
+
+/// The array map of one `area_size` area per possible CPU, named `name`,
+/// and its mapping (`writable`: user space writes into it too); `family`
+/// names it in errors ("cannot create the recorder's map").
+pub fn per_cpu_map(
+    name: &str,
+    family: &str,
+    area_size: usize,
+    writable: bool,
+) -> Result<(Map, MappedArray), ProbeError> {
+    let possible = crate::rt::bpf::sys::possible_cpus()
+        .map_err(|e| ProbeError::system("cannot count the possible CPUs", e))?;
+    let map = Map::create(
+        MapKind::Array,
+        name,
+        area_size,
+        possible as u32,
+        BPF_F_MMAPABLE,
+    )
+    .map_err(|e| ProbeError::system(format!("cannot create the {family}'s map"), e))?;
+    let mapped = map
+        .map_memory(writable)
+        .map_err(|e| ProbeError::system(format!("cannot map the {family}'s map"), e))?;
+    Ok((map, mapped))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_is_found_by_its_number_modulo_the_slots() {
+        let ring = RingLayout {
+            start: 64,
+            entry_size: 48,
+            slots: 8,
+        };
+        assert_eq!(ring.end(), 64 + 8 * 48);
+        assert_eq!(ring.entry_offset(0), 64);
+        assert_eq!(ring.entry_offset(9), 64 + 48);
+        assert_eq!(ring.field(8), 72);
+    }
+
+    #[test]
+    fn a_power_of_two_entry_is_scaled_by_a_shift_another_by_a_multiply() {
+        let text = |entry_size: usize| {
+            let mut asm = Asm::new();
+            let ring = RingLayout {
+                start: 0,
+                entry_size,
+                slots: 8,
+            };
+            ring.scale(&mut asm, Reg::R1);
+            asm.push(Insn::exit());
+            asm.finish().unwrap().to_string()
+        };
+        assert!(text(64).contains("r1 <<= 6"), "{}", text(64));
+        assert!(text(48).contains("r1 *= 48"), "{}", text(48));
+        assert!(text(48).contains("r1 &= 7"), "{}", text(48));
+    }
+}
