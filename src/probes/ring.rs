@@ -114,7 +114,8 @@ pub fn check_kernel(uses_fetch: &str) -> Result<(), Unavailable> {
 
 /// The array map of one `area_size` area per possible CPU, named `name`,
 /// and its mapping (`writable`: user space writes into it too); `family`
-/// names it in errors ("cannot create the recorder's map").
+/// names it in errors ("cannot create the recorder's map"). Every family's
+/// map (the breakdown's wake-up slots too) is made here.
 pub fn per_cpu_map(
     name: &str,
     family: &str,
