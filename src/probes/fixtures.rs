@@ -20,6 +20,17 @@ pub const TASK_BYTES: usize = 4096;
 /// The descriptor the programs name their map by.
 pub const MAP_FD: i32 = 3;
 
+/// The interpreter's memory for a program on a switch: a 256-byte context,
+/// both tasks, and CPU 0's area of `area_size` bytes.
+pub fn memory(area_size: usize) -> Memory {
+    let mut memory = Memory::new();
+    memory.add(CTX_AT, 256);
+    memory.add(PREV_AT, TASK_BYTES);
+    memory.add(NEXT_AT, TASK_BYTES);
+    memory.add(AREA_AT, area_size);
+    memory
+}
+
 /// `task_struct` as the goldens fix it (`probes::golden`: Linux 6.18 on
 /// x86-64).
 pub fn members() -> TaskMembers {

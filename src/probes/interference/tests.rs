@@ -6,7 +6,7 @@ use super::layout::{Kind, SLOT_SIZE};
 use super::program::{Recipe, Source, program};
 use super::read::{GapCauses, SlotView};
 use crate::probes::fixtures::{
-    AREA_AT as SLOT_AT, CTX_AT, MAP_FD, NEXT_AT, PREV_AT, TASK_BYTES, comm, cpu0_area, members,
+    AREA_AT as SLOT_AT, CTX_AT, MAP_FD, NEXT_AT, PREV_AT, comm, cpu0_area, members, memory,
     store_comm, store_field, store_task,
 };
 use crate::probes::interpreter::{Memory, run};
@@ -19,12 +19,9 @@ struct Cpu {
 
 impl Cpu {
     fn new() -> Cpu {
-        let mut memory = Memory::new();
-        memory.add(CTX_AT, 256);
-        memory.add(PREV_AT, TASK_BYTES);
-        memory.add(NEXT_AT, TASK_BYTES);
-        memory.add(SLOT_AT, SLOT_SIZE);
-        Cpu { memory }
+        Cpu {
+            memory: memory(SLOT_SIZE),
+        }
     }
 
     /// One run of `recipe` with the context `args` (u64 each at CTX_AT).

@@ -685,7 +685,7 @@ mod tests {
     //! computation, and whole programs whose records are decoded back.
     use super::*;
     use crate::probes::fixtures::{
-        AREA_AT as REGION_AT, CTX_AT, MAP_FD, NEXT_AT, PREV_AT, TASK_BYTES, comm, cpu0_area,
+        self, AREA_AT as REGION_AT, CTX_AT, MAP_FD, NEXT_AT, PREV_AT, TASK_BYTES, comm, cpu0_area,
         members, store_comm, store_field, store_task,
     };
     use crate::probes::interpreter::{Memory, run};
@@ -812,11 +812,7 @@ mod tests {
     fn run_program(recipe: &Recipe, set_context: &dyn Fn(&mut Memory)) -> Vec<TraceEvent> {
         let region = Region::with_slots(64);
         let code = program(recipe, MAP_FD, region).unwrap();
-        let mut memory = Memory::new();
-        memory.add(CTX_AT, 256);
-        memory.add(PREV_AT, TASK_BYTES);
-        memory.add(NEXT_AT, TASK_BYTES);
-        memory.add(REGION_AT, region.size());
+        let mut memory = fixtures::memory(region.size());
         memory.store(REGION_AT + ENABLED as u64, 8, 1).unwrap();
         set_context(&mut memory);
         let mut clock = 1000;
