@@ -63,6 +63,60 @@ impl RingLayout {
     }
 }
 
+/// One CPU's area of the mapped map, read while its programs keep writing
+/// it: every read is a volatile load (of a word, or word by word), so that
+/// each happens, in program order, where the reader says.
+#[derive(Debug, Clone, Copy)]
+pub struct AreaView {
+    base: *const u8,
+    size: usize,
+}
+
+// SAFETY: the view only reads (volatile loads) memory that stays mapped for
+// as long as its owner (the map's mapping, or a test's buffer) lives.
+unsafe impl Send for AreaView {}
+
+impl AreaView {
+    /// The area of `size` bytes at `base`.
+    ///
+    /// # Safety
+    /// `base` is 8-byte aligned and points to `size` readable bytes that
+    /// stay mapped while the view is used.
+    pub unsafe fn new(base: *const u8, size: usize) -> AreaView {
+        debug_assert!((base as usize).is_multiple_of(8));
+        AreaView { base, size }
+    }
+
+    pub fn base(&self) -> *const u8 {
+        self.base
+    }
+
+    /// The u64 at `offset` (a multiple of 8).
+    pub fn u64_at(&self, offset: usize) -> u64 {
+        debug_assert!(offset.is_multiple_of(8) && offset + 8 <= self.size);
+        // SAFETY: in bounds and aligned, mapped while the view is used
+        // (`new`'s contract).
+        unsafe { std::ptr::read_volatile(self.base.add(offset).cast::<u64>()) }
+    }
+
+    /// The u32 at `offset` (a multiple of 4).
+    pub fn u32_at(&self, offset: usize) -> u32 {
+        debug_assert!(offset.is_multiple_of(4) && offset + 4 <= self.size);
+        // SAFETY: as above.
+        unsafe { std::ptr::read_volatile(self.base.add(offset).cast::<u32>()) }
+    }
+
+    /// `N` bytes from `offset` (a multiple of 8), copied word by word.
+    pub fn bytes<const N: usize>(&self, offset: usize) -> [u8; N] {
+        let mut out = [0u8; N];
+        for (i, chunk) in out.chunks_mut(8).enumerate() {
+            let word = self.u64_at(offset + 8 * i).to_ne_bytes();
+            chunk.copy_from_slice(&word[..chunk.len()]);
+        }
+        out
+    }
+}
+
 /// `area = &map[this CPU]`, or return 0 when the CPU has no entry (the
 /// kernel runs a tracepoint's programs on every CPU); clobbers r0-r5.
 pub fn this_cpu_area(asm: &mut Asm, note: &str, map_fd: i32, area: Reg) {
