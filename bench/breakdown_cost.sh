@@ -72,10 +72,7 @@ echo "== per run (us)"
 echo
 echo "== median over the pairs of (with - without), us"
 for collector in bpf tracefs; do
-  for what in avg:5 p50:8 p99:6; do
-    read -r diff n < <(median_pair_diff "$ROWS" "$collector" "${what#*:}")
-    printf '%-8s %s: %s (%s pairs)\n' "$collector" "${what%%:*}" "$diff" "$n"
-  done
+  median_diffs "$ROWS" "$collector" 8 "avg:5 p50:8 p99:6"
 done
 
 echo

@@ -103,19 +103,14 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/lib.sh
 . "$REPO/bench/lib.sh"
 
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --pairs) PAIRS=${2:?--pairs needs a number}; shift ;;
-    --seconds) SECS=${2:?--seconds needs a number}; shift ;;
-    --only) ONLY=${2:?--only needs a list}; shift ;;
-    --out) OUT=${2:?--out needs a directory}; shift ;;
-    --report-only) REPORT_ONLY=1 ;;
-    -h|--help) usage 0 ;;
-    *) echo "unknown option: $1" >&2; usage 2 >&2 ;;
-  esac
-  shift
-done
-case "$PAIRS$SECS" in *[!0-9]*) echo "--pairs and --seconds take whole numbers" >&2; exit 2 ;; esac
+parse_options "
+--pairs PAIRS a number
+--seconds SECS a number
+--only ONLY a list
+--out OUT a directory
+--report-only REPORT_ONLY=1
+" "$@"
+whole_numbers "--pairs and --seconds" "$PAIRS" "$SECS"
 if [ "$PAIRS" -lt 1 ] || [ "$SECS" -lt 4 ]; then
   echo "--pairs must be at least 1, --seconds at least 4" >&2; exit 2
 fi

@@ -73,20 +73,15 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/lib.sh
 . "$REPO/bench/lib.sh"
 
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --runs) RUNS=${2:?--runs needs a number}; shift ;;
-    --loops) LOOPS=${2:?--loops needs a number}; shift ;;
-    --only) ONLY=${2:?--only needs a list}; shift ;;
-    --variant) VARIANT=${2:?--variant needs d0, d1 or single}; shift ;;
-    --no-ipc) IPC=0 ;;
-    --out) OUT=${2:?--out needs a directory}; shift ;;
-    -h|--help) usage 0 ;;
-    *) echo "unknown option: $1" >&2; usage 2 >&2 ;;
-  esac
-  shift
-done
-case "$RUNS$LOOPS" in *[!0-9]*) echo "--runs and --loops take whole numbers" >&2; exit 2 ;; esac
+parse_options "
+--runs RUNS a number
+--loops LOOPS a number
+--only ONLY a list
+--variant VARIANT d0, d1 or single
+--no-ipc IPC=0
+--out OUT a directory
+" "$@"
+whole_numbers "--runs and --loops" "$RUNS" "$LOOPS"
 [ "$RUNS" -ge 1 ] && [ "$LOOPS" -ge 1 ] || { echo "--runs and --loops must be at least 1" >&2; exit 2; }
 IFS=, read -r -a COMPARISONS <<<"$ONLY"
 for c in "${COMPARISONS[@]}"; do

@@ -72,23 +72,63 @@ bench_out_dir() {
   fi
 }
 
-bench_options() {
-  local allowed=" $1 " name
+# parse_options SPEC ARGS...: a script's options, by a table of one option
+# a line:
+#   --runs RUNS a number    takes a value: RUNS=value ("--runs needs a number"
+#                           and exit 2 when it has none)
+#   --memory MEMORY=1       a flag: MEMORY=1
+# -h/--help prints the usage; anything else: "unknown option: X" and the
+# usage on stderr, exit 2.
+parse_options() {
+  local spec=$1 opt var what matched
   shift
   while [ $# -gt 0 ]; do
-    name=${1#--}
-    case "$allowed" in *" $name "*) ;; *) usage 2 ;; esac
-    [ $# -ge 2 ] || usage 2
-    case $name in
-      pairs) PAIRS=$2 ;;
-      seconds) SECS=$2 ;;
-      cpu) CPU=$2 ;;
-      threshold) THRESHOLD=$2 ;;
-      tests) TESTS=$2 ;;
-      collectors) COLLECTORS=$2 ;;
-      out) OUT=$2 ;;
+    case $1 in -h|--help) usage 0 ;; esac
+    matched=""
+    while read -r opt var what; do
+      [ -n "$opt" ] && [ "$opt" = "$1" ] || continue
+      matched=$var
+      break
+    done <<<"$spec"
+    case $matched in
+      "") echo "unknown option: $1" >&2; usage 2 >&2 ;;
+      *=*) printf -v "${matched%%=*}" '%s' "${matched#*=}" ;;
+      *)
+        [ -n "${2:-}" ] || { echo "$1 needs $what" >&2; exit 2; }
+        printf -v "$matched" '%s' "$2"
+        shift ;;
     esac
-    shift 2
+    shift
+  done
+}
+
+# bench_options NAMES ARGS...: parse_options for the options most scripts
+# share, those of NAMES ("pairs seconds cpu out").
+bench_options() {
+  local names=$1 name spec=""
+  shift
+  for name in $names; do
+    case $name in
+      pairs) spec+="--pairs PAIRS a number" ;;
+      seconds) spec+="--seconds SECS a number" ;;
+      cpu) spec+="--cpu CPU a CPU number" ;;
+      threshold) spec+="--threshold THRESHOLD microseconds" ;;
+      tests) spec+="--tests TESTS a list" ;;
+      collectors) spec+="--collectors COLLECTORS a list" ;;
+      out) spec+="--out OUT a directory" ;;
+    esac
+    spec+=$'\n'
+  done
+  parse_options "$spec" "$@"
+}
+
+# whole_numbers WHAT VALUE...: "WHAT take whole numbers" and exit 2 unless
+# every VALUE is one.
+whole_numbers() {
+  local what=$1 value
+  shift
+  for value in "$@"; do
+    case $value in *[!0-9]*) echo "$what take whole numbers" >&2; exit 2 ;; esac
   done
 }
 
@@ -490,6 +530,17 @@ median_pair_diff() {
         m = (NR % 2) ? d[(NR + 1) / 2] : (d[NR / 2] + d[NR / 2 + 1]) / 2
         printf "%+.2f %d\n", m, NR
       }'
+}
+
+# median_diffs ROWS KEY WIDTH COLUMNS: median_pair_diff of KEY for each
+# NAME:COLUMN of COLUMNS ("avg:5 p50:8 p99:6"), one line each:
+# "KEY NAME: +1.23 (8 pairs)", KEY padded to WIDTH.
+median_diffs() {
+  local rows=$1 key=$2 width=$3 what diff n
+  for what in $4; do
+    read -r diff n < <(median_pair_diff "$rows" "$key" "${what#*:}")
+    printf '%-*s %s: %s (%s pairs)\n' "$width" "$key" "${what%%:*}" "$diff" "$n"
+  done
 }
 
 # ---------------------------------------------------------------- BPF programs

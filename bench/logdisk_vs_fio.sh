@@ -104,24 +104,19 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/lib.sh
 . "$REPO/bench/lib.sh"
 
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --dir) DIR=${2:?--dir needs a directory}; shift ;;
-    --duration) DURATION=${2:?--duration needs seconds}; shift ;;
-    --runs) RUNS=${2:?--runs needs a number}; shift ;;
-    --bsize) BSIZES=${2:?--bsize needs a list such as 4K,64K}; shift ;;
-    --file-size) FILE_SIZE=${2:?--file-size needs a size}; shift ;;
-    --num-files) NUM_FILES=${2:?--num-files needs a number}; shift ;;
-    --fio-engine) FIO_ENGINE=${2:?--fio-engine needs vsync or psync}; shift ;;
-    --nice) NICE=${2:?--nice needs a niceness}; shift ;;
-    --redo) REDO=${2:?--redo needs a number}; shift ;;
-    --max-others) MAX_OTHERS=${2:?--max-others needs a fraction such as 0.25}; shift ;;
-    --out) OUT=${2:?--out needs a directory}; shift ;;
-    -h|--help) usage 0 ;;
-    *) echo "unknown option: $1" >&2; usage 2 >&2 ;;
-  esac
-  shift
-done
+parse_options "
+--dir DIR a directory
+--duration DURATION seconds
+--runs RUNS a number
+--bsize BSIZES a list such as 4K,64K
+--file-size FILE_SIZE a size
+--num-files NUM_FILES a number
+--fio-engine FIO_ENGINE vsync or psync
+--nice NICE a niceness
+--redo REDO a number
+--max-others MAX_OTHERS a fraction such as 0.25
+--out OUT a directory
+" "$@"
 
 # bytes SIZE: a size with an optional K/M/G suffix (powers of 1024) in bytes.
 bytes() {
@@ -130,7 +125,7 @@ bytes() {
   case "$n" in ''|*[!0-9]*) return 1 ;; esac
   echo $((n * m))
 }
-case "$RUNS$DURATION$NUM_FILES$REDO" in *[!0-9]*) echo "--runs, --duration, --num-files and --redo take whole numbers" >&2; exit 2 ;; esac
+whole_numbers "--runs, --duration, --num-files and --redo" "$RUNS" "$DURATION" "$NUM_FILES" "$REDO"
 if [ "$RUNS" -lt 1 ] || [ "$DURATION" -lt 1 ] || [ "$NUM_FILES" -lt 1 ]; then
   echo "--runs, --duration and --num-files must be at least 1" >&2; exit 2
 fi

@@ -77,27 +77,22 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/lib.sh
 . "$REPO/bench/lib.sh"
 
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --dir) DIR=${2:?--dir needs a directory}; shift ;;
-    --duration) DURATION=${2:?--duration needs seconds}; shift ;;
-    --rounds) ROUNDS=${2:?--rounds needs a number}; shift ;;
-    --bsize) BSIZES=${2:?--bsize needs a list such as 4K,64K}; shift ;;
-    --file-size) FILE_SIZE=${2:?--file-size needs bytes}; shift ;;
-    --num-files) NUM_FILES=${2:?--num-files needs a number}; shift ;;
-    --mqldt-src) MQLDT_SRC=${2:?--mqldt-src needs a directory}; shift ;;
-    --latscope) LATSCOPE_BIN=${2:?--latscope needs a binary}; shift ;;
-    --baseline) BASELINE=${2:?--baseline needs a binary}; shift ;;
-    --cross) CROSS=1 ;;
-    --rt) RT=${2:?--rt needs a SCHED_FIFO priority}; shift ;;
-    --out) OUT=${2:?--out needs a directory}; shift ;;
-    -h|--help) usage 0 ;;
-    *) echo "unknown option: $1" >&2; usage 2 >&2 ;;
-  esac
-  shift
-done
+parse_options "
+--dir DIR a directory
+--duration DURATION seconds
+--rounds ROUNDS a number
+--bsize BSIZES a list such as 4K,64K
+--file-size FILE_SIZE bytes
+--num-files NUM_FILES a number
+--mqldt-src MQLDT_SRC a directory
+--latscope LATSCOPE_BIN a binary
+--baseline BASELINE a binary
+--cross CROSS=1
+--rt RT a SCHED_FIFO priority
+--out OUT a directory
+" "$@"
 
-case "$ROUNDS$DURATION$NUM_FILES$FILE_SIZE" in *[!0-9]*) echo "--rounds, --duration, --num-files and --file-size take whole numbers" >&2; exit 2 ;; esac
+whole_numbers "--rounds, --duration, --num-files and --file-size" "$ROUNDS" "$DURATION" "$NUM_FILES" "$FILE_SIZE"
 if [ "$ROUNDS" -lt 1 ] || [ "$DURATION" -lt 1 ] || [ "$NUM_FILES" -lt 1 ]; then
   echo "--rounds, --duration and --num-files must be at least 1" >&2; exit 2
 fi

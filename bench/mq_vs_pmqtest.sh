@@ -51,18 +51,13 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/lib.sh
 . "$REPO/bench/lib.sh"
 
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --memory) MEMORY=1 ;;
-    --runs) RUNS=${2:?--runs needs a number}; shift ;;
-    --loops) LOOPS=${2:?--loops needs a number}; shift ;;
-    --out) OUT=${2:?--out needs a directory}; shift ;;
-    -h|--help) usage 0 ;;
-    *) echo "unknown option: $1" >&2; usage 2 >&2 ;;
-  esac
-  shift
-done
-case "$RUNS$LOOPS" in *[!0-9]*) echo "--runs and --loops take whole numbers" >&2; exit 2 ;; esac
+parse_options "
+--memory MEMORY=1
+--runs RUNS a number
+--loops LOOPS a number
+--out OUT a directory
+" "$@"
+whole_numbers "--runs and --loops" "$RUNS" "$LOOPS"
 [ "$RUNS" -ge 1 ] && [ "$LOOPS" -ge 1 ] || { echo "--runs and --loops must be at least 1" >&2; exit 2; }
 
 [ "$(id -u)" = 0 ] || die "run as root (SCHED_FIFO priority 99 and mlockall)"

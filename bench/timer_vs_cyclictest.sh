@@ -109,6 +109,7 @@ CPU=""
 ONLY="timer,cyclictest,timerfd,cyclictest-ns,timer-w0"
 PHASES="latency,cpu,breakdown"
 WAIT_QUIET=0
+NO_BREAKDOWN=0
 OUT=""
 BUILD_TIMEOUT=900
 PERIOD_US=100
@@ -119,22 +120,18 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/lib.sh
 . "$REPO/bench/lib.sh"
 
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --runs) RUNS=${2:?--runs needs a number}; shift ;;
-    --seconds) SECS=${2:?--seconds needs a number}; shift ;;
-    --cpu) CPU=${2:?--cpu needs a CPU number}; shift ;;
-    --only) ONLY=${2:?--only needs a list}; shift ;;
-    --no-breakdown) PHASES=${PHASES//breakdown/} ;;
-    --phases) PHASES=${2:?--phases needs a list}; shift ;;
-    --wait-quiet) WAIT_QUIET=${2:?--wait-quiet needs seconds}; shift ;;
-    --out) OUT=${2:?--out needs a directory}; shift ;;
-    -h|--help) usage 0 ;;
-    *) echo "unknown option: $1" >&2; usage 2 >&2 ;;
-  esac
-  shift
-done
-case "$RUNS$SECS$CPU$WAIT_QUIET" in *[!0-9]*) echo "--runs, --seconds, --cpu and --wait-quiet take whole numbers" >&2; exit 2 ;; esac
+parse_options "
+--runs RUNS a number
+--seconds SECS a number
+--cpu CPU a CPU number
+--only ONLY a list
+--no-breakdown NO_BREAKDOWN=1
+--phases PHASES a list
+--wait-quiet WAIT_QUIET seconds
+--out OUT a directory
+" "$@"
+if [ "$NO_BREAKDOWN" = 1 ]; then PHASES=${PHASES//breakdown/}; fi
+whole_numbers "--runs, --seconds, --cpu and --wait-quiet" "$RUNS" "$SECS" "$CPU" "$WAIT_QUIET"
 if [ "$RUNS" -lt 1 ] || [ "$SECS" -lt 2 ]; then
   echo "--runs must be at least 1, --seconds at least 2" >&2; exit 2
 fi

@@ -79,10 +79,7 @@ echo
 echo "== median over the pairs of (with - without), us"
 for test in $TESTS; do
   for collector in bpf tracefs; do
-    for what in avg:5 p50:11 p99:6; do
-      read -r diff n < <(median_pair_diff "$ROWS" "$test/$collector" "${what#*:}")
-      printf '%-14s %s: %s (%s pairs)\n' "$test/$collector" "${what%%:*}" "$diff" "$n"
-    done
+    median_diffs "$ROWS" "$test/$collector" 14 "avg:5 p50:11 p99:6"
   done
 done
 echo

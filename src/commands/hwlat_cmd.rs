@@ -3,9 +3,7 @@
 
 use crate::cli::hwlat::{HwlatArgs, HwlatFormat};
 use crate::measure::hwlat as hwlat_run;
-use crate::pipeline::{
-    self, CommandError, FinishedTest, Measurement, Plan, PrepareSpec, Presentation, Run,
-};
+use crate::pipeline::{self, CommandError, FinishedTest, Measurement, Plan, Presentation, Run};
 use crate::report::classic_hwnoise::Hwnoise;
 use crate::report::console::ModernConsole;
 use crate::settings::hwlat::HwlatSettings;
@@ -30,20 +28,13 @@ impl Measurement for HwlatCommand {
         });
         // rtla's table stays as its parsers read it: notes go to stderr.
         presentation.classic = s.format == HwlatFormat::Hwnoise;
-        Plan {
-            prepare: PrepareSpec {
-                lock_memory: s.lock_memory,
-                require_mlock: true,
-                hold_dma_latency: s.hold_dma_latency,
-                loads: s.verdict.loads.clone(),
-                cpus: s.cpus.clone(),
-            },
-            fail_if: s.verdict.fail_if.clone(),
-            actions: s.verdict.actions.clone(),
-            breaks: None,
-            outputs: s.verdict.outputs.clone(),
+        Plan::measuring(
+            &s.verdict,
+            s.lock_memory,
+            s.hold_dma_latency,
+            s.cpus.clone(),
             presentation,
-        }
+        )
     }
 
     fn measure(&mut self, run: &mut Run<'_>) -> Result<Vec<FinishedTest>, CommandError> {

@@ -3,9 +3,7 @@
 
 use crate::cli::IpcArgs;
 use crate::measure::ipc::{self as ipc_run, SequenceSpec};
-use crate::pipeline::{
-    self, CommandError, FinishedTest, Measurement, Plan, PrepareSpec, Presentation, Run,
-};
+use crate::pipeline::{self, CommandError, FinishedTest, Measurement, Plan, Presentation, Run};
 use crate::report::console::overview::IpcComparison;
 use crate::rt::sched;
 use crate::settings::ipc_sequence::IpcSequenceSettings;
@@ -46,20 +44,13 @@ impl Measurement for IpcCommand {
 
     fn plan(&self) -> Plan {
         let settings = &self.settings;
-        Plan {
-            prepare: PrepareSpec {
-                lock_memory: settings.lock_memory,
-                require_mlock: true,
-                hold_dma_latency: settings.hold_dma_latency,
-                loads: settings.verdict.loads.clone(),
-                cpus: self.cpus.clone(),
-            },
-            fail_if: settings.verdict.fail_if.clone(),
-            actions: settings.verdict.actions.clone(),
-            breaks: None,
-            outputs: settings.verdict.outputs.clone(),
-            presentation: Presentation::modern(Box::new(IpcComparison)),
-        }
+        Plan::measuring(
+            &settings.verdict,
+            settings.lock_memory,
+            settings.hold_dma_latency,
+            self.cpus.clone(),
+            Presentation::modern(Box::new(IpcComparison)),
+        )
     }
 
     fn check(&self) -> Result<(), CommandError> {

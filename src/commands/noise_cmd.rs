@@ -4,9 +4,7 @@
 use crate::cli::NoiseArgs;
 use crate::live::noise::ProgressLine;
 use crate::measure::noise as noise_run;
-use crate::pipeline::{
-    self, CommandError, FinishedTest, Measurement, Plan, PrepareSpec, Presentation, Run,
-};
+use crate::pipeline::{self, CommandError, FinishedTest, Measurement, Plan, Presentation, Run};
 use crate::report::console::ModernConsole;
 use crate::settings::noise::NoiseSettings;
 
@@ -31,20 +29,13 @@ impl Measurement for NoiseCommand {
 
     fn plan(&self) -> Plan {
         let s = &self.settings;
-        Plan {
-            prepare: PrepareSpec {
-                lock_memory: s.lock_memory,
-                require_mlock: true,
-                hold_dma_latency: s.hold_dma_latency,
-                loads: s.verdict.loads.clone(),
-                cpus: s.cpus.clone(),
-            },
-            fail_if: s.verdict.fail_if.clone(),
-            actions: s.verdict.actions.clone(),
-            breaks: None,
-            outputs: s.verdict.outputs.clone(),
-            presentation: Presentation::modern(Box::new(ModernConsole)),
-        }
+        Plan::measuring(
+            &s.verdict,
+            s.lock_memory,
+            s.hold_dma_latency,
+            s.cpus.clone(),
+            Presentation::modern(Box::new(ModernConsole)),
+        )
     }
 
     fn check(&self) -> Result<(), CommandError> {

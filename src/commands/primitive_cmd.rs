@@ -5,9 +5,7 @@
 use crate::cli::OutputFormat;
 use crate::live::ipc::{ClassicLive, LiveLine};
 use crate::measure::ipc::{self as ipc_run, Progress, Transport};
-use crate::pipeline::{
-    self, CommandError, FinishedTest, Measurement, Plan, PrepareSpec, Presentation, Run,
-};
+use crate::pipeline::{self, CommandError, FinishedTest, Measurement, Plan, Presentation, Run};
 use crate::report::cells::RtTestsFlavor;
 use crate::report::classic_rt_tests::ClassicRtTests;
 use crate::report::classic_semtest::ClassicSemtest;
@@ -80,18 +78,14 @@ impl Measurement for PairCommand<'_> {
             },
         };
         Plan {
-            prepare: PrepareSpec {
-                lock_memory: settings.lock_memory,
-                require_mlock: true,
-                hold_dma_latency: settings.hold_dma_latency,
-                loads: settings.verdict.loads.clone(),
-                cpus: ipc_run::cpus_of(&settings.plan.pairs),
-            },
-            fail_if: settings.verdict.fail_if.clone(),
-            actions: settings.verdict.actions.clone(),
             breaks: self.breaks.clone(),
-            outputs: settings.verdict.outputs.clone(),
-            presentation,
+            ..Plan::measuring(
+                &settings.verdict,
+                settings.lock_memory,
+                settings.hold_dma_latency,
+                ipc_run::cpus_of(&settings.plan.pairs),
+                presentation,
+            )
         }
     }
 

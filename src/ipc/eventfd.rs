@@ -20,9 +20,8 @@
 //! would pass that maximum is the only way an eventfd write blocks, so
 //! `interrupt` can use a plain `write()` and still never block.
 
-use super::fd::{FdChannel, Kind, creation_error};
+use super::fd::{FdChannel, Kind, adopt};
 use super::{AnonymousPairs, SetupError};
-use std::os::fd::{FromRawFd, OwnedFd};
 
 /// The eventfd transport. Nothing named: descriptors only.
 pub fn transport() -> AnonymousPairs {
@@ -37,11 +36,8 @@ pub fn transport() -> AnonymousPairs {
 fn channel() -> Result<FdChannel, SetupError> {
     // SAFETY: plain syscall; the result is checked.
     let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(creation_error("an eventfd"));
-    }
-    // SAFETY: a fresh descriptor that nothing else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: once created, a fresh descriptor that nothing else owns.
+    let [fd] = unsafe { adopt(fd >= 0, [fd], "an eventfd") }?;
     Ok(FdChannel::shared(fd, Kind::EventCounter))
 }
 

@@ -19,7 +19,7 @@
 
 use super::{Channel, ChannelError, STOP_STAMP, SetupError, Wake};
 use crate::rt::clock::Deadline;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 const STAMP_SIZE: usize = 8;
@@ -252,6 +252,25 @@ pub fn creation_error(what: &str) -> SetupError {
         _ => "",
     };
     SetupError::of_creation(&err, format!("could not create {what}: {err}{hint}"))
+}
+
+/// The descriptors a creating call (`pipe2`, `socketpair`, `eventfd`) put
+/// in `fds`, owned; or, when the call failed (`created` false), why
+/// (`creation_error` of `what`, from the `errno` it left).
+///
+/// # Safety
+/// When `created`, every one of `fds` is a fresh descriptor nothing else
+/// owns.
+pub unsafe fn adopt<const N: usize>(
+    created: bool,
+    fds: [RawFd; N],
+    what: &str,
+) -> Result<[OwnedFd; N], SetupError> {
+    if !created {
+        return Err(creation_error(what));
+    }
+    // SAFETY: fresh descriptors nothing else owns (the caller's promise).
+    Ok(fds.map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }))
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ pub mod eventfd;
 pub mod fd;
 pub mod futex;
 pub mod harness;
+mod in_place;
 pub mod mq;
 pub mod mutex;
 pub mod pi_group;

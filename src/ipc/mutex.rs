@@ -20,11 +20,10 @@
 //! when a child will use it, so a threads-only run gets glibc's private
 //! futex path, as ptsematest (threads only) does.
 
+use super::in_place::InPlace;
 use super::slot::{Doorbell, SlotChannel};
 use super::{AnonymousPairs, ChannelError, SetupError};
 use crate::rt::clock::realtime_deadline;
-use crate::rt::shm::SharedBox;
-use std::cell::UnsafeCell;
 use std::time::Duration;
 
 /// The mutex transport. In anonymous memory: no kernel object has a name.
@@ -36,16 +35,9 @@ pub fn transport() -> AnonymousPairs {
     }
 }
 
-/// A `pthread_mutex_t` that glibc and the kernel update behind Rust's back.
-struct RawMutex(UnsafeCell<libc::pthread_mutex_t>);
-
-// SAFETY: a `pthread_mutex_t` is made to be used concurrently through the
-// pthread_mutex_* calls, which are the only way this type is accessed.
-unsafe impl Sync for RawMutex {}
-
 /// An initialised mutex at a fixed address, locked until first rung.
 struct Mutex {
-    mutex: SharedBox<RawMutex>,
+    mutex: InPlace<libc::pthread_mutex_t>,
 }
 
 /// A pthread call's result (they return the error number, errno is untouched).
@@ -68,7 +60,7 @@ impl Mutex {
         };
         // SAFETY: all-zero bytes are only storage; pthread_mutex_init below
         // sets the mutex up in its final place.
-        let mutex = SharedBox::new(RawMutex(UnsafeCell::new(unsafe { std::mem::zeroed() })))?;
+        let mutex = unsafe { InPlace::zeroed() }?;
         // SAFETY: the attribute object is initialised before use and
         // destroyed after; the mutex is in its final place and unused.
         let rc = unsafe {
@@ -84,7 +76,7 @@ impl Mutex {
             };
             let mut rc = libc::pthread_mutexattr_setpshared(&mut attr, shared);
             if rc == 0 {
-                rc = libc::pthread_mutex_init(mutex.0.get(), &attr);
+                rc = libc::pthread_mutex_init(mutex.ptr(), &attr);
             }
             libc::pthread_mutexattr_destroy(&mut attr);
             rc
@@ -106,7 +98,7 @@ impl Mutex {
     }
 
     fn ptr(&self) -> *mut libc::pthread_mutex_t {
-        self.mutex.0.get()
+        self.mutex.ptr()
     }
 }
 

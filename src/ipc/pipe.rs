@@ -7,9 +7,8 @@
 //! name and dies with the last process holding it: nothing can leak. A forked
 //! child inherits both ends.
 
-use super::fd::{FdChannel, Kind, creation_error};
+use super::fd::{FdChannel, Kind, adopt};
 use super::{AnonymousPairs, SetupError};
-use std::os::fd::{FromRawFd, OwnedFd};
 
 /// The pipe transport. Nothing named: descriptors only.
 pub fn transport() -> AnonymousPairs {
@@ -24,11 +23,9 @@ pub fn transport() -> AnonymousPairs {
 fn channel() -> Result<FdChannel, SetupError> {
     let mut fds: [libc::c_int; 2] = [-1; 2];
     // SAFETY: `fds` has room for the two descriptors pipe2 returns.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(creation_error("a pipe"));
-    }
-    // SAFETY: two fresh descriptors that nothing else owns.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let created = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == 0;
+    // SAFETY: once created, two fresh descriptors that nothing else owns.
+    let [read, write] = unsafe { adopt(created, fds, "a pipe") }?;
     Ok(FdChannel::new(read, write, Kind::Pipe))
 }
 

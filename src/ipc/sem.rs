@@ -11,11 +11,10 @@
 //! path. A semaphore counts, so the stop ring of `interrupt` always finds room
 //! next to a real post and never blocks.
 
+use super::in_place::InPlace;
 use super::slot::{Doorbell, SlotChannel};
 use super::{AnonymousPairs, ChannelError, SetupError};
 use crate::rt::clock::realtime_deadline;
-use crate::rt::shm::SharedBox;
-use std::cell::UnsafeCell;
 use std::time::Duration;
 
 /// The sem transport. Unnamed and in anonymous memory: no kernel object has a name.
@@ -31,25 +30,18 @@ pub fn transport() -> AnonymousPairs {
     }
 }
 
-/// A `sem_t` that the kernel and glibc update behind Rust's back.
-struct RawSem(UnsafeCell<libc::sem_t>);
-
-// SAFETY: a `sem_t` is made to be used concurrently through the sem_* calls,
-// which are the only way this type is accessed.
-unsafe impl Sync for RawSem {}
-
 /// An initialised semaphore at a fixed address; destroyed on drop.
 struct Semaphore {
-    sem: SharedBox<RawSem>,
+    sem: InPlace<libc::sem_t>,
 }
 
 impl Semaphore {
     fn new(across_processes: bool) -> Result<Semaphore, SetupError> {
         // SAFETY: an all-zero `sem_t` is only storage; sem_init below sets it up.
-        let sem = SharedBox::new(RawSem(UnsafeCell::new(unsafe { std::mem::zeroed() })))?;
+        let sem = unsafe { InPlace::zeroed() }?;
         // SAFETY: the sem_t is in its final place (it never moves) and not
         // yet used by anyone.
-        let rc = unsafe { libc::sem_init(sem.0.get(), across_processes as libc::c_int, 0) };
+        let rc = unsafe { libc::sem_init(sem.ptr(), across_processes as libc::c_int, 0) };
         if rc != 0 {
             let err = std::io::Error::last_os_error();
             let hint = if err.raw_os_error() == Some(libc::ENOSYS) {
@@ -67,7 +59,7 @@ impl Semaphore {
     }
 
     fn ptr(&self) -> *mut libc::sem_t {
-        self.sem.0.get()
+        self.sem.ptr()
     }
 }
 

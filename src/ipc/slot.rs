@@ -203,6 +203,24 @@ pub(crate) mod tests {
         }
     }
 
+    /// `channel.interrupt()` returns though nothing reads the channel (its
+    /// buffer or queue full: `what`): run in a detached thread, so that a
+    /// blocking one fails the test instead of hanging it.
+    pub fn check_interrupt_returns<C: Channel + Send + Sync + 'static>(
+        channel: &std::sync::Arc<C>,
+        what: &str,
+    ) {
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let interrupter = std::sync::Arc::clone(channel);
+        std::thread::spawn(move || {
+            interrupter.interrupt();
+            let _ = done_tx.send(());
+        });
+        done_rx
+            .recv_timeout(Duration::from_secs(5))
+            .unwrap_or_else(|_| panic!("interrupt blocked on {what}"));
+    }
+
     fn check_timeout(pair: &PairChannels) {
         pair.sync.attach_waiter();
         let start = Instant::now();

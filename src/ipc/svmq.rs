@@ -347,17 +347,7 @@ mod tests {
             mtype: TEST_TYPE,
         });
         channel.post(5).unwrap();
-        // In a detached thread: if `interrupt` blocked, the test fails
-        // instead of hanging.
-        let (done_tx, done_rx) = std::sync::mpsc::channel();
-        let interrupter = Arc::clone(&channel);
-        std::thread::spawn(move || {
-            interrupter.interrupt();
-            let _ = done_tx.send(());
-        });
-        done_rx
-            .recv_timeout(Duration::from_secs(5))
-            .expect("interrupt blocked on a full queue");
+        crate::ipc::slot::tests::check_interrupt_returns(&channel, "a full queue");
         assert_eq!(channel.wait(None).unwrap(), Wake::Message(5));
         assert_eq!(channel.wait(Some(Duration::ZERO)).unwrap(), Wake::TimedOut);
     }

@@ -11,9 +11,8 @@
 //! pair never share a buffer or a wait queue. A forked child inherits both
 //! ends. `interrupt` sends with `MSG_DONTWAIT` and gives up on a full buffer.
 
-use super::fd::{FdChannel, Kind, creation_error};
+use super::fd::{FdChannel, Kind, adopt};
 use super::{AnonymousPairs, SetupError};
-use std::os::fd::{FromRawFd, OwnedFd};
 
 /// The unix transport. Nothing named: the pairs have no address.
 pub fn transport() -> AnonymousPairs {
@@ -36,11 +35,8 @@ fn channel() -> Result<FdChannel, SetupError> {
             fds.as_mut_ptr(),
         )
     };
-    if rc != 0 {
-        return Err(creation_error("a unix socket pair"));
-    }
-    // SAFETY: two fresh descriptors that nothing else owns.
-    let (write, read) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: once created, two fresh descriptors that nothing else owns.
+    let [write, read] = unsafe { adopt(rc == 0, fds, "a unix socket pair") }?;
     Ok(FdChannel::new(read, write, Kind::Socket))
 }
 
@@ -102,17 +98,7 @@ mod tests {
             sent += 1;
             assert!(sent < 1_000_000, "the buffer never filled");
         }
-        // In a detached thread: if `interrupt` blocked, the test fails
-        // instead of hanging.
-        let (done_tx, done_rx) = std::sync::mpsc::channel();
-        let interrupter = Arc::clone(&channel);
-        std::thread::spawn(move || {
-            interrupter.interrupt();
-            let _ = done_tx.send(());
-        });
-        done_rx
-            .recv_timeout(Duration::from_secs(5))
-            .expect("interrupt blocked on a full socket buffer");
+        crate::ipc::slot::tests::check_interrupt_returns(&channel, "a full socket buffer");
         // The queued messages are all there, and nothing else.
         for _ in 0..sent {
             assert_eq!(channel.wait(None).unwrap(), Wake::Message(1));

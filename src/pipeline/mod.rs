@@ -23,6 +23,7 @@ mod deliver;
 pub mod hdrlog;
 mod judge;
 mod live;
+mod plan;
 mod prepare;
 mod validity;
 

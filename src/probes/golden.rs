@@ -8,7 +8,6 @@
 //! deliberate change (review the diff).
 
 use super::listings::{Facts, Listing, all};
-use super::recorder::program::TaskMembers;
 use super::wakeups::BtfMember;
 use crate::rt::bpf::Size;
 use crate::rt::tracefs::format::EventFormat;
@@ -39,15 +38,9 @@ fn fixed_facts() -> Facts {
             size: Size::DW,
         }),
         // task_struct of Linux 6.18 (x86-64, this machine's config).
-        task: Some(TaskMembers {
-            pid: (2504, 4),
-            prio: (124, 4),
-            comm: (3024, 16),
-            exit_state: Some((2460, 4)),
-            cpu: Some((24, 4)),
-        }),
+        task: Some(super::fixtures::members()),
         formats: formats.to_vec(),
-        map_fd: 3,
+        map_fd: super::fixtures::MAP_FD,
         tids: vec![1234],
     }
 }

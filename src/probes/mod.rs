@@ -19,7 +19,10 @@
 //! listing, for `doctor --bpf` and the golden listings the unit tests
 //! compare (`golden/`); `cost` times one run of an empty program on each
 //! way and counts the programs each family puts on a wake-up (`doctor
-//! --bpf`). A new family (a per-CPU interference counter read
+//! --bpf`); `ring` is what the recorder and the interference counter
+//! share: a per-CPU area of one mmapped array holding a ring of entries
+//! under commit words, its layout and the emitted steps that write it. A
+//! new family (a per-CPU interference counter read
 //! by a user-space sampler, say) is a module here with its generator, its
 //! ladder and its entry in `listings`.
 
@@ -30,11 +33,14 @@ pub mod hook;
 pub mod interference;
 pub mod listings;
 pub mod recorder;
+pub mod ring;
 pub mod wakeups;
 
 pub use error::ProbeError;
 pub use hook::{AttachWay, Event, EventView, Hooked, KernelTypes, hook};
 
+#[cfg(test)]
+mod fixtures;
 #[cfg(test)]
 mod interpreter;
 #[cfg(test)]

@@ -16,6 +16,8 @@
 //!   counter went from `a` to `b` had the events whose `SEQ` is in
 //!   `(a, b]`: the last `RING_SLOTS` of them are still in the ring.
 
+use crate::probes::ring::RingLayout;
+
 /// Offsets in a slot's header.
 pub mod header {
     /// u64: events counted so far.
@@ -46,16 +48,20 @@ pub mod entry {
     /// One entry (a power of two: the program indexes by a shift).
     pub const SIZE: usize = 64;
 }
-/// log2 of `entry::SIZE`.
-pub const ENTRY_SHIFT: u32 = 6;
 /// Causes kept per CPU (a power of two).
 pub const RING_SLOTS: usize = 8;
 /// Where the ring starts in a slot.
 pub const RING: usize = header::SIZE;
+/// The ring, as the programs write it and the sampler reads it.
+pub const RING_LAYOUT: RingLayout = RingLayout {
+    start: RING,
+    entry_size: entry::SIZE,
+    slots: RING_SLOTS,
+};
 /// A slot's size: the map's value size.
-pub const SLOT_SIZE: usize = RING + RING_SLOTS * entry::SIZE;
+pub const SLOT_SIZE: usize = RING_LAYOUT.end();
 
-const _: () = assert!(1 << ENTRY_SHIFT == entry::SIZE && RING_SLOTS.is_power_of_two());
+const _: () = assert!(entry::SIZE.is_power_of_two() && RING_SLOTS.is_power_of_two());
 const _: () = assert!(entry::PREV_COMM + 16 <= entry::SIZE && header::NMI_NS + 8 <= header::SIZE);
 
 /// What an entry records.

@@ -7,8 +7,9 @@ use super::layout::SLOT_SIZE;
 use super::program::{LADDER, Source, generate};
 use super::read::SlotView;
 use crate::probes::hook::{Event, Hooked, KernelTypes, hook};
+use crate::probes::ring::per_cpu_map;
 use crate::probes::{AttachWay, ProbeError};
-use crate::rt::bpf::{BPF_F_MMAPABLE, Map, MapKind, MappedArray};
+use crate::rt::bpf::{Map, MappedArray};
 use std::path::Path;
 
 /// The map, its mapping and the programs, attached.
@@ -46,19 +47,8 @@ impl LoadedInterference {
     /// the IRQ, softirq and switch events (an error when one cannot be),
     /// the NMI event and the system vectors where this kernel has them.
     pub fn load(tracefs: &Path) -> Result<LoadedInterference, ProbeError> {
-        let possible = crate::rt::bpf::sys::possible_cpus()
-            .map_err(|e| ProbeError::system("cannot count the possible CPUs", e))?;
-        let map = Map::create(
-            MapKind::Array,
-            "hw_counter",
-            SLOT_SIZE,
-            possible as u32,
-            BPF_F_MMAPABLE,
-        )
-        .map_err(|e| ProbeError::system("cannot create the interference counter's map", e))?;
-        let mapped = map
-            .map_memory(false)
-            .map_err(|e| ProbeError::system("cannot map the interference counter's map", e))?;
+        let (map, mapped) =
+            per_cpu_map("hw_counter", "interference counter", SLOT_SIZE, false, None)?;
         let kernel = KernelTypes::new(tracefs);
         let mut hooked = Vec::new();
         let mut events = Vec::new();

@@ -18,12 +18,8 @@ pub mod tier;
 #[cfg(test)]
 mod tests;
 
-/// The oldest kernel whose verifier takes the atomic fetch-and-add that
-/// numbers the events (`BPF_FETCH`, Linux 5.12).
-pub const MIN_KERNEL: (u32, u32) = (5, 12);
-
 /// Whether the counter can run here: BPF itself (`rt::bpf::probe`) and a
-/// kernel with `BPF_FETCH`. `Err` is why not.
+/// kernel with `BPF_FETCH` (`probes::ring::MIN_KERNEL`). `Err` is why not.
 pub fn check() -> Result<(), Unavailable> {
     check_with(
         &crate::rt::bpf::probe::Facts::live(),
@@ -37,17 +33,9 @@ pub fn check_with(
     facts: &crate::rt::bpf::probe::Facts,
     try_call: &dyn Fn() -> Result<(), Unavailable>,
 ) -> Result<(), Unavailable> {
-    let release = &facts.release;
-    if let Some(version) = crate::rt::bpf::probe::kernel_version(release)
-        && version < MIN_KERNEL
-    {
-        return Err(Unavailable(format!(
-            "kernel {release} is older than {}.{} (the interference counter numbers events with BPF_FETCH)",
-            MIN_KERNEL.0, MIN_KERNEL.1
-        )));
-    }
-    match crate::rt::bpf::probe::assess(facts) {
-        Some(reason) => Err(Unavailable(reason)),
-        None => try_call(),
-    }
+    crate::probes::ring::check_kernel_with(
+        facts,
+        try_call,
+        "the interference counter numbers events with BPF_FETCH",
+    )
 }

@@ -9,11 +9,12 @@
 //! so they can run on a plain raw tracepoint too; the switch reads the
 //! tasks' pids and names, which a plain raw tracepoint cannot load.
 
-use super::layout::{ENTRY_SHIFT, Kind, RING, RING_SLOTS, entry, header};
+use super::layout::{Kind, RING, RING_LAYOUT, entry, header};
 use crate::probes::ProbeError;
 use crate::probes::hook::{AttachWay, EventView};
 use crate::probes::recorder::program::{TaskMembers, Value, check_prototype, copy_comm, load};
-use crate::rt::bpf::{Alu, Asm, Code, Insn, Reg, Size};
+use crate::probes::ring::{commit, reserve, this_cpu_area};
+use crate::rt::bpf::{Asm, Code, Insn, Reg, Size};
 use crate::rt::tracefs::events::{NmiFields, SwitchFields};
 use crate::rt::tracefs::format::EventFormat;
 
@@ -202,7 +203,7 @@ impl Recipe {
 
 /// `ENTRY + RING + field`: where `field` of the reserved entry is.
 fn at(field: usize) -> i16 {
-    (RING + field) as i16
+    RING_LAYOUT.field(field)
 }
 
 /// The entry's operands, read where the recipe says.
@@ -236,9 +237,7 @@ fn write_operands(asm: &mut Asm, recipe: &Recipe) -> Result<(), ProbeError> {
 pub fn program(recipe: &Recipe, map_fd: i32) -> Result<Code, ProbeError> {
     let mut asm = Asm::new();
     asm.push(Insn::mov64_reg(CTX, Reg::R1));
-    asm.note("r7 = this CPU's slot, or return")
-        .this_cpu_entry_or_return(map_fd)
-        .push(Insn::mov64_reg(SLOT, Reg::R0));
+    this_cpu_area(&mut asm, "r7 = this CPU's slot, or return", map_fd, SLOT);
     if let Recipe::Nmi { delta_ns } = recipe {
         asm.note("NMIS += 1, NMI_NS += the handler's run");
         asm.push(Insn::mov64_imm(Reg::R1, 1))
@@ -248,22 +247,10 @@ pub fn program(recipe: &Recipe, map_fd: i32) -> Result<Code, ProbeError> {
     }
     asm.note("event i: COUNT += 1 (r1 = i); commit word i + 1 on the stack");
     // The sampler's one load reads COUNT: it moves before anything else.
-    asm.push(Insn::mov64_imm(Reg::R1, 1))
-        .push(Insn::atomic_fetch_add64(
-            SLOT,
-            header::COUNT as i16,
-            Reg::R1,
-        ))
-        .push(Insn::mov64_reg(Reg::R2, Reg::R1))
-        .push(Insn::alu64_imm(Alu::Add, Reg::R2, 1))
-        .push(Insn::stx(Size::DW, Reg::R10, COMMIT_ON_STACK, Reg::R2));
+    reserve(&mut asm, SLOT, header::COUNT, COMMIT_ON_STACK);
     asm.note("r8 = &ring[i % RING_SLOTS] - RING; being written: SEQ = 0");
-    // The mask bounds the offset for the verifier.
-    asm.push(Insn::alu64_imm(Alu::And, Reg::R1, RING_SLOTS as i32 - 1))
-        .push(Insn::alu64_imm(Alu::Lsh, Reg::R1, ENTRY_SHIFT as i32))
-        .push(Insn::mov64_reg(ENTRY, SLOT))
-        .push(Insn::alu64_reg(Alu::Add, ENTRY, Reg::R1))
-        .push(Insn::st(Size::DW, ENTRY, at(entry::SEQ), 0))
+    RING_LAYOUT.point_at_entry(&mut asm, ENTRY, SLOT);
+    asm.push(Insn::st(Size::DW, ENTRY, at(entry::SEQ), 0))
         .push(Insn::st(
             Size::W,
             ENTRY,
@@ -271,11 +258,8 @@ pub fn program(recipe: &Recipe, map_fd: i32) -> Result<Code, ProbeError> {
             recipe.kind() as i32,
         ));
     write_operands(&mut asm, recipe)?;
-    asm.note("commit: SEQ = i + 1");
-    asm.push(Insn::ldx(Size::DW, Reg::R1, Reg::R10, COMMIT_ON_STACK))
-        .push(Insn::stx(Size::DW, ENTRY, at(entry::SEQ), Reg::R1))
-        .push(Insn::mov64_imm(Reg::R0, 0))
-        .push(Insn::exit());
+    commit(&mut asm, ENTRY, at(entry::SEQ), COMMIT_ON_STACK);
+    asm.push(Insn::mov64_imm(Reg::R0, 0)).push(Insn::exit());
     Ok(asm.finish()?)
 }
 

@@ -3,7 +3,8 @@
 //! the causes of a gap, copied from the ring entry by entry, each checked
 //! by its commit word.
 
-use super::layout::{Kind, RING, RING_SLOTS, entry, header};
+use super::layout::{Kind, RING_LAYOUT, RING_SLOTS, SLOT_SIZE, entry, header};
+use crate::probes::ring::AreaView;
 
 /// One cause as the ring held it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -40,12 +41,8 @@ impl GapCauses {
 /// One CPU's slot in the mapping.
 #[derive(Debug, Clone, Copy)]
 pub struct SlotView {
-    base: *const u8,
+    area: AreaView,
 }
-
-// SAFETY: a view of shared memory read with volatile loads only; the
-// mapping outlives it (its owner keeps the `MappedArray`).
-unsafe impl Send for SlotView {}
 
 impl SlotView {
     /// The slot at `base`.
@@ -54,30 +51,18 @@ impl SlotView {
     /// `base` points at a whole slot (`layout::SLOT_SIZE` bytes, 8-aligned)
     /// that stays mapped while the view is used.
     pub unsafe fn new(base: *const u8) -> SlotView {
-        SlotView { base }
+        // SAFETY: a whole slot that stays mapped (the caller's promise).
+        let area = unsafe { AreaView::new(base, SLOT_SIZE) };
+        SlotView { area }
     }
 
     fn u64_at(&self, offset: usize) -> u64 {
-        // SAFETY: inside the slot (`new`'s contract), 8-aligned offsets.
-        unsafe { std::ptr::read_volatile(self.base.add(offset).cast::<u64>()) }
-    }
-
-    fn u32_at(&self, offset: usize) -> u32 {
-        // SAFETY: as above, 4-aligned offsets.
-        unsafe { std::ptr::read_volatile(self.base.add(offset).cast::<u32>()) }
-    }
-
-    fn comm_at(&self, offset: usize) -> [u8; 16] {
-        let mut comm = [0u8; 16];
-        for (k, part) in comm.chunks_mut(8).enumerate() {
-            part.copy_from_slice(&self.u64_at(offset + 8 * k).to_le_bytes());
-        }
-        comm
+        self.area.u64_at(offset)
     }
 
     /// The counter's word: what the sampler loads once per read.
     pub fn count_ptr(&self) -> *const u64 {
-        self.base.cast()
+        self.area.base().cast()
     }
 
     pub fn count(&self) -> u64 {
@@ -97,16 +82,16 @@ impl SlotView {
         // The newest RING_SLOTS events at most, in order.
         let first = from.max(to.saturating_sub(RING_SLOTS as u64)) + 1;
         for seq in first..=to {
-            let at = RING + (seq as usize - 1) % RING_SLOTS * entry::SIZE;
+            let at = RING_LAYOUT.entry_offset(seq - 1);
             if self.u64_at(at + entry::SEQ) != seq {
                 continue; // overwritten by a newer event, or being written
             }
             let cause = RawCause {
-                kind: self.u32_at(at + entry::KIND),
-                number: self.u32_at(at + entry::NUMBER),
-                prev_pid: self.u32_at(at + entry::PREV_PID),
-                comm: self.comm_at(at + entry::COMM),
-                prev_comm: self.comm_at(at + entry::PREV_COMM),
+                kind: self.area.u32_at(at + entry::KIND),
+                number: self.area.u32_at(at + entry::NUMBER),
+                prev_pid: self.area.u32_at(at + entry::PREV_PID),
+                comm: self.area.bytes(at + entry::COMM),
+                prev_comm: self.area.bytes(at + entry::PREV_COMM),
             };
             // Whole only if its commit word did not change meanwhile.
             if self.u64_at(at + entry::SEQ) == seq {

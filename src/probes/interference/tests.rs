@@ -5,32 +5,12 @@
 use super::layout::{Kind, SLOT_SIZE};
 use super::program::{Recipe, Source, program};
 use super::read::{GapCauses, SlotView};
+use crate::probes::fixtures::{
+    AREA_AT as SLOT_AT, CTX_AT, MAP_FD, NEXT_AT, PREV_AT, comm, cpu0_area, members, memory,
+    store_comm, store_field, store_task,
+};
 use crate::probes::interpreter::{Memory, run};
-use crate::probes::recorder::program::TaskMembers;
 use crate::rt::tracefs::format::EventFormat;
-
-const CTX_AT: u64 = 0x1000_0000;
-const PREV_AT: u64 = 0x2000_0000;
-const NEXT_AT: u64 = 0x3000_0000;
-const SLOT_AT: u64 = 0x4000_0000;
-const TASK_BYTES: usize = 4096;
-
-/// `task_struct` as the goldens fix it (`probes::golden`).
-fn members() -> TaskMembers {
-    TaskMembers {
-        pid: (2504, 4),
-        prio: (124, 4),
-        comm: (3024, 16),
-        exit_state: Some((2460, 4)),
-        cpu: Some((24, 4)),
-    }
-}
-
-fn comm(text: &str) -> [u8; 16] {
-    let mut comm = [0u8; 16];
-    comm[..text.len()].copy_from_slice(text.as_bytes());
-    comm
-}
 
 /// A CPU's slot and the memory the programs see.
 struct Cpu {
@@ -39,12 +19,9 @@ struct Cpu {
 
 impl Cpu {
     fn new() -> Cpu {
-        let mut memory = Memory::new();
-        memory.add(CTX_AT, 256);
-        memory.add(PREV_AT, TASK_BYTES);
-        memory.add(NEXT_AT, TASK_BYTES);
-        memory.add(SLOT_AT, SLOT_SIZE);
-        Cpu { memory }
+        Cpu {
+            memory: memory(SLOT_SIZE),
+        }
     }
 
     /// One run of `recipe` with the context `args` (u64 each at CTX_AT).
@@ -52,21 +29,10 @@ impl Cpu {
         for (i, arg) in args.iter().enumerate() {
             self.memory.store(CTX_AT + 8 * i as u64, 8, *arg).unwrap();
         }
-        let code = program(recipe, 3).unwrap();
-        let r0 = run(
-            &code,
-            CTX_AT,
-            &mut self.memory,
-            &mut |id, r, memory| match id {
-                8 => 0,
-                1 => {
-                    assert_eq!(r[1], 3, "the map's descriptor");
-                    assert_eq!(memory.load(r[2], 4), Ok(0), "CPU 0's key");
-                    SLOT_AT
-                }
-                other => panic!("helper {other}"),
-            },
-        )
+        let code = program(recipe, MAP_FD).unwrap();
+        let r0 = run(&code, CTX_AT, &mut self.memory, &mut |id, r, memory| {
+            cpu0_area(id, r, memory).unwrap_or_else(|| panic!("helper {id}"))
+        })
         .unwrap();
         assert_eq!(r0, 0);
     }
@@ -79,13 +45,7 @@ impl Cpu {
     }
 
     fn task(&mut self, at: u64, pid: u64, name: &str) {
-        let m = members();
-        self.memory.store(at + m.pid.0 as u64, 4, pid).unwrap();
-        for (k, b) in comm(name).into_iter().enumerate() {
-            self.memory
-                .store(at + (m.comm.0 + k) as u64, 1, u64::from(b))
-                .unwrap();
-        }
+        store_task(&mut self.memory, at, pid, name);
     }
 }
 
@@ -150,21 +110,11 @@ fn a_classic_switch_reads_its_record() {
     .unwrap();
     let recipe = Recipe::of_record(Source::Switch, &format).unwrap();
     let mut cpu = Cpu::new();
-    let set = |cpu: &mut Cpu, name: &str, value: u64| {
-        let f = format.field(name).unwrap();
-        cpu.memory
-            .store(CTX_AT + f.offset as u64, f.size.min(8), value)
-            .unwrap();
-    };
-    set(&mut cpu, "prev_pid", 10);
-    set(&mut cpu, "next_pid", 20);
+    store_field(&mut cpu.memory, &format, "prev_pid", 10);
+    store_field(&mut cpu.memory, &format, "next_pid", 20);
     for (field, name) in [("prev_comm", "before"), ("next_comm", "after")] {
         let at = format.field(field).unwrap().offset as u64;
-        for (k, b) in comm(name).into_iter().enumerate() {
-            cpu.memory
-                .store(CTX_AT + at + k as u64, 1, u64::from(b))
-                .unwrap();
-        }
+        store_comm(&mut cpu.memory, CTX_AT + at, name);
     }
     cpu.run(&recipe, &[]);
     let mut out = GapCauses::default();

@@ -5,28 +5,25 @@
 use super::layout::{
     INTERRUPTED_NS, Kind as RecordKind, RECORD_SIZE, Region, header, name, record,
 };
+use crate::probes::ring::AreaView;
 use crate::rt::tracefs::events::{Comm, IrqName, Kind, Switch, TraceEvent};
 use std::collections::HashMap;
 
 /// One CPU's region in memory the kernel writes concurrently: every read
-/// is a volatile load of an aligned 64-bit word.
+/// is a volatile load of an aligned 64-bit word (`ring::AreaView`).
 pub struct RegionView {
-    base: *const u64,
+    area: AreaView,
     layout: Region,
 }
-
-// SAFETY: the view only reads (volatile loads) memory that stays mapped for
-// as long as its owner (the map's mapping, or a test's buffer) lives.
-unsafe impl Send for RegionView {}
 
 impl RegionView {
     /// # Safety
     /// `base` must be 8-byte aligned and point to `layout.size()` readable
     /// bytes that stay mapped for the view's lifetime.
     pub unsafe fn new(base: *const u8, layout: Region) -> RegionView {
-        debug_assert!((base as usize).is_multiple_of(8));
         RegionView {
-            base: base.cast(),
+            // SAFETY: the caller's promise.
+            area: unsafe { AreaView::new(base, layout.size()) },
             layout,
         }
     }
@@ -35,20 +32,13 @@ impl RegionView {
         self.layout
     }
 
+    /// The word at `offset` (the layout's offsets are multiples of 8).
     fn word(&self, offset: usize) -> u64 {
-        debug_assert!(offset.is_multiple_of(8) && offset + 8 <= self.layout.size());
-        // SAFETY: in bounds and aligned (the layout's offsets are multiples
-        // of 8), and mapped for the view's lifetime (`new`'s contract).
-        unsafe { std::ptr::read_volatile(self.base.add(offset / 8)) }
+        self.area.u64_at(offset)
     }
 
     fn bytes<const N: usize>(&self, offset: usize) -> [u8; N] {
-        let mut out = [0u8; N];
-        for (i, chunk) in out.chunks_mut(8).enumerate() {
-            let word = self.word(offset + 8 * i).to_ne_bytes();
-            chunk.copy_from_slice(&word[..chunk.len()]);
-        }
-        out
+        self.area.bytes(offset)
     }
 
     /// Records reserved so far. The fence keeps the record loads that

@@ -48,6 +48,8 @@
 //! stores in program order and loads in program order, which this needs:
 //! other architectures are refused by the availability check.
 
+use crate::probes::ring::RingLayout;
+
 /// Bytes of one record.
 pub const RECORD_SIZE: usize = 48;
 /// Records kept per CPU by default. A window is held from its spike until
@@ -186,14 +188,24 @@ impl Region {
     pub const NAMES: usize = header::SIZE;
     pub const RECORDS: usize = header::SIZE + NAME_SLOTS * name::SIZE;
 
+    /// The circular buffer of records, as the programs write it and the
+    /// decoder reads it.
+    pub fn records(&self) -> RingLayout {
+        RingLayout {
+            start: Region::RECORDS,
+            entry_size: RECORD_SIZE,
+            slots: self.slots,
+        }
+    }
+
     /// The region's size: the map's value size.
     pub fn size(&self) -> usize {
-        Region::RECORDS + self.slots * RECORD_SIZE
+        self.records().end()
     }
 
     /// Where record number `index` is in the region.
     pub fn record_offset(&self, index: u64) -> usize {
-        Region::RECORDS + (index as usize & (self.slots - 1)) * RECORD_SIZE
+        self.records().entry_offset(index)
     }
 
     /// Where the name entry of `pid` is in the region.

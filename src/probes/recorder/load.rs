@@ -9,7 +9,8 @@ use super::layout::{DEFAULT_SLOTS, Region};
 use super::program::{ENABLED, Recipe, program};
 use crate::probes::ProbeError;
 use crate::probes::hook::{AttachWay, Event, EventView, Hooked, KernelTypes, hook};
-use crate::rt::bpf::{BPF_F_MMAPABLE, Code, Map, MapKind, MappedArray, Program};
+use crate::probes::ring::per_cpu_map;
+use crate::rt::bpf::{Code, Map, MappedArray, Program};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -86,28 +87,7 @@ impl LoadedRecorder {
         cpus: &[usize],
     ) -> Result<LoadedRecorder, ProbeError> {
         let region = Region::with_slots(DEFAULT_SLOTS);
-        let possible = crate::rt::bpf::sys::possible_cpus()
-            .map_err(|e| ProbeError::system("cannot count the possible CPUs", e))?;
-        // A region is 1.5 MiB, allocated whole when the map is created: one
-        // per possible CPU would be 384 MiB on a machine of 256, for the
-        // handful of CPUs traced. The map ends at the highest traced CPU;
-        // a program on a CPU past it finds no entry and returns at once
-        // (`this_cpu_entry_or_return`).
-        if let Some(&cpu) = cpus.iter().find(|&&cpu| cpu >= possible) {
-            return Err(ProbeError::NotPossibleCpu(cpu));
-        }
-        let entries = cpus.iter().max().map_or(1, |&highest| highest + 1);
-        let map = Map::create(
-            MapKind::Array,
-            "flight",
-            region.size(),
-            entries as u32,
-            BPF_F_MMAPABLE,
-        )
-        .map_err(|e| ProbeError::system("cannot create the recorder's map", e))?;
-        let mapped = map
-            .map_memory(true)
-            .map_err(|e| ProbeError::system("cannot map the recorder's map", e))?;
+        let (map, mapped) = per_cpu_map("flight", "recorder", region.size(), true, Some(cpus))?;
         for &cpu in cpus {
             mapped
                 .write_u64(cpu, ENABLED, 1)

@@ -19,27 +19,14 @@ pub mod program;
 #[cfg(test)]
 mod tests_live;
 
-/// The oldest kernel whose verifier takes the atomic fetch-and-add that
-/// reserves a record (`BPF_FETCH`, Linux 5.12).
-pub const MIN_KERNEL: (u32, u32) = (5, 12);
-
 /// Whether the flight recorder can run here: BPF itself (`rt::bpf::probe`),
-/// a kernel with `BPF_FETCH` and a CPU that keeps stores in order (see
-/// `layout.rs`). `Err` is why not.
+/// a kernel with `BPF_FETCH` (`probes::ring::MIN_KERNEL`) and a CPU that
+/// keeps stores in order (see `layout.rs`). `Err` is why not.
 pub fn check() -> Result<(), Unavailable> {
     if !cfg!(target_arch = "x86_64") {
         return Err(Unavailable(
             "the flight recorder needs x86-64's store ordering".to_string(),
         ));
     }
-    let release = crate::rt::bpf::probe::Facts::live().release;
-    if let Some(version) = crate::rt::bpf::probe::kernel_version(&release)
-        && version < MIN_KERNEL
-    {
-        return Err(Unavailable(format!(
-            "kernel {release} is older than {}.{} (the flight recorder reserves records with BPF_FETCH)",
-            MIN_KERNEL.0, MIN_KERNEL.1
-        )));
-    }
-    crate::rt::bpf::probe::check()
+    crate::probes::ring::check_kernel("the flight recorder reserves records with BPF_FETCH")
 }

@@ -21,8 +21,9 @@
 //! switch program also writes the names of both tasks into the name table
 //! and the CPU's current task into the header.
 
-use super::layout::{INTERRUPTED_NS, Kind, NAME_SHIFT, RECORD_SIZE, Region, header, name, record};
+use super::layout::{INTERRUPTED_NS, Kind, NAME_SHIFT, Region, header, name, record};
 use crate::probes::ProbeError;
+use crate::probes::ring::{commit, reserve, this_cpu_area};
 use crate::rt::bpf::btf::{self, Btf};
 use crate::rt::bpf::{Alu, Asm, Code, Cond, Helper, Insn, Label, Reg, Size};
 use crate::rt::tracefs::events::{NmiFields, Switch, SwitchFields, WakeupFields, vector_event};
@@ -575,10 +576,13 @@ pub fn program(recipe: &Recipe, map_fd: i32, region: Region) -> Result<Code, Pro
         asm.bind(keep);
     }
     // This CPU's region, if it is traced.
-    asm.note("r7 = this CPU's region, or return")
-        .this_cpu_entry_or_return(map_fd)
-        .push(Insn::mov64_reg(REGION, Reg::R0))
-        .push(Insn::ldx(Size::DW, Reg::R1, REGION, ENABLED as i16))
+    this_cpu_area(
+        &mut asm,
+        "r7 = this CPU's region, or return",
+        map_fd,
+        REGION,
+    );
+    asm.push(Insn::ldx(Size::DW, Reg::R1, REGION, ENABLED as i16))
         .jump_if(Cond::Eq, Reg::R1, 0, out);
     asm.push(Insn::call(Helper::KtimeGetNs))
         .push(Insn::mov64_reg(TIME, Reg::R0));
@@ -586,22 +590,11 @@ pub fn program(recipe: &Recipe, map_fd: i32, region: Region) -> Result<Code, Pro
     // Reserve record i: R1 = i, head = i + 1, atomically (a program that
     // interrupts this one reserves i + 1). Its commit word is kept on the
     // stack for the end.
-    asm.push(Insn::mov64_imm(Reg::R1, 1))
-        .push(Insn::atomic_fetch_add64(
-            REGION,
-            header::HEAD as i16,
-            Reg::R1,
-        ))
-        .push(Insn::mov64_reg(Reg::R2, Reg::R1))
-        .push(Insn::alu64_imm(Alu::Add, Reg::R2, 1))
-        .push(Insn::stx(Size::DW, Reg::R10, COMMIT_ON_STACK, Reg::R2));
+    reserve(&mut asm, REGION, header::HEAD, COMMIT_ON_STACK);
     asm.note("r8 = &region.records[i % slots] - RECORDS");
     // SLOT = REGION + (i % slots) * RECORD_SIZE: the record's fields are
-    // at `at_record` from it. The mask bounds the offset for the verifier.
-    asm.push(Insn::alu64_imm(Alu::And, Reg::R1, region.slots as i32 - 1))
-        .push(Insn::alu64_imm(Alu::Mul, Reg::R1, RECORD_SIZE as i32))
-        .push(Insn::mov64_reg(SLOT, REGION))
-        .push(Insn::alu64_reg(Alu::Add, SLOT, Reg::R1));
+    // at `at_record` from it.
+    region.records().point_at_entry(&mut asm, SLOT, REGION);
     refuse_if_held(&mut asm, region, out);
     // Being written: a reader that copies the slot from now on sees it.
     asm.push(Insn::st(Size::DW, SLOT, at_record(record::SEQ), 0));
@@ -645,10 +638,8 @@ pub fn program(recipe: &Recipe, map_fd: i32, region: Region) -> Result<Code, Pro
             Reg::R1,
         ));
     asm.bind(quick);
-    asm.note("commit: SEQ = i + 1");
     // The record is whole: commit it, last.
-    asm.push(Insn::ldx(Size::DW, Reg::R1, Reg::R10, COMMIT_ON_STACK))
-        .push(Insn::stx(Size::DW, SLOT, at_record(record::SEQ), Reg::R1));
+    commit(&mut asm, SLOT, at_record(record::SEQ), COMMIT_ON_STACK);
     asm.bind(out);
     asm.push(Insn::mov64_imm(Reg::R0, 0)).push(Insn::exit());
     Ok(asm.finish()?)
@@ -669,10 +660,9 @@ fn refuse_if_held(asm: &mut Asm, region: Region, out: Label) {
     asm.push(Insn::ldx(Size::DW, Reg::R3, REGION, header::HOLD as i16))
         .push(Insn::alu64_imm(Alu::Xor, Reg::R3, -1))
         .push(Insn::ldx(Size::DW, Reg::R1, SLOT, at_record(record::TIME)))
-        .jump_if_reg(Cond::Ge, Reg::R1, Reg::R3, refuse)
-        .push(Insn::alu64_imm(Alu::And, Reg::R2, region.slots as i32 - 1))
-        .push(Insn::alu64_imm(Alu::Mul, Reg::R2, RECORD_SIZE as i32))
-        .push(Insn::alu64_reg(Alu::Add, Reg::R2, REGION))
+        .jump_if_reg(Cond::Ge, Reg::R1, Reg::R3, refuse);
+    region.records().scale(asm, Reg::R2);
+    asm.push(Insn::alu64_reg(Alu::Add, Reg::R2, REGION))
         .push(Insn::ldx(
             Size::DW,
             Reg::R1,
@@ -694,27 +684,15 @@ mod tests {
     //! fixture inputs: the switch's state against the kernel's own
     //! computation, and whole programs whose records are decoded back.
     use super::*;
+    use crate::probes::fixtures::{
+        self, AREA_AT as REGION_AT, CTX_AT, MAP_FD, NEXT_AT, PREV_AT, TASK_BYTES, comm, cpu0_area,
+        members, store_comm, store_field, store_task,
+    };
     use crate::probes::interpreter::{Memory, run};
     use crate::probes::recorder::decode::{Names, RawRecord, RegionView, Snapshot, decode};
     use crate::probes::recorder::hold;
+    use crate::probes::recorder::layout::RECORD_SIZE;
     use crate::rt::tracefs::events::{Kind as Event, TraceEvent};
-
-    const CTX_AT: u64 = 0x1000_0000;
-    const PREV_AT: u64 = 0x2000_0000;
-    const NEXT_AT: u64 = 0x3000_0000;
-    const REGION_AT: u64 = 0x4000_0000;
-    const TASK_BYTES: usize = 4096;
-
-    /// `task_struct` as the goldens fix it (`probes::golden`).
-    fn members() -> TaskMembers {
-        TaskMembers {
-            pid: (2504, 4),
-            prio: (124, 4),
-            comm: (3024, 16),
-            exit_state: Some((2460, 4)),
-            cpu: Some((24, 4)),
-        }
-    }
 
     /// The kernel's `__trace_sched_switch_state` (include/trace/events/
     /// sched.h, Linux >= 5.18) with `__task_state_index`
@@ -833,28 +811,20 @@ mod tests {
     /// current task 77, the clock 1050 then 1100.
     fn run_program(recipe: &Recipe, set_context: &dyn Fn(&mut Memory)) -> Vec<TraceEvent> {
         let region = Region::with_slots(64);
-        let code = program(recipe, 3, region).unwrap();
-        let mut memory = Memory::new();
-        memory.add(CTX_AT, 256);
-        memory.add(PREV_AT, TASK_BYTES);
-        memory.add(NEXT_AT, TASK_BYTES);
-        memory.add(REGION_AT, region.size());
+        let code = program(recipe, MAP_FD, region).unwrap();
+        let mut memory = fixtures::memory(region.size());
         memory.store(REGION_AT + ENABLED as u64, 8, 1).unwrap();
         set_context(&mut memory);
         let mut clock = 1000;
-        let r0 = run(&code, CTX_AT, &mut memory, &mut |id, r, memory| match id {
-            8 => 0,
-            1 => {
-                assert_eq!(r[1], 3, "the map's descriptor");
-                assert_eq!(memory.load(r[2], 4), Ok(0), "CPU 0's key");
-                REGION_AT
-            }
-            5 => {
-                clock += 50;
-                clock
-            }
-            14 => 77 << 32 | 77,
-            other => panic!("helper {other}"),
+        let r0 = run(&code, CTX_AT, &mut memory, &mut |id, r, memory| {
+            cpu0_area(id, r, memory).unwrap_or_else(|| match id {
+                5 => {
+                    clock += 50;
+                    clock
+                }
+                14 => 77 << 32 | 77,
+                other => panic!("helper {other}"),
+            })
         })
         .unwrap();
         assert_eq!(r0, 0);
@@ -868,12 +838,6 @@ mod tests {
             .iter()
             .filter_map(|r| decode(r, 0, &mut names, Some(&view)))
             .collect()
-    }
-
-    fn comm(text: &str) -> [u8; 16] {
-        let mut comm = [0u8; 16];
-        comm[..text.len()].copy_from_slice(text.as_bytes());
-        comm
     }
 
     fn event(kind: Event) -> Vec<TraceEvent> {
@@ -917,13 +881,8 @@ mod tests {
                 (PREV_AT, 1234, 19, "sampler"),
                 (NEXT_AT, 0, 120, "swapper/0"),
             ] {
-                memory.store(task + m.pid.0 as u64, 4, pid).unwrap();
+                store_task(memory, task, pid, name);
                 memory.store(task + m.prio.0 as u64, 4, prio).unwrap();
-                for (k, b) in comm(name).into_iter().enumerate() {
-                    memory
-                        .store(task + (m.comm.0 + k) as u64, 1, u64::from(b))
-                        .unwrap();
-                }
             }
         });
         assert_eq!(events, expected_switch());
@@ -933,12 +892,8 @@ mod tests {
     fn a_classic_switch_is_recorded_and_decoded_whole() {
         let f = format(SWITCH);
         let recipe = Recipe::of(&f, &[1234]).unwrap();
-        let set = |memory: &mut Memory, name: &str, value: u64| {
-            let field = f.field(name).unwrap();
-            memory
-                .store(CTX_AT + field.offset as u64, field.size.min(8), value)
-                .unwrap();
-        };
+        let set =
+            |memory: &mut Memory, name: &str, value: u64| store_field(memory, &f, name, value);
         let events = run_program(&recipe, &|memory| {
             set(memory, "prev_pid", 1234);
             set(memory, "prev_prio", 19);
@@ -947,11 +902,7 @@ mod tests {
             set(memory, "next_prio", 120);
             for (field, name) in [("prev_comm", "sampler"), ("next_comm", "swapper/0")] {
                 let at = f.field(field).unwrap().offset as u64;
-                for (k, b) in comm(name).into_iter().enumerate() {
-                    memory
-                        .store(CTX_AT + at + k as u64, 1, u64::from(b))
-                        .unwrap();
-                }
+                store_comm(memory, CTX_AT + at, name);
             }
         });
         assert_eq!(events, expected_switch());
@@ -964,10 +915,7 @@ mod tests {
         let woken = |pid: u64| {
             run_program(&recipe, &|memory| {
                 for (name, value) in [("pid", pid), ("prio", 19), ("target_cpu", 1)] {
-                    let field = f.field(name).unwrap();
-                    memory
-                        .store(CTX_AT + field.offset as u64, field.size, value)
-                        .unwrap();
+                    store_field(memory, &f, name, value);
                 }
             })
         };
@@ -1035,7 +983,7 @@ mod tests {
             memory.add(REGION_AT, region.size());
             memory.store(REGION_AT + ENABLED as u64, 8, 1).unwrap();
             Ring {
-                code: program(&recipe, 3, region).unwrap(),
+                code: program(&recipe, MAP_FD, region).unwrap(),
                 region,
                 memory,
                 runs: 0,
@@ -1051,15 +999,15 @@ mod tests {
                     &self.code,
                     CTX_AT,
                     &mut self.memory,
-                    &mut |id, _, _| match id {
-                        8 => 0,
-                        1 => REGION_AT,
-                        5 => {
-                            clock += 50;
-                            clock
-                        }
-                        14 => 77,
-                        other => panic!("helper {other}"),
+                    &mut |id, r, memory| {
+                        cpu0_area(id, r, memory).unwrap_or_else(|| match id {
+                            5 => {
+                                clock += 50;
+                                clock
+                            }
+                            14 => 77,
+                            other => panic!("helper {other}"),
+                        })
                     },
                 )
                 .unwrap();

@@ -82,7 +82,8 @@ pub use session::{TraceStats, WakeupTrace};
 use super::ProbeError;
 use super::choice::{CheckError, check_before_run as check_collection};
 use super::hook::{AttachWay, Event, EventView, Hooked, KernelTypes, hook};
-use crate::rt::bpf::{BPF_F_MMAPABLE, Code, Map, MapKind, MappedArray};
+use super::ring::per_cpu_map;
+use crate::rt::bpf::{Code, Map, MappedArray};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -345,20 +346,8 @@ impl WakeupSlots {
         ways: &[AttachWay],
         arming: Arming,
     ) -> Result<WakeupSlots, ProbeError> {
-        let cpus = crate::rt::bpf::sys::possible_cpus()
-            .map_err(|e| ProbeError::system("possible CPUs", e))?;
-        let map = Map::create(
-            MapKind::Array,
-            "slots",
-            SLOT_BYTES,
-            cpus as u32,
-            BPF_F_MMAPABLE,
-        )
-        .map_err(|e| ProbeError::system("creating the slot map", e))?;
-        let slots = Arc::new(
-            map.map_memory(true)
-                .map_err(|e| ProbeError::system("mapping the slot map", e))?,
-        );
+        let (map, slots) = per_cpu_map("slots", "timer breakdown", SLOT_BYTES, true, None)?;
+        let slots = Arc::new(slots);
         for t in threads {
             let set = |offset: i16, value: u64| slots.write_u64(t.cpu, offset as usize, value);
             set(TID, t.tid as u64)

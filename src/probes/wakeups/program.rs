@@ -7,15 +7,14 @@ use super::{
     WAKE_EXPIRES,
 };
 use crate::probes::ProbeError;
+use crate::probes::ring::this_cpu_area;
 use crate::rt::bpf::btf::Btf;
 use crate::rt::bpf::{Alu, Asm, Code, Cond, Helper, Insn, Label, Reg, Size};
 use crate::rt::tracefs::format::EventFormat;
 
 /// `r6 = &slots[this CPU]`, or return 0 when there is none; clobbers r0-r5.
 fn load_slot(asm: &mut Asm, map_fd: i32) {
-    asm.note("r6 = &slots[this CPU], or return")
-        .this_cpu_entry_or_return(map_fd)
-        .push(Insn::mov64_reg(Reg::R6, Reg::R0));
+    this_cpu_area(asm, "r6 = &slots[this CPU], or return", map_fd, Reg::R6);
 }
 
 /// `r0 = the current thread id`.

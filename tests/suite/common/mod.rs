@@ -6,7 +6,11 @@
 #![allow(dead_code)]
 
 mod mask;
+mod sleep;
 pub mod turns;
+// Used by the provoking tests of the suite; the other test binaries do not.
+#[allow(unused_imports)]
+pub use sleep::*;
 // Used by the output comparisons; the other test binaries do not.
 #[allow(unused_imports)]
 pub use mask::*;

@@ -61,39 +61,8 @@ fn state_of(pid: u32, tid: u32) -> Option<char> {
     stat.rsplit_once(')')?.1.trim_start().chars().next()
 }
 
-/// Makes the calling thread SCHED_FIFO 97 (above the samplers' 95) on `cpu`.
-fn fifo_on(cpu: usize) {
-    // SAFETY: a zeroed set with one CPU added; this thread's own handle.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        assert_eq!(
-            libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set),
-            0
-        );
-        let param = libc::sched_param { sched_priority: 97 };
-        assert_eq!(
-            libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param),
-            0
-        );
-    }
-}
-
-fn sleep_until(ns: u64) {
-    let ts = libc::timespec {
-        tv_sec: (ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
-    };
-    // SAFETY: a valid absolute time; no remaining time is asked for.
-    unsafe {
-        libc::clock_nanosleep(
-            libc::CLOCK_MONOTONIC,
-            libc::TIMER_ABSTIME,
-            &ts,
-            std::ptr::null_mut(),
-        )
-    };
-}
+/// The provokers' priority: above the samplers' 95.
+const PROVOKER_PRIORITY: i32 = 97;
 
 /// Every provoker's cycle, and where each one's turn starts in it: the
 /// turns never overlap, so each provoked gap has one provoker.
@@ -172,12 +141,12 @@ fn provoker(
     mut turn: impl FnMut(u64, &Sampler) -> bool + Send + 'static,
 ) -> std::thread::JoinHandle<Provoked> {
     let deadline = start + PROVOKERS_FOR_NS;
+    let name = name.to_string();
     std::thread::Builder::new()
-        .name(name.into())
+        .name(name.clone())
         .spawn(move || {
-            fifo_on(cpu);
-            // SAFETY: gettid has no preconditions.
-            let tid = unsafe { libc::syscall(libc::SYS_gettid) } as u32;
+            let tid = become_thread(&name, cpu, libc::SCHED_FIFO, PROVOKER_PRIORITY)
+                .unwrap_or_else(|why| panic!("{name}: {why}")) as u32;
             let (mut seen, mut done) = (0, 0);
             let mut cycle = start;
             while !stop.load(Ordering::Relaxed) && cycle < deadline {
@@ -213,14 +182,8 @@ fn provoker(
 fn timer_storm(cycle: u64, timers: &[OwnedFd], sampler: &Sampler) -> bool {
     let at = cycle + STORM_AT;
     let spec = libc::itimerspec {
-        it_interval: libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        },
-        it_value: libc::timespec {
-            tv_sec: (at / 1_000_000_000) as libc::time_t,
-            tv_nsec: (at % 1_000_000_000) as libc::c_long,
-        },
+        it_interval: timespec_of(0),
+        it_value: timespec_of(at),
     };
     for t in timers {
         // SAFETY: our own timerfd and a valid absolute time.

@@ -149,20 +149,7 @@ fn between_ticks(step_ms: u64) {
     const MS: u64 = 1_000_000;
     // SAFETY: sets this thread's own timer slack (1 ns: none).
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0) };
-    let next = (monotonic_ns() / (step_ms * MS) + 1) * step_ms * MS + MS / 2;
-    let at = libc::timespec {
-        tv_sec: (next / 1_000_000_000) as libc::time_t,
-        tv_nsec: (next % 1_000_000_000) as libc::c_long,
-    };
-    // SAFETY: a valid absolute time; no remaining time is asked for.
-    unsafe {
-        libc::clock_nanosleep(
-            libc::CLOCK_MONOTONIC,
-            libc::TIMER_ABSTIME,
-            &at,
-            std::ptr::null_mut(),
-        )
-    };
+    sleep_until((monotonic_ns() / (step_ms * MS) + 1) * step_ms * MS + MS / 2);
 }
 
 fn loopback_pair() -> Result<(std::net::UdpSocket, std::net::UdpSocket), String> {
