@@ -98,6 +98,8 @@ pub struct HwlatOutcome {
 /// Runs one sampler per CPU of `plan` until the duration ends, a sampler
 /// fails, or `stop_signalled` (waiting up to its argument) says stop.
 pub fn run(plan: &HwlatPlan, stop_signalled: &mut dyn FnMut(Duration) -> bool) -> HwlatOutcome {
+    // Calibrated once per process (30 ms), before any sampler's start.
+    let ticks = crate::rt::ticks::Counter::detect();
     let smi = machine::smi_counting(&plan.cpus);
     let smis_before = smi_counts(&smi, &plan.cpus);
     let stat_before = machine::read_stat();
@@ -107,7 +109,7 @@ pub fn run(plan: &HwlatPlan, stop_signalled: &mut dyn FnMut(Duration) -> bool) -
     let (started, tier, tier_fallback) = start_tier(plan, realtime_offset_ns);
     let mut sampled = match &started {
         Err(e) => Sampled::failed(e.clone()),
-        Ok(started) => sample(plan, started, realtime_offset_ns, stop_signalled),
+        Ok(started) => sample(plan, (started, ticks), realtime_offset_ns, stop_signalled),
     };
     if let Ok(Started {
         trace: Some(trace), ..
@@ -162,7 +164,7 @@ struct Started {
 }
 
 /// Loads the bpf tier's programs and their per-CPU counter.
-fn load_counter() -> Result<Arc<LoadedInterference>, String> {
+pub fn load_counter() -> Result<Arc<LoadedInterference>, String> {
     crate::probes::interference::check().map_err(|e| e.0)?;
     let tracefs = crate::rt::tracefs::mount::find()
         .unwrap_or_else(|| std::path::PathBuf::from("/sys/kernel/tracing"));
@@ -256,7 +258,7 @@ impl Sampled {
 /// tier `started`) until the end.
 fn sample(
     plan: &HwlatPlan,
-    started: &Started,
+    (started, ticks): (&Started, crate::rt::ticks::Counter),
     realtime_offset_ns: i64,
     stop_signalled: &mut dyn FnMut(Duration) -> bool,
 ) -> Sampled {
@@ -279,6 +281,7 @@ fn sample(
                 None => plan.sub_window_ns,
             },
             counter: started.counter.clone(),
+            ticks,
             first_window_ns: start_ns + plan.window_ns * i as u64 / n.max(1),
             end_ns: plan.duration_ns.map(|d| start_ns + d),
             realtime_offset_ns,

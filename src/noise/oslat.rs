@@ -11,7 +11,7 @@
 //! only give the bias), then the test. Each phase starts its threads, lets
 //! them go together and joins them.
 
-use super::counter::Counter;
+use crate::rt::ticks::Counter;
 use super::spinner::{Next, Visit, sleep_until_or, spin_on};
 use crate::report::{OslatCpu, OslatScale};
 use crate::rt::clock::monotonic_ns;

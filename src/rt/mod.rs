@@ -26,6 +26,7 @@ pub mod snapshot;
 pub mod stdio;
 pub mod sysinfo;
 pub mod terminal;
+pub mod ticks;
 pub mod tracefs;
 
 use std::io;

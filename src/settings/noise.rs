@@ -55,6 +55,9 @@ pub struct NoiseSettings {
     /// What the default CPU choice left out and why (rt::pod_cpus's notes).
     pub cpus_left_out: Vec<String>,
     pub force: bool,
+    /// Tell hardware interruptions from the OS's with the interference
+    /// counter where it can run (`--no-hw-counter`: never).
+    pub hw_counter: bool,
     /// `--trace-spikes`: name the causes of interruptions above this (us).
     pub trace_spikes_us: Option<u64>,
     /// `--collector`: how `--trace-spikes` collects kernel events.
@@ -183,6 +186,8 @@ impl NoiseSettings {
             rt_period_us: None,
             cpus_left_out: Vec::new(),
             force: false,
+            // The suite's own hwlat row measures the hardware.
+            hw_counter: false,
             trace_spikes_us: None,
             collector: crate::rt::bpf::CollectorChoice::Auto,
             verdict: VerdictSettings::for_suite_row(),
@@ -298,6 +303,7 @@ impl NoiseSettings {
             rt_period_us: None,
             cpus_left_out: Vec::new(),
             force: args.force,
+            hw_counter: !args.no_hw_counter,
             trace_spikes_us: args.spikes.trace_spikes,
             collector: super::collector(&args.spikes, None)?,
             verdict: VerdictSettings::from_args(&args.verdict)?,

@@ -46,6 +46,48 @@ fn rate(per_s: f64) -> String {
     }
 }
 
+/// The HW column: the hardware interruptions, `-` where the counter did
+/// not run.
+fn hw_cell(count: Option<u64>) -> String {
+    count.map_or("-".into(), |n| n.to_string())
+}
+
+/// The line under the table that says what the HW column is: each CPU's
+/// hardware time (the hypervisor's in a guest), or why the counter did not
+/// run. None when it was not asked (the oslat drop-in).
+pub fn hardware_line(test: &TestResult) -> Option<String> {
+    let counter = test.config.noise()?.hw_counter.as_ref()?;
+    if !counter.ran {
+        return Some(format!(
+            "HW: - (the interference counter did not run: {})",
+            counter.detail
+        ));
+    }
+    let cpus: Vec<String> = test
+        .series
+        .iter()
+        .filter_map(|s| s.noise_cpu())
+        .filter_map(|n| {
+            let h = n.hardware.as_ref()?;
+            Some(format!(
+                "CPU {} {} in {} (max {})",
+                n.cpu,
+                format_ns(h.noise_ns as i64),
+                h.interruptions,
+                format_ns(h.max_ns as i64)
+            ))
+        })
+        .collect();
+    let whose = match &counter.hypervisor {
+        Some(hv) => format!("hypervisor time: in this {hv} guest, the host took the vCPU"),
+        None => "hardware time (firmware, SMIs)".into(),
+    };
+    Some(format!(
+        "HW: interruptions with no IRQ, softirq, NMI or task switch counted in them are {whose}: {}",
+        cpus.join("; ")
+    ))
+}
+
 /// One row per CPU; an `all` row when there are several.
 pub fn cpu_table(test: &TestResult) -> Table {
     let mut table = Table::new(&[
@@ -56,6 +98,7 @@ pub fn cpu_table(test: &TestResult) -> Table {
         "Noise",
         "Share",
         "Interruptions",
+        "HW",
         "Reads/s",
         "Min",
         "Avg",
@@ -74,8 +117,10 @@ pub fn cpu_table(test: &TestResult) -> Table {
         "Spun",
         "Min",
         "Interruptions",
+        "HW",
     ]);
     let (mut spun, mut noise) = (0u64, 0u64);
+    let mut hw: Option<u64> = None;
     for s in &test.series {
         let Some(n) = s.noise_cpu() else { continue };
         spun += n.measured_ns;
@@ -88,8 +133,12 @@ pub fn cpu_table(test: &TestResult) -> Table {
             format_ns(n.noise_ns as i64),
             format!("{:.3} %", n.noise_percent),
             s.latency.samples.to_string(),
+            hw_cell(n.hardware.as_ref().map(|h| h.interruptions)),
             rate(n.loops_per_s),
         ];
+        if let Some(h) = &n.hardware {
+            *hw.get_or_insert(0) += h.interruptions;
+        }
         row.extend(latency_cells(&s.latency));
         table.row(row);
     }
@@ -107,6 +156,7 @@ pub fn cpu_table(test: &TestResult) -> Table {
             format_ns(noise as i64),
             format!("{share:.3} %"),
             test.overall.samples.to_string(),
+            hw_cell(hw),
             String::new(),
         ];
         row.extend(latency_cells(&test.overall));
@@ -143,6 +193,9 @@ pub fn write_test(report: &Report, test: &TestResult, out: &mut dyn Write) -> st
         return Ok(());
     }
     write!(out, "{}", cpu_table(test).render())?;
+    if let Some(line) = hardware_line(test) {
+        fitted(out, &line)?;
+    }
     for s in &test.series {
         let Some(n) = s.noise_cpu() else { continue };
         if let Some(causes) = &n.causes {

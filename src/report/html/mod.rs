@@ -1693,6 +1693,7 @@ mod tests {
             rt_runtime_us: Some(950_000),
             rt_period_us: Some(1_000_000),
             forced: false,
+            hw_counter: None,
         });
         let series = &mut test.series[0];
         series.label = "CPU 1".into();
@@ -1708,6 +1709,7 @@ mod tests {
             loops_per_s: 40_000_000.0,
             causes: None,
             oslat: None,
+            hardware: None,
         }));
         report
     }

@@ -38,6 +38,23 @@ pub struct NoiseConfig {
     /// with `--cpus`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cpus_left_out: Vec<String>,
+    /// The interference counter that tells the hardware's interruptions
+    /// from the OS's: whether it ran, and what it is or why it did not
+    /// (absent: not asked, as in the oslat drop-in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hw_counter: Option<HwCounter>,
+}
+
+/// Whether the interference counter ran on a noise test, and why not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HwCounter {
+    pub ran: bool,
+    /// What ran (`bpf interference counter ...`), or why it did not.
+    pub detail: String,
+    /// The hypervisor this guest runs under (doctor's name), when the
+    /// counter ran: its hardware interruptions are the host's time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hypervisor: Option<String>,
 }
 
 /// One spinning thread of an OS-noise test: the noise of its CPU.
@@ -64,6 +81,30 @@ pub struct NoiseCpu {
     /// The `oslat` drop-in: oslat's own figures of this CPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oslat: Option<OslatCpu>,
+    /// With the interference counter: the interruptions across which it
+    /// did not move (hardware, or the hypervisor in a guest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hardware: Option<NoiseHardware>,
+}
+
+/// One CPU's hardware interruptions: no IRQ, softirq, NMI or context
+/// switch ran in them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NoiseHardware {
+    pub interruptions: u64,
+    /// Their sum and the longest, ns.
+    pub noise_ns: u64,
+    pub max_ns: u64,
+    /// The last of them (at most 256), oldest first.
+    pub last: Vec<HwInterruption>,
+}
+
+/// One hardware interruption: when it began (CLOCK_MONOTONIC ns, the
+/// clock of `--samples`) and how long it was (ns).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct HwInterruption {
+    pub at_ns: u64,
+    pub ns: u64,
 }
 
 impl super::Report {
