@@ -88,6 +88,18 @@ pub fn hardware_line(test: &TestResult) -> Option<String> {
     ))
 }
 
+/// How the causes line names the time no traced event explains: as the HW
+/// line names its time where the interference counter ran (the hypervisor's
+/// in a guest, else the hardware's), else `unexplained (hardware or
+/// hypervisor)`.
+fn unexplained_word(test: &TestResult) -> String {
+    match test.config.noise().and_then(|c| c.hw_counter.as_ref()) {
+        Some(c) if c.ran && c.hypervisor.is_some() => "unexplained (hypervisor)".into(),
+        Some(c) if c.ran => "unexplained (hardware)".into(),
+        _ => crate::report::UNEXPLAINED.into(),
+    }
+}
+
 /// One row per CPU; an `all` row when there are several.
 pub fn cpu_table(test: &TestResult) -> Table {
     let mut table = Table::new(&[
@@ -210,7 +222,7 @@ pub fn write_test(report: &Report, test: &TestResult, out: &mut dyn Write) -> st
                     "causes: CPU {}: {:.3} % noise; {} (of the {} worst interruption{}{above}, traced)",
                     n.cpu,
                     n.noise_percent,
-                    causes.shares_line(CAUSES_SHOWN),
+                    causes.shares_line_naming(CAUSES_SHOWN, &unexplained_word(test)),
                     causes.interruptions,
                     if causes.interruptions == 1 { "" } else { "s" }
                 ),
@@ -258,6 +270,111 @@ mod tests {
         );
         test.config.policy = "fifo".into();
         assert_eq!(doctor_lines(&report, &test).len(), 2);
+    }
+
+    /// A noise test of CPU 1 with the counter as `counter` says, and on the
+    /// CPU `hardware`.
+    fn noise_test(
+        counter: Option<crate::report::HwCounter>,
+        hardware: Option<crate::report::NoiseHardware>,
+    ) -> TestResult {
+        let mut test = crate::report::testdata::sample_report().tests[0].clone();
+        test.config.detail = crate::report::ConfigDetail::Noise(crate::report::NoiseConfig {
+            cpus_left_out: Vec::new(),
+            cpus: vec![1],
+            cpus_from: "named".into(),
+            threshold_ns: 1_000,
+            runtime_ns: 1_000_000,
+            period_ns: 1_000_000,
+            clock: "rdtsc (2597 MHz, calibrated against CLOCK_MONOTONIC)".into(),
+            rt_runtime_us: None,
+            rt_period_us: None,
+            forced: false,
+            hw_counter: counter,
+        });
+        test.series.truncate(1);
+        test.series[0].detail = crate::report::SeriesDetail::NoiseCpu(Box::new(
+            crate::report::NoiseCpu {
+                cpu: 1,
+                tid: 42,
+                isolated: false,
+                measured_ns: 2_000_000_000,
+                noise_ns: 30_000,
+                noise_percent: 0.0015,
+                loops: 80_000_000,
+                loops_per_s: 40_000_000.0,
+                causes: None,
+                oslat: None,
+                hardware,
+            },
+        ));
+        test
+    }
+
+    /// The cells of `table`'s row for CPU 1 under `column`.
+    fn cell(table: &str, column: &str) -> String {
+        let mut lines = table.lines();
+        let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+        let at = header.iter().position(|h| *h == column).unwrap();
+        let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+        // "other 0" and sizes with units are two words each before HW.
+        let words_before: usize = header[..at]
+            .iter()
+            .map(|h| match *h {
+                "Prio" | "Spun" | "Noise" | "Share" => 2,
+                _ => 1,
+            })
+            .sum();
+        row[words_before].to_string()
+    }
+
+    #[test]
+    fn the_hw_column_and_its_line() {
+        use crate::report::{HwCounter, NoiseHardware};
+        let ran = |hypervisor: Option<&str>| HwCounter {
+            ran: true,
+            detail: "bpf interference counter".into(),
+            hypervisor: hypervisor.map(str::to_string),
+        };
+        let hw = NoiseHardware {
+            interruptions: 3,
+            noise_ns: 45_000,
+            max_ns: 20_000,
+            last: Vec::new(),
+        };
+        let test = noise_test(Some(ran(Some("KVM"))), Some(hw.clone()));
+        assert_eq!(cell(&cpu_table(&test).render(), "HW"), "3");
+        assert_eq!(
+            hardware_line(&test).unwrap(),
+            "HW: interruptions with no IRQ, softirq, NMI or task switch counted in them are hypervisor time: in this KVM guest, the host took the vCPU: CPU 1 45.0 us in 3 (max 20.0 us)"
+        );
+        assert_eq!(unexplained_word(&test), "unexplained (hypervisor)");
+        let bare = noise_test(Some(ran(None)), Some(hw));
+        assert!(
+            hardware_line(&bare)
+                .unwrap()
+                .contains("are hardware time (firmware, SMIs): CPU 1")
+        );
+        assert_eq!(unexplained_word(&bare), "unexplained (hardware)");
+        // Not run: `-` and why; not asked (oslat): no line.
+        let off = noise_test(
+            Some(HwCounter {
+                ran: false,
+                detail: "off (--no-hw-counter)".into(),
+                hypervisor: None,
+            }),
+            None,
+        );
+        assert_eq!(cell(&cpu_table(&off).render(), "HW"), "-");
+        assert_eq!(
+            hardware_line(&off).unwrap(),
+            "HW: - (the interference counter did not run: off (--no-hw-counter))"
+        );
+        assert_eq!(
+            unexplained_word(&off),
+            "unexplained (hardware or hypervisor)"
+        );
+        assert_eq!(hardware_line(&noise_test(None, None)), None);
     }
 
     #[test]

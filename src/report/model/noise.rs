@@ -265,6 +265,13 @@ impl NoiseCauses {
     /// `local_timer 62 %, RCU softirq 20 %, kworker/1:1 11 %, unexplained 7 %`:
     /// the first `keep` causes and the unexplained share, of the time traced.
     pub fn shares_line(&self, keep: usize) -> String {
+        self.shares_line_naming(keep, UNEXPLAINED)
+    }
+
+    /// `shares_line` with the time no traced event explains named `word`
+    /// (`unexplained (hypervisor)` where the interference counter ran in a
+    /// guest, as the HW line names its time).
+    pub fn shares_line_naming(&self, keep: usize, word: &str) -> String {
         let total: u64 = self.causes.iter().map(|c| c.ns).sum::<u64>() + self.unexplained_ns;
         if total == 0 {
             return "nothing traced".to_string();
@@ -298,14 +305,15 @@ impl NoiseCauses {
             parts.push(format!("other {}", pct(rest)));
         }
         if self.unexplained_ns > 0 {
-            parts.push(format!(
-                "unexplained (hardware or hypervisor) {}",
-                pct(self.unexplained_ns)
-            ));
+            parts.push(format!("{word} {}", pct(self.unexplained_ns)));
         }
         parts.join(", ")
     }
 }
+
+/// The time no traced event explains, as the causes line names it when
+/// nothing says whose it is.
+pub const UNEXPLAINED: &str = "unexplained (hardware or hypervisor)";
 
 /// A cause as people name it: `local_timer`, `IRQ 24 virtio0-input`,
 /// `RCU softirq`, `kworker/1:1`.
