@@ -119,7 +119,13 @@ pub fn gap_of(
     if inner.max(outer) <= threshold {
         return None;
     }
-    Some(classified(previous, reading, (inner, outer), threshold, timebase))
+    Some(classified(
+        previous,
+        reading,
+        (inner, outer),
+        threshold,
+        timebase,
+    ))
 }
 
 /// Out of line: the loop's common path stays two subtractions and a
@@ -267,7 +273,9 @@ mod tests {
             ..prev
         };
         assert_eq!(
-            gap_of(Some(&prev_bare), &bare, 1000, &ID).unwrap().interference,
+            gap_of(Some(&prev_bare), &bare, 1000, &ID)
+                .unwrap()
+                .interference,
             Interference::Unknown
         );
         // The first pair of a stretch has no outer gap.
@@ -309,6 +317,9 @@ mod tests {
                 interference: Interference::None
             }
         );
-        assert_eq!(gap_of(Some(&prev), &reading(1_008_040, 3), 6_000, &tb), None);
+        assert_eq!(
+            gap_of(Some(&prev), &reading(1_008_040, 3), 6_000, &tb),
+            None
+        );
     }
 }

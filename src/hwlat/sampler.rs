@@ -16,11 +16,11 @@ use super::gap_log::GapLog;
 use super::proc_counts::{Column, Table, thread_switches};
 use super::protocol::{Clock, Gap, Interference, InterferenceCounter, NoCounter, TickClock};
 use super::protocol::{Reading, gap_of, read_pair};
+use super::traced::Feed;
+use crate::probes::interference::load::LoadedInterference;
 #[cfg(target_arch = "x86_64")]
 use crate::rt::ticks::Tsc;
 use crate::rt::ticks::{Counter as TickCounter, Monotonic};
-use super::traced::Feed;
-use crate::probes::interference::load::LoadedInterference;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 

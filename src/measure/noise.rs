@@ -1,11 +1,11 @@
 //! The OS-noise test run and turned into report data: shared by `latscope
 //! noise` and `latscope suite`.
 
+use crate::noise::hardware::HwTally;
 use crate::noise::{self, NoiseOutcome, NoisePlan, NoiseProgress};
 use crate::pipeline::{
     CpuShare, CpuWindow, FinishedTest, Preparation, Run, RunFacts, per_cpu_skeleton,
 };
-use crate::noise::hardware::HwTally;
 use crate::probes::interference::load::LoadedInterference;
 use crate::report::{
     Cause, ConfigDetail, EndReason, HwCounter, HwInterruption, NoiseCauses, NoiseConfig, NoiseCpu,

@@ -17,16 +17,16 @@
 //! `Visit`: `latscope noise`'s interruptions here, oslat's buckets in
 //! `super::oslat`.
 
-#[cfg(target_arch = "x86_64")]
-use crate::rt::ticks::Tsc;
 use super::hardware::HwTally;
 use super::{CpuShared, NoisePlan};
 use crate::probes::interference::verdict::{
     Interference, InterferenceCounter, NoCounter, SlotCounter, Watch,
 };
-use crate::rt::ticks::{Counter, Monotonic, Scale, Ticks, Timebase};
 use crate::rt::clock::monotonic_ns;
 use crate::rt::sched;
+#[cfg(target_arch = "x86_64")]
+use crate::rt::ticks::Tsc;
+use crate::rt::ticks::{Counter, Monotonic, Scale, Ticks, Timebase};
 use crate::stats::LatencyRecorder;
 use crate::stats::samples::ring_of;
 use crate::stats::window::WindowWriter;
@@ -352,7 +352,13 @@ fn spin(
         .filter(|_| plan.policy.may_pin())
         .and_then(|loaded| loaded.slot(cpu));
     match slot {
-        Some(view) => spin_with(plan, (cpu, shared), recorder, start, SlotCounter::new(&view)),
+        Some(view) => spin_with(
+            plan,
+            (cpu, shared),
+            recorder,
+            start,
+            SlotCounter::new(&view),
+        ),
         None => SpinEnd {
             hardware: None,
             ..spin_with(plan, (cpu, shared), recorder, start, NoCounter)

@@ -293,8 +293,8 @@ mod tests {
             hw_counter: counter,
         });
         test.series.truncate(1);
-        test.series[0].detail = crate::report::SeriesDetail::NoiseCpu(Box::new(
-            crate::report::NoiseCpu {
+        test.series[0].detail =
+            crate::report::SeriesDetail::NoiseCpu(Box::new(crate::report::NoiseCpu {
                 cpu: 1,
                 tid: 42,
                 isolated: false,
@@ -306,8 +306,7 @@ mod tests {
                 causes: None,
                 oslat: None,
                 hardware,
-            },
-        ));
+            }));
         test
     }
 

@@ -114,7 +114,8 @@ fn the_hw_column_counts_the_interruptions_the_counter_did_not_see() {
     let counter = &off["tests"][0]["config"]["detail"]["hw_counter"];
     assert_eq!(counter["ran"], false, "{counter}");
     assert!(
-        stdout_of(&out).contains("HW: - (the interference counter did not run: off (--no-hw-counter))"),
+        stdout_of(&out)
+            .contains("HW: - (the interference counter did not run: off (--no-hw-counter))"),
         "{}",
         describe(&out)
     );
