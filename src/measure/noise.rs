@@ -49,8 +49,8 @@ pub const HW_COUNTER: &str = "bpf interference counter (bumped in the kernel on 
 
 /// The interference counter for `settings`, loaded, or why it does not run.
 pub fn hw_counter(settings: &NoiseSettings) -> Result<Arc<LoadedInterference>, String> {
-    if !settings.hw_counter {
-        return Err("off (--no-hw-counter)".into());
+    if let Some(why) = settings.hw_counter_off {
+        return Err(why.into());
     }
     if !settings.policy.may_pin() {
         return Err(format!(

@@ -3,7 +3,10 @@
 //! between two consecutive reads above the threshold is an interruption:
 //! time the CPU was taken from the thread (an interrupt, a softirq, the
 //! tick, another task, RT throttling, or the hardware and the hypervisor,
-//! which no kernel event shows).
+//! which no kernel event shows). Where the interference counter runs
+//! (`probes::interference`, loaded by the measure layer), each spinner
+//! reads it once per clock read and counts the interruptions across which
+//! it did not move as hardware (`hardware.rs`).
 //!
 //! The spinning loop is `spinner::run`. The controller here starts one
 //! spinner per CPU, lets them go together, optionally starts the kernel

@@ -11,7 +11,8 @@
 //! flag with a relaxed load, the end of the run, the duty cycle) is looked
 //! at once every `CHECK_NS` of clock time, so that a spinner notices a stop
 //! within a tenth of a millisecond of its own time, and the per-iteration
-//! cost is one counter read, one subtraction and two comparisons.
+//! cost is one counter read, one subtraction and two comparisons; with the
+//! interference counter (the HW column, `hardware.rs`) one load more.
 //!
 //! `spin_loop` is that loop, written once; what is done with the gaps is a
 //! `Visit`: `latscope noise`'s interruptions here, oslat's buckets in
