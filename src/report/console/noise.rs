@@ -272,41 +272,20 @@ mod tests {
         assert_eq!(doctor_lines(&report, &test).len(), 2);
     }
 
-    /// A noise test of CPU 1 with the counter as `counter` says, and on the
-    /// CPU `hardware`.
+    /// testdata's noise test of CPU 1 with the counter as `counter` says,
+    /// and on the CPU `hardware`.
     fn noise_test(
         counter: Option<crate::report::HwCounter>,
         hardware: Option<crate::report::NoiseHardware>,
     ) -> TestResult {
-        let mut test = crate::report::testdata::sample_report().tests[0].clone();
-        test.config.detail = crate::report::ConfigDetail::Noise(crate::report::NoiseConfig {
-            cpus_left_out: Vec::new(),
-            cpus: vec![1],
-            cpus_from: "named".into(),
-            threshold_ns: 1_000,
-            runtime_ns: 1_000_000,
-            period_ns: 1_000_000,
-            clock: "rdtsc (2597 MHz, calibrated against CLOCK_MONOTONIC)".into(),
-            rt_runtime_us: None,
-            rt_period_us: None,
-            forced: false,
-            hw_counter: counter,
-        });
+        let mut test = crate::report::testdata::noise_report().tests[0].clone();
         test.series.truncate(1);
-        test.series[0].detail =
-            crate::report::SeriesDetail::NoiseCpu(Box::new(crate::report::NoiseCpu {
-                cpu: 1,
-                tid: 42,
-                isolated: false,
-                measured_ns: 2_000_000_000,
-                noise_ns: 30_000,
-                noise_percent: 0.0015,
-                loops: 80_000_000,
-                loops_per_s: 40_000_000.0,
-                causes: None,
-                oslat: None,
-                hardware,
-            }));
+        if let crate::report::ConfigDetail::Noise(c) = &mut test.config.detail {
+            c.hw_counter = counter;
+        }
+        if let crate::report::SeriesDetail::NoiseCpu(n) = &mut test.series[0].detail {
+            n.hardware = hardware;
+        }
         test
     }
 
