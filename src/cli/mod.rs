@@ -1324,6 +1324,10 @@ pub struct NoiseArgs {
     /// (sched_rt_runtime_us = -1): nothing else runs on that CPU while it spins
     #[arg(long)]
     pub force: bool,
+    /// Do not load the interference counter (programs on every IRQ, softirq, NMI and context
+    /// switch, as root) that tells hardware interruptions from the OS's: the HW column shows -
+    #[arg(long = "no-hw-counter")]
+    pub no_hw_counter: bool,
     /// Do not lock memory with mlockall
     #[arg(long = "no-mlockall")]
     pub no_mlockall: bool,

@@ -11,6 +11,7 @@ use super::protocol::{Gap, Interference, InterferenceCounter};
 use crate::probes::interference::layout::{Kind, vector_label};
 use crate::probes::interference::load::LoadedInterference;
 use crate::probes::interference::read::{GapCauses, RawCause, SlotView};
+use crate::probes::interference::verdict::SlotCounter;
 use crate::rt::tracefs::events::softirq_name;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -18,7 +19,7 @@ use std::sync::Arc;
 /// This CPU's counter: one volatile load per read (the sampler is pinned,
 /// so its CPU's slot is the one its interferences bump).
 pub struct BpfCounter {
-    count: *const u64,
+    count: SlotCounter,
     view: SlotView,
     /// The causes of gap number `i` of the current sub-window, in `i`.
     captures: Vec<GapCauses>,
@@ -29,7 +30,7 @@ impl BpfCounter {
     /// `GAPS_PER_SUB_WINDOW` gaps (allocated and touched now, not in the loop).
     pub fn new(view: SlotView) -> BpfCounter {
         BpfCounter {
-            count: view.count_ptr(),
+            count: SlotCounter::new(&view),
             view,
             captures: vec![GapCauses::default(); GAPS_PER_SUB_WINDOW],
         }
@@ -39,10 +40,8 @@ impl BpfCounter {
 impl InterferenceCounter for BpfCounter {
     #[inline(always)]
     fn read(&mut self) -> Option<u64> {
-        // SAFETY: the slot's counter word, mapped while the classifier
-        // holds the loaded programs; the kernel changes it behind the
-        // compiler, hence volatile.
-        Some(unsafe { std::ptr::read_volatile(self.count) })
+        // The slot stays mapped while the classifier holds the programs.
+        self.count.read()
     }
 
     fn capture(&mut self, index: usize, from: u64, to: u64) {
@@ -202,6 +201,9 @@ mod tests {
     use super::super::protocol::fake::ScriptClock;
     use super::super::protocol::{gap_of, read_pair};
     use super::*;
+    use crate::rt::ticks::Timebase;
+
+    const ID: Timebase = Timebase::IDENTITY;
     use crate::probes::interference::layout::{RING, SLOT_SIZE, entry, header};
 
     /// A slot in ordinary memory, written as the programs write it.
@@ -257,7 +259,7 @@ mod tests {
         slot.event(Kind::Irq, 36, None);
         slot.event(Kind::Softirq, 3, None);
         let second = read_pair(&mut counter, &mut clock);
-        let gap = gap_of(Some(&first), &second, 1000).unwrap();
+        let gap = gap_of(Some(&first), &second, 1000, &ID).unwrap();
         assert_eq!(gap.interference, Interference::Some);
         counter.capture(0, first.after.unwrap(), second.before.unwrap());
         let names = BTreeMap::from([(36, "36 (virtio1-req.0)".to_string())]);

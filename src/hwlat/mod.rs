@@ -106,6 +106,9 @@ pub struct Prepared {
     tier: Tier,
     tier_fallback: Option<String>,
     smi: SmiCounter,
+    /// The samplers' clock, calibrated once per process (30 ms) before any
+    /// sampler's start.
+    ticks: crate::rt::ticks::Counter,
     stat_before: BTreeMap<usize, machine::CpuTimes>,
     realtime_offset_ns: i64,
 }
@@ -124,6 +127,7 @@ impl Prepared {
 
 /// Starts `plan`'s tier (falling back as the plan allows) and SMI counters.
 pub fn prepare(plan: &HwlatPlan) -> Prepared {
+    let ticks = crate::rt::ticks::Counter::detect();
     let smi = SmiCounter::start(&plan.cpus);
     let stat_before = machine::read_stat();
     let realtime_offset_ns = crate::rt::clock::read_clock(libc::CLOCK_REALTIME) as i64
@@ -135,6 +139,7 @@ pub fn prepare(plan: &HwlatPlan) -> Prepared {
         tier,
         tier_fallback,
         smi,
+        ticks,
         stat_before,
         realtime_offset_ns,
     }
@@ -157,12 +162,13 @@ pub fn run_prepared(
         tier,
         tier_fallback,
         smi,
+        ticks,
         stat_before,
         realtime_offset_ns,
     } = prepared;
     let mut sampled = match &started {
         Err(e) => Sampled::failed(e.clone()),
-        Ok(started) => sample(plan, started, realtime_offset_ns, stop_signalled),
+        Ok(started) => sample(plan, (started, ticks), realtime_offset_ns, stop_signalled),
     };
     if let Ok(Started {
         trace: Some(trace), ..
@@ -213,7 +219,7 @@ struct Started {
 }
 
 /// Loads the bpf tier's programs and their per-CPU counter.
-fn load_counter() -> Result<Arc<LoadedInterference>, String> {
+pub fn load_counter() -> Result<Arc<LoadedInterference>, String> {
     crate::probes::interference::check().map_err(|e| e.0)?;
     let tracefs = crate::rt::tracefs::mount::find()
         .unwrap_or_else(|| std::path::PathBuf::from("/sys/kernel/tracing"));
@@ -307,7 +313,7 @@ impl Sampled {
 /// tier `started`) until the end.
 fn sample(
     plan: &HwlatPlan,
-    started: &Started,
+    (started, ticks): (&Started, crate::rt::ticks::Counter),
     realtime_offset_ns: i64,
     stop_signalled: &mut dyn FnMut(Duration) -> bool,
 ) -> Sampled {
@@ -329,6 +335,7 @@ fn sample(
                 None => plan.sub_window_ns,
             },
             counter: started.counter.clone(),
+            ticks,
             first_window_ns: start_ns + stagger_ns(plan.window_ns, i, plan.cpus.len()),
             end_ns: plan.duration_ns.map(|d| start_ns + d),
             realtime_offset_ns,

@@ -9,42 +9,41 @@
 //! counter did not move across it; a tier without a per-read counter (the
 //! unprivileged one) leaves the gap undecided and its window decides.
 
-/// The CPU's interference counter: bumped by every IRQ, softirq, NMI and
-/// context switch of the CPU. The bpf tier's is a per-CPU slot of an
-/// mmapped map, read with one load (`bpf_counter.rs`); the unprivileged
-/// tier has none (`None`).
-pub trait InterferenceCounter {
-    fn read(&mut self) -> Option<u64>;
+pub use crate::probes::interference::verdict::{Interference, InterferenceCounter, NoCounter};
+use crate::rt::ticks::{Ticks, Timebase};
+use std::marker::PhantomData;
 
-    /// Notes, for the gap numbered `index` of the current sub-window, what
-    /// moved the counter from `from` to `to` (called at the gap, before
-    /// newer events overwrite it; a counter that keeps no causes ignores it).
-    #[inline(always)]
-    fn capture(&mut self, _index: usize, _from: u64, _to: u64) {}
+/// The clock the sampler reads, in ticks, with what turns them into
+/// CLOCK_MONOTONIC ns (a fake one in tests).
+pub trait Clock {
+    fn now(&mut self) -> u64;
+    fn timebase(&self) -> Timebase;
 }
 
-/// No per-read counter: the unprivileged tier classifies whole windows.
-pub struct NoCounter;
+/// The ticks `noise`'s spinner reads (`rt::ticks`: the TSC where it is
+/// constant, else CLOCK_MONOTONIC through the vDSO), anchored when made.
+pub struct TickClock<T> {
+    timebase: Timebase,
+    ticks: PhantomData<T>,
+}
 
-impl InterferenceCounter for NoCounter {
-    #[inline(always)]
-    fn read(&mut self) -> Option<u64> {
-        None
+impl<T: Ticks> TickClock<T> {
+    pub fn new(timebase: Timebase) -> TickClock<T> {
+        TickClock {
+            timebase,
+            ticks: PhantomData,
+        }
     }
 }
 
-/// The clock the sampler reads (CLOCK_MONOTONIC; a fake one in tests).
-pub trait Clock {
-    fn now(&mut self) -> u64;
-}
-
-/// CLOCK_MONOTONIC through the vDSO.
-pub struct Monotonic;
-
-impl Clock for Monotonic {
+impl<T: Ticks> Clock for TickClock<T> {
     #[inline(always)]
     fn now(&mut self) -> u64 {
-        crate::rt::clock::monotonic_ns()
+        T::read()
+    }
+
+    fn timebase(&self) -> Timebase {
+        self.timebase
     }
 }
 
@@ -88,27 +87,6 @@ pub fn read_pair<C: InterferenceCounter, K: Clock>(counter: &mut C, clock: &mut 
     }
 }
 
-/// What the counter says of a gap.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Interference {
-    /// The counter did not move across the gap: hardware time.
-    None,
-    /// The counter moved: the OS took the time.
-    Some,
-    /// No per-read counter: the gap's window decides.
-    Unknown,
-}
-
-impl Interference {
-    fn between(from: Option<u64>, to: Option<u64>) -> Interference {
-        match (from, to) {
-            (Some(a), Some(b)) if a == b => Interference::None,
-            (Some(_), Some(_)) => Interference::Some,
-            _ => Interference::Unknown,
-        }
-    }
-}
-
 /// A gap above the threshold: where, how long, and what the counter saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Gap {
@@ -127,19 +105,45 @@ impl Gap {
 }
 
 /// The gap `reading` closes after `previous` (None: the first pair of a
-/// stretch, whose outer gap is not measured), when above `threshold_ns`.
-pub fn gap_of(previous: Option<&Reading>, reading: &Reading, threshold_ns: u64) -> Option<Gap> {
-    let inner_ns = reading.t2.saturating_sub(reading.t1);
-    let outer_ns = previous.map_or(0, |p| reading.t1.saturating_sub(p.t2));
-    if inner_ns.max(outer_ns) <= threshold_ns {
+/// stretch, whose outer gap is not measured), when above `threshold`
+/// (ticks), in ns by `timebase`.
+#[inline(always)]
+pub fn gap_of(
+    previous: Option<&Reading>,
+    reading: &Reading,
+    threshold: u64,
+    timebase: &Timebase,
+) -> Option<Gap> {
+    let inner = reading.t2.saturating_sub(reading.t1);
+    let outer = previous.map_or(0, |p| reading.t1.saturating_sub(p.t2));
+    if inner.max(outer) <= threshold {
         return None;
     }
-    let inner = if inner_ns > threshold_ns {
+    Some(classified(
+        previous,
+        reading,
+        (inner, outer),
+        threshold,
+        timebase,
+    ))
+}
+
+/// Out of line: the loop's common path stays two subtractions and a
+/// comparison.
+#[inline(never)]
+fn classified(
+    previous: Option<&Reading>,
+    reading: &Reading,
+    (inner_ticks, outer_ticks): (u64, u64),
+    threshold: u64,
+    timebase: &Timebase,
+) -> Gap {
+    let inner = if inner_ticks > threshold {
         Interference::between(reading.before, reading.after)
     } else {
         Interference::None
     };
-    let outer = if outer_ns > threshold_ns {
+    let outer = if outer_ticks > threshold {
         Interference::between(previous.and_then(|p| p.after), reading.before)
     } else {
         Interference::None
@@ -149,12 +153,12 @@ pub fn gap_of(previous: Option<&Reading>, reading: &Reading, threshold_ns: u64) 
         (Interference::Unknown, _) | (_, Interference::Unknown) => Interference::Unknown,
         _ => Interference::None,
     };
-    Some(Gap {
-        at_ns: previous.map_or(reading.t1, |p| p.t2),
-        inner_ns,
-        outer_ns,
+    Gap {
+        at_ns: timebase.ns_at(previous.map_or(reading.t1, |p| p.t2)),
+        inner_ns: timebase.scale.ns(inner_ticks),
+        outer_ns: timebase.scale.ns(outer_ticks),
         interference,
-    })
+    }
 }
 
 #[cfg(test)]
@@ -169,6 +173,10 @@ pub(crate) mod fake {
             let t = self.0[self.1.min(self.0.len() - 1)];
             self.1 += 1;
             t
+        }
+
+        fn timebase(&self) -> Timebase {
+            Timebase::IDENTITY
         }
     }
 
@@ -188,6 +196,10 @@ pub(crate) mod fake {
 mod tests {
     use super::fake::*;
     use super::*;
+    use crate::rt::ticks::Scale;
+
+    /// Ticks that are nanoseconds.
+    const ID: Timebase = Timebase::IDENTITY;
 
     #[test]
     fn a_pair_is_read_again_when_the_counter_moved_mid_read() {
@@ -214,7 +226,7 @@ mod tests {
         let mut counter = ScriptCounter((0..20).collect(), 0);
         let r = read_pair(&mut counter, &mut clock);
         assert_eq!(r.retries, MAX_RETRIES);
-        let gap = gap_of(None, &r, 50).expect("100 ns inner is above 50");
+        let gap = gap_of(None, &r, 50, &ID).expect("100 ns inner is above 50");
         assert_eq!(gap.interference, Interference::Some);
     }
 
@@ -235,7 +247,7 @@ mod tests {
             after: Some(7),
             retries: 0,
         };
-        let g = gap_of(Some(&prev), &quiet, 1000).unwrap();
+        let g = gap_of(Some(&prev), &quiet, 1000, &ID).unwrap();
         assert_eq!((g.at_ns, g.inner_ns, g.outer_ns), (20, 20, 5000));
         assert_eq!(g.interference, Interference::None);
         // Same gap with the counter moved between the pairs: the OS.
@@ -245,11 +257,11 @@ mod tests {
             ..quiet
         };
         assert_eq!(
-            gap_of(Some(&prev), &noisy, 1000).unwrap().interference,
+            gap_of(Some(&prev), &noisy, 1000, &ID).unwrap().interference,
             Interference::Some
         );
         // Below the threshold: no gap; without a counter: undecided.
-        assert_eq!(gap_of(Some(&prev), &quiet, 5000), None);
+        assert_eq!(gap_of(Some(&prev), &quiet, 5000, &ID), None);
         let bare = Reading {
             before: None,
             after: None,
@@ -261,18 +273,53 @@ mod tests {
             ..prev
         };
         assert_eq!(
-            gap_of(Some(&prev_bare), &bare, 1000).unwrap().interference,
+            gap_of(Some(&prev_bare), &bare, 1000, &ID)
+                .unwrap()
+                .interference,
             Interference::Unknown
         );
         // The first pair of a stretch has no outer gap.
         assert_eq!(
-            gap_of(None, &quiet, 10),
+            gap_of(None, &quiet, 10, &ID),
             Some(Gap {
                 at_ns: 5020,
                 inner_ns: 20,
                 outer_ns: 0,
                 interference: Interference::None
             })
+        );
+    }
+
+    #[test]
+    fn a_gap_in_ticks_is_converted_to_the_clocks_time() {
+        // A 2 GHz counter anchored at tick 1,000,000 = monotonic 7 s: a
+        // 10,000-tick outer gap (5 us) above a 6,000-tick threshold (3 us).
+        let tb = Timebase {
+            ticks: 1_000_000,
+            ns: 7_000_000_000,
+            scale: Scale::from_interval(2_000_000_000, 1_000_000_000),
+        };
+        let reading = |t1, counter| Reading {
+            t1,
+            t2: t1 + 40,
+            before: Some(counter),
+            after: Some(counter),
+            retries: 0,
+        };
+        let prev = reading(1_002_000, 3);
+        let g = gap_of(Some(&prev), &reading(1_012_040, 3), 6_000, &tb).unwrap();
+        assert_eq!(
+            g,
+            Gap {
+                at_ns: 7_000_001_020,
+                inner_ns: 20,
+                outer_ns: 5_000,
+                interference: Interference::None
+            }
+        );
+        assert_eq!(
+            gap_of(Some(&prev), &reading(1_008_040, 3), 6_000, &tb),
+            None
         );
     }
 }

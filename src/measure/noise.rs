@@ -1,13 +1,15 @@
 //! The OS-noise test run and turned into report data: shared by `latscope
 //! noise` and `latscope suite`.
 
+use crate::noise::hardware::HwTally;
 use crate::noise::{self, NoiseOutcome, NoisePlan, NoiseProgress};
 use crate::pipeline::{
     CpuShare, CpuWindow, FinishedTest, Preparation, Run, RunFacts, per_cpu_skeleton,
 };
+use crate::probes::interference::load::LoadedInterference;
 use crate::report::{
-    Cause, ConfigDetail, EndReason, NoiseCauses, NoiseConfig, NoiseCpu, Series, SeriesDetail,
-    SpikeTrace, TestConfig, TestResult,
+    Cause, ConfigDetail, EndReason, HwCounter, HwInterruption, NoiseCauses, NoiseConfig, NoiseCpu,
+    NoiseHardware, Series, SeriesDetail, SpikeTrace, TestConfig, TestResult,
 };
 use crate::rt::signals::stop_signalled;
 use crate::settings::noise::NoiseSettings;
@@ -36,8 +38,57 @@ pub fn plan_of(settings: &NoiseSettings, stop: Arc<AtomicBool>) -> NoisePlan {
         spike_threshold_ns: settings.trace_spikes_us.map(|us| us.saturating_mul(1000)),
         collector: settings.collector,
         stop,
-        counter: crate::noise::counter::Counter::detect(),
+        counter: crate::rt::ticks::Counter::detect(),
         samples: None,
+        interference: None,
+    }
+}
+
+/// What the interference counter is, as the report names it.
+pub const HW_COUNTER: &str = "bpf interference counter (bumped in the kernel on every IRQ, softirq, NMI and context switch of the CPU), one load per clock read";
+
+/// The interference counter for `settings`, loaded, or why it does not run.
+pub fn hw_counter(settings: &NoiseSettings) -> Result<Arc<LoadedInterference>, String> {
+    if let Some(why) = settings.hw_counter_off {
+        return Err(why.into());
+    }
+    if !settings.policy.may_pin() {
+        return Err(format!(
+            "off: {} (a CPU's counter counts only what ran on that CPU)",
+            crate::settings::DEADLINE_UNPINNED
+        ));
+    }
+    crate::hwlat::load_counter().map_err(|why| format!("cannot run here: {why}"))
+}
+
+/// The report's word on the counter: what ran, or why not (and in a guest,
+/// whose time the hardware interruptions are).
+fn hw_counter_state(counter: &Result<Arc<LoadedInterference>, String>) -> HwCounter {
+    match counter {
+        Ok(_) => HwCounter {
+            ran: true,
+            detail: HW_COUNTER.into(),
+            hypervisor: crate::doctor::platform::hypervisor(&crate::doctor::Machine::live()),
+        },
+        Err(why) => HwCounter {
+            ran: false,
+            detail: why.clone(),
+            hypervisor: None,
+        },
+    }
+}
+
+/// One CPU's hardware interruptions, for the report.
+fn hardware_of(hw: &HwTally) -> NoiseHardware {
+    NoiseHardware {
+        interruptions: hw.count,
+        noise_ns: hw.ns,
+        max_ns: hw.max_ns,
+        last: hw
+            .kept()
+            .into_iter()
+            .map(|(at_ns, ns)| HwInterruption { at_ns, ns })
+            .collect(),
     }
 }
 
@@ -56,11 +107,12 @@ pub fn config_of(settings: &NoiseSettings, prep: &Preparation) -> TestConfig {
             threshold_ns: settings.threshold_ns,
             runtime_ns: settings.duty.runtime_ns,
             period_ns: settings.duty.period_ns,
-            clock: crate::noise::counter::Counter::detect().describe(),
+            clock: crate::rt::ticks::Counter::detect().describe(),
             rt_runtime_us: settings.rt_runtime_us,
             rt_period_us: settings.rt_period_us,
             forced: settings.force,
             cpus_left_out: settings.cpus_left_out.clone(),
+            hw_counter: None,
         }),
     }
 }
@@ -120,6 +172,9 @@ pub fn measure(
     let prep = run.prep;
     let mut plan = plan_of(settings, Arc::new(AtomicBool::new(false)));
     plan.samples = prep.samples_per_cpu("noise", "noise_cpu", &plan.cpus);
+    // Loaded before the spinners start, detached when `counter` drops.
+    let counter = hw_counter(settings);
+    plan.interference = counter.as_ref().ok().cloned();
     let window = CpuWindow::open();
     let started = SystemTime::now();
     let outcome = run.measuring(Some(skeleton(settings, prep)), |hook| {
@@ -143,6 +198,9 @@ pub fn measure(
         .map(|c| (c.cpu, (c.missed_deadlines, c.throttled)))
         .collect();
     let mut finished = finished(settings, prep, outcome, started, ended, cpu_use);
+    if let ConfigDetail::Noise(config) = &mut finished.result.config.detail {
+        config.hw_counter = Some(hw_counter_state(&counter));
+    }
     if let Some(reservation) = settings.policy.reservation() {
         finished.deadline = counts
             .into_iter()
@@ -205,6 +263,7 @@ fn finished(
                     },
                     causes: outcome.spikes.as_ref().map(|t| causes_of(t, c.cpu)),
                     oslat: None,
+                    hardware: c.hardware.as_ref().map(hardware_of),
                 })),
             }
         })
@@ -301,6 +360,7 @@ fn skeleton(settings: &NoiseSettings, prep: &Preparation) -> FinishedTest {
                 loops_per_s: 0.0,
                 causes: None,
                 oslat: None,
+                hardware: None,
             }))
         },
     )

@@ -5,7 +5,6 @@
 //! oslat's lines while it runs (the header, "Pre-heat ...", the bias,
 //! "Test starts...", "Test completed.", -T's stderr lines) are printed here.
 
-use crate::noise::counter::Counter;
 use crate::noise::oslat::{self as run_oslat, Buckets, OslatPlan, PhaseOutcome};
 use crate::pipeline::{CommandError, CpuWindow, FinishedTest, Run, RunFacts};
 use crate::report::{
@@ -14,6 +13,7 @@ use crate::report::{
 };
 use crate::rt::sched::Policy;
 use crate::rt::stdio::print;
+use crate::rt::ticks::Counter;
 use crate::rt::tracefs::BreakTrace;
 use crate::settings::oslat::{Machine, OslatSettings};
 use crate::stats::LatencySummary;
@@ -307,6 +307,7 @@ fn config_of(
             rt_runtime_us: facts.rt_runtime_us,
             rt_period_us: facts.rt_period_us,
             forced: false,
+            hw_counter: None,
         }),
     }
 }
@@ -351,6 +352,7 @@ fn series_of(s: &OslatSettings, facts: &OslatFacts, cpu: usize, f: OslatCpu) -> 
             },
             causes: None,
             oslat: Some(f),
+            hardware: None,
         })),
     }
 }

@@ -3,7 +3,10 @@
 //! between two consecutive reads above the threshold is an interruption:
 //! time the CPU was taken from the thread (an interrupt, a softirq, the
 //! tick, another task, RT throttling, or the hardware and the hypervisor,
-//! which no kernel event shows).
+//! which no kernel event shows). Where the interference counter runs
+//! (`probes::interference`, loaded by the measure layer), each spinner
+//! reads it once per clock read and counts the interruptions across which
+//! it did not move as hardware (`hardware.rs`).
 //!
 //! The spinning loop is `spinner::run`. The controller here starts one
 //! spinner per CPU, lets them go together, optionally starts the kernel
@@ -12,7 +15,7 @@
 //! window is the gap), then monitors: the live output, the per-second
 //! windows, the stop (Ctrl-C/SIGTERM, the duration, a spinner's error).
 
-pub mod counter;
+pub mod hardware;
 pub mod oslat;
 pub mod spinner;
 
@@ -68,9 +71,14 @@ pub struct NoisePlan {
     /// Set to stop every spinner.
     pub stop: Arc<AtomicBool>,
     /// What the spinners read (`Counter::detect`).
-    pub counter: counter::Counter,
+    pub counter: crate::rt::ticks::Counter,
     /// `--samples`: each spinner's sample ring (by CPU index).
     pub samples: Option<crate::stats::samples::TestSamples>,
+    /// The interference counter's programs, loaded (None: off, or it
+    /// cannot run here): each pinned spinner reads its CPU's counter once
+    /// per iteration and counts the interruptions it saw none in as
+    /// hardware (`hardware.rs`).
+    pub interference: Option<Arc<crate::probes::interference::load::LoadedInterference>>,
 }
 
 /// What a spinner and the controller share while the run goes on.
@@ -151,6 +159,9 @@ pub struct CpuOutcome {
     pub throttled: u64,
     pub per_second: Vec<SecondStats>,
     pub per_second_dropped: u64,
+    /// The interruptions the interference counter saw none in (None: it
+    /// did not run).
+    pub hardware: Option<hardware::HwTally>,
 }
 
 pub struct NoiseOutcome {
@@ -337,6 +348,7 @@ impl Control {
                     throttled: end.throttled,
                     per_second: std::mem::take(&mut self.per_second[i]).into_windows(),
                     per_second_dropped: shared[i].windows.dropped(),
+                    hardware: end.hardware,
                 }
             })
             .collect();

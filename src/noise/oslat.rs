@@ -11,11 +11,11 @@
 //! only give the bias), then the test. Each phase starts its threads, lets
 //! them go together and joins them.
 
-use super::counter::Counter;
 use super::spinner::{Next, Visit, sleep_until_or, spin_on};
 use crate::report::{OslatCpu, OslatScale};
 use crate::rt::clock::monotonic_ns;
 use crate::rt::sched::{self, Policy};
+use crate::rt::ticks::Counter;
 use crate::rt::tracefs::BreakTrace;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

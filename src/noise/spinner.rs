@@ -11,18 +11,23 @@
 //! flag with a relaxed load, the end of the run, the duty cycle) is looked
 //! at once every `CHECK_NS` of clock time, so that a spinner notices a stop
 //! within a tenth of a millisecond of its own time, and the per-iteration
-//! cost is one counter read, one subtraction and two comparisons.
+//! cost is one counter read, one subtraction and two comparisons; with the
+//! interference counter (the HW column, `hardware.rs`) one load more.
 //!
 //! `spin_loop` is that loop, written once; what is done with the gaps is a
 //! `Visit`: `latscope noise`'s interruptions here, oslat's buckets in
 //! `super::oslat`.
 
-#[cfg(target_arch = "x86_64")]
-use super::counter::Tsc;
-use super::counter::{Counter, Monotonic, Scale, Ticks};
+use super::hardware::HwTally;
 use super::{CpuShared, NoisePlan};
+use crate::probes::interference::verdict::{
+    Interference, InterferenceCounter, NoCounter, SlotCounter, Watch,
+};
 use crate::rt::clock::monotonic_ns;
 use crate::rt::sched;
+#[cfg(target_arch = "x86_64")]
+use crate::rt::ticks::Tsc;
+use crate::rt::ticks::{Counter, Monotonic, Scale, Ticks, Timebase};
 use crate::stats::LatencyRecorder;
 use crate::stats::samples::ring_of;
 use crate::stats::window::WindowWriter;
@@ -48,6 +53,9 @@ pub struct SpinEnd {
     /// Monotonic time of the first and the last clock read (0 if none).
     pub from_ns: u64,
     pub until_ns: u64,
+    /// The interruptions the interference counter saw none in (None: it
+    /// did not run on this spinner).
+    pub hardware: Option<HwTally>,
 }
 
 impl SpinEnd {
@@ -62,6 +70,7 @@ impl SpinEnd {
             throttled: 0,
             from_ns: 0,
             until_ns: 0,
+            hardware: None,
         }
     }
 }
@@ -202,7 +211,10 @@ pub fn spin_on<V: Visit>(counter: Counter, visit: &mut V, check_ticks: u64) -> S
 /// nanoseconds, and its end to CLOCK_MONOTONIC time through the pair
 /// (ticks, monotonic ns) read at the last check, so that drift between the
 /// calibrated scale and the clock never exceeds one check interval's worth.
-struct NoiseVisit<'a> {
+/// With the interference counter (`C`: `SlotCounter`), each iteration
+/// loads it once after its clock read (`Watch`), and an interruption it
+/// did not move across is hardware; `NoCounter` compiles to nothing.
+struct NoiseVisit<'a, C> {
     plan: &'a NoisePlan,
     cpu: usize,
     shared: &'a CpuShared,
@@ -220,32 +232,37 @@ struct NoiseVisit<'a> {
     period_from: u64,
     run_until: u64,
     /// The last check: counter and CLOCK_MONOTONIC read together.
-    anchor_ticks: u64,
-    anchor_ns: u64,
+    timebase: Timebase,
     /// `--policy deadline`: the relative deadline of every period.
     relative_deadline: Option<u64>,
     missed_deadlines: u64,
+    watch: Watch<C>,
+    hardware: HwTally,
 }
 
-impl NoiseVisit<'_> {
+impl<C> NoiseVisit<'_, C> {
     #[inline]
     fn ns_at(&self, ticks: u64) -> u64 {
-        self.anchor_ns + self.scale.ns(ticks.saturating_sub(self.anchor_ticks))
+        self.timebase.ns_at(ticks)
     }
 }
 
-impl Visit for NoiseVisit<'_> {
+impl<C: InterferenceCounter> Visit for NoiseVisit<'_, C> {
     #[inline(always)]
     fn gap(&mut self, now: u64, gap: u64) {
+        let bracket = self.watch.after_read();
         if gap > self.threshold {
-            self.interruption(now, gap);
+            self.interruption(now, gap, bracket);
         }
     }
 
     fn check(&mut self, now: u64) -> Next {
         let now_ns = monotonic_ns();
-        self.anchor_ticks = now;
-        self.anchor_ns = now_ns;
+        self.timebase = Timebase {
+            ticks: now,
+            ns: now_ns,
+            scale: self.scale,
+        };
         let spun = self.measured_ns + now_ns.saturating_sub(self.segment_from);
         let shared = self.shared;
         shared
@@ -282,22 +299,30 @@ impl Visit for NoiseVisit<'_> {
         }
         self.period_from = next;
         self.run_until = next.saturating_add(duty.runtime_ns);
+        // The next gap starts at the fresh read that follows.
+        self.watch.restart();
         Next::Resume
     }
 
     fn resumed(&mut self, now: u64) {
-        self.anchor_ticks = now;
-        self.anchor_ns = monotonic_ns();
-        self.segment_from = self.anchor_ns;
+        self.timebase = Timebase {
+            ticks: now,
+            ns: monotonic_ns(),
+            scale: self.scale,
+        };
+        self.segment_from = self.timebase.ns;
     }
 }
 
-impl NoiseVisit<'_> {
-    /// Out of line: the loop's common path stays a comparison.
+impl<C> NoiseVisit<'_, C> {
+    /// Out of line: the loop's common path stays a comparison. `bracket`:
+    /// the counter before and after the gap.
     #[inline(never)]
-    fn interruption(&mut self, now: u64, gap: u64) {
+    fn interruption(&mut self, now: u64, gap: u64, bracket: (Option<u64>, Option<u64>)) {
         let gap_ns = self.scale.ns(gap);
         let now_ns = self.ns_at(now);
+        let verdict = Interference::between(bracket.0, bracket.1);
+        self.hardware.note(verdict, now_ns, gap_ns);
         self.recorder.record(gap_ns as i64);
         self.window.record(now_ns, gap_ns as i64);
         self.noise_ns += gap_ns;
@@ -319,6 +344,36 @@ fn spin(
     shared: &CpuShared,
     recorder: LatencyRecorder,
     start: u64,
+) -> SpinEnd {
+    // The interference counter of this CPU's slot: a pinned spinner's
+    // interferences are its CPU's (an unpinned one is never given it).
+    let slot = plan
+        .interference
+        .as_ref()
+        .filter(|_| plan.policy.may_pin())
+        .and_then(|loaded| loaded.slot(cpu));
+    match slot {
+        Some(view) => spin_with(
+            plan,
+            (cpu, shared),
+            recorder,
+            start,
+            SlotCounter::new(&view),
+        ),
+        None => SpinEnd {
+            hardware: None,
+            ..spin_with(plan, (cpu, shared), recorder, start, NoCounter)
+        },
+    }
+}
+
+/// `spin` with the interference counter `interference`.
+fn spin_with<C: InterferenceCounter>(
+    plan: &NoisePlan,
+    (cpu, shared): (usize, &CpuShared),
+    recorder: LatencyRecorder,
+    start: u64,
+    interference: C,
 ) -> SpinEnd {
     let counter = plan.counter;
     let scale = counter.scale();
@@ -350,10 +405,16 @@ fn spin(
         } else {
             u64::MAX
         },
-        anchor_ticks: counter.now(),
-        anchor_ns: from_ns,
+        timebase: Timebase {
+            ticks: counter.now(),
+            ns: from_ns,
+            scale,
+        },
         relative_deadline: plan.policy.reservation().map(|r| r.deadline_ns),
         missed_deadlines: 0,
+        hardware: HwTally::new(),
+        // Read last, right before the loop's first clock read.
+        watch: Watch::new(interference),
     };
     let throttled_before = sched::throttled_periods();
     let check_ticks = scale.ticks(CHECK_NS);
@@ -370,5 +431,6 @@ fn spin(
         throttled: sched::throttled_periods().saturating_sub(throttled_before),
         from_ns,
         until_ns,
+        hardware: Some(visit.hardware),
     }
 }

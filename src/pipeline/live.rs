@@ -442,6 +442,7 @@ mod tests {
                 loops_per_s: 0.0,
                 causes: None,
                 oslat: None,
+                hardware: None,
             })),
         );
         with_counters(

@@ -358,6 +358,7 @@ mod tests {
                 loops_per_s: 10.0,
                 causes: None,
                 oslat: Some(figures),
+                hardware: None,
             }));
         report
     }

@@ -57,6 +57,43 @@ pub(crate) mod testdata {
     use crate::stats::LatencyRecorder;
     use crate::stats::window::SecondStats;
 
+    /// `sample_report` as an OS-noise test of CPU 1 spinning half the time.
+    pub fn noise_report() -> Report {
+        let mut report = sample_report();
+        let test = &mut report.tests[0];
+        test.test = "noise".into();
+        test.config.detail = crate::report::ConfigDetail::Noise(crate::report::NoiseConfig {
+            cpus_left_out: Vec::new(),
+            cpus: vec![1],
+            cpus_from: "named".into(),
+            threshold_ns: 1_000,
+            runtime_ns: 500_000,
+            period_ns: 1_000_000,
+            clock: "clock_gettime(CLOCK_MONOTONIC)".into(),
+            rt_runtime_us: Some(950_000),
+            rt_period_us: Some(1_000_000),
+            forced: false,
+            hw_counter: None,
+        });
+        let series = &mut test.series[0];
+        series.label = "CPU 1".into();
+        series.per_second = vec![SecondStats::new(0, 1, 3, 2_000, 10_000.0, 30_000)];
+        series.detail = crate::report::SeriesDetail::NoiseCpu(Box::new(crate::report::NoiseCpu {
+            cpu: 1,
+            tid: 42,
+            isolated: false,
+            measured_ns: 2_000_000_000,
+            noise_ns: 30_000,
+            noise_percent: 0.0015,
+            loops: 80_000_000,
+            loops_per_s: 40_000_000.0,
+            causes: None,
+            oslat: None,
+            hardware: None,
+        }));
+        report
+    }
+
     /// A small, fully known report: one pair, samples 2, 3 and 5 us.
     pub fn sample_report() -> Report {
         let mut recorder = LatencyRecorder::new();

@@ -29,6 +29,7 @@ pub mod snapshot;
 pub mod stdio;
 pub mod sysinfo;
 pub mod terminal;
+pub mod ticks;
 pub mod tracefs;
 
 use std::io;

@@ -55,6 +55,10 @@ pub struct NoiseSettings {
     /// What the default CPU choice left out and why (rt::pod_cpus's notes).
     pub cpus_left_out: Vec<String>,
     pub force: bool,
+    /// Tell hardware interruptions from the OS's with the interference
+    /// counter where it can run, unless this says why not
+    /// (`--no-hw-counter`, the suite).
+    pub hw_counter_off: Option<&'static str>,
     /// `--trace-spikes`: name the causes of interruptions above this (us).
     pub trace_spikes_us: Option<u64>,
     /// `--collector`: how `--trace-spikes` collects kernel events.
@@ -183,6 +187,7 @@ impl NoiseSettings {
             rt_period_us: None,
             cpus_left_out: Vec::new(),
             force: false,
+            hw_counter_off: Some("off (the suite's hwlat row measures the hardware)"),
             trace_spikes_us: None,
             collector: crate::rt::bpf::CollectorChoice::Auto,
             verdict: VerdictSettings::for_suite_row(),
@@ -298,6 +303,7 @@ impl NoiseSettings {
             rt_period_us: None,
             cpus_left_out: Vec::new(),
             force: args.force,
+            hw_counter_off: args.no_hw_counter.then_some("off (--no-hw-counter)"),
             trace_spikes_us: args.spikes.trace_spikes,
             collector: super::collector(&args.spikes, None)?,
             verdict: VerdictSettings::from_args(&args.verdict)?,

@@ -73,6 +73,7 @@ mod slow {
     mod load;
     mod logdisk;
     mod noise;
+    mod noise_hw;
     mod oslat_compat;
     mod pod_runs;
     mod readme_examples;

@@ -4,8 +4,9 @@
 //! their CPU's counter in one mmapped map and note the cause in a small
 //! ring (`layout.rs`, `program.rs`); a sampler pinned on the CPU reads the
 //! counter with one load around each pair of clock reads (`read.rs`), and
-//! a gap across which it did not move is hardware time. `load.rs` creates
-//! the map and hooks the programs.
+//! a gap across which it did not move is hardware time (`verdict.rs`, for
+//! hwlat's pairs and noise's spinner alike). `load.rs` creates the map and
+//! hooks the programs.
 
 use crate::rt::bpf::probe::Unavailable;
 
@@ -14,6 +15,7 @@ pub mod load;
 pub mod program;
 pub mod read;
 pub mod tier;
+pub mod verdict;
 
 #[cfg(test)]
 mod tests;

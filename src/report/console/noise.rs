@@ -46,6 +46,60 @@ fn rate(per_s: f64) -> String {
     }
 }
 
+/// The HW column: the hardware interruptions, `-` where the counter did
+/// not run.
+fn hw_cell(count: Option<u64>) -> String {
+    count.map_or("-".into(), |n| n.to_string())
+}
+
+/// The line under the table that says what the HW column is: each CPU's
+/// hardware time (the hypervisor's in a guest), or why the counter did not
+/// run. None when it was not asked (the oslat drop-in).
+pub fn hardware_line(test: &TestResult) -> Option<String> {
+    let counter = test.config.noise()?.hw_counter.as_ref()?;
+    if !counter.ran {
+        return Some(format!(
+            "HW: - (the interference counter did not run: {})",
+            counter.detail
+        ));
+    }
+    let cpus: Vec<String> = test
+        .series
+        .iter()
+        .filter_map(|s| s.noise_cpu())
+        .filter_map(|n| {
+            let h = n.hardware.as_ref()?;
+            Some(format!(
+                "CPU {} {} in {} (max {})",
+                n.cpu,
+                format_ns(h.noise_ns as i64),
+                h.interruptions,
+                format_ns(h.max_ns as i64)
+            ))
+        })
+        .collect();
+    let whose = match &counter.hypervisor {
+        Some(hv) => format!("hypervisor time: in this {hv} guest, the host took the vCPU"),
+        None => "hardware time (firmware, SMIs)".into(),
+    };
+    Some(format!(
+        "HW: interruptions with no IRQ, softirq, NMI or task switch counted in them are {whose}: {}",
+        cpus.join("; ")
+    ))
+}
+
+/// How the causes line names the time no traced event explains: as the HW
+/// line names its time where the interference counter ran (the hypervisor's
+/// in a guest, else the hardware's), else `unexplained (hardware or
+/// hypervisor)`.
+fn unexplained_word(test: &TestResult) -> String {
+    match test.config.noise().and_then(|c| c.hw_counter.as_ref()) {
+        Some(c) if c.ran && c.hypervisor.is_some() => "unexplained (hypervisor)".into(),
+        Some(c) if c.ran => "unexplained (hardware)".into(),
+        _ => crate::report::UNEXPLAINED.into(),
+    }
+}
+
 /// One row per CPU; an `all` row when there are several.
 pub fn cpu_table(test: &TestResult) -> Table {
     let mut table = Table::new(&[
@@ -56,6 +110,7 @@ pub fn cpu_table(test: &TestResult) -> Table {
         "Noise",
         "Share",
         "Interruptions",
+        "HW",
         "Reads/s",
         "Min",
         "Avg",
@@ -74,8 +129,10 @@ pub fn cpu_table(test: &TestResult) -> Table {
         "Spun",
         "Min",
         "Interruptions",
+        "HW",
     ]);
     let (mut spun, mut noise) = (0u64, 0u64);
+    let mut hw: Option<u64> = None;
     for s in &test.series {
         let Some(n) = s.noise_cpu() else { continue };
         spun += n.measured_ns;
@@ -88,8 +145,12 @@ pub fn cpu_table(test: &TestResult) -> Table {
             format_ns(n.noise_ns as i64),
             format!("{:.3} %", n.noise_percent),
             s.latency.samples.to_string(),
+            hw_cell(n.hardware.as_ref().map(|h| h.interruptions)),
             rate(n.loops_per_s),
         ];
+        if let Some(h) = &n.hardware {
+            *hw.get_or_insert(0) += h.interruptions;
+        }
         row.extend(latency_cells(&s.latency));
         table.row(row);
     }
@@ -107,6 +168,7 @@ pub fn cpu_table(test: &TestResult) -> Table {
             format_ns(noise as i64),
             format!("{share:.3} %"),
             test.overall.samples.to_string(),
+            hw_cell(hw),
             String::new(),
         ];
         row.extend(latency_cells(&test.overall));
@@ -143,6 +205,9 @@ pub fn write_test(report: &Report, test: &TestResult, out: &mut dyn Write) -> st
         return Ok(());
     }
     write!(out, "{}", cpu_table(test).render())?;
+    if let Some(line) = hardware_line(test) {
+        fitted(out, &line)?;
+    }
     for s in &test.series {
         let Some(n) = s.noise_cpu() else { continue };
         if let Some(causes) = &n.causes {
@@ -157,7 +222,7 @@ pub fn write_test(report: &Report, test: &TestResult, out: &mut dyn Write) -> st
                     "causes: CPU {}: {:.3} % noise; {} (of the {} worst interruption{}{above}, traced)",
                     n.cpu,
                     n.noise_percent,
-                    causes.shares_line(CAUSES_SHOWN),
+                    causes.shares_line_naming(CAUSES_SHOWN, &unexplained_word(test)),
                     causes.interruptions,
                     if causes.interruptions == 1 { "" } else { "s" }
                 ),
@@ -205,6 +270,89 @@ mod tests {
         );
         test.config.policy = "fifo".into();
         assert_eq!(doctor_lines(&report, &test).len(), 2);
+    }
+
+    /// testdata's noise test of CPU 1 with the counter as `counter` says,
+    /// and on the CPU `hardware`.
+    fn noise_test(
+        counter: Option<crate::report::HwCounter>,
+        hardware: Option<crate::report::NoiseHardware>,
+    ) -> TestResult {
+        let mut test = crate::report::testdata::noise_report().tests[0].clone();
+        test.series.truncate(1);
+        if let crate::report::ConfigDetail::Noise(c) = &mut test.config.detail {
+            c.hw_counter = counter;
+        }
+        if let crate::report::SeriesDetail::NoiseCpu(n) = &mut test.series[0].detail {
+            n.hardware = hardware;
+        }
+        test
+    }
+
+    /// The cells of `table`'s row for CPU 1 under `column`.
+    fn cell(table: &str, column: &str) -> String {
+        let mut lines = table.lines();
+        let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+        let at = header.iter().position(|h| *h == column).unwrap();
+        let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+        // "other 0" and sizes with units are two words each before HW.
+        let words_before: usize = header[..at]
+            .iter()
+            .map(|h| match *h {
+                "Prio" | "Spun" | "Noise" | "Share" => 2,
+                _ => 1,
+            })
+            .sum();
+        row[words_before].to_string()
+    }
+
+    #[test]
+    fn the_hw_column_and_its_line() {
+        use crate::report::{HwCounter, NoiseHardware};
+        let ran = |hypervisor: Option<&str>| HwCounter {
+            ran: true,
+            detail: "bpf interference counter".into(),
+            hypervisor: hypervisor.map(str::to_string),
+        };
+        let hw = NoiseHardware {
+            interruptions: 3,
+            noise_ns: 45_000,
+            max_ns: 20_000,
+            last: Vec::new(),
+        };
+        let test = noise_test(Some(ran(Some("KVM"))), Some(hw.clone()));
+        assert_eq!(cell(&cpu_table(&test).render(), "HW"), "3");
+        assert_eq!(
+            hardware_line(&test).unwrap(),
+            "HW: interruptions with no IRQ, softirq, NMI or task switch counted in them are hypervisor time: in this KVM guest, the host took the vCPU: CPU 1 45.0 us in 3 (max 20.0 us)"
+        );
+        assert_eq!(unexplained_word(&test), "unexplained (hypervisor)");
+        let bare = noise_test(Some(ran(None)), Some(hw));
+        assert!(
+            hardware_line(&bare)
+                .unwrap()
+                .contains("are hardware time (firmware, SMIs): CPU 1")
+        );
+        assert_eq!(unexplained_word(&bare), "unexplained (hardware)");
+        // Not run: `-` and why; not asked (oslat): no line.
+        let off = noise_test(
+            Some(HwCounter {
+                ran: false,
+                detail: "off (--no-hw-counter)".into(),
+                hypervisor: None,
+            }),
+            None,
+        );
+        assert_eq!(cell(&cpu_table(&off).render(), "HW"), "-");
+        assert_eq!(
+            hardware_line(&off).unwrap(),
+            "HW: - (the interference counter did not run: off (--no-hw-counter))"
+        );
+        assert_eq!(
+            unexplained_word(&off),
+            "unexplained (hardware or hypervisor)"
+        );
+        assert_eq!(hardware_line(&noise_test(None, None)), None);
     }
 
     #[test]

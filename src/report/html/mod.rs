@@ -1727,44 +1727,9 @@ mod tests {
         assert!(marks.marks.iter().all(|m| m.kind == plots::MarkKind::Spike));
     }
 
-    /// `sample_report` as an OS-noise test of CPU 1 spinning half the time.
-    fn noise_report() -> Report {
-        let mut report = sample_report();
-        let test = &mut report.tests[0];
-        test.test = "noise".into();
-        test.config.detail = crate::report::ConfigDetail::Noise(crate::report::NoiseConfig {
-            cpus_left_out: Vec::new(),
-            cpus: vec![1],
-            cpus_from: "named".into(),
-            threshold_ns: 1_000,
-            runtime_ns: 500_000,
-            period_ns: 1_000_000,
-            clock: "clock_gettime(CLOCK_MONOTONIC)".into(),
-            rt_runtime_us: Some(950_000),
-            rt_period_us: Some(1_000_000),
-            forced: false,
-        });
-        let series = &mut test.series[0];
-        series.label = "CPU 1".into();
-        series.per_second = vec![SecondStats::new(0, 1, 3, 2_000, 10_000.0, 30_000)];
-        series.detail = crate::report::SeriesDetail::NoiseCpu(Box::new(crate::report::NoiseCpu {
-            cpu: 1,
-            tid: 42,
-            isolated: false,
-            measured_ns: 2_000_000_000,
-            noise_ns: 30_000,
-            noise_percent: 0.0015,
-            loops: 80_000_000,
-            loops_per_s: 40_000_000.0,
-            causes: None,
-            oslat: None,
-        }));
-        report
-    }
-
     #[test]
     fn noise_tests_get_their_share_plot_and_columns() {
-        let r = render_one(&noise_report());
+        let r = render_one(&crate::report::testdata::noise_report());
         assert_eq!(r.plots.len(), 4);
         assert!(
             r.html

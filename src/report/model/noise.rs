@@ -38,6 +38,23 @@ pub struct NoiseConfig {
     /// with `--cpus`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cpus_left_out: Vec<String>,
+    /// The interference counter that tells the hardware's interruptions
+    /// from the OS's: whether it ran, and what it is or why it did not
+    /// (absent: not asked, as in the oslat drop-in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hw_counter: Option<HwCounter>,
+}
+
+/// Whether the interference counter ran on a noise test, and why not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HwCounter {
+    pub ran: bool,
+    /// What ran (`bpf interference counter ...`), or why it did not.
+    pub detail: String,
+    /// The hypervisor this guest runs under (doctor's name), when the
+    /// counter ran: its hardware interruptions are the host's time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hypervisor: Option<String>,
 }
 
 /// One spinning thread of an OS-noise test: the noise of its CPU.
@@ -64,6 +81,30 @@ pub struct NoiseCpu {
     /// The `oslat` drop-in: oslat's own figures of this CPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oslat: Option<OslatCpu>,
+    /// With the interference counter: the interruptions across which it
+    /// did not move (hardware, or the hypervisor in a guest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hardware: Option<NoiseHardware>,
+}
+
+/// One CPU's hardware interruptions: no IRQ, softirq, NMI or context
+/// switch ran in them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NoiseHardware {
+    pub interruptions: u64,
+    /// Their sum and the longest, ns.
+    pub noise_ns: u64,
+    pub max_ns: u64,
+    /// The last of them (at most 256), oldest first.
+    pub last: Vec<HwInterruption>,
+}
+
+/// One hardware interruption: when it began (CLOCK_MONOTONIC ns, the
+/// clock of `--samples`) and how long it was (ns).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct HwInterruption {
+    pub at_ns: u64,
+    pub ns: u64,
 }
 
 impl super::Report {
@@ -224,6 +265,13 @@ impl NoiseCauses {
     /// `local_timer 62 %, RCU softirq 20 %, kworker/1:1 11 %, unexplained 7 %`:
     /// the first `keep` causes and the unexplained share, of the time traced.
     pub fn shares_line(&self, keep: usize) -> String {
+        self.shares_line_naming(keep, UNEXPLAINED)
+    }
+
+    /// `shares_line` with the time no traced event explains named `word`
+    /// (`unexplained (hypervisor)` where the interference counter ran in a
+    /// guest, as the HW line names its time).
+    pub fn shares_line_naming(&self, keep: usize, word: &str) -> String {
         let total: u64 = self.causes.iter().map(|c| c.ns).sum::<u64>() + self.unexplained_ns;
         if total == 0 {
             return "nothing traced".to_string();
@@ -257,14 +305,15 @@ impl NoiseCauses {
             parts.push(format!("other {}", pct(rest)));
         }
         if self.unexplained_ns > 0 {
-            parts.push(format!(
-                "unexplained (hardware or hypervisor) {}",
-                pct(self.unexplained_ns)
-            ));
+            parts.push(format!("{word} {}", pct(self.unexplained_ns)));
         }
         parts.join(", ")
     }
 }
+
+/// The time no traced event explains, as the causes line names it when
+/// nothing says whose it is.
+pub const UNEXPLAINED: &str = "unexplained (hardware or hypervisor)";
 
 /// A cause as people name it: `local_timer`, `IRQ 24 virtio0-input`,
 /// `RCU softirq`, `kworker/1:1`.
