@@ -145,7 +145,9 @@ pub use crate::probes::interference::tier::base_events;
 
 /// Whether the tier can run here, creating nothing.
 pub fn check() -> Result<(), String> {
-    crate::probes::interference::tier::TierFacts::live().tracefs_ok()
+    crate::probes::interference::tier::TierFacts::live()
+        .tracefs_ok()
+        .map_err(|why| why.0)
 }
 
 /// A running trace of the measured CPUs and its classifier.

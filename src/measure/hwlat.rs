@@ -44,7 +44,9 @@ pub fn describe_smi(smi: &SmiCounting) -> String {
 
 /// The tier `choice` gives here (the error is the user's line, exit 1).
 pub fn decide_tier(choice: TierChoice) -> Result<Decision, String> {
-    crate::hwlat::tier::TierFacts::live().decide(choice)
+    crate::hwlat::tier::TierFacts::live()
+        .decide(choice)
+        .map_err(|e| e.to_string())
 }
 
 /// A tier asked for by name that cannot run here: its own line, before the

@@ -79,13 +79,23 @@ pub struct Decision {
     pub fallback: Option<String>,
 }
 
+/// A tier asked for by name that cannot run here; `Display` is the user's
+/// line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TierError {
+    #[error("--tier tracefs cannot run here: {0}")]
+    Tracefs(Unavailable),
+    #[error("--tier bpf: the bpf tier cannot run here: {0}")]
+    Bpf(Unavailable),
+}
+
 /// Decides the tier for `choice`; `bpf_ok` and `tracefs_ok` say whether
-/// those tiers can run here (creating nothing). The error is the user's line.
+/// those tiers can run here (creating nothing).
 pub fn decide(
     choice: TierChoice,
-    bpf_ok: impl FnOnce() -> Result<(), String>,
-    tracefs_ok: impl FnOnce() -> Result<(), String>,
-) -> Result<Decision, String> {
+    bpf_ok: impl FnOnce() -> Result<(), Unavailable>,
+    tracefs_ok: impl FnOnce() -> Result<(), Unavailable>,
+) -> Result<Decision, TierError> {
     let only = |tier| Decision {
         tier,
         fallback: None,
@@ -94,10 +104,8 @@ pub fn decide(
         TierChoice::Unprivileged => Ok(only(Tier::Unprivileged)),
         TierChoice::Tracefs => tracefs_ok()
             .map(|()| only(Tier::Tracefs))
-            .map_err(|why| format!("--tier tracefs cannot run here: {why}")),
-        TierChoice::Bpf => bpf_ok()
-            .map(|()| only(Tier::Bpf))
-            .map_err(|why| format!("--tier bpf: the bpf tier cannot run here: {why}")),
+            .map_err(TierError::Tracefs),
+        TierChoice::Bpf => bpf_ok().map(|()| only(Tier::Bpf)).map_err(TierError::Bpf),
         TierChoice::Auto => Ok(match bpf_ok() {
             Ok(()) => only(Tier::Bpf),
             Err(bpf) => match tracefs_ok() {
@@ -151,24 +159,24 @@ impl TierFacts<'static> {
 impl TierFacts<'_> {
     /// Whether the bpf tier can run: BPF itself and a kernel whose verifier
     /// takes the counter's fetch-and-add.
-    pub fn bpf_ok(&self) -> Result<(), String> {
-        super::check_with(&self.bpf, self.try_bpf).map_err(|e| e.0)
+    pub fn bpf_ok(&self) -> Result<(), Unavailable> {
+        super::check_with(&self.bpf, self.try_bpf)
     }
 
     /// Whether the tracefs tier can run: root, tracefs with its events,
     /// the `mono` clock and instances, and formats it can decode.
-    pub fn tracefs_ok(&self) -> Result<(), String> {
+    pub fn tracefs_ok(&self) -> Result<(), Unavailable> {
         let events = base_events();
-        if let Some(tracefs) =
-            crate::rt::tracefs::check_usable_at(self.root, self.is_root, &events)?
+        if let Some(tracefs) = crate::rt::tracefs::check_usable_at(self.root, self.is_root, &events)
+            .map_err(Unavailable)?
         {
-            EventDecoder::read_events(&tracefs.join("events"), &events)?;
+            EventDecoder::read_events(&tracefs.join("events"), &events).map_err(Unavailable)?;
         }
         Ok(())
     }
 
     /// The tier `choice` gives here (the error is the user's line).
-    pub fn decide(&self, choice: TierChoice) -> Result<Decision, String> {
+    pub fn decide(&self, choice: TierChoice) -> Result<Decision, TierError> {
         decide(choice, || self.bpf_ok(), || self.tracefs_ok())
     }
 
@@ -205,12 +213,12 @@ mod tests {
 
     const NOT_PERMITTED: &str = "not permitted: needs CAP_BPF and CAP_PERFMON (or root)";
 
-    fn no_root() -> Result<(), String> {
-        Err("kernel tracing needs root".into())
+    fn no_root() -> Result<(), Unavailable> {
+        Err(Unavailable("kernel tracing needs root".into()))
     }
 
-    fn no_bpf() -> Result<(), String> {
-        Err(NOT_PERMITTED.into())
+    fn no_bpf() -> Result<(), Unavailable> {
+        Err(Unavailable(NOT_PERMITTED.into()))
     }
 
     #[test]
@@ -242,11 +250,15 @@ mod tests {
     #[test]
     fn a_tier_asked_by_name_runs_or_is_an_error() {
         assert_eq!(
-            decide(TierChoice::Tracefs, || panic!("not asked"), no_root).unwrap_err(),
+            decide(TierChoice::Tracefs, || panic!("not asked"), no_root)
+                .unwrap_err()
+                .to_string(),
             "--tier tracefs cannot run here: kernel tracing needs root"
         );
         assert_eq!(
-            decide(TierChoice::Bpf, no_bpf, || panic!("not asked")).unwrap_err(),
+            decide(TierChoice::Bpf, no_bpf, || panic!("not asked"))
+                .unwrap_err()
+                .to_string(),
             format!("--tier bpf: the bpf tier cannot run here: {NOT_PERMITTED}")
         );
         assert_eq!(
