@@ -391,7 +391,7 @@ impl<'w> Attribution<'w> {
                 ran_after_wake,
             );
         }
-        let mut causes = self.times.causes;
+        let mut causes = name_unknown_tasks(self.times.causes, &self.state.names);
         causes.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.name.cmp(&b.name)));
         let mut spike = Spike {
             cpu: self.window.cpu,
@@ -632,6 +632,37 @@ impl TimePerOwner {
         }
         self.last = Some((kind.to_string(), name));
     }
+}
+
+/// A task already running when the window opened is known only by the
+/// pid of its events until a switch names it, perhaps at the window's end
+/// (`spike-maker/11090 ==> sampling-1`): its cause, `<unknown> (pid N)`,
+/// takes the name the window learned, and joins the cause of that name.
+fn name_unknown_tasks(causes: Vec<Cause>, names: &BTreeMap<i32, (Comm, i32)>) -> Vec<Cause> {
+    let mut named: Vec<Cause> = Vec::with_capacity(causes.len());
+    for mut cause in causes {
+        let pid = cause
+            .name
+            .strip_prefix("<unknown> (pid ")
+            .and_then(|rest| rest.strip_suffix(')'))
+            .and_then(|pid| pid.parse::<i32>().ok());
+        if let Some(pid) = pid
+            && let Some((comm, _)) = names.get(&pid)
+        {
+            cause.name = format!("{} (pid {pid})", text_of(comm));
+        }
+        match named
+            .iter_mut()
+            .find(|c| c.kind == cause.kind && c.name == cause.name)
+        {
+            Some(same) => {
+                same.ns += cause.ns;
+                same.count += cause.count;
+            }
+            None => named.push(cause),
+        }
+    }
+    named
 }
 
 fn task_name(pid: i32, prio: i32, comm: &Comm, tracer: i32) -> String {
@@ -1138,6 +1169,32 @@ mod tests {
         assert_eq!(
             spike.causes[0],
             cause("task", "<unknown> (pid 77)", 90 * US, 1)
+        );
+    }
+
+    #[test]
+    fn a_task_running_since_before_the_window_is_named_by_its_switch_out() {
+        // pid 77 ran from before the window (its events name it by pid
+        // alone) and the switch that ends the window names it.
+        let events = [
+            ev_by(1_000 * US, 77, Kind::SoftirqEntry { vec: 1 }),
+            ev_by(1_010 * US, 77, Kind::SoftirqExit { vec: 1 }),
+            switch(
+                1_090 * US,
+                (77, 10, "spike-maker", 0),
+                (5, 49, "sampling-1"),
+            ),
+        ];
+        let spike = run(&events, 900 * US, 1_100 * US);
+        let task = spike.causes.iter().find(|c| c.kind == "task").unwrap();
+        assert_eq!(task.name, "spike-maker (pid 77)");
+        assert!(
+            spike
+                .causes
+                .iter()
+                .all(|c| !c.name.starts_with("<unknown>")),
+            "{:?}",
+            spike.causes
         );
     }
 
