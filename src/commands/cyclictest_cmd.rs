@@ -37,7 +37,9 @@ pub fn start(args: &[String]) -> Result<Start, CommandError> {
     // clap's, consumed there; one the user typed ends getopt's options, as
     // in cyclictest (`cyclictest -- -l 5` runs until stopped).
     let online = crate::rt::sched::allowed_cpus();
-    let has_smi = crate::rt::sysinfo::has_smi_counter();
+    // rt-tests 2.7's rule: every Intel family 6 model has the SMI count
+    // MSR (2.4 kept a list of 32 models).
+    let has_smi = crate::rt::sysinfo::intel_family_6_with_msr();
     match CyclicSettings::parse(args, &online, has_smi) {
         Ok(settings) => Ok(Start::Run {
             settings: Box::new(settings),

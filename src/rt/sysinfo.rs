@@ -67,17 +67,6 @@ fn intel_family_6_model() -> Option<u32> {
     }
 }
 
-/// Whether this processor has the SMI count MSR (turbostat's check, as
-/// cyclictest's `has_smi_counter`): Intel family 6 with MSRs, listed models.
-pub fn has_smi_counter() -> bool {
-    const MODELS: [u32; 32] = [
-        0x1A, 0x1E, 0x1F, 0x25, 0x2C, 0x2E, 0x2F, 0x2A, 0x2D, 0x3A, 0x3E, 0x3C, 0x3F, 0x45, 0x46,
-        0x3D, 0x47, 0x4F, 0x56, 0x4E, 0x5E, 0x8E, 0x9E, 0x55, 0x37, 0x4D, 0x4C, 0x57, 0x5C, 0x5F,
-        0x7A, 0x85,
-    ];
-    intel_family_6_model().is_some_and(|m| MODELS.contains(&m))
-}
-
 /// CPUs that are online now: the kernel's list, else those this process may
 /// use.
 pub fn online_cpus() -> Vec<usize> {
